@@ -1,0 +1,77 @@
+/**
+ * The StackEngine contract: what the scaling API, `nodefleet preview` and the CLI need from a
+ * Pulumi engine. Two implementations pass the same contract tests: the Automation API engine
+ * (real clouds) and the simulated engine (mock runtime against a simulated cloud).
+ */
+
+/** A program the engine can run in-process (automation) or in a child process (simulated). */
+export interface ProgramReference {
+  /** Absolute path of a compiled module whose `runProgram(args)` declares the resources and returns the stack outputs. */
+  readonly module: string;
+  /** JSON-serialisable arguments passed to `runProgram`. */
+  readonly args?: unknown;
+}
+
+/** A stack config value; `secret` values are set as Pulumi secrets and never printed. */
+export interface StackConfigValue {
+  readonly value: unknown;
+  readonly secret?: boolean;
+}
+
+export interface StackDefinition {
+  /** Pulumi stack name, e.g. `example` (git) or `example-api` (the API's own stack). */
+  readonly stackName: string;
+  readonly program: ProgramReference;
+  /** Full config keys (`nodefleet:cluster`, ...) to values. */
+  readonly config: Readonly<Record<string, StackConfigValue>>;
+}
+
+export type StepOp = "create" | "update" | "replace" | "delete" | "same";
+
+export interface ResourceStep {
+  readonly op: StepOp;
+  readonly urn: string;
+  /** Pulumi type token, e.g. `hcloud:index/server:Server`. */
+  readonly type: string;
+  /** Logical resource name. */
+  readonly name: string;
+  /** Input keys that changed (update/replace). */
+  readonly keys: readonly string[];
+  /** Input keys that force the replacement (replace only). */
+  readonly replaceKeys?: readonly string[];
+  /** Set when applying this step failed; the others still proceed (continueOnError). */
+  readonly error?: string;
+}
+
+export type ChangeSummary = Record<StepOp, number>;
+
+export interface RunResult {
+  readonly kind: "up" | "preview" | "refresh";
+  readonly summary: ChangeSummary;
+  readonly steps: readonly ResourceStep[];
+  readonly outputs: Readonly<Record<string, unknown>>;
+  /** True when every step succeeded. */
+  readonly succeeded: boolean;
+  readonly durationMs: number;
+  /** Set by the simulated engine: its output never describes a real cloud. */
+  readonly simulated: boolean;
+}
+
+export interface RunOptions {
+  /** Aborting cancels the run (the automation engine sends SIGINT to the pulumi CLI). */
+  readonly signal?: AbortSignal;
+  /** Called once per resource step as it completes, with a running count. */
+  readonly onStep?: (step: ResourceStep, count: number) => void;
+}
+
+export interface StackEngine {
+  readonly kind: "automation" | "simulated";
+  up(stack: StackDefinition, options?: RunOptions): Promise<RunResult>;
+  preview(stack: StackDefinition, options?: RunOptions): Promise<RunResult>;
+  refresh(stack: StackDefinition, options?: RunOptions): Promise<RunResult>;
+  outputs(stack: StackDefinition): Promise<Record<string, unknown>>;
+}
+
+export function emptySummary(): ChangeSummary {
+  return { create: 0, update: 0, replace: 0, delete: 0, same: 0 };
+}

@@ -1,0 +1,48 @@
+/**
+ * IPv4 CIDR parsing and containment, enough for validating network layouts
+ * (no dependency needed for four octets and a prefix).
+ */
+export interface Ipv4Cidr {
+  /** Network address as an unsigned 32-bit integer (host bits cleared). */
+  readonly network: number;
+  readonly prefix: number;
+}
+
+const CIDR_PATTERN = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})\/(\d{1,2})$/;
+
+/** Parses `a.b.c.d/n`; returns undefined when it is not a valid IPv4 CIDR with host bits cleared. */
+export function parseIpv4Cidr(text: string): Ipv4Cidr | undefined {
+  const match = CIDR_PATTERN.exec(text);
+  if (!match) return undefined;
+  const octets = match.slice(1, 5).map(Number);
+  const prefix = Number(match[5]);
+  if (octets.some((o) => o > 255) || prefix > 32) return undefined;
+  const address = ipv4ToNumber(octets);
+  const network = (address & prefixMask(prefix)) >>> 0;
+  if (network !== address) return undefined;
+  return { network, prefix };
+}
+
+export function ipv4ToNumber(octets: readonly number[]): number {
+  return ((octets[0] << 24) | (octets[1] << 16) | (octets[2] << 8) | octets[3]) >>> 0;
+}
+
+export function numberToIpv4(value: number): string {
+  return [24, 16, 8, 0].map((shift) => (value >>> shift) & 255).join(".");
+}
+
+function prefixMask(prefix: number): number {
+  return prefix === 0 ? 0 : (0xffffffff << (32 - prefix)) >>> 0;
+}
+
+/** True when `inner` lies entirely inside `outer`. */
+export function cidrContains(outer: Ipv4Cidr, inner: Ipv4Cidr): boolean {
+  return inner.prefix >= outer.prefix && ((inner.network & prefixMask(outer.prefix)) >>> 0) === outer.network;
+}
+
+/** The n-th usable host address of a CIDR (n = 1 is the first after the network address). */
+export function hostAddress(cidr: Ipv4Cidr, n: number): string {
+  const size = 2 ** (32 - cidr.prefix);
+  if (n < 1 || n >= size - 1) throw new RangeError(`host ${n} is outside ${numberToIpv4(cidr.network)}/${cidr.prefix}`);
+  return numberToIpv4(cidr.network + n);
+}

@@ -1,0 +1,393 @@
+/**
+ * The fleet spec: one zod schema for the whole stack config, shared by the Pulumi program, the
+ * scaling API and the CLI. Parsing fails with every problem listed as `path: message`.
+ */
+import { z } from "zod";
+import { cidrContains, parseIpv4Cidr } from "./cidr";
+import {
+  HCLOUD_LOCATION_ZONES,
+  HCLOUD_MAX_SERVERS_PER_NETWORK,
+  HCLOUD_NETWORK_ZONES,
+} from "./hcloudLocations";
+import { isKubeletRestrictedLabel } from "./kubeletLabels";
+
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+const dnsLabel = (what: string, max: number) =>
+  z
+    .string({ error: `${what} is required and must be a string` })
+    .max(max, { error: `${what} must be at most ${max} characters` })
+    .regex(DNS_LABEL, { error: `${what} must be lower-case letters, digits and '-', starting and ending with a letter or digit` });
+
+const cidr = (what: string) =>
+  z.string({ error: `${what} must be a string` }).refine((v) => parseIpv4Cidr(v) !== undefined, {
+    error: `${what} must be an IPv4 CIDR with host bits cleared, such as 10.0.0.0/16`,
+  });
+
+// Label keys and values as Kubernetes validates them (apimachinery validation.IsQualifiedName / IsValidLabelValue).
+const QUALIFIED_NAME = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
+const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$/;
+
+const labelKey = z.string().refine((k) => QUALIFIED_NAME.test(k) && k.length <= 317, {
+  error: "label keys must be a qualified name: an optional DNS-subdomain prefix and '/', then at most 63 alphanumerics, '-', '_' or '.'",
+});
+const labelValue = z.string().regex(LABEL_VALUE, {
+  error: "label values must be at most 63 alphanumerics, '-', '_' or '.', starting and ending with an alphanumeric",
+});
+export const labelsSchema = z.record(labelKey, labelValue);
+
+export const TAINT_EFFECTS = ["NoSchedule", "PreferNoSchedule", "NoExecute"] as const;
+export const taintSchema = z.strictObject({
+  key: labelKey,
+  value: labelValue.optional(),
+  effect: z.enum(TAINT_EFFECTS, { error: `taint effect must be one of ${TAINT_EFFECTS.join(", ")}` }),
+});
+export type Taint = z.infer<typeof taintSchema>;
+
+const K0S_VERSION = /^v\d+\.\d+\.\d+\+k0s\.\d+$/;
+const KUBERNETES_VERSION = /^v1\.\d+\.\d+$/;
+
+export const kubeletSchema = z.strictObject({
+  /** Pods per node (kubelet maxPods). */
+  maxPods: z.number().int().min(10).max(500).default(110),
+  /** CPU reserved for system and Kubernetes daemons, in millicores (systemReserved + kubeReserved). */
+  reservedCpuMillis: z.number().int().min(0).default(100),
+  /** Memory reserved for system and Kubernetes daemons, in MiB. */
+  reservedMemoryMiB: z.number().int().min(0).default(512),
+  /** Hard eviction threshold for memory.available, in MiB. */
+  evictionHardMemoryMiB: z.number().int().min(0).default(100),
+  /** Ephemeral storage reserved, in GiB. */
+  reservedEphemeralStorageGiB: z.number().int().min(0).default(1),
+});
+export type KubeletSettings = z.infer<typeof kubeletSchema>;
+
+export const clusterSchema = z
+  .strictObject({
+    /** Used in names, labels and providerIDs. */
+    id: dnsLabel("id", 20),
+    kind: z.enum(["k0s", "kubeadm"], { error: "kind must be k0s or kubeadm" }),
+    apiServer: z
+      .string()
+      .regex(/^https:\/\/[^\s/]+(:\d+)?\/?$/, { error: "apiServer must be an https:// URL such as https://203.0.113.10:6443" }),
+    caCertificate: z
+      .string()
+      .regex(/-----BEGIN CERTIFICATE-----[\s\S]+-----END CERTIFICATE-----/, {
+        error: "caCertificate must be a PEM certificate (-----BEGIN CERTIFICATE----- ... -----END CERTIFICATE-----)",
+      }),
+    /** Kubeconfig with rights to create bootstrap-token Secrets; a secret. Optional for render and simulation. */
+    kubeconfig: z.string().min(1).optional(),
+    providerIdScheme: z
+      .string()
+      .regex(/^[a-z][a-z0-9+.-]*$/, { error: "providerIdScheme must be a URI scheme (lower-case letters, digits, '+', '.', '-')" })
+      .default("nodefleet"),
+    k0sVersion: z.string().regex(K0S_VERSION, { error: "k0sVersion must look like v1.33.4+k0s.0" }).optional(),
+    /** Optional pinned sha256 of the k0s binary per architecture; otherwise the release's sha256sums.txt is checked. */
+    k0sSha256: z.record(z.enum(["amd64", "arm64"]), z.string().regex(/^[a-f0-9]{64}$/, { error: "k0sSha256 values must be 64 hex digits" })).optional(),
+    kubernetesVersion: z
+      .string()
+      .regex(KUBERNETES_VERSION, { error: "kubernetesVersion must look like v1.33.4" })
+      .optional(),
+    controlPlaneAddresses: z.array(cidr("controlPlaneAddresses entries")).min(1, { error: "controlPlaneAddresses needs at least one CIDR" }),
+    /** Bootstrap token lifetime in minutes (default 60). */
+    bootstrapTokenTtlMinutes: z.number().int().min(10).max(24 * 60).default(60),
+    kubelet: kubeletSchema.default(() => kubeletSchema.parse({})),
+  })
+  .superRefine((cluster, ctx) => {
+    if (cluster.kind === "k0s" && !cluster.k0sVersion) {
+      ctx.addIssue({ code: "custom", path: ["k0sVersion"], message: "k0sVersion is required when kind is k0s" });
+    }
+    if (cluster.kind === "kubeadm" && !cluster.kubernetesVersion) {
+      ctx.addIssue({ code: "custom", path: ["kubernetesVersion"], message: "kubernetesVersion is required when kind is kubeadm" });
+    }
+  });
+export type ClusterSpec = z.infer<typeof clusterSchema>;
+
+export const networkSchema = z
+  .strictObject({
+    /** Hetzner network name; defaults to `<clusterId>-network`. */
+    name: dnsLabel("name", 63).optional(),
+    ipRange: cidr("ipRange"),
+    subnet: cidr("subnet"),
+    zone: z.enum(HCLOUD_NETWORK_ZONES, { error: `zone must be one of ${HCLOUD_NETWORK_ZONES.join(", ")}` }),
+  })
+  .superRefine((network, ctx) => {
+    const range = parseIpv4Cidr(network.ipRange);
+    const subnet = parseIpv4Cidr(network.subnet);
+    if (range && subnet && !cidrContains(range, subnet)) {
+      ctx.addIssue({ code: "custom", path: ["subnet"], message: `subnet ${network.subnet} must lie inside ipRange ${network.ipRange}` });
+    }
+  });
+export type NetworkSpec = z.infer<typeof networkSchema>;
+
+export const firewallRuleSchema = z.strictObject({
+  description: z.string().max(255).optional(),
+  protocol: z.enum(["tcp", "udp", "icmp", "esp", "gre"], { error: "protocol must be tcp, udp, icmp, esp or gre" }),
+  /** A port or range "30000-32767"; required for tcp and udp. */
+  port: z.string().regex(/^(\d{1,5}(-\d{1,5})?|any)$/, { error: "port must be a number, a range like 30000-32767, or any" }).optional(),
+  sourceIps: z.array(z.string()).min(1, { error: "sourceIps needs at least one CIDR" }),
+});
+export type FirewallRuleSpec = z.infer<typeof firewallRuleSchema>;
+
+export const firewallSchema = z.strictObject({
+  /** Sources allowed to reach NodePorts 30000-32767/tcp; none by default. */
+  nodePortSources: z.array(cidr("nodePortSources entries")).default([]),
+  /** Extra inbound rules. */
+  extraRules: z.array(firewallRuleSchema).default([]),
+});
+export type FirewallSpec = z.infer<typeof firewallSchema>;
+
+const poolLabels = labelsSchema.superRefine((labels, ctx) => {
+  for (const key of Object.keys(labels)) {
+    if (isKubeletRestrictedLabel(key)) {
+      ctx.addIssue({
+        code: "custom",
+        path: [key],
+        message: `label ${key} is in the kubernetes.io/k8s.io namespaces, which the kubelet refuses at registration; use node.kubernetes.io/*, kubelet.kubernetes.io/* or another prefix`,
+      });
+    }
+  }
+});
+
+const poolBase = {
+  name: dnsLabel("name", 30),
+  labels: poolLabels.default({}),
+  taints: z.array(taintSchema).default([]),
+};
+
+const replicas = z.number().int().min(0, { error: "replicas must be 0 or more" }).max(100, { error: "replicas must be at most 100" });
+const nodeNames = z
+  .array(dnsLabel("nodes entries", 20))
+  .refine((names) => new Set(names).size === names.length, { error: "nodes entries must be unique" });
+
+const serverTypes = z
+  .array(z.string().regex(/^[a-z0-9-]+$/, { error: "server types are names like cpx31" }))
+  .min(1, { error: "serverTypes needs at least one server type" })
+  .refine((types) => new Set(types).size === types.length, { error: "serverTypes entries must be unique" });
+
+const hcloudCommon = {
+  ...poolBase,
+  provider: z.literal("hcloud"),
+  location: z.string().refine((l) => l in HCLOUD_LOCATION_ZONES, {
+    error: `location must be a Hetzner Cloud location (${Object.keys(HCLOUD_LOCATION_ZONES).join(", ")})`,
+  }),
+  serverTypes,
+  image: z.string().min(1).default("ubuntu-24.04"),
+  /** Names or ids of Hetzner SSH keys to install; changing them replaces servers. */
+  sshKeys: z.array(z.string().min(1)).default([]),
+  /** Hetzner delete/rebuild protection on every server of the pool. */
+  deleteProtection: z.boolean().default(false),
+};
+
+export const hcloudStaticPoolSchema = z
+  .strictObject({
+    ...hcloudCommon,
+    mode: z.literal("static"),
+    replicas: replicas.optional(),
+    nodes: nodeNames.optional(),
+  });
+
+export const poolLimitsSchema = z.strictObject({
+  maxNodes: z.number().int().min(1, { error: "maxNodes must be at least 1" }).max(HCLOUD_MAX_SERVERS_PER_NETWORK, {
+    error: `maxNodes must be at most ${HCLOUD_MAX_SERVERS_PER_NETWORK}`,
+  }),
+  cpu: z.number().int().positive().optional(),
+  memoryGiB: z.number().positive().optional(),
+});
+export type PoolLimits = z.infer<typeof poolLimitsSchema>;
+
+export const hcloudAutoscaledPoolSchema = z.strictObject({
+  ...hcloudCommon,
+  mode: z.literal("autoscaled"),
+  limits: poolLimitsSchema,
+});
+
+export const SCALEWAY_BOOTSTRAP_METHODS = ["auto", "cloud-init", "ssh"] as const;
+export const scalewayElasticMetalPoolSchema = z.strictObject({
+  ...poolBase,
+  provider: z.literal("scaleway-elastic-metal"),
+  mode: z.literal("static", {
+    error: "mode must be static: autoscaled pools are only supported for provider hcloud (bare-metal installs take longer than Karpenter's 15-minute registration timeout)",
+  }),
+  zone: z.string().regex(/^[a-z]{2}-[a-z]{3}-\d$/, { error: "zone must be a Scaleway zone such as fr-par-2" }),
+  offer: z.string().min(1, { error: "offer is required (an Elastic Metal offer name such as EM-B220E-NVME)" }),
+  os: z.string().min(1, { error: "os is required (an Elastic Metal OS name such as ubuntu_jammy)" }),
+  privateNetwork: z.strictObject({
+    name: dnsLabel("privateNetwork.name", 63),
+    subnet: cidr("privateNetwork.subnet"),
+  }),
+  replicas: replicas.optional(),
+  nodes: nodeNames.optional(),
+  /** Scaleway IAM SSH key ids to install. */
+  sshKeyIds: z.array(z.string().min(1)).default([]),
+  /** auto: cloud-init where the OS supports it, else SSH self-join. */
+  bootstrap: z.enum(SCALEWAY_BOOTSTRAP_METHODS).default("auto"),
+  /** Node-local storage class whose PVCs are removed with the node. */
+  localStorageClass: z.string().min(1).optional(),
+});
+
+export const hetznerRobotPoolSchema = z.strictObject({
+  ...poolBase,
+  provider: z.literal("hetzner-robot"),
+  mode: z.literal("static", {
+    error: "mode must be static: autoscaled pools are only supported for provider hcloud (bare-metal installs take longer than Karpenter's 15-minute registration timeout)",
+  }),
+  servers: z.array(z.strictObject({ serverNumber: z.number().int().positive(), name: dnsLabel("servers[].name", 20) })).min(1),
+});
+
+export const POOL_PROVIDERS = ["hcloud", "scaleway-elastic-metal", "hetzner-robot"] as const;
+
+function selectPoolSchema(raw: unknown) {
+  const pool = (raw ?? {}) as { provider?: unknown; mode?: unknown };
+  switch (pool.provider) {
+    case "hcloud":
+      return pool.mode === "autoscaled" ? hcloudAutoscaledPoolSchema : hcloudStaticPoolSchema;
+    case "scaleway-elastic-metal":
+      return scalewayElasticMetalPoolSchema;
+    case "hetzner-robot":
+      return hetznerRobotPoolSchema;
+    default:
+      return undefined;
+  }
+}
+
+export type HcloudStaticPool = z.infer<typeof hcloudStaticPoolSchema>;
+export type HcloudAutoscaledPool = z.infer<typeof hcloudAutoscaledPoolSchema>;
+export type HcloudPool = HcloudStaticPool | HcloudAutoscaledPool;
+export type ScalewayElasticMetalPool = z.infer<typeof scalewayElasticMetalPoolSchema>;
+export type HetznerRobotPool = z.infer<typeof hetznerRobotPoolSchema>;
+export type PoolSpec = HcloudPool | ScalewayElasticMetalPool | HetznerRobotPool;
+export type StaticPool = HcloudStaticPool | ScalewayElasticMetalPool;
+
+/**
+ * A pool is dispatched on `provider` (then `mode`) so that its errors name its own fields rather
+ * than listing every alternative of a union.
+ */
+const anyPoolSchema = z.custom<PoolSpec>().transform((raw, ctx) => {
+  const schema = selectPoolSchema(raw);
+  if (!schema) {
+    const provider = (raw as { provider?: unknown } | undefined)?.provider;
+    ctx.addIssue({
+      code: "custom",
+      path: ["provider"],
+      message:
+        provider === undefined
+          ? `provider is required (one of ${POOL_PROVIDERS.join(", ")})`
+          : `provider ${JSON.stringify(provider)} is not known; use one of ${POOL_PROVIDERS.join(", ")}`,
+    });
+    return z.NEVER;
+  }
+  const result = schema.safeParse(raw);
+  if (!result.success) {
+    for (const issue of result.error.issues) ctx.addIssue({ ...issue, code: "custom", path: issue.path, message: issue.message });
+    return z.NEVER;
+  }
+  return result.data as PoolSpec;
+});
+
+export const fleetConfigSchema = z
+  .object({
+    "nodefleet:cluster": clusterSchema,
+    "nodefleet:network": networkSchema,
+    "nodefleet:firewall": firewallSchema.default(() => firewallSchema.parse({})),
+    "nodefleet:pools": z.array(anyPoolSchema).default([]),
+  })
+  .transform((config) => ({
+    cluster: config["nodefleet:cluster"],
+    network: config["nodefleet:network"],
+    firewall: config["nodefleet:firewall"],
+    pools: config["nodefleet:pools"],
+  }));
+
+interface RawPool {
+  name?: unknown;
+  provider?: unknown;
+  mode?: unknown;
+  location?: unknown;
+  replicas?: unknown;
+  nodes?: unknown;
+  limits?: { maxNodes?: unknown };
+}
+
+/**
+ * Rules that span several fields or pools. They read the raw config defensively so that they are
+ * reported together with the per-field problems, not only once everything else is valid.
+ */
+export function crossFieldProblems(rawConfig: Readonly<Record<string, unknown>>): Array<{ path: PropertyKey[]; message: string }> {
+  const problems: Array<{ path: PropertyKey[]; message: string }> = [];
+  const pools = Array.isArray(rawConfig["nodefleet:pools"]) ? (rawConfig["nodefleet:pools"] as RawPool[]) : [];
+  const network = rawConfig["nodefleet:network"] as { zone?: unknown } | undefined;
+  const zone = typeof network?.zone === "string" ? network.zone : undefined;
+  const seen = new Map<string, number>();
+  let hcloudServers = 0;
+  pools.forEach((pool, index) => {
+    if (typeof pool !== "object" || pool === null) return;
+    const path = ["nodefleet:pools", index];
+    if (typeof pool.name === "string") {
+      const first = seen.get(pool.name);
+      if (first !== undefined) {
+        problems.push({ path: [...path, "name"], message: `pool name ${pool.name} is already used by nodefleet:pools[${first}]; pool names must be unique` });
+      } else {
+        seen.set(pool.name, index);
+      }
+    }
+    const isStaticWithMembers = pool.mode === "static" && (pool.provider === "hcloud" || pool.provider === "scaleway-elastic-metal");
+    if (isStaticWithMembers && pool.replicas === undefined && pool.nodes === undefined) {
+      problems.push({ path: [...path, "replicas"], message: "a static pool needs replicas or an explicit nodes list" });
+    } else if (isStaticWithMembers && pool.replicas !== undefined && pool.nodes !== undefined) {
+      problems.push({ path: [...path, "nodes"], message: "set either replicas or nodes, not both" });
+    }
+    if (pool.provider === "hcloud" && typeof pool.location === "string" && zone !== undefined) {
+      const poolZone = HCLOUD_LOCATION_ZONES[pool.location];
+      if (poolZone !== undefined && poolZone !== zone) {
+        problems.push({
+          path: [...path, "location"],
+          message: `location ${pool.location} is in network zone ${poolZone}, outside the network's zone ${zone}`,
+        });
+      }
+    }
+    if (pool.provider === "hetzner-robot") {
+      problems.push({ path: [...path, "provider"], message: "hetzner-robot pools are not supported by this release yet" });
+    }
+    if (pool.provider === "hcloud") {
+      if (pool.mode === "autoscaled" && typeof pool.limits?.maxNodes === "number") hcloudServers += pool.limits.maxNodes;
+      else if (Array.isArray(pool.nodes)) hcloudServers += pool.nodes.length;
+      else if (typeof pool.replicas === "number") hcloudServers += pool.replicas;
+    }
+  });
+  if (hcloudServers > HCLOUD_MAX_SERVERS_PER_NETWORK) {
+    problems.push({
+      path: ["nodefleet:pools"],
+      message: `the Hetzner Cloud pools can hold ${hcloudServers} servers (static replicas plus autoscaled maxNodes), more than the ${HCLOUD_MAX_SERVERS_PER_NETWORK} one Hetzner network allows`,
+    });
+  }
+  return problems;
+}
+
+export type FleetSpec = z.output<typeof fleetConfigSchema>;
+
+/** Every problem in an invalid stack config, one `path: message` each. */
+export class FleetSpecError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`invalid nodefleet stack config:\n${problems.map((p) => `  - ${p}`).join("\n")}`);
+    this.name = "FleetSpecError";
+  }
+}
+
+export function formatIssuePath(path: readonly PropertyKey[]): string {
+  let text = "";
+  for (const part of path) {
+    if (typeof part === "number") text += `[${part}]`;
+    else if (typeof part === "string" && /^[A-Za-z0-9_:-]+$/.test(part)) text += text ? `.${part}` : part;
+    else text += `[${JSON.stringify(String(part))}]`;
+  }
+  return text || "(config)";
+}
+
+/** Validates raw stack config values (keyed `nodefleet:cluster`, ...); throws FleetSpecError listing every problem. */
+export function parseFleetSpec(rawConfig: Readonly<Record<string, unknown>>): FleetSpec {
+  const result = fleetConfigSchema.safeParse(rawConfig);
+  const problems = [...(result.success ? [] : result.error.issues), ...crossFieldProblems(rawConfig)];
+  if (problems.length > 0) {
+    throw new FleetSpecError(problems.map((issue) => `${formatIssuePath(issue.path)}: ${issue.message}`));
+  }
+  return (result as { data: FleetSpec }).data;
+}

@@ -1,0 +1,20 @@
+/**
+ * Hetzner Cloud locations and the network zone each belongs to. A server can only join a network
+ * subnet of its own zone. Source: https://docs.hetzner.cloud/#locations-get-all-locations
+ */
+export const HCLOUD_LOCATION_ZONES: Readonly<Record<string, string>> = {
+  fsn1: "eu-central",
+  nbg1: "eu-central",
+  hel1: "eu-central",
+  ash: "us-east",
+  hil: "us-west",
+  sin: "ap-southeast",
+};
+
+export const HCLOUD_NETWORK_ZONES = ["eu-central", "us-east", "us-west", "ap-southeast"] as const;
+export type HcloudNetworkZone = (typeof HCLOUD_NETWORK_ZONES)[number];
+
+/** Hetzner's limits that shape placement and validation. Source: https://docs.hetzner.com/cloud/placement-groups/overview and .../networks/overview */
+export const HCLOUD_MAX_SERVERS_PER_SPREAD_GROUP = 10;
+export const HCLOUD_MAX_SERVERS_PER_NETWORK = 100;
+export const HCLOUD_MAX_USER_DATA_BYTES = 32 * 1024;

@@ -1,0 +1,92 @@
+/**
+ * Deterministic provider outputs for resources declared under Pulumi's mock runtime: the same
+ * resource name always gets the same id, address and random value, so two renders of the same
+ * config are identical and tests can compare them. The simulated engine layers its persistent
+ * cloud state on top of this.
+ */
+import { createHash } from "node:crypto";
+import type * as pulumi from "@pulumi/pulumi";
+
+export function stableHash(text: string): string {
+  return createHash("sha256").update(text).digest("hex");
+}
+
+/** A number in [0, modulo) derived from the text. */
+export function hashNumber(text: string, modulo: number): number {
+  return parseInt(stableHash(text).slice(0, 12), 16) % modulo;
+}
+
+/** Hetzner-style numeric id (ids are numbers in hcloud's args, strings in `.id`). */
+export function numericId(text: string): string {
+  return String(1_000_000 + hashNumber(text, 90_000_000));
+}
+
+/** A public address in the documentation range 203.0.113.0/24 (RFC 5737). */
+export function documentationIpv4(text: string): string {
+  return `203.0.113.${1 + hashNumber(text, 254)}`;
+}
+
+const RANDOM_ALPHABET_LOWER = "abcdefghijklmnopqrstuvwxyz";
+const RANDOM_ALPHABET_UPPER = RANDOM_ALPHABET_LOWER.toUpperCase();
+const RANDOM_DIGITS = "0123456789";
+
+/** What random.RandomString would produce, from a seed instead of entropy. */
+export function deterministicRandomString(seed: string, inputs: Record<string, unknown>): string {
+  const length = Number(inputs.length ?? 16);
+  const alphabet =
+    (inputs.lower === false ? "" : RANDOM_ALPHABET_LOWER) +
+    (inputs.upper === false ? "" : RANDOM_ALPHABET_UPPER) +
+    (inputs.numeric === false ? "" : RANDOM_DIGITS) +
+    (inputs.special === false ? "" : "!@#$%&*()-_=+[]{}<>:?");
+  let out = "";
+  let block = stableHash(seed);
+  for (let i = 0; out.length < length; i++) {
+    if (i * 2 + 2 > block.length) {
+      block = stableHash(block);
+      i = 0;
+    }
+    out += alphabet[parseInt(block.slice(i * 2, i * 2 + 2), 16) % alphabet.length];
+  }
+  return out;
+}
+
+/** The fixed clock mock runs use, so timestamps in state are reproducible. */
+export const MOCK_EPOCH = "2026-01-01T00:00:00Z";
+
+function offsetTimestamp(inputs: Record<string, unknown>): { base: string; rfc3339: string } {
+  const base = typeof inputs.baseRfc3339 === "string" ? inputs.baseRfc3339 : MOCK_EPOCH;
+  const minutes =
+    Number(inputs.offsetMinutes ?? 0) + 60 * Number(inputs.offsetHours ?? 0) + 1440 * Number(inputs.offsetDays ?? 0);
+  const seconds = Number(inputs.offsetSeconds ?? 0) + minutes * 60;
+  return { base, rfc3339: new Date(Date.parse(base) + seconds * 1000).toISOString().replace(/\.000Z$/, "Z") };
+}
+
+export type OutputsForType = (args: pulumi.runtime.MockResourceArgs) => Record<string, unknown>;
+
+/** Computed outputs per resource type; anything not listed echoes its inputs. */
+export const COMPUTED_OUTPUTS: Record<string, OutputsForType> = {
+  "hcloud:index/server:Server": (a) => ({
+    ipv4Address: documentationIpv4(a.name),
+    ipv6Address: `2001:db8::${hashNumber(a.name, 0xffff).toString(16)}`,
+    status: "running",
+  }),
+  "random:index/randomString:RandomString": (a) => ({ result: deterministicRandomString(a.name, a.inputs) }),
+  "random:index/randomPassword:RandomPassword": (a) => ({ result: deterministicRandomString(a.name, a.inputs) }),
+  "time:index/offset:Offset": (a) => {
+    const t = offsetTimestamp(a.inputs);
+    return { baseRfc3339: t.base, rfc3339: t.rfc3339 };
+  },
+  "time:index/static:Static": (a) => ({ rfc3339: typeof a.inputs.rfc3339 === "string" ? a.inputs.rfc3339 : MOCK_EPOCH }),
+};
+
+/** Ids: numeric for Hetzner resources (their args take numbers), name-derived otherwise. */
+export function deterministicId(args: pulumi.runtime.MockResourceArgs): string {
+  if (args.id) return args.id;
+  if (args.type.startsWith("hcloud:")) return numericId(`${args.type}/${args.name}`);
+  return `${args.name}-${stableHash(`${args.type}/${args.name}`).slice(0, 8)}`;
+}
+
+export function deterministicOutputs(args: pulumi.runtime.MockResourceArgs): { id: string; state: Record<string, unknown> } {
+  const computed = COMPUTED_OUTPUTS[args.type]?.(args) ?? {};
+  return { id: deterministicId(args), state: { ...args.inputs, ...computed } };
+}

@@ -1,0 +1,39 @@
+/**
+ * The `nodefleet` command line. Each command lives in its own file and registers itself here.
+ * With --json a command prints exactly one JSON document on stdout; progress and logs go to stderr.
+ */
+import { Command, CommanderError } from "commander";
+import { FleetSpecError } from "../../components/fleetSpec";
+import { registerRenderCommand } from "./renderCommand";
+
+function buildProgram(): Command {
+  const program = new Command("nodefleet")
+    .description("Kubernetes worker fleets on Hetzner Cloud and Scaleway Elastic Metal, as Pulumi components")
+    .showHelpAfterError()
+    .exitOverride();
+  registerRenderCommand(program);
+  return program;
+}
+
+/** Errors carry their own explanation; print it without a stack trace (no secrets are in our messages). */
+function reportError(error: unknown): number {
+  if (error instanceof CommanderError) return error.exitCode;
+  if (error instanceof FleetSpecError) {
+    process.stderr.write(`${error.message}\n`);
+    return 2;
+  }
+  const message = error instanceof Error ? error.message : String(error);
+  process.stderr.write(`nodefleet: ${message}\n`);
+  if (process.env.NODEFLEET_DEBUG && error instanceof Error && error.stack) process.stderr.write(`${error.stack}\n`);
+  return 1;
+}
+
+async function main(argv: string[]): Promise<void> {
+  try {
+    await buildProgram().parseAsync(argv);
+  } catch (error) {
+    process.exitCode = reportError(error);
+  }
+}
+
+void main(process.argv);

@@ -1,0 +1,23 @@
+/**
+ * The program of the git-owned stacks (stacks/fleetProgram.ts, compiled), as a reference that
+ * `render`, the engines and the scaling API can run in-process or in a child process.
+ */
+import * as path from "node:path";
+import type { ProgramReference } from "./engine/stackEngine";
+
+export function gitStackProgram(options: { allowMissingKubeconfig: boolean }): ProgramReference {
+  return {
+    module: path.resolve(__dirname, "..", "stacks", "fleetProgram.js"),
+    args: { allowMissingKubeconfig: options.allowMissingKubeconfig },
+  };
+}
+
+/** Loads a program module and runs it; the module must export `runProgram(args)`. */
+export async function runProgramReference(program: ProgramReference): Promise<unknown> {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const loaded = require(program.module) as { runProgram?: (args: unknown) => Promise<unknown> };
+  if (typeof loaded.runProgram !== "function") {
+    throw new Error(`${program.module} does not export runProgram(args)`);
+  }
+  return loaded.runProgram(program.args);
+}

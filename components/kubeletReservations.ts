@@ -7,7 +7,9 @@ import type { KubeletSettings } from "./fleetSpec";
 
 /** Capacity a node does not offer to pods: kube-reserved plus the hard eviction thresholds. */
 export interface NodeOverhead {
+  /** kube-reserved CPU, millicores. */
   cpuMillis: number;
+  /** kube-reserved memory plus the memory.available hard-eviction threshold, MiB. */
   memoryMiB: number;
   /** Fixed part only; `ephemeralStorageEvictionPercent` of the node's disk comes on top. */
   ephemeralStorageMiB: number;

@@ -51,9 +51,20 @@ describe("nodefleet render (as a process)", function () {
     assert.equal(doc.secretsShown, false);
   });
 
-  it("shows the tokens with --show-secrets", () => {
+  it("shows the tokens with --show-secrets, and only then", () => {
     assert.equal(shown.status, 0, shown.stderr);
-    assert.match(shown.stdout, TOKEN);
+    const tokenSecrets = (stdout: string) =>
+      JSON.parse(stdout)
+        .resources.filter((r: { type: string }) => r.type === "kubernetes:core/v1:Secret")
+        .map((r: { inputs: { stringData: unknown } }) => r.inputs.stringData);
+    const revealed = tokenSecrets(shown.stdout);
+    assert.equal(revealed.length, 3, "one bootstrap-token Secret per static hcloud node");
+    for (const data of revealed) assert.match(data["token-secret"], /^[a-z0-9]{16}$/);
+    for (const data of tokenSecrets(masked.stdout)) assert.equal(data, "[secret]");
+    // The k0s join token (gzip+base64 kubeconfig) sits in the 0600 token file of the user data.
+    const joinFile = /path: \/etc\/k0s\/join-token[\s\S]*?content: (\S+)/;
+    assert.match(JSON.parse(shown.stdout).bootstraps[0].text, /content: H4sI/);
+    assert.equal(joinFile.exec(JSON.parse(masked.stdout).bootstraps[0].text)?.[1], '"[secret]"');
     assert.equal(JSON.parse(shown.stdout).secretsShown, true);
   });
 

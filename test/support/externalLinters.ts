@@ -1,0 +1,51 @@
+/**
+ * Runs the real `cloud-init schema` and `shellcheck` binaries on rendered text, as CI and users do.
+ * Both tools are required (CI installs them); a missing tool fails the assertion with how to get it.
+ */
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+function withTempFile<T>(fileName: string, content: string, use: (path: string) => T): T {
+  const dir = mkdtempSync(join(tmpdir(), "nodefleet-lint-"));
+  try {
+    const path = join(dir, fileName);
+    writeFileSync(path, content, { mode: 0o600 });
+    return use(path);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+function run(command: string, args: string[], installHint: string): { status: number; output: string } {
+  const result = spawnSync(command, args, { encoding: "utf8", timeout: 60_000 });
+  if (result.error) {
+    throw new Error(`${command} could not run (${result.error.message}); ${installHint}`);
+  }
+  return { status: result.status ?? -1, output: `${result.stdout ?? ""}${result.stderr ?? ""}`.trim() };
+}
+
+/** Throws unless `cloud-init schema --config-file` accepts the user data (exit 0). */
+export function assertCloudInitSchemaValid(yamlText: string): void {
+  withTempFile("user-data.yaml", yamlText, (path) => {
+    const { status, output } = run("cloud-init", ["schema", "--config-file", path], "install it with `apt-get install cloud-init`");
+    if (status !== 0) {
+      throw new Error(`cloud-init schema rejected the user data (exit ${status}):\n${output}`);
+    }
+  });
+}
+
+/**
+ * Throws unless `shellcheck` reports nothing for the script (exit 0). The shell dialect comes from the
+ * script's shebang; bash is assumed when there is none.
+ */
+export function assertShellcheckClean(script: string): void {
+  withTempFile("script.sh", script, (path) => {
+    const args = script.startsWith("#!") ? [path] : ["--shell=bash", path];
+    const { status, output } = run("shellcheck", args, "install it with `apt-get install shellcheck`");
+    if (status !== 0) {
+      throw new Error(`shellcheck found problems (exit ${status}):\n${output}`);
+    }
+  });
+}

@@ -57,6 +57,10 @@ export const kubeletSchema = z.strictObject({
   evictionHardMemoryMiB: z.number().int().min(0).default(100),
   /** Ephemeral storage reserved, in GiB. */
   reservedEphemeralStorageGiB: z.number().int().min(0).default(1),
+  /** kubeadm clusters: cluster DNS service addresses for the KubeletConfiguration (default 10.96.0.10). */
+  clusterDNS: z.array(z.string().regex(/^\d{1,3}(\.\d{1,3}){3}$/, { error: "clusterDNS entries must be IPv4 addresses" })).min(1).optional(),
+  /** kubeadm clusters: the cluster domain for the KubeletConfiguration (default cluster.local). */
+  clusterDomain: z.string().regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/, { error: "clusterDomain must be a DNS name such as cluster.local" }).optional(),
 });
 export type KubeletSettings = z.infer<typeof kubeletSchema>;
 
@@ -81,7 +85,7 @@ export const clusterSchema = z
       .default("nodefleet"),
     k0sVersion: z.string().regex(K0S_VERSION, { error: "k0sVersion must look like v1.33.4+k0s.0" }).optional(),
     /** Optional pinned sha256 of the k0s binary per architecture; otherwise the release's sha256sums.txt is checked. */
-    k0sSha256: z.record(z.enum(["amd64", "arm64"]), z.string().regex(/^[a-f0-9]{64}$/, { error: "k0sSha256 values must be 64 hex digits" })).optional(),
+    k0sSha256: z.partialRecord(z.enum(["amd64", "arm64"]), z.string().regex(/^[a-f0-9]{64}$/, { error: "k0sSha256 values must be 64 hex digits" })).optional(),
     kubernetesVersion: z
       .string()
       .regex(KUBERNETES_VERSION, { error: "kubernetesVersion must look like v1.33.4" })
@@ -222,6 +226,17 @@ export const scalewayElasticMetalPoolSchema = z.strictObject({
   bootstrap: z.enum(SCALEWAY_BOOTSTRAP_METHODS).default("auto"),
   /** Node-local storage class whose PVCs are removed with the node. */
   localStorageClass: z.string().min(1).optional(),
+  /**
+   * SSH for the self-join, the VLAN id delivery and kubelet-config re-pushes. The private key comes
+   * from secret config `nodefleet:sshPrivateKey` or NODEFLEET_SSH_PRIVATE_KEY (else ssh-agent).
+   * `user` defaults to the OS's install user (ubuntu on Ubuntu).
+   */
+  ssh: z
+    .strictObject({
+      user: z.string().regex(/^[a-z_][a-z0-9_-]{0,31}$/, { error: "ssh.user must be a Unix user name" }).optional(),
+      port: z.number().int().min(1).max(65535).default(22),
+    })
+    .default(() => ({ port: 22 })),
 });
 
 export const hetznerRobotPoolSchema = z.strictObject({

@@ -1,0 +1,72 @@
+/**
+ * `nodefleet:index:Fleet`: everything the git-owned stack declares for one cluster: the Hetzner
+ * network and firewall, the Kubernetes provider that mints bootstrap tokens, and one pool component
+ * per static pool. Autoscaled pools declare no members here: the scaling API owns their membership
+ * in a stack of its own, so a `pulumi up` from git can never delete API-created nodes.
+ */
+import * as k8s from "@pulumi/kubernetes";
+import * as pulumi from "@pulumi/pulumi";
+import { ClusterFirewall } from "./clusterFirewall";
+import { ClusterNetwork } from "./clusterNetwork";
+import type { FleetSpec } from "./fleetSpec";
+import { type HcloudNodeOutput, HcloudNodePool } from "./hcloudNodePool";
+import { staticHcloudMembers } from "./hcloudServerPlan";
+
+export interface FleetArgs {
+  /** The parsed stack config (`parseFleetSpec`); `cluster.kubeconfig` is ignored, pass it as `kubeconfig`. */
+  readonly spec: FleetSpec;
+  /**
+   * Kubeconfig allowed to create bootstrap-token Secrets in kube-system and delete Nodes; keep it secret. Absent only
+   * for render and simulation (mock runtime): the provider is then declared with an empty kubeconfig.
+   */
+  readonly kubeconfig?: pulumi.Input<string>;
+}
+
+export class Fleet extends pulumi.ComponentResource {
+  readonly network: ClusterNetwork;
+  readonly firewall: ClusterFirewall;
+  readonly kubernetesProvider: k8s.Provider;
+  readonly hcloudPools: HcloudNodePool[] = [];
+  /** Every static member of every pool, in pool order. */
+  readonly nodes: pulumi.Output<pulumi.Unwrap<HcloudNodeOutput>[]>;
+  readonly networkId: pulumi.Output<number>;
+  readonly firewallId: pulumi.Output<number>;
+
+  constructor(name: string, args: FleetArgs, opts?: pulumi.ComponentResourceOptions) {
+    super("nodefleet:index:Fleet", name, {}, opts);
+    const { kubeconfig: _ignored, ...cluster } = args.spec.cluster;
+    this.network = new ClusterNetwork(`${name}-network`, { cluster, network: args.spec.network }, { parent: this });
+    this.firewall = new ClusterFirewall(`${name}-firewall`, { cluster, firewall: args.spec.firewall }, { parent: this });
+    this.kubernetesProvider = new k8s.Provider(
+      `${name}-kubernetes`,
+      { kubeconfig: args.kubeconfig === undefined ? "" : pulumi.secret(args.kubeconfig) },
+      { parent: this },
+    );
+    this.networkId = this.network.networkId;
+    this.firewallId = this.firewall.firewallId;
+
+    for (const pool of args.spec.pools) {
+      if (pool.provider === "hcloud" && pool.mode === "static") {
+        this.hcloudPools.push(
+          new HcloudNodePool(
+            `${name}-${pool.name}`,
+            {
+              cluster,
+              pool,
+              members: staticHcloudMembers(cluster, pool),
+              networkId: this.networkId,
+              subnet: this.network.subnet,
+              firewallIds: [this.firewallId],
+              ...(args.kubeconfig !== undefined ? { kubeconfig: pulumi.secret(args.kubeconfig) } : {}),
+            },
+            { parent: this, providers: [this.kubernetesProvider] },
+          ),
+        );
+      }
+      // Autoscaled hcloud pools: members come from the scaling API's own stack.
+    }
+
+    this.nodes = pulumi.output(this.hcloudPools.flatMap((p) => p.nodes)) as pulumi.Output<pulumi.Unwrap<HcloudNodeOutput>[]>;
+    this.registerOutputs({ nodes: this.nodes, networkId: this.networkId, firewallId: this.firewallId });
+  }
+}

@@ -1,0 +1,148 @@
+/**
+ * A pool of Hetzner Cloud workers: per member a bootstrap token, the rendered user data and one
+ * Server (ownership labels, private network, cluster firewall from first boot, spread placement
+ * group). Members are given explicitly so that the git-owned program (static pools, see
+ * hcloudServerPlan.ts `staticHcloudMembers`) and the scaling API's stack (autoscaled members rendered from their frozen
+ * snapshots) declare servers the same way.
+ */
+import * as hcloud from "@pulumi/hcloud";
+import * as pulumi from "@pulumi/pulumi";
+import { BootstrapToken } from "./bootstrapToken";
+import { type HcloudPoolCluster, type HcloudPoolMember, type HcloudPoolTemplate, planHcloudServers } from "./hcloudServerPlan";
+import { OWNERSHIP_LABELS } from "./nodeMember";
+import { KubernetesNodeRemoval } from "./kubernetesNodeRemoval";
+import { chunkIntoSpreadGroups } from "./placementGroups";
+import { assertHcloudUserDataSize } from "./userDataLimits";
+import { renderWorkerUserData } from "./workerUserData";
+
+export interface HcloudNodePoolArgs {
+  /** The cluster the nodes join: id (names, labels), kind (bootstrap flavour), API server, CA, versions, kubelet, token TTL. */
+  readonly cluster: HcloudPoolCluster;
+  /**
+   * The pool template: `name` (labels and placement group names), `image` (default for members),
+   * `sshKeys` (default for members, default none), `deleteProtection` (Hetzner delete and rebuild
+   * protection on every server, default false).
+   */
+  readonly pool: HcloudPoolTemplate;
+  /** The pool's members, one server each; may be empty. Node ids and placement slots must be unique. */
+  readonly members: readonly HcloudPoolMember[];
+  /** Id of the cluster's Hetzner network (a number, possibly from a look-up); every server joins it. */
+  readonly networkId: pulumi.Input<number>;
+  /** The subnet servers get their private address from; when given, servers wait for it. Default: none (it exists already). */
+  readonly subnet?: pulumi.Resource;
+  /** Firewalls applied at server creation (`Server.firewallIds`), so they filter from the first boot. */
+  readonly firewallIds: pulumi.Input<number>[];
+  /**
+   * Kubeconfig allowed to delete Nodes (token or client-certificate user); a secret. When given, each
+   * member gets a KubernetesNodeRemoval, so removing the member deletes its Node after its server.
+   * Default: none (render, simulation); Nodes of removed members then stay until deleted by hand.
+   */
+  readonly kubeconfig?: pulumi.Input<string>;
+}
+
+/** What the pool reports per node. */
+export interface HcloudNodeOutput {
+  nodeId: string;
+  hostname: string;
+  providerID: string;
+  pool: string;
+  serverType: string;
+  location: string;
+  /** `<hostname>-<generation>`, the Hetzner server name. */
+  serverName: string;
+  generation: string;
+  serverId: pulumi.Output<string>;
+  ipv4: pulumi.Output<string>;
+  privateIpv4: pulumi.Output<string | undefined>;
+}
+
+/**
+ * `nodefleet:hcloud:NodePool`. Bootstrap tokens create Kubernetes Secrets: give the component a
+ * Kubernetes provider through `providers` (the Fleet does).
+ */
+export class HcloudNodePool extends pulumi.ComponentResource {
+  readonly servers: hcloud.Server[] = [];
+  readonly placementGroups: hcloud.PlacementGroup[] = [];
+  readonly nodeRemovals: KubernetesNodeRemoval[] = [];
+  readonly nodes: HcloudNodeOutput[] = [];
+
+  constructor(name: string, args: HcloudNodePoolArgs, opts?: pulumi.ComponentResourceOptions) {
+    super("nodefleet:hcloud:NodePool", name, {}, opts);
+    const { cluster, pool } = args;
+    const planned = planHcloudServers(cluster, pool, args.members);
+    const poolLabels = { [OWNERSHIP_LABELS.cluster]: cluster.id, [OWNERSHIP_LABELS.pool]: pool.name };
+    const deleteProtection = pool.deleteProtection ?? false;
+
+    for (const group of chunkIntoSpreadGroups(planned, (p) => p.placementSlot)) {
+      const placementGroup = new hcloud.PlacementGroup(
+        `${name}-pg-${group.index}`,
+        { name: `${cluster.id}-${pool.name}-pg-${group.index}`, type: "spread", labels: poolLabels },
+        { parent: this },
+      );
+      this.placementGroups.push(placementGroup);
+      const placementGroupId = placementGroup.id.apply((id) => Number(id));
+
+      for (const plan of group.members) {
+        const { member, render } = plan;
+        // Named by generation: a replacement gets a fresh token, and the new server is created before the old one goes.
+        const token = new BootstrapToken(
+          `${plan.serverName}-token`,
+          { clusterKind: plan.cluster.kind, ttlMinutes: plan.cluster.bootstrapTokenTtlMinutes, nodeName: member.hostname },
+          { parent: this },
+        );
+        // Named by member, not generation: a replacement keeps it; removing the member deletes the Node.
+        const nodeRemoval =
+          args.kubeconfig === undefined
+            ? undefined
+            : new KubernetesNodeRemoval(`${member.hostname}-node-removal`, { nodeName: member.hostname, kubeconfig: args.kubeconfig }, { parent: this });
+        if (nodeRemoval) this.nodeRemovals.push(nodeRemoval);
+        const userData = pulumi.secret(
+          token.token.apply((secret) => {
+            const text = renderWorkerUserData(plan.cluster, render, secret);
+            assertHcloudUserDataSize(member.hostname, text);
+            return text;
+          }),
+        );
+        const server = new hcloud.Server(
+          plan.serverName,
+          {
+            name: plan.serverName,
+            serverType: member.serverType,
+            image: plan.image,
+            location: member.location,
+            sshKeys: [...plan.sshKeys],
+            userData,
+            labels: { ...poolLabels, [OWNERSHIP_LABELS.node]: member.nodeId },
+            firewallIds: args.firewallIds,
+            placementGroupId,
+            // aliasIps: [] avoids a detach/attach on every update (terraform-provider-hcloud #650).
+            networks: [{ networkId: args.networkId, aliasIps: [] }],
+            publicNets: [{ ipv4Enabled: true, ipv6Enabled: true }],
+            deleteProtection,
+            rebuildProtection: deleteProtection,
+          },
+          // The token Secret must exist in the cluster before the node boots and joins; the Node is
+          // deleted only after the server (dependents are deleted first).
+          { parent: this, dependsOn: [token, ...(args.subnet ? [args.subnet] : []), ...(nodeRemoval ? [nodeRemoval] : [])] },
+        );
+        this.servers.push(server);
+        this.nodes.push({
+          nodeId: member.nodeId,
+          hostname: member.hostname,
+          providerID: member.providerID,
+          pool: member.pool,
+          serverType: member.serverType,
+          location: member.location,
+          serverName: plan.serverName,
+          generation: plan.generation,
+          serverId: server.id,
+          ipv4: server.ipv4Address,
+          privateIpv4: pulumi
+            .all([server.networks, args.networkId])
+            .apply(([networks, networkId]) => (networks ?? []).find((n) => Number(n.networkId) === Number(networkId))?.ip),
+        });
+      }
+    }
+    this.registerOutputs({ nodes: this.nodes });
+  }
+}

@@ -1,0 +1,47 @@
+/**
+ * The Pulumi program of a git-owned fleet stack: read the raw `nodefleet:*` config, validate all of
+ * it before declaring anything, then declare the Fleet. Shared by `stacks/index.ts` (pulumi up),
+ * the automation engine (inline program), render and the simulated engine (mock runtime).
+ */
+import * as pulumi from "@pulumi/pulumi";
+import { Fleet } from "../components/fleet";
+import { FleetSpecError, parseFleetSpec } from "../components/fleetSpec";
+
+export const FLEET_CONFIG_KEYS = ["nodefleet:cluster", "nodefleet:network", "nodefleet:firewall", "nodefleet:pools"] as const;
+
+/** The raw config values, JSON-decoded where Pulumi stored an object or list; absent keys are left out. */
+export function readRawFleetConfig(): Record<string, unknown> {
+  const raw: Record<string, unknown> = {};
+  for (const key of FLEET_CONFIG_KEYS) {
+    const text = pulumi.runtime.getConfig(key);
+    if (text === undefined) continue;
+    try {
+      raw[key] = JSON.parse(text);
+    } catch {
+      raw[key] = text; // a plain string: the schema reports it as the wrong type
+    }
+  }
+  return raw;
+}
+
+export interface RunProgramOptions {
+  /** Declare the fleet without a kubeconfig (render, simulation). Default false: a missing kubeconfig is an error. */
+  readonly allowMissingKubeconfig?: boolean;
+}
+
+export async function runProgram(args: RunProgramOptions = {}): Promise<Record<string, unknown>> {
+  const spec = parseFleetSpec(readRawFleetConfig());
+  if (spec.cluster.kubeconfig === undefined && !args.allowMissingKubeconfig) {
+    throw new FleetSpecError([
+      "nodefleet:cluster.kubeconfig: is required to mint bootstrap tokens; set it with `pulumi config set --secret --path 'nodefleet:cluster.kubeconfig' \"$(cat kubeconfig)\"`",
+    ]);
+  }
+  const kubeconfig = spec.cluster.kubeconfig === undefined ? undefined : pulumi.secret(spec.cluster.kubeconfig);
+  const fleet = new Fleet(spec.cluster.id, { spec, kubeconfig });
+  return {
+    clusterId: spec.cluster.id,
+    nodes: fleet.nodes,
+    networkId: fleet.networkId,
+    firewallId: fleet.firewallId,
+  };
+}

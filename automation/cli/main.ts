@@ -4,7 +4,10 @@
  */
 import { Command, CommanderError } from "commander";
 import { FleetSpecError } from "../../components/fleetSpec";
+import { registerPreviewCommand } from "./previewCommand";
 import { registerRenderCommand } from "./renderCommand";
+import { registerNodesCommand } from "./nodesCommand";
+import { registerServeCommand } from "./serveCommand";
 
 function buildProgram(): Command {
   const program = new Command("nodefleet")
@@ -12,6 +15,9 @@ function buildProgram(): Command {
     .showHelpAfterError()
     .exitOverride();
   registerRenderCommand(program);
+  registerPreviewCommand(program);
+  registerServeCommand(program);
+  registerNodesCommand(program);
   return program;
 }
 

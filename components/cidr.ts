@@ -1,7 +1,9 @@
 /**
  * IPv4 CIDR parsing and containment, enough for validating network layouts
- * (no dependency needed for four octets and a prefix).
+ * (no dependency needed for four octets and a prefix), and IPv6 CIDR syntax for firewall sources.
  */
+import { isIPv6 } from "node:net";
+
 export interface Ipv4Cidr {
   /** Network address as an unsigned 32-bit integer (host bits cleared). */
   readonly network: number;
@@ -45,4 +47,10 @@ export function hostAddress(cidr: Ipv4Cidr, n: number): string {
   const size = 2 ** (32 - cidr.prefix);
   if (n < 1 || n >= size - 1) throw new RangeError(`host ${n} is outside ${numberToIpv4(cidr.network)}/${cidr.prefix}`);
   return numberToIpv4(cidr.network + n);
+}
+
+/** True for `address/prefix` with an IPv6 address and a prefix of 0-128 (firewall sources may be IPv6). */
+export function isIpv6Cidr(text: string): boolean {
+  const match = /^([0-9A-Fa-f:.]+)\/(\d{1,3})$/.exec(text);
+  return match !== null && isIPv6(match[1]) && Number(match[2]) <= 128;
 }

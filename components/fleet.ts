@@ -9,6 +9,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { ClusterFirewall } from "./clusterFirewall";
 import { ClusterNetwork } from "./clusterNetwork";
 import type { FleetSpec } from "./fleetSpec";
+import { type ElasticMetalNodeOutput, ElasticMetalNodePool } from "./elasticMetalNodePool";
 import { type HcloudNodeOutput, HcloudNodePool } from "./hcloudNodePool";
 import { staticHcloudMembers } from "./hcloudServerPlan";
 
@@ -27,8 +28,9 @@ export class Fleet extends pulumi.ComponentResource {
   readonly firewall: ClusterFirewall;
   readonly kubernetesProvider: k8s.Provider;
   readonly hcloudPools: HcloudNodePool[] = [];
-  /** Every static member of every pool, in pool order. */
-  readonly nodes: pulumi.Output<pulumi.Unwrap<HcloudNodeOutput>[]>;
+  readonly elasticMetalPools: ElasticMetalNodePool[] = [];
+  /** Every static member: the Hetzner Cloud pools' first, then the Elastic Metal pools', each in pool order. */
+  readonly nodes: pulumi.Output<pulumi.Unwrap<HcloudNodeOutput | ElasticMetalNodeOutput>[]>;
   readonly networkId: pulumi.Output<number>;
   readonly firewallId: pulumi.Output<number>;
 
@@ -63,10 +65,21 @@ export class Fleet extends pulumi.ComponentResource {
           ),
         );
       }
+      if (pool.provider === "scaleway-elastic-metal") {
+        this.elasticMetalPools.push(
+          new ElasticMetalNodePool(
+            `${name}-${pool.name}`,
+            { cluster, pool, ...(args.kubeconfig !== undefined ? { kubeconfig: pulumi.secret(args.kubeconfig) } : {}) },
+            { parent: this, providers: [this.kubernetesProvider] },
+          ),
+        );
+      }
       // Autoscaled hcloud pools: members come from the scaling API's own stack.
     }
 
-    this.nodes = pulumi.output(this.hcloudPools.flatMap((p) => p.nodes)) as pulumi.Output<pulumi.Unwrap<HcloudNodeOutput>[]>;
+    this.nodes = pulumi.output([...this.hcloudPools.flatMap((p) => p.nodes), ...this.elasticMetalPools.flatMap((p) => p.nodes)]) as pulumi.Output<
+      pulumi.Unwrap<HcloudNodeOutput | ElasticMetalNodeOutput>[]
+    >;
     this.registerOutputs({ nodes: this.nodes, networkId: this.networkId, firewallId: this.firewallId });
   }
 }

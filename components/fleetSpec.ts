@@ -3,13 +3,15 @@
  * scaling API and the CLI. Parsing fails with every problem listed as `path: message`.
  */
 import { z } from "zod";
-import { cidrContains, parseIpv4Cidr } from "./cidr";
+import { cidrContains, isIpv6Cidr, parseIpv4Cidr } from "./cidr";
 import {
   HCLOUD_LOCATION_ZONES,
   HCLOUD_MAX_SERVERS_PER_NETWORK,
   HCLOUD_NETWORK_ZONES,
 } from "./hcloudLocations";
+import { GENERATION_SUFFIX_LENGTH, MAX_SERVER_NAME_LENGTH } from "./generationSuffix";
 import { isKubeletRestrictedLabel } from "./kubeletLabels";
+import { hostnameFor, staticNodeIds } from "./nodeMember";
 
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const dnsLabel = (what: string, max: number) =>
@@ -122,18 +124,50 @@ export const networkSchema = z
   });
 export type NetworkSpec = z.infer<typeof networkSchema>;
 
-export const firewallRuleSchema = z.strictObject({
-  description: z.string().max(255).optional(),
-  protocol: z.enum(["tcp", "udp", "icmp", "esp", "gre"], { error: "protocol must be tcp, udp, icmp, esp or gre" }),
-  /** A port or range "30000-32767"; required for tcp and udp. */
-  port: z.string().regex(/^(\d{1,5}(-\d{1,5})?|any)$/, { error: "port must be a number, a range like 30000-32767, or any" }).optional(),
-  sourceIps: z.array(z.string()).min(1, { error: "sourceIps needs at least one CIDR" }),
-});
+/** Hetzner firewall sources are IPv4 or IPv6 networks. */
+const firewallSource = (what: string) =>
+  z.string({ error: `${what} must be a string` }).refine((v) => parseIpv4Cidr(v) !== undefined || isIpv6Cidr(v), {
+    error: `${what} must be an IPv4 CIDR with host bits cleared (203.0.113.0/24) or an IPv6 CIDR (2001:db8::/32)`,
+  });
+
+/** `any`, a port 1-65535, or an ascending range `30000-32767`, as Hetzner takes it. */
+function isFirewallPort(text: string): boolean {
+  if (text === "any") return true;
+  const match = /^(\d{1,5})(?:-(\d{1,5}))?$/.exec(text);
+  if (!match) return false;
+  const from = Number(match[1]);
+  const to = match[2] === undefined ? from : Number(match[2]);
+  return from >= 1 && to <= 65535 && from <= to;
+}
+
+const PORT_PROTOCOLS: readonly string[] = ["tcp", "udp"];
+
+export const firewallRuleSchema = z
+  .strictObject({
+    /** Shown in the Hetzner console; default `extra rule <n> from nodefleet:firewall`. */
+    description: z.string().max(255).optional(),
+    protocol: z.enum(["tcp", "udp", "icmp", "esp", "gre"], { error: "protocol must be tcp, udp, icmp, esp or gre" }),
+    /** A port, a range "30000-32767" or "any"; required for tcp and udp, refused for the others (Hetzner's rule). */
+    port: z
+      .string({ error: "port must be a string such as \"443\"" })
+      .refine(isFirewallPort, { error: "port must be a number from 1 to 65535, an ascending range like 30000-32767, or any" })
+      .optional(),
+    /** Inbound sources, IPv4 or IPv6 CIDRs; at least one. */
+    sourceIps: z.array(firewallSource("sourceIps entries")).min(1, { error: "sourceIps needs at least one CIDR" }),
+  })
+  .superRefine((rule, ctx) => {
+    const takesPort = PORT_PROTOCOLS.includes(rule.protocol);
+    if (takesPort && rule.port === undefined) {
+      ctx.addIssue({ code: "custom", path: ["port"], message: `port is required for protocol ${rule.protocol} (a number, a range like 30000-32767, or any)` });
+    } else if (!takesPort && rule.port !== undefined) {
+      ctx.addIssue({ code: "custom", path: ["port"], message: `port is only allowed for tcp and udp, not for ${rule.protocol}` });
+    }
+  });
 export type FirewallRuleSpec = z.infer<typeof firewallRuleSchema>;
 
 export const firewallSchema = z.strictObject({
-  /** Sources allowed to reach NodePorts 30000-32767/tcp; none by default. */
-  nodePortSources: z.array(cidr("nodePortSources entries")).default([]),
+  /** Sources allowed to reach NodePorts 30000-32767/tcp (IPv4 or IPv6 CIDRs); none by default. */
+  nodePortSources: z.array(firewallSource("nodePortSources entries")).default([]),
   /** Extra inbound rules. */
   extraRules: z.array(firewallRuleSchema).default([]),
 });
@@ -323,6 +357,27 @@ interface RawPool {
 }
 
 /**
+ * A static member's hostname `<clusterId>-<pool>-<node>` is a DNS label (at most 63 characters), and
+ * a Hetzner server name adds `-<generation>`; checked here so the config is refused up front, not
+ * halfway through declaring servers.
+ */
+function longestNameProblem(clusterId: string, poolName: string, pool: RawPool): string | undefined {
+  const nodes = Array.isArray(pool.nodes) && pool.nodes.every((n) => typeof n === "string") ? (pool.nodes as string[]) : undefined;
+  const replicas = typeof pool.replicas === "number" && Number.isInteger(pool.replicas) && pool.replicas > 0 ? Math.min(pool.replicas, 1000) : 0;
+  const nodeIds = nodes ? staticNodeIds({ name: poolName, nodes }) : staticNodeIds({ name: poolName, replicas });
+  const longest = nodeIds.map((nodeId) => hostnameFor({ id: clusterId }, nodeId)).sort((a, b) => b.length - a.length)[0];
+  if (longest === undefined) return undefined;
+  const shorten = "shorten the cluster id, the pool name or the node names";
+  if (pool.provider === "hcloud" && longest.length + 1 + GENERATION_SUFFIX_LENGTH > MAX_SERVER_NAME_LENGTH) {
+    return `node ${longest} is ${longest.length} characters: with the -<${GENERATION_SUFFIX_LENGTH}-character generation> suffix its Hetzner server name would be longer than ${MAX_SERVER_NAME_LENGTH}; ${shorten}`;
+  }
+  if (longest.length > MAX_SERVER_NAME_LENGTH) {
+    return `node ${longest} is ${longest.length} characters, more than the ${MAX_SERVER_NAME_LENGTH} a hostname allows; ${shorten}`;
+  }
+  return undefined;
+}
+
+/**
  * Rules that span several fields or pools. They read the raw config defensively so that they are
  * reported together with the per-field problems, not only once everything else is valid.
  */
@@ -330,6 +385,7 @@ export function crossFieldProblems(rawConfig: Readonly<Record<string, unknown>>)
   const problems: Array<{ path: PropertyKey[]; message: string }> = [];
   const pools = Array.isArray(rawConfig["nodefleet:pools"]) ? (rawConfig["nodefleet:pools"] as RawPool[]) : [];
   const network = rawConfig["nodefleet:network"] as { zone?: unknown } | undefined;
+  const clusterId = (rawConfig["nodefleet:cluster"] as { id?: unknown } | undefined)?.id;
   const zone = typeof network?.zone === "string" ? network.zone : undefined;
   const seen = new Map<string, number>();
   let hcloudServers = 0;
@@ -349,6 +405,10 @@ export function crossFieldProblems(rawConfig: Readonly<Record<string, unknown>>)
       problems.push({ path: [...path, "replicas"], message: "a static pool needs replicas or an explicit nodes list" });
     } else if (isStaticWithMembers && pool.replicas !== undefined && pool.nodes !== undefined) {
       problems.push({ path: [...path, "nodes"], message: "set either replicas or nodes, not both" });
+    }
+    if (isStaticWithMembers && typeof clusterId === "string" && typeof pool.name === "string") {
+      const problem = longestNameProblem(clusterId, pool.name, pool);
+      if (problem) problems.push({ path: [...path, "name"], message: problem });
     }
     if (pool.provider === "hcloud" && typeof pool.location === "string" && zone !== undefined) {
       const poolZone = HCLOUD_LOCATION_ZONES[pool.location];

@@ -7,7 +7,10 @@
  *
  * The bootstrap token itself is left out: it is random per generation, i.e. derived from it.
  */
-import { createHash } from "node:crypto";
+import { canonicalHash } from "./canonicalJson";
+
+// Elastic Metal files still import canonicalJson from here; new code imports ./canonicalJson.
+export { canonicalJson } from "./canonicalJson";
 
 export const GENERATION_SUFFIX_LENGTH = 6;
 /** Hetzner server names are RFC 1123 hostnames. */
@@ -23,32 +26,15 @@ export interface GenerationInputs {
   readonly userData: unknown;
 }
 
-/** JSON with object keys sorted, so that the hash does not depend on key order; arrays keep their order. */
-export function canonicalJson(value: unknown): string {
-  if (value === undefined) return "null";
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`;
-  if (typeof value === "object" && value !== null) {
-    const entries = Object.entries(value as Record<string, unknown>)
-      .filter(([, v]) => v !== undefined)
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(",")}}`;
-  }
-  return JSON.stringify(value);
-}
-
 /** `[a-z0-9]{6}`, a pure function of the replace-forcing inputs. */
 export function generationSuffix(inputs: GenerationInputs): string {
-  const digest = createHash("sha256")
-    .update(
-      canonicalJson({
-        location: inputs.location,
-        image: inputs.image,
-        serverType: inputs.serverType,
-        sshKeys: inputs.sshKeys,
-        userData: inputs.userData,
-      }),
-    )
-    .digest("hex");
+  const digest = canonicalHash({
+    location: inputs.location,
+    image: inputs.image,
+    serverType: inputs.serverType,
+    sshKeys: inputs.sshKeys,
+    userData: inputs.userData,
+  });
   return BigInt(`0x${digest.slice(0, 16)}`).toString(36).padStart(GENERATION_SUFFIX_LENGTH, "0").slice(-GENERATION_SUFFIX_LENGTH);
 }
 

@@ -9,7 +9,7 @@ import * as hcloud from "@pulumi/hcloud";
 import * as pulumi from "@pulumi/pulumi";
 import { BootstrapToken } from "./bootstrapToken";
 import { type HcloudPoolCluster, type HcloudPoolMember, type HcloudPoolTemplate, planHcloudServers } from "./hcloudServerPlan";
-import { OWNERSHIP_LABELS } from "./nodeMember";
+import { type NodeOutput, OWNERSHIP_LABELS, nodeOutputIdentity } from "./nodeMember";
 import { KubernetesNodeRemoval } from "./kubernetesNodeRemoval";
 import { chunkIntoSpreadGroups } from "./placementGroups";
 import { assertHcloudUserDataSize } from "./userDataLimits";
@@ -21,7 +21,8 @@ export interface HcloudNodePoolArgs {
   /**
    * The pool template: `name` (labels and placement group names), `image` (default for members),
    * `sshKeys` (default for members, default none), `deleteProtection` (Hetzner delete and rebuild
-   * protection on every server, default false).
+   * protection on every server, always set equal as Hetzner requires; default false. A protected
+   * server may refuse deletion, so turn it off before removing or replacing members).
    */
   readonly pool: HcloudPoolTemplate;
   /** The pool's members, one server each; may be empty. Node ids and placement slots must be unique. */
@@ -40,20 +41,13 @@ export interface HcloudNodePoolArgs {
   readonly kubeconfig?: pulumi.Input<string>;
 }
 
-/** What the pool reports per node. */
-export interface HcloudNodeOutput {
-  nodeId: string;
-  hostname: string;
-  providerID: string;
-  pool: string;
-  serverType: string;
-  location: string;
+/** What the pool reports per node: the common node output plus the Hetzner server name and generation. */
+export interface HcloudNodeOutput extends NodeOutput {
   /** `<hostname>-<generation>`, the Hetzner server name. */
-  serverName: string;
-  generation: string;
-  serverId: pulumi.Output<string>;
-  ipv4: pulumi.Output<string>;
-  privateIpv4: pulumi.Output<string | undefined>;
+  readonly serverName: string;
+  /** The generation suffix (see generationSuffix.ts). */
+  readonly generation: string;
+  readonly ipv4: pulumi.Output<string>;
 }
 
 /**
@@ -127,12 +121,7 @@ export class HcloudNodePool extends pulumi.ComponentResource {
         );
         this.servers.push(server);
         this.nodes.push({
-          nodeId: member.nodeId,
-          hostname: member.hostname,
-          providerID: member.providerID,
-          pool: member.pool,
-          serverType: member.serverType,
-          location: member.location,
+          ...nodeOutputIdentity(member),
           serverName: plan.serverName,
           generation: plan.generation,
           serverId: server.id,

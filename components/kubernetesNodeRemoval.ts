@@ -8,7 +8,7 @@
  */
 import { readFileSync } from "node:fs";
 import * as pulumi from "@pulumi/pulumi";
-import { parse } from "yaml";
+import { parseDocument } from "yaml";
 
 /** What the delete call needs from a kubeconfig (current context); PEM/data fields as base64 or text. */
 export interface KubernetesCredentials {
@@ -36,12 +36,26 @@ function dataOrFile(entry: Record<string, unknown>, dataKey: string, fileKey: st
 }
 
 /**
+ * Parses without yaml's own error text, which quotes the offending line (a token, a key) verbatim;
+ * only the error code and line number are reported.
+ */
+function parseKubeconfig(kubeconfig: string): KubeconfigDoc | null {
+  const document = parseDocument(kubeconfig, { prettyErrors: false });
+  const [first] = document.errors;
+  if (first) {
+    const line = kubeconfig.slice(0, first.pos[0]).split("\n").length;
+    throw new Error(`the kubeconfig is not valid YAML (${first.code} at line ${line}; content not shown)`);
+  }
+  return document.toJS() as KubeconfigDoc | null;
+}
+
+/**
  * The current context's server and credentials. Token and client-certificate users are supported;
  * exec plugins and auth providers are not (they need tools the delete step cannot count on).
  * Errors never contain credential values.
  */
 export function kubeconfigCredentials(kubeconfig: string): KubernetesCredentials {
-  const doc = parse(kubeconfig) as KubeconfigDoc | null;
+  const doc = parseKubeconfig(kubeconfig);
   if (!doc || typeof doc !== "object") throw new Error("the kubeconfig is not a YAML document");
   const contextName = doc["current-context"] ?? doc.contexts?.[0]?.name;
   const context = doc.contexts?.find((c) => c.name === contextName)?.context;
@@ -149,6 +163,24 @@ export const nodeRemovalProvider: pulumi.dynamic.ResourceProvider = {
   },
 };
 
+/**
+ * The kubeconfig's credentials as the JSON a dynamic provider keeps in state, a secret. An unusable
+ * kubeconfig yields "" and a warning starting with `warning`: declaring still succeeds, and only the
+ * delete that needs the credentials fails, with the reason (never a credential).
+ */
+export function secretCredentialsJson(kubeconfig: pulumi.Input<string>, warning: string): pulumi.Output<string> {
+  return pulumi.secret(
+    pulumi.output(kubeconfig).apply((text) => {
+      try {
+        return JSON.stringify(kubeconfigCredentials(text));
+      } catch (error) {
+        void pulumi.log.warn(`${warning}: ${(error as Error).message}`);
+        return "";
+      }
+    }),
+  );
+}
+
 export interface KubernetesNodeRemovalArgs {
   /** The Kubernetes Node name (the member's hostname). */
   readonly nodeName: string;
@@ -159,17 +191,7 @@ export interface KubernetesNodeRemovalArgs {
 /** `pulumi-nodejs:dynamic/nodefleet:KubernetesNodeRemoval`: deleting it deletes the Node. */
 export class KubernetesNodeRemoval extends pulumi.dynamic.Resource {
   constructor(name: string, args: KubernetesNodeRemovalArgs, opts?: pulumi.CustomResourceOptions) {
-    const credentials = pulumi.secret(
-      pulumi.output(args.kubeconfig).apply((kubeconfig) => {
-        try {
-          return JSON.stringify(kubeconfigCredentials(kubeconfig));
-        } catch (error) {
-          // Declaring still succeeds: only removing the member would fail, with this reason.
-          void pulumi.log.warn(`node ${args.nodeName}: its Node cannot be deleted on removal: ${(error as Error).message}`);
-          return "";
-        }
-      }),
-    );
+    const credentials = secretCredentialsJson(args.kubeconfig, `node ${args.nodeName}: its Node cannot be deleted on removal`);
     super(nodeRemovalProvider, name, { nodeName: args.nodeName, credentials }, { ...opts, additionalSecretOutputs: ["credentials"] }, "nodefleet", "KubernetesNodeRemoval");
   }
 }

@@ -3,6 +3,7 @@
  * providerID, labels, taints) and where it runs. Every pool component (hcloud, Elastic Metal, the
  * API's autoscaled members) renders its servers and bootstrap from these.
  */
+import type * as pulumi from "@pulumi/pulumi";
 import type { ClusterSpec, Taint } from "./fleetSpec";
 
 export interface NodeMember {
@@ -12,6 +13,7 @@ export interface NodeMember {
   readonly hostname: string;
   /** `<scheme>:///<clusterId>/<nodeId>`. */
   readonly providerID: string;
+  /** Name of the pool the member belongs to. */
   readonly pool: string;
   /** Server type (hcloud) or offer name (Elastic Metal). */
   readonly serverType: string;
@@ -19,7 +21,30 @@ export interface NodeMember {
   readonly location: string;
   /** Labels the node registers with (pool labels plus nodefleet's own); all accepted by the kubelet. */
   readonly labels: Readonly<Record<string, string>>;
+  /** Taints the node registers with (a node cannot change its own taints later). */
   readonly taints: readonly Taint[];
+}
+
+/** What every pool component reports per node (the stack's `nodes` output). */
+export interface NodeOutput extends Pick<NodeMember, "nodeId" | "hostname" | "providerID" | "pool" | "serverType" | "location"> {
+  /** The provider's server id (Pulumi ids are strings). */
+  readonly serverId: pulumi.Output<string>;
+  /** Public IPv4 address, when the server has one. */
+  readonly ipv4: pulumi.Output<string | undefined>;
+  /** Address on the cluster's private network. */
+  readonly privateIpv4: pulumi.Output<string | undefined>;
+}
+
+/** The identity part of a NodeOutput, taken from the member. */
+export function nodeOutputIdentity(member: NodeMember): Pick<NodeOutput, "nodeId" | "hostname" | "providerID" | "pool" | "serverType" | "location"> {
+  return {
+    nodeId: member.nodeId,
+    hostname: member.hostname,
+    providerID: member.providerID,
+    pool: member.pool,
+    serverType: member.serverType,
+    location: member.location,
+  };
 }
 
 export const OWNERSHIP_LABELS = {
@@ -36,11 +61,17 @@ export function hostnameFor(cluster: Pick<ClusterSpec, "id">, nodeId: string): s
   return `${cluster.id}-${nodeId}`;
 }
 
+/** The pool-level part of a member: what all members of a pool (or of one admission snapshot) share. */
 export interface MemberTemplate {
+  /** Pool name. */
   readonly pool: string;
+  /** Server type (hcloud) or offer name (Elastic Metal) of this member. */
   readonly serverType: string;
+  /** Hetzner location or Scaleway zone. */
   readonly location: string;
+  /** The pool's labels; nodefleet adds instance type, zone and ownership labels. */
   readonly labels: Readonly<Record<string, string>>;
+  /** The pool's taints. */
   readonly taints: readonly Taint[];
 }
 

@@ -7,13 +7,18 @@
 import type { ClusterSpec, KubeletSettings, Taint } from "./fleetSpec";
 import { encodeK0sJoinToken } from "./k0sJoinToken";
 import { renderK0sWorkerCloudConfig } from "./k0sWorkerCloudConfig";
+import { renderKubeadmWorkerUserData } from "./kubeadmWorkerCloudConfig";
 import { partitionKubeletLabels } from "./kubeletLabels";
 
 /** The node-identity part of a member that its bootstrap renders. */
 export interface WorkerMemberInput {
+  /** Machine hostname and Kubernetes node name. */
   readonly hostname: string;
+  /** `<scheme>:///<clusterId>/<nodeId>`. */
   readonly providerID: string;
+  /** Registration labels; keys the kubelet refuses are left out of the rendering. */
   readonly labels: Readonly<Record<string, string>>;
+  /** Taints registered with the node. */
   readonly taints: readonly Taint[];
 }
 
@@ -22,30 +27,30 @@ export type WorkerCluster = Pick<
   "kind" | "apiServer" | "caCertificate" | "k0sVersion" | "k0sSha256" | "kubernetesVersion" | "kubelet"
 >;
 
-export interface K0sWorkerUserDataInputs {
-  readonly kind: "k0s";
-  readonly k0sVersion: string;
-  readonly k0sSha256?: ClusterSpec["k0sSha256"];
+/** What every worker's user data depends on, whatever the cluster kind. */
+interface CommonWorkerUserDataInputs extends WorkerMemberInput {
+  /** The API server URL the kubelet bootstraps against. */
   readonly apiServer: string;
+  /** The cluster CA, PEM (not a secret). */
   readonly caCertificate: string;
-  readonly hostname: string;
-  readonly providerID: string;
   /** Only labels the kubelet accepts at registration, keys sorted. */
   readonly labels: Readonly<Record<string, string>>;
-  readonly taints: readonly Taint[];
+  /** Max pods, reservations and eviction thresholds. */
   readonly kubelet: KubeletSettings;
 }
 
-export interface KubeadmWorkerUserDataInputs {
+export interface K0sWorkerUserDataInputs extends CommonWorkerUserDataInputs {
+  readonly kind: "k0s";
+  /** Pinned k0s release, e.g. v1.33.4+k0s.0. */
+  readonly k0sVersion: string;
+  /** Pinned sha256 of the k0s binary per architecture; else the release's sha256sums.txt is used. */
+  readonly k0sSha256?: ClusterSpec["k0sSha256"];
+}
+
+export interface KubeadmWorkerUserDataInputs extends CommonWorkerUserDataInputs {
   readonly kind: "kubeadm";
+  /** e.g. v1.33.4: the pkgs.k8s.io channel and package version. */
   readonly kubernetesVersion: string;
-  readonly apiServer: string;
-  readonly caCertificate: string;
-  readonly hostname: string;
-  readonly providerID: string;
-  readonly labels: Readonly<Record<string, string>>;
-  readonly taints: readonly Taint[];
-  readonly kubelet: KubeletSettings;
 }
 
 export type WorkerUserDataInputs = K0sWorkerUserDataInputs | KubeadmWorkerUserDataInputs;
@@ -103,8 +108,6 @@ export function renderWorkerUserData(cluster: WorkerCluster, member: WorkerMembe
         kubelet: inputs.kubelet,
       });
     case "kubeadm":
-      throw new Error(
-        `kubeadm clusters: the worker user data renderer is not available yet (node ${inputs.hostname}); use kind k0s for now`,
-      );
+      return renderKubeadmWorkerUserData(inputs, bootstrapToken);
   }
 }

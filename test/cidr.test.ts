@@ -1,6 +1,6 @@
 import { strict as assert } from "node:assert";
 import fc from "fast-check";
-import { cidrContains, hostAddress, numberToIpv4, parseIpv4Cidr } from "../components/cidr";
+import { cidrContains, hostAddress, isIpv6Cidr, numberToIpv4, parseIpv4Cidr } from "../components/cidr";
 
 describe("IPv4 CIDR", () => {
   it("parses valid CIDRs and rejects invalid ones", () => {
@@ -8,6 +8,11 @@ describe("IPv4 CIDR", () => {
     for (const bad of ["10.0.0.0", "10.0.0.0/33", "256.0.0.0/8", "10.0.0.1/24", "a.b.c.d/8", ""]) {
       assert.equal(parseIpv4Cidr(bad), undefined, bad);
     }
+  });
+
+  it("recognises IPv6 CIDRs (firewall sources) and nothing else", () => {
+    for (const good of ["::/0", "2001:db8::/32", "fe80::1/128", "::ffff:192.0.2.1/96"]) assert.ok(isIpv6Cidr(good), good);
+    for (const bad of ["2001:db8::", "2001:db8::/129", "10.0.0.0/8", "gggg::/16", "::/", ""]) assert.ok(!isIpv6Cidr(bad), bad);
   });
 
   it("containment is consistent with prefix arithmetic", () => {

@@ -1,7 +1,7 @@
 import { strict as assert } from "node:assert";
-import type * as pulumi from "@pulumi/pulumi";
+import * as pulumi from "@pulumi/pulumi";
 import { deterministicOutputs } from "../automation/mocks/deterministicOutputs";
-import type { RecordedResource } from "../automation/mocks/runUnderMocks";
+import { type RecordedResource, runUnderMocks } from "../automation/mocks/runUnderMocks";
 import { resolveSecrets } from "../automation/mocks/secretValues";
 import { clusterFirewallRules } from "../components/firewallRules";
 import { parseFleetSpec } from "../components/fleetSpec";
@@ -90,12 +90,23 @@ describe("Fleet under mocks", function () {
       const nodes = outputs.nodes as Array<Record<string, unknown>>;
       assert.deepEqual(
         nodes.map((n) => n.nodeId),
-        ["hel1-general-0", "hel1-general-1", "hel1-general-2"],
+        ["hel1-general-0", "hel1-general-1", "hel1-general-2", "kura-scw-fr-par-0"],
+        "every static member of every pool (the Elastic Metal pool's too); autoscaled members belong to the API's stack",
       );
       for (const key of ["nodeId", "providerID", "serverId", "ipv4", "pool", "serverType", "location"]) {
         for (const node of nodes) assert.ok(node[key] !== undefined, `node output ${key}`);
       }
     });
+  });
+
+  it("the pulumi entry point (stacks/index.ts) fails without a kubeconfig with a RunError naming the key and the command", async () => {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const entry = require("../stacks/index") as () => Promise<Record<string, unknown>>;
+    let error: unknown;
+    const run = await runUnderMocks({ stack: "test", config: rawFleetConfig(), program: () => entry().catch((e: unknown) => ((error = e), {})) });
+    assert.ok(pulumi.RunError.isInstance(error), `a RunError (printed without a stack trace), got ${String(error)}`);
+    assert.match((error as Error).message, /nodefleet:cluster\.kubeconfig: .*pulumi config set --secret --path 'nodefleet:cluster\.kubeconfig'/);
+    assert.equal(run.resources.length, 0, "nothing is registered");
   });
 
   it("uses network.name and nodePortSources from config", async () => {

@@ -185,6 +185,58 @@ describe("fleet spec", () => {
     assertProblem(problems, "nodefleet:cluster.caCertificate", /PEM/);
   });
 
+  it("rejects firewall rules Hetzner would refuse: missing or misplaced ports, bad ranges, bad sources", () => {
+    const config = exampleConfig();
+    config["nodefleet:firewall"] = {
+      nodePortSources: ["::/0", "10.0.0.1/8"],
+      extraRules: [
+        { protocol: "tcp", sourceIps: ["203.0.113.0/24"] },
+        { protocol: "icmp", port: "22", sourceIps: ["0.0.0.0/0"] },
+        { protocol: "udp", port: "200-100", sourceIps: ["2001:db8::/32"] },
+        { protocol: "tcp", port: "70000", sourceIps: ["not-a-cidr"] },
+      ],
+    };
+    const problems = problemsOf(config);
+    assertProblem(problems, "nodefleet:firewall.nodePortSources[1]", /IPv4 CIDR with host bits cleared .* or an IPv6 CIDR/);
+    assertProblem(problems, "nodefleet:firewall.extraRules[0].port", /port is required for protocol tcp/);
+    assertProblem(problems, "nodefleet:firewall.extraRules[1].port", /only allowed for tcp and udp, not for icmp/);
+    assertProblem(problems, "nodefleet:firewall.extraRules[2].port", /ascending range/);
+    assertProblem(problems, "nodefleet:firewall.extraRules[3].port", /from 1 to 65535/);
+    assertProblem(problems, "nodefleet:firewall.extraRules[3].sourceIps[0]", /IPv6 CIDR/);
+    assert.equal(problems.length, 6, problems.join("\n"));
+  });
+
+  it("accepts IPv6 sources, port ranges and any", () => {
+    const config = exampleConfig();
+    config["nodefleet:firewall"] = {
+      nodePortSources: ["2001:db8::/32"],
+      extraRules: [
+        { protocol: "tcp", port: "any", sourceIps: ["::/0"] },
+        { protocol: "udp", port: "30000-32767", sourceIps: ["198.51.100.0/24"] },
+        { protocol: "esp", sourceIps: ["0.0.0.0/0"] },
+      ],
+    };
+    assert.equal(parseFleetSpec(config).firewall.extraRules.length, 3);
+  });
+
+  it("rejects node names that would not fit a Hetzner server name or a hostname", () => {
+    const config = exampleConfig();
+    config["nodefleet:cluster"].id = "a".repeat(20);
+    config["nodefleet:pools"][0].name = "p".repeat(30);
+    config["nodefleet:pools"][0].replicas = 5; // "aaa…-ppp…-4" is 53 characters, 60 with the suffix: fits
+    assert.doesNotThrow(() => parseFleetSpec(config));
+    config["nodefleet:pools"][0].replicas = undefined;
+    config["nodefleet:pools"][0].nodes = ["short", "n".repeat(10)];
+    delete config["nodefleet:pools"][0].replicas;
+    assertProblem(problemsOf(config), "nodefleet:pools[0].name", new RegExp(`node ${"a".repeat(20)}-${"p".repeat(30)}-${"n".repeat(10)} is 62 characters: .* longer than 63`));
+    const scaleway = exampleConfig();
+    scaleway["nodefleet:cluster"].id = "a".repeat(20);
+    scaleway["nodefleet:pools"][2].name = "s".repeat(30);
+    scaleway["nodefleet:pools"][2].nodes = ["n".repeat(12)];
+    delete scaleway["nodefleet:pools"][2].replicas;
+    assertProblem(problemsOf(scaleway), "nodefleet:pools[2].name", /is 64 characters, more than the 63 a hostname allows/);
+  });
+
   it("lists every problem at once, across pools and sections", () => {
     const config = exampleConfig();
     config["nodefleet:cluster"].kind = "k3s";

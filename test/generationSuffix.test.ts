@@ -1,7 +1,8 @@
 import { strict as assert } from "node:assert";
 import fc from "fast-check";
 import { parseFleetSpec, type HcloudStaticPool } from "../components/fleetSpec";
-import { GENERATION_SUFFIX_LENGTH, canonicalJson, generationServerName, generationSuffix, type GenerationInputs } from "../components/generationSuffix";
+import { canonicalHash, canonicalJson, sha256Hex } from "../components/canonicalJson";
+import { GENERATION_SUFFIX_LENGTH, generationServerName, generationSuffix, type GenerationInputs } from "../components/generationSuffix";
 import { planHcloudServers, staticHcloudMembers } from "../components/hcloudServerPlan";
 import { hcloudStaticPoolConfig, rawFleetConfig } from "./support/fleetConfigFixture";
 
@@ -31,6 +32,8 @@ describe("generation suffix", () => {
   it("ignores object key order but not array order", () => {
     assert.equal(canonicalJson({ b: 1, a: [2, 1] }), canonicalJson({ a: [2, 1], b: 1 }));
     assert.notEqual(canonicalJson({ a: [1, 2] }), canonicalJson({ a: [2, 1] }));
+    assert.equal(canonicalJson({ a: undefined, b: [undefined] }), '{"b":[null]}');
+    assert.equal(canonicalHash({ b: 1, a: 2 }), sha256Hex('{"a":2,"b":1}'));
     assert.equal(
       generationSuffix({ ...base, userData: { labels: { b: "2", a: "1" }, k0sVersion: "v1.33.4+k0s.0", kind: "k0s" } }),
       generationSuffix(base),

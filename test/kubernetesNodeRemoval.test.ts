@@ -67,6 +67,14 @@ describe("Kubernetes node removal", function () {
       assert.equal(creds.token, undefined);
     });
 
+    it("refuses invalid YAML without quoting any of it (yaml's own errors quote the line)", () => {
+      const broken = "users:\n- name: admin\n  user: {token: SUPERSECRET: x}\n";
+      assert.throws(
+        () => kubeconfigCredentials(broken),
+        (e: Error) => /not valid YAML \(\w+ at line 3; content not shown\)/.test(e.message) && !e.message.includes("SUPERSECRET"),
+      );
+    });
+
     it("refuses exec plugins without showing any credential", () => {
       assert.throws(
         () => kubeconfigCredentials(kubeconfig("https://203.0.113.10:6443", { exec: { command: "aws", args: ["secret-arg"] } })),

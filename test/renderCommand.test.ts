@@ -58,7 +58,7 @@ describe("nodefleet render (as a process)", function () {
         .resources.filter((r: { type: string }) => r.type === "kubernetes:core/v1:Secret")
         .map((r: { inputs: { stringData: unknown } }) => r.inputs.stringData);
     const revealed = tokenSecrets(shown.stdout);
-    assert.equal(revealed.length, 3, "one bootstrap-token Secret per static hcloud node");
+    assert.equal(revealed.length, JSON.parse(shown.stdout).outputs.nodes.length, "one bootstrap-token Secret per static node");
     for (const data of revealed) assert.match(data["token-secret"], /^[a-z0-9]{16}$/);
     for (const data of tokenSecrets(masked.stdout)) assert.equal(data, "[secret]");
     // The k0s join token (gzip+base64 kubeconfig) sits in the 0600 token file of the user data.
@@ -66,6 +66,18 @@ describe("nodefleet render (as a process)", function () {
     assert.match(JSON.parse(shown.stdout).bootstraps[0].text, /content: H4sI/);
     assert.equal(joinFile.exec(JSON.parse(masked.stdout).bootstraps[0].text)?.[1], '"[secret]"');
     assert.equal(JSON.parse(shown.stdout).secretsShown, true);
+  });
+
+  it("masks the join token in every node's bootstrap text, user data and SSH self-join scripts alike", () => {
+    const bootstraps = (stdout: string) => JSON.parse(stdout).bootstraps as Array<{ node: string; type: string; text: string }>;
+    const revealed = bootstraps(shown.stdout);
+    assert.equal(revealed.length, JSON.parse(shown.stdout).outputs.nodes.length, "a bootstrap text per static node");
+    for (const b of revealed) assert.match(b.text, /H4sI/, `${b.node} carries a k0s join token when shown`);
+    for (const b of bootstraps(masked.stdout)) {
+      assert.doesNotMatch(b.text, /H4sI/, `${b.node}: no join token (gzip+base64) when masked`);
+      assert.doesNotMatch(b.text, TOKEN, `${b.node}: no bootstrap token when masked`);
+    }
+    assert.doesNotMatch(masked.stdout, /H4sI/);
   });
 
   it("prints a readable table and user data without --json", () => {

@@ -75,3 +75,34 @@ export interface StackEngine {
 export function emptySummary(): ChangeSummary {
   return { create: 0, update: 0, replace: 0, delete: 0, same: 0 };
 }
+
+/** Thrown by up/preview/refresh when the run's AbortSignal fired (the run was stopped). */
+export class RunCancelledError extends Error {
+  override readonly name = "RunCancelledError";
+  constructor(message = "the run was cancelled") {
+    super(message);
+  }
+}
+
+/**
+ * Thrown when a run could not complete at all (program error, engine process crash, stack locked by
+ * another live process). Per-resource failures do not throw: they are steps with `error`.
+ */
+export class RunFailedError extends Error {
+  override readonly name = "RunFailedError";
+  constructor(
+    message: string,
+    /** Steps applied before the failure (their effects persist in the stack state). */
+    readonly steps: readonly ResourceStep[] = [],
+  ) {
+    super(message);
+  }
+}
+
+/** The structured logger engines write to (a pino logger fits). */
+export interface EngineLogger {
+  info(record: object, message?: string): void;
+  warn(record: object, message?: string): void;
+  error(record: object, message?: string): void;
+  debug?(record: object, message?: string): void;
+}

@@ -5,6 +5,7 @@
  */
 import * as pulumi from "@pulumi/pulumi";
 import { deterministicOutputs } from "./deterministicOutputs";
+import { scalewayLookup } from "./scalewayLookups";
 
 export interface RecordedResource {
   readonly type: string;
@@ -29,10 +30,12 @@ export interface MockRunOptions<T> {
   /** Full config keys (`nodefleet:cluster`) to values; objects are JSON-encoded as Pulumi does. */
   readonly config?: Readonly<Record<string, unknown>>;
   readonly secretKeys?: readonly string[];
-  /** Provider behaviour; defaults to deterministic outputs and echoing function calls. */
+  /** Provider behaviour; defaults to deterministic outputs, Scaleway look-up answers (scalewayLookups.ts) and echoing other calls. */
   readonly newResource?: (args: pulumi.runtime.MockResourceArgs) => { id: string | undefined; state: Record<string, unknown> };
   readonly call?: (args: pulumi.runtime.MockCallArgs) => Record<string, unknown>;
   readonly program: () => T | Promise<T>;
+  /** Keep every registered resource and call in the result. Default true; false saves memory for large runs. */
+  readonly record?: boolean;
 }
 
 export interface MockRunResult<T> {
@@ -58,6 +61,16 @@ export function resolveOutput<T>(value: pulumi.Input<T>): Promise<pulumi.Unwrap<
   });
 }
 
+/** Waits for the runtime's outstanding RPCs (resource registrations, invokes) to drain. */
+export async function waitForOutstandingRegistrations(): Promise<void> {
+  // `waitForRPCs` is the runtime's own drain (used by `disconnect`); marked internal, so fall back
+  // to a macrotask turn if a future SDK drops it.
+  const settings = require("@pulumi/pulumi/runtime/settings") as { waitForRPCs?: () => Promise<void> };
+  await new Promise((resolve) => setImmediate(resolve));
+  if (typeof settings.waitForRPCs === "function") await settings.waitForRPCs();
+  await new Promise((resolve) => setImmediate(resolve));
+}
+
 export async function runUnderMocks<T>(options: MockRunOptions<T>): Promise<MockRunResult<T>> {
   const resources: RecordedResource[] = [];
   const calls: RecordedCall[] = [];
@@ -66,20 +79,22 @@ export async function runUnderMocks<T>(options: MockRunOptions<T>): Promise<Mock
     {
       newResource(args) {
         const result = newResource(args);
-        resources.push({
-          type: args.type,
-          name: args.name,
-          custom: args.custom ?? true,
-          inputs: args.inputs,
-          id: result.id,
-          state: result.state,
-          provider: args.provider,
-        });
+        if (options.record !== false) {
+          resources.push({
+            type: args.type,
+            name: args.name,
+            custom: args.custom ?? true,
+            inputs: args.inputs,
+            id: result.id,
+            state: result.state,
+            provider: args.provider,
+          });
+        }
         return { id: result.id, state: result.state };
       },
       call(args) {
-        calls.push({ token: args.token, inputs: args.inputs });
-        return options.call ? options.call(args) : args.inputs;
+        if (options.record !== false) calls.push({ token: args.token, inputs: args.inputs });
+        return options.call ? options.call(args) : (scalewayLookup(args) ?? args.inputs);
       },
     },
     options.project ?? "nodefleet",
@@ -89,7 +104,8 @@ export async function runUnderMocks<T>(options: MockRunOptions<T>): Promise<Mock
   pulumi.runtime.setAllConfig(configStrings(options.config ?? {}), [...(options.secretKeys ?? [])]);
   const returned = await options.program();
   const outputs = await resolveOutput(returned as pulumi.Input<T>);
-  // Let registrations still in flight (children registered after the outputs resolved) finish.
-  await new Promise((resolve) => setImmediate(resolve));
+  // Let registrations still in flight (children registered after the outputs resolved) finish:
+  // the runtime counts every outstanding RPC; wait until that queue is drained.
+  await waitForOutstandingRegistrations();
   return { resources, calls, outputs: outputs as pulumi.Unwrap<T> };
 }

@@ -1,0 +1,91 @@
+/**
+ * A small typed client for the few Hetzner Cloud API calls the engine itself makes (crash recovery
+ * look-ups by name and labels, orphan deletes). Every request is counted: the project's budget of
+ * 3600 requests per hour is shared with every `pulumi up`.
+ */
+export interface HcloudServer {
+  readonly id: number;
+  readonly name: string;
+  readonly status: string;
+  readonly created: string;
+  readonly labels: Readonly<Record<string, string>>;
+  readonly server_type: { readonly name: string };
+  readonly public_net: { readonly ipv4: { readonly ip: string } | null; readonly ipv6: { readonly ip: string } | null };
+  readonly private_net: ReadonlyArray<{ readonly network: number; readonly ip: string }>;
+}
+
+export class HcloudApiError extends Error {
+  override readonly name = "HcloudApiError";
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+  ) {
+    super(`Hetzner Cloud API ${status} ${code}: ${message}`);
+  }
+}
+
+export interface HcloudClientOptions {
+  readonly token: string;
+  /** Default https://api.hetzner.cloud/v1. */
+  readonly baseUrl?: string;
+  readonly fetch?: typeof fetch;
+  /** Called once per HTTP request (for the service's request counter). */
+  readonly onRequest?: (method: string, path: string) => void;
+}
+
+export class HcloudClient {
+  private requests = 0;
+  private readonly baseUrl: string;
+  private readonly fetchImpl: typeof fetch;
+
+  constructor(private readonly options: HcloudClientOptions) {
+    this.baseUrl = (options.baseUrl ?? "https://api.hetzner.cloud/v1").replace(/\/$/, "");
+    this.fetchImpl = options.fetch ?? fetch;
+  }
+
+  /** From HCLOUD_TOKEN, or undefined when no token is configured. */
+  static fromEnv(env: NodeJS.ProcessEnv = process.env, onRequest?: HcloudClientOptions["onRequest"]): HcloudClient | undefined {
+    return env.HCLOUD_TOKEN ? new HcloudClient({ token: env.HCLOUD_TOKEN, onRequest }) : undefined;
+  }
+
+  get requestCount(): number {
+    return this.requests;
+  }
+
+  private async request<T>(method: string, path: string): Promise<T | undefined> {
+    this.requests += 1;
+    this.options.onRequest?.(method, path);
+    const response = await this.fetchImpl(`${this.baseUrl}${path}`, {
+      method,
+      headers: { Authorization: `Bearer ${this.options.token}`, Accept: "application/json" },
+    });
+    if (response.status === 204) return undefined;
+    const body = (await response.json().catch(() => ({}))) as { error?: { code?: string; message?: string } } & T;
+    if (!response.ok) throw new HcloudApiError(response.status, body.error?.code ?? "unknown", body.error?.message ?? response.statusText);
+    return body;
+  }
+
+  /** Servers by exact name and/or label selector (one request per 50 servers). */
+  async listServers(filter: { name?: string; labelSelector?: string }): Promise<HcloudServer[]> {
+    const servers: HcloudServer[] = [];
+    for (let page = 1; ; page++) {
+      const query = new URLSearchParams({ page: String(page), per_page: "50" });
+      if (filter.name) query.set("name", filter.name);
+      if (filter.labelSelector) query.set("label_selector", filter.labelSelector);
+      const body = await this.request<{ servers: HcloudServer[]; meta?: { pagination?: { next_page: number | null } } }>("GET", `/servers?${query}`);
+      servers.push(...(body?.servers ?? []));
+      if (!body?.meta?.pagination?.next_page) return servers;
+    }
+  }
+
+  /** Deletes a server; "not found" counts as success (it is gone either way). */
+  async deleteServer(id: number): Promise<void> {
+    try {
+      await this.request("DELETE", `/servers/${id}`);
+    } catch (error) {
+      if (error instanceof HcloudApiError && error.status === 404) return;
+      throw error;
+    }
+  }
+}

@@ -1,0 +1,124 @@
+/**
+ * Which input changes force a provider to replace a resource instead of updating it in place, per
+ * Pulumi type token. The simulated engine decides create/update/replace with this table, so it must
+ * agree with what the real providers do; every entry names where that was read.
+ *
+ * Paths are dot-separated input property paths (`metadata.name`). A type missing from the table is
+ * updated in place on any change (its provider can update everything, or we have not needed it).
+ */
+export interface ReplaceTriggerEntry {
+  /** Input property paths whose change forces replacement. */
+  readonly properties: readonly string[];
+  /** Where the behaviour is documented: provider schema source or docs page. */
+  readonly source: string;
+  /** True when every input change replaces (e.g. random/time resources). */
+  readonly allInputs?: boolean;
+}
+
+const HCLOUD_TF = "https://github.com/hetznercloud/terraform-provider-hcloud/blob/main/internal";
+
+export const REPLACE_TRIGGERS: Readonly<Record<string, ReplaceTriggerEntry>> = {
+  // ForceNew on image, location, datacenter, user_data, ssh_keys; name, labels, server_type,
+  // firewall_ids, placement_group_id, backups, protection are updated in place (rename, change-type ...).
+  "hcloud:index/server:Server": {
+    properties: ["image", "location", "datacenter", "userData", "sshKeys"],
+    source: `${HCLOUD_TF}/server/resource.go (schema: ForceNew)`,
+  },
+  // ip_range is ForceNew; name and labels are updated.
+  "hcloud:index/network:Network": {
+    properties: ["ipRange"],
+    source: `${HCLOUD_TF}/network/resource.go (schema: ip_range ForceNew)`,
+  },
+  // The subnet resource has no Update at all: every argument is ForceNew.
+  "hcloud:index/networkSubnet:NetworkSubnet": {
+    properties: ["networkId", "type", "networkZone", "ipRange", "vswitchId"],
+    source: `${HCLOUD_TF}/network/resource_subnet.go (schema: ForceNew, no UpdateContext)`,
+  },
+  // server_id, network_id, subnet_id and ip carry RequiresReplace; alias_ips is updated.
+  "hcloud:index/serverNetwork:ServerNetwork": {
+    properties: ["serverId", "networkId", "subnetId", "ip"],
+    source: `${HCLOUD_TF}/server/resource_network.go (plan modifiers: RequiresReplace)`,
+  },
+  // Update handles only name and labels; the API has no call to change a group's type.
+  "hcloud:index/placementGroup:PlacementGroup": {
+    properties: ["type"],
+    source: `${HCLOUD_TF}/placementgroup/resource.go (resourcePlacementGroupUpdate: name, labels only)`,
+  },
+  // Name, labels and rules are updated in place (set_rules action); the inline apply_to set is ForceNew
+  // (attach servers with a FirewallAttachment to avoid that).
+  "hcloud:index/firewall:Firewall": {
+    properties: ["applyTos"],
+    source: `${HCLOUD_TF}/firewall/resource.go (schema: apply_to ForceNew; Update handles name, rule, labels)`,
+  },
+  "hcloud:index/sshKey:SshKey": {
+    properties: ["publicKey"],
+    source: `${HCLOUD_TF}/sshkey/resource.go (schema: public_key ForceNew; name and labels updated)`,
+  },
+  // offer and zone are ForceNew; os and ssh_key_ids trigger a reinstall of the same server (update).
+  "scaleway:elasticmetal/server:Server": {
+    properties: ["offer", "zone"],
+    source:
+      "https://github.com/scaleway/terraform-provider-scaleway/blob/master/scaleway/resource_baremetal_server.go (schema: offer ForceNew, zone via zoneSchema ForceNew; os/ssh_key_ids reinstall in Update)",
+  },
+  // Name and tags are updated; the IPv4 subnet, VPC and region are ForceNew.
+  "scaleway:network/privateNetwork:PrivateNetwork": {
+    properties: ["ipv4Subnet.subnet", "vpcId", "region"],
+    source:
+      "https://github.com/scaleway/terraform-provider-scaleway/blob/master/internal/services/vpc/private_network.go (schema: ipv4_subnet.subnet, vpc_id ForceNew; regional.Schema)",
+  },
+  "scaleway:ipam/ip:Ip": {
+    properties: ["sources", "address", "region", "isIpv6"],
+    source: "https://registry.terraform.io/providers/scaleway/scaleway/latest/docs/resources/ipam_ip (source, address, is_ipv6, region: forces new)",
+  },
+  // Every argument of the random resources is RequiresReplace (keepers included): a change makes a new value.
+  "random:index/randomString:RandomString": {
+    properties: [],
+    allInputs: true,
+    source: "https://registry.terraform.io/providers/hashicorp/random/latest/docs/resources/string (all arguments force a new resource)",
+  },
+  "random:index/randomPassword:RandomPassword": {
+    properties: [],
+    allInputs: true,
+    source: "https://registry.terraform.io/providers/hashicorp/random/latest/docs/resources/password (all arguments force a new resource)",
+  },
+  "random:index/randomId:RandomId": {
+    properties: [],
+    allInputs: true,
+    source: "https://registry.terraform.io/providers/hashicorp/random/latest/docs/resources/id (all arguments force a new resource)",
+  },
+  // triggers and base_rfc3339 replace (a new base timestamp is saved); offset_* are recomputed in place.
+  "time:index/offset:Offset": {
+    properties: ["triggers", "baseRfc3339"],
+    source: "https://registry.terraform.io/providers/hashicorp/time/latest/docs/resources/offset (triggers: a change saves a new base timestamp)",
+  },
+  "time:index/static:Static": {
+    properties: ["triggers", "rfc3339"],
+    source: "https://registry.terraform.io/providers/hashicorp/time/latest/docs/resources/static (rfc3339, triggers: forces new)",
+  },
+  "time:index/rotating:Rotating": {
+    properties: ["triggers", "rfc3339"],
+    source: "https://registry.terraform.io/providers/hashicorp/time/latest/docs/resources/rotating (rfc3339, triggers: forces new)",
+  },
+  // Kubernetes objects are identified by namespace/name; a Secret's type is immutable (API validation).
+  "kubernetes:core/v1:Secret": {
+    properties: ["metadata.name", "metadata.namespace", "type"],
+    source: "https://www.pulumi.com/registry/packages/kubernetes/api-docs/core/v1/secret/ and https://kubernetes.io/docs/concepts/configuration/secret/#secret-types (type is immutable)",
+  },
+  "kubernetes:core/v1:ConfigMap": {
+    properties: ["metadata.name", "metadata.namespace"],
+    source: "https://www.pulumi.com/registry/packages/kubernetes/how-to-guides/managing-resources-with-server-side-apply/ (name/namespace identify the object)",
+  },
+  // remote/local Command: `triggers` replaces; create/update/delete/connection changes run `update` in place.
+  "command:remote:Command": {
+    properties: ["triggers"],
+    source: "https://www.pulumi.com/registry/packages/command/api-docs/remote/command/ (triggers: trigger a replacement when changed)",
+  },
+  "command:local:Command": {
+    properties: ["triggers"],
+    source: "https://www.pulumi.com/registry/packages/command/api-docs/local/command/ (triggers: trigger a replacement when changed)",
+  },
+};
+
+export function replaceTriggersFor(type: string): ReplaceTriggerEntry | undefined {
+  return REPLACE_TRIGGERS[type];
+}

@@ -1,0 +1,54 @@
+/**
+ * The simulated cloud's fault-injection and timing knobs (SPEC §4), read from the environment
+ * variables exactly as named, each overridable per engine instance (tests set them per engine).
+ */
+export interface SimulationKnobs {
+  /** NODEFLEET_SIM_BOOT_DELAY_MS: a created server reports `running` this long after creation. Default 2000. */
+  readonly bootDelayMs: number;
+  /** NODEFLEET_SIM_FAIL_CREATE_RATE: probability (0..1) that a cloud create fails; seeded, so reproducible. Default 0. */
+  readonly failCreateRate: number;
+  /** NODEFLEET_SIM_OUT_OF_STOCK: server types / offers whose creates fail as sold out (`resource_unavailable`). */
+  readonly outOfStock: readonly string[];
+  /** NODEFLEET_SIM_CRASH_AFTER_STEPS: the engine process dies after this many applied steps (unset: never). */
+  readonly crashAfterSteps?: number;
+  /** Seed of the create-failure draw (NODEFLEET_SIM_SEED). Default "nodefleet". */
+  readonly seed: string;
+}
+
+export const DEFAULT_BOOT_DELAY_MS = 2000;
+
+function numberFrom(name: string, text: string | undefined, min: number, max: number): number | undefined {
+  if (text === undefined || text.trim() === "") return undefined;
+  const value = Number(text);
+  if (!Number.isFinite(value) || value < min || value > max) {
+    throw new Error(`${name} must be a number between ${min} and ${max}, got ${JSON.stringify(text)}`);
+  }
+  return value;
+}
+
+export function knobsFromEnv(env: NodeJS.ProcessEnv): Partial<SimulationKnobs> {
+  const crash = numberFrom("NODEFLEET_SIM_CRASH_AFTER_STEPS", env.NODEFLEET_SIM_CRASH_AFTER_STEPS, 1, Number.MAX_SAFE_INTEGER);
+  return {
+    bootDelayMs: numberFrom("NODEFLEET_SIM_BOOT_DELAY_MS", env.NODEFLEET_SIM_BOOT_DELAY_MS, 0, 86_400_000),
+    failCreateRate: numberFrom("NODEFLEET_SIM_FAIL_CREATE_RATE", env.NODEFLEET_SIM_FAIL_CREATE_RATE, 0, 1),
+    outOfStock: env.NODEFLEET_SIM_OUT_OF_STOCK?.split(",").map((s) => s.trim()).filter((s) => s.length > 0),
+    crashAfterSteps: crash === undefined ? undefined : Math.floor(crash),
+    seed: env.NODEFLEET_SIM_SEED || undefined,
+  };
+}
+
+/** Options win over the environment; unset everywhere means the documented default. */
+export function resolveKnobs(options: Partial<SimulationKnobs>, env: NodeJS.ProcessEnv): SimulationKnobs {
+  const fromEnv = knobsFromEnv(env);
+  const pick = <K extends keyof SimulationKnobs>(key: K): SimulationKnobs[K] | undefined =>
+    (options[key] !== undefined ? options[key] : fromEnv[key]) as SimulationKnobs[K] | undefined;
+  const failCreateRate = pick("failCreateRate") ?? 0;
+  if (failCreateRate < 0 || failCreateRate > 1) throw new Error(`failCreateRate must be within 0..1, got ${failCreateRate}`);
+  return {
+    bootDelayMs: pick("bootDelayMs") ?? DEFAULT_BOOT_DELAY_MS,
+    failCreateRate,
+    outOfStock: pick("outOfStock") ?? [],
+    crashAfterSteps: pick("crashAfterSteps"),
+    seed: pick("seed") ?? "nodefleet",
+  };
+}

@@ -155,20 +155,25 @@ export class AutomationEngine implements StackEngine {
   }
 
   private async workspaceStack(def: StackDefinition): Promise<Stack> {
+    return def.projectDir ? this.projectStack(def, def.projectDir) : this.dataDirStack(def);
+  }
+
+  private inlineProgram(def: StackDefinition): () => Promise<Record<string, unknown>> {
+    const { module, args } = def.program;
+    return async () => {
+      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      const loaded = require(module) as { runProgram: (a: unknown) => unknown };
+      return (await loaded.runProgram(args)) as Record<string, unknown>;
+    };
+  }
+
+  /** The API's own stacks: settings, salt, state and passphrase all live under the data directory. */
+  private async dataDirStack(def: StackDefinition): Promise<Stack> {
     const workDir = join(this.options.dataDir, "workspaces", def.stackName);
     mkdirSync(workDir, { recursive: true, mode: 0o700 });
     const passphrase = resolvePassphrase(this.options.dataDir, this.env);
-    const { module, args } = def.program;
     const stack = await LocalWorkspace.createOrSelectStack(
-      {
-        stackName: def.stackName,
-        projectName: this.project,
-        program: async () => {
-          // eslint-disable-next-line @typescript-eslint/no-require-imports
-          const loaded = require(module) as { runProgram: (a: unknown) => unknown };
-          return loaded.runProgram(args) as Record<string, unknown>;
-        },
-      },
+      { stackName: def.stackName, projectName: this.project, program: this.inlineProgram(def) },
       {
         workDir,
         pulumiCommand: this.options.pulumiCommand,
@@ -182,6 +187,23 @@ export class AutomationEngine implements StackEngine {
     }
     await stack.setAllConfig(config);
     return stack;
+  }
+
+  /**
+   * Git-owned stacks: the project's Pulumi.yaml and committed stack file are used as they are (their
+   * secure values decrypt with the stack's own secrets provider; the backend is the user's), and
+   * nothing is written to them.
+   */
+  private async projectStack(def: StackDefinition, projectDir: string): Promise<Stack> {
+    const envVars: Record<string, string> = {};
+    for (const key of ["PULUMI_BACKEND_URL", "PULUMI_CONFIG_PASSPHRASE", "PULUMI_CONFIG_PASSPHRASE_FILE", "PULUMI_ACCESS_TOKEN"]) {
+      const value = this.env[key];
+      if (value) envVars[key] = value;
+    }
+    return LocalWorkspace.createOrSelectStack(
+      { stackName: def.stackName, projectName: this.project, program: this.inlineProgram(def) },
+      { workDir: projectDir, pulumiCommand: this.options.pulumiCommand, envVars },
+    );
   }
 
   private reporter(options: RunOptions): (step: ResourceStep, count: number) => void {

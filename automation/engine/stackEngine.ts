@@ -24,6 +24,13 @@ export interface StackDefinition {
   readonly program: ProgramReference;
   /** Full config keys (`nodefleet:cluster`, ...) to values. */
   readonly config: Readonly<Record<string, StackConfigValue>>;
+  /**
+   * For git-owned stacks: the Pulumi project directory whose `stacks/Pulumi.<stack>.yaml` (with its
+   * `secure:` values, secrets provider and backend) the automation engine uses as it is, instead of
+   * a workspace under the data directory; `config` is then not written. The simulated engine,
+   * which cannot decrypt, ignores it.
+   */
+  readonly projectDir?: string;
 }
 
 export type StepOp = "create" | "update" | "replace" | "delete" | "same";

@@ -98,6 +98,8 @@ function definition(stack: string, file: StackConfigFile, engine: EngineKind): S
     // Simulation runs without a kubeconfig; a real preview needs it to plan the token Secrets.
     program: gitStackProgram({ allowMissingKubeconfig: engine === "simulated" }),
     config: file.config,
+    // A real preview reads the committed stack file itself, so its secure values decrypt.
+    ...(engine === "automation" ? { projectDir: path.dirname(path.dirname(file.path)) } : {}),
   };
 }
 

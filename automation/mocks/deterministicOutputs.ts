@@ -6,6 +6,8 @@
  */
 import { createHash } from "node:crypto";
 import type * as pulumi from "@pulumi/pulumi";
+// Cyclic import, used only at call time: Scaleway's outputs build on the helpers below.
+import { ELASTIC_METAL_COMPUTED_OUTPUTS } from "./scalewayLookups";
 
 export function stableHash(text: string): string {
   return createHash("sha256").update(text).digest("hex");
@@ -77,6 +79,8 @@ export const COMPUTED_OUTPUTS: Record<string, OutputsForType> = {
     return { baseRfc3339: t.base, rfc3339: t.rfc3339 };
   },
   "time:index/static:Static": (a) => ({ rfc3339: typeof a.inputs.rfc3339 === "string" ? a.inputs.rfc3339 : MOCK_EPOCH }),
+  // The Elastic Metal host-key read (its stdout is pinned); looked up at call time (cyclic import).
+  "command:remote:Command": (a) => ELASTIC_METAL_COMPUTED_OUTPUTS["command:remote:Command"](a, deterministicId(a)),
 };
 
 /** Ids: numeric for Hetzner resources (their args take numbers), name-derived otherwise. */
@@ -87,6 +91,7 @@ export function deterministicId(args: pulumi.runtime.MockResourceArgs): string {
 }
 
 export function deterministicOutputs(args: pulumi.runtime.MockResourceArgs): { id: string; state: Record<string, unknown> } {
-  const computed = COMPUTED_OUTPUTS[args.type]?.(args) ?? {};
-  return { id: deterministicId(args), state: { ...args.inputs, ...computed } };
+  const id = deterministicId(args);
+  const computed = COMPUTED_OUTPUTS[args.type]?.(args) ?? ELASTIC_METAL_COMPUTED_OUTPUTS[args.type]?.(args, id) ?? {};
+  return { id, state: { ...args.inputs, ...computed } };
 }

@@ -13,7 +13,8 @@ import { maskSecretText } from "./maskSecrets";
 const BOOTSTRAP_FIELDS: Readonly<Record<string, string>> = {
   "hcloud:index/server:Server": "userData",
   "scaleway:elasticmetal/server:Server": "cloudInit",
-  "command:remote:Command": "create",
+  // The Elastic Metal SSH self-join pipes its script on stdin (never on a command line).
+  "command:remote:Command": "stdin",
 };
 
 export interface RenderedResource {

@@ -1,0 +1,169 @@
+/**
+ * Removes the PVCs bound to a departing node's local PVs. A node-local PV (local NVMe) cannot follow
+ * its server, so without this the replacement's StatefulSet pod stays Pending on an unbindable
+ * volume; deleting the claim lets it provision a fresh one (the data is regenerable cache).
+ *
+ * A `pulumi.dynamic` resource per member, keyed on the server id: deleting the member, or replacing
+ * its server, runs `delete`, which lists the PVs and deletes the claims of those of the storage
+ * class pinned (node affinity `kubernetes.io/hostname`) to the node. Like kubernetesNodeRemoval.ts
+ * it talks to the API server with built-ins only, from the credentials the program extracted.
+ */
+import * as pulumi from "@pulumi/pulumi";
+import { type KubernetesCredentials, kubeconfigCredentials } from "./kubernetesNodeRemoval";
+
+export interface ClaimRef {
+  readonly namespace: string;
+  readonly name: string;
+}
+
+interface PvListItem {
+  spec?: {
+    storageClassName?: string;
+    claimRef?: { namespace?: string; name?: string };
+    nodeAffinity?: { required?: { nodeSelectorTerms?: Array<{ matchExpressions?: Array<{ key?: string; operator?: string; values?: string[] }> }> } };
+  };
+}
+
+/** The claims bound to PVs of `storageClass` whose node affinity pins them to `nodeName`. */
+export function nodeLocalClaims(pvList: unknown, nodeName: string, storageClass: string): ClaimRef[] {
+  const items = ((pvList as { items?: unknown } | null)?.items ?? []) as PvListItem[];
+  const claims: ClaimRef[] = [];
+  for (const pv of Array.isArray(items) ? items : []) {
+    const spec = pv?.spec;
+    if (spec?.storageClassName !== storageClass) continue;
+    const claim = spec.claimRef;
+    if (!claim?.namespace || !claim.name) continue;
+    const pinned = (spec.nodeAffinity?.required?.nodeSelectorTerms ?? []).some((term) =>
+      (term.matchExpressions ?? []).some(
+        (e) => e.key === "kubernetes.io/hostname" && (e.operator ?? "In") === "In" && (e.values ?? []).includes(nodeName),
+      ),
+    );
+    if (pinned) claims.push({ namespace: claim.namespace, name: claim.name });
+  }
+  return claims;
+}
+
+/**
+ * One JSON request to the API server; 404 answers `undefined` (already gone). Self-contained
+ * (built-ins required inside) because it runs from the serialized provider.
+ */
+export async function kubernetesApiRequest(creds: KubernetesCredentials, method: "GET" | "DELETE", path: string): Promise<unknown> {
+  const url = new URL(`${creds.server.replace(/\/+$/, "")}${path}`);
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const transport = url.protocol === "http:" ? require("node:http") : require("node:https");
+  const headers: Record<string, string> = { Accept: "application/json" };
+  if (creds.token) headers.Authorization = `Bearer ${creds.token}`;
+  return new Promise<unknown>((resolve, reject) => {
+    const request = transport.request(
+      url,
+      {
+        method,
+        headers,
+        timeout: 30_000,
+        ...(url.protocol === "https:"
+          ? { ca: creds.caPem, cert: creds.clientCertPem, key: creds.clientKeyPem, rejectUnauthorized: creds.insecureSkipTlsVerify !== true }
+          : {}),
+      },
+      (response: import("node:http").IncomingMessage) => {
+        let body = "";
+        response.setEncoding("utf8");
+        response.on("data", (chunk: string) => {
+          body += chunk;
+        });
+        response.on("end", () => {
+          const status = response.statusCode ?? 0;
+          if (status === 404) return resolve(undefined);
+          let parsed: unknown;
+          try {
+            parsed = body ? JSON.parse(body) : undefined;
+          } catch {
+            parsed = undefined;
+          }
+          if (status >= 200 && status < 300) return resolve(parsed);
+          const reason = String((parsed as { message?: unknown } | undefined)?.message ?? "");
+          reject(new Error(`${method} ${url.pathname} failed: HTTP ${status}${reason ? `: ${reason}` : ""}`));
+        });
+      },
+    );
+    request.on("timeout", () => request.destroy(new Error("timed out after 30 s")));
+    request.on("error", (error: Error) => reject(new Error(`${method} ${url.pathname} failed: ${error.message}`)));
+    request.end();
+  });
+}
+
+/** Deletes the node's local-volume claims; returns what it deleted. */
+export async function removeNodeLocalClaims(credentialsJson: string, nodeName: string, storageClass: string): Promise<ClaimRef[]> {
+  if (!credentialsJson) {
+    throw new Error(`cannot remove node ${nodeName}'s ${storageClass} claims: no usable kubeconfig was configured when the node was declared`);
+  }
+  const creds = JSON.parse(credentialsJson) as KubernetesCredentials;
+  const claims = nodeLocalClaims(await kubernetesApiRequest(creds, "GET", "/api/v1/persistentvolumes"), nodeName, storageClass);
+  for (const claim of claims) {
+    await kubernetesApiRequest(
+      creds,
+      "DELETE",
+      `/api/v1/namespaces/${encodeURIComponent(claim.namespace)}/persistentvolumeclaims/${encodeURIComponent(claim.name)}`,
+    );
+  }
+  return claims;
+}
+
+interface PvcRemovalState {
+  nodeName: string;
+  storageClass: string;
+  serverId: string;
+  credentials: string;
+}
+
+/** Exported for tests. A new server id replaces the resource, so the departed server's claims go. */
+export const nodeLocalPvcRemovalProvider: pulumi.dynamic.ResourceProvider = {
+  async create(inputs: PvcRemovalState) {
+    return { id: `${inputs.nodeName}/${inputs.serverId}`, outs: inputs };
+  },
+  async diff(_id: string, olds: PvcRemovalState, news: PvcRemovalState) {
+    const replaces = (["nodeName", "serverId", "storageClass"] as const).filter((k) => olds[k] !== news[k]);
+    return { changes: replaces.length > 0 || olds.credentials !== news.credentials, replaces, deleteBeforeReplace: true };
+  },
+  async update(_id: string, _olds: PvcRemovalState, news: PvcRemovalState) {
+    return { outs: news };
+  },
+  async delete(_id: string, props: PvcRemovalState) {
+    await removeNodeLocalClaims(props.credentials, props.nodeName, props.storageClass);
+  },
+};
+
+export interface NodeLocalPvcRemovalArgs {
+  /** The Node name (hostname) the local PVs are pinned to. */
+  readonly nodeName: string;
+  /** The node-local StorageClass. */
+  readonly storageClass: string;
+  /** The server the volumes live on; a new server means the old volumes are gone. */
+  readonly serverId: pulumi.Input<string>;
+  /** Kubeconfig allowed to list PVs and delete PVCs (token or client certificate); a secret. */
+  readonly kubeconfig: pulumi.Input<string>;
+}
+
+/** `pulumi-nodejs:dynamic/nodefleet:NodeLocalPvcRemoval`. */
+export class NodeLocalPvcRemoval extends pulumi.dynamic.Resource {
+  constructor(name: string, args: NodeLocalPvcRemovalArgs, opts?: pulumi.CustomResourceOptions) {
+    const credentials = pulumi.secret(
+      pulumi.output(args.kubeconfig).apply((kubeconfig) => {
+        try {
+          return JSON.stringify(kubeconfigCredentials(kubeconfig));
+        } catch (error) {
+          // Declaring still succeeds: only the removal would fail, with this reason.
+          void pulumi.log.warn(`node ${args.nodeName}: its local PVCs cannot be removed on deletion: ${(error as Error).message}`);
+          return "";
+        }
+      }),
+    );
+    super(
+      nodeLocalPvcRemovalProvider,
+      name,
+      { nodeName: args.nodeName, storageClass: args.storageClass, serverId: args.serverId, credentials },
+      { ...opts, additionalSecretOutputs: ["credentials"] },
+      "nodefleet",
+      "NodeLocalPvcRemoval",
+    );
+  }
+}

@@ -1,0 +1,42 @@
+/**
+ * Errors the scaling API answers with. Every error response has the shape
+ * `{"error": {"code", "message", "details"}}` (see errorHandler.ts), whatever raised it.
+ */
+
+export const ERROR_CODES = {
+  BadRequest: 400,
+  ValidationError: 400,
+  Unauthorized: 401,
+  Forbidden: 403,
+  NotFound: 404,
+  ClusterNotFound: 404,
+  PoolNotFound: 404,
+  NodeNotFound: 404,
+  MethodNotAllowed: 405,
+  Conflict: 409,
+  InsufficientCapacity: 409,
+  PayloadTooLarge: 413,
+  UnsupportedMediaType: 415,
+  NoCompatibleInstanceType: 422,
+  RateLimited: 429,
+  InternalError: 500,
+  Unavailable: 503,
+} as const;
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+export class ApiError extends Error {
+  readonly statusCode: number;
+  constructor(readonly code: ErrorCode, message: string, readonly details?: unknown) {
+    super(message);
+    this.name = "ApiError";
+    this.statusCode = ERROR_CODES[code];
+  }
+}
+
+export interface ErrorBody {
+  error: { code: string; message: string; details?: unknown };
+}
+
+export function errorBody(code: string, message: string, details?: unknown): ErrorBody {
+  return { error: { code, message, ...(details === undefined ? {} : { details }) } };
+}

@@ -1,0 +1,216 @@
+/**
+ * What the routes of one cluster do: admission of creates (idempotent per uniqueID, limits and
+ * availability checked in the same transaction that commits the claim), reads, deletes, and the
+ * cluster and instance-type descriptions. Routes only translate HTTP; this holds the rules.
+ */
+import type { FleetSpec, HcloudAutoscaledPool } from "../../components/fleetSpec";
+import { partitionKubeletLabels } from "../../components/kubeletLabels";
+import { poolInstanceTypes, type InstanceTypeView } from "../catalog/instanceTypes";
+import type { OfferingAvailability } from "../catalog/offeringAvailability";
+import type { ServerTypeCatalog } from "../catalog/serverTypes";
+import type { ClusterReconciler } from "../reconciler/clusterReconciler";
+import { canonicalJson, poolTemplate, sha256, templateHash, type MemberSnapshot, type PoolTemplate } from "../reconciler/memberSnapshot";
+import type { Claim, ClaimStore } from "../store/claimStore";
+import type { Operation, OperationLog } from "../store/operationLog";
+import { admit } from "./admission";
+import { ApiError } from "./apiError";
+import { nodeIdFor } from "./nodeIdentity";
+import { nodeView } from "./nodeView";
+import type { CreateNodeBody, NodeView } from "./schemas";
+
+export interface ClusterServiceOptions {
+  /** The stack's current fleet spec (re-read when the stack file changes). */
+  readonly fleet: () => FleetSpec;
+  readonly store: ClaimStore;
+  readonly operations: OperationLog;
+  readonly reconciler: ClusterReconciler;
+  readonly catalog: () => ServerTypeCatalog;
+  readonly availability: OfferingAvailability;
+}
+
+export function autoscaledPools(fleet: FleetSpec): HcloudAutoscaledPool[] {
+  return fleet.pools.filter((p): p is HcloudAutoscaledPool => p.provider === "hcloud" && p.mode === "autoscaled");
+}
+
+/** The smallest non-negative integer not in use. */
+export function freeSlot(used: readonly number[]): number {
+  const taken = new Set(used);
+  let slot = 0;
+  while (taken.has(slot)) slot += 1;
+  return slot;
+}
+
+export class ClusterService {
+  constructor(readonly clusterId: string, private readonly options: ClusterServiceOptions) {}
+
+  get reconciler(): ClusterReconciler {
+    return this.options.reconciler;
+  }
+
+  private templates(fleet: FleetSpec): Map<string, PoolTemplate> {
+    return new Map(autoscaledPools(fleet).map((p) => [p.name, poolTemplate(fleet.cluster, p)]));
+  }
+
+  private view(claim: Claim, fleet = this.options.fleet(), templates = this.templates(fleet)): NodeView {
+    return nodeView(fleet.cluster, claim, templates.get(claim.pool));
+  }
+
+  describe() {
+    const fleet = this.options.fleet();
+    return {
+      id: fleet.cluster.id,
+      kind: fleet.cluster.kind,
+      providerIdScheme: fleet.cluster.providerIdScheme,
+      pools: autoscaledPools(fleet).map((pool) => {
+        const usage = this.options.store.usage(this.clusterId, pool.name);
+        return {
+          name: pool.name,
+          provider: "hcloud" as const,
+          location: pool.location,
+          serverTypes: [...pool.serverTypes],
+          limits: pool.limits,
+          usage: { nodes: usage.nodes, cpu: usage.cpuMillis / 1000, memoryGiB: usage.memoryMiB / 1024 },
+        };
+      }),
+    };
+  }
+
+  instanceTypes(): InstanceTypeView[] {
+    const fleet = this.options.fleet();
+    return autoscaledPools(fleet).flatMap(
+      (pool) => poolInstanceTypes(this.options.catalog(), pool, fleet.cluster.kubelet, this.options.availability).instanceTypes,
+    );
+  }
+
+  /** Admits a create; `created` is false when the same request was made before. */
+  create(body: CreateNodeBody): { created: boolean; node: NodeView } {
+    const fleet = this.options.fleet();
+    const pool = autoscaledPools(fleet).find((p) => p.name === body.pool);
+    const requestHash = sha256(canonicalJson(body));
+    const { store } = this.options;
+    const existing = store.byUniqueId(this.clusterId, body.uniqueID);
+    if (existing) return { created: false, node: this.replay(existing, requestHash, fleet) };
+    if (!pool) {
+      throw new ApiError("PoolNotFound", `cluster ${this.clusterId} has no autoscaled pool ${body.pool}`, {
+        pools: autoscaledPools(fleet).map((p) => p.name),
+      });
+    }
+    const nodeId = nodeIdFor(body.uniqueID);
+    const claim = store.transaction(() => {
+      const clash = store.get(this.clusterId, nodeId);
+      if (clash) throw new ApiError("Conflict", `node id ${nodeId} derived from uniqueID ${body.uniqueID} is taken by ${clash.uniqueId}`);
+      const admitted = admit({
+        pool,
+        kubelet: fleet.cluster.kubelet,
+        request: body,
+        catalog: this.options.catalog(),
+        availability: this.options.availability,
+        usage: store.usage(this.clusterId, pool.name),
+      });
+      const template = poolTemplate(fleet.cluster, pool);
+      const requestLabels = body.labels ?? {};
+      const snapshot: MemberSnapshot = {
+        template,
+        serverType: admitted.serverType.name,
+        location: admitted.location,
+        requestLabels,
+        kubeletLabels: partitionKubeletLabels(requestLabels).accepted,
+        requestTaints: body.taints ?? [],
+        capacity: admitted.capacity,
+        allocatable: admitted.allocatable,
+        templateHash: templateHash(template, admitted.serverType.name),
+        placementSlot: freeSlot(store.usedPlacementSlots(this.clusterId, pool.name)),
+      };
+      return store.insert({
+        clusterId: this.clusterId,
+        nodeId,
+        uniqueId: body.uniqueID,
+        requestHash,
+        request: body,
+        pool: pool.name,
+        instanceType: admitted.serverType.name,
+        zone: admitted.location,
+        snapshot,
+        status: "PENDING",
+        cpuMillis: admitted.capacity.cpuMillis,
+        memoryMiB: admitted.capacity.memoryMiB,
+      });
+    });
+    this.options.reconciler.notify();
+    return { created: true, node: this.view(claim, fleet) };
+  }
+
+  private replay(existing: Claim, requestHash: string, fleet: FleetSpec): NodeView {
+    if (existing.requestHash !== requestHash) {
+      throw new ApiError("Conflict", `uniqueID ${existing.uniqueId} was already used with a different request`, { nodeID: existing.nodeId });
+    }
+    if (existing.status === "GONE") {
+      throw new ApiError("Conflict", `uniqueID ${existing.uniqueId} belonged to node ${existing.nodeId}, which has been deleted`, {
+        nodeID: existing.nodeId,
+      });
+    }
+    return this.view(existing, fleet);
+  }
+
+  private claim(nodeId: string): Claim {
+    const claim = this.options.store.get(this.clusterId, nodeId);
+    if (!claim || claim.status === "GONE") throw new ApiError("NodeNotFound", `node ${nodeId} does not exist in cluster ${this.clusterId}`);
+    return claim;
+  }
+
+  get(nodeId: string): NodeView {
+    return this.view(this.claim(nodeId));
+  }
+
+  list(pool?: string): NodeView[] {
+    const fleet = this.options.fleet();
+    const templates = this.templates(fleet);
+    return this.options.store.list(this.clusterId, pool !== undefined ? { pool } : {}).map((c) => this.view(c, fleet, templates));
+  }
+
+  /** Accepts a delete. A claim that never reached a run has no server and is gone at once; repeats change nothing. */
+  delete(nodeId: string): { nodeID: string; status: "TERMINATING" } {
+    const { store } = this.options;
+    const claim = this.claim(nodeId);
+    if (claim.status === "TERMINATING") return { nodeID: nodeId, status: "TERMINATING" };
+    const at = store.timestamp();
+    if (claim.status === "PENDING") {
+      store.update(this.clusterId, nodeId, { status: "GONE", deleteRequestedAt: at, goneAt: at });
+    } else {
+      store.update(this.clusterId, nodeId, { status: "TERMINATING", deleteRequestedAt: at });
+      this.options.reconciler.notify();
+    }
+    this.options.reconciler.emit("claims", [nodeId]);
+    return { nodeID: nodeId, status: "TERMINATING" };
+  }
+
+  operationList(): Operation[] {
+    return this.options.operations.list(this.clusterId);
+  }
+
+  /** Waits until the node is RUNNING or FAILED (or gone), at most `seconds`; returns its view then. */
+  async waitForSettled(nodeId: string, seconds: number): Promise<Claim | undefined> {
+    const settled = (c: Claim | undefined) => !c || c.status === "RUNNING" || c.status === "FAILED" || c.status === "GONE";
+    let claim = this.options.store.get(this.clusterId, nodeId);
+    if (settled(claim) || seconds <= 0) return claim;
+    const reconciler = this.options.reconciler;
+    await new Promise<void>((resolve) => {
+      const onChange = (ids: readonly string[]) => {
+        if (ids.includes(nodeId) && settled(this.options.store.get(this.clusterId, nodeId))) finish();
+      };
+      const timer = setTimeout(() => finish(), seconds * 1000);
+      function finish() {
+        clearTimeout(timer);
+        reconciler.off("claims", onChange);
+        resolve();
+      }
+      reconciler.on("claims", onChange);
+    });
+    claim = this.options.store.get(this.clusterId, nodeId);
+    return claim;
+  }
+
+  viewOf(claim: Claim): NodeView {
+    return this.view(claim);
+  }
+}

@@ -1,0 +1,48 @@
+/**
+ * One error shape for every failure, `{"error": {"code", "message", "details"}}`: our own
+ * ApiErrors, zod validation failures, Fastify's body parser errors (malformed JSON 400, oversized
+ * 413, wrong media type 415), rate limiting (429) and unknown routes. Nothing a client sends can
+ * turn into a 5xx; unexpected errors are logged and answered without internals.
+ */
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { hasZodFastifySchemaValidationErrors } from "fastify-type-provider-zod";
+import { ApiError, errorBody } from "./apiError";
+
+const FASTIFY_CODES: Record<string, { status: number; code: string; message?: string }> = {
+  FST_ERR_CTP_BODY_TOO_LARGE: { status: 413, code: "PayloadTooLarge", message: "request body is larger than the service accepts" },
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: { status: 415, code: "UnsupportedMediaType", message: "only application/json bodies are accepted" },
+  FST_ERR_CTP_EMPTY_JSON_BODY: { status: 400, code: "BadRequest", message: "body cannot be empty when content-type is application/json" },
+  FST_ERR_CTP_INVALID_JSON_BODY: { status: 400, code: "BadRequest", message: "request body is not valid JSON" },
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: { status: 400, code: "BadRequest", message: "content-length does not match the body" },
+};
+
+export function sendError(reply: FastifyReply, status: number, code: string, message: string, details?: unknown): FastifyReply {
+  return reply.code(status).type("application/json").send(errorBody(code, message, details));
+}
+
+export function errorHandler(error: FastifyError | ApiError | Error, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  if (error instanceof ApiError) return sendError(reply, error.statusCode, error.code, error.message, error.details);
+  if (hasZodFastifySchemaValidationErrors(error)) {
+    const where = (error as { validationContext?: string }).validationContext ?? "request";
+    return sendError(reply, 400, "ValidationError", `invalid ${where}`, {
+      issues: error.validation.map((v) => ({ path: `${where}${v.instancePath.replace(/\//g, ".")}`.replace(/\.$/, ""), message: v.message })),
+    });
+  }
+  const fastifyError = error as FastifyError & { statusCode?: number };
+  const known = fastifyError.code ? FASTIFY_CODES[fastifyError.code] : undefined;
+  if (known) return sendError(reply, known.status, known.code, known.message ?? fastifyError.message);
+  const status = fastifyError.statusCode;
+  if (status === 429) return sendError(reply, 429, "RateLimited", "too many requests for this token; retry later");
+  if (status === 413) return sendError(reply, 413, "PayloadTooLarge", "request body is larger than the service accepts");
+  if (status !== undefined && status >= 400 && status < 500) {
+    // Parser errors (SyntaxError from JSON.parse) and other client errors: message without stack or internals.
+    return sendError(reply, status, status === 404 ? "NotFound" : "BadRequest", error instanceof SyntaxError ? "request body is not valid JSON" : fastifyError.message);
+  }
+  request.log.error({ err: error }, "unexpected error");
+  return sendError(reply, 500, "InternalError", "internal error; see the service log");
+}
+
+export function registerErrorHandling(app: FastifyInstance): void {
+  app.setErrorHandler(errorHandler);
+  app.setNotFoundHandler((request, reply) => sendError(reply, 404, "NotFound", `no route ${request.method} ${request.url.split("?")[0]!.slice(0, 200)}`));
+}

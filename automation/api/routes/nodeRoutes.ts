@@ -1,0 +1,106 @@
+/** Node routes: create (idempotent per uniqueID, optional waitSeconds), get, list, delete. */
+import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
+import { ApiError } from "../apiError";
+import {
+  clusterParams,
+  createNodeBodySchema,
+  createNodeQuerySchema,
+  deleteNodeResponseSchema,
+  errorResponseSchema,
+  listNodesQuerySchema,
+  nodeListSchema,
+  nodeParams,
+  nodeSchema,
+} from "../schemas";
+import { clusterService, type ClusterServices } from "./clusterLookup";
+
+const authErrors = { 401: errorResponseSchema, 403: errorResponseSchema, 429: errorResponseSchema };
+
+export const nodeRoutes: FastifyPluginAsyncZod<{ clusters: ClusterServices }> = async (app, { clusters }) => {
+  app.post(
+    "/clusters/:clusterId/nodes",
+    {
+      schema: {
+        tags: ["nodes"],
+        summary: "Create a node (Karpenter Create); answers before the server exists",
+        params: clusterParams,
+        querystring: createNodeQuerySchema,
+        body: createNodeBodySchema,
+        response: {
+          200: nodeSchema.describe("The node of an earlier create with the same uniqueID and body"),
+          201: nodeSchema.describe("The node was accepted (status PENDING unless waitSeconds was given)"),
+          400: errorResponseSchema,
+          ...authErrors,
+          404: errorResponseSchema.describe("PoolNotFound or ClusterNotFound"),
+          409: errorResponseSchema.describe("Conflict (uniqueID reused with another body) or InsufficientCapacity"),
+          413: errorResponseSchema,
+          415: errorResponseSchema,
+          422: errorResponseSchema.describe("NoCompatibleInstanceType"),
+        },
+      },
+    },
+    async (request, reply) => {
+      const service = clusterService(clusters, request.params.clusterId);
+      const { created, node } = service.create(request.body);
+      const waitSeconds = request.query.waitSeconds ?? 0;
+      if (waitSeconds > 0) {
+        const claim = await service.waitForSettled(node.nodeID, waitSeconds);
+        if (!claim || claim.status === "GONE") throw new ApiError("NodeNotFound", `node ${node.nodeID} was deleted while waiting`);
+        if (claim.status === "FAILED" && claim.failureCode === "InsufficientCapacity") {
+          throw new ApiError("InsufficientCapacity", claim.failureReason ?? "the offering is sold out", {
+            nodeID: claim.nodeId,
+            instanceType: claim.instanceType,
+            zone: claim.zone,
+          });
+        }
+        return reply.code(created ? 201 : 200).send(service.viewOf(claim));
+      }
+      return reply.code(created ? 201 : 200).send(node);
+    },
+  );
+
+  app.get(
+    "/clusters/:clusterId/nodes/:nodeId",
+    {
+      schema: {
+        tags: ["nodes"],
+        summary: "Get a node (Karpenter Get)",
+        params: nodeParams,
+        response: { 200: nodeSchema, 400: errorResponseSchema, ...authErrors, 404: errorResponseSchema.describe("NodeNotFound once the server is confirmed gone") },
+      },
+    },
+    async (request) => clusterService(clusters, request.params.clusterId).get(request.params.nodeId),
+  );
+
+  app.get(
+    "/clusters/:clusterId/nodes",
+    {
+      schema: {
+        tags: ["nodes"],
+        summary: "List the nodes of the autoscaled pools not yet confirmed gone (Karpenter List)",
+        params: clusterParams,
+        querystring: listNodesQuerySchema,
+        response: { 200: nodeListSchema, 400: errorResponseSchema, ...authErrors, 404: errorResponseSchema },
+      },
+    },
+    async (request) => ({ nodes: clusterService(clusters, request.params.clusterId).list(request.query.pool) }),
+  );
+
+  app.delete(
+    "/clusters/:clusterId/nodes/:nodeId",
+    {
+      schema: {
+        tags: ["nodes"],
+        summary: "Delete a node (Karpenter Delete); repeats while terminating start no new engine run",
+        params: nodeParams,
+        response: {
+          202: deleteNodeResponseSchema,
+          400: errorResponseSchema,
+          ...authErrors,
+          404: errorResponseSchema.describe("NodeNotFound once the server is confirmed gone"),
+        },
+      },
+    },
+    async (request, reply) => reply.code(202).send(clusterService(clusters, request.params.clusterId).delete(request.params.nodeId)),
+  );
+};

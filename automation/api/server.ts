@@ -1,0 +1,247 @@
+/**
+ * `buildServer(options)`: the scaling API as a Fastify instance, wired to its store, reconcilers
+ * and catalog. Concerns are encapsulated plugins: error handling (root), probes, metrics, OpenAPI,
+ * and under /api/v1 rate limiting, authentication and the cluster routes. Closing the instance
+ * stops the reconcilers (finishing or abandoning the current run), closes the store and releases
+ * the data-directory lock.
+ */
+import swagger from "@fastify/swagger";
+import rateLimit from "@fastify/rate-limit";
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from "fastify";
+import fastifyMetrics from "fastify-metrics";
+import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
+import type { Logger } from "pino";
+import type { FleetSpec } from "../../components/fleetSpec";
+import { CatalogSource } from "../catalog/catalogSource";
+import { OfferingAvailability } from "../catalog/offeringAvailability";
+import type { StackConfigValue, StackEngine } from "../engine/stackEngine";
+import { apiStackDefinition } from "../reconciler/apiStack";
+import type { BatchWindowConfig, RetryConfig } from "../reconciler/batchWindow";
+import { ClusterReconciler } from "../reconciler/clusterReconciler";
+import { ClaimStore } from "../store/claimStore";
+import { acquireDataDirLock, type DataDirLock } from "../store/dataDirLock";
+import { openDatabase, type Db } from "../store/database";
+import { OperationLog } from "../store/operationLog";
+import { TokenVerifier, parseApiTokens, type TokenEntry } from "./apiTokens";
+import { authPlugin, rateLimitKey } from "./authPlugin";
+import { ClusterService } from "./clusterService";
+import { registerErrorHandling } from "./errorHandler";
+import { clusterRoutes } from "./routes/clusterRoutes";
+import { nodeRoutes } from "./routes/nodeRoutes";
+import { probeRoutes, type Readiness } from "./routes/probeRoutes";
+import { ServiceMetrics } from "./serviceMetrics";
+import { openApiDocumentation } from "./openApiDocument";
+
+export const API_PREFIX = "/api/v1";
+
+export interface BuildServerOptions {
+  /** Holds nodefleet.db and the lock; one service per directory. */
+  readonly dataDir: string;
+  readonly engine: StackEngine;
+  /** The stack's fleet spec, current (re-read when the stack file changes). */
+  readonly fleet: () => FleetSpec;
+  /** The git stack's config values handed to the API stack's program. */
+  readonly stackConfig: () => Readonly<Record<string, StackConfigValue>>;
+  /** `<clusterId>:<token>,...` (NODEFLEET_API_TOKENS) or parsed entries. */
+  readonly tokens: string | readonly TokenEntry[];
+  /** Compiled module of the API stack's program (default dist/stacks/autoscaledProgram.js). */
+  readonly programModule?: string;
+  readonly batch?: BatchWindowConfig;
+  readonly retry?: RetryConfig;
+  readonly previewGuard?: boolean;
+  /** Resolves once the engine can run (the simulated engine first applies the git stack); readyz is 503 until then. */
+  readonly engineReady?: Promise<unknown>;
+  readonly catalog?: CatalogSource;
+  readonly availability?: OfferingAvailability;
+  /** How long a sold-out create keeps its offering unavailable (default 30 min). */
+  readonly unavailableForMs?: number;
+  /** Largest request body in bytes (default 64 KiB). */
+  readonly bodyLimit?: number;
+  /** Requests per minute per token (default 6000: Karpenter repeats Delete every 5 s and polls Get per node); false disables. */
+  readonly rateLimitPerMinute?: number | false;
+  readonly logger?: Logger | false;
+  /** How long close() lets a run in progress finish before abandoning it (default 30 s). */
+  readonly shutdownGraceMs?: number;
+  readonly metrics?: ServiceMetrics;
+  /** The data-directory lock when the caller took it first (before starting an engine on the directory); released on close. */
+  readonly lock?: DataDirLock;
+}
+
+export interface NodefleetContext {
+  readonly clusters: ReadonlyMap<string, ClusterService>;
+  readonly metrics: ServiceMetrics;
+  readonly store: ClaimStore;
+  readonly operations: OperationLog;
+  readonly availability: OfferingAvailability;
+}
+
+declare module "fastify" {
+  interface FastifyInstance {
+    nodefleet: NodefleetContext;
+  }
+}
+
+export async function buildServer(options: BuildServerOptions): Promise<FastifyInstance> {
+  // Configuration errors first, before the directory is locked.
+  const tokens = typeof options.tokens === "string" ? parseApiTokens(options.tokens) : options.tokens;
+  const lock = options.lock ?? acquireDataDirLock(options.dataDir);
+  let db;
+  try {
+    db = openDatabase(options.dataDir);
+  } catch (error) {
+    lock.release();
+    throw error;
+  }
+  try {
+    return await compose(options, tokens, db, lock);
+  } catch (error) {
+    db.close();
+    lock.release();
+    throw error;
+  }
+}
+
+async function compose(options: BuildServerOptions, tokens: readonly TokenEntry[], database: Db, lock: DataDirLock): Promise<FastifyInstance> {
+  const store = new ClaimStore(database);
+  const operations = new OperationLog(database);
+  const abandoned = operations.abandonUnfinished("the service stopped during this run (crash or kill); its claims are reconciled again");
+  const metrics = options.metrics ?? new ServiceMetrics();
+  const availability = options.availability ?? new OfferingAvailability(options.unavailableForMs);
+  const catalog = options.catalog ?? new CatalogSource({ availability });
+  const logger = options.logger || undefined;
+
+  const fleet = options.fleet();
+  const clusterId = fleet.cluster.id;
+  let engineState: "starting" | "ready" | "failed" = options.engineReady ? "starting" : "ready";
+  let engineError: string | undefined;
+  options.engineReady?.then(
+    () => (engineState = "ready"),
+    (error: unknown) => {
+      engineState = "failed";
+      engineError = error instanceof Error ? error.message : String(error);
+    },
+  );
+  const reconciler = new ClusterReconciler({
+    clusterId,
+    store,
+    operations,
+    engine: options.engine,
+    stackFor: (members) =>
+      apiStackDefinition({
+        clusterId,
+        members,
+        config: options.stackConfig(),
+        allowMissingKubeconfig: options.engine.kind === "simulated",
+        ...(options.programModule ? { programModule: options.programModule } : {}),
+      }),
+    ...(options.batch ? { batch: options.batch } : {}),
+    ...(options.retry ? { retry: options.retry } : {}),
+    ...(options.previewGuard !== undefined ? { previewGuard: options.previewGuard } : {}),
+    ...(options.engineReady ? { ready: options.engineReady } : {}),
+    onSoldOut: (serverType, location, reason) => {
+      availability.markUnavailable(serverType, location, reason);
+      logger?.warn({ serverType, location }, "offering sold out; marked unavailable");
+    },
+    observer: metrics,
+    ...(logger ? { logger } : {}),
+  });
+  const service = new ClusterService(clusterId, {
+    fleet: options.fleet,
+    store,
+    operations,
+    reconciler,
+    catalog: () => catalog.current(),
+    availability,
+  });
+  const clusters = new Map([[clusterId, service]]);
+  metrics.addCluster({ clusterId, nodesByStatus: () => store.countByStatus(clusterId), queueDepth: () => reconciler.queueDepth() });
+
+  const app: FastifyInstance = Fastify({
+    ...(logger ? { loggerInstance: logger as FastifyBaseLogger } : { logger: false }),
+    bodyLimit: options.bodyLimit ?? 64 * 1024,
+    return503OnClosing: true,
+    forceCloseConnections: "idle",
+  });
+  app.decorate("nodefleet", { clusters, metrics, store, operations, availability });
+
+  const readiness = (): Readiness => {
+    if (engineState === "starting") return { status: "starting", details: { engine: "applying the git stack before the first run" } };
+    if (engineState === "failed") return { status: "degraded", details: { engine: engineError } };
+    const degradation = reconciler.degraded;
+    if (degradation) return { status: "degraded", details: { [clusterId]: degradation } };
+    return { status: "ready", details: { engine: options.engine.kind, busy: reconciler.busy } };
+  };
+  await registerRoutes(app, {
+    clusters,
+    metrics,
+    readiness,
+    tokens: new TokenVerifier(tokens),
+    rateLimitPerMinute: options.rateLimitPerMinute ?? 6000,
+  });
+
+  app.addHook("onReady", async () => {
+    catalog.start();
+    reconciler.start();
+    if (abandoned > 0) logger?.warn({ abandoned }, "engine runs were cut short by an unclean stop; their claims are reconciled again");
+  });
+  app.addHook("onClose", async () => {
+    catalog.stop();
+    await reconciler.stop(options.shutdownGraceMs ?? 30_000);
+    database.close();
+    lock.release();
+  });
+  return app;
+}
+
+export interface RouteDependencies {
+  readonly clusters: ReadonlyMap<string, ClusterService>;
+  readonly metrics: ServiceMetrics;
+  readonly readiness: () => Readiness;
+  readonly tokens: TokenVerifier;
+  readonly rateLimitPerMinute: number | false;
+}
+
+/** Every route and HTTP concern; shared by buildServer and the OpenAPI generator. */
+export async function registerRoutes(app: FastifyInstance, deps: RouteDependencies): Promise<void> {
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+  registerErrorHandling(app);
+  await app.register(swagger, { openapi: openApiDocumentation(), transform: jsonSchemaTransform });
+  await app.register(fastifyMetrics, {
+    endpoint: null,
+    defaultMetrics: { enabled: false },
+    routeMetrics: {
+      enabled: true,
+      registeredRoutesOnly: true,
+      overrides: {
+        histogram: { name: "nodefleet_http_request_duration_seconds", registers: [deps.metrics.registry] },
+        summary: { name: "nodefleet_http_request_summary_seconds", registers: [deps.metrics.registry] },
+      },
+    },
+  });
+  app.get("/metrics", { schema: { hide: true }, logLevel: "warn" }, async (_request, reply) =>
+    reply.type(deps.metrics.registry.contentType).send(await deps.metrics.registry.metrics()),
+  );
+  app.get("/openapi.json", { schema: { hide: true } }, async () => app.swagger());
+  await app.register(probeRoutes, { readiness: deps.readiness });
+  await app.register(
+    async (api) => {
+      if (deps.rateLimitPerMinute !== false) {
+        await api.register(rateLimit, {
+          max: deps.rateLimitPerMinute,
+          timeWindow: 60_000,
+          keyGenerator: rateLimitKey,
+          errorResponseBuilder: (_request, context) => ({
+            statusCode: 429,
+            code: "RateLimited",
+            message: `rate limit of ${context.max} requests per minute exceeded; retry in ${Math.ceil(context.ttl / 1000)} s`,
+          }),
+        });
+      }
+      await api.register(authPlugin, { tokens: deps.tokens, servedClusters: new Set(deps.clusters.keys()) });
+      await api.register(clusterRoutes, { clusters: deps.clusters });
+      await api.register(nodeRoutes, { clusters: deps.clusters });
+    },
+    { prefix: API_PREFIX },
+  );
+}

@@ -1,0 +1,91 @@
+/**
+ * The service's Prometheus metrics, in a registry of its own (several servers can run in one
+ * process, as in the tests). HTTP request counts and latencies come from fastify-metrics; these
+ * are the product's: engine runs, run durations, nodes by status, reconcile queue depth, cloud API
+ * requests and orphan-reclaimer decisions.
+ */
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import type { OperationKind } from "../store/operationLog";
+import type { RunObserver } from "../reconciler/clusterReconciler";
+
+export interface ClusterGaugeSource {
+  readonly clusterId: string;
+  nodesByStatus(): Record<string, number>;
+  queueDepth(): number;
+}
+
+export class ServiceMetrics implements RunObserver {
+  readonly registry = new Registry();
+  readonly engineRuns: Counter<"cluster" | "kind" | "result">;
+  readonly runDuration: Histogram<"cluster" | "kind">;
+  readonly cloudApiRequests: Counter<"provider" | "operation">;
+  readonly orphanDecisions: Counter<"cluster" | "action">;
+  private readonly sources: ClusterGaugeSource[] = [];
+
+  constructor(options: { defaultMetrics?: boolean } = {}) {
+    if (options.defaultMetrics !== false) collectDefaultMetrics({ register: this.registry, prefix: "nodefleet_process_" });
+    this.engineRuns = new Counter({
+      name: "nodefleet_engine_runs_total",
+      help: "Engine runs by cluster, kind (up, preview, refresh) and result",
+      labelNames: ["cluster", "kind", "result"],
+      registers: [this.registry],
+    });
+    this.runDuration = new Histogram({
+      name: "nodefleet_engine_run_duration_seconds",
+      help: "Duration of engine runs",
+      labelNames: ["cluster", "kind"],
+      buckets: [0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, 600],
+      registers: [this.registry],
+    });
+    this.cloudApiRequests = new Counter({
+      name: "nodefleet_cloud_api_requests_total",
+      help: "Requests this service made to cloud provider APIs (Hetzner allows 3600 per hour per project)",
+      labelNames: ["provider", "operation"],
+      registers: [this.registry],
+    });
+    this.orphanDecisions = new Counter({
+      name: "nodefleet_orphan_servers_total",
+      help: "Orphan reclaimer decisions: servers labelled with the cluster that neither the store nor the stack knows",
+      labelNames: ["cluster", "action"],
+      registers: [this.registry],
+    });
+    const sources = this.sources;
+    new Gauge({
+      name: "nodefleet_nodes",
+      help: "Nodes of autoscaled pools by status",
+      labelNames: ["cluster", "status"],
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const source of sources) {
+          for (const [status, count] of Object.entries(source.nodesByStatus())) {
+            if (status !== "GONE") this.set({ cluster: source.clusterId, status }, count);
+          }
+        }
+      },
+    });
+    new Gauge({
+      name: "nodefleet_reconcile_queue_depth",
+      help: "Claims waiting for the next engine run",
+      labelNames: ["cluster"],
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const source of sources) this.set({ cluster: source.clusterId }, source.queueDepth());
+      },
+    });
+  }
+
+  addCluster(source: ClusterGaugeSource): void {
+    this.sources.push(source);
+  }
+
+  runFinished(clusterId: string, kind: OperationKind, result: "succeeded" | "failed", durationMs: number): void {
+    this.engineRuns.inc({ cluster: clusterId, kind, result });
+    this.runDuration.observe({ cluster: clusterId, kind }, durationMs / 1000);
+  }
+
+  cloudRequest(provider: string, operation: string): void {
+    this.cloudApiRequests.inc({ provider, operation });
+  }
+}

@@ -1,0 +1,60 @@
+/**
+ * The served stack's config, re-read when `stacks/Pulumi.<stack>.yaml` changes (checked by mtime
+ * on each use, so templates edited in git apply to the next admission and the next run). An edit
+ * that does not validate is logged and ignored: the last valid config stays in force rather than
+ * taking the API down.
+ */
+import * as fs from "node:fs";
+import type { Logger } from "pino";
+import { parseFleetSpec, type FleetSpec } from "../../components/fleetSpec";
+import type { StackConfigValue } from "../engine/stackEngine";
+import { configValues, readStackConfigFile } from "../stackConfigFile";
+
+export class StackConfigSource {
+  private mtimeMs = -1;
+  private config!: Record<string, StackConfigValue>;
+  private spec!: FleetSpec;
+  readonly path: string;
+  readonly encryptedPaths: string[];
+
+  /** Throws (with every problem listed) when the stack's config is invalid at start-up. */
+  constructor(readonly stackName: string, private readonly root: string, private readonly logger?: Logger) {
+    const file = readStackConfigFile(stackName, root);
+    this.path = file.path;
+    this.encryptedPaths = file.encryptedPaths;
+    this.spec = parseFleetSpec(configValues(file.config));
+    this.config = file.config;
+    this.mtimeMs = fs.statSync(this.path).mtimeMs;
+  }
+
+  private refresh(): void {
+    let mtimeMs: number;
+    try {
+      mtimeMs = fs.statSync(this.path).mtimeMs;
+    } catch {
+      return; // moved away during a git checkout: keep the last config
+    }
+    if (mtimeMs === this.mtimeMs) return;
+    this.mtimeMs = mtimeMs;
+    try {
+      const file = readStackConfigFile(this.stackName, this.root);
+      const spec = parseFleetSpec(configValues(file.config));
+      if (spec.cluster.id !== this.spec.cluster.id) throw new Error(`the cluster id changed from ${this.spec.cluster.id} to ${spec.cluster.id}; restart the service to serve another cluster`);
+      this.spec = spec;
+      this.config = file.config;
+      this.logger?.info({ stack: this.stackName }, "stack config re-read");
+    } catch (error) {
+      this.logger?.error({ stack: this.stackName, err: error instanceof Error ? error.message : String(error) }, "stack config changed but is invalid; keeping the last valid one");
+    }
+  }
+
+  fleet(): FleetSpec {
+    this.refresh();
+    return this.spec;
+  }
+
+  stackConfig(): Record<string, StackConfigValue> {
+    this.refresh();
+    return this.config;
+  }
+}

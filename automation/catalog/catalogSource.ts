@@ -1,0 +1,57 @@
+/**
+ * The server-type catalog the API serves from: the shipped one, replaced by live Hetzner data
+ * (types, prices, per-location availability) when a client is given, refreshed every few minutes.
+ * Two requests per refresh: with the default 5 minutes that is 24 requests an hour of Hetzner's
+ * 3600.
+ */
+import type { Logger } from "pino";
+import type { HcloudCatalogClient } from "./hcloudCatalogClient";
+import type { OfferingAvailability } from "./offeringAvailability";
+import { shippedCatalog, type ServerTypeCatalog } from "./serverTypes";
+
+export class CatalogSource {
+  private catalog: ServerTypeCatalog = shippedCatalog();
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly options: {
+      readonly client?: HcloudCatalogClient;
+      readonly availability?: OfferingAvailability;
+      readonly refreshMs?: number;
+      readonly logger?: Logger;
+    } = {},
+  ) {}
+
+  current(): ServerTypeCatalog {
+    return this.catalog;
+  }
+
+  get live(): boolean {
+    return this.options.client !== undefined;
+  }
+
+  async refresh(): Promise<void> {
+    const client = this.options.client;
+    if (!client) return;
+    try {
+      const { serverTypes, unavailable } = await client.catalog();
+      this.catalog = { source: `Hetzner Cloud API, ${new Date().toISOString()}`, serverTypes };
+      this.options.availability?.setProviderUnavailable(unavailable);
+    } catch (error) {
+      // Keep the last known catalog: stale prices beat refusing every create.
+      this.options.logger?.warn({ err: error instanceof Error ? error.message : String(error) }, "refreshing the Hetzner catalog failed");
+    }
+  }
+
+  start(): void {
+    if (!this.options.client || this.timer) return;
+    void this.refresh();
+    this.timer = setInterval(() => void this.refresh(), this.options.refreshMs ?? 5 * 60_000);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+    this.timer = undefined;
+  }
+}

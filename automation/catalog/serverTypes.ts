@@ -1,0 +1,43 @@
+/**
+ * Hetzner Cloud server types and their per-location prices: the shipped catalog
+ * (`hcloudCatalog.json`, used by the simulated engine and offline) and the shape live data from the
+ * Hetzner API is mapped into (see hcloudClient.ts).
+ */
+import shipped from "./hcloudCatalog.json";
+
+export interface ServerTypePrice {
+  /** Hetzner location name (`hel1`): the node's topology.kubernetes.io/zone. */
+  readonly location: string;
+  /** EUR per hour, net (without VAT). */
+  readonly priceHourlyNet: number;
+}
+
+export interface ServerType {
+  readonly name: string;
+  readonly architecture: "x86" | "arm";
+  readonly cores: number;
+  readonly memoryGiB: number;
+  readonly diskGB: number;
+  readonly cpuType: "shared" | "dedicated";
+  /** Locations where the type is sold, with its price there. A location missing here does not offer it. */
+  readonly prices: readonly ServerTypePrice[];
+}
+
+export interface ServerTypeCatalog {
+  /** Where the figures come from (the shipped file, or the live API and when). */
+  readonly source: string;
+  readonly serverTypes: readonly ServerType[];
+}
+
+export function shippedCatalog(): ServerTypeCatalog {
+  return shipped as ServerTypeCatalog;
+}
+
+export function findServerType(catalog: ServerTypeCatalog, name: string): ServerType | undefined {
+  return catalog.serverTypes.find((t) => t.name === name);
+}
+
+/** Kubernetes `kubernetes.io/arch` of a Hetzner architecture. */
+export function kubernetesArch(architecture: ServerType["architecture"]): "amd64" | "arm64" {
+  return architecture === "arm" ? "arm64" : "amd64";
+}

@@ -1,0 +1,148 @@
+/**
+ * `nodefleet nodes list|get|create|delete` against a running scaling API, through the typed client
+ * the tests use. The token comes from --token, NODEFLEET_API_TOKEN, or the token `serve` generated
+ * in the data directory; the cluster from --cluster, NODEFLEET_CLUSTER or the --stack config.
+ */
+import * as fs from "node:fs";
+import { InvalidArgumentError, type Command } from "commander";
+import { NodefleetApiError, NodefleetClient, type NodeView } from "../client/nodefleetClient";
+import { configValues, projectRoot, readStackConfigFile } from "../stackConfigFile";
+import { generatedTokenPath } from "./serveCommand";
+
+interface ConnectionOptions {
+  url: string;
+  cluster?: string;
+  stack?: string;
+  token?: string;
+  dataDir: string;
+  json?: boolean;
+}
+
+function clientFrom(options: ConnectionOptions, env: NodeJS.ProcessEnv = process.env): NodefleetClient {
+  let clusterId = options.cluster ?? env.NODEFLEET_CLUSTER;
+  if (!clusterId && options.stack) {
+    const cluster = configValues(readStackConfigFile(options.stack, projectRoot()).config)["nodefleet:cluster"] as { id?: string } | undefined;
+    clusterId = cluster?.id;
+  }
+  if (!clusterId) throw new Error("say which cluster: --cluster ID, --stack NAME or NODEFLEET_CLUSTER");
+  let token = options.token ?? env.NODEFLEET_API_TOKEN;
+  const generated = generatedTokenPath(options.dataDir);
+  if (!token && fs.existsSync(generated)) token = fs.readFileSync(generated, "utf8").trim();
+  if (!token) throw new Error(`no API token: pass --token, set NODEFLEET_API_TOKEN, or run serve with this --data-dir (it keeps a generated token in ${generated})`);
+  return new NodefleetClient({ baseUrl: options.url.replace(/\/$/, ""), clusterId, token });
+}
+
+function print(options: { json?: boolean }, value: unknown, text: () => string): void {
+  process.stdout.write(options.json ? `${JSON.stringify(value, null, 2)}\n` : `${text()}\n`);
+}
+
+function nodeLine(n: NodeView): string {
+  return [n.nodeID, n.status, n.pool, n.instanceType, n.zone, n.ipv4 ?? "-", n.drifted ? "drifted" : "", n.failureReason ?? ""].join("\t").trimEnd();
+}
+
+function nodeDetails(n: NodeView): string {
+  return [
+    `nodeID:       ${n.nodeID}`,
+    `providerID:   ${n.providerID}`,
+    `status:       ${n.status}${n.failureReason ? ` (${n.failureReason})` : ""}`,
+    `pool:         ${n.pool}`,
+    `instanceType: ${n.instanceType} in ${n.zone}`,
+    `instanceID:   ${n.instanceID ?? "-"}`,
+    `addresses:    ${n.ipv4 ?? "-"} / ${n.privateIpv4 ?? "-"}`,
+    `allocatable:  cpu ${n.allocatable.cpu}, memory ${n.allocatable.memory}, pods ${n.allocatable.pods}`,
+    `drifted:      ${n.drifted ? `yes: ${n.driftReason}` : "no"}`,
+  ].join("\n");
+}
+
+function keyValue(value: string, previous: Record<string, string> = {}): Record<string, string> {
+  const eq = value.indexOf("=");
+  if (eq <= 0) throw new InvalidArgumentError("labels are key=value");
+  return { ...previous, [value.slice(0, eq)]: value.slice(eq + 1) };
+}
+
+type TaintArg = { key: string; value?: string; effect: "NoSchedule" | "PreferNoSchedule" | "NoExecute" };
+function taint(value: string, previous: TaintArg[] = []): TaintArg[] {
+  const match = /^([^=:]+)(?:=([^:]*))?:(NoSchedule|PreferNoSchedule|NoExecute)$/.exec(value);
+  if (!match) throw new InvalidArgumentError("taints are key[=value]:NoSchedule|PreferNoSchedule|NoExecute");
+  return [...previous, { key: match[1]!, ...(match[2] !== undefined ? { value: match[2] } : {}), effect: match[3] as TaintArg["effect"] }];
+}
+
+function withConnection(command: Command): Command {
+  return command
+    .option("--url <url>", "scaling API base URL", process.env.NODEFLEET_API_URL ?? "http://127.0.0.1:8080")
+    .option("--cluster <id>", "cluster id")
+    .option("--stack <name>", "take the cluster id from stacks/Pulumi.<name>.yaml")
+    .option("--token <token>", "API token (default NODEFLEET_API_TOKEN, or the token serve generated in --data-dir)")
+    .option("--data-dir <dir>", "data directory of a local serve (for its generated token)", "./.nodefleet")
+    .option("--json", "print one JSON document");
+}
+
+/** API errors print their code and message; the exit code is 1. */
+async function run(action: () => Promise<void>): Promise<void> {
+  try {
+    await action();
+  } catch (error) {
+    if (error instanceof NodefleetApiError) {
+      process.stderr.write(`nodefleet nodes: ${error.message}\n`);
+      process.exitCode = 1;
+      return;
+    }
+    throw error;
+  }
+}
+
+export function registerNodesCommand(program: Command): void {
+  const nodes = program.command("nodes").description("list, inspect, create and delete autoscaled nodes through a running scaling API");
+
+  withConnection(nodes.command("list").description("nodes not yet confirmed gone").option("--pool <name>", "only this pool")).action(
+    (opts: ConnectionOptions & { pool?: string }) =>
+      run(async () => {
+        const list = await clientFrom(opts).listNodes(opts.pool);
+        print(opts, { nodes: list }, () => (list.length === 0 ? "no nodes" : list.map(nodeLine).join("\n")));
+      }),
+  );
+
+  withConnection(nodes.command("get").description("one node").argument("<nodeId>")).action((nodeId: string, opts: ConnectionOptions) =>
+    run(async () => {
+      const node = await clientFrom(opts).getNode(nodeId);
+      print(opts, node, () => nodeDetails(node));
+    }),
+  );
+
+  withConnection(
+    nodes
+      .command("create")
+      .description("create a node (answers PENDING unless --wait-seconds)")
+      .requiredOption("--unique-id <name>", "idempotency key (a NodeClaim name)")
+      .requiredOption("--pool <name>", "autoscaled pool")
+      .option("--instance-type <type>", "server type (default: the cheapest available that fits)")
+      .option("--zone <zone>", "location")
+      .option("--label <key=value>", "node label (repeatable)", keyValue)
+      .option("--taint <key[=value]:effect>", "node taint (repeatable)", taint)
+      .option("--wait-seconds <n>", "wait until RUNNING or FAILED (0-120)", (v) => Number(v)),
+  ).action(
+    (opts: ConnectionOptions & { uniqueId: string; pool: string; instanceType?: string; zone?: string; label?: Record<string, string>; taint?: TaintArg[]; waitSeconds?: number }) =>
+      run(async () => {
+        const { created, node } = await clientFrom(opts).createNode(
+          {
+            uniqueID: opts.uniqueId,
+            pool: opts.pool,
+            ...(opts.instanceType ? { instanceType: opts.instanceType } : {}),
+            ...(opts.zone ? { zone: opts.zone } : {}),
+            ...(opts.label ? { labels: opts.label } : {}),
+            ...(opts.taint ? { taints: opts.taint } : {}),
+          },
+          opts.waitSeconds !== undefined ? { waitSeconds: opts.waitSeconds } : {},
+        );
+        print(opts, node, () => `${created ? "created" : "exists"}: ${nodeLine(node)}`);
+      }),
+  );
+
+  withConnection(nodes.command("delete").description("delete a node (repeat until it is gone)").argument("<nodeId>")).action(
+    (nodeId: string, opts: ConnectionOptions) =>
+      run(async () => {
+        const answer = await clientFrom(opts).deleteNode(nodeId);
+        print(opts, answer, () => `${answer.nodeID}: ${answer.status}`);
+      }),
+  );
+}

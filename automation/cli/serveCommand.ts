@@ -1,0 +1,181 @@
+/**
+ * `nodefleet serve --stack NAME [--engine automation|simulated] [--data-dir DIR] [--port N] [--host H]`:
+ * the scaling API for the cluster of that stack. Without cloud credentials the simulated engine is
+ * the default, announced loudly; it first applies the git stack to the simulated cloud so the API
+ * stack's look-ups (network, firewall) resolve. Logs (pino, JSON) go to stderr and carry no secrets.
+ */
+import { randomBytes } from "node:crypto";
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { InvalidArgumentError, type Command } from "commander";
+import pino, { type Logger } from "pino";
+import { buildServer } from "../api/server";
+import { ServiceMetrics } from "../api/serviceMetrics";
+import { StackConfigSource } from "../api/stackConfigSource";
+import { CatalogSource } from "../catalog/catalogSource";
+import { HcloudCatalogClient } from "../catalog/hcloudCatalogClient";
+import { OfferingAvailability } from "../catalog/offeringAvailability";
+import { AutomationEngine } from "../engine/automationEngine";
+import { HcloudClient } from "../engine/hcloudClient";
+import type { StackEngine } from "../engine/stackEngine";
+import { gitStackProgram } from "../gitStackProgram";
+import { OrphanReclaimer, hcloudInventory, simulatedInventory } from "../reconciler/orphanReclaimer";
+import { SIMULATION_BANNER, SimulatedEngine } from "../simulated/simulatedEngine";
+import { projectRoot } from "../stackConfigFile";
+import { acquireDataDirLock } from "../store/dataDirLock";
+
+export interface ServeOptions {
+  readonly stack: string;
+  readonly engine?: "automation" | "simulated";
+  readonly dataDir: string;
+  readonly port: number;
+  readonly host: string;
+}
+
+const CLOUD_CREDENTIALS = ["HCLOUD_TOKEN", "SCW_SECRET_KEY"] as const;
+
+function intEnv(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === "") return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < 0) throw new Error(`${name} must be a non-negative integer (got ${JSON.stringify(raw)})`);
+  return value;
+}
+
+/** The file `nodefleet nodes` reads a generated development token from. */
+export function generatedTokenPath(dataDir: string): string {
+  return path.join(dataDir, "api-token");
+}
+
+/**
+ * Tokens from NODEFLEET_API_TOKENS; without any, a random token for the served cluster is generated
+ * once and kept 0600 in the data directory (its path is logged, never the token).
+ */
+function apiTokens(env: NodeJS.ProcessEnv, clusterId: string, dataDir: string, logger: Logger): string {
+  if (env.NODEFLEET_API_TOKENS) return env.NODEFLEET_API_TOKENS;
+  const file = generatedTokenPath(dataDir);
+  if (!fs.existsSync(file)) fs.writeFileSync(file, `${randomBytes(24).toString("base64url")}\n`, { mode: 0o600, flag: "wx" });
+  logger.warn({ tokenFile: file }, "NODEFLEET_API_TOKENS is not set: using a generated token for this cluster, stored in the data directory");
+  return `${clusterId}:${fs.readFileSync(file, "utf8").trim()}`;
+}
+
+export async function serve(options: ServeOptions, env: NodeJS.ProcessEnv = process.env): Promise<void> {
+  const logger = pino(
+    { name: "nodefleet", level: env.NODEFLEET_LOG_LEVEL ?? "info", redact: ["req.headers.authorization", "*.token", "*.kubeconfig"] },
+    pino.destination(2),
+  );
+  const dataDir = path.resolve(options.dataDir);
+  fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  // Before anything touches the directory (the simulated engine applies the git stack at once).
+  const lock = acquireDataDirLock(dataDir);
+  const stack = new StackConfigSource(options.stack, projectRoot(), logger);
+  const fleet = stack.fleet();
+  const kind = options.engine ?? (CLOUD_CREDENTIALS.some((name) => env[name]) ? "automation" : "simulated");
+  const metrics = new ServiceMetrics();
+  const availability = new OfferingAvailability(intEnv(env, "NODEFLEET_UNAVAILABLE_FOR_MS", 30 * 60_000));
+
+  let engine: StackEngine;
+  let engineReady: Promise<unknown> | undefined;
+  let reclaimer: OrphanReclaimer | undefined;
+  const reclaimerOptions = {
+    clusterId: fleet.cluster.id,
+    graceMs: intEnv(env, "NODEFLEET_ORPHAN_GRACE_MS", 30 * 60_000),
+    intervalMs: intEnv(env, "NODEFLEET_ORPHAN_INTERVAL_MS", 5 * 60_000),
+    dryRun: env.NODEFLEET_ORPHAN_DRY_RUN === "1" || env.NODEFLEET_ORPHAN_DRY_RUN === "true",
+    metrics,
+    logger,
+  };
+  if (kind === "simulated") {
+    if (!options.engine) process.stderr.write("nodefleet serve: no cloud credentials (HCLOUD_TOKEN) found, so the SIMULATED engine is used.\n");
+    process.stderr.write(`\n*** ${SIMULATION_BANNER} ***\n\n`);
+    const simulated = new SimulatedEngine({ dataDir, banner: false, logger });
+    engine = simulated;
+    const secured = stack.encryptedPaths;
+    if (secured.length > 0) logger.warn({ paths: secured }, "encrypted config values cannot be read offline; the simulation runs without them");
+    // The git stack first, so the API stack's network and firewall look-ups resolve as against a real cloud.
+    engineReady = simulated.up({ stackName: options.stack, program: gitStackProgram({ allowMissingKubeconfig: true }), config: stack.stackConfig() });
+    engineReady.then(
+      (result) => logger.info({ summary: (result as { summary: unknown }).summary }, "git stack applied to the simulated cloud"),
+      (error: unknown) => logger.error({ err: error instanceof Error ? error.message : String(error) }, "applying the git stack to the simulated cloud failed"),
+    );
+    reclaimer = new OrphanReclaimer({ ...reclaimerOptions, inventory: simulatedInventory(simulated.cloud, metrics) });
+  } else {
+    // One counted client for the engine's crash-recovery look-ups and the orphan reclaimer.
+    const hcloud = HcloudClient.fromEnv(env, (method, urlPath) => metrics.cloudRequest("hcloud", `${method} ${urlPath.split("?")[0]!.replace(/\/\d+/g, "/{id}")}`));
+    engine = await AutomationEngine.create({ dataDir, logger, ...(hcloud ? { hcloud } : {}) });
+    if (hcloud) reclaimer = new OrphanReclaimer({ ...reclaimerOptions, inventory: hcloudInventory(hcloud) });
+  }
+  const catalog = new CatalogSource({
+    availability,
+    logger,
+    ...(env.HCLOUD_TOKEN ? { client: new HcloudCatalogClient(env.HCLOUD_TOKEN, { onRequest: (op) => metrics.cloudRequest("hcloud", op) }) } : {}),
+  });
+
+  const app = await buildServer({
+    dataDir,
+    lock,
+    engine,
+    fleet: () => stack.fleet(),
+    stackConfig: () => stack.stackConfig(),
+    tokens: apiTokens(env, fleet.cluster.id, dataDir, logger),
+    batch: { idleMs: intEnv(env, "NODEFLEET_BATCH_IDLE_MS", 1000), maxMs: intEnv(env, "NODEFLEET_BATCH_MAX_MS", 10_000) },
+    retry: { initialMs: intEnv(env, "NODEFLEET_RETRY_INITIAL_MS", 2000), maxMs: intEnv(env, "NODEFLEET_RETRY_MAX_MS", 60_000) },
+    ...(engineReady ? { engineReady } : {}),
+    catalog,
+    availability,
+    metrics,
+    logger,
+    rateLimitPerMinute: intEnv(env, "NODEFLEET_RATE_LIMIT_PER_MINUTE", 6000) || false,
+    shutdownGraceMs: intEnv(env, "NODEFLEET_SHUTDOWN_GRACE_MS", 30_000),
+  });
+  if (reclaimer) {
+    const r = reclaimer;
+    r.knownNodes = () => new Set(app.nodefleet.store.list(fleet.cluster.id, { statuses: ["PENDING", "PROVISIONING", "RUNNING", "FAILED", "TERMINATING"] }).map((c) => c.nodeId));
+    r.staticPools = () => new Set(stack.fleet().pools.filter((p) => p.mode === "static").map((p) => p.name));
+    app.addHook("onReady", async () => r.start());
+    app.addHook("onClose", async () => r.stop());
+  }
+
+  let closing = false;
+  const shutdown = (signal: string) => {
+    if (closing) return;
+    closing = true;
+    logger.info({ signal }, "shutting down: finishing or abandoning the engine run in progress");
+    app.close().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        logger.error({ err: error instanceof Error ? error.message : String(error) }, "shutdown failed");
+        process.exit(1);
+      },
+    );
+  };
+  process.once("SIGTERM", () => shutdown("SIGTERM"));
+  process.once("SIGINT", () => shutdown("SIGINT"));
+
+  const address = await app.listen({ host: options.host, port: options.port });
+  logger.info({ address, stack: options.stack, cluster: fleet.cluster.id, engine: kind, dataDir }, "nodefleet scaling API listening");
+  process.stderr.write(`nodefleet scaling API for cluster ${fleet.cluster.id} listening on ${address} (engine: ${kind})\n`);
+}
+
+function parsePort(value: string): number {
+  const port = Number(value);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new InvalidArgumentError("a port is an integer from 0 to 65535");
+  return port;
+}
+
+export function registerServeCommand(program: Command): void {
+  program
+    .command("serve")
+    .description("run the scaling API for the cluster of a stack")
+    .requiredOption("--stack <name>", "stack whose stacks/Pulumi.<name>.yaml declares the cluster and its autoscaled pools")
+    .option("--engine <kind>", "automation or simulated (default: simulated without HCLOUD_TOKEN)", (value) => {
+      if (value !== "automation" && value !== "simulated") throw new InvalidArgumentError("engine must be automation or simulated");
+      return value;
+    })
+    .option("--data-dir <dir>", "store, lock, engine state (one service per directory)", "./.nodefleet")
+    .option("--port <n>", "port to listen on", parsePort, 8080)
+    .option("--host <host>", "address to listen on", "127.0.0.1")
+    .action(async (opts: { stack: string; engine?: "automation" | "simulated"; dataDir: string; port: number; host: string }) => {
+      await serve({ stack: opts.stack, dataDir: opts.dataDir, port: opts.port, host: opts.host, ...(opts.engine ? { engine: opts.engine } : {}) });
+    });
+}

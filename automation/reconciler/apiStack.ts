@@ -1,0 +1,46 @@
+/**
+ * The API's own stack of a cluster: it declares only the autoscaled members (from their frozen
+ * snapshots) and looks the shared network and firewall up, so a `pulumi up` from git never
+ * touches API-created nodes and this stack never touches git's resources.
+ */
+import * as path from "node:path";
+import type { StackConfigValue, StackDefinition } from "../engine/stackEngine";
+import type { Claim } from "../store/claimStore";
+import type { MemberSnapshot } from "./memberSnapshot";
+
+/** The arguments `stacks/autoscaledProgram.ts` receives. */
+export interface AutoscaledProgramArgs {
+  readonly clusterId: string;
+  /** Render without a kubeconfig (simulation); otherwise a missing kubeconfig fails the run. */
+  readonly allowMissingKubeconfig?: boolean;
+  readonly members: ReadonlyArray<{ readonly nodeId: string; readonly pool: string; readonly snapshot: MemberSnapshot }>;
+}
+
+export const AUTOSCALED_PROGRAM_MODULE = path.resolve(__dirname, "..", "..", "stacks", "autoscaledProgram.js");
+
+export function apiStackName(clusterId: string): string {
+  return `${clusterId}-api`;
+}
+
+export function apiStackDefinition(input: {
+  clusterId: string;
+  members: readonly Claim[];
+  /** The git stack's config (cluster, network, firewall): the program renders bootstrap and finds shared resources from it. */
+  config: Readonly<Record<string, StackConfigValue>>;
+  programModule?: string;
+  stackName?: string;
+  allowMissingKubeconfig?: boolean;
+}): StackDefinition {
+  const args: AutoscaledProgramArgs = {
+    clusterId: input.clusterId,
+    allowMissingKubeconfig: input.allowMissingKubeconfig ?? false,
+    members: [...input.members]
+      .sort((a, b) => (a.nodeId < b.nodeId ? -1 : 1))
+      .map((c) => ({ nodeId: c.nodeId, pool: c.pool, snapshot: c.snapshot })),
+  };
+  return {
+    stackName: input.stackName ?? apiStackName(input.clusterId),
+    program: { module: input.programModule ?? AUTOSCALED_PROGRAM_MODULE, args },
+    config: input.config,
+  };
+}

@@ -1,0 +1,241 @@
+/**
+ * The batching reconciler of one cluster: at most one engine run at a time; every change (create,
+ * delete, retry) arriving while a run is in progress or inside the batch window goes into the next
+ * single run. Claims move PENDING -> PROVISIONING (in the transaction that records the run) ->
+ * RUNNING | FAILED, and TERMINATING -> GONE. After a crash, PROVISIONING and TERMINATING claims are
+ * simply part of the next run: `pulumi up` against the persisted state converges them.
+ */
+import { EventEmitter } from "node:events";
+import type { Logger } from "pino";
+import type { RunResult, StackDefinition, StackEngine } from "../engine/stackEngine";
+import type { Claim, ClaimStore } from "../store/claimStore";
+import type { OperationKind, OperationLog } from "../store/operationLog";
+import { DEFAULT_BATCH_WINDOW, DEFAULT_RETRY, retryDelay, windowClosesAt, type BatchWindowConfig, type RetryConfig } from "./batchWindow";
+import { previewGuardViolations, runOutcome, type GuardViolation } from "./runOutcome";
+
+export interface RunObserver {
+  runFinished(clusterId: string, kind: OperationKind, result: "succeeded" | "failed", durationMs: number): void;
+}
+
+export interface Degradation {
+  readonly reason: string;
+  readonly operationId: number;
+  readonly violations: readonly GuardViolation[];
+  readonly since: string;
+}
+
+export interface ClusterReconcilerOptions {
+  readonly clusterId: string;
+  readonly store: ClaimStore;
+  readonly operations: OperationLog;
+  readonly engine: StackEngine;
+  /** The API stack for these members; called once per run, so templates and config are re-read each time. */
+  readonly stackFor: (members: readonly Claim[]) => StackDefinition;
+  readonly batch?: BatchWindowConfig;
+  readonly retry?: RetryConfig;
+  /** Preview before every up and refuse to replace or delete members that should stay (default true). */
+  readonly previewGuard?: boolean;
+  /** Resolves when the engine can run (the simulated engine first applies the git stack). */
+  readonly ready?: Promise<unknown>;
+  readonly onSoldOut?: (serverType: string, location: string, reason: string) => void;
+  readonly observer?: RunObserver;
+  readonly logger?: Logger;
+}
+
+export class ClusterReconciler extends EventEmitter {
+  readonly clusterId: string;
+  private readonly batch: BatchWindowConfig;
+  private readonly retry: RetryConfig;
+  private windowFirst: number | undefined;
+  private windowLast: number | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private retryTimer: NodeJS.Timeout | undefined;
+  private current: Promise<void> | undefined;
+  private abort: AbortController | undefined;
+  private failures = 0;
+  private stopped = false;
+  private degradation: Degradation | undefined;
+  private runs = 0;
+
+  constructor(private readonly options: ClusterReconcilerOptions) {
+    super();
+    // Every create with waitSeconds listens for claim changes.
+    this.setMaxListeners(0);
+    this.clusterId = options.clusterId;
+    this.batch = options.batch ?? DEFAULT_BATCH_WINDOW;
+    this.retry = options.retry ?? DEFAULT_RETRY;
+  }
+
+  /** Engine runs (up attempts) started by this instance. */
+  get runCount(): number {
+    return this.runs;
+  }
+
+  get busy(): boolean {
+    return this.current !== undefined;
+  }
+
+  get degraded(): Degradation | undefined {
+    return this.degradation;
+  }
+
+  /** Claims waiting for a run: what the next run has to do. */
+  queueDepth(): number {
+    const counts = this.options.store.countByStatus(this.clusterId);
+    return counts.PENDING + (this.busy ? 0 : counts.PROVISIONING + counts.TERMINATING);
+  }
+
+  /** Picks up what a previous process left unfinished. */
+  start(): void {
+    const unfinished = this.options.store.list(this.clusterId, { statuses: ["PENDING", "PROVISIONING", "TERMINATING"] });
+    if (unfinished.length > 0) {
+      this.options.logger?.info({ cluster: this.clusterId, claims: unfinished.length }, "reconciling unfinished claims");
+      this.notify();
+    }
+  }
+
+  /** A change arrived: make sure a run will pick it up. */
+  notify(): void {
+    if (this.stopped) return;
+    const now = Date.now();
+    this.windowFirst ??= now;
+    this.windowLast = now;
+    if (!this.current) this.schedule();
+  }
+
+  private schedule(): void {
+    if (this.windowFirst === undefined || this.windowLast === undefined || this.stopped) return;
+    clearTimeout(this.timer);
+    const delay = Math.max(0, windowClosesAt(this.windowFirst, this.windowLast, this.batch) - Date.now());
+    this.timer = setTimeout(() => this.runNow(), delay);
+  }
+
+  private runNow(): void {
+    if (this.current || this.stopped) return;
+    this.windowFirst = this.windowLast = undefined;
+    this.current = this.runOnce()
+      .catch((error: unknown) => this.options.logger?.error({ err: error, cluster: this.clusterId }, "reconcile failed unexpectedly"))
+      .finally(() => {
+        this.current = undefined;
+        this.abort = undefined;
+        this.schedule();
+      });
+  }
+
+  private scheduleRetry(): void {
+    if (this.stopped) return;
+    this.failures += 1;
+    const delay = retryDelay(this.failures, this.retry);
+    clearTimeout(this.retryTimer);
+    this.retryTimer = setTimeout(() => this.notify(), delay);
+    this.options.logger?.warn({ cluster: this.clusterId, attempt: this.failures, delayMs: delay }, "engine run will be retried");
+  }
+
+  /** Waits for the run in progress (at most graceMs), then aborts it; no new run starts afterwards. */
+  async stop(graceMs = 30_000): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    clearTimeout(this.retryTimer);
+    const current = this.current;
+    if (!current) return;
+    let timeout: NodeJS.Timeout | undefined;
+    const expired = new Promise<"expired">((resolve) => {
+      timeout = setTimeout(() => resolve("expired"), graceMs);
+    });
+    const outcome = await Promise.race([current.then(() => "done" as const), expired]);
+    clearTimeout(timeout);
+    if (outcome === "expired") {
+      this.options.logger?.warn({ cluster: this.clusterId }, "abandoning the engine run in progress; it is resumed on the next start");
+      this.abort?.abort();
+      await Promise.race([current, new Promise((resolve) => setTimeout(resolve, 5000))]);
+    }
+  }
+
+  private changed(nodeIds: readonly string[]): void {
+    if (nodeIds.length > 0) this.emit("claims", nodeIds);
+  }
+
+  private async runOnce(): Promise<void> {
+    await this.options.ready;
+    if (this.stopped) return;
+    const { store, operations, clusterId } = this.options;
+    // Synchronous from here to the transaction: no request can slip in between reading and marking.
+    const claims = store.list(clusterId, { statuses: ["PENDING", "PROVISIONING", "RUNNING", "TERMINATING"] });
+    const pending = claims.filter((c) => c.status === "PENDING");
+    const unfinished = claims.filter((c) => c.status === "PROVISIONING" || c.status === "TERMINATING");
+    if (pending.length + unfinished.length === 0) return;
+    const affected = [...pending, ...unfinished].map((c) => c.nodeId);
+    const operationId = store.transaction(() => {
+      for (const claim of pending) store.update(clusterId, claim.nodeId, { status: "PROVISIONING" });
+      return operations.start(clusterId, "up", affected);
+    });
+    this.changed(pending.map((c) => c.nodeId));
+    const members = store.list(clusterId, { statuses: ["PROVISIONING", "RUNNING"] }).filter((c) => affected.includes(c.nodeId) || c.status === "RUNNING");
+    const terminating = claims.filter((c) => c.status === "TERMINATING");
+    this.runs += 1;
+    this.abort = new AbortController();
+    const started = Date.now();
+    const log = this.options.logger?.child({ cluster: clusterId, operation: operationId });
+    log?.info({ members: members.length, creating: pending.length, terminating: terminating.length }, "engine run starting");
+    let result: RunResult;
+    try {
+      const stack = this.options.stackFor(members);
+      if (this.options.previewGuard !== false) {
+        const previewStarted = Date.now();
+        const preview = await this.options.engine.preview(stack, { signal: this.abort.signal });
+        this.options.observer?.runFinished(clusterId, "preview", preview.succeeded ? "succeeded" : "failed", Date.now() - previewStarted);
+        const violations = previewGuardViolations(preview.steps, claims);
+        if (violations.length > 0) {
+          const reason = `preview guard refused the run: it would ${violations.map((v) => `${v.op} ${v.name}`).join(", ")}`;
+          operations.finish(operationId, { result: "failed", summary: preview.summary, error: reason, details: { violations } });
+          this.degradation = { reason, operationId, violations, since: new Date().toISOString() };
+          this.options.observer?.runFinished(clusterId, "up", "failed", Date.now() - started);
+          log?.error({ violations }, reason);
+          this.scheduleRetry();
+          return;
+        }
+        this.degradation = undefined;
+      }
+      result = await this.options.engine.up(stack, { signal: this.abort.signal });
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      if (this.stopped && this.abort.signal.aborted) {
+        operations.finish(operationId, { result: "abandoned", error: "service stopped during the run; resumed on the next start" });
+      } else {
+        operations.finish(operationId, { result: "failed", error: message.slice(0, 2000) });
+        this.options.observer?.runFinished(clusterId, "up", "failed", Date.now() - started);
+        log?.warn({ err: message }, "engine run failed");
+        this.scheduleRetry();
+      }
+      return;
+    }
+    const outcome = runOutcome({ members, terminating, result, at: store.timestamp() });
+    const changed: string[] = [];
+    store.transaction(() => {
+      for (const update of outcome.updates) {
+        const current = store.get(clusterId, update.nodeId);
+        if (current?.status !== update.expectedStatus) {
+          // A DELETE arrived during the run: keep TERMINATING, but remember what the run created.
+          if (current?.status === "TERMINATING" && update.patch.instanceId) store.update(clusterId, update.nodeId, { instanceId: update.patch.instanceId });
+          continue;
+        }
+        store.update(clusterId, update.nodeId, update.patch);
+        changed.push(update.nodeId);
+      }
+      const failedSteps = result.steps.filter((s) => s.error);
+      operations.finish(operationId, {
+        result: result.succeeded ? "succeeded" : "failed",
+        summary: result.summary,
+        ...(failedSteps.length > 0 ? { error: failedSteps.map((s) => `${s.name}: ${s.error}`).join("; ").slice(0, 2000) } : {}),
+      });
+    });
+    for (const update of outcome.updates) {
+      if (update.soldOut) this.options.onSoldOut?.(update.soldOut.serverType, update.soldOut.location, update.soldOut.reason);
+    }
+    this.options.observer?.runFinished(clusterId, "up", result.succeeded ? "succeeded" : "failed", Date.now() - started);
+    log?.info({ summary: result.summary, durationMs: Date.now() - started, succeeded: result.succeeded }, "engine run finished");
+    this.changed(changed);
+    if (outcome.retry) this.scheduleRetry();
+    else this.failures = 0;
+  }
+}

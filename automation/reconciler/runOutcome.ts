@@ -1,0 +1,126 @@
+/**
+ * What an engine run means for the claims it acted on, and whether a preview is safe to apply.
+ * Pure functions over the run's steps and outputs; the reconciler applies the result.
+ */
+import type { ResourceStep, RunResult } from "../engine/stackEngine";
+import type { Claim, ClaimPatch, ClaimStatus } from "../store/claimStore";
+
+/** What the API stack's program exports per member (see stacks/autoscaledProgram.ts). */
+export interface MemberOutput {
+  readonly serverId: string;
+  readonly ipv4?: string;
+  readonly privateIpv4?: string;
+}
+
+export function memberOutputs(outputs: Readonly<Record<string, unknown>>): Record<string, MemberOutput> {
+  const members = outputs.members;
+  return members && typeof members === "object" ? (members as Record<string, MemberOutput>) : {};
+}
+
+/** Steps that belong to a node: its resources carry the node id in their names. */
+export function stepsOfNode(steps: readonly ResourceStep[], nodeId: string): ResourceStep[] {
+  const pattern = new RegExp(`(^|[^a-z0-9])${nodeId}($|[^a-z0-9])`);
+  return steps.filter((s) => pattern.test(s.name) || pattern.test(s.urn));
+}
+
+const SOLD_OUT = /resource_unavailable|sold out|out of stock|insufficient capacity/i;
+
+export function isSoldOut(message: string): boolean {
+  return SOLD_OUT.test(message);
+}
+
+export interface ClaimUpdate {
+  readonly nodeId: string;
+  /** Applied only while the claim still has this status (a DELETE during the run wins). */
+  readonly expectedStatus: ClaimStatus;
+  readonly patch: ClaimPatch;
+  /** The offering failed as sold out. */
+  readonly soldOut?: { serverType: string; location: string; reason: string };
+}
+
+export interface RunOutcome {
+  readonly updates: ClaimUpdate[];
+  /** Some claim did not reach its goal without a permanent failure: run again later. */
+  readonly retry: boolean;
+}
+
+export function runOutcome(input: {
+  /** Claims the run was meant to create or keep (PROVISIONING and RUNNING at run start). */
+  readonly members: readonly Claim[];
+  /** Claims the run was meant to remove. */
+  readonly terminating: readonly Claim[];
+  readonly result: Pick<RunResult, "steps" | "outputs">;
+  readonly at: string;
+}): RunOutcome {
+  const outputs = memberOutputs(input.result.outputs);
+  const updates: ClaimUpdate[] = [];
+  let retry = false;
+  for (const claim of input.members) {
+    const failed = stepsOfNode(input.result.steps, claim.nodeId).filter((s) => s.error);
+    const output = outputs[claim.nodeId];
+    if (claim.status === "PROVISIONING" && failed.length > 0) {
+      const reason = failed.map((s) => `${s.type} ${s.name}: ${s.error}`).join("; ").slice(0, 1000);
+      const soldOut = failed.some((s) => isSoldOut(s.error ?? ""));
+      updates.push({
+        nodeId: claim.nodeId,
+        expectedStatus: "PROVISIONING",
+        patch: { status: "FAILED", failureCode: soldOut ? "InsufficientCapacity" : "CreateFailed", failureReason: reason },
+        ...(soldOut ? { soldOut: { serverType: claim.instanceType, location: claim.zone, reason } } : {}),
+      });
+    } else if (output) {
+      updates.push({
+        nodeId: claim.nodeId,
+        expectedStatus: claim.status,
+        patch: {
+          ...(claim.status === "PROVISIONING" ? { status: "RUNNING" as const } : {}),
+          instanceId: String(output.serverId),
+          ipv4: output.ipv4 ?? null,
+          privateIpv4: output.privateIpv4 ?? null,
+        },
+      });
+    } else {
+      retry = true;
+    }
+  }
+  for (const claim of input.terminating) {
+    const failed = stepsOfNode(input.result.steps, claim.nodeId).filter((s) => s.error);
+    if (failed.length === 0 && !outputs[claim.nodeId]) {
+      updates.push({ nodeId: claim.nodeId, expectedStatus: "TERMINATING", patch: { status: "GONE", goneAt: input.at } });
+    } else {
+      retry = true;
+    }
+  }
+  return { updates, retry };
+}
+
+export interface GuardViolation {
+  readonly op: string;
+  readonly type: string;
+  readonly name: string;
+  readonly nodeId?: string;
+  readonly replaceKeys?: readonly string[];
+}
+
+/**
+ * A preview may not replace or delete anything of a member that should stay (not TERMINATING, not
+ * FAILED: a failed member never got its server), nor a server it cannot attribute to a claim.
+ */
+export function previewGuardViolations(steps: readonly ResourceStep[], claims: readonly Claim[]): GuardViolation[] {
+  const violations: GuardViolation[] = [];
+  for (const step of steps) {
+    if (step.op !== "replace" && step.op !== "delete") continue;
+    const owner = claims.find((c) => stepsOfNode([step], c.nodeId).length > 0);
+    const protectedOwner = owner && owner.status !== "TERMINATING" && owner.status !== "FAILED" && owner.status !== "GONE";
+    const unattributedServer = !owner && /Server$/.test(step.type);
+    if (protectedOwner || unattributedServer) {
+      violations.push({
+        op: step.op,
+        type: step.type,
+        name: step.name,
+        ...(owner ? { nodeId: owner.nodeId } : {}),
+        ...(step.replaceKeys ? { replaceKeys: step.replaceKeys } : {}),
+      });
+    }
+  }
+  return violations;
+}

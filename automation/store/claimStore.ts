@@ -1,0 +1,221 @@
+/**
+ * Node claims: one row per node the API was asked for, from admission until the server is
+ * confirmed gone (then kept as GONE, so a replayed create for a deleted NodeClaim is recognised).
+ * Every write is a committed SQLite transaction before the HTTP answer goes out.
+ */
+import type { MemberSnapshot } from "../reconciler/memberSnapshot";
+import type { Db } from "./database";
+
+export const CLAIM_STATUSES = ["PENDING", "PROVISIONING", "RUNNING", "FAILED", "TERMINATING", "GONE"] as const;
+export type ClaimStatus = (typeof CLAIM_STATUSES)[number];
+/** Statuses the API reports (GONE is answered with 404). */
+export type VisibleStatus = Exclude<ClaimStatus, "GONE">;
+/** Claims that hold (or may hold) a server and count against the pool's limits. */
+export const OCCUPYING_STATUSES: readonly ClaimStatus[] = ["PENDING", "PROVISIONING", "RUNNING", "TERMINATING"];
+
+export interface Claim {
+  readonly clusterId: string;
+  readonly nodeId: string;
+  readonly uniqueId: string;
+  /** Hash of the canonical create body: the same uniqueID with another body is a conflict. */
+  readonly requestHash: string;
+  readonly request: unknown;
+  readonly pool: string;
+  readonly instanceType: string;
+  readonly zone: string;
+  readonly snapshot: MemberSnapshot;
+  readonly status: ClaimStatus;
+  readonly failureCode?: string;
+  readonly failureReason?: string;
+  readonly instanceId?: string;
+  readonly ipv4?: string;
+  readonly privateIpv4?: string;
+  readonly cpuMillis: number;
+  readonly memoryMiB: number;
+  readonly createdAt: string;
+  readonly updatedAt: string;
+  readonly deleteRequestedAt?: string;
+  readonly goneAt?: string;
+}
+
+interface ClaimRow {
+  cluster_id: string;
+  node_id: string;
+  unique_id: string;
+  request_hash: string;
+  request_json: string;
+  pool: string;
+  instance_type: string;
+  zone: string;
+  snapshot_json: string;
+  status: ClaimStatus;
+  failure_code: string | null;
+  failure_reason: string | null;
+  instance_id: string | null;
+  ipv4: string | null;
+  private_ipv4: string | null;
+  cpu_millis: number;
+  memory_mib: number;
+  created_at: string;
+  updated_at: string;
+  delete_requested_at: string | null;
+  gone_at: string | null;
+}
+
+const opt = <K extends string, V>(key: K, value: V | null): { [P in K]?: V } =>
+  (value === null ? {} : { [key]: value }) as { [P in K]?: V };
+
+function fromRow(row: ClaimRow): Claim {
+  return {
+    clusterId: row.cluster_id,
+    nodeId: row.node_id,
+    uniqueId: row.unique_id,
+    requestHash: row.request_hash,
+    request: JSON.parse(row.request_json) as unknown,
+    pool: row.pool,
+    instanceType: row.instance_type,
+    zone: row.zone,
+    snapshot: JSON.parse(row.snapshot_json) as MemberSnapshot,
+    status: row.status,
+    ...opt("failureCode", row.failure_code),
+    ...opt("failureReason", row.failure_reason),
+    ...opt("instanceId", row.instance_id),
+    ...opt("ipv4", row.ipv4),
+    ...opt("privateIpv4", row.private_ipv4),
+    cpuMillis: row.cpu_millis,
+    memoryMiB: row.memory_mib,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+    ...opt("deleteRequestedAt", row.delete_requested_at),
+    ...opt("goneAt", row.gone_at),
+  };
+}
+
+export interface ClaimPatch {
+  readonly status?: ClaimStatus;
+  readonly failureCode?: string | null;
+  readonly failureReason?: string | null;
+  readonly instanceId?: string | null;
+  readonly ipv4?: string | null;
+  readonly privateIpv4?: string | null;
+  readonly deleteRequestedAt?: string | null;
+  readonly goneAt?: string | null;
+}
+
+const PATCH_COLUMNS: Record<keyof ClaimPatch, string> = {
+  status: "status",
+  failureCode: "failure_code",
+  failureReason: "failure_reason",
+  instanceId: "instance_id",
+  ipv4: "ipv4",
+  privateIpv4: "private_ipv4",
+  deleteRequestedAt: "delete_requested_at",
+  goneAt: "gone_at",
+};
+
+export interface PoolUsage {
+  readonly nodes: number;
+  readonly cpuMillis: number;
+  readonly memoryMiB: number;
+}
+
+export class ClaimStore {
+  constructor(private readonly db: Db, private readonly now: () => Date = () => new Date()) {}
+
+  /** Runs fn in one IMMEDIATE transaction (admission reads usage and inserts atomically). */
+  transaction<T>(fn: () => T): T {
+    return this.db.transaction(fn).immediate();
+  }
+
+  timestamp(): string {
+    return this.now().toISOString();
+  }
+
+  insert(claim: Omit<Claim, "createdAt" | "updatedAt">): Claim {
+    const at = this.timestamp();
+    this.db
+      .prepare(
+        `INSERT INTO claims (cluster_id, node_id, unique_id, request_hash, request_json, pool, instance_type, zone, snapshot_json,
+           status, failure_code, failure_reason, instance_id, ipv4, private_ipv4, cpu_millis, memory_mib, created_at, updated_at)
+         VALUES (@cluster_id, @node_id, @unique_id, @request_hash, @request_json, @pool, @instance_type, @zone, @snapshot_json,
+           @status, NULL, NULL, NULL, NULL, NULL, @cpu_millis, @memory_mib, @at, @at)`,
+      )
+      .run({
+        cluster_id: claim.clusterId,
+        node_id: claim.nodeId,
+        unique_id: claim.uniqueId,
+        request_hash: claim.requestHash,
+        request_json: JSON.stringify(claim.request),
+        pool: claim.pool,
+        instance_type: claim.instanceType,
+        zone: claim.zone,
+        snapshot_json: JSON.stringify(claim.snapshot),
+        status: claim.status,
+        cpu_millis: claim.cpuMillis,
+        memory_mib: claim.memoryMiB,
+        at,
+      });
+    return this.get(claim.clusterId, claim.nodeId)!;
+  }
+
+  get(clusterId: string, nodeId: string): Claim | undefined {
+    const row = this.db.prepare("SELECT * FROM claims WHERE cluster_id = ? AND node_id = ?").get(clusterId, nodeId) as ClaimRow | undefined;
+    return row && fromRow(row);
+  }
+
+  byUniqueId(clusterId: string, uniqueId: string): Claim | undefined {
+    const row = this.db.prepare("SELECT * FROM claims WHERE cluster_id = ? AND unique_id = ?").get(clusterId, uniqueId) as ClaimRow | undefined;
+    return row && fromRow(row);
+  }
+
+  list(clusterId: string, filter: { pool?: string; statuses?: readonly ClaimStatus[] } = {}): Claim[] {
+    const statuses = filter.statuses ?? CLAIM_STATUSES.filter((s) => s !== "GONE");
+    const rows = this.db
+      .prepare(
+        `SELECT * FROM claims WHERE cluster_id = ? AND status IN (${statuses.map(() => "?").join(",")})
+         ${filter.pool !== undefined ? "AND pool = ?" : ""} ORDER BY created_at, node_id`,
+      )
+      .all(clusterId, ...statuses, ...(filter.pool !== undefined ? [filter.pool] : [])) as ClaimRow[];
+    return rows.map(fromRow);
+  }
+
+  update(clusterId: string, nodeId: string, patch: ClaimPatch): Claim | undefined {
+    const entries = Object.entries(patch).filter(([, v]) => v !== undefined) as Array<[keyof ClaimPatch, unknown]>;
+    const sets = entries.map(([k]) => `${PATCH_COLUMNS[k]} = @${k}`);
+    this.db
+      .prepare(`UPDATE claims SET ${[...sets, "updated_at = @updatedAt"].join(", ")} WHERE cluster_id = @clusterId AND node_id = @nodeId`)
+      .run({ ...Object.fromEntries(entries), updatedAt: this.timestamp(), clusterId, nodeId });
+    return this.get(clusterId, nodeId);
+  }
+
+  usage(clusterId: string, pool: string): PoolUsage {
+    const row = this.db
+      .prepare(
+        `SELECT COUNT(*) AS nodes, COALESCE(SUM(cpu_millis), 0) AS cpu, COALESCE(SUM(memory_mib), 0) AS mem FROM claims
+         WHERE cluster_id = ? AND pool = ? AND status IN (${OCCUPYING_STATUSES.map(() => "?").join(",")})`,
+      )
+      .get(clusterId, pool, ...OCCUPYING_STATUSES) as { nodes: number; cpu: number; mem: number };
+    return { nodes: row.nodes, cpuMillis: row.cpu, memoryMiB: row.mem };
+  }
+
+  /** Placement slots of the pool's occupying claims (read from the snapshots without decoding them). */
+  usedPlacementSlots(clusterId: string, pool: string): number[] {
+    const rows = this.db
+      .prepare(
+        `SELECT json_extract(snapshot_json, '$.placementSlot') AS slot FROM claims
+         WHERE cluster_id = ? AND pool = ? AND status IN (${OCCUPYING_STATUSES.map(() => "?").join(",")})`,
+      )
+      .all(clusterId, pool, ...OCCUPYING_STATUSES) as Array<{ slot: number | null }>;
+    return rows.map((r) => r.slot).filter((slot): slot is number => typeof slot === "number");
+  }
+
+  countByStatus(clusterId: string): Record<ClaimStatus, number> {
+    const counts = Object.fromEntries(CLAIM_STATUSES.map((s) => [s, 0])) as Record<ClaimStatus, number>;
+    const rows = this.db.prepare("SELECT status, COUNT(*) AS n FROM claims WHERE cluster_id = ? GROUP BY status").all(clusterId) as Array<{
+      status: ClaimStatus;
+      n: number;
+    }>;
+    for (const r of rows) counts[r.status] = r.n;
+    return counts;
+  }
+}

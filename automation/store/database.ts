@@ -1,0 +1,89 @@
+/**
+ * The service's embedded store: `<dataDir>/nodefleet.db` (SQLite through better-sqlite3), WAL with
+ * synchronous=FULL so a committed request survives kill -9 and power loss, exclusive locking mode
+ * so no second process can open it while this one runs, and numbered migrations tracked in
+ * `PRAGMA user_version`.
+ */
+import Database from "better-sqlite3";
+import * as fs from "node:fs";
+import * as path from "node:path";
+
+export type Db = Database.Database;
+
+/** Append-only: released databases have run the earlier entries. */
+export const MIGRATIONS: readonly string[] = [
+  `CREATE TABLE claims (
+     node_id TEXT NOT NULL,
+     cluster_id TEXT NOT NULL,
+     unique_id TEXT NOT NULL,
+     request_hash TEXT NOT NULL,
+     request_json TEXT NOT NULL,
+     pool TEXT NOT NULL,
+     instance_type TEXT NOT NULL,
+     zone TEXT NOT NULL,
+     snapshot_json TEXT NOT NULL,
+     status TEXT NOT NULL CHECK (status IN ('PENDING','PROVISIONING','RUNNING','FAILED','TERMINATING','GONE')),
+     failure_code TEXT,
+     failure_reason TEXT,
+     instance_id TEXT,
+     ipv4 TEXT,
+     private_ipv4 TEXT,
+     cpu_millis INTEGER NOT NULL,
+     memory_mib INTEGER NOT NULL,
+     created_at TEXT NOT NULL,
+     updated_at TEXT NOT NULL,
+     delete_requested_at TEXT,
+     gone_at TEXT,
+     PRIMARY KEY (cluster_id, node_id),
+     UNIQUE (cluster_id, unique_id)
+   );
+   CREATE INDEX claims_by_status ON claims (cluster_id, status);
+   CREATE TABLE operations (
+     id INTEGER PRIMARY KEY AUTOINCREMENT,
+     cluster_id TEXT NOT NULL,
+     kind TEXT NOT NULL CHECK (kind IN ('up','refresh','preview')),
+     started_at TEXT NOT NULL,
+     finished_at TEXT,
+     result TEXT NOT NULL CHECK (result IN ('running','succeeded','failed','abandoned')),
+     summary_json TEXT,
+     nodes_json TEXT NOT NULL,
+     error TEXT,
+     details_json TEXT
+   );
+   CREATE INDEX operations_by_cluster ON operations (cluster_id, id);`,
+];
+
+export function databasePath(dataDir: string): string {
+  return path.join(dataDir, "nodefleet.db");
+}
+
+export function openDatabase(dataDir: string): Db {
+  fs.mkdirSync(dataDir, { recursive: true });
+  const db = new Database(databasePath(dataDir), { timeout: 1000 });
+  try {
+    db.pragma("locking_mode = EXCLUSIVE");
+    db.pragma("journal_mode = WAL");
+    db.pragma("synchronous = FULL");
+    db.pragma("foreign_keys = ON");
+    migrate(db);
+  } catch (error) {
+    db.close();
+    if ((error as { code?: string }).code === "SQLITE_BUSY") {
+      throw new Error(`database ${databasePath(dataDir)} is locked by another process; one nodefleet service per data directory`);
+    }
+    throw error;
+  }
+  return db;
+}
+
+export function migrate(db: Db): void {
+  const version = db.pragma("user_version", { simple: true }) as number;
+  if (version > MIGRATIONS.length) {
+    throw new Error(`database schema version ${version} is newer than this nodefleet (knows ${MIGRATIONS.length}); upgrade nodefleet`);
+  }
+  // BEGIN IMMEDIATE takes the write lock even when there is nothing to migrate: in exclusive mode it is then held until close.
+  db.transaction(() => {
+    for (let v = version; v < MIGRATIONS.length; v++) db.exec(MIGRATIONS[v]!);
+    db.pragma(`user_version = ${MIGRATIONS.length}`);
+  }).immediate();
+}

@@ -1,0 +1,95 @@
+/**
+ * Every engine run of a cluster, persisted so `GET /operations` survives restarts. A run still
+ * marked `running` when the service starts was cut short by a crash and is marked `abandoned`.
+ */
+import type { ChangeSummary } from "../engine/stackEngine";
+import type { Db } from "./database";
+
+export type OperationKind = "up" | "refresh" | "preview";
+export type OperationResult = "running" | "succeeded" | "failed" | "abandoned";
+
+export interface Operation {
+  readonly id: number;
+  readonly clusterId: string;
+  readonly kind: OperationKind;
+  readonly startedAt: string;
+  readonly finishedAt?: string;
+  readonly result: OperationResult;
+  readonly summary?: ChangeSummary;
+  /** Node ids whose claims the run acted on. */
+  readonly nodes: string[];
+  readonly error?: string;
+  /** Free-form facts (e.g. the resources a preview guard refused). */
+  readonly details?: unknown;
+}
+
+interface OperationRow {
+  id: number;
+  cluster_id: string;
+  kind: OperationKind;
+  started_at: string;
+  finished_at: string | null;
+  result: OperationResult;
+  summary_json: string | null;
+  nodes_json: string;
+  error: string | null;
+  details_json: string | null;
+}
+
+function fromRow(row: OperationRow): Operation {
+  return {
+    id: row.id,
+    clusterId: row.cluster_id,
+    kind: row.kind,
+    startedAt: row.started_at,
+    ...(row.finished_at !== null ? { finishedAt: row.finished_at } : {}),
+    result: row.result,
+    ...(row.summary_json !== null ? { summary: JSON.parse(row.summary_json) as ChangeSummary } : {}),
+    nodes: JSON.parse(row.nodes_json) as string[],
+    ...(row.error !== null ? { error: row.error } : {}),
+    ...(row.details_json !== null ? { details: JSON.parse(row.details_json) as unknown } : {}),
+  };
+}
+
+export class OperationLog {
+  constructor(private readonly db: Db, private readonly now: () => Date = () => new Date()) {}
+
+  start(clusterId: string, kind: OperationKind, nodes: readonly string[]): number {
+    const info = this.db
+      .prepare("INSERT INTO operations (cluster_id, kind, started_at, result, nodes_json) VALUES (?, ?, ?, 'running', ?)")
+      .run(clusterId, kind, this.now().toISOString(), JSON.stringify(nodes));
+    return Number(info.lastInsertRowid);
+  }
+
+  finish(id: number, outcome: { result: Exclude<OperationResult, "running">; summary?: ChangeSummary; error?: string; details?: unknown }): void {
+    this.db
+      .prepare("UPDATE operations SET finished_at = ?, result = ?, summary_json = ?, error = ?, details_json = ? WHERE id = ?")
+      .run(
+        this.now().toISOString(),
+        outcome.result,
+        outcome.summary ? JSON.stringify(outcome.summary) : null,
+        outcome.error ?? null,
+        outcome.details === undefined ? null : JSON.stringify(outcome.details),
+        id,
+      );
+  }
+
+  /** Marks runs cut short by a crash; returns how many. */
+  abandonUnfinished(reason: string): number {
+    return this.db
+      .prepare("UPDATE operations SET result = 'abandoned', finished_at = ?, error = ? WHERE result = 'running'")
+      .run(this.now().toISOString(), reason).changes;
+  }
+
+  list(clusterId: string, limit = 500): Operation[] {
+    const rows = this.db
+      .prepare("SELECT * FROM operations WHERE cluster_id = ? ORDER BY id DESC LIMIT ?")
+      .all(clusterId, limit) as OperationRow[];
+    return rows.map(fromRow);
+  }
+
+  get(id: number): Operation | undefined {
+    const row = this.db.prepare("SELECT * FROM operations WHERE id = ?").get(id) as OperationRow | undefined;
+    return row && fromRow(row);
+  }
+}

@@ -1,0 +1,103 @@
+/**
+ * The program of the scaling API's own stack (one per cluster, in the API's workDir). It declares
+ * only the autoscaled members, each rendered from the snapshot frozen when its claim was admitted,
+ * and finds the shared network and firewall by name and cluster label instead of declaring them:
+ * git owns those, and a `pulumi up` from git never sees (so never deletes) API-created nodes.
+ */
+import * as hcloud from "@pulumi/hcloud";
+import * as k8s from "@pulumi/kubernetes";
+import * as pulumi from "@pulumi/pulumi";
+import type { AutoscaledProgramArgs } from "../automation/reconciler/apiStack";
+import type { MemberSnapshot } from "../automation/reconciler/memberSnapshot";
+import { clusterFirewallName } from "../components/clusterFirewall";
+import { clusterNetworkName } from "../components/clusterNetwork";
+import { FleetSpecError, parseFleetSpec, type ClusterSpec, type Taint } from "../components/fleetSpec";
+import { HcloudNodePool } from "../components/hcloudNodePool";
+import type { HcloudPoolMember, HcloudPoolTemplate } from "../components/hcloudServerPlan";
+import { OWNERSHIP_LABELS, nodeMember } from "../components/nodeMember";
+import { readRawFleetConfig } from "./fleetProgram";
+
+/** Karpenter removes it once it has matched the Node to its NodeClaim. */
+export const UNREGISTERED_TAINT: Taint = { key: "karpenter.sh/unregistered", effect: "NoExecute" };
+
+/** A member exactly as its snapshot describes it (nothing from the current pool template). */
+export function autoscaledMember(cluster: Pick<ClusterSpec, "id" | "providerIdScheme">, nodeId: string, snapshot: MemberSnapshot): HcloudPoolMember {
+  const t = snapshot.template;
+  return {
+    ...nodeMember(
+      cluster,
+      {
+        pool: t.pool,
+        serverType: snapshot.serverType,
+        location: snapshot.location,
+        labels: { ...t.labels, ...snapshot.kubeletLabels },
+        taints: [...t.taints, ...snapshot.requestTaints],
+      },
+      nodeId,
+    ),
+    image: t.image,
+    sshKeys: t.sshKeys,
+    placementSlot: snapshot.placementSlot,
+    extraTaints: [UNREGISTERED_TAINT],
+    bootstrap: {
+      kubelet: t.kubelet,
+      ...(t.k0sVersion !== undefined ? { k0sVersion: t.k0sVersion } : {}),
+      ...(t.kubernetesVersion !== undefined ? { kubernetesVersion: t.kubernetesVersion } : {}),
+    },
+  };
+}
+
+/** Members grouped by pool, in a stable order (by node id), with the pool-level settings of the newest snapshot. */
+export function membersByPool(
+  cluster: Pick<ClusterSpec, "id" | "providerIdScheme">,
+  members: AutoscaledProgramArgs["members"],
+): Array<{ pool: HcloudPoolTemplate; members: HcloudPoolMember[] }> {
+  const pools = new Map<string, { pool: HcloudPoolTemplate; members: HcloudPoolMember[] }>();
+  for (const m of [...members].sort((a, b) => (a.nodeId < b.nodeId ? -1 : 1))) {
+    const t = m.snapshot.template;
+    const entry = pools.get(m.pool) ?? { pool: { name: t.pool, image: t.image, sshKeys: [], deleteProtection: t.deleteProtection }, members: [] };
+    entry.members.push(autoscaledMember(cluster, m.nodeId, m.snapshot));
+    pools.set(m.pool, entry);
+  }
+  return [...pools.values()];
+}
+
+export async function runProgram(args: AutoscaledProgramArgs): Promise<Record<string, unknown>> {
+  const spec = parseFleetSpec(readRawFleetConfig());
+  const { kubeconfig, ...cluster } = spec.cluster;
+  if (kubeconfig === undefined && !args.allowMissingKubeconfig && args.members.length > 0) {
+    throw new FleetSpecError(["nodefleet:cluster.kubeconfig: is required to mint bootstrap tokens for autoscaled nodes"]);
+  }
+  if (cluster.id !== args.clusterId) throw new Error(`stack config is for cluster ${cluster.id}, the claims are for ${args.clusterId}`);
+  const groups = membersByPool(cluster, args.members);
+  const outputs: Record<string, pulumi.Output<unknown>> = {};
+  if (groups.length > 0) {
+    // Look-ups, not resources: git's stack owns the network and firewall.
+    const selector = `${OWNERSHIP_LABELS.cluster}=${cluster.id}`;
+    const network = await hcloud.getNetwork({ name: clusterNetworkName(cluster, spec.network), withSelector: selector });
+    const firewall = await hcloud.getFirewall({ name: clusterFirewallName(cluster), withSelector: selector });
+    const kubernetes = new k8s.Provider(`${cluster.id}-api-kubernetes`, { kubeconfig: kubeconfig === undefined ? "" : pulumi.secret(kubeconfig) });
+    for (const group of groups) {
+      const pool = new HcloudNodePool(
+        `${cluster.id}-${group.pool.name}`,
+        {
+          cluster,
+          pool: group.pool,
+          members: group.members,
+          networkId: Number(network.id),
+          firewallIds: [Number(firewall.id)],
+          ...(kubeconfig !== undefined ? { kubeconfig: pulumi.secret(kubeconfig) } : {}),
+        },
+        { providers: [kubernetes] },
+      );
+      for (const node of pool.nodes) {
+        outputs[node.nodeId] = pulumi.all([node.serverId, node.ipv4, node.privateIpv4]).apply(([serverId, ipv4, privateIpv4]) => ({
+          serverId,
+          ipv4,
+          ...(privateIpv4 !== undefined ? { privateIpv4 } : {}),
+        }));
+      }
+    }
+  }
+  return { clusterId: cluster.id, members: pulumi.output(outputs) };
+}

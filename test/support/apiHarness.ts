@@ -1,0 +1,92 @@
+/**
+ * Starts the scaling API in-process on 127.0.0.1, port 0, with a temp data directory, the example
+ * stack's config (mutable, for drift tests) and the in-memory fake engine unless told otherwise.
+ */
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import type { FastifyInstance } from "fastify";
+import { parseFleetSpec } from "../../components/fleetSpec";
+import { buildServer, type BuildServerOptions } from "../../automation/api/server";
+import { ServiceMetrics } from "../../automation/api/serviceMetrics";
+import { NodefleetClient } from "../../automation/client/nodefleetClient";
+import type { StackConfigValue, StackEngine } from "../../automation/engine/stackEngine";
+import { configValues, projectRoot, readStackConfigFile } from "../../automation/stackConfigFile";
+import { FakeStackEngine } from "./fakeStackEngine";
+
+export const TOKEN = "example-token-0123456789abcdef";
+export const ROTATED_TOKEN = "example-token-rotated-0123456789";
+export const OTHER_CLUSTER_TOKEN = "other-cluster-token-0123456789ab";
+export const TOKENS = `example:${TOKEN},example:${ROTATED_TOKEN},other:${OTHER_CLUSTER_TOKEN}`;
+
+export interface TestApi {
+  readonly app: FastifyInstance;
+  readonly baseUrl: string;
+  readonly client: NodefleetClient;
+  readonly engine: StackEngine;
+  readonly dataDir: string;
+  /** The stack config the service reads; edit it to simulate a change in git. */
+  readonly config: Record<string, StackConfigValue>;
+  clientWith(token: string | undefined, clusterId?: string): NodefleetClient;
+  close(): Promise<void>;
+}
+
+export function tempDataDir(prefix = "nodefleet-api-"): string {
+  return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+}
+
+export function exampleConfig(): Record<string, StackConfigValue> {
+  return structuredClone(readStackConfigFile("example", projectRoot()).config);
+}
+
+export async function startTestApi(
+  options: Partial<BuildServerOptions> & { engine?: StackEngine; dataDir?: string; config?: Record<string, StackConfigValue> } = {},
+): Promise<TestApi> {
+  const engine = options.engine ?? new FakeStackEngine();
+  const dataDir = options.dataDir ?? tempDataDir();
+  const config = options.config ?? exampleConfig();
+  const app = await buildServer({
+    tokens: TOKENS,
+    batch: { idleMs: 50, maxMs: 300 },
+    retry: { initialMs: 50, maxMs: 500 },
+    logger: false,
+    // prom-client's process collectors once per server would pile up across a test run.
+    metrics: new ServiceMetrics({ defaultMetrics: false }),
+    ...options,
+    engine,
+    dataDir,
+    fleet: () => parseFleetSpec(configValues(config)),
+    stackConfig: () => config,
+  });
+  await app.listen({ host: "127.0.0.1", port: 0 });
+  const address = app.server.address();
+  const port = typeof address === "object" && address ? address.port : 0;
+  const baseUrl = `http://127.0.0.1:${port}`;
+  const clientWith = (token: string | undefined, clusterId = "example") =>
+    new NodefleetClient({ baseUrl, clusterId, ...(token !== undefined ? { token } : {}) });
+  return {
+    app,
+    baseUrl,
+    client: clientWith(TOKEN),
+    engine,
+    dataDir,
+    config,
+    clientWith,
+    close: () => app.close(),
+  };
+}
+
+/** Polls until `check` returns a value (not undefined) or the attempts run out. */
+export async function eventually<T>(check: () => Promise<T | undefined> | T | undefined, attempts = 200, intervalMs = 50): Promise<T> {
+  let last: unknown;
+  for (let i = 0; i < attempts; i++) {
+    try {
+      const value = await check();
+      if (value !== undefined) return value;
+    } catch (error) {
+      last = error;
+    }
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+  }
+  throw new Error(`condition not met after ${attempts} attempts${last ? `: ${String(last)}` : ""}`);
+}

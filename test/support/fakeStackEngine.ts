@@ -1,0 +1,133 @@
+/**
+ * An in-memory StackEngine for route and reconciler tests: it "runs" the API stack's program by
+ * reading its args (the members), keeps one fake server per member and reports create/same/delete
+ * steps. Knobs: a run delay, sold-out server types, failing members, transient errors, forced
+ * replacements (for the preview guard).
+ */
+import type { ResourceStep, RunOptions, RunResult, StackDefinition, StackEngine, StepOp } from "../../automation/engine/stackEngine";
+import { emptySummary } from "../../automation/engine/stackEngine";
+import type { AutoscaledProgramArgs } from "../../automation/reconciler/apiStack";
+
+export interface FakeServer {
+  readonly serverId: string;
+  readonly nodeId: string;
+  readonly serverType: string;
+  readonly ipv4: string;
+  readonly privateIpv4: string;
+}
+
+const SERVER_TYPE = "hcloud:index/server:Server";
+
+export class FakeStackEngine implements StackEngine {
+  readonly kind = "simulated" as const;
+  readonly servers = new Map<string, FakeServer>();
+  ups = 0;
+  previews = 0;
+  /** Largest number of runs in progress at once (must stay 1). */
+  maxConcurrent = 0;
+  private running = 0;
+  private nextId = 1000;
+  delayMs = 0;
+  outOfStock = new Set<string>();
+  failNodes = new Set<string>();
+  /** Each up/preview call shifts one entry; a string entry throws it as a transient engine error. */
+  transientErrors: string[] = [];
+  forceReplace = new Set<string>();
+  /** Members of every up, in order. */
+  readonly upMembers: string[][] = [];
+
+  private members(stack: StackDefinition): AutoscaledProgramArgs["members"] {
+    return (stack.program.args as AutoscaledProgramArgs).members;
+  }
+
+  private plan(stack: StackDefinition, apply: boolean): RunResult {
+    const members = this.members(stack);
+    const steps: ResourceStep[] = [];
+    const wanted = new Set(members.map((m) => m.nodeId));
+    const step = (op: StepOp, nodeId: string, error?: string): ResourceStep => ({
+      op,
+      urn: `urn:pulumi:${stack.stackName}::nodefleet::nodefleet:hcloud:NodePool$${SERVER_TYPE}::pool-server-${nodeId}`,
+      type: SERVER_TYPE,
+      name: `pool-server-${nodeId}`,
+      keys: [],
+      ...(error ? { error } : {}),
+    });
+    for (const m of members) {
+      if (this.servers.has(m.nodeId)) {
+        steps.push(step(this.forceReplace.has(m.nodeId) ? "replace" : "same", m.nodeId));
+        continue;
+      }
+      let error: string | undefined;
+      if (apply && this.outOfStock.has(m.snapshot.serverType)) {
+        error = `resource_unavailable: server type ${m.snapshot.serverType} is sold out in ${m.snapshot.location}`;
+      } else if (apply && this.failNodes.has(m.nodeId)) {
+        error = "server create failed: simulated failure";
+      }
+      steps.push(step("create", m.nodeId, error));
+      if (apply && !error) {
+        const n = this.nextId++;
+        this.servers.set(m.nodeId, {
+          serverId: String(n),
+          nodeId: m.nodeId,
+          serverType: m.snapshot.serverType,
+          ipv4: `203.0.113.${n % 250}`,
+          privateIpv4: `10.0.1.${n % 250}`,
+        });
+      }
+    }
+    for (const nodeId of [...this.servers.keys()]) {
+      if (wanted.has(nodeId)) continue;
+      steps.push(step("delete", nodeId));
+      if (apply) this.servers.delete(nodeId);
+    }
+    const summary = emptySummary();
+    for (const s of steps) summary[s.op] += 1;
+    const outputs = {
+      members: Object.fromEntries(
+        [...this.servers.values()].filter((s) => wanted.has(s.nodeId)).map((s) => [s.nodeId, { serverId: s.serverId, ipv4: s.ipv4, privateIpv4: s.privateIpv4 }]),
+      ),
+    };
+    return { kind: apply ? "up" : "preview", summary, steps, outputs, succeeded: steps.every((s) => !s.error), durationMs: this.delayMs, simulated: true };
+  }
+
+  private async run(stack: StackDefinition, apply: boolean, options?: RunOptions): Promise<RunResult> {
+    this.running += 1;
+    this.maxConcurrent = Math.max(this.maxConcurrent, this.running);
+    try {
+      if (this.delayMs > 0) {
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, this.delayMs);
+          options?.signal?.addEventListener("abort", () => {
+            clearTimeout(timer);
+            resolve();
+          });
+        });
+      }
+      if (options?.signal?.aborted) throw new Error("run aborted");
+      const transient = this.transientErrors.shift();
+      if (transient) throw new Error(transient);
+      if (apply) this.upMembers.push(this.members(stack).map((m) => m.nodeId));
+      return this.plan(stack, apply);
+    } finally {
+      this.running -= 1;
+    }
+  }
+
+  up(stack: StackDefinition, options?: RunOptions): Promise<RunResult> {
+    this.ups += 1;
+    return this.run(stack, true, options);
+  }
+
+  preview(stack: StackDefinition, options?: RunOptions): Promise<RunResult> {
+    this.previews += 1;
+    return this.run(stack, false, options);
+  }
+
+  refresh(stack: StackDefinition, options?: RunOptions): Promise<RunResult> {
+    return this.run(stack, false, options).then((r) => ({ ...r, kind: "refresh" as const }));
+  }
+
+  async outputs(stack: StackDefinition): Promise<Record<string, unknown>> {
+    return this.plan(stack, false).outputs;
+  }
+}

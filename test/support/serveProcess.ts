@@ -1,0 +1,71 @@
+/**
+ * Runs `node bin/nodefleet.js serve` as a child process on 127.0.0.1 (port 0: the address is read
+ * from its stderr), for crash-recovery and end-to-end tests.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import * as path from "node:path";
+import { NodefleetClient } from "../../automation/client/nodefleetClient";
+import { TOKEN, TOKENS } from "./apiHarness";
+
+export const BIN = path.resolve(__dirname, "..", "..", "..", "bin", "nodefleet.js");
+
+export interface ServeProcess {
+  readonly child: ChildProcess;
+  readonly baseUrl: string;
+  readonly client: NodefleetClient;
+  /** Everything the process wrote to stderr so far. */
+  stderr(): string;
+  exited(): Promise<number | null>;
+}
+
+export const REPOSITORY_ROOT = path.resolve(__dirname, "..", "..", "..");
+
+export async function startServe(dataDir: string, env: Record<string, string> = {}, options: { stack?: string } = {}): Promise<ServeProcess> {
+  const child = spawn(process.execPath, [BIN, "serve", "--stack", options.stack ?? "example", "--data-dir", dataDir, "--port", "0"], {
+    cwd: REPOSITORY_ROOT,
+    env: {
+      ...process.env,
+      HCLOUD_TOKEN: "",
+      SCW_SECRET_KEY: "",
+      NODEFLEET_API_TOKENS: TOKENS,
+      NODEFLEET_SIM_BOOT_DELAY_MS: "100",
+      NODEFLEET_BATCH_IDLE_MS: "200",
+      NODEFLEET_BATCH_MAX_MS: "1500",
+      NODEFLEET_RETRY_INITIAL_MS: "200",
+      NODEFLEET_RETRY_MAX_MS: "1000",
+      NODEFLEET_LOG_LEVEL: "warn",
+      ...env,
+    },
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  let stderr = "";
+  const exit = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  const baseUrl = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`serve did not start within 30 s:\n${stderr}`)), 30_000);
+    child.stderr!.on("data", (chunk: Buffer) => {
+      stderr += chunk.toString();
+      const match = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(stderr);
+      if (match) {
+        clearTimeout(timer);
+        resolve(match[1]!);
+      }
+    });
+    void exit.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`serve exited with ${code} before listening:\n${stderr}`));
+    });
+  });
+  return {
+    child,
+    baseUrl,
+    client: new NodefleetClient({ baseUrl, clusterId: "example", token: TOKEN }),
+    stderr: () => stderr,
+    exited: () => exit,
+  };
+}
+
+/** SIGKILL, as a crash would, and wait until the process is gone. */
+export async function crash(serve: ServeProcess): Promise<void> {
+  serve.child.kill("SIGKILL");
+  await serve.exited();
+}

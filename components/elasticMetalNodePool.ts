@@ -38,7 +38,7 @@ import { renderBootstrapKubeconfig } from "./kubeadmBootstrapKubeconfig";
 import { assertElasticMetalCloudInitSize, renderSelfJoinCloudConfig } from "./kubeadmWorkerCloudConfig";
 import { kubeletConfigHash, renderKubeletConfig } from "./kubeletConfig";
 import { renderKubeletConfigRepush } from "./kubeletConfigRepush";
-import { type NodeMember, OWNERSHIP_LABELS } from "./nodeMember";
+import { type NodeMember, type NodeOutput, OWNERSHIP_LABELS, nodeOutputIdentity } from "./nodeMember";
 import { KubernetesNodeRemoval } from "./kubernetesNodeRemoval";
 import { NodeLocalPvcRemoval } from "./nodeLocalPvcRemoval";
 import { type PrivateNetworkJoin, renderSelfJoinScript, renderVlanIdDelivery } from "./selfJoinScript";
@@ -67,25 +67,16 @@ export interface ElasticMetalNodePoolArgs {
   readonly kubeconfig?: pulumi.Input<string>;
 }
 
-/** What the pool reports per node. */
-export interface ElasticMetalNodeOutput {
-  nodeId: string;
-  hostname: string;
-  providerID: string;
-  pool: string;
-  /** The offer name. */
-  serverType: string;
-  /** The Scaleway zone. */
-  location: string;
-  bootstrap: BootstrapMethod;
-  serverId: pulumi.Output<string>;
-  ipv4: pulumi.Output<string | undefined>;
-  privateIpv4: pulumi.Output<string>;
-  vlan: pulumi.Output<number | undefined>;
+/** What the pool reports per node: serverType is the offer name, location the Scaleway zone. */
+export interface ElasticMetalNodeOutput extends NodeOutput {
+  readonly bootstrap: BootstrapMethod;
+  /** Always set: Elastic Metal nodes join over the private network. */
+  readonly privateIpv4: pulumi.Output<string>;
+  readonly vlan: pulumi.Output<number | undefined>;
   /** The pinned SSH host key (authorized_keys format). */
-  hostKey: pulumi.Output<string>;
+  readonly hostKey: pulumi.Output<string>;
   /** sha256 of the rendered kubelet config (kubeadm clusters). */
-  kubeletConfigHash?: string;
+  readonly kubeletConfigHash?: string;
 }
 
 /** An `ssh-ed25519 AAAA... [comment]` line, as `connection.hostKey` expects it. */
@@ -422,12 +413,7 @@ export class ElasticMetalNodePool extends pulumi.ComponentResource {
     }
 
     return {
-      nodeId: member.nodeId,
-      hostname: member.hostname,
-      providerID: member.providerID,
-      pool: member.pool,
-      serverType: member.serverType,
-      location: member.location,
+      ...nodeOutputIdentity(member),
       bootstrap: ctx.method,
       serverId: server.id,
       ipv4: host.apply((h) => h || undefined),

@@ -9,9 +9,6 @@
  */
 import { canonicalHash } from "./canonicalJson";
 
-// Elastic Metal files still import canonicalJson from here; new code imports ./canonicalJson.
-export { canonicalJson } from "./canonicalJson";
-
 export const GENERATION_SUFFIX_LENGTH = 6;
 /** Hetzner server names are RFC 1123 hostnames. */
 export const MAX_SERVER_NAME_LENGTH = 63;

@@ -5,46 +5,20 @@
  */
 import { gunzipSync, gzipSync, constants as zlibConstants } from "node:zlib";
 import { stringify } from "yaml";
-
-export interface K0sJoinTokenInput {
-  /** The worker join URL, `https://<externalAddress|address>:6443`. */
-  apiServer: string;
-  /** The cluster CA certificate, PEM; embedded base64-encoded as certificate-authority-data. */
-  caCertificate: string;
-  /** The bootstrap token `<id6>.<secret16>`. */
-  token: string;
-}
-
-/** The bootstrap token format (k8s.io/cluster-bootstrap BootstrapTokenPattern). */
-export const BOOTSTRAP_TOKEN_PATTERN = /^[a-z0-9]{6}\.[a-z0-9]{16}$/;
+import { type BootstrapKubeconfigInput, assertBootstrapKubeconfigInput, bootstrapKubeconfigCluster } from "./bootstrapKubeconfigInput";
 
 /** k0s names cluster and context `k0s`; workers reject join tokens for any user but this one. */
 export const K0S_CONTEXT_NAME = "k0s";
 export const K0S_WORKER_USER = "kubelet-bootstrap";
 
-/** Throws unless the token is `<id6>.<secret16>`; the message never contains the token. */
-export function assertBootstrapToken(token: string): void {
-  if (!BOOTSTRAP_TOKEN_PATTERN.test(token)) {
-    throw new Error(
-      `bootstrap token must be 6 lower-case letters or digits, '.', then 16 lower-case letters or digits (got ${token.length} characters, value not shown)`,
-    );
-  }
-}
-
 /** The worker bootstrap kubeconfig, field for field as k0s writes it. */
-export function k0sJoinKubeconfig(input: K0sJoinTokenInput): string {
-  assertBootstrapToken(input.token);
-  if (!/^https:\/\/\S+$/.test(input.apiServer)) {
-    throw new Error("apiServer must be an https:// URL such as https://203.0.113.10:6443");
-  }
+export function k0sJoinKubeconfig(input: BootstrapKubeconfigInput): string {
+  assertBootstrapKubeconfigInput(input);
   const kubeconfig = {
     apiVersion: "v1",
     clusters: [
       {
-        cluster: {
-          "certificate-authority-data": Buffer.from(input.caCertificate, "utf8").toString("base64"),
-          server: input.apiServer,
-        },
+        cluster: bootstrapKubeconfigCluster(input),
         name: K0S_CONTEXT_NAME,
       },
     ],
@@ -59,7 +33,7 @@ export function k0sJoinKubeconfig(input: K0sJoinTokenInput): string {
 }
 
 /** The join token k0s accepts in `--token-file`: kubeconfig, gzip (best), base64 with padding. */
-export function encodeK0sJoinToken(input: K0sJoinTokenInput): string {
+export function encodeK0sJoinToken(input: BootstrapKubeconfigInput): string {
   const kubeconfig = Buffer.from(k0sJoinKubeconfig(input), "utf8");
   return gzipSync(kubeconfig, { level: zlibConstants.Z_BEST_COMPRESSION }).toString("base64");
 }

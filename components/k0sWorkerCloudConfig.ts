@@ -6,7 +6,7 @@
  */
 import { stringify } from "yaml";
 import { formatIssuePath, labelsSchema, taintSchema, type KubeletSettings, type Taint } from "./fleetSpec";
-import { partitionKubeletLabels } from "./kubeletLabels";
+import { kubeletNodeLabelsArg, kubeletTaintsArg } from "./kubeletRegistrationArgs";
 import { shellQuote } from "./shellScript";
 import { kubeletReservationFlags } from "./kubeletReservations";
 
@@ -63,18 +63,6 @@ function validate(input: K0sWorkerBootstrapInput): void {
   if (problems.length > 0) throw new Error(`invalid node labels or taints:\n${problems.join("\n")}`);
 }
 
-/** `k=v,...` for `k0s worker --labels`, restricted keys dropped (the kubelet would refuse to start). */
-export function k0sLabelsArg(labels: Readonly<Record<string, string>>): string {
-  return Object.entries(partitionKubeletLabels(labels).accepted)
-    .map(([key, value]) => `${key}=${value}`)
-    .join(",");
-}
-
-/** `key=value:Effect,...` (or `key:Effect`) for `k0s worker --taints`. */
-export function k0sTaintsArg(taints: readonly Taint[]): string {
-  return taints.map((t) => `${t.key}${t.value === undefined || t.value === "" ? "" : `=${t.value}`}:${t.effect}`).join(",");
-}
-
 /**
  * The kubelet flags k0s passes through. The node name is pinned with --hostname-override (k0s reads
  * it from here too), so it never depends on what the image or DHCP made of the hostname.
@@ -86,9 +74,9 @@ export function k0sKubeletExtraArgs(input: Pick<K0sWorkerBootstrapInput, "provid
 /** The arguments after `k0s install`; `$token_file` is a variable of the bootstrap script. */
 function installArgLines(input: K0sWorkerBootstrapInput): string[] {
   const lines = ["  worker", '  --token-file "$token_file"'];
-  const labels = k0sLabelsArg(input.labels);
+  const labels = kubeletNodeLabelsArg(input.labels);
   if (labels !== "") lines.push(`  --labels ${shellQuote(labels)}`);
-  const taints = k0sTaintsArg(input.taints);
+  const taints = kubeletTaintsArg(input.taints);
   if (taints !== "") lines.push(`  --taints ${shellQuote(taints)}`);
   lines.push(`  --kubelet-extra-args ${shellQuote(k0sKubeletExtraArgs(input))}`);
   return lines;

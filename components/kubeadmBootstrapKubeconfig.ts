@@ -5,36 +5,21 @@
  * Names follow what `kubeadm join` writes to bootstrap-kubelet.conf.
  */
 import { stringify } from "yaml";
-import { assertBootstrapToken } from "./k0sJoinToken";
+import { type BootstrapKubeconfigInput, assertBootstrapKubeconfigInput, bootstrapKubeconfigCluster } from "./bootstrapKubeconfigInput";
 
 export const KUBEADM_CLUSTER_NAME = "kubernetes";
 export const KUBEADM_BOOTSTRAP_USER = "tls-bootstrap-token-user";
 export const KUBEADM_BOOTSTRAP_CONTEXT = `${KUBEADM_BOOTSTRAP_USER}@${KUBEADM_CLUSTER_NAME}`;
 
-export interface BootstrapKubeconfigInput {
-  /** The apiserver URL, https://host:port. */
-  readonly apiServer: string;
-  /** The cluster CA, PEM (embedded base64-encoded as certificate-authority-data). */
-  readonly caCertificate: string;
-  /** The bootstrap token `<id6>.<secret16>`; the result is a secret. */
-  readonly token: string;
-}
-
 export function renderBootstrapKubeconfig(input: BootstrapKubeconfigInput): string {
-  assertBootstrapToken(input.token);
-  if (!/^https:\/\/\S+$/.test(input.apiServer)) {
-    throw new Error("apiServer must be an https:// URL such as https://203.0.113.10:6443");
-  }
+  assertBootstrapKubeconfigInput(input);
   const kubeconfig = {
     apiVersion: "v1",
     kind: "Config",
     clusters: [
       {
         name: KUBEADM_CLUSTER_NAME,
-        cluster: {
-          "certificate-authority-data": Buffer.from(input.caCertificate, "utf8").toString("base64"),
-          server: input.apiServer,
-        },
+        cluster: bootstrapKubeconfigCluster(input),
       },
     ],
     contexts: [

@@ -5,11 +5,11 @@
  *
  * A `pulumi.dynamic` resource per member, keyed on the server id: deleting the member, or replacing
  * its server, runs `delete`, which lists the PVs and deletes the claims of those of the storage
- * class pinned (node affinity `kubernetes.io/hostname`) to the node. Like kubernetesNodeRemoval.ts
- * it talks to the API server with built-ins only, from the credentials the program extracted.
+ * class pinned (node affinity `kubernetes.io/hostname`) to the node, through kubernetesApiClient.ts
+ * (built-ins only, from the credentials the program extracted).
  */
 import * as pulumi from "@pulumi/pulumi";
-import { type KubernetesCredentials, kubeconfigCredentials } from "./kubernetesNodeRemoval";
+import { type KubernetesCredentials, kubernetesApiRequest, secretCredentialsJson } from "./kubernetesApiClient";
 
 export interface ClaimRef {
   readonly namespace: string;
@@ -41,54 +41,6 @@ export function nodeLocalClaims(pvList: unknown, nodeName: string, storageClass:
     if (pinned) claims.push({ namespace: claim.namespace, name: claim.name });
   }
   return claims;
-}
-
-/**
- * One JSON request to the API server; 404 answers `undefined` (already gone). Self-contained
- * (built-ins required inside) because it runs from the serialized provider.
- */
-export async function kubernetesApiRequest(creds: KubernetesCredentials, method: "GET" | "DELETE", path: string): Promise<unknown> {
-  const url = new URL(`${creds.server.replace(/\/+$/, "")}${path}`);
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const transport = url.protocol === "http:" ? require("node:http") : require("node:https");
-  const headers: Record<string, string> = { Accept: "application/json" };
-  if (creds.token) headers.Authorization = `Bearer ${creds.token}`;
-  return new Promise<unknown>((resolve, reject) => {
-    const request = transport.request(
-      url,
-      {
-        method,
-        headers,
-        timeout: 30_000,
-        ...(url.protocol === "https:"
-          ? { ca: creds.caPem, cert: creds.clientCertPem, key: creds.clientKeyPem, rejectUnauthorized: creds.insecureSkipTlsVerify !== true }
-          : {}),
-      },
-      (response: import("node:http").IncomingMessage) => {
-        let body = "";
-        response.setEncoding("utf8");
-        response.on("data", (chunk: string) => {
-          body += chunk;
-        });
-        response.on("end", () => {
-          const status = response.statusCode ?? 0;
-          if (status === 404) return resolve(undefined);
-          let parsed: unknown;
-          try {
-            parsed = body ? JSON.parse(body) : undefined;
-          } catch {
-            parsed = undefined;
-          }
-          if (status >= 200 && status < 300) return resolve(parsed);
-          const reason = String((parsed as { message?: unknown } | undefined)?.message ?? "");
-          reject(new Error(`${method} ${url.pathname} failed: HTTP ${status}${reason ? `: ${reason}` : ""}`));
-        });
-      },
-    );
-    request.on("timeout", () => request.destroy(new Error("timed out after 30 s")));
-    request.on("error", (error: Error) => reject(new Error(`${method} ${url.pathname} failed: ${error.message}`)));
-    request.end();
-  });
 }
 
 /** Deletes the node's local-volume claims; returns what it deleted. */
@@ -146,17 +98,7 @@ export interface NodeLocalPvcRemovalArgs {
 /** `pulumi-nodejs:dynamic/nodefleet:NodeLocalPvcRemoval`. */
 export class NodeLocalPvcRemoval extends pulumi.dynamic.Resource {
   constructor(name: string, args: NodeLocalPvcRemovalArgs, opts?: pulumi.CustomResourceOptions) {
-    const credentials = pulumi.secret(
-      pulumi.output(args.kubeconfig).apply((kubeconfig) => {
-        try {
-          return JSON.stringify(kubeconfigCredentials(kubeconfig));
-        } catch (error) {
-          // Declaring still succeeds: only the removal would fail, with this reason.
-          void pulumi.log.warn(`node ${args.nodeName}: its local PVCs cannot be removed on deletion: ${(error as Error).message}`);
-          return "";
-        }
-      }),
-    );
+    const credentials = secretCredentialsJson(args.kubeconfig, `node ${args.nodeName}: its local PVCs cannot be removed on deletion`);
     super(
       nodeLocalPvcRemovalProvider,
       name,

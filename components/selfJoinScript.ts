@@ -12,15 +12,8 @@
  */
 import type { KubeletSettings, Taint } from "./fleetSpec";
 import { KUBELET_PATHS } from "./kubeletConfig";
-// The kubelet's --node-labels/--register-with-taints take the same `k=v,...`/`k=v:Effect` forms as k0s's flags.
-import {
-  K0S_BOOTSTRAP_SCRIPT_PATH,
-  K0S_KUBELET_CONF,
-  K0S_TOKEN_FILE,
-  k0sLabelsArg,
-  k0sTaintsArg,
-  renderK0sWorkerBootstrapScript,
-} from "./k0sWorkerCloudConfig";
+import { K0S_BOOTSTRAP_SCRIPT_PATH, K0S_KUBELET_CONF, K0S_TOKEN_FILE, renderK0sWorkerBootstrapScript } from "./k0sWorkerCloudConfig";
+import { kubeletNodeLabelsArg, kubeletTaintsArg } from "./kubeletRegistrationArgs";
 import { NETPLAN_VLAN_PATH, isIpv4WithPrefix, renderNetplanVlan } from "./netplanVlan";
 import { scriptPrelude, shellQuote, writeFileBlock } from "./shellScript";
 
@@ -96,21 +89,29 @@ if [ "$(hostname)" != ${shellQuote(hostname)} ]; then
 fi`;
 }
 
+/**
+ * Bash that polls every `stepSeconds` until `file` (a quoted test operand) is non-empty; after
+ * `$<timeoutVar>` seconds it logs `message` (expanded in double quotes) and exits 1.
+ */
+function waitForFile(file: string, timeoutVar: string, stepSeconds: number, message: string): string {
+  return `waited=0
+until [ -s ${file} ]; do
+  if [ "$waited" -ge "$${timeoutVar}" ]; then
+    log "${message}"
+    exit 1
+  fi
+  sleep ${stepSeconds}
+  waited=$((waited + ${stepSeconds}))
+done`;
+}
+
 /** Brings the VLAN sub-interface up on the primary NIC (the one holding the default route). */
 function privateNetworkSection(pn: PrivateNetworkJoin): string {
   const vlan =
     pn.vlanId === "wait"
       ? `vlan_file="$R${VLAN_ID_PATH}"
 vlan_wait="\${NODEFLEET_VLAN_WAIT_SECONDS:-3600}"
-waited=0
-until [ -s "$vlan_file" ]; do
-  if [ "$waited" -ge "$vlan_wait" ]; then
-    log "the private network VLAN id did not arrive in ${VLAN_ID_PATH} within \${vlan_wait}s"
-    exit 1
-  fi
-  sleep 5
-  waited=$((waited + 5))
-done
+${waitForFile('"$vlan_file"', "vlan_wait", 5, `the private network VLAN id did not arrive in ${VLAN_ID_PATH} within \${vlan_wait}s`)}
 vlan_id="$(tr -cd '0-9' <"$vlan_file")"`
       : `vlan_id=${pn.vlanId}`;
   const netplan = renderNetplanVlan({ link: "${primary_nic}", vlanId: "${vlan_id}", addressCidr: pn.addressCidr });
@@ -137,14 +138,16 @@ function kubeadmSection(input: KubeadmSelfJoinInput): string {
   const packageVersion = `${match[1]}.${match[2]}.${match[3]}`;
   const repo = `https://pkgs.k8s.io/core:/stable:/${channel}/deb/`;
   const keyring = "/etc/apt/keyrings/kubernetes-apt-keyring.gpg";
+  const labels = kubeletNodeLabelsArg(input.labels);
+  const taints = kubeletTaintsArg(input.taints);
   const flags = [
     "--config=" + KUBELET_PATHS.config,
     "--bootstrap-kubeconfig=" + KUBELET_PATHS.bootstrapKubeconfig,
     "--kubeconfig=" + KUBELET_PATHS.kubeconfig,
     `--hostname-override=${input.hostname}`,
     `--provider-id=${input.providerID}`,
-    ...(Object.keys(input.labels).length > 0 ? [`--node-labels=${k0sLabelsArg(input.labels)}`] : []),
-    ...(input.taints.length > 0 ? [`--register-with-taints=${k0sTaintsArg(input.taints)}`] : []),
+    ...(labels !== "" ? [`--node-labels=${labels}`] : []),
+    ...(taints !== "" ? [`--register-with-taints=${taints}`] : []),
   ];
   // systemd splits ExecStart on whitespace and none of the values contain any; `%` is systemd's specifier.
   for (const flag of flags) {
@@ -219,15 +222,7 @@ fi
 
 # --- wait for TLS bootstrap: the kubelet writes its own kubeconfig once its CSR is approved
 join_wait="\${NODEFLEET_JOIN_TIMEOUT_SECONDS:-900}"
-waited=0
-until [ -s "$R${KUBELET_PATHS.kubeconfig}" ]; do
-  if [ "$waited" -ge "$join_wait" ]; then
-    log "the kubelet did not finish TLS bootstrap within \${join_wait}s (see journalctl -u kubelet)"
-    exit 1
-  fi
-  sleep 2
-  waited=$((waited + 2))
-done
+${waitForFile(`"$R${KUBELET_PATHS.kubeconfig}"`, "join_wait", 2, "the kubelet did not finish TLS bootstrap within ${join_wait}s (see journalctl -u kubelet)")}
 
 # --- the bootstrap token is no longer needed: remove every copy on the node
 rm -f "$R${KUBELET_PATHS.bootstrapKubeconfig}" "$R${SELF_JOIN_SCRIPT_PATH}"

@@ -17,6 +17,7 @@ import { resolvePassphrase } from "../automation/engine/passphrase";
 import { formatStepLine } from "../automation/engine/progressFormat";
 import { PulumiCliMissingError, requirePulumiCommand } from "../automation/engine/pulumiCli";
 import { StackQueue } from "../automation/engine/stackQueue";
+import { tempDirPerTest } from "./support/tempDirPerTest";
 
 function server(id: number, name: string, labels: Record<string, string>): HcloudServer {
   return { id, name, labels, status: "running", created: "2026-01-01T00:00:00Z", server_type: { name: "cpx21" }, public_net: { ipv4: { ip: "203.0.113.9" }, ipv6: null }, private_net: [] };
@@ -124,25 +125,23 @@ describe("automation engine parts", function () {
   });
 
   describe("passphrase", function () {
-    let dataDir: string;
-    beforeEach(() => (dataDir = mkdtempSync(join(tmpdir(), "nodefleet-pass-"))));
-    afterEach(() => rmSync(dataDir, { recursive: true, force: true }));
+    const dataDir = tempDirPerTest("nodefleet-pass-");
 
     it("generates one passphrase file, mode 0600, and keeps it", function () {
-      const first = resolvePassphrase(dataDir, {});
+      const first = resolvePassphrase(dataDir(), {});
       assert.equal(first.source, "generated");
       const path = first.envVars.PULUMI_CONFIG_PASSPHRASE_FILE;
       assert.equal(statSync(path).mode & 0o777, 0o600);
       const content = readFileSync(path, "utf8");
       assert.ok(content.length >= 40);
-      const second = resolvePassphrase(dataDir, {});
+      const second = resolvePassphrase(dataDir(), {});
       assert.equal(second.source, "data-dir");
       assert.equal(readFileSync(second.envVars.PULUMI_CONFIG_PASSPHRASE_FILE, "utf8"), content);
     });
 
     it("prefers the operator's PULUMI_CONFIG_PASSPHRASE, then PULUMI_CONFIG_PASSPHRASE_FILE", function () {
-      assert.equal(resolvePassphrase(dataDir, { PULUMI_CONFIG_PASSPHRASE: "p", PULUMI_CONFIG_PASSPHRASE_FILE: "/f" }).source, "PULUMI_CONFIG_PASSPHRASE");
-      assert.deepEqual(resolvePassphrase(dataDir, { PULUMI_CONFIG_PASSPHRASE_FILE: "/f" }).envVars, { PULUMI_CONFIG_PASSPHRASE_FILE: "/f" });
+      assert.equal(resolvePassphrase(dataDir(), { PULUMI_CONFIG_PASSPHRASE: "p", PULUMI_CONFIG_PASSPHRASE_FILE: "/f" }).source, "PULUMI_CONFIG_PASSPHRASE");
+      assert.deepEqual(resolvePassphrase(dataDir(), { PULUMI_CONFIG_PASSPHRASE_FILE: "/f" }).envVars, { PULUMI_CONFIG_PASSPHRASE_FILE: "/f" });
     });
   });
 

@@ -3,8 +3,6 @@
  * Automation API engine when a `pulumi` CLI is on PATH (with a cloud-free program variant).
  */
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { AutomationEngine } from "../automation/engine/automationEngine";
 import { findPulumiOnPath } from "../automation/engine/pulumiCli";
@@ -13,6 +11,7 @@ import { SimulatedEngine } from "../automation/simulated/simulatedEngine";
 import { gitStackProgram } from "../automation/gitStackProgram";
 import type { TestMember, TestProgramArgs } from "./support/engineTestProgram";
 import { stackFileConfig } from "./support/fleetConfigFixture";
+import { tempDirPerTest } from "./support/tempDirPerTest";
 
 const PROGRAM_MODULE = join(__dirname, "support", "engineTestProgram.js");
 const SOLD_OUT = "cpx-soldout";
@@ -66,7 +65,6 @@ function serverNames(result: { outputs: Readonly<Record<string, unknown>> }): st
 
 for (const engineCase of ENGINES) {
   describe(`StackEngine contract: ${engineCase.name} engine`, function () {
-    let dataDir: string;
     let engine: StackEngine;
 
     before(function () {
@@ -77,13 +75,10 @@ for (const engineCase of ENGINES) {
       }
     });
 
-    beforeEach(function () {
-      dataDir = mkdtempSync(join(tmpdir(), `nodefleet-contract-${engineCase.name}-`));
-      engine = engineCase.create(dataDir);
-    });
+    const dataDir = tempDirPerTest(`nodefleet-contract-${engineCase.name}-`);
 
-    afterEach(function () {
-      rmSync(dataDir, { recursive: true, force: true });
+    beforeEach(function () {
+      engine = engineCase.create(dataDir());
     });
 
     function stack(memberList: TestMember[], stackName = "contract"): StackDefinition {
@@ -220,7 +215,7 @@ for (const engineCase of ENGINES) {
         console.log("      skipped: crash injection (NODEFLEET_SIM_CRASH_AFTER_STEPS) is a simulated-engine knob");
         this.skip();
       }
-      const crashing = engineCase.create(dataDir, { crashAfterSteps: 12 });
+      const crashing = engineCase.create(dataDir(), { crashAfterSteps: 12 });
       await assert.rejects(crashing.up(stack(members(4))), (error: unknown) => error instanceof RunFailedError && /mid-run/.test(error.message));
       const cloud = (engine as SimulatedEngine).cloud;
       const partial = cloud.listServers("nodefleet.io/cluster=contract");
@@ -239,18 +234,10 @@ for (const engineCase of ENGINES) {
 }
 
 describe("simulated engine with the real fleet program (stacks/Pulumi.example.yaml)", function () {
-  let dataDir: string;
-
-  beforeEach(function () {
-    dataDir = mkdtempSync(join(tmpdir(), "nodefleet-contract-fleet-"));
-  });
-
-  afterEach(function () {
-    rmSync(dataDir, { recursive: true, force: true });
-  });
+  const dataDir = tempDirPerTest("nodefleet-contract-fleet-");
 
   it("applies the example stack, then converges with nothing to do", async function () {
-    const engine = new SimulatedEngine({ dataDir, bootDelayMs: 0, env: {}, logger: silent });
+    const engine = new SimulatedEngine({ dataDir: dataDir(), bootDelayMs: 0, env: {}, logger: silent });
     const config = Object.fromEntries(Object.entries(stackFileConfig("example")).map(([key, value]) => [key, { value }]));
     const definition: StackDefinition = { stackName: "example", program: gitStackProgram({ allowMissingKubeconfig: true }), config };
     const first = await engine.up(definition);

@@ -4,12 +4,8 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import fc from "fast-check";
 import { parse } from "yaml";
-import {
-  decodeK0sJoinToken,
-  encodeK0sJoinToken,
-  k0sJoinKubeconfig,
-  type K0sJoinTokenInput,
-} from "../components/k0sJoinToken";
+import type { BootstrapKubeconfigInput } from "../components/bootstrapKubeconfigInput";
+import { decodeK0sJoinToken, encodeK0sJoinToken, k0sJoinKubeconfig } from "../components/k0sJoinToken";
 
 // Compiled tests run from dist/test; the fixture stays in the source tree.
 const FIXTURE_PATH = join(__dirname, "..", "..", "test", "fixtures", "k0s-worker-join-kubeconfig.yaml");
@@ -19,7 +15,7 @@ interface Kubeconfig {
   users: { name: string; user: { token: string } }[];
 }
 
-function fixture(): { text: string; input: K0sJoinTokenInput } {
+function fixture(): { text: string; input: BootstrapKubeconfigInput } {
   const text = readFileSync(FIXTURE_PATH, "utf8");
   const parsed = parse(text) as Kubeconfig;
   return {

@@ -5,19 +5,13 @@ import { kubeletSchema } from "../components/fleetSpec";
 import { KUBELET_PATHS, kubeletConfigHash, renderKubeletConfig } from "../components/kubeletConfig";
 import { kubeletReservationConfig } from "../components/kubeletReservations";
 import { renderNetplanVlan } from "../components/netplanVlan";
+import { kubeletSettingsArbitrary } from "./support/kubeletSettingsArbitrary";
 
 const DEFAULTS = kubeletSchema.parse({});
 const PROVIDER_ID = "nodefleet:///example/kura-0";
 
-const settings = fc.record({
-  maxPods: fc.integer({ min: 10, max: 500 }),
-  reservedCpuMillis: fc.integer({ min: 0, max: 4000 }),
-  reservedMemoryMiB: fc.integer({ min: 0, max: 8192 }),
-  evictionHardMemoryMiB: fc.integer({ min: 0, max: 2048 }),
-  reservedEphemeralStorageGiB: fc.integer({ min: 0, max: 50 }),
-});
 const input = fc.record({
-  kubelet: settings,
+  kubelet: kubeletSettingsArbitrary,
   providerID: fc.constantFrom(PROVIDER_ID, "nodefleet:///example/kura-1", "cnap:///c1/n"),
 });
 

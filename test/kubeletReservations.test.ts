@@ -2,14 +2,7 @@ import { strict as assert } from "node:assert";
 import fc from "fast-check";
 import { kubeletSchema } from "../components/fleetSpec";
 import { kubeletReservationConfig, kubeletReservationFlags, nodeOverhead } from "../components/kubeletReservations";
-
-const settings = fc.record({
-  maxPods: fc.integer({ min: 10, max: 500 }),
-  reservedCpuMillis: fc.integer({ min: 0, max: 16_000 }),
-  reservedMemoryMiB: fc.integer({ min: 0, max: 65_536 }),
-  evictionHardMemoryMiB: fc.integer({ min: 0, max: 8_192 }),
-  reservedEphemeralStorageGiB: fc.integer({ min: 0, max: 500 }),
-});
+import { kubeletSettingsArbitrary } from "./support/kubeletSettingsArbitrary";
 
 describe("kubelet reservations", () => {
   const defaults = kubeletSchema.parse({});
@@ -33,7 +26,7 @@ describe("kubelet reservations", () => {
 
   it("flags, config and overhead agree for any settings (property)", () => {
     fc.assert(
-      fc.property(settings, (k) => {
+      fc.property(kubeletSettingsArbitrary, (k) => {
         const config = kubeletReservationConfig(k);
         const flags = kubeletReservationFlags(k);
         const overhead = nodeOverhead(k);

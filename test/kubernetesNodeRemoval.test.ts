@@ -1,15 +1,14 @@
 import { strict as assert } from "node:assert";
-import * as fs from "node:fs";
 import * as http from "node:http";
 import type { AddressInfo } from "node:net";
-import * as os from "node:os";
-import * as path from "node:path";
 import { stringify } from "yaml";
 import { runUnderMocks } from "../automation/mocks/runUnderMocks";
 import { isWrappedSecret, resolveSecrets } from "../automation/mocks/secretValues";
-import { deleteKubernetesNode, kubeconfigCredentials, nodeRemovalProvider } from "../components/kubernetesNodeRemoval";
+import { kubeconfigCredentials } from "../components/kubernetesApiClient";
+import { deleteKubernetesNode, nodeRemovalProvider } from "../components/kubernetesNodeRemoval";
 import { runProgram } from "../stacks/fleetProgram";
 import { hcloudStaticPoolConfig, rawFleetConfig } from "./support/fleetConfigFixture";
+import { withSerializedProvider } from "./support/serializedProvider";
 
 function kubeconfig(server: string, user: Record<string, unknown>, extraContext = false): string {
   return stringify({
@@ -122,26 +121,17 @@ describe("Kubernetes node removal", function () {
   });
 
   it("works from its serialized provider, as the engine runs it on delete", async () => {
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
-    const { serializeFunction } = require("@pulumi/pulumi/runtime/closure/serializeClosure") as {
-      serializeFunction: (f: () => unknown, o: { allowSecrets: boolean }) => Promise<{ text: string }>;
-    };
-    const serialized = await serializeFunction(() => nodeRemovalProvider, { allowSecrets: true });
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "nodefleet-provider-"));
     const api = await apiServer(200);
     try {
-      const file = path.join(dir, "provider.js");
-      fs.writeFileSync(file, serialized.text);
-      // eslint-disable-next-line @typescript-eslint/no-require-imports
-      const provider = (require(file) as { handler: () => typeof nodeRemovalProvider }).handler();
-      const props = { nodeName: "example-hel1-general-1", credentials: JSON.stringify({ server: api.url, token: "t" }) };
-      const diff = await provider.diff!("example-hel1-general-1", props, { ...props, credentials: "{}" });
-      assert.deepEqual(diff.replaces, [], "new credentials never replace (which would delete the Node)");
-      await provider.delete!("example-hel1-general-1", props);
+      await withSerializedProvider(nodeRemovalProvider, async (provider) => {
+        const props = { nodeName: "example-hel1-general-1", credentials: JSON.stringify({ server: api.url, token: "t" }) };
+        const diff = await provider.diff!("example-hel1-general-1", props, { ...props, credentials: "{}" });
+        assert.deepEqual(diff.replaces, [], "new credentials never replace (which would delete the Node)");
+        await provider.delete!("example-hel1-general-1", props);
+      });
       assert.equal(api.seen[0]?.url, "/api/v1/nodes/example-hel1-general-1");
     } finally {
       await api.close();
-      fs.rmSync(dir, { recursive: true, force: true });
     }
   });
 

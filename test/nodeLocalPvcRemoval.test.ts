@@ -2,6 +2,7 @@ import { strict as assert } from "node:assert";
 import * as http from "node:http";
 import type { AddressInfo } from "node:net";
 import { nodeLocalClaims, nodeLocalPvcRemovalProvider, removeNodeLocalClaims } from "../components/nodeLocalPvcRemoval";
+import { withSerializedProvider } from "./support/serializedProvider";
 
 function pv(name: string, storageClass: string | undefined, claim: [string, string] | undefined, hosts: string[] | undefined) {
   return {
@@ -95,5 +96,21 @@ describe("node-local PVC removal", () => {
     assert.deepEqual(diff?.replaces, ["serverId"]);
     const same = await nodeLocalPvcRemovalProvider.diff?.("n/a", base, { ...base });
     assert.equal(same?.changes, false);
+  });
+
+  it("works from its serialized provider, as the engine runs it on delete", async () => {
+    const api = await apiServer();
+    try {
+      await withSerializedProvider(nodeLocalPvcRemovalProvider, async (provider) => {
+        const credentials = JSON.stringify({ server: api.url, token: "t" });
+        await provider.delete!("example-kura-1/x", { nodeName: "example-kura-1", storageClass: "scw-local-nvme", serverId: "x", credentials });
+      });
+      assert.deepEqual(api.seen, [
+        "GET /api/v1/persistentvolumes Bearer t",
+        "DELETE /api/v1/namespaces/kura/persistentvolumeclaims/data-kura-1 Bearer t",
+      ]);
+    } finally {
+      await api.close();
+    }
   });
 });

@@ -13,11 +13,10 @@ import * as path from "node:path";
 import { parse, stringify } from "yaml";
 import { PREVIEW_MARKER } from "../automation/preview/previewMarkdown";
 import type { PreviewReport } from "../automation/preview/stackPreview";
+import { BOOTSTRAP_TOKEN_TEXT, assertPreviewGolden } from "./support/previewGolden";
 
 const REPO = path.resolve(__dirname, "..", "..");
 const CLI = path.join(REPO, "bin", "nodefleet.js");
-const GOLDEN_DIR = path.join(REPO, "test", "fixtures", "preview");
-const TOKEN = /[a-z0-9]{6}\.[a-z0-9]{16}/;
 
 type StackDocument = { config: Record<string, unknown> };
 type Pool = Record<string, unknown>;
@@ -39,16 +38,6 @@ function childEnv(): NodeJS.ProcessEnv {
     if (key.startsWith("NODEFLEET_") || ["HCLOUD_TOKEN", "SCW_ACCESS_KEY", "SCW_SECRET_KEY", "PULUMI_BACKEND_URL"].includes(key)) delete env[key];
   }
   return env;
-}
-
-function golden(name: string, actual: string): void {
-  const file = path.join(GOLDEN_DIR, `${name}.md`);
-  if (process.env.NODEFLEET_UPDATE_GOLDEN === "1") {
-    fs.mkdirSync(GOLDEN_DIR, { recursive: true });
-    fs.writeFileSync(file, actual);
-  }
-  assert.ok(fs.existsSync(file), `${file} is missing; run with NODEFLEET_UPDATE_GOLDEN=1 once and review it`);
-  assert.equal(actual, fs.readFileSync(file, "utf8"), `${name}.md differs from the command's Markdown`);
 }
 
 describe("nodefleet preview (as a process, simulated engine, --base-ref)", function () {
@@ -123,7 +112,7 @@ describe("nodefleet preview (as a process, simulated engine, --base-ref)", funct
     const extra = stack.pools.find((p) => p.pool === "nbg1-extra");
     assert.deepEqual(extra && [extra.change, extra.nodesBefore, extra.nodesAfter, extra.serverTypesAfter], ["added", 0, 2, ["cpx21"]]);
     assert.equal(stack.summary.delete, 0);
-    golden("e2e-add-pool", run.markdown);
+    assertPreviewGolden("e2e-add-pool", run.markdown, "the command's Markdown");
   });
 
   it("scales a pool", () => {
@@ -135,7 +124,7 @@ describe("nodefleet preview (as a process, simulated engine, --base-ref)", funct
     assert.deepEqual(general && [general.nodesBefore, general.nodesAfter], [3, 5]);
     assert.deepEqual(stack.replacements, []);
     assert.equal(stack.summary.delete, 0);
-    golden("e2e-scale-pool", run.markdown);
+    assertPreviewGolden("e2e-scale-pool", run.markdown, "the command's Markdown");
   });
 
   it("changes a server type: each node gets a new server, forced by serverType", () => {
@@ -147,7 +136,7 @@ describe("nodefleet preview (as a process, simulated engine, --base-ref)", funct
     assert.deepEqual(general && [general.nodesBefore, general.nodesAfter, general.serverTypesBefore, general.serverTypesAfter], [3, 3, ["cpx31"], ["cpx41"]]);
     assert.equal(stack.replacements.length, 3);
     for (const r of stack.replacements) assert.deepEqual(r.forcedBy, ["serverType"]);
-    golden("e2e-change-server-type", run.markdown);
+    assertPreviewGolden("e2e-change-server-type", run.markdown, "the command's Markdown");
   });
 
   it("changes user data (a pool label): each node gets a new server, forced by userData", () => {
@@ -163,8 +152,8 @@ describe("nodefleet preview (as a process, simulated engine, --base-ref)", funct
       assert.deepEqual(r.forcedBy, ["userData"]);
       assert.deepEqual(r.configFields, ["pool.labels"]);
     }
-    assert.doesNotMatch(run.stdout + run.markdown + run.stderr, TOKEN, "no bootstrap token anywhere");
-    golden("e2e-change-user-data", run.markdown);
+    assert.doesNotMatch(run.stdout + run.markdown + run.stderr, BOOTSTRAP_TOKEN_TEXT, "no bootstrap token anywhere");
+    assertPreviewGolden("e2e-change-user-data", run.markdown, "the command's Markdown");
   });
 
   it("removes a pool", () => {
@@ -175,7 +164,7 @@ describe("nodefleet preview (as a process, simulated engine, --base-ref)", funct
     const general = stack.pools.find((p) => p.pool === "hel1-general");
     assert.deepEqual(general && [general.change, general.nodesBefore, general.nodesAfter], ["removed", 3, 0]);
     assert.equal(stack.summary.create, 0);
-    golden("e2e-remove-pool", run.markdown);
+    assertPreviewGolden("e2e-remove-pool", run.markdown, "the command's Markdown");
   });
 
   it("previews several stacks, one section each; a stack new at the base ref is all creates; a broken one fails the command", () => {

@@ -4,7 +4,6 @@
  * NODEFLEET_UPDATE_GOLDEN=1, then review the diff by eye), plus assertions on the data itself.
  */
 import { strict as assert } from "node:assert";
-import * as fs from "node:fs";
 import * as path from "node:path";
 import fc from "fast-check";
 import { type FleetSpec, parseFleetSpec } from "../components/fleetSpec";
@@ -13,20 +12,9 @@ import { configChangesByPool, fleetLayout } from "../automation/preview/fleetLay
 import { MAX_PREVIEW_CHARS, PREVIEW_MARKER, capMarkdown, formatPreviewMarkdown } from "../automation/preview/previewMarkdown";
 import { type PreviewContext, type StackPreview, buildStackPreview, previewReport } from "../automation/preview/stackPreview";
 import { configValues, readStackConfigFile } from "../automation/stackConfigFile";
+import { BOOTSTRAP_TOKEN_TEXT, assertPreviewGolden } from "./support/previewGolden";
 
 const REPO = path.resolve(__dirname, "..", "..");
-const GOLDEN_DIR = path.join(REPO, "test", "fixtures", "preview");
-const TOKEN = /[a-z0-9]{6}\.[a-z0-9]{16}/;
-
-function golden(name: string, actual: string): void {
-  const file = path.join(GOLDEN_DIR, `${name}.md`);
-  if (process.env.NODEFLEET_UPDATE_GOLDEN === "1") {
-    fs.mkdirSync(GOLDEN_DIR, { recursive: true });
-    fs.writeFileSync(file, actual);
-  }
-  assert.ok(fs.existsSync(file), `${file} is missing; run with NODEFLEET_UPDATE_GOLDEN=1 once and review it`);
-  assert.equal(actual, fs.readFileSync(file, "utf8"), `${name}.md differs from the formatter's output`);
-}
 
 // ---- the example stack's config and variations of it ---------------------------------------------
 
@@ -176,7 +164,7 @@ describe("preview Markdown (pure formatter)", () => {
       { pool: "nbg1-extra", change: "added", nodesBefore: 0, nodesAfter: 2, serverTypesBefore: [], serverTypesAfter: ["cpx21"] },
     ]);
     assert.equal(preview.summary.create, 2 * 6 + 2);
-    golden("add-pool", single(preview));
+    assertPreviewGolden("add-pool", single(preview), "the formatter's output");
   });
 
   it("scales a pool: 3 -> 5 with two new servers and no replacement", () => {
@@ -185,7 +173,7 @@ describe("preview Markdown (pure formatter)", () => {
       { pool: "hel1-general", change: "kept", nodesBefore: 3, nodesAfter: 5, serverTypesBefore: ["cpx31"], serverTypesAfter: ["cpx31"] },
     ]);
     assert.deepEqual(preview.replacements, []);
-    golden("scale-pool", single(preview));
+    assertPreviewGolden("scale-pool", single(preview), "the formatter's output");
   });
 
   it("changes a server type: every node gets a new generation, forced by serverType cpx31 -> cpx41", () => {
@@ -203,7 +191,7 @@ describe("preview Markdown (pure formatter)", () => {
       preview.replacements.map((r) => [r.node, r.oldName, r.newName]),
       GENERAL.map((old, i) => [old.slice(0, -7), old, NEW_GENERATION[i]]),
     );
-    golden("change-server-type", single(preview));
+    assertPreviewGolden("change-server-type", single(preview), "the formatter's output");
   });
 
   it("changes user data (pool labels): new generations forced by userData, naming the config field", () => {
@@ -214,7 +202,7 @@ describe("preview Markdown (pure formatter)", () => {
       assert.deepEqual(r.configFields, ["pool.labels"]);
     }
     assert.match(single(preview), /forced by `userData`; config: `pool\.labels`/);
-    golden("change-user-data", single(preview));
+    assertPreviewGolden("change-user-data", single(preview), "the formatter's output");
   });
 
   it("removes a pool: 3 -> 0 and every resource of the pool deleted", () => {
@@ -223,7 +211,7 @@ describe("preview Markdown (pure formatter)", () => {
       { pool: "hel1-general", change: "removed", nodesBefore: 3, nodesAfter: 0, serverTypesBefore: ["cpx31"], serverTypesAfter: [] },
     ]);
     assert.equal(preview.summary.delete, 1 + 1 + 3 * 6);
-    golden("remove-pool", single(preview));
+    assertPreviewGolden("remove-pool", single(preview), "the formatter's output");
   });
 
   it("calls out a Pulumi replace with the property that forces it", () => {
@@ -238,7 +226,7 @@ describe("preview Markdown (pure formatter)", () => {
     assert.match(markdown, /\| replace \| `hcloud:index\/networkSubnet:NetworkSubnet` \| `example-network-subnet` \| `ipRange` \*\*\(forces replacement\)\*\* \|/);
     assert.match(markdown, /\| replace \| `hcloud:index\/server:Server` \| `example-hel1-general-0-m5mckb` \| `userData` \*\*\(forces replacement\)\*\*, `labels` \|/);
     assert.deepEqual(preview.replacements.map((r) => [r.kind, r.forcedBy]), [["replace", ["userData"]]]);
-    golden("replace-step", markdown);
+    assertPreviewGolden("replace-step", markdown, "the formatter's output");
   });
 
   it("without any config, still counts nodes per pool by their names", () => {
@@ -267,11 +255,11 @@ describe("preview Markdown: secrets, size, several stacks, failures", () => {
     const json = JSON.stringify(previewReport([preview]));
     for (const text of [markdown, json]) {
       assert.ok(!text.includes(HCLOUD_TOKEN), "the Hetzner token is masked");
-      assert.doesNotMatch(text, TOKEN, "bootstrap tokens are masked");
+      assert.doesNotMatch(text, BOOTSTRAP_TOKEN_TEXT, "bootstrap tokens are masked");
       assert.match(text, /\[secret\]/);
     }
     assert.equal(preview.succeeded, false);
-    golden("masked-secrets", markdown);
+    assertPreviewGolden("masked-secrets", markdown, "the formatter's output");
   });
 
   it("cuts output above 60,000 characters at a line, saying how much was left out", () => {
@@ -294,7 +282,7 @@ describe("preview Markdown: secrets, size, several stacks, failures", () => {
     assert.equal(Number(leftOut[1].replace(/,/g, "")), full.length - cutAt, "the count is exact");
     assert.ok(full.startsWith(markdown.slice(0, cutAt)), "the kept part is the beginning of the full text");
     // Golden only the tail around the cut: the table rows before it are regular.
-    golden("size-cap-tail", markdown.slice(markdown.lastIndexOf("\n", cutAt - 1) + 1));
+    assertPreviewGolden("size-cap-tail", markdown.slice(markdown.lastIndexOf("\n", cutAt - 1) + 1), "the formatter's output");
   });
 
   it("cap property: within the limit, a prefix of the input cut at a line, fences balanced, exact left-out count", () => {
@@ -348,7 +336,7 @@ describe("preview Markdown: secrets, size, several stacks, failures", () => {
     assert.equal(markdown.split(PREVIEW_MARKER).length, 2, "one marker");
     assert.equal((markdown.match(/^## Stack /gm) ?? []).length, 2);
     assert.match(markdown, /^## Stack `production`: preview failed$/m);
-    golden("multi-stack", markdown);
+    assertPreviewGolden("multi-stack", markdown, "the formatter's output");
   });
 
   it("renders a failed preview with the error in a code block", () => {
@@ -360,6 +348,6 @@ describe("preview Markdown: secrets, size, several stacks, failures", () => {
     assert.ok(!markdown.includes(HCLOUD_TOKEN));
     assert.match(markdown, /^````text$/m, "a fence longer than the backticks in the error");
     assert.equal(failed.simulated, false);
-    golden("failure", markdown);
+    assertPreviewGolden("failure", markdown, "the formatter's output");
   });
 });

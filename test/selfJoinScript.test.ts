@@ -87,6 +87,14 @@ describe("self-join script", () => {
       assert.deepEqual(parsed.runcmd, [["bash", SELF_JOIN_SCRIPT_PATH]]);
     });
 
+    it("registers only the labels the kubelet accepts, and no empty --node-labels flag", () => {
+      const restricted = renderSelfJoinScript(kubeadmInput({ labels: { "nodefleet.io/pool": "kura", "node-role.kubernetes.io/cache": "" } }));
+      assert.match(restricted, /--node-labels=nodefleet\.io\/pool=kura /);
+      assert.doesNotMatch(restricted, /node-role\.kubernetes\.io/);
+      const onlyRestricted = renderSelfJoinScript(kubeadmInput({ labels: { "node-role.kubernetes.io/cache": "" }, taints: [] }));
+      assert.doesNotMatch(onlyRestricted, /--node-labels|--register-with-taints/);
+    });
+
     it("refuses values that systemd or the shell would misread", () => {
       assert.throws(() => renderSelfJoinScript(kubeadmInput({ hostname: "Bad_Host" })), /DNS label/);
       assert.throws(() => renderSelfJoinScript(kubeadmInput({ kubernetesVersion: "1.33" })), /v1\.33\.4/);

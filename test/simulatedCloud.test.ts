@@ -10,6 +10,7 @@ import { SimulatedEngine } from "../automation/simulated/simulatedEngine";
 import { resolveKnobs } from "../automation/simulated/simulationKnobs";
 import { acquireStackLock, processAlive, readLock, stackLockPath } from "../automation/simulated/stackLock";
 import type { StackDefinition } from "../automation/engine/stackEngine";
+import { tempDirPerTest } from "./support/tempDirPerTest";
 
 const PROGRAM_MODULE = join(__dirname, "support", "engineTestProgram.js");
 const silent = { info() {}, warn() {}, error() {} };
@@ -30,19 +31,11 @@ function stack(count: number, stackName = "cloudtest"): StackDefinition {
 }
 
 describe("simulated cloud", function () {
-  let dataDir: string;
-
-  beforeEach(function () {
-    dataDir = mkdtempSync(join(tmpdir(), "nodefleet-simcloud-"));
-  });
-
-  afterEach(function () {
-    rmSync(dataDir, { recursive: true, force: true });
-  });
+  const dataDir = tempDirPerTest("nodefleet-simcloud-");
 
   describe("stack state file", function () {
     it("replays the journal over the snapshot and ignores a line torn by a crash", function () {
-      const file = new StackStateFile(dataDir, "s1");
+      const file = new StackStateFile(dataDir(), "s1");
       file.append({ t: "put", r: resource("a") });
       file.append({ t: "put", r: resource("b") });
       file.append({ t: "del", urn: "a" });
@@ -52,7 +45,7 @@ describe("simulated cloud", function () {
     });
 
     it("compacts into an atomically written snapshot (0600) and drops the journal", function () {
-      const file = new StackStateFile(dataDir, "s1");
+      const file = new StackStateFile(dataDir(), "s1");
       file.append({ t: "put", r: resource("a") });
       const state = file.load();
       state.outputs = { x: 1 };
@@ -71,7 +64,7 @@ describe("simulated cloud", function () {
     });
 
     it("rejects stack names that could escape the state directory", function () {
-      assert.throws(() => new StackStateFile(dataDir, "../etc"), /invalid stack name/);
+      assert.throws(() => new StackStateFile(dataDir(), "../etc"), /invalid stack name/);
     });
   });
 
@@ -120,20 +113,20 @@ describe("simulated cloud", function () {
 
   describe("stack lock", function () {
     it("refuses a second live holder and removes a dead holder's lock", function () {
-      const held = acquireStackLock(dataDir, "s1", process.pid);
-      assert.throws(() => acquireStackLock(dataDir, "s1", process.ppid), /currently locked by process/);
+      const held = acquireStackLock(dataDir(), "s1", process.pid);
+      assert.throws(() => acquireStackLock(dataDir(), "s1", process.ppid), /currently locked by process/);
       held.release();
-      writeFileSync(stackLockPath(dataDir, "s1"), JSON.stringify({ pid: 2 ** 22 + 12345, startedAt: "2026-01-01T00:00:00Z" }));
-      const again = acquireStackLock(dataDir, "s1", process.pid);
+      writeFileSync(stackLockPath(dataDir(), "s1"), JSON.stringify({ pid: 2 ** 22 + 12345, startedAt: "2026-01-01T00:00:00Z" }));
+      const again = acquireStackLock(dataDir(), "s1", process.pid);
       assert.equal(again.staleHolder?.pid, 2 ** 22 + 12345);
       again.release();
-      assert.equal(readLock(stackLockPath(dataDir, "s1")), undefined);
+      assert.equal(readLock(stackLockPath(dataDir(), "s1")), undefined);
     });
   });
 
   describe("servers as the scaling API sees them", function () {
     it("lists servers by label with addresses, initializing until the boot delay passed", async function () {
-      const engine = new SimulatedEngine({ dataDir, bootDelayMs: 60_000, env: {}, logger: silent });
+      const engine = new SimulatedEngine({ dataDir: dataDir(), bootDelayMs: 60_000, env: {}, logger: silent });
       await engine.up(stack(2));
       const servers = engine.cloud.listServers("nodefleet.io/cluster=cloudtest");
       assert.equal(servers.length, 2);
@@ -150,7 +143,7 @@ describe("simulated cloud", function () {
     });
 
     it("injects orphans and deletes servers out-of-band; a refresh drops deleted ones from the stack", async function () {
-      const engine = new SimulatedEngine({ dataDir, bootDelayMs: 0, env: {}, logger: silent });
+      const engine = new SimulatedEngine({ dataDir: dataDir(), bootDelayMs: 0, env: {}, logger: silent });
       await engine.up(stack(2));
       const orphan = engine.cloud.injectOrphanServer({ name: "cloudtest-ghost", labels: { "nodefleet.io/cluster": "cloudtest" }, createdAt: new Date("2026-01-01T00:00:00Z") });
       const all = engine.cloud.listServers("nodefleet.io/cluster=cloudtest");
@@ -175,7 +168,7 @@ describe("simulated cloud", function () {
         const result = await engine.up(stack(6));
         return result.steps.filter((s) => s.error).map((s) => s.name);
       };
-      const first = await failures(dataDir);
+      const first = await failures(dataDir());
       const otherDir = mkdtempSync(join(tmpdir(), "nodefleet-simcloud-"));
       try {
         assert.deepEqual(await failures(otherDir), first);
@@ -187,7 +180,7 @@ describe("simulated cloud", function () {
     });
 
     it("fails only the servers that do not fit a full subnet", async function () {
-      const engine = new SimulatedEngine({ dataDir, bootDelayMs: 0, env: {}, logger: silent });
+      const engine = new SimulatedEngine({ dataDir: dataDir(), bootDelayMs: 0, env: {}, logger: silent });
       const tiny: StackDefinition = { ...stack(3), config: { ...stack(3).config, "enginetest:subnet": { value: "10.0.1.0/30" } } };
       const result = await engine.up(tiny);
       const failed = result.steps.filter((s) => s.error);
@@ -199,7 +192,7 @@ describe("simulated cloud", function () {
     it("labels every result and the banner as simulated", async function () {
       const records: string[] = [];
       const logger = { info() {}, error() {}, warn: (_r: object, m?: string) => void records.push(m ?? "") };
-      const engine = new SimulatedEngine({ dataDir, bootDelayMs: 0, env: {}, logger });
+      const engine = new SimulatedEngine({ dataDir: dataDir(), bootDelayMs: 0, env: {}, logger });
       assert.match(records[0], /simulation that talks to no cloud/);
       const preview = await engine.preview(stack(1));
       assert.equal(preview.simulated, true);
@@ -209,15 +202,15 @@ describe("simulated cloud", function () {
   describe("the engine's child process", function () {
     it("dies with its parent", async function () {
       // A parent process that starts a long up, then is killed; its child must not outlive it.
-      const script = join(dataDir, "parent.js");
+      const script = join(dataDir(), "parent.js");
       writeFileSync(
         script,
         `const { SimulatedEngine } = require(${JSON.stringify(join(__dirname, "..", "automation", "simulated", "simulatedEngine.js"))});
-         const engine = new SimulatedEngine({ dataDir: ${JSON.stringify(dataDir)}, bootDelayMs: 0, env: {}, banner: false });
+         const engine = new SimulatedEngine({ dataDir: ${JSON.stringify(dataDir())}, bootDelayMs: 0, env: {}, banner: false });
          engine.up(${JSON.stringify(stack(400, "orphaned"))}).catch(() => {});`,
       );
       const parent = fork(script, [], { stdio: "ignore" });
-      const lockPath = stackLockPath(dataDir, "orphaned");
+      const lockPath = stackLockPath(dataDir(), "orphaned");
       let childPid: number | undefined;
       for (let i = 0; i < 200 && childPid === undefined; i++) {
         await new Promise((r) => setTimeout(r, 50));

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
+import { ELASTIC_METAL_REPLACE_ON_CHANGES } from "../components/elasticMetalPlan";
 import { REPLACE_TRIGGERS } from "../automation/simulated/replaceTriggers";
 import { changedKeys, decideStep, deepEqual, planDeletes } from "../automation/simulated/stepDiff";
 
@@ -28,6 +29,17 @@ describe("stepDiff", function () {
       assert.deepEqual(step.replaceKeys, [key]);
     });
   }
+
+  it("replaces an Elastic Metal server on an os change, as the pool's replaceOnChanges makes Pulumi do", function () {
+    const type = "scaleway:elasticmetal/server:Server";
+    const prev = { offer: "EM-A610R-NVME", os: "ubuntu-os-id", zone: "fr-par-2", name: "n1", sshKeyIds: ["k1"] };
+    const osChange = decideStep({ type, inputs: prev }, { type, inputs: { ...prev, os: "debian-os-id" } });
+    assert.deepEqual([osChange.op, osChange.replaceKeys], ["replace", ["os"]]);
+    assert.equal(decideStep({ type, inputs: prev }, { type, inputs: { ...prev, name: "n2" } }).op, "update");
+    for (const path of ELASTIC_METAL_REPLACE_ON_CHANGES) {
+      assert.ok(REPLACE_TRIGGERS[type]?.properties.includes(path), `${path} is in the component's replaceOnChanges but not in the simulation's table`);
+    }
+  });
 
   it("follows nested trigger paths (a Secret's metadata.name) but not sibling keys", function () {
     const type = "kubernetes:core/v1:Secret";

@@ -19,7 +19,7 @@ import {
 import { clearRunMarker, recoverStack, writeRunMarker } from "./crashRecovery";
 import { HcloudClient } from "./hcloudClient";
 import { resolvePassphrase } from "./passphrase";
-import { formatStepLine, stepLogRecord, summarise } from "./progressFormat";
+import { reportStep, runResult } from "./progressFormat";
 import { PulumiCliMissingError, findPulumiOnPath, requirePulumiCommand } from "./pulumiCli";
 import { StackQueue } from "./stackQueue";
 import {
@@ -206,18 +206,6 @@ export class AutomationEngine implements StackEngine {
     );
   }
 
-  private reporter(options: RunOptions): (step: ResourceStep, count: number) => void {
-    return (step, count) => {
-      options.onStep?.(step, count);
-      const logger = this.options.logger;
-      if (!logger) return;
-      const line = formatStepLine(step, count, { simulated: false });
-      if (step.error) logger.warn(stepLogRecord(step, count, false), line);
-      else if (step.op !== "same") logger.info(stepLogRecord(step, count, false), line);
-      else logger.debug?.(stepLogRecord(step, count, false), line);
-    };
-  }
-
   private async run(
     kind: RunResult["kind"],
     def: StackDefinition,
@@ -235,7 +223,7 @@ export class AutomationEngine implements StackEngine {
         strategy: this.options.pendingCreateStrategy,
         logger: this.options.logger,
       });
-      const collector = new StepCollector(kind === "preview", this.reporter(options));
+      const collector = new StepCollector(kind === "preview", (step, count) => reportStep(step, count, options, this.options.logger, false));
       writeRunMarker(this.options.dataDir, def.stackName, kind);
       try {
         await operation(stack, collector.onEvent);
@@ -249,7 +237,7 @@ export class AutomationEngine implements StackEngine {
       }
       const steps = collector.finalSteps();
       const outputs = await this.outputsOf(stack);
-      return { kind, summary: summarise(steps), steps, outputs, succeeded: steps.every((s) => !s.error), durationMs: Date.now() - started, simulated: false };
+      return runResult(kind, steps, outputs, started, false);
     });
   }
 

@@ -3,7 +3,7 @@
  * stderr) and one structured record per step (the service's pino log). Simulated runs say so on
  * every line.
  */
-import type { ChangeSummary, ResourceStep, RunResult } from "./stackEngine";
+import type { ChangeSummary, EngineLogger, ResourceStep, RunOptions, RunResult } from "./stackEngine";
 
 const OP_SYMBOL: Record<ResourceStep["op"], string> = { create: "+", update: "~", replace: "+-", delete: "-", same: " " };
 
@@ -45,4 +45,28 @@ export function summarise(steps: readonly ResourceStep[]): ChangeSummary {
   const summary: ChangeSummary = { create: 0, update: 0, replace: 0, delete: 0, same: 0 };
   for (const step of steps) if (!step.error) summary[step.op] += 1;
   return summary;
+}
+
+/**
+ * Hands a step to the caller's `onStep` and logs it: failures as warnings, changes as info, unchanged
+ * resources at debug (so a large `same` run does not flood the service log).
+ */
+export function reportStep(step: ResourceStep, count: number, options: RunOptions, logger: EngineLogger | undefined, simulated: boolean): void {
+  options.onStep?.(step, count);
+  if (!logger) return;
+  const line = formatStepLine(step, count, { simulated });
+  if (step.error) logger.warn(stepLogRecord(step, count, simulated), line);
+  else if (step.op !== "same") logger.info(stepLogRecord(step, count, simulated), line);
+  else logger.debug?.(stepLogRecord(step, count, simulated), line);
+}
+
+/** The RunResult of finished steps: succeeded when no step failed; `started` is a Date.now() value. */
+export function runResult(
+  kind: RunResult["kind"],
+  steps: readonly ResourceStep[],
+  outputs: Record<string, unknown>,
+  started: number,
+  simulated: boolean,
+): RunResult {
+  return { kind, summary: summarise(steps), steps, outputs, succeeded: steps.every((s) => !s.error), durationMs: Date.now() - started, simulated };
 }

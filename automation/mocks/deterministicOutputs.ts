@@ -4,18 +4,14 @@
  * config are identical and tests can compare them. The simulated engine layers its persistent
  * cloud state on top of this.
  */
-import { createHash } from "node:crypto";
 import type * as pulumi from "@pulumi/pulumi";
+import { sha256Hex } from "../../components/canonicalJson";
 // Cyclic import, used only at call time: Scaleway's outputs build on the helpers below.
 import { ELASTIC_METAL_COMPUTED_OUTPUTS } from "./scalewayLookups";
 
-export function stableHash(text: string): string {
-  return createHash("sha256").update(text).digest("hex");
-}
-
 /** A number in [0, modulo) derived from the text. */
 export function hashNumber(text: string, modulo: number): number {
-  return parseInt(stableHash(text).slice(0, 12), 16) % modulo;
+  return parseInt(sha256Hex(text).slice(0, 12), 16) % modulo;
 }
 
 /** Hetzner-style numeric id (ids are numbers in hcloud's args, strings in `.id`). */
@@ -41,10 +37,10 @@ export function deterministicRandomString(seed: string, inputs: Record<string, u
     (inputs.numeric === false ? "" : RANDOM_DIGITS) +
     (inputs.special === false ? "" : "!@#$%&*()-_=+[]{}<>:?");
   let out = "";
-  let block = stableHash(seed);
+  let block = sha256Hex(seed);
   for (let i = 0; out.length < length; i++) {
     if (i * 2 + 2 > block.length) {
-      block = stableHash(block);
+      block = sha256Hex(block);
       i = 0;
     }
     out += alphabet[parseInt(block.slice(i * 2, i * 2 + 2), 16) % alphabet.length];
@@ -87,7 +83,7 @@ export const COMPUTED_OUTPUTS: Record<string, OutputsForType> = {
 export function deterministicId(args: pulumi.runtime.MockResourceArgs): string {
   if (args.id) return args.id;
   if (args.type.startsWith("hcloud:")) return numericId(`${args.type}/${args.name}`);
-  return `${args.name}-${stableHash(`${args.type}/${args.name}`).slice(0, 8)}`;
+  return `${args.name}-${sha256Hex(`${args.type}/${args.name}`).slice(0, 8)}`;
 }
 
 export function deterministicOutputs(args: pulumi.runtime.MockResourceArgs): { id: string; state: Record<string, unknown> } {

@@ -8,11 +8,12 @@
  */
 import type * as pulumi from "@pulumi/pulumi";
 import { hostAddress, parseIpv4Cidr } from "../../components/cidr";
-import { documentationIpv4, hashNumber, stableHash } from "./deterministicOutputs";
+import { sha256Hex } from "../../components/canonicalJson";
+import { documentationIpv4, hashNumber } from "./deterministicOutputs";
 import { resolveSecrets } from "./secretValues";
 
 export function mockUuid(seed: string): string {
-  const h = stableHash(seed);
+  const h = sha256Hex(seed);
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-a${h.slice(17, 20)}-${h.slice(20, 32)}`;
 }
 
@@ -118,7 +119,7 @@ export function mockEd25519HostKey(seed: string): string {
     b.writeUInt32BE(n);
     return b;
   };
-  const key = Buffer.from(stableHash(seed).slice(0, 64), "hex");
+  const key = Buffer.from(sha256Hex(seed).slice(0, 64), "hex");
   const blob = Buffer.concat([u32(11), Buffer.from("ssh-ed25519"), u32(32), key]);
   return `ssh-ed25519 ${blob.toString("base64")} root@${seed}`;
 }

@@ -5,7 +5,11 @@
  *
  * Paths are dot-separated input property paths (`metadata.name`). A type missing from the table is
  * updated in place on any change (its provider can update everything, or we have not needed it).
+ * Where a nodefleet component sets `replaceOnChanges` (the mock runtime does not pass resource
+ * options to the simulation), those paths are listed too, from the component's own constant.
  */
+import { ELASTIC_METAL_REPLACE_ON_CHANGES } from "../../components/elasticMetalPlan";
+
 export interface ReplaceTriggerEntry {
   /** Input property paths whose change forces replacement. */
   readonly properties: readonly string[];
@@ -54,11 +58,13 @@ export const REPLACE_TRIGGERS: Readonly<Record<string, ReplaceTriggerEntry>> = {
     properties: ["publicKey"],
     source: `${HCLOUD_TF}/sshkey/resource.go (schema: public_key ForceNew; name and labels updated)`,
   },
-  // offer and zone are ForceNew; os and ssh_key_ids trigger a reinstall of the same server (update).
+  // offer and zone are ForceNew. The provider would reinstall the same server on an os change, but
+  // nodefleet's pool sets replaceOnChanges [offer, os, zone] (a new OS is a new node: fresh bootstrap
+  // token, pinned host key), so Pulumi replaces it; the simulation must predict the same.
   "scaleway:elasticmetal/server:Server": {
-    properties: ["offer", "zone"],
+    properties: [...new Set(["offer", "zone", ...ELASTIC_METAL_REPLACE_ON_CHANGES])],
     source:
-      "https://github.com/scaleway/terraform-provider-scaleway/blob/master/scaleway/resource_baremetal_server.go (schema: offer ForceNew, zone via zoneSchema ForceNew; os/ssh_key_ids reinstall in Update)",
+      "https://github.com/scaleway/terraform-provider-scaleway/blob/master/scaleway/resource_baremetal_server.go (schema: offer ForceNew, zone via zoneSchema ForceNew) and the component's replaceOnChanges (components/elasticMetalPlan.ts ELASTIC_METAL_REPLACE_ON_CHANGES: offer, os, zone)",
   },
   // Name and tags are updated; the IPv4 subnet, VPC and region are ForceNew.
   "scaleway:network/privateNetwork:PrivateNetwork": {

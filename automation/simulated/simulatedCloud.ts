@@ -13,7 +13,8 @@ import { randomUUID } from "node:crypto";
 import { appendFileSync, existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { isWrappedSecret } from "../mocks/secretValues";
-import { stableHash } from "../mocks/deterministicOutputs";
+import { sha256Hex } from "../../components/canonicalJson";
+import { numericId } from "../mocks/deterministicOutputs";
 
 /** One resource as the simulated cloud records it. */
 export interface SimResource {
@@ -85,7 +86,7 @@ function readJson<T>(path: string, fallback: T): T {
 
 /** Secrets stay comparable (a changed secret is a changed input) without being written down. */
 export function hashSecrets(value: unknown): unknown {
-  if (isWrappedSecret(value)) return { __secretSha256: stableHash(JSON.stringify(value.value ?? null)) };
+  if (isWrappedSecret(value)) return { __secretSha256: sha256Hex(JSON.stringify(value.value ?? null)) };
   if (Array.isArray(value)) return value.map(hashSecrets);
   if (typeof value === "object" && value !== null) {
     return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, hashSecrets(v)]));
@@ -359,7 +360,7 @@ export class SimulatedCloud {
       type,
       name: spec.name,
       custom: true,
-      id: provider === "hcloud" ? String(1_000_000 + (parseInt(stableHash(seed).slice(0, 12), 16) % 90_000_000)) : `${spec.location ?? "fr-par-2"}/${stableHash(seed).slice(0, 8)}`,
+      id: provider === "hcloud" ? numericId(seed) : `${spec.location ?? "fr-par-2"}/${sha256Hex(seed).slice(0, 8)}`,
       inputs:
         provider === "hcloud"
           ? { name: spec.name, labels: { ...spec.labels }, serverType: spec.serverType ?? "cpx21", location: spec.location ?? "hel1" }

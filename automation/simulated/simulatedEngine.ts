@@ -6,7 +6,7 @@
 import { type ChildProcess, fork } from "node:child_process";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { formatStepLine, stepLogRecord, summarise } from "../engine/progressFormat";
+import { reportStep, runResult } from "../engine/progressFormat";
 import { StackQueue } from "../engine/stackQueue";
 import {
   type EngineLogger,
@@ -109,10 +109,10 @@ export class SimulatedEngine implements StackEngine {
           }
           const step: ResourceStep = { op: gone ? "delete" : "same", urn: resource.urn, type: resource.type, name: resource.name, keys: [] };
           steps.push(step);
-          this.reportStep(step, steps.length, options);
+          reportStep(step, steps.length, options, this.options.logger, true);
         }
         file.compact(state);
-        return this.result("refresh", steps, state.outputs, started);
+        return runResult("refresh", steps, state.outputs, started, true);
       } finally {
         lock.release();
       }
@@ -122,28 +122,6 @@ export class SimulatedEngine implements StackEngine {
   async outputs(stack: StackDefinition): Promise<Record<string, unknown>> {
     assertStackName(stack.stackName);
     return this.cloud.stackOutputs(stack.stackName);
-  }
-
-  private result(kind: RunResult["kind"], steps: readonly ResourceStep[], outputs: Record<string, unknown>, started: number): RunResult {
-    return {
-      kind,
-      summary: summarise(steps),
-      steps,
-      outputs,
-      succeeded: steps.every((s) => !s.error),
-      durationMs: Date.now() - started,
-      simulated: true,
-    };
-  }
-
-  private reportStep(step: ResourceStep, count: number, options: RunOptions): void {
-    options.onStep?.(step, count);
-    const logger = this.options.logger;
-    if (!logger) return;
-    const line = formatStepLine(step, count, { simulated: true });
-    if (step.error) logger.warn(stepLogRecord(step, count, true), line);
-    else if (step.op !== "same") logger.info(stepLogRecord(step, count, true), line);
-    else logger.debug?.(stepLogRecord(step, count, true), line);
   }
 
   private runChild(kind: "up" | "preview", stack: StackDefinition, options: RunOptions): Promise<RunResult> {
@@ -184,7 +162,7 @@ export class SimulatedEngine implements StackEngine {
         switch (message.type) {
           case "step":
             steps.push(message.step);
-            this.reportStep(message.step, message.count, options);
+            reportStep(message.step, message.count, options, this.options.logger, true);
             break;
           case "stats":
             this.stats.set(stack.stackName, { maxRssBytes: message.maxRssBytes, pid: child.pid ?? -1 });
@@ -193,7 +171,7 @@ export class SimulatedEngine implements StackEngine {
             this.options.logger?.[message.level]({ event: "simulated_engine", simulated: true, stack: stack.stackName }, message.message);
             break;
           case "done":
-            finish(() => resolve(this.result(kind, message.steps, message.outputs, started)));
+            finish(() => resolve(runResult(kind, message.steps, message.outputs, started, true)));
             break;
           case "failed":
             finish(() => reject(new RunFailedError(`[simulated] ${kind} of stack ${stack.stackName} failed: ${message.message}`, message.steps)));

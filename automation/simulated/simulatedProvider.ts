@@ -7,7 +7,8 @@
  */
 import type * as pulumi from "@pulumi/pulumi";
 import { parseIpv4Cidr, hostAddress } from "../../components/cidr";
-import { COMPUTED_OUTPUTS, hashNumber, numericId, stableHash } from "../mocks/deterministicOutputs";
+import { sha256Hex } from "../../components/canonicalJson";
+import { COMPUTED_OUTPUTS, hashNumber, numericId } from "../mocks/deterministicOutputs";
 import { ELASTIC_METAL_COMPUTED_OUTPUTS, type MockPrivateNetwork, mockPrivateNetworkId, mockUuid, scalewayLookup } from "../mocks/scalewayLookups";
 import type { ResourceStep } from "../engine/stackEngine";
 import { AddressPool } from "./addressPool";
@@ -309,7 +310,7 @@ export class SimulatedProvider {
       const scope = typeof inputs.zone === "string" ? inputs.zone : typeof inputs.region === "string" ? inputs.region : undefined;
       return scope ? `${scope}/${mockUuid(seed)}` : mockUuid(seed);
     }
-    return `${name}-${stableHash(seed).slice(0, 8)}`;
+    return `${name}-${sha256Hex(seed).slice(0, 8)}`;
   }
 
   /** The private range servers joining this hcloud network get addresses from. */
@@ -348,7 +349,7 @@ export class SimulatedProvider {
           const kept = prevNetworks.find((p) => String(p.networkId) === String(n.networkId));
           const ip = typeof n.ip === "string" && n.ip !== "" ? n.ip : typeof kept?.ip === "string" ? kept.ip : this.pool.private(this.subnetOf(n.networkId), `${key}/${n.networkId}`);
           this.pool.markUsed(ip);
-          return { ...n, ip, macAddress: `86:00:00:${stableHash(`${key}/${n.networkId}`).slice(0, 6).replace(/(..)(..)(..)/, "$1:$2:$3")}` };
+          return { ...n, ip, macAddress: `86:00:00:${sha256Hex(`${key}/${n.networkId}`).slice(0, 6).replace(/(..)(..)(..)/, "$1:$2:$3")}` };
         });
         return {
           ...computed,
@@ -364,7 +365,7 @@ export class SimulatedProvider {
         const fromSubnet = typeof inputs.subnetId === "string" ? inputs.subnetId.slice(inputs.subnetId.indexOf("-") + 1) : undefined;
         const ip =
           typeof inputs.ip === "string" && inputs.ip !== "" ? inputs.ip : typeof prev?.ip === "string" ? prev.ip : this.pool.private(fromSubnet ?? this.subnetOf(networkId), key);
-        return { ip, networkId, macAddress: `86:00:01:${stableHash(key).slice(0, 6).replace(/(..)(..)(..)/, "$1:$2:$3")}` };
+        return { ip, networkId, macAddress: `86:00:01:${sha256Hex(key).slice(0, 6).replace(/(..)(..)(..)/, "$1:$2:$3")}` };
       }
       case "hcloud:index/networkSubnet:NetworkSubnet": {
         const cidr = typeof inputs.ipRange === "string" ? parseIpv4Cidr(inputs.ipRange) : undefined;

@@ -10,7 +10,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { ClaimStore } from "../automation/store/claimStore";
 import { DataDirLockedError, acquireDataDirLock } from "../automation/store/dataDirLock";
-import { MIGRATIONS, databasePath, openDatabase } from "../automation/store/database";
+import { MIGRATIONS, databaseFiles, databasePath, openDatabase } from "../automation/store/database";
 import { OperationLog } from "../automation/store/operationLog";
 import type { MemberSnapshot } from "../automation/reconciler/memberSnapshot";
 import { tempDataDir } from "./support/apiHarness";
@@ -47,6 +47,34 @@ describe("store", () => {
     assert.equal(new ClaimStore(again).get("example", "k1")?.uniqueId, "u-k1");
     again.close();
     assert.ok(fs.existsSync(databasePath(dir)));
+  });
+
+  it("keeps the database and its -wal/-shm files 0600, also tightening a database created 0644", function () {
+    if (process.platform === "win32") {
+      console.log("      skipped: POSIX file modes");
+      this.skip();
+    }
+    const modeOf = (file: string) => fs.statSync(file).mode & 0o777;
+    const previous = process.umask(0o022); // the usual umask, under which SQLite would create 0644 files
+    try {
+      const dir = tempDataDir("nodefleet-store-mode-");
+      const db = openDatabase(dir);
+      new ClaimStore(db).insert(newClaim("m1")); // a write, so the WAL file exists while open
+      const present = databaseFiles(dir).filter((f) => fs.existsSync(f));
+      assert.ok(present.includes(`${databasePath(dir)}-wal`), `expected a WAL file, found ${present.join(", ")}`);
+      for (const file of present) assert.equal(modeOf(file).toString(8), "600", file);
+      db.close();
+
+      const old = tempDataDir("nodefleet-store-mode-");
+      fs.writeFileSync(databasePath(old), "", { mode: 0o644 });
+      fs.chmodSync(databasePath(old), 0o644);
+      const reopened = openDatabase(old);
+      new ClaimStore(reopened).insert(newClaim("m2"));
+      for (const file of databaseFiles(old).filter((f) => fs.existsSync(f))) assert.equal(modeOf(file).toString(8), "600", file);
+      reopened.close();
+    } finally {
+      process.umask(previous);
+    }
   });
 
   it("stores claims with their snapshot, counts usage of occupying claims and patches status", () => {

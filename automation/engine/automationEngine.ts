@@ -261,4 +261,12 @@ export class AutomationEngine implements StackEngine {
   async outputs(def: StackDefinition): Promise<Record<string, unknown>> {
     return this.queue.run(def.stackName, async () => this.outputsOf(await this.workspaceStack(def)));
   }
+
+  /**
+   * A git stack's config as `pulumi config` reads it, secure values decrypted with the stack's own
+   * secrets provider (the scaling API's tokens live there); nothing is written to the stack file.
+   */
+  readStackConfig(def: StackDefinition & { readonly projectDir: string }): Promise<ConfigMap> {
+    return this.queue.run(def.stackName, async () => (await this.projectStack(def, def.projectDir)).getAllConfig());
+  }
 }

@@ -9,7 +9,8 @@ import { poolInstanceTypes, type InstanceTypeView } from "../catalog/instanceTyp
 import type { OfferingAvailability } from "../catalog/offeringAvailability";
 import type { ServerTypeCatalog } from "../catalog/serverTypes";
 import type { ClusterReconciler } from "../reconciler/clusterReconciler";
-import { canonicalJson, poolTemplate, sha256, templateHash, type MemberSnapshot, type PoolTemplate } from "../reconciler/memberSnapshot";
+import { canonicalHash } from "../../components/canonicalJson";
+import { poolTemplate, templateHash, type MemberSnapshot, type PoolTemplate } from "../reconciler/memberSnapshot";
 import type { Claim, ClaimStore } from "../store/claimStore";
 import type { Operation, OperationLog } from "../store/operationLog";
 import { admit } from "./admission";
@@ -86,7 +87,7 @@ export class ClusterService {
   create(body: CreateNodeBody): { created: boolean; node: NodeView } {
     const fleet = this.options.fleet();
     const pool = autoscaledPools(fleet).find((p) => p.name === body.pool);
-    const requestHash = sha256(canonicalJson(body));
+    const requestHash = canonicalHash(body);
     const { store } = this.options;
     const existing = store.byUniqueId(this.clusterId, body.uniqueID);
     if (existing) return { created: false, node: this.replay(existing, requestHash, fleet) };

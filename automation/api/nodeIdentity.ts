@@ -3,9 +3,9 @@
  * `<clusterId>-<nodeId>` is always a valid hostname whatever the claim is called, and a replayed
  * create lands on the same node.
  */
-import { createHash } from "node:crypto";
+import { sha256Hex } from "../../components/canonicalJson";
 
 /** `k` + 12 hex digits of sha256(uniqueID): 48 bits, a DNS label of 13 characters. */
 export function nodeIdFor(uniqueID: string): string {
-  return `k${createHash("sha256").update(uniqueID, "utf8").digest("hex").slice(0, 12)}`;
+  return `k${sha256Hex(uniqueID).slice(0, 12)}`;
 }

@@ -4,7 +4,7 @@
  * Drift is the snapshot's hash differing from the current template's (projected onto what matters
  * for this member), reported with the differing fields so Karpenter can replace the node gracefully.
  */
-import { createHash } from "node:crypto";
+import { canonicalJson, sha256Hex } from "../../components/canonicalJson";
 import type { ClusterSpec, HcloudAutoscaledPool, KubeletSettings, Taint } from "../../components/fleetSpec";
 import type { NodeResources } from "../catalog/instanceTypes";
 
@@ -62,19 +62,6 @@ export interface MemberSnapshot {
   readonly placementSlot: number;
 }
 
-/** JSON with object keys sorted, so equal values hash equally. */
-export function canonicalJson(value: unknown): string {
-  return JSON.stringify(value, (_key, v: unknown) =>
-    v && typeof v === "object" && !Array.isArray(v)
-      ? Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
-      : v,
-  );
-}
-
-export function sha256(text: string): string {
-  return createHash("sha256").update(text).digest("hex");
-}
-
 /** The template as it concerns one member: the allowed types list only matters as "is mine still allowed". */
 function memberProjection(template: PoolTemplate, serverType: string): Record<string, unknown> {
   const { serverTypes, ...rest } = template;
@@ -89,7 +76,7 @@ export function templateHash(template: PoolTemplate, serverType: string): string
   if (!byType) hashes.set(template, (byType = new Map()));
   let hash = byType.get(serverType);
   if (hash === undefined) {
-    hash = sha256(canonicalJson(memberProjection(template, serverType))).slice(0, 16);
+    hash = sha256Hex(canonicalJson(memberProjection(template, serverType))).slice(0, 16);
     byType.set(serverType, hash);
   }
   return hash;

@@ -2,13 +2,19 @@
  * The served stack's config, re-read when `stacks/Pulumi.<stack>.yaml` changes (checked by mtime
  * on each use, so templates edited in git apply to the next admission and the next run). An edit
  * that does not validate is logged and ignored: the last valid config stays in force rather than
- * taking the API down.
+ * taking the API down. The API's tokens (`nodefleet:apiTokens`) are not program input and are left
+ * out of the config handed to the stacks' programs.
  */
 import * as fs from "node:fs";
 import type { Logger } from "pino";
 import { parseFleetSpec, type FleetSpec } from "../../components/fleetSpec";
 import type { StackConfigValue } from "../engine/stackEngine";
 import { configValues, readStackConfigFile } from "../stackConfigFile";
+import { API_TOKENS_KEY } from "./apiTokenSources";
+
+function programConfig(config: Record<string, StackConfigValue>): Record<string, StackConfigValue> {
+  return Object.fromEntries(Object.entries(config).filter(([key]) => key !== API_TOKENS_KEY));
+}
 
 export class StackConfigSource {
   private mtimeMs = -1;
@@ -23,7 +29,7 @@ export class StackConfigSource {
     this.path = file.path;
     this.encryptedPaths = file.encryptedPaths;
     this.spec = parseFleetSpec(configValues(file.config));
-    this.config = file.config;
+    this.config = programConfig(file.config);
     this.mtimeMs = fs.statSync(this.path).mtimeMs;
   }
 
@@ -41,7 +47,7 @@ export class StackConfigSource {
       const spec = parseFleetSpec(configValues(file.config));
       if (spec.cluster.id !== this.spec.cluster.id) throw new Error(`the cluster id changed from ${this.spec.cluster.id} to ${spec.cluster.id}; restart the service to serve another cluster`);
       this.spec = spec;
-      this.config = file.config;
+      this.config = programConfig(file.config);
       this.logger?.info({ stack: this.stackName }, "stack config re-read");
     } catch (error) {
       this.logger?.error({ stack: this.stackName, err: error instanceof Error ? error.message : String(error) }, "stack config changed but is invalid; keeping the last valid one");

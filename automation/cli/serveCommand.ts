@@ -9,6 +9,8 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { InvalidArgumentError, type Command } from "commander";
 import pino, { type Logger } from "pino";
+import { API_TOKENS_KEY, declaredConfigTokens, loadApiTokens, plainTokenErrors, readRawStackConfig, type ReadSecretConfig } from "../api/apiTokenSources";
+import { hashToken, type TokenEntry } from "../api/apiTokens";
 import { buildServer } from "../api/server";
 import { ServiceMetrics } from "../api/serviceMetrics";
 import { StackConfigSource } from "../api/stackConfigSource";
@@ -48,15 +50,30 @@ export function generatedTokenPath(dataDir: string): string {
 }
 
 /**
- * Tokens from NODEFLEET_API_TOKENS; without any, a random token for the served cluster is generated
- * once and kept 0600 in the data directory (its path is logged, never the token).
+ * Tokens from NODEFLEET_API_TOKENS and the stack's secret `nodefleet:apiTokens` (decrypted through
+ * the Automation API when `readSecretConfig` is given), combined; without any, a random token for
+ * the served cluster is generated once and kept 0600 in the data directory. Only counts and the
+ * token file's path are logged, never a token.
  */
-function apiTokens(env: NodeJS.ProcessEnv, clusterId: string, dataDir: string, logger: Logger): string {
-  if (env.NODEFLEET_API_TOKENS) return env.NODEFLEET_API_TOKENS;
-  const file = generatedTokenPath(dataDir);
+async function apiTokens(
+  options: { stackName: string; clusterId: string; rawConfig: Record<string, unknown>; dataDir: string; readSecretConfig?: ReadSecretConfig },
+  env: NodeJS.ProcessEnv,
+  logger: Logger,
+): Promise<TokenEntry[]> {
+  const sources = await loadApiTokens(
+    { stackName: options.stackName, clusterId: options.clusterId, rawConfig: options.rawConfig, envTokens: env.NODEFLEET_API_TOKENS },
+    options.readSecretConfig,
+  );
+  if (sources.errors.length > 0) throw new Error(`API tokens: ${sources.errors.join("; ")}`);
+  for (const notice of sources.notices) process.stderr.write(`nodefleet serve: ${notice}\n`);
+  if (!sources.needsGeneratedToken) {
+    logger.info({ fromEnv: sources.counts.env, fromStackConfig: sources.counts.stackConfig }, "API tokens loaded");
+    return sources.entries;
+  }
+  const file = generatedTokenPath(options.dataDir);
   if (!fs.existsSync(file)) fs.writeFileSync(file, `${randomBytes(24).toString("base64url")}\n`, { mode: 0o600, flag: "wx" });
-  logger.warn({ tokenFile: file }, "NODEFLEET_API_TOKENS is not set: using a generated token for this cluster, stored in the data directory");
-  return `${clusterId}:${fs.readFileSync(file, "utf8").trim()}`;
+  logger.warn({ tokenFile: file }, `neither NODEFLEET_API_TOKENS nor ${API_TOKENS_KEY} yields a token: using a generated token for this cluster, stored in the data directory`);
+  return [{ clusterId: options.clusterId, hash: hashToken(fs.readFileSync(file, "utf8").trim()) }];
 }
 
 export async function serve(options: ServeOptions, env: NodeJS.ProcessEnv = process.env): Promise<void> {
@@ -68,8 +85,16 @@ export async function serve(options: ServeOptions, env: NodeJS.ProcessEnv = proc
   fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   // Before anything touches the directory (the simulated engine applies the git stack at once).
   const lock = acquireDataDirLock(dataDir);
-  const stack = new StackConfigSource(options.stack, projectRoot(), logger);
+  const root = projectRoot();
+  const stack = new StackConfigSource(options.stack, root, logger);
   const fleet = stack.fleet();
+  // Plain tokens in the committed stack file are refused before any engine starts.
+  const rawConfig = readRawStackConfig(stack.path);
+  const refused = plainTokenErrors(declaredConfigTokens(rawConfig), options.stack);
+  if (refused.length > 0) {
+    lock.release();
+    throw new Error(`API tokens: ${refused.join("; ")}`);
+  }
   const kind = options.engine ?? (CLOUD_CREDENTIALS.some((name) => env[name]) ? "automation" : "simulated");
   const metrics = new ServiceMetrics();
   const availability = new OfferingAvailability(intEnv(env, "NODEFLEET_UNAVAILABLE_FOR_MS", 30 * 60_000));
@@ -77,6 +102,7 @@ export async function serve(options: ServeOptions, env: NodeJS.ProcessEnv = proc
   let engine: StackEngine;
   let engineReady: Promise<unknown> | undefined;
   let reclaimer: OrphanReclaimer | undefined;
+  let readSecretConfig: ReadSecretConfig | undefined;
   const reclaimerOptions = {
     clusterId: fleet.cluster.id,
     graceMs: intEnv(env, "NODEFLEET_ORPHAN_GRACE_MS", 30 * 60_000),
@@ -102,7 +128,10 @@ export async function serve(options: ServeOptions, env: NodeJS.ProcessEnv = proc
   } else {
     // One counted client for the engine's crash-recovery look-ups and the orphan reclaimer.
     const hcloud = HcloudClient.fromEnv(env, (method, urlPath) => metrics.cloudRequest("hcloud", `${method} ${urlPath.split("?")[0]!.replace(/\/\d+/g, "/{id}")}`));
-    engine = await AutomationEngine.create({ dataDir, logger, ...(hcloud ? { hcloud } : {}) });
+    const automation = await AutomationEngine.create({ dataDir, logger, ...(hcloud ? { hcloud } : {}) });
+    engine = automation;
+    const gitStack = { stackName: options.stack, program: gitStackProgram({ allowMissingKubeconfig: false }), config: {}, projectDir: root };
+    readSecretConfig = async (key) => (await automation.readStackConfig(gitStack))[key];
     if (hcloud) reclaimer = new OrphanReclaimer({ ...reclaimerOptions, inventory: hcloudInventory(hcloud) });
   }
   const catalog = new CatalogSource({
@@ -117,7 +146,7 @@ export async function serve(options: ServeOptions, env: NodeJS.ProcessEnv = proc
     engine,
     fleet: () => stack.fleet(),
     stackConfig: () => stack.stackConfig(),
-    tokens: apiTokens(env, fleet.cluster.id, dataDir, logger),
+    tokens: await apiTokens({ stackName: options.stack, clusterId: fleet.cluster.id, rawConfig, dataDir, ...(readSecretConfig ? { readSecretConfig } : {}) }, env, logger),
     batch: { idleMs: intEnv(env, "NODEFLEET_BATCH_IDLE_MS", 1000), maxMs: intEnv(env, "NODEFLEET_BATCH_MAX_MS", 10_000) },
     retry: { initialMs: intEnv(env, "NODEFLEET_RETRY_INITIAL_MS", 2000), maxMs: intEnv(env, "NODEFLEET_RETRY_MAX_MS", 60_000) },
     ...(engineReady ? { engineReady } : {}),

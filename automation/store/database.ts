@@ -57,8 +57,31 @@ export function databasePath(dataDir: string): string {
   return path.join(dataDir, "nodefleet.db");
 }
 
+/** The database file and its WAL/shared-memory companions. */
+export function databaseFiles(dataDir: string): string[] {
+  const file = databasePath(dataDir);
+  return [file, `${file}-wal`, `${file}-shm`];
+}
+
+/**
+ * The database holds cluster and node details, so like the other files of the data directory it is
+ * 0600. SQLite creates its -wal/-shm files with the database file's mode, so creating that file
+ * 0600 first covers them; the chmod afterwards also tightens files an older version created 0644.
+ */
+function restrictDatabaseFiles(dataDir: string): void {
+  for (const file of databaseFiles(dataDir)) {
+    try {
+      fs.chmodSync(file, 0o600);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+    }
+  }
+}
+
 export function openDatabase(dataDir: string): Db {
-  fs.mkdirSync(dataDir, { recursive: true });
+  fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  // Create (never truncate) the file 0600 before SQLite does it with 0644.
+  fs.closeSync(fs.openSync(databasePath(dataDir), "a", 0o600));
   const db = new Database(databasePath(dataDir), { timeout: 1000 });
   try {
     db.pragma("locking_mode = EXCLUSIVE");
@@ -66,6 +89,7 @@ export function openDatabase(dataDir: string): Db {
     db.pragma("synchronous = FULL");
     db.pragma("foreign_keys = ON");
     migrate(db);
+    restrictDatabaseFiles(dataDir);
   } catch (error) {
     db.close();
     if ((error as { code?: string }).code === "SQLITE_BUSY") {

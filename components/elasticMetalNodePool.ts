@@ -94,7 +94,8 @@ export const UNREAD_HOST_KEY = "host-key-not-read";
 /** The command that reads the host key on the first (unverified) connection. */
 export const READ_HOST_KEY_COMMAND = "cat /etc/ssh/ssh_host_ed25519_key.pub";
 
-function sshAuth(args: ElasticMetalNodePoolArgs): { privateKey?: pulumi.Input<string>; agentSocketPath?: string } {
+/** The SSH login for nodefleet's remote commands (also used by the Hetzner Robot pool). */
+export function sshAuth(args: Pick<ElasticMetalNodePoolArgs, "sshPrivateKey">): { privateKey?: pulumi.Input<string>; agentSocketPath?: string } {
   if (args.sshPrivateKey !== undefined) return { privateKey: pulumi.secret(args.sshPrivateKey) };
   const fromConfig = new pulumi.Config("nodefleet").getSecret("sshPrivateKey");
   if (fromConfig !== undefined) return { privateKey: fromConfig };

@@ -11,6 +11,7 @@ import { ClusterNetwork } from "./clusterNetwork";
 import type { FleetSpec } from "./fleetSpec";
 import { type ElasticMetalNodeOutput, ElasticMetalNodePool } from "./elasticMetalNodePool";
 import { type HcloudNodeOutput, HcloudNodePool } from "./hcloudNodePool";
+import { type RobotNodeOutput, RobotNodePool } from "./robotNodePool";
 import { staticHcloudMembers } from "./hcloudServerPlan";
 
 export interface FleetArgs {
@@ -29,8 +30,9 @@ export class Fleet extends pulumi.ComponentResource {
   readonly kubernetesProvider: k8s.Provider;
   readonly hcloudPools: HcloudNodePool[] = [];
   readonly elasticMetalPools: ElasticMetalNodePool[] = [];
-  /** Every static member: the Hetzner Cloud pools' first, then the Elastic Metal pools', each in pool order. */
-  readonly nodes: pulumi.Output<pulumi.Unwrap<HcloudNodeOutput | ElasticMetalNodeOutput>[]>;
+  readonly robotPools: RobotNodePool[] = [];
+  /** Every static member: the Hetzner Cloud pools' first, then the Elastic Metal pools', then the Robot pools', each in pool order. */
+  readonly nodes: pulumi.Output<pulumi.Unwrap<HcloudNodeOutput | ElasticMetalNodeOutput | RobotNodeOutput>[]>;
   readonly networkId: pulumi.Output<number>;
   readonly firewallId: pulumi.Output<number>;
 
@@ -74,12 +76,23 @@ export class Fleet extends pulumi.ComponentResource {
           ),
         );
       }
+      if (pool.provider === "hetzner-robot") {
+        this.robotPools.push(
+          new RobotNodePool(
+            `${name}-${pool.name}`,
+            { cluster, pool, ...(args.kubeconfig !== undefined ? { kubeconfig: pulumi.secret(args.kubeconfig) } : {}) },
+            { parent: this, providers: [this.kubernetesProvider] },
+          ),
+        );
+      }
       // Autoscaled hcloud pools: members come from the scaling API's own stack.
     }
 
-    this.nodes = pulumi.output([...this.hcloudPools.flatMap((p) => p.nodes), ...this.elasticMetalPools.flatMap((p) => p.nodes)]) as pulumi.Output<
-      pulumi.Unwrap<HcloudNodeOutput | ElasticMetalNodeOutput>[]
-    >;
+    this.nodes = pulumi.output([
+      ...this.hcloudPools.flatMap((p) => p.nodes),
+      ...this.elasticMetalPools.flatMap((p) => p.nodes),
+      ...this.robotPools.flatMap((p) => p.nodes),
+    ]) as pulumi.Output<pulumi.Unwrap<HcloudNodeOutput | ElasticMetalNodeOutput | RobotNodeOutput>[]>;
     this.registerOutputs({ nodes: this.nodes, networkId: this.networkId, firewallId: this.firewallId });
   }
 }

@@ -279,7 +279,25 @@ export const hetznerRobotPoolSchema = z.strictObject({
   mode: z.literal("static", {
     error: "mode must be static: autoscaled pools are only supported for provider hcloud (bare-metal installs take longer than Karpenter's 15-minute registration timeout)",
   }),
-  servers: z.array(z.strictObject({ serverNumber: z.number().int().positive(), name: dnsLabel("servers[].name", 20) })).min(1),
+  servers: z
+    .array(z.strictObject({ serverNumber: z.number().int().positive(), name: dnsLabel("servers[].name", 20) }))
+    .min(1)
+    .refine((servers) => new Set(servers.map((s) => s.serverNumber)).size === servers.length, { error: "servers[].serverNumber entries must be unique" })
+    .refine((servers) => new Set(servers.map((s) => s.name)).size === servers.length, { error: "servers[].name entries must be unique" }),
+  /**
+   * MD5 fingerprints (`15:28:b0:...`) of SSH keys deposited in Robot: the rescue system and the
+   * installed system accept them. The matching private key comes from secret config
+   * `nodefleet:sshPrivateKey` or NODEFLEET_SSH_PRIVATE_KEY (else ssh-agent).
+   */
+  sshKeyFingerprints: z
+    .array(z.string().regex(/^[0-9a-f]{2}(:[0-9a-f]{2}){15}$/, { error: "sshKeyFingerprints entries must be MD5 fingerprints such as 15:28:b0:03:95:f0:77:b3:10:56:15:6b:77:22:a5:bb" }))
+    .min(1, { error: "sshKeyFingerprints needs at least one Robot SSH key fingerprint" }),
+  /** The Ubuntu image installimage installs. */
+  image: z.enum(["ubuntu-24.04", "ubuntu-22.04"]).default("ubuntu-24.04"),
+  /** The nodes' topology.kubernetes.io/zone label, e.g. the data centre (fsn1). */
+  location: z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, { error: "location must be a lowercase label such as fsn1" }).default("hetzner-robot"),
+  /** The nodes' node.kubernetes.io/instance-type label, e.g. the Robot product (AX41-NVMe). */
+  serverType: z.string().regex(/^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/, { error: "serverType must be a label value such as AX41-NVMe" }).max(63).default("dedicated"),
 });
 
 export const POOL_PROVIDERS = ["hcloud", "scaleway-elastic-metal", "hetzner-robot"] as const;
@@ -354,6 +372,7 @@ interface RawPool {
   replicas?: unknown;
   nodes?: unknown;
   limits?: { maxNodes?: unknown };
+  servers?: unknown[];
 }
 
 /**
@@ -419,8 +438,10 @@ export function crossFieldProblems(rawConfig: Readonly<Record<string, unknown>>)
         });
       }
     }
-    if (pool.provider === "hetzner-robot") {
-      problems.push({ path: [...path, "provider"], message: "hetzner-robot pools are not supported by this release yet" });
+    if (pool.provider === "hetzner-robot" && typeof clusterId === "string" && typeof pool.name === "string" && Array.isArray(pool.servers)) {
+      const nodes = pool.servers.map((s) => (s as { name?: unknown } | null)?.name).filter((n): n is string => typeof n === "string");
+      const problem = longestNameProblem(clusterId, pool.name, { ...pool, nodes });
+      if (problem) problems.push({ path: [...path, "servers"], message: problem });
     }
     if (pool.provider === "hcloud") {
       if (pool.mode === "autoscaled" && typeof pool.limits?.maxNodes === "number") hcloudServers += pool.limits.maxNodes;

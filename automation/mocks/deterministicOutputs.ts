@@ -8,6 +8,7 @@ import type * as pulumi from "@pulumi/pulumi";
 import { sha256Hex } from "../../components/canonicalJson";
 // Cyclic import, used only at call time: Scaleway's outputs build on the helpers below.
 import { ELASTIC_METAL_COMPUTED_OUTPUTS } from "./scalewayLookups";
+import { robotCommandMockOutputs, robotRescueMockOutputs } from "./robotMocks";
 
 /** A number in [0, modulo) derived from the text. */
 export function hashNumber(text: string, modulo: number): number {
@@ -76,7 +77,9 @@ export const COMPUTED_OUTPUTS: Record<string, OutputsForType> = {
   },
   "time:index/static:Static": (a) => ({ rfc3339: typeof a.inputs.rfc3339 === "string" ? a.inputs.rfc3339 : MOCK_EPOCH }),
   // The Elastic Metal host-key read (its stdout is pinned); looked up at call time (cyclic import).
-  "command:remote:Command": (a) => ELASTIC_METAL_COMPUTED_OUTPUTS["command:remote:Command"](a, deterministicId(a)),
+  "command:remote:Command": (a) => robotCommandMockOutputs(a) ?? ELASTIC_METAL_COMPUTED_OUTPUTS["command:remote:Command"](a, deterministicId(a)),
+  // The Hetzner Robot pool's rescue resource (a dynamic resource): the server's address.
+  "pulumi-nodejs:dynamic/nodefleet:RobotRescue": robotRescueMockOutputs,
 };
 
 /** Ids: numeric for Hetzner resources (their args take numbers), name-derived otherwise. */

@@ -27,8 +27,8 @@ function serverTypesOf(pool: PoolSpec): string[] {
       return pool.mode === "static" ? pool.serverTypes.slice(0, 1) : [...pool.serverTypes];
     case "scaleway-elastic-metal":
       return [pool.offer];
-    default:
-      return [];
+    case "hetzner-robot":
+      return [pool.serverType];
   }
 }
 

@@ -3,14 +3,17 @@
  * authentication, and hostile input (malformed, oversized, random bodies never yield a 5xx).
  */
 import { strict as assert } from "node:assert";
+import * as net from "node:net";
 import fc from "fast-check";
 import { parseFleetSpec } from "../components/fleetSpec";
+import { GENERATION_SUFFIX_LENGTH, generationServerName } from "../components/generationSuffix";
+import { hostnameFor } from "../components/nodeMember";
 import { nodeOverhead } from "../components/kubeletReservations";
 import { nodeIdFor } from "../automation/api/nodeIdentity";
 import { NodefleetApiError } from "../automation/client/nodefleetClient";
 import { configValues } from "../automation/stackConfigFile";
 import { FakeStackEngine } from "./support/fakeStackEngine";
-import { OTHER_CLUSTER_TOKEN, ROTATED_TOKEN, TOKEN, eventually, startTestApi, type TestApi } from "./support/apiHarness";
+import { OTHER_CLUSTER_TOKEN, ROTATED_TOKEN, TOKEN, eventually, exampleConfig, startTestApi, type TestApi } from "./support/apiHarness";
 
 async function apiError(promise: Promise<unknown>): Promise<NodefleetApiError> {
   try {
@@ -137,6 +140,55 @@ describe("scaling API routes", function () {
         const error = await apiError(api.client.createNode(body));
         assert.equal(error.status, 422, body.uniqueID);
         assert.equal(error.code, "NoCompatibleInstanceType");
+      }
+    });
+
+    it("honours every operator on the keys Karpenter uses: instance type, zone, arch, capacity type", async () => {
+      const type = "node.kubernetes.io/instance-type";
+      const zone = "topology.kubernetes.io/zone";
+      const arch = "kubernetes.io/arch";
+      const capacityType = "karpenter.sh/capacity-type";
+      type Req = { key: string; operator: "In" | "NotIn" | "Exists" | "DoesNotExist" | "Gt" | "Lt"; values?: string[] };
+      const cases: Array<[string, Req[], string | 422]> = [
+        ["in-type", [{ key: type, operator: "In", values: ["cpx41"] }], "cpx41"],
+        ["notin-type", [{ key: type, operator: "NotIn", values: ["cpx21"] }], "cpx31"],
+        ["exists-type", [{ key: type, operator: "Exists" }], "cpx21"],
+        ["dne-type", [{ key: type, operator: "DoesNotExist" }], 422],
+        ["in-zone", [{ key: zone, operator: "In", values: ["fsn1", "hel1"] }], "cpx21"],
+        ["notin-zone", [{ key: zone, operator: "NotIn", values: ["hel1"] }], 422],
+        ["in-arch", [{ key: arch, operator: "In", values: ["amd64"] }], "cpx21"],
+        ["notin-arch", [{ key: arch, operator: "NotIn", values: ["amd64"] }], 422],
+        ["dne-arch", [{ key: arch, operator: "DoesNotExist" }], 422],
+        ["in-ondemand", [{ key: capacityType, operator: "In", values: ["on-demand"] }], "cpx21"],
+        ["in-spot", [{ key: capacityType, operator: "In", values: ["spot"] }], 422],
+        ["notin-ondemand", [{ key: capacityType, operator: "NotIn", values: ["on-demand"] }], 422],
+        ["gt-cpu", [{ key: "nodefleet.io/instance-cpu", operator: "Gt", values: ["3"] }], "cpx31"],
+        ["lt-cpu", [{ key: "nodefleet.io/instance-cpu", operator: "Lt", values: ["3"] }], 422],
+        ["custom-dne", [{ key: "example.com/team", operator: "DoesNotExist" }], "cpx21"],
+      ];
+      for (const [uniqueID, requirements, expected] of cases) {
+        const request = api.client.createNode({ uniqueID, pool: "hel1-burst", requirements });
+        if (expected === 422) assert.equal((await apiError(request)).code, "NoCompatibleInstanceType", uniqueID);
+        else assert.equal((await request).node.instanceType, expected, uniqueID);
+      }
+    });
+
+    it("refuses requirements the Kubernetes API would refuse with 400: values that do not fit the operator", async () => {
+      for (const requirement of [
+        { key: "kubernetes.io/arch", operator: "In" },
+        { key: "kubernetes.io/arch", operator: "NotIn", values: [] },
+        { key: "kubernetes.io/arch", operator: "Exists", values: ["amd64"] },
+        { key: "kubernetes.io/arch", operator: "DoesNotExist", values: ["amd64"] },
+        { key: "nodefleet.io/instance-cpu", operator: "Gt", values: ["four"] },
+        { key: "nodefleet.io/instance-cpu", operator: "Lt", values: ["4", "8"] },
+      ]) {
+        const response = await api.client.raw("POST", NODES, {
+          body: JSON.stringify({ uniqueID: "bad-requirement", pool: "hel1-burst", requirements: [requirement] }),
+          headers: json,
+        });
+        assert.equal(response.status, 400, JSON.stringify(requirement));
+        assertErrorShape(response.body, "ValidationError");
+        assert.match(JSON.stringify(response.body), /requirements\.0\.values/);
       }
     });
 
@@ -287,13 +339,20 @@ describe("scaling API routes", function () {
     it("records every engine run with kind, result, change summary and nodes", async () => {
       const { node } = await api.client.createNode({ uniqueID: "op", pool: "hel1-burst" }, { waitSeconds: 30 });
       const operations = await api.client.operations();
-      assert.equal(operations.length, 1);
-      const op = operations[0]!;
-      assert.equal(op.kind, "up");
-      assert.equal(op.result, "succeeded");
-      assert.deepEqual(op.nodes, [node.nodeID]);
-      assert.equal(op.summary!.create, 1);
-      assert.ok(op.finishedAt);
+      // Newest first: the up, and before it the preview the guard ran.
+      assert.deepEqual(operations.map((o) => o.kind), ["up", "preview"]);
+      assert.ok(operations[1]!.id < operations[0]!.id);
+      for (const op of operations) {
+        assert.equal(op.result, "succeeded");
+        assert.deepEqual(op.nodes, [node.nodeID]);
+        assert.equal(op.summary!.create, 1);
+        assert.ok(op.finishedAt && op.finishedAt >= op.startedAt);
+      }
+      const metrics = String((await api.client.raw("GET", "/metrics")).body);
+      assert.match(metrics, /nodefleet_engine_runs_total\{cluster="example",kind="preview",result="succeeded"\} 1/);
+      assert.match(metrics, /nodefleet_engine_runs_total\{cluster="example",kind="up",result="succeeded"\} 1/);
+      assert.match(metrics, /nodefleet_engine_run_duration_seconds_count\{cluster="example",kind="up"\} 1/);
+      assert.match(metrics, /nodefleet_nodes\{cluster="example",status="RUNNING"\} 1/);
     });
   });
 
@@ -313,6 +372,15 @@ describe("scaling API routes", function () {
       const wrongPath = await apiError(api.clientWith(TOKEN, "other").listNodes());
       assert.equal(wrongPath.status, 403);
       assert.equal(wrongPath.code, "Forbidden");
+    });
+
+    it("answers 404 ClusterNotFound for a cluster nobody serves or holds tokens for, 403 when a token of an unserved cluster asks for it", async () => {
+      const unknown = await apiError(api.clientWith(TOKEN, "nowhere").getCluster());
+      assert.equal(unknown.status, 404);
+      assert.equal(unknown.code, "ClusterNotFound");
+      assert.equal((await apiError(api.clientWith(TOKEN, "nowhere").listNodes())).code, "ClusterNotFound");
+      // A token configured for a cluster this service does not serve only ever yields 403.
+      assert.equal((await apiError(api.clientWith(OTHER_CLUSTER_TOKEN, "nowhere").getCluster())).status, 403);
     });
 
     it("accepts every configured token of the cluster (rotation)", async () => {
@@ -369,6 +437,26 @@ describe("scaling API routes", function () {
       assertErrorShape(empty.body);
     });
 
+    it("treats an empty JSON body as no body: a bodyless DELETE with Content-Type application/json works", async () => {
+      const { node } = await api.client.createNode({ uniqueID: "delete-with-json-header", pool: "hel1-burst" });
+      const response = await api.client.raw("DELETE", `${NODES}/${node.nodeID}`, { body: "", headers: json });
+      assert.equal(response.status, 202, JSON.stringify(response.body));
+      assert.deepEqual(response.body, { nodeID: node.nodeID, status: "TERMINATING" });
+      const create = await api.client.raw("POST", NODES, { body: "", headers: json });
+      assert.equal(create.status, 400);
+      assertErrorShape(create.body, "ValidationError");
+    });
+
+    it("answers paths the router refuses (bad percent-encoding, overlong parameter) in the error shape", async () => {
+      const badEncoding = await api.client.raw("GET", `${NODES}/%ff`);
+      assert.equal(badEncoding.status, 400);
+      assertErrorShape(badEncoding.body, "BadRequest");
+      const overlong = await api.client.raw("GET", `${NODES}/${"a".repeat(500)}`);
+      assert.equal(overlong.status, 414);
+      assertErrorShape(overlong.body, "UriTooLong");
+      assert.doesNotMatch(JSON.stringify(overlong.body), /aaaaaaaa/, "the path is not echoed");
+    });
+
     it("answers unknown routes with 404 in the error shape", async () => {
       const response = await api.client.raw("GET", "/api/v1/nothing-here");
       assert.equal(response.status, 404);
@@ -391,6 +479,115 @@ describe("scaling API routes", function () {
         { numRuns: 150 },
       );
     });
+
+    it("never answers random raw path segments or query strings, on any route, with a 5xx", async function () {
+      this.timeout(60_000);
+      const { node } = await api.client.createNode({ uniqueID: "fuzz-target", pool: "hel1-burst" });
+      // Raw (not encoded) text: stray '%', '?', '#', unicode, very long parameters.
+      const raw = fc.oneof(
+        fc.string({ maxLength: 30 }),
+        fc.string({ unit: fc.constantFrom("%", "f", "0", "a", "-", "/", "?", "&", "=", "[", "]", ".", "é", "\u0000"), maxLength: 40 }),
+        fc.constantFrom("%", "%zz", "%c3%28", "a".repeat(300), "..", "%2e%2e", "pool[]=x", "waitSeconds=-1", "waitSeconds=121", "waitSeconds=1e9"),
+      );
+      const routes = [
+        ["GET", "/api/v1/clusters/{c}"],
+        ["GET", "/api/v1/clusters/{c}/instance-types"],
+        ["GET", "/api/v1/clusters/{c}/operations"],
+        ["GET", "/api/v1/clusters/{c}/nodes"],
+        ["POST", "/api/v1/clusters/{c}/nodes"],
+        ["GET", "/api/v1/clusters/{c}/nodes/{n}"],
+        ["DELETE", "/api/v1/clusters/{c}/nodes/{n}"],
+        ["GET", "/readyz"],
+      ] as const;
+      await fc.assert(
+        fc.asyncProperty(fc.constantFrom(...routes), raw, raw, raw, async ([method, template], cluster, nodeId, query) => {
+          const path = template
+            .replace("{c}", cluster.length % 2 === 0 ? "example" : cluster)
+            .replace("{n}", nodeId.length % 3 === 0 ? node.nodeID : nodeId);
+          const body = method === "POST" ? { body: JSON.stringify({ uniqueID: "fuzz-q", pool: "hel1-burst" }), headers: json } : {};
+          let response;
+          try {
+            response = await api.client.raw(method, `${path}?${query}`, body);
+          } catch (error) {
+            // fetch itself refuses some URLs (it never reached the service).
+            if (error instanceof TypeError) return;
+            throw error;
+          }
+          assert.ok(response.status < 500, `${method} ${path}?${query} -> ${response.status} ${JSON.stringify(response.body)}`);
+          if (response.status >= 400) assertErrorShape(response.body);
+        }),
+        { numRuns: 200 },
+      );
+    });
+  });
+
+  describe("shutdown", () => {
+    it("answers a create waiting under waitSeconds at once when the service closes", async function () {
+      // Without the release the close would wait out waitSeconds (120 s): longer than this test may take.
+      this.timeout(20_000);
+      const slow = new FakeStackEngine();
+      slow.delayMs = 10 * 60_000;
+      const api2 = await startTestApi({ engine: slow, shutdownGraceMs: 200 });
+      const waiting = api2.client.createNode({ uniqueID: "waiting", pool: "hel1-burst" }, { waitSeconds: 120 });
+      await eventually(async () => (slow.running > 0 ? true : undefined));
+      await api2.close();
+      const { node } = await waiting;
+      assert.equal(node.status, "PROVISIONING", "answered with the claim as it is; it is reconciled on the next start");
+    });
+
+    it("answers requests arriving during shutdown with 503 (error shape; readyz reports stopping)", async () => {
+      const body = JSON.stringify({ uniqueID: "during-shutdown", pool: "hel1-burst" });
+      const exchange = async (pipelined: string): Promise<string> => {
+        const test = await startTestApi({ engine: new FakeStackEngine() });
+        const socket = net.connect(Number(new URL(test.baseUrl).port), "127.0.0.1");
+        let received = "";
+        socket.on("data", (chunk) => (received += chunk));
+        await new Promise((resolve) => socket.once("connect", resolve));
+        // The first request is in flight (its body incomplete) when the close begins; the second is pipelined behind it.
+        socket.write(
+          `POST ${NODES} HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer ${TOKEN}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 5)}`,
+        );
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        const closed = test.close();
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        socket.write(`${body.slice(5)}${pipelined}`);
+        await closed;
+        await eventually(() => (received.includes("HTTP/1.1 503") && received.trimEnd().endsWith("}") ? true : undefined));
+        socket.destroy();
+        return received;
+      };
+      const apiAnswer = await exchange(`GET /api/v1/clusters/example HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer ${TOKEN}\r\n\r\n`);
+      assert.match(apiAnswer, /HTTP\/1.1 201/, "the request in flight is finished");
+      assertErrorShape(JSON.parse(apiAnswer.slice(apiAnswer.lastIndexOf("\r\n\r\n") + 4)), "Unavailable");
+      const readyAnswer = await exchange("GET /readyz HTTP/1.1\r\nHost: t\r\n\r\n");
+      assert.deepEqual(JSON.parse(readyAnswer.slice(readyAnswer.lastIndexOf("\r\n\r\n") + 4)).status, "stopping");
+    });
+  });
+});
+
+function fleetWithClusterId(id: string): Record<string, unknown> {
+  const values = configValues(exampleConfig());
+  return { ...values, "nodefleet:cluster": { ...(values["nodefleet:cluster"] as Record<string, unknown>), id } };
+}
+
+describe("node identity", () => {
+  it("derives a nodeID from any valid uniqueID such that hostname and Hetzner server name stay valid with the longest cluster id", () => {
+    const longestClusterId = "c".repeat(20);
+    assert.equal(parseFleetSpec(fleetWithClusterId(longestClusterId)).cluster.id, longestClusterId);
+    assert.throws(() => parseFleetSpec(fleetWithClusterId("c".repeat(21))), "the cluster id is bounded, so the hostname is too");
+    const dnsLabel = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+    fc.assert(
+      fc.property(fc.stringMatching(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/), (uniqueID) => {
+        const nodeId = nodeIdFor(uniqueID);
+        assert.equal(nodeIdFor(uniqueID), nodeId, "stable");
+        const hostname = hostnameFor({ id: longestClusterId }, nodeId);
+        assert.match(hostname, dnsLabel);
+        assert.ok(hostname.length <= 63);
+        const serverName = generationServerName(hostname, "zzzzzz".slice(0, GENERATION_SUFFIX_LENGTH));
+        assert.match(serverName, dnsLabel);
+        assert.ok(serverName.length <= 63);
+      }),
+    );
   });
 });
 

@@ -58,6 +58,41 @@ describe("server-type catalog", () => {
     }
   });
 
+  it("keeps deprecated types, every offering unavailable, so nodes of theirs do not look drifted to Karpenter", async () => {
+    const type = (id: number, name: string, deprecated: boolean) => ({
+      id,
+      name,
+      cores: 4,
+      memory: 8,
+      disk: 160,
+      cpu_type: "shared",
+      architecture: "x86",
+      deprecated,
+      prices: [{ location: "hel1", price_hourly: { net: "0.0200" } }],
+    });
+    const fetchStub = (async (url: string) => {
+      const body = url.includes("/server_types")
+        ? { server_types: [type(1, "cpx21", false), type(2, "cpx31", true)] }
+        : { datacenters: [{ location: { name: "hel1" }, server_types: { supported: [1, 2], available: [1, 2] } }] };
+      return new Response(JSON.stringify({ ...body, meta: { pagination: { next_page: null } } }), { status: 200 });
+    }) as unknown as typeof fetch;
+    const availability = new OfferingAvailability();
+    const source = new CatalogSource({ client: new HcloudCatalogClient("t", { fetch: fetchStub }), availability });
+    await source.refresh();
+    const api = await startTestApi({ catalog: source, availability });
+    try {
+      const types = await api.client.instanceTypes();
+      assert.deepEqual(types.map((t) => [t.name, t.offerings[0]!.available]), [["cpx21", true], ["cpx31", false]]);
+      await assert.rejects(
+        api.client.createNode({ uniqueID: "deprecated", pool: "hel1-burst", instanceType: "cpx31" }),
+        (e: unknown) => e instanceof NodefleetApiError && e.code === "InsufficientCapacity",
+      );
+      assert.equal((await api.client.createNode({ uniqueID: "current", pool: "hel1-burst" })).node.instanceType, "cpx21");
+    } finally {
+      await api.close();
+    }
+  });
+
   it("expires a learned sold-out mark after the configured time", () => {
     let now = 0;
     const availability = new OfferingAvailability(60_000, () => now);

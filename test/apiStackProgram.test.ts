@@ -14,6 +14,7 @@ import { deterministicOutputs } from "../automation/mocks/deterministicOutputs";
 import { poolTemplate, templateHash, type MemberSnapshot } from "../automation/reconciler/memberSnapshot";
 import { configValues } from "../automation/stackConfigFile";
 import { parseFleetSpec, type HcloudAutoscaledPool } from "../components/fleetSpec";
+import { partitionKubeletLabels } from "../components/kubeletLabels";
 import { runProgram } from "../stacks/autoscaledProgram";
 import { exampleConfig } from "./support/apiHarness";
 
@@ -28,7 +29,7 @@ function snapshotFor(config: Record<string, unknown>, serverType: string, slot: 
     serverType,
     location: pool.location,
     requestLabels,
-    kubeletLabels: Object.fromEntries(Object.entries(requestLabels).filter(([k]) => !k.startsWith("kubernetes.io/"))),
+    kubeletLabels: partitionKubeletLabels(requestLabels).accepted,
     requestTaints: [],
     capacity,
     allocatable: allocatable(capacity, nodeOverheadFor(type, spec.cluster.kubelet)),
@@ -52,7 +53,10 @@ describe("the API stack's program", () => {
   it("declares only the members, finds network and firewall by name and label, and taints them unregistered", async () => {
     const config = configValues(exampleConfig());
     const members = [
-      { nodeId: "k000000000001", snapshot: snapshotFor(config, "cpx21", 0, { "karpenter.sh/nodepool": "default", "kubernetes.io/team": "x" }) },
+      {
+        nodeId: "k000000000001",
+        snapshot: snapshotFor(config, "cpx21", 0, { "karpenter.sh/nodepool": "default", "kubernetes.io/team": "x", "node-role.kubernetes.io/burst": "" }),
+      },
       { nodeId: "k000000000002", snapshot: snapshotFor(config, "cpx31", 1) },
     ];
     const result = await runApiProgram(config, members);
@@ -69,9 +73,13 @@ describe("the API stack's program", () => {
     assert.deepEqual(first.inputs.firewallIds, [815]);
     assert.equal((first.inputs.networks as Array<{ networkId: number }>)[0]!.networkId, 4711);
     const userData = String(resolveSecrets(first.inputs.userData, true));
-    assert.match(userData, /karpenter\.sh\/unregistered:NoExecute/);
+    // In the worker's --taints argument, next to the pool's own taint.
+    const taintsArg = /--taints '([^'\n]*)'/.exec(userData)?.[1] ?? /--taints (\S+)/.exec(userData)?.[1];
+    assert.ok(taintsArg, "the worker registers with taints");
+    assert.deepEqual(taintsArg.split(",").sort(), ["karpenter.sh/unregistered:NoExecute", "workload=batch:NoSchedule"]);
     assert.match(userData, /karpenter\.sh\/nodepool=default/);
     assert.doesNotMatch(userData, /kubernetes\.io\/team/);
+    assert.doesNotMatch(userData, /node-role\.kubernetes\.io/);
     const outputs = result.outputs as unknown as { members: Record<string, { serverId: string; ipv4: string }> };
     assert.deepEqual(Object.keys(outputs.members).sort(), ["k000000000001", "k000000000002"]);
     assert.ok(outputs.members.k000000000001!.serverId);

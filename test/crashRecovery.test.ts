@@ -6,6 +6,9 @@
  * a second instance on the same data directory refuses to start.
  */
 import { strict as assert } from "node:assert";
+import * as fs from "node:fs";
+import * as net from "node:net";
+import * as path from "node:path";
 import { nodeIdFor } from "../automation/api/nodeIdentity";
 import { NodefleetApiError, type NodefleetClient } from "../automation/client/nodefleetClient";
 import { SimulatedCloud } from "../automation/simulated/simulatedCloud";
@@ -137,5 +140,18 @@ describe("crash recovery and shutdown of nodefleet serve (simulated engine)", fu
     }, 300, 200);
     assert.equal(ready.body.status, "ready", JSON.stringify(ready.body));
     await assert.rejects(startServe(dataDir), /in use by another nodefleet service \(pid \d+/);
+  });
+
+  it("exits with an error when its port is taken, closing the store and releasing the data directory", async () => {
+    const busy = net.createServer();
+    await new Promise<void>((resolve) => busy.listen(0, "127.0.0.1", resolve));
+    try {
+      const dataDir = tempDataDir("nodefleet-crash-");
+      const port = (busy.address() as net.AddressInfo).port;
+      await assert.rejects(startServe(dataDir, {}, { port }), /exited with 1 before listening:[\s\S]*EADDRINUSE/);
+      assert.ok(!fs.existsSync(path.join(dataDir, "nodefleet.lock")), "the lock is released, not left for the next start to break");
+    } finally {
+      busy.close();
+    }
   });
 });

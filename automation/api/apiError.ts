@@ -16,6 +16,7 @@ export const ERROR_CODES = {
   Conflict: 409,
   InsufficientCapacity: 409,
   PayloadTooLarge: 413,
+  UriTooLong: 414,
   UnsupportedMediaType: 415,
   NoCompatibleInstanceType: 422,
   RateLimited: 429,

@@ -44,6 +44,11 @@ export class TokenVerifier {
     return this.entries.length;
   }
 
+  /** The clusters that have at least one token. */
+  clusters(): Set<string> {
+    return new Set(this.entries.map((e) => e.clusterId));
+  }
+
   /** The cluster the token belongs to, or undefined for an unknown token. Checks every entry. */
   clusterOf(token: string): string | undefined {
     const presented = hashToken(token);

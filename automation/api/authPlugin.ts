@@ -1,8 +1,9 @@
 /**
  * Bearer-token authentication and cluster authorisation for the /api/v1 routes. No token or an
- * unknown token: 401. A token of another cluster, or of a cluster this service does not serve:
- * 403. Runs in onRequest, before the body is read, so unauthenticated clients cannot make the
- * service parse anything.
+ * unknown token: 401. A token of a cluster this service does not serve: always 403. A valid token
+ * on the path of another cluster: 403 when that cluster is served or has tokens, 404
+ * ClusterNotFound when nobody knows it. Runs in onRequest, before the body is read, so
+ * unauthenticated clients cannot make the service parse anything.
  */
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import fp from "fastify-plugin";
@@ -24,6 +25,7 @@ export function rateLimitKey(request: FastifyRequest): string {
 
 export const authPlugin = fp<{ tokens: TokenVerifier; servedClusters: ReadonlySet<string> }>(
   async (app: FastifyInstance, options) => {
+    const knownClusters = new Set([...options.servedClusters, ...options.tokens.clusters()]);
     app.addHook("onRequest", async (request) => {
       const token = bearerToken(request.headers.authorization);
       if (!token) throw new ApiError("Unauthorized", "missing bearer token: send Authorization: Bearer <token>");
@@ -35,6 +37,7 @@ export const authPlugin = fp<{ tokens: TokenVerifier; servedClusters: ReadonlySe
         throw new ApiError("Forbidden", "this token belongs to a cluster this service does not serve");
       }
       if (wanted !== undefined && wanted !== cluster) {
+        if (!knownClusters.has(wanted)) throw new ApiError("ClusterNotFound", "this service does not serve that cluster");
         throw new ApiError("Forbidden", "this token does not grant access to that cluster");
       }
     });

@@ -193,8 +193,9 @@ export class ClusterService {
   async waitForSettled(nodeId: string, seconds: number): Promise<Claim | undefined> {
     const settled = (c: Claim | undefined) => !c || c.status === "RUNNING" || c.status === "FAILED" || c.status === "GONE";
     let claim = this.options.store.get(this.clusterId, nodeId);
-    if (settled(claim) || seconds <= 0) return claim;
     const reconciler = this.options.reconciler;
+    // A stopping service answers at once with the claim as it is (it is durable; Karpenter polls Get).
+    if (settled(claim) || seconds <= 0 || reconciler.stopping) return claim;
     await new Promise<void>((resolve) => {
       const onChange = (ids: readonly string[]) => {
         if (ids.includes(nodeId) && settled(this.options.store.get(this.clusterId, nodeId))) finish();
@@ -203,9 +204,11 @@ export class ClusterService {
       function finish() {
         clearTimeout(timer);
         reconciler.off("claims", onChange);
+        reconciler.off("stopping", finish);
         resolve();
       }
       reconciler.on("claims", onChange);
+      reconciler.once("stopping", finish);
     });
     claim = this.options.store.get(this.clusterId, nodeId);
     return claim;

@@ -42,6 +42,17 @@ export function errorHandler(error: FastifyError | ApiError | Error, request: Fa
   return sendError(reply, 500, "InternalError", "internal error; see the service log");
 }
 
+/**
+ * Fastify's `frameworkErrors` option: what its router refuses before any route or hook runs (a
+ * path with invalid percent-encoding, a path parameter longer than the router allows) would
+ * otherwise be answered in Fastify's own shape.
+ */
+export function frameworkErrorHandler(error: FastifyError, _request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  if (error.code === "FST_ERR_MAX_PARAM_LENGTH") return sendError(reply, 414, "UriTooLong", "a path parameter is longer than the service accepts");
+  if (error.code === "FST_ERR_BAD_URL") return sendError(reply, 400, "BadRequest", "the path is not valid percent-encoded UTF-8");
+  return sendError(reply, 400, "BadRequest", "the request could not be routed");
+}
+
 export function registerErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler(errorHandler);
   app.setNotFoundHandler((request, reply) => sendError(reply, 404, "NotFound", `no route ${request.method} ${request.url.split("?")[0]!.slice(0, 200)}`));

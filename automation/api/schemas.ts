@@ -31,11 +31,25 @@ export const resourceListSchema = z.object({
 
 export const NODE_STATUSES = ["PENDING", "PROVISIONING", "RUNNING", "FAILED", "TERMINATING"] as const;
 
-export const requirementSchema = z.strictObject({
-  key: z.string().min(1).max(317),
-  operator: z.enum(REQUIREMENT_OPERATORS),
-  values: z.array(z.string().max(63)).max(100).optional(),
-});
+export const requirementSchema = z
+  .strictObject({
+    key: z.string().min(1).max(317),
+    operator: z.enum(REQUIREMENT_OPERATORS),
+    values: z.array(z.string().max(63)).max(100).optional(),
+  })
+  // As the Kubernetes API server validates a node selector requirement.
+  .superRefine((r, context) => {
+    const count = r.values?.length ?? 0;
+    const problem =
+      (r.operator === "In" || r.operator === "NotIn") && count === 0
+        ? `operator ${r.operator} needs at least one value`
+        : (r.operator === "Exists" || r.operator === "DoesNotExist") && count > 0
+          ? `operator ${r.operator} takes no values`
+          : (r.operator === "Gt" || r.operator === "Lt") && (count !== 1 || !/^-?\d+$/.test(r.values![0]!))
+            ? `operator ${r.operator} needs exactly one integer value`
+            : undefined;
+    if (problem) context.addIssue({ code: "custom", path: ["values"], message: problem });
+  });
 
 export const createNodeBodySchema = z
   .strictObject({
@@ -145,6 +159,6 @@ export const operationListSchema = z.object({ operations: z.array(operationSchem
 
 export const healthSchema = z.object({ status: z.literal("ok") });
 export const readinessSchema = z.object({
-  status: z.enum(["ready", "starting", "degraded"]),
+  status: z.enum(["ready", "starting", "degraded", "stopping"]),
   details: z.record(z.string(), z.unknown()).optional(),
 });

@@ -23,9 +23,10 @@ import { acquireDataDirLock, type DataDirLock } from "../store/dataDirLock";
 import { openDatabase, type Db } from "../store/database";
 import { OperationLog } from "../store/operationLog";
 import { TokenVerifier, parseApiTokens, type TokenEntry } from "./apiTokens";
+import { ApiError } from "./apiError";
 import { authPlugin, rateLimitKey } from "./authPlugin";
 import { ClusterService } from "./clusterService";
-import { registerErrorHandling } from "./errorHandler";
+import { frameworkErrorHandler, registerErrorHandling } from "./errorHandler";
 import { clusterRoutes } from "./routes/clusterRoutes";
 import { nodeRoutes } from "./routes/nodeRoutes";
 import { probeRoutes, type Readiness } from "./routes/probeRoutes";
@@ -33,6 +34,7 @@ import { ServiceMetrics } from "./serviceMetrics";
 import { openApiDocumentation } from "./openApiDocument";
 
 export const API_PREFIX = "/api/v1";
+const PROBE_URLS = new Set(["/healthz", "/readyz", "/metrics"]);
 
 export interface BuildServerOptions {
   /** Holds nodefleet.db and the lock; one service per directory. */
@@ -159,12 +161,16 @@ async function compose(options: BuildServerOptions, tokens: readonly TokenEntry[
   const app: FastifyInstance = Fastify({
     ...(logger ? { loggerInstance: logger as FastifyBaseLogger } : { logger: false }),
     bodyLimit: options.bodyLimit ?? 64 * 1024,
-    return503OnClosing: true,
+    // Our own 503 in the error shape instead (see the onRequest hook below).
+    return503OnClosing: false,
+    frameworkErrors: frameworkErrorHandler,
     forceCloseConnections: "idle",
   });
+  let closing = false;
   app.decorate("nodefleet", { clusters, metrics, store, operations, availability });
 
   const readiness = (): Readiness => {
+    if (closing) return { status: "stopping", details: { reason: "the service is shutting down" } };
     if (engineState === "starting") return { status: "starting", details: { engine: "applying the git stack before the first run" } };
     if (engineState === "failed") return { status: "degraded", details: { engine: engineError } };
     const degradation = reconciler.degraded;
@@ -183,6 +189,17 @@ async function compose(options: BuildServerOptions, tokens: readonly TokenEntry[
     catalog.start();
     reconciler.start();
     if (abandoned > 0) logger?.warn({ abandoned }, "engine runs were cut short by an unclean stop; their claims are reconciled again");
+  });
+  // Before in-flight requests are awaited: creates waiting (waitSeconds) answer now instead of holding the shutdown.
+  app.addHook("preClose", async () => {
+    closing = true;
+    reconciler.beginShutdown();
+  });
+  app.addHook("onRequest", async (request) => {
+    // Probes answer for themselves (readyz: 503 "stopping"); everything else gets a 503 in the error shape.
+    if (closing && !PROBE_URLS.has(request.routeOptions.url ?? "")) {
+      throw new ApiError("Unavailable", "the service is shutting down; retry against the next instance");
+    }
   });
   app.addHook("onClose", async () => {
     catalog.stop();
@@ -206,6 +223,13 @@ export async function registerRoutes(app: FastifyInstance, deps: RouteDependenci
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   registerErrorHandling(app);
+  // Clients that send Content-Type: application/json on every request, bodyless DELETEs included:
+  // an empty body is no body (a route that needs one still answers 400 ValidationError).
+  const parseJson = app.getDefaultJsonParser("error", "error");
+  app.removeContentTypeParser("application/json");
+  app.addContentTypeParser("application/json", { parseAs: "string" }, (request, body, done) =>
+    body === "" ? done(null, undefined) : parseJson(request, body as string, done),
+  );
   await app.register(swagger, { openapi: openApiDocumentation(), transform: jsonSchemaTransform });
   await app.register(fastifyMetrics, {
     endpoint: null,

@@ -70,15 +70,18 @@ export class HcloudCatalogClient {
     return items;
   }
 
-  /** Server types (not deprecated) with prices, and the offerings a location supports but cannot sell now: two requests. */
+  /**
+   * Server types with prices, and the offerings that cannot be bought now: those a location
+   * supports but does not sell, and every offering of a deprecated type. Deprecated types stay in
+   * the catalog: nodes of theirs still run, and Karpenter marks nodes of a type missing from
+   * instance-types as drifted. Two requests.
+   */
   async catalog(): Promise<{ serverTypes: ServerType[]; unavailable: Array<{ serverType: string; location: string }> }> {
     const [types, datacenters] = await Promise.all([
       this.paged<ApiServerType>("list_server_types", "/server_types", "server_types"),
       this.paged<ApiDatacenter>("list_datacenters", "/datacenters", "datacenters"),
     ]);
-    const serverTypes = types
-      .filter((t) => !t.deprecated)
-      .map((t) => ({
+    const serverTypes = types.map((t) => ({
         name: t.name,
         architecture: t.architecture,
         cores: t.cores,
@@ -87,7 +90,8 @@ export class HcloudCatalogClient {
         cpuType: t.cpu_type,
         prices: t.prices.map((p) => ({ location: p.location, priceHourlyNet: Number(p.price_hourly.net) })),
       }));
-    return { serverTypes, unavailable: unavailableOfferings(types, datacenters) };
+    const deprecated = types.filter((t) => t.deprecated).flatMap((t) => t.prices.map((p) => ({ serverType: t.name, location: p.location })));
+    return { serverTypes, unavailable: [...unavailableOfferings(types, datacenters), ...deprecated] };
   }
 }
 

@@ -181,7 +181,14 @@ export async function serve(options: ServeOptions, env: NodeJS.ProcessEnv = proc
   process.once("SIGTERM", () => shutdown("SIGTERM"));
   process.once("SIGINT", () => shutdown("SIGINT"));
 
-  const address = await app.listen({ host: options.host, port: options.port });
+  let address: string;
+  try {
+    address = await app.listen({ host: options.host, port: options.port });
+  } catch (error) {
+    // The reconciler and catalog started in onReady: stop them and release the data directory, or the process lingers.
+    await app.close();
+    throw error;
+  }
   logger.info({ address, stack: options.stack, cluster: fleet.cluster.id, engine: kind, dataDir }, "nodefleet scaling API listening");
   process.stderr.write(`nodefleet scaling API for cluster ${fleet.cluster.id} listening on ${address} (engine: ${kind})\n`);
 }

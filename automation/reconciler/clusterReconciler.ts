@@ -131,11 +131,26 @@ export class ClusterReconciler extends EventEmitter {
     this.options.logger?.warn({ cluster: this.clusterId, attempt: this.failures, delayMs: delay }, "engine run will be retried");
   }
 
-  /** Waits for the run in progress (at most graceMs), then aborts it; no new run starts afterwards. */
-  async stop(graceMs = 30_000): Promise<void> {
-    this.stopped = true;
+  get stopping(): boolean {
+    return this.stopped;
+  }
+
+  /**
+   * No new run starts from now on, and whoever waits for claim changes (creates with waitSeconds)
+   * is told at once ("stopping"), so a shutdown never waits for them; the run in progress goes on.
+   */
+  beginShutdown(): void {
+    if (!this.stopped) {
+      this.stopped = true;
+      this.emit("stopping");
+    }
     clearTimeout(this.timer);
     clearTimeout(this.retryTimer);
+  }
+
+  /** Waits for the run in progress (at most graceMs), then aborts it; no new run starts afterwards. */
+  async stop(graceMs = 30_000): Promise<void> {
+    this.beginShutdown();
     const current = this.current;
     if (!current) return;
     let timeout: NodeJS.Timeout | undefined;
@@ -147,7 +162,10 @@ export class ClusterReconciler extends EventEmitter {
     if (outcome === "expired") {
       this.options.logger?.warn({ cluster: this.clusterId }, "abandoning the engine run in progress; it is resumed on the next start");
       this.abort?.abort();
-      await Promise.race([current, new Promise((resolve) => setTimeout(resolve, 5000))]);
+      // An engine that ignores the abort must not hold the shutdown (or the process) any longer.
+      let hold: NodeJS.Timeout | undefined;
+      await Promise.race([current, new Promise((resolve) => (hold = setTimeout(resolve, 5000)))]);
+      clearTimeout(hold);
     }
   }
 
@@ -165,10 +183,13 @@ export class ClusterReconciler extends EventEmitter {
     const unfinished = claims.filter((c) => c.status === "PROVISIONING" || c.status === "TERMINATING");
     if (pending.length + unfinished.length === 0) return;
     const affected = [...pending, ...unfinished].map((c) => c.nodeId);
-    const operationId = store.transaction(() => {
+    const guarded = this.options.previewGuard !== false;
+    // Every engine run is an operation: the guard's preview first, then the up it allows (or refuses).
+    let operationId = store.transaction(() => {
       for (const claim of pending) store.update(clusterId, claim.nodeId, { status: "PROVISIONING" });
-      return operations.start(clusterId, "up", affected);
+      return operations.start(clusterId, guarded ? "preview" : "up", affected);
     });
+    let running: OperationKind = guarded ? "preview" : "up";
     this.changed(pending.map((c) => c.nodeId));
     const members = store.list(clusterId, { statuses: ["PROVISIONING", "RUNNING"] }).filter((c) => affected.includes(c.nodeId) || c.status === "RUNNING");
     const terminating = claims.filter((c) => c.status === "TERMINATING");
@@ -180,10 +201,18 @@ export class ClusterReconciler extends EventEmitter {
     let result: RunResult;
     try {
       const stack = this.options.stackFor(members);
-      if (this.options.previewGuard !== false) {
+      if (guarded) {
         const previewStarted = Date.now();
         const preview = await this.options.engine.preview(stack, { signal: this.abort.signal });
+        const failedSteps = preview.steps.filter((step) => step.error);
+        operations.finish(operationId, {
+          result: preview.succeeded ? "succeeded" : "failed",
+          summary: preview.summary,
+          ...(failedSteps.length > 0 ? { error: failedSteps.map((step) => `${step.name}: ${step.error}`).join("; ").slice(0, 2000) } : {}),
+        });
         this.options.observer?.runFinished(clusterId, "preview", preview.succeeded ? "succeeded" : "failed", Date.now() - previewStarted);
+        operationId = operations.start(clusterId, "up", affected);
+        running = "up";
         const violations = previewGuardViolations(preview.steps, claims);
         if (violations.length > 0) {
           const reason = `preview guard refused the run: it would ${violations.map((v) => `${v.op} ${v.name}`).join(", ")}`;
@@ -203,8 +232,8 @@ export class ClusterReconciler extends EventEmitter {
         operations.finish(operationId, { result: "abandoned", error: "service stopped during the run; resumed on the next start" });
       } else {
         operations.finish(operationId, { result: "failed", error: message.slice(0, 2000) });
-        this.options.observer?.runFinished(clusterId, "up", "failed", Date.now() - started);
-        log?.warn({ err: message }, "engine run failed");
+        this.options.observer?.runFinished(clusterId, running, "failed", Date.now() - started);
+        log?.warn({ err: message, kind: running }, "engine run failed");
         this.scheduleRetry();
       }
       return;

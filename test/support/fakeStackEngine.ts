@@ -25,7 +25,8 @@ export class FakeStackEngine implements StackEngine {
   previews = 0;
   /** Largest number of runs in progress at once (must stay 1). */
   maxConcurrent = 0;
-  private running = 0;
+  /** Runs (up, preview, refresh) in progress. */
+  running = 0;
   private nextId = 1000;
   delayMs = 0;
   outOfStock = new Set<string>();

@@ -20,8 +20,8 @@ export interface ServeProcess {
 
 export const REPOSITORY_ROOT = path.resolve(__dirname, "..", "..", "..");
 
-export async function startServe(dataDir: string, env: Record<string, string> = {}, options: { stack?: string } = {}): Promise<ServeProcess> {
-  const child = spawn(process.execPath, [BIN, "serve", "--stack", options.stack ?? "example", "--data-dir", dataDir, "--port", "0"], {
+export async function startServe(dataDir: string, env: Record<string, string> = {}, options: { stack?: string; port?: number } = {}): Promise<ServeProcess> {
+  const child = spawn(process.execPath, [BIN, "serve", "--stack", options.stack ?? "example", "--data-dir", dataDir, "--port", String(options.port ?? 0)], {
     cwd: REPOSITORY_ROOT,
     env: {
       ...process.env,

@@ -3,7 +3,7 @@ import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { healthSchema, readinessSchema } from "../schemas";
 
 export interface Readiness {
-  readonly status: "ready" | "starting" | "degraded";
+  readonly status: "ready" | "starting" | "degraded" | "stopping";
   readonly details?: Record<string, unknown>;
 }
 
@@ -18,14 +18,14 @@ export const probeRoutes: FastifyPluginAsyncZod<{ readiness: () => Readiness }> 
     {
       schema: {
         tags: ["probes"],
-        summary: "200 once the store is open and the engine can run (degraded is still ready: deletes must keep working); 503 while starting",
+        summary: "200 once the store is open and the engine can run (degraded is still ready: deletes must keep working); 503 while starting or stopping",
         response: { 200: readinessSchema, 503: readinessSchema },
       },
       logLevel: "warn",
     },
     async (_request, reply) => {
       const state = readiness();
-      return reply.code(state.status === "starting" ? 503 : 200).send(state);
+      return reply.code(state.status === "starting" || state.status === "stopping" ? 503 : 200).send(state);
     },
   );
 };

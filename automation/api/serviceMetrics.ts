@@ -23,7 +23,7 @@ export class ServiceMetrics implements RunObserver {
   private readonly sources: ClusterGaugeSource[] = [];
 
   constructor(options: { defaultMetrics?: boolean } = {}) {
-    if (options.defaultMetrics !== false) collectDefaultMetrics({ register: this.registry, prefix: "nodefleet_process_" });
+    if (options.defaultMetrics !== false) collectDefaultMetrics({ register: this.registry, prefix: "nodefleet_" });
     this.engineRuns = new Counter({
       name: "nodefleet_engine_runs_total",
       help: "Engine runs by cluster, kind (up, preview, refresh) and result",

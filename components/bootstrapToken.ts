@@ -101,3 +101,13 @@ export class BootstrapToken extends pulumi.ComponentResource {
     this.registerOutputs({ tokenId: this.tokenId, token: this.token, expiration: this.expiration, secret: this.secret });
   }
 }
+
+/** The bootstrap token of one node generation, with the cluster's kind and TTL. */
+export function nodeBootstrapToken(
+  name: string,
+  cluster: { readonly kind: "k0s" | "kubeadm"; readonly bootstrapTokenTtlMinutes: number },
+  nodeName: string,
+  parent: pulumi.Resource,
+): BootstrapToken {
+  return new BootstrapToken(name, { clusterKind: cluster.kind, ttlMinutes: cluster.bootstrapTokenTtlMinutes, nodeName }, { parent });
+}

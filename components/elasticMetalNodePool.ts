@@ -19,7 +19,7 @@
 import * as command from "@pulumi/command";
 import * as pulumi from "@pulumi/pulumi";
 import * as scaleway from "@pulumiverse/scaleway";
-import { BootstrapToken } from "./bootstrapToken";
+import { nodeBootstrapToken } from "./bootstrapToken";
 import { elasticMetalOs } from "./elasticMetalOs";
 import {
   type BootstrapMethod,
@@ -39,7 +39,7 @@ import { assertElasticMetalCloudInitSize, renderSelfJoinCloudConfig } from "./ku
 import { kubeletConfigHash, renderKubeletConfig } from "./kubeletConfig";
 import { renderKubeletConfigRepush } from "./kubeletConfigRepush";
 import { type NodeMember, type NodeOutput, OWNERSHIP_LABELS, nodeOutputIdentity } from "./nodeMember";
-import { KubernetesNodeRemoval } from "./kubernetesNodeRemoval";
+import { type KubernetesNodeRemoval, memberNodeRemoval } from "./kubernetesNodeRemoval";
 import { NodeLocalPvcRemoval } from "./nodeLocalPvcRemoval";
 import { type PrivateNetworkJoin, renderSelfJoinScript, renderVlanIdDelivery } from "./selfJoinScript";
 
@@ -246,11 +246,7 @@ export class ElasticMetalNodePool extends pulumi.ComponentResource {
       .apply(([address, addressCidr]) => privateAddressCidr(addressCidr || address, pool.privateNetwork.subnet));
 
     // Named by generation: a replaced server (offer/OS/zone) gets a fresh token.
-    const token = new BootstrapToken(
-      `${prefix}-${ctx.generation}-token`,
-      { clusterKind: cluster.kind, ttlMinutes: cluster.bootstrapTokenTtlMinutes, nodeName: member.hostname },
-      { parent: this },
-    );
+    const token = nodeBootstrapToken(`${prefix}-${ctx.generation}-token`, cluster, member.hostname, this);
 
     const kubeletConfig =
       cluster.kind === "kubeadm" ? renderKubeletConfig({ kubelet: cluster.kubelet, providerID: member.providerID }) : undefined;
@@ -294,10 +290,7 @@ export class ElasticMetalNodePool extends pulumi.ComponentResource {
         : undefined;
 
     // Named by member, not generation: a replacement keeps it; removing the member deletes the Node.
-    const nodeRemoval =
-      args.kubeconfig === undefined
-        ? undefined
-        : new KubernetesNodeRemoval(`${member.hostname}-node-removal`, { nodeName: member.hostname, kubeconfig: args.kubeconfig }, { parent: this });
+    const nodeRemoval = memberNodeRemoval(member.hostname, args.kubeconfig, this);
     if (nodeRemoval) this.nodeRemovals.push(nodeRemoval);
 
     const server = new scaleway.elasticmetal.Server(

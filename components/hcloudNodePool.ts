@@ -7,10 +7,10 @@
  */
 import * as hcloud from "@pulumi/hcloud";
 import * as pulumi from "@pulumi/pulumi";
-import { BootstrapToken } from "./bootstrapToken";
+import { nodeBootstrapToken } from "./bootstrapToken";
 import { type HcloudPoolCluster, type HcloudPoolMember, type HcloudPoolTemplate, planHcloudServers } from "./hcloudServerPlan";
 import { type NodeOutput, OWNERSHIP_LABELS, nodeOutputIdentity } from "./nodeMember";
-import { KubernetesNodeRemoval } from "./kubernetesNodeRemoval";
+import { type KubernetesNodeRemoval, memberNodeRemoval } from "./kubernetesNodeRemoval";
 import { chunkIntoSpreadGroups } from "./placementGroups";
 import { assertHcloudUserDataSize } from "./userDataLimits";
 import { renderWorkerUserData } from "./workerUserData";
@@ -79,16 +79,9 @@ export class HcloudNodePool extends pulumi.ComponentResource {
       for (const plan of group.members) {
         const { member, render } = plan;
         // Named by generation: a replacement gets a fresh token, and the new server is created before the old one goes.
-        const token = new BootstrapToken(
-          `${plan.serverName}-token`,
-          { clusterKind: plan.cluster.kind, ttlMinutes: plan.cluster.bootstrapTokenTtlMinutes, nodeName: member.hostname },
-          { parent: this },
-        );
+        const token = nodeBootstrapToken(`${plan.serverName}-token`, plan.cluster, member.hostname, this);
         // Named by member, not generation: a replacement keeps it; removing the member deletes the Node.
-        const nodeRemoval =
-          args.kubeconfig === undefined
-            ? undefined
-            : new KubernetesNodeRemoval(`${member.hostname}-node-removal`, { nodeName: member.hostname, kubeconfig: args.kubeconfig }, { parent: this });
+        const nodeRemoval = memberNodeRemoval(member.hostname, args.kubeconfig, this);
         if (nodeRemoval) this.nodeRemovals.push(nodeRemoval);
         const userData = pulumi.secret(
           token.token.apply((secret) => {

@@ -59,3 +59,15 @@ export class KubernetesNodeRemoval extends pulumi.dynamic.Resource {
     super(nodeRemovalProvider, name, { nodeName: args.nodeName, credentials }, { ...opts, additionalSecretOutputs: ["credentials"] }, "nodefleet", "KubernetesNodeRemoval");
   }
 }
+
+/**
+ * A member's Node removal, named by member (not generation) so that a replacement keeps it and
+ * removing the member deletes the Node; none without a kubeconfig (render and simulation).
+ */
+export function memberNodeRemoval(
+  nodeName: string,
+  kubeconfig: pulumi.Input<string> | undefined,
+  parent: pulumi.Resource,
+): KubernetesNodeRemoval | undefined {
+  return kubeconfig === undefined ? undefined : new KubernetesNodeRemoval(`${nodeName}-node-removal`, { nodeName, kubeconfig }, { parent });
+}

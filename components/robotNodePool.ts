@@ -22,7 +22,7 @@
  */
 import * as command from "@pulumi/command";
 import * as pulumi from "@pulumi/pulumi";
-import { BootstrapToken } from "./bootstrapToken";
+import { nodeBootstrapToken } from "./bootstrapToken";
 import { canonicalHash } from "./canonicalJson";
 import type { ClusterSpec, HetznerRobotPool } from "./fleetSpec";
 import { GATHER_DISKS_COMMAND, renderAutosetup, selectInstallDrives } from "./installimageAutosetup";
@@ -30,7 +30,7 @@ import { sshAuth } from "./elasticMetalNodePool";
 import { encodeK0sJoinToken } from "./k0sJoinToken";
 import { renderBootstrapKubeconfig } from "./kubeadmBootstrapKubeconfig";
 import { renderKubeletConfig } from "./kubeletConfig";
-import { KubernetesNodeRemoval } from "./kubernetesNodeRemoval";
+import { type KubernetesNodeRemoval, memberNodeRemoval } from "./kubernetesNodeRemoval";
 import { type NodeOutput, nodeOutputIdentity } from "./nodeMember";
 import type { RobotCredentials } from "./robotClient";
 import { type RobotMember, robotMembers } from "./robotPlan";
@@ -144,16 +144,9 @@ export class RobotNodePool extends pulumi.ComponentResource {
     const prefix = `${name}-${member.nodeId}`;
 
     // Named by generation: a reinstall gets a fresh token.
-    const token = new BootstrapToken(
-      `${prefix}-${generation}-token`,
-      { clusterKind: cluster.kind, ttlMinutes: cluster.bootstrapTokenTtlMinutes, nodeName: member.hostname },
-      { parent: this },
-    );
+    const token = nodeBootstrapToken(`${prefix}-${generation}-token`, cluster, member.hostname, this);
     // Named by member, not generation: a reinstall keeps it; removing the member deletes the Node.
-    const nodeRemoval =
-      args.kubeconfig === undefined
-        ? undefined
-        : new KubernetesNodeRemoval(`${member.hostname}-node-removal`, { nodeName: member.hostname, kubeconfig: args.kubeconfig }, { parent: this });
+    const nodeRemoval = memberNodeRemoval(member.hostname, args.kubeconfig, this);
     if (nodeRemoval) this.nodeRemovals.push(nodeRemoval);
 
     const rescue = new RobotRescue(

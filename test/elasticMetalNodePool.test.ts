@@ -9,6 +9,7 @@ import { type FleetSpec, parseFleetSpec } from "../components/fleetSpec";
 import { kubeletConfigHash, renderKubeletConfig } from "../components/kubeletConfig";
 import { assertCloudInitSchemaValid, assertShellcheckClean } from "./support/externalLinters";
 import { elasticMetalPoolConfig, rawFleetConfig, runFleetProgramUnderMocks, stackFileConfig } from "./support/fleetConfigFixture";
+import { tokenKubeconfig } from "./support/tokenKubeconfig";
 
 const SERVER = "scaleway:elasticmetal/server:Server";
 const IPAM_IP = "scaleway:ipam/ip:Ip";
@@ -262,15 +263,7 @@ describe("ElasticMetalNodePool under mocks", function () {
   });
 
   it("with a kubeconfig: removes the Node with the member and the local PVCs with the server (localStorageClass)", async () => {
-    const kubeconfig = [
-      "apiVersion: v1",
-      "kind: Config",
-      "clusters: [{name: c, cluster: {server: 'https://203.0.113.10:6443'}}]",
-      "contexts: [{name: c, context: {cluster: c, user: u}}]",
-      "current-context: c",
-      "users: [{name: u, user: {token: abc}}]",
-      "",
-    ].join("\n");
+    const kubeconfig = tokenKubeconfig("abc");
     const { resources } = await runPool(spec({ replicas: 2, localStorageClass: "scw-local-nvme" }), { kubeconfig });
     const pvcRemovals = resources.filter((r) => r.name.endsWith("-local-pvcs"));
     const nodeRemovals = resources.filter((r) => r.name.endsWith("-node-removal"));

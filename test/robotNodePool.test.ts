@@ -17,6 +17,7 @@ import { FAKE_ROBOT_PASSWORD, FAKE_ROBOT_USER, type FakeRobot, fakeServerIp, sta
 import { rawFleetConfig } from "./support/fleetConfigFixture";
 import { parse } from "yaml";
 import { withSerializedProvider } from "./support/serializedProvider";
+import { tokenKubeconfig } from "./support/tokenKubeconfig";
 
 const RESCUE = "pulumi-nodejs:dynamic/nodefleet:RobotRescue";
 const REMOTE = "command:remote:Command";
@@ -196,14 +197,7 @@ describe("robotNodePool: resource graph under mocks", () => {
   });
 
   it("with a kubeconfig, deletes a removed member's Node after its server", async () => {
-    const kubeconfig = [
-      "apiVersion: v1",
-      "kind: Config",
-      "clusters: [{name: c, cluster: {server: 'https://203.0.113.10:6443'}}]",
-      "contexts: [{name: c, context: {cluster: c, user: u}}]",
-      "current-context: c",
-      "users: [{name: u, user: {token: very-secret}}]",
-    ].join("\n");
+    const kubeconfig = tokenKubeconfig("very-secret");
     const { resources } = await runPool({}, {}, { kubeconfig });
     assert.deepEqual(
       resources.filter((r) => r.type === "pulumi-nodejs:dynamic/nodefleet:KubernetesNodeRemoval").map((r) => r.name),

@@ -35,16 +35,26 @@ export interface HcloudNodePoolArgs {
   readonly firewallIds: pulumi.Input<number>[];
   /**
    * Kubeconfig allowed to delete Nodes (token or client-certificate user); a secret. When given, each
-   * member gets a KubernetesNodeRemoval, so removing the member deletes its Node after its server.
+   * server generation gets a KubernetesNodeRemoval, so removing the member, or replacing its server,
+   * deletes that generation's Node after its server.
    * Default: none (render, simulation); Nodes of removed members then stay until deleted by hand.
    */
   readonly kubeconfig?: pulumi.Input<string>;
 }
 
-/** What the pool reports per node: the common node output plus the Hetzner server name and generation. */
+/**
+ * What the pool reports per node: the common node output plus the Hetzner server name, the
+ * Kubernetes Node name and the generation. `hostname` is the member's base name
+ * `<clusterId>-<nodeId>` (stable across generations); the machine and its Node are named `nodeName`.
+ */
 export interface HcloudNodeOutput extends NodeOutput {
   /** `<hostname>-<generation>`, the Hetzner server name. */
   readonly serverName: string;
+  /**
+   * The Kubernetes Node name (machine hostname, `--hostname-override`): equal to `serverName`, so
+   * that the old and new server of a replacement never register as one Node.
+   */
+  readonly nodeName: string;
   /** The generation suffix (see generationSuffix.ts). */
   readonly generation: string;
   readonly ipv4: pulumi.Output<string>;
@@ -79,9 +89,10 @@ export class HcloudNodePool extends pulumi.ComponentResource {
       for (const plan of group.members) {
         const { member, render } = plan;
         // Named by generation: a replacement gets a fresh token, and the new server is created before the old one goes.
-        const token = nodeBootstrapToken(`${plan.serverName}-token`, plan.cluster, member.hostname, this);
-        // Named by member, not generation: a replacement keeps it; removing the member deletes the Node.
-        const nodeRemoval = memberNodeRemoval(member.hostname, args.kubeconfig, this);
+        const token = nodeBootstrapToken(`${plan.serverName}-token`, plan.cluster, plan.nodeName, this);
+        // Named by generation like the Node it deletes (`<serverName>-node-removal`): a replacement
+        // deletes the old generation's Node after the old server, and removing the member deletes its Node.
+        const nodeRemoval = memberNodeRemoval(plan.nodeName, args.kubeconfig, this);
         if (nodeRemoval) this.nodeRemovals.push(nodeRemoval);
         const userData = pulumi.secret(
           token.token.apply((secret) => {
@@ -116,6 +127,7 @@ export class HcloudNodePool extends pulumi.ComponentResource {
         this.nodes.push({
           ...nodeOutputIdentity(member),
           serverName: plan.serverName,
+          nodeName: plan.nodeName,
           generation: plan.generation,
           serverId: server.id,
           ipv4: server.ipv4Address,

@@ -63,11 +63,19 @@ const SIZE_CHECK_TOKEN = "abcdef.0123456789abcdef";
 export interface PlannedHcloudServer {
   readonly member: HcloudPoolMember;
   readonly cluster: WorkerCluster & Pick<ClusterSpec, "bootstrapTokenTtlMinutes">;
+  /** What the user data is rendered from; its `hostname` is `nodeName`. */
   readonly render: { hostname: string; providerID: string; labels: Readonly<Record<string, string>>; taints: readonly Taint[] };
   readonly image: string;
   readonly sshKeys: readonly string[];
   readonly generation: string;
+  /** `<hostname>-<generation>`, the Hetzner server name. */
   readonly serverName: string;
+  /**
+   * The Kubernetes Node name, machine hostname and `--hostname-override`: the server name. Unique
+   * per generation, because the new server runs next to the old one during a replacement and two
+   * kubelets must never share one Node object.
+   */
+  readonly nodeName: string;
   readonly placementSlot: number;
 }
 
@@ -82,7 +90,9 @@ export function planHcloudServers(
     if (seen.has(member.nodeId)) throw new Error(`pool ${pool.name}: node ${member.nodeId} is listed twice`);
     seen.add(member.nodeId);
     const memberCluster = { ...cluster, ...member.bootstrap };
-    const render = {
+    // The generation is hashed from the user-data inputs with the member's base hostname: the
+    // rendered name contains the generation, so hashing it would be circular.
+    const baseRender = {
       hostname: member.hostname,
       providerID: member.providerID,
       labels: member.labels,
@@ -95,8 +105,10 @@ export function planHcloudServers(
       image,
       serverType: member.serverType,
       sshKeys,
-      userData: workerUserDataInputs(memberCluster, render),
+      userData: workerUserDataInputs(memberCluster, baseRender),
     });
+    const serverName = generationServerName(member.hostname, generation);
+    const render = { ...baseRender, hostname: serverName };
     // The real token has the same length, so the size is known before anything is created.
     assertHcloudUserDataSize(member.hostname, renderWorkerUserData(memberCluster, render, SIZE_CHECK_TOKEN));
     return {
@@ -106,7 +118,8 @@ export function planHcloudServers(
       image,
       sshKeys,
       generation,
-      serverName: generationServerName(member.hostname, generation),
+      serverName,
+      nodeName: serverName,
       placementSlot: member.placementSlot ?? index,
     };
   });

@@ -1,7 +1,9 @@
 /**
- * Deletes a member's Kubernetes Node when the member leaves its pool. The Node is named by the
- * member (not by server generation), so one of these exists per member: a server replacement
- * leaves it alone, and removing the member deletes it after the server (the server depends on it).
+ * Deletes a Kubernetes Node when the server running it leaves the program, after that server (the
+ * server depends on it). One exists per Node name: Elastic Metal and Robot members keep their Node
+ * name (`<clusterId>-<nodeId>`) across reinstalls, so a replacement leaves it alone; a Hetzner Cloud
+ * Node is named per server generation, so the old generation's removal deletes the old Node once
+ * the old server is gone.
  *
  * A `pulumi.dynamic` resource: its provider is serialized into the state, so `delete` only uses
  * Node built-ins (kubernetesApiClient.ts) and the connection details the program extracted from
@@ -46,7 +48,7 @@ export const nodeRemovalProvider: pulumi.dynamic.ResourceProvider = {
 };
 
 export interface KubernetesNodeRemovalArgs {
-  /** The Kubernetes Node name (the member's hostname). */
+  /** The Kubernetes Node name (the member's hostname; for Hetzner Cloud, the generation's server name). */
   readonly nodeName: string;
   /** Kubeconfig allowed to delete Nodes (token or client certificate users); a secret. */
   readonly kubeconfig: pulumi.Input<string>;
@@ -61,8 +63,9 @@ export class KubernetesNodeRemoval extends pulumi.dynamic.Resource {
 }
 
 /**
- * A member's Node removal, named by member (not generation) so that a replacement keeps it and
- * removing the member deletes the Node; none without a kubeconfig (render and simulation).
+ * The Node removal of one Node name, `<nodeName>-node-removal`: the member's hostname for Elastic
+ * Metal and Robot (a reinstall keeps it), the generation's server name for Hetzner Cloud (a
+ * replacement deletes the old Node). None without a kubeconfig (render and simulation).
  */
 export function memberNodeRemoval(
   nodeName: string,

@@ -9,7 +9,11 @@ import type { ClusterSpec, Taint } from "./fleetSpec";
 export interface NodeMember {
   /** Stable node id inside the cluster, e.g. `hel1-general-0`; part of the providerID. */
   readonly nodeId: string;
-  /** Kubernetes node name and server hostname: `<clusterId>-<nodeId>` (a valid DNS label). */
+  /**
+   * `<clusterId>-<nodeId>` (a valid DNS label): the Kubernetes node name and server hostname, except
+   * on Hetzner Cloud, whose nodes add their server generation (`<hostname>-<generation>`, see
+   * hcloudServerPlan.ts) so that a replacement's old and new server are two Nodes.
+   */
   readonly hostname: string;
   /** `<scheme>:///<clusterId>/<nodeId>`. */
   readonly providerID: string;

@@ -97,6 +97,10 @@ describe("the API stack's program", () => {
     assert.equal(server(after).name, server(before).name, "same generation: no replacement");
     assert.equal(server(after).inputs.image, "ubuntu-24.04");
     assert.equal(resolveSecrets(server(after).inputs.userData, true), resolveSecrets(server(before).inputs.userData, true));
+    // Karpenter matches the Node by providerID; its name is the (never changing) server name.
+    const userData = String(resolveSecrets(server(after).inputs.userData, true));
+    assert.ok(userData.includes(`--hostname-override=${server(after).name} `), "the Node is named after the server generation");
+    assert.match(userData, /--provider-id=[a-z]+:\/\/\/example\/k000000000001 /);
   });
 
   it("declares nothing and looks nothing up without members", async () => {

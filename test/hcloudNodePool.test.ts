@@ -11,6 +11,7 @@ import { decodeK0sJoinToken } from "../components/k0sJoinToken";
 import { K0S_TOKEN_FILE } from "../components/k0sWorkerCloudConfig";
 import { runProgram } from "../stacks/fleetProgram";
 import { assertCloudInitSchemaValid } from "./support/externalLinters";
+import { tokenKubeconfig } from "./support/tokenKubeconfig";
 import {
   hcloudAutoscaledPoolConfig,
   hcloudStaticPoolConfig,
@@ -164,7 +165,17 @@ describe("HcloudNodePool under mocks", function () {
         assert.equal(node.serverType, "cpx31");
         assert.equal(node.location, "hel1");
         assert.equal(node.serverName, servers[i].name);
+        assert.equal(node.hostname, `example-hel1-general-${i}`, "hostname stays the member's base name");
+        assert.equal(node.nodeName, servers[i].name, "the Kubernetes Node is named by generation");
       });
+    });
+
+    it("names each machine and its Kubernetes Node after the server, generation included", () => {
+      for (const server of ofType(resources, SERVER)) {
+        const userData = userDataOf(server);
+        assert.ok(userData.includes(`--hostname-override=${server.name} `), `${server.name}: the kubelet registers as ${server.name}`);
+        assert.equal((parse(userData) as { hostname: string }).hostname, server.name);
+      }
     });
   });
 
@@ -202,6 +213,32 @@ describe("HcloudNodePool under mocks", function () {
     for (const name of names(after)) assert.ok(!names(before).includes(name));
     const tokens = (run: typeof before) => ofType(run.resources, SERVER).map((s) => bootstrapTokenIn(userDataOf(s)));
     for (const token of tokens(after)) assert.ok(!tokens(before).includes(token));
+  });
+
+  it("gives the old and new server of a replacement different Node names and the same providerID; the old Node's removal targets the old name", async () => {
+    const kubeconfig = tokenKubeconfig("t0ken");
+    const run = (pool: Record<string, unknown>) =>
+      runUnderMocks({ stack: "test", config: rawFleetConfig({ cluster: { kubeconfig }, pools: [hcloudStaticPoolConfig({ replicas: 1, ...pool })] }), secretKeys: ["nodefleet:cluster"], program: () => runProgram() });
+    const before = await run({});
+    const after = await run({ image: "ubuntu-22.04" });
+    const [oldServer] = ofType(before.resources, SERVER);
+    const [newServer] = ofType(after.resources, SERVER);
+    assert.notEqual(newServer.name, oldServer.name);
+    const overrideOf = (server: RecordedResource) => /--hostname-override=(\S+)/.exec(userDataOf(server))?.[1];
+    const providerIdOf = (server: RecordedResource) => /--provider-id=(\S+)/.exec(userDataOf(server))?.[1];
+    assert.equal(overrideOf(oldServer), oldServer.name);
+    assert.equal(overrideOf(newServer), newServer.name);
+    assert.notEqual(overrideOf(oldServer), overrideOf(newServer), "two kubelets never share one Node");
+    assert.equal(providerIdOf(oldServer), "nodefleet:///example/hel1-general-0");
+    assert.equal(providerIdOf(newServer), providerIdOf(oldServer));
+
+    const removals = (r: typeof before) => ofType(r.resources, "pulumi-nodejs:dynamic/nodefleet:KubernetesNodeRemoval");
+    const [oldRemoval] = removals(before);
+    const [newRemoval] = removals(after);
+    assert.equal(oldRemoval.name, `${oldServer.name}-node-removal`);
+    assert.equal(oldRemoval.inputs.nodeName, oldServer.name, "the old generation's removal deletes the old Node");
+    assert.equal(newRemoval.inputs.nodeName, newServer.name);
+    assert.ok(!removals(after).some((r) => r.name === oldRemoval.name), "the old removal leaves the program, so Pulumi deletes it (and its Node)");
   });
 
   it("keeps names when only in-place inputs change (delete protection)", async () => {

@@ -135,16 +135,19 @@ describe("Kubernetes node removal", function () {
     }
   });
 
-  it("is declared once per member, named by member, with secret credentials, when a kubeconfig is configured", async () => {
+  it("is declared once per hcloud server generation, named and targeted by the server name, with secret credentials, when a kubeconfig is configured", async () => {
     const config = rawFleetConfig({
       cluster: { kubeconfig: kubeconfig("https://203.0.113.10:6443", { token: "very-secret" }) },
       pools: [hcloudStaticPoolConfig({ replicas: 2 })],
     });
     const run = await runUnderMocks({ stack: "test", config, secretKeys: ["nodefleet:cluster"], program: () => runProgram() });
     const removals = run.resources.filter((r) => r.type === "pulumi-nodejs:dynamic/nodefleet:KubernetesNodeRemoval");
+    const servers = run.resources.filter((r) => r.type === "hcloud:index/server:Server");
+    assert.equal(servers.length, 2);
+    servers.forEach((server, i) => assert.match(server.name, new RegExp(`^example-hel1-general-${i}-[a-z0-9]{6}$`)));
     assert.deepEqual(
-      removals.map((r) => r.name),
-      ["example-hel1-general-0-node-removal", "example-hel1-general-1-node-removal"],
+      removals.map((r) => [r.name, r.inputs.nodeName]),
+      servers.map((s) => [`${s.name}-node-removal`, s.name]),
     );
     for (const r of removals) {
       assert.ok(isWrappedSecret(r.inputs.credentials));

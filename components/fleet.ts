@@ -49,6 +49,9 @@ export class Fleet extends pulumi.ComponentResource {
     this.networkId = this.network.networkId;
     this.firewallId = this.firewall.firewallId;
 
+    // Every pool gets the same Node-removal credentials and the fleet's Kubernetes provider.
+    const credentials = args.kubeconfig !== undefined ? { kubeconfig: pulumi.secret(args.kubeconfig) } : {};
+    const poolOptions = { parent: this, providers: [this.kubernetesProvider] };
     for (const pool of args.spec.pools) {
       if (pool.provider === "hcloud" && pool.mode === "static") {
         this.hcloudPools.push(
@@ -61,28 +64,20 @@ export class Fleet extends pulumi.ComponentResource {
               networkId: this.networkId,
               subnet: this.network.subnet,
               firewallIds: [this.firewallId],
-              ...(args.kubeconfig !== undefined ? { kubeconfig: pulumi.secret(args.kubeconfig) } : {}),
+              ...credentials,
             },
-            { parent: this, providers: [this.kubernetesProvider] },
+            poolOptions,
           ),
         );
       }
       if (pool.provider === "scaleway-elastic-metal") {
         this.elasticMetalPools.push(
-          new ElasticMetalNodePool(
-            `${name}-${pool.name}`,
-            { cluster, pool, ...(args.kubeconfig !== undefined ? { kubeconfig: pulumi.secret(args.kubeconfig) } : {}) },
-            { parent: this, providers: [this.kubernetesProvider] },
-          ),
+          new ElasticMetalNodePool(`${name}-${pool.name}`, { cluster, pool, ...credentials }, poolOptions),
         );
       }
       if (pool.provider === "hetzner-robot") {
         this.robotPools.push(
-          new RobotNodePool(
-            `${name}-${pool.name}`,
-            { cluster, pool, ...(args.kubeconfig !== undefined ? { kubeconfig: pulumi.secret(args.kubeconfig) } : {}) },
-            { parent: this, providers: [this.kubernetesProvider] },
-          ),
+          new RobotNodePool(`${name}-${pool.name}`, { cluster, pool, ...credentials }, poolOptions),
         );
       }
       // Autoscaled hcloud pools: members come from the scaling API's own stack.

@@ -182,7 +182,7 @@ export class RobotClient {
         await new Promise((resolve) => setTimeout(resolve, this.backoffMs(attempt + 1)));
         continue;
       }
-      if (response.status === 404 && code.endsWith("_NOT_FOUND")) throw new RobotNotFoundError(response.status, code, message);
+      if (isRobotNotFound({ status: response.status, code })) throw new RobotNotFoundError(response.status, code, message);
       throw new RobotApiError(response.status, code, message);
     }
   }

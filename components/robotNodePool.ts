@@ -26,7 +26,7 @@ import { nodeBootstrapToken } from "./bootstrapToken";
 import { canonicalHash } from "./canonicalJson";
 import type { ClusterSpec, HetznerRobotPool } from "./fleetSpec";
 import { GATHER_DISKS_COMMAND, renderAutosetup, selectInstallDrives } from "./installimageAutosetup";
-import { sshAuth } from "./elasticMetalNodePool";
+import { parseHostKeyLine, sshAuth } from "./elasticMetalNodePool";
 import { encodeK0sJoinToken } from "./k0sJoinToken";
 import { renderBootstrapKubeconfig } from "./kubeadmBootstrapKubeconfig";
 import { renderKubeletConfig } from "./kubeletConfig";
@@ -38,7 +38,7 @@ import { RobotRescue, configuredRobotCredentials } from "./robotRescue";
 import { RESCUE_INSTALL_COMMAND, renderRescueInstallScript } from "./robotRescueInstall";
 import { renderSelfJoinScript } from "./selfJoinScript";
 import { shellQuote } from "./shellScript";
-import { workerUserDataInputs } from "./workerUserData";
+import type { WorkerUserDataInputs } from "./workerUserData";
 
 export interface RobotNodePoolArgs {
   /** The cluster the nodes join: id, kind, apiServer, CA, versions, kubelet settings, token TTL. */
@@ -74,12 +74,14 @@ export const UNKNOWN_INSTALLED_HOST_KEY = "installed-host-key-unknown";
 
 /** The installed system's host key from the install command's stdout (its last `ssh-ed25519` line). */
 export function installedHostKey(stdout: string | undefined): string {
-  const line = (stdout ?? "")
-    .split("\n")
-    .map((l) => l.trim())
-    .filter((l) => /^ssh-ed25519 AAAAC3NzaC1lZDI1NTE5[A-Za-z0-9+/]+={0,2}( \S+)?$/.test(l))
-    .pop();
-  return line ?? UNKNOWN_INSTALLED_HOST_KEY;
+  const keys = (stdout ?? "").split("\n").flatMap((line) => {
+    try {
+      return [parseHostKeyLine(line)];
+    } catch {
+      return [];
+    }
+  });
+  return keys.pop() ?? UNKNOWN_INSTALLED_HOST_KEY;
 }
 
 /** Run on the installed system: wait for cloud-init (when the image has it) and check the hostname. */
@@ -91,8 +93,7 @@ export function readyCommand(hostname: string): string {
 const FAIL_UNGATHERED = "echo 'nodefleet: the rescue system reported no disks' >&2\nexit 1\n";
 
 /** The self-join script for the cluster kind; contains the token, so callers keep it secret. */
-export function robotJoinScript(cluster: Omit<ClusterSpec, "kubeconfig">, member: RobotMember["member"], token: string): string {
-  const inputs = workerUserDataInputs(cluster, member);
+export function robotJoinScript(inputs: WorkerUserDataInputs, token: string): string {
   const common = { hostname: inputs.hostname, providerID: inputs.providerID, labels: inputs.labels, taints: inputs.taints };
   if (inputs.kind === "kubeadm") {
     return renderSelfJoinScript({
@@ -137,10 +138,10 @@ export class RobotNodePool extends pulumi.ComponentResource {
     args: RobotNodePoolArgs,
     planned: RobotMember,
     credentials: pulumi.Input<RobotCredentials | undefined> | undefined,
-    connection: { user: string; port: number; dialErrorLimit: number; perDialTimeout: number; privateKey?: pulumi.Input<string>; agentSocketPath?: string },
+    connection: { user: string; port: number; dialErrorLimit: number; perDialTimeout: number } & ReturnType<typeof sshAuth>,
   ): RobotNodeOutput {
     const { cluster, pool } = args;
-    const { member, generation } = planned;
+    const { member, generation, userData } = planned;
     const prefix = `${name}-${member.nodeId}`;
 
     // Named by generation: a reinstall gets a fresh token.
@@ -155,8 +156,8 @@ export class RobotNodePool extends pulumi.ComponentResource {
         serverNumber: planned.serverNumber,
         fingerprints: pool.sshKeyFingerprints,
         generation,
-        ...(credentials !== undefined ? { credentials } : {}),
-        ...(args.robotBaseUrl !== undefined ? { baseUrl: args.robotBaseUrl } : {}),
+        credentials,
+        baseUrl: args.robotBaseUrl,
       },
       { parent: this, dependsOn: nodeRemoval ? [nodeRemoval] : [], deleteBeforeReplace: true },
     );
@@ -195,13 +196,13 @@ export class RobotNodePool extends pulumi.ComponentResource {
       { connection: pinned, create: readyCommand(member.hostname), triggers: [install.id], logging: "stderr" },
       { parent: this, dependsOn: [install], ignoreChanges: ["connection"] },
     );
-    const joinInputs = canonicalHash(workerUserDataInputs(cluster, member));
+    const joinInputs = canonicalHash(userData);
     new command.remote.Command(
       `${prefix}-join`,
       {
         connection: pinned,
         create: "bash -s",
-        stdin: pulumi.secret(token.token.apply((secret) => robotJoinScript(cluster, member, secret))),
+        stdin: pulumi.secret(token.token.apply((secret) => robotJoinScript(userData, secret))),
         triggers: [install.id, joinInputs],
         logging: "stderr",
       },

@@ -7,25 +7,28 @@
 import type { ClusterSpec, HetznerRobotPool } from "./fleetSpec";
 import { generationSuffix } from "./generationSuffix";
 import { type NodeMember, nodeMember } from "./nodeMember";
-import { workerUserDataInputs } from "./workerUserData";
+import { type WorkerUserDataInputs, workerUserDataInputs } from "./workerUserData";
 
 export interface RobotMember {
   readonly member: NodeMember;
   readonly serverNumber: number;
   readonly generation: string;
+  /** What the member's join script renders from (with its token); hashed into the generation. */
+  readonly userData: WorkerUserDataInputs;
 }
 
 export function robotMembers(cluster: Omit<ClusterSpec, "kubeconfig">, pool: HetznerRobotPool): RobotMember[] {
   const template = { pool: pool.name, serverType: pool.serverType, location: pool.location, labels: pool.labels, taints: pool.taints };
   return pool.servers.map((server) => {
     const member = nodeMember(cluster, template, `${pool.name}-${server.name}`);
+    const userData = workerUserDataInputs(cluster, member);
     const generation = generationSuffix({
       location: `robot-${server.serverNumber}`,
       image: pool.image,
       serverType: pool.serverType,
       sshKeys: pool.sshKeyFingerprints,
-      userData: workerUserDataInputs(cluster, member),
+      userData,
     });
-    return { member, serverNumber: server.serverNumber, generation };
+    return { member, serverNumber: server.serverNumber, generation, userData };
   });
 }

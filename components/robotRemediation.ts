@@ -10,8 +10,11 @@
 /** Where a node is: not being remediated, waiting after one of the rungs, or given up on. */
 export type RemediationStep = "none" | "ssh-reboot" | "sw-reset" | "hw-reset" | "failed";
 
+/** A step that is a rung of the ladder. */
+export type RemediationRung = Exclude<RemediationStep, "none" | "failed">;
+
 /** The rungs in order, with how long each waits for the node to come back. */
-export const REMEDIATION_LADDER: ReadonlyArray<{ readonly step: Exclude<RemediationStep, "none" | "failed">; readonly waitMs: number }> = [
+export const REMEDIATION_LADDER: ReadonlyArray<{ readonly step: RemediationRung; readonly waitMs: number }> = [
   { step: "ssh-reboot", waitMs: 5 * 60_000 },
   { step: "sw-reset", waitMs: 10 * 60_000 },
   { step: "hw-reset", waitMs: 10 * 60_000 },
@@ -28,7 +31,7 @@ export type RemediationAction =
   /** Give the current rung more time. */
   | { readonly kind: "wait"; readonly remainingMs: number }
   /** Run the next rung now (ssh reboot or a Robot reset) and record it as the step, starting now. */
-  | { readonly kind: "escalate"; readonly step: Exclude<RemediationStep, "none" | "failed"> }
+  | { readonly kind: "escalate"; readonly step: RemediationRung }
   /** The last rung did not help: mark the node permanently failed (terminal). */
   | { readonly kind: "fail" }
   /** Already permanently failed: stays so until a person intervenes (replaces or re-adds the node). */
@@ -71,6 +74,6 @@ export function stepAfter(current: RemediationStep, action: RemediationAction): 
 }
 
 /** The Robot reset type a rung triggers (the SSH reboot needs no Robot call). */
-export function robotResetTypeFor(step: Exclude<RemediationStep, "none" | "failed">): "sw" | "hw" | undefined {
+export function robotResetTypeFor(step: RemediationRung): "sw" | "hw" | undefined {
   return step === "sw-reset" ? "sw" : step === "hw-reset" ? "hw" : undefined;
 }

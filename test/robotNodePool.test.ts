@@ -105,7 +105,8 @@ describe("robotNodePool: fleet spec", () => {
 describe("robotNodePool: resource graph under mocks", () => {
   it("declares rescue, hardware, install, ready and join per server, in order, with the documented names", async () => {
     const { resources } = await runPool();
-    const members = robotMembers(parseFleetSpec(rawFleetConfig({ pools: [robotPoolConfig()] })).cluster, parseFleetSpec(rawFleetConfig({ pools: [robotPoolConfig()] })).pools[0] as HetznerRobotPool);
+    const spec = parseFleetSpec(rawFleetConfig({ pools: [robotPoolConfig()] }));
+    const members = robotMembers(spec.cluster, spec.pools[0] as HetznerRobotPool);
     assert.deepEqual(
       ofType(resources, RESCUE).map((r) => r.name),
       ["example-fsn-metal-fsn-metal-a-rescue", "example-fsn-metal-fsn-metal-b-rescue"],

@@ -31,8 +31,11 @@ export function projectRoot(from: string = process.cwd()): string {
   throw new Error("no Pulumi.yaml found in the working directory or above; run nodefleet inside the project");
 }
 
+/** The names `stacks/Pulumi.<stack>.yaml` may carry (no path separators). */
+export const STACK_CONFIG_NAME = /^[A-Za-z0-9_.-]+$/;
+
 export function stackConfigPath(stackName: string, root: string = projectRoot()): string {
-  if (!/^[A-Za-z0-9_.-]+$/.test(stackName)) {
+  if (!STACK_CONFIG_NAME.test(stackName)) {
     throw new Error(`stack name ${JSON.stringify(stackName)} may only contain letters, digits, '_', '.' and '-'`);
   }
   return path.join(root, "stacks", `Pulumi.${stackName}.yaml`);
@@ -69,7 +72,12 @@ export function readStackConfigFile(stackName: string, root: string = projectRoo
       .filter((s): s is string => Boolean(s));
     throw new Error(`stack ${stackName}: ${path.relative(root, file)} does not exist (stacks here: ${known.join(", ") || "none"})`);
   }
-  const document = parse(fs.readFileSync(file, "utf8")) as { config?: Record<string, unknown> } | null;
+  return parseStackConfig(stackName, file, fs.readFileSync(file, "utf8"));
+}
+
+/** A stack config file's text (from the working tree or a git ref at `file`), secure values left out. */
+export function parseStackConfig(stackName: string, file: string, text: string): StackConfigFile {
+  const document = parse(text) as { config?: Record<string, unknown> } | null;
   const encryptedPaths: string[] = [];
   const config: Record<string, StackConfigValue> = {};
   for (const [key, raw] of Object.entries(document?.config ?? {})) {

@@ -12,7 +12,7 @@ import type { StackEngine } from "../engine/stackEngine";
 import { formatPreviewMarkdown } from "../preview/previewMarkdown";
 import { type EngineKind, runPreview } from "../preview/runPreview";
 import { SIMULATION_BANNER, SimulatedEngine } from "../simulated/simulatedEngine";
-import { projectRoot } from "../stackConfigFile";
+import { STACK_CONFIG_NAME, projectRoot } from "../stackConfigFile";
 
 /** Credentials that mean a real cloud is configured; without them the simulated engine is the default. */
 const CLOUD_CREDENTIALS = ["HCLOUD_TOKEN", "SCW_SECRET_KEY"] as const;
@@ -30,7 +30,7 @@ async function createEngine(kind: EngineKind, dataDir: string, scratch: boolean)
 }
 
 function collect(value: string, previous: string[] = []): string[] {
-  if (!/^[A-Za-z0-9_.-]+$/.test(value)) throw new InvalidArgumentError("a stack name may only contain letters, digits, '_', '.' and '-'");
+  if (!STACK_CONFIG_NAME.test(value)) throw new InvalidArgumentError("a stack name may only contain letters, digits, '_', '.' and '-'");
   return previous.includes(value) ? previous : [...previous, value];
 }
 

@@ -16,6 +16,7 @@ import {
   type Stack,
   type StepEventMetadata,
 } from "@pulumi/pulumi/automation";
+import { runProgramReference } from "../gitStackProgram";
 import { clearRunMarker, recoverStack, writeRunMarker } from "./crashRecovery";
 import { HcloudClient } from "./hcloudClient";
 import { resolvePassphrase } from "./passphrase";
@@ -159,12 +160,7 @@ export class AutomationEngine implements StackEngine {
   }
 
   private inlineProgram(def: StackDefinition): () => Promise<Record<string, unknown>> {
-    const { module, args } = def.program;
-    return async () => {
-      // eslint-disable-next-line @typescript-eslint/no-require-imports
-      const loaded = require(module) as { runProgram: (a: unknown) => unknown };
-      return (await loaded.runProgram(args)) as Record<string, unknown>;
-    };
+    return async () => (await runProgramReference(def.program)) as Record<string, unknown>;
   }
 
   /** The API's own stacks: settings, salt, state and passphrase all live under the data directory. */

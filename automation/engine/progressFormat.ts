@@ -3,7 +3,7 @@
  * stderr) and one structured record per step (the service's pino log). Simulated runs say so on
  * every line.
  */
-import type { ChangeSummary, EngineLogger, ResourceStep, RunOptions, RunResult } from "./stackEngine";
+import { type ChangeSummary, type EngineLogger, type ResourceStep, type RunOptions, type RunResult, emptySummary } from "./stackEngine";
 
 const OP_SYMBOL: Record<ResourceStep["op"], string> = { create: "+", update: "~", replace: "+-", delete: "-", same: " " };
 
@@ -42,7 +42,7 @@ export function formatRunResult(result: RunResult): string {
 
 /** The change summary of the steps that took effect (failed steps changed nothing). */
 export function summarise(steps: readonly ResourceStep[]): ChangeSummary {
-  const summary: ChangeSummary = { create: 0, update: 0, replace: 0, delete: 0, same: 0 };
+  const summary = emptySummary();
   for (const step of steps) if (!step.error) summary[step.op] += 1;
   return summary;
 }

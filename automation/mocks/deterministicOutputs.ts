@@ -89,8 +89,12 @@ export function deterministicId(args: pulumi.runtime.MockResourceArgs): string {
   return `${args.name}-${sha256Hex(`${args.type}/${args.name}`).slice(0, 8)}`;
 }
 
+/** The computed (non-input) outputs of a resource with the given id; empty for types that only echo inputs. */
+export function computedOutputs(args: pulumi.runtime.MockResourceArgs, id: string): Record<string, unknown> {
+  return COMPUTED_OUTPUTS[args.type]?.(args) ?? ELASTIC_METAL_COMPUTED_OUTPUTS[args.type]?.(args, id) ?? {};
+}
+
 export function deterministicOutputs(args: pulumi.runtime.MockResourceArgs): { id: string; state: Record<string, unknown> } {
   const id = deterministicId(args);
-  const computed = COMPUTED_OUTPUTS[args.type]?.(args) ?? ELASTIC_METAL_COMPUTED_OUTPUTS[args.type]?.(args, id) ?? {};
-  return { id, state: { ...args.inputs, ...computed } };
+  return { id, state: { ...args.inputs, ...computedOutputs(args, id) } };
 }

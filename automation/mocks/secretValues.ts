@@ -11,14 +11,19 @@ export function isWrappedSecret(value: unknown): value is { value: unknown } {
   return typeof value === "object" && value !== null && (value as Record<string, unknown>)[SPECIAL_SIG_KEY] === SECRET_SIG;
 }
 
-/** Replaces every wrapped secret by its plain value (`reveal`) or by the mask. */
-export function resolveSecrets(value: unknown, reveal: boolean): unknown {
-  if (isWrappedSecret(value)) return reveal ? resolveSecrets(value.value, true) : SECRET_MASK;
-  if (Array.isArray(value)) return value.map((v) => resolveSecrets(v, reveal));
+/** A copy of the value with every wrapped secret replaced by `replace(secret)`. */
+export function mapSecrets(value: unknown, replace: (secret: { value: unknown }) => unknown): unknown {
+  if (isWrappedSecret(value)) return replace(value);
+  if (Array.isArray(value)) return value.map((v) => mapSecrets(v, replace));
   if (typeof value === "object" && value !== null) {
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, resolveSecrets(v, reveal)]));
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, mapSecrets(v, replace)]));
   }
   return value;
+}
+
+/** Replaces every wrapped secret by its plain value (`reveal`) or by the mask. */
+export function resolveSecrets(value: unknown, reveal: boolean): unknown {
+  return mapSecrets(value, (secret) => (reveal ? resolveSecrets(secret.value, true) : SECRET_MASK));
 }
 
 /** True when the value holds a wrapped secret anywhere inside it. */

@@ -16,7 +16,7 @@ import { parse } from "yaml";
 import { type FleetSpec, parseFleetSpec } from "../../components/fleetSpec";
 import type { ResourceStep, StackDefinition, StackEngine } from "../engine/stackEngine";
 import { gitStackProgram } from "../gitStackProgram";
-import { type StackConfigFile, configValues, readStackConfigFile, stackConfigPath } from "../stackConfigFile";
+import { type StackConfigFile, configValues, parseStackConfig, readStackConfigFile, stackConfigPath } from "../stackConfigFile";
 import { configChangesByPool, fleetLayout } from "./fleetLayout";
 import { type PreviewReport, type StackPreview, buildStackPreview, previewReport } from "./stackPreview";
 
@@ -67,18 +67,6 @@ export function stackConfigAtRef(root: string, ref: string, stack: string): stri
   }
 }
 
-/** Parses a stack config file's text through the same reader as the working tree's (secure values left out). */
-function configFromText(stack: string, text: string): StackConfigFile {
-  const scratch = fs.mkdtempSync(path.join(os.tmpdir(), "nodefleet-base-config-"));
-  try {
-    fs.mkdirSync(path.join(scratch, "stacks"));
-    fs.writeFileSync(path.join(scratch, "stacks", `Pulumi.${stack}.yaml`), text);
-    return readStackConfigFile(stack, scratch);
-  } finally {
-    fs.rmSync(scratch, { recursive: true, force: true });
-  }
-}
-
 function specOf(file: StackConfigFile | undefined): FleetSpec | undefined {
   if (!file) return undefined;
   try {
@@ -118,7 +106,7 @@ async function previewStack(stack: string, options: RunPreviewOptions, project: 
     let beforeFile: StackConfigFile | undefined;
     if (options.baseRef) {
       const text = stackConfigAtRef(options.root, options.baseRef, stack);
-      beforeFile = text === undefined ? undefined : configFromText(stack, text);
+      beforeFile = text === undefined ? undefined : parseStackConfig(stack, stackConfigPath(stack, options.root), text);
       beforeSpec = specOf(beforeFile);
       say(`[${stack}] before: ${text === undefined ? `no stacks/Pulumi.${stack}.yaml at ${options.baseRef} (a new stack)` : `the config at ${options.baseRef}`}`);
     }

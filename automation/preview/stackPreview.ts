@@ -107,10 +107,6 @@ export function previewReport(stacks: readonly StackPreview[]): PreviewReport {
 const BEFORE_OPS: ReadonlySet<StepOp> = new Set(["same", "update", "replace", "delete"]);
 const AFTER_OPS: ReadonlySet<StepOp> = new Set(["same", "update", "replace", "create"]);
 
-function mask(text: string, knownSecrets: readonly string[]): string {
-  return maskSecretText(text, knownSecrets);
-}
-
 /** Pool names by resource-name prefix, from the pool components in the steps and from the configs. */
 function poolPrefixes(steps: readonly PreviewStep[], context: PreviewContext): Map<string, string> {
   const prefixes = new Map<string, string>();
@@ -173,7 +169,7 @@ export function buildStackPreview(context: PreviewContext, outcome: { result: Ru
       ...base,
       simulated: context.engine === "simulated",
       succeeded: false,
-      error: mask(outcome.error, knownSecrets),
+      error: maskSecretText(outcome.error, knownSecrets),
       summary: emptySummary(),
       pools: [],
       replacements: [],
@@ -289,7 +285,7 @@ export function buildStackPreview(context: PreviewContext, outcome: { result: Ru
       name: s.name,
       keys: [...s.keys],
       replaceKeys: [...(s.replaceKeys ?? [])],
-      ...(s.error ? { error: mask(s.error, knownSecrets) } : {}),
+      ...(s.error ? { error: maskSecretText(s.error, knownSecrets) } : {}),
     }));
   const failed = steps.filter((s) => s.error);
   return {
@@ -298,7 +294,7 @@ export function buildStackPreview(context: PreviewContext, outcome: { result: Ru
     succeeded: result.succeeded,
     error: result.succeeded
       ? null
-      : mask(failed.length > 0 ? failed.map((s) => `${s.name}: ${s.error}`).join("\n") : "the engine reported a failed preview", knownSecrets),
+      : maskSecretText(failed.length > 0 ? failed.map((s) => `${s.name}: ${s.error}`).join("\n") : "the engine reported a failed preview", knownSecrets),
     summary: { ...emptySummary(), ...result.summary },
     pools,
     replacements,

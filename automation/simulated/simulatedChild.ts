@@ -5,7 +5,9 @@
  * It dies with its parent (IPC disconnect, or the parent pid gone).
  */
 import { runUnderMocks } from "../mocks/runUnderMocks";
-import type { ResourceStep, StackConfigValue } from "../engine/stackEngine";
+import type { ProgramReference, ResourceStep, StackConfigValue } from "../engine/stackEngine";
+import { runProgramReference } from "../gitStackProgram";
+import { configValues } from "../stackConfigFile";
 import { SimulatedCloud, StackStateFile } from "./simulatedCloud";
 import { SimulatedProvider } from "./simulatedProvider";
 import { acquireStackLock, processAlive } from "./stackLock";
@@ -16,7 +18,7 @@ export interface ChildRequest {
   readonly dataDir: string;
   readonly stack: string;
   readonly project: string;
-  readonly program: { readonly module: string; readonly args?: unknown };
+  readonly program: ProgramReference;
   readonly config: Readonly<Record<string, StackConfigValue>>;
   readonly knobs: SimulationKnobs;
   readonly parentPid: number;
@@ -117,7 +119,7 @@ async function run(request: ChildRequest): Promise<void> {
     const result = await Promise.race([fatalError, runUnderMocks({
       stack: request.stack,
       project: request.project,
-      config: Object.fromEntries(Object.entries(request.config).map(([k, v]) => [k, v.value])),
+      config: configValues(request.config),
       secretKeys: Object.entries(request.config)
         .filter(([, v]) => v.secret)
         .map(([k]) => k),
@@ -125,12 +127,7 @@ async function run(request: ChildRequest): Promise<void> {
       newResource: guarded((args) => provider.newResource(args)),
       // A failed look-up rejects only that invoke: programs may catch it (adopt-or-create).
       call: (args) => provider.call(args),
-      program: async () => {
-        // eslint-disable-next-line @typescript-eslint/no-require-imports
-        const module = require(request.program.module) as { runProgram?: (args: unknown) => unknown };
-        if (typeof module.runProgram !== "function") throw new Error(`${request.program.module} does not export runProgram(args)`);
-        return module.runProgram(request.program.args);
-      },
+      program: () => runProgramReference(request.program),
     })]);
     outputs = (result.outputs ?? {}) as Record<string, unknown>;
   } catch (error) {

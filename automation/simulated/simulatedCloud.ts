@@ -12,7 +12,7 @@
 import { randomUUID } from "node:crypto";
 import { appendFileSync, existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { isWrappedSecret } from "../mocks/secretValues";
+import { mapSecrets } from "../mocks/secretValues";
 import { sha256Hex } from "../../components/canonicalJson";
 import { numericId } from "../mocks/deterministicOutputs";
 
@@ -86,12 +86,7 @@ function readJson<T>(path: string, fallback: T): T {
 
 /** Secrets stay comparable (a changed secret is a changed input) without being written down. */
 export function hashSecrets(value: unknown): unknown {
-  if (isWrappedSecret(value)) return { __secretSha256: sha256Hex(JSON.stringify(value.value ?? null)) };
-  if (Array.isArray(value)) return value.map(hashSecrets);
-  if (typeof value === "object" && value !== null) {
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, hashSecrets(v)]));
-  }
-  return value;
+  return mapSecrets(value, (secret) => ({ __secretSha256: sha256Hex(JSON.stringify(secret.value ?? null)) }));
 }
 
 /** The state file pair (snapshot + journal) of one stack. One writer at a time (see stackLock.ts). */

@@ -8,8 +8,8 @@
 import type * as pulumi from "@pulumi/pulumi";
 import { parseIpv4Cidr, hostAddress } from "../../components/cidr";
 import { sha256Hex } from "../../components/canonicalJson";
-import { COMPUTED_OUTPUTS, hashNumber, numericId } from "../mocks/deterministicOutputs";
-import { ELASTIC_METAL_COMPUTED_OUTPUTS, type MockPrivateNetwork, mockPrivateNetworkId, mockUuid, scalewayLookup } from "../mocks/scalewayLookups";
+import { computedOutputs, hashNumber, numericId } from "../mocks/deterministicOutputs";
+import { type MockPrivateNetwork, mockPrivateNetworkId, mockUuid, scalewayLookup } from "../mocks/scalewayLookups";
 import type { ResourceStep } from "../engine/stackEngine";
 import { AddressPool } from "./addressPool";
 import { SERVER_TYPES, type SimResource, type StackState, type StackStateFile, hashSecrets, matchesSelector } from "./simulatedCloud";
@@ -339,7 +339,7 @@ export class SimulatedProvider {
     // The shared mock outputs (random results, time stamps, Elastic Metal shapes, host keys), salted by
     // generation so a replacement gets new values; addresses are then allocated without collisions.
     const salted = { ...args, name: generation === 0 ? args.name : `${args.name}#${generation}` };
-    const computed = COMPUTED_OUTPUTS[args.type]?.(salted) ?? ELASTIC_METAL_COMPUTED_OUTPUTS[args.type]?.(salted, id ?? "") ?? {};
+    const computed = computedOutputs(salted, id ?? "");
     switch (args.type) {
       case "hcloud:index/server:Server": {
         const ipv4Address = typeof prev?.ipv4Address === "string" ? prev.ipv4Address : this.pool.public(key);

@@ -5,8 +5,8 @@
  */
 import { strict as assert } from "node:assert";
 import { CatalogSource } from "../automation/catalog/catalogSource";
-import { HcloudCatalogClient } from "../automation/catalog/hcloudCatalogClient";
 import { OfferingAvailability } from "../automation/catalog/offeringAvailability";
+import { HcloudClient } from "../automation/engine/hcloudClient";
 import { shippedCatalog } from "../automation/catalog/serverTypes";
 import { configValues, projectRoot, readStackConfigFile } from "../automation/stackConfigFile";
 import { parseFleetSpec } from "../components/fleetSpec";
@@ -39,7 +39,7 @@ describe("server-type catalog", () => {
     }) as unknown as typeof fetch;
     let counted = 0;
     const availability = new OfferingAvailability();
-    const source = new CatalogSource({ client: new HcloudCatalogClient("t", { fetch: fetchStub, onRequest: () => counted++ }), availability });
+    const source = new CatalogSource({ client: new HcloudClient({ token: "t", fetch: fetchStub, onRequest: () => counted++ }), availability });
     await source.refresh();
     assert.equal(counted, 2);
     assert.deepEqual(source.current().serverTypes.map((t) => [t.name, t.prices[0]!.priceHourlyNet]), [["cpx21", 0.01]]);
@@ -77,7 +77,7 @@ describe("server-type catalog", () => {
       return new Response(JSON.stringify({ ...body, meta: { pagination: { next_page: null } } }), { status: 200 });
     }) as unknown as typeof fetch;
     const availability = new OfferingAvailability();
-    const source = new CatalogSource({ client: new HcloudCatalogClient("t", { fetch: fetchStub }), availability });
+    const source = new CatalogSource({ client: new HcloudClient({ token: "t", fetch: fetchStub }), availability });
     await source.refresh();
     const api = await startTestApi({ catalog: source, availability });
     try {

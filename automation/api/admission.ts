@@ -64,7 +64,7 @@ export function admit(input: {
           arch: kubernetesArch(t.architecture),
           pool: pool.name,
           cpu: t.cores,
-          memoryMiB: Math.round(t.memoryGiB * 1024),
+          memoryMiB: nodeCapacity(t, kubelet).memoryMiB,
         }),
       ),
     );

@@ -5,7 +5,8 @@
  * 3600.
  */
 import type { Logger } from "pino";
-import type { HcloudCatalogClient } from "./hcloudCatalogClient";
+import type { HcloudClient } from "../engine/hcloudClient";
+import { hcloudCatalog } from "./hcloudCatalog";
 import type { OfferingAvailability } from "./offeringAvailability";
 import { shippedCatalog, type ServerTypeCatalog } from "./serverTypes";
 
@@ -15,7 +16,7 @@ export class CatalogSource {
 
   constructor(
     private readonly options: {
-      readonly client?: HcloudCatalogClient;
+      readonly client?: HcloudClient;
       readonly availability?: OfferingAvailability;
       readonly refreshMs?: number;
       readonly logger?: Logger;
@@ -34,7 +35,7 @@ export class CatalogSource {
     const client = this.options.client;
     if (!client) return;
     try {
-      const { serverTypes, unavailable } = await client.catalog();
+      const { serverTypes, unavailable } = await hcloudCatalog(client);
       this.catalog = { source: `Hetzner Cloud API, ${new Date().toISOString()}`, serverTypes };
       this.options.availability?.setProviderUnavailable(unavailable);
     } catch (error) {

@@ -15,7 +15,6 @@ import { buildServer } from "../api/server";
 import { ServiceMetrics } from "../api/serviceMetrics";
 import { StackConfigSource } from "../api/stackConfigSource";
 import { CatalogSource } from "../catalog/catalogSource";
-import { HcloudCatalogClient } from "../catalog/hcloudCatalogClient";
 import { OfferingAvailability } from "../catalog/offeringAvailability";
 import { AutomationEngine } from "../engine/automationEngine";
 import { HcloudClient } from "../engine/hcloudClient";
@@ -103,6 +102,8 @@ export async function serve(options: ServeOptions, env: NodeJS.ProcessEnv = proc
   let engineReady: Promise<unknown> | undefined;
   let reclaimer: OrphanReclaimer | undefined;
   let readSecretConfig: ReadSecretConfig | undefined;
+  // One counted client for the engine's crash-recovery look-ups, the orphan reclaimer and the catalog.
+  const hcloud = HcloudClient.fromEnv(env, (method, urlPath) => metrics.cloudRequest("hcloud", `${method} ${urlPath.split("?")[0]!.replace(/\/\d+/g, "/{id}")}`));
   const reclaimerOptions = {
     clusterId: fleet.cluster.id,
     graceMs: intEnv(env, "NODEFLEET_ORPHAN_GRACE_MS", 30 * 60_000),
@@ -126,8 +127,6 @@ export async function serve(options: ServeOptions, env: NodeJS.ProcessEnv = proc
     );
     reclaimer = new OrphanReclaimer({ ...reclaimerOptions, inventory: simulatedInventory(simulated.cloud, metrics) });
   } else {
-    // One counted client for the engine's crash-recovery look-ups and the orphan reclaimer.
-    const hcloud = HcloudClient.fromEnv(env, (method, urlPath) => metrics.cloudRequest("hcloud", `${method} ${urlPath.split("?")[0]!.replace(/\/\d+/g, "/{id}")}`));
     const automation = await AutomationEngine.create({ dataDir, logger, ...(hcloud ? { hcloud } : {}) });
     engine = automation;
     const gitStack = { stackName: options.stack, program: gitStackProgram({ allowMissingKubeconfig: false }), config: {}, projectDir: root };
@@ -137,7 +136,7 @@ export async function serve(options: ServeOptions, env: NodeJS.ProcessEnv = proc
   const catalog = new CatalogSource({
     availability,
     logger,
-    ...(env.HCLOUD_TOKEN ? { client: new HcloudCatalogClient(env.HCLOUD_TOKEN, { onRequest: (op) => metrics.cloudRequest("hcloud", op) }) } : {}),
+    ...(hcloud ? { client: hcloud } : {}),
   });
 
   const app = await buildServer({

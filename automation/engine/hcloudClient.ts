@@ -1,7 +1,7 @@
 /**
- * A small typed client for the few Hetzner Cloud API calls the engine itself makes (crash recovery
- * look-ups by name and labels, orphan deletes). Every request is counted: the project's budget of
- * 3600 requests per hour is shared with every `pulumi up`.
+ * A small typed client for the few Hetzner Cloud API calls the service itself makes (crash recovery
+ * look-ups by name and labels, orphan deletes, the scaling API's server-type catalog). Every request
+ * is counted: the project's budget of 3600 requests per hour is shared with every `pulumi up`.
  */
 export interface HcloudServer {
   readonly id: number;
@@ -12,6 +12,26 @@ export interface HcloudServer {
   readonly server_type: { readonly name: string };
   readonly public_net: { readonly ipv4: { readonly ip: string } | null; readonly ipv6: { readonly ip: string } | null };
   readonly private_net: ReadonlyArray<{ readonly network: number; readonly ip: string }>;
+}
+
+export interface HcloudServerType {
+  readonly id: number;
+  readonly name: string;
+  readonly cores: number;
+  /** GiB. */
+  readonly memory: number;
+  /** GB. */
+  readonly disk: number;
+  readonly cpu_type: "shared" | "dedicated";
+  readonly architecture: "x86" | "arm";
+  readonly deprecated?: boolean | null;
+  readonly prices: ReadonlyArray<{ readonly location: string; readonly price_hourly: { readonly net: string } }>;
+}
+
+export interface HcloudDatacenter {
+  readonly location: { readonly name: string };
+  /** Server type ids. */
+  readonly server_types: { readonly supported: readonly number[]; readonly available: readonly number[] };
 }
 
 export class HcloudApiError extends Error {
@@ -59,6 +79,8 @@ export class HcloudClient {
     const response = await this.fetchImpl(`${this.baseUrl}${path}`, {
       method,
       headers: { Authorization: `Bearer ${this.options.token}`, Accept: "application/json" },
+      // A stalled connection must not hold up recovery or the catalog refresh for ever.
+      signal: AbortSignal.timeout(30_000),
     });
     if (response.status === 204) return undefined;
     const body = (await response.json().catch(() => ({}))) as { error?: { code?: string; message?: string } } & T;
@@ -66,17 +88,33 @@ export class HcloudClient {
     return body;
   }
 
+  /** Every item of a paged list (one request per 50 items). */
+  private async paged<T>(path: string, key: string, query: Record<string, string> = {}): Promise<T[]> {
+    const items: T[] = [];
+    for (let page = 1; ; page++) {
+      const params = new URLSearchParams({ page: String(page), per_page: "50", ...query });
+      const body = await this.request<Record<string, T[] | undefined> & { meta?: { pagination?: { next_page: number | null } } }>("GET", `${path}?${params}`);
+      items.push(...(body?.[key] ?? []));
+      if (!body?.meta?.pagination?.next_page) return items;
+    }
+  }
+
   /** Servers by exact name and/or label selector (one request per 50 servers). */
   async listServers(filter: { name?: string; labelSelector?: string }): Promise<HcloudServer[]> {
-    const servers: HcloudServer[] = [];
-    for (let page = 1; ; page++) {
-      const query = new URLSearchParams({ page: String(page), per_page: "50" });
-      if (filter.name) query.set("name", filter.name);
-      if (filter.labelSelector) query.set("label_selector", filter.labelSelector);
-      const body = await this.request<{ servers: HcloudServer[]; meta?: { pagination?: { next_page: number | null } } }>("GET", `/servers?${query}`);
-      servers.push(...(body?.servers ?? []));
-      if (!body?.meta?.pagination?.next_page) return servers;
-    }
+    return this.paged<HcloudServer>("/servers", "servers", {
+      ...(filter.name ? { name: filter.name } : {}),
+      ...(filter.labelSelector ? { label_selector: filter.labelSelector } : {}),
+    });
+  }
+
+  /** Every server type with its prices per location, deprecated ones included. */
+  async listServerTypes(): Promise<HcloudServerType[]> {
+    return this.paged<HcloudServerType>("/server_types", "server_types");
+  }
+
+  /** Every datacenter with the server types it supports and those it sells now. */
+  async listDatacenters(): Promise<HcloudDatacenter[]> {
+    return this.paged<HcloudDatacenter>("/datacenters", "datacenters");
   }
 
   /** Deletes a server; "not found" counts as success (it is gone either way). */

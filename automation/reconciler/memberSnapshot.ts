@@ -4,7 +4,7 @@
  * Drift is the snapshot's hash differing from the current template's (projected onto what matters
  * for this member), reported with the differing fields so Karpenter can replace the node gracefully.
  */
-import { canonicalJson, sha256Hex } from "../../components/canonicalJson";
+import { canonicalHash, canonicalJson } from "../../components/canonicalJson";
 import type { ClusterSpec, HcloudAutoscaledPool, KubeletSettings, Taint } from "../../components/fleetSpec";
 import type { NodeResources } from "../catalog/instanceTypes";
 
@@ -76,7 +76,7 @@ export function templateHash(template: PoolTemplate, serverType: string): string
   if (!byType) hashes.set(template, (byType = new Map()));
   let hash = byType.get(serverType);
   if (hash === undefined) {
-    hash = sha256Hex(canonicalJson(memberProjection(template, serverType))).slice(0, 16);
+    hash = canonicalHash(memberProjection(template, serverType)).slice(0, 16);
     byType.set(serverType, hash);
   }
   return hash;

@@ -24,24 +24,23 @@ import { elasticMetalOs } from "./elasticMetalOs";
 import {
   type BootstrapMethod,
   ELASTIC_METAL_REPLACE_ON_CHANGES,
+  PRIVATE_IPV4_LABEL,
   bootstrapMethod,
   elasticMetalGeneration,
   elasticMetalMembers,
-  elasticMetalRegistrationLabels,
   privateAddressCidr,
   scalewayRegion,
 } from "./elasticMetalPlan";
 import type { ClusterSpec, ScalewayElasticMetalPool } from "./fleetSpec";
 import { canonicalHash } from "./canonicalJson";
-import { encodeK0sJoinToken } from "./k0sJoinToken";
-import { renderBootstrapKubeconfig } from "./kubeadmBootstrapKubeconfig";
 import { assertElasticMetalCloudInitSize, renderSelfJoinCloudConfig } from "./kubeadmWorkerCloudConfig";
 import { kubeletConfigHash, renderKubeletConfig } from "./kubeletConfig";
 import { renderKubeletConfigRepush } from "./kubeletConfigRepush";
 import { type NodeMember, type NodeOutput, OWNERSHIP_LABELS, nodeOutputIdentity } from "./nodeMember";
 import { type KubernetesNodeRemoval, memberNodeRemoval } from "./kubernetesNodeRemoval";
 import { NodeLocalPvcRemoval } from "./nodeLocalPvcRemoval";
-import { type PrivateNetworkJoin, renderSelfJoinScript, renderVlanIdDelivery } from "./selfJoinScript";
+import { type PrivateNetworkJoin, renderVlanIdDelivery, renderWorkerSelfJoinScript } from "./selfJoinScript";
+import { workerUserDataInputs } from "./workerUserData";
 
 export interface ElasticMetalNodePoolArgs {
   /** The cluster the nodes join: id, kind, apiServer, CA, versions, kubelet settings, token TTL. */
@@ -250,33 +249,18 @@ export class ElasticMetalNodePool extends pulumi.ComponentResource {
 
     const kubeletConfig =
       cluster.kind === "kubeadm" ? renderKubeletConfig({ kubelet: cluster.kubelet, providerID: member.providerID }) : undefined;
-    const renderJoin = (secret: string, address: { ipv4: string; cidr: string }, vlanId: PrivateNetworkJoin["vlanId"]): string => {
-      const common = {
-        hostname: member.hostname,
-        providerID: member.providerID,
-        labels: elasticMetalRegistrationLabels(member, address.ipv4),
-        taints: member.taints,
-        privateNetwork: { vlanId, addressCidr: address.cidr },
-      };
-      if (cluster.kind === "kubeadm") {
-        return renderSelfJoinScript({
-          kind: "kubeadm",
-          kubernetesVersion: cluster.kubernetesVersion as string,
-          caCertificate: cluster.caCertificate,
-          bootstrapKubeconfig: renderBootstrapKubeconfig({ apiServer: cluster.apiServer, caCertificate: cluster.caCertificate, token: secret }),
-          kubeletConfig: kubeletConfig as string,
-          ...common,
-        });
-      }
-      return renderSelfJoinScript({
-        kind: "k0s",
-        k0sVersion: cluster.k0sVersion as string,
-        ...(cluster.k0sSha256 ? { k0sSha256: cluster.k0sSha256 } : {}),
-        joinToken: encodeK0sJoinToken({ apiServer: cluster.apiServer, caCertificate: cluster.caCertificate, token: secret }),
-        kubelet: cluster.kubelet,
-        ...common,
-      });
-    };
+    // The node registers with its private IPv4 as a label, next to the member's own labels.
+    const renderJoin = (secret: string, address: { ipv4: string; cidr: string }, vlanId: PrivateNetworkJoin["vlanId"]): string =>
+      renderWorkerSelfJoinScript(
+        workerUserDataInputs(cluster, {
+          hostname: member.hostname,
+          providerID: member.providerID,
+          labels: { ...member.labels, [PRIVATE_IPV4_LABEL]: address.ipv4 },
+          taints: member.taints,
+        }),
+        secret,
+        { vlanId, addressCidr: address.cidr },
+      );
 
     const cloudInit =
       ctx.method === "cloud-init"
@@ -323,6 +307,10 @@ export class ElasticMetalNodePool extends pulumi.ComponentResource {
       const match = list.find((pn) => uuidOf(pn.id) === uuidOf(pnId)) ?? (list.length === 1 ? list[0] : undefined);
       return match?.vlan;
     });
+    const knownVlan = (vlanId: number | undefined): number => {
+      if (vlanId === undefined) throw new Error(`node ${member.hostname}: the server reports no VLAN for the private network yet`);
+      return vlanId;
+    };
     const host = server.ipv4s.apply((ips) => ips?.[0]?.address ?? "");
 
     // Trust on first use: the only connection without a pinned host key. Later commands verify it.
@@ -352,10 +340,7 @@ export class ElasticMetalNodePool extends pulumi.ComponentResource {
           connection: pinned,
           create: ctx.runScript,
           stdin: pulumi.secret(
-            pulumi.all([token.token, privateAddress, vlan]).apply(([secret, address, vlanId]) => {
-              if (vlanId === undefined) throw new Error(`node ${member.hostname}: the server reports no VLAN for the private network yet`);
-              return renderJoin(secret, address, vlanId);
-            }),
+            pulumi.all([token.token, privateAddress, vlan]).apply(([secret, address, vlanId]) => renderJoin(secret, address, knownVlan(vlanId))),
           ),
           // Re-run on a new server or a changed node identity; the kubelet config has its own re-push.
           triggers: [server.id, staticJoinInputs],
@@ -369,10 +354,7 @@ export class ElasticMetalNodePool extends pulumi.ComponentResource {
         {
           connection: pinned,
           create: ctx.runScript,
-          stdin: vlan.apply((vlanId) => {
-            if (vlanId === undefined) throw new Error(`node ${member.hostname}: the server reports no VLAN for the private network yet`);
-            return renderVlanIdDelivery(vlanId);
-          }),
+          stdin: vlan.apply((vlanId) => renderVlanIdDelivery(knownVlan(vlanId))),
           triggers: [server.id],
           logging: "stderr",
         },

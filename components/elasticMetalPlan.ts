@@ -1,12 +1,11 @@
 /**
  * The pure part of an Elastic Metal pool: its members, how each is bootstrapped (cloud-init or SSH
  * self-join), the generation that names a member's bootstrap token (fresh when the server is
- * replaced), and the registration labels including the private IPv4.
+ * replaced), and the label carrying the private IPv4.
  */
 import type { ClusterSpec, ScalewayElasticMetalPool } from "./fleetSpec";
-import { canonicalHash } from "./canonicalJson";
 import { elasticMetalOs } from "./elasticMetalOs";
-import { partitionKubeletLabels } from "./kubeletLabels";
+import { generationHash } from "./generationSuffix";
 import { type NodeMember, nodeMember, staticNodeIds } from "./nodeMember";
 
 /** The label carrying the node's private-network IPv4 (known from IPAM before the server exists). */
@@ -32,19 +31,12 @@ export function scalewayRegion(zone: string): string {
 
 /** `[a-z0-9]{6}` from the inputs that replace the server: a replacement gets a fresh bootstrap token. */
 export function elasticMetalGeneration(pool: Pick<ScalewayElasticMetalPool, "zone" | "offer" | "os">): string {
-  const digest = canonicalHash({ zone: pool.zone, offer: pool.offer, os: pool.os });
-  return BigInt(`0x${digest.slice(0, 16)}`).toString(36).padStart(6, "0").slice(-6);
+  return generationHash({ zone: pool.zone, offer: pool.offer, os: pool.os });
 }
 
 export function elasticMetalMembers(cluster: Pick<ClusterSpec, "id" | "providerIdScheme">, pool: ScalewayElasticMetalPool): NodeMember[] {
   const template = { pool: pool.name, serverType: pool.offer, location: pool.zone, labels: pool.labels, taints: pool.taints };
   return staticNodeIds(pool).map((nodeId) => nodeMember(cluster, template, nodeId));
-}
-
-/** Labels the kubelet registers with: the accepted member labels plus the private IPv4, keys sorted. */
-export function elasticMetalRegistrationLabels(member: Pick<NodeMember, "labels">, privateIpv4: string): Record<string, string> {
-  const { accepted } = partitionKubeletLabels({ ...member.labels, [PRIVATE_IPV4_LABEL]: privateIpv4 });
-  return Object.fromEntries(Object.keys(accepted).sort().map((key) => [key, accepted[key]]));
 }
 
 /**

@@ -13,7 +13,8 @@ import { GENERATION_SUFFIX_LENGTH, MAX_SERVER_NAME_LENGTH } from "./generationSu
 import { isKubeletRestrictedLabel } from "./kubeletLabels";
 import { hostnameFor, staticNodeIds } from "./nodeMember";
 
-const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+/** An RFC 1123 label: cluster ids, pool and node names, hostnames (length is checked separately). */
+export const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const dnsLabel = (what: string, max: number) =>
   z
     .string({ error: `${what} is required and must be a string` })

@@ -23,16 +23,21 @@ export interface GenerationInputs {
   readonly userData: unknown;
 }
 
+/** `[a-z0-9]{6}` from the canonical hash of a value: how every server generation is named. */
+export function generationHash(value: unknown): string {
+  const digest = canonicalHash(value);
+  return BigInt(`0x${digest.slice(0, 16)}`).toString(36).padStart(GENERATION_SUFFIX_LENGTH, "0").slice(-GENERATION_SUFFIX_LENGTH);
+}
+
 /** `[a-z0-9]{6}`, a pure function of the replace-forcing inputs. */
 export function generationSuffix(inputs: GenerationInputs): string {
-  const digest = canonicalHash({
+  return generationHash({
     location: inputs.location,
     image: inputs.image,
     serverType: inputs.serverType,
     sshKeys: inputs.sshKeys,
     userData: inputs.userData,
   });
-  return BigInt(`0x${digest.slice(0, 16)}`).toString(36).padStart(GENERATION_SUFFIX_LENGTH, "0").slice(-GENERATION_SUFFIX_LENGTH);
 }
 
 /** `<hostname>-<generation>`; fails, naming the node, when that is not a valid server name. */

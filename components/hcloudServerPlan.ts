@@ -7,7 +7,7 @@ import type { ClusterSpec, HcloudPool, HcloudStaticPool, Taint } from "./fleetSp
 import { generationServerName, generationSuffix } from "./generationSuffix";
 import { type NodeMember, nodeMember, staticNodeIds } from "./nodeMember";
 import { assertHcloudUserDataSize } from "./userDataLimits";
-import { type WorkerCluster, renderWorkerUserData, workerUserDataInputs } from "./workerUserData";
+import { type WorkerCluster, type WorkerMemberInput, renderWorkerUserData, workerUserDataInputs } from "./workerUserData";
 
 /** Cluster-side values a member may pin (a frozen snapshot) instead of taking the cluster's current ones. */
 export type MemberBootstrapSnapshot = Partial<Pick<ClusterSpec, "k0sVersion" | "k0sSha256" | "kubernetesVersion" | "kubelet">>;
@@ -64,7 +64,7 @@ export interface PlannedHcloudServer {
   readonly member: HcloudPoolMember;
   readonly cluster: WorkerCluster & Pick<ClusterSpec, "bootstrapTokenTtlMinutes">;
   /** What the user data is rendered from; its `hostname` is `nodeName`. */
-  readonly render: { hostname: string; providerID: string; labels: Readonly<Record<string, string>>; taints: readonly Taint[] };
+  readonly render: WorkerMemberInput;
   readonly image: string;
   readonly sshKeys: readonly string[];
   readonly generation: string;

@@ -5,9 +5,7 @@
  * user data readable, which is why the README tells operators to block it from pods.
  */
 import { stringify } from "yaml";
-import { renderBootstrapKubeconfig } from "./kubeadmBootstrapKubeconfig";
-import { renderKubeletConfig } from "./kubeletConfig";
-import { SELF_JOIN_SCRIPT_PATH, renderSelfJoinScript } from "./selfJoinScript";
+import { SELF_JOIN_SCRIPT_PATH, renderWorkerSelfJoinScript } from "./selfJoinScript";
 import type { KubeadmWorkerUserDataInputs } from "./workerUserData";
 
 /** Elastic Metal's cloudInit limit (provider docs: at most 127,998 characters). */
@@ -39,16 +37,5 @@ export function assertElasticMetalCloudInitSize(nodeName: string, userData: stri
  * contains it, so callers keep it secret.
  */
 export function renderKubeadmWorkerUserData(inputs: KubeadmWorkerUserDataInputs, bootstrapToken: string): string {
-  const script = renderSelfJoinScript({
-    kind: "kubeadm",
-    kubernetesVersion: inputs.kubernetesVersion,
-    caCertificate: inputs.caCertificate,
-    bootstrapKubeconfig: renderBootstrapKubeconfig({ apiServer: inputs.apiServer, caCertificate: inputs.caCertificate, token: bootstrapToken }),
-    kubeletConfig: renderKubeletConfig({ kubelet: inputs.kubelet, providerID: inputs.providerID }),
-    hostname: inputs.hostname,
-    providerID: inputs.providerID,
-    labels: inputs.labels,
-    taints: inputs.taints,
-  });
-  return renderSelfJoinCloudConfig(script);
+  return renderSelfJoinCloudConfig(renderWorkerSelfJoinScript(inputs, bootstrapToken));
 }

@@ -28,14 +28,17 @@ export function isIpv4WithPrefix(value: string): boolean {
   return prefix <= 32 && match[1].split(".").every((octet) => Number(octet) <= 255);
 }
 
+/** Throws unless the id is a usable 802.1Q VLAN id (1..4094). */
+export function assertVlanId(vlanId: number): void {
+  if (!Number.isInteger(vlanId) || vlanId < 1 || vlanId > 4094) throw new Error(`VLAN id ${vlanId} must be an integer from 1 to 4094`);
+}
+
 export function renderNetplanVlan(input: NetplanVlanInput): string {
   if (!INTERFACE_NAME.test(input.link) && !SHELL_EXPRESSION.test(input.link)) {
     throw new Error(`netplan link ${JSON.stringify(input.link)} is neither an interface name nor a shell variable`);
   }
   if (typeof input.vlanId === "number") {
-    if (!Number.isInteger(input.vlanId) || input.vlanId < 1 || input.vlanId > 4094) {
-      throw new Error(`VLAN id ${input.vlanId} must be an integer from 1 to 4094`);
-    }
+    assertVlanId(input.vlanId);
   } else if (!SHELL_EXPRESSION.test(input.vlanId)) {
     throw new Error(`VLAN id ${JSON.stringify(input.vlanId)} is neither a number nor a shell variable`);
   }

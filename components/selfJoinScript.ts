@@ -10,12 +10,15 @@
  * carries the bootstrap token), removes the secrets once the kubelet holds its own credentials, and
  * honours `NODEFLEET_ROOT` as its filesystem root so tests can run it unprivileged.
  */
-import type { KubeletSettings, Taint } from "./fleetSpec";
-import { KUBELET_PATHS } from "./kubeletConfig";
+import { DNS_LABEL, type KubeletSettings, type Taint } from "./fleetSpec";
+import { encodeK0sJoinToken } from "./k0sJoinToken";
+import { renderBootstrapKubeconfig } from "./kubeadmBootstrapKubeconfig";
+import { KUBELET_PATHS, renderKubeletConfig } from "./kubeletConfig";
 import { K0S_BOOTSTRAP_SCRIPT_PATH, K0S_KUBELET_CONF, K0S_TOKEN_FILE, renderK0sWorkerBootstrapScript } from "./k0sWorkerCloudConfig";
 import { kubeletNodeLabelsArg, kubeletTaintsArg } from "./kubeletRegistrationArgs";
-import { NETPLAN_VLAN_PATH, isIpv4WithPrefix, renderNetplanVlan } from "./netplanVlan";
+import { NETPLAN_VLAN_PATH, assertVlanId, isIpv4WithPrefix, renderNetplanVlan } from "./netplanVlan";
 import { scriptPrelude, shellQuote, writeFileBlock } from "./shellScript";
+import type { WorkerUserDataInputs } from "./workerUserData";
 
 /** Where cloud-init drops the script; removed by the script once the node has joined. */
 export const SELF_JOIN_SCRIPT_PATH = "/var/lib/nodefleet/join.sh";
@@ -64,8 +67,6 @@ export interface K0sSelfJoinInput extends CommonJoinInput {
 
 export type SelfJoinInput = KubeadmSelfJoinInput | K0sSelfJoinInput;
 
-const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
-
 function assertCommon(input: CommonJoinInput): void {
   if (!DNS_LABEL.test(input.hostname) || input.hostname.length > 63) {
     throw new Error(`hostname ${JSON.stringify(input.hostname)} must be a DNS label`);
@@ -74,9 +75,7 @@ function assertCommon(input: CommonJoinInput): void {
     throw new Error(`providerID ${JSON.stringify(input.providerID)} must look like <scheme>:///<clusterId>/<nodeId>`);
   }
   const vlanId = input.privateNetwork?.vlanId;
-  if (typeof vlanId === "number" && (!Number.isInteger(vlanId) || vlanId < 1 || vlanId > 4094)) {
-    throw new Error(`VLAN id ${vlanId} must be an integer from 1 to 4094`);
-  }
+  if (typeof vlanId === "number") assertVlanId(vlanId);
   if (input.privateNetwork && !isIpv4WithPrefix(input.privateNetwork.addressCidr)) {
     throw new Error(`private address ${JSON.stringify(input.privateNetwork.addressCidr)} must be an IPv4 address with a prefix`);
   }
@@ -271,11 +270,49 @@ export function renderSelfJoinScript(input: SelfJoinInput): string {
 }
 
 /**
+ * The self-join script of a worker from its user-data inputs (workerUserData.ts): the bootstrap
+ * kubeconfig and kubelet config (kubeadm) or the join token (k0s) are built from `bootstrapToken`
+ * (`<id6>.<secret16>`), so the result is a secret.
+ */
+export function renderWorkerSelfJoinScript(
+  inputs: WorkerUserDataInputs,
+  bootstrapToken: string,
+  privateNetwork?: PrivateNetworkJoin,
+): string {
+  const common = {
+    hostname: inputs.hostname,
+    providerID: inputs.providerID,
+    labels: inputs.labels,
+    taints: inputs.taints,
+    ...(privateNetwork ? { privateNetwork } : {}),
+  };
+  const kubeconfigInput = { apiServer: inputs.apiServer, caCertificate: inputs.caCertificate, token: bootstrapToken };
+  if (inputs.kind === "kubeadm") {
+    return renderSelfJoinScript({
+      kind: "kubeadm",
+      kubernetesVersion: inputs.kubernetesVersion,
+      caCertificate: inputs.caCertificate,
+      bootstrapKubeconfig: renderBootstrapKubeconfig(kubeconfigInput),
+      kubeletConfig: renderKubeletConfig({ kubelet: inputs.kubelet, providerID: inputs.providerID }),
+      ...common,
+    });
+  }
+  return renderSelfJoinScript({
+    kind: "k0s",
+    k0sVersion: inputs.k0sVersion,
+    ...(inputs.k0sSha256 ? { k0sSha256: inputs.k0sSha256 } : {}),
+    joinToken: encodeK0sJoinToken(kubeconfigInput),
+    kubelet: inputs.kubelet,
+    ...common,
+  });
+}
+
+/**
  * Delivers the VLAN id on the cloud-init path (the self-join there waits for it before it starts
  * the kubelet). No secret in it.
  */
 export function renderVlanIdDelivery(vlanId: number): string {
-  if (!Number.isInteger(vlanId) || vlanId < 1 || vlanId > 4094) throw new Error(`VLAN id ${vlanId} must be an integer from 1 to 4094`);
+  assertVlanId(vlanId);
   return `${scriptPrelude("deliver the private network VLAN id")}
 write_file ${shellQuote(VLAN_ID_PATH)} 0644 <<'NODEFLEET_VLAN'
 ${vlanId}

@@ -27,18 +27,14 @@ import { canonicalHash } from "./canonicalJson";
 import type { ClusterSpec, HetznerRobotPool } from "./fleetSpec";
 import { GATHER_DISKS_COMMAND, renderAutosetup, selectInstallDrives } from "./installimageAutosetup";
 import { parseHostKeyLine, sshAuth } from "./elasticMetalNodePool";
-import { encodeK0sJoinToken } from "./k0sJoinToken";
-import { renderBootstrapKubeconfig } from "./kubeadmBootstrapKubeconfig";
-import { renderKubeletConfig } from "./kubeletConfig";
 import { type KubernetesNodeRemoval, memberNodeRemoval } from "./kubernetesNodeRemoval";
 import { type NodeOutput, nodeOutputIdentity } from "./nodeMember";
 import type { RobotCredentials } from "./robotClient";
 import { type RobotMember, robotMembers } from "./robotPlan";
 import { RobotRescue, configuredRobotCredentials } from "./robotRescue";
 import { RESCUE_INSTALL_COMMAND, renderRescueInstallScript } from "./robotRescueInstall";
-import { renderSelfJoinScript } from "./selfJoinScript";
+import { renderWorkerSelfJoinScript } from "./selfJoinScript";
 import { shellQuote } from "./shellScript";
-import type { WorkerUserDataInputs } from "./workerUserData";
 
 export interface RobotNodePoolArgs {
   /** The cluster the nodes join: id, kind, apiServer, CA, versions, kubelet settings, token TTL. */
@@ -91,29 +87,6 @@ export function readyCommand(hostname: string): string {
 
 /** A stdin that fails the command: used when the hardware listing is unknown (never install blind). */
 const FAIL_UNGATHERED = "echo 'nodefleet: the rescue system reported no disks' >&2\nexit 1\n";
-
-/** The self-join script for the cluster kind; contains the token, so callers keep it secret. */
-export function robotJoinScript(inputs: WorkerUserDataInputs, token: string): string {
-  const common = { hostname: inputs.hostname, providerID: inputs.providerID, labels: inputs.labels, taints: inputs.taints };
-  if (inputs.kind === "kubeadm") {
-    return renderSelfJoinScript({
-      kind: "kubeadm",
-      kubernetesVersion: inputs.kubernetesVersion,
-      caCertificate: inputs.caCertificate,
-      bootstrapKubeconfig: renderBootstrapKubeconfig({ apiServer: inputs.apiServer, caCertificate: inputs.caCertificate, token }),
-      kubeletConfig: renderKubeletConfig({ kubelet: inputs.kubelet, providerID: inputs.providerID }),
-      ...common,
-    });
-  }
-  return renderSelfJoinScript({
-    kind: "k0s",
-    k0sVersion: inputs.k0sVersion,
-    ...(inputs.k0sSha256 ? { k0sSha256: inputs.k0sSha256 } : {}),
-    joinToken: encodeK0sJoinToken({ apiServer: inputs.apiServer, caCertificate: inputs.caCertificate, token }),
-    kubelet: inputs.kubelet,
-    ...common,
-  });
-}
 
 export class RobotNodePool extends pulumi.ComponentResource {
   readonly rescues: RobotRescue[] = [];
@@ -202,7 +175,7 @@ export class RobotNodePool extends pulumi.ComponentResource {
       {
         connection: pinned,
         create: "bash -s",
-        stdin: pulumi.secret(token.token.apply((secret) => robotJoinScript(userData, secret))),
+        stdin: pulumi.secret(token.token.apply((secret) => renderWorkerSelfJoinScript(userData, secret))),
         triggers: [install.id, joinInputs],
         logging: "stderr",
       },

@@ -3,10 +3,9 @@
  * single source of the OpenAPI document (`/openapi.json`, committed as openapi.json).
  */
 import { z } from "zod";
-import { labelsSchema, taintSchema } from "../../components/fleetSpec";
+import { DNS_LABEL, labelsSchema, taintSchema } from "../../components/fleetSpec";
 import { REQUIREMENT_OPERATORS } from "../catalog/requirements";
 
-export const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 
 export const errorResponseSchema = z
   .object({

@@ -41,6 +41,7 @@ import { type KubernetesNodeRemoval, memberNodeRemoval } from "./kubernetesNodeR
 import { NodeLocalPvcRemoval } from "./nodeLocalPvcRemoval";
 import { type PrivateNetworkJoin, renderVlanIdDelivery, renderWorkerSelfJoinScript } from "./selfJoinScript";
 import { workerUserDataInputs } from "./workerUserData";
+import { READ_HOST_KEY_COMMAND, UNREAD_HOST_KEY, parseHostKeyLine, sshAuth } from "./sshConnection";
 
 export interface ElasticMetalNodePoolArgs {
   /** The cluster the nodes join: id, kind, apiServer, CA, versions, kubelet settings, token TTL. */
@@ -76,31 +77,6 @@ export interface ElasticMetalNodeOutput extends NodeOutput {
   readonly hostKey: pulumi.Output<string>;
   /** sha256 of the rendered kubelet config (kubeadm clusters). */
   readonly kubeletConfigHash?: string;
-}
-
-/** An `ssh-ed25519 AAAA... [comment]` line, as `connection.hostKey` expects it. */
-export function parseHostKeyLine(text: string): string {
-  const line = text.trim().split("\n")[0]?.trim() ?? "";
-  if (!/^ssh-ed25519 AAAAC3NzaC1lZDI1NTE5[A-Za-z0-9+/]+={0,2}( \S+)?$/.test(line)) {
-    throw new Error("the server's ed25519 host key could not be read (expected one `ssh-ed25519 AAAA...` line)");
-  }
-  return line;
-}
-
-/** Not a parsable key: a connection pinned to it fails instead of connecting unverified. */
-export const UNREAD_HOST_KEY = "host-key-not-read";
-
-/** The command that reads the host key on the first (unverified) connection. */
-export const READ_HOST_KEY_COMMAND = "cat /etc/ssh/ssh_host_ed25519_key.pub";
-
-/** The SSH login for nodefleet's remote commands (also used by the Hetzner Robot pool). */
-export function sshAuth(args: Pick<ElasticMetalNodePoolArgs, "sshPrivateKey">): { privateKey?: pulumi.Input<string>; agentSocketPath?: string } {
-  if (args.sshPrivateKey !== undefined) return { privateKey: pulumi.secret(args.sshPrivateKey) };
-  const fromConfig = new pulumi.Config("nodefleet").getSecret("sshPrivateKey");
-  if (fromConfig !== undefined) return { privateKey: fromConfig };
-  const fromEnv = process.env.NODEFLEET_SSH_PRIVATE_KEY;
-  if (fromEnv) return { privateKey: pulumi.secret(fromEnv) };
-  return process.env.SSH_AUTH_SOCK ? { agentSocketPath: process.env.SSH_AUTH_SOCK } : {};
 }
 
 /** The UUID part of a Scaleway id (`fr-par/<uuid>` or `<uuid>`), to compare ids across id formats. */

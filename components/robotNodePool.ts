@@ -26,7 +26,7 @@ import { nodeBootstrapToken } from "./bootstrapToken";
 import { canonicalHash } from "./canonicalJson";
 import type { ClusterSpec, HetznerRobotPool } from "./fleetSpec";
 import { GATHER_DISKS_COMMAND, renderAutosetup, selectInstallDrives } from "./installimageAutosetup";
-import { parseHostKeyLine, sshAuth } from "./elasticMetalNodePool";
+import { parseHostKeyLine, sshAuth } from "./sshConnection";
 import { type KubernetesNodeRemoval, memberNodeRemoval } from "./kubernetesNodeRemoval";
 import { type NodeOutput, nodeOutputIdentity } from "./nodeMember";
 import type { RobotCredentials } from "./robotClient";

@@ -4,7 +4,8 @@ import { type RecordedResource, runUnderMocks } from "../automation/mocks/runUnd
 import { type MockPrivateNetwork, mockEd25519HostKey, scalewayLookup } from "../automation/mocks/scalewayLookups";
 import { containsSecret, isWrappedSecret, resolveSecrets } from "../automation/mocks/secretValues";
 import { ELASTIC_METAL_REPLACE_ON_CHANGES, PRIVATE_IPV4_LABEL, bootstrapMethod, elasticMetalGeneration } from "../components/elasticMetalPlan";
-import { ElasticMetalNodePool, READ_HOST_KEY_COMMAND, parseHostKeyLine, privateNetworkDecision } from "../components/elasticMetalNodePool";
+import { ElasticMetalNodePool, privateNetworkDecision } from "../components/elasticMetalNodePool";
+import { READ_HOST_KEY_COMMAND, parseHostKeyLine } from "../components/sshConnection";
 import { type FleetSpec, parseFleetSpec } from "../components/fleetSpec";
 import { kubeletConfigHash, renderKubeletConfig } from "../components/kubeletConfig";
 import { assertCloudInitSchemaValid, assertShellcheckClean } from "./support/externalLinters";

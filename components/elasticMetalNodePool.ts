@@ -40,7 +40,7 @@ import { type NodeMember, type NodeOutput, OWNERSHIP_LABELS, nodeOutputIdentity 
 import { type KubernetesNodeRemoval, memberNodeRemoval } from "./kubernetesNodeRemoval";
 import { NodeLocalPvcRemoval } from "./nodeLocalPvcRemoval";
 import { type PrivateNetworkJoin, renderVlanIdDelivery, renderWorkerSelfJoinScript } from "./selfJoinScript";
-import { workerUserDataInputs } from "./workerUserData";
+import { workerUserDataInputs } from "./workerUserDataInputs";
 import { READ_HOST_KEY_COMMAND, UNREAD_HOST_KEY, parseHostKeyLine, sshAuth } from "./sshConnection";
 
 export interface ElasticMetalNodePoolArgs {

@@ -6,7 +6,8 @@
 import type { ClusterSpec, ScalewayElasticMetalPool } from "./fleetSpec";
 import { elasticMetalOs } from "./elasticMetalOs";
 import { generationHash } from "./generationSuffix";
-import { type NodeMember, nodeMember, staticNodeIds } from "./nodeMember";
+import { staticNodeIds } from "./naming";
+import { type NodeMember, nodeMember } from "./nodeMember";
 
 /** The label carrying the node's private-network IPv4 (known from IPAM before the server exists). */
 export const PRIVATE_IPV4_LABEL = "nodefleet.io/private-ipv4";

@@ -11,7 +11,7 @@ import {
 } from "./hcloudLocations";
 import { GENERATION_SUFFIX_LENGTH, MAX_SERVER_NAME_LENGTH } from "./generationSuffix";
 import { isKubeletRestrictedLabel } from "./kubeletLabels";
-import { hostnameFor, staticNodeIds } from "./nodeMember";
+import { hostnameFor, staticNodeIds } from "./naming";
 
 /** An RFC 1123 label: cluster ids, pool and node names, hostnames (length is checked separately). */
 export const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;

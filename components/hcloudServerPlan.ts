@@ -5,9 +5,11 @@
  */
 import type { ClusterSpec, HcloudPool, HcloudStaticPool, Taint } from "./fleetSpec";
 import { generationServerName, generationSuffix } from "./generationSuffix";
-import { type NodeMember, nodeMember, staticNodeIds } from "./nodeMember";
+import { staticNodeIds } from "./naming";
+import { type NodeMember, nodeMember } from "./nodeMember";
 import { assertHcloudUserDataSize } from "./userDataLimits";
-import { type WorkerCluster, type WorkerMemberInput, renderWorkerUserData, workerUserDataInputs } from "./workerUserData";
+import { renderWorkerUserData } from "./workerUserData";
+import { type WorkerCluster, type WorkerMemberInput, workerUserDataInputs } from "./workerUserDataInputs";
 
 /** Cluster-side values a member may pin (a frozen snapshot) instead of taking the cluster's current ones. */
 export type MemberBootstrapSnapshot = Partial<Pick<ClusterSpec, "k0sVersion" | "k0sSha256" | "kubernetesVersion" | "kubelet">>;

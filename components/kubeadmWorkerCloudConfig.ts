@@ -6,7 +6,7 @@
  */
 import { stringify } from "yaml";
 import { SELF_JOIN_SCRIPT_PATH, renderWorkerSelfJoinScript } from "./selfJoinScript";
-import type { KubeadmWorkerUserDataInputs } from "./workerUserData";
+import type { KubeadmWorkerUserDataInputs } from "./workerUserDataInputs";
 
 /** Elastic Metal's cloudInit limit (provider docs: at most 127,998 characters). */
 export const ELASTIC_METAL_MAX_CLOUD_INIT_CHARS = 127_998;

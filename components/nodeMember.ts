@@ -5,6 +5,7 @@
  */
 import type * as pulumi from "@pulumi/pulumi";
 import type { ClusterSpec, Taint } from "./fleetSpec";
+import { hostnameFor, providerIdFor } from "./naming";
 
 export interface NodeMember {
   /** Stable node id inside the cluster, e.g. `hel1-general-0`; part of the providerID. */
@@ -57,14 +58,6 @@ export const OWNERSHIP_LABELS = {
   node: "nodefleet.io/node",
 } as const;
 
-export function providerIdFor(cluster: Pick<ClusterSpec, "id" | "providerIdScheme">, nodeId: string): string {
-  return `${cluster.providerIdScheme}:///${cluster.id}/${nodeId}`;
-}
-
-export function hostnameFor(cluster: Pick<ClusterSpec, "id">, nodeId: string): string {
-  return `${cluster.id}-${nodeId}`;
-}
-
 /** The pool-level part of a member: what all members of a pool (or of one admission snapshot) share. */
 export interface MemberTemplate {
   /** Pool name. */
@@ -101,10 +94,4 @@ export function nodeMember(
     },
     taints: template.taints,
   };
-}
-
-/** Node ids of a static pool: `<pool>-<i>` for replicas, `<pool>-<name>` for an explicit nodes list. */
-export function staticNodeIds(pool: { name: string; replicas?: number; nodes?: readonly string[] }): string[] {
-  if (pool.nodes) return pool.nodes.map((n) => `${pool.name}-${n}`);
-  return Array.from({ length: pool.replicas ?? 0 }, (_, i) => `${pool.name}-${i}`);
 }

@@ -7,7 +7,7 @@
 import type { ClusterSpec, HetznerRobotPool } from "./fleetSpec";
 import { generationSuffix } from "./generationSuffix";
 import { type NodeMember, nodeMember } from "./nodeMember";
-import { type WorkerUserDataInputs, workerUserDataInputs } from "./workerUserData";
+import { type WorkerUserDataInputs, workerUserDataInputs } from "./workerUserDataInputs";
 
 export interface RobotMember {
   readonly member: NodeMember;

@@ -18,7 +18,7 @@ import { K0S_BOOTSTRAP_SCRIPT_PATH, K0S_KUBELET_CONF, K0S_TOKEN_FILE, renderK0sW
 import { kubeletNodeLabelsArg, kubeletTaintsArg } from "./kubeletRegistrationArgs";
 import { NETPLAN_VLAN_PATH, assertVlanId, isIpv4WithPrefix, renderNetplanVlan } from "./netplanVlan";
 import { scriptPrelude, shellQuote, writeFileBlock } from "./shellScript";
-import type { WorkerUserDataInputs } from "./workerUserData";
+import type { WorkerUserDataInputs } from "./workerUserDataInputs";
 
 /** Where cloud-init drops the script; removed by the script once the node has joined. */
 export const SELF_JOIN_SCRIPT_PATH = "/var/lib/nodefleet/join.sh";
@@ -270,7 +270,7 @@ export function renderSelfJoinScript(input: SelfJoinInput): string {
 }
 
 /**
- * The self-join script of a worker from its user-data inputs (workerUserData.ts): the bootstrap
+ * The self-join script of a worker from its user-data inputs (workerUserDataInputs.ts): the bootstrap
  * kubeconfig and kubelet config (kubeadm) or the join token (k0s) are built from `bootstrapToken`
  * (`<id6>.<secret16>`), so the result is a secret.
  */

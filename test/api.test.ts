@@ -7,7 +7,7 @@ import * as net from "node:net";
 import fc from "fast-check";
 import { parseFleetSpec } from "../components/fleetSpec";
 import { GENERATION_SUFFIX_LENGTH, generationServerName } from "../components/generationSuffix";
-import { hostnameFor } from "../components/nodeMember";
+import { hostnameFor } from "../components/naming";
 import { nodeOverhead } from "../components/kubeletReservations";
 import { nodeIdFor } from "../automation/api/nodeIdentity";
 import { NodefleetApiError } from "../automation/client/nodefleetClient";

@@ -1,7 +1,8 @@
 import { strict as assert } from "node:assert";
 import type * as pulumi from "@pulumi/pulumi";
 import { type RecordedResource, runUnderMocks } from "../automation/mocks/runUnderMocks";
-import { type MockPrivateNetwork, mockEd25519HostKey, scalewayLookup } from "../automation/mocks/scalewayLookups";
+import { type MockPrivateNetwork, scalewayLookup } from "../automation/mocks/scalewayLookups";
+import { mockEd25519HostKey } from "../automation/mocks/seededValues";
 import { containsSecret, isWrappedSecret, resolveSecrets } from "../automation/mocks/secretValues";
 import { ELASTIC_METAL_REPLACE_ON_CHANGES, PRIVATE_IPV4_LABEL, bootstrapMethod, elasticMetalGeneration } from "../components/elasticMetalPlan";
 import { ElasticMetalNodePool, privateNetworkDecision } from "../components/elasticMetalNodePool";

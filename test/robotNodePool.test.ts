@@ -1,7 +1,7 @@
 import { strict as assert } from "node:assert";
 import { MOCK_ROBOT_LSBLK, mockRobotServerIp } from "../automation/mocks/robotMocks";
 import { type RecordedResource, runUnderMocks } from "../automation/mocks/runUnderMocks";
-import { mockEd25519HostKey } from "../automation/mocks/scalewayLookups";
+import { mockEd25519HostKey } from "../automation/mocks/seededValues";
 import { containsSecret, isWrappedSecret, resolveSecrets } from "../automation/mocks/secretValues";
 import { FleetSpecError, type HetznerRobotPool, parseFleetSpec } from "../components/fleetSpec";
 import { GATHER_DISKS_COMMAND } from "../components/installimageAutosetup";

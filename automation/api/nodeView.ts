@@ -5,7 +5,8 @@
  * Karpenter applies them itself.
  */
 import type { ClusterSpec } from "../../components/fleetSpec";
-import { OWNERSHIP_LABELS, providerIdFor } from "../../components/nodeMember";
+import { providerIdFor } from "../../components/naming";
+import { OWNERSHIP_LABELS } from "../../components/nodeMember";
 import { formatResources } from "../catalog/instanceTypes";
 import { driftReasons, type PoolTemplate } from "../reconciler/memberSnapshot";
 import type { Claim, VisibleStatus } from "../store/claimStore";

@@ -6,24 +6,9 @@
  */
 import type * as pulumi from "@pulumi/pulumi";
 import { sha256Hex } from "../../components/canonicalJson";
-// Cyclic import, used only at call time: Scaleway's outputs build on the helpers below.
 import { ELASTIC_METAL_COMPUTED_OUTPUTS } from "./scalewayLookups";
 import { robotCommandMockOutputs, robotRescueMockOutputs } from "./robotMocks";
-
-/** A number in [0, modulo) derived from the text. */
-export function hashNumber(text: string, modulo: number): number {
-  return parseInt(sha256Hex(text).slice(0, 12), 16) % modulo;
-}
-
-/** Hetzner-style numeric id (ids are numbers in hcloud's args, strings in `.id`). */
-export function numericId(text: string): string {
-  return String(1_000_000 + hashNumber(text, 90_000_000));
-}
-
-/** A public address in the documentation range 203.0.113.0/24 (RFC 5737). */
-export function documentationIpv4(text: string): string {
-  return `203.0.113.${1 + hashNumber(text, 254)}`;
-}
+import { documentationIpv4, hashNumber, numericId } from "./seededValues";
 
 const RANDOM_ALPHABET_LOWER = "abcdefghijklmnopqrstuvwxyz";
 const RANDOM_ALPHABET_UPPER = RANDOM_ALPHABET_LOWER.toUpperCase();
@@ -76,7 +61,7 @@ export const COMPUTED_OUTPUTS: Record<string, OutputsForType> = {
     return { baseRfc3339: t.base, rfc3339: t.rfc3339 };
   },
   "time:index/static:Static": (a) => ({ rfc3339: typeof a.inputs.rfc3339 === "string" ? a.inputs.rfc3339 : MOCK_EPOCH }),
-  // The Elastic Metal host-key read (its stdout is pinned); looked up at call time (cyclic import).
+  // The Robot pool's disk listing and install output, else the Elastic Metal host-key read (its stdout is pinned).
   "command:remote:Command": (a) => robotCommandMockOutputs(a) ?? ELASTIC_METAL_COMPUTED_OUTPUTS["command:remote:Command"](a, deterministicId(a)),
   // The Hetzner Robot pool's rescue resource (a dynamic resource): the server's address.
   "pulumi-nodejs:dynamic/nodefleet:RobotRescue": robotRescueMockOutputs,

@@ -5,7 +5,7 @@
 import type * as pulumi from "@pulumi/pulumi";
 import { GATHER_DISKS_COMMAND } from "../../components/installimageAutosetup";
 import { RESCUE_INSTALL_COMMAND } from "../../components/robotRescueInstall";
-import { mockEd25519HostKey } from "./scalewayLookups";
+import { mockEd25519HostKey } from "./seededValues";
 
 /** A documentation address (RFC 5737 198.51.100.0/24) per server number. */
 export function mockRobotServerIp(serverNumber: number): string {

@@ -9,7 +9,7 @@
 import type * as pulumi from "@pulumi/pulumi";
 import { hostAddress, parseIpv4Cidr } from "../../components/cidr";
 import { sha256Hex } from "../../components/canonicalJson";
-import { documentationIpv4, hashNumber } from "./deterministicOutputs";
+import { documentationIpv4, hashNumber, mockEd25519HostKey } from "./seededValues";
 import { resolveSecrets } from "./secretValues";
 
 export function mockUuid(seed: string): string {
@@ -111,18 +111,6 @@ export function scalewayLookup(
 }
 
 type Outputs = (args: pulumi.runtime.MockResourceArgs, id: string) => Record<string, unknown>;
-
-/** A well-formed ed25519 public key (authorized_keys line) derived from the seed. */
-export function mockEd25519HostKey(seed: string): string {
-  const u32 = (n: number) => {
-    const b = Buffer.alloc(4);
-    b.writeUInt32BE(n);
-    return b;
-  };
-  const key = Buffer.from(sha256Hex(seed).slice(0, 64), "hex");
-  const blob = Buffer.concat([u32(11), Buffer.from("ssh-ed25519"), u32(32), key]);
-  return `ssh-ed25519 ${blob.toString("base64")} root@${seed}`;
-}
 
 /**
  * Computed outputs of the resources an Elastic Metal pool declares: Scaleway's, and the remote

@@ -4,7 +4,7 @@
  * gets the same addresses run after run.
  */
 import { hostAddress, parseIpv4Cidr } from "../../components/cidr";
-import { hashNumber } from "../mocks/deterministicOutputs";
+import { hashNumber } from "../mocks/seededValues";
 
 /** RFC 5737 documentation ranges: 203.0.113.0/24 first (SPEC §4), then the other two when it is full. */
 const PUBLIC_RANGES = ["203.0.113", "198.51.100", "192.0.2"];

@@ -14,7 +14,7 @@ import { appendFileSync, existsSync, mkdirSync, readFileSync, readdirSync, renam
 import { join } from "node:path";
 import { mapSecrets } from "../mocks/secretValues";
 import { sha256Hex } from "../../components/canonicalJson";
-import { numericId } from "../mocks/deterministicOutputs";
+import { numericId } from "../mocks/seededValues";
 
 /** One resource as the simulated cloud records it. */
 export interface SimResource {

@@ -8,7 +8,8 @@
 import type * as pulumi from "@pulumi/pulumi";
 import { parseIpv4Cidr, hostAddress } from "../../components/cidr";
 import { sha256Hex } from "../../components/canonicalJson";
-import { computedOutputs, hashNumber, numericId } from "../mocks/deterministicOutputs";
+import { computedOutputs } from "../mocks/deterministicOutputs";
+import { hashNumber, numericId } from "../mocks/seededValues";
 import { type MockPrivateNetwork, mockPrivateNetworkId, mockUuid, scalewayLookup } from "../mocks/scalewayLookups";
 import type { ResourceStep } from "../engine/stackEngine";
 import { AddressPool } from "./addressPool";

@@ -11,7 +11,7 @@
  */
 import * as os from "node:os";
 import autocannon from "autocannon";
-import { parseFleetSpec } from "../components/fleetSpec";
+import { parseFleetSpec } from "../components/fleet/fleetSpec";
 import { buildServer } from "../automation/api/server";
 import { NodefleetClient } from "../automation/client/nodefleetClient";
 import type { StackConfigValue, StackEngine } from "../automation/engine/stackEngine";

@@ -9,12 +9,12 @@ import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import type { AutoscaledProgramArgs } from "../automation/reconciler/apiStack";
 import type { MemberSnapshot } from "../automation/reconciler/memberSnapshot";
-import { clusterFirewallName } from "../components/clusterFirewall";
-import { clusterNetworkName } from "../components/clusterNetwork";
-import { FleetSpecError, parseFleetSpec, type ClusterSpec, type Taint } from "../components/fleetSpec";
-import { HcloudNodePool } from "../components/hcloudNodePool";
-import type { HcloudPoolMember, HcloudPoolTemplate } from "../components/hcloudServerPlan";
-import { OWNERSHIP_LABELS, nodeMember } from "../components/nodeMember";
+import { clusterFirewallName } from "../components/hcloud/clusterFirewall";
+import { clusterNetworkName } from "../components/hcloud/clusterNetwork";
+import { FleetSpecError, parseFleetSpec, type ClusterSpec, type Taint } from "../components/fleet/fleetSpec";
+import { HcloudNodePool } from "../components/hcloud/hcloudNodePool";
+import type { HcloudPoolMember, HcloudPoolTemplate } from "../components/hcloud/hcloudServerPlan";
+import { OWNERSHIP_LABELS, nodeMember } from "../components/fleet/nodeMember";
 import { readRawFleetConfig } from "./fleetProgram";
 
 /** Karpenter removes it once it has matched the Node to its NodeClaim. */

@@ -4,8 +4,8 @@
  * the automation engine (inline program), render and the simulated engine (mock runtime).
  */
 import * as pulumi from "@pulumi/pulumi";
-import { Fleet } from "../components/fleet";
-import { FleetSpecError, parseFleetSpec } from "../components/fleetSpec";
+import { Fleet } from "../components";
+import { FleetSpecError, parseFleetSpec } from "../components/fleet/fleetSpec";
 
 export const FLEET_CONFIG_KEYS = ["nodefleet:cluster", "nodefleet:network", "nodefleet:firewall", "nodefleet:pools"] as const;
 

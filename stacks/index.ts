@@ -3,7 +3,7 @@
  * exported function and awaits the Promise it returns; the resolved object becomes the stack outputs.
  */
 import * as pulumi from "@pulumi/pulumi";
-import { FleetSpecError } from "../components/fleetSpec";
+import { FleetSpecError } from "../components/fleet/fleetSpec";
 import { runProgram } from "./fleetProgram";
 
 // A RunError is printed as its message alone: the list of config problems, without a stack trace.

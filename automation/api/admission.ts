@@ -3,7 +3,7 @@
  * caller runs it inside the transaction that counts the pool's usage and inserts the claim, so
  * concurrent creates cannot overshoot a limit.
  */
-import type { HcloudAutoscaledPool, KubeletSettings } from "../../components/fleetSpec";
+import type { HcloudAutoscaledPool, KubeletSettings } from "../../components/fleet/fleetSpec";
 import { allocatable, nodeCapacity, nodeOverheadFor, type NodeResources } from "../catalog/instanceTypes";
 import type { OfferingAvailability } from "../catalog/offeringAvailability";
 import { offeringLabels, requirementsAllow, type Requirement } from "../catalog/requirements";

@@ -3,13 +3,13 @@
  * availability checked in the same transaction that commits the claim), reads, deletes, and the
  * cluster and instance-type descriptions. Routes only translate HTTP; this holds the rules.
  */
-import type { FleetSpec, HcloudAutoscaledPool } from "../../components/fleetSpec";
-import { partitionKubeletLabels } from "../../components/kubeletLabels";
+import type { FleetSpec, HcloudAutoscaledPool } from "../../components/fleet/fleetSpec";
+import { partitionKubeletLabels } from "../../components/fleet/kubeletLabels";
 import { poolInstanceTypes, type InstanceTypeView } from "../catalog/instanceTypes";
 import type { OfferingAvailability } from "../catalog/offeringAvailability";
 import type { ServerTypeCatalog } from "../catalog/serverTypes";
 import type { ClusterReconciler } from "../reconciler/clusterReconciler";
-import { canonicalHash } from "../../components/canonicalJson";
+import { canonicalHash } from "../../components/shared/canonicalJson";
 import { poolTemplate, templateHash, type MemberSnapshot, type PoolTemplate } from "../reconciler/memberSnapshot";
 import type { Claim, ClaimStore } from "../store/claimStore";
 import type { Operation, OperationLog } from "../store/operationLog";

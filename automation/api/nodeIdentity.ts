@@ -3,7 +3,7 @@
  * `<clusterId>-<nodeId>` is always a valid hostname whatever the claim is called, and a replayed
  * create lands on the same node.
  */
-import { sha256Hex } from "../../components/canonicalJson";
+import { sha256Hex } from "../../components/shared/canonicalJson";
 
 /** `k` + 12 hex digits of sha256(uniqueID): 48 bits, a DNS label of 13 characters. */
 export function nodeIdFor(uniqueID: string): string {

@@ -4,9 +4,9 @@
  * restricted request labels appear here even though the kubelet does not set them, because
  * Karpenter applies them itself.
  */
-import type { ClusterSpec } from "../../components/fleetSpec";
-import { providerIdFor } from "../../components/naming";
-import { OWNERSHIP_LABELS } from "../../components/nodeMember";
+import type { ClusterSpec } from "../../components/fleet/fleetSpec";
+import { providerIdFor } from "../../components/fleet/naming";
+import { OWNERSHIP_LABELS } from "../../components/fleet/nodeMember";
 import { formatResources } from "../catalog/instanceTypes";
 import { driftReasons, type PoolTemplate } from "../reconciler/memberSnapshot";
 import type { Claim, VisibleStatus } from "../store/claimStore";

@@ -3,7 +3,7 @@
  * single source of the OpenAPI document (`/openapi.json`, committed as openapi.json).
  */
 import { z } from "zod";
-import { DNS_LABEL, labelsSchema, taintSchema } from "../../components/fleetSpec";
+import { DNS_LABEL, labelsSchema, taintSchema } from "../../components/fleet/fleetSpec";
 import { REQUIREMENT_OPERATORS } from "../catalog/requirements";
 
 

@@ -11,7 +11,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance } from "fastify";
 import fastifyMetrics from "fastify-metrics";
 import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
 import type { Logger } from "pino";
-import type { FleetSpec } from "../../components/fleetSpec";
+import type { FleetSpec } from "../../components/fleet/fleetSpec";
 import { CatalogSource } from "../catalog/catalogSource";
 import { OfferingAvailability } from "../catalog/offeringAvailability";
 import type { StackConfigValue, StackEngine } from "../engine/stackEngine";

@@ -7,7 +7,7 @@
  */
 import * as fs from "node:fs";
 import type { Logger } from "pino";
-import { parseFleetSpec, type FleetSpec } from "../../components/fleetSpec";
+import { parseFleetSpec, type FleetSpec } from "../../components/fleet/fleetSpec";
 import type { StackConfigValue } from "../engine/stackEngine";
 import { configValues, readStackConfigFile } from "../stackConfigFile";
 import { API_TOKENS_KEY } from "./apiTokenSources";

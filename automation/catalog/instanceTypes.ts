@@ -4,8 +4,8 @@
  * two never disagree), allocatable and priced offerings per zone, including unavailable ones
  * (Karpenter marks nodes of a type it no longer sees as drifted).
  */
-import type { HcloudAutoscaledPool, KubeletSettings } from "../../components/fleetSpec";
-import { nodeOverhead } from "../../components/kubeletReservations";
+import type { HcloudAutoscaledPool, KubeletSettings } from "../../components/fleet/fleetSpec";
+import { nodeOverhead } from "../../components/bootstrap/kubeletReservations";
 import type { OfferingAvailability } from "./offeringAvailability";
 import { kubernetesArch, type ServerType, type ServerTypeCatalog } from "./serverTypes";
 

@@ -3,7 +3,7 @@
  * With --json a command prints exactly one JSON document on stdout; progress and logs go to stderr.
  */
 import { Command, CommanderError } from "commander";
-import { FleetSpecError } from "../../components/fleetSpec";
+import { FleetSpecError } from "../../components/fleet/fleetSpec";
 import { registerPreviewCommand } from "./previewCommand";
 import { registerRenderCommand } from "./renderCommand";
 import { registerNodesCommand } from "./nodesCommand";

@@ -5,7 +5,7 @@
  * cloud state on top of this.
  */
 import type * as pulumi from "@pulumi/pulumi";
-import { sha256Hex } from "../../components/canonicalJson";
+import { sha256Hex } from "../../components/shared/canonicalJson";
 import { ELASTIC_METAL_COMPUTED_OUTPUTS } from "./scalewayLookups";
 import { robotCommandMockOutputs, robotRescueMockOutputs } from "./robotMocks";
 import { documentationIpv4, hashNumber, numericId } from "./seededValues";

@@ -3,8 +3,8 @@
  * server address, the rescue system's disk listing and the installed system's host key.
  */
 import type * as pulumi from "@pulumi/pulumi";
-import { GATHER_DISKS_COMMAND } from "../../components/installimageAutosetup";
-import { RESCUE_INSTALL_COMMAND } from "../../components/robotRescueInstall";
+import { GATHER_DISKS_COMMAND } from "../../components/robot/installimageAutosetup";
+import { RESCUE_INSTALL_COMMAND } from "../../components/robot/robotRescueInstall";
 import { mockEd25519HostKey } from "./seededValues";
 
 /** A documentation address (RFC 5737 198.51.100.0/24) per server number. */

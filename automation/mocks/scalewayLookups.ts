@@ -7,8 +7,8 @@
  * simulated engine answers from its own persistent cloud.
  */
 import type * as pulumi from "@pulumi/pulumi";
-import { hostAddress, parseIpv4Cidr } from "../../components/cidr";
-import { sha256Hex } from "../../components/canonicalJson";
+import { hostAddress, parseIpv4Cidr } from "../../components/shared/cidr";
+import { sha256Hex } from "../../components/shared/canonicalJson";
 import { documentationIpv4, hashNumber, mockEd25519HostKey } from "./seededValues";
 import { resolveSecrets } from "./secretValues";
 

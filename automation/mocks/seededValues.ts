@@ -3,7 +3,7 @@
  * addresses, SSH host keys): what every deterministic mock output is built from, so the same
  * resource name always gets the same value.
  */
-import { sha256Hex } from "../../components/canonicalJson";
+import { sha256Hex } from "../../components/shared/canonicalJson";
 
 /** A number in [0, modulo) derived from the text. */
 export function hashNumber(text: string, modulo: number): number {

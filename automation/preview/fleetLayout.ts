@@ -5,7 +5,7 @@
  * types, and a new server generation is a create plus a delete rather than a Pulumi replace, so
  * these facts are what lets the preview say "cpx31 -> cpx41" or "user data (labels changed)".
  */
-import type { FleetSpec, PoolSpec } from "../../components/fleetSpec";
+import type { FleetSpec, PoolSpec } from "../../components/fleet/fleetSpec";
 
 export interface PoolLayout {
   readonly name: string;

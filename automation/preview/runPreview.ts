@@ -13,7 +13,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { parse } from "yaml";
-import { type FleetSpec, parseFleetSpec } from "../../components/fleetSpec";
+import { type FleetSpec, parseFleetSpec } from "../../components/fleet/fleetSpec";
 import type { ResourceStep, StackDefinition, StackEngine } from "../engine/stackEngine";
 import { gitStackProgram } from "../gitStackProgram";
 import { type StackConfigFile, configValues, parseStackConfig, readStackConfigFile, stackConfigPath } from "../stackConfigFile";

@@ -14,7 +14,7 @@ export const SERVER_TYPES: ReadonlySet<string> = new Set(["hcloud:index/server:S
 /** Pool components: `nodefleet:hcloud:NodePool`, `nodefleet:scaleway:ElasticMetalPool`, ... */
 const POOL_COMPONENT = /^nodefleet:[^:]+:[A-Za-z]*Pool$/;
 const FLEET_COMPONENT = "nodefleet:index:Fleet";
-/** `<hostname>-<generation>`: see components/generationSuffix.ts. */
+/** `<hostname>-<generation>`: see components/fleet/generationSuffix.ts. */
 const GENERATION_NAME = /^(.+)-[a-z0-9]{6}$/;
 
 /**

@@ -4,8 +4,8 @@
  * Drift is the snapshot's hash differing from the current template's (projected onto what matters
  * for this member), reported with the differing fields so Karpenter can replace the node gracefully.
  */
-import { canonicalHash, canonicalJson } from "../../components/canonicalJson";
-import type { ClusterSpec, HcloudAutoscaledPool, KubeletSettings, Taint } from "../../components/fleetSpec";
+import { canonicalHash, canonicalJson } from "../../components/shared/canonicalJson";
+import type { ClusterSpec, HcloudAutoscaledPool, KubeletSettings, Taint } from "../../components/fleet/fleetSpec";
 import type { NodeResources } from "../catalog/instanceTypes";
 
 /** Everything of a pool and its cluster that shapes a member's server and bootstrap. */

@@ -8,7 +8,7 @@
 import type { Logger } from "pino";
 import type { ServiceMetrics } from "../api/serviceMetrics";
 import type { HcloudClient } from "../engine/hcloudClient";
-import { OWNERSHIP_LABELS } from "../../components/nodeMember";
+import { OWNERSHIP_LABELS } from "../../components/fleet/nodeMember";
 import type { SimulatedCloud } from "../simulated/simulatedCloud";
 
 export interface InventoryServer {

@@ -5,7 +5,7 @@
  *  - every plain value that the program marked secret elsewhere (tokens, kubeconfigs);
  *  - the content of files a cloud-config writes with mode 0600/0400 (token and key files);
  *  - the body of every `write_file PATH 0600 <<'EOF'` heredoc in a script (self-join scripts write
- *    the join token and the bootstrap kubeconfig this way, see components/shellScript.ts);
+ *    the join token and the bootstrap kubeconfig this way, see components/bootstrap/shellScript.ts);
  *  - anything shaped like a bootstrap token `<id6>.<secret16>`, and any gzip+base64 blob (`H4sI...`,
  *    the k0s join token's form) wherever else it stands.
  */

@@ -3,7 +3,7 @@
  * the slot its name hashes to and probes forward past addresses already taken, so the same fleet
  * gets the same addresses run after run.
  */
-import { hostAddress, parseIpv4Cidr } from "../../components/cidr";
+import { hostAddress, parseIpv4Cidr } from "../../components/shared/cidr";
 import { hashNumber } from "../mocks/seededValues";
 
 /** RFC 5737 documentation ranges: 203.0.113.0/24 first (SPEC §4), then the other two when it is full. */

@@ -8,7 +8,7 @@
  * Where a nodefleet component sets `replaceOnChanges` (the mock runtime does not pass resource
  * options to the simulation), those paths are listed too, from the component's own constant.
  */
-import { ELASTIC_METAL_REPLACE_ON_CHANGES } from "../../components/elasticMetalPlan";
+import { ELASTIC_METAL_REPLACE_ON_CHANGES } from "../../components/scaleway/elasticMetalPlan";
 
 export interface ReplaceTriggerEntry {
   /** Input property paths whose change forces replacement. */
@@ -64,7 +64,7 @@ export const REPLACE_TRIGGERS: Readonly<Record<string, ReplaceTriggerEntry>> = {
   "scaleway:elasticmetal/server:Server": {
     properties: [...new Set(["offer", "zone", ...ELASTIC_METAL_REPLACE_ON_CHANGES])],
     source:
-      "https://github.com/scaleway/terraform-provider-scaleway/blob/master/scaleway/resource_baremetal_server.go (schema: offer ForceNew, zone via zoneSchema ForceNew) and the component's replaceOnChanges (components/elasticMetalPlan.ts ELASTIC_METAL_REPLACE_ON_CHANGES: offer, os, zone)",
+      "https://github.com/scaleway/terraform-provider-scaleway/blob/master/scaleway/resource_baremetal_server.go (schema: offer ForceNew, zone via zoneSchema ForceNew) and the component's replaceOnChanges (components/scaleway/elasticMetalPlan.ts ELASTIC_METAL_REPLACE_ON_CHANGES: offer, os, zone)",
   },
   // Name and tags are updated; the IPv4 subnet, VPC and region are ForceNew.
   "scaleway:network/privateNetwork:PrivateNetwork": {

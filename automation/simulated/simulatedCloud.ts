@@ -13,7 +13,7 @@ import { randomUUID } from "node:crypto";
 import { appendFileSync, existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { mapSecrets } from "../mocks/secretValues";
-import { sha256Hex } from "../../components/canonicalJson";
+import { sha256Hex } from "../../components/shared/canonicalJson";
 import { numericId } from "../mocks/seededValues";
 
 /** One resource as the simulated cloud records it. */

@@ -6,8 +6,8 @@
  * from the simulated cloud. Fault injection (create failures, sold-out types, a crash) lives here.
  */
 import type * as pulumi from "@pulumi/pulumi";
-import { parseIpv4Cidr, hostAddress } from "../../components/cidr";
-import { sha256Hex } from "../../components/canonicalJson";
+import { parseIpv4Cidr, hostAddress } from "../../components/shared/cidr";
+import { sha256Hex } from "../../components/shared/canonicalJson";
 import { computedOutputs } from "../mocks/deterministicOutputs";
 import { hashNumber, numericId } from "../mocks/seededValues";
 import { type MockPrivateNetwork, mockPrivateNetworkId, mockUuid, scalewayLookup } from "../mocks/scalewayLookups";

@@ -6,7 +6,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import type { FastifyInstance } from "fastify";
-import { parseFleetSpec } from "../../components/fleetSpec";
+import { parseFleetSpec } from "../../components/fleet/fleetSpec";
 import { buildServer, type BuildServerOptions } from "../../automation/api/server";
 import { ServiceMetrics } from "../../automation/api/serviceMetrics";
 import { NodefleetClient } from "../../automation/client/nodefleetClient";

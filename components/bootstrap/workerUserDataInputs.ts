@@ -1,0 +1,87 @@
+/**
+ * What a worker's user data depends on: `workerUserDataInputs` is the single list of non-secret
+ * values the rendered text depends on. The renderers (workerUserData.ts, selfJoinScript.ts) read
+ * only those (plus the join secret), and the generation suffix hashes exactly those, so a server is
+ * replaced when, and only when, its user data changes.
+ */
+import type { ClusterSpec, KubeletSettings, Taint } from "../fleet/fleetSpec";
+import { partitionKubeletLabels } from "../fleet/kubeletLabels";
+
+/** The node-identity part of a member that its bootstrap renders. */
+export interface WorkerMemberInput {
+  /** Machine hostname and Kubernetes node name. */
+  readonly hostname: string;
+  /** `<scheme>:///<clusterId>/<nodeId>`. */
+  readonly providerID: string;
+  /** Registration labels; keys the kubelet refuses are left out of the rendering. */
+  readonly labels: Readonly<Record<string, string>>;
+  /** Taints registered with the node. */
+  readonly taints: readonly Taint[];
+}
+
+export type WorkerCluster = Pick<
+  ClusterSpec,
+  "kind" | "apiServer" | "caCertificate" | "k0sVersion" | "k0sSha256" | "kubernetesVersion" | "kubelet"
+>;
+
+/** What every worker's user data depends on, whatever the cluster kind. */
+interface CommonWorkerUserDataInputs extends WorkerMemberInput {
+  /** The API server URL the kubelet bootstraps against. */
+  readonly apiServer: string;
+  /** The cluster CA, PEM (not a secret). */
+  readonly caCertificate: string;
+  /** Only labels the kubelet accepts at registration, keys sorted. */
+  readonly labels: Readonly<Record<string, string>>;
+  /** Max pods, reservations and eviction thresholds. */
+  readonly kubelet: KubeletSettings;
+}
+
+export interface K0sWorkerUserDataInputs extends CommonWorkerUserDataInputs {
+  readonly kind: "k0s";
+  /** Pinned k0s release, e.g. v1.33.4+k0s.0. */
+  readonly k0sVersion: string;
+  /** Pinned sha256 of the k0s binary per architecture; else the release's sha256sums.txt is used. */
+  readonly k0sSha256?: ClusterSpec["k0sSha256"];
+}
+
+export interface KubeadmWorkerUserDataInputs extends CommonWorkerUserDataInputs {
+  readonly kind: "kubeadm";
+  /** e.g. v1.33.4: the pkgs.k8s.io channel and package version. */
+  readonly kubernetesVersion: string;
+}
+
+export type WorkerUserDataInputs = K0sWorkerUserDataInputs | KubeadmWorkerUserDataInputs;
+
+/**
+ * Labels restricted by the kubelet are left out (Karpenter applies NodeClaim labels itself) and keys
+ * are sorted, so that reordering labels in config changes neither the user data nor the generation.
+ */
+function registrationLabels(labels: Readonly<Record<string, string>>): Record<string, string> {
+  const { accepted } = partitionKubeletLabels(labels);
+  return Object.fromEntries(Object.keys(accepted).sort().map((key) => [key, accepted[key]]));
+}
+
+export function workerUserDataInputs(cluster: WorkerCluster, member: WorkerMemberInput): WorkerUserDataInputs {
+  const common = {
+    apiServer: cluster.apiServer,
+    caCertificate: cluster.caCertificate,
+    hostname: member.hostname,
+    providerID: member.providerID,
+    labels: registrationLabels(member.labels),
+    taints: member.taints.map((t) => ({ ...t })),
+    kubelet: cluster.kubelet,
+  };
+  switch (cluster.kind) {
+    case "k0s":
+      if (!cluster.k0sVersion) throw new Error(`node ${member.hostname}: k0sVersion is required for k0s clusters`);
+      return {
+        kind: "k0s",
+        k0sVersion: cluster.k0sVersion,
+        ...(cluster.k0sSha256 ? { k0sSha256: cluster.k0sSha256 } : {}),
+        ...common,
+      };
+    case "kubeadm":
+      if (!cluster.kubernetesVersion) throw new Error(`node ${member.hostname}: kubernetesVersion is required for kubeadm clusters`);
+      return { kind: "kubeadm", kubernetesVersion: cluster.kubernetesVersion, ...common };
+  }
+}

@@ -1,0 +1,490 @@
+/**
+ * The fleet spec: one zod schema for the whole stack config, shared by the Pulumi program, the
+ * scaling API and the CLI. Parsing fails with every problem listed as `path: message`.
+ */
+import { z } from "zod";
+import { cidrContains, isIpv6Cidr, parseIpv4Cidr } from "../shared/cidr";
+import {
+  HCLOUD_LOCATION_ZONES,
+  HCLOUD_MAX_SERVERS_PER_NETWORK,
+  HCLOUD_NETWORK_ZONES,
+} from "./hcloudLocations";
+import { GENERATION_SUFFIX_LENGTH, MAX_SERVER_NAME_LENGTH } from "./generationSuffix";
+import { isKubeletRestrictedLabel } from "./kubeletLabels";
+import { hostnameFor, staticNodeIds } from "./naming";
+
+/** An RFC 1123 label: cluster ids, pool and node names, hostnames (length is checked separately). */
+export const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+const dnsLabel = (what: string, max: number) =>
+  z
+    .string({ error: `${what} is required and must be a string` })
+    .max(max, { error: `${what} must be at most ${max} characters` })
+    .regex(DNS_LABEL, { error: `${what} must be lower-case letters, digits and '-', starting and ending with a letter or digit` });
+
+const cidr = (what: string) =>
+  z.string({ error: `${what} must be a string` }).refine((v) => parseIpv4Cidr(v) !== undefined, {
+    error: `${what} must be an IPv4 CIDR with host bits cleared, such as 10.0.0.0/16`,
+  });
+
+// Label keys and values as Kubernetes validates them (apimachinery validation.IsQualifiedName / IsValidLabelValue).
+const QUALIFIED_NAME = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
+const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$/;
+
+const labelKey = z.string().refine((k) => QUALIFIED_NAME.test(k) && k.length <= 317, {
+  error: "label keys must be a qualified name: an optional DNS-subdomain prefix and '/', then at most 63 alphanumerics, '-', '_' or '.'",
+});
+const labelValue = z.string().regex(LABEL_VALUE, {
+  error: "label values must be at most 63 alphanumerics, '-', '_' or '.', starting and ending with an alphanumeric",
+});
+export const labelsSchema = z.record(labelKey, labelValue);
+
+export const TAINT_EFFECTS = ["NoSchedule", "PreferNoSchedule", "NoExecute"] as const;
+export const taintSchema = z.strictObject({
+  key: labelKey,
+  value: labelValue.optional(),
+  effect: z.enum(TAINT_EFFECTS, { error: `taint effect must be one of ${TAINT_EFFECTS.join(", ")}` }),
+});
+export type Taint = z.infer<typeof taintSchema>;
+
+const K0S_VERSION = /^v\d+\.\d+\.\d+\+k0s\.\d+$/;
+const KUBERNETES_VERSION = /^v1\.\d+\.\d+$/;
+
+export const kubeletSchema = z.strictObject({
+  /** Pods per node (kubelet maxPods). */
+  maxPods: z.number().int().min(10).max(500).default(110),
+  /** CPU reserved for system and Kubernetes daemons, in millicores (systemReserved + kubeReserved). */
+  reservedCpuMillis: z.number().int().min(0).default(100),
+  /** Memory reserved for system and Kubernetes daemons, in MiB. */
+  reservedMemoryMiB: z.number().int().min(0).default(512),
+  /** Hard eviction threshold for memory.available, in MiB. */
+  evictionHardMemoryMiB: z.number().int().min(0).default(100),
+  /** Ephemeral storage reserved, in GiB. */
+  reservedEphemeralStorageGiB: z.number().int().min(0).default(1),
+  /** kubeadm clusters: cluster DNS service addresses for the KubeletConfiguration (default 10.96.0.10). */
+  clusterDNS: z.array(z.string().regex(/^\d{1,3}(\.\d{1,3}){3}$/, { error: "clusterDNS entries must be IPv4 addresses" })).min(1).optional(),
+  /** kubeadm clusters: the cluster domain for the KubeletConfiguration (default cluster.local). */
+  clusterDomain: z.string().regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/, { error: "clusterDomain must be a DNS name such as cluster.local" }).optional(),
+});
+export type KubeletSettings = z.infer<typeof kubeletSchema>;
+
+export const clusterSchema = z
+  .strictObject({
+    /** Used in names, labels and providerIDs. */
+    id: dnsLabel("id", 20),
+    kind: z.enum(["k0s", "kubeadm"], { error: "kind must be k0s or kubeadm" }),
+    apiServer: z
+      .string()
+      .regex(/^https:\/\/[^\s/]+(:\d+)?\/?$/, { error: "apiServer must be an https:// URL such as https://203.0.113.10:6443" }),
+    caCertificate: z
+      .string()
+      .regex(/-----BEGIN CERTIFICATE-----[\s\S]+-----END CERTIFICATE-----/, {
+        error: "caCertificate must be a PEM certificate (-----BEGIN CERTIFICATE----- ... -----END CERTIFICATE-----)",
+      }),
+    /** Kubeconfig with rights to create bootstrap-token Secrets; a secret. Optional for render and simulation. */
+    kubeconfig: z.string().min(1).optional(),
+    providerIdScheme: z
+      .string()
+      .regex(/^[a-z][a-z0-9+.-]*$/, { error: "providerIdScheme must be a URI scheme (lower-case letters, digits, '+', '.', '-')" })
+      .default("nodefleet"),
+    k0sVersion: z.string().regex(K0S_VERSION, { error: "k0sVersion must look like v1.33.4+k0s.0" }).optional(),
+    /** Optional pinned sha256 of the k0s binary per architecture; otherwise the release's sha256sums.txt is checked. */
+    k0sSha256: z.partialRecord(z.enum(["amd64", "arm64"]), z.string().regex(/^[a-f0-9]{64}$/, { error: "k0sSha256 values must be 64 hex digits" })).optional(),
+    kubernetesVersion: z
+      .string()
+      .regex(KUBERNETES_VERSION, { error: "kubernetesVersion must look like v1.33.4" })
+      .optional(),
+    controlPlaneAddresses: z.array(cidr("controlPlaneAddresses entries")).min(1, { error: "controlPlaneAddresses needs at least one CIDR" }),
+    /** Bootstrap token lifetime in minutes (default 60). */
+    bootstrapTokenTtlMinutes: z.number().int().min(10).max(24 * 60).default(60),
+    kubelet: kubeletSchema.default(() => kubeletSchema.parse({})),
+  })
+  .superRefine((cluster, ctx) => {
+    if (cluster.kind === "k0s" && !cluster.k0sVersion) {
+      ctx.addIssue({ code: "custom", path: ["k0sVersion"], message: "k0sVersion is required when kind is k0s" });
+    }
+    if (cluster.kind === "kubeadm" && !cluster.kubernetesVersion) {
+      ctx.addIssue({ code: "custom", path: ["kubernetesVersion"], message: "kubernetesVersion is required when kind is kubeadm" });
+    }
+  });
+export type ClusterSpec = z.infer<typeof clusterSchema>;
+
+export const networkSchema = z
+  .strictObject({
+    /** Hetzner network name; defaults to `<clusterId>-network`. */
+    name: dnsLabel("name", 63).optional(),
+    ipRange: cidr("ipRange"),
+    subnet: cidr("subnet"),
+    zone: z.enum(HCLOUD_NETWORK_ZONES, { error: `zone must be one of ${HCLOUD_NETWORK_ZONES.join(", ")}` }),
+  })
+  .superRefine((network, ctx) => {
+    const range = parseIpv4Cidr(network.ipRange);
+    const subnet = parseIpv4Cidr(network.subnet);
+    if (range && subnet && !cidrContains(range, subnet)) {
+      ctx.addIssue({ code: "custom", path: ["subnet"], message: `subnet ${network.subnet} must lie inside ipRange ${network.ipRange}` });
+    }
+  });
+export type NetworkSpec = z.infer<typeof networkSchema>;
+
+/** Hetzner firewall sources are IPv4 or IPv6 networks. */
+const firewallSource = (what: string) =>
+  z.string({ error: `${what} must be a string` }).refine((v) => parseIpv4Cidr(v) !== undefined || isIpv6Cidr(v), {
+    error: `${what} must be an IPv4 CIDR with host bits cleared (203.0.113.0/24) or an IPv6 CIDR (2001:db8::/32)`,
+  });
+
+/** `any`, a port 1-65535, or an ascending range `30000-32767`, as Hetzner takes it. */
+function isFirewallPort(text: string): boolean {
+  if (text === "any") return true;
+  const match = /^(\d{1,5})(?:-(\d{1,5}))?$/.exec(text);
+  if (!match) return false;
+  const from = Number(match[1]);
+  const to = match[2] === undefined ? from : Number(match[2]);
+  return from >= 1 && to <= 65535 && from <= to;
+}
+
+const PORT_PROTOCOLS: readonly string[] = ["tcp", "udp"];
+
+export const firewallRuleSchema = z
+  .strictObject({
+    /** Shown in the Hetzner console; default `extra rule <n> from nodefleet:firewall`. */
+    description: z.string().max(255).optional(),
+    protocol: z.enum(["tcp", "udp", "icmp", "esp", "gre"], { error: "protocol must be tcp, udp, icmp, esp or gre" }),
+    /** A port, a range "30000-32767" or "any"; required for tcp and udp, refused for the others (Hetzner's rule). */
+    port: z
+      .string({ error: "port must be a string such as \"443\"" })
+      .refine(isFirewallPort, { error: "port must be a number from 1 to 65535, an ascending range like 30000-32767, or any" })
+      .optional(),
+    /** Inbound sources, IPv4 or IPv6 CIDRs; at least one. */
+    sourceIps: z.array(firewallSource("sourceIps entries")).min(1, { error: "sourceIps needs at least one CIDR" }),
+  })
+  .superRefine((rule, ctx) => {
+    const takesPort = PORT_PROTOCOLS.includes(rule.protocol);
+    if (takesPort && rule.port === undefined) {
+      ctx.addIssue({ code: "custom", path: ["port"], message: `port is required for protocol ${rule.protocol} (a number, a range like 30000-32767, or any)` });
+    } else if (!takesPort && rule.port !== undefined) {
+      ctx.addIssue({ code: "custom", path: ["port"], message: `port is only allowed for tcp and udp, not for ${rule.protocol}` });
+    }
+  });
+export type FirewallRuleSpec = z.infer<typeof firewallRuleSchema>;
+
+export const firewallSchema = z.strictObject({
+  /** Sources allowed to reach NodePorts 30000-32767/tcp (IPv4 or IPv6 CIDRs); none by default. */
+  nodePortSources: z.array(firewallSource("nodePortSources entries")).default([]),
+  /** Extra inbound rules. */
+  extraRules: z.array(firewallRuleSchema).default([]),
+});
+export type FirewallSpec = z.infer<typeof firewallSchema>;
+
+const poolLabels = labelsSchema.superRefine((labels, ctx) => {
+  for (const key of Object.keys(labels)) {
+    if (isKubeletRestrictedLabel(key)) {
+      ctx.addIssue({
+        code: "custom",
+        path: [key],
+        message: `label ${key} is in the kubernetes.io/k8s.io namespaces, which the kubelet refuses at registration; use node.kubernetes.io/*, kubelet.kubernetes.io/* or another prefix`,
+      });
+    }
+  }
+});
+
+const poolBase = {
+  name: dnsLabel("name", 30),
+  labels: poolLabels.default({}),
+  taints: z.array(taintSchema).default([]),
+};
+
+const replicas = z.number().int().min(0, { error: "replicas must be 0 or more" }).max(100, { error: "replicas must be at most 100" });
+const nodeNames = z
+  .array(dnsLabel("nodes entries", 20))
+  .refine((names) => new Set(names).size === names.length, { error: "nodes entries must be unique" });
+
+const serverTypes = z
+  .array(z.string().regex(/^[a-z0-9-]+$/, { error: "server types are names like cpx31" }))
+  .min(1, { error: "serverTypes needs at least one server type" })
+  .refine((types) => new Set(types).size === types.length, { error: "serverTypes entries must be unique" });
+
+const hcloudCommon = {
+  ...poolBase,
+  provider: z.literal("hcloud"),
+  location: z.string().refine((l) => l in HCLOUD_LOCATION_ZONES, {
+    error: `location must be a Hetzner Cloud location (${Object.keys(HCLOUD_LOCATION_ZONES).join(", ")})`,
+  }),
+  serverTypes,
+  image: z.string().min(1).default("ubuntu-24.04"),
+  /** Names or ids of Hetzner SSH keys to install; changing them replaces servers. */
+  sshKeys: z.array(z.string().min(1)).default([]),
+  /** Hetzner delete/rebuild protection on every server of the pool. */
+  deleteProtection: z.boolean().default(false),
+};
+
+export const hcloudStaticPoolSchema = z
+  .strictObject({
+    ...hcloudCommon,
+    mode: z.literal("static"),
+    replicas: replicas.optional(),
+    nodes: nodeNames.optional(),
+  });
+
+export const poolLimitsSchema = z.strictObject({
+  maxNodes: z.number().int().min(1, { error: "maxNodes must be at least 1" }).max(HCLOUD_MAX_SERVERS_PER_NETWORK, {
+    error: `maxNodes must be at most ${HCLOUD_MAX_SERVERS_PER_NETWORK}`,
+  }),
+  cpu: z.number().int().positive().optional(),
+  memoryGiB: z.number().positive().optional(),
+});
+export type PoolLimits = z.infer<typeof poolLimitsSchema>;
+
+export const hcloudAutoscaledPoolSchema = z.strictObject({
+  ...hcloudCommon,
+  mode: z.literal("autoscaled"),
+  limits: poolLimitsSchema,
+});
+
+export const SCALEWAY_BOOTSTRAP_METHODS = ["auto", "cloud-init", "ssh"] as const;
+export const scalewayElasticMetalPoolSchema = z.strictObject({
+  ...poolBase,
+  provider: z.literal("scaleway-elastic-metal"),
+  mode: z.literal("static", {
+    error: "mode must be static: autoscaled pools are only supported for provider hcloud (bare-metal installs take longer than Karpenter's 15-minute registration timeout)",
+  }),
+  zone: z.string().regex(/^[a-z]{2}-[a-z]{3}-\d$/, { error: "zone must be a Scaleway zone such as fr-par-2" }),
+  offer: z.string().min(1, { error: "offer is required (an Elastic Metal offer name such as EM-B220E-NVME)" }),
+  os: z.string().min(1, { error: "os is required (an Elastic Metal OS name such as ubuntu_jammy)" }),
+  privateNetwork: z.strictObject({
+    name: dnsLabel("privateNetwork.name", 63),
+    subnet: cidr("privateNetwork.subnet"),
+  }),
+  replicas: replicas.optional(),
+  nodes: nodeNames.optional(),
+  /** Scaleway IAM SSH key ids to install. */
+  sshKeyIds: z.array(z.string().min(1)).default([]),
+  /** auto: cloud-init where the OS supports it, else SSH self-join. */
+  bootstrap: z.enum(SCALEWAY_BOOTSTRAP_METHODS).default("auto"),
+  /** Node-local storage class whose PVCs are removed with the node. */
+  localStorageClass: z.string().min(1).optional(),
+  /**
+   * SSH for the self-join, the VLAN id delivery and kubelet-config re-pushes. The private key comes
+   * from secret config `nodefleet:sshPrivateKey` or NODEFLEET_SSH_PRIVATE_KEY (else ssh-agent).
+   * `user` defaults to the OS's install user (ubuntu on Ubuntu).
+   */
+  ssh: z
+    .strictObject({
+      user: z.string().regex(/^[a-z_][a-z0-9_-]{0,31}$/, { error: "ssh.user must be a Unix user name" }).optional(),
+      port: z.number().int().min(1).max(65535).default(22),
+    })
+    .default(() => ({ port: 22 })),
+});
+
+export const hetznerRobotPoolSchema = z.strictObject({
+  ...poolBase,
+  provider: z.literal("hetzner-robot"),
+  mode: z.literal("static", {
+    error: "mode must be static: autoscaled pools are only supported for provider hcloud (bare-metal installs take longer than Karpenter's 15-minute registration timeout)",
+  }),
+  servers: z
+    .array(z.strictObject({ serverNumber: z.number().int().positive(), name: dnsLabel("servers[].name", 20) }))
+    .min(1)
+    .refine((servers) => new Set(servers.map((s) => s.serverNumber)).size === servers.length, { error: "servers[].serverNumber entries must be unique" })
+    .refine((servers) => new Set(servers.map((s) => s.name)).size === servers.length, { error: "servers[].name entries must be unique" }),
+  /**
+   * MD5 fingerprints (`15:28:b0:...`) of SSH keys deposited in Robot: the rescue system and the
+   * installed system accept them. The matching private key comes from secret config
+   * `nodefleet:sshPrivateKey` or NODEFLEET_SSH_PRIVATE_KEY (else ssh-agent).
+   */
+  sshKeyFingerprints: z
+    .array(z.string().regex(/^[0-9a-f]{2}(:[0-9a-f]{2}){15}$/, { error: "sshKeyFingerprints entries must be MD5 fingerprints such as 15:28:b0:03:95:f0:77:b3:10:56:15:6b:77:22:a5:bb" }))
+    .min(1, { error: "sshKeyFingerprints needs at least one Robot SSH key fingerprint" }),
+  /** The Ubuntu image installimage installs. */
+  image: z.enum(["ubuntu-24.04", "ubuntu-22.04"]).default("ubuntu-24.04"),
+  /** The nodes' topology.kubernetes.io/zone label, e.g. the data centre (fsn1). */
+  location: z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, { error: "location must be a lowercase label such as fsn1" }).default("hetzner-robot"),
+  /** The nodes' node.kubernetes.io/instance-type label, e.g. the Robot product (AX41-NVMe). */
+  serverType: z.string().regex(/^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/, { error: "serverType must be a label value such as AX41-NVMe" }).max(63).default("dedicated"),
+});
+
+export const POOL_PROVIDERS = ["hcloud", "scaleway-elastic-metal", "hetzner-robot"] as const;
+
+function selectPoolSchema(raw: unknown) {
+  const pool = (raw ?? {}) as { provider?: unknown; mode?: unknown };
+  switch (pool.provider) {
+    case "hcloud":
+      return pool.mode === "autoscaled" ? hcloudAutoscaledPoolSchema : hcloudStaticPoolSchema;
+    case "scaleway-elastic-metal":
+      return scalewayElasticMetalPoolSchema;
+    case "hetzner-robot":
+      return hetznerRobotPoolSchema;
+    default:
+      return undefined;
+  }
+}
+
+export type HcloudStaticPool = z.infer<typeof hcloudStaticPoolSchema>;
+export type HcloudAutoscaledPool = z.infer<typeof hcloudAutoscaledPoolSchema>;
+export type HcloudPool = HcloudStaticPool | HcloudAutoscaledPool;
+export type ScalewayElasticMetalPool = z.infer<typeof scalewayElasticMetalPoolSchema>;
+export type HetznerRobotPool = z.infer<typeof hetznerRobotPoolSchema>;
+export type PoolSpec = HcloudPool | ScalewayElasticMetalPool | HetznerRobotPool;
+export type StaticPool = HcloudStaticPool | ScalewayElasticMetalPool;
+
+/**
+ * A pool is dispatched on `provider` (then `mode`) so that its errors name its own fields rather
+ * than listing every alternative of a union.
+ */
+const anyPoolSchema = z.custom<PoolSpec>().transform((raw, ctx) => {
+  const schema = selectPoolSchema(raw);
+  if (!schema) {
+    const provider = (raw as { provider?: unknown } | undefined)?.provider;
+    ctx.addIssue({
+      code: "custom",
+      path: ["provider"],
+      message:
+        provider === undefined
+          ? `provider is required (one of ${POOL_PROVIDERS.join(", ")})`
+          : `provider ${JSON.stringify(provider)} is not known; use one of ${POOL_PROVIDERS.join(", ")}`,
+    });
+    return z.NEVER;
+  }
+  const result = schema.safeParse(raw);
+  if (!result.success) {
+    for (const issue of result.error.issues) ctx.addIssue({ ...issue, code: "custom", path: issue.path, message: issue.message });
+    return z.NEVER;
+  }
+  return result.data as PoolSpec;
+});
+
+export const fleetConfigSchema = z
+  .object({
+    "nodefleet:cluster": clusterSchema,
+    "nodefleet:network": networkSchema,
+    "nodefleet:firewall": firewallSchema.default(() => firewallSchema.parse({})),
+    "nodefleet:pools": z.array(anyPoolSchema).default([]),
+  })
+  .transform((config) => ({
+    cluster: config["nodefleet:cluster"],
+    network: config["nodefleet:network"],
+    firewall: config["nodefleet:firewall"],
+    pools: config["nodefleet:pools"],
+  }));
+
+interface RawPool {
+  name?: unknown;
+  provider?: unknown;
+  mode?: unknown;
+  location?: unknown;
+  replicas?: unknown;
+  nodes?: unknown;
+  limits?: { maxNodes?: unknown };
+  servers?: unknown[];
+}
+
+/**
+ * A static member's hostname `<clusterId>-<pool>-<node>` is a DNS label (at most 63 characters), and
+ * a Hetzner server name adds `-<generation>`; checked here so the config is refused up front, not
+ * halfway through declaring servers.
+ */
+function longestNameProblem(clusterId: string, poolName: string, pool: RawPool): string | undefined {
+  const nodes = Array.isArray(pool.nodes) && pool.nodes.every((n) => typeof n === "string") ? (pool.nodes as string[]) : undefined;
+  const replicas = typeof pool.replicas === "number" && Number.isInteger(pool.replicas) && pool.replicas > 0 ? Math.min(pool.replicas, 1000) : 0;
+  const nodeIds = nodes ? staticNodeIds({ name: poolName, nodes }) : staticNodeIds({ name: poolName, replicas });
+  const longest = nodeIds.map((nodeId) => hostnameFor({ id: clusterId }, nodeId)).sort((a, b) => b.length - a.length)[0];
+  if (longest === undefined) return undefined;
+  const shorten = "shorten the cluster id, the pool name or the node names";
+  if (pool.provider === "hcloud" && longest.length + 1 + GENERATION_SUFFIX_LENGTH > MAX_SERVER_NAME_LENGTH) {
+    return `node ${longest} is ${longest.length} characters: with the -<${GENERATION_SUFFIX_LENGTH}-character generation> suffix its Hetzner server name would be longer than ${MAX_SERVER_NAME_LENGTH}; ${shorten}`;
+  }
+  if (longest.length > MAX_SERVER_NAME_LENGTH) {
+    return `node ${longest} is ${longest.length} characters, more than the ${MAX_SERVER_NAME_LENGTH} a hostname allows; ${shorten}`;
+  }
+  return undefined;
+}
+
+/**
+ * Rules that span several fields or pools. They read the raw config defensively so that they are
+ * reported together with the per-field problems, not only once everything else is valid.
+ */
+export function crossFieldProblems(rawConfig: Readonly<Record<string, unknown>>): Array<{ path: PropertyKey[]; message: string }> {
+  const problems: Array<{ path: PropertyKey[]; message: string }> = [];
+  const pools = Array.isArray(rawConfig["nodefleet:pools"]) ? (rawConfig["nodefleet:pools"] as RawPool[]) : [];
+  const network = rawConfig["nodefleet:network"] as { zone?: unknown } | undefined;
+  const clusterId = (rawConfig["nodefleet:cluster"] as { id?: unknown } | undefined)?.id;
+  const zone = typeof network?.zone === "string" ? network.zone : undefined;
+  const seen = new Map<string, number>();
+  let hcloudServers = 0;
+  pools.forEach((pool, index) => {
+    if (typeof pool !== "object" || pool === null) return;
+    const path = ["nodefleet:pools", index];
+    if (typeof pool.name === "string") {
+      const first = seen.get(pool.name);
+      if (first !== undefined) {
+        problems.push({ path: [...path, "name"], message: `pool name ${pool.name} is already used by nodefleet:pools[${first}]; pool names must be unique` });
+      } else {
+        seen.set(pool.name, index);
+      }
+    }
+    const isStaticWithMembers = pool.mode === "static" && (pool.provider === "hcloud" || pool.provider === "scaleway-elastic-metal");
+    if (isStaticWithMembers && pool.replicas === undefined && pool.nodes === undefined) {
+      problems.push({ path: [...path, "replicas"], message: "a static pool needs replicas or an explicit nodes list" });
+    } else if (isStaticWithMembers && pool.replicas !== undefined && pool.nodes !== undefined) {
+      problems.push({ path: [...path, "nodes"], message: "set either replicas or nodes, not both" });
+    }
+    if (isStaticWithMembers && typeof clusterId === "string" && typeof pool.name === "string") {
+      const problem = longestNameProblem(clusterId, pool.name, pool);
+      if (problem) problems.push({ path: [...path, "name"], message: problem });
+    }
+    if (pool.provider === "hcloud" && typeof pool.location === "string" && zone !== undefined) {
+      const poolZone = HCLOUD_LOCATION_ZONES[pool.location];
+      if (poolZone !== undefined && poolZone !== zone) {
+        problems.push({
+          path: [...path, "location"],
+          message: `location ${pool.location} is in network zone ${poolZone}, outside the network's zone ${zone}`,
+        });
+      }
+    }
+    if (pool.provider === "hetzner-robot" && typeof clusterId === "string" && typeof pool.name === "string" && Array.isArray(pool.servers)) {
+      const nodes = pool.servers.map((s) => (s as { name?: unknown } | null)?.name).filter((n): n is string => typeof n === "string");
+      const problem = longestNameProblem(clusterId, pool.name, { ...pool, nodes });
+      if (problem) problems.push({ path: [...path, "servers"], message: problem });
+    }
+    if (pool.provider === "hcloud") {
+      if (pool.mode === "autoscaled" && typeof pool.limits?.maxNodes === "number") hcloudServers += pool.limits.maxNodes;
+      else if (Array.isArray(pool.nodes)) hcloudServers += pool.nodes.length;
+      else if (typeof pool.replicas === "number") hcloudServers += pool.replicas;
+    }
+  });
+  if (hcloudServers > HCLOUD_MAX_SERVERS_PER_NETWORK) {
+    problems.push({
+      path: ["nodefleet:pools"],
+      message: `the Hetzner Cloud pools can hold ${hcloudServers} servers (static replicas plus autoscaled maxNodes), more than the ${HCLOUD_MAX_SERVERS_PER_NETWORK} one Hetzner network allows`,
+    });
+  }
+  return problems;
+}
+
+export type FleetSpec = z.output<typeof fleetConfigSchema>;
+
+/** Every problem in an invalid stack config, one `path: message` each. */
+export class FleetSpecError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`invalid nodefleet stack config:\n${problems.map((p) => `  - ${p}`).join("\n")}`);
+    this.name = "FleetSpecError";
+  }
+}
+
+export function formatIssuePath(path: readonly PropertyKey[]): string {
+  let text = "";
+  for (const part of path) {
+    if (typeof part === "number") text += `[${part}]`;
+    else if (typeof part === "string" && /^[A-Za-z0-9_:-]+$/.test(part)) text += text ? `.${part}` : part;
+    else text += `[${JSON.stringify(String(part))}]`;
+  }
+  return text || "(config)";
+}
+
+/** Validates raw stack config values (keyed `nodefleet:cluster`, ...); throws FleetSpecError listing every problem. */
+export function parseFleetSpec(rawConfig: Readonly<Record<string, unknown>>): FleetSpec {
+  const result = fleetConfigSchema.safeParse(rawConfig);
+  const problems = [...(result.success ? [] : result.error.issues), ...crossFieldProblems(rawConfig)];
+  if (problems.length > 0) {
+    throw new FleetSpecError(problems.map((issue) => `${formatIssuePath(issue.path)}: ${issue.message}`));
+  }
+  return (result as { data: FleetSpec }).data;
+}

@@ -1,0 +1,63 @@
+/**
+ * Inbound rules of the cluster firewall. Hetzner Cloud firewalls filter the public interfaces only
+ * (private network traffic is never filtered), and once a firewall has an inbound rule every other
+ * inbound packet is dropped: these rules are the whole public surface of a node. Outbound traffic
+ * stays open (no outbound rules).
+ */
+import type { ClusterSpec, FirewallSpec } from "../fleet/fleetSpec";
+
+export const ANYWHERE = ["0.0.0.0/0", "::/0"] as const;
+export const KUBELET_PORT = "10250";
+/** Cilium's WireGuard transparent encryption; packets are authenticated by the peers' keys. */
+export const CILIUM_WIREGUARD_PORT = "51871";
+export const NODEPORT_RANGE = "30000-32767";
+
+export interface HcloudFirewallRule {
+  readonly direction: "in";
+  readonly protocol: "tcp" | "udp" | "icmp" | "esp" | "gre";
+  readonly port?: string;
+  readonly sourceIps: readonly string[];
+  readonly description: string;
+}
+
+export function clusterFirewallRules(
+  cluster: Pick<ClusterSpec, "controlPlaneAddresses">,
+  firewall: FirewallSpec,
+): HcloudFirewallRule[] {
+  const rules: HcloudFirewallRule[] = [
+    {
+      direction: "in",
+      protocol: "tcp",
+      port: KUBELET_PORT,
+      sourceIps: [...cluster.controlPlaneAddresses],
+      description: "kubelet API from the control plane",
+    },
+    {
+      direction: "in",
+      protocol: "udp",
+      port: CILIUM_WIREGUARD_PORT,
+      sourceIps: [...ANYWHERE],
+      description: "Cilium WireGuard between nodes (authenticated by WireGuard keys)",
+    },
+    { direction: "in", protocol: "icmp", sourceIps: [...ANYWHERE], description: "ICMP (path MTU discovery, ping)" },
+  ];
+  if (firewall.nodePortSources.length > 0) {
+    rules.push({
+      direction: "in",
+      protocol: "tcp",
+      port: NODEPORT_RANGE,
+      sourceIps: [...firewall.nodePortSources],
+      description: "Kubernetes NodePorts from the configured sources",
+    });
+  }
+  firewall.extraRules.forEach((rule, index) => {
+    rules.push({
+      direction: "in",
+      protocol: rule.protocol,
+      ...(rule.port !== undefined ? { port: rule.port } : {}),
+      sourceIps: [...rule.sourceIps],
+      description: rule.description ?? `extra rule ${index + 1} from nodefleet:firewall`,
+    });
+  });
+  return rules;
+}

@@ -1,0 +1,129 @@
+/**
+ * The pure part of a Hetzner Cloud pool: members (static pools from the spec; autoscaled ones from
+ * the scaling API's snapshots), their defaults, generation suffix, server name and placement slot.
+ * Needs no Pulumi runtime.
+ */
+import type { ClusterSpec, HcloudPool, HcloudStaticPool, Taint } from "../fleet/fleetSpec";
+import { generationServerName, generationSuffix } from "../fleet/generationSuffix";
+import { staticNodeIds } from "../fleet/naming";
+import { type NodeMember, nodeMember } from "../fleet/nodeMember";
+import { assertHcloudUserDataSize } from "../bootstrap/userDataLimits";
+import { renderWorkerUserData } from "../bootstrap/workerUserData";
+import { type WorkerCluster, type WorkerMemberInput, workerUserDataInputs } from "../bootstrap/workerUserDataInputs";
+
+/** Cluster-side values a member may pin (a frozen snapshot) instead of taking the cluster's current ones. */
+export type MemberBootstrapSnapshot = Partial<Pick<ClusterSpec, "k0sVersion" | "k0sSha256" | "kubernetesVersion" | "kubelet">>;
+
+/** One server of the pool: who the node is, and everything needed to render its server and bootstrap. */
+export interface HcloudPoolMember extends NodeMember {
+  /** Image name or id. Default: the pool's `image`. Changing it replaces the server (new generation). */
+  readonly image?: string;
+  /** Hetzner SSH key names or ids. Default: the pool's `sshKeys`. Changing them replaces the server. */
+  readonly sshKeys?: readonly string[];
+  /**
+   * Placement slot, a non-negative integer unique in the pool; the server goes to spread group
+   * floor(slot / 10). Keep it for the member's lifetime so the server never changes group (that
+   * needs it powered off). Default: the member's position in `members`.
+   */
+  readonly placementSlot?: number;
+  /** Taints added at registration on top of `taints`, e.g. `karpenter.sh/unregistered:NoExecute`. Default: none. */
+  readonly extraTaints?: readonly Taint[];
+  /** Versions and kubelet settings frozen for this member. Default: the cluster's current values. */
+  readonly bootstrap?: MemberBootstrapSnapshot;
+}
+
+/** The pool template fields the component reads. A parsed `HcloudPool` fits. */
+export type HcloudPoolTemplate = Pick<HcloudPool, "name" | "image"> & Partial<Pick<HcloudPool, "sshKeys" | "deleteProtection">>;
+
+/** The cluster a pool renders for (the kubeconfig is never needed here). */
+export type HcloudPoolCluster = Omit<ClusterSpec, "kubeconfig">;
+
+/** The members of a static pool: `staticNodeIds` order, the pool's first server type, slot = position. */
+export function staticHcloudMembers(
+  cluster: Pick<ClusterSpec, "id" | "providerIdScheme">,
+  pool: HcloudStaticPool,
+): HcloudPoolMember[] {
+  const template = {
+    pool: pool.name,
+    serverType: pool.serverTypes[0],
+    location: pool.location,
+    labels: pool.labels,
+    taints: pool.taints,
+  };
+  return staticNodeIds(pool).map((nodeId, index) => ({
+    ...nodeMember(cluster, template, nodeId),
+    image: pool.image,
+    sshKeys: pool.sshKeys,
+    placementSlot: index,
+  }));
+}
+
+/** A syntactically valid token with the real length, to check the user data size before any resource exists. */
+const SIZE_CHECK_TOKEN = "abcdef.0123456789abcdef";
+
+/** Everything about a member that is decided without the Pulumi runtime. */
+export interface PlannedHcloudServer {
+  readonly member: HcloudPoolMember;
+  readonly cluster: WorkerCluster & Pick<ClusterSpec, "bootstrapTokenTtlMinutes">;
+  /** What the user data is rendered from; its `hostname` is `nodeName`. */
+  readonly render: WorkerMemberInput;
+  readonly image: string;
+  readonly sshKeys: readonly string[];
+  readonly generation: string;
+  /** `<hostname>-<generation>`, the Hetzner server name. */
+  readonly serverName: string;
+  /**
+   * The Kubernetes Node name, machine hostname and `--hostname-override`: the server name. Unique
+   * per generation, because the new server runs next to the old one during a replacement and two
+   * kubelets must never share one Node object.
+   */
+  readonly nodeName: string;
+  readonly placementSlot: number;
+}
+
+/** Resolves defaults and the generation of every member; throws, naming the node, on any problem. */
+export function planHcloudServers(
+  cluster: HcloudPoolCluster,
+  pool: HcloudPoolTemplate,
+  members: readonly HcloudPoolMember[],
+): PlannedHcloudServer[] {
+  const seen = new Set<string>();
+  return members.map((member, index) => {
+    if (seen.has(member.nodeId)) throw new Error(`pool ${pool.name}: node ${member.nodeId} is listed twice`);
+    seen.add(member.nodeId);
+    const memberCluster = { ...cluster, ...member.bootstrap };
+    // The generation is hashed from the user-data inputs with the member's base hostname: the
+    // rendered name contains the generation, so hashing it would be circular.
+    const baseRender = {
+      hostname: member.hostname,
+      providerID: member.providerID,
+      labels: member.labels,
+      taints: [...member.taints, ...(member.extraTaints ?? [])],
+    };
+    const image = member.image ?? pool.image;
+    const sshKeys = [...(member.sshKeys ?? pool.sshKeys ?? [])];
+    const generation = generationSuffix({
+      location: member.location,
+      image,
+      serverType: member.serverType,
+      sshKeys,
+      userData: workerUserDataInputs(memberCluster, baseRender),
+    });
+    const serverName = generationServerName(member.hostname, generation);
+    const render = { ...baseRender, hostname: serverName };
+    // The real token has the same length, so the size is known before anything is created.
+    assertHcloudUserDataSize(member.hostname, renderWorkerUserData(memberCluster, render, SIZE_CHECK_TOKEN));
+    return {
+      member,
+      cluster: memberCluster,
+      render,
+      image,
+      sshKeys,
+      generation,
+      serverName,
+      nodeName: serverName,
+      placementSlot: member.placementSlot ?? index,
+    };
+  });
+}
+

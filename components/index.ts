@@ -1,0 +1,96 @@
+/**
+ * `nodefleet:index:Fleet`: everything the git-owned stack declares for one cluster: the Hetzner
+ * network and firewall, the Kubernetes provider that mints bootstrap tokens, and one pool component
+ * per static pool. Autoscaled pools declare no members here: the scaling API owns their membership
+ * in a stack of its own, so a `pulumi up` from git can never delete API-created nodes.
+ *
+ * This file is the package's entry point (package.json `main`) and the only module that composes
+ * the provider folders (hcloud/, scaleway/, robot/); each folder's README.md says what it may import.
+ */
+import * as k8s from "@pulumi/kubernetes";
+import * as pulumi from "@pulumi/pulumi";
+import { ClusterFirewall } from "./hcloud/clusterFirewall";
+import { ClusterNetwork } from "./hcloud/clusterNetwork";
+import type { FleetSpec } from "./fleet/fleetSpec";
+import { type ElasticMetalNodeOutput, ElasticMetalNodePool } from "./scaleway/elasticMetalNodePool";
+import { type HcloudNodeOutput, HcloudNodePool } from "./hcloud/hcloudNodePool";
+import { type RobotNodeOutput, RobotNodePool } from "./robot/robotNodePool";
+import { staticHcloudMembers } from "./hcloud/hcloudServerPlan";
+
+export interface FleetArgs {
+  /** The parsed stack config (`parseFleetSpec`); `cluster.kubeconfig` is ignored, pass it as `kubeconfig`. */
+  readonly spec: FleetSpec;
+  /**
+   * Kubeconfig allowed to create bootstrap-token Secrets in kube-system and delete Nodes; keep it secret. Absent only
+   * for render and simulation (mock runtime): the provider is then declared with an empty kubeconfig.
+   */
+  readonly kubeconfig?: pulumi.Input<string>;
+}
+
+export class Fleet extends pulumi.ComponentResource {
+  readonly network: ClusterNetwork;
+  readonly firewall: ClusterFirewall;
+  readonly kubernetesProvider: k8s.Provider;
+  readonly hcloudPools: HcloudNodePool[] = [];
+  readonly elasticMetalPools: ElasticMetalNodePool[] = [];
+  readonly robotPools: RobotNodePool[] = [];
+  /** Every static member: the Hetzner Cloud pools' first, then the Elastic Metal pools', then the Robot pools', each in pool order. */
+  readonly nodes: pulumi.Output<pulumi.Unwrap<HcloudNodeOutput | ElasticMetalNodeOutput | RobotNodeOutput>[]>;
+  readonly networkId: pulumi.Output<number>;
+  readonly firewallId: pulumi.Output<number>;
+
+  constructor(name: string, args: FleetArgs, opts?: pulumi.ComponentResourceOptions) {
+    super("nodefleet:index:Fleet", name, {}, opts);
+    const { kubeconfig: _ignored, ...cluster } = args.spec.cluster;
+    this.network = new ClusterNetwork(`${name}-network`, { cluster, network: args.spec.network }, { parent: this });
+    this.firewall = new ClusterFirewall(`${name}-firewall`, { cluster, firewall: args.spec.firewall }, { parent: this });
+    this.kubernetesProvider = new k8s.Provider(
+      `${name}-kubernetes`,
+      { kubeconfig: args.kubeconfig === undefined ? "" : pulumi.secret(args.kubeconfig) },
+      { parent: this },
+    );
+    this.networkId = this.network.networkId;
+    this.firewallId = this.firewall.firewallId;
+
+    // Every pool gets the same Node-removal credentials and the fleet's Kubernetes provider.
+    const credentials = args.kubeconfig !== undefined ? { kubeconfig: pulumi.secret(args.kubeconfig) } : {};
+    const poolOptions = { parent: this, providers: [this.kubernetesProvider] };
+    for (const pool of args.spec.pools) {
+      if (pool.provider === "hcloud" && pool.mode === "static") {
+        this.hcloudPools.push(
+          new HcloudNodePool(
+            `${name}-${pool.name}`,
+            {
+              cluster,
+              pool,
+              members: staticHcloudMembers(cluster, pool),
+              networkId: this.networkId,
+              subnet: this.network.subnet,
+              firewallIds: [this.firewallId],
+              ...credentials,
+            },
+            poolOptions,
+          ),
+        );
+      }
+      if (pool.provider === "scaleway-elastic-metal") {
+        this.elasticMetalPools.push(
+          new ElasticMetalNodePool(`${name}-${pool.name}`, { cluster, pool, ...credentials }, poolOptions),
+        );
+      }
+      if (pool.provider === "hetzner-robot") {
+        this.robotPools.push(
+          new RobotNodePool(`${name}-${pool.name}`, { cluster, pool, ...credentials }, poolOptions),
+        );
+      }
+      // Autoscaled hcloud pools: members come from the scaling API's own stack.
+    }
+
+    this.nodes = pulumi.output([
+      ...this.hcloudPools.flatMap((p) => p.nodes),
+      ...this.elasticMetalPools.flatMap((p) => p.nodes),
+      ...this.robotPools.flatMap((p) => p.nodes),
+    ]) as pulumi.Output<pulumi.Unwrap<HcloudNodeOutput | ElasticMetalNodeOutput | RobotNodeOutput>[]>;
+    this.registerOutputs({ nodes: this.nodes, networkId: this.networkId, firewallId: this.firewallId });
+  }
+}

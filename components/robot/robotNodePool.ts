@@ -1,0 +1,194 @@
+/**
+ * `nodefleet:hrobot:NodePool`: pre-bought Hetzner dedicated servers, adopted by Robot server number,
+ * installed and joined to an existing cluster (k0s or kubeadm). Per member:
+ *
+ * 1. `${name}-<node>-rescue` (RobotRescue, a dynamic resource): rescue with the pool's SSH keys, reset;
+ * 2. `-hardware`: over SSH to the rescue system, `lsblk -J` (the drives installimage gets);
+ * 3. `-install`: the rescue install script (autosetup, installimage, reboot); it prints the installed
+ *    system's pre-generated host key, which every later connection pins;
+ * 4. `-ready`: waits for SSH and cloud-init on the installed system and checks its hostname;
+ * 5. `-join`: the self-join script (bootstrap/selfJoinScript.ts) over SSH, with the member's bootstrap token.
+ *
+ * The rescue system's host key is new on every rescue boot, so it cannot be pinned: the two rescue
+ * connections accept any host key. What they carry is no secret (a disk listing; an install script
+ * without tokens), and the only thing they return that is trusted, the installed system's host
+ * key, is generated there: an attacker able to intercept the rescue connection in those minutes
+ * could substitute it (nodefleet has no trusted source for the rescue's key; the README says so).
+ * From the installed system on, every connection is pinned.
+ *
+ * Not supported: Robot vSwitch / private networks (nodes join over their public address), the
+ * Robot firewall, server cancellation (removing a member leaves the server as installed), and
+ * kubelet-config re-pushes (a changed config is a new generation, i.e. a reinstall).
+ */
+import * as command from "@pulumi/command";
+import * as pulumi from "@pulumi/pulumi";
+import { nodeBootstrapToken } from "../kubernetes/bootstrapToken";
+import { canonicalHash } from "../shared/canonicalJson";
+import type { ClusterSpec, HetznerRobotPool } from "../fleet/fleetSpec";
+import { GATHER_DISKS_COMMAND, renderAutosetup, selectInstallDrives } from "./installimageAutosetup";
+import { parseHostKeyLine, sshAuth } from "../bootstrap/sshConnection";
+import { type KubernetesNodeRemoval, memberNodeRemoval } from "../kubernetes/kubernetesNodeRemoval";
+import { type NodeOutput, nodeOutputIdentity } from "../fleet/nodeMember";
+import type { RobotCredentials } from "./robotClient";
+import { type RobotMember, robotMembers } from "./robotPlan";
+import { RobotRescue, configuredRobotCredentials } from "./robotRescue";
+import { RESCUE_INSTALL_COMMAND, renderRescueInstallScript } from "./robotRescueInstall";
+import { renderWorkerSelfJoinScript } from "../bootstrap/selfJoinScript";
+import { shellQuote } from "../bootstrap/shellScript";
+
+export interface RobotNodePoolArgs {
+  /** The cluster the nodes join: id, kind, apiServer, CA, versions, kubelet settings, token TTL. */
+  readonly cluster: Omit<ClusterSpec, "kubeconfig">;
+  /** The parsed pool (`hetznerRobotPoolSchema`): servers, sshKeyFingerprints, image, labels, taints. */
+  readonly pool: HetznerRobotPool;
+  /**
+   * Robot webservice credentials; a secret. Default: secret config `nodefleet:hrobotUser` and
+   * `nodefleet:hrobotPassword`, then HROBOT_USER / HROBOT_PASSWORD. Without any, the pool still
+   * declares (render, simulation) and an install fails, naming the variables.
+   */
+  readonly robotCredentials?: pulumi.Input<RobotCredentials>;
+  /** The Robot webservice URL. Default https://robot-ws.your-server.de. */
+  readonly robotBaseUrl?: string;
+  /**
+   * SSH private key (OpenSSH PEM) matching one of `sshKeyFingerprints`; a secret. Default: secret
+   * config `nodefleet:sshPrivateKey`, then NODEFLEET_SSH_PRIVATE_KEY, then the ssh-agent.
+   */
+  readonly sshPrivateKey?: pulumi.Input<string>;
+  /** Kubeconfig allowed to delete Nodes; a secret. Without it (render, simulation) removed members keep their Node. */
+  readonly kubeconfig?: pulumi.Input<string>;
+}
+
+/** What the pool reports per node: serverId is the Robot server number, serverType the pool's serverType. */
+export interface RobotNodeOutput extends NodeOutput {
+  readonly generation: string;
+  /** The installed system's pinned SSH host key. */
+  readonly hostKey: pulumi.Output<string>;
+}
+
+/** Not a parsable key: a connection pinned to it fails instead of connecting unverified. */
+export const UNKNOWN_INSTALLED_HOST_KEY = "installed-host-key-unknown";
+
+/** The installed system's host key from the install command's stdout (its last `ssh-ed25519` line). */
+export function installedHostKey(stdout: string | undefined): string {
+  const keys = (stdout ?? "").split("\n").flatMap((line) => {
+    try {
+      return [parseHostKeyLine(line)];
+    } catch {
+      return [];
+    }
+  });
+  return keys.pop() ?? UNKNOWN_INSTALLED_HOST_KEY;
+}
+
+/** Run on the installed system: wait for cloud-init (when the image has it) and check the hostname. */
+export function readyCommand(hostname: string): string {
+  return `if command -v cloud-init >/dev/null 2>&1; then cloud-init status --wait >/dev/null || true; fi; test "$(hostname)" = ${shellQuote(hostname)}`;
+}
+
+/** A stdin that fails the command: used when the hardware listing is unknown (never install blind). */
+const FAIL_UNGATHERED = "echo 'nodefleet: the rescue system reported no disks' >&2\nexit 1\n";
+
+export class RobotNodePool extends pulumi.ComponentResource {
+  readonly rescues: RobotRescue[] = [];
+  readonly nodeRemovals: KubernetesNodeRemoval[] = [];
+  readonly nodes: RobotNodeOutput[] = [];
+
+  constructor(name: string, args: RobotNodePoolArgs, opts?: pulumi.ComponentResourceOptions) {
+    super("nodefleet:hrobot:NodePool", name, {}, opts);
+    const { cluster, pool } = args;
+    // Renders (and so validates versions) before any child is declared.
+    const members = robotMembers(cluster, pool);
+    const credentials = args.robotCredentials !== undefined ? pulumi.secret(args.robotCredentials) : configuredRobotCredentials();
+    // Installs and reboots take minutes: keep dialling (the provider backs off between attempts).
+    const connection = { user: "root", port: 22, dialErrorLimit: 100, perDialTimeout: 30, ...sshAuth(args) };
+
+    for (const planned of members) this.nodes.push(this.declareMember(name, args, planned, credentials, connection));
+    this.registerOutputs({ nodes: this.nodes });
+  }
+
+  private declareMember(
+    name: string,
+    args: RobotNodePoolArgs,
+    planned: RobotMember,
+    credentials: pulumi.Input<RobotCredentials | undefined> | undefined,
+    connection: { user: string; port: number; dialErrorLimit: number; perDialTimeout: number } & ReturnType<typeof sshAuth>,
+  ): RobotNodeOutput {
+    const { cluster, pool } = args;
+    const { member, generation, userData } = planned;
+    const prefix = `${name}-${member.nodeId}`;
+
+    // Named by generation: a reinstall gets a fresh token.
+    const token = nodeBootstrapToken(`${prefix}-${generation}-token`, cluster, member.hostname, this);
+    // Named by member, not generation: a reinstall keeps it; removing the member deletes the Node.
+    const nodeRemoval = memberNodeRemoval(member.hostname, args.kubeconfig, this);
+    if (nodeRemoval) this.nodeRemovals.push(nodeRemoval);
+
+    const rescue = new RobotRescue(
+      `${prefix}-rescue`,
+      {
+        serverNumber: planned.serverNumber,
+        fingerprints: pool.sshKeyFingerprints,
+        generation,
+        credentials,
+        baseUrl: args.robotBaseUrl,
+      },
+      { parent: this, dependsOn: nodeRemoval ? [nodeRemoval] : [], deleteBeforeReplace: true },
+    );
+    this.rescues.push(rescue);
+    const host = rescue.serverIp;
+
+    // Rescue system: its host key is new on every boot, so not pinned (see the file comment).
+    const rescueConnection = { host, ...connection };
+    const hardware = new command.remote.Command(
+      `${prefix}-hardware`,
+      { connection: rescueConnection, create: GATHER_DISKS_COMMAND, triggers: [rescue.id, generation], logging: "stderr" },
+      { parent: this, dependsOn: [rescue], ignoreChanges: ["connection"] },
+    );
+    const install = new command.remote.Command(
+      `${prefix}-install`,
+      {
+        connection: rescueConnection,
+        create: RESCUE_INSTALL_COMMAND,
+        stdin: hardware.stdout.apply((stdout) => {
+          if (stdout === undefined || stdout.trim() === "") return FAIL_UNGATHERED;
+          const drives = selectInstallDrives(stdout);
+          const autosetup = renderAutosetup({ drives, hostname: member.hostname, image: pool.image });
+          return renderRescueInstallScript({ autosetup, drives, hostname: member.hostname });
+        }),
+        triggers: [rescue.id, generation],
+        logging: "stderr",
+      },
+      { parent: this, dependsOn: [hardware], ignoreChanges: ["connection", "stdin"] },
+    );
+    const hostKey = install.stdout.apply(installedHostKey);
+
+    // Installed system: pinned to the host key generated during the install.
+    const pinned = { host, hostKey, ...connection };
+    const ready = new command.remote.Command(
+      `${prefix}-ready`,
+      { connection: pinned, create: readyCommand(member.hostname), triggers: [install.id], logging: "stderr" },
+      { parent: this, dependsOn: [install], ignoreChanges: ["connection"] },
+    );
+    const joinInputs = canonicalHash(userData);
+    new command.remote.Command(
+      `${prefix}-join`,
+      {
+        connection: pinned,
+        create: "bash -s",
+        stdin: pulumi.secret(token.token.apply((secret) => renderWorkerSelfJoinScript(userData, secret))),
+        triggers: [install.id, joinInputs],
+        logging: "stderr",
+      },
+      { parent: this, dependsOn: [token, ready], ignoreChanges: ["stdin", "connection"] },
+    );
+
+    return {
+      ...nodeOutputIdentity(member),
+      generation,
+      serverId: rescue.id,
+      ipv4: host.apply((h) => h || undefined),
+      privateIpv4: pulumi.output(undefined),
+      hostKey,
+    };
+  }
+}

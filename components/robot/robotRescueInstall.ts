@@ -1,0 +1,78 @@
+/**
+ * The script run in a dedicated server's rescue system to install the OS: write /autosetup
+ * (installimageAutosetup.ts, rendered from the drives the rescue reported with GATHER_DISKS_COMMAND),
+ * check those drives exist, run `installimage -a -c /autosetup`, and reboot into the new system.
+ *
+ * The installed system's SSH host key is generated here, in the rescue, and put into the new system
+ * by installimage's post-install hook; the script prints its public half (its only stdout line), so
+ * the program can pin it for every connection to the installed system (no trust on first use there).
+ * The post-install hook also keeps the rescue's authorized_keys (the pool's Robot keys) for root.
+ *
+ * No secret goes through this script: the join token is only sent to the installed, pinned system.
+ */
+import { scriptPrelude, shellQuote, writeFileBlock } from "../bootstrap/shellScript";
+
+/** Where the rescue system keeps installimage (the interactive alias is not set in `ssh host cmd`). */
+export const RESCUE_INSTALLIMAGE = "/root/.oldroot/nfs/install/installimage";
+
+/** How the install script is run (stdin); the argument only names the step in the process list. */
+export const RESCUE_INSTALL_COMMAND = "bash -s nodefleet-rescue-install";
+
+export interface RescueInstallInput {
+  /** The autosetup text (renderAutosetup). */
+  readonly autosetup: string;
+  /** The drives named in it, checked before anything is written to them. */
+  readonly drives: readonly string[];
+  /** The hostname, as the comment of the generated host key. */
+  readonly hostname: string;
+}
+
+export function renderRescueInstallScript(input: RescueInstallInput): string {
+  const drives = input.drives.map(shellQuote).join(" ");
+  return `${scriptPrelude(`install the OS on ${input.hostname} from the Hetzner rescue system`)}
+INSTALLIMAGE="\${NODEFLEET_INSTALLIMAGE:-${RESCUE_INSTALLIMAGE}}"
+WORK="$R/root/nodefleet-install"
+mkdir -p "$WORK"
+
+for drive in ${drives}; do
+  if [ ! -b "$R$drive" ]; then
+    log "drive $drive is missing; the hardware changed since it was gathered"
+    exit 1
+  fi
+done
+
+${writeFileBlock("/autosetup", "0600", input.autosetup)}
+
+# The installed system's host key, known before its first boot so that it can be pinned.
+rm -f "$WORK/ssh_host_ed25519_key" "$WORK/ssh_host_ed25519_key.pub"
+ssh-keygen -q -t ed25519 -N '' -C ${shellQuote(input.hostname)} -f "$WORK/ssh_host_ed25519_key"
+
+# installimage runs the post-install hook chrooted in the new system: embed what it installs.
+{
+  printf '%s\\n' '#!/usr/bin/env bash' 'set -euo pipefail' 'umask 077' 'mkdir -p /etc/ssh /root/.ssh'
+  printf "cat >/etc/ssh/ssh_host_ed25519_key <<'NODEFLEET_KEY'\\n%s\\nNODEFLEET_KEY\\n" "$(cat "$WORK/ssh_host_ed25519_key")"
+  printf "cat >/etc/ssh/ssh_host_ed25519_key.pub <<'NODEFLEET_KEY'\\n%s\\nNODEFLEET_KEY\\n" "$(cat "$WORK/ssh_host_ed25519_key.pub")"
+  printf '%s\\n' 'chmod 0600 /etc/ssh/ssh_host_ed25519_key' 'chmod 0644 /etc/ssh/ssh_host_ed25519_key.pub'
+  if [ -s "$R/root/.ssh/authorized_keys" ]; then
+    printf "cat >/root/.ssh/authorized_keys <<'NODEFLEET_KEYS'\\n%s\\nNODEFLEET_KEYS\\n" "$(cat "$R/root/.ssh/authorized_keys")"
+    printf '%s\\n' 'chmod 0600 /root/.ssh/authorized_keys'
+  fi
+} >"$WORK/post-install.sh"
+chmod 0700 "$WORK/post-install.sh"
+
+log "running installimage (log: /root/nodefleet-install/installimage.log)"
+if ! "$INSTALLIMAGE" -a -c "$R/autosetup" -x "$WORK/post-install.sh" >"$WORK/installimage.log" 2>&1; then
+  tail -n 40 "$WORK/installimage.log" >&2
+  log "installimage failed"
+  exit 1
+fi
+
+cat "$WORK/ssh_host_ed25519_key.pub"
+rm -f "$WORK/ssh_host_ed25519_key" "$WORK/post-install.sh"
+
+# Reboot once this SSH session has returned, so the command reports success.
+if [ -z "\${NODEFLEET_ROOT:-}" ]; then
+  nohup sh -c 'sleep 3; reboot' >/dev/null 2>&1 &
+fi
+`;
+}

@@ -1,0 +1,105 @@
+/**
+ * The server-type catalog: the shipped JSON covers the example stack's types with sane figures,
+ * live Hetzner data replaces it (two requests per refresh) and its availability reaches
+ * `instance-types` and admission.
+ */
+import { strict as assert } from "node:assert";
+import { CatalogSource } from "../../../automation/catalog/catalogSource";
+import { OfferingAvailability } from "../../../automation/catalog/offeringAvailability";
+import { HcloudClient } from "../../../automation/engine/hcloudClient";
+import { shippedCatalog } from "../../../automation/catalog/serverTypes";
+import { configValues, projectRoot, readStackConfigFile } from "../../../automation/stackConfigFile";
+import { parseFleetSpec } from "../../../components/fleet/fleetSpec";
+import { NodefleetApiError } from "../../../automation/client/nodefleetClient";
+import { startTestApi } from "../../support/apiHarness";
+
+describe("server-type catalog", () => {
+  it("ships every type the example stack uses and the common cx/cpx/cax/ccx types, priced per location", () => {
+    const catalog = shippedCatalog();
+    const names = new Set(catalog.serverTypes.map((t) => t.name));
+    const spec = parseFleetSpec(configValues(readStackConfigFile("example", projectRoot()).config));
+    for (const pool of spec.pools) if (pool.provider === "hcloud") for (const t of pool.serverTypes) assert.ok(names.has(t), t);
+    for (const t of ["cx22", "cpx11", "cpx51", "cax11", "cax41", "ccx13", "ccx63"]) assert.ok(names.has(t), t);
+    for (const t of catalog.serverTypes) {
+      assert.ok(t.cores > 0 && t.memoryGiB > 0 && t.diskGB > 0, t.name);
+      assert.ok(t.prices.length > 0, t.name);
+      for (const p of t.prices) assert.ok(p.priceHourlyNet > 0 && p.priceHourlyNet < 1, `${t.name}@${p.location}`);
+      if (t.name.startsWith("cax")) assert.equal(t.architecture, "arm");
+    }
+  });
+
+  it("replaces the shipped catalog with live data in two requests, and takes the provider's sold-out offerings", async () => {
+    const requests: string[] = [];
+    const fetchStub = (async (url: string) => {
+      requests.push(new URL(url).pathname);
+      const body = url.includes("/server_types")
+        ? { server_types: [{ id: 1, name: "cpx21", cores: 3, memory: 4, disk: 80, cpu_type: "shared", architecture: "x86", deprecated: false, prices: [{ location: "hel1", price_hourly: { net: "0.0100" } }] }] }
+        : { datacenters: [{ location: { name: "hel1" }, server_types: { supported: [1], available: [] } }] };
+      return new Response(JSON.stringify({ ...body, meta: { pagination: { next_page: null } } }), { status: 200 });
+    }) as unknown as typeof fetch;
+    let counted = 0;
+    const availability = new OfferingAvailability();
+    const source = new CatalogSource({ client: new HcloudClient({ token: "t", fetch: fetchStub, onRequest: () => counted++ }), availability });
+    await source.refresh();
+    assert.equal(counted, 2);
+    assert.deepEqual(source.current().serverTypes.map((t) => [t.name, t.prices[0]!.priceHourlyNet]), [["cpx21", 0.01]]);
+    assert.equal(availability.isAvailable("cpx21", "hel1"), false);
+
+    const api = await startTestApi({ catalog: source, availability });
+    try {
+      const types = await api.client.instanceTypes();
+      const cpx21 = types.find((t) => t.name === "cpx21")!;
+      assert.equal(cpx21.offerings[0]!.price, 0.01);
+      assert.equal(cpx21.offerings[0]!.available, false);
+      assert.ok(!types.some((t) => t.name === "cpx31"), "types the live catalog does not have are left out, not invented");
+      await assert.rejects(api.client.createNode({ uniqueID: "x", pool: "hel1-burst" }), (e: unknown) => e instanceof NodefleetApiError && e.code === "InsufficientCapacity");
+    } finally {
+      await api.close();
+    }
+  });
+
+  it("keeps deprecated types, every offering unavailable, so nodes of theirs do not look drifted to Karpenter", async () => {
+    const type = (id: number, name: string, deprecated: boolean) => ({
+      id,
+      name,
+      cores: 4,
+      memory: 8,
+      disk: 160,
+      cpu_type: "shared",
+      architecture: "x86",
+      deprecated,
+      prices: [{ location: "hel1", price_hourly: { net: "0.0200" } }],
+    });
+    const fetchStub = (async (url: string) => {
+      const body = url.includes("/server_types")
+        ? { server_types: [type(1, "cpx21", false), type(2, "cpx31", true)] }
+        : { datacenters: [{ location: { name: "hel1" }, server_types: { supported: [1, 2], available: [1, 2] } }] };
+      return new Response(JSON.stringify({ ...body, meta: { pagination: { next_page: null } } }), { status: 200 });
+    }) as unknown as typeof fetch;
+    const availability = new OfferingAvailability();
+    const source = new CatalogSource({ client: new HcloudClient({ token: "t", fetch: fetchStub }), availability });
+    await source.refresh();
+    const api = await startTestApi({ catalog: source, availability });
+    try {
+      const types = await api.client.instanceTypes();
+      assert.deepEqual(types.map((t) => [t.name, t.offerings[0]!.available]), [["cpx21", true], ["cpx31", false]]);
+      await assert.rejects(
+        api.client.createNode({ uniqueID: "deprecated", pool: "hel1-burst", instanceType: "cpx31" }),
+        (e: unknown) => e instanceof NodefleetApiError && e.code === "InsufficientCapacity",
+      );
+      assert.equal((await api.client.createNode({ uniqueID: "current", pool: "hel1-burst" })).node.instanceType, "cpx21");
+    } finally {
+      await api.close();
+    }
+  });
+
+  it("expires a learned sold-out mark after the configured time", () => {
+    let now = 0;
+    const availability = new OfferingAvailability(60_000, () => now);
+    availability.markUnavailable("cpx21", "hel1", "sold out");
+    assert.equal(availability.isAvailable("cpx21", "hel1"), false);
+    assert.equal(availability.isAvailable("cpx21", "fsn1"), true);
+    now = 60_001;
+    assert.equal(availability.isAvailable("cpx21", "hel1"), true);
+  });
+});

@@ -1,0 +1,157 @@
+/**
+ * Crash recovery of `nodefleet serve` with the simulated engine: the service process is killed
+ * with SIGKILL right after accepting requests and again during an engine run, then restarted on
+ * the same data directory. Every claim converges and each has exactly one server in the simulated
+ * cloud; deletes accepted before a crash are carried out after it. SIGTERM shuts down cleanly, and
+ * a second instance on the same data directory refuses to start.
+ */
+import { strict as assert } from "node:assert";
+import * as fs from "node:fs";
+import * as net from "node:net";
+import * as path from "node:path";
+import { nodeIdFor } from "../../../automation/api/nodeIdentity";
+import { NodefleetApiError, type NodefleetClient } from "../../../automation/client/nodefleetClient";
+import { SimulatedCloud } from "../../../automation/simulated/simulatedCloud";
+import { TOKEN, eventually, tempDataDir } from "../../support/apiHarness";
+import { crash, startServe, type ServeProcess } from "../../support/serveProcess";
+
+async function allRunning(client: NodefleetClient, nodeIds: readonly string[]): Promise<void> {
+  await eventually(
+    async () => {
+      const nodes = await client.listNodes();
+      const running = new Set(nodes.filter((n) => n.status === "RUNNING").map((n) => n.nodeID));
+      return nodeIds.every((id) => running.has(id)) ? true : undefined;
+    },
+    300,
+    200,
+  );
+}
+
+function serversByNode(dataDir: string): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const server of new SimulatedCloud(dataDir).listServers("nodefleet.io/cluster=example,nodefleet.io/pool=hel1-burst")) {
+    const node = server.labels["nodefleet.io/node"]!;
+    counts.set(node, (counts.get(node) ?? 0) + 1);
+  }
+  return counts;
+}
+
+describe("crash recovery and shutdown of nodefleet serve (simulated engine)", function () {
+  this.timeout(180_000);
+  let serve: ServeProcess | undefined;
+
+  afterEach(async () => {
+    if (serve && serve.child.exitCode === null) await crash(serve);
+  });
+
+  it("converges every claim with exactly one server after kills right after accepting and during a run", async () => {
+    const dataDir = tempDataDir("nodefleet-crash-");
+    const start = (env: Record<string, string> = {}) => startServe(dataDir, env);
+    serve = await start();
+    await eventually(async () => ((await serve!.client.readiness()).status === 200 ? true : undefined), 150, 200);
+
+    // 1. Killed right after the creates were answered, before any run could start.
+    const first = Array.from({ length: 8 }, (_, i) => `crash-a-${i}`);
+    for (const r of await Promise.all(first.map((uniqueID) => serve!.client.createNode({ uniqueID, pool: "hel1-burst" })))) {
+      assert.equal(r.node.status, "PENDING");
+    }
+    await crash(serve);
+
+    serve = await start();
+    const ids = first.map(nodeIdFor);
+    await allRunning(serve.client, ids);
+
+    // 2. Killed while a run is in progress. The engine process is also made to die after 30
+    //    applied steps (NODEFLEET_SIM_CRASH_AFTER_STEPS=30, some servers and tokens of the batch), so a partial state is certain; the
+    //    service is killed as soon as the simulated cloud shows part of the batch.
+    await crash(serve);
+    serve = await start({ NODEFLEET_SIM_CRASH_AFTER_STEPS: "30" });
+    const second = Array.from({ length: 8 }, (_, i) => `crash-b-${i}`);
+    await Promise.all(second.map((uniqueID) => serve!.client.createNode({ uniqueID, pool: "hel1-burst" })));
+    const secondIds = new Set(second.map(nodeIdFor));
+    await eventually(
+      () => {
+        const created = [...serversByNode(dataDir).keys()].filter((id) => secondIds.has(id)).length;
+        return created > 0 ? created : undefined;
+      },
+      3000,
+      20,
+    );
+    await crash(serve);
+
+    // 3. Deletes accepted, then killed at once.
+    serve = await start();
+    const all = [...ids, ...second.map(nodeIdFor)];
+    await allRunning(serve.client, all);
+    const doomed = ids.slice(0, 3);
+    for (const id of doomed) assert.equal((await serve.client.deleteNode(id)).status, "TERMINATING");
+    await crash(serve);
+
+    serve = await start();
+    for (const id of doomed) {
+      await eventually(
+        async () => {
+          try {
+            await serve!.client.deleteNode(id);
+            return undefined;
+          } catch (error) {
+            return error instanceof NodefleetApiError && error.status === 404 ? true : undefined;
+          }
+        },
+        300,
+        200,
+      );
+    }
+    const remaining = all.filter((id) => !doomed.includes(id));
+    await allRunning(serve.client, remaining);
+    const listed = (await serve.client.listNodes()).map((n) => n.nodeID).sort();
+    assert.deepEqual(listed, [...remaining].sort());
+
+    const servers = serversByNode(dataDir);
+    assert.deepEqual([...servers.keys()].sort(), [...remaining].sort(), "one server per live claim, none for deleted ones");
+    for (const [node, count] of servers) assert.equal(count, 1, `node ${node} has ${count} servers`);
+    const operations = await serve.client.operations();
+    assert.ok(operations.some((o) => o.result === "abandoned"), "the run cut short by the kill is recorded as abandoned");
+  });
+
+  it("shuts down on SIGTERM, finishing or abandoning the run in progress, and resumes it after a restart", async () => {
+    const dataDir = tempDataDir("nodefleet-crash-");
+    serve = await startServe(dataDir, { NODEFLEET_SHUTDOWN_GRACE_MS: "200", NODEFLEET_LOG_LEVEL: "debug" });
+    const { node } = await serve.client.createNode({ uniqueID: "graceful", pool: "hel1-burst" });
+    await eventually(async () => ((await serve!.client.getNode(node.nodeID)).status === "PROVISIONING" ? true : undefined), 600, 25);
+    serve.child.kill("SIGTERM");
+    assert.equal(await serve.exited(), 0);
+    assert.match(serve.stderr(), /shutting down/);
+    assert.ok(!serve.stderr().includes(TOKEN), "the API token never appears in the logs");
+    serve = await startServe(dataDir);
+    await allRunning(serve.client, [node.nodeID]);
+    const operations = await serve.client.operations();
+    assert.ok(operations.every((o) => o.result !== "running"), JSON.stringify(operations));
+    assert.equal(operations[0]!.result, "succeeded");
+    assert.equal(serversByNode(dataDir).get(node.nodeID), 1);
+  });
+
+  it("serve --stack example on a fresh data directory becomes ready, and a second instance on it refuses to start, saying why", async () => {
+    const dataDir = tempDataDir("nodefleet-crash-");
+    serve = await startServe(dataDir);
+    const ready = await eventually(async () => {
+      const r = await serve!.client.readiness();
+      return r.status === 200 ? r : undefined;
+    }, 300, 200);
+    assert.equal(ready.body.status, "ready", JSON.stringify(ready.body));
+    await assert.rejects(startServe(dataDir), /in use by another nodefleet service \(pid \d+/);
+  });
+
+  it("exits with an error when its port is taken, closing the store and releasing the data directory", async () => {
+    const busy = net.createServer();
+    await new Promise<void>((resolve) => busy.listen(0, "127.0.0.1", resolve));
+    try {
+      const dataDir = tempDataDir("nodefleet-crash-");
+      const port = (busy.address() as net.AddressInfo).port;
+      await assert.rejects(startServe(dataDir, {}, { port }), /exited with 1 before listening:[\s\S]*EADDRINUSE/);
+      assert.ok(!fs.existsSync(path.join(dataDir, "nodefleet.lock")), "the lock is released, not left for the next start to break");
+    } finally {
+      busy.close();
+    }
+  });
+});

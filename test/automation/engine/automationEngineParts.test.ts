@@ -1,0 +1,217 @@
+/**
+ * The automation engine's parts that need no pulumi CLI: crash-recovery planning, the Hetzner
+ * client (against a real HTTP server on 127.0.0.1), passphrase handling, CLI detection, engine
+ * event mapping, per-stack serialisation and progress lines.
+ */
+import assert from "node:assert/strict";
+import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
+import { type AddressInfo } from "node:net";
+import { createServer, type Server } from "node:http";
+import { hostname, tmpdir } from "node:os";
+import { join } from "node:path";
+import type { StepEventMetadata } from "@pulumi/pulumi/automation";
+import { AutomationEngine, stepFromMetadata } from "../../../automation/engine/automationEngine";
+import { adoptedResource, markerIsStale, planPendingCreates, type PendingOperation } from "../../../automation/engine/crashRecovery";
+import { HcloudClient, type HcloudServer } from "../../../automation/engine/hcloudClient";
+import { resolvePassphrase } from "../../../automation/engine/passphrase";
+import { formatStepLine } from "../../../automation/engine/progressFormat";
+import { PulumiCliMissingError, requirePulumiCommand } from "../../../automation/engine/pulumiCli";
+import { StackQueue } from "../../../automation/engine/stackQueue";
+import { tempDirPerTest } from "../../support/tempDirPerTest";
+
+function server(id: number, name: string, labels: Record<string, string>): HcloudServer {
+  return { id, name, labels, status: "running", created: "2026-01-01T00:00:00Z", server_type: { name: "cpx21" }, public_net: { ipv4: { ip: "203.0.113.9" }, ipv6: null }, private_net: [] };
+}
+
+function pendingServer(urn: string, name: string, labels: Record<string, string>): PendingOperation {
+  return { type: "creating", resource: { urn, type: "hcloud:index/server:Server", custom: true, inputs: { name, labels, serverType: "cpx21" } } };
+}
+
+describe("automation engine parts", function () {
+  describe("crash recovery planning", function () {
+    const ours = { "nodefleet.io/cluster": "c1" };
+
+    it("imports a server found by name with our labels, clears the rest with a reason", async function () {
+      const pending: PendingOperation[] = [
+        pendingServer("urn:a", "c1-a", ours),
+        pendingServer("urn:b", "c1-b", ours),
+        pendingServer("urn:c", "c1-c", ours),
+        { type: "creating", resource: { urn: "urn:net", type: "hcloud:index/network:Network", inputs: { name: "n" } } },
+        { type: "updating", resource: { urn: "urn:u", type: "hcloud:index/server:Server", inputs: {} } },
+      ];
+      const atProvider: Record<string, HcloudServer[]> = {
+        "c1-a": [server(1, "c1-a", { ...ours, extra: "x" })],
+        "c1-c": [server(3, "c1-c", { "nodefleet.io/cluster": "someone-else" })],
+      };
+      const looked: string[] = [];
+      const actions = await planPendingCreates(pending, async (name) => (looked.push(name), atProvider[name] ?? []), "import");
+      assert.deepEqual(looked, ["c1-a", "c1-b", "c1-c"], "only server creates are looked up, one request each");
+      assert.deepEqual(
+        actions.map((a) => `${a.action} ${a.urn}`),
+        ["import urn:a", "clear urn:b", "clear urn:c", "clear urn:net", "clear urn:u"],
+      );
+      assert.match((actions[2] as { reason: string }).reason, /without our labels/);
+    });
+
+    it("deletes instead when told to", async function () {
+      const actions = await planPendingCreates([pendingServer("urn:a", "c1-a", ours)], async () => [server(1, "c1-a", ours)], "delete");
+      assert.equal(actions[0].action, "delete");
+    });
+
+    it("adopts a server with its declared inputs and the API's id and addresses", function () {
+      const adopted = adoptedResource(pendingServer("urn:a", "c1-a", ours).resource, server(42, "c1-a", ours));
+      assert.equal(adopted.id, "42");
+      assert.deepEqual((adopted.outputs as Record<string, unknown>).ipv4Address, "203.0.113.9");
+      assert.deepEqual((adopted.outputs as Record<string, unknown>).labels, ours);
+    });
+
+    it("treats only a dead process's run marker of this host as stale", function () {
+      assert.equal(markerIsStale(undefined), false);
+      assert.equal(markerIsStale({ pid: process.pid, hostname: hostname(), startedAt: "", kind: "up" }), false);
+      assert.equal(markerIsStale({ pid: 2 ** 22 + 4242, hostname: hostname(), startedAt: "", kind: "up" }), true);
+      assert.equal(markerIsStale({ pid: 2 ** 22 + 4242, hostname: "another-host", startedAt: "", kind: "up" }), false);
+    });
+  });
+
+  describe("Hetzner Cloud client", function () {
+    let http: Server;
+    let baseUrl: string;
+    const seen: string[] = [];
+
+    before(async function () {
+      http = createServer((req, res) => {
+        seen.push(`${req.method} ${req.url} ${req.headers.authorization}`);
+        const url = new URL(req.url!, "http://x");
+        res.setHeader("content-type", "application/json");
+        if (req.method === "GET" && url.pathname === "/servers") {
+          const page = Number(url.searchParams.get("page"));
+          res.end(JSON.stringify({ servers: [server(page, `s${page}`, {})], meta: { pagination: { next_page: page < 2 ? page + 1 : null } } }));
+        } else if (req.method === "DELETE" && url.pathname === "/servers/404") {
+          res.statusCode = 404;
+          res.end(JSON.stringify({ error: { code: "not_found", message: "server not found" } }));
+        } else if (req.method === "DELETE" && url.pathname === "/servers/500") {
+          res.statusCode = 500;
+          res.end(JSON.stringify({ error: { code: "server_error", message: "boom" } }));
+        } else {
+          res.end(JSON.stringify({ action: { id: 1 } }));
+        }
+      });
+      await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve));
+      baseUrl = `http://127.0.0.1:${(http.address() as AddressInfo).port}`;
+    });
+
+    after(function () {
+      http.close();
+    });
+
+    it("pages through servers with the label selector and counts every request", async function () {
+      const counted: string[] = [];
+      const client = new HcloudClient({ token: "t0ken", baseUrl, onRequest: (m, p) => counted.push(`${m} ${p}`) });
+      const servers = await client.listServers({ labelSelector: "nodefleet.io/cluster=c1", name: "s" });
+      assert.deepEqual(servers.map((s) => s.id), [1, 2]);
+      assert.equal(client.requestCount, 2);
+      assert.equal(counted.length, 2);
+      assert.match(seen[0], /label_selector=nodefleet.io%2Fcluster%3Dc1/);
+      assert.match(seen[0], /Bearer t0ken$/);
+    });
+
+    it("treats not-found on delete as success and reports other errors with the API's code", async function () {
+      const client = new HcloudClient({ token: "t", baseUrl });
+      await client.deleteServer(404);
+      await client.deleteServer(7);
+      await assert.rejects(client.deleteServer(500), /500 server_error: boom/);
+      assert.equal(client.requestCount, 3);
+    });
+  });
+
+  describe("passphrase", function () {
+    const dataDir = tempDirPerTest("nodefleet-pass-");
+
+    it("generates one passphrase file, mode 0600, and keeps it", function () {
+      const first = resolvePassphrase(dataDir(), {});
+      assert.equal(first.source, "generated");
+      const path = first.envVars.PULUMI_CONFIG_PASSPHRASE_FILE;
+      assert.equal(statSync(path).mode & 0o777, 0o600);
+      const content = readFileSync(path, "utf8");
+      assert.ok(content.length >= 40);
+      const second = resolvePassphrase(dataDir(), {});
+      assert.equal(second.source, "data-dir");
+      assert.equal(readFileSync(second.envVars.PULUMI_CONFIG_PASSPHRASE_FILE, "utf8"), content);
+    });
+
+    it("prefers the operator's PULUMI_CONFIG_PASSPHRASE, then PULUMI_CONFIG_PASSPHRASE_FILE", function () {
+      assert.equal(resolvePassphrase(dataDir(), { PULUMI_CONFIG_PASSPHRASE: "p", PULUMI_CONFIG_PASSPHRASE_FILE: "/f" }).source, "PULUMI_CONFIG_PASSPHRASE");
+      assert.deepEqual(resolvePassphrase(dataDir(), { PULUMI_CONFIG_PASSPHRASE_FILE: "/f" }).envVars, { PULUMI_CONFIG_PASSPHRASE_FILE: "/f" });
+    });
+  });
+
+  describe("pulumi CLI detection", function () {
+    it("says how to install the CLI when it is not on PATH", async function () {
+      await assert.rejects(requirePulumiCommand({ PATH: "/nonexistent" }), (error: unknown) => {
+        assert.ok(error instanceof PulumiCliMissingError);
+        assert.match(error.message, /curl -fsSL https:\/\/get\.pulumi\.com \| sh/);
+        return true;
+      });
+      const dataDir = mkdtempSync(join(tmpdir(), "nodefleet-cli-"));
+      try {
+        await assert.rejects(AutomationEngine.create({ dataDir, env: { PATH: "/nonexistent" } }), PulumiCliMissingError);
+        assert.throws(() => new AutomationEngine({ dataDir, env: { PATH: "/nonexistent" } }), PulumiCliMissingError);
+      } finally {
+        rmSync(dataDir, { recursive: true, force: true });
+      }
+    });
+  });
+
+  describe("engine events to steps", function () {
+    const meta = (op: string, extra: Partial<StepEventMetadata> = {}): StepEventMetadata =>
+      ({ op, urn: "urn:pulumi:s::p::hcloud:index/server:Server::m0-server", type: "hcloud:index/server:Server", provider: "", ...extra }) as StepEventMetadata;
+
+    it("collapses replacement halves and hides engine plumbing", function () {
+      assert.deepEqual(stepFromMetadata(meta("replace", { diffs: ["userData", "labels"], keys: ["userData"] })), {
+        op: "replace",
+        urn: "urn:pulumi:s::p::hcloud:index/server:Server::m0-server",
+        type: "hcloud:index/server:Server",
+        name: "m0-server",
+        keys: ["labels", "userData"],
+        replaceKeys: ["userData"],
+      });
+      assert.equal(stepFromMetadata(meta("create-replacement")), undefined);
+      assert.equal(stepFromMetadata(meta("delete-replaced")), undefined);
+      assert.equal(stepFromMetadata(meta("create", { type: "pulumi:pulumi:Stack" })), undefined);
+      assert.equal(stepFromMetadata(meta("same", { type: "pulumi:providers:hcloud" })), undefined);
+      assert.equal(stepFromMetadata(meta("refresh", { diffs: ["labels"] }))?.op, "update");
+      assert.equal(stepFromMetadata(meta("create"), "boom")?.error, "boom");
+    });
+  });
+
+  describe("per-stack queue", function () {
+    it("runs one task at a time per stack, in order, and stacks independently", async function () {
+      const queue = new StackQueue();
+      const events: string[] = [];
+      const task = (name: string, ms: number) => async () => {
+        events.push(`start ${name}`);
+        await new Promise((r) => setTimeout(r, ms));
+        events.push(`end ${name}`);
+        return name;
+      };
+      const failing = queue.run("a", async () => {
+        throw new Error("first fails");
+      });
+      const results = Promise.all([queue.run("a", task("a1", 30)), queue.run("a", task("a2", 1)), queue.run("b", task("b1", 1))]);
+      assert.equal(queue.depth("a"), 3);
+      await assert.rejects(failing, /first fails/);
+      assert.deepEqual(await results, ["a1", "a2", "b1"]);
+      assert.ok(events.indexOf("end a1") < events.indexOf("start a2"), events.join(","));
+      assert.ok(events.indexOf("end b1") < events.indexOf("end a1"), "another stack does not wait");
+      assert.equal(queue.depth(), 0);
+    });
+  });
+
+  describe("progress lines", function () {
+    it("show the running count, the op, the changed keys, and say when it is a simulation", function () {
+      const step = { op: "replace" as const, urn: "u", type: "hcloud:index/server:Server", name: "m0-server", keys: ["labels", "userData"], replaceKeys: ["userData"] };
+      assert.equal(formatStepLine(step, 3, { simulated: true, total: 9 }), "[simulated] [3/9] +- replace hcloud:index/server:Server m0-server (replace: userData)");
+      assert.equal(formatStepLine({ ...step, op: "create", keys: [], replaceKeys: undefined, error: "sold out" }, 1, { simulated: false }), "[1] + create hcloud:index/server:Server m0-server FAILED: sold out");
+    });
+  });
+});

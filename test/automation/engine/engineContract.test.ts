@@ -1,0 +1,255 @@
+/**
+ * The StackEngine contract, run against every engine available: the simulated engine always; the
+ * Automation API engine when a `pulumi` CLI is on PATH (with a cloud-free program variant).
+ */
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { AutomationEngine } from "../../../automation/engine/automationEngine";
+import { findPulumiOnPath } from "../../../automation/engine/pulumiCli";
+import { type ResourceStep, RunCancelledError, RunFailedError, type StackDefinition, type StackEngine } from "../../../automation/engine/stackEngine";
+import { SimulatedEngine } from "../../../automation/simulated/simulatedEngine";
+import { gitStackProgram } from "../../../automation/gitStackProgram";
+import type { TestMember, TestProgramArgs } from "../../support/engineTestProgram";
+import { stackFileConfig } from "../../support/fleetConfigFixture";
+import { tempDirPerTest } from "../../support/tempDirPerTest";
+
+const PROGRAM_MODULE = join(__dirname, "..", "..", "support", "engineTestProgram.js");
+const SOLD_OUT = "cpx-soldout";
+
+interface EngineCase {
+  readonly name: string;
+  /** Why this engine cannot run here, if it cannot. */
+  readonly unavailable: () => string | undefined;
+  readonly create: (dataDir: string, knobs?: { crashAfterSteps?: number }) => StackEngine;
+  readonly programArgs: TestProgramArgs;
+  /** Crash injection exists only in the simulation. */
+  readonly canInjectCrash: boolean;
+}
+
+const silent = { info() {}, warn() {}, error() {} };
+
+const ENGINES: EngineCase[] = [
+  {
+    name: "simulated",
+    unavailable: () => undefined,
+    create: (dataDir, knobs = {}) =>
+      new SimulatedEngine({ dataDir, bootDelayMs: 50, outOfStock: [SOLD_OUT], failCreateRate: 0, env: {}, logger: silent, ...knobs }),
+    programArgs: { mode: "hcloud" },
+    canInjectCrash: true,
+  },
+  {
+    name: "automation",
+    unavailable: () => (findPulumiOnPath() ? undefined : "pulumi CLI not on PATH"),
+    create: (dataDir) => new AutomationEngine({ dataDir, env: { ...process.env, PULUMI_CONFIG_PASSPHRASE: "contract-tests" }, logger: silent }),
+    programArgs: { mode: "local" },
+    canInjectCrash: false,
+  },
+];
+
+function members(count: number, overrides: Partial<Record<number, Partial<TestMember>>> = {}): TestMember[] {
+  return Array.from({ length: count }, (_, i) => ({ name: `m${i}`, serverType: "cpx21", ...overrides[i] }));
+}
+
+function stepsOf(result: { steps: readonly ResourceStep[] }, op: ResourceStep["op"]): string[] {
+  return result.steps.filter((s) => s.op === op).map((s) => s.name).sort();
+}
+
+/** The three resources each member declares (component, random suffix, server). */
+function memberResources(...names: string[]): string[] {
+  return names.flatMap((n) => [n, `${n}-server`, `${n}-suffix`]).sort();
+}
+
+function serverNames(result: { outputs: Readonly<Record<string, unknown>> }): string[] {
+  return Object.keys((result.outputs.servers ?? {}) as Record<string, unknown>).sort();
+}
+
+for (const engineCase of ENGINES) {
+  describe(`StackEngine contract: ${engineCase.name} engine`, function () {
+    let engine: StackEngine;
+
+    before(function () {
+      const reason = engineCase.unavailable();
+      if (reason) {
+        console.log(`      skipped: ${reason}`);
+        this.skip();
+      }
+    });
+
+    const dataDir = tempDirPerTest(`nodefleet-contract-${engineCase.name}-`);
+
+    beforeEach(function () {
+      engine = engineCase.create(dataDir());
+    });
+
+    function stack(memberList: TestMember[], stackName = "contract"): StackDefinition {
+      return {
+        stackName,
+        program: { module: PROGRAM_MODULE, args: engineCase.programArgs },
+        config: { "enginetest:members": { value: memberList }, "enginetest:cluster": { value: "contract" } },
+      };
+    }
+
+    it("creates everything on the first up, reporting each step once with a running count", async function () {
+      const counts: number[] = [];
+      const result = await engine.up(stack(members(2)), { onStep: (_s, n) => counts.push(n) });
+      assert.equal(result.kind, "up");
+      assert.equal(result.succeeded, true);
+      assert.equal(result.simulated, engineCase.name === "simulated");
+      assert.deepEqual(stepsOf(result, "create").filter((n) => n.startsWith("m")), memberResources("m0", "m1"));
+      assert.equal(result.summary.create, result.steps.length);
+      assert.equal(result.summary.same + result.summary.update + result.summary.replace + result.summary.delete, 0);
+      assert.deepEqual(counts, result.steps.map((_, i) => i + 1));
+      assert.equal(serverNames(result).length, 2);
+    });
+
+    it("changes nothing on a second identical up", async function () {
+      const first = await engine.up(stack(members(2)));
+      const second = await engine.up(stack(members(2)));
+      assert.equal(second.steps.length, first.steps.length);
+      assert.ok(second.steps.every((s) => s.op === "same"), JSON.stringify(second.summary));
+      assert.deepEqual(second.outputs, first.outputs);
+    });
+
+    it("scales up by one member and back down by one, touching only that member", async function () {
+      await engine.up(stack(members(2)));
+      const up = await engine.up(stack(members(3)));
+      assert.deepEqual(stepsOf(up, "create"), memberResources("m2"));
+      assert.equal(up.summary.update + up.summary.replace + up.summary.delete, 0);
+      assert.equal(serverNames(up).length, 3);
+
+      const down = await engine.up(stack(members(2)));
+      assert.deepEqual(stepsOf(down, "delete"), memberResources("m2"));
+      assert.equal(down.summary.create + down.summary.update + down.summary.replace, 0);
+      assert.equal(serverNames(down).length, 2);
+      // Dependents go first: the server before its component.
+      const order = down.steps.filter((s) => s.op === "delete").map((s) => s.name);
+      assert.ok(order.indexOf("m2-server") < order.indexOf("m2"), order.join(","));
+    });
+
+    it("replaces a server when a replace-triggering input (user data) changes", async function () {
+      const before = await engine.up(stack(members(2)));
+      const after = await engine.up(stack(members(2, { 0: { userData: "#cloud-config\nruncmd: [echo changed]\n" } })));
+      const server = after.steps.find((s) => s.name === "m0-server")!;
+      assert.equal(server.op, "replace");
+      assert.ok(server.replaceKeys?.includes("userData"), JSON.stringify(server));
+      assert.equal(after.steps.find((s) => s.name === "m1-server")!.op, "same");
+      assert.equal(after.succeeded, true);
+      const oldIds = Object.values(before.outputs.servers as Record<string, { id: string }>).map((s) => s.id);
+      const newIds = Object.values(after.outputs.servers as Record<string, { id: string }>).map((s) => s.id);
+      assert.equal(newIds.filter((id) => !oldIds.includes(id)).length, 1, "exactly one server has a new id");
+    });
+
+    it("updates in place when a non-replacing input (server type) changes", async function () {
+      await engine.up(stack(members(1)));
+      const after = await engine.up(stack(members(1, { 0: { serverType: "cpx31" } })));
+      const server = after.steps.find((s) => s.name === "m0-server")!;
+      assert.equal(server.op, "update");
+      assert.deepEqual(server.keys, ["serverType"]);
+    });
+
+    it("returns the stack outputs after an up", async function () {
+      const result = await engine.up(stack(members(2)));
+      const outputs = await engine.outputs(stack(members(2)));
+      assert.deepEqual(outputs, result.outputs);
+      for (const server of Object.values(outputs.servers as Record<string, { id: string; ip: string }>)) {
+        assert.match(server.ip, /^(203\.0\.113|198\.51\.100|192\.0\.2)\.\d+$/);
+      }
+    });
+
+    it("previews steps without applying them", async function () {
+      await engine.up(stack(members(1)));
+      const preview = await engine.preview(stack(members(2)));
+      assert.equal(preview.kind, "preview");
+      assert.deepEqual(stepsOf(preview, "create"), memberResources("m1"));
+      const again = await engine.preview(stack(members(2)));
+      assert.deepEqual(stepsOf(again, "create"), memberResources("m1"), "the preview applied nothing");
+      const up = await engine.up(stack(members(2)));
+      assert.deepEqual(stepsOf(up, "create"), memberResources("m1"));
+    });
+
+    it("cancels a run when its AbortSignal fires, and the next up converges", async function () {
+      const controller = new AbortController();
+      await assert.rejects(
+        engine.up(stack(members(4)), { signal: controller.signal, onStep: (_s, n) => n === 2 && controller.abort() }),
+        (error: unknown) => error instanceof RunCancelledError,
+      );
+      const next = await engine.up(stack(members(4)));
+      assert.equal(next.succeeded, true);
+      assert.equal(serverNames(next).length, 4);
+      const again = await engine.up(stack(members(4)));
+      assert.ok(again.steps.every((s) => s.op === "same"));
+    });
+
+    it("serialises concurrent runs on one stack", async function () {
+      const [first, second, preview] = await Promise.all([
+        engine.up(stack(members(2))),
+        engine.up(stack(members(3))),
+        engine.preview(stack(members(3))),
+      ]);
+      assert.deepEqual(stepsOf(first, "create").filter((n) => n.startsWith("m")), memberResources("m0", "m1"));
+      // The second run saw the first run's result: only the new member is created.
+      assert.deepEqual(stepsOf(second, "create"), memberResources("m2"));
+      assert.ok(preview.steps.every((s) => s.op === "same"), "the preview ran after both ups");
+    });
+
+    it("lets one failing member fail without stopping the others", async function () {
+      const result = await engine.up(stack(members(3, { 1: { serverType: SOLD_OUT } })));
+      assert.equal(result.succeeded, false);
+      const failed = result.steps.filter((s) => s.error);
+      assert.deepEqual(failed.map((s) => s.name), ["m1-server"]);
+      assert.match(failed[0].error!, /resource_unavailable/);
+      const created = result.steps.filter((s) => s.op === "create" && !s.error).map((s) => s.name);
+      assert.ok(created.includes("m0-server") && created.includes("m2-server"), created.join(","));
+      assert.equal(result.summary.create, created.length, "failed steps are not counted as changes");
+
+      const fixed = await engine.up(stack(members(3)));
+      assert.equal(fixed.succeeded, true);
+      assert.deepEqual(
+        fixed.steps.filter((s) => s.op !== "same").map((s) => `${s.op} ${s.name}`),
+        ["create m1-server"],
+      );
+    });
+
+    it("recovers from a crash mid-run: the next up converges without duplicates", async function () {
+      if (!engineCase.canInjectCrash) {
+        console.log("      skipped: crash injection (NODEFLEET_SIM_CRASH_AFTER_STEPS) is a simulated-engine knob");
+        this.skip();
+      }
+      const crashing = engineCase.create(dataDir(), { crashAfterSteps: 12 });
+      await assert.rejects(crashing.up(stack(members(4))), (error: unknown) => error instanceof RunFailedError && /mid-run/.test(error.message));
+      const cloud = (engine as SimulatedEngine).cloud;
+      const partial = cloud.listServers("nodefleet.io/cluster=contract");
+      assert.ok(partial.length < 4, `the crash left a partial fleet (${partial.length} servers)`);
+
+      const converged = await engine.up(stack(members(4)));
+      assert.equal(converged.succeeded, true);
+      assert.ok(converged.summary.same >= 12, "the steps applied before the crash are kept");
+      const servers = cloud.listServers("nodefleet.io/cluster=contract");
+      assert.equal(servers.length, 4);
+      assert.equal(new Set(servers.map((s) => s.labels["nodefleet.io/member"])).size, 4, "no duplicate member");
+      assert.equal(new Set(servers.map((s) => s.name)).size, 4, "no duplicate name");
+      for (const s of partial) assert.ok(servers.some((t) => t.id === s.id), `server ${s.name} created before the crash was kept`);
+    });
+  });
+}
+
+describe("simulated engine with the real fleet program (stacks/Pulumi.example.yaml)", function () {
+  const dataDir = tempDirPerTest("nodefleet-contract-fleet-");
+
+  it("applies the example stack, then converges with nothing to do", async function () {
+    const engine = new SimulatedEngine({ dataDir: dataDir(), bootDelayMs: 0, env: {}, logger: silent });
+    const config = Object.fromEntries(Object.entries(stackFileConfig("example")).map(([key, value]) => [key, { value }]));
+    const definition: StackDefinition = { stackName: "example", program: gitStackProgram({ allowMissingKubeconfig: true }), config };
+    const first = await engine.up(definition);
+    assert.equal(first.succeeded, true, JSON.stringify(first.steps.filter((s) => s.error)));
+    const servers = engine.cloud.listServers("nodefleet.io/cluster=example");
+    const hcloud = servers.filter((s) => s.provider === "hcloud");
+    assert.equal(hcloud.length, 3, "the static hel1-general pool has 3 replicas; the autoscaled pool starts empty");
+    assert.ok(hcloud.every((s) => /^10\.0\.1\.\d+$/.test(s.privateIpv4 ?? "")), "private addresses come from the configured subnet");
+    const second = await engine.up(definition);
+    assert.deepEqual(
+      second.steps.filter((s) => s.op !== "same").map((s) => `${s.op} ${s.name}`),
+      [],
+    );
+  });
+});

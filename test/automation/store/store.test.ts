@@ -1,0 +1,173 @@
+/**
+ * The durable store: real SQLite files in a temp directory. Migrations, claims and the operation
+ * log survive a reopen; one service per data directory (the lock file explains who holds it, a
+ * dead holder's lock is taken over, and SQLite's exclusive lock stops a second process regardless).
+ */
+import { strict as assert } from "node:assert";
+import { spawnSync } from "node:child_process";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { ClaimStore } from "../../../automation/store/claimStore";
+import { DataDirLockedError, acquireDataDirLock } from "../../../automation/store/dataDirLock";
+import { MIGRATIONS, databaseFiles, databasePath, openDatabase } from "../../../automation/store/database";
+import { OperationLog } from "../../../automation/store/operationLog";
+import type { MemberSnapshot } from "../../../automation/reconciler/memberSnapshot";
+import { tempDataDir } from "../../support/apiHarness";
+
+const snapshot = { serverType: "cpx21", location: "hel1", placementSlot: 0 } as unknown as MemberSnapshot;
+
+function newClaim(nodeId: string, pool = "hel1-burst") {
+  return {
+    clusterId: "example",
+    nodeId,
+    uniqueId: `u-${nodeId}`,
+    requestHash: "h",
+    request: { uniqueID: `u-${nodeId}`, pool },
+    pool,
+    instanceType: "cpx21",
+    zone: "hel1",
+    snapshot,
+    status: "PENDING" as const,
+    cpuMillis: 3000,
+    memoryMiB: 4096,
+  };
+}
+
+describe("store", () => {
+  it("migrates a new database, and reopening it runs nothing twice", () => {
+    const dir = tempDataDir("nodefleet-store-");
+    const db = openDatabase(dir);
+    assert.equal(db.pragma("user_version", { simple: true }), MIGRATIONS.length);
+    assert.equal(db.pragma("journal_mode", { simple: true }), "wal");
+    assert.equal(db.pragma("synchronous", { simple: true }), 2, "FULL");
+    new ClaimStore(db).insert(newClaim("k1"));
+    db.close();
+    const again = openDatabase(dir);
+    assert.equal(new ClaimStore(again).get("example", "k1")?.uniqueId, "u-k1");
+    again.close();
+    assert.ok(fs.existsSync(databasePath(dir)));
+  });
+
+  it("keeps the database and its -wal/-shm files 0600, also tightening a database created 0644", function () {
+    if (process.platform === "win32") {
+      console.log("      skipped: POSIX file modes");
+      this.skip();
+    }
+    const modeOf = (file: string) => fs.statSync(file).mode & 0o777;
+    const previous = process.umask(0o022); // the usual umask, under which SQLite would create 0644 files
+    try {
+      const dir = tempDataDir("nodefleet-store-mode-");
+      const db = openDatabase(dir);
+      new ClaimStore(db).insert(newClaim("m1")); // a write, so the WAL file exists while open
+      const present = databaseFiles(dir).filter((f) => fs.existsSync(f));
+      assert.ok(present.includes(`${databasePath(dir)}-wal`), `expected a WAL file, found ${present.join(", ")}`);
+      for (const file of present) assert.equal(modeOf(file).toString(8), "600", file);
+      db.close();
+
+      const old = tempDataDir("nodefleet-store-mode-");
+      fs.writeFileSync(databasePath(old), "", { mode: 0o644 });
+      fs.chmodSync(databasePath(old), 0o644);
+      const reopened = openDatabase(old);
+      new ClaimStore(reopened).insert(newClaim("m2"));
+      for (const file of databaseFiles(old).filter((f) => fs.existsSync(f))) assert.equal(modeOf(file).toString(8), "600", file);
+      reopened.close();
+    } finally {
+      process.umask(previous);
+    }
+  });
+
+  it("stores claims with their snapshot, counts usage of occupying claims and patches status", () => {
+    const db = openDatabase(tempDataDir("nodefleet-store-"));
+    try {
+      const store = new ClaimStore(db);
+      store.insert(newClaim("k1"));
+      store.insert(newClaim("k2"));
+      store.insert(newClaim("k3", "other"));
+      assert.deepEqual(store.usage("example", "hel1-burst"), { nodes: 2, cpuMillis: 6000, memoryMiB: 8192 });
+      store.update("example", "k2", { status: "FAILED", failureCode: "CreateFailed", failureReason: "boom" });
+      assert.equal(store.usage("example", "hel1-burst").nodes, 1, "failed claims hold no server");
+      const failed = store.get("example", "k2")!;
+      assert.equal(failed.failureReason, "boom");
+      assert.deepEqual(failed.snapshot, snapshot);
+      store.update("example", "k1", { status: "GONE", goneAt: "now" });
+      assert.deepEqual(store.list("example").map((c) => c.nodeId), ["k2", "k3"]);
+      assert.deepEqual(store.list("example", { pool: "other" }).map((c) => c.nodeId), ["k3"]);
+      assert.equal(store.byUniqueId("example", "u-k1")?.status, "GONE");
+      assert.throws(() => store.insert({ ...newClaim("k9"), uniqueId: "u-k3" }), /UNIQUE/);
+      assert.equal(store.countByStatus("example").PENDING, 1);
+      assert.deepEqual(store.usedPlacementSlots("example", "other"), [0]);
+      assert.deepEqual(store.usedPlacementSlots("example", "hel1-burst"), [], "failed and gone claims free their slots");
+    } finally {
+      db.close();
+    }
+  });
+
+  it("keeps the operation log and marks runs cut short by a crash as abandoned", () => {
+    const dir = tempDataDir("nodefleet-store-");
+    let db = openDatabase(dir);
+    const log = new OperationLog(db);
+    const done = log.start("example", "up", ["k1"]);
+    log.finish(done, { result: "succeeded", summary: { create: 1, update: 0, replace: 0, delete: 0, same: 0 } });
+    log.start("example", "up", ["k2"]);
+    db.close();
+    db = openDatabase(dir);
+    const reopened = new OperationLog(db);
+    assert.equal(reopened.abandonUnfinished("crash"), 1);
+    const ops = reopened.list("example");
+    assert.deepEqual(ops.map((o) => o.result), ["abandoned", "succeeded"]);
+    assert.equal(ops[1]!.summary!.create, 1);
+    assert.deepEqual(ops[0]!.nodes, ["k2"]);
+    db.close();
+  });
+
+  describe("one service per data directory", () => {
+    it("refuses a second lock in the same process and says who holds it", () => {
+      const dir = tempDataDir("nodefleet-lock-");
+      const lock = acquireDataDirLock(dir);
+      try {
+        assert.throws(() => acquireDataDirLock(dir), (error: unknown) => {
+          assert.ok(error instanceof DataDirLockedError);
+          assert.match(error.message, new RegExp(`pid ${process.pid}`));
+          assert.match(error.message, /--data-dir/);
+          return true;
+        });
+      } finally {
+        lock.release();
+      }
+      acquireDataDirLock(dir).release();
+    });
+
+    it("refuses a second process while the holder lives, and takes over the lock of a dead one", () => {
+      const dir = tempDataDir("nodefleet-lock-");
+      const lock = acquireDataDirLock(dir);
+      const script = `require(${JSON.stringify(path.resolve(__dirname, "../../../automation/store/dataDirLock.js"))}).acquireDataDirLock(${JSON.stringify(dir)}); console.log("locked")`;
+      try {
+        const refused = spawnSync(process.execPath, ["-e", script], { encoding: "utf8" });
+        assert.notEqual(refused.status, 0);
+        assert.match(refused.stderr, /in use by another nodefleet service/);
+      } finally {
+        lock.release();
+      }
+      // A lock file left by a process that no longer exists (kill -9).
+      const dead = spawnSync(process.execPath, ["-e", "process.exit(0)"]);
+      fs.writeFileSync(path.join(dir, "nodefleet.lock"), JSON.stringify({ pid: dead.pid, hostname: os.hostname(), startedAt: "earlier" }));
+      const takeover = spawnSync(process.execPath, ["-e", script], { encoding: "utf8" });
+      assert.equal(takeover.status, 0, takeover.stderr);
+      assert.match(takeover.stdout, /locked/);
+    });
+
+    it("holds SQLite's exclusive lock, so another process cannot open the database even without the lock file", () => {
+      const dir = tempDataDir("nodefleet-lock-");
+      const db = openDatabase(dir);
+      try {
+        const script = `require(${JSON.stringify(path.resolve(__dirname, "../../../automation/store/database.js"))}).openDatabase(${JSON.stringify(dir)})`;
+        const other = spawnSync(process.execPath, ["-e", script], { encoding: "utf8" });
+        assert.notEqual(other.status, 0);
+        assert.match(other.stderr, /locked by another process/);
+      } finally {
+        db.close();
+      }
+    });
+  });
+});

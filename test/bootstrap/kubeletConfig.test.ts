@@ -1,0 +1,85 @@
+import { strict as assert } from "node:assert";
+import fc from "fast-check";
+import { parse } from "yaml";
+import { kubeletSchema } from "../../components/fleet/fleetSpec";
+import { KUBELET_PATHS, kubeletConfigHash, renderKubeletConfig } from "../../components/bootstrap/kubeletConfig";
+import { kubeletReservationConfig } from "../../components/bootstrap/kubeletReservations";
+import { renderNetplanVlan } from "../../components/bootstrap/netplanVlan";
+import { kubeletSettingsArbitrary } from "../support/kubeletSettingsArbitrary";
+
+const DEFAULTS = kubeletSchema.parse({});
+const PROVIDER_ID = "nodefleet:///example/kura-0";
+
+const input = fc.record({
+  kubelet: kubeletSettingsArbitrary,
+  providerID: fc.constantFrom(PROVIDER_ID, "nodefleet:///example/kura-1", "cnap:///c1/n"),
+});
+
+describe("kubelet config", () => {
+  it("sets clientCAFile, leaves serverTLSBootstrap unset, and takes reservations from kubeletReservationConfig", () => {
+    const config = parse(renderKubeletConfig({ kubelet: DEFAULTS, providerID: PROVIDER_ID }));
+    assert.equal(config.kind, "KubeletConfiguration");
+    assert.equal(config.apiVersion, "kubelet.config.k8s.io/v1beta1");
+    assert.equal(config.authentication.x509.clientCAFile, KUBELET_PATHS.clientCA);
+    assert.equal(config.authentication.anonymous.enabled, false);
+    assert.equal(config.authorization.mode, "Webhook");
+    assert.ok(!("serverTLSBootstrap" in config));
+    assert.equal(config.providerID, PROVIDER_ID);
+    assert.equal(config.cgroupDriver, "systemd");
+    const reservations = kubeletReservationConfig(DEFAULTS);
+    assert.equal(config.maxPods, reservations.maxPods);
+    assert.deepEqual(config.kubeReserved, reservations.kubeReserved);
+    assert.deepEqual(config.evictionHard, reservations.evictionHard);
+    assert.deepEqual(config.clusterDNS, ["10.96.0.10"]);
+    assert.equal(config.clusterDomain, "cluster.local");
+  });
+
+  it("takes clusterDNS and clusterDomain from the cluster's kubelet settings", () => {
+    const kubelet = kubeletSchema.parse({ clusterDNS: ["10.43.0.10"], clusterDomain: "corp.local" });
+    const config = parse(renderKubeletConfig({ kubelet, providerID: PROVIDER_ID }));
+    assert.deepEqual(config.clusterDNS, ["10.43.0.10"]);
+    assert.equal(config.clusterDomain, "corp.local");
+  });
+
+  it("hash changes when, and only when, the rendered config changes (property)", () => {
+    fc.assert(
+      fc.property(input, input, (a, b) => {
+        const ra = renderKubeletConfig(a);
+        const rb = renderKubeletConfig(b);
+        assert.equal(kubeletConfigHash(ra) === kubeletConfigHash(rb), ra === rb);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it("every setting reaches the rendered config, so every change moves the hash (property)", () => {
+    const keys = ["maxPods", "reservedCpuMillis", "reservedMemoryMiB", "evictionHardMemoryMiB", "reservedEphemeralStorageGiB"] as const;
+    fc.assert(
+      fc.property(input, fc.constantFrom(...keys), fc.integer({ min: 1, max: 5 }), (a, key, delta) => {
+        const changed = { ...a, kubelet: { ...a.kubelet, [key]: a.kubelet[key] + delta } };
+        assert.notEqual(kubeletConfigHash(renderKubeletConfig(changed)), kubeletConfigHash(renderKubeletConfig(a)));
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it("is deterministic: the same input renders byte-identical text", () => {
+    fc.assert(fc.property(input, (a) => renderKubeletConfig(a) === renderKubeletConfig(structuredClone(a))));
+  });
+});
+
+describe("netplan VLAN file", () => {
+  it("declares <nic>.<vlan> on the primary NIC with the IPAM address", () => {
+    const doc = parse(renderNetplanVlan({ link: "eno1", vlanId: 1234, addressCidr: "172.16.0.5/22" }));
+    assert.deepEqual(doc, { network: { version: 2, vlans: { "eno1.1234": { id: 1234, link: "eno1", addresses: ["172.16.0.5/22"] } } } });
+  });
+
+  it("accepts shell variables for values found on the host, and nothing else", () => {
+    const text = renderNetplanVlan({ link: "${primary_nic}", vlanId: "${vlan_id}", addressCidr: "10.0.0.9/24" });
+    assert.match(text, /^ {4}\$\{primary_nic\}\.\$\{vlan_id\}:$/m);
+    assert.throws(() => renderNetplanVlan({ link: "eno1; rm -rf /", vlanId: 1, addressCidr: "10.0.0.9/24" }), /neither an interface name/);
+    assert.throws(() => renderNetplanVlan({ link: "eno1", vlanId: "$(id)", addressCidr: "10.0.0.9/24" }), /neither a number/);
+    assert.throws(() => renderNetplanVlan({ link: "eno1", vlanId: 0, addressCidr: "10.0.0.9/24" }), /1 to 4094/);
+    assert.throws(() => renderNetplanVlan({ link: "eno1", vlanId: 5, addressCidr: "10.0.0.9" }), /with a prefix/);
+  });
+});

@@ -1,0 +1,134 @@
+import { strict as assert } from "node:assert";
+import { execFileSync } from "node:child_process";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import fc from "fast-check";
+import { INSTALLIMAGE_UBUNTU_IMAGES, MIN_INSTALL_DISK_BYTES, renderAutosetup, selectInstallDrives } from "../../components/robot/installimageAutosetup";
+import { renderRescueInstallScript } from "../../components/robot/robotRescueInstall";
+import { assertShellcheckClean } from "../support/externalLinters";
+
+const GiB = 1024 ** 3;
+const lsblk = (devices: Array<Record<string, unknown>>) => JSON.stringify({ blockdevices: devices });
+
+describe("installimageAutosetup", () => {
+  it("renders a mirrored two-drive autosetup", () => {
+    const text = renderAutosetup({ drives: ["/dev/nvme0n1", "/dev/nvme1n1"], hostname: "c1-robot-a", image: "ubuntu-24.04" });
+    assert.equal(
+      text,
+      [
+        "DRIVE1 /dev/nvme0n1",
+        "DRIVE2 /dev/nvme1n1",
+        "SWRAID 1",
+        "SWRAIDLEVEL 1",
+        "BOOTLOADER grub",
+        "HOSTNAME c1-robot-a",
+        "PART /boot ext3 1024M",
+        "PART / ext4 all",
+        `IMAGE ${INSTALLIMAGE_UBUNTU_IMAGES["ubuntu-24.04"]}`,
+        "",
+      ].join("\n"),
+    );
+  });
+
+  it("turns software RAID off for a single drive and refuses bad input", () => {
+    assert.match(renderAutosetup({ drives: ["/dev/sda"], hostname: "n", image: "ubuntu-22.04" }), /^DRIVE1 \/dev\/sda\nSWRAID 0\n/);
+    assert.throws(() => renderAutosetup({ drives: [], hostname: "n", image: "ubuntu-24.04" }), /one or two drives/);
+    assert.throws(() => renderAutosetup({ drives: ["/dev/sda; reboot"], hostname: "n", image: "ubuntu-24.04" }), /not a whole-disk/);
+    assert.throws(() => renderAutosetup({ drives: ["/dev/sda"], hostname: "Bad_Host", image: "ubuntu-24.04" }), /DNS label/);
+    assert.throws(() => renderAutosetup({ drives: ["/dev/sda"], hostname: "n", image: "debian-12" }), /not an installimage Ubuntu image/);
+  });
+
+  it("selects the two smallest fixed disks, skipping removable, read-only, tiny and virtual devices", () => {
+    const drives = selectInstallDrives(
+      lsblk([
+        { name: "loop0", type: "loop", size: 500 * GiB, rm: false, ro: false },
+        { name: "sdc", type: "disk", size: 8000 * GiB, rm: false, ro: false },
+        { name: "nvme1n1", type: "disk", size: 512 * GiB, rm: false, ro: false },
+        { name: "nvme0n1", type: "disk", size: 512 * GiB, rm: false, ro: false },
+        { name: "sdd", type: "disk", size: 64 * GiB, rm: true, ro: false },
+        { name: "sde", type: "disk", size: 64 * GiB, rm: false, ro: true },
+        { name: "sdf", type: "disk", size: 1 * GiB, rm: false, ro: false },
+      ]),
+    );
+    assert.deepEqual(drives, ["/dev/nvme0n1", "/dev/nvme1n1"]);
+    assert.throws(() => selectInstallDrives(lsblk([{ name: "sda", type: "disk", size: GiB }])), /no fixed disk/);
+    assert.throws(() => selectInstallDrives("not json"), /not JSON/);
+  });
+
+  it("always selects one or two eligible disks that render (property)", () => {
+    const device = fc.record({
+      name: fc.constantFrom("sda", "sdb", "sdc", "nvme0n1", "nvme1n1", "loop0", "zram0"),
+      type: fc.constantFrom("disk", "loop", "rom"),
+      size: fc.integer({ min: 0, max: 4000 }).map((g) => g * GiB),
+      rm: fc.boolean(),
+      ro: fc.boolean(),
+    });
+    fc.assert(
+      fc.property(fc.uniqueArray(device, { selector: (d) => d.name, maxLength: 7 }), (devices) => {
+        const eligible = devices.filter((d) => d.type === "disk" && !d.rm && !d.ro && d.size >= MIN_INSTALL_DISK_BYTES && !/^(loop|ram|zram)/.test(d.name));
+        if (eligible.length === 0) {
+          assert.throws(() => selectInstallDrives(lsblk(devices)));
+          return;
+        }
+        const drives = selectInstallDrives(lsblk(devices));
+        assert.equal(drives.length, Math.min(2, eligible.length));
+        for (const d of drives) assert.ok(eligible.some((e) => `/dev/${e.name}` === d));
+        renderAutosetup({ drives, hostname: "node", image: "ubuntu-24.04" });
+      }),
+      { numRuns: 200 },
+    );
+  });
+});
+
+describe("robotRescueInstall", () => {
+  const autosetup = renderAutosetup({ drives: ["/dev/sda", "/dev/sdb"], hostname: "c1-robot-a", image: "ubuntu-24.04" });
+  const script = renderRescueInstallScript({ autosetup, drives: ["/dev/sda", "/dev/sdb"], hostname: "c1-robot-a" });
+
+  it("passes shellcheck", () => {
+    assertShellcheckClean(script);
+  });
+
+  it("never traces and runs installimage unattended with the autosetup file", () => {
+    assert.doesNotMatch(script, /set -x/);
+    assert.match(script, /"\$INSTALLIMAGE" -a -c "\$R\/autosetup" -x/);
+    assert.ok(script.includes(autosetup));
+  });
+
+  it("writes /autosetup, installs the pre-generated host key and prints its public half (run unprivileged)", function () {
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), "nodefleet-rescue-"));
+    try {
+      for (const d of ["dev", "root/.ssh", "mnt/etc"]) fs.mkdirSync(path.join(root, d), { recursive: true });
+      fs.writeFileSync(path.join(root, "root/.ssh/authorized_keys"), "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFakeKeyForTests op@example\n");
+      // Block devices cannot be made unprivileged: the drive check runs against a script naming none.
+      const noDrives = renderRescueInstallScript({ autosetup, drives: [], hostname: "c1-robot-a" });
+      // A fake installimage: checks its arguments and runs the post-install hook with /etc under mnt/.
+      const fake = path.join(root, "installimage");
+      fs.writeFileSync(
+        fake,
+        `#!/usr/bin/env bash\nset -euo pipefail\n[ "$1" = -a ] && [ "$2" = -c ] && [ -f "$3" ] && [ "$4" = -x ]\nsed -e 's#/etc/#${root}/mnt/etc/#g' -e 's#/root/#${root}/mnt/root/#g' -e 's#mkdir -p /etc/ssh /root/.ssh#mkdir -p ${root}/mnt/etc/ssh ${root}/mnt/root/.ssh#' "$5" | bash\n`,
+        { mode: 0o755 },
+      );
+      const stdout = execFileSync("bash", ["-s"], { input: noDrives, env: { ...process.env, NODEFLEET_ROOT: root, NODEFLEET_INSTALLIMAGE: fake } }).toString();
+      assert.equal(fs.readFileSync(path.join(root, "autosetup"), "utf8"), autosetup);
+      assert.match(stdout.trim(), /^ssh-ed25519 AAAA\S+ c1-robot-a$/);
+      assert.equal(fs.readFileSync(path.join(root, "mnt/etc/ssh/ssh_host_ed25519_key.pub"), "utf8").trim(), stdout.trim());
+      assert.match(fs.readFileSync(path.join(root, "mnt/etc/ssh/ssh_host_ed25519_key"), "utf8"), /BEGIN OPENSSH PRIVATE KEY/);
+      assert.match(fs.readFileSync(path.join(root, "mnt/root/.ssh/authorized_keys"), "utf8"), /FakeKeyForTests/);
+      // The private key does not stay in the rescue's work directory.
+      assert.equal(fs.existsSync(path.join(root, "root/nodefleet-install/ssh_host_ed25519_key")), false);
+    } finally {
+      fs.rmSync(root, { recursive: true, force: true });
+    }
+  });
+
+  it("stops before installing when a gathered drive is missing", () => {
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), "nodefleet-rescue-"));
+    try {
+      assert.throws(() => execFileSync("bash", ["-s"], { input: script, env: { ...process.env, NODEFLEET_ROOT: root }, stdio: "pipe" }), /drive \/dev\/sda is missing/);
+      assert.equal(fs.existsSync(path.join(root, "autosetup")), false);
+    } finally {
+      fs.rmSync(root, { recursive: true, force: true });
+    }
+  });
+});

@@ -1,0 +1,304 @@
+import { strict as assert } from "node:assert";
+import { MOCK_ROBOT_LSBLK, mockRobotServerIp } from "../../automation/mocks/robotMocks";
+import { type RecordedResource, runUnderMocks } from "../../automation/mocks/runUnderMocks";
+import { mockEd25519HostKey } from "../../automation/mocks/seededValues";
+import { containsSecret, isWrappedSecret, resolveSecrets } from "../../automation/mocks/secretValues";
+import { FleetSpecError, type HetznerRobotPool, parseFleetSpec } from "../../components/fleet/fleetSpec";
+import { GATHER_DISKS_COMMAND } from "../../components/robot/installimageAutosetup";
+import { decodeK0sJoinToken } from "../../components/bootstrap/k0sJoinToken";
+import { K0S_TOKEN_FILE } from "../../components/bootstrap/k0sWorkerCloudConfig";
+import { robotMembers } from "../../components/robot/robotPlan";
+import { RobotNodePool, UNKNOWN_INSTALLED_HOST_KEY, installedHostKey, readyCommand } from "../../components/robot/robotNodePool";
+import { type RobotRescueState, rescueResetType, robotRescueProvider } from "../../components/robot/robotRescue";
+import { RESCUE_INSTALL_COMMAND } from "../../components/robot/robotRescueInstall";
+import { runProgram } from "../../stacks/fleetProgram";
+import { assertShellcheckClean } from "../support/externalLinters";
+import { FAKE_ROBOT_PASSWORD, FAKE_ROBOT_USER, type FakeRobot, fakeServerIp, startFakeRobot } from "../support/fakeRobot";
+import { rawFleetConfig } from "../support/fleetConfigFixture";
+import { parse } from "yaml";
+import { withSerializedProvider } from "../support/serializedProvider";
+import { tokenKubeconfig } from "../support/tokenKubeconfig";
+
+const RESCUE = "pulumi-nodejs:dynamic/nodefleet:RobotRescue";
+const REMOTE = "command:remote:Command";
+const FINGERPRINT = "15:28:b0:03:95:f0:77:b3:10:56:15:6b:77:22:a5:bb";
+const SSH_KEY = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAAexample\n-----END OPENSSH PRIVATE KEY-----\n";
+
+function robotPoolConfig(overrides: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    name: "fsn-metal",
+    provider: "hetzner-robot",
+    mode: "static",
+    servers: [
+      { serverNumber: 321, name: "a" },
+      { serverNumber: 654, name: "b" },
+    ],
+    sshKeyFingerprints: [FINGERPRINT],
+    location: "fsn1",
+    serverType: "AX41-NVMe",
+    labels: { "node.kubernetes.io/pool": "fsn-metal" },
+    taints: [{ key: "example.com/metal", value: "true", effect: "NoSchedule" }],
+    ...overrides,
+  };
+}
+
+/** The bootstrap token inside the k0s join token the self-join script writes. */
+function bootstrapTokenIn(script: string): string {
+  const match = new RegExp(`write_file '${K0S_TOKEN_FILE}' 0600 <<'(\\w+)'\n([^\n]+)\n`).exec(script);
+  assert.ok(match, "the script writes the k0s join token file");
+  const kubeconfig = parse(decodeK0sJoinToken(match[2])) as { users: Array<{ user: { token: string } }> };
+  return kubeconfig.users[0].user.token;
+}
+
+const plain = <T = Record<string, unknown>>(value: unknown) => resolveSecrets(value, true) as T;
+const ofType = (resources: RecordedResource[], type: string) => resources.filter((r) => r.type === type);
+const byName = (resources: RecordedResource[], name: string) => {
+  const found = resources.find((r) => r.name === name);
+  assert.ok(found, `no resource named ${name}; have ${resources.map((r) => r.name).join(", ")}`);
+  return found;
+};
+
+async function runPool(pool: Record<string, unknown> = {}, cluster: Record<string, unknown> = {}, extra: { kubeconfig?: string } = {}) {
+  const spec = parseFleetSpec(rawFleetConfig({ cluster, pools: [robotPoolConfig(pool)] }));
+  return runUnderMocks({
+    stack: "test",
+    config: { "nodefleet:sshPrivateKey": SSH_KEY, "nodefleet:hrobotUser": FAKE_ROBOT_USER, "nodefleet:hrobotPassword": FAKE_ROBOT_PASSWORD },
+    secretKeys: ["nodefleet:sshPrivateKey", "nodefleet:hrobotPassword"],
+    program: () => {
+      const { kubeconfig: _k, ...c } = spec.cluster;
+      const robotPool = spec.pools[0] as HetznerRobotPool;
+      const component = new RobotNodePool("example-fsn-metal", { cluster: c, pool: robotPool, ...(extra.kubeconfig ? { kubeconfig: extra.kubeconfig } : {}) });
+      return { nodes: component.nodes };
+    },
+  });
+}
+
+describe("robotNodePool: fleet spec", () => {
+  it("accepts a Robot pool (the release refusal is gone) with defaults", () => {
+    const spec = parseFleetSpec(rawFleetConfig({ pools: [robotPoolConfig({ location: undefined, serverType: undefined })] }));
+    const pool = spec.pools[0] as HetznerRobotPool;
+    assert.equal(pool.provider, "hetzner-robot");
+    assert.equal(pool.image, "ubuntu-24.04");
+    assert.equal(pool.location, "hetzner-robot");
+    assert.equal(pool.serverType, "dedicated");
+  });
+
+  it("refuses bad fingerprints, duplicate servers, autoscaling and over-long hostnames, naming the field", () => {
+    const problems = (pool: Record<string, unknown>, cluster: Record<string, unknown> = {}) => {
+      try {
+        parseFleetSpec(rawFleetConfig({ cluster, pools: [robotPoolConfig(pool)] }));
+      } catch (err) {
+        assert.ok(err instanceof FleetSpecError);
+        return err.problems.join("\n");
+      }
+      return "";
+    };
+    assert.match(problems({ sshKeyFingerprints: ["SHA256:abc"] }), /sshKeyFingerprints\[0\]: .*MD5 fingerprints/);
+    assert.match(problems({ sshKeyFingerprints: [] }), /sshKeyFingerprints: .*at least one/);
+    assert.match(problems({ servers: [{ serverNumber: 1, name: "a" }, { serverNumber: 1, name: "b" }] }), /servers: servers\[\]\.serverNumber entries must be unique/);
+    assert.match(problems({ servers: [{ serverNumber: 1, name: "a" }, { serverNumber: 2, name: "a" }] }), /servers\[\]\.name entries must be unique/);
+    assert.match(problems({ mode: "autoscaled" }), /mode: mode must be static/);
+    assert.match(problems({ servers: [{ serverNumber: 1, name: "a".repeat(20) }] }, { id: "c".repeat(40) }), /servers: node .* more than the 63/);
+  });
+});
+
+describe("robotNodePool: resource graph under mocks", () => {
+  it("declares rescue, hardware, install, ready and join per server, in order, with the documented names", async () => {
+    const { resources } = await runPool();
+    const spec = parseFleetSpec(rawFleetConfig({ pools: [robotPoolConfig()] }));
+    const members = robotMembers(spec.cluster, spec.pools[0] as HetznerRobotPool);
+    assert.deepEqual(
+      ofType(resources, RESCUE).map((r) => r.name),
+      ["example-fsn-metal-fsn-metal-a-rescue", "example-fsn-metal-fsn-metal-b-rescue"],
+    );
+    for (const role of ["hardware", "install", "ready", "join"]) {
+      assert.equal(ofType(resources, REMOTE).filter((r) => r.name.endsWith(`-${role}`)).length, 2, role);
+    }
+    const tokens = resources.filter((r) => r.type === "nodefleet:kubernetes:BootstrapToken").map((r) => r.name);
+    assert.deepEqual(tokens, members.map((m) => `example-fsn-metal-${m.member.nodeId}-${m.generation}-token`));
+    assert.equal(resources.find((r) => r.type === "nodefleet:hrobot:NodePool")?.name, "example-fsn-metal");
+
+    const rescue = byName(resources, "example-fsn-metal-fsn-metal-a-rescue");
+    assert.equal(rescue.inputs.serverNumber, 321);
+    assert.deepEqual(rescue.inputs.fingerprints, [FINGERPRINT]);
+    assert.equal(rescue.inputs.baseUrl, "https://robot-ws.your-server.de");
+    assert.ok(isWrappedSecret(rescue.inputs.credentials), "Robot credentials are a secret input");
+    assert.deepEqual(JSON.parse(plain<string>(rescue.inputs.credentials)), { user: FAKE_ROBOT_USER, password: FAKE_ROBOT_PASSWORD });
+    assert.equal(rescue.state.serverIp, mockRobotServerIp(321));
+  });
+
+  it("connects to the rescue system unpinned and pins the installed system's generated host key", async () => {
+    const { resources } = await runPool();
+    const hardware = byName(resources, "example-fsn-metal-fsn-metal-a-hardware");
+    const install = byName(resources, "example-fsn-metal-fsn-metal-a-install");
+    const ready = byName(resources, "example-fsn-metal-fsn-metal-a-ready");
+    const join = byName(resources, "example-fsn-metal-fsn-metal-a-join");
+    assert.equal(hardware.inputs.create, GATHER_DISKS_COMMAND);
+    assert.equal(install.inputs.create, RESCUE_INSTALL_COMMAND);
+    for (const rescueSide of [hardware, install]) {
+      const connection = plain(rescueSide.inputs.connection);
+      assert.equal(connection.host, mockRobotServerIp(321));
+      assert.equal(connection.user, "root");
+      assert.equal(connection.hostKey, undefined, "the rescue system's key changes every boot");
+      assert.ok(isWrappedSecret((rescueSide.inputs.connection as Record<string, unknown>).privateKey) || containsSecret(rescueSide.inputs.connection));
+    }
+    const expectedKey = mockEd25519HostKey("example-fsn-metal-fsn-metal-a-install");
+    for (const installed of [ready, join]) {
+      assert.equal(plain(installed.inputs.connection).hostKey, expectedKey);
+      assert.equal(plain(installed.inputs.connection).host, mockRobotServerIp(321));
+    }
+    assert.equal(ready.inputs.create, readyCommand("example-fsn-metal-a"));
+  });
+
+  it("installs to the gathered drives with a shellcheck-clean script that carries no secret", async () => {
+    const { resources } = await runPool();
+    const install = byName(resources, "example-fsn-metal-fsn-metal-b-install");
+    assert.ok(!containsSecret(install.inputs.stdin), "the install script carries no secret");
+    const script = plain<string>(install.inputs.stdin);
+    assert.ok(MOCK_ROBOT_LSBLK.includes("nvme0n1"));
+    assert.match(script, /DRIVE1 \/dev\/nvme0n1\nDRIVE2 \/dev\/nvme1n1\nSWRAID 1\n/);
+    assert.match(script, /HOSTNAME example-fsn-metal-b\n/);
+    assert.match(script, /IMAGE \/root\/\.oldroot\/nfs\/images\/Ubuntu-2404-noble-amd64-base\.tar\.gz/);
+    assertShellcheckClean(script);
+  });
+
+  it("joins with a secret self-join script carrying the node's token, identity, labels and taints", async () => {
+    const { resources } = await runPool();
+    const join = byName(resources, "example-fsn-metal-fsn-metal-a-join");
+    assert.ok(isWrappedSecret(join.inputs.stdin), "the join script is a secret");
+    const script = plain<string>(join.inputs.stdin);
+    assertShellcheckClean(script);
+    assert.ok(script.includes("nodefleet:///example/fsn-metal-a"), "providerID");
+    assert.ok(script.includes("example.com/metal=true:NoSchedule"), "taint");
+    assert.ok(script.includes("node.kubernetes.io/instance-type=AX41-NVMe"), "instance type label");
+    assert.ok(script.includes("topology.kubernetes.io/zone=fsn1"), "zone label");
+    const token = bootstrapTokenIn(script);
+    assert.match(token, /^[a-z0-9]{6}\.[a-z0-9]{16}$/);
+    // One token per node, never reused.
+    const other = bootstrapTokenIn(plain<string>(byName(resources, "example-fsn-metal-fsn-metal-b-join").inputs.stdin));
+    assert.notEqual(token, other);
+  });
+
+  it("renders kubeadm joins too", async () => {
+    const { resources } = await runPool({}, { kind: "kubeadm", kubernetesVersion: "v1.33.4", k0sVersion: undefined });
+    const script = plain<string>(byName(resources, "example-fsn-metal-fsn-metal-a-join").inputs.stdin);
+    assertShellcheckClean(script);
+    assert.match(script, /pkgs\.k8s\.io/);
+  });
+
+  it("is deterministic, and a new image is a new generation (reinstall, fresh token) for every member", async () => {
+    const first = await runPool();
+    const second = await runPool();
+    const view = (rs: RecordedResource[]) => rs.map((r) => [r.type, r.name, JSON.stringify(resolveSecrets(r.inputs, true))]);
+    assert.deepEqual(view(second.resources), view(first.resources));
+    const upgraded = await runPool({ image: "ubuntu-22.04" });
+    const generations = (rs: RecordedResource[]) => ofType(rs, RESCUE).map((r) => r.inputs.generation);
+    for (const [a, b] of generations(first.resources).map((g, i) => [g, generations(upgraded.resources)[i]])) assert.notEqual(a, b);
+    assert.match(plain<string>(byName(upgraded.resources, "example-fsn-metal-fsn-metal-a-install").inputs.stdin), /Ubuntu-2204-jammy/);
+  });
+
+  it("with a kubeconfig, deletes a removed member's Node after its server", async () => {
+    const kubeconfig = tokenKubeconfig("very-secret");
+    const { resources } = await runPool({}, {}, { kubeconfig });
+    assert.deepEqual(
+      resources.filter((r) => r.type === "pulumi-nodejs:dynamic/nodefleet:KubernetesNodeRemoval").map((r) => r.name),
+      ["example-fsn-metal-a-node-removal", "example-fsn-metal-b-node-removal"],
+    );
+  });
+
+  it("is declared by the Fleet for hetzner-robot pools, next to the other pools", async () => {
+    const { resources, outputs } = await runUnderMocks({
+      stack: "test",
+      config: rawFleetConfig({ pools: [robotPoolConfig({ servers: [{ serverNumber: 777, name: "solo" }] })] }),
+      program: () => runProgram({ allowMissingKubeconfig: true }),
+    });
+    assert.deepEqual(ofType(resources, RESCUE).map((r) => r.name), ["example-fsn-metal-fsn-metal-solo-rescue"]);
+    // No Robot credentials configured (render): declared with an empty, still secret, value.
+    const rescue = ofType(resources, RESCUE)[0];
+    assert.ok(isWrappedSecret(rescue.inputs.credentials));
+    const nodes = plain<Array<Record<string, unknown>>>(outputs.nodes);
+    assert.deepEqual(
+      nodes.map((n) => [n.hostname, n.providerID, n.serverId, n.ipv4]),
+      [["example-fsn-metal-solo", "nodefleet:///example/fsn-metal-solo", rescue.id, mockRobotServerIp(777)]],
+    );
+  });
+});
+
+describe("robotNodePool: pure helpers", () => {
+  it("reads the installed host key from the install output, failing closed", () => {
+    const key = mockEd25519HostKey("x");
+    assert.equal(installedHostKey(`noise\n${key}\n`), key);
+    assert.equal(installedHostKey(undefined), UNKNOWN_INSTALLED_HOST_KEY);
+    assert.equal(installedHostKey("ssh-rsa AAAAB3 nope"), UNKNOWN_INSTALLED_HOST_KEY);
+  });
+
+  it("prefers a hardware reset for the rescue boot", () => {
+    assert.equal(rescueResetType(["sw", "hw", "man"]), "hw");
+    assert.equal(rescueResetType(["sw", "power"]), "power");
+    assert.equal(rescueResetType(["sw", "man"]), "sw");
+    assert.throws(() => rescueResetType(["man"]), /no automatic reset/);
+  });
+});
+
+describe("robotNodePool: the rescue provider, serialized, against a fake Robot", () => {
+  let robot: FakeRobot;
+  beforeEach(async () => {
+    robot = await startFakeRobot([321]);
+  });
+  afterEach(async () => {
+    await robot.close();
+  });
+  const inputs = (overrides: Partial<RobotRescueState> = {}): RobotRescueState => ({
+    serverNumber: 321,
+    fingerprints: [FINGERPRINT],
+    generation: "abc123",
+    baseUrl: robot.baseUrl,
+    credentials: JSON.stringify({ user: FAKE_ROBOT_USER, password: FAKE_ROBOT_PASSWORD }),
+    ...overrides,
+  });
+
+  it("create activates rescue with the fingerprints and resets (hw); delete deactivates it", async () => {
+    await withSerializedProvider(robotRescueProvider, async (provider) => {
+      const created = await provider.create!(inputs());
+      assert.equal(created.id, "321");
+      assert.equal(created.outs.serverIp, fakeServerIp(321));
+      assert.equal(created.outs.resetType, "hw");
+      assert.ok(!JSON.stringify(created.outs).includes("rescue-root-password"), "the rescue root password is not kept");
+      assert.deepEqual(robot.rescue.get(321), [FINGERPRINT]);
+      assert.deepEqual(robot.resets.get(321), ["hw"]);
+      await provider.delete!("321", created.outs);
+      assert.equal(robot.rescue.has(321), false);
+    });
+  });
+
+  it("diff replaces (delete first) on a new generation or keys, updates in place on new credentials", async () => {
+    await withSerializedProvider(robotRescueProvider, async (provider) => {
+      const olds = inputs();
+      const gen = await provider.diff!("321", olds, inputs({ generation: "zzz999" }));
+      assert.deepEqual([gen.changes, gen.replaces, gen.deleteBeforeReplace], [true, ["generation"], true]);
+      const keys = await provider.diff!("321", olds, inputs({ fingerprints: ["aa:bb:cc:dd:ee:ff:00:11:22:33:44:55:66:77:88:99"] }));
+      assert.deepEqual(keys.replaces, ["fingerprints"]);
+      const creds = await provider.diff!("321", olds, inputs({ credentials: JSON.stringify({ user: "u2", password: "p2" }) }));
+      assert.deepEqual([creds.changes, creds.replaces], [true, []]);
+      const same = await provider.diff!("321", olds, inputs());
+      assert.equal(same.changes, false);
+      const updated = await provider.update!("321", { ...olds, serverIp: "198.51.100.1", resetType: "hw" }, inputs({ credentials: "{}" }));
+      assert.equal(updated.outs.serverIp, "198.51.100.1");
+      assert.equal(robot.requests.length, 0, "diff and update call nothing");
+    });
+  });
+
+  it("fails without credentials naming the variables, and never leaks the password on errors", async () => {
+    await withSerializedProvider(robotRescueProvider, async (provider) => {
+      await assert.rejects(provider.create!(inputs({ credentials: "" })), /HROBOT_USER and HROBOT_PASSWORD/);
+      await assert.rejects(provider.create!(inputs({ serverNumber: 999 })), (err: Error) => {
+        assert.match(err.message, /SERVER_NOT_FOUND/);
+        assert.ok(!`${err.message}${err.stack}`.includes(FAKE_ROBOT_PASSWORD));
+        return true;
+      });
+      // Deleting a member with no credentials (render-only state) or an unknown server is not an error.
+      await provider.delete!("999", inputs({ credentials: "" }));
+      await provider.delete!("999", inputs({ serverNumber: 999 }));
+    });
+  });
+});

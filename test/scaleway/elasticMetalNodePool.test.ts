@@ -1,0 +1,326 @@
+import { strict as assert } from "node:assert";
+import type * as pulumi from "@pulumi/pulumi";
+import { type RecordedResource, runUnderMocks } from "../../automation/mocks/runUnderMocks";
+import { type MockPrivateNetwork, scalewayLookup } from "../../automation/mocks/scalewayLookups";
+import { mockEd25519HostKey } from "../../automation/mocks/seededValues";
+import { containsSecret, isWrappedSecret, resolveSecrets } from "../../automation/mocks/secretValues";
+import { ELASTIC_METAL_REPLACE_ON_CHANGES, PRIVATE_IPV4_LABEL, bootstrapMethod, elasticMetalGeneration } from "../../components/scaleway/elasticMetalPlan";
+import { ElasticMetalNodePool, privateNetworkDecision } from "../../components/scaleway/elasticMetalNodePool";
+import { READ_HOST_KEY_COMMAND, parseHostKeyLine } from "../../components/bootstrap/sshConnection";
+import { type FleetSpec, parseFleetSpec } from "../../components/fleet/fleetSpec";
+import { kubeletConfigHash, renderKubeletConfig } from "../../components/bootstrap/kubeletConfig";
+import { assertCloudInitSchemaValid, assertShellcheckClean } from "../support/externalLinters";
+import { elasticMetalPoolConfig, rawFleetConfig, runFleetProgramUnderMocks, stackFileConfig } from "../support/fleetConfigFixture";
+import { tokenKubeconfig } from "../support/tokenKubeconfig";
+
+const SERVER = "scaleway:elasticmetal/server:Server";
+const IPAM_IP = "scaleway:ipam/ip:Ip";
+const PRIVATE_NETWORK = "scaleway:network/privateNetwork:PrivateNetwork";
+const REMOTE = "command:remote:Command";
+const TOKEN = "nodefleet:kubernetes:BootstrapToken";
+const SSH_KEY = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAAexample\n-----END OPENSSH PRIVATE KEY-----\n";
+
+const ofType = (resources: RecordedResource[], type: string) => resources.filter((r) => r.type === type);
+const plain = <T = Record<string, unknown>>(value: unknown) => resolveSecrets(value, true) as T;
+const byName = (resources: RecordedResource[], suffix: string) => {
+  const found = resources.find((r) => r.name.endsWith(suffix));
+  assert.ok(found, `no resource named *${suffix}; have ${resources.map((r) => r.name).join(", ")}`);
+  return found;
+};
+
+const SSH_KEY_ID = "fr-par/11111111-2222-4333-a444-555555555555";
+
+function spec(pool: Record<string, unknown> = {}, cluster: Record<string, unknown> = {}): FleetSpec {
+  return parseFleetSpec(rawFleetConfig({ cluster, pools: [elasticMetalPoolConfig({ sshKeyIds: [SSH_KEY_ID], ...pool })] }));
+}
+
+const KUBEADM = { kind: "kubeadm", kubernetesVersion: "v1.33.4", k0sVersion: undefined };
+
+interface Recorded {
+  resources: RecordedResource[];
+  calls: Array<{ token: string; inputs: Record<string, unknown> }>;
+  options: Map<string, pulumi.CustomResourceOptions>;
+}
+
+async function runPool(
+  fleet: FleetSpec,
+  extra: { privateNetworks?: MockPrivateNetwork[]; kubeconfig?: string; sshPrivateKey?: string } = {},
+): Promise<Recorded> {
+  const options = new Map<string, pulumi.CustomResourceOptions>();
+  const { resources, calls } = await runUnderMocks({
+    stack: "test",
+    config: extra.sshPrivateKey ? { "nodefleet:sshPrivateKey": extra.sshPrivateKey } : {},
+    secretKeys: extra.sshPrivateKey ? ["nodefleet:sshPrivateKey"] : [],
+    call: (args) => scalewayLookup(args, extra.privateNetworks ?? []) ?? args.inputs,
+    program: () => {
+      const { kubeconfig: _k, ...cluster } = fleet.cluster;
+      const pool = fleet.pools[0];
+      if (pool.provider !== "scaleway-elastic-metal") throw new Error("fixture must be an Elastic Metal pool");
+      const component = new ElasticMetalNodePool(
+        "example-kura",
+        { cluster, pool, ...(extra.kubeconfig ? { kubeconfig: extra.kubeconfig } : {}) },
+        {
+          // Component transformations reach every child: they show the options the engine would get.
+          transformations: [
+            (a) => {
+              options.set(a.name, a.opts);
+              return undefined;
+            },
+          ],
+        },
+      );
+      return { nodes: component.nodes, privateNetworkId: component.privateNetworkId };
+    },
+  });
+  return { resources, calls, options };
+}
+
+describe("ElasticMetalNodePool under mocks", function () {
+  this.timeout(120_000);
+
+  for (const replicas of [0, 1, 3]) {
+    it(`declares per node an IPAM IP, a token, a server and the SSH join (${replicas} replicas), and one private network`, async () => {
+      const { resources } = await runPool(spec({ replicas }));
+      assert.equal(ofType(resources, PRIVATE_NETWORK).length, 1);
+      assert.equal(ofType(resources, SERVER).length, replicas);
+      assert.equal(ofType(resources, IPAM_IP).length, replicas);
+      assert.equal(ofType(resources, TOKEN).length, replicas);
+      const remote = ofType(resources, REMOTE);
+      assert.equal(remote.filter((r) => r.name.endsWith("-hostkey")).length, replicas);
+      assert.equal(remote.filter((r) => r.name.endsWith("-join")).length, replicas);
+      assert.equal(remote.filter((r) => r.name.endsWith("-kubelet-config")).length, 0, "k0s clusters get no kubelet re-push");
+      const names = ofType(resources, SERVER).map((s) => plain(s.inputs).name);
+      assert.deepEqual(names, Array.from({ length: replicas }, (_, i) => `example-kura-scw-fr-par-${i}`));
+    });
+  }
+
+  it("wires the Private Network option, the IPAM address and the private network into each server", async () => {
+    const { resources, calls } = await runPool(spec({ replicas: 2 }));
+    const pn = ofType(resources, PRIVATE_NETWORK)[0];
+    assert.deepEqual(plain(pn.inputs), {
+      name: "runner-cache",
+      region: "fr-par",
+      ipv4Subnet: { subnet: "172.16.0.0/22" },
+      tags: ["nodefleet.io/cluster=example", "nodefleet.io/pool=kura-scw-fr-par"],
+    });
+    const option = calls.find((c) => c.token === "scaleway:elasticmetal/getOption:getOption");
+    assert.deepEqual(option?.inputs, { zone: "fr-par-2", name: "Private Network" });
+    const optionAnswer = scalewayLookup({ token: option.token, args: option.inputs, inputs: option.inputs, provider: "" } as never);
+    const offerCall = calls.find((c) => c.token === "scaleway:elasticmetal/getOffer:getOffer");
+    assert.deepEqual(offerCall?.inputs, { zone: "fr-par-2", name: "EM-B220E-NVME" });
+    const osCall = calls.find((c) => c.token === "scaleway:elasticmetal/getOs:getOs");
+    assert.deepEqual(osCall?.inputs, { zone: "fr-par-2", name: "Ubuntu", version: "22.04 LTS (Jammy Jellyfish)" });
+    const offerAnswer = scalewayLookup({ token: offerCall.token, inputs: offerCall.inputs } as never);
+    const osAnswer = scalewayLookup({ token: osCall.token, inputs: osCall.inputs } as never);
+
+    for (const i of [0, 1]) {
+      const server = byName(resources, `example-kura-kura-scw-fr-par-${i}`);
+      const ip = byName(resources, `example-kura-kura-scw-fr-par-${i}-ip`);
+      const inputs = plain(server.inputs);
+      assert.deepEqual(inputs.options, [{ id: optionAnswer?.optionId }]);
+      assert.deepEqual(inputs.privateNetworks, [{ id: pn.id, ipamIpIds: [ip.id] }]);
+      assert.equal(inputs.offer, offerAnswer?.offerId);
+      assert.equal(inputs.os, osAnswer?.osId);
+      assert.equal(inputs.zone, "fr-par-2");
+      assert.deepEqual(inputs.sshKeyIds, [SSH_KEY_ID]);
+      assert.deepEqual(plain(ip.inputs).sources, [{ privateNetworkId: pn.id }]);
+      assert.ok(String(ip.state.address).startsWith("172.16."), `IPAM address ${ip.state.address} inside the subnet`);
+      assert.ok((inputs.tags as string[]).includes(`nodefleet.io/node=kura-scw-fr-par-${i}`));
+    }
+  });
+
+  it("adopts an existing private network by name instead of creating one, and refuses a subnet mismatch", async () => {
+    const existing = [{ name: "runner-cache", region: "fr-par", subnet: "172.16.0.0/22" }];
+    const { resources, calls } = await runPool(spec({ replicas: 1 }), { privateNetworks: existing });
+    assert.equal(ofType(resources, PRIVATE_NETWORK).length, 0);
+    const lookup = calls.find((c) => c.token === "scaleway:network/getPrivateNetwork:getPrivateNetwork");
+    assert.deepEqual(lookup?.inputs, { name: "runner-cache", region: "fr-par" });
+    const found = scalewayLookup({ token: lookup.token, inputs: lookup.inputs } as never, existing);
+    const server = ofType(resources, SERVER)[0];
+    assert.equal((plain(server.inputs).privateNetworks as Array<{ id: string }>)[0].id, found?.id);
+
+    // Decided inside the look-up's apply; checked directly (an apply that throws fails the whole program).
+    const pool = { name: "kura-scw-fr-par", privateNetwork: { name: "runner-cache", subnet: "172.16.0.0/22" } };
+    const tags = ["nodefleet.io/cluster=example", "nodefleet.io/pool=kura-scw-fr-par"];
+    assert.equal(privateNetworkDecision(pool, tags, { tags: [], ipv4Subnets: [{ subnet: "172.16.0.0/22" }] }), "adopt");
+    assert.equal(privateNetworkDecision(pool, tags, { tags, ipv4Subnets: [{ subnet: "172.16.0.0/22" }] }), "declare");
+    assert.throws(
+      () => privateNetworkDecision(pool, tags, { tags: [], ipv4Subnets: [{ subnet: "10.9.0.0/24" }] }),
+      /has subnet 10\.9\.0\.0\/24, not privateNetwork\.subnet 172\.16\.0\.0\/22/,
+    );
+  });
+
+  it("keeps declaring the network it created once the look-up finds it (tagged as this pool's)", async () => {
+    const ours = [{ name: "runner-cache", region: "fr-par", subnet: "172.16.0.0/22", tags: ["nodefleet.io/cluster=example", "nodefleet.io/pool=kura-scw-fr-par"] }];
+    const { resources } = await runPool(spec({ replicas: 1 }), { privateNetworks: ours });
+    assert.equal(ofType(resources, PRIVATE_NETWORK).length, 1);
+  });
+
+  it("chooses cloud-init or the SSH self-join by OS capability; `bootstrap` overrides", async () => {
+    assert.equal(bootstrapMethod({ os: "ubuntu_noble", bootstrap: "auto" }), "cloud-init");
+    assert.equal(bootstrapMethod({ os: "ubuntu_jammy", bootstrap: "auto" }), "ssh");
+    assert.equal(bootstrapMethod({ os: "ubuntu_jammy", bootstrap: "cloud-init" }), "cloud-init");
+    assert.equal(bootstrapMethod({ os: "ubuntu_noble", bootstrap: "ssh" }), "ssh");
+
+    const ssh = await runPool(spec({ os: "ubuntu_jammy" }));
+    const sshServer = ofType(ssh.resources, SERVER)[0];
+    assert.equal(sshServer.inputs.cloudInit, undefined);
+    const join = byName(ssh.resources, "-join");
+    assert.ok(isWrappedSecret(join.inputs.stdin), "the join script is a secret");
+    assert.equal(join.inputs.create, "sudo -n bash -s");
+    const script = plain<{ s: string }>({ s: join.inputs.stdin }).s;
+    assertShellcheckClean(script);
+    const vlan = (sshServer.state.privateNetworks as Array<{ vlan: number }>)[0].vlan;
+    assert.match(script, new RegExp(`^vlan_id=${vlan}$`, "m"), "the VLAN id comes from the server's privateNetworks[].vlan");
+    const ip = ofType(ssh.resources, IPAM_IP)[0];
+    assert.ok(script.includes(`${PRIVATE_IPV4_LABEL}=${ip.state.address}`), "the node registers with its private IPv4 label");
+    assert.ok(script.includes(`- ${ip.state.addressCidr}`), "the VLAN interface carries the IPAM address");
+    assert.equal(ssh.resources.filter((r) => r.name.endsWith("-vlan")).length, 0);
+
+    for (const os of ["ubuntu_noble", "ubuntu_jammy"]) {
+      const cloud = await runPool(spec({ os, bootstrap: os === "ubuntu_noble" ? "auto" : "cloud-init" }));
+      const server = ofType(cloud.resources, SERVER)[0];
+      assert.ok(isWrappedSecret(server.inputs.cloudInit), "cloudInit is a secret");
+      const userData = plain<{ u: string }>({ u: server.inputs.cloudInit }).u;
+      assertCloudInitSchemaValid(userData);
+      assert.match(userData, /until \[ -s "\$vlan_file" \]/, "cloud-init waits for the VLAN id");
+      assert.equal(cloud.resources.filter((r) => r.name.endsWith("-join")).length, 0);
+      const delivery = byName(cloud.resources, "-vlan");
+      const vlanId = (server.state.privateNetworks as Array<{ vlan: number }>)[0].vlan;
+      assert.match(String(plain({ s: delivery.inputs.stdin }).s), new RegExp(`^${vlanId}$`, "m"));
+    }
+  });
+
+  it("pins the host key: one first read without it, every later connection verifies it", async () => {
+    for (const pool of [{ os: "ubuntu_jammy" }, { os: "ubuntu_noble" }]) {
+      const { resources } = await runPool(spec(pool, KUBEADM), { sshPrivateKey: SSH_KEY });
+      const server = ofType(resources, SERVER)[0];
+      const host = (server.state.ipv4s as Array<{ address: string }>)[0].address;
+      const first = byName(resources, "-hostkey");
+      const firstConnection = plain<Record<string, unknown>>(first.inputs.connection);
+      assert.equal(first.inputs.create, READ_HOST_KEY_COMMAND);
+      assert.equal(firstConnection.hostKey, undefined, "trust on first use");
+      assert.equal(firstConnection.host, host);
+      assert.equal(firstConnection.user, "ubuntu");
+      assert.deepEqual(first.inputs.triggers, [server.id], "a new server is read afresh");
+      assert.ok(containsSecret(first.inputs.connection), "the private key is a secret");
+      const later = ofType(resources, REMOTE).filter((r) => r !== first);
+      assert.equal(later.length, 2, later.map((r) => r.name).join(", "));
+      for (const command of later) {
+        const connection = plain<Record<string, unknown>>(command.inputs.connection);
+        assert.equal(connection.hostKey, mockEd25519HostKey(host), `${command.name} verifies the pinned key`);
+        assert.equal(connection.privateKey, SSH_KEY);
+      }
+    }
+    assert.throws(() => parseHostKeyLine("ssh-rsa AAAAB3Nza..."), /ed25519 host key could not be read/);
+    assert.throws(() => parseHostKeyLine(""), /could not be read/);
+  });
+
+  it("kubeadm: the re-push trigger is the kubelet-config hash, which moves with the config and nothing else", async () => {
+    const base = await runPool(spec({}, KUBEADM));
+    const repush = byName(base.resources, "-kubelet-config");
+    const expected = kubeletConfigHash(
+      renderKubeletConfig({ kubelet: spec({}, KUBEADM).cluster.kubelet, providerID: "nodefleet:///example/kura-scw-fr-par-0" }),
+    );
+    assert.deepEqual(repush.inputs.triggers, [expected]);
+    const repushScript = String(plain({ s: repush.inputs.stdin }).s);
+    assertShellcheckClean(repushScript);
+    assert.match(repushScript, /systemctl restart kubelet/);
+
+    const moreVods = await runPool(spec({}, { ...KUBEADM, kubelet: { maxPods: 200 } }));
+    assert.notDeepEqual(byName(moreVods.resources, "-kubelet-config").inputs.triggers, [expected]);
+    const relabelled = await runPool(spec({ labels: { "example.com/tier": "cache" } }, KUBEADM));
+    assert.deepEqual(byName(relabelled.resources, "-kubelet-config").inputs.triggers, [expected]);
+
+    // A kubelet-config change is not a server change: same server inputs, same token, same join.
+    const serverOf = (r: Recorded) => plain(ofType(r.resources, SERVER)[0].inputs);
+    assert.deepEqual(serverOf(moreVods), serverOf(base));
+    assert.deepEqual(byName(moreVods.resources, "-join").inputs.triggers, byName(base.resources, "-join").inputs.triggers);
+    assert.deepEqual(
+      ofType(moreVods.resources, TOKEN).map((t) => t.name),
+      ofType(base.resources, TOKEN).map((t) => t.name),
+    );
+  });
+
+  it("offer, OS and zone replace the server (with a fresh token); other changes do not", async () => {
+    assert.deepEqual([...ELASTIC_METAL_REPLACE_ON_CHANGES].sort(), ["offer", "os", "zone"]);
+    const base = await runPool(spec());
+    const opts = base.options.get(ofType(base.resources, SERVER)[0].name);
+    assert.deepEqual([...(opts?.replaceOnChanges ?? [])].sort(), ["offer", "os", "zone"]);
+    assert.equal(opts?.deleteBeforeReplace, true, "the IPAM address moves to the new server");
+
+    const generation = (pool: Record<string, unknown>) => elasticMetalGeneration({ zone: "fr-par-2", offer: "EM-B220E-NVME", os: "ubuntu_jammy", ...pool });
+    const tokenName = (r: Recorded) => ofType(r.resources, TOKEN)[0].name;
+    assert.ok(tokenName(base).includes(generation({})));
+    for (const change of [{ offer: "EM-I220E-NVME" }, { os: "ubuntu_noble" }, { zone: "fr-par-1" }]) {
+      const changed = await runPool(spec(change));
+      const server = plain(ofType(changed.resources, SERVER)[0].inputs);
+      const key = Object.keys(change)[0];
+      if (key === "zone") assert.equal(server.zone, "fr-par-1");
+      else assert.notEqual(server[key], plain(ofType(base.resources, SERVER)[0].inputs)[key]);
+      assert.notEqual(tokenName(changed), tokenName(base), `${key} change gets a fresh token`);
+    }
+    const relabelled = await runPool(spec({ labels: { "example.com/tier": "cache" } }));
+    assert.equal(tokenName(relabelled), tokenName(base));
+  });
+
+  it("with a kubeconfig: removes the Node with the member and the local PVCs with the server (localStorageClass)", async () => {
+    const kubeconfig = tokenKubeconfig("abc");
+    const { resources } = await runPool(spec({ replicas: 2, localStorageClass: "scw-local-nvme" }), { kubeconfig });
+    const pvcRemovals = resources.filter((r) => r.name.endsWith("-local-pvcs"));
+    const nodeRemovals = resources.filter((r) => r.name.endsWith("-node-removal"));
+    assert.equal(pvcRemovals.length, 2);
+    assert.deepEqual(
+      nodeRemovals.map((r) => plain(r.inputs).nodeName),
+      ["example-kura-scw-fr-par-0", "example-kura-scw-fr-par-1"],
+    );
+    for (const [i, removal] of pvcRemovals.entries()) {
+      const server = byName(resources, `example-kura-kura-scw-fr-par-${i}`);
+      const inputs = plain(removal.inputs);
+      assert.equal(inputs.nodeName, `example-kura-scw-fr-par-${i}`);
+      assert.equal(inputs.storageClass, "scw-local-nvme");
+      assert.equal(inputs.serverId, server.id, "a replaced server is a departed node");
+      assert.ok(isWrappedSecret(removal.inputs.credentials), "credentials stay secret");
+    }
+    const without = await runPool(spec({ replicas: 2 }), { kubeconfig });
+    assert.equal(without.resources.filter((r) => r.name.endsWith("-local-pvcs")).length, 0);
+    const rendered = await runPool(spec({ replicas: 2, localStorageClass: "scw-local-nvme" }));
+    assert.equal(rendered.resources.filter((r) => /-(local-pvcs|node-removal)$/.test(r.name)).length, 0, "nothing to remove with");
+  });
+
+  it("never shows the bootstrap token outside secrets", async () => {
+    for (const pool of [{ os: "ubuntu_jammy" }, { os: "ubuntu_noble" }]) {
+      for (const cluster of [{}, KUBEADM]) {
+        const { resources } = await runPool(spec(pool, cluster));
+        const tokens = ofType(resources, "random:index/randomString:RandomString")
+          .filter((r) => r.name.endsWith("-secret"))
+          .map((r) => String(r.state.result));
+        assert.ok(tokens.length > 0);
+        const masked = JSON.stringify(resources.map((r) => resolveSecrets(r.inputs, false)));
+        for (const t of tokens) assert.ok(!masked.includes(t), `token secret ${t.slice(0, 3)}... leaked`);
+      }
+    }
+  });
+
+  it("refuses OSes without netplan/apt support, naming the supported ones", () => {
+    assert.throws(() => bootstrapMethod({ os: "windows_2022", bootstrap: "auto" }), /not supported.*ubuntu_noble/);
+  });
+
+  it("the example stack declares its Elastic Metal pool next to the Hetzner Cloud pools, in the Fleet", async () => {
+    const { resources, outputs } = await runFleetProgramUnderMocks(stackFileConfig("example"));
+    assert.deepEqual(
+      ofType(resources, "nodefleet:scaleway:ElasticMetalNodePool").map((p) => p.name),
+      ["example-kura-scw-fr-par"],
+    );
+    assert.equal(ofType(resources, SERVER).length, 1);
+    assert.ok(ofType(resources, "hcloud:index/server:Server").length > 0);
+    const join = byName(resources, "-join");
+    assert.match(String(plain({ s: join.inputs.stdin }).s), /--taints 'tuist\.dev\/runner-cache=true:NoSchedule'/);
+    const nodes = (outputs as unknown as { nodes: Array<Record<string, unknown>> }).nodes;
+    const em = nodes.find((n) => n.pool === "kura-scw-fr-par");
+    assert.ok(em, "the fleet reports the Elastic Metal node");
+    assert.equal(em.providerID, "nodefleet:///example/kura-scw-fr-par-0");
+    assert.equal(em.bootstrap, "ssh");
+    assert.match(String(em.privateIpv4), /^172\.16\./);
+  });
+});

@@ -7,8 +7,10 @@
  */
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
+import * as pulumi from "@pulumi/pulumi";
 import {
   type ConfigMap,
+  ConcurrentUpdateError,
   type EngineEvent,
   LocalWorkspace,
   type OpType,
@@ -17,12 +19,14 @@ import {
   type StepEventMetadata,
 } from "@pulumi/pulumi/automation";
 import { runProgramReference } from "../gitStackProgram";
-import { clearRunMarker, recoverStack, writeRunMarker } from "./crashRecovery";
+import { killProcesses, pulumiProcessesFor } from "./cliProcesses";
+import { recoverStack } from "./crashRecovery";
 import { HcloudClient } from "./hcloudClient";
 import { resolvePassphrase } from "./passphrase";
 import { reportStep, runResult } from "./progressFormat";
-import { PulumiCliMissingError, findPulumiOnPath, requirePulumiCommand } from "./pulumiCli";
+import { requirePulumiCommand } from "./pulumiCli";
 import { StackQueue } from "./stackQueue";
+import { pulumiProcessEnv } from "./toolchain";
 import {
   type EngineLogger,
   type ResourceStep,
@@ -47,7 +51,11 @@ export interface AutomationEngineOptions {
   readonly hcloud?: HcloudClient;
   /** What crash recovery does with a server found for a pending create. Default `import`. */
   readonly pendingCreateStrategy?: "import" | "delete";
-  /** A resolved CLI; default: `pulumi` on PATH (checked by `create`). */
+  /** A run still going after this long is cancelled (SIGINT) and recorded as abandoned. Default 30 min. */
+  readonly runDeadlineMs?: number;
+  /** After a cancellation, the CLI gets this long to stop gracefully before it is killed. Default 60 s. */
+  readonly forceStopAfterMs?: number;
+  /** A resolved CLI; default: the toolchain rule (PATH first, else the toolchain cache), checked by `create`. */
   readonly pulumiCommand?: PulumiCommand;
 }
 
@@ -75,8 +83,29 @@ function isPlumbing(type: string): boolean {
   return type === "pulumi:pulumi:Stack" || type.startsWith("pulumi:providers:");
 }
 
+/**
+ * The input keys a step changes, as the provider reported them (`diffs`, else its detailed diff);
+ * providers that report only "changed" (dynamic providers) get the keys whose inputs differ, as the
+ * CLI's own diff display computes them.
+ */
+function changedKeys(metadata: StepEventMetadata): string[] {
+  if (metadata.diffs?.length) return [...metadata.diffs].sort();
+  const detailed = Object.keys(metadata.detailedDiff ?? {}).map((path) => path.split(/[.[]/)[0]);
+  if (detailed.length) return [...new Set(detailed)].sort();
+  const olds = metadata.old?.inputs ?? {};
+  const news = metadata.new?.inputs ?? {};
+  if (!metadata.old || !metadata.new || metadata.op === "same") return [];
+  return [...new Set([...Object.keys(olds), ...Object.keys(news)])].filter((k) => JSON.stringify(olds[k]) !== JSON.stringify(news[k])).sort();
+}
+
+/**
+ * The halves of a replacement: their success is the `replace` step's, but a failure of either is
+ * the replacement's failure and must reach the caller (the member's claim).
+ */
+const REPLACEMENT_HALVES: ReadonlySet<OpType> = new Set<OpType>(["create-replacement", "delete-replaced", "discard-replaced"]);
+
 export function stepFromMetadata(metadata: StepEventMetadata, error?: string): ResourceStep | undefined {
-  let op = OP_MAP[metadata.op];
+  let op = OP_MAP[metadata.op] ?? (error && REPLACEMENT_HALVES.has(metadata.op) ? "replace" : undefined);
   if (!op || isPlumbing(metadata.type)) return undefined;
   if (metadata.op === "refresh" && (metadata.diffs?.length ?? 0) > 0) op = "update";
   if (metadata.op === "refresh" && metadata.new === undefined && metadata.old !== undefined) op = "delete";
@@ -85,7 +114,7 @@ export function stepFromMetadata(metadata: StepEventMetadata, error?: string): R
     urn: metadata.urn,
     type: metadata.type,
     name: nameFromUrn(metadata.urn),
-    keys: [...(metadata.diffs ?? [])].sort(),
+    keys: changedKeys(metadata),
     ...(op === "replace" ? { replaceKeys: [...(metadata.keys ?? [])].sort() } : {}),
     ...(error ? { error } : {}),
   };
@@ -124,6 +153,90 @@ class StepCollector {
   }
 }
 
+/** Config values as the stack settings file holds them (objects as JSON), secret ones or plain ones. */
+function configStrings(config: StackDefinition["config"], secret: boolean): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [key, entry] of Object.entries(config)) {
+    if ((entry.secret ?? false) !== secret) continue;
+    out[key] = typeof entry.value === "string" ? entry.value : JSON.stringify(entry.value);
+  }
+  return Object.fromEntries(Object.entries(out).sort(([a], [b]) => (a < b ? -1 : 1)));
+}
+
+const DEFAULT_RUN_DEADLINE_MS = 30 * 60_000;
+const DEFAULT_FORCE_STOP_MS = 60_000;
+const LOCKED_RETRIES = 5;
+
+function lockedRetryDelayMs(attempt: number): number {
+  return Math.min(30_000, 1000 * 2 ** (attempt - 1));
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+function firstLines(message: string): string {
+  return message.split("\n").slice(0, 20).join("\n");
+}
+
+/** Removes every secret config value (and its lines, for multi-line values) from a text kept in errors and the operation log. */
+export function redactSecrets(text: string, def: StackDefinition): string {
+  let out = text;
+  for (const value of Object.values(configStrings(def.config, true))) {
+    for (const fragment of [value, ...value.split("\n").filter((line) => line.trim().length >= 8)]) {
+      if (fragment.length >= 4) out = out.split(fragment).join("[secret]");
+    }
+  }
+  return out;
+}
+
+/**
+ * One run's stop: the caller's AbortSignal or the run deadline cancels gracefully (the Automation
+ * API sends SIGINT, and the CLI finishes the operations in flight); a CLI still running
+ * `forceAfterMs` later is killed, leaving its lock and pending operations to the next run's recovery.
+ */
+class RunStopper {
+  private readonly controller = new AbortController();
+  private readonly timers: NodeJS.Timeout[] = [];
+  private why = "was cancelled";
+  private readonly onCallerAbort = () => this.abort("was cancelled");
+
+  constructor(
+    private readonly stackName: string,
+    private readonly callerSignal: AbortSignal | undefined,
+    deadlineMs: number,
+    private readonly forceAfterMs: number,
+  ) {
+    callerSignal?.addEventListener("abort", this.onCallerAbort, { once: true });
+    this.timers.push(setTimeout(() => this.abort(`was abandoned after its ${Math.round(deadlineMs / 1000)} s deadline`), deadlineMs));
+  }
+
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  reason(): string {
+    return this.why;
+  }
+
+  private abort(why: string): void {
+    if (this.controller.signal.aborted) return;
+    this.why = why;
+    this.controller.abort();
+    this.timers.push(
+      setTimeout(() => {
+        const killed = killProcesses(pulumiProcessesFor(this.stackName));
+        if (killed.length > 0) this.why = `${why}; the pulumi CLI did not stop within ${Math.round(this.forceAfterMs / 1000)} s and was killed (the next run recovers its lock and pending operations)`;
+      }, this.forceAfterMs),
+    );
+  }
+
+  dispose(): void {
+    for (const timer of this.timers) clearTimeout(timer);
+    this.callerSignal?.removeEventListener("abort", this.onCallerAbort);
+  }
+}
+
 export class AutomationEngine implements StackEngine {
   readonly kind = "automation" as const;
   private readonly queue = new StackQueue();
@@ -131,6 +244,8 @@ export class AutomationEngine implements StackEngine {
   private readonly project: string;
   private readonly backendUrl: string;
   private readonly hcloud?: HcloudClient;
+  private readonly processEnv: Record<string, string>;
+  private command?: Promise<PulumiCommand>;
 
   /** Checks that the pulumi CLI is available (throws PulumiCliMissingError with the install hint). */
   static async create(options: AutomationEngineOptions): Promise<AutomationEngine> {
@@ -140,8 +255,8 @@ export class AutomationEngine implements StackEngine {
 
   constructor(private readonly options: AutomationEngineOptions) {
     this.env = options.env ?? process.env;
-    // Fail at construction, with the fix, rather than at the first run.
-    if (!options.pulumiCommand && !findPulumiOnPath(this.env)) throw new PulumiCliMissingError("not on PATH");
+    if (options.pulumiCommand) this.command = Promise.resolve(options.pulumiCommand);
+    this.processEnv = pulumiProcessEnv(options.dataDir, this.env);
     this.project = options.project ?? "nodefleet";
     mkdirSync(options.dataDir, { recursive: true, mode: 0o700 });
     const stateDir = join(options.dataDir, "state");
@@ -159,11 +274,28 @@ export class AutomationEngine implements StackEngine {
     return def.projectDir ? this.projectStack(def, def.projectDir) : this.dataDirStack(def);
   }
 
-  private inlineProgram(def: StackDefinition): () => Promise<Record<string, unknown>> {
-    return async () => (await runProgramReference(def.program)) as Record<string, unknown>;
+  private pulumiCommand(): Promise<PulumiCommand> {
+    this.command ??= requirePulumiCommand(this.env);
+    return this.command;
   }
 
-  /** The API's own stacks: settings, salt, state and passphrase all live under the data directory. */
+  /**
+   * The inline program. Secret config values never pass through the CLI (its argv is readable by
+   * every local user): they are set in the program's own config store, marked secret, so every
+   * resource input derived from them is a secret in the state.
+   */
+  private inlineProgram(def: StackDefinition): () => Promise<Record<string, unknown>> {
+    const secrets = configStrings(def.config, true);
+    return async () => {
+      if (Object.keys(secrets).length > 0) pulumi.runtime.setAllConfig({ ...pulumi.runtime.allConfig(), ...secrets }, Object.keys(secrets));
+      return (await runProgramReference(def.program)) as Record<string, unknown>;
+    };
+  }
+
+  /**
+   * The API's own stacks: settings, salt, state and passphrase all live under the data directory.
+   * Plain config is written to the stack settings file directly (no CLI process).
+   */
   private async dataDirStack(def: StackDefinition): Promise<Stack> {
     const workDir = join(this.options.dataDir, "workspaces", def.stackName);
     mkdirSync(workDir, { recursive: true, mode: 0o700 });
@@ -172,16 +304,16 @@ export class AutomationEngine implements StackEngine {
       { stackName: def.stackName, projectName: this.project, program: this.inlineProgram(def) },
       {
         workDir,
-        pulumiCommand: this.options.pulumiCommand,
-        envVars: { PULUMI_BACKEND_URL: this.backendUrl, ...passphrase.envVars },
+        pulumiCommand: await this.pulumiCommand(),
+        envVars: { ...this.processEnv, PULUMI_BACKEND_URL: this.backendUrl, ...passphrase.envVars },
         projectSettings: { name: this.project, runtime: "nodejs", backend: { url: this.backendUrl } },
       },
     );
-    const config: ConfigMap = {};
-    for (const [key, entry] of Object.entries(def.config)) {
-      config[key] = { value: typeof entry.value === "string" ? entry.value : JSON.stringify(entry.value), secret: entry.secret ?? false };
+    const settings = await stack.workspace.stackSettings(def.stackName);
+    const config = configStrings(def.config, false);
+    if (JSON.stringify(settings.config ?? {}) !== JSON.stringify(config)) {
+      await stack.workspace.saveStackSettings(def.stackName, { ...settings, config });
     }
-    await stack.setAllConfig(config);
     return stack;
   }
 
@@ -191,14 +323,14 @@ export class AutomationEngine implements StackEngine {
    * nothing is written to them.
    */
   private async projectStack(def: StackDefinition, projectDir: string): Promise<Stack> {
-    const envVars: Record<string, string> = {};
+    const envVars: Record<string, string> = { ...this.processEnv };
     for (const key of ["PULUMI_BACKEND_URL", "PULUMI_CONFIG_PASSPHRASE", "PULUMI_CONFIG_PASSPHRASE_FILE", "PULUMI_ACCESS_TOKEN"]) {
       const value = this.env[key];
       if (value) envVars[key] = value;
     }
     return LocalWorkspace.createOrSelectStack(
       { stackName: def.stackName, projectName: this.project, program: this.inlineProgram(def) },
-      { workDir: projectDir, pulumiCommand: this.options.pulumiCommand, envVars },
+      { workDir: projectDir, pulumiCommand: await this.pulumiCommand(), envVars },
     );
   }
 
@@ -206,34 +338,47 @@ export class AutomationEngine implements StackEngine {
     kind: RunResult["kind"],
     def: StackDefinition,
     options: RunOptions,
-    operation: (stack: Stack, onEvent: (e: EngineEvent) => void) => Promise<unknown>,
+    operation: (stack: Stack, onEvent: (e: EngineEvent) => void, signal: AbortSignal) => Promise<{ outputs?: Record<string, unknown> }>,
   ): Promise<RunResult> {
     return this.queue.run(def.stackName, async () => {
       if (options.signal?.aborted) throw new RunCancelledError();
       const started = Date.now();
       const stack = await this.workspaceStack(def);
-      await recoverStack(stack, {
-        dataDir: this.options.dataDir,
-        stackName: def.stackName,
-        hcloud: this.hcloud,
-        strategy: this.options.pendingCreateStrategy,
-        logger: this.options.logger,
-      });
-      const collector = new StepCollector(kind === "preview", (step, count) => reportStep(step, count, options, this.options.logger, false));
-      writeRunMarker(this.options.dataDir, def.stackName, kind);
+      const stop = new RunStopper(def.stackName, options.signal, this.options.runDeadlineMs ?? DEFAULT_RUN_DEADLINE_MS, this.options.forceStopAfterMs ?? DEFAULT_FORCE_STOP_MS);
       try {
-        await operation(stack, collector.onEvent);
-      } catch (error) {
-        if (options.signal?.aborted) throw new RunCancelledError(`${kind} of stack ${def.stackName} was cancelled`);
-        const steps = collector.finalSteps();
-        // continueOnError: the CLI exits non-zero when some resources failed; that is a result, not a crash.
-        if (!steps.some((s) => s.error)) throw new RunFailedError(`${kind} of stack ${def.stackName} failed: ${(error as Error).message}`, steps);
+        for (let attempt = 1; ; attempt++) {
+          await recoverStack(stack, {
+            stackName: def.stackName,
+            project: this.project,
+            backendUrl: this.backendUrl,
+            envVars: this.processEnv,
+            hcloud: this.hcloud,
+            strategy: this.options.pendingCreateStrategy,
+            logger: this.options.logger,
+          });
+          const collector = new StepCollector(kind === "preview", (step, count) => reportStep(step, count, options, this.options.logger, false));
+          let outputs: Record<string, unknown> | undefined;
+          try {
+            const result = await operation(stack, collector.onEvent, stop.signal);
+            outputs = result.outputs;
+          } catch (error) {
+            if (stop.signal.aborted) throw new RunCancelledError(`${kind} of stack ${def.stackName} ${stop.reason()}`);
+            if (error instanceof ConcurrentUpdateError && attempt < LOCKED_RETRIES) {
+              // Another live pulumi process holds the stack (a person's `pulumi up`, say): wait for it.
+              this.options.logger?.warn({ event: "stack_locked", stack: def.stackName, attempt }, `stack ${def.stackName} is locked by another pulumi process; retrying`);
+              await delay(lockedRetryDelayMs(attempt));
+              continue;
+            }
+            const steps = collector.finalSteps();
+            // continueOnError: the CLI exits non-zero when some resources failed; that is a result, not a crash.
+            if (!steps.some((s) => s.error)) throw new RunFailedError(`${kind} of stack ${def.stackName} failed: ${redactSecrets(firstLines((error as Error).message), def)}`, steps);
+          }
+          const steps = collector.finalSteps().map((step) => (step.error ? { ...step, error: redactSecrets(step.error, def) } : step));
+          return runResult(kind, steps, outputs ?? (await this.outputsOf(stack)), started, false);
+        }
       } finally {
-        clearRunMarker(this.options.dataDir, def.stackName);
+        stop.dispose();
       }
-      const steps = collector.finalSteps();
-      const outputs = await this.outputsOf(stack);
-      return runResult(kind, steps, outputs, started, false);
     });
   }
 
@@ -243,15 +388,18 @@ export class AutomationEngine implements StackEngine {
   }
 
   up(def: StackDefinition, options: RunOptions = {}): Promise<RunResult> {
-    return this.run("up", def, options, (stack, onEvent) => stack.up({ continueOnError: true, onEvent, signal: options.signal }));
+    return this.run("up", def, options, async (stack, onEvent, signal) => {
+      const result = await stack.up({ continueOnError: true, onEvent, signal });
+      return { outputs: Object.fromEntries(Object.entries(result.outputs).map(([k, v]) => [k, v.value])) };
+    });
   }
 
   preview(def: StackDefinition, options: RunOptions = {}): Promise<RunResult> {
-    return this.run("preview", def, options, (stack, onEvent) => stack.preview({ onEvent, signal: options.signal }));
+    return this.run("preview", def, options, async (stack, onEvent, signal) => (await stack.preview({ onEvent, signal }), {}));
   }
 
   refresh(def: StackDefinition, options: RunOptions = {}): Promise<RunResult> {
-    return this.run("refresh", def, options, (stack, onEvent) => stack.refresh({ onEvent, signal: options.signal }));
+    return this.run("refresh", def, options, async (stack, onEvent, signal) => (await stack.refresh({ onEvent, signal }), {}));
   }
 
   async outputs(def: StackDefinition): Promise<Record<string, unknown>> {

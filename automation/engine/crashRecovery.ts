@@ -1,66 +1,22 @@
 /**
- * Crash recovery for the automation engine, run before every engine run (SPEC §4):
- * 1. a run marker (`<dataDir>/engine-runs/<stack>.json`, our pid) left by a dead process of this
- *    data directory means its lock on the stack is stale: `pulumi cancel` removes it;
+ * Crash recovery for the automation engine, run before every engine run (SPEC §4), with Pulumi's
+ * own mechanisms and, on the file backend, without starting a CLI process when there is nothing to do:
+ * 1. a lock left on the stack by a pulumi process of this machine that no longer runs is removed
+ *    (read from the lock file itself; a live process's lock is never touched);
  * 2. resources left with pending `creating` operations may exist at the provider without being in
- *    the state. hcloud servers are looked up by name and ownership labels and imported into the
- *    state (or deleted, by choice), so the next up neither duplicates them nor clashes on the name;
- *    then the pending operations are cleared (export, edit, import of the deployment).
+ *    the state. hcloud servers are looked up by name and ownership labels; found ones are imported
+ *    through `pulumi refresh --import-pending-creates` (so the state holds what the provider reads)
+ *    or deleted, by choice; the rest are dropped with `--clear-pending-creates`.
+ * Every step is idempotent, so a crash during recovery is recovered by the next run.
  */
-import { mkdirSync, readFileSync, rmSync } from "node:fs";
-import { hostname } from "node:os";
-import { join } from "node:path";
-import type { Stack } from "@pulumi/pulumi/automation";
-import { writeFileAtomic } from "../simulated/simulatedCloud";
-import { processAlive } from "../simulated/stackLock";
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
+import type { LocalWorkspace, Stack } from "@pulumi/pulumi/automation";
+import { type PendingOperation, fileBackendDir, pendingOperations, removeStaleLocks } from "./fileBackendState";
 import type { HcloudClient, HcloudServer } from "./hcloudClient";
 import type { EngineLogger } from "./stackEngine";
 
-export interface RunMarker {
-  readonly pid: number;
-  readonly hostname: string;
-  readonly startedAt: string;
-  readonly kind: string;
-}
-
-function markerPath(dataDir: string, stackName: string): string {
-  return join(dataDir, "engine-runs", `${stackName}.json`);
-}
-
-export function readRunMarker(dataDir: string, stackName: string): RunMarker | undefined {
-  try {
-    return JSON.parse(readFileSync(markerPath(dataDir, stackName), "utf8")) as RunMarker;
-  } catch {
-    return undefined;
-  }
-}
-
-export function writeRunMarker(dataDir: string, stackName: string, kind: string): void {
-  mkdirSync(join(dataDir, "engine-runs"), { recursive: true, mode: 0o700 });
-  writeFileAtomic(markerPath(dataDir, stackName), JSON.stringify({ pid: process.pid, hostname: hostname(), startedAt: new Date().toISOString(), kind } satisfies RunMarker));
-}
-
-export function clearRunMarker(dataDir: string, stackName: string): void {
-  if (readRunMarker(dataDir, stackName)?.pid === process.pid) rmSync(markerPath(dataDir, stackName), { force: true });
-}
-
-/** True when the marker was left by a process of this machine that no longer runs. */
-export function markerIsStale(marker: RunMarker | undefined): boolean {
-  return marker !== undefined && marker.hostname === hostname() && marker.pid !== process.pid && !processAlive(marker.pid);
-}
-
-export interface PendingOperation {
-  readonly type: string;
-  readonly resource: {
-    readonly urn: string;
-    readonly type: string;
-    readonly custom?: boolean;
-    readonly id?: string;
-    readonly inputs?: Record<string, unknown>;
-    readonly outputs?: Record<string, unknown>;
-    readonly [key: string]: unknown;
-  };
-}
+const execFileAsync = promisify(execFile);
 
 export type PendingCreateAction =
   | { readonly action: "import"; readonly urn: string; readonly server: HcloudServer }
@@ -105,55 +61,45 @@ export async function planPendingCreates(
   return actions;
 }
 
-/** The state record an adopted server gets: its declared inputs plus what the API reports. */
-export function adoptedResource(pending: PendingOperation["resource"], server: HcloudServer): Record<string, unknown> {
-  const inputs = pending.inputs ?? {};
-  return {
-    ...pending,
-    id: String(server.id),
-    outputs: {
-      ...inputs,
-      ...(pending.outputs ?? {}),
-      status: server.status,
-      ipv4Address: server.public_net.ipv4?.ip ?? "",
-      ipv6Address: server.public_net.ipv6?.ip ?? "",
-    },
-  };
-}
-
 export interface RecoveryOptions {
-  readonly dataDir: string;
   readonly stackName: string;
+  readonly project: string;
+  readonly backendUrl: string;
+  /** Environment of the recovery CLI process (the engine's). */
+  readonly envVars: Record<string, string>;
   readonly hcloud?: HcloudClient;
   readonly strategy?: "import" | "delete";
   readonly logger?: EngineLogger;
 }
 
 export interface RecoveryReport {
-  readonly cancelledStaleLock: boolean;
+  readonly removedStaleLocks: number;
   readonly actions: readonly PendingCreateAction[];
+}
+
+/** The `pulumi refresh` arguments that apply the plan with Pulumi's own pending-create handling. */
+export function pendingCreateRefreshArgs(stackName: string, actions: readonly PendingCreateAction[]): string[] {
+  const imports = actions.filter((a) => a.action === "import").flatMap((a) => ["--import-pending-creates", a.urn, String((a as { server: HcloudServer }).server.id)]);
+  return ["refresh", "--yes", "--skip-preview", "--non-interactive", "--stack", stackName, ...imports, "--clear-pending-creates"];
 }
 
 export async function recoverStack(stack: Stack, options: RecoveryOptions): Promise<RecoveryReport> {
   const log = options.logger;
-  let cancelledStaleLock = false;
-  const marker = readRunMarker(options.dataDir, options.stackName);
-  if (markerIsStale(marker)) {
-    log?.warn({ event: "crash_recovery", stack: options.stackName, deadPid: marker!.pid }, "a previous run of this data directory died; cancelling its stale lock");
-    try {
-      await stack.cancel();
-    } catch (error) {
-      // No update in progress is the normal case when the crash happened outside an update.
-      log?.info({ event: "crash_recovery", stack: options.stackName, detail: (error as Error).message.split("\n")[0] }, "pulumi cancel had nothing to cancel");
+  const backendDir = fileBackendDir(options.backendUrl);
+  let removedStaleLocks = 0;
+  let pending: PendingOperation[];
+  if (backendDir) {
+    const removed = removeStaleLocks(backendDir, options.project, options.stackName);
+    removedStaleLocks = removed.length;
+    for (const lock of removed) {
+      log?.warn({ event: "crash_recovery", stack: options.stackName, deadPid: lock.pid, since: lock.timestamp }, "removed the stack lock of a pulumi process that no longer runs");
     }
-    cancelledStaleLock = true;
-    rmSync(markerPath(options.dataDir, options.stackName), { force: true });
+    pending = pendingOperations(backendDir, options.project, options.stackName);
+  } else {
+    const exported = await stack.exportStack();
+    pending = (exported.deployment as { pending_operations?: PendingOperation[] } | undefined)?.pending_operations ?? [];
   }
-
-  const exported = await stack.exportStack();
-  const deployment = exported.deployment as { resources?: unknown[]; pending_operations?: PendingOperation[] } | undefined;
-  const pending = deployment?.pending_operations ?? [];
-  if (!deployment || pending.length === 0) return { cancelledStaleLock, actions: [] };
+  if (!pending.some((op) => op.type === "creating")) return { removedStaleLocks, actions: [] };
 
   const hcloud = options.hcloud;
   const findByName = async (name: string): Promise<HcloudServer[]> => {
@@ -161,16 +107,18 @@ export async function recoverStack(stack: Stack, options: RecoveryOptions): Prom
     return hcloud.listServers({ name });
   };
   const actions = await planPendingCreates(pending, findByName, options.strategy ?? "import");
-  const resources = [...(deployment.resources ?? [])];
   for (const action of actions) {
-    const op = pending.find((p) => p.resource.urn === action.urn)!;
-    if (action.action === "import") resources.push(adoptedResource(op.resource, action.server));
     if (action.action === "delete") await hcloud!.deleteServer(action.server.id);
     log?.warn(
       { event: "crash_recovery", stack: options.stackName, urn: action.urn, action: action.action, ...(action.action === "clear" ? { reason: action.reason } : { serverId: action.server.id }) },
       `pending operation on ${action.urn}: ${action.action}`,
     );
   }
-  await stack.importStack({ version: exported.version, deployment: { ...deployment, resources, pending_operations: [] } });
-  return { cancelledStaleLock, actions };
+  const workspace = stack.workspace as LocalWorkspace;
+  await execFileAsync(workspace.pulumiCommand.command, pendingCreateRefreshArgs(options.stackName, actions), {
+    cwd: workspace.workDir,
+    env: { ...process.env, ...options.envVars, ...workspace.envVars },
+    maxBuffer: 32 * 1024 * 1024,
+  });
+  return { removedStaleLocks, actions };
 }

@@ -1,13 +1,13 @@
 /**
- * The automation engine drives the `pulumi` CLI; when it is missing the error says how to get it
- * (the Automation API's own message only says the command failed).
+ * The automation engine drives the `pulumi` CLI, found by the toolchain rule (PATH first, else the
+ * cache `npm run toolchain` fills); when it is missing the error says how to get it (the Automation
+ * API's own message only says the command failed).
  */
-import { accessSync, constants } from "node:fs";
-import { delimiter, join } from "node:path";
+import { basename, dirname } from "node:path";
 import { PulumiCommand } from "@pulumi/pulumi/automation";
+import { TOOLCHAIN_HINT, findTool } from "./toolchain";
 
-export const PULUMI_INSTALL_HINT =
-  "install the Pulumi CLI with `curl -fsSL https://get.pulumi.com | sh` (or see https://www.pulumi.com/docs/iac/download-install/) and make sure `pulumi` is on PATH";
+export const PULUMI_INSTALL_HINT = `${TOOLCHAIN_HINT}, or install the Pulumi CLI and put \`pulumi\` on PATH`;
 
 export class PulumiCliMissingError extends Error {
   override readonly name = "PulumiCliMissingError";
@@ -16,26 +16,18 @@ export class PulumiCliMissingError extends Error {
   }
 }
 
-/** The absolute path of an executable `pulumi` on PATH, if any (no process spawned). */
-export function findPulumiOnPath(env: NodeJS.ProcessEnv = process.env): string | undefined {
-  for (const dir of (env.PATH ?? "").split(delimiter)) {
-    if (!dir) continue;
-    const candidate = join(dir, process.platform === "win32" ? "pulumi.exe" : "pulumi");
-    try {
-      accessSync(candidate, constants.X_OK);
-      return candidate;
-    } catch {
-      // not here
-    }
-  }
-  return undefined;
+/** The absolute path of the `pulumi` the engine would use (no process spawned). */
+export function findPulumiCli(env: NodeJS.ProcessEnv = process.env): string | undefined {
+  return findTool(process.platform === "win32" ? "pulumi.exe" : "pulumi", env);
 }
 
 /** The CLI the Automation API will use; throws PulumiCliMissingError naming the fix. */
 export async function requirePulumiCommand(env: NodeJS.ProcessEnv = process.env): Promise<PulumiCommand> {
-  if (!findPulumiOnPath(env)) throw new PulumiCliMissingError("not on PATH");
+  const path = findPulumiCli(env);
+  if (!path) throw new PulumiCliMissingError("not on PATH, and no toolchain build");
   try {
-    return await PulumiCommand.get();
+    // PulumiCommand looks for <root>/bin/pulumi; both PATH installs and the toolchain cache have that shape.
+    return await PulumiCommand.get(basename(dirname(path)) === "bin" ? { root: dirname(dirname(path)) } : {});
   } catch (error) {
     throw new PulumiCliMissingError((error as Error).message.split("\n")[0]);
   }

@@ -12,6 +12,8 @@ export interface TestMember {
   readonly serverType: string;
   /** Changing it replaces the server (hcloud userData is ForceNew). */
   readonly userData?: string;
+  /** Local mode: the stand-in server takes this long to create (a window to crash the engine in). */
+  readonly createDelayMs?: number;
 }
 
 export interface TestProgramArgs {
@@ -30,6 +32,7 @@ const LOCAL_REPLACE_KEYS = ["userData", "image", "location"];
 /** A cloud-free stand-in for a server: fails like a sold-out type when its serverType contains "soldout". */
 const localServerProvider: pulumi.dynamic.ResourceProvider = {
   async create(inputs) {
+    if (inputs.createDelayMs) await new Promise((resolve) => setTimeout(resolve, Number(inputs.createDelayMs)));
     if (String(inputs.serverType).includes("soldout")) {
       throw new Error(`server type ${inputs.serverType} is sold out: error during placement (resource_unavailable)`);
     }
@@ -75,7 +78,7 @@ class TestMemberComponent extends pulumi.ComponentResource {
     };
     this.server =
       args.mode === "local"
-        ? new LocalServer(`${name}-server`, common, { parent: this })
+        ? new LocalServer(`${name}-server`, { ...common, ...(args.member.createDelayMs ? { createDelayMs: args.member.createDelayMs } : {}) }, { parent: this })
         : new hcloud.Server(`${name}-server`, { ...common, networks: [{ networkId: args.networkId! }] }, { parent: this });
     this.registerOutputs({ serverId: this.server.id });
   }
@@ -88,7 +91,9 @@ export function runProgram(args: TestProgramArgs = {}): Record<string, pulumi.Ou
   const prefix = args.prefix ? `${args.prefix}-` : "";
   if (args.mode === "local") {
     const servers = members.map((member) => new TestMemberComponent(`${prefix}${member.name}`, { member, cluster, mode: "local" }).server);
-    return { servers: serverTable(servers) };
+    // A secret config value reaches the program and its outputs as a secret.
+    const token = config.getSecret("token");
+    return { servers: serverTable(servers), ...(token ? { token } : {}) };
   }
   const network = new hcloud.Network(`${prefix}net`, { name: `${prefix}${cluster}`, ipRange: "10.0.0.0/16", labels: { "nodefleet.io/cluster": cluster } });
   const subnet = new hcloud.NetworkSubnet(`${prefix}subnet`, {

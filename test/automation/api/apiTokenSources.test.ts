@@ -23,7 +23,9 @@ import {
 } from "../../../automation/api/apiTokenSources";
 import { TokenVerifier } from "../../../automation/api/apiTokens";
 import { AutomationEngine } from "../../../automation/engine/automationEngine";
-import { findPulumiOnPath } from "../../../automation/engine/pulumiCli";
+import { requirePulumiCommand } from "../../../automation/engine/pulumiCli";
+import { pulumiProcessEnv } from "../../../automation/engine/toolchain";
+import { missingTools, skipUnlessAvailable } from "../../support/toolchainRequirement";
 import { NodefleetApiError, NodefleetClient } from "../../../automation/client/nodefleetClient";
 import { gitStackProgram } from "../../../automation/gitStackProgram";
 import { tempDataDir } from "../../support/apiHarness";
@@ -240,10 +242,7 @@ describe("API token sources", () => {
 
   describe("through the automation engine", function () {
     it("decrypts a passphrase-encrypted nodefleet:apiTokens of a project stack", async function () {
-      if (!findPulumiOnPath()) {
-        console.log("      skipped: pulumi CLI not on PATH");
-        this.skip();
-      }
+      skipUnlessAvailable(this, missingTools("pulumi", "pulumi-language-nodejs"));
       const project = tempDataDir("nodefleet-tokens-project-");
       fs.mkdirSync(path.join(project, "stacks"));
       fs.writeFileSync(path.join(project, "Pulumi.yaml"), "name: nodefleet\nruntime: nodejs\nstackConfigDir: stacks\n");
@@ -253,7 +252,11 @@ describe("API token sources", () => {
       const def = { stackName: "tokens", program: gitStackProgram({ allowMissingKubeconfig: true }), config: {}, projectDir: project };
       await engine.readStackConfig(def); // creates the stack and its encryption salt
       const { LocalWorkspace } = await import("@pulumi/pulumi/automation");
-      const workspace = await LocalWorkspace.create({ workDir: project, envVars: { PULUMI_BACKEND_URL: env.PULUMI_BACKEND_URL, PULUMI_CONFIG_PASSPHRASE: "test-passphrase" } });
+      const workspace = await LocalWorkspace.create({
+        workDir: project,
+        pulumiCommand: await requirePulumiCommand(),
+        envVars: { ...pulumiProcessEnv(path.join(project, "data")), PULUMI_BACKEND_URL: env.PULUMI_BACKEND_URL, PULUMI_CONFIG_PASSPHRASE: "test-passphrase" },
+      });
       await workspace.setConfig("tokens", `${API_TOKENS_KEY}[0]`, { value: CONFIG_TOKEN, secret: true }, true);
       await workspace.setConfig("tokens", `${API_TOKENS_KEY}[1]`, { value: ROTATED_CONFIG_TOKEN, secret: true }, true);
       const rawConfig = readRawStackConfig(path.join(project, "stacks", "Pulumi.tokens.yaml"));

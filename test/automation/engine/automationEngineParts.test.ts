@@ -4,14 +4,15 @@
  * event mapping, per-stack serialisation and progress lines.
  */
 import assert from "node:assert/strict";
-import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { type AddressInfo } from "node:net";
 import { createServer, type Server } from "node:http";
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import type { StepEventMetadata } from "@pulumi/pulumi/automation";
 import { AutomationEngine, stepFromMetadata } from "../../../automation/engine/automationEngine";
-import { adoptedResource, markerIsStale, planPendingCreates, type PendingOperation } from "../../../automation/engine/crashRecovery";
+import { pendingCreateRefreshArgs, planPendingCreates } from "../../../automation/engine/crashRecovery";
+import { type PendingOperation, lockIsStale, pendingOperations, removeStaleLocks } from "../../../automation/engine/fileBackendState";
 import { HcloudClient, type HcloudServer } from "../../../automation/engine/hcloudClient";
 import { resolvePassphrase } from "../../../automation/engine/passphrase";
 import { formatStepLine } from "../../../automation/engine/progressFormat";
@@ -58,18 +59,41 @@ describe("automation engine parts", function () {
       assert.equal(actions[0].action, "delete");
     });
 
-    it("adopts a server with its declared inputs and the API's id and addresses", function () {
-      const adopted = adoptedResource(pendingServer("urn:a", "c1-a", ours).resource, server(42, "c1-a", ours));
-      assert.equal(adopted.id, "42");
-      assert.deepEqual((adopted.outputs as Record<string, unknown>).ipv4Address, "203.0.113.9");
-      assert.deepEqual((adopted.outputs as Record<string, unknown>).labels, ours);
+    it("applies the plan with Pulumi's own pending-create handling: imports by id, clears the rest", async function () {
+      const pending = [pendingServer("urn:a", "c1-a", ours), pendingServer("urn:b", "c1-b", ours)];
+      const actions = await planPendingCreates(pending, async (name) => (name === "c1-a" ? [server(42, "c1-a", ours)] : []), "import");
+      assert.deepEqual(pendingCreateRefreshArgs("c1-api", actions), [
+        "refresh", "--yes", "--skip-preview", "--non-interactive", "--stack", "c1-api",
+        "--import-pending-creates", "urn:a", "42",
+        "--clear-pending-creates",
+      ]);
     });
 
-    it("treats only a dead process's run marker of this host as stale", function () {
-      assert.equal(markerIsStale(undefined), false);
-      assert.equal(markerIsStale({ pid: process.pid, hostname: hostname(), startedAt: "", kind: "up" }), false);
-      assert.equal(markerIsStale({ pid: 2 ** 22 + 4242, hostname: hostname(), startedAt: "", kind: "up" }), true);
-      assert.equal(markerIsStale({ pid: 2 ** 22 + 4242, hostname: "another-host", startedAt: "", kind: "up" }), false);
+    it("treats only a dead process's lock of this host as stale", function () {
+      assert.equal(lockIsStale({ pid: process.pid, hostname: hostname() }), false);
+      assert.equal(lockIsStale({ pid: 2 ** 22 + 4242, hostname: hostname() }), true);
+      assert.equal(lockIsStale({ pid: 2 ** 22 + 4242, hostname: "another-host" }), false);
+    });
+
+    it("reads locks and pending operations from the file backend and removes only stale locks", function () {
+      const dir = mkdtempSync(join(tmpdir(), "nodefleet-backend-"));
+      try {
+        const locks = join(dir, ".pulumi", "locks", "organization", "nodefleet", "s1");
+        mkdirSync(locks, { recursive: true });
+        writeFileSync(join(locks, "dead.json"), JSON.stringify({ pid: 2 ** 22 + 4242, hostname: hostname(), username: "u", timestamp: "t" }));
+        writeFileSync(join(locks, "live.json"), JSON.stringify({ pid: process.pid, hostname: hostname(), username: "u", timestamp: "t" }));
+        writeFileSync(join(locks, "remote.json"), JSON.stringify({ pid: 2 ** 22 + 4242, hostname: "another-host", username: "u", timestamp: "t" }));
+        assert.deepEqual(removeStaleLocks(dir, "nodefleet", "s1").map((l) => l.path), [join(locks, "dead.json")]);
+        assert.deepEqual(readdirSync(locks).sort(), ["live.json", "remote.json"]);
+
+        assert.deepEqual(pendingOperations(dir, "nodefleet", "s1"), [], "no checkpoint yet");
+        mkdirSync(join(dir, ".pulumi", "stacks", "nodefleet"), { recursive: true });
+        const op = pendingServer("urn:a", "c1-a", ours);
+        writeFileSync(join(dir, ".pulumi", "stacks", "nodefleet", "s1.json"), JSON.stringify({ version: 3, checkpoint: { latest: { resources: [], pending_operations: [op] } } }));
+        assert.deepEqual(pendingOperations(dir, "nodefleet", "s1"), [op]);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
     });
   });
 
@@ -147,15 +171,15 @@ describe("automation engine parts", function () {
 
   describe("pulumi CLI detection", function () {
     it("says how to install the CLI when it is not on PATH", async function () {
-      await assert.rejects(requirePulumiCommand({ PATH: "/nonexistent" }), (error: unknown) => {
+      const nowhere = { PATH: "/nonexistent", NODEFLEET_TOOLCHAIN_DIR: "/nonexistent/toolchain" };
+      await assert.rejects(requirePulumiCommand(nowhere), (error: unknown) => {
         assert.ok(error instanceof PulumiCliMissingError);
-        assert.match(error.message, /curl -fsSL https:\/\/get\.pulumi\.com \| sh/);
+        assert.match(error.message, /npm run toolchain/);
         return true;
       });
       const dataDir = mkdtempSync(join(tmpdir(), "nodefleet-cli-"));
       try {
-        await assert.rejects(AutomationEngine.create({ dataDir, env: { PATH: "/nonexistent" } }), PulumiCliMissingError);
-        assert.throws(() => new AutomationEngine({ dataDir, env: { PATH: "/nonexistent" } }), PulumiCliMissingError);
+        await assert.rejects(AutomationEngine.create({ dataDir, env: nowhere }), PulumiCliMissingError);
       } finally {
         rmSync(dataDir, { recursive: true, force: true });
       }
@@ -177,6 +201,14 @@ describe("automation engine parts", function () {
       });
       assert.equal(stepFromMetadata(meta("create-replacement")), undefined);
       assert.equal(stepFromMetadata(meta("delete-replaced")), undefined);
+      // A failing half is the replacement's failure.
+      for (const half of ["create-replacement", "delete-replaced", "discard-replaced"]) {
+        assert.deepEqual(
+          (({ op, error }) => ({ op, error }))(stepFromMetadata(meta(half), "resource_unavailable")!),
+          { op: "replace", error: "resource_unavailable" },
+          half,
+        );
+      }
       assert.equal(stepFromMetadata(meta("create", { type: "pulumi:pulumi:Stack" })), undefined);
       assert.equal(stepFromMetadata(meta("same", { type: "pulumi:providers:hcloud" })), undefined);
       assert.equal(stepFromMetadata(meta("refresh", { diffs: ["labels"] }))?.op, "update");

@@ -5,13 +5,16 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { AutomationEngine } from "../../../automation/engine/automationEngine";
-import { findPulumiOnPath } from "../../../automation/engine/pulumiCli";
+import { readFileSync, readdirSync } from "node:fs";
+import { killProcesses, pulumiProcessesFor } from "../../../automation/engine/cliProcesses";
+import { pendingOperations, stackLocks } from "../../../automation/engine/fileBackendState";
 import { type ResourceStep, RunCancelledError, RunFailedError, type StackDefinition, type StackEngine } from "../../../automation/engine/stackEngine";
 import { SimulatedEngine } from "../../../automation/simulated/simulatedEngine";
 import { gitStackProgram } from "../../../automation/gitStackProgram";
 import type { TestMember, TestProgramArgs } from "../../support/engineTestProgram";
 import { stackFileConfig } from "../../support/fleetConfigFixture";
 import { tempDirPerTest } from "../../support/tempDirPerTest";
+import { missingTools, skipUnlessAvailable } from "../../support/toolchainRequirement";
 
 const PROGRAM_MODULE = join(__dirname, "..", "..", "support", "engineTestProgram.js");
 const SOLD_OUT = "cpx-soldout";
@@ -39,7 +42,7 @@ const ENGINES: EngineCase[] = [
   },
   {
     name: "automation",
-    unavailable: () => (findPulumiOnPath() ? undefined : "pulumi CLI not on PATH"),
+    unavailable: () => missingTools("pulumi", "pulumi-resource-random"),
     create: (dataDir) => new AutomationEngine({ dataDir, env: { ...process.env, PULUMI_CONFIG_PASSPHRASE: "contract-tests" }, logger: silent }),
     programArgs: { mode: "local" },
     canInjectCrash: false,
@@ -68,11 +71,7 @@ for (const engineCase of ENGINES) {
     let engine: StackEngine;
 
     before(function () {
-      const reason = engineCase.unavailable();
-      if (reason) {
-        console.log(`      skipped: ${reason}`);
-        this.skip();
-      }
+      skipUnlessAvailable(this, engineCase.unavailable());
     });
 
     const dataDir = tempDirPerTest(`nodefleet-contract-${engineCase.name}-`);
@@ -208,6 +207,68 @@ for (const engineCase of ENGINES) {
         fixed.steps.filter((s) => s.op !== "same").map((s) => `${s.op} ${s.name}`),
         ["create m1-server"],
       );
+    });
+
+    it("recovers after the pulumi CLI is killed during creates: stale lock and pending creates handled by the next up", async function () {
+      if (engineCase.name !== "automation") {
+        console.log("      skipped: the simulated engine's crash is the NODEFLEET_SIM_CRASH_AFTER_STEPS test below");
+        this.skip();
+      }
+      const slow = members(4).map((m) => ({ ...m, createDelayMs: 8000 }));
+      const backend = join(dataDir(), "state");
+      let killed: number[] = [];
+      // Kill the CLI once the state records creates in flight (pending operations), as a crash would find it.
+      const watcher = setInterval(() => {
+        if (killed.length === 0 && pendingOperations(backend, "nodefleet", "contract").some((op) => op.type === "creating")) {
+          killed = killProcesses(pulumiProcessesFor("contract"));
+        }
+      }, 100);
+      try {
+        await assert.rejects(engine.up(stack(slow)), (error: unknown) => error instanceof RunFailedError);
+      } finally {
+        clearInterval(watcher);
+      }
+      assert.ok(killed.length > 0, "the pulumi CLI was found and killed");
+      assert.equal(stackLocks(backend, "nodefleet", "contract").length, 1, "the killed CLI left its lock");
+      assert.ok(pendingOperations(backend, "nodefleet", "contract").some((op) => op.type === "creating"), "and pending creates");
+
+      const converged = await engine.up(stack(members(4)));
+      assert.equal(converged.succeeded, true, JSON.stringify(converged.steps.filter((s) => s.error)));
+      assert.deepEqual(stackLocks(backend, "nodefleet", "contract"), []);
+      assert.deepEqual(pendingOperations(backend, "nodefleet", "contract"), []);
+      assert.equal(serverNames(converged).length, 4);
+      const again = await engine.up(stack(members(4)));
+      assert.ok(again.steps.every((s) => s.op === "same"), JSON.stringify(again.summary));
+    });
+
+    it("passes secret config to the program without putting it in CLI arguments or the stack files", async function () {
+      if (engineCase.name !== "automation") {
+        console.log("      skipped: the simulated engine starts no CLI");
+        this.skip();
+      }
+      const secret = "s3cr3t-kubeconfig-value-0123456789";
+      const seenArgs: string[] = [];
+      const timer = setInterval(() => {
+        for (const pid of pulumiProcessesFor("contract")) {
+          try {
+            seenArgs.push(readFileSync(`/proc/${pid}/cmdline`, "utf8"));
+          } catch {
+            // exited
+          }
+        }
+      }, 20);
+      let result;
+      try {
+        result = await engine.up({ ...stack(members(1)), config: { ...stack(members(1)).config, "enginetest:token": { value: secret, secret: true } } });
+      } finally {
+        clearInterval(timer);
+      }
+      assert.equal(result.outputs.token, secret, "the program read the secret");
+      assert.ok(seenArgs.length > 0, "the CLI's arguments were sampled");
+      assert.ok(!seenArgs.some((a) => a.includes(secret)), "no CLI argument carried the secret");
+      const files = (dir: string): string[] =>
+        readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? files(join(dir, e.name)) : [join(dir, e.name)]));
+      for (const file of files(dataDir())) assert.ok(!readFileSync(file, "utf8").includes(secret), `${file} holds the secret in clear`);
     });
 
     it("recovers from a crash mid-run: the next up converges without duplicates", async function () {

@@ -1,0 +1,58 @@
+/**
+ * The pulumi CLI processes this Node process started for one stack, found through /proc (the
+ * Automation API does not expose its child processes): used to force-stop a run whose graceful
+ * cancellation (SIGINT) did not end it in time.
+ */
+import { readFileSync, readdirSync } from "node:fs";
+import { basename } from "node:path";
+
+function parentPid(pid: number): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+  } catch {
+    return undefined;
+  }
+}
+
+function commandLine(pid: number): string[] {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").filter(Boolean);
+  } catch {
+    return [];
+  }
+}
+
+/** Pids of `pulumi ... --stack <stackName>` processes whose parent is `parent` (default: this process). */
+export function pulumiProcessesFor(stackName: string, parent = process.pid): number[] {
+  let entries: string[];
+  try {
+    entries = readdirSync("/proc").filter((n) => /^\d+$/.test(n));
+  } catch {
+    return [];
+  }
+  const pids: number[] = [];
+  for (const entry of entries) {
+    const pid = Number(entry);
+    if (parentPid(pid) !== parent) continue;
+    const argv = commandLine(pid);
+    if (argv.length === 0 || basename(argv[0]) !== "pulumi") continue;
+    const stackIndex = argv.indexOf("--stack");
+    if (stackIndex >= 0 && argv[stackIndex + 1] === stackName) pids.push(pid);
+  }
+  return pids;
+}
+
+/** SIGKILLs the given processes; returns those that were still running. */
+export function killProcesses(pids: readonly number[]): number[] {
+  const killed: number[] = [];
+  for (const pid of pids) {
+    try {
+      process.kill(pid, "SIGKILL");
+      killed.push(pid);
+    } catch {
+      // already gone
+    }
+  }
+  return killed;
+}

@@ -1,0 +1,82 @@
+/**
+ * What the engine reads of Pulumi's self-managed file backend without starting a CLI process:
+ * the stack's lock files (`.pulumi/locks/organization/<project>/<stack>/<id>.json`, written by the
+ * CLI with its pid and hostname) and the pending operations of the stack's checkpoint
+ * (`.pulumi/stacks/<project>/<stack>.json`). Layout: pkg/backend/diy (lock.go, state.go) of the CLI.
+ */
+import { readFileSync, readdirSync, rmSync } from "node:fs";
+import { hostname } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { processAlive } from "../simulated/stackLock";
+
+/** The local directory of a `file://` backend URL; undefined for other backends. */
+export function fileBackendDir(backendUrl: string): string | undefined {
+  if (!backendUrl.startsWith("file://")) return undefined;
+  return backendUrl.startsWith("file:///") ? fileURLToPath(backendUrl) : backendUrl.slice("file://".length);
+}
+
+export interface StackLock {
+  readonly path: string;
+  readonly pid: number;
+  readonly hostname: string;
+  readonly username?: string;
+  readonly timestamp?: string;
+}
+
+export function stackLocks(backendDir: string, project: string, stack: string): StackLock[] {
+  const dir = join(backendDir, ".pulumi", "locks", "organization", project, stack);
+  let names: string[];
+  try {
+    names = readdirSync(dir).filter((n) => n.endsWith(".json"));
+  } catch {
+    return [];
+  }
+  const locks: StackLock[] = [];
+  for (const name of names) {
+    try {
+      const content = JSON.parse(readFileSync(join(dir, name), "utf8")) as Omit<StackLock, "path">;
+      locks.push({ ...content, path: join(dir, name) });
+    } catch {
+      // A lock being written right now: not ours to judge.
+    }
+  }
+  return locks;
+}
+
+/** A lock is stale when it was taken on this machine by a process that no longer runs. */
+export function lockIsStale(lock: Pick<StackLock, "pid" | "hostname">, host = hostname()): boolean {
+  return lock.hostname === host && !processAlive(lock.pid);
+}
+
+/** Removes the stack's stale locks, never a live process's; returns the removed ones. */
+export function removeStaleLocks(backendDir: string, project: string, stack: string): StackLock[] {
+  const stale = stackLocks(backendDir, project, stack).filter((lock) => lockIsStale(lock));
+  for (const lock of stale) rmSync(lock.path, { force: true });
+  return stale;
+}
+
+export interface PendingOperation {
+  readonly type: string;
+  readonly resource: {
+    readonly urn: string;
+    readonly type: string;
+    readonly custom?: boolean;
+    readonly id?: string;
+    readonly inputs?: Record<string, unknown>;
+    readonly outputs?: Record<string, unknown>;
+    readonly [key: string]: unknown;
+  };
+}
+
+/** The pending operations recorded in the stack's checkpoint (empty when the stack has none yet). */
+export function pendingOperations(backendDir: string, project: string, stack: string): PendingOperation[] {
+  let raw: string;
+  try {
+    raw = readFileSync(join(backendDir, ".pulumi", "stacks", project, `${stack}.json`), "utf8");
+  } catch {
+    return [];
+  }
+  const checkpoint = JSON.parse(raw) as { checkpoint?: { latest?: { pending_operations?: PendingOperation[] } } };
+  return checkpoint.checkpoint?.latest?.pending_operations ?? [];
+}

@@ -8,6 +8,7 @@ import * as hcloud from "@pulumi/hcloud";
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import type { AutoscaledProgramArgs } from "../automation/reconciler/apiStack";
+import { memberOutputName } from "../automation/reconciler/runOutcome";
 import type { MemberSnapshot } from "../automation/reconciler/memberSnapshot";
 import { clusterFirewallName } from "../components/hcloud/clusterFirewall";
 import { clusterNetworkName } from "../components/hcloud/clusterNetwork";
@@ -91,7 +92,7 @@ export async function runProgram(args: AutoscaledProgramArgs): Promise<Record<st
         { providers: [kubernetes] },
       );
       for (const node of pool.nodes) {
-        outputs[node.nodeId] = pulumi.all([node.serverId, node.ipv4, node.privateIpv4]).apply(([serverId, ipv4, privateIpv4]) => ({
+        outputs[memberOutputName(node.nodeId)] = pulumi.all([node.serverId, node.ipv4, node.privateIpv4]).apply(([serverId, ipv4, privateIpv4]) => ({
           serverId,
           ipv4,
           ...(privateIpv4 !== undefined ? { privateIpv4 } : {}),
@@ -99,5 +100,5 @@ export async function runProgram(args: AutoscaledProgramArgs): Promise<Record<st
       }
     }
   }
-  return { clusterId: cluster.id, members: pulumi.output(outputs) };
+  return { clusterId: cluster.id, ...outputs };
 }

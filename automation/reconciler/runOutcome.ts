@@ -12,9 +12,22 @@ export interface MemberOutput {
   readonly privateIpv4?: string;
 }
 
+/** The stack output name of one member: one output each, so a failing member cannot hide the others'. */
+export function memberOutputName(nodeId: string): string {
+  return `member-${nodeId}`;
+}
+
+/** What the engine reports for an output whose value never became known (e.g. its resource failed). */
+const UNKNOWN_OUTPUT = "04da6b54-80e4-46f7-96ec-b56ff0331ba9";
+
 export function memberOutputs(outputs: Readonly<Record<string, unknown>>): Record<string, MemberOutput> {
-  const members = outputs.members;
-  return members && typeof members === "object" ? (members as Record<string, MemberOutput>) : {};
+  const members: Record<string, MemberOutput> = {};
+  const prefix = memberOutputName("");
+  for (const [key, value] of Object.entries(outputs)) {
+    if (!key.startsWith(prefix) || value === UNKNOWN_OUTPUT || typeof value !== "object" || value === null) continue;
+    members[key.slice(prefix.length)] = value as MemberOutput;
+  }
+  return members;
 }
 
 /** Steps that belong to a node: its resources carry the node id in their names. */
@@ -55,9 +68,13 @@ export function runOutcome(input: {
   const outputs = memberOutputs(input.result.outputs);
   const updates: ClaimUpdate[] = [];
   let retry = false;
+  // Failures no claim owns (a placement group, say) fail the new members that got no server through them.
+  const claimed = [...input.members, ...input.terminating];
+  const shared = input.result.steps.filter((s) => s.error && !claimed.some((c) => stepsOfNode([s], c.nodeId).length > 0));
   for (const claim of input.members) {
-    const failed = stepsOfNode(input.result.steps, claim.nodeId).filter((s) => s.error);
+    const own = stepsOfNode(input.result.steps, claim.nodeId).filter((s) => s.error);
     const output = outputs[claim.nodeId];
+    const failed = own.length > 0 ? own : !output ? shared : [];
     if (claim.status === "PROVISIONING" && failed.length > 0) {
       const reason = failed.map((s) => `${s.type} ${s.name}: ${s.error}`).join("; ").slice(0, 1000);
       const soldOut = failed.some((s) => isSoldOut(s.error ?? ""));

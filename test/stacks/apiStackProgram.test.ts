@@ -4,6 +4,7 @@
  * placement groups), looks the network and firewall up instead of declaring them, registers the
  * members with karpenter.sh/unregistered:NoExecute and keeps restricted labels out of the kubelet.
  */
+import { memberOutputs } from "../../automation/reconciler/runOutcome";
 import { strict as assert } from "node:assert";
 import { freeSlot } from "../../automation/api/clusterService";
 import { allocatable, nodeCapacity, nodeOverheadFor } from "../../automation/catalog/instanceTypes";
@@ -80,9 +81,9 @@ describe("the API stack's program", () => {
     assert.match(userData, /karpenter\.sh\/nodepool=default/);
     assert.doesNotMatch(userData, /kubernetes\.io\/team/);
     assert.doesNotMatch(userData, /node-role\.kubernetes\.io/);
-    const outputs = result.outputs as unknown as { members: Record<string, { serverId: string; ipv4: string }> };
-    assert.deepEqual(Object.keys(outputs.members).sort(), ["k000000000001", "k000000000002"]);
-    assert.ok(outputs.members.k000000000001!.serverId);
+    const memberRows = memberOutputs(result.outputs);
+    assert.deepEqual(Object.keys(memberRows).sort(), ["k000000000001", "k000000000002"]);
+    assert.ok(memberRows.k000000000001!.serverId);
   });
 
   it("renders members from their snapshots: a changed template in git does not change existing servers", async () => {

@@ -4,6 +4,7 @@
  * steps. Knobs: a run delay, sold-out server types, failing members, transient errors, forced
  * replacements (for the preview guard).
  */
+import { memberOutputName } from "../../automation/reconciler/runOutcome";
 import type { ResourceStep, RunOptions, RunResult, StackDefinition, StackEngine, StepOp } from "../../automation/engine/stackEngine";
 import { emptySummary } from "../../automation/engine/stackEngine";
 import type { AutoscaledProgramArgs } from "../../automation/reconciler/apiStack";
@@ -83,11 +84,9 @@ export class FakeStackEngine implements StackEngine {
     }
     const summary = emptySummary();
     for (const s of steps) summary[s.op] += 1;
-    const outputs = {
-      members: Object.fromEntries(
-        [...this.servers.values()].filter((s) => wanted.has(s.nodeId)).map((s) => [s.nodeId, { serverId: s.serverId, ipv4: s.ipv4, privateIpv4: s.privateIpv4 }]),
-      ),
-    };
+    const outputs = Object.fromEntries(
+      [...this.servers.values()].filter((s) => wanted.has(s.nodeId)).map((s) => [memberOutputName(s.nodeId), { serverId: s.serverId, ipv4: s.ipv4, privateIpv4: s.privateIpv4 }]),
+    );
     return { kind: apply ? "up" : "preview", summary, steps, outputs, succeeded: steps.every((s) => !s.error), durationMs: this.delayMs, simulated: true };
   }
 

@@ -63,7 +63,7 @@ describe("reconciler: pure parts", () => {
           step("create", "srv-k000000000003", "cpx21 is sold out in hel1: error during placement (resource_unavailable)"),
           step("delete", "srv-k000000000009"),
         ],
-        outputs: { members: { k000000000001: { serverId: "42", ipv4: "203.0.113.5" } } },
+        outputs: { "member-k000000000001": { serverId: "42", ipv4: "203.0.113.5" } },
       },
       at: "2026-01-01T00:00:00Z",
     });
@@ -79,6 +79,37 @@ describe("reconciler: pure parts", () => {
     assert.equal(outcome.retry, false);
     assert.ok(isSoldOut("resource_unavailable"));
     assert.ok(!isSoldOut("invalid input"));
+  });
+
+  it("reads one output per member, so a failed member's unknown output hides no other member", () => {
+    const outcome = runOutcome({
+      members: [claim("k000000000001", "PROVISIONING"), claim("k000000000002", "PROVISIONING")],
+      terminating: [],
+      result: {
+        steps: [step("create", "srv-k000000000001"), step("create", "srv-k000000000002", "boom")],
+        // What a real continue-on-error up returns: the failed member's output never became known.
+        outputs: { clusterId: "c1", "member-k000000000001": { serverId: "7" }, "member-k000000000002": "04da6b54-80e4-46f7-96ec-b56ff0331ba9" },
+      },
+      at: "t",
+    });
+    const byNode = new Map(outcome.updates.map((u) => [u.nodeId, u.patch]));
+    assert.equal(byNode.get("k000000000001")!.status, "RUNNING");
+    assert.equal(byNode.get("k000000000001")!.instanceId, "7");
+    assert.equal(byNode.get("k000000000002")!.status, "FAILED");
+  });
+
+  it("fails new members with no server when a resource no claim owns (a placement group) failed", () => {
+    const outcome = runOutcome({
+      members: [claim("k000000000001", "PROVISIONING"), claim("k000000000002", "RUNNING")],
+      terminating: [],
+      result: { steps: [step("create", "c1-burst-spread-0", "placement group limit reached")], outputs: { "member-k000000000002": { serverId: "8" } } },
+      at: "t",
+    });
+    const byNode = new Map(outcome.updates.map((u) => [u.nodeId, u.patch]));
+    assert.equal(byNode.get("k000000000001")!.status, "FAILED");
+    assert.match(String(byNode.get("k000000000001")!.failureReason), /c1-burst-spread-0: placement group limit reached/);
+    assert.equal(byNode.get("k000000000002")!.instanceId, "8", "a running member keeps its server");
+    assert.equal(outcome.retry, false, "nothing is retried forever");
   });
 
   it("asks for a retry when a member got neither an output nor an error, or a delete failed", () => {

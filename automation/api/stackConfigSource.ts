@@ -22,6 +22,8 @@ export class StackConfigSource {
   private spec!: FleetSpec;
   readonly path: string;
   readonly encryptedPaths: string[];
+  /** Called after the stack file changed and was re-read successfully. */
+  onReread?: () => void;
 
   /** Throws (with every problem listed) when the stack's config is invalid at start-up. */
   constructor(readonly stackName: string, private readonly root: string, private readonly logger?: Logger) {
@@ -49,6 +51,7 @@ export class StackConfigSource {
       this.spec = spec;
       this.config = programConfig(file.config);
       this.logger?.info({ stack: this.stackName }, "stack config re-read");
+      this.onReread?.();
     } catch (error) {
       this.logger?.error({ stack: this.stackName, err: error instanceof Error ? error.message : String(error) }, "stack config changed but is invalid; keeping the last valid one");
     }

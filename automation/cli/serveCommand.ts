@@ -13,6 +13,7 @@ import { API_TOKENS_KEY, declaredConfigTokens, loadApiTokens, plainTokenErrors, 
 import { hashToken, type TokenEntry } from "../api/apiTokens";
 import { buildServer } from "../api/server";
 import { ServiceMetrics } from "../api/serviceMetrics";
+import { withDecryptedSecrets } from "../api/decryptedStackConfig";
 import { StackConfigSource } from "../api/stackConfigSource";
 import { CatalogSource } from "../catalog/catalogSource";
 import { OfferingAvailability } from "../catalog/offeringAvailability";
@@ -102,6 +103,7 @@ export async function serve(options: ServeOptions, env: NodeJS.ProcessEnv = proc
   let engineReady: Promise<unknown> | undefined;
   let reclaimer: OrphanReclaimer | undefined;
   let readSecretConfig: ReadSecretConfig | undefined;
+  let programConfig = () => stack.stackConfig();
   // One counted client for the engine's crash-recovery look-ups, the orphan reclaimer and the catalog.
   const hcloud = HcloudClient.fromEnv(env, (method, urlPath) => metrics.cloudRequest("hcloud", `${method} ${urlPath.split("?")[0]!.replace(/\/\d+/g, "/{id}")}`));
   const reclaimerOptions = {
@@ -131,6 +133,18 @@ export async function serve(options: ServeOptions, env: NodeJS.ProcessEnv = proc
     engine = automation;
     const gitStack = { stackName: options.stack, program: gitStackProgram({ allowMissingKubeconfig: false }), config: {}, projectDir: root };
     readSecretConfig = async (key) => (await automation.readStackConfig(gitStack))[key];
+    if (stack.encryptedPaths.length > 0) {
+      // The API stack's program needs the git stack's secure values (the kubeconfig): decrypted once
+      // here and again whenever the stack file is re-read.
+      let decrypted = await automation.readStackConfig(gitStack);
+      stack.onReread = () => {
+        automation.readStackConfig(gitStack).then(
+          (config) => (decrypted = config),
+          (error: unknown) => logger.error({ err: error instanceof Error ? error.message : String(error) }, "decrypting the changed stack config failed; keeping the last secrets"),
+        );
+      };
+      programConfig = () => withDecryptedSecrets(stack.stackConfig(), decrypted);
+    }
     if (hcloud) reclaimer = new OrphanReclaimer({ ...reclaimerOptions, inventory: hcloudInventory(hcloud) });
   }
   const catalog = new CatalogSource({
@@ -144,7 +158,7 @@ export async function serve(options: ServeOptions, env: NodeJS.ProcessEnv = proc
     lock,
     engine,
     fleet: () => stack.fleet(),
-    stackConfig: () => stack.stackConfig(),
+    stackConfig: () => programConfig(),
     tokens: await apiTokens({ stackName: options.stack, clusterId: fleet.cluster.id, rawConfig, dataDir, ...(readSecretConfig ? { readSecretConfig } : {}) }, env, logger),
     batch: { idleMs: intEnv(env, "NODEFLEET_BATCH_IDLE_MS", 1000), maxMs: intEnv(env, "NODEFLEET_BATCH_MAX_MS", 10_000) },
     retry: { initialMs: intEnv(env, "NODEFLEET_RETRY_INITIAL_MS", 2000), maxMs: intEnv(env, "NODEFLEET_RETRY_MAX_MS", 60_000) },

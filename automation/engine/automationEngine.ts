@@ -123,6 +123,8 @@ export function stepFromMetadata(metadata: StepEventMetadata, error?: string): R
 /** Collects steps from engine events: pre-events for previews, completed/failed ones for updates. */
 class StepCollector {
   readonly steps: ResourceStep[] = [];
+  /** The root stack's outputs, from its outputs event (undefined until it arrives). */
+  stackOutputs?: Record<string, unknown>;
   private readonly diagnostics = new Map<string, string>();
 
   constructor(
@@ -135,6 +137,8 @@ class StepCollector {
     if (diag?.urn && diag.severity === "error") {
       this.diagnostics.set(diag.urn, `${this.diagnostics.get(diag.urn) ?? ""}${diag.message}`.trim());
     }
+    const root = event.resOutputsEvent?.metadata;
+    if (root?.type === "pulumi:pulumi:Stack" && root.new) this.stackOutputs = root.new.outputs ?? {};
     const metadata = this.usePreEvents ? event.resourcePreEvent?.metadata : event.resOutputsEvent?.metadata;
     if (metadata) this.add(stepFromMetadata(metadata));
     const failed = event.resOpFailedEvent?.metadata;
@@ -161,6 +165,16 @@ function configStrings(config: StackDefinition["config"], secret: boolean): Reco
     out[key] = typeof entry.value === "string" ? entry.value : JSON.stringify(entry.value);
   }
   return Object.fromEntries(Object.entries(out).sort(([a], [b]) => (a < b ? -1 : 1)));
+}
+
+/** The signature key of a secret value as engine events show it ({<sig>: ..., ciphertext: "[secret]"}). */
+const SECRET_SIGNATURE = "4dabf18193072939515e22adb298388d";
+
+interface OperationContext {
+  readonly stack: Stack;
+  readonly onEvent: (event: EngineEvent) => void;
+  readonly signal: AbortSignal;
+  readonly program: () => Promise<Record<string, unknown>>;
 }
 
 const DEFAULT_RUN_DEADLINE_MS = 30 * 60_000;
@@ -246,6 +260,7 @@ export class AutomationEngine implements StackEngine {
   private readonly hcloud?: HcloudClient;
   private readonly processEnv: Record<string, string>;
   private command?: Promise<PulumiCommand>;
+  private readonly stacks = new Map<string, Promise<Stack>>();
 
   /** Checks that the pulumi CLI is available (throws PulumiCliMissingError with the install hint). */
   static async create(options: AutomationEngineOptions): Promise<AutomationEngine> {
@@ -270,8 +285,30 @@ export class AutomationEngine implements StackEngine {
     return this.queue.depth(stack);
   }
 
+  /**
+   * One Stack object per stack for the engine's lifetime: selecting a stack costs a CLI process
+   * (each paying the passphrase KDF), so it happens once; each run passes its own program.
+   */
   private async workspaceStack(def: StackDefinition): Promise<Stack> {
-    return def.projectDir ? this.projectStack(def, def.projectDir) : this.dataDirStack(def);
+    const key = `${def.projectDir ?? ""}\0${def.stackName}`;
+    let stack = this.stacks.get(key);
+    if (!stack) {
+      stack = def.projectDir ? this.projectStack(def, def.projectDir) : this.dataDirStack(def);
+      this.stacks.set(key, stack);
+      stack.catch(() => this.stacks.delete(key));
+    }
+    const selected = await stack;
+    if (!def.projectDir) await this.writeStackConfig(selected, def);
+    return selected;
+  }
+
+  /** Plain config goes to the stack settings file directly (no CLI process), only when it changed. */
+  private async writeStackConfig(stack: Stack, def: StackDefinition): Promise<void> {
+    const settings = await stack.workspace.stackSettings(def.stackName);
+    const config = configStrings(def.config, false);
+    if (JSON.stringify(settings.config ?? {}) !== JSON.stringify(config)) {
+      await stack.workspace.saveStackSettings(def.stackName, { ...settings, config });
+    }
   }
 
   private pulumiCommand(): Promise<PulumiCommand> {
@@ -292,10 +329,7 @@ export class AutomationEngine implements StackEngine {
     };
   }
 
-  /**
-   * The API's own stacks: settings, salt, state and passphrase all live under the data directory.
-   * Plain config is written to the stack settings file directly (no CLI process).
-   */
+  /** The API's own stacks: settings, salt, state and passphrase all live under the data directory. */
   private async dataDirStack(def: StackDefinition): Promise<Stack> {
     const workDir = join(this.options.dataDir, "workspaces", def.stackName);
     mkdirSync(workDir, { recursive: true, mode: 0o700 });
@@ -309,11 +343,6 @@ export class AutomationEngine implements StackEngine {
         projectSettings: { name: this.project, runtime: "nodejs", backend: { url: this.backendUrl } },
       },
     );
-    const settings = await stack.workspace.stackSettings(def.stackName);
-    const config = configStrings(def.config, false);
-    if (JSON.stringify(settings.config ?? {}) !== JSON.stringify(config)) {
-      await stack.workspace.saveStackSettings(def.stackName, { ...settings, config });
-    }
     return stack;
   }
 
@@ -338,7 +367,7 @@ export class AutomationEngine implements StackEngine {
     kind: RunResult["kind"],
     def: StackDefinition,
     options: RunOptions,
-    operation: (stack: Stack, onEvent: (e: EngineEvent) => void, signal: AbortSignal) => Promise<{ outputs?: Record<string, unknown> }>,
+    operation: (run: OperationContext) => Promise<void>,
   ): Promise<RunResult> {
     return this.queue.run(def.stackName, async () => {
       if (options.signal?.aborted) throw new RunCancelledError();
@@ -357,10 +386,8 @@ export class AutomationEngine implements StackEngine {
             logger: this.options.logger,
           });
           const collector = new StepCollector(kind === "preview", (step, count) => reportStep(step, count, options, this.options.logger, false));
-          let outputs: Record<string, unknown> | undefined;
           try {
-            const result = await operation(stack, collector.onEvent, stop.signal);
-            outputs = result.outputs;
+            await operation({ stack, onEvent: collector.onEvent, signal: stop.signal, program: this.inlineProgram(def) });
           } catch (error) {
             if (stop.signal.aborted) throw new RunCancelledError(`${kind} of stack ${def.stackName} ${stop.reason()}`);
             if (error instanceof ConcurrentUpdateError && attempt < LOCKED_RETRIES) {
@@ -374,7 +401,11 @@ export class AutomationEngine implements StackEngine {
             if (!steps.some((s) => s.error)) throw new RunFailedError(`${kind} of stack ${def.stackName} failed: ${redactSecrets(firstLines((error as Error).message), def)}`, steps);
           }
           const steps = collector.finalSteps().map((step) => (step.error ? { ...step, error: redactSecrets(step.error, def) } : step));
-          return runResult(kind, steps, outputs ?? (await this.outputsOf(stack)), started, false);
+          // The root stack's outputs arrive as an engine event; secret ones are masked there, and
+          // only then are they read back (two more CLI processes).
+          const outputs = collector.stackOutputs;
+          const complete = outputs !== undefined && !JSON.stringify(outputs).includes(SECRET_SIGNATURE);
+          return runResult(kind, steps, complete ? outputs : kind === "preview" ? {} : await this.outputsOf(stack), started, false);
         }
       } finally {
         stop.dispose();
@@ -388,18 +419,32 @@ export class AutomationEngine implements StackEngine {
   }
 
   up(def: StackDefinition, options: RunOptions = {}): Promise<RunResult> {
-    return this.run("up", def, options, async (stack, onEvent, signal) => {
-      const result = await stack.up({ continueOnError: true, onEvent, signal });
-      return { outputs: Object.fromEntries(Object.entries(result.outputs).map(([k, v]) => [k, v.value])) };
+    return this.run("up", def, options, async ({ stack, onEvent, signal, program }) => {
+      // The Automation API follows every up with `stack output` (twice) and `stack history`; the
+      // outputs come from the engine's events instead (see run), so those reads are skipped.
+      const skipped = stack as unknown as { outputs: () => Promise<unknown>; info: () => Promise<unknown> };
+      const { outputs, info } = skipped;
+      skipped.outputs = async () => ({});
+      skipped.info = async () => undefined;
+      try {
+        await stack.up({ continueOnError: true, onEvent, signal, program });
+      } finally {
+        skipped.outputs = outputs;
+        skipped.info = info;
+      }
     });
   }
 
   preview(def: StackDefinition, options: RunOptions = {}): Promise<RunResult> {
-    return this.run("preview", def, options, async (stack, onEvent, signal) => (await stack.preview({ onEvent, signal }), {}));
+    return this.run("preview", def, options, async ({ stack, onEvent, signal, program }) => {
+      await stack.preview({ onEvent, signal, program });
+    });
   }
 
   refresh(def: StackDefinition, options: RunOptions = {}): Promise<RunResult> {
-    return this.run("refresh", def, options, async (stack, onEvent, signal) => (await stack.refresh({ onEvent, signal }), {}));
+    return this.run("refresh", def, options, async ({ stack, onEvent, signal }) => {
+      await stack.refresh({ onEvent, signal });
+    });
   }
 
   async outputs(def: StackDefinition): Promise<Record<string, unknown>> {

@@ -115,10 +115,15 @@ export async function recoverStack(stack: Stack, options: RecoveryOptions): Prom
     );
   }
   const workspace = stack.workspace as LocalWorkspace;
-  await execFileAsync(workspace.pulumiCommand.command, pendingCreateRefreshArgs(options.stackName, actions), {
-    cwd: workspace.workDir,
-    env: { ...process.env, ...options.envVars, ...workspace.envVars },
-    maxBuffer: 32 * 1024 * 1024,
-  });
+  try {
+    await execFileAsync(workspace.pulumiCommand.command, pendingCreateRefreshArgs(options.stackName, actions), {
+      cwd: workspace.workDir,
+      env: { ...process.env, ...options.envVars, ...workspace.envVars },
+      maxBuffer: 32 * 1024 * 1024,
+    });
+  } catch (error) {
+    const { stdout, stderr } = error as { stdout?: string; stderr?: string };
+    throw new Error(`crash recovery of stack ${options.stackName}: pulumi refresh failed: ${`${stderr ?? ""}\n${stdout ?? ""}`.trim().split("\n").slice(-15).join("\n")}`);
+  }
   return { removedStaleLocks, actions };
 }

@@ -243,6 +243,40 @@ for (const engineCase of ENGINES) {
       assert.ok(again.steps.every((s) => s.op === "same"), JSON.stringify(again.summary));
     });
 
+    it("refreshes: every resource is read back and, with nothing changed outside, stays the same", async function () {
+      const created = await engine.up(stack(members(2)));
+      const refreshed = await engine.refresh(stack(members(2)));
+      assert.equal(refreshed.kind, "refresh");
+      assert.equal(refreshed.succeeded, true);
+      assert.deepEqual(
+        refreshed.steps.map((s) => `${s.op} ${s.name}`).sort(),
+        created.steps.map((s) => `same ${s.name}`).sort(),
+      );
+    });
+
+    it("abandons a run past its deadline: SIGINT first, then the CLI is killed, and the next up converges", async function () {
+      if (engineCase.name !== "automation") {
+        console.log("      skipped: the simulated engine has no CLI to stop");
+        this.skip();
+      }
+      const stuck = new AutomationEngine({
+        dataDir: dataDir(),
+        env: { ...process.env, PULUMI_CONFIG_PASSPHRASE: "contract-tests" },
+        logger: silent,
+        runDeadlineMs: 4000,
+        forceStopAfterMs: 1000,
+      });
+      const started = Date.now();
+      await assert.rejects(
+        stuck.up(stack(members(2).map((m) => ({ ...m, createDelayMs: 40_000 })))),
+        (error: unknown) => error instanceof RunCancelledError && /abandoned after its 4 s deadline/.test(error.message) && /was killed/.test(error.message),
+      );
+      assert.ok(Date.now() - started < 30_000, "the run did not wait for its 40 s creates");
+      const converged = await engine.up(stack(members(2)));
+      assert.equal(converged.succeeded, true);
+      assert.equal(serverNames(converged).length, 2);
+    });
+
     it("passes secret config to the program without putting it in CLI arguments or the stack files", async function () {
       if (engineCase.name !== "automation") {
         console.log("      skipped: the simulated engine starts no CLI");

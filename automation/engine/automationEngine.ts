@@ -125,6 +125,8 @@ class StepCollector {
   readonly steps: ResourceStep[] = [];
   /** The root stack's outputs, from its outputs event (undefined until it arrives). */
   stackOutputs?: Record<string, unknown>;
+  /** Every completed engine step, in order (updates only). */
+  readonly engineSteps: Array<{ op: string; urn: string }> = [];
   private readonly diagnostics = new Map<string, string>();
 
   constructor(
@@ -137,6 +139,8 @@ class StepCollector {
     if (diag?.urn && diag.severity === "error") {
       this.diagnostics.set(diag.urn, `${this.diagnostics.get(diag.urn) ?? ""}${diag.message}`.trim());
     }
+    const completed = event.resOutputsEvent?.metadata;
+    if (completed && !this.usePreEvents) this.engineSteps.push({ op: completed.op, urn: completed.urn });
     const root = event.resOutputsEvent?.metadata;
     if (root?.type === "pulumi:pulumi:Stack" && root.new) this.stackOutputs = root.new.outputs ?? {};
     const metadata = this.usePreEvents ? event.resourcePreEvent?.metadata : event.resOutputsEvent?.metadata;
@@ -405,7 +409,8 @@ export class AutomationEngine implements StackEngine {
           // only then are they read back (two more CLI processes).
           const outputs = collector.stackOutputs;
           const complete = outputs !== undefined && !JSON.stringify(outputs).includes(SECRET_SIGNATURE);
-          return runResult(kind, steps, complete ? outputs : kind === "preview" ? {} : await this.outputsOf(stack), started, false);
+          const result = runResult(kind, steps, complete ? outputs : kind === "preview" ? {} : await this.outputsOf(stack), started, false);
+          return kind === "preview" ? result : { ...result, engineSteps: collector.engineSteps };
         }
       } finally {
         stop.dispose();

@@ -62,6 +62,12 @@ export interface RunResult {
   readonly durationMs: number;
   /** Set by the simulated engine: its output never describes a real cloud. */
   readonly simulated: boolean;
+  /**
+   * The real engine's own steps in the order they completed, replacement halves included
+   * (`create-replacement`, `replace`, `delete-replaced`): what create-before-delete looks like.
+   * The simulated engine reports only the logical steps above (a documented difference).
+   */
+  readonly engineSteps?: ReadonlyArray<{ readonly op: string; readonly urn: string }>;
 }
 
 export interface RunOptions {

@@ -93,6 +93,8 @@ export function runProgram(args: TestProgramArgs = {}): Record<string, pulumi.Ou
     const servers = members.map((member) => new TestMemberComponent(`${prefix}${member.name}`, { member, cluster, mode: "local" }).server);
     // A secret config value reaches the program and its outputs as a secret.
     const token = config.getSecret("token");
+    // A program error that quotes a secret (as a kubeconfig parse error might).
+    if (config.getBoolean("throwWithToken")) throw new Error(`cannot parse kubeconfig: ${config.require("token")}`);
     return { servers: serverTable(servers), ...(token ? { token } : {}) };
   }
   const network = new hcloud.Network(`${prefix}net`, { name: `${prefix}${cluster}`, ipRange: "10.0.0.0/16", labels: { "nodefleet.io/cluster": cluster } });

@@ -136,6 +136,13 @@ for (const engineCase of ENGINES) {
       const oldIds = Object.values(before.outputs.servers as Record<string, { id: string }>).map((s) => s.id);
       const newIds = Object.values(after.outputs.servers as Record<string, { id: string }>).map((s) => s.id);
       assert.equal(newIds.filter((id) => !oldIds.includes(id)).length, 1, "exactly one server has a new id");
+      if (after.engineSteps) {
+        // Create before delete, as the real engine orders a replacement (the simulated engine reports the logical step only).
+        const ops = after.engineSteps.filter((s) => s.urn === server.urn).map((s) => s.op);
+        assert.deepEqual(ops, ["create-replacement", "replace", "delete-replaced"]);
+      } else {
+        assert.equal(engineCase.name, "simulated", "the real engine reports its own steps");
+      }
     });
 
     it("updates in place when a non-replacing input (server type) changes", async function () {
@@ -305,6 +312,15 @@ for (const engineCase of ENGINES) {
       const files = (dir: string): string[] =>
         readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? files(join(dir, e.name)) : [join(dir, e.name)]));
       for (const file of files(dataDir())) assert.ok(!readFileSync(file, "utf8").includes(secret), `${file} holds the secret in clear`);
+
+      // An error quoting the secret is redacted before it is kept (run errors reach GET /operations).
+      const failing = { ...stack(members(1)).config, "enginetest:token": { value: secret, secret: true }, "enginetest:throwWithToken": { value: "true" } };
+      await assert.rejects(engine.up({ ...stack(members(1)), config: failing }), (error: unknown) => {
+        assert.ok(error instanceof RunFailedError);
+        assert.ok(!error.message.includes(secret), error.message);
+        assert.match(error.message, /cannot parse kubeconfig: \[secret\]/);
+        return true;
+      });
     });
 
     it("recovers from a crash mid-run: the next up converges without duplicates", async function () {

@@ -1,0 +1,186 @@
+/**
+ * A real Kubernetes control plane on 127.0.0.1 from the toolchain's binaries: etcd,
+ * kube-apiserver (bootstrap-token authentication, Node authorizer, NodeRestriction),
+ * kube-controller-manager (CSR approval and signing with the cluster CA, token cleaner) and
+ * kube-scheduler. State and certificates persist in `<dir>`; `stop()` ends the processes, and a
+ * later start continues with the same cluster. The bootstrap RBAC a k0s or kubeadm control plane
+ * installs for joining kubelets is applied on start.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdirSync, openSync, readFileSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { join } from "node:path";
+import { stringify } from "yaml";
+import { findTool } from "../engine/toolchain";
+import { type KubeIdentity, kube, kubeCreate } from "./kubeClient";
+import { type ClusterPki, ensurePki } from "./pki";
+
+export interface ControlPlane {
+  readonly server: string;
+  readonly pki: ClusterPki;
+  /** An admin (system:masters) identity for the API. */
+  readonly admin: KubeIdentity;
+  /** Path of the admin kubeconfig. */
+  readonly adminKubeconfig: string;
+  stop(): Promise<void>;
+}
+
+export class ControlPlaneError extends Error {
+  override readonly name = "ControlPlaneError";
+}
+
+const BINARIES = ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"] as const;
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+function binaries(env: NodeJS.ProcessEnv): Record<(typeof BINARIES)[number], string> {
+  const found = Object.fromEntries(BINARIES.map((name) => [name, findTool(name, env)]));
+  const missing = BINARIES.filter((name) => !found[name]);
+  if (missing.length) throw new ControlPlaneError(`${missing.join(", ")} not found: run \`npm run toolchain\``);
+  return found as Record<(typeof BINARIES)[number], string>;
+}
+
+/** Kubeconfig for `identity` files, as kubectl and the Kubernetes provider read it. */
+function kubeconfigYaml(server: string, pki: ClusterPki, user: { cert: string; key: string }): string {
+  return stringify({
+    apiVersion: "v1",
+    kind: "Config",
+    clusters: [{ name: "local", cluster: { server, "certificate-authority-data": readFileSync(pki.caCert).toString("base64") } }],
+    users: [{ name: "admin", user: { "client-certificate-data": readFileSync(user.cert).toString("base64"), "client-key-data": readFileSync(user.key).toString("base64") } }],
+    contexts: [{ name: "local", context: { cluster: "local", user: "admin" } }],
+    "current-context": "local",
+  });
+}
+
+async function waitReady(admin: KubeIdentity, processes: ChildProcess[], timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let last = "";
+  while (Date.now() < deadline) {
+    const dead = processes.find((p) => p.exitCode !== null);
+    if (dead) throw new ControlPlaneError(`${dead.spawnfile} exited with code ${dead.exitCode} (see its log in the control-plane directory)`);
+    try {
+      await kube(admin, "GET", "/readyz");
+      return;
+    } catch (error) {
+      last = (error as Error).message;
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  throw new ControlPlaneError(`the API server was not ready within ${timeoutMs / 1000} s: ${last}`);
+}
+
+/** What kubeadm and k0s install so that bootstrap tokens can request, and get, kubelet certificates. */
+async function applyBootstrapRbac(admin: KubeIdentity): Promise<void> {
+  const bindings = [
+    ["nodefleet:kubelet-bootstrap", "system:node-bootstrapper", "system:bootstrappers"],
+    ["nodefleet:node-autoapprove-bootstrap", "system:certificates.k8s.io:certificatesigningrequests:nodeclient", "system:bootstrappers"],
+    ["nodefleet:node-autoapprove-certificate-rotation", "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient", "system:nodes"],
+  ];
+  for (const [name, role, group] of bindings) {
+    await kubeCreate(admin, "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "ClusterRoleBinding",
+      metadata: { name },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: role },
+      subjects: [{ apiGroup: "rbac.authorization.k8s.io", kind: "Group", name: group }],
+    });
+  }
+}
+
+export async function startControlPlane(options: { dir: string; env?: NodeJS.ProcessEnv; readyTimeoutMs?: number }): Promise<ControlPlane> {
+  const env = options.env ?? process.env;
+  const bin = binaries(env);
+  const dir = options.dir;
+  mkdirSync(join(dir, "logs"), { recursive: true, mode: 0o700 });
+  const pki = ensurePki(join(dir, "pki"));
+  const [etcdClient, etcdPeer, apiPort] = await Promise.all([freePort(), freePort(), freePort()]);
+  const server = `https://127.0.0.1:${apiPort}`;
+  const adminKubeconfig = join(dir, "admin.kubeconfig");
+  writeFileSync(adminKubeconfig, kubeconfigYaml(server, pki, { cert: pki.adminCert, key: pki.adminKey }), { mode: 0o600 });
+
+  const processes: ChildProcess[] = [];
+  const start = (name: (typeof BINARIES)[number], args: string[]) => {
+    const log = openSync(join(dir, "logs", `${name}.log`), "a");
+    const child = spawn(bin[name], args, { stdio: ["ignore", log, log], env: { PATH: env.PATH ?? "" } });
+    processes.push(child);
+    return child;
+  };
+  const stop = async () => {
+    for (const child of [...processes].reverse()) {
+      if (child.exitCode !== null) continue;
+      const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+      child.kill("SIGTERM");
+      const timer = setTimeout(() => child.kill("SIGKILL"), 10_000);
+      await exited;
+      clearTimeout(timer);
+    }
+  };
+
+  try {
+    start("etcd", [
+      `--data-dir=${join(dir, "etcd")}`,
+      `--listen-client-urls=http://127.0.0.1:${etcdClient}`,
+      `--advertise-client-urls=http://127.0.0.1:${etcdClient}`,
+      `--listen-peer-urls=http://127.0.0.1:${etcdPeer}`,
+      `--initial-advertise-peer-urls=http://127.0.0.1:${etcdPeer}`,
+      `--initial-cluster=default=http://127.0.0.1:${etcdPeer}`,
+      "--log-level=warn",
+    ]);
+    start("kube-apiserver", [
+      `--etcd-servers=http://127.0.0.1:${etcdClient}`,
+      "--bind-address=127.0.0.1",
+      "--advertise-address=127.0.0.1",
+      `--secure-port=${apiPort}`,
+      `--tls-cert-file=${pki.apiserverCert}`,
+      `--tls-private-key-file=${pki.apiserverKey}`,
+      `--client-ca-file=${pki.caCert}`,
+      `--service-account-issuer=https://kubernetes.default.svc`,
+      `--service-account-key-file=${pki.serviceAccountPub}`,
+      `--service-account-signing-key-file=${pki.serviceAccountKey}`,
+      "--service-cluster-ip-range=10.96.0.0/16",
+      "--enable-bootstrap-token-auth=true",
+      "--authorization-mode=Node,RBAC",
+      "--enable-admission-plugins=NodeRestriction",
+      "--allow-privileged=true",
+      "--profiling=false",
+    ]);
+    const admin: KubeIdentity = { server, caPem: readFileSync(pki.caCert, "utf8"), certPem: readFileSync(pki.adminCert, "utf8"), keyPem: readFileSync(pki.adminKey, "utf8") };
+    start("kube-controller-manager", [
+      `--kubeconfig=${adminKubeconfig}`,
+      `--authentication-kubeconfig=${adminKubeconfig}`,
+      `--authorization-kubeconfig=${adminKubeconfig}`,
+      "--bind-address=127.0.0.1",
+      "--secure-port=0",
+      "--leader-elect=false",
+      "--controllers=*,bootstrapsigner,tokencleaner",
+      `--cluster-signing-cert-file=${pki.caCert}`,
+      `--cluster-signing-key-file=${pki.caKey}`,
+      `--root-ca-file=${pki.caCert}`,
+      `--service-account-private-key-file=${pki.serviceAccountKey}`,
+      "--use-service-account-credentials=true",
+    ]);
+    start("kube-scheduler", [
+      `--kubeconfig=${adminKubeconfig}`,
+      `--authentication-kubeconfig=${adminKubeconfig}`,
+      `--authorization-kubeconfig=${adminKubeconfig}`,
+      "--bind-address=127.0.0.1",
+      "--secure-port=0",
+      "--leader-elect=false",
+    ]);
+    await waitReady(admin, processes, options.readyTimeoutMs ?? 90_000);
+    await applyBootstrapRbac(admin);
+    return { server, pki, admin, adminKubeconfig, stop };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}

@@ -1,0 +1,118 @@
+/**
+ * What a kubelet does to join with a bootstrap token, done by the local cloud's node agent against
+ * the real control plane: TLS bootstrap (a CSR for `system:node:<name>` sent as the bootstrap
+ * token's user, approved and signed by kube-controller-manager), then registering its Node with
+ * that identity (so the Node authorizer and NodeRestriction judge the labels it asks for) and
+ * reporting it Ready. A token the API server refuses, or a label NodeRestriction refuses, fails here
+ * as it would fail a real kubelet.
+ */
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { type KubeIdentity, kube } from "./kubeClient";
+
+export interface KubeletJoin {
+  readonly server: string;
+  readonly caPem: string;
+  /** `<id>.<secret>` */
+  readonly bootstrapToken: string;
+  readonly nodeName: string;
+  readonly providerID: string;
+  readonly labels: Readonly<Record<string, string>>;
+  readonly taints: ReadonlyArray<{ key: string; value?: string; effect: string }>;
+  /** How long to wait for the CSR's certificate. Default 60 s. */
+  readonly certificateTimeoutMs?: number;
+}
+
+export class KubeletJoinError extends Error {
+  override readonly name = "KubeletJoinError";
+  constructor(
+    readonly stage: "csr" | "certificate" | "register" | "status",
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** A new key and a CSR for the node's client identity (PEM texts). */
+function nodeKeyAndCsr(nodeName: string): { keyPem: string; csrPem: string } {
+  const dir = mkdtempSync(join(tmpdir(), "nodefleet-kubelet-"));
+  try {
+    execFileSync("openssl", ["req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", "node.key", "-out", "node.csr", "-subj", `/O=system:nodes/CN=system:node:${nodeName}`], {
+      cwd: dir,
+      stdio: ["ignore", "ignore", "pipe"],
+    });
+    return { keyPem: readFileSync(join(dir, "node.key"), "utf8"), csrPem: readFileSync(join(dir, "node.csr"), "utf8") };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function requestCertificate(join_: KubeletJoin, csrPem: string): Promise<string> {
+  const bootstrap: KubeIdentity = { server: join_.server, caPem: join_.caPem, token: join_.bootstrapToken };
+  let name: string;
+  try {
+    const created = (await kube(bootstrap, "POST", "/apis/certificates.k8s.io/v1/certificatesigningrequests", {
+      apiVersion: "certificates.k8s.io/v1",
+      kind: "CertificateSigningRequest",
+      metadata: { generateName: "node-csr-" },
+      spec: { request: Buffer.from(csrPem).toString("base64"), signerName: "kubernetes.io/kube-apiserver-client-kubelet", usages: ["digital signature", "client auth"] },
+    })) as { metadata: { name: string } };
+    name = created.metadata.name;
+  } catch (error) {
+    throw new KubeletJoinError("csr", `the API server refused the bootstrap token's certificate request: ${(error as Error).message}`);
+  }
+  const deadline = Date.now() + (join_.certificateTimeoutMs ?? 60_000);
+  while (Date.now() < deadline) {
+    const csr = (await kube(bootstrap, "GET", `/apis/certificates.k8s.io/v1/certificatesigningrequests/${name}`)) as {
+      status?: { certificate?: string; conditions?: Array<{ type: string; message?: string }> };
+    };
+    const denied = csr.status?.conditions?.find((c) => c.type === "Denied" || c.type === "Failed");
+    if (denied) throw new KubeletJoinError("certificate", `certificate request ${name} ${denied.type.toLowerCase()}: ${denied.message ?? ""}`);
+    if (csr.status?.certificate) return Buffer.from(csr.status.certificate, "base64").toString("utf8");
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new KubeletJoinError("certificate", `certificate request ${name} was not approved and signed in time`);
+}
+
+/** Joins and returns the node's own identity (its client certificate). */
+export async function joinAsKubelet(request: KubeletJoin): Promise<KubeIdentity> {
+  const { keyPem, csrPem } = nodeKeyAndCsr(request.nodeName);
+  const certPem = await requestCertificate(request, csrPem);
+  const node: KubeIdentity = { server: request.server, caPem: request.caPem, certPem, keyPem };
+  try {
+    await kube(node, "POST", "/api/v1/nodes", {
+      apiVersion: "v1",
+      kind: "Node",
+      metadata: { name: request.nodeName, labels: { "kubernetes.io/hostname": request.nodeName, "kubernetes.io/os": "linux", ...request.labels } },
+      spec: { providerID: request.providerID, taints: request.taints.map((t) => ({ key: t.key, ...(t.value !== undefined ? { value: t.value } : {}), effect: t.effect })) },
+    });
+  } catch (error) {
+    throw new KubeletJoinError("register", `registering Node ${request.nodeName} was refused: ${(error as Error).message}`);
+  }
+  await reportReady(node, request.nodeName);
+  return node;
+}
+
+/** The kubelet's status heartbeat: Ready, with the node's capacity. */
+export async function reportReady(node: KubeIdentity, nodeName: string): Promise<void> {
+  const now = new Date().toISOString();
+  try {
+    await kube(
+      node,
+      "PATCH",
+      `/api/v1/nodes/${nodeName}/status`,
+      {
+        status: {
+          conditions: [{ type: "Ready", status: "True", reason: "KubeletReady", message: "nodefleet local node agent", lastHeartbeatTime: now, lastTransitionTime: now }],
+          capacity: { cpu: "2", memory: "4Gi", pods: "110" },
+          allocatable: { cpu: "2", memory: "4Gi", pods: "110" },
+        },
+      },
+      "application/strategic-merge-patch+json",
+    );
+  } catch (error) {
+    throw new KubeletJoinError("status", `reporting Node ${nodeName} Ready failed: ${(error as Error).message}`);
+  }
+}

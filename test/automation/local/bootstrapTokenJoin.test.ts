@@ -10,6 +10,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parse } from "yaml";
 import { decodeK0sJoinToken } from "../../../components/bootstrap/k0sJoinToken";
+import { renderK0sWorkerCloudConfig } from "../../../components/bootstrap/k0sWorkerCloudConfig";
+import { kubeletSchema } from "../../../components/fleet/fleetSpec";
+import { readK0sWorkerUserData } from "../../../automation/local/workerUserDataReader";
 import { AutomationEngine } from "../../../automation/engine/automationEngine";
 import type { StackDefinition } from "../../../automation/engine/stackEngine";
 import { type ControlPlane, startControlPlane } from "../../../automation/local/controlPlane";
@@ -67,6 +70,24 @@ describe("bootstrap tokens on the real engine and a real control plane", functio
     await joinAsKubelet(request("local-a1", token));
     const node = (await kube(plane.admin, "GET", "/api/v1/nodes/local-a1")) as { spec: { providerID: string } };
     assert.equal(node.spec.providerID, "cnap:///local/local-a1");
+
+    // The second node joins from the user data nodefleet renders, read as cloud-init and the join script would.
+    const userData = renderK0sWorkerCloudConfig({
+      k0sVersion: "v1.33.4+k0s.0",
+      joinToken: String(first.outputs["joinToken-local-a2"]),
+      hostname: "local-a2",
+      providerID: "cnap:///local/k0123456789ab",
+      labels: { "node.kubernetes.io/pool": "burst", "karpenter.sh/nodepool": "default" },
+      taints: [{ key: "workload", value: "batch", effect: "NoSchedule" }, { key: "karpenter.sh/unregistered", effect: "NoExecute" }],
+      kubelet: kubeletSchema.parse({}),
+    });
+    const intent = readK0sWorkerUserData(userData);
+    await joinAsKubelet({ ...intent, nodeName: intent.hostname });
+    const fromUserData = (await kube(plane.admin, "GET", "/api/v1/nodes/local-a2")) as { metadata: { labels: Record<string, string> }; spec: { providerID: string; taints: Array<{ key: string; value?: string; effect: string }> } };
+    assert.equal(fromUserData.spec.providerID, "cnap:///local/k0123456789ab");
+    assert.equal(fromUserData.metadata.labels["karpenter.sh/nodepool"], "default");
+    assert.ok(fromUserData.spec.taints.some((t) => t.key === "workload" && t.value === "batch" && t.effect === "NoSchedule"));
+    assert.ok(fromUserData.spec.taints.some((t) => t.key === "karpenter.sh/unregistered" && t.effect === "NoExecute"));
 
     const second = await engine.up(stack(["local-a1", "local-a2"]));
     assert.ok(second.steps.every((s) => s.op === "same"), JSON.stringify(second.summary));

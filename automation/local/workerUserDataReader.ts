@@ -1,0 +1,99 @@
+/**
+ * What the node agent reads from a server's user data, as cloud-init and the join script would use
+ * it on a real machine: the hostname, the k0s join token written to the token file (a gzipped,
+ * base64 kubeconfig), and the `k0s install worker` flags (labels, taints, the kubelet's
+ * --provider-id). Anything a real join would trip on is an error saying what.
+ */
+import { parse as parseShell } from "shell-quote";
+import { parse as parseYaml } from "yaml";
+import { K0S_BOOTSTRAP_SCRIPT_PATH, K0S_TOKEN_FILE } from "../../components/bootstrap/k0sWorkerCloudConfig";
+import { decodeK0sJoinToken } from "../../components/bootstrap/k0sJoinToken";
+
+export interface WorkerJoinIntent {
+  readonly hostname: string;
+  readonly server: string;
+  readonly caPem: string;
+  readonly bootstrapToken: string;
+  readonly providerID: string;
+  readonly labels: Record<string, string>;
+  readonly taints: Array<{ key: string; value?: string; effect: string }>;
+}
+
+export class UserDataError extends Error {
+  override readonly name = "UserDataError";
+}
+
+interface CloudConfig {
+  hostname?: string;
+  write_files?: Array<{ path?: string; content?: string }>;
+}
+
+/** The words of the `install_args=( ... )` array in the join script. */
+function installArgs(script: string): string[] {
+  const block = /install_args=\(\n([\s\S]*?)\n\s*\)/.exec(script)?.[1];
+  if (!block) throw new UserDataError("the join script has no k0s install arguments");
+  return parseShell(block.replace(/\\\n/g, " ")).map((word) => (typeof word === "string" ? word : ""));
+}
+
+function flag(args: string[], name: string): string | undefined {
+  const index = args.indexOf(name);
+  if (index >= 0) return args[index + 1];
+  return args.find((a) => a.startsWith(`${name}=`))?.slice(name.length + 1);
+}
+
+function parseLabels(text: string | undefined): Record<string, string> {
+  if (!text) return {};
+  return Object.fromEntries(
+    text.split(",").map((pair) => {
+      const eq = pair.indexOf("=");
+      if (eq <= 0) throw new UserDataError(`malformed --labels entry ${JSON.stringify(pair)}`);
+      return [pair.slice(0, eq), pair.slice(eq + 1)];
+    }),
+  );
+}
+
+function parseTaints(text: string | undefined): WorkerJoinIntent["taints"] {
+  if (!text) return [];
+  return text.split(",").map((entry) => {
+    const match = /^([^=:]+)(?:=([^:]*))?:(NoSchedule|PreferNoSchedule|NoExecute)$/.exec(entry);
+    if (!match) throw new UserDataError(`malformed --taints entry ${JSON.stringify(entry)}`);
+    return { key: match[1]!, ...(match[2] !== undefined ? { value: match[2] } : {}), effect: match[3]! };
+  });
+}
+
+export function readK0sWorkerUserData(userData: string): WorkerJoinIntent {
+  if (!userData.startsWith("#cloud-config")) throw new UserDataError("the user data is not a #cloud-config document");
+  const config = parseYaml(userData) as CloudConfig | null;
+  const file = (path: string) => config?.write_files?.find((f) => f.path === path)?.content;
+  const token = file(K0S_TOKEN_FILE);
+  const script = file(K0S_BOOTSTRAP_SCRIPT_PATH);
+  if (!config?.hostname) throw new UserDataError("the user data sets no hostname");
+  if (!token) throw new UserDataError(`the user data writes no ${K0S_TOKEN_FILE}`);
+  if (!script) throw new UserDataError(`the user data writes no ${K0S_BOOTSTRAP_SCRIPT_PATH}`);
+
+  let kubeconfig: { clusters?: Array<{ cluster: Record<string, string> }>; users?: Array<{ name: string; user: { token?: string } }> };
+  try {
+    kubeconfig = parseYaml(decodeK0sJoinToken(token.trim()));
+  } catch (error) {
+    throw new UserDataError(`the join token does not decode: ${(error as Error).message}`);
+  }
+  const cluster = kubeconfig.clusters?.[0]?.cluster;
+  const user = kubeconfig.users?.[0];
+  if (!cluster?.server || !cluster["certificate-authority-data"]) throw new UserDataError("the join token's kubeconfig has no server or CA");
+  if (user?.name !== "kubelet-bootstrap" || !user.user.token) throw new UserDataError("the join token's user is not kubelet-bootstrap with a token (k0s refuses it)");
+
+  const args = installArgs(script);
+  if (args[0] !== "worker") throw new UserDataError("the join script does not install a k0s worker");
+  const extra = parseShell(flag(args, "--kubelet-extra-args") ?? "").map(String);
+  const providerID = flag(extra, "--provider-id");
+  if (!providerID) throw new UserDataError("the kubelet gets no --provider-id");
+  return {
+    hostname: flag(extra, "--hostname-override") ?? config.hostname,
+    server: cluster.server,
+    caPem: Buffer.from(cluster["certificate-authority-data"], "base64").toString("utf8"),
+    bootstrapToken: user.user.token,
+    providerID,
+    labels: parseLabels(flag(args, "--labels")),
+    taints: parseTaints(flag(args, "--taints")),
+  };
+}

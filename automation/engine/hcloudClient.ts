@@ -66,7 +66,8 @@ export class HcloudClient {
 
   /** From HCLOUD_TOKEN, or undefined when no token is configured. */
   static fromEnv(env: NodeJS.ProcessEnv = process.env, onRequest?: HcloudClientOptions["onRequest"]): HcloudClient | undefined {
-    return env.HCLOUD_TOKEN ? new HcloudClient({ token: env.HCLOUD_TOKEN, onRequest }) : undefined;
+    // HCLOUD_ENDPOINT is the hcloud provider's own setting: the service talks to the same API it does.
+    return env.HCLOUD_TOKEN ? new HcloudClient({ token: env.HCLOUD_TOKEN, onRequest, ...(env.HCLOUD_ENDPOINT ? { baseUrl: env.HCLOUD_ENDPOINT } : {}) }) : undefined;
   }
 
   get requestCount(): number {

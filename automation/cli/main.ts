@@ -6,6 +6,7 @@ import { Command, CommanderError } from "commander";
 import { FleetSpecError } from "../../components/fleet/fleetSpec";
 import { registerPreviewCommand } from "./previewCommand";
 import { registerRenderCommand } from "./renderCommand";
+import { registerLocalCommand } from "./localCommand";
 import { registerNodesCommand } from "./nodesCommand";
 import { registerServeCommand } from "./serveCommand";
 
@@ -18,6 +19,7 @@ function buildProgram(): Command {
   registerPreviewCommand(program);
   registerServeCommand(program);
   registerNodesCommand(program);
+  registerLocalCommand(program);
   return program;
 }
 

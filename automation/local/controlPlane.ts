@@ -96,13 +96,26 @@ async function applyBootstrapRbac(admin: KubeIdentity): Promise<void> {
   }
 }
 
+/** Ports persisted in `<dir>/ports.json`, so join tokens and kubeconfigs stay valid across restarts. */
+async function stablePorts(dir: string): Promise<{ etcdClient: number; etcdPeer: number; api: number }> {
+  const file = join(dir, "ports.json");
+  try {
+    return JSON.parse(readFileSync(file, "utf8")) as { etcdClient: number; etcdPeer: number; api: number };
+  } catch {
+    const [etcdClient, etcdPeer, api] = await Promise.all([freePort(), freePort(), freePort()]);
+    const ports = { etcdClient: etcdClient!, etcdPeer: etcdPeer!, api: api! };
+    writeFileSync(file, JSON.stringify(ports));
+    return ports;
+  }
+}
+
 export async function startControlPlane(options: { dir: string; env?: NodeJS.ProcessEnv; readyTimeoutMs?: number }): Promise<ControlPlane> {
   const env = options.env ?? process.env;
   const bin = binaries(env);
   const dir = options.dir;
   mkdirSync(join(dir, "logs"), { recursive: true, mode: 0o700 });
   const pki = ensurePki(join(dir, "pki"));
-  const [etcdClient, etcdPeer, apiPort] = await Promise.all([freePort(), freePort(), freePort()]);
+  const { etcdClient, etcdPeer, api: apiPort } = await stablePorts(dir);
   const server = `https://127.0.0.1:${apiPort}`;
   const adminKubeconfig = join(dir, "admin.kubeconfig");
   writeFileSync(adminKubeconfig, kubeconfigYaml(server, pki, { cert: pki.adminCert, key: pki.adminKey }), { mode: 0o600 });

@@ -1,0 +1,52 @@
+/**
+ * `nodefleet local up|env`: the local cloud in the foreground (until SIGINT/SIGTERM), and the
+ * environment that uses it, as shell `export` lines or one JSON document with `--json`.
+ */
+import { readFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { type Command, InvalidArgumentError } from "commander";
+import pino from "pino";
+import { shellExport, startLocalCloud } from "../local/localCloud";
+
+function parsePort(value: string): number {
+  const port = Number(value);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new InvalidArgumentError("port must be a whole number from 0 to 65535");
+  return port;
+}
+
+export function registerLocalCommand(program: Command): void {
+  const local = program.command("local").description("a fake Hetzner Cloud, a real Kubernetes control plane and a node agent on 127.0.0.1");
+  local
+    .command("up")
+    .description("start the local cloud in the foreground and print the environment that uses it")
+    .option("--data-dir <dir>", "where the local cloud keeps its state (under <dir>/local)", "./.nodefleet")
+    .option("--hcloud-port <n>", "port of the fake Hetzner API", parsePort, 8081)
+    .option("--json", "print the environment as one JSON document {\"env\": {...}}")
+    .action(async (opts: { dataDir: string; hcloudPort: number; json?: boolean }) => {
+      const logger = pino({ name: "nodefleet-local", level: process.env.NODEFLEET_LOG_LEVEL ?? "info" }, pino.destination(2));
+      process.stderr.write("nodefleet local: starting the fake Hetzner API, the control plane and the node agent...\n");
+      const cloud = await startLocalCloud({ dataDir: opts.dataDir, hcloudPort: opts.hcloudPort, logger });
+      process.stdout.write(opts.json ? `${JSON.stringify({ env: cloud.env })}\n` : `${shellExport(cloud.env)}\n`);
+      process.stderr.write(`nodefleet local: ready; the environment is also in ${join(resolve(opts.dataDir), "local", "env")} (source it). Ctrl-C stops.\n`);
+      await new Promise<void>((done) => {
+        const stop = () => void cloud.stop().then(done, done);
+        process.once("SIGINT", stop);
+        process.once("SIGTERM", stop);
+      });
+    });
+  local
+    .command("env")
+    .description("print the environment of the local cloud last started in this data directory")
+    .option("--data-dir <dir>", "the local cloud's data directory", "./.nodefleet")
+    .option("--json", "print one JSON document {\"env\": {...}}")
+    .action((opts: { dataDir: string; json?: boolean }) => {
+      const file = join(resolve(opts.dataDir), "local", "env.json");
+      let env: Record<string, string>;
+      try {
+        env = (JSON.parse(readFileSync(file, "utf8")) as { env: Record<string, string> }).env;
+      } catch {
+        throw new Error(`${file} does not exist: start the local cloud with \`nodefleet local up\` first`);
+      }
+      process.stdout.write(opts.json ? `${JSON.stringify({ env })}\n` : `${shellExport(env)}\n`);
+    });
+}

@@ -1,0 +1,107 @@
+/**
+ * `nodefleet local up`: the kwok of nodefleet. A fake Hetzner Cloud API, a real control plane from
+ * the toolchain and the node agent, all on 127.0.0.1 and kept in `<dataDir>/local/` (a restart
+ * keeps the fake cloud's servers and the cluster), plus the environment that points Pulumi, the
+ * hcloud provider, kubectl and the scaling API at them.
+ */
+import { randomBytes } from "node:crypto";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { acquireDataDirLock } from "../store/dataDirLock";
+import { toolchainBinDir } from "../engine/toolchain";
+import { type ControlPlane, startControlPlane } from "./controlPlane";
+import { type FakeHcloud, buildFakeHcloud } from "./fakeHcloud/fakeHcloudApi";
+import { NodeAgent, type NodeAgentLogger } from "./nodeAgent";
+
+export interface LocalCloudOptions {
+  readonly dataDir: string;
+  /** Port of the fake Hetzner API. Default 8081; 0 picks a free one. */
+  readonly hcloudPort?: number;
+  /** Node agent pass interval. Default 2 s. */
+  readonly agentIntervalMs?: number;
+  readonly env?: NodeJS.ProcessEnv;
+  readonly logger: NodeAgentLogger;
+}
+
+export interface LocalCloud {
+  readonly plane: ControlPlane;
+  readonly hcloud: FakeHcloud;
+  readonly agent: NodeAgent;
+  /** The environment to use the local cloud with. */
+  readonly env: Record<string, string>;
+  stop(): Promise<void>;
+}
+
+export class LocalCloudError extends Error {
+  override readonly name = "LocalCloudError";
+}
+
+/** A value generated once and kept 0600 in the data directory (the fake API token, the passphrase). */
+function persistentSecret(file: string, make: () => string): string {
+  if (!existsSync(file)) writeFileSync(file, `${make()}\n`, { mode: 0o600, flag: "wx" });
+  return readFileSync(file, "utf8").trim();
+}
+
+export function shellExport(env: Record<string, string>): string {
+  return Object.entries(env)
+    .map(([k, v]) => `export ${k}='${v.replace(/'/g, "'\\''")}'`)
+    .join("\n");
+}
+
+export async function startLocalCloud(options: LocalCloudOptions): Promise<LocalCloud> {
+  const env = options.env ?? process.env;
+  const dir = join(resolve(options.dataDir), "local");
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  // One local cloud per data directory; refused before anything is started.
+  const lock = acquireDataDirLock(dir);
+  let plane: ControlPlane | undefined;
+  let hcloud: FakeHcloud | undefined;
+  try {
+    const token = persistentSecret(join(dir, "hcloud-token"), () => randomBytes(32).toString("hex"));
+    const passphraseFile = join(dir, "pulumi-passphrase");
+    persistentSecret(passphraseFile, () => randomBytes(24).toString("base64url"));
+    hcloud = buildFakeHcloud({ token, stateFile: join(dir, "hcloud-state.json"), outOfStock: (env.NODEFLEET_SIM_OUT_OF_STOCK ?? "").split(",").filter(Boolean) });
+    const port = options.hcloudPort ?? 8081;
+    let address: string;
+    try {
+      address = await hcloud.app.listen({ port, host: "127.0.0.1" });
+    } catch (error) {
+      throw new LocalCloudError(`the fake Hetzner API cannot listen on 127.0.0.1:${port}: ${(error as Error).message}`);
+    }
+    plane = await startControlPlane({ dir: join(dir, "control-plane"), env });
+    const fake = hcloud;
+    const agent = new NodeAgent(() => fake.state.servers, options.logger, options.agentIntervalMs ?? 2000);
+    agent.start();
+    const localEnv: Record<string, string> = {
+      HCLOUD_ENDPOINT: `${address}`,
+      HCLOUD_TOKEN: token,
+      KUBECONFIG: plane.adminKubeconfig,
+      PATH: `${toolchainBinDir(env)}:${env.PATH ?? ""}`,
+      PULUMI_BACKEND_URL: `file://${join(dir, "pulumi-state")}`,
+      PULUMI_CONFIG_PASSPHRASE_FILE: passphraseFile,
+      PULUMI_SKIP_UPDATE_CHECK: "true",
+      PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION: "true",
+    };
+    mkdirSync(join(dir, "pulumi-state"), { recursive: true, mode: 0o700 });
+    writeFileSync(join(dir, "env"), `${shellExport(localEnv)}\n`, { mode: 0o600 });
+    writeFileSync(join(dir, "env.json"), `${JSON.stringify({ env: localEnv }, null, 2)}\n`, { mode: 0o600 });
+    const startedPlane = plane;
+    return {
+      plane: startedPlane,
+      hcloud: fake,
+      agent,
+      env: localEnv,
+      stop: async () => {
+        agent.stop();
+        await fake.app.close();
+        await startedPlane.stop();
+        lock.release();
+      },
+    };
+  } catch (error) {
+    await hcloud?.app.close();
+    await plane?.stop();
+    lock.release();
+    throw error;
+  }
+}

@@ -1,0 +1,87 @@
+/**
+ * The local cloud's machines: for every running fake server, the node agent does what cloud-init
+ * and the kubelet would do with its user data (read the join token and kubelet flags, TLS-bootstrap,
+ * register the Node) and then keeps the Node Ready with status heartbeats. A server deleted from the
+ * fake API stops its heartbeats; the Node object is left to whoever removes it in reality
+ * (nodefleet's Node removal). A user data that could not join in reality yields no Node and one log
+ * line saying why.
+ */
+import type { KubeIdentity } from "./kubeClient";
+import { joinAsKubelet, reportReady } from "./kubeletBootstrap";
+import { readK0sWorkerUserData } from "./workerUserDataReader";
+import type { FakeServer } from "./fakeHcloud/fakeHcloudState";
+
+export interface NodeAgentLogger {
+  info(record: object, message: string): void;
+  warn(record: object, message: string): void;
+}
+
+type Machine = { readonly state: "joining" } | { readonly state: "joined"; readonly nodeName: string; readonly identity: KubeIdentity } | { readonly state: "refused"; readonly reason: string };
+
+export class NodeAgent {
+  private readonly machines = new Map<number, Machine>();
+  private timer?: NodeJS.Timeout;
+  private ticking = false;
+
+  constructor(
+    private readonly servers: () => readonly FakeServer[],
+    private readonly logger: NodeAgentLogger,
+    private readonly intervalMs = 2000,
+  ) {}
+
+  /** The machine behind a server id (for tests and `local` status output). */
+  machine(serverId: number): Machine | undefined {
+    return this.machines.get(serverId);
+  }
+
+  start(): void {
+    this.timer = setInterval(() => void this.tick(), this.intervalMs);
+    void this.tick();
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+  }
+
+  /** One pass: join new running servers, heartbeat joined ones, forget deleted ones. */
+  async tick(): Promise<void> {
+    if (this.ticking) return;
+    this.ticking = true;
+    try {
+      const current = new Map(this.servers().map((s) => [s.id, s]));
+      for (const [id, machine] of this.machines) {
+        if (!current.has(id)) {
+          this.machines.delete(id);
+          if (machine.state === "joined") this.logger.info({ serverId: id, node: machine.nodeName }, "server deleted: its kubelet stops");
+        }
+      }
+      await Promise.all(
+        [...current.values()].map(async (server) => {
+          const machine = this.machines.get(server.id);
+          if (server.status !== "running" || machine?.state === "joining" || machine?.state === "refused") return;
+          if (machine?.state === "joined") {
+            await reportReady(machine.identity, machine.nodeName).catch((error: Error) => this.logger.warn({ serverId: server.id, err: error.message }, "heartbeat failed"));
+            return;
+          }
+          await this.join(server);
+        }),
+      );
+    } finally {
+      this.ticking = false;
+    }
+  }
+
+  private async join(server: FakeServer): Promise<void> {
+    this.machines.set(server.id, { state: "joining" });
+    try {
+      const intent = readK0sWorkerUserData(server.userData);
+      const identity = await joinAsKubelet({ ...intent, nodeName: intent.hostname });
+      this.machines.set(server.id, { state: "joined", nodeName: intent.hostname, identity });
+      this.logger.info({ serverId: server.id, server: server.name, node: intent.hostname, providerID: intent.providerID }, "node joined");
+    } catch (error) {
+      const reason = (error as Error).message;
+      this.machines.set(server.id, { state: "refused", reason });
+      this.logger.warn({ serverId: server.id, server: server.name, reason }, "the server's user data cannot join the cluster");
+    }
+  }
+}

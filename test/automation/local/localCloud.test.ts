@@ -1,0 +1,130 @@
+/**
+ * `nodefleet local up`'s parts together: a server created in the fake Hetzner API with the user
+ * data nodefleet renders becomes a Ready Node of the real control plane through the node agent; a
+ * user data that could not join in reality (expired token, refused label) never becomes a Node and
+ * says why; the environment files are written; a second local cloud on the same data directory is
+ * refused; a restart keeps the servers and the cluster.
+ */
+import assert from "node:assert/strict";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { encodeK0sJoinToken } from "../../../components/bootstrap/k0sJoinToken";
+import { renderK0sWorkerCloudConfig } from "../../../components/bootstrap/k0sWorkerCloudConfig";
+import { kubeletSchema } from "../../../components/fleet/fleetSpec";
+import { kube } from "../../../automation/local/kubeClient";
+import { type LocalCloud, startLocalCloud } from "../../../automation/local/localCloud";
+import { DataDirLockedError } from "../../../automation/store/dataDirLock";
+import { missingTools, skipUnlessAvailable } from "../../support/toolchainRequirement";
+
+const quiet = { info() {}, warn() {} };
+
+async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe().catch(() => undefined);
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+describe("local cloud: fake Hetzner API, real control plane, node agent", function () {
+  this.timeout(240_000);
+  let dir: string;
+  let cloud: LocalCloud;
+  const warnings: string[] = [];
+
+  before(async function () {
+    skipUnlessAvailable(this, missingTools("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"));
+    dir = mkdtempSync(join(tmpdir(), "nodefleet-local-cloud-"));
+    cloud = await startLocalCloud({ dataDir: dir, hcloudPort: 0, agentIntervalMs: 200, logger: { info() {}, warn: (record) => warnings.push(JSON.stringify(record)) } });
+  });
+
+  after(async function () {
+    await cloud?.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  async function token(id: string, expiresInMs: number): Promise<string> {
+    const expiration = new Date(Date.now() + expiresInMs).toISOString().replace(/\.\d{3}Z$/, "Z");
+    await kube(cloud.plane.admin, "POST", "/api/v1/namespaces/kube-system/secrets", {
+      apiVersion: "v1",
+      kind: "Secret",
+      type: "bootstrap.kubernetes.io/token",
+      metadata: { name: `bootstrap-token-${id}`, namespace: "kube-system" },
+      stringData: { "token-id": id, "token-secret": "0123456789abcdef", expiration, "usage-bootstrap-authentication": "true" },
+    });
+    return `${id}.0123456789abcdef`;
+  }
+
+  async function createServer(name: string, bootstrapToken: string, edit: (userData: string) => string = (u) => u): Promise<number> {
+    const userData = edit(renderK0sWorkerCloudConfig({
+      k0sVersion: "v1.33.4+k0s.0",
+      joinToken: encodeK0sJoinToken({ apiServer: cloud.plane.server, caCertificate: cloud.plane.admin.caPem, token: bootstrapToken }),
+      hostname: name,
+      providerID: `cnap:///local/${name}`,
+      labels: { "node.kubernetes.io/pool": "general" },
+      taints: [{ key: "workload", value: "batch", effect: "NoSchedule" }],
+      kubelet: kubeletSchema.parse({}),
+    }));
+    const response = await fetch(`${cloud.env.HCLOUD_ENDPOINT}/servers`, {
+      method: "POST",
+      headers: { Authorization: `Bearer ${cloud.env.HCLOUD_TOKEN}`, "Content-Type": "application/json" },
+      body: JSON.stringify({ name, server_type: "cx22", image: "ubuntu-24.04", location: "hel1", user_data: userData, labels: { "nodefleet.io/cluster": "local" } }),
+    });
+    assert.equal(response.status, 201);
+    return ((await response.json()) as { server: { id: number } }).server.id;
+  }
+
+  it("writes the environment to use it, and refuses a second local cloud on the same data directory", async function () {
+    const written = JSON.parse(readFileSync(join(dir, "local", "env.json"), "utf8")) as { env: Record<string, string> };
+    assert.deepEqual(written.env, cloud.env);
+    assert.match(readFileSync(join(dir, "local", "env"), "utf8"), /^export HCLOUD_ENDPOINT='http:\/\/127\.0\.0\.1:\d+'$/m);
+    assert.equal(cloud.env.HCLOUD_TOKEN!.length, 64, "the hcloud provider requires a 64-character token");
+    assert.ok(existsSync(cloud.env.KUBECONFIG!));
+    await assert.rejects(startLocalCloud({ dataDir: dir, hcloudPort: 0, logger: quiet }), DataDirLockedError);
+  });
+
+  it("turns a server with nodefleet's user data into a Ready Node, and stops its kubelet when the server is deleted", async function () {
+    const serverId = await createServer("local-w1", await token("aaaaaa", 3600_000));
+    const node = await until("Node local-w1 Ready", async () => {
+      const n = (await kube(cloud.plane.admin, "GET", "/api/v1/nodes/local-w1")) as { spec: { providerID: string; taints?: Array<{ key: string }> }; metadata: { labels: Record<string, string> }; status: { conditions?: Array<{ type: string; status: string }> } };
+      return n.status.conditions?.some((c) => c.type === "Ready" && c.status === "True") ? n : undefined;
+    });
+    assert.equal(node.spec.providerID, "cnap:///local/local-w1");
+    assert.equal(node.metadata.labels["node.kubernetes.io/pool"], "general");
+    assert.ok(node.spec.taints?.some((t) => t.key === "workload"));
+    assert.equal(cloud.agent.machine(serverId)?.state, "joined");
+
+    const deleted = await fetch(`${cloud.env.HCLOUD_ENDPOINT}/servers/${serverId}`, { method: "DELETE", headers: { Authorization: `Bearer ${cloud.env.HCLOUD_TOKEN}` } });
+    assert.equal(deleted.status, 200);
+    await until("the agent to forget the server", async () => (cloud.agent.machine(serverId) === undefined ? true : undefined));
+    // The agent deletes nothing by itself: the Node object stays for nodefleet's Node removal.
+    await kube(cloud.plane.admin, "GET", "/api/v1/nodes/local-w1");
+  });
+
+  it("never makes a Node of user data that could not join in reality, and says why", async function () {
+    const expired = await createServer("local-w2", await token("bbbbbb", -60_000));
+    // nodefleet's renderer never passes a label the kubelet may not set; a hand-edited user data can.
+    const refusedLabel = await createServer("local-w3", await token("cccccc", 3600_000), (u) => u.replace("--labels 'node.kubernetes.io/pool=general", "--labels 'node-role.kubernetes.io/worker=,node.kubernetes.io/pool=general"));
+    for (const id of [expired, refusedLabel]) {
+      await until(`server ${id} refused`, async () => (cloud.agent.machine(id)?.state === "refused" ? true : undefined)).catch(async (error: Error) => {
+        const csrs = (await kube(cloud.plane.admin, "GET", "/apis/certificates.k8s.io/v1/certificatesigningrequests")) as { items: Array<{ spec: { username: string }; status: unknown }> };
+        throw new Error(`${error.message}: machine ${JSON.stringify(cloud.agent.machine(id))}; CSRs ${JSON.stringify(csrs.items.map((c) => [c.spec.username, c.status]))}`);
+      });
+    }
+    assert.match((cloud.agent.machine(expired) as { reason: string }).reason, /refused the bootstrap token/);
+    assert.match((cloud.agent.machine(refusedLabel) as { reason: string }).reason, /registering Node local-w3 was refused/);
+    for (const name of ["local-w2", "local-w3"]) await assert.rejects(kube(cloud.plane.admin, "GET", `/api/v1/nodes/${name}`), /HTTP 404/);
+    assert.ok(warnings.some((w) => w.includes("local-w2")), "the agent logged why");
+  });
+
+  it("keeps the fake cloud's servers and the cluster across a restart", async function () {
+    await cloud.stop();
+    cloud = await startLocalCloud({ dataDir: dir, hcloudPort: 0, agentIntervalMs: 200, logger: quiet });
+    const servers = (await (await fetch(`${cloud.env.HCLOUD_ENDPOINT}/servers`, { headers: { Authorization: `Bearer ${cloud.env.HCLOUD_TOKEN}` } })).json()) as { servers: Array<{ name: string }> };
+    assert.deepEqual(servers.servers.map((s) => s.name).sort(), ["local-w2", "local-w3"]);
+    await kube(cloud.plane.admin, "GET", "/api/v1/nodes/local-w1");
+  });
+});

@@ -61,6 +61,28 @@ function kubeconfigYaml(server: string, pki: ClusterPki, user: { cert: string; k
   });
 }
 
+/** Kills the processes a previous start recorded, if they still run the same binaries. */
+function killLeftovers(pidFile: string): void {
+  let recorded: Array<{ pid: number; binary: string }>;
+  try {
+    recorded = JSON.parse(readFileSync(pidFile, "utf8")) as Array<{ pid: number; binary: string }>;
+  } catch {
+    return;
+  }
+  const running = (pid: number, binary: string) => {
+    try {
+      return readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0")[0] === binary;
+    } catch {
+      return false;
+    }
+  };
+  const left = recorded.filter(({ pid, binary }) => running(pid, binary));
+  for (const { pid } of left) process.kill(pid, "SIGKILL");
+  // Their ports and etcd's lock are free once they are gone.
+  const deadline = Date.now() + 10_000;
+  while (left.some(({ pid, binary }) => running(pid, binary)) && Date.now() < deadline) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 100);
+}
+
 async function waitReady(admin: KubeIdentity, processes: ChildProcess[], timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let last = "";
@@ -120,11 +142,15 @@ export async function startControlPlane(options: { dir: string; env?: NodeJS.Pro
   const adminKubeconfig = join(dir, "admin.kubeconfig");
   writeFileSync(adminKubeconfig, kubeconfigYaml(server, pki, { cert: pki.adminCert, key: pki.adminKey }), { mode: 0o600 });
 
+  // A previous local cloud killed without stopping (SIGKILL, a crash) leaves its processes behind.
+  const pidFile = join(dir, "pids.json");
+  killLeftovers(pidFile);
   const processes: ChildProcess[] = [];
   const start = (name: (typeof BINARIES)[number], args: string[]) => {
     const log = openSync(join(dir, "logs", `${name}.log`), "a");
     const child = spawn(bin[name], args, { stdio: ["ignore", log, log], env: { PATH: env.PATH ?? "" } });
     processes.push(child);
+    writeFileSync(pidFile, JSON.stringify(processes.map((p) => ({ pid: p.pid, binary: p.spawnfile }))));
     return child;
   };
   const stop = async () => {

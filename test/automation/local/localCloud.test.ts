@@ -6,6 +6,7 @@
  * refused; a restart keeps the servers and the cluster.
  */
 import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -15,6 +16,7 @@ import { kubeletSchema } from "../../../components/fleet/fleetSpec";
 import { kube } from "../../../automation/local/kubeClient";
 import { type LocalCloud, startLocalCloud } from "../../../automation/local/localCloud";
 import { DataDirLockedError } from "../../../automation/store/dataDirLock";
+import { BIN } from "../../support/serveProcess";
 import { missingTools, skipUnlessAvailable } from "../../support/toolchainRequirement";
 
 const quiet = { info() {}, warn() {} };
@@ -125,6 +127,26 @@ describe("local cloud: fake Hetzner API, real control plane, node agent", functi
     cloud = await startLocalCloud({ dataDir: dir, hcloudPort: 0, agentIntervalMs: 200, logger: quiet });
     const servers = (await (await fetch(`${cloud.env.HCLOUD_ENDPOINT}/servers`, { headers: { Authorization: `Bearer ${cloud.env.HCLOUD_TOKEN}` } })).json()) as { servers: Array<{ name: string }> };
     assert.deepEqual(servers.servers.map((s) => s.name).sort(), ["local-w2", "local-w3"]);
+    await kube(cloud.plane.admin, "GET", "/api/v1/nodes/local-w1");
+  });
+
+  it("comes back after `nodefleet local up` was killed: the processes it left are stopped and the cluster is kept", async function () {
+    await cloud.stop();
+    const child = spawn(process.execPath, [BIN, "local", "up", "--data-dir", dir, "--hcloud-port", "0"], { stdio: ["ignore", "pipe", "pipe"] });
+    await new Promise<void>((ready, failed) => {
+      let stderr = "";
+      child.stderr.on("data", (chunk: Buffer) => {
+        stderr += chunk.toString();
+        if (stderr.includes("ready;")) ready();
+      });
+      child.once("exit", (code) => failed(new Error(`local up exited (${code}): ${stderr}`)));
+    });
+    const left = JSON.parse(readFileSync(join(dir, "local", "control-plane", "pids.json"), "utf8")) as Array<{ pid: number }>;
+    child.kill("SIGKILL");
+    await new Promise((r) => child.once("exit", r));
+    assert.ok(left.every(({ pid }) => existsSync(`/proc/${pid}`)), "the killed process left its control plane running");
+    cloud = await startLocalCloud({ dataDir: dir, hcloudPort: 0, agentIntervalMs: 200, logger: quiet });
+    assert.ok(left.every(({ pid }) => !existsSync(`/proc/${pid}`) || readFileSync(`/proc/${pid}/stat`, "utf8").includes(") Z ")), "the leftovers were stopped");
     await kube(cloud.plane.admin, "GET", "/api/v1/nodes/local-w1");
   });
 });

@@ -193,13 +193,17 @@ export async function startControlPlane(options: { dir: string; env?: NodeJS.Pro
       "--profiling=false",
     ]);
     const admin: KubeIdentity = { server, caPem: readFileSync(pki.caCert, "utf8"), certPem: readFileSync(pki.adminCert, "utf8"), keyPem: readFileSync(pki.adminKey, "utf8") };
-    start("kube-controller-manager", [
+    // Both controllers talk to the API server as admin and serve nothing themselves.
+    const controllerFlags = [
       `--kubeconfig=${adminKubeconfig}`,
       `--authentication-kubeconfig=${adminKubeconfig}`,
       `--authorization-kubeconfig=${adminKubeconfig}`,
       "--bind-address=127.0.0.1",
       "--secure-port=0",
       "--leader-elect=false",
+    ];
+    start("kube-controller-manager", [
+      ...controllerFlags,
       "--controllers=*,bootstrapsigner,tokencleaner",
       `--cluster-signing-cert-file=${pki.caCert}`,
       `--cluster-signing-key-file=${pki.caKey}`,
@@ -207,14 +211,7 @@ export async function startControlPlane(options: { dir: string; env?: NodeJS.Pro
       `--service-account-private-key-file=${pki.serviceAccountKey}`,
       "--use-service-account-credentials=true",
     ]);
-    start("kube-scheduler", [
-      `--kubeconfig=${adminKubeconfig}`,
-      `--authentication-kubeconfig=${adminKubeconfig}`,
-      `--authorization-kubeconfig=${adminKubeconfig}`,
-      "--bind-address=127.0.0.1",
-      "--secure-port=0",
-      "--leader-elect=false",
-    ]);
+    start("kube-scheduler", controllerFlags);
     await waitReady(admin, processes, options.readyTimeoutMs ?? 90_000);
     await applyBootstrapRbac(admin);
     return { server, pki, admin, adminKubeconfig, stop };

@@ -23,12 +23,11 @@ import {
 } from "../../../automation/api/apiTokenSources";
 import { TokenVerifier } from "../../../automation/api/apiTokens";
 import { AutomationEngine } from "../../../automation/engine/automationEngine";
-import { requirePulumiCommand } from "../../../automation/engine/pulumiCli";
-import { pulumiProcessEnv } from "../../../automation/engine/toolchain";
 import { missingTools, skipUnlessAvailable } from "../../support/toolchainRequirement";
 import { NodefleetApiError, NodefleetClient } from "../../../automation/client/nodefleetClient";
 import { gitStackProgram } from "../../../automation/gitStackProgram";
 import { tempDataDir } from "../../support/apiHarness";
+import { passphraseProject } from "../../support/passphraseProject";
 import { BIN, REPOSITORY_ROOT } from "../../support/serveProcess";
 
 const ENV_TOKEN = "env-token-0123456789abcdef";
@@ -243,22 +242,9 @@ describe("API token sources", () => {
   describe("through the automation engine", function () {
     it("decrypts a passphrase-encrypted nodefleet:apiTokens of a project stack", async function () {
       skipUnlessAvailable(this, missingTools("pulumi", "pulumi-language-nodejs"));
-      const project = tempDataDir("nodefleet-tokens-project-");
-      fs.mkdirSync(path.join(project, "stacks"));
-      fs.writeFileSync(path.join(project, "Pulumi.yaml"), "name: nodefleet\nruntime: nodejs\nstackConfigDir: stacks\n");
-      const env = { ...process.env, PULUMI_BACKEND_URL: `file://${path.join(project, "state")}`, PULUMI_CONFIG_PASSPHRASE: "test-passphrase" };
-      fs.mkdirSync(path.join(project, "state"));
-      const engine = await AutomationEngine.create({ dataDir: path.join(project, "data"), env });
-      const def = { stackName: "tokens", program: gitStackProgram({ allowMissingKubeconfig: true }), config: {}, projectDir: project };
-      await engine.readStackConfig(def); // creates the stack and its encryption salt
-      const { LocalWorkspace } = await import("@pulumi/pulumi/automation");
-      const workspace = await LocalWorkspace.create({
-        workDir: project,
-        pulumiCommand: await requirePulumiCommand(),
-        envVars: { ...pulumiProcessEnv(path.join(project, "data")), PULUMI_BACKEND_URL: env.PULUMI_BACKEND_URL, PULUMI_CONFIG_PASSPHRASE: "test-passphrase" },
-      });
-      await workspace.setConfig("tokens", `${API_TOKENS_KEY}[0]`, { value: CONFIG_TOKEN, secret: true }, true);
-      await workspace.setConfig("tokens", `${API_TOKENS_KEY}[1]`, { value: ROTATED_CONFIG_TOKEN, secret: true }, true);
+      const { project, engine, def, setConfig } = await passphraseProject(tempDataDir("nodefleet-tokens-project-"), "tokens");
+      await setConfig(`${API_TOKENS_KEY}[0]`, CONFIG_TOKEN, true);
+      await setConfig(`${API_TOKENS_KEY}[1]`, ROTATED_CONFIG_TOKEN, true);
       const rawConfig = readRawStackConfig(path.join(project, "stacks", "Pulumi.tokens.yaml"));
       assert.equal(declaredConfigTokens(rawConfig).secretCount, 2);
       assert.ok(!fs.readFileSync(path.join(project, "stacks", "Pulumi.tokens.yaml"), "utf8").includes(CONFIG_TOKEN));

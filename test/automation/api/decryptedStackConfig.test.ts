@@ -7,11 +7,8 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { withDecryptedSecrets } from "../../../automation/api/decryptedStackConfig";
 import { StackConfigSource } from "../../../automation/api/stackConfigSource";
-import { AutomationEngine } from "../../../automation/engine/automationEngine";
-import { requirePulumiCommand } from "../../../automation/engine/pulumiCli";
-import { pulumiProcessEnv } from "../../../automation/engine/toolchain";
-import { gitStackProgram } from "../../../automation/gitStackProgram";
 import { tempDataDir } from "../../support/apiHarness";
+import { passphraseProject } from "../../support/passphraseProject";
 import { stackFileConfig } from "../../support/fleetConfigFixture";
 import { missingTools, skipUnlessAvailable } from "../../support/toolchainRequirement";
 import { stringify } from "yaml";
@@ -36,24 +33,9 @@ describe("the git stack's secure values for the API stack", function () {
 
   it("decrypts a passphrase-encrypted nodefleet:cluster.kubeconfig of a project stack through the real CLI", async function () {
     skipUnlessAvailable(this, missingTools("pulumi", "pulumi-language-nodejs"));
-    const project = tempDataDir("nodefleet-decrypt-project-");
-    fs.mkdirSync(path.join(project, "stacks"));
-    fs.mkdirSync(path.join(project, "state"));
-    fs.writeFileSync(path.join(project, "Pulumi.yaml"), "name: nodefleet\nruntime: nodejs\nstackConfigDir: stacks\n");
-    fs.writeFileSync(path.join(project, "stacks", "Pulumi.fleet.yaml"), stringify({ config: stackFileConfig("example") }));
-    const backend = `file://${path.join(project, "state")}`;
-    const env = { ...process.env, PULUMI_BACKEND_URL: backend, PULUMI_CONFIG_PASSPHRASE: "test-passphrase" };
-    const engine = await AutomationEngine.create({ dataDir: path.join(project, "data"), env });
-    const def = { stackName: "fleet", program: gitStackProgram({ allowMissingKubeconfig: true }), config: {}, projectDir: project };
-    await engine.readStackConfig(def); // creates the stack and its encryption salt
-    const { LocalWorkspace } = await import("@pulumi/pulumi/automation");
-    const workspace = await LocalWorkspace.create({
-      workDir: project,
-      pulumiCommand: await requirePulumiCommand(),
-      envVars: { ...pulumiProcessEnv(path.join(project, "data")), PULUMI_BACKEND_URL: backend, PULUMI_CONFIG_PASSPHRASE: "test-passphrase" },
-    });
+    const { project, engine, def, setConfig } = await passphraseProject(tempDataDir("nodefleet-decrypt-project-"), "fleet", stringify({ config: stackFileConfig("example") }));
     const kubeconfig = "apiVersion: v1\nkind: Config\nusers: [{name: admin, user: {token: not-in-clear-0123456789}}]\n";
-    await workspace.setConfig("fleet", "nodefleet:cluster.kubeconfig", { value: kubeconfig, secret: true }, true);
+    await setConfig("nodefleet:cluster.kubeconfig", kubeconfig, true);
     assert.ok(!fs.readFileSync(path.join(project, "stacks", "Pulumi.fleet.yaml"), "utf8").includes("not-in-clear"));
 
     const offline = new StackConfigSource("fleet", project);

@@ -4,10 +4,12 @@
  * that progress over time, the API's error shape and codes (`uniqueness_error`,
  * `resource_unavailable` for sold-out types, `protected`, `not_found`, `rate_limit_exceeded` with
  * the RateLimit-* headers), and a request counter per endpoint. Checked against Hetzner's published
- * OpenAPI document by the tests. This part serves servers, actions and the catalog endpoints.
+ * OpenAPI document by the tests. Servers, actions and the catalog are here; networks, firewalls,
+ * placement groups and SSH keys in fakeHcloudCollections.ts.
  */
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import { HCLOUD_MAX_USER_DATA_BYTES } from "../../../components/fleet/hcloudLocations";
+import { registerCollections } from "./fakeHcloudCollections";
 import { LabelSelectorError, parseLabelSelector } from "./labelSelector";
 import { type FakeServer, FakeHcloudState, datacenterJson, imageJson, locationJson, locationNames, serverTypeJson, serverTypeNames } from "./fakeHcloudState";
 
@@ -80,6 +82,10 @@ export function buildFakeHcloud(options: FakeHcloudOptions): FakeHcloud {
   let remaining = limit;
   let windowStart = Date.now();
 
+  const placementGroupOf = (s: FakeServer) => {
+    const group = state.objects("placement_groups").find((g) => g.id === s.placementGroup);
+    return group ? { ...group, servers: state.servers.filter((x) => x.placementGroup === group.id).map((x) => x.id) } : null;
+  };
   const serverJson = (s: FakeServer) => ({
     id: s.id,
     name: s.name,
@@ -107,7 +113,7 @@ export function buildFakeHcloud(options: FakeHcloudOptions): FakeHcloud {
     volumes: [],
     load_balancers: [],
     primary_disk_size: Number(serverTypeJson(s.serverType)?.disk ?? 40),
-    placement_group: null,
+    placement_group: placementGroupOf(s),
   });
 
   const actionJson = (id: number) => {
@@ -203,6 +209,14 @@ export function buildFakeHcloud(options: FakeHcloudOptions): FakeHcloud {
   });
 
   app.get("/actions/:id", async (request) => ({ action: actionJson(Number((request.params as { id: string }).id)) }));
+
+  registerCollections(app, {
+    state,
+    error: (status, code, message, details) => new HcloudError(status, code, message, details),
+    page,
+    filtered,
+    action: (command, resources) => actionJson(state.addAction(command, resources, actionMs).id),
+  });
 
   return { app, requestCounts, state };
 }

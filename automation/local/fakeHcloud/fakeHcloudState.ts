@@ -36,10 +36,20 @@ export interface FakeAction {
   finishesAt: number;
 }
 
+/** A network, firewall, placement group or SSH key: its API fields, kept as the API returns them. */
+export interface FakeObject {
+  id: number;
+  name: string;
+  labels: Record<string, string>;
+  created: string;
+  [field: string]: unknown;
+}
+
 interface Persisted {
   nextId: number;
   servers: FakeServer[];
   actions: FakeAction[];
+  objects?: Record<string, FakeObject[]>;
 }
 
 const CITIES: Record<string, [string, string, number, number]> = {
@@ -82,6 +92,23 @@ export class FakeHcloudState {
 
   removeServer(id: number): void {
     this.state.servers = this.state.servers.filter((s) => s.id !== id);
+    this.save();
+  }
+
+  objects(kind: string): readonly FakeObject[] {
+    return this.state.objects?.[kind] ?? [];
+  }
+
+  /** Adds or replaces (by id) an object of `kind`. */
+  putObject(kind: string, object: FakeObject): void {
+    const objects = (this.state.objects ??= {});
+    objects[kind] = [...(objects[kind] ?? []).filter((o) => o.id !== object.id), object];
+    this.save();
+  }
+
+  removeObject(kind: string, id: number): void {
+    const objects = (this.state.objects ??= {});
+    objects[kind] = (objects[kind] ?? []).filter((o) => o.id !== id);
     this.save();
   }
 

@@ -69,7 +69,7 @@ describe("fake Hetzner Cloud API", function () {
         route: (request.routeOptions.url ?? request.url.split("?")[0]!).replace(/:(\w+)/g, "{$1}"),
         status: reply.statusCode,
         requestBody: request.body,
-        responseBody: typeof payload === "string" ? JSON.parse(payload) : payload,
+        responseBody: typeof payload === "string" && payload.length > 0 ? JSON.parse(payload) : undefined,
       });
       return payload;
     });
@@ -140,6 +140,38 @@ describe("fake Hetzner Cloud API", function () {
     assert.equal(ok.headers.get("ratelimit-limit"), "3600");
     assert.ok(Number(ok.headers.get("ratelimit-remaining")) < 3600);
     await assert.rejects(new HcloudClient({ token: "b".repeat(64), baseUrl }).listServers({}), (error: unknown) => error instanceof HcloudApiError && error.status === 401);
+  });
+
+  it("serves networks with subnets, firewalls, placement groups (10 servers per spread group) and SSH keys", async function () {
+    const network = await api("POST", "/networks", { name: "c3", ip_range: "10.0.0.0/16", labels: { "nodefleet.io/cluster": "c3" } });
+    assert.equal(network.status, 201);
+    const subnet = await api("POST", `/networks/${network.body.network.id}/actions/add_subnet`, { type: "cloud", network_zone: "eu-central", ip_range: "10.0.1.0/24" });
+    assert.equal(subnet.status, 201);
+    assert.deepEqual((await api("GET", `/networks/${network.body.network.id}`)).body.network.subnets.map((s: { ip_range: string }) => s.ip_range), ["10.0.1.0/24"]);
+    assert.equal((await api("GET", "/networks?label_selector=nodefleet.io/cluster%3Dc3")).body.networks.length, 1);
+    assert.equal((await api("POST", "/networks", { name: "c3", ip_range: "10.1.0.0/16" })).body.error.code, "uniqueness_error");
+
+    const firewall = await api("POST", "/firewalls", { name: "c3-nodes", labels: {}, rules: [{ direction: "in", protocol: "tcp", port: "10250", source_ips: ["203.0.113.10/32"] }] });
+    assert.equal(firewall.status, 201);
+    assert.equal(firewall.body.firewall.rules[0].port, "10250");
+
+    const group = await api("POST", "/placement_groups", { name: "c3-spread-0", type: "spread", labels: {} });
+    assert.equal(group.status, 201);
+    const groupId = group.body.placement_group.id as number;
+    for (let i = 0; i < 10; i++) {
+      const created = await api("POST", "/servers", { name: `c3-${i}`, server_type: "cx22", image: "ubuntu-24.04", location: "hel1", placement_group: groupId, networks: [network.body.network.id] });
+      assert.equal(created.status, 201);
+    }
+    const eleventh = await api("POST", "/servers", { name: "c3-10", server_type: "cx22", image: "ubuntu-24.04", location: "hel1", placement_group: groupId });
+    assert.equal(eleventh.status, 412);
+    assert.equal(eleventh.body.error.code, "placement_error");
+    assert.equal((await api("GET", `/placement_groups/${groupId}`)).body.placement_group.servers.length, 10);
+
+    const key = await api("POST", "/ssh_keys", { name: "ops", public_key: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIG1 ops@example" });
+    assert.equal(key.status, 201);
+    const removed = await fetch(`${baseUrl}/ssh_keys/${key.body.ssh_key.id}`, { method: "DELETE", headers: { Authorization: `Bearer ${TOKEN}` } });
+    assert.equal(removed.status, 204);
+    assert.equal((await api("GET", `/ssh_keys/${key.body.ssh_key.id}`)).status, 404);
   });
 
   it("keeps its servers across a restart", async function () {

@@ -24,9 +24,10 @@ import { openDatabase, type Db } from "../store/database";
 import { OperationLog } from "../store/operationLog";
 import { TokenVerifier, parseApiTokens, type TokenEntry } from "./apiTokens";
 import { ApiError } from "./apiError";
-import { authPlugin, rateLimitKey } from "./authPlugin";
+import { UNAUTHENTICATED_KEY_PREFIX, authPlugin, rateLimitKey } from "./authPlugin";
 import { ClusterService } from "./clusterService";
-import { frameworkErrorHandler, registerErrorHandling } from "./errorHandler";
+import { DEFAULT_HTTP_TIMEOUTS, fastifyTimeoutOptions, type HttpTimeouts } from "./httpTimeouts";
+import { clientErrorHandler, frameworkErrorHandler, registerErrorHandling } from "./errorHandler";
 import { clusterRoutes } from "./routes/clusterRoutes";
 import { nodeRoutes } from "./routes/nodeRoutes";
 import { probeRoutes, type Readiness } from "./routes/probeRoutes";
@@ -57,10 +58,14 @@ export interface BuildServerOptions {
   readonly availability?: OfferingAvailability;
   /** How long a sold-out create keeps its offering unavailable (default 30 min). */
   readonly unavailableForMs?: number;
+  /** Connection, header, request and keep-alive timeouts (defaults in httpTimeouts.ts). */
+  readonly httpTimeouts?: Partial<HttpTimeouts>;
   /** Largest request body in bytes (default 64 KiB). */
   readonly bodyLimit?: number;
   /** Requests per minute per token (default 6000: Karpenter repeats Delete every 5 s and polls Get per node); false disables. */
   readonly rateLimitPerMinute?: number | false;
+  /** Requests per minute per client address that fail authentication (default 60; applies even when rateLimitPerMinute is false). */
+  readonly unauthenticatedPerMinute?: number;
   readonly logger?: Logger | false;
   /** How long close() lets a run in progress finish before abandoning it (default 30 s). */
   readonly shutdownGraceMs?: number;
@@ -164,6 +169,8 @@ async function compose(options: BuildServerOptions, tokens: readonly TokenEntry[
     // Our own 503 in the error shape instead (see the onRequest hook below).
     return503OnClosing: false,
     frameworkErrors: frameworkErrorHandler,
+    clientErrorHandler,
+    ...fastifyTimeoutOptions({ ...DEFAULT_HTTP_TIMEOUTS, ...options.httpTimeouts }),
     forceCloseConnections: "idle",
   });
   let closing = false;
@@ -183,6 +190,7 @@ async function compose(options: BuildServerOptions, tokens: readonly TokenEntry[
     readiness,
     tokens: new TokenVerifier(tokens),
     rateLimitPerMinute: options.rateLimitPerMinute ?? 6000,
+    unauthenticatedPerMinute: options.unauthenticatedPerMinute ?? 60,
   });
 
   app.addHook("onReady", async () => {
@@ -216,6 +224,7 @@ export interface RouteDependencies {
   readonly readiness: () => Readiness;
   readonly tokens: TokenVerifier;
   readonly rateLimitPerMinute: number | false;
+  readonly unauthenticatedPerMinute: number;
 }
 
 /** Every route and HTTP concern; shared by buildServer and the OpenAPI generator. */
@@ -250,18 +259,23 @@ export async function registerRoutes(app: FastifyInstance, deps: RouteDependenci
   await app.register(probeRoutes, { readiness: deps.readiness });
   await app.register(
     async (api) => {
-      if (deps.rateLimitPerMinute !== false) {
-        await api.register(rateLimit, {
-          max: deps.rateLimitPerMinute,
-          timeWindow: 60_000,
-          keyGenerator: rateLimitKey,
-          errorResponseBuilder: (_request, context) => ({
-            statusCode: 429,
-            code: "RateLimited",
-            message: `rate limit of ${context.max} requests per minute exceeded; retry in ${Math.ceil(context.ttl / 1000)} s`,
-          }),
-        });
-      }
+      const perToken = deps.rateLimitPerMinute;
+      const keyOf = rateLimitKey(deps.tokens);
+      await api.register(rateLimit, {
+        // Not per route: route hooks run after the authentication hook, so failed authentications would never count.
+        global: false,
+        max: (_request, key) => (key.startsWith(UNAUTHENTICATED_KEY_PREFIX) ? deps.unauthenticatedPerMinute : perToken === false ? Number.MAX_SAFE_INTEGER : perToken),
+        timeWindow: 60_000,
+        keyGenerator: keyOf,
+        errorResponseBuilder: (request, context) => ({
+          statusCode: 429,
+          code: "RateLimited",
+          message: keyOf(request).startsWith(UNAUTHENTICATED_KEY_PREFIX)
+            ? `more than ${context.max} requests per minute without a valid token from this address; retry in ${Math.ceil(context.ttl / 1000)} s`
+            : `rate limit of ${context.max} requests per minute exceeded; retry in ${Math.ceil(context.ttl / 1000)} s`,
+        }),
+      });
+      api.addHook("onRequest", api.rateLimit());
       await api.register(authPlugin, { tokens: deps.tokens, servedClusters: new Set(deps.clusters.keys()) });
       await api.register(clusterRoutes, { clusters: deps.clusters });
       await api.register(nodeRoutes, { clusters: deps.clusters });

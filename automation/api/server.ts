@@ -33,6 +33,7 @@ import { nodeRoutes } from "./routes/nodeRoutes";
 import { probeRoutes, type Readiness } from "./routes/probeRoutes";
 import { ServiceMetrics } from "./serviceMetrics";
 import { openApiDocumentation } from "./openApiDocument";
+import { loggedRequest } from "./redactedUrl";
 
 export const API_PREFIX = "/api/v1";
 const PROBE_URLS = new Set(["/healthz", "/readyz", "/metrics"]);
@@ -165,6 +166,9 @@ async function compose(options: BuildServerOptions, tokens: readonly TokenEntry[
 
   const app: FastifyInstance = Fastify({
     ...(logger ? { loggerInstance: logger as FastifyBaseLogger } : { logger: false }),
+    // Request logs carry the URL: its query values (a token sent as ?token=) are redacted.
+    childLoggerFactory: (parent, bindings, childOptions) =>
+      parent.child(bindings, { ...childOptions, serializers: { ...childOptions.serializers, req: loggedRequest } }),
     bodyLimit: options.bodyLimit ?? 64 * 1024,
     // Our own 503 in the error shape instead (see the onRequest hook below).
     return503OnClosing: false,

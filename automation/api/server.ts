@@ -15,7 +15,7 @@ import type { FleetSpec } from "../../components/fleet/fleetSpec";
 import { CatalogSource } from "../catalog/catalogSource";
 import { OfferingAvailability } from "../catalog/offeringAvailability";
 import type { StackConfigValue, StackEngine } from "../engine/stackEngine";
-import { apiStackDefinition } from "../reconciler/apiStack";
+import { apiStackDefinition, apiStackName } from "../reconciler/apiStack";
 import type { BatchWindowConfig, RetryConfig } from "../reconciler/batchWindow";
 import { ClusterReconciler } from "../reconciler/clusterReconciler";
 import { ClaimStore } from "../store/claimStore";
@@ -73,6 +73,8 @@ export interface BuildServerOptions {
   readonly metrics?: ServiceMetrics;
   /** The data-directory lock when the caller took it first (before starting an engine on the directory); released on close. */
   readonly lock?: DataDirLock;
+  /** The store when the caller opened it first (openDatabase with the API stack as engineStack); closed on close. */
+  readonly database?: Db;
 }
 
 export interface NodefleetContext {
@@ -95,7 +97,7 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
   const lock = options.lock ?? acquireDataDirLock(options.dataDir);
   let db;
   try {
-    db = openDatabase(options.dataDir);
+    db = options.database ?? openDatabase(options.dataDir, { engineStack: apiStackName(options.fleet().cluster.id) });
   } catch (error) {
     lock.release();
     throw error;

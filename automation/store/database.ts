@@ -7,6 +7,7 @@
 import Database from "better-sqlite3";
 import * as fs from "node:fs";
 import * as path from "node:path";
+import { StoreDamagedError, assertIntact, assertStoreNotLost, isDamage } from "./storeIntegrity";
 
 export type Db = Database.Database;
 
@@ -78,8 +79,18 @@ function restrictDatabaseFiles(dataDir: string): void {
   }
 }
 
-export function openDatabase(dataDir: string): Db {
+export interface OpenOptions {
+  /** The stack whose engine state means the store must not be missing or empty (the API stack). */
+  readonly engineStack?: string;
+}
+
+/**
+ * Opens (or creates) the store: refuses a lost store (missing or empty next to the engine state of
+ * `engineStack`) and a damaged one (integrity check of every page) with an error naming the file.
+ */
+export function openDatabase(dataDir: string, options: OpenOptions = {}): Db {
   fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  if (options.engineStack) assertStoreNotLost(databasePath(dataDir), dataDir, options.engineStack);
   // Create (never truncate) the file 0600 before SQLite does it with 0644.
   fs.closeSync(fs.openSync(databasePath(dataDir), "a", 0o600));
   const db = new Database(databasePath(dataDir), { timeout: 1000 });
@@ -88,10 +99,12 @@ export function openDatabase(dataDir: string): Db {
     db.pragma("journal_mode = WAL");
     db.pragma("synchronous = FULL");
     db.pragma("foreign_keys = ON");
+    assertIntact(db, databasePath(dataDir));
     migrate(db);
     restrictDatabaseFiles(dataDir);
   } catch (error) {
     db.close();
+    if (isDamage(error)) throw new StoreDamagedError(databasePath(dataDir), [(error as Error).message]);
     if ((error as { code?: string }).code === "SQLITE_BUSY") {
       throw new Error(`database ${databasePath(dataDir)} is locked by another process; one nodefleet service per data directory`);
     }

@@ -6,6 +6,7 @@
  */
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { hasZodFastifySchemaValidationErrors } from "fastify-type-provider-zod";
+import { isStorageFailure, storageFailureReason } from "../store/storageFailure";
 import { ApiError, errorBody } from "./apiError";
 
 const FASTIFY_CODES: Record<string, { status: number; code: string; message?: string }> = {
@@ -44,6 +45,10 @@ export function errorHandler(error: FastifyError | ApiError | Error, request: Fa
   if (status !== undefined && status >= 400 && status < 500) {
     // Parser errors (SyntaxError from JSON.parse) and other client errors: message without stack or internals.
     return sendError(reply, status, status === 404 ? "NotFound" : "BadRequest", error instanceof SyntaxError ? "request body is not valid JSON" : fastifyError.message);
+  }
+  if (isStorageFailure(error)) {
+    request.log.error({ err: error }, "the store cannot write");
+    return sendError(reply, 503, "Unavailable", `${storageFailureReason(error)}; retry later`);
   }
   request.log.error({ err: error }, "unexpected error");
   return sendError(reply, 500, "InternalError", "internal error; see the service log");

@@ -23,6 +23,14 @@ function fillDisk(store: ClaimStore): { full: boolean; attempts: number } {
     }
     return original(fn);
   };
+  const grouped = store.commitTogether.bind(store);
+  store.commitTogether = <T>(fn: () => T): Promise<T> => {
+    if (state.full) {
+      state.attempts += 1;
+      return Promise.reject(diskFull());
+    }
+    return grouped(fn);
+  };
   return state;
 }
 

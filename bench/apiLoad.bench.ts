@@ -15,22 +15,10 @@ import { parseFleetSpec, type FleetSpec } from "../components/fleet/fleetSpec";
 import { buildServer } from "../automation/api/server";
 import { NodefleetClient } from "../automation/client/nodefleetClient";
 import type { StackConfigValue } from "../automation/engine/stackEngine";
-import { configValues, projectRoot, readStackConfigFile } from "../automation/stackConfigFile";
+import { configValues } from "../automation/stackConfigFile";
 import { FakeStackEngine } from "../test/support/fakeStackEngine";
 import { TOKEN, TOKENS, tempDataDir } from "../test/support/apiHarness";
-
-function arg(name: string, fallback: string): string {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 && process.argv[i + 1] ? process.argv[i + 1]! : fallback;
-}
-
-function benchConfig(): Record<string, StackConfigValue> {
-  const config = structuredClone(readStackConfigFile("example", projectRoot()).config);
-  const pools = (config["nodefleet:pools"]!.value as Array<Record<string, unknown>>).filter((p) => p.provider === "hcloud" && p.mode === "autoscaled");
-  config["nodefleet:pools"] = { value: pools };
-  pools.find((p) => p.name === "hel1-burst")!.limits = { maxNodes: 100 };
-  return config;
-}
+import { arg, benchConfig } from "./benchSetup";
 
 async function serveBench(fleet: () => FleetSpec, config: Record<string, StackConfigValue>, batchIdleMs: number) {
   const app = await buildServer({

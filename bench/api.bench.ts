@@ -14,29 +14,16 @@ import autocannon from "autocannon";
 import { parseFleetSpec } from "../components/fleet/fleetSpec";
 import { buildServer } from "../automation/api/server";
 import { NodefleetClient } from "../automation/client/nodefleetClient";
-import type { StackConfigValue, StackEngine } from "../automation/engine/stackEngine";
+import type { StackEngine } from "../automation/engine/stackEngine";
 import { gitStackProgram } from "../automation/gitStackProgram";
 import { SimulatedEngine } from "../automation/simulated/simulatedEngine";
-import { configValues, projectRoot, readStackConfigFile } from "../automation/stackConfigFile";
+import { configValues } from "../automation/stackConfigFile";
 import { FakeStackEngine } from "../test/support/fakeStackEngine";
 import { TOKEN, TOKENS, tempDataDir } from "../test/support/apiHarness";
-
-function arg(name: string, fallback: string): string {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 && process.argv[i + 1] ? process.argv[i + 1]! : fallback;
-}
+import { arg, benchConfig } from "./benchSetup";
 
 function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
-}
-
-function benchConfig(): Record<string, StackConfigValue> {
-  const config = structuredClone(readStackConfigFile("example", projectRoot()).config);
-  // Hetzner Cloud only, no static servers: the autoscaled pool may use the whole network (100).
-  const pools = (config["nodefleet:pools"]!.value as Array<Record<string, unknown>>).filter((p) => p.provider === "hcloud" && p.mode === "autoscaled");
-  config["nodefleet:pools"] = { value: pools };
-  pools.find((p) => p.name === "hel1-burst")!.limits = { maxNodes: 100 };
-  return config;
 }
 
 async function main(): Promise<void> {

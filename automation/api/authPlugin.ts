@@ -17,11 +17,20 @@ declare module "fastify" {
   }
 }
 
-/** Rate limiting key: the token's hash (never the token), or the client address without one. */
-export function rateLimitKey(request: FastifyRequest): string {
-  const token = bearerToken(request.headers.authorization);
-  return token ? `token:${hashToken(token).toString("hex").slice(0, 32)}` : `ip:${request.ip}`;
+/**
+ * Rate limiting key: a valid token's hash (never the token), or the client address for a request
+ * without a valid token, so that guessing tokens (each guess a new token) shares one budget per
+ * address instead of getting a fresh one per guess.
+ */
+export function rateLimitKey(tokens: TokenVerifier): (request: FastifyRequest) => string {
+  return (request) => {
+    const token = bearerToken(request.headers.authorization);
+    return token && tokens.clusterOf(token) !== undefined ? `token:${hashToken(token).toString("hex").slice(0, 32)}` : `${UNAUTHENTICATED_KEY_PREFIX}${request.ip}`;
+  };
 }
+
+/** The key prefix of requests that will fail authentication. */
+export const UNAUTHENTICATED_KEY_PREFIX = "ip:";
 
 export const authPlugin = fp<{ tokens: TokenVerifier; servedClusters: ReadonlySet<string> }>(
   async (app: FastifyInstance, options) => {

@@ -83,21 +83,32 @@ export class ClusterService {
     );
   }
 
-  /** Admits a create; `created` is false when the same request was made before. */
-  create(body: CreateNodeBody): { created: boolean; node: NodeView } {
+  /**
+   * Admits a create; `created` is false when the same request was made before. The claim is
+   * committed (durably, in a group commit with the creates arriving alongside) before this resolves.
+   */
+  async create(body: CreateNodeBody): Promise<{ created: boolean; node: NodeView }> {
     const fleet = this.options.fleet();
     const pool = autoscaledPools(fleet).find((p) => p.name === body.pool);
     const requestHash = canonicalHash(body);
     const { store } = this.options;
     const existing = store.byUniqueId(this.clusterId, body.uniqueID);
-    if (existing) return { created: false, node: this.replay(existing, requestHash, fleet) };
+    if (existing) {
+      const node = this.replay(existing, requestHash, fleet);
+      // The first create may still wait for its fsync: no answer may outrun it.
+      await store.durable();
+      return { created: false, node };
+    }
     if (!pool) {
       throw new ApiError("PoolNotFound", `cluster ${this.clusterId} has no autoscaled pool ${body.pool}`, {
         pools: autoscaledPools(fleet).map((p) => p.name),
       });
     }
     const nodeId = nodeIdFor(body.uniqueID);
-    const claim = store.transaction(() => {
+    const outcome = await store.commitTogether((): { earlier: Claim } | { claim: Claim } => {
+      // Again inside the transaction: the same uniqueID may be earlier in this group.
+      const earlier = store.byUniqueId(this.clusterId, body.uniqueID);
+      if (earlier) return { earlier };
       const clash = store.get(this.clusterId, nodeId);
       if (clash) throw new ApiError("Conflict", `node id ${nodeId} derived from uniqueID ${body.uniqueID} is taken by ${clash.uniqueId}`);
       const admitted = admit({
@@ -122,7 +133,7 @@ export class ClusterService {
         templateHash: templateHash(template, admitted.serverType.name),
         placementSlot: freeSlot(store.usedPlacementSlots(this.clusterId, pool.name)),
       };
-      return store.insert({
+      const claim = store.insert({
         clusterId: this.clusterId,
         nodeId,
         uniqueId: body.uniqueID,
@@ -136,7 +147,10 @@ export class ClusterService {
         cpuMillis: admitted.capacity.cpuMillis,
         memoryMiB: admitted.capacity.memoryMiB,
       });
+      return { claim };
     });
+    if ("earlier" in outcome) return { created: false, node: this.replay(outcome.earlier, requestHash, fleet) };
+    const { claim } = outcome;
     this.options.reconciler.notify();
     return { created: true, node: this.view(claim, fleet) };
   }
@@ -169,18 +183,22 @@ export class ClusterService {
     return this.options.store.list(this.clusterId, pool !== undefined ? { pool } : {}).map((c) => this.view(c, fleet, templates));
   }
 
-  /** Accepts a delete. A claim that never reached a run has no server and is gone at once; repeats change nothing. */
-  delete(nodeId: string): { nodeID: string; status: "TERMINATING" } {
+  /**
+   * Accepts a delete, durably (group commit) before it resolves. A claim that never reached a run
+   * has no server and is gone at once; repeats change nothing.
+   */
+  async delete(nodeId: string): Promise<{ nodeID: string; status: "TERMINATING" }> {
     const { store } = this.options;
-    const claim = this.claim(nodeId);
-    if (claim.status === "TERMINATING") return { nodeID: nodeId, status: "TERMINATING" };
-    const at = store.timestamp();
-    if (claim.status === "PENDING") {
-      store.update(this.clusterId, nodeId, { status: "GONE", deleteRequestedAt: at, goneAt: at });
-    } else {
-      store.update(this.clusterId, nodeId, { status: "TERMINATING", deleteRequestedAt: at });
-      this.options.reconciler.notify();
-    }
+    const changed = await store.commitTogether(() => {
+      // Read inside the transaction: a run may have moved the claim since the request arrived.
+      const claim = this.claim(nodeId);
+      if (claim.status === "TERMINATING") return false;
+      const at = store.timestamp();
+      if (claim.status === "PENDING") store.update(this.clusterId, nodeId, { status: "GONE", deleteRequestedAt: at, goneAt: at });
+      else store.update(this.clusterId, nodeId, { status: "TERMINATING", deleteRequestedAt: at });
+      return claim.status !== "PENDING";
+    });
+    if (changed) this.options.reconciler.notify();
     this.options.reconciler.emit("claims", [nodeId]);
     return { nodeID: nodeId, status: "TERMINATING" };
   }

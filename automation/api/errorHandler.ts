@@ -6,6 +6,7 @@
  */
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { hasZodFastifySchemaValidationErrors } from "fastify-type-provider-zod";
+import { isStorageFailure, storageFailureReason } from "../store/storageFailure";
 import { ApiError, errorBody } from "./apiError";
 
 const FASTIFY_CODES: Record<string, { status: number; code: string; message?: string }> = {
@@ -20,23 +21,34 @@ export function sendError(reply: FastifyReply, status: number, code: string, mes
   return reply.code(status).type("application/json").send(errorBody(code, message, details));
 }
 
+/** zod reports a bad record key as "Invalid key in record": the rule the key broke is in its nested issues. */
+function issueMessage(issue: { keyword: string; message?: string | undefined; params: unknown }): string | undefined {
+  const nested = (issue.params as { issues?: Array<{ message?: string }> } | undefined)?.issues;
+  if (issue.keyword === "invalid_key" && nested && nested.length > 0) return `invalid key: ${nested.map((n) => n.message).join("; ")}`;
+  return issue.message;
+}
+
 export function errorHandler(error: FastifyError | ApiError | Error, request: FastifyRequest, reply: FastifyReply): FastifyReply {
   if (error instanceof ApiError) return sendError(reply, error.statusCode, error.code, error.message, error.details);
   if (hasZodFastifySchemaValidationErrors(error)) {
     const where = (error as { validationContext?: string }).validationContext ?? "request";
     return sendError(reply, 400, "ValidationError", `invalid ${where}`, {
-      issues: error.validation.map((v) => ({ path: `${where}${v.instancePath.replace(/\//g, ".")}`.replace(/\.$/, ""), message: v.message })),
+      issues: error.validation.map((v) => ({ path: `${where}${v.instancePath.replace(/\//g, ".")}`.replace(/\.$/, ""), message: issueMessage(v) })),
     });
   }
   const fastifyError = error as FastifyError & { statusCode?: number };
   const known = fastifyError.code ? FASTIFY_CODES[fastifyError.code] : undefined;
   if (known) return sendError(reply, known.status, known.code, known.message ?? fastifyError.message);
   const status = fastifyError.statusCode;
-  if (status === 429) return sendError(reply, 429, "RateLimited", "too many requests for this token; retry later");
+  if (status === 429) return sendError(reply, 429, "RateLimited", fastifyError.message || "too many requests for this token; retry later");
   if (status === 413) return sendError(reply, 413, "PayloadTooLarge", "request body is larger than the service accepts");
   if (status !== undefined && status >= 400 && status < 500) {
     // Parser errors (SyntaxError from JSON.parse) and other client errors: message without stack or internals.
     return sendError(reply, status, status === 404 ? "NotFound" : "BadRequest", error instanceof SyntaxError ? "request body is not valid JSON" : fastifyError.message);
+  }
+  if (isStorageFailure(error)) {
+    request.log.error({ err: error }, "the store cannot write");
+    return sendError(reply, 503, "Unavailable", `${storageFailureReason(error)}; retry later`);
   }
   request.log.error({ err: error }, "unexpected error");
   return sendError(reply, 500, "InternalError", "internal error; see the service log");
@@ -51,6 +63,30 @@ export function frameworkErrorHandler(error: FastifyError, _request: FastifyRequ
   if (error.code === "FST_ERR_MAX_PARAM_LENGTH") return sendError(reply, 414, "UriTooLong", "a path parameter is longer than the service accepts");
   if (error.code === "FST_ERR_BAD_URL") return sendError(reply, 400, "BadRequest", "the path is not valid percent-encoded UTF-8");
   return sendError(reply, 400, "BadRequest", "the request could not be routed");
+}
+
+/** What Node's HTTP parser refuses (bad request line, oversized headers, timeouts), by its error code. */
+const CLIENT_ERRORS: Record<string, { status: number; code: string; message: string }> = {
+  HPE_HEADER_OVERFLOW: { status: 431, code: "HeadersTooLarge", message: "the request headers are larger than the service accepts" },
+  ERR_HTTP_REQUEST_TIMEOUT: { status: 408, code: "RequestTimeout", message: "the request was not received in time" },
+  ERR_HTTP_HEADERS_TIMEOUT: { status: 408, code: "RequestTimeout", message: "the request headers were not received in time" },
+};
+
+/**
+ * Fastify's `clientErrorHandler` option: a request Node's HTTP parser refuses before Fastify sees
+ * it is answered in the error shape too (Fastify's default answers in its own), then the socket is
+ * closed, as Node does.
+ */
+export function clientErrorHandler(error: NodeJS.ErrnoException, socket: import("node:net").Socket): void {
+  if (error.code === "ECONNRESET" || socket.destroyed) return;
+  const known = (error.code && CLIENT_ERRORS[error.code]) || { status: 400, code: "BadRequest", message: "the request is not valid HTTP/1.1" };
+  const body = JSON.stringify(errorBody(known.code, known.message));
+  if (socket.writable) {
+    socket.write(
+      `HTTP/1.1 ${known.status} ${known.code}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy();
 }
 
 export function registerErrorHandling(app: FastifyInstance): void {

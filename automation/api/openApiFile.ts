@@ -20,6 +20,7 @@ export async function generateOpenApiDocument(): Promise<unknown> {
     readiness: () => ({ status: "ready" }),
     tokens: new TokenVerifier([]),
     rateLimitPerMinute: false,
+    unauthenticatedPerMinute: 60,
   });
   await app.ready();
   const document = app.swagger();

@@ -70,11 +70,16 @@ export const createNodeBodySchema = z
 export type CreateNodeBody = z.infer<typeof createNodeBodySchema>;
 
 export const createNodeQuerySchema = z.strictObject({
-  waitSeconds: z.coerce
-    .number()
-    .int()
-    .min(0)
-    .max(120)
+  // Decimal digits only: Number() would also take "0x10", "", " 5" and "1e2".
+  waitSeconds: z
+    .preprocess(
+      (value) => (typeof value === "string" && /^[0-9]{1,3}$/.test(value) ? Number(value) : value),
+      z
+        .number({ error: "waitSeconds must be a whole number of seconds from 0 to 120, written in decimal digits" })
+        .int()
+        .min(0)
+        .max(120, { error: "waitSeconds must be at most 120" }),
+    )
     .optional()
     .describe("Wait until the node is RUNNING or FAILED (at most this long) before answering"),
 });

@@ -15,7 +15,7 @@ import type { FleetSpec } from "../../components/fleet/fleetSpec";
 import { CatalogSource } from "../catalog/catalogSource";
 import { OfferingAvailability } from "../catalog/offeringAvailability";
 import type { StackConfigValue, StackEngine } from "../engine/stackEngine";
-import { apiStackDefinition } from "../reconciler/apiStack";
+import { apiStackDefinition, apiStackName } from "../reconciler/apiStack";
 import type { BatchWindowConfig, RetryConfig } from "../reconciler/batchWindow";
 import { ClusterReconciler } from "../reconciler/clusterReconciler";
 import { ClaimStore } from "../store/claimStore";
@@ -24,14 +24,16 @@ import { openDatabase, type Db } from "../store/database";
 import { OperationLog } from "../store/operationLog";
 import { TokenVerifier, parseApiTokens, type TokenEntry } from "./apiTokens";
 import { ApiError } from "./apiError";
-import { authPlugin, rateLimitKey } from "./authPlugin";
+import { UNAUTHENTICATED_KEY_PREFIX, authPlugin, rateLimitKey } from "./authPlugin";
 import { ClusterService } from "./clusterService";
-import { frameworkErrorHandler, registerErrorHandling } from "./errorHandler";
+import { DEFAULT_HTTP_TIMEOUTS, fastifyTimeoutOptions, type HttpTimeouts } from "./httpTimeouts";
+import { clientErrorHandler, frameworkErrorHandler, registerErrorHandling } from "./errorHandler";
 import { clusterRoutes } from "./routes/clusterRoutes";
 import { nodeRoutes } from "./routes/nodeRoutes";
 import { probeRoutes, type Readiness } from "./routes/probeRoutes";
 import { ServiceMetrics } from "./serviceMetrics";
 import { openApiDocumentation } from "./openApiDocument";
+import { loggedRequest } from "./redactedUrl";
 
 export const API_PREFIX = "/api/v1";
 const PROBE_URLS = new Set(["/healthz", "/readyz", "/metrics"]);
@@ -57,16 +59,22 @@ export interface BuildServerOptions {
   readonly availability?: OfferingAvailability;
   /** How long a sold-out create keeps its offering unavailable (default 30 min). */
   readonly unavailableForMs?: number;
+  /** Connection, header, request and keep-alive timeouts (defaults in httpTimeouts.ts). */
+  readonly httpTimeouts?: Partial<HttpTimeouts>;
   /** Largest request body in bytes (default 64 KiB). */
   readonly bodyLimit?: number;
   /** Requests per minute per token (default 6000: Karpenter repeats Delete every 5 s and polls Get per node); false disables. */
   readonly rateLimitPerMinute?: number | false;
+  /** Requests per minute per client address that fail authentication (default 60; applies even when rateLimitPerMinute is false). */
+  readonly unauthenticatedPerMinute?: number;
   readonly logger?: Logger | false;
   /** How long close() lets a run in progress finish before abandoning it (default 30 s). */
   readonly shutdownGraceMs?: number;
   readonly metrics?: ServiceMetrics;
   /** The data-directory lock when the caller took it first (before starting an engine on the directory); released on close. */
   readonly lock?: DataDirLock;
+  /** The store when the caller opened it first (openDatabase with the API stack as engineStack); closed on close. */
+  readonly database?: Db;
 }
 
 export interface NodefleetContext {
@@ -89,7 +97,7 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
   const lock = options.lock ?? acquireDataDirLock(options.dataDir);
   let db;
   try {
-    db = openDatabase(options.dataDir);
+    db = options.database ?? openDatabase(options.dataDir, { engineStack: apiStackName(options.fleet().cluster.id) });
   } catch (error) {
     lock.release();
     throw error;
@@ -160,10 +168,15 @@ async function compose(options: BuildServerOptions, tokens: readonly TokenEntry[
 
   const app: FastifyInstance = Fastify({
     ...(logger ? { loggerInstance: logger as FastifyBaseLogger } : { logger: false }),
+    // Request logs carry the URL: its query values (a token sent as ?token=) are redacted.
+    childLoggerFactory: (parent, bindings, childOptions) =>
+      parent.child(bindings, { ...childOptions, serializers: { ...childOptions.serializers, req: loggedRequest } }),
     bodyLimit: options.bodyLimit ?? 64 * 1024,
     // Our own 503 in the error shape instead (see the onRequest hook below).
     return503OnClosing: false,
     frameworkErrors: frameworkErrorHandler,
+    clientErrorHandler,
+    ...fastifyTimeoutOptions({ ...DEFAULT_HTTP_TIMEOUTS, ...options.httpTimeouts }),
     forceCloseConnections: "idle",
   });
   let closing = false;
@@ -183,6 +196,7 @@ async function compose(options: BuildServerOptions, tokens: readonly TokenEntry[
     readiness,
     tokens: new TokenVerifier(tokens),
     rateLimitPerMinute: options.rateLimitPerMinute ?? 6000,
+    unauthenticatedPerMinute: options.unauthenticatedPerMinute ?? 60,
   });
 
   app.addHook("onReady", async () => {
@@ -216,6 +230,7 @@ export interface RouteDependencies {
   readonly readiness: () => Readiness;
   readonly tokens: TokenVerifier;
   readonly rateLimitPerMinute: number | false;
+  readonly unauthenticatedPerMinute: number;
 }
 
 /** Every route and HTTP concern; shared by buildServer and the OpenAPI generator. */
@@ -250,18 +265,23 @@ export async function registerRoutes(app: FastifyInstance, deps: RouteDependenci
   await app.register(probeRoutes, { readiness: deps.readiness });
   await app.register(
     async (api) => {
-      if (deps.rateLimitPerMinute !== false) {
-        await api.register(rateLimit, {
-          max: deps.rateLimitPerMinute,
-          timeWindow: 60_000,
-          keyGenerator: rateLimitKey,
-          errorResponseBuilder: (_request, context) => ({
-            statusCode: 429,
-            code: "RateLimited",
-            message: `rate limit of ${context.max} requests per minute exceeded; retry in ${Math.ceil(context.ttl / 1000)} s`,
-          }),
-        });
-      }
+      const perToken = deps.rateLimitPerMinute;
+      const keyOf = rateLimitKey(deps.tokens);
+      await api.register(rateLimit, {
+        // Not per route: route hooks run after the authentication hook, so failed authentications would never count.
+        global: false,
+        max: (_request, key) => (key.startsWith(UNAUTHENTICATED_KEY_PREFIX) ? deps.unauthenticatedPerMinute : perToken === false ? Number.MAX_SAFE_INTEGER : perToken),
+        timeWindow: 60_000,
+        keyGenerator: keyOf,
+        errorResponseBuilder: (request, context) => ({
+          statusCode: 429,
+          code: "RateLimited",
+          message: keyOf(request).startsWith(UNAUTHENTICATED_KEY_PREFIX)
+            ? `more than ${context.max} requests per minute without a valid token from this address; retry in ${Math.ceil(context.ttl / 1000)} s`
+            : `rate limit of ${context.max} requests per minute exceeded; retry in ${Math.ceil(context.ttl / 1000)} s`,
+        }),
+      });
+      api.addHook("onRequest", api.rateLimit());
       await api.register(authPlugin, { tokens: deps.tokens, servedClusters: new Set(deps.clusters.keys()) });
       await api.register(clusterRoutes, { clusters: deps.clusters });
       await api.register(nodeRoutes, { clusters: deps.clusters });

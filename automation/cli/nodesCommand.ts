@@ -5,7 +5,7 @@
  */
 import * as fs from "node:fs";
 import { InvalidArgumentError, type Command } from "commander";
-import { NodefleetApiError, NodefleetClient, type NodeView } from "../client/nodefleetClient";
+import { NodefleetApiError, NodefleetClient, NodefleetConnectionError, type NodeView } from "../client/nodefleetClient";
 import { configValues, projectRoot, readStackConfigFile } from "../stackConfigFile";
 import { generatedTokenPath } from "./serveCommand";
 
@@ -77,13 +77,34 @@ function withConnection(command: Command): Command {
     .option("--json", "print one JSON document");
 }
 
-/** API errors print their code and message; the exit code is 1. */
-async function run(action: () => Promise<void>): Promise<void> {
+/** The validation issues of an API error (`details.issues`), one `path: message` line each. */
+function issueLines(details: unknown): string[] {
+  const issues = (details as { issues?: Array<{ path?: unknown; message?: unknown }> } | undefined)?.issues;
+  return Array.isArray(issues) ? issues.map((i) => `  - ${String(i.path ?? "")}: ${String(i.message ?? "")}`) : [];
+}
+
+/**
+ * API errors print their code, message and validation issues (with --json: the API's error as one
+ * JSON document on stdout, details included); an unreachable API prints the URL and the cause.
+ * The exit code is 1.
+ */
+async function run(options: { json?: boolean }, action: () => Promise<void>): Promise<void> {
   try {
     await action();
   } catch (error) {
     if (error instanceof NodefleetApiError) {
-      process.stderr.write(`nodefleet nodes: ${error.message}\n`);
+      if (options.json) {
+        const { status, code, details } = error;
+        const message = error.message.slice(`${status} ${code}: `.length);
+        process.stdout.write(`${JSON.stringify({ status, error: { code, message, ...(details === undefined ? {} : { details }) } }, null, 2)}\n`);
+      }
+      process.stderr.write(`nodefleet nodes: ${[error.message, ...issueLines(error.details)].join("\n")}\n`);
+      process.exitCode = 1;
+      return;
+    }
+    if (error instanceof NodefleetConnectionError) {
+      if (options.json) process.stdout.write(`${JSON.stringify({ error: { code: "Unreachable", message: error.message, url: error.url } }, null, 2)}\n`);
+      process.stderr.write(`nodefleet nodes: cannot reach the scaling API: ${error.message}\n`);
       process.exitCode = 1;
       return;
     }
@@ -96,14 +117,14 @@ export function registerNodesCommand(program: Command): void {
 
   withConnection(nodes.command("list").description("nodes not yet confirmed gone").option("--pool <name>", "only this pool")).action(
     (opts: ConnectionOptions & { pool?: string }) =>
-      run(async () => {
+      run(opts, async () => {
         const list = await clientFrom(opts).listNodes(opts.pool);
         print(opts, { nodes: list }, () => (list.length === 0 ? "no nodes" : list.map(nodeLine).join("\n")));
       }),
   );
 
   withConnection(nodes.command("get").description("one node").argument("<nodeId>")).action((nodeId: string, opts: ConnectionOptions) =>
-    run(async () => {
+    run(opts, async () => {
       const node = await clientFrom(opts).getNode(nodeId);
       print(opts, node, () => nodeDetails(node));
     }),
@@ -122,7 +143,7 @@ export function registerNodesCommand(program: Command): void {
       .option("--wait-seconds <n>", "wait until RUNNING or FAILED (0-120)", (v) => Number(v)),
   ).action(
     (opts: ConnectionOptions & { uniqueId: string; pool: string; instanceType?: string; zone?: string; label?: Record<string, string>; taint?: TaintArg[]; waitSeconds?: number }) =>
-      run(async () => {
+      run(opts, async () => {
         const { created, node } = await clientFrom(opts).createNode(
           {
             uniqueID: opts.uniqueId,
@@ -140,7 +161,7 @@ export function registerNodesCommand(program: Command): void {
 
   withConnection(nodes.command("delete").description("delete a node (repeat until it is gone)").argument("<nodeId>")).action(
     (nodeId: string, opts: ConnectionOptions) =>
-      run(async () => {
+      run(opts, async () => {
         const answer = await clientFrom(opts).deleteNode(nodeId);
         print(opts, answer, () => `${answer.nodeID}: ${answer.status}`);
       }),

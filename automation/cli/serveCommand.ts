@@ -8,9 +8,10 @@ import { randomBytes } from "node:crypto";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { InvalidArgumentError, type Command } from "commander";
+import type { FastifyInstance } from "fastify";
 import pino, { type Logger } from "pino";
 import { API_TOKENS_KEY, declaredConfigTokens, loadApiTokens, plainTokenErrors, readRawStackConfig, type ReadSecretConfig } from "../api/apiTokenSources";
-import { hashToken, type TokenEntry } from "../api/apiTokens";
+import { hashToken, parseApiTokens, type TokenEntry } from "../api/apiTokens";
 import { buildServer } from "../api/server";
 import { ServiceMetrics } from "../api/serviceMetrics";
 import { withDecryptedSecrets } from "../api/decryptedStackConfig";
@@ -25,6 +26,8 @@ import { OrphanReclaimer, hcloudInventory, simulatedInventory } from "../reconci
 import { SIMULATION_BANNER, SimulatedEngine } from "../simulated/simulatedEngine";
 import { projectRoot } from "../stackConfigFile";
 import { acquireDataDirLock } from "../store/dataDirLock";
+import { openDatabase, type Db } from "../store/database";
+import { apiStackName } from "../reconciler/apiStack";
 
 export interface ServeOptions {
   readonly stack: string;
@@ -82,94 +85,118 @@ export async function serve(options: ServeOptions, env: NodeJS.ProcessEnv = proc
     pino.destination(2),
   );
   const dataDir = path.resolve(options.dataDir);
-  fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
-  // Before anything touches the directory (the simulated engine applies the git stack at once).
-  const lock = acquireDataDirLock(dataDir);
+  // Every configuration error first, before anything touches the data directory.
   const root = projectRoot();
   const stack = new StackConfigSource(options.stack, root, logger);
   const fleet = stack.fleet();
   // Plain tokens in the committed stack file are refused before any engine starts.
   const rawConfig = readRawStackConfig(stack.path);
   const refused = plainTokenErrors(declaredConfigTokens(rawConfig), options.stack);
-  if (refused.length > 0) {
-    lock.release();
-    throw new Error(`API tokens: ${refused.join("; ")}`);
-  }
+  if (refused.length > 0) throw new Error(`API tokens: ${refused.join("; ")}`);
+  parseApiTokens(env.NODEFLEET_API_TOKENS);
   const kind = options.engine ?? (CLOUD_CREDENTIALS.some((name) => env[name]) ? "automation" : "simulated");
-  const metrics = new ServiceMetrics();
-  const availability = new OfferingAvailability(intEnv(env, "NODEFLEET_UNAVAILABLE_FOR_MS", 30 * 60_000));
+  const settings = {
+    unavailableForMs: intEnv(env, "NODEFLEET_UNAVAILABLE_FOR_MS", 30 * 60_000),
+    orphanGraceMs: intEnv(env, "NODEFLEET_ORPHAN_GRACE_MS", 30 * 60_000),
+    orphanIntervalMs: intEnv(env, "NODEFLEET_ORPHAN_INTERVAL_MS", 5 * 60_000),
+    batch: { idleMs: intEnv(env, "NODEFLEET_BATCH_IDLE_MS", 1000), maxMs: intEnv(env, "NODEFLEET_BATCH_MAX_MS", 10_000) },
+    retry: { initialMs: intEnv(env, "NODEFLEET_RETRY_INITIAL_MS", 2000), maxMs: intEnv(env, "NODEFLEET_RETRY_MAX_MS", 60_000) },
+    rateLimitPerMinute: intEnv(env, "NODEFLEET_RATE_LIMIT_PER_MINUTE", 6000) || false,
+    shutdownGraceMs: intEnv(env, "NODEFLEET_SHUTDOWN_GRACE_MS", 30_000),
+  } as const;
 
-  let engine: StackEngine;
-  let engineReady: Promise<unknown> | undefined;
+  fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  // Before anything touches the directory's state; the store next (its checks and SQLite's OS-level
+  // lock), so a second instance or a lost store stops the start before an engine runs.
+  const lock = acquireDataDirLock(dataDir);
+  let database: Db | undefined;
+  let app: FastifyInstance;
   let reclaimer: OrphanReclaimer | undefined;
-  let readSecretConfig: ReadSecretConfig | undefined;
-  let programConfig = () => stack.stackConfig();
-  // One counted client for the engine's crash-recovery look-ups, the orphan reclaimer and the catalog.
-  const hcloud = HcloudClient.fromEnv(env, (method, urlPath) => metrics.cloudRequest("hcloud", `${method} ${urlPath.split("?")[0]!.replace(/\/\d+/g, "/{id}")}`));
-  const reclaimerOptions = {
-    clusterId: fleet.cluster.id,
-    graceMs: intEnv(env, "NODEFLEET_ORPHAN_GRACE_MS", 30 * 60_000),
-    intervalMs: intEnv(env, "NODEFLEET_ORPHAN_INTERVAL_MS", 5 * 60_000),
-    dryRun: env.NODEFLEET_ORPHAN_DRY_RUN === "1" || env.NODEFLEET_ORPHAN_DRY_RUN === "true",
-    metrics,
-    logger,
-  };
-  if (kind === "simulated") {
-    if (!options.engine) process.stderr.write("nodefleet serve: no cloud credentials (HCLOUD_TOKEN) found, so the SIMULATED engine is used.\n");
-    process.stderr.write(`\n*** ${SIMULATION_BANNER} ***\n\n`);
-    const simulated = new SimulatedEngine({ dataDir, banner: false, logger });
-    engine = simulated;
-    const secured = stack.encryptedPaths;
-    if (secured.length > 0) logger.warn({ paths: secured }, "encrypted config values cannot be read offline; the simulation runs without them");
-    // The git stack first, so the API stack's network and firewall look-ups resolve as against a real cloud.
-    engineReady = simulated.up({ stackName: options.stack, program: gitStackProgram({ allowMissingKubeconfig: true }), config: stack.stackConfig() });
-    engineReady.then(
+  try {
+    database = openDatabase(dataDir, { engineStack: apiStackName(fleet.cluster.id) });
+    const metrics = new ServiceMetrics();
+    const availability = new OfferingAvailability(settings.unavailableForMs);
+
+    let engine: StackEngine;
+    let startEngine: (() => Promise<unknown>) | undefined;
+    let readSecretConfig: ReadSecretConfig | undefined;
+    let programConfig = () => stack.stackConfig();
+    // One counted client for the engine's crash-recovery look-ups, the orphan reclaimer and the catalog.
+    const hcloud = HcloudClient.fromEnv(env, (method, urlPath) => metrics.cloudRequest("hcloud", `${method} ${urlPath.split("?")[0]!.replace(/\/\d+/g, "/{id}")}`));
+    const reclaimerOptions = {
+      clusterId: fleet.cluster.id,
+      graceMs: settings.orphanGraceMs,
+      intervalMs: settings.orphanIntervalMs,
+      dryRun: env.NODEFLEET_ORPHAN_DRY_RUN === "1" || env.NODEFLEET_ORPHAN_DRY_RUN === "true",
+      metrics,
+      logger,
+    };
+    if (kind === "simulated") {
+      if (!options.engine) process.stderr.write("nodefleet serve: no cloud credentials (HCLOUD_TOKEN) found, so the SIMULATED engine is used.\n");
+      process.stderr.write(`\n*** ${SIMULATION_BANNER} ***\n\n`);
+      const simulated = new SimulatedEngine({ dataDir, banner: false, logger });
+      engine = simulated;
+      const secured = stack.encryptedPaths;
+      if (secured.length > 0) logger.warn({ paths: secured }, "encrypted config values cannot be read offline; the simulation runs without them");
+      // The git stack first, so the API stack's network and firewall look-ups resolve as against a real cloud.
+      startEngine = () => simulated.up({ stackName: options.stack, program: gitStackProgram({ allowMissingKubeconfig: true }), config: stack.stackConfig() });
+      reclaimer = new OrphanReclaimer({ ...reclaimerOptions, inventory: simulatedInventory(simulated.cloud, metrics) });
+    } else {
+      const automation = await AutomationEngine.create({ dataDir, logger, ...(hcloud ? { hcloud } : {}) });
+      engine = automation;
+      const gitStack = { stackName: options.stack, program: gitStackProgram({ allowMissingKubeconfig: false }), config: {}, projectDir: root };
+      readSecretConfig = async (key) => (await automation.readStackConfig(gitStack))[key];
+      if (stack.encryptedPaths.length > 0) {
+        // The API stack's program needs the git stack's secure values (the kubeconfig): decrypted once
+        // here and again whenever the stack file is re-read.
+        let decrypted = await automation.readStackConfig(gitStack);
+        stack.onReread = () => {
+          automation.readStackConfig(gitStack).then(
+            (config) => (decrypted = config),
+            (error: unknown) => logger.error({ err: error instanceof Error ? error.message : String(error) }, "decrypting the changed stack config failed; keeping the last secrets"),
+          );
+        };
+        programConfig = () => withDecryptedSecrets(stack.stackConfig(), decrypted);
+      }
+      if (hcloud) reclaimer = new OrphanReclaimer({ ...reclaimerOptions, inventory: hcloudInventory(hcloud) });
+    }
+    const catalog = new CatalogSource({
+      availability,
+      logger,
+      ...(hcloud ? { client: hcloud } : {}),
+    });
+    // The tokens (the stack's secret ones need the engine to decrypt) before the engine applies anything.
+    const tokens = await apiTokens({ stackName: options.stack, clusterId: fleet.cluster.id, rawConfig, dataDir, ...(readSecretConfig ? { readSecretConfig } : {}) }, env, logger);
+    const engineReady = startEngine?.();
+    engineReady?.then(
       (result) => logger.info({ summary: (result as { summary: unknown }).summary }, "git stack applied to the simulated cloud"),
       (error: unknown) => logger.error({ err: error instanceof Error ? error.message : String(error) }, "applying the git stack to the simulated cloud failed"),
     );
-    reclaimer = new OrphanReclaimer({ ...reclaimerOptions, inventory: simulatedInventory(simulated.cloud, metrics) });
-  } else {
-    const automation = await AutomationEngine.create({ dataDir, logger, ...(hcloud ? { hcloud } : {}) });
-    engine = automation;
-    const gitStack = { stackName: options.stack, program: gitStackProgram({ allowMissingKubeconfig: false }), config: {}, projectDir: root };
-    readSecretConfig = async (key) => (await automation.readStackConfig(gitStack))[key];
-    if (stack.encryptedPaths.length > 0) {
-      // The API stack's program needs the git stack's secure values (the kubeconfig): decrypted once
-      // here and again whenever the stack file is re-read.
-      let decrypted = await automation.readStackConfig(gitStack);
-      stack.onReread = () => {
-        automation.readStackConfig(gitStack).then(
-          (config) => (decrypted = config),
-          (error: unknown) => logger.error({ err: error instanceof Error ? error.message : String(error) }, "decrypting the changed stack config failed; keeping the last secrets"),
-        );
-      };
-      programConfig = () => withDecryptedSecrets(stack.stackConfig(), decrypted);
-    }
-    if (hcloud) reclaimer = new OrphanReclaimer({ ...reclaimerOptions, inventory: hcloudInventory(hcloud) });
-  }
-  const catalog = new CatalogSource({
-    availability,
-    logger,
-    ...(hcloud ? { client: hcloud } : {}),
-  });
 
-  const app = await buildServer({
-    dataDir,
-    lock,
-    engine,
-    fleet: () => stack.fleet(),
-    stackConfig: () => programConfig(),
-    tokens: await apiTokens({ stackName: options.stack, clusterId: fleet.cluster.id, rawConfig, dataDir, ...(readSecretConfig ? { readSecretConfig } : {}) }, env, logger),
-    batch: { idleMs: intEnv(env, "NODEFLEET_BATCH_IDLE_MS", 1000), maxMs: intEnv(env, "NODEFLEET_BATCH_MAX_MS", 10_000) },
-    retry: { initialMs: intEnv(env, "NODEFLEET_RETRY_INITIAL_MS", 2000), maxMs: intEnv(env, "NODEFLEET_RETRY_MAX_MS", 60_000) },
-    ...(engineReady ? { engineReady } : {}),
-    catalog,
-    availability,
-    metrics,
-    logger,
-    rateLimitPerMinute: intEnv(env, "NODEFLEET_RATE_LIMIT_PER_MINUTE", 6000) || false,
-    shutdownGraceMs: intEnv(env, "NODEFLEET_SHUTDOWN_GRACE_MS", 30_000),
-  });
+    app = await buildServer({
+      dataDir,
+      lock,
+      database,
+      engine,
+      fleet: () => stack.fleet(),
+      stackConfig: () => programConfig(),
+      tokens,
+      batch: settings.batch,
+      retry: settings.retry,
+      ...(engineReady ? { engineReady } : {}),
+      catalog,
+      availability,
+      metrics,
+      logger,
+      rateLimitPerMinute: settings.rateLimitPerMinute,
+      shutdownGraceMs: settings.shutdownGraceMs,
+    });
+  } catch (error) {
+    // A failed start leaves nothing held: the store closed, the lock file removed.
+    if (database?.open) database.close();
+    lock.release();
+    throw error;
+  }
   if (reclaimer) {
     const r = reclaimer;
     r.knownNodes = () => new Set(app.nodefleet.store.list(fleet.cluster.id, { statuses: ["PENDING", "PROVISIONING", "RUNNING", "FAILED", "TERMINATING"] }).map((c) => c.nodeId));

@@ -28,6 +28,22 @@ export class NodefleetApiError extends Error {
   }
 }
 
+/** The request never got an HTTP answer (refused, reset, DNS, timeout): names the URL and the cause. */
+export class NodefleetConnectionError extends Error {
+  constructor(readonly method: string, readonly url: string, readonly reason: string) {
+    super(`${method} ${url} got no answer: ${reason}`);
+    this.name = "NodefleetConnectionError";
+  }
+}
+
+/** fetch reports every network failure as "fetch failed"; what went wrong is in its cause. */
+function failureReason(error: unknown, timeoutMs: number): string {
+  if (error instanceof Error && (error.name === "TimeoutError" || error.name === "AbortError")) return `no answer within ${timeoutMs} ms`;
+  const cause = error instanceof Error ? (error.cause as { code?: string; message?: string } | undefined) : undefined;
+  if (cause?.code && cause.message && !cause.message.includes(cause.code)) return `${cause.code} (${cause.message})`;
+  return cause?.message ?? cause?.code ?? (error instanceof Error ? error.message : String(error));
+}
+
 export interface ClientOptions {
   /** e.g. http://127.0.0.1:8080 */
   readonly baseUrl: string;
@@ -65,9 +81,14 @@ export class NodefleetClient {
   }
 
   private async call<T>(method: string, path: string, body?: unknown, expected: number[] = [200]): Promise<{ status: number; value: T }> {
-    const response = await this.raw(method, path, {
-      ...(body !== undefined ? { body: JSON.stringify(body), headers: { "content-type": "application/json" } } : {}),
-    });
+    let response: RawResponse;
+    try {
+      response = await this.raw(method, path, {
+        ...(body !== undefined ? { body: JSON.stringify(body), headers: { "content-type": "application/json" } } : {}),
+      });
+    } catch (error) {
+      throw new NodefleetConnectionError(method, `${this.options.baseUrl}${path}`, failureReason(error, this.options.timeoutMs ?? 150_000));
+    }
     if (!expected.includes(response.status)) {
       const error = (response.body as { error?: { code?: string; message?: string; details?: unknown } } | undefined)?.error;
       throw new NodefleetApiError(response.status, error?.code ?? "Unknown", error?.message ?? String(response.body), error?.details);

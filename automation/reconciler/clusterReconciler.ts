@@ -11,16 +11,18 @@ import type { RunResult, StackDefinition, StackEngine } from "../engine/stackEng
 import type { Claim, ClaimStore } from "../store/claimStore";
 import type { OperationKind, OperationLog } from "../store/operationLog";
 import { DEFAULT_BATCH_WINDOW, DEFAULT_RETRY, retryDelay, windowClosesAt, type BatchWindowConfig, type RetryConfig } from "./batchWindow";
+import { isStorageFailure, storageFailureReason } from "../store/storageFailure";
 import { previewGuardViolations, runOutcome, type GuardViolation } from "./runOutcome";
 
 export interface RunObserver {
   runFinished(clusterId: string, kind: OperationKind, result: "succeeded" | "failed", durationMs: number): void;
 }
 
+/** Why the service is degraded: a refused preview (with its violations) or runs that fail as a whole (store or engine). */
 export interface Degradation {
   readonly reason: string;
-  readonly operationId: number;
-  readonly violations: readonly GuardViolation[];
+  readonly operationId?: number;
+  readonly violations?: readonly GuardViolation[];
   readonly since: string;
 }
 
@@ -114,7 +116,13 @@ export class ClusterReconciler extends EventEmitter {
     if (this.current || this.stopped) return;
     this.windowFirst = this.windowLast = undefined;
     this.current = this.runOnce()
-      .catch((error: unknown) => this.options.logger?.error({ err: error, cluster: this.clusterId }, "reconcile failed unexpectedly"))
+      .catch((error: unknown) => {
+        // The store failed (disk full, I/O error) or something unforeseen: degraded, and retried with backoff.
+        const message = isStorageFailure(error) ? storageFailureReason(error) : error instanceof Error ? error.message : String(error);
+        this.degrade(`reconciling failed: ${message.slice(0, 500)}; retrying`);
+        this.options.logger?.error({ err: error, cluster: this.clusterId }, "reconcile failed");
+        this.scheduleRetry();
+      })
       .finally(() => {
         this.current = undefined;
         this.abort = undefined;
@@ -167,6 +175,12 @@ export class ClusterReconciler extends EventEmitter {
       await Promise.race([current, new Promise((resolve) => (hold = setTimeout(resolve, 5000)))]);
       clearTimeout(hold);
     }
+  }
+
+  /** Keeps the first moment of a continuing failure as `since`. */
+  private degrade(reason: string): void {
+    const since = this.degradation && !this.degradation.violations ? this.degradation.since : new Date().toISOString();
+    this.degradation = { reason, since };
   }
 
   private changed(nodeIds: readonly string[]): void {
@@ -232,6 +246,7 @@ export class ClusterReconciler extends EventEmitter {
         operations.finish(operationId, { result: "abandoned", error: "service stopped during the run; resumed on the next start" });
       } else {
         operations.finish(operationId, { result: "failed", error: message.slice(0, 2000) });
+        this.degrade(`the engine's ${running} failed: ${message.slice(0, 500)}; retrying`);
         this.options.observer?.runFinished(clusterId, running, "failed", Date.now() - started);
         log?.warn({ err: message, kind: running }, "engine run failed");
         this.scheduleRetry();
@@ -258,6 +273,8 @@ export class ClusterReconciler extends EventEmitter {
         ...(failedSteps.length > 0 ? { error: failedSteps.map((s) => `${s.name}: ${s.error}`).join("; ").slice(0, 2000) } : {}),
       });
     });
+    // The run went through and its outcome is stored: whatever degraded the service has passed.
+    this.degradation = undefined;
     for (const update of outcome.updates) {
       if (update.soldOut) this.options.onSoldOut?.(update.soldOut.serverType, update.soldOut.location, update.soldOut.reason);
     }

@@ -10,7 +10,7 @@
  * delay) and the hook for out-of-band changes. Nothing here talks to any cloud.
  */
 import { randomUUID } from "node:crypto";
-import { appendFileSync, existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { appendFileSync, existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, truncateSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { mapSecrets } from "../mocks/secretValues";
 import { sha256Hex } from "../../components/shared/canonicalJson";
@@ -116,21 +116,18 @@ export class StackStateFile {
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
     }
-    for (const line of journal.split("\n")) {
-      if (line.trim() === "") continue;
-      let entry: JournalEntry;
-      try {
-        entry = JSON.parse(line) as JournalEntry;
-      } catch {
-        break; // a line torn by a crash mid-write: the step it described never completed
-      }
-      applyEntry(state, entry);
-    }
+    for (const entry of parseJournal(journal, this.journalPath)) applyEntry(state, entry);
     return state;
   }
 
+  private tailChecked = false;
+
   /** Records one applied step durably before the run moves on. */
   append(entry: JournalEntry): void {
+    if (!this.tailChecked) {
+      this.tailChecked = true;
+      dropTornTail(this.journalPath);
+    }
     appendFileSync(this.journalPath, `${JSON.stringify(entry)}\n`, { mode: 0o600 });
   }
 
@@ -146,6 +143,52 @@ export class StackStateFile {
     writeFileAtomic(this.snapshotPath, JSON.stringify(snapshot));
     rmSync(this.journalPath, { force: true });
   }
+}
+
+export class JournalCorruptError extends Error {
+  constructor(readonly path: string, readonly line: number, readonly following: number) {
+    super(
+      `simulated cloud journal ${path} is damaged: line ${line} is not a journal entry and ${following} entr${following === 1 ? "y follows" : "ies follow"} it, ` +
+        "so the steps applied after it cannot be trusted; restore the data directory from a backup, " +
+        `or remove line ${line} by hand once you have checked which steps it recorded, then start again`,
+    );
+    this.name = "JournalCorruptError";
+  }
+}
+
+/**
+ * The journal's entries. Only the last line may be unreadable, and only when it lacks its newline
+ * (a write torn by a crash: the step never completed). An unreadable line with entries after it is
+ * damage, not a crash, and skipping it (or everything after it) would silently lose applied steps.
+ */
+export function parseJournal(text: string, path: string): JournalEntry[] {
+  const lines = text.split("\n");
+  const entries: JournalEntry[] = [];
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i]!;
+    if (line.trim() === "") continue;
+    try {
+      entries.push(JSON.parse(line) as JournalEntry);
+    } catch {
+      const torn = i === lines.length - 1; // no newline after it
+      if (torn) break;
+      throw new JournalCorruptError(path, i + 1, lines.slice(i + 1).filter((l) => l.trim() !== "").length);
+    }
+  }
+  return entries;
+}
+
+/** Cuts a line torn by a crash off the journal's end, so the next entry starts on a line of its own. */
+function dropTornTail(path: string): void {
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return;
+    throw error;
+  }
+  if (text === "" || text.endsWith("\n")) return;
+  truncateSync(path, Buffer.byteLength(text.slice(0, text.lastIndexOf("\n") + 1)));
 }
 
 export function applyEntry(state: StackState, entry: JournalEntry): void {

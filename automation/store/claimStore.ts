@@ -4,7 +4,10 @@
  * Every write is a committed SQLite transaction before the HTTP answer goes out.
  */
 import type { MemberSnapshot } from "../reconciler/memberSnapshot";
+import type Database from "better-sqlite3";
 import type { Db } from "./database";
+import { GroupCommit } from "./groupCommit";
+import { walSyncOf } from "./walSync";
 
 export const CLAIM_STATUSES = ["PENDING", "PROVISIONING", "RUNNING", "FAILED", "TERMINATING", "GONE"] as const;
 export type ClaimStatus = (typeof CLAIM_STATUSES)[number];
@@ -120,11 +123,47 @@ export interface PoolUsage {
 }
 
 export class ClaimStore {
-  constructor(private readonly db: Db, private readonly now: () => Date = () => new Date()) {}
+  private readonly group: GroupCommit;
+  /** Prepared statements by SQL text (preparing costs more than running most of these). */
+  private readonly statements = new Map<string, Database.Statement>();
 
-  /** Runs fn in one IMMEDIATE transaction (admission reads usage and inserts atomically). */
+  constructor(private readonly db: Db, private readonly now: () => Date = () => new Date()) {
+    this.group = new GroupCommit(db);
+  }
+
+  /** Runs fn in one IMMEDIATE transaction, durable when it returns (the WAL is fsynced after the COMMIT). */
   transaction<T>(fn: () => T): T {
-    return this.db.transaction(fn).immediate();
+    const nested = this.db.inTransaction;
+    const result = this.db.transaction(fn).immediate();
+    if (!nested) walSyncOf(this.db).syncNow();
+    return result;
+  }
+
+  /** Resolves once every commit so far is durable. */
+  durable(): Promise<void> {
+    return this.group.durable();
+  }
+
+  /**
+   * Runs fn atomically like transaction(), but shares the commit (and its fsync) with the other
+   * writes of this turn of the event loop (groupCommit.ts); resolves once fn's writes are durable.
+   */
+  commitTogether<T>(fn: () => T): Promise<T> {
+    return this.group.run(fn);
+  }
+
+  /** Group commits so far (benchmarks and tests). */
+  get commitStats(): { groups: number; writes: number; syncs: number } {
+    return this.group.stats;
+  }
+
+  private prepare(sql: string): Database.Statement {
+    let statement = this.statements.get(sql);
+    if (!statement) {
+      statement = this.db.prepare(sql);
+      this.statements.set(sql, statement);
+    }
+    return statement;
   }
 
   timestamp(): string {
@@ -133,12 +172,12 @@ export class ClaimStore {
 
   insert(claim: Omit<Claim, "createdAt" | "updatedAt">): Claim {
     const at = this.timestamp();
-    this.db
+    this
       .prepare(
         `INSERT INTO claims (cluster_id, node_id, unique_id, request_hash, request_json, pool, instance_type, zone, snapshot_json,
-           status, failure_code, failure_reason, instance_id, ipv4, private_ipv4, cpu_millis, memory_mib, created_at, updated_at)
+           status, failure_code, failure_reason, instance_id, ipv4, private_ipv4, cpu_millis, memory_mib, created_at, updated_at, placement_slot)
          VALUES (@cluster_id, @node_id, @unique_id, @request_hash, @request_json, @pool, @instance_type, @zone, @snapshot_json,
-           @status, NULL, NULL, NULL, NULL, NULL, @cpu_millis, @memory_mib, @at, @at)`,
+           @status, NULL, NULL, NULL, NULL, NULL, @cpu_millis, @memory_mib, @at, @at, @placement_slot)`,
       )
       .run({
         cluster_id: claim.clusterId,
@@ -153,24 +192,25 @@ export class ClaimStore {
         status: claim.status,
         cpu_millis: claim.cpuMillis,
         memory_mib: claim.memoryMiB,
+        placement_slot: typeof claim.snapshot.placementSlot === "number" ? claim.snapshot.placementSlot : null,
         at,
       });
     return this.get(claim.clusterId, claim.nodeId)!;
   }
 
   get(clusterId: string, nodeId: string): Claim | undefined {
-    const row = this.db.prepare("SELECT * FROM claims WHERE cluster_id = ? AND node_id = ?").get(clusterId, nodeId) as ClaimRow | undefined;
+    const row = this.prepare("SELECT * FROM claims WHERE cluster_id = ? AND node_id = ?").get(clusterId, nodeId) as ClaimRow | undefined;
     return row && fromRow(row);
   }
 
   byUniqueId(clusterId: string, uniqueId: string): Claim | undefined {
-    const row = this.db.prepare("SELECT * FROM claims WHERE cluster_id = ? AND unique_id = ?").get(clusterId, uniqueId) as ClaimRow | undefined;
+    const row = this.prepare("SELECT * FROM claims WHERE cluster_id = ? AND unique_id = ?").get(clusterId, uniqueId) as ClaimRow | undefined;
     return row && fromRow(row);
   }
 
   list(clusterId: string, filter: { pool?: string; statuses?: readonly ClaimStatus[] } = {}): Claim[] {
     const statuses = filter.statuses ?? CLAIM_STATUSES.filter((s) => s !== "GONE");
-    const rows = this.db
+    const rows = this
       .prepare(
         `SELECT * FROM claims WHERE cluster_id = ? AND status IN (${statuses.map(() => "?").join(",")})
          ${filter.pool !== undefined ? "AND pool = ?" : ""} ORDER BY created_at, node_id`,
@@ -182,14 +222,14 @@ export class ClaimStore {
   update(clusterId: string, nodeId: string, patch: ClaimPatch): Claim | undefined {
     const entries = Object.entries(patch).filter(([, v]) => v !== undefined) as Array<[keyof ClaimPatch, unknown]>;
     const sets = entries.map(([k]) => `${PATCH_COLUMNS[k]} = @${k}`);
-    this.db
+    this
       .prepare(`UPDATE claims SET ${[...sets, "updated_at = @updatedAt"].join(", ")} WHERE cluster_id = @clusterId AND node_id = @nodeId`)
       .run({ ...Object.fromEntries(entries), updatedAt: this.timestamp(), clusterId, nodeId });
     return this.get(clusterId, nodeId);
   }
 
   usage(clusterId: string, pool: string): PoolUsage {
-    const row = this.db
+    const row = this
       .prepare(
         `SELECT COUNT(*) AS nodes, COALESCE(SUM(cpu_millis), 0) AS cpu, COALESCE(SUM(memory_mib), 0) AS mem FROM claims
          WHERE cluster_id = ? AND pool = ? AND status IN (${OCCUPYING_STATUSES.map(() => "?").join(",")})`,
@@ -198,11 +238,11 @@ export class ClaimStore {
     return { nodes: row.nodes, cpuMillis: row.cpu, memoryMiB: row.mem };
   }
 
-  /** Placement slots of the pool's occupying claims (read from the snapshots without decoding them). */
+  /** Placement slots of the pool's occupying claims (a column beside the snapshot, in the pool index). */
   usedPlacementSlots(clusterId: string, pool: string): number[] {
-    const rows = this.db
+    const rows = this
       .prepare(
-        `SELECT json_extract(snapshot_json, '$.placementSlot') AS slot FROM claims
+        `SELECT placement_slot AS slot FROM claims
          WHERE cluster_id = ? AND pool = ? AND status IN (${OCCUPYING_STATUSES.map(() => "?").join(",")})`,
       )
       .all(clusterId, pool, ...OCCUPYING_STATUSES) as Array<{ slot: number | null }>;
@@ -211,7 +251,7 @@ export class ClaimStore {
 
   countByStatus(clusterId: string): Record<ClaimStatus, number> {
     const counts = Object.fromEntries(CLAIM_STATUSES.map((s) => [s, 0])) as Record<ClaimStatus, number>;
-    const rows = this.db.prepare("SELECT status, COUNT(*) AS n FROM claims WHERE cluster_id = ? GROUP BY status").all(clusterId) as Array<{
+    const rows = this.prepare("SELECT status, COUNT(*) AS n FROM claims WHERE cluster_id = ? GROUP BY status").all(clusterId) as Array<{
       status: ClaimStatus;
       n: number;
     }>;

@@ -1,12 +1,15 @@
 /**
- * The service's embedded store: `<dataDir>/nodefleet.db` (SQLite through better-sqlite3), WAL with
- * synchronous=FULL so a committed request survives kill -9 and power loss, exclusive locking mode
+ * The service's embedded store: `<dataDir>/nodefleet.db` (SQLite through better-sqlite3), WAL whose
+ * commits are fsynced before anyone is told (walSync.ts), so a committed request survives kill -9
+ * and power loss, exclusive locking mode
  * so no second process can open it while this one runs, and numbered migrations tracked in
  * `PRAGMA user_version`.
  */
 import Database from "better-sqlite3";
 import * as fs from "node:fs";
 import * as path from "node:path";
+import { StoreDamagedError, assertIntact, assertStoreNotLost, isDamage } from "./storeIntegrity";
+import { walSyncOf } from "./walSync";
 
 export type Db = Database.Database;
 
@@ -51,6 +54,11 @@ export const MIGRATIONS: readonly string[] = [
      details_json TEXT
    );
    CREATE INDEX operations_by_cluster ON operations (cluster_id, id);`,
+  // Admission reads a pool's usage and placement slots on every create: from a covering index,
+  // without reading rows or decoding snapshots.
+  `ALTER TABLE claims ADD COLUMN placement_slot INTEGER;
+   UPDATE claims SET placement_slot = json_extract(snapshot_json, '$.placementSlot');
+   CREATE INDEX claims_by_pool ON claims (cluster_id, pool, status, placement_slot, cpu_millis, memory_mib);`,
 ];
 
 export function databasePath(dataDir: string): string {
@@ -78,26 +86,52 @@ function restrictDatabaseFiles(dataDir: string): void {
   }
 }
 
-export function openDatabase(dataDir: string): Db {
+export interface OpenOptions {
+  /** The stack whose engine state means the store must not be missing or empty (the API stack). */
+  readonly engineStack?: string;
+}
+
+/**
+ * Opens (or creates) the store: refuses a lost store (missing or empty next to the engine state of
+ * `engineStack`) and a damaged one (integrity check of every page) with an error naming the file.
+ */
+export function openDatabase(dataDir: string, options: OpenOptions = {}): Db {
   fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  if (options.engineStack) assertStoreNotLost(databasePath(dataDir), dataDir, options.engineStack);
   // Create (never truncate) the file 0600 before SQLite does it with 0644.
   fs.closeSync(fs.openSync(databasePath(dataDir), "a", 0o600));
   const db = new Database(databasePath(dataDir), { timeout: 1000 });
   try {
     db.pragma("locking_mode = EXCLUSIVE");
     db.pragma("journal_mode = WAL");
-    db.pragma("synchronous = FULL");
+    // Commits are made durable by an explicit fsync of the WAL (walSync.ts): after each of the
+    // store's own transactions, and once per group of client writes (groupCommit.ts).
+    db.pragma("synchronous = NORMAL");
     db.pragma("foreign_keys = ON");
+    assertIntact(db, databasePath(dataDir));
     migrate(db);
+    walSyncOf(db).syncNow();
+    syncDirectory(dataDir);
     restrictDatabaseFiles(dataDir);
   } catch (error) {
     db.close();
+    if (isDamage(error)) throw new StoreDamagedError(databasePath(dataDir), [(error as Error).message]);
     if ((error as { code?: string }).code === "SQLITE_BUSY") {
       throw new Error(`database ${databasePath(dataDir)} is locked by another process; one nodefleet service per data directory`);
     }
     throw error;
   }
   return db;
+}
+
+/** The directory entries of the database and its WAL survive a power loss. */
+function syncDirectory(dir: string): void {
+  const fd = fs.openSync(dir, "r");
+  try {
+    fs.fsyncSync(fd);
+  } finally {
+    fs.closeSync(fd);
+  }
 }
 
 export function migrate(db: Db): void {

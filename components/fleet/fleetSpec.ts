@@ -30,9 +30,16 @@ const cidr = (what: string) =>
 const QUALIFIED_NAME = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
 const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$/;
 
-const labelKey = z.string().refine((k) => QUALIFIED_NAME.test(k) && k.length <= 317, {
-  error: "label keys must be a qualified name: an optional DNS-subdomain prefix and '/', then at most 63 alphanumerics, '-', '_' or '.'",
-});
+/** The DNS-subdomain prefix of a qualified name (before '/') is at most 253 characters. */
+const LABEL_KEY_PREFIX_MAX = 253;
+const labelKey = z
+  .string()
+  .refine((k) => QUALIFIED_NAME.test(k), {
+    error: "label keys must be a qualified name: an optional DNS-subdomain prefix and '/', then at most 63 alphanumerics, '-', '_' or '.'",
+  })
+  .refine((k) => !k.includes("/") || k.indexOf("/") <= LABEL_KEY_PREFIX_MAX, {
+    error: `label key prefixes (the DNS subdomain before '/') must be at most ${LABEL_KEY_PREFIX_MAX} characters`,
+  });
 const labelValue = z.string().regex(LABEL_VALUE, {
   error: "label values must be at most 63 alphanumerics, '-', '_' or '.', starting and ending with an alphanumeric",
 });

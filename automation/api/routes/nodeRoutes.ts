@@ -41,7 +41,7 @@ export const nodeRoutes: FastifyPluginAsyncZod<{ clusters: ClusterServices }> = 
     },
     async (request, reply) => {
       const service = clusterService(clusters, request.params.clusterId);
-      const { created, node } = service.create(request.body);
+      const { created, node } = await service.create(request.body);
       const waitSeconds = request.query.waitSeconds ?? 0;
       if (waitSeconds > 0) {
         const claim = await service.waitForSettled(node.nodeID, waitSeconds);
@@ -101,6 +101,6 @@ export const nodeRoutes: FastifyPluginAsyncZod<{ clusters: ClusterServices }> = 
         },
       },
     },
-    async (request, reply) => reply.code(202).send(clusterService(clusters, request.params.clusterId).delete(request.params.nodeId)),
+    async (request, reply) => reply.code(202).send(await clusterService(clusters, request.params.clusterId).delete(request.params.nodeId)),
   );
 };

@@ -463,6 +463,52 @@ describe("scaling API routes", function () {
       assertErrorShape(response.body, "NotFound");
     });
 
+    it("refuses a label key whose prefix is longer than 253 characters, naming the rule", async () => {
+      // A DNS subdomain of n characters (n <= 255), in labels of at most 63.
+      const prefix = (n: number) => Array.from({ length: 4 }, () => "a".repeat(63)).join(".").slice(0, n);
+      const tooLong = prefix(254);
+      assert.equal(tooLong.length, 254);
+      const refused = await api.client.raw("POST", NODES, { body: JSON.stringify({ uniqueID: "long-prefix", pool: "hel1-burst", labels: { [`${tooLong}/team`]: "a" } }), headers: json });
+      assert.equal(refused.status, 400);
+      assertErrorShape(refused.body, "ValidationError");
+      assert.match(JSON.stringify(refused.body), /prefixes .*at most 253 characters/);
+      const longest = prefix(253);
+      assert.equal(longest.length, 253);
+      const accepted = await api.client.raw("POST", NODES, { body: JSON.stringify({ uniqueID: "longest-prefix", pool: "hel1-burst", labels: { [`${longest}/team`]: "a" } }), headers: json });
+      assert.equal(accepted.status, 201, JSON.stringify(accepted.body));
+    });
+
+    it("accepts waitSeconds only as decimal digits: 0x10, empty, ' 5', 1e2 and repeats are 400 naming the field", async () => {
+      const body = JSON.stringify({ uniqueID: "wait-syntax", pool: "hel1-burst" });
+      for (const query of ["waitSeconds=0x10", "waitSeconds=", "waitSeconds=%205", "waitSeconds=1e2", "waitSeconds=5.0", "waitSeconds=1&waitSeconds=2", "waitSeconds=121"]) {
+        const response = await api.client.raw("POST", `${NODES}?${query}`, { body, headers: json });
+        assert.equal(response.status, 400, `${query} -> ${response.status}`);
+        assertErrorShape(response.body, "ValidationError");
+        assert.match(JSON.stringify(response.body), /querystring\.waitSeconds/, query);
+      }
+      const fine = await api.client.raw("POST", `${NODES}?waitSeconds=0`, { body, headers: json });
+      assert.equal(fine.status, 201, JSON.stringify(fine.body));
+    });
+
+    it("answers what the HTTP parser refuses (garbage, oversized headers) in the error shape", async () => {
+      const exchange = (request: string) =>
+        new Promise<string>((resolve, reject) => {
+          const socket = net.connect(Number(new URL(api.baseUrl).port), "127.0.0.1");
+          let received = "";
+          socket.on("data", (chunk) => (received += chunk));
+          socket.on("error", reject);
+          socket.on("close", () => resolve(received));
+          socket.write(request);
+        });
+      const bodyOf = (answer: string) => JSON.parse(answer.slice(answer.indexOf("\r\n\r\n") + 4)) as unknown;
+      const garbage = await exchange("NOT HTTP AT ALL\r\n\r\n");
+      assert.match(garbage, /^HTTP\/1.1 400 /);
+      assertErrorShape(bodyOf(garbage), "BadRequest");
+      const huge = await exchange(`GET /healthz HTTP/1.1\r\nHost: t\r\nX-Pad: ${"a".repeat(20_000)}\r\n\r\n`);
+      assert.match(huge, /^HTTP\/1.1 431 /);
+      assertErrorShape(bodyOf(huge), "HeadersTooLarge");
+    });
+
     it("never answers a random body or path with a 5xx", async function () {
       this.timeout(60_000);
       await fc.assert(
@@ -592,6 +638,33 @@ describe("node identity", () => {
 });
 
 describe("rate limiting", () => {
+  it("limits failed authentications per client address, whatever token each attempt guesses; valid tokens are unaffected", async () => {
+    const api = await startTestApi({ unauthenticatedPerMinute: 5 });
+    try {
+      for (let i = 0; i < 5; i++) assert.equal((await apiError(api.clientWith(`guess-${i}-0123456789abcdef`).getCluster())).status, 401);
+      const limited = await apiError(api.clientWith("guess-last-0123456789abcdef").getCluster());
+      assert.equal(limited.status, 429);
+      assert.equal(limited.code, "RateLimited");
+      assert.match(limited.message, /without a valid token/);
+      assert.equal((await apiError(api.clientWith(undefined).getCluster())).status, 429, "no token at all shares the address's budget");
+      assert.equal((await api.client.getCluster()).id, "example");
+    } finally {
+      await api.close();
+    }
+  });
+
+  it("limits failed authentications even when the per-token limit is off", async () => {
+    const api = await startTestApi({ rateLimitPerMinute: false, unauthenticatedPerMinute: 2 });
+    try {
+      for (let i = 0; i < 2; i++) await apiError(api.clientWith(`guess-${i}-0123456789abcdef`).getCluster());
+      assert.equal((await apiError(api.clientWith("guess-x-0123456789abcdef").getCluster())).status, 429);
+      for (let i = 0; i < 5; i++) assert.equal((await api.client.getCluster()).id, "example");
+    } finally {
+      await api.close();
+    }
+  });
+
+
   it("limits requests per token with 429 RateLimited in the error shape, other tokens unaffected", async () => {
     const api = await startTestApi({ rateLimitPerMinute: 3 });
     try {

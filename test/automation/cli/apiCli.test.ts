@@ -44,6 +44,32 @@ describe("nodefleet nodes", function () {
     assert.deepEqual(JSON.parse(deleted.stdout), { nodeID: node.nodeID, status: "TERMINATING" });
   });
 
+  it("prints the API's validation issues, and with --json the API's whole error (details.issues included) on stdout", async () => {
+    const args = ["nodes", "create", "--url", api.baseUrl, "--cluster", "example", "--unique-id", "Not_A_Name", "--pool", "hel1-burst"];
+    const env = { NODEFLEET_API_TOKEN: TOKEN };
+    const text = await nodefleet(args, env);
+    assert.equal(text.code, 1);
+    assert.match(text.stderr, /400 ValidationError/);
+    assert.match(text.stderr, /- body\.uniqueID: uniqueID must be/);
+    const json = await nodefleet([...args, "--json"], env);
+    assert.equal(json.code, 1);
+    const document = JSON.parse(json.stdout) as { status: number; error: { code: string; details: { issues: Array<{ path: string }> } } };
+    assert.equal(document.status, 400);
+    assert.equal(document.error.code, "ValidationError");
+    assert.deepEqual(document.error.details.issues.map((i) => i.path), ["body.uniqueID"]);
+  });
+
+  it("names the URL and the cause when the API cannot be reached, instead of 'fetch failed'", async () => {
+    const closed = await startTestApi();
+    const url = closed.baseUrl;
+    await closed.close();
+    const result = await nodefleet(["nodes", "list", "--url", url, "--cluster", "example"], { NODEFLEET_API_TOKEN: TOKEN });
+    assert.equal(result.code, 1);
+    assert.ok(result.stderr.includes(`${url}/api/v1/clusters/example/nodes`), result.stderr);
+    assert.match(result.stderr, /ECONNREFUSED/);
+    assert.doesNotMatch(result.stderr, /fetch failed/);
+  });
+
   it("prints the API's error code and exits 1 on an API error; says how to get a token without one", async () => {
     const missing = await nodefleet(["nodes", "get", "k000000000000", "--url", api.baseUrl, "--cluster", "example"], { NODEFLEET_API_TOKEN: TOKEN });
     assert.equal(missing.code, 1);

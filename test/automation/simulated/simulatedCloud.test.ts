@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import fc from "fast-check";
 import { AddressPool } from "../../../automation/simulated/addressPool";
-import { SimulatedCloud, StackStateFile, hashSecrets, matchesSelector, type SimResource } from "../../../automation/simulated/simulatedCloud";
+import { JournalCorruptError, SimulatedCloud, StackStateFile, hashSecrets, matchesSelector, type SimResource } from "../../../automation/simulated/simulatedCloud";
 import { SimulatedEngine } from "../../../automation/simulated/simulatedEngine";
 import { resolveKnobs } from "../../../automation/simulated/simulationKnobs";
 import { acquireStackLock, processAlive, readLock, stackLockPath } from "../../../automation/simulated/stackLock";
@@ -42,6 +42,30 @@ describe("simulated cloud", function () {
       appendFileSync(file.journalPath, '{"t":"put","r":{"urn":"c"');
       const state = file.load();
       assert.deepEqual([...state.resources.keys()], ["b"]);
+    });
+
+    it("refuses a journal with a damaged line in the middle, naming the file and the line, instead of dropping later steps", function () {
+      const file = new StackStateFile(dataDir(), "s1");
+      file.append({ t: "put", r: resource("a") });
+      appendFileSync(file.journalPath, "{not json\n");
+      file.append({ t: "put", r: resource("b") });
+      assert.throws(() => file.load(), (error: Error) => {
+        assert.ok(error instanceof JournalCorruptError);
+        assert.ok(error.message.includes(file.journalPath), error.message);
+        assert.match(error.message, /line 2 .*1 entry follows/);
+        assert.match(error.message, /restore/);
+        return true;
+      });
+    });
+
+    it("cuts a torn last line off before appending, so entries written after a crash are kept", function () {
+      const file = new StackStateFile(dataDir(), "s1");
+      file.append({ t: "put", r: resource("a") });
+      appendFileSync(file.journalPath, '{"t":"put","r":{"urn":"c"');
+      const next = new StackStateFile(dataDir(), "s1");
+      next.append({ t: "put", r: resource("b") });
+      next.append({ t: "put", r: resource("d") });
+      assert.deepEqual([...next.load().resources.keys()], ["a", "b", "d"]);
     });
 
     it("compacts into an atomically written snapshot (0600) and drops the journal", function () {

@@ -12,6 +12,8 @@ import { ClaimStore } from "../../../automation/store/claimStore";
 import { DataDirLockedError, acquireDataDirLock } from "../../../automation/store/dataDirLock";
 import { MIGRATIONS, databaseFiles, databasePath, openDatabase } from "../../../automation/store/database";
 import { OperationLog } from "../../../automation/store/operationLog";
+import { StoreDamagedError, StoreLostError } from "../../../automation/store/storeIntegrity";
+import { StackStateFile } from "../../../automation/simulated/simulatedCloud";
 import type { MemberSnapshot } from "../../../automation/reconciler/memberSnapshot";
 import { tempDataDir } from "../../support/apiHarness";
 
@@ -40,7 +42,8 @@ describe("store", () => {
     const db = openDatabase(dir);
     assert.equal(db.pragma("user_version", { simple: true }), MIGRATIONS.length);
     assert.equal(db.pragma("journal_mode", { simple: true }), "wal");
-    assert.equal(db.pragma("synchronous", { simple: true }), 2, "FULL");
+    // NORMAL: the store fsyncs the WAL itself after each commit (walSync.ts), per group for client writes.
+    assert.equal(db.pragma("synchronous", { simple: true }), 1, "NORMAL");
     new ClaimStore(db).insert(newClaim("k1"));
     db.close();
     const again = openDatabase(dir);
@@ -75,6 +78,67 @@ describe("store", () => {
     } finally {
       process.umask(previous);
     }
+  });
+
+  describe("a lost store", () => {
+    function withApiStackState(dir: string): void {
+      const file = new StackStateFile(dir, "example-api");
+      file.compact({ stack: "example-api", runs: 1, resources: new Map(), outputs: {} });
+    }
+
+    it("is refused when nodefleet.db is missing next to the API stack's engine state, naming the file and how to restore", () => {
+      const dir = tempDataDir();
+      withApiStackState(dir);
+      assert.throws(() => openDatabase(dir, { engineStack: "example-api" }), (error: Error) => {
+        assert.ok(error instanceof StoreLostError, String(error));
+        assert.ok(error.message.includes(databasePath(dir)), error.message);
+        assert.match(error.message, /missing/);
+        assert.match(error.message, /Restore nodefleet\.db/);
+        assert.ok(error.message.includes(path.join("simulated-cloud", "stacks", "example-api.json")));
+        return true;
+      });
+      assert.equal(fs.existsSync(databasePath(dir)), false, "nothing was created");
+    });
+
+    it("is refused when nodefleet.db is zero-length next to the API stack's engine state", () => {
+      const dir = tempDataDir();
+      const db = openDatabase(dir, { engineStack: "example-api" });
+      new ClaimStore(db).insert(newClaim("k1"));
+      db.close();
+      withApiStackState(dir);
+      for (const file of databaseFiles(dir).slice(1)) fs.rmSync(file, { force: true });
+      fs.truncateSync(databasePath(dir), 0);
+      assert.throws(() => openDatabase(dir, { engineStack: "example-api" }), (error: Error) => error instanceof StoreLostError && /is empty/.test(error.message));
+    });
+
+    it("is not in the way of a first start (no engine state yet) or of another stack's state", () => {
+      const dir = tempDataDir();
+      new StackStateFile(dir, "example").compact({ stack: "example", runs: 1, resources: new Map(), outputs: {} });
+      openDatabase(dir, { engineStack: "example-api" }).close();
+    });
+  });
+
+  it("reports a damaged page at open, naming the file, instead of when a request touches it", () => {
+    const dir = tempDataDir();
+    const db = openDatabase(dir);
+    const store = new ClaimStore(db);
+    store.transaction(() => {
+      for (let i = 0; i < 500; i++) store.insert(newClaim(`k${i}`));
+    });
+    db.close();
+    const pageSize = 4096;
+    const size = fs.statSync(databasePath(dir)).size;
+    assert.ok(size > pageSize * 20, `a database of many pages (${size} bytes)`);
+    const fd = fs.openSync(databasePath(dir), "r+");
+    fs.writeSync(fd, Buffer.alloc(pageSize, 0xa5), 0, pageSize, pageSize * 10);
+    fs.closeSync(fd);
+    assert.throws(() => openDatabase(dir), (error: Error) => {
+      assert.ok(error instanceof StoreDamagedError, String(error));
+      assert.ok(error.message.includes(databasePath(dir)), error.message);
+      assert.match(error.message, /damaged/);
+      assert.match(error.message, /restore/);
+      return true;
+    });
   });
 
   it("stores claims with their snapshot, counts usage of occupying claims and patches status", () => {

@@ -1,0 +1,116 @@
+/**
+ * Group commit: write functions submitted in the same turn of the event loop run in one IMMEDIATE
+ * transaction, each in a savepoint of its own (one that throws rolls back alone and rejects alone),
+ * and the transaction commits once. Its WAL frames are then fsynced on libuv's thread pool
+ * (walSync.ts) while the event loop goes on admitting the next group; every submitter is answered
+ * only after the fsync covering its commit returned, so what it was told is durable (kill -9 and
+ * power loss safe). One fsync is in flight at a time: groups committed meanwhile share the next one.
+ * If the COMMIT fails (disk full) every submitter of the group is rejected and nothing of it is
+ * kept; if the fsync fails, those waiting for it are rejected (their data may not be durable).
+ *
+ * The group closes at setImmediate: a lone request waits for no timer.
+ */
+import type { Db } from "./database";
+import { walSyncOf, type WalSync } from "./walSync";
+
+interface Pending {
+  readonly fn: () => unknown;
+  readonly resolve: (value: unknown) => void;
+  readonly reject: (error: unknown) => void;
+}
+
+type Outcome = { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly error: unknown };
+
+export class GroupCommit {
+  private queue: Pending[] = [];
+  private scheduled = false;
+  private groups = 0;
+  private writes = 0;
+  private syncs = 0;
+  private readonly wal: WalSync;
+  /** Committed, waiting for the next fsync. */
+  private undurable: Array<{ readonly answer: () => void; readonly fail: (error: unknown) => void }> = [];
+  private syncing = false;
+
+  constructor(private readonly db: Db) {
+    this.wal = walSyncOf(db);
+  }
+
+  /** Resolves once everything committed before the call is durable (a replay answered from a fresh commit must not outrun its fsync). */
+  durable(): Promise<void> {
+    return this.undurable.length === 0 && !this.syncing ? Promise.resolve() : this.run(() => undefined);
+  }
+
+  /** Runs fn inside the next group's transaction; resolves with its result once the group is committed. */
+  run<T>(fn: () => T): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.queue.push({ fn, resolve: resolve as (value: unknown) => void, reject });
+      if (!this.scheduled) {
+        this.scheduled = true;
+        setImmediate(() => this.flush());
+      }
+    });
+  }
+
+  /** Commits (groups), writes and WAL fsyncs so far. */
+  get stats(): { groups: number; writes: number; syncs: number } {
+    return { groups: this.groups, writes: this.writes, syncs: this.syncs };
+  }
+
+  private startSync(): void {
+    if (this.syncing || this.undurable.length === 0) return;
+    this.syncing = true;
+    const covered = this.undurable;
+    this.undurable = [];
+    this.syncs += 1;
+    this.wal.sync().then(
+      () => {
+        this.syncing = false;
+        for (const waiter of covered) waiter.answer();
+        this.startSync();
+      },
+      (error: unknown) => {
+        this.syncing = false;
+        for (const waiter of covered) waiter.fail(error);
+        this.startSync();
+      },
+    );
+  }
+
+  private flush(): void {
+    this.scheduled = false;
+    const group = this.queue;
+    this.queue = [];
+    if (group.length === 0) return;
+    const outcomes: Outcome[] = [];
+    try {
+      this.db
+        .transaction(() => {
+          for (const pending of group) {
+            try {
+              // Nested: better-sqlite3 makes it a savepoint, rolled back alone when fn throws.
+              outcomes.push({ ok: true, value: this.db.transaction(pending.fn)() });
+            } catch (error) {
+              outcomes.push({ ok: false, error });
+            }
+          }
+        })
+        .immediate();
+    } catch (error) {
+      for (const pending of group) pending.reject(error);
+      return;
+    }
+    this.groups += 1;
+    this.writes += group.length;
+    this.undurable.push({
+      answer: () =>
+        group.forEach((pending, i) => {
+          const outcome = outcomes[i]!;
+          if (outcome.ok) pending.resolve(outcome.value);
+          else pending.reject(outcome.error);
+        }),
+      fail: (error) => group.forEach((pending) => pending.reject(error)),
+    });
+    this.startSync();
+  }
+}

@@ -1,0 +1,84 @@
+/**
+ * The store is the only record of which servers the API created. Two ways it can silently lie:
+ * - lost: `nodefleet.db` is missing or empty while the engine holds state for the API stack (the
+ *   file was deleted, truncated, or the directory was restored without it). Started that way the
+ *   service would answer 404 NodeNotFound, which Karpenter reads as "instance gone", for servers
+ *   that exist; it refuses to start instead and says how to restore.
+ * - damaged: a corrupted page is otherwise found only when a request happens to touch it; the
+ *   whole file is checked at start (PRAGMA quick_check) and damage is reported with the file.
+ */
+import * as fs from "node:fs";
+import * as path from "node:path";
+import type Database from "better-sqlite3";
+
+type Db = Database.Database;
+
+export class StoreLostError extends Error {
+  constructor(readonly file: string, readonly engineState: readonly string[]) {
+    super(
+      `the store ${file} is ${fs.existsSync(file) ? "empty" : "missing"}, but the engine holds state for the servers it recorded ` +
+        `(${engineState.join(", ")}); starting with an empty store would report those servers as gone. ` +
+        `Restore ${path.basename(file)} (with its -wal file, if any) from a backup into ${path.dirname(file)}; ` +
+        "to give those servers up deliberately, delete them and that engine state first",
+    );
+    this.name = "StoreLostError";
+  }
+}
+
+export class StoreDamagedError extends Error {
+  constructor(readonly file: string, readonly problems: readonly string[]) {
+    super(
+      `the store ${file} is damaged (${problems.slice(0, 5).join("; ")}${problems.length > 5 ? `; and ${problems.length - 5} more` : ""}); ` +
+        `stop the service and restore ${path.basename(file)} from a backup (or try \`sqlite3 ${file} .recover\` into a new file)`,
+    );
+    this.name = "StoreDamagedError";
+  }
+}
+
+/** Where the engines keep a stack's state under the data directory (simulated cloud, Automation API workspace and file backend). */
+export function engineStateOf(dataDir: string, stackName: string): string[] {
+  const candidates = [
+    path.join(dataDir, "simulated-cloud", "stacks", `${stackName}.json`),
+    path.join(dataDir, "simulated-cloud", "stacks", `${stackName}.journal`),
+    path.join(dataDir, "workspaces", stackName),
+  ];
+  const backendStacks = path.join(dataDir, "state", ".pulumi", "stacks");
+  try {
+    for (const project of fs.readdirSync(backendStacks)) candidates.push(path.join(backendStacks, project, `${stackName}.json`));
+  } catch {
+    // no file backend here
+  }
+  return candidates.filter((file) => fs.existsSync(file));
+}
+
+/** Throws StoreLostError when the database file is missing or empty while `stackName` has engine state. */
+export function assertStoreNotLost(file: string, dataDir: string, stackName: string): void {
+  let size = 0;
+  try {
+    size = fs.statSync(file).size;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+  }
+  if (size > 0) return;
+  const state = engineStateOf(dataDir, stackName);
+  if (state.length > 0) throw new StoreLostError(file, state);
+}
+
+const DAMAGE_CODES = new Set(["SQLITE_CORRUPT", "SQLITE_NOTADB", "SQLITE_CORRUPT_INDEX", "SQLITE_CORRUPT_SEQUENCE", "SQLITE_CORRUPT_VTAB"]);
+
+export function isDamage(error: unknown): boolean {
+  return DAMAGE_CODES.has((error as { code?: string }).code ?? "");
+}
+
+/** Reads every page of the database; throws StoreDamagedError listing what SQLite found. */
+export function assertIntact(db: Db, file: string): void {
+  let rows: Array<Record<string, unknown>>;
+  try {
+    rows = db.pragma("quick_check") as Array<Record<string, unknown>>;
+  } catch (error) {
+    if (isDamage(error)) throw new StoreDamagedError(file, [(error as Error).message]);
+    throw error;
+  }
+  const problems = rows.map((row) => String(Object.values(row)[0]));
+  if (problems.length !== 1 || problems[0] !== "ok") throw new StoreDamagedError(file, problems);
+}

@@ -1,0 +1,133 @@
+/**
+ * Scaling API request latency and throughput on loopback (not part of the test command):
+ *   npm run build && node dist/bench/apiLoad.bench.js [--duration 5] [--connections 1,10,60]
+ *
+ * For each connection count, autocannon drives for `duration` seconds:
+ * - create: POST a new uniqueID every request (a durable write each), in rounds of 100 (a pool's
+ *   most) against a fresh service with the batch window held open, latencies pooled over --rounds;
+ * - replay: POST the same create again (idempotent, a read);
+ * - get: GET one node; list: GET the 100 nodes of a cluster.
+ * Prints one JSON document on stdout (p50/p99 latency in ms and requests per second); progress on stderr.
+ */
+import * as os from "node:os";
+import autocannon from "autocannon";
+import { parseFleetSpec, type FleetSpec } from "../components/fleet/fleetSpec";
+import { buildServer } from "../automation/api/server";
+import { NodefleetClient } from "../automation/client/nodefleetClient";
+import type { StackConfigValue } from "../automation/engine/stackEngine";
+import { configValues } from "../automation/stackConfigFile";
+import { FakeStackEngine } from "../test/support/fakeStackEngine";
+import { TOKEN, TOKENS, tempDataDir } from "../test/support/apiHarness";
+import { arg, benchConfig } from "./benchSetup";
+
+async function serveBench(fleet: () => FleetSpec, config: Record<string, StackConfigValue>, batchIdleMs: number) {
+  const app = await buildServer({
+    dataDir: tempDataDir("nodefleet-bench-load-"),
+    engine: new FakeStackEngine(),
+    fleet,
+    stackConfig: () => config,
+    tokens: TOKENS,
+    rateLimitPerMinute: false,
+    logger: false,
+    batch: { idleMs: batchIdleMs, maxMs: batchIdleMs },
+  });
+  await app.listen({ host: "127.0.0.1", port: 0 });
+  const address = app.server.address();
+  const baseUrl = `http://127.0.0.1:${typeof address === "object" && address ? address.port : 0}`;
+  return { app, baseUrl, client: new NodefleetClient({ baseUrl, clusterId: "example", token: TOKEN }) };
+}
+
+async function main(): Promise<void> {
+  const duration = Number(arg("duration", "5"));
+  const levels = arg("connections", "1,10,60").split(",").map(Number);
+  const headers = { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" };
+  const config = benchConfig();
+  const cannon = async (title: string, connections: number, options: autocannon.Options) => {
+    process.stderr.write(`autocannon ${title} (${duration}s, ${connections} connections)...\n`);
+    const result = await autocannon({ ...options, duration, connections });
+    return {
+      connections,
+      requestsPerSecond: result.requests.average,
+      latencyMs: { p50: result.latency.p50, p99: result.latency.p99, max: result.latency.max },
+      total: result.requests.total,
+      non2xx: result.non2xx,
+      errors: result.errors,
+    };
+  };
+
+  const only = arg("only", "");
+  // Reads and replays against 100 RUNNING nodes.
+  const readsFleet = parseFleetSpec(configValues(config));
+  const reads = await serveBench(() => readsFleet, config, 20);
+  const names = Array.from({ length: 100 }, (_, i) => `bench-${i}`);
+  const created = await Promise.all(names.map((uniqueID) => reads.client.createNode({ uniqueID, pool: "hel1-burst" }, { waitSeconds: 60 })));
+  const nodeId = created[0]!.node.nodeID;
+  const report: Record<string, unknown[]> = { create: [], replay: [], get: [], list: [] };
+  for (const c of only === "create" ? [] : levels) {
+    report.replay!.push(await cannon("POST create replay", c, { url: `${reads.baseUrl}/api/v1/clusters/example/nodes`, method: "POST", headers, body: JSON.stringify({ uniqueID: names[0], pool: "hel1-burst" }) }));
+    report.get!.push(await cannon("GET node", c, { url: `${reads.baseUrl}/api/v1/clusters/example/nodes/${nodeId}`, headers }));
+    report.list!.push(await cannon("GET nodes (100)", c, { url: `${reads.baseUrl}/api/v1/clusters/example/nodes`, headers }));
+  }
+  await reads.app.close();
+
+  // Creates: every request a new claim, committed before it is answered. A pool holds at most 100
+  // nodes (one Hetzner network), so creates run in rounds of 100 against a fresh service each
+  // (the batch window held open: admission and the store's commit are what is measured), and the
+  // latencies of all rounds are pooled.
+  const rounds = Number(arg("rounds", "20"));
+  for (const c of levels) {
+    const latencies: number[] = [];
+    let elapsedMs = 0;
+    let non2xx = 0;
+    let errors = 0;
+    let commits = 0;
+    process.stderr.write(`autocannon POST create (${rounds} rounds of 100, ${c} connections)...\n`);
+    for (let round = 0; round < rounds; round++) {
+      const writes = await serveBench(() => readsFleet, config, 3_600_000);
+      let next = 0;
+      const started = performance.now();
+      let lastAnswer = started;
+      const result = await new Promise<autocannon.Result>((resolve, reject) => {
+        const tracker = autocannon(
+          {
+            url: `${writes.baseUrl}/api/v1/clusters/example/nodes`,
+            method: "POST",
+            headers,
+            connections: c,
+            amount: 100,
+            requests: [{ setupRequest: (request) => ({ ...request, body: JSON.stringify({ uniqueID: `load-${next++}`, pool: "hel1-burst" }) }) }],
+          },
+          (error, done) => (error ? reject(error) : resolve(done)),
+        );
+        tracker.on("response", (_client, _status, _bytes, ms) => {
+          latencies.push(ms);
+          lastAnswer = performance.now();
+        });
+      });
+      // Until the last answer: autocannon itself only stops at its next one-second tick.
+      elapsedMs += lastAnswer - started;
+      non2xx += result.non2xx;
+      errors += result.errors;
+      // Before group commit there is no counter: one commit per create.
+      commits += (writes.app.nodefleet.store as { commitStats?: { groups: number } }).commitStats?.groups ?? result.requests.total;
+      await writes.app.close();
+    }
+    latencies.sort((a, b) => a - b);
+    const at = (q: number) => Math.round(latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))]! * 10) / 10;
+    report.create!.push({
+      connections: c,
+      requestsPerSecond: Math.round(latencies.length / (elapsedMs / 1000)),
+      latencyMs: { p50: at(0.5), p99: at(0.99), max: at(1) },
+      total: latencies.length,
+      commits,
+      non2xx,
+      errors,
+    });
+  }
+  process.stdout.write(`${JSON.stringify({ machine: { cpus: os.cpus().length, node: process.version }, durationSeconds: duration, ...report }, null, 2)}\n`);
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`${error instanceof Error ? error.stack : String(error)}\n`);
+  process.exit(1);
+});

@@ -13,7 +13,7 @@
 import { DNS_LABEL, type KubeletSettings, type Taint } from "../fleet/fleetSpec";
 import { encodeK0sJoinToken } from "./k0sJoinToken";
 import { renderBootstrapKubeconfig } from "./kubeadmBootstrapKubeconfig";
-import { KUBELET_PATHS, renderKubeletConfig } from "./kubeletConfig";
+import { KUBELET_PATHS, renderKubeletConfig, writeKubeletConfigBlock } from "./kubeletConfig";
 import { K0S_BOOTSTRAP_SCRIPT_PATH, K0S_KUBELET_CONF, K0S_TOKEN_FILE, renderK0sWorkerBootstrapScript } from "./k0sWorkerCloudConfig";
 import { kubeletNodeLabelsArg, kubeletTaintsArg } from "./kubeletRegistrationArgs";
 import { NETPLAN_VLAN_PATH, assertVlanId, isIpv4WithPrefix, renderNetplanVlan } from "./netplanVlan";
@@ -208,7 +208,7 @@ fi
 # --- kubelet: CA, config, identity flags, bootstrap credentials
 before=$CHANGED
 ${writeFileBlock(KUBELET_PATHS.clientCA, "0644", input.caCertificate)}
-${writeFileBlock(KUBELET_PATHS.config, "0644", input.kubeletConfig)}
+${writeKubeletConfigBlock(input.kubeletConfig)}
 ${writeFileBlock(KUBELET_PATHS.dropIn, "0644", dropIn)}
 if [ ! -s "$R${KUBELET_PATHS.kubeconfig}" ]; then
 ${writeFileBlock(KUBELET_PATHS.bootstrapKubeconfig, "0600", input.bootstrapKubeconfig)}

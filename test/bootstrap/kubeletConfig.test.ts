@@ -2,7 +2,7 @@ import { strict as assert } from "node:assert";
 import fc from "fast-check";
 import { parse } from "yaml";
 import { kubeletSchema } from "../../components/fleet/fleetSpec";
-import { KUBELET_PATHS, kubeletConfigHash, renderKubeletConfig } from "../../components/bootstrap/kubeletConfig";
+import { KUBELET_PATHS, RESOLVED_UPSTREAM_RESOLV_CONF, kubeletConfigHash, renderKubeletConfig } from "../../components/bootstrap/kubeletConfig";
 import { kubeletReservationConfig } from "../../components/bootstrap/kubeletReservations";
 import { renderNetplanVlan } from "../../components/bootstrap/netplanVlan";
 import { kubeletSettingsArbitrary } from "../support/kubeletSettingsArbitrary";
@@ -32,6 +32,12 @@ describe("kubelet config", () => {
     assert.deepEqual(config.evictionHard, reservations.evictionHard);
     assert.deepEqual(config.clusterDNS, ["10.96.0.10"]);
     assert.equal(config.clusterDomain, "cluster.local");
+  });
+
+  it("sets resolvConf to systemd-resolved's upstream list, never leaving the kubelet on the 127.0.0.53 stub", () => {
+    const config = parse(renderKubeletConfig({ kubelet: DEFAULTS, providerID: PROVIDER_ID }));
+    assert.equal(config.resolvConf, RESOLVED_UPSTREAM_RESOLV_CONF);
+    assert.equal(RESOLVED_UPSTREAM_RESOLV_CONF, "/run/systemd/resolve/resolv.conf");
   });
 
   it("takes clusterDNS and clusterDomain from the cluster's kubelet settings", () => {

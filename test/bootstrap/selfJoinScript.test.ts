@@ -1,5 +1,6 @@
 import { strict as assert } from "node:assert";
-import { statSync } from "node:fs";
+import { statSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { parse } from "yaml";
 import { renderBootstrapKubeconfig } from "../../components/bootstrap/kubeadmBootstrapKubeconfig";
 import { renderSelfJoinCloudConfig } from "../../components/bootstrap/kubeadmWorkerCloudConfig";
@@ -69,7 +70,7 @@ describe("self-join script", () => {
       assertShellcheckClean(renderSelfJoinScript(kubeadmInput({ privateNetwork: undefined, taints: [], labels: {} })));
       assertShellcheckClean(renderSelfJoinScript(k0sInput()));
       assertShellcheckClean(renderSelfJoinScript(k0sInput({ privateNetwork: { vlanId: 7, addressCidr: "10.1.0.9/24" } })));
-      assertShellcheckClean(renderKubeletConfigRepush({ hostname: "example-kura-0", caCertificate: CA, kubeletConfig: "kind: KubeletConfiguration\n" }));
+      assertShellcheckClean(renderKubeletConfigRepush({ hostname: "example-kura-0", caCertificate: CA, kubeletConfig: kubeadmInput().kubeletConfig }));
     });
 
     it("never traces and runs in strict mode", () => {
@@ -169,10 +170,24 @@ describe("self-join script", () => {
       const first = node.run(renderKubeletConfigRepush({ hostname: "example-kura-0", caCertificate: CA, kubeletConfig: changed }));
       assert.equal(first.status, 0, first.stderr);
       assert.equal(parse(node.read(KUBELET_PATHS.config)).maxPods, 200);
-      assert.deepEqual(first.calls, ["systemctl cat kubelet", "systemctl restart kubelet"]);
+      assert.deepEqual(first.calls, ["systemctl is-active --quiet systemd-resolved", "systemctl cat kubelet", "systemctl restart kubelet"]);
       const again = node.run(renderKubeletConfigRepush({ hostname: "example-kura-0", caCertificate: CA, kubeletConfig: changed }));
       assert.equal(again.status, 0, again.stderr);
-      assert.deepEqual(again.calls, ["systemctl cat kubelet"]);
+      assert.deepEqual(again.calls, ["systemctl is-active --quiet systemd-resolved", "systemctl cat kubelet"]);
+    });
+
+    it("resolvConf follows the host as kubeadm's rule does: /etc/resolv.conf without systemd-resolved, its upstream list with it", () => {
+      // No systemd-resolved on this fake node so far: the stub is not in play, /etc/resolv.conf is right.
+      assert.equal(parse(node.read(KUBELET_PATHS.config)).resolvConf, "/etc/resolv.conf");
+      writeFileSync(join(node.state, "active-systemd-resolved"), "");
+      const config = renderKubeletConfig({ kubelet: { ...KUBELET, maxPods: 200 }, providerID: PROVIDER_ID });
+      const run = node.run(renderKubeletConfigRepush({ hostname: "example-kura-0", caCertificate: CA, kubeletConfig: config }));
+      assert.equal(run.status, 0, run.stderr);
+      const written = node.read(KUBELET_PATHS.config);
+      assert.equal(parse(written).resolvConf, "/run/systemd/resolve/resolv.conf");
+      // Only that line is adapted: the rest is the rendered text the re-push hash is computed from.
+      assert.equal(written, config);
+      assert.ok(run.calls.includes("systemctl restart kubelet"), run.calls.join("\n"));
     });
   });
 

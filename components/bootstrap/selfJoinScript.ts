@@ -16,7 +16,7 @@ import { renderBootstrapKubeconfig } from "./kubeadmBootstrapKubeconfig";
 import { KUBELET_PATHS, renderKubeletConfig, writeKubeletConfigBlock } from "./kubeletConfig";
 import { K0S_BOOTSTRAP_SCRIPT_PATH, K0S_KUBELET_CONF, K0S_TOKEN_FILE, renderK0sWorkerBootstrapScript } from "./k0sWorkerCloudConfig";
 import { kubeletNodeLabelsArg, kubeletTaintsArg } from "./kubeletRegistrationArgs";
-import { NETPLAN_VLAN_PATH, assertVlanId, isIpv4WithPrefix, renderNetplanVlan } from "./netplanVlan";
+import { NETPLAN_ID, NETPLAN_PARENT_ID_PROGRAM, NETPLAN_VLAN_PATH, assertVlanId, isIpv4WithPrefix, renderNetplanVlan, vlanInterfaceName } from "./netplanVlan";
 import { scriptPrelude, shellQuote, writeFileBlock } from "./shellScript";
 import type { WorkerUserDataInputs } from "./workerUserDataInputs";
 
@@ -104,7 +104,10 @@ until [ -s ${file} ]; do
 done`;
 }
 
-/** Brings the VLAN sub-interface up on the primary NIC (the one holding the default route). */
+/**
+ * Brings the VLAN sub-interface up on the primary NIC (the one holding the default route), attached
+ * by the netplan id that netplan itself reports for that NIC (see netplanVlan.ts).
+ */
 function privateNetworkSection(pn: PrivateNetworkJoin): string {
   const vlan =
     pn.vlanId === "wait"
@@ -113,19 +116,35 @@ vlan_wait="\${NODEFLEET_VLAN_WAIT_SECONDS:-3600}"
 ${waitForFile('"$vlan_file"', "vlan_wait", 5, `the private network VLAN id did not arrive in ${VLAN_ID_PATH} within \${vlan_wait}s`)}
 vlan_id="$(tr -cd '0-9' <"$vlan_file")"`
       : `vlan_id=${pn.vlanId}`;
-  const netplan = renderNetplanVlan({ link: "${primary_nic}", vlanId: "${vlan_id}", addressCidr: pn.addressCidr });
+  const netplan = renderNetplanVlan({ parentId: "${netplan_parent}", vlanId: "${vlan_id}", addressCidr: pn.addressCidr });
   return `# --- private network: a tagged VLAN on the primary NIC, up before the kubelet starts
 ${vlan}
+if ! [[ "$vlan_id" =~ ^[0-9]{1,4}$ ]] || [ "$vlan_id" -lt 1 ] || [ "$vlan_id" -gt 4094 ]; then
+  log "the private network VLAN id '$vlan_id' is not a number from 1 to 4094"
+  exit 1
+fi
 primary_nic="$(ip -o -4 route show default | awk '{ for (i = 1; i < NF; i++) if ($i == "dev") { print $(i + 1); exit } }')"
 if [ -z "$primary_nic" ]; then
   log "no default route: cannot tell the primary NIC"
+  exit 1
+fi
+# netplan's link: takes the parent's netplan id, which need not be its kernel name (MAC matches).
+netplan_root=()
+if [ -n "$R" ]; then netplan_root=(--root-dir "$R"); fi
+netplan_parent="$(netplan get "\${netplan_root[@]}" ethernets 2>/dev/null | python3 -c ${shellQuote(NETPLAN_PARENT_ID_PROGRAM)} "$primary_nic" "$R")" || true
+if [ -z "$netplan_parent" ]; then
+  log "netplan defines no single ethernet for the primary NIC $primary_nic, so the private network VLAN has no parent to attach to"
+  exit 1
+fi
+if ! [[ "$netplan_parent" =~ ${NETPLAN_ID.source} ]]; then
+  log "the primary NIC's netplan id '$netplan_parent' has characters nodefleet does not write into netplan files"
   exit 1
 fi
 before=$CHANGED
 write_file ${shellQuote(NETPLAN_VLAN_PATH)} 0600 <<NODEFLEET_NETPLAN
 ${netplan.trimEnd()}
 NODEFLEET_NETPLAN
-if [ "$CHANGED" -gt "$before" ] || ! ip link show "\${primary_nic}.\${vlan_id}" >/dev/null 2>&1; then
+if [ "$CHANGED" -gt "$before" ] || ! ip link show "${vlanInterfaceName("${vlan_id}")}" >/dev/null 2>&1; then
   netplan apply
 fi`;
 }

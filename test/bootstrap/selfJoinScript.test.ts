@@ -118,7 +118,7 @@ describe("self-join script", () => {
       assert.equal(run.status, 0, `script failed:\n${run.stderr}`);
 
       const netplan = parse(node.read(NETPLAN_VLAN_PATH));
-      assert.deepEqual(netplan.network.vlans, { "eno1.1234": { id: 1234, link: "eno1", addresses: ["172.16.0.5/22"] } });
+      assert.deepEqual(netplan.network.vlans, { vlan1234: { id: 1234, link: "eno1", addresses: ["172.16.0.5/22"] } });
       assert.equal(mode(node, NETPLAN_VLAN_PATH), 0o600);
       const netplanApply = indexOfCall(run.calls, "netplan apply");
       const kubeletStart = indexOfCall(run.calls, "systemctl restart kubelet");
@@ -209,7 +209,7 @@ describe("self-join script", () => {
       const run = node.run(script);
       assert.equal(run.status, 0, `script failed:\n${run.stderr}`);
       const netplan = parse(node.read(NETPLAN_VLAN_PATH));
-      assert.deepEqual(Object.keys(netplan.network.vlans), ["eno1.2042"]);
+      assert.deepEqual(Object.keys(netplan.network.vlans), ["vlan2042"]);
       const install = run.calls.find((c) => c.startsWith("k0s install worker"));
       assert.ok(install, run.calls.join("\n"));
       assert.match(install, /--labels nodefleet\.io\/pool=kura /);

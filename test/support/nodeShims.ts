@@ -18,7 +18,12 @@ const SHIMS: Record<string, string> = {
   "link show "*) [ -e "$SHIM_STATE/link-$3" ] ;;
   *) exit 0 ;;
 esac`,
-  netplan: `for f in "$NODEFLEET_ROOT"/etc/netplan/*.yaml; do
+  netplan: `if [ "$1" = get ]; then
+  # The host's netplan defines the primary NIC under its kernel name.
+  printf 'eno1:\\n  dhcp4: true\\n'
+  exit 0
+fi
+for f in "$NODEFLEET_ROOT"/etc/netplan/*.yaml; do
   [ -e "$f" ] || continue
   for link in $(grep -oE '^    [^ ]+:$' "$f" | tr -d ' :'); do touch "$SHIM_STATE/link-$link"; done
 done`,
@@ -87,10 +92,11 @@ export class FakeNode {
   private readonly bin = join(this.dir, "bin");
   private readonly log = join(this.dir, "calls.log");
 
-  constructor() {
+  /** `shims` replaces or adds shims by command name (a body run after the call is recorded). */
+  constructor(shims: Readonly<Record<string, string>> = {}) {
     for (const d of [this.root, this.state, this.bin]) mkdirSync(d, { recursive: true });
     writeFileSync(join(this.dir, "k0s-release"), FAKE_K0S_RELEASE);
-    for (const [name, body] of Object.entries(SHIMS)) {
+    for (const [name, body] of Object.entries({ ...SHIMS, ...shims })) {
       const path = join(this.bin, name);
       // Every shim records its call first.
       writeFileSync(path, `#!/usr/bin/env bash\nprintf '%s\\n' "${name} $*" >>"$SHIM_LOG"\n${body}\n`);

@@ -66,6 +66,7 @@ export class Fleet extends pulumi.ComponentResource {
               members: staticHcloudMembers(cluster, pool),
               networkId: this.networkId,
               subnet: this.network.subnet,
+              privateSubnet: args.spec.network.subnet,
               firewallIds: [this.firewallId],
               ...credentials,
             },

@@ -17,7 +17,8 @@ import { KUBELET_PATHS, renderKubeletConfig, writeKubeletConfigBlock } from "./k
 import { K0S_BOOTSTRAP_SCRIPT_PATH, K0S_KUBELET_CONF, K0S_TOKEN_FILE, renderK0sWorkerBootstrapScript } from "./k0sWorkerCloudConfig";
 import { kubeletNodeLabelsArg, kubeletTaintsArg } from "./kubeletRegistrationArgs";
 import { NETPLAN_ID, NETPLAN_PARENT_ID_PROGRAM, NETPLAN_VLAN_PATH, assertVlanId, isIpv4WithPrefix, renderNetplanVlan, vlanInterfaceName } from "./netplanVlan";
-import { scriptPrelude, shellQuote, writeFileBlock } from "./shellScript";
+import { type NodeIpSource, assertNodeIpSource, renderNodeIpDiscovery } from "./nodeIp";
+import { heredocDelimiter, scriptPrelude, shellQuote, writeFileBlock } from "./shellScript";
 import type { WorkerUserDataInputs } from "./workerUserDataInputs";
 
 /** Where cloud-init drops the script; removed by the script once the node has joined. */
@@ -42,6 +43,8 @@ interface CommonJoinInput {
   readonly labels: Readonly<Record<string, string>>;
   readonly taints: readonly Taint[];
   readonly privateNetwork?: PrivateNetworkJoin;
+  /** The kubelet's `--node-ip` (nodeIp.ts): the private address. Default: the kubelet's choice (the public one). */
+  readonly nodeIp?: NodeIpSource;
 }
 
 export interface KubeadmSelfJoinInput extends CommonJoinInput {
@@ -76,6 +79,7 @@ function assertCommon(input: CommonJoinInput): void {
   }
   const vlanId = input.privateNetwork?.vlanId;
   if (typeof vlanId === "number") assertVlanId(vlanId);
+  if (input.nodeIp) assertNodeIpSource(input.nodeIp);
   if (input.privateNetwork && !isIpv4WithPrefix(input.privateNetwork.addressCidr)) {
     throw new Error(`private address ${JSON.stringify(input.privateNetwork.addressCidr)} must be an IPv4 address with a prefix`);
   }
@@ -167,16 +171,20 @@ function kubeadmSection(input: KubeadmSelfJoinInput): string {
     ...(labels !== "" ? [`--node-labels=${labels}`] : []),
     ...(taints !== "" ? [`--register-with-taints=${taints}`] : []),
   ];
-  // systemd splits ExecStart on whitespace and none of the values contain any; `%` is systemd's specifier.
+  // systemd splits ExecStart on whitespace and none of the values contain any; `%` is systemd's
+  // specifier. No `$`, backquote or backslash either: the drop-in is an expanding heredoc, for the
+  // --node-ip found on the host.
   for (const flag of flags) {
-    if (/[\s%"'\\$]/.test(flag)) throw new Error(`kubelet flag ${JSON.stringify(flag.split("=")[0])} has characters systemd would misread`);
+    if (/[\s%"'\\$`]/.test(flag)) throw new Error(`kubelet flag ${JSON.stringify(flag.split("=")[0])} has characters systemd would misread`);
   }
+  const nodeIpFlag = input.nodeIp ? " --node-ip=${node_ip}" : "";
   const dropIn = `[Service]
 ExecStart=
-ExecStart=/usr/bin/kubelet ${flags.join(" ")}
+ExecStart=/usr/bin/kubelet ${flags.join(" ")}${nodeIpFlag}
 Restart=always
 RestartSec=5
 `;
+  const dropInDelimiter = heredocDelimiter(dropIn, "NODEFLEET_DROPIN");
   return `# --- kernel prerequisites for containerd and the pod network
 write_file /etc/modules-load.d/nodefleet-kubernetes.conf 0644 <<'NODEFLEET_MODULES'
 overlay
@@ -228,7 +236,9 @@ fi
 before=$CHANGED
 ${writeFileBlock(KUBELET_PATHS.clientCA, "0644", input.caCertificate)}
 ${writeKubeletConfigBlock(input.kubeletConfig)}
-${writeFileBlock(KUBELET_PATHS.dropIn, "0644", dropIn)}
+${input.nodeIp ? `${renderNodeIpDiscovery(input.nodeIp)}
+` : ""}write_file ${shellQuote(KUBELET_PATHS.dropIn)} 0644 <<${dropInDelimiter}
+${dropIn}${dropInDelimiter}
 if [ ! -s "$R${KUBELET_PATHS.kubeconfig}" ]; then
 ${writeFileBlock(KUBELET_PATHS.bootstrapKubeconfig, "0600", input.bootstrapKubeconfig)}
 fi
@@ -262,6 +272,7 @@ function k0sSection(input: K0sSelfJoinInput): string {
     labels: input.labels,
     taints: input.taints,
     kubelet: input.kubelet,
+    ...(input.nodeIp ? { nodeIp: input.nodeIp } : {}),
   });
   return `# --- k0s worker: the join token (root-only) and the k0s worker bootstrap
 if [ -s "$R${K0S_KUBELET_CONF}" ]; then
@@ -303,6 +314,7 @@ export function renderWorkerSelfJoinScript(
     providerID: inputs.providerID,
     labels: inputs.labels,
     taints: inputs.taints,
+    ...(inputs.nodeIp ? { nodeIp: inputs.nodeIp } : {}),
     ...(privateNetwork ? { privateNetwork } : {}),
   };
   const kubeconfigInput = { apiServer: inputs.apiServer, caCertificate: inputs.caCertificate, token: bootstrapToken };

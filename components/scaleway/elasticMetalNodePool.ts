@@ -233,6 +233,8 @@ export class ElasticMetalNodePool extends pulumi.ComponentResource {
           providerID: member.providerID,
           labels: { ...member.labels, [PRIVATE_IPV4_LABEL]: address.ipv4 },
           taints: member.taints,
+          // The IPAM address, up on the VLAN before the kubelet starts, is the node's InternalIP.
+          ...(cluster.nodeAddress !== "public" ? { nodeIp: { address: address.ipv4 } } : {}),
         }),
         secret,
         { vlanId, addressCidr: address.cidr },

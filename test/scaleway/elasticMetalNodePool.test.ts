@@ -175,6 +175,8 @@ describe("ElasticMetalNodePool under mocks", function () {
     const ip = ofType(ssh.resources, IPAM_IP)[0];
     assert.ok(script.includes(`${PRIVATE_IPV4_LABEL}=${ip.state.address}`), "the node registers with its private IPv4 label");
     assert.ok(script.includes(`- ${ip.state.addressCidr}`), "the VLAN interface carries the IPAM address");
+    assert.match(script, new RegExp(`^\\s*node_ip=${String(ip.state.address).replace(/\./g, "\\.")}$`, "m"), "the IPAM address is the kubelet's --node-ip");
+    assert.match(script, /--node-ip=\$\{node_ip\}/);
     assert.equal(ssh.resources.filter((r) => r.name.endsWith("-vlan")).length, 0);
 
     for (const os of ["ubuntu_noble", "ubuntu_jammy"]) {

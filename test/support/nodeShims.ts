@@ -16,6 +16,7 @@ const SHIMS: Record<string, string> = {
   ip: `case "$*" in
   "-o -4 route show default") echo "default via 203.0.113.1 dev eno1 proto static" ;;
   "link show "*) [ -e "$SHIM_STATE/link-$3" ] ;;
+  "-o -4 addr show scope global") cat "$SHIM_STATE/addresses" 2>/dev/null || true ;;
   *) exit 0 ;;
 esac`,
   netplan: `if [ "$1" = get ]; then

@@ -3,7 +3,7 @@
  * installed and joined to an existing cluster (k0s or kubeadm). Per member:
  *
  * 1. `${name}-<node>-rescue` (RobotRescue, a dynamic resource): rescue with the pool's SSH keys, reset;
- * 2. `-hardware`: over SSH to the rescue system, `lsblk -J` (the drives installimage gets);
+ * 2. `-hardware`: over SSH to the rescue system, the firmware (UEFI needs an ESP) and `lsblk -J` (the drives installimage gets);
  * 3. `-install`: the rescue install script (autosetup, installimage, reboot); it prints the installed
  *    system's pre-generated host key, which every later connection pins;
  * 4. `-ready`: waits for SSH and cloud-init on the installed system and checks its hostname;
@@ -25,7 +25,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { nodeBootstrapToken } from "../kubernetes/bootstrapToken";
 import { canonicalHash } from "../shared/canonicalJson";
 import type { ClusterSpec, HetznerRobotPool } from "../fleet/fleetSpec";
-import { GATHER_DISKS_COMMAND, renderAutosetup, selectInstallDrives } from "./installimageAutosetup";
+import { GATHER_HARDWARE_COMMAND, parseRescueHardware, renderAutosetup } from "./installimageAutosetup";
 import { parseHostKeyLine, sshAuth } from "../bootstrap/sshConnection";
 import { type KubernetesNodeRemoval, memberNodeRemoval } from "../kubernetes/kubernetesNodeRemoval";
 import { type NodeOutput, nodeOutputIdentity } from "../fleet/nodeMember";
@@ -141,7 +141,7 @@ export class RobotNodePool extends pulumi.ComponentResource {
     const rescueConnection = { host, ...connection };
     const hardware = new command.remote.Command(
       `${prefix}-hardware`,
-      { connection: rescueConnection, create: GATHER_DISKS_COMMAND, triggers: [rescue.id, generation], logging: "stderr" },
+      { connection: rescueConnection, create: GATHER_HARDWARE_COMMAND, triggers: [rescue.id, generation], logging: "stderr" },
       { parent: this, dependsOn: [rescue], ignoreChanges: ["connection"] },
     );
     const install = new command.remote.Command(
@@ -151,9 +151,9 @@ export class RobotNodePool extends pulumi.ComponentResource {
         create: RESCUE_INSTALL_COMMAND,
         stdin: hardware.stdout.apply((stdout) => {
           if (stdout === undefined || stdout.trim() === "") return FAIL_UNGATHERED;
-          const drives = selectInstallDrives(stdout);
-          const autosetup = renderAutosetup({ drives, hostname: member.hostname, image: pool.image });
-          return renderRescueInstallScript({ autosetup, drives, hostname: member.hostname });
+          const { firmware, drives } = parseRescueHardware(stdout);
+          const autosetup = renderAutosetup({ drives, hostname: member.hostname, image: pool.image, firmware });
+          return renderRescueInstallScript({ autosetup, drives, hostname: member.hostname, firmware });
         }),
         triggers: [rescue.id, generation],
         logging: "stderr",

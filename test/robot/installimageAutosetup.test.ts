@@ -4,7 +4,14 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import fc from "fast-check";
-import { INSTALLIMAGE_UBUNTU_IMAGES, MIN_INSTALL_DISK_BYTES, renderAutosetup, selectInstallDrives } from "../../components/robot/installimageAutosetup";
+import {
+  GATHER_HARDWARE_COMMAND,
+  INSTALLIMAGE_UBUNTU_IMAGES,
+  MIN_INSTALL_DISK_BYTES,
+  parseRescueHardware,
+  renderAutosetup,
+  selectInstallDrives,
+} from "../../components/robot/installimageAutosetup";
 import { renderRescueInstallScript } from "../../components/robot/robotRescueInstall";
 import { assertShellcheckClean } from "../support/externalLinters";
 
@@ -13,7 +20,7 @@ const lsblk = (devices: Array<Record<string, unknown>>) => JSON.stringify({ bloc
 
 describe("installimageAutosetup", () => {
   it("renders a mirrored two-drive autosetup", () => {
-    const text = renderAutosetup({ drives: ["/dev/nvme0n1", "/dev/nvme1n1"], hostname: "c1-robot-a", image: "ubuntu-24.04" });
+    const text = renderAutosetup({ drives: ["/dev/nvme0n1", "/dev/nvme1n1"], hostname: "c1-robot-a", image: "ubuntu-24.04", firmware: "bios" });
     assert.equal(
       text,
       [
@@ -31,12 +38,31 @@ describe("installimageAutosetup", () => {
     );
   });
 
+  it("gives a UEFI server the EFI system partition installimage requires, first and at its 256 MiB minimum", () => {
+    const text = renderAutosetup({ drives: ["/dev/nvme0n1", "/dev/nvme1n1"], hostname: "c1-robot-a", image: "ubuntu-24.04", firmware: "uefi" });
+    const parts = text.split("\n").filter((l) => l.startsWith("PART "));
+    assert.deepEqual(parts, ["PART /boot/efi esp 256M", "PART /boot ext3 1024M", "PART / ext4 all"]);
+    const bios = renderAutosetup({ drives: ["/dev/nvme0n1"], hostname: "c1-robot-a", image: "ubuntu-24.04", firmware: "bios" });
+    assert.doesNotMatch(bios, /esp/);
+  });
+
+  it("the hardware command, run by a real shell, reports this machine's firmware and disks as the parser reads them", () => {
+    const stdout = execFileSync("bash", ["-c", GATHER_HARDWARE_COMMAND], { encoding: "utf8" });
+    const report = JSON.parse(stdout) as { firmware: string; lsblk: { blockdevices: unknown[] } };
+    assert.equal(report.firmware, fs.existsSync("/sys/firmware/efi") ? "uefi" : "bios");
+    assert.ok(Array.isArray(report.lsblk.blockdevices));
+    const uefi = JSON.stringify({ firmware: "uefi", lsblk: { blockdevices: [{ name: "nvme0n1", type: "disk", size: 512 * GiB }] } });
+    assert.deepEqual(parseRescueHardware(uefi), { firmware: "uefi", drives: ["/dev/nvme0n1"] });
+    assert.throws(() => parseRescueHardware(JSON.stringify({ firmware: "efi", lsblk: {} })), /firmware "efi", not uefi or bios/);
+    assert.throws(() => parseRescueHardware("lsblk: command not found"), /not JSON/);
+  });
+
   it("turns software RAID off for a single drive and refuses bad input", () => {
-    assert.match(renderAutosetup({ drives: ["/dev/sda"], hostname: "n", image: "ubuntu-22.04" }), /^DRIVE1 \/dev\/sda\nSWRAID 0\n/);
-    assert.throws(() => renderAutosetup({ drives: [], hostname: "n", image: "ubuntu-24.04" }), /one or two drives/);
-    assert.throws(() => renderAutosetup({ drives: ["/dev/sda; reboot"], hostname: "n", image: "ubuntu-24.04" }), /not a whole-disk/);
-    assert.throws(() => renderAutosetup({ drives: ["/dev/sda"], hostname: "Bad_Host", image: "ubuntu-24.04" }), /DNS label/);
-    assert.throws(() => renderAutosetup({ drives: ["/dev/sda"], hostname: "n", image: "debian-12" }), /not an installimage Ubuntu image/);
+    assert.match(renderAutosetup({ drives: ["/dev/sda"], hostname: "n", image: "ubuntu-22.04", firmware: "bios" }), /^DRIVE1 \/dev\/sda\nSWRAID 0\n/);
+    assert.throws(() => renderAutosetup({ drives: [], hostname: "n", image: "ubuntu-24.04", firmware: "bios" }), /one or two drives/);
+    assert.throws(() => renderAutosetup({ drives: ["/dev/sda; reboot"], hostname: "n", image: "ubuntu-24.04", firmware: "bios" }), /not a whole-disk/);
+    assert.throws(() => renderAutosetup({ drives: ["/dev/sda"], hostname: "Bad_Host", image: "ubuntu-24.04", firmware: "bios" }), /DNS label/);
+    assert.throws(() => renderAutosetup({ drives: ["/dev/sda"], hostname: "n", image: "debian-12", firmware: "bios" }), /not an installimage Ubuntu image/);
   });
 
   it("selects the two smallest fixed disks, skipping removable, read-only, tiny and virtual devices", () => {
@@ -74,7 +100,7 @@ describe("installimageAutosetup", () => {
         const drives = selectInstallDrives(lsblk(devices));
         assert.equal(drives.length, Math.min(2, eligible.length));
         for (const d of drives) assert.ok(eligible.some((e) => `/dev/${e.name}` === d));
-        renderAutosetup({ drives, hostname: "node", image: "ubuntu-24.04" });
+        renderAutosetup({ drives, hostname: "node", image: "ubuntu-24.04", firmware: "bios" });
       }),
       { numRuns: 200 },
     );
@@ -82,8 +108,8 @@ describe("installimageAutosetup", () => {
 });
 
 describe("robotRescueInstall", () => {
-  const autosetup = renderAutosetup({ drives: ["/dev/sda", "/dev/sdb"], hostname: "c1-robot-a", image: "ubuntu-24.04" });
-  const script = renderRescueInstallScript({ autosetup, drives: ["/dev/sda", "/dev/sdb"], hostname: "c1-robot-a" });
+  const autosetup = renderAutosetup({ drives: ["/dev/sda", "/dev/sdb"], hostname: "c1-robot-a", image: "ubuntu-24.04", firmware: "bios" });
+  const script = renderRescueInstallScript({ autosetup, drives: ["/dev/sda", "/dev/sdb"], hostname: "c1-robot-a", firmware: "bios" });
 
   it("passes shellcheck", () => {
     assertShellcheckClean(script);
@@ -101,7 +127,7 @@ describe("robotRescueInstall", () => {
       for (const d of ["dev", "root/.ssh", "mnt/etc"]) fs.mkdirSync(path.join(root, d), { recursive: true });
       fs.writeFileSync(path.join(root, "root/.ssh/authorized_keys"), "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFakeKeyForTests op@example\n");
       // Block devices cannot be made unprivileged: the drive check runs against a script naming none.
-      const noDrives = renderRescueInstallScript({ autosetup, drives: [], hostname: "c1-robot-a" });
+      const noDrives = renderRescueInstallScript({ autosetup, drives: [], hostname: "c1-robot-a", firmware: "bios" });
       // A fake installimage: checks its arguments and runs the post-install hook with /etc under mnt/.
       const fake = path.join(root, "installimage");
       fs.writeFileSync(
@@ -117,6 +143,21 @@ describe("robotRescueInstall", () => {
       assert.match(fs.readFileSync(path.join(root, "mnt/root/.ssh/authorized_keys"), "utf8"), /FakeKeyForTests/);
       // The private key does not stay in the rescue's work directory.
       assert.equal(fs.existsSync(path.join(root, "root/nodefleet-install/ssh_host_ed25519_key")), false);
+    } finally {
+      fs.rmSync(root, { recursive: true, force: true });
+    }
+  });
+
+  it("stops before writing anything when the rescue's firmware is not the one the autosetup was rendered for", () => {
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), "nodefleet-rescue-"));
+    try {
+      fs.mkdirSync(path.join(root, "sys/firmware/efi"), { recursive: true });
+      const biosScript = renderRescueInstallScript({ autosetup, drives: [], hostname: "c1-robot-a", firmware: "bios" });
+      assert.throws(
+        () => execFileSync("bash", ["-s"], { input: biosScript, env: { ...process.env, NODEFLEET_ROOT: root }, stdio: "pipe" }),
+        /booted in uefi mode, but the autosetup was rendered for bios/,
+      );
+      assert.equal(fs.existsSync(path.join(root, "autosetup")), false);
     } finally {
       fs.rmSync(root, { recursive: true, force: true });
     }

@@ -1,10 +1,10 @@
 import { strict as assert } from "node:assert";
-import { MOCK_ROBOT_LSBLK, mockRobotServerIp } from "../../automation/mocks/robotMocks";
+import { MOCK_ROBOT_HARDWARE, mockRobotServerIp } from "../../automation/mocks/robotMocks";
 import { type RecordedResource, runUnderMocks } from "../../automation/mocks/runUnderMocks";
 import { mockEd25519HostKey } from "../../automation/mocks/seededValues";
 import { containsSecret, isWrappedSecret, resolveSecrets } from "../../automation/mocks/secretValues";
 import { FleetSpecError, type HetznerRobotPool, parseFleetSpec } from "../../components/fleet/fleetSpec";
-import { GATHER_DISKS_COMMAND } from "../../components/robot/installimageAutosetup";
+import { GATHER_HARDWARE_COMMAND } from "../../components/robot/installimageAutosetup";
 import { decodeK0sJoinToken } from "../../components/bootstrap/k0sJoinToken";
 import { K0S_TOKEN_FILE } from "../../components/bootstrap/k0sWorkerCloudConfig";
 import { robotMembers } from "../../components/robot/robotPlan";
@@ -133,7 +133,7 @@ describe("robotNodePool: resource graph under mocks", () => {
     const install = byName(resources, "example-fsn-metal-fsn-metal-a-install");
     const ready = byName(resources, "example-fsn-metal-fsn-metal-a-ready");
     const join = byName(resources, "example-fsn-metal-fsn-metal-a-join");
-    assert.equal(hardware.inputs.create, GATHER_DISKS_COMMAND);
+    assert.equal(hardware.inputs.create, GATHER_HARDWARE_COMMAND);
     assert.equal(install.inputs.create, RESCUE_INSTALL_COMMAND);
     for (const rescueSide of [hardware, install]) {
       const connection = plain(rescueSide.inputs.connection);
@@ -155,8 +155,10 @@ describe("robotNodePool: resource graph under mocks", () => {
     const install = byName(resources, "example-fsn-metal-fsn-metal-b-install");
     assert.ok(!containsSecret(install.inputs.stdin), "the install script carries no secret");
     const script = plain<string>(install.inputs.stdin);
-    assert.ok(MOCK_ROBOT_LSBLK.includes("nvme0n1"));
+    assert.ok(MOCK_ROBOT_HARDWARE.includes("nvme0n1") && MOCK_ROBOT_HARDWARE.includes('"firmware":"uefi"'));
     assert.match(script, /DRIVE1 \/dev\/nvme0n1\nDRIVE2 \/dev\/nvme1n1\nSWRAID 1\n/);
+    assert.match(script, /HOSTNAME example-fsn-metal-b\nPART \/boot\/efi esp 256M\nPART \/boot ext3 1024M\n/, "the UEFI server gets its ESP");
+    assert.match(script, /if \[ "\$firmware" != 'uefi' \]/, "the install checks the firmware it was rendered for");
     assert.match(script, /HOSTNAME example-fsn-metal-b\n/);
     assert.match(script, /IMAGE \/root\/\.oldroot\/nfs\/images\/Ubuntu-2404-noble-amd64-base\.tar\.gz/);
     assertShellcheckClean(script);

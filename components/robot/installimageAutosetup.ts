@@ -5,6 +5,8 @@
  * installimage aborts with "ESP missing") and the drives, chosen from the rescue's `lsblk -J`.
  */
 
+import { RESCUE_SYSTEM_CHECK } from "./rescueSystemCheck";
+
 /** Ubuntu images shipped in the rescue system's image directory, by nodefleet image name. */
 export const INSTALLIMAGE_UBUNTU_IMAGES: Readonly<Record<string, string>> = {
   "ubuntu-24.04": "/root/.oldroot/nfs/images/Ubuntu-2404-noble-amd64-base.tar.gz",
@@ -25,9 +27,10 @@ export type Firmware = "uefi" | "bios";
 
 /**
  * The hardware-gathering command run in the rescue system: one JSON document with the firmware and
- * the whole disks (`lsblk`, sizes in bytes).
+ * the whole disks (`lsblk`, sizes in bytes), only once the host proved to be the rescue system.
  */
 export const GATHER_HARDWARE_COMMAND =
+  `${RESCUE_SYSTEM_CHECK}; ` +
   "if [ -d /sys/firmware/efi ]; then firmware=uefi; else firmware=bios; fi; " +
   "printf '{\"firmware\":\"%s\",\"lsblk\":' \"$firmware\"; lsblk -J -b -d -o NAME,TYPE,SIZE,RM,RO; printf '}\\n'";
 

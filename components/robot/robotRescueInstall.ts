@@ -12,6 +12,7 @@
  */
 import { scriptPrelude, shellQuote, writeFileBlock } from "../bootstrap/shellScript";
 import type { Firmware } from "./installimageAutosetup";
+import { RESCUE_SYSTEM_CHECK } from "./rescueSystemCheck";
 
 /** Where the rescue system keeps installimage (the interactive alias is not set in `ssh host cmd`). */
 export const RESCUE_INSTALLIMAGE = "/root/.oldroot/nfs/install/installimage";
@@ -33,6 +34,7 @@ export interface RescueInstallInput {
 export function renderRescueInstallScript(input: RescueInstallInput): string {
   const drives = input.drives.map(shellQuote).join(" ");
   return `${scriptPrelude(`install the OS on ${input.hostname} from the Hetzner rescue system`)}
+${RESCUE_SYSTEM_CHECK}
 INSTALLIMAGE="\${NODEFLEET_INSTALLIMAGE:-${RESCUE_INSTALLIMAGE}}"
 WORK="$R/root/nodefleet-install"
 mkdir -p "$WORK"

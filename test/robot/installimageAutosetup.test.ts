@@ -1,5 +1,5 @@
 import { strict as assert } from "node:assert";
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
@@ -16,6 +16,15 @@ import { renderRescueInstallScript } from "../../components/robot/robotRescueIns
 import { assertShellcheckClean } from "../support/externalLinters";
 
 const GiB = 1024 ** 3;
+/** A PATH entry whose `hostname` says `name`, and a root holding the rescue system's NFS marker. */
+function rescueHost(name = "rescue"): { root: string; env: NodeJS.ProcessEnv } {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), "nodefleet-rescue-"));
+  fs.mkdirSync(path.join(root, "bin"));
+  fs.writeFileSync(path.join(root, "bin/hostname"), `#!/bin/sh\necho ${name}\n`, { mode: 0o755 });
+  fs.mkdirSync(path.join(root, "root/.oldroot/nfs"), { recursive: true });
+  return { root, env: { ...process.env, PATH: `${path.join(root, "bin")}:${process.env.PATH ?? ""}`, NODEFLEET_ROOT: root } };
+}
+
 const lsblk = (devices: Array<Record<string, unknown>>) => JSON.stringify({ blockdevices: devices });
 
 describe("installimageAutosetup", () => {
@@ -38,6 +47,21 @@ describe("installimageAutosetup", () => {
     );
   });
 
+  it("gathers nothing on a host that is not the rescue system (the reset did not take, or another machine answers)", () => {
+    for (const [name, marker] of [["c1-robot-a", true], ["rescue", false]] as const) {
+      const host = rescueHost(name);
+      try {
+        if (!marker) fs.rmSync(path.join(host.root, "root/.oldroot"), { recursive: true });
+        const run = spawnSync("bash", ["-c", GATHER_HARDWARE_COMMAND], { encoding: "utf8", env: host.env });
+        assert.equal(run.status, 1);
+        assert.equal(run.stdout, "", "no hardware report");
+        assert.match(run.stderr, new RegExp(`${name} is not the Hetzner rescue system`));
+      } finally {
+        fs.rmSync(host.root, { recursive: true, force: true });
+      }
+    }
+  });
+
   it("gives a UEFI server the EFI system partition installimage requires, first and at its 256 MiB minimum", () => {
     const text = renderAutosetup({ drives: ["/dev/nvme0n1", "/dev/nvme1n1"], hostname: "c1-robot-a", image: "ubuntu-24.04", firmware: "uefi" });
     const parts = text.split("\n").filter((l) => l.startsWith("PART "));
@@ -47,7 +71,13 @@ describe("installimageAutosetup", () => {
   });
 
   it("the hardware command, run by a real shell, reports this machine's firmware and disks as the parser reads them", () => {
-    const stdout = execFileSync("bash", ["-c", GATHER_HARDWARE_COMMAND], { encoding: "utf8" });
+    const host = rescueHost();
+    let stdout: string;
+    try {
+      stdout = execFileSync("bash", ["-c", GATHER_HARDWARE_COMMAND], { encoding: "utf8", env: host.env });
+    } finally {
+      fs.rmSync(host.root, { recursive: true, force: true });
+    }
     const report = JSON.parse(stdout) as { firmware: string; lsblk: { blockdevices: unknown[] } };
     assert.equal(report.firmware, fs.existsSync("/sys/firmware/efi") ? "uefi" : "bios");
     assert.ok(Array.isArray(report.lsblk.blockdevices));
@@ -122,7 +152,8 @@ describe("robotRescueInstall", () => {
   });
 
   it("writes /autosetup, installs the pre-generated host key and prints its public half (run unprivileged)", function () {
-    const root = fs.mkdtempSync(path.join(os.tmpdir(), "nodefleet-rescue-"));
+    const host = rescueHost();
+    const root = host.root;
     try {
       for (const d of ["dev", "root/.ssh", "mnt/etc"]) fs.mkdirSync(path.join(root, d), { recursive: true });
       fs.writeFileSync(path.join(root, "root/.ssh/authorized_keys"), "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFakeKeyForTests op@example\n");
@@ -135,7 +166,7 @@ describe("robotRescueInstall", () => {
         `#!/usr/bin/env bash\nset -euo pipefail\n[ "$1" = -a ] && [ "$2" = -c ] && [ -f "$3" ] && [ "$4" = -x ]\nsed -e 's#/etc/#${root}/mnt/etc/#g' -e 's#/root/#${root}/mnt/root/#g' -e 's#mkdir -p /etc/ssh /root/.ssh#mkdir -p ${root}/mnt/etc/ssh ${root}/mnt/root/.ssh#' "$5" | bash\n`,
         { mode: 0o755 },
       );
-      const stdout = execFileSync("bash", ["-s"], { input: noDrives, env: { ...process.env, NODEFLEET_ROOT: root, NODEFLEET_INSTALLIMAGE: fake } }).toString();
+      const stdout = execFileSync("bash", ["-s"], { input: noDrives, env: { ...host.env, NODEFLEET_INSTALLIMAGE: fake } }).toString();
       assert.equal(fs.readFileSync(path.join(root, "autosetup"), "utf8"), autosetup);
       assert.match(stdout.trim(), /^ssh-ed25519 AAAA\S+ c1-robot-a$/);
       assert.equal(fs.readFileSync(path.join(root, "mnt/etc/ssh/ssh_host_ed25519_key.pub"), "utf8").trim(), stdout.trim());
@@ -149,12 +180,13 @@ describe("robotRescueInstall", () => {
   });
 
   it("stops before writing anything when the rescue's firmware is not the one the autosetup was rendered for", () => {
-    const root = fs.mkdtempSync(path.join(os.tmpdir(), "nodefleet-rescue-"));
+    const host = rescueHost();
+    const root = host.root;
     try {
       fs.mkdirSync(path.join(root, "sys/firmware/efi"), { recursive: true });
       const biosScript = renderRescueInstallScript({ autosetup, drives: [], hostname: "c1-robot-a", firmware: "bios" });
       assert.throws(
-        () => execFileSync("bash", ["-s"], { input: biosScript, env: { ...process.env, NODEFLEET_ROOT: root }, stdio: "pipe" }),
+        () => execFileSync("bash", ["-s"], { input: biosScript, env: host.env, stdio: "pipe" }),
         /booted in uefi mode, but the autosetup was rendered for bios/,
       );
       assert.equal(fs.existsSync(path.join(root, "autosetup")), false);
@@ -163,10 +195,24 @@ describe("robotRescueInstall", () => {
     }
   });
 
-  it("stops before installing when a gathered drive is missing", () => {
-    const root = fs.mkdtempSync(path.join(os.tmpdir(), "nodefleet-rescue-"));
+  it("installs nothing on a host that is not the rescue system", () => {
+    const host = rescueHost("c1-robot-a");
     try {
-      assert.throws(() => execFileSync("bash", ["-s"], { input: script, env: { ...process.env, NODEFLEET_ROOT: root }, stdio: "pipe" }), /drive \/dev\/sda is missing/);
+      const run = spawnSync("bash", ["-s"], { input: script, encoding: "utf8", env: host.env });
+      assert.equal(run.status, 1);
+      assert.match(run.stderr, /c1-robot-a is not the Hetzner rescue system/);
+      assert.equal(fs.existsSync(path.join(host.root, "autosetup")), false);
+      assert.equal(fs.existsSync(path.join(host.root, "root/nodefleet-install")), false);
+    } finally {
+      fs.rmSync(host.root, { recursive: true, force: true });
+    }
+  });
+
+  it("stops before installing when a gathered drive is missing", () => {
+    const host = rescueHost();
+    const root = host.root;
+    try {
+      assert.throws(() => execFileSync("bash", ["-s"], { input: script, env: host.env, stdio: "pipe" }), /drive \/dev\/sda is missing/);
       assert.equal(fs.existsSync(path.join(root, "autosetup")), false);
     } finally {
       fs.rmSync(root, { recursive: true, force: true });

@@ -18,6 +18,7 @@ import { K0S_BOOTSTRAP_SCRIPT_PATH, K0S_KUBELET_CONF, K0S_TOKEN_FILE, renderK0sW
 import { kubeletNodeLabelsArg, kubeletTaintsArg } from "./kubeletRegistrationArgs";
 import { NETPLAN_ID, NETPLAN_PARENT_ID_PROGRAM, NETPLAN_VLAN_PATH, assertVlanId, isIpv4WithPrefix, renderNetplanVlan, vlanInterfaceName } from "./netplanVlan";
 import { type NodeIpSource, assertNodeIpSource, renderNodeIpDiscovery } from "./nodeIp";
+import { type HostFirewallInput, renderHostFirewallSection } from "./hostFirewall";
 import { heredocDelimiter, scriptPrelude, shellQuote, writeFileBlock } from "./shellScript";
 import type { WorkerUserDataInputs } from "./workerUserDataInputs";
 
@@ -45,7 +46,12 @@ interface CommonJoinInput {
   readonly privateNetwork?: PrivateNetworkJoin;
   /** The kubelet's `--node-ip` (nodeIp.ts): the private address. Default: the kubelet's choice (the public one). */
   readonly nodeIp?: NodeIpSource;
+  /** Bare metal: the cluster firewall's rules as a host firewall (hostFirewall.ts), up before the kubelet. */
+  readonly hostFirewall?: HostFirewall;
 }
+
+/** The host firewall of a self-joined node: the cluster firewall's rules and the SSH port to keep open. */
+export type HostFirewall = Omit<HostFirewallInput, "publicInterface">;
 
 export interface KubeadmSelfJoinInput extends CommonJoinInput {
   readonly kind: "kubeadm";
@@ -294,6 +300,7 @@ export function renderSelfJoinScript(input: SelfJoinInput): string {
     scriptPrelude(`self-join ${input.hostname} to a ${input.kind} cluster`),
     hostnameSection(input.hostname),
     ...(input.privateNetwork ? [privateNetworkSection(input.privateNetwork)] : []),
+    ...(input.hostFirewall ? [renderHostFirewallSection(input.hostFirewall)] : []),
     input.kind === "kubeadm" ? kubeadmSection(input) : k0sSection(input),
   ];
   return `${sections.join("\n\n")}\n`;
@@ -308,8 +315,10 @@ export function renderWorkerSelfJoinScript(
   inputs: WorkerUserDataInputs,
   bootstrapToken: string,
   privateNetwork?: PrivateNetworkJoin,
+  hostFirewall?: HostFirewall,
 ): string {
   const common = {
+    ...(hostFirewall ? { hostFirewall } : {}),
     hostname: inputs.hostname,
     providerID: inputs.providerID,
     labels: inputs.labels,

@@ -175,6 +175,8 @@ describe("robotNodePool: resource graph under mocks", () => {
     assert.ok(script.includes("example.com/metal=true:NoSchedule"), "taint");
     assert.ok(script.includes("node.kubernetes.io/instance-type=AX41-NVMe"), "instance type label");
     assert.ok(script.includes("topology.kubernetes.io/zone=fsn1"), "zone label");
+    assert.ok(script.indexOf(`systemctl restart nodefleet-firewall.service`) >= 0, "the host firewall is loaded");
+    assert.ok(script.indexOf("nodefleet-firewall.service") < script.indexOf("k0s worker: the join token"), "before the kubelet starts");
     const token = bootstrapTokenIn(script);
     assert.match(token, /^[a-z0-9]{6}\.[a-z0-9]{16}$/);
     // One token per node, never reused.

@@ -1,5 +1,5 @@
 /**
- * Runs the real `cloud-init schema`, `shellcheck` and `netplan` binaries on rendered text, as CI and
+ * Runs the real `cloud-init schema`, `shellcheck`, `netplan` and `nft` binaries on rendered text, as CI and
  * users do. The tools are required (CI installs them); a missing tool fails with how to get it.
  */
 import { spawnSync } from "node:child_process";
@@ -63,4 +63,12 @@ export function netplanBinary(): string {
 /** `netplan generate --root-dir root`: exit status and output (netplan's errors name file, line and rule). */
 export function netplanGenerate(root: string): { status: number; output: string } {
   return run(netplanBinary(), ["generate", "--root-dir", root], NETPLAN_INSTALL_HINT);
+}
+
+/** Throws unless `nft -c -f` (check only, nothing is loaded) accepts the ruleset. */
+export function assertNftRulesetValid(ruleset: string): void {
+  withTempFile("ruleset.nft", ruleset, (path) => {
+    const { status, output } = run("nft", ["-c", "-f", path], "install it with `apt-get install nftables` (nft -c needs root)");
+    if (status !== 0) throw new Error(`nft -c rejected the ruleset (exit ${status}):\n${output}`);
+  });
 }

@@ -29,6 +29,7 @@ for f in "$NODEFLEET_ROOT"/etc/netplan/*.yaml; do
   for link in $(grep -oE '^    [^ ]+:$' "$f" | tr -d ' :'); do touch "$SHIM_STATE/link-$link"; done
 done`,
   modprobe: `exit 0`,
+  nft: `exit 0`,
   sysctl: `exit 0`,
   swapoff: `exit 0`,
   sleep: `exit 0`,

@@ -13,6 +13,7 @@
  * netfilter does.
  */
 import type { HcloudFirewallRule } from "../fleet/firewallRules";
+import { APT_GET } from "./shellScript";
 
 export const HOST_FIREWALL_PATH = "/etc/nodefleet/firewall.nft";
 export const HOST_FIREWALL_UNIT = "nodefleet-firewall.service";
@@ -101,8 +102,8 @@ if [ -z "$public_nic" ]; then
   exit 1
 fi
 if ! command -v nft >/dev/null 2>&1; then
-  apt-get update -q
-  apt-get install -y -q nftables
+  ${APT_GET} update -q
+  ${APT_GET} install -y -q nftables
 fi
 before=$CHANGED
 write_file ${HOST_FIREWALL_PATH} 0600 <<NODEFLEET_NFT

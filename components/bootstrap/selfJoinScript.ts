@@ -19,7 +19,7 @@ import { kubeletNodeLabelsArg, kubeletTaintsArg } from "./kubeletRegistrationArg
 import { NETPLAN_ID, NETPLAN_PARENT_ID_PROGRAM, NETPLAN_VLAN_PATH, assertVlanId, isIpv4WithPrefix, renderNetplanVlan, vlanInterfaceName } from "./netplanVlan";
 import { type NodeIpSource, assertNodeIpSource, renderNodeIpDiscovery } from "./nodeIp";
 import { type HostFirewallInput, renderHostFirewallSection } from "./hostFirewall";
-import { heredocDelimiter, scriptPrelude, shellQuote, writeFileBlock } from "./shellScript";
+import { APT_GET, heredocDelimiter, scriptPrelude, shellQuote, writeFileBlock } from "./shellScript";
 import type { WorkerUserDataInputs } from "./workerUserDataInputs";
 
 /** Where cloud-init drops the script; removed by the script once the node has joined. */
@@ -211,7 +211,8 @@ fi
 
 # --- containerd (distribution package) and the kubelet from the pkgs.k8s.io ${channel} channel
 if [ ! -s "$R${keyring}" ]; then
-  mkdir -p "$R/etc/apt/keyrings"
+  # 0755 whatever the umask: older apt reads keyrings as the unprivileged _apt user.
+  install -d -m 0755 "$R/etc/apt/keyrings"
   curl -fsSL ${shellQuote(`${repo}Release.key`)} | gpg --batch --yes --dearmor -o "$R${keyring}"
   chmod 0644 "$R${keyring}"
 fi
@@ -223,9 +224,9 @@ installed="$(dpkg-query -W -f='\${Version}' kubelet 2>/dev/null || true)"
 case "$installed" in
   ${packageVersion}-*) ;;
   *)
-    apt-get update -q
+    ${APT_GET} update -q
     apt-mark unhold kubelet >/dev/null 2>&1 || true
-    apt-get install -y -q containerd ${shellQuote(`kubelet=${packageVersion}-*`)}
+    ${APT_GET} install -y -q containerd ${shellQuote(`kubelet=${packageVersion}-*`)}
     apt-mark hold kubelet >/dev/null
     ;;
 esac

@@ -124,7 +124,11 @@ describe("self-join script", () => {
       const kubeletStart = indexOfCall(run.calls, "systemctl restart kubelet");
       assert.ok(netplanApply >= 0 && kubeletStart > netplanApply, `netplan apply must precede the kubelet start:\n${run.calls.join("\n")}`);
 
-      assert.ok(run.calls.includes("apt-get install -y -q containerd kubelet=1.33.4-*"), run.calls.join("\n"));
+      // apt waits for the dpkg lock (first-boot unattended upgrades hold it) instead of failing.
+      assert.ok(run.calls.includes("apt-get -o DPkg::Lock::Timeout=1800 install -y -q containerd kubelet=1.33.4-*"), run.calls.join("\n"));
+      assert.ok(run.calls.includes("apt-get -o DPkg::Lock::Timeout=1800 update -q"), run.calls.join("\n"));
+      // Created under the script's umask 077, yet readable for apt's unprivileged _apt user.
+      assert.equal(mode(node, "/etc/apt/keyrings"), 0o755);
       assert.match(node.read("/etc/apt/sources.list.d/nodefleet-kubernetes.list"), /https:\/\/pkgs\.k8s\.io\/core:\/stable:\/v1\.33\/deb\//);
       assert.match(node.read("/etc/containerd/config.toml"), /SystemdCgroup = true/);
       assert.match(node.read("/etc/fstab"), /^# \/swap\.img none swap/m);
@@ -157,7 +161,7 @@ describe("self-join script", () => {
       const before = node.read(KUBELET_PATHS.config);
       const run = node.run(renderSelfJoinScript(kubeadmInput()));
       assert.equal(run.status, 0, `script failed:\n${run.stderr}`);
-      assert.equal(indexOfCall(run.calls, "apt-get install"), -1);
+      assert.equal(run.calls.filter((c) => c.startsWith("apt-get") && c.includes(" install ")).length, 0);
       assert.equal(indexOfCall(run.calls, "systemctl restart"), -1, run.calls.join("\n"));
       assert.equal(indexOfCall(run.calls, "netplan apply"), -1);
       assert.equal(indexOfCall(run.calls, "hostnamectl"), -1);

@@ -56,7 +56,7 @@ while [ $# -gt 0 ]; do case "$1" in -o) out="$2"; shift 2 ;; *) shift ;; esac; d
 cat >/dev/null
 echo keyring >"$out"`,
   "dpkg-query": `cat "$SHIM_STATE/kubelet-version" 2>/dev/null`,
-  "apt-get": `case "$1" in install) echo "1.33.4-1.1" >"$SHIM_STATE/kubelet-version" ;; esac`,
+  "apt-get": `case " $* " in *" install "*) echo "1.33.4-1.1" >"$SHIM_STATE/kubelet-version" ;; esac`,
   "apt-mark": `exit 0`,
   containerd: `[ "$*" = "config default" ] && printf 'version = 2\\n[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]\\n  SystemdCgroup = false\\n'`,
   systemctl: `case "$1" in

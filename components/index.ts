@@ -66,6 +66,7 @@ export class Fleet extends pulumi.ComponentResource {
               members: staticHcloudMembers(cluster, pool),
               networkId: this.networkId,
               subnet: this.network.subnet,
+              privateSubnet: args.spec.network.subnet,
               firewallIds: [this.firewallId],
               ...credentials,
             },
@@ -75,12 +76,12 @@ export class Fleet extends pulumi.ComponentResource {
       }
       if (pool.provider === "scaleway-elastic-metal") {
         this.elasticMetalPools.push(
-          new ElasticMetalNodePool(`${name}-${pool.name}`, { cluster, pool, ...credentials }, poolOptions),
+          new ElasticMetalNodePool(`${name}-${pool.name}`, { cluster, pool, firewall: args.spec.firewall, ...credentials }, poolOptions),
         );
       }
       if (pool.provider === "hetzner-robot") {
         this.robotPools.push(
-          new RobotNodePool(`${name}-${pool.name}`, { cluster, pool, ...credentials }, poolOptions),
+          new RobotNodePool(`${name}-${pool.name}`, { cluster, pool, firewall: args.spec.firewall, ...credentials }, poolOptions),
         );
       }
       // Autoscaled hcloud pools: members come from the scaling API's own stack.

@@ -3,7 +3,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { deterministicOutputs } from "../automation/mocks/deterministicOutputs";
 import { type RecordedResource, runUnderMocks } from "../automation/mocks/runUnderMocks";
 import { resolveSecrets } from "../automation/mocks/secretValues";
-import { clusterFirewallRules } from "../components/hcloud/firewallRules";
+import { clusterFirewallRules } from "../components/fleet/firewallRules";
 import { parseFleetSpec } from "../components/fleet/fleetSpec";
 import {
   elasticMetalPoolConfig,

@@ -9,6 +9,7 @@ import { formatIssuePath, labelsSchema, taintSchema, type KubeletSettings, type 
 import { kubeletNodeLabelsArg, kubeletTaintsArg } from "./kubeletRegistrationArgs";
 import { shellQuote } from "./shellScript";
 import { kubeletReservationFlags } from "./kubeletReservations";
+import { type NodeIpSource, assertNodeIpSource, renderNodeIpDiscovery } from "./nodeIp";
 
 export type K0sArch = "amd64" | "arm64";
 
@@ -29,6 +30,8 @@ export interface K0sWorkerBootstrapInput {
   taints: readonly Taint[];
   /** Max pods, reservations and eviction thresholds, passed as kubelet flags (see kubeletReservations.ts). */
   kubelet: KubeletSettings;
+  /** The kubelet's `--node-ip` (nodeIp.ts); without it the kubelet takes the default route's, public, address. */
+  nodeIp?: NodeIpSource;
 }
 
 /** Where the join token is written; the bootstrap script removes it after the join. */
@@ -61,6 +64,7 @@ function validate(input: K0sWorkerBootstrapInput): void {
     ...(taintSchema.array().safeParse(input.taints).error?.issues ?? []).map((i) => `${formatIssuePath(["taints", ...i.path])}: ${i.message}`),
   ];
   if (problems.length > 0) throw new Error(`invalid node labels or taints:\n${problems.join("\n")}`);
+  if (input.nodeIp) assertNodeIpSource(input.nodeIp);
 }
 
 /**
@@ -78,7 +82,9 @@ function installArgLines(input: K0sWorkerBootstrapInput): string[] {
   if (labels !== "") lines.push(`  --labels ${shellQuote(labels)}`);
   const taints = kubeletTaintsArg(input.taints);
   if (taints !== "") lines.push(`  --taints ${shellQuote(taints)}`);
-  lines.push(`  --kubelet-extra-args ${shellQuote(k0sKubeletExtraArgs(input))}`);
+  // --node-ip is found on the host (nodeIp.ts) and appended inside the same argument.
+  const nodeIp = input.nodeIp ? '" --node-ip=${node_ip}"' : "";
+  lines.push(`  --kubelet-extra-args ${shellQuote(k0sKubeletExtraArgs(input))}${nodeIp}`);
   return lines;
 }
 
@@ -148,6 +154,7 @@ export function renderK0sWorkerBootstrapScript(input: K0sWorkerBootstrapInput): 
     'if [ -e "$unit_file" ]; then',
     '  log "k0sworker is installed already; skipping download and install"',
     "else",
+    ...(input.nodeIp ? renderNodeIpDiscovery(input.nodeIp).split("\n").map((line) => (line === "" ? line : `  ${line}`)) : []),
     "  install_k0s",
     "  install_args=(",
     ...installArgLines(input).map((line) => `  ${line}`),

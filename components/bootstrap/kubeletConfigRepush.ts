@@ -3,7 +3,7 @@
  * and CA, restart the kubelet only when either changed. containerd, packages, mounts and running
  * pods are left alone, so a kubelet-config change converges without replacing the node.
  */
-import { KUBELET_PATHS } from "./kubeletConfig";
+import { KUBELET_PATHS, writeKubeletConfigBlock } from "./kubeletConfig";
 import { scriptPrelude, writeFileBlock } from "./shellScript";
 
 export interface KubeletConfigRepushInput {
@@ -16,7 +16,7 @@ export interface KubeletConfigRepushInput {
 export function renderKubeletConfigRepush(input: KubeletConfigRepushInput): string {
   return `${scriptPrelude(`re-push the kubelet config of ${input.hostname}`)}
 ${writeFileBlock(KUBELET_PATHS.clientCA, "0644", input.caCertificate)}
-${writeFileBlock(KUBELET_PATHS.config, "0644", input.kubeletConfig)}
+${writeKubeletConfigBlock(input.kubeletConfig)}
 if ! systemctl cat kubelet >/dev/null 2>&1; then
   # Not joined yet (cloud-init still running): the join starts the kubelet with these files.
   log "kubelet not installed yet; files written, no restart"

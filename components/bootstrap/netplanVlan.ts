@@ -1,16 +1,28 @@
 /**
  * The netplan file for an Elastic Metal private network. Scaleway delivers the private network as a
  * tagged VLAN on the primary NIC (not a DHCP'd second interface), so the host needs a VLAN
- * sub-interface `<nic>.<vlan>` carrying the IPAM address. The NIC name is found on the host at run
- * time (it is `eno1` on most offers, not all), so the script passes a shell expression for it.
+ * sub-interface carrying the IPAM address.
+ *
+ * Two netplan rules shape it. `link:` names the parent by its netplan id, which is the kernel name
+ * only when the host's file uses it as the id: installers and cloud-init often match the NIC by MAC
+ * address (`match:` + `set-name:`) under another id, and a `link:` to an undefined id makes netplan
+ * reject every file. So the self-join reads the host's merged netplan definitions (`netplan get
+ * ethernets`, netplan's own parser) and picks the one id that covers the primary NIC the way
+ * netplan matches devices (NETPLAN_PARENT_ID_PROGRAM), then passes it as a shell expression.
+ * (`netplan generate --mapping` is deprecated and does not compare MAC addresses.) And an interface name
+ * is at most 15 characters (the kernel's IFNAMSIZ; netplan skips longer ones), which `<nic>.<vlan>`
+ * exceeds on NICs such as `enp129s0f0np0`: the VLAN interface is `vlan<id>`, at most 8.
  */
 import { stringify } from "yaml";
 
 export const NETPLAN_VLAN_PATH = "/etc/netplan/51-nodefleet-private-network.yaml";
 
+/** The kernel's limit on interface names (IFNAMSIZ 16, with the terminating NUL). */
+export const MAX_INTERFACE_NAME_LENGTH = 15;
+
 export interface NetplanVlanInput {
-  /** The parent interface: a name such as `eno1`, or a shell expression such as `${primary_nic}`. */
-  readonly link: string;
+  /** The parent's netplan id (not necessarily its kernel name), or a shell expression such as `${netplan_parent}`. */
+  readonly parentId: string;
   /** VLAN id 1..4094, or a shell expression such as `${vlan_id}`. */
   readonly vlanId: number | string;
   /** The node's private address with the network's prefix, e.g. 172.16.0.5/22. */
@@ -18,7 +30,8 @@ export interface NetplanVlanInput {
 }
 
 const SHELL_EXPRESSION = /^\$\{[a-z_][a-z0-9_]*\}$/;
-const INTERFACE_NAME = /^[A-Za-z0-9_.-]{1,15}$/;
+/** netplan ids nodefleet accepts: plain YAML scalars that need no quoting. */
+export const NETPLAN_ID = /^[A-Za-z0-9][A-Za-z0-9_.@-]{0,62}$/;
 
 /** Checks an address like 172.16.0.5/22 (host bits may be set, unlike a network CIDR). */
 export function isIpv4WithPrefix(value: string): boolean {
@@ -33,9 +46,14 @@ export function assertVlanId(vlanId: number): void {
   if (!Number.isInteger(vlanId) || vlanId < 1 || vlanId > 4094) throw new Error(`VLAN id ${vlanId} must be an integer from 1 to 4094`);
 }
 
+/** The VLAN sub-interface's name: `vlan<id>`, short enough for any VLAN id. */
+export function vlanInterfaceName(vlanId: number | string): string {
+  return `vlan${vlanId}`;
+}
+
 export function renderNetplanVlan(input: NetplanVlanInput): string {
-  if (!INTERFACE_NAME.test(input.link) && !SHELL_EXPRESSION.test(input.link)) {
-    throw new Error(`netplan link ${JSON.stringify(input.link)} is neither an interface name nor a shell variable`);
+  if (!NETPLAN_ID.test(input.parentId) && !SHELL_EXPRESSION.test(input.parentId)) {
+    throw new Error(`netplan parent ${JSON.stringify(input.parentId)} is neither a netplan id nor a shell variable`);
   }
   if (typeof input.vlanId === "number") {
     assertVlanId(input.vlanId);
@@ -45,13 +63,59 @@ export function renderNetplanVlan(input: NetplanVlanInput): string {
   if (!isIpv4WithPrefix(input.addressCidr)) {
     throw new Error(`private address ${JSON.stringify(input.addressCidr)} must be an IPv4 address with a prefix, such as 172.16.0.5/22`);
   }
-  const name = `${input.link}.${input.vlanId}`;
+  const name = vlanInterfaceName(input.vlanId);
+  if (typeof input.vlanId === "number" && name.length > MAX_INTERFACE_NAME_LENGTH) {
+    throw new Error(`VLAN interface name ${name} is longer than the ${MAX_INTERFACE_NAME_LENGTH} characters Linux allows`);
+  }
   return stringify({
     network: {
       version: 2,
       vlans: {
-        [name]: { id: input.vlanId, link: input.link, addresses: [input.addressCidr] },
+        [name]: { id: input.vlanId, link: input.parentId, addresses: [input.addressCidr] },
       },
     },
   });
 }
+
+/**
+ * Python 3 (netplan's CLI is Python and depends on python3-yaml, so both are on every netplan host):
+ * reads `netplan get ethernets` on stdin and prints the id of the one definition that covers the
+ * interface `argv[1]`, reading its MAC address and driver under the root `argv[2]`. A definition
+ * with `set-name` covers the interface of that name; one without `match` covers the interface named
+ * like its id; otherwise every `match` key (name and driver globs, macaddress) must fit. No or
+ * several candidates: nothing on stdout, the reason on stderr.
+ */
+export const NETPLAN_PARENT_ID_PROGRAM = `import fnmatch, os, sys, yaml
+nic, root = sys.argv[1], sys.argv[2]
+defs = yaml.safe_load(sys.stdin.read() or "{}") or {}
+base = root + "/sys/class/net/" + nic
+try:
+    with open(base + "/address") as f:
+        mac = f.read().strip().lower()
+except OSError:
+    mac = None
+try:
+    driver = os.path.basename(os.readlink(base + "/device/driver"))
+except OSError:
+    driver = None
+def globs(value):
+    return [str(v) for v in (value if isinstance(value, list) else [value])]
+def covers(netdef_id, d):
+    if "set-name" in d:
+        return str(d["set-name"]) == nic
+    m = d.get("match")
+    if not isinstance(m, dict):
+        return netdef_id == nic
+    if "name" in m and not fnmatch.fnmatchcase(nic, str(m["name"])):
+        return False
+    if "macaddress" in m and str(m["macaddress"]).lower() != mac:
+        return False
+    if "driver" in m and (driver is None or not any(fnmatch.fnmatchcase(driver, g) for g in globs(m["driver"]))):
+        return False
+    return True
+found = [str(k) for k, d in (defs.items() if isinstance(defs, dict) else []) if covers(str(k), d if isinstance(d, dict) else {})]
+if len(found) == 1:
+    print(found[0])
+else:
+    sys.stderr.write("netplan ethernets covering %s: %s\\n" % (nic, ", ".join(found) or "none"))
+`;

@@ -13,11 +13,13 @@
 import { DNS_LABEL, type KubeletSettings, type Taint } from "../fleet/fleetSpec";
 import { encodeK0sJoinToken } from "./k0sJoinToken";
 import { renderBootstrapKubeconfig } from "./kubeadmBootstrapKubeconfig";
-import { KUBELET_PATHS, renderKubeletConfig } from "./kubeletConfig";
+import { KUBELET_PATHS, renderKubeletConfig, writeKubeletConfigBlock } from "./kubeletConfig";
 import { K0S_BOOTSTRAP_SCRIPT_PATH, K0S_KUBELET_CONF, K0S_TOKEN_FILE, renderK0sWorkerBootstrapScript } from "./k0sWorkerCloudConfig";
 import { kubeletNodeLabelsArg, kubeletTaintsArg } from "./kubeletRegistrationArgs";
-import { NETPLAN_VLAN_PATH, assertVlanId, isIpv4WithPrefix, renderNetplanVlan } from "./netplanVlan";
-import { scriptPrelude, shellQuote, writeFileBlock } from "./shellScript";
+import { NETPLAN_ID, NETPLAN_PARENT_ID_PROGRAM, NETPLAN_VLAN_PATH, assertVlanId, isIpv4WithPrefix, renderNetplanVlan, vlanInterfaceName } from "./netplanVlan";
+import { type NodeIpSource, assertNodeIpSource, renderNodeIpDiscovery } from "./nodeIp";
+import { type HostFirewallInput, renderHostFirewallSection } from "./hostFirewall";
+import { APT_GET, heredocDelimiter, scriptPrelude, shellQuote, writeFileBlock } from "./shellScript";
 import type { WorkerUserDataInputs } from "./workerUserDataInputs";
 
 /** Where cloud-init drops the script; removed by the script once the node has joined. */
@@ -42,7 +44,14 @@ interface CommonJoinInput {
   readonly labels: Readonly<Record<string, string>>;
   readonly taints: readonly Taint[];
   readonly privateNetwork?: PrivateNetworkJoin;
+  /** The kubelet's `--node-ip` (nodeIp.ts): the private address. Default: the kubelet's choice (the public one). */
+  readonly nodeIp?: NodeIpSource;
+  /** Bare metal: the cluster firewall's rules as a host firewall (hostFirewall.ts), up before the kubelet. */
+  readonly hostFirewall?: HostFirewall;
 }
+
+/** The host firewall of a self-joined node: the cluster firewall's rules and the SSH port to keep open. */
+export type HostFirewall = Omit<HostFirewallInput, "publicInterface">;
 
 export interface KubeadmSelfJoinInput extends CommonJoinInput {
   readonly kind: "kubeadm";
@@ -76,6 +85,7 @@ function assertCommon(input: CommonJoinInput): void {
   }
   const vlanId = input.privateNetwork?.vlanId;
   if (typeof vlanId === "number") assertVlanId(vlanId);
+  if (input.nodeIp) assertNodeIpSource(input.nodeIp);
   if (input.privateNetwork && !isIpv4WithPrefix(input.privateNetwork.addressCidr)) {
     throw new Error(`private address ${JSON.stringify(input.privateNetwork.addressCidr)} must be an IPv4 address with a prefix`);
   }
@@ -104,7 +114,10 @@ until [ -s ${file} ]; do
 done`;
 }
 
-/** Brings the VLAN sub-interface up on the primary NIC (the one holding the default route). */
+/**
+ * Brings the VLAN sub-interface up on the primary NIC (the one holding the default route), attached
+ * by the netplan id that netplan itself reports for that NIC (see netplanVlan.ts).
+ */
 function privateNetworkSection(pn: PrivateNetworkJoin): string {
   const vlan =
     pn.vlanId === "wait"
@@ -113,19 +126,35 @@ vlan_wait="\${NODEFLEET_VLAN_WAIT_SECONDS:-3600}"
 ${waitForFile('"$vlan_file"', "vlan_wait", 5, `the private network VLAN id did not arrive in ${VLAN_ID_PATH} within \${vlan_wait}s`)}
 vlan_id="$(tr -cd '0-9' <"$vlan_file")"`
       : `vlan_id=${pn.vlanId}`;
-  const netplan = renderNetplanVlan({ link: "${primary_nic}", vlanId: "${vlan_id}", addressCidr: pn.addressCidr });
+  const netplan = renderNetplanVlan({ parentId: "${netplan_parent}", vlanId: "${vlan_id}", addressCidr: pn.addressCidr });
   return `# --- private network: a tagged VLAN on the primary NIC, up before the kubelet starts
 ${vlan}
+if ! [[ "$vlan_id" =~ ^[0-9]{1,4}$ ]] || [ "$vlan_id" -lt 1 ] || [ "$vlan_id" -gt 4094 ]; then
+  log "the private network VLAN id '$vlan_id' is not a number from 1 to 4094"
+  exit 1
+fi
 primary_nic="$(ip -o -4 route show default | awk '{ for (i = 1; i < NF; i++) if ($i == "dev") { print $(i + 1); exit } }')"
 if [ -z "$primary_nic" ]; then
   log "no default route: cannot tell the primary NIC"
+  exit 1
+fi
+# netplan's link: takes the parent's netplan id, which need not be its kernel name (MAC matches).
+netplan_root=()
+if [ -n "$R" ]; then netplan_root=(--root-dir "$R"); fi
+netplan_parent="$(netplan get "\${netplan_root[@]}" ethernets 2>/dev/null | python3 -c ${shellQuote(NETPLAN_PARENT_ID_PROGRAM)} "$primary_nic" "$R")" || true
+if [ -z "$netplan_parent" ]; then
+  log "netplan defines no single ethernet for the primary NIC $primary_nic, so the private network VLAN has no parent to attach to"
+  exit 1
+fi
+if ! [[ "$netplan_parent" =~ ${NETPLAN_ID.source} ]]; then
+  log "the primary NIC's netplan id '$netplan_parent' has characters nodefleet does not write into netplan files"
   exit 1
 fi
 before=$CHANGED
 write_file ${shellQuote(NETPLAN_VLAN_PATH)} 0600 <<NODEFLEET_NETPLAN
 ${netplan.trimEnd()}
 NODEFLEET_NETPLAN
-if [ "$CHANGED" -gt "$before" ] || ! ip link show "\${primary_nic}.\${vlan_id}" >/dev/null 2>&1; then
+if [ "$CHANGED" -gt "$before" ] || ! ip link show "${vlanInterfaceName("${vlan_id}")}" >/dev/null 2>&1; then
   netplan apply
 fi`;
 }
@@ -148,16 +177,20 @@ function kubeadmSection(input: KubeadmSelfJoinInput): string {
     ...(labels !== "" ? [`--node-labels=${labels}`] : []),
     ...(taints !== "" ? [`--register-with-taints=${taints}`] : []),
   ];
-  // systemd splits ExecStart on whitespace and none of the values contain any; `%` is systemd's specifier.
+  // systemd splits ExecStart on whitespace and none of the values contain any; `%` is systemd's
+  // specifier. No `$`, backquote or backslash either: the drop-in is an expanding heredoc, for the
+  // --node-ip found on the host.
   for (const flag of flags) {
-    if (/[\s%"'\\$]/.test(flag)) throw new Error(`kubelet flag ${JSON.stringify(flag.split("=")[0])} has characters systemd would misread`);
+    if (/[\s%"'\\$`]/.test(flag)) throw new Error(`kubelet flag ${JSON.stringify(flag.split("=")[0])} has characters systemd would misread`);
   }
+  const nodeIpFlag = input.nodeIp ? " --node-ip=${node_ip}" : "";
   const dropIn = `[Service]
 ExecStart=
-ExecStart=/usr/bin/kubelet ${flags.join(" ")}
+ExecStart=/usr/bin/kubelet ${flags.join(" ")}${nodeIpFlag}
 Restart=always
 RestartSec=5
 `;
+  const dropInDelimiter = heredocDelimiter(dropIn, "NODEFLEET_DROPIN");
   return `# --- kernel prerequisites for containerd and the pod network
 write_file /etc/modules-load.d/nodefleet-kubernetes.conf 0644 <<'NODEFLEET_MODULES'
 overlay
@@ -178,7 +211,8 @@ fi
 
 # --- containerd (distribution package) and the kubelet from the pkgs.k8s.io ${channel} channel
 if [ ! -s "$R${keyring}" ]; then
-  mkdir -p "$R/etc/apt/keyrings"
+  # 0755 whatever the umask: older apt reads keyrings as the unprivileged _apt user.
+  install -d -m 0755 "$R/etc/apt/keyrings"
   curl -fsSL ${shellQuote(`${repo}Release.key`)} | gpg --batch --yes --dearmor -o "$R${keyring}"
   chmod 0644 "$R${keyring}"
 fi
@@ -190,9 +224,9 @@ installed="$(dpkg-query -W -f='\${Version}' kubelet 2>/dev/null || true)"
 case "$installed" in
   ${packageVersion}-*) ;;
   *)
-    apt-get update -q
+    ${APT_GET} update -q
     apt-mark unhold kubelet >/dev/null 2>&1 || true
-    apt-get install -y -q containerd ${shellQuote(`kubelet=${packageVersion}-*`)}
+    ${APT_GET} install -y -q containerd ${shellQuote(`kubelet=${packageVersion}-*`)}
     apt-mark hold kubelet >/dev/null
     ;;
 esac
@@ -208,8 +242,10 @@ fi
 # --- kubelet: CA, config, identity flags, bootstrap credentials
 before=$CHANGED
 ${writeFileBlock(KUBELET_PATHS.clientCA, "0644", input.caCertificate)}
-${writeFileBlock(KUBELET_PATHS.config, "0644", input.kubeletConfig)}
-${writeFileBlock(KUBELET_PATHS.dropIn, "0644", dropIn)}
+${writeKubeletConfigBlock(input.kubeletConfig)}
+${input.nodeIp ? `${renderNodeIpDiscovery(input.nodeIp)}
+` : ""}write_file ${shellQuote(KUBELET_PATHS.dropIn)} 0644 <<${dropInDelimiter}
+${dropIn}${dropInDelimiter}
 if [ ! -s "$R${KUBELET_PATHS.kubeconfig}" ]; then
 ${writeFileBlock(KUBELET_PATHS.bootstrapKubeconfig, "0600", input.bootstrapKubeconfig)}
 fi
@@ -243,6 +279,7 @@ function k0sSection(input: K0sSelfJoinInput): string {
     labels: input.labels,
     taints: input.taints,
     kubelet: input.kubelet,
+    ...(input.nodeIp ? { nodeIp: input.nodeIp } : {}),
   });
   return `# --- k0s worker: the join token (root-only) and the k0s worker bootstrap
 if [ -s "$R${K0S_KUBELET_CONF}" ]; then
@@ -264,6 +301,7 @@ export function renderSelfJoinScript(input: SelfJoinInput): string {
     scriptPrelude(`self-join ${input.hostname} to a ${input.kind} cluster`),
     hostnameSection(input.hostname),
     ...(input.privateNetwork ? [privateNetworkSection(input.privateNetwork)] : []),
+    ...(input.hostFirewall ? [renderHostFirewallSection(input.hostFirewall)] : []),
     input.kind === "kubeadm" ? kubeadmSection(input) : k0sSection(input),
   ];
   return `${sections.join("\n\n")}\n`;
@@ -278,12 +316,15 @@ export function renderWorkerSelfJoinScript(
   inputs: WorkerUserDataInputs,
   bootstrapToken: string,
   privateNetwork?: PrivateNetworkJoin,
+  hostFirewall?: HostFirewall,
 ): string {
   const common = {
+    ...(hostFirewall ? { hostFirewall } : {}),
     hostname: inputs.hostname,
     providerID: inputs.providerID,
     labels: inputs.labels,
     taints: inputs.taints,
+    ...(inputs.nodeIp ? { nodeIp: inputs.nodeIp } : {}),
     ...(privateNetwork ? { privateNetwork } : {}),
   };
   const kubeconfigInput = { apiServer: inputs.apiServer, caCertificate: inputs.caCertificate, token: bootstrapToken };

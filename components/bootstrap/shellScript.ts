@@ -4,6 +4,12 @@
  * `NODEFLEET_ROOT` (default `/`) as its filesystem root, so tests can run it unprivileged.
  */
 
+/**
+ * apt-get that waits for the dpkg lock instead of failing at once: on a first boot, unattended
+ * upgrades (and cloud-init's own package steps) hold it for minutes. 30 minutes, then it fails.
+ */
+export const APT_GET = "apt-get -o DPkg::Lock::Timeout=1800";
+
 /** Single-quotes a value for bash; safe for any content. */
 export function shellQuote(value: string): string {
   return `'${value.replace(/'/g, `'\\''`)}'`;

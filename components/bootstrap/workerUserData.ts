@@ -24,6 +24,7 @@ export function renderWorkerUserData(cluster: WorkerCluster, member: WorkerMembe
         labels: inputs.labels,
         taints: inputs.taints,
         kubelet: inputs.kubelet,
+        ...(inputs.nodeIp ? { nodeIp: inputs.nodeIp } : {}),
       });
     case "kubeadm":
       return renderKubeadmWorkerUserData(inputs, bootstrapToken);

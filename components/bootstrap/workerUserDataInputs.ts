@@ -6,6 +6,7 @@
  */
 import type { ClusterSpec, KubeletSettings, Taint } from "../fleet/fleetSpec";
 import { partitionKubeletLabels } from "../fleet/kubeletLabels";
+import type { NodeIpSource } from "./nodeIp";
 
 /** The node-identity part of a member that its bootstrap renders. */
 export interface WorkerMemberInput {
@@ -17,6 +18,8 @@ export interface WorkerMemberInput {
   readonly labels: Readonly<Record<string, string>>;
   /** Taints registered with the node. */
   readonly taints: readonly Taint[];
+  /** The kubelet's `--node-ip` (its private address, or the subnet to find it in). Default: the kubelet's choice. */
+  readonly nodeIp?: NodeIpSource;
 }
 
 export type WorkerCluster = Pick<
@@ -70,6 +73,7 @@ export function workerUserDataInputs(cluster: WorkerCluster, member: WorkerMembe
     labels: registrationLabels(member.labels),
     taints: member.taints.map((t) => ({ ...t })),
     kubelet: cluster.kubelet,
+    ...(member.nodeIp ? { nodeIp: { ...member.nodeIp } } : {}),
   };
   switch (cluster.kind) {
     case "k0s":

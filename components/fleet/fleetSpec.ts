@@ -104,6 +104,14 @@ export const clusterSchema = z
     /** Bootstrap token lifetime in minutes (default 60). */
     bootstrapTokenTtlMinutes: z.number().int().min(10).max(24 * 60).default(60),
     kubelet: kubeletSchema.default(() => kubeletSchema.parse({})),
+    /**
+     * The address a node registers as its InternalIP: `private` (default) passes the kubelet the
+     * node's private-network address (Hetzner Cloud network, Elastic Metal IPAM; Robot nodes have no
+     * private network and keep their public one), so node-to-node and CNI traffic stays private and
+     * the control plane must reach those addresses for logs/exec; `public` leaves the kubelet's
+     * default, the address of the default route.
+     */
+    nodeAddress: z.enum(["private", "public"], { error: "nodeAddress must be private or public" }).default("private"),
   })
   .superRefine((cluster, ctx) => {
     if (cluster.kind === "k0s" && !cluster.k0sVersion) {

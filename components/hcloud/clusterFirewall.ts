@@ -5,7 +5,7 @@
  */
 import * as hcloud from "@pulumi/hcloud";
 import * as pulumi from "@pulumi/pulumi";
-import { clusterFirewallRules } from "./firewallRules";
+import { clusterFirewallRules } from "../fleet/firewallRules";
 import type { ClusterSpec, FirewallSpec } from "../fleet/fleetSpec";
 import { OWNERSHIP_LABELS } from "../fleet/nodeMember";
 

@@ -31,6 +31,13 @@ export interface HcloudNodePoolArgs {
   readonly networkId: pulumi.Input<number>;
   /** The subnet servers get their private address from; when given, servers wait for it. Default: none (it exists already). */
   readonly subnet?: pulumi.Resource;
+  /**
+   * The cluster network's subnet (`nodefleet:network.subnet`). When given, and the cluster's
+   * nodeAddress is private, kubelets register their address in it as InternalIP. Default: none (the
+   * kubelet's choice, the public address); the scaling API's stack leaves it out so that running
+   * autoscaled members, rendered from frozen snapshots, keep their user data.
+   */
+  readonly privateSubnet?: string;
   /** Firewalls applied at server creation (`Server.firewallIds`), so they filter from the first boot. */
   readonly firewallIds: pulumi.Input<number>[];
   /**
@@ -73,7 +80,7 @@ export class HcloudNodePool extends pulumi.ComponentResource {
   constructor(name: string, args: HcloudNodePoolArgs, opts?: pulumi.ComponentResourceOptions) {
     super("nodefleet:hcloud:NodePool", name, {}, opts);
     const { cluster, pool } = args;
-    const planned = planHcloudServers(cluster, pool, args.members);
+    const planned = planHcloudServers(cluster, pool, args.members, args.privateSubnet);
     const poolLabels = { [OWNERSHIP_LABELS.cluster]: cluster.id, [OWNERSHIP_LABELS.pool]: pool.name };
     const deleteProtection = pool.deleteProtection ?? false;
 

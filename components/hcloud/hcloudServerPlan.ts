@@ -81,12 +81,19 @@ export interface PlannedHcloudServer {
   readonly placementSlot: number;
 }
 
-/** Resolves defaults and the generation of every member; throws, naming the node, on any problem. */
+/**
+ * Resolves defaults and the generation of every member; throws, naming the node, on any problem.
+ * With `privateSubnet` (the cluster network's subnet) and `cluster.nodeAddress` private, the kubelet
+ * registers the server's address in that subnet as its InternalIP (found at boot: Hetzner assigns
+ * it after the user data is fixed).
+ */
 export function planHcloudServers(
   cluster: HcloudPoolCluster,
   pool: HcloudPoolTemplate,
   members: readonly HcloudPoolMember[],
+  privateSubnet?: string,
 ): PlannedHcloudServer[] {
+  const nodeIp = privateSubnet !== undefined && cluster.nodeAddress !== "public" ? { subnet: privateSubnet } : undefined;
   const seen = new Set<string>();
   return members.map((member, index) => {
     if (seen.has(member.nodeId)) throw new Error(`pool ${pool.name}: node ${member.nodeId} is listed twice`);
@@ -99,6 +106,7 @@ export function planHcloudServers(
       providerID: member.providerID,
       labels: member.labels,
       taints: [...member.taints, ...(member.extraTaints ?? [])],
+      ...(nodeIp ? { nodeIp } : {}),
     };
     const image = member.image ?? pool.image;
     const sshKeys = [...(member.sshKeys ?? pool.sshKeys ?? [])];

@@ -1,8 +1,11 @@
 /**
  * The autosetup file Hetzner's `installimage` reads in unattended mode (`installimage -a -c
- * /autosetup`) on a dedicated server booted into the rescue system, and the choice of the drives
- * it installs to from the rescue's `lsblk -J` output.
+ * /autosetup`) on a dedicated server booted into the rescue system, and what it is rendered from:
+ * the firmware the rescue booted with (a UEFI server needs an EFI system partition, without which
+ * installimage aborts with "ESP missing") and the drives, chosen from the rescue's `lsblk -J`.
  */
+
+import { RESCUE_SYSTEM_CHECK } from "./rescueSystemCheck";
 
 /** Ubuntu images shipped in the rescue system's image directory, by nodefleet image name. */
 export const INSTALLIMAGE_UBUNTU_IMAGES: Readonly<Record<string, string>> = {
@@ -19,8 +22,20 @@ export interface LsblkDevice {
   readonly ro?: boolean | string | null;
 }
 
-/** The hardware-gathering command run in the rescue system (sizes in bytes, whole disks only). */
-export const GATHER_DISKS_COMMAND = "lsblk -J -b -d -o NAME,TYPE,SIZE,RM,RO";
+/** How the rescue system booted: `/sys/firmware/efi` exists only under UEFI. */
+export type Firmware = "uefi" | "bios";
+
+/**
+ * The hardware-gathering command run in the rescue system: one JSON document with the firmware and
+ * the whole disks (`lsblk`, sizes in bytes), only once the host proved to be the rescue system.
+ */
+export const GATHER_HARDWARE_COMMAND =
+  `${RESCUE_SYSTEM_CHECK}; ` +
+  "if [ -d /sys/firmware/efi ]; then firmware=uefi; else firmware=bios; fi; " +
+  "printf '{\"firmware\":\"%s\",\"lsblk\":' \"$firmware\"; lsblk -J -b -d -o NAME,TYPE,SIZE,RM,RO; printf '}\\n'";
+
+/** installimage's minimum for the EFI system partition. */
+export const ESP_SIZE = "256M";
 
 /** Smallest disk installimage is given: the root filesystem needs room for images and logs. */
 export const MIN_INSTALL_DISK_BYTES = 20 * 1024 ** 3;
@@ -32,10 +47,10 @@ const truthy = (v: boolean | string | null | undefined) => v === true || v === "
  * MIN_INSTALL_DISK_BYTES, smallest first (ties by name), so that a large data disk stays untouched
  * and the RAID 1 pair has equal members where the server has them.
  */
-export function selectInstallDrives(lsblkJson: string): string[] {
+export function selectInstallDrives(lsblkJson: string | { blockdevices?: LsblkDevice[] }): string[] {
   let parsed: { blockdevices?: LsblkDevice[] };
   try {
-    parsed = JSON.parse(lsblkJson) as { blockdevices?: LsblkDevice[] };
+    parsed = typeof lsblkJson === "string" ? (JSON.parse(lsblkJson) as { blockdevices?: LsblkDevice[] }) : lsblkJson;
   } catch {
     throw new Error("the rescue system's lsblk output is not JSON");
   }
@@ -48,6 +63,20 @@ export function selectInstallDrives(lsblkJson: string): string[] {
   return disks.slice(0, 2).map((d) => `/dev/${d.name}`);
 }
 
+/** The firmware and install drives from GATHER_HARDWARE_COMMAND's output. */
+export function parseRescueHardware(stdout: string): { firmware: Firmware; drives: string[] } {
+  let parsed: { firmware?: unknown; lsblk?: { blockdevices?: LsblkDevice[] } };
+  try {
+    parsed = JSON.parse(stdout) as typeof parsed;
+  } catch {
+    throw new Error("the rescue system's hardware report is not JSON");
+  }
+  if (parsed.firmware !== "uefi" && parsed.firmware !== "bios") {
+    throw new Error(`the rescue system's hardware report has firmware ${JSON.stringify(parsed.firmware)}, not uefi or bios`);
+  }
+  return { firmware: parsed.firmware, drives: selectInstallDrives(parsed.lsblk ?? {}) };
+}
+
 export interface AutosetupInput {
   /** One or two whole-disk devices (`/dev/nvme0n1`); two are mirrored (software RAID 1). */
   readonly drives: readonly string[];
@@ -55,6 +84,8 @@ export interface AutosetupInput {
   readonly hostname: string;
   /** A key of INSTALLIMAGE_UBUNTU_IMAGES. */
   readonly image: string;
+  /** How the rescue booted; UEFI gets an EFI system partition first. */
+  readonly firmware: Firmware;
 }
 
 export function installimageImagePath(image: string): string {
@@ -65,7 +96,10 @@ export function installimageImagePath(image: string): string {
   return path;
 }
 
-/** The autosetup text: drives, software RAID, GRUB, hostname, a 1 GiB ext3 /boot and an ext4 / on the rest. */
+/**
+ * The autosetup text: drives, software RAID, GRUB, hostname, on UEFI a 256 MiB ESP first, a 1 GiB
+ * ext3 /boot and an ext4 / on the rest.
+ */
 export function renderAutosetup(input: AutosetupInput): string {
   if (input.drives.length < 1 || input.drives.length > 2) throw new Error(`installimage gets one or two drives, not ${input.drives.length}`);
   for (const drive of input.drives) {
@@ -74,6 +108,7 @@ export function renderAutosetup(input: AutosetupInput): string {
   if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(input.hostname) || input.hostname.length > 63) {
     throw new Error(`hostname ${JSON.stringify(input.hostname)} is not a DNS label`);
   }
+  if (input.firmware !== "uefi" && input.firmware !== "bios") throw new Error(`firmware ${JSON.stringify(input.firmware)} must be uefi or bios`);
   const mirrored = input.drives.length === 2;
   return [
     ...input.drives.map((drive, i) => `DRIVE${i + 1} ${drive}`),
@@ -81,6 +116,7 @@ export function renderAutosetup(input: AutosetupInput): string {
     `SWRAIDLEVEL 1`,
     `BOOTLOADER grub`,
     `HOSTNAME ${input.hostname}`,
+    ...(input.firmware === "uefi" ? [`PART /boot/efi esp ${ESP_SIZE}`] : []),
     `PART /boot ext3 1024M`,
     `PART / ext4 all`,
     `IMAGE ${installimageImagePath(input.image)}`,

@@ -133,6 +133,12 @@ export class RobotClient {
     return withoutPassword;
   }
 
+  /** `GET /boot/{n}/rescue`: whether a rescue boot is pending (`active`), without its password. */
+  async getRescue(serverNumber: number): Promise<{ active: boolean }> {
+    const { rescue } = await this.request<{ rescue: { active?: unknown } }>("GET", `/boot/${serverNumber}/rescue`);
+    return { active: rescue.active === true };
+  }
+
   async deactivateRescue(serverNumber: number): Promise<void> {
     await this.request("DELETE", `/boot/${serverNumber}/rescue`);
   }

@@ -3,7 +3,7 @@
  * installed and joined to an existing cluster (k0s or kubeadm). Per member:
  *
  * 1. `${name}-<node>-rescue` (RobotRescue, a dynamic resource): rescue with the pool's SSH keys, reset;
- * 2. `-hardware`: over SSH to the rescue system, `lsblk -J` (the drives installimage gets);
+ * 2. `-hardware`: over SSH to the rescue system, the firmware (UEFI needs an ESP) and `lsblk -J` (the drives installimage gets);
  * 3. `-install`: the rescue install script (autosetup, installimage, reboot); it prints the installed
  *    system's pre-generated host key, which every later connection pins;
  * 4. `-ready`: waits for SSH and cloud-init on the installed system and checks its hostname;
@@ -16,16 +16,18 @@
  * could substitute it (nodefleet has no trusted source for the rescue's key; the README says so).
  * From the installed system on, every connection is pinned.
  *
- * Not supported: Robot vSwitch / private networks (nodes join over their public address), the
- * Robot firewall, server cancellation (removing a member leaves the server as installed), and
+ * The join loads the cluster firewall's public rules as an nftables host firewall before the kubelet
+ * starts (bootstrap/hostFirewall.ts). Not supported: Robot vSwitch / private networks (nodes join
+ * over their public address), the Robot webservice firewall, server cancellation (removing a member leaves the server as installed), and
  * kubelet-config re-pushes (a changed config is a new generation, i.e. a reinstall).
  */
 import * as command from "@pulumi/command";
 import * as pulumi from "@pulumi/pulumi";
 import { nodeBootstrapToken } from "../kubernetes/bootstrapToken";
 import { canonicalHash } from "../shared/canonicalJson";
-import type { ClusterSpec, HetznerRobotPool } from "../fleet/fleetSpec";
-import { GATHER_DISKS_COMMAND, renderAutosetup, selectInstallDrives } from "./installimageAutosetup";
+import { type ClusterSpec, type FirewallSpec, type HetznerRobotPool, firewallSchema } from "../fleet/fleetSpec";
+import { clusterFirewallRules } from "../fleet/firewallRules";
+import { GATHER_HARDWARE_COMMAND, parseRescueHardware, renderAutosetup } from "./installimageAutosetup";
 import { parseHostKeyLine, sshAuth } from "../bootstrap/sshConnection";
 import { type KubernetesNodeRemoval, memberNodeRemoval } from "../kubernetes/kubernetesNodeRemoval";
 import { type NodeOutput, nodeOutputIdentity } from "../fleet/nodeMember";
@@ -56,6 +58,8 @@ export interface RobotNodePoolArgs {
   readonly sshPrivateKey?: pulumi.Input<string>;
   /** Kubeconfig allowed to delete Nodes; a secret. Without it (render, simulation) removed members keep their Node. */
   readonly kubeconfig?: pulumi.Input<string>;
+  /** `nodefleet:firewall`: its public rules become each server's nftables host firewall. Default: the defaults. */
+  readonly firewall?: FirewallSpec;
 }
 
 /** What the pool reports per node: serverId is the Robot server number, serverType the pool's serverType. */
@@ -141,7 +145,7 @@ export class RobotNodePool extends pulumi.ComponentResource {
     const rescueConnection = { host, ...connection };
     const hardware = new command.remote.Command(
       `${prefix}-hardware`,
-      { connection: rescueConnection, create: GATHER_DISKS_COMMAND, triggers: [rescue.id, generation], logging: "stderr" },
+      { connection: rescueConnection, create: GATHER_HARDWARE_COMMAND, triggers: [rescue.id, generation], logging: "stderr" },
       { parent: this, dependsOn: [rescue], ignoreChanges: ["connection"] },
     );
     const install = new command.remote.Command(
@@ -151,9 +155,9 @@ export class RobotNodePool extends pulumi.ComponentResource {
         create: RESCUE_INSTALL_COMMAND,
         stdin: hardware.stdout.apply((stdout) => {
           if (stdout === undefined || stdout.trim() === "") return FAIL_UNGATHERED;
-          const drives = selectInstallDrives(stdout);
-          const autosetup = renderAutosetup({ drives, hostname: member.hostname, image: pool.image });
-          return renderRescueInstallScript({ autosetup, drives, hostname: member.hostname });
+          const { firmware, drives } = parseRescueHardware(stdout);
+          const autosetup = renderAutosetup({ drives, hostname: member.hostname, image: pool.image, firmware });
+          return renderRescueInstallScript({ autosetup, drives, hostname: member.hostname, firmware });
         }),
         triggers: [rescue.id, generation],
         logging: "stderr",
@@ -169,13 +173,15 @@ export class RobotNodePool extends pulumi.ComponentResource {
       { connection: pinned, create: readyCommand(member.hostname), triggers: [install.id], logging: "stderr" },
       { parent: this, dependsOn: [install], ignoreChanges: ["connection"] },
     );
+    // Dedicated servers have no provider firewall in front: the cluster firewall's rules on the host.
+    const hostFirewall = { rules: clusterFirewallRules(cluster, args.firewall ?? firewallSchema.parse({})), sshPort: 22 };
     const joinInputs = canonicalHash(userData);
     new command.remote.Command(
       `${prefix}-join`,
       {
         connection: pinned,
         create: "bash -s",
-        stdin: pulumi.secret(token.token.apply((secret) => renderWorkerSelfJoinScript(userData, secret))),
+        stdin: pulumi.secret(token.token.apply((secret) => renderWorkerSelfJoinScript(userData, secret, undefined, hostFirewall))),
         triggers: [install.id, joinInputs],
         logging: "stderr",
       },

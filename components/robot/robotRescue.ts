@@ -1,8 +1,12 @@
 /**
  * `pulumi-nodejs:dynamic/nodefleet:RobotRescue`: puts an adopted Robot server into the Linux rescue
- * system: activates rescue for the next boot with the pool's SSH key fingerprints, then resets the
- * server (hardware reset where Robot offers it, since the installed OS may not answer; else power,
- * else software). Creating it is what starts a (re)install; its outputs give the server's address.
+ * system: deletes a rescue activation still pending from an earlier attempt (its keys may be stale),
+ * activates rescue for the next boot with the pool's SSH key fingerprints, then resets the server
+ * along the ladder CAPH uses, with only the reset types the server offers: `sw` (CTRL+ALT+DEL, a
+ * clean reboot) while the installed system still answers on SSH, then `hw` (the reset button) when
+ * it has not gone down within the wait. `power` is not used: it presses the power button (an ACPI
+ * event the OS may ignore, or that switches a running server off), it is no power cycle. Creating
+ * it is what starts a (re)install; its outputs give the server's address.
  *
  * A `pulumi.dynamic` resource: the provider is serialized into the state, so it uses only the Robot
  * client (built-ins only) and its inputs. The credentials are a secret input and output.
@@ -20,14 +24,62 @@ export interface RobotRescueState {
   credentials: string;
   /** Output: the server's main IPv4 address (from GET /server). */
   serverIp?: string;
-  /** Output: the reset type used to boot into rescue. */
+  /** Output: the reset types used to boot into rescue, comma-separated (e.g. `sw` or `sw,hw`). */
   resetType?: string;
+  /** Seconds each ladder step waits for the system to go down; default RESET_WAIT_SECONDS. */
+  resetWaitSeconds?: number;
+  /** `host:port` probed for "still answering"; default the server's address, port 22 (tests use a local listener). */
+  probe?: string;
 }
 
-/** Prefers a hardware reset (works whatever state the OS is in), then power cycling, then CTRL+ALT+DEL. */
-export function rescueResetType(offered: readonly string[]): RobotResetType {
-  for (const type of ["hw", "power", "sw"] as const) if (offered.includes(type)) return type;
-  throw new Error(`the server offers no automatic reset (only ${offered.join(", ") || "none"}); reset it by hand after rescue activation`);
+/** The reset ladder for the rescue boot: `sw` then `hw`, of those the server offers. */
+export function rescueResetLadder(offered: readonly string[]): RobotResetType[] {
+  const ladder = (["sw", "hw"] as const).filter((type) => offered.includes(type));
+  if (ladder.length === 0) {
+    throw new Error(`the server offers neither an sw nor an hw reset (only ${offered.join(", ") || "none"}); reset it by hand after rescue activation`);
+  }
+  return ladder;
+}
+
+/** How long a step of the ladder waits for the installed system to go down before the next one. */
+export const RESET_WAIT_SECONDS = 180;
+
+export interface ResetLadderIo {
+  /** Robot's reset call. */
+  readonly reset: (type: RobotResetType) => Promise<void>;
+  /** True while the installed system accepts TCP connections on its SSH port. */
+  readonly answers: () => Promise<boolean>;
+  readonly sleep: (ms: number) => Promise<void>;
+  /** Seconds to wait after a reset for the system to go down (default RESET_WAIT_SECONDS). */
+  readonly waitSeconds?: number;
+  /** Seconds between probes (default 5). */
+  readonly probeSeconds?: number;
+}
+
+/**
+ * Walks the ladder and returns the reset types used. A system that does not answer at all is hung
+ * or off, and CTRL+ALT+DEL would do nothing: it starts at `hw`. After each reset but the last, it
+ * waits for the system to stop answering; if it does, the reboot into rescue is under way.
+ */
+export async function resetAlongLadder(ladder: readonly RobotResetType[], io: ResetLadderIo): Promise<RobotResetType[]> {
+  const waitMs = (io.waitSeconds ?? RESET_WAIT_SECONDS) * 1000;
+  const stepMs = (io.probeSeconds ?? 5) * 1000;
+  const answering = await io.answers();
+  const skipped = answering ? [...ladder] : ladder.filter((type) => type !== "sw");
+  const steps = skipped.length > 0 ? skipped : [...ladder];
+  const used: RobotResetType[] = [];
+  for (const [index, type] of steps.entries()) {
+    await io.reset(type);
+    used.push(type);
+    if (index === steps.length - 1) break;
+    let down = false;
+    for (let waited = 0; waited < waitMs && !down; waited += stepMs) {
+      await io.sleep(stepMs);
+      down = !(await io.answers());
+    }
+    if (down) break;
+  }
+  return used;
 }
 
 function robotClientFor(state: Pick<RobotRescueState, "baseUrl" | "credentials" | "serverNumber">): RobotClient {
@@ -44,10 +96,35 @@ export const robotRescueProvider: pulumi.dynamic.ResourceProvider = {
   async create(inputs: RobotRescueState) {
     const client = robotClientFor(inputs);
     const server = await client.getServer(inputs.serverNumber);
+    const ladder = rescueResetLadder((await client.resetOptions(inputs.serverNumber)).type);
+    // A pending activation from an earlier attempt may carry other keys: replace it.
+    if ((await client.getRescue(inputs.serverNumber)).active) await client.deactivateRescue(inputs.serverNumber);
     await client.activateRescue(inputs.serverNumber, inputs.fingerprints);
-    const resetType = rescueResetType((await client.resetOptions(inputs.serverNumber)).type);
-    await client.reset(inputs.serverNumber, resetType);
-    return { id: String(inputs.serverNumber), outs: { ...inputs, serverIp: server.server_ip ?? "", resetType } };
+    const ip = server.server_ip ?? "";
+    // Built-ins only: the provider is serialized into the state.
+    const net = require("node:net") as typeof import("node:net");
+    const probe = inputs.probe ? /^(.+):(\d+)$/.exec(inputs.probe) : null;
+    const probeHost = probe ? probe[1] : ip;
+    const probePort = probe ? Number(probe[2]) : 22;
+    const answers = () =>
+      new Promise<boolean>((resolve) => {
+        if (!probeHost) return resolve(false);
+        const socket = net.connect({ host: probeHost, port: probePort, timeout: 3000 });
+        const done = (up: boolean) => {
+          socket.destroy();
+          resolve(up);
+        };
+        socket.once("connect", () => done(true));
+        socket.once("timeout", () => done(false));
+        socket.once("error", () => done(false));
+      });
+    const used = await resetAlongLadder(ladder, {
+      reset: (type) => client.reset(inputs.serverNumber, type),
+      answers,
+      sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+      ...(inputs.resetWaitSeconds !== undefined ? { waitSeconds: inputs.resetWaitSeconds } : {}),
+    });
+    return { id: String(inputs.serverNumber), outs: { ...inputs, serverIp: ip, resetType: used.join(",") } };
   },
   async diff(_id: string, olds: RobotRescueState, news: RobotRescueState) {
     const replaces: string[] = (["serverNumber", "generation"] as const).filter((k) => olds[k] !== news[k]);

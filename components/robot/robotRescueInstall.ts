@@ -1,7 +1,7 @@
 /**
  * The script run in a dedicated server's rescue system to install the OS: write /autosetup
- * (installimageAutosetup.ts, rendered from the drives the rescue reported with GATHER_DISKS_COMMAND),
- * check those drives exist, run `installimage -a -c /autosetup`, and reboot into the new system.
+ * (installimageAutosetup.ts, rendered from the firmware and drives the rescue reported with
+ * GATHER_HARDWARE_COMMAND), check the firmware is still the one it was rendered for and those drives exist, run `installimage -a -c /autosetup`, and reboot into the new system.
  *
  * The installed system's SSH host key is generated here, in the rescue, and put into the new system
  * by installimage's post-install hook; the script prints its public half (its only stdout line), so
@@ -11,6 +11,8 @@
  * No secret goes through this script: the join token is only sent to the installed, pinned system.
  */
 import { scriptPrelude, shellQuote, writeFileBlock } from "../bootstrap/shellScript";
+import type { Firmware } from "./installimageAutosetup";
+import { RESCUE_SYSTEM_CHECK } from "./rescueSystemCheck";
 
 /** Where the rescue system keeps installimage (the interactive alias is not set in `ssh host cmd`). */
 export const RESCUE_INSTALLIMAGE = "/root/.oldroot/nfs/install/installimage";
@@ -25,14 +27,23 @@ export interface RescueInstallInput {
   readonly drives: readonly string[];
   /** The hostname, as the comment of the generated host key. */
   readonly hostname: string;
+  /** The firmware the autosetup was rendered for (an ESP or not). */
+  readonly firmware: Firmware;
 }
 
 export function renderRescueInstallScript(input: RescueInstallInput): string {
   const drives = input.drives.map(shellQuote).join(" ");
   return `${scriptPrelude(`install the OS on ${input.hostname} from the Hetzner rescue system`)}
+${RESCUE_SYSTEM_CHECK}
 INSTALLIMAGE="\${NODEFLEET_INSTALLIMAGE:-${RESCUE_INSTALLIMAGE}}"
 WORK="$R/root/nodefleet-install"
 mkdir -p "$WORK"
+
+if [ -d "$R/sys/firmware/efi" ]; then firmware=uefi; else firmware=bios; fi
+if [ "$firmware" != ${shellQuote(input.firmware)} ]; then
+  log "the rescue system booted in $firmware mode, but the autosetup was rendered for ${input.firmware}; nothing was installed"
+  exit 1
+fi
 
 for drive in ${drives}; do
   if [ ! -b "$R$drive" ]; then

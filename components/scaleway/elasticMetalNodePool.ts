@@ -9,6 +9,9 @@
  *   waits for it before it starts the kubelet;
  * - otherwise the SSH self-join: `remote.Command` pipes the script to `bash` on the server.
  *
+ * Elastic Metal has no provider firewall: the join loads the cluster firewall's public rules as an
+ * nftables host firewall (bootstrap/hostFirewall.ts) before the kubelet starts.
+ *
  * Every SSH connection but the first pins the host key: a first command reads the server's ed25519
  * host key (trust on first use), its output is kept in state, and every later command passes it
  * as `connection.hostKey`, so the provider verifies it (ssh.FixedHostKey). On kubeadm clusters a
@@ -31,7 +34,8 @@ import {
   privateAddressCidr,
   scalewayRegion,
 } from "./elasticMetalPlan";
-import type { ClusterSpec, ScalewayElasticMetalPool } from "../fleet/fleetSpec";
+import { type ClusterSpec, type FirewallSpec, type ScalewayElasticMetalPool, firewallSchema } from "../fleet/fleetSpec";
+import { clusterFirewallRules } from "../fleet/firewallRules";
 import { canonicalHash } from "../shared/canonicalJson";
 import { assertElasticMetalCloudInitSize, renderSelfJoinCloudConfig } from "../bootstrap/kubeadmWorkerCloudConfig";
 import { kubeletConfigHash, renderKubeletConfig } from "../bootstrap/kubeletConfig";
@@ -65,6 +69,12 @@ export interface ElasticMetalNodePoolArgs {
    * a secret. Without it (render, simulation) nothing is removed from the cluster on deletion.
    */
   readonly kubeconfig?: pulumi.Input<string>;
+  /**
+   * `nodefleet:firewall`: its public rules (kubelet from the control plane, WireGuard, ICMP,
+   * NodePorts, extra rules) become each server's host firewall, loaded before the kubelet starts.
+   * Default: the defaults (no NodePorts, no extra rules).
+   */
+  readonly firewall?: FirewallSpec;
 }
 
 /** What the pool reports per node: serverType is the offer name, location the Scaleway zone. */
@@ -233,9 +243,12 @@ export class ElasticMetalNodePool extends pulumi.ComponentResource {
           providerID: member.providerID,
           labels: { ...member.labels, [PRIVATE_IPV4_LABEL]: address.ipv4 },
           taints: member.taints,
+          // The IPAM address, up on the VLAN before the kubelet starts, is the node's InternalIP.
+          ...(cluster.nodeAddress !== "public" ? { nodeIp: { address: address.ipv4 } } : {}),
         }),
         secret,
         { vlanId, addressCidr: address.cidr },
+        { rules: clusterFirewallRules(cluster, args.firewall ?? firewallSchema.parse({})), sshPort: pool.ssh.port },
       );
 
     const cloudInit =

@@ -2,9 +2,8 @@ import { strict as assert } from "node:assert";
 import fc from "fast-check";
 import { parse } from "yaml";
 import { kubeletSchema } from "../../components/fleet/fleetSpec";
-import { KUBELET_PATHS, kubeletConfigHash, renderKubeletConfig } from "../../components/bootstrap/kubeletConfig";
+import { KUBELET_PATHS, RESOLVED_UPSTREAM_RESOLV_CONF, kubeletConfigHash, renderKubeletConfig } from "../../components/bootstrap/kubeletConfig";
 import { kubeletReservationConfig } from "../../components/bootstrap/kubeletReservations";
-import { renderNetplanVlan } from "../../components/bootstrap/netplanVlan";
 import { kubeletSettingsArbitrary } from "../support/kubeletSettingsArbitrary";
 
 const DEFAULTS = kubeletSchema.parse({});
@@ -32,6 +31,12 @@ describe("kubelet config", () => {
     assert.deepEqual(config.evictionHard, reservations.evictionHard);
     assert.deepEqual(config.clusterDNS, ["10.96.0.10"]);
     assert.equal(config.clusterDomain, "cluster.local");
+  });
+
+  it("sets resolvConf to systemd-resolved's upstream list, never leaving the kubelet on the 127.0.0.53 stub", () => {
+    const config = parse(renderKubeletConfig({ kubelet: DEFAULTS, providerID: PROVIDER_ID }));
+    assert.equal(config.resolvConf, RESOLVED_UPSTREAM_RESOLV_CONF);
+    assert.equal(RESOLVED_UPSTREAM_RESOLV_CONF, "/run/systemd/resolve/resolv.conf");
   });
 
   it("takes clusterDNS and clusterDomain from the cluster's kubelet settings", () => {
@@ -65,21 +70,5 @@ describe("kubelet config", () => {
 
   it("is deterministic: the same input renders byte-identical text", () => {
     fc.assert(fc.property(input, (a) => renderKubeletConfig(a) === renderKubeletConfig(structuredClone(a))));
-  });
-});
-
-describe("netplan VLAN file", () => {
-  it("declares <nic>.<vlan> on the primary NIC with the IPAM address", () => {
-    const doc = parse(renderNetplanVlan({ link: "eno1", vlanId: 1234, addressCidr: "172.16.0.5/22" }));
-    assert.deepEqual(doc, { network: { version: 2, vlans: { "eno1.1234": { id: 1234, link: "eno1", addresses: ["172.16.0.5/22"] } } } });
-  });
-
-  it("accepts shell variables for values found on the host, and nothing else", () => {
-    const text = renderNetplanVlan({ link: "${primary_nic}", vlanId: "${vlan_id}", addressCidr: "10.0.0.9/24" });
-    assert.match(text, /^ {4}\$\{primary_nic\}\.\$\{vlan_id\}:$/m);
-    assert.throws(() => renderNetplanVlan({ link: "eno1; rm -rf /", vlanId: 1, addressCidr: "10.0.0.9/24" }), /neither an interface name/);
-    assert.throws(() => renderNetplanVlan({ link: "eno1", vlanId: "$(id)", addressCidr: "10.0.0.9/24" }), /neither a number/);
-    assert.throws(() => renderNetplanVlan({ link: "eno1", vlanId: 0, addressCidr: "10.0.0.9/24" }), /1 to 4094/);
-    assert.throws(() => renderNetplanVlan({ link: "eno1", vlanId: 5, addressCidr: "10.0.0.9" }), /with a prefix/);
   });
 });

@@ -1,5 +1,6 @@
 import { strict as assert } from "node:assert";
-import { statSync } from "node:fs";
+import { statSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { parse } from "yaml";
 import { renderBootstrapKubeconfig } from "../../components/bootstrap/kubeadmBootstrapKubeconfig";
 import { renderSelfJoinCloudConfig } from "../../components/bootstrap/kubeadmWorkerCloudConfig";
@@ -69,7 +70,7 @@ describe("self-join script", () => {
       assertShellcheckClean(renderSelfJoinScript(kubeadmInput({ privateNetwork: undefined, taints: [], labels: {} })));
       assertShellcheckClean(renderSelfJoinScript(k0sInput()));
       assertShellcheckClean(renderSelfJoinScript(k0sInput({ privateNetwork: { vlanId: 7, addressCidr: "10.1.0.9/24" } })));
-      assertShellcheckClean(renderKubeletConfigRepush({ hostname: "example-kura-0", caCertificate: CA, kubeletConfig: "kind: KubeletConfiguration\n" }));
+      assertShellcheckClean(renderKubeletConfigRepush({ hostname: "example-kura-0", caCertificate: CA, kubeletConfig: kubeadmInput().kubeletConfig }));
     });
 
     it("never traces and runs in strict mode", () => {
@@ -117,13 +118,17 @@ describe("self-join script", () => {
       assert.equal(run.status, 0, `script failed:\n${run.stderr}`);
 
       const netplan = parse(node.read(NETPLAN_VLAN_PATH));
-      assert.deepEqual(netplan.network.vlans, { "eno1.1234": { id: 1234, link: "eno1", addresses: ["172.16.0.5/22"] } });
+      assert.deepEqual(netplan.network.vlans, { vlan1234: { id: 1234, link: "eno1", addresses: ["172.16.0.5/22"] } });
       assert.equal(mode(node, NETPLAN_VLAN_PATH), 0o600);
       const netplanApply = indexOfCall(run.calls, "netplan apply");
       const kubeletStart = indexOfCall(run.calls, "systemctl restart kubelet");
       assert.ok(netplanApply >= 0 && kubeletStart > netplanApply, `netplan apply must precede the kubelet start:\n${run.calls.join("\n")}`);
 
-      assert.ok(run.calls.includes("apt-get install -y -q containerd kubelet=1.33.4-*"), run.calls.join("\n"));
+      // apt waits for the dpkg lock (first-boot unattended upgrades hold it) instead of failing.
+      assert.ok(run.calls.includes("apt-get -o DPkg::Lock::Timeout=1800 install -y -q containerd kubelet=1.33.4-*"), run.calls.join("\n"));
+      assert.ok(run.calls.includes("apt-get -o DPkg::Lock::Timeout=1800 update -q"), run.calls.join("\n"));
+      // Created under the script's umask 077, yet readable for apt's unprivileged _apt user.
+      assert.equal(mode(node, "/etc/apt/keyrings"), 0o755);
       assert.match(node.read("/etc/apt/sources.list.d/nodefleet-kubernetes.list"), /https:\/\/pkgs\.k8s\.io\/core:\/stable:\/v1\.33\/deb\//);
       assert.match(node.read("/etc/containerd/config.toml"), /SystemdCgroup = true/);
       assert.match(node.read("/etc/fstab"), /^# \/swap\.img none swap/m);
@@ -156,7 +161,7 @@ describe("self-join script", () => {
       const before = node.read(KUBELET_PATHS.config);
       const run = node.run(renderSelfJoinScript(kubeadmInput()));
       assert.equal(run.status, 0, `script failed:\n${run.stderr}`);
-      assert.equal(indexOfCall(run.calls, "apt-get install"), -1);
+      assert.equal(run.calls.filter((c) => c.startsWith("apt-get") && c.includes(" install ")).length, 0);
       assert.equal(indexOfCall(run.calls, "systemctl restart"), -1, run.calls.join("\n"));
       assert.equal(indexOfCall(run.calls, "netplan apply"), -1);
       assert.equal(indexOfCall(run.calls, "hostnamectl"), -1);
@@ -169,10 +174,24 @@ describe("self-join script", () => {
       const first = node.run(renderKubeletConfigRepush({ hostname: "example-kura-0", caCertificate: CA, kubeletConfig: changed }));
       assert.equal(first.status, 0, first.stderr);
       assert.equal(parse(node.read(KUBELET_PATHS.config)).maxPods, 200);
-      assert.deepEqual(first.calls, ["systemctl cat kubelet", "systemctl restart kubelet"]);
+      assert.deepEqual(first.calls, ["systemctl is-active --quiet systemd-resolved", "systemctl cat kubelet", "systemctl restart kubelet"]);
       const again = node.run(renderKubeletConfigRepush({ hostname: "example-kura-0", caCertificate: CA, kubeletConfig: changed }));
       assert.equal(again.status, 0, again.stderr);
-      assert.deepEqual(again.calls, ["systemctl cat kubelet"]);
+      assert.deepEqual(again.calls, ["systemctl is-active --quiet systemd-resolved", "systemctl cat kubelet"]);
+    });
+
+    it("resolvConf follows the host as kubeadm's rule does: /etc/resolv.conf without systemd-resolved, its upstream list with it", () => {
+      // No systemd-resolved on this fake node so far: the stub is not in play, /etc/resolv.conf is right.
+      assert.equal(parse(node.read(KUBELET_PATHS.config)).resolvConf, "/etc/resolv.conf");
+      writeFileSync(join(node.state, "active-systemd-resolved"), "");
+      const config = renderKubeletConfig({ kubelet: { ...KUBELET, maxPods: 200 }, providerID: PROVIDER_ID });
+      const run = node.run(renderKubeletConfigRepush({ hostname: "example-kura-0", caCertificate: CA, kubeletConfig: config }));
+      assert.equal(run.status, 0, run.stderr);
+      const written = node.read(KUBELET_PATHS.config);
+      assert.equal(parse(written).resolvConf, "/run/systemd/resolve/resolv.conf");
+      // Only that line is adapted: the rest is the rendered text the re-push hash is computed from.
+      assert.equal(written, config);
+      assert.ok(run.calls.includes("systemctl restart kubelet"), run.calls.join("\n"));
     });
   });
 
@@ -194,7 +213,7 @@ describe("self-join script", () => {
       const run = node.run(script);
       assert.equal(run.status, 0, `script failed:\n${run.stderr}`);
       const netplan = parse(node.read(NETPLAN_VLAN_PATH));
-      assert.deepEqual(Object.keys(netplan.network.vlans), ["eno1.2042"]);
+      assert.deepEqual(Object.keys(netplan.network.vlans), ["vlan2042"]);
       const install = run.calls.find((c) => c.startsWith("k0s install worker"));
       assert.ok(install, run.calls.join("\n"));
       assert.match(install, /--labels nodefleet\.io\/pool=kura /);

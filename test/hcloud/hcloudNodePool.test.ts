@@ -123,6 +123,14 @@ describe("HcloudNodePool under mocks", function () {
       }
     });
 
+    it("has each static server's kubelet register its address in the cluster subnet as InternalIP (--node-ip)", () => {
+      for (const server of ofType(resources, SERVER)) {
+        const userData = userDataOf(server);
+        assert.match(userData, /--node-ip=\$\{node_ip\}/, `${server.name} passes --node-ip`);
+        assert.match(userData, /address in 10\.0\.1\.0\/24 \(the private network\)/, `${server.name} looks in the cluster subnet`);
+      }
+    });
+
     it("creates one bootstrap token Secret per node, through the fleet's Kubernetes provider, matching its user data", () => {
       const secrets = ofType(resources, SECRET);
       const provider = ofType(resources, "pulumi:providers:kubernetes")[0];
@@ -359,6 +367,17 @@ describe("HcloudNodePool with explicit members (the scaling API's way)", functio
     const current = planHcloudServers(cluster, pool, [first])[0];
     assert.equal(frozen.generation, current.generation);
     assert.equal(frozen.cluster.k0sVersion, "v1.33.4+k0s.0");
+  });
+
+  it("passes --node-ip only with a private subnet and nodeAddress private; the generation follows it", () => {
+    const without = planHcloudServers(cluster, pool, [first])[0];
+    const withSubnet = planHcloudServers(cluster, pool, [first], "10.0.1.0/24")[0];
+    const publicOnly = planHcloudServers({ ...cluster, nodeAddress: "public" }, pool, [first], "10.0.1.0/24")[0];
+    assert.deepEqual(withSubnet.render.nodeIp, { subnet: "10.0.1.0/24" });
+    assert.equal(without.render.nodeIp, undefined);
+    assert.equal(publicOnly.render.nodeIp, undefined);
+    assert.notEqual(withSubnet.generation, without.generation, "a changed --node-ip is a new server generation");
+    assert.equal(publicOnly.generation, without.generation);
   });
 
   it("refuses user data over 32 KiB, naming the node", () => {

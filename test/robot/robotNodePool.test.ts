@@ -1,15 +1,16 @@
 import { strict as assert } from "node:assert";
-import { MOCK_ROBOT_LSBLK, mockRobotServerIp } from "../../automation/mocks/robotMocks";
+import * as net from "node:net";
+import { MOCK_ROBOT_HARDWARE, mockRobotServerIp } from "../../automation/mocks/robotMocks";
 import { type RecordedResource, runUnderMocks } from "../../automation/mocks/runUnderMocks";
 import { mockEd25519HostKey } from "../../automation/mocks/seededValues";
 import { containsSecret, isWrappedSecret, resolveSecrets } from "../../automation/mocks/secretValues";
 import { FleetSpecError, type HetznerRobotPool, parseFleetSpec } from "../../components/fleet/fleetSpec";
-import { GATHER_DISKS_COMMAND } from "../../components/robot/installimageAutosetup";
+import { GATHER_HARDWARE_COMMAND } from "../../components/robot/installimageAutosetup";
 import { decodeK0sJoinToken } from "../../components/bootstrap/k0sJoinToken";
 import { K0S_TOKEN_FILE } from "../../components/bootstrap/k0sWorkerCloudConfig";
 import { robotMembers } from "../../components/robot/robotPlan";
 import { RobotNodePool, UNKNOWN_INSTALLED_HOST_KEY, installedHostKey, readyCommand } from "../../components/robot/robotNodePool";
-import { type RobotRescueState, rescueResetType, robotRescueProvider } from "../../components/robot/robotRescue";
+import { type RobotRescueState, rescueResetLadder, resetAlongLadder, robotRescueProvider } from "../../components/robot/robotRescue";
 import { RESCUE_INSTALL_COMMAND } from "../../components/robot/robotRescueInstall";
 import { runProgram } from "../../stacks/fleetProgram";
 import { assertShellcheckClean } from "../support/externalLinters";
@@ -133,7 +134,7 @@ describe("robotNodePool: resource graph under mocks", () => {
     const install = byName(resources, "example-fsn-metal-fsn-metal-a-install");
     const ready = byName(resources, "example-fsn-metal-fsn-metal-a-ready");
     const join = byName(resources, "example-fsn-metal-fsn-metal-a-join");
-    assert.equal(hardware.inputs.create, GATHER_DISKS_COMMAND);
+    assert.equal(hardware.inputs.create, GATHER_HARDWARE_COMMAND);
     assert.equal(install.inputs.create, RESCUE_INSTALL_COMMAND);
     for (const rescueSide of [hardware, install]) {
       const connection = plain(rescueSide.inputs.connection);
@@ -155,8 +156,10 @@ describe("robotNodePool: resource graph under mocks", () => {
     const install = byName(resources, "example-fsn-metal-fsn-metal-b-install");
     assert.ok(!containsSecret(install.inputs.stdin), "the install script carries no secret");
     const script = plain<string>(install.inputs.stdin);
-    assert.ok(MOCK_ROBOT_LSBLK.includes("nvme0n1"));
+    assert.ok(MOCK_ROBOT_HARDWARE.includes("nvme0n1") && MOCK_ROBOT_HARDWARE.includes('"firmware":"uefi"'));
     assert.match(script, /DRIVE1 \/dev\/nvme0n1\nDRIVE2 \/dev\/nvme1n1\nSWRAID 1\n/);
+    assert.match(script, /HOSTNAME example-fsn-metal-b\nPART \/boot\/efi esp 256M\nPART \/boot ext3 1024M\n/, "the UEFI server gets its ESP");
+    assert.match(script, /if \[ "\$firmware" != 'uefi' \]/, "the install checks the firmware it was rendered for");
     assert.match(script, /HOSTNAME example-fsn-metal-b\n/);
     assert.match(script, /IMAGE \/root\/\.oldroot\/nfs\/images\/Ubuntu-2404-noble-amd64-base\.tar\.gz/);
     assertShellcheckClean(script);
@@ -172,6 +175,8 @@ describe("robotNodePool: resource graph under mocks", () => {
     assert.ok(script.includes("example.com/metal=true:NoSchedule"), "taint");
     assert.ok(script.includes("node.kubernetes.io/instance-type=AX41-NVMe"), "instance type label");
     assert.ok(script.includes("topology.kubernetes.io/zone=fsn1"), "zone label");
+    assert.ok(script.indexOf(`systemctl restart nodefleet-firewall.service`) >= 0, "the host firewall is loaded");
+    assert.ok(script.indexOf("nodefleet-firewall.service") < script.indexOf("k0s worker: the join token"), "before the kubelet starts");
     const token = bootstrapTokenIn(script);
     assert.match(token, /^[a-z0-9]{6}\.[a-z0-9]{16}$/);
     // One token per node, never reused.
@@ -232,11 +237,53 @@ describe("robotNodePool: pure helpers", () => {
     assert.equal(installedHostKey("ssh-rsa AAAAB3 nope"), UNKNOWN_INSTALLED_HOST_KEY);
   });
 
-  it("prefers a hardware reset for the rescue boot", () => {
-    assert.equal(rescueResetType(["sw", "hw", "man"]), "hw");
-    assert.equal(rescueResetType(["sw", "power"]), "power");
-    assert.equal(rescueResetType(["sw", "man"]), "sw");
-    assert.throws(() => rescueResetType(["man"]), /no automatic reset/);
+  it("resets only with the types the server offers, sw before hw, never power (an ACPI button press)", () => {
+    assert.deepEqual(rescueResetLadder(["sw", "hw", "man"]), ["sw", "hw"]);
+    assert.deepEqual(rescueResetLadder(["hw", "power", "sw"]), ["sw", "hw"]);
+    assert.deepEqual(rescueResetLadder(["sw", "power"]), ["sw"]);
+    assert.throws(() => rescueResetLadder(["power", "man"]), /neither an sw nor an hw reset \(only power, man\)/);
+  });
+
+  /** A server whose SSH port answers `upFor` probes after each reset (Infinity: never goes down). */
+  function fakeServer(initiallyUp: boolean, downAfter: Record<string, number>) {
+    const calls: string[] = [];
+    let up = initiallyUp;
+    let countdown = Infinity;
+    return {
+      calls,
+      io: {
+        reset: async (type: string) => {
+          calls.push(`reset ${type}`);
+          countdown = downAfter[type] ?? Infinity;
+        },
+        answers: async () => {
+          if (countdown-- <= 0) up = false;
+          calls.push(`probe ${up ? "up" : "down"}`);
+          return up;
+        },
+        sleep: async (ms: number) => {
+          calls.push(`sleep ${ms}`);
+        },
+        waitSeconds: 20,
+        probeSeconds: 5,
+      },
+    };
+  }
+
+  it("a clean sw reboot ends the ladder once the installed system goes down", async () => {
+    const server = fakeServer(true, { sw: 1 });
+    assert.deepEqual(await resetAlongLadder(["sw", "hw"], server.io), ["sw"]);
+    assert.deepEqual(server.calls, ["probe up", "reset sw", "sleep 5000", "probe up", "sleep 5000", "probe down"]);
+  });
+
+  it("escalates to hw when the system still answers after the wait, and starts at hw when it answers nothing", async () => {
+    const stuck = fakeServer(true, { hw: 0 });
+    assert.deepEqual(await resetAlongLadder(["sw", "hw"], stuck.io), ["sw", "hw"]);
+    assert.equal(stuck.calls.filter((c) => c === "sleep 5000").length, 4, "waits the whole 20 s before escalating");
+    const hung = fakeServer(false, {});
+    assert.deepEqual(await resetAlongLadder(["sw", "hw"], hung.io), ["hw"]);
+    const onlySw = fakeServer(false, {});
+    assert.deepEqual(await resetAlongLadder(["sw"], onlySw.io), ["sw"], "sw is tried when it is all the server offers");
   });
 });
 
@@ -257,9 +304,50 @@ describe("robotNodePool: the rescue provider, serialized, against a fake Robot",
     ...overrides,
   });
 
-  it("create activates rescue with the fingerprints and resets (hw); delete deactivates it", async () => {
+  /** A local TCP listener standing in for the installed system's sshd; `close` takes it down. */
+  async function fakeSshd(): Promise<{ address: string; close: () => Promise<void> }> {
+    const server = net.createServer((socket) => socket.destroy());
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const { port } = server.address() as net.AddressInfo;
+    return { address: `127.0.0.1:${port}`, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
+  }
+
+  /** An address nothing listens on: a hung or powered-off server. */
+  async function deadAddress(): Promise<string> {
+    const sshd = await fakeSshd();
+    await sshd.close();
+    return sshd.address;
+  }
+
+  it("create: a server that answers gets the clean sw reboot, and the ladder stops once it goes down", async () => {
+    const sshd = await fakeSshd();
+    robot.onReset = (_n, type) => {
+      if (type === "sw") void sshd.close();
+    };
     await withSerializedProvider(robotRescueProvider, async (provider) => {
-      const created = await provider.create!(inputs());
+      const created = await provider.create!(inputs({ probe: sshd.address, resetWaitSeconds: 30 }));
+      assert.equal(created.outs.resetType, "sw");
+      assert.deepEqual(robot.resets.get(321), ["sw"]);
+    });
+  });
+
+  it("create: a server still answering after the wait is reset with hw (never power)", async () => {
+    const sshd = await fakeSshd();
+    try {
+      await withSerializedProvider(robotRescueProvider, async (provider) => {
+        const created = await provider.create!(inputs({ probe: sshd.address, resetWaitSeconds: 5 }));
+        assert.equal(created.outs.resetType, "sw,hw");
+        assert.deepEqual(robot.resets.get(321), ["sw", "hw"]);
+      });
+    } finally {
+      await sshd.close();
+    }
+  });
+
+  it("create activates rescue with the fingerprints and resets a silent server with hw; delete deactivates it", async () => {
+    const dead = await deadAddress();
+    await withSerializedProvider(robotRescueProvider, async (provider) => {
+      const created = await provider.create!(inputs({ probe: dead }));
       assert.equal(created.id, "321");
       assert.equal(created.outs.serverIp, fakeServerIp(321));
       assert.equal(created.outs.resetType, "hw");
@@ -268,6 +356,17 @@ describe("robotNodePool: the rescue provider, serialized, against a fake Robot",
       assert.deepEqual(robot.resets.get(321), ["hw"]);
       await provider.delete!("321", created.outs);
       assert.equal(robot.rescue.has(321), false);
+    });
+  });
+
+  it("deletes a rescue activation still pending from an earlier attempt before activating its own", async () => {
+    robot.rescue.set(321, ["00:11:22:33:44:55:66:77:88:99:aa:bb:cc:dd:ee:ff"]);
+    const dead = await deadAddress();
+    await withSerializedProvider(robotRescueProvider, async (provider) => {
+      await provider.create!(inputs({ probe: dead }));
+      const boot = robot.requests.filter((r) => r.path === "/boot/321/rescue").map((r) => r.method);
+      assert.deepEqual(boot, ["GET", "DELETE", "POST"]);
+      assert.deepEqual(robot.rescue.get(321), [FINGERPRINT]);
     });
   });
 

@@ -175,6 +175,10 @@ describe("ElasticMetalNodePool under mocks", function () {
     const ip = ofType(ssh.resources, IPAM_IP)[0];
     assert.ok(script.includes(`${PRIVATE_IPV4_LABEL}=${ip.state.address}`), "the node registers with its private IPv4 label");
     assert.ok(script.includes(`- ${ip.state.addressCidr}`), "the VLAN interface carries the IPAM address");
+    assert.match(script, new RegExp(`^\\s*node_ip=${String(ip.state.address).replace(/\./g, "\\.")}$`, "m"), "the IPAM address is the kubelet's --node-ip");
+    assert.match(script, /--node-ip=\$\{node_ip\}/);
+    assert.match(script, /tcp dport 10250 accept/, "the cluster firewall's rules become the host firewall");
+    assert.ok(script.indexOf("systemctl restart nodefleet-firewall.service") < script.indexOf("k0s worker: the join token"), "loaded before the kubelet");
     assert.equal(ssh.resources.filter((r) => r.name.endsWith("-vlan")).length, 0);
 
     for (const os of ["ubuntu_noble", "ubuntu_jammy"]) {

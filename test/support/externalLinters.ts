@@ -1,6 +1,6 @@
 /**
- * Runs the real `cloud-init schema` and `shellcheck` binaries on rendered text, as CI and users do.
- * Both tools are required (CI installs them); a missing tool fails the assertion with how to get it.
+ * Runs the real `cloud-init schema`, `shellcheck`, `netplan` and `nft` binaries on rendered text, as CI and
+ * users do. The tools are required (CI installs them); a missing tool fails with how to get it.
  */
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -47,5 +47,28 @@ export function assertShellcheckClean(script: string): void {
     if (status !== 0) {
       throw new Error(`shellcheck found problems (exit ${status}):\n${output}`);
     }
+  });
+}
+
+export const NETPLAN_INSTALL_HINT = "install it with `apt-get install netplan.io`";
+
+/** The real netplan CLI's path (the tests' shims delegate to it); throws with how to get it. */
+export function netplanBinary(): string {
+  const found = spawnSync("bash", ["-c", "command -v netplan || ls /usr/sbin/netplan"], { encoding: "utf8" });
+  const path = found.stdout.trim().split("\n")[0];
+  if (found.status !== 0 || !path) throw new Error(`netplan could not be found; ${NETPLAN_INSTALL_HINT}`);
+  return path;
+}
+
+/** `netplan generate --root-dir root`: exit status and output (netplan's errors name file, line and rule). */
+export function netplanGenerate(root: string): { status: number; output: string } {
+  return run(netplanBinary(), ["generate", "--root-dir", root], NETPLAN_INSTALL_HINT);
+}
+
+/** Throws unless `nft -c -f` (check only, nothing is loaded) accepts the ruleset. */
+export function assertNftRulesetValid(ruleset: string): void {
+  withTempFile("ruleset.nft", ruleset, (path) => {
+    const { status, output } = run("nft", ["-c", "-f", path], "install it with `apt-get install nftables` (nft -c needs root)");
+    if (status !== 0) throw new Error(`nft -c rejected the ruleset (exit ${status}):\n${output}`);
   });
 }

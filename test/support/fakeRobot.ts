@@ -25,6 +25,8 @@ export interface FakeRobot {
   readonly resets: Map<number, string[]>;
   /** Answer this many requests with 403 RATE_LIMIT_EXCEEDED before serving normally. */
   rateLimitNext: number;
+  /** Called on every accepted reset, e.g. to take a fake server's SSH port down. */
+  onReset?: (serverNumber: number, type: string) => void;
   close(): Promise<void>;
 }
 
@@ -76,6 +78,10 @@ export async function startFakeRobot(serverNumbers: number[] = [321]): Promise<F
           rescue: { server_ip: ip, server_number: n, os: "linux", active: true, password: "rescue-root-password", authorized_key: keys.map((fingerprint) => ({ key: { fingerprint } })), host_key: [] },
         });
       }
+      if (match[1] === "boot" && match[3] && req.method === "GET") {
+        const keys = state.rescue.get(n);
+        return send(res, 200, { rescue: { server_ip: ip, server_number: n, os: ["linux"], active: keys !== undefined, password: null, authorized_key: [], host_key: [] } });
+      }
       if (match[1] === "boot" && match[3] && req.method === "DELETE") {
         state.rescue.delete(n);
         return send(res, 200, { rescue: { server_ip: ip, server_number: n, os: ["linux"], active: false, password: null, authorized_key: [], host_key: [] } });
@@ -84,6 +90,7 @@ export async function startFakeRobot(serverNumbers: number[] = [321]): Promise<F
         const type = form.get("type") ?? "";
         if (!["sw", "hw", "power", "man"].includes(type)) return fail(res, 400, "INVALID_INPUT", "invalid type");
         state.resets.set(n, [...(state.resets.get(n) ?? []), type]);
+        (state as { onReset?: (n: number, type: string) => void }).onReset?.(n, type);
         return send(res, 200, { reset: { server_ip: ip, server_number: n, type } });
       }
       if (match[1] === "reset" && req.method === "GET") {

@@ -16,13 +16,20 @@ const SHIMS: Record<string, string> = {
   ip: `case "$*" in
   "-o -4 route show default") echo "default via 203.0.113.1 dev eno1 proto static" ;;
   "link show "*) [ -e "$SHIM_STATE/link-$3" ] ;;
+  "-o -4 addr show scope global") cat "$SHIM_STATE/addresses" 2>/dev/null || true ;;
   *) exit 0 ;;
 esac`,
-  netplan: `for f in "$NODEFLEET_ROOT"/etc/netplan/*.yaml; do
+  netplan: `if [ "$1" = get ]; then
+  # The host's netplan defines the primary NIC under its kernel name.
+  printf 'eno1:\\n  dhcp4: true\\n'
+  exit 0
+fi
+for f in "$NODEFLEET_ROOT"/etc/netplan/*.yaml; do
   [ -e "$f" ] || continue
   for link in $(grep -oE '^    [^ ]+:$' "$f" | tr -d ' :'); do touch "$SHIM_STATE/link-$link"; done
 done`,
   modprobe: `exit 0`,
+  nft: `exit 0`,
   sysctl: `exit 0`,
   swapoff: `exit 0`,
   sleep: `exit 0`,
@@ -49,7 +56,7 @@ while [ $# -gt 0 ]; do case "$1" in -o) out="$2"; shift 2 ;; *) shift ;; esac; d
 cat >/dev/null
 echo keyring >"$out"`,
   "dpkg-query": `cat "$SHIM_STATE/kubelet-version" 2>/dev/null`,
-  "apt-get": `case "$1" in install) echo "1.33.4-1.1" >"$SHIM_STATE/kubelet-version" ;; esac`,
+  "apt-get": `case " $* " in *" install "*) echo "1.33.4-1.1" >"$SHIM_STATE/kubelet-version" ;; esac`,
   "apt-mark": `exit 0`,
   containerd: `[ "$*" = "config default" ] && printf 'version = 2\\n[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]\\n  SystemdCgroup = false\\n'`,
   systemctl: `case "$1" in
@@ -87,10 +94,11 @@ export class FakeNode {
   private readonly bin = join(this.dir, "bin");
   private readonly log = join(this.dir, "calls.log");
 
-  constructor() {
+  /** `shims` replaces or adds shims by command name (a body run after the call is recorded). */
+  constructor(shims: Readonly<Record<string, string>> = {}) {
     for (const d of [this.root, this.state, this.bin]) mkdirSync(d, { recursive: true });
     writeFileSync(join(this.dir, "k0s-release"), FAKE_K0S_RELEASE);
-    for (const [name, body] of Object.entries(SHIMS)) {
+    for (const [name, body] of Object.entries({ ...SHIMS, ...shims })) {
       const path = join(this.bin, name);
       // Every shim records its call first.
       writeFileSync(path, `#!/usr/bin/env bash\nprintf '%s\\n' "${name} $*" >>"$SHIM_LOG"\n${body}\n`);

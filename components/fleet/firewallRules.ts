@@ -1,10 +1,11 @@
 /**
- * Inbound rules of the cluster firewall. Hetzner Cloud firewalls filter the public interfaces only
- * (private network traffic is never filtered), and once a firewall has an inbound rule every other
- * inbound packet is dropped: these rules are the whole public surface of a node. Outbound traffic
- * stays open (no outbound rules).
+ * Inbound rules of the cluster firewall, the whole public surface of a node whatever its provider:
+ * the Hetzner Cloud firewall applies them (it filters public interfaces only, private network
+ * traffic is never filtered, and once a firewall has an inbound rule every other inbound packet is
+ * dropped), and bare-metal nodes apply the same list on the host (bootstrap/hostFirewall.ts).
+ * Outbound traffic stays open (no outbound rules).
  */
-import type { ClusterSpec, FirewallSpec } from "../fleet/fleetSpec";
+import type { ClusterSpec, FirewallSpec } from "./fleetSpec";
 
 export const ANYWHERE = ["0.0.0.0/0", "::/0"] as const;
 export const KUBELET_PORT = "10250";

@@ -1,5 +1,5 @@
 import { strict as assert } from "node:assert";
-import { clusterFirewallRules } from "../../components/hcloud/firewallRules";
+import { clusterFirewallRules } from "../../components/fleet/firewallRules";
 import { firewallSchema } from "../../components/fleet/fleetSpec";
 
 const cluster = { controlPlaneAddresses: ["203.0.113.10/32", "198.51.100.0/28"] };

@@ -78,6 +78,11 @@ function link(binary, target) {
   renameSync(tmp, join(binDir, binary));
 }
 
+/** The first module proxy `go env GOPROXY` names. */
+function configuredProxy() {
+  return go(["env", "GOPROXY"], repoDir).stdout.trim().split(/[,|]/)[0];
+}
+
 /** The module proxy's answer for a module version we cannot build from. */
 function probe(moduleVersion) {
   const dir = join(tmpdir(), `nodefleet-toolchain-probe-${process.pid}`);
@@ -85,7 +90,8 @@ function probe(moduleVersion) {
   try {
     const result = spawnSync("go", ["mod", "download", "-json", moduleVersion], {
       cwd: dir,
-      env: { ...goEnv, GOFLAGS: "-mod=mod", GOPROXY: process.env.GOPROXY?.split(",")[0] || "https://proxy.golang.org" },
+      // The proxy alone: its own answer is the reason (a fallback to `direct` would only report that the VCS is unreachable).
+      env: { ...goEnv, GOFLAGS: "-mod=mod", GOPROXY: configuredProxy() },
       encoding: "utf8",
     });
     try {

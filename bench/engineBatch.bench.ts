@@ -28,19 +28,12 @@ function countingToolchain(root: string): { env: NodeJS.ProcessEnv; invocations:
   writeFileSync(join(bin, "pulumi"), `#!/bin/sh\necho "$1" >> '${log}'\nexec '${realPulumi}' "$@"\n`);
   chmodSync(join(bin, "pulumi"), 0o755);
   for (const name of readdirSync(toolchainBinDir())) if (name !== "pulumi") symlinkSync(join(toolchainBinDir(), name), join(bin, name));
-  const path = (process.env.PATH ?? "").split(":").filter((dir) => !findToolIn(dir)).join(":");
+  // Only the counting wrapper may be found: PATH loses every directory with a pulumi of its own.
+  const path = (process.env.PATH ?? "").split(":").filter((dir) => findTool("pulumi", { PATH: dir, NODEFLEET_TOOLCHAIN_DIR: "/nonexistent" }) === undefined).join(":");
   return {
     env: { ...process.env, PATH: path, NODEFLEET_TOOLCHAIN_DIR: root, PULUMI_CONFIG_PASSPHRASE: "bench" },
     invocations: () => readFileSync(log, "utf8").split("\n").filter(Boolean),
   };
-}
-
-function findToolIn(dir: string): boolean {
-  try {
-    return readdirSync(dir).includes("pulumi");
-  } catch {
-    return false;
-  }
 }
 
 function stack(count: number): StackDefinition {

@@ -384,7 +384,6 @@ export class AutomationEngine implements StackEngine {
             stackName: def.stackName,
             project: this.project,
             backendUrl: this.backendUrl,
-            envVars: this.processEnv,
             hcloud: this.hcloud,
             strategy: this.options.pendingCreateStrategy,
             logger: this.options.logger,

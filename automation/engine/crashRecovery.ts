@@ -65,8 +65,6 @@ export interface RecoveryOptions {
   readonly stackName: string;
   readonly project: string;
   readonly backendUrl: string;
-  /** Environment of the recovery CLI process (the engine's). */
-  readonly envVars: Record<string, string>;
   readonly hcloud?: HcloudClient;
   readonly strategy?: "import" | "delete";
   readonly logger?: EngineLogger;
@@ -118,7 +116,8 @@ export async function recoverStack(stack: Stack, options: RecoveryOptions): Prom
   try {
     await execFileAsync(workspace.pulumiCommand.command, pendingCreateRefreshArgs(options.stackName, actions), {
       cwd: workspace.workDir,
-      env: { ...process.env, ...options.envVars, ...workspace.envVars },
+      // The workspace's own variables (toolchain PATH, PULUMI_HOME, backend, passphrase), as its runs get them.
+      env: { ...process.env, ...workspace.envVars },
       maxBuffer: 32 * 1024 * 1024,
     });
   } catch (error) {

@@ -8,6 +8,7 @@ import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { acquireDataDirLock } from "../store/dataDirLock";
+import { resolvePassphrase } from "../engine/passphrase";
 import { toolchainBinDir } from "../engine/toolchain";
 import { type ControlPlane, startControlPlane } from "./controlPlane";
 import { type FakeHcloud, buildFakeHcloud } from "./fakeHcloud/fakeHcloudApi";
@@ -36,9 +37,9 @@ export class LocalCloudError extends Error {
   override readonly name = "LocalCloudError";
 }
 
-/** A value generated once and kept 0600 in the data directory (the fake API token, the passphrase). */
-function persistentSecret(file: string, make: () => string): string {
-  if (!existsSync(file)) writeFileSync(file, `${make()}\n`, { mode: 0o600, flag: "wx" });
+/** The fake API's token: generated once, kept 0600 in the data directory. */
+function fakeApiToken(file: string): string {
+  if (!existsSync(file)) writeFileSync(file, `${randomBytes(32).toString("hex")}\n`, { mode: 0o600, flag: "wx" });
   return readFileSync(file, "utf8").trim();
 }
 
@@ -57,9 +58,9 @@ export async function startLocalCloud(options: LocalCloudOptions): Promise<Local
   let plane: ControlPlane | undefined;
   let hcloud: FakeHcloud | undefined;
   try {
-    const token = persistentSecret(join(dir, "hcloud-token"), () => randomBytes(32).toString("hex"));
-    const passphraseFile = join(dir, "pulumi-passphrase");
-    persistentSecret(passphraseFile, () => randomBytes(24).toString("base64url"));
+    const token = fakeApiToken(join(dir, "hcloud-token"));
+    // Generated once into the local directory, as the engine does for its data directory.
+    const passphrase = resolvePassphrase(dir, {}).envVars;
     hcloud = buildFakeHcloud({ token, stateFile: join(dir, "hcloud-state.json"), outOfStock: (env.NODEFLEET_SIM_OUT_OF_STOCK ?? "").split(",").filter(Boolean) });
     const port = options.hcloudPort ?? 8081;
     let address: string;
@@ -78,7 +79,7 @@ export async function startLocalCloud(options: LocalCloudOptions): Promise<Local
       KUBECONFIG: plane.adminKubeconfig,
       PATH: `${toolchainBinDir(env)}:${env.PATH ?? ""}`,
       PULUMI_BACKEND_URL: `file://${join(dir, "pulumi-state")}`,
-      PULUMI_CONFIG_PASSPHRASE_FILE: passphraseFile,
+      ...passphrase,
       PULUMI_SKIP_UPDATE_CHECK: "true",
       PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION: "true",
     };

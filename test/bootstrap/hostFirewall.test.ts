@@ -5,6 +5,7 @@ import { HOST_FIREWALL_PATH, HOST_FIREWALL_UNIT, HOST_FIREWALL_UNIT_PATH, render
 import { renderSelfJoinScript } from "../../components/bootstrap/selfJoinScript";
 import { assertNftRulesetValid, assertShellcheckClean } from "../support/externalLinters";
 import { FakeNode } from "../support/nodeShims";
+import { k0sSelfJoinInput } from "../support/selfJoinInput";
 
 const CLUSTER = { controlPlaneAddresses: ["203.0.113.10/32", "198.51.100.0/24"] };
 const FIREWALL = firewallSchema.parse({
@@ -19,17 +20,7 @@ const FIREWALL = firewallSchema.parse({
 const RULES = clusterFirewallRules(CLUSTER, FIREWALL);
 
 function k0sJoin(hostFirewall = { rules: RULES, sshPort: 22 }): string {
-  return renderSelfJoinScript({
-    kind: "k0s",
-    k0sVersion: "v1.33.4+k0s.0",
-    joinToken: "H4sIAAAAAAAC/0pMTAQEAAD//wMAy0Lq0AQAAAA=",
-    kubelet: { maxPods: 110, reservedCpuMillis: 100, reservedMemoryMiB: 512, evictionHardMemoryMiB: 100, reservedEphemeralStorageGiB: 1 },
-    hostname: "example-fsn-metal-a",
-    providerID: "nodefleet:///example/fsn-metal-a",
-    labels: {},
-    taints: [],
-    hostFirewall,
-  });
+  return renderSelfJoinScript(k0sSelfJoinInput({ hostname: "example-fsn-metal-a", providerID: "nodefleet:///example/fsn-metal-a", hostFirewall }));
 }
 
 describe("host firewall (bare metal)", () => {

@@ -7,6 +7,7 @@ import { MAX_INTERFACE_NAME_LENGTH, NETPLAN_VLAN_PATH, renderNetplanVlan, vlanIn
 import { renderSelfJoinScript } from "../../components/bootstrap/selfJoinScript";
 import { netplanBinary, netplanGenerate } from "../support/externalLinters";
 import { FakeNode } from "../support/nodeShims";
+import { k0sSelfJoinInput } from "../support/selfJoinInput";
 
 const MAC = "9c:b6:54:bb:6c:64";
 
@@ -97,17 +98,7 @@ esac`,
 }
 
 function k0sJoin(vlanId: number): string {
-  return renderSelfJoinScript({
-    kind: "k0s",
-    k0sVersion: "v1.33.4+k0s.0",
-    joinToken: "H4sIAAAAAAAC/0pMTAQEAAD//wMAy0Lq0AQAAAA=",
-    kubelet: { maxPods: 110, reservedCpuMillis: 100, reservedMemoryMiB: 512, evictionHardMemoryMiB: 100, reservedEphemeralStorageGiB: 1 },
-    hostname: "example-kura-0",
-    providerID: "nodefleet:///example/kura-0",
-    labels: {},
-    taints: [],
-    privateNetwork: { vlanId, addressCidr: "172.16.0.5/22" },
-  });
+  return renderSelfJoinScript(k0sSelfJoinInput({ privateNetwork: { vlanId, addressCidr: "172.16.0.5/22" } }));
 }
 
 function networkdFile(node: FakeNode, name: string): string {

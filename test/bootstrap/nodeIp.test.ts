@@ -7,6 +7,7 @@ import { renderNodeIpDiscovery } from "../../components/bootstrap/nodeIp";
 import { renderSelfJoinScript, type K0sSelfJoinInput, type KubeadmSelfJoinInput } from "../../components/bootstrap/selfJoinScript";
 import { assertShellcheckClean } from "../support/externalLinters";
 import { FakeNode } from "../support/nodeShims";
+import { k0sSelfJoinInput } from "../support/selfJoinInput";
 
 const CA = "-----BEGIN CERTIFICATE-----\nMIIBexampleCA\n-----END CERTIFICATE-----\n";
 const KUBELET = { maxPods: 110, reservedCpuMillis: 100, reservedMemoryMiB: 512, evictionHardMemoryMiB: 100, reservedEphemeralStorageGiB: 1 };
@@ -18,18 +19,7 @@ const HCLOUD_ADDRESSES = [
 ].join("\n");
 
 function k0sJoin(overrides: Partial<K0sSelfJoinInput> = {}): string {
-  return renderSelfJoinScript({
-    kind: "k0s",
-    k0sVersion: "v1.33.4+k0s.0",
-    joinToken: "H4sIAAAAAAAC/0pMTAQEAAD//wMAy0Lq0AQAAAA=",
-    kubelet: KUBELET,
-    hostname: "example-hel1-0",
-    providerID: PROVIDER_ID,
-    labels: {},
-    taints: [],
-    nodeIp: { subnet: "10.0.1.0/24" },
-    ...overrides,
-  });
+  return renderSelfJoinScript(k0sSelfJoinInput({ kubelet: KUBELET, hostname: "example-hel1-0", providerID: PROVIDER_ID, nodeIp: { subnet: "10.0.1.0/24" }, ...overrides }));
 }
 
 function kubeadmJoin(overrides: Partial<KubeadmSelfJoinInput> = {}): string {

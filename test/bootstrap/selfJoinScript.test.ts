@@ -18,6 +18,7 @@ import {
 } from "../../components/bootstrap/selfJoinScript";
 import { assertCloudInitSchemaValid, assertShellcheckClean } from "../support/externalLinters";
 import { FakeNode } from "../support/nodeShims";
+import { k0sSelfJoinInput } from "../support/selfJoinInput";
 
 const CA = "-----BEGIN CERTIFICATE-----\nMIIBexampleCA\n-----END CERTIFICATE-----\n";
 const TOKEN = "abcdef.0123456789abcdef";
@@ -41,18 +42,14 @@ function kubeadmInput(overrides: Partial<KubeadmSelfJoinInput> = {}): KubeadmSel
 }
 
 function k0sInput(overrides: Partial<K0sSelfJoinInput> = {}): K0sSelfJoinInput {
-  return {
-    kind: "k0s",
-    k0sVersion: "v1.33.4+k0s.0",
-    joinToken: "H4sIAAAAAAAC/0pMTAQEAAD//wMAy0Lq0AQAAAA=",
+  return k0sSelfJoinInput({
     kubelet: KUBELET,
-    hostname: "example-kura-0",
     providerID: PROVIDER_ID,
     labels: { "nodefleet.io/pool": "kura" },
     taints: [{ key: "tuist.dev/runner-cache", value: "true", effect: "NoSchedule" }],
     privateNetwork: { vlanId: "wait", addressCidr: "172.16.0.5/22" },
     ...overrides,
-  };
+  });
 }
 
 function mode(node: FakeNode, path: string): number {

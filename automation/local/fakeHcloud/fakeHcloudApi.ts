@@ -1,17 +1,18 @@
 /**
- * A fake Hetzner Cloud API for the local cloud, on the real wire format: bearer-token check,
- * pagination (`page`, `per_page`, `meta.pagination`), `label_selector` and `name` filters, actions
- * that progress over time, the API's error shape and codes (`uniqueness_error`,
- * `resource_unavailable` for sold-out types, `protected`, `not_found`, `rate_limit_exceeded` with
- * the RateLimit-* headers), and a request counter per endpoint. Checked against Hetzner's published
- * OpenAPI document by the tests. Servers, actions and the catalog are here; networks, firewalls,
- * placement groups and SSH keys in fakeHcloudCollections.ts.
+ * A fake Hetzner Cloud API for the local cloud, on the real wire format as hcloud-go and the
+ * Hetzner provider speak it: bearer-token check, pagination (`page`, `per_page`,
+ * `meta.pagination`), `label_selector` and `name` filters, actions that progress over time and
+ * are polled through `GET /actions?id=…`, the API's error shape and codes, rate limiting with
+ * the RateLimit-* headers and 429, and a request counter per endpoint. Checked against Hetzner's
+ * published OpenAPI document by the tests. The catalog and actions are served here; servers in
+ * fakeHcloudServers.ts, the other collections in fakeHcloudCollections.ts.
  */
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
-import { HCLOUD_MAX_USER_DATA_BYTES } from "../../../components/fleet/hcloudLocations";
+import { FAKE_IMAGES, datacenterJson, imageJson, locationJson, locationNames, pricingJson, serverTypeJson, serverTypeNames } from "./fakeHcloudCatalog";
 import { registerCollections } from "./fakeHcloudCollections";
-import { LabelSelectorError, parseLabelSelector } from "./labelSelector";
-import { type FakeServer, FakeHcloudState, datacenterJson, imageJson, locationJson, locationNames, serverTypeJson, serverTypeNames } from "./fakeHcloudState";
+import { type FakeHcloudContext, HcloudError, filtered, idParam, notFound, page, queryValues } from "./fakeHcloudContext";
+import { registerServers } from "./fakeHcloudServers";
+import { type FakeAction, FakeHcloudState } from "./fakeHcloudState";
 
 export interface FakeHcloudOptions {
   /** The project's API token (Hetzner's are 64 characters). */
@@ -22,7 +23,7 @@ export interface FakeHcloudOptions {
   readonly outOfStock?: readonly string[];
   /** How long an action runs before it succeeds. Default 300 ms. */
   readonly actionMs?: number;
-  /** Requests per hour, as Hetzner's limit. Default 3600. */
+  /** Requests per hour, as Hetzner's limit (the budget refills continuously). Default 3600. */
   readonly rateLimitPerHour?: number;
 }
 
@@ -33,43 +34,21 @@ export interface FakeHcloud {
   readonly state: FakeHcloudState;
 }
 
-class HcloudError extends Error {
-  constructor(
-    readonly status: number,
-    readonly code: string,
-    message: string,
-    readonly details: unknown = {},
-  ) {
-    super(message);
-  }
-}
+const HOUR_MS = 3600_000;
 
-function page<T>(request: FastifyRequest, key: string, items: readonly T[], render: (item: T) => unknown) {
-  const query = request.query as Record<string, string | undefined>;
-  const perPage = Math.min(50, Math.max(1, Number(query.per_page ?? 25) || 25));
-  const current = Math.max(1, Number(query.page ?? 1) || 1);
-  const last = Math.max(1, Math.ceil(items.length / perPage));
-  const slice = items.slice((current - 1) * perPage, current * perPage);
-  return {
-    [key]: slice.map(render),
-    meta: { pagination: { page: current, per_page: perPage, previous_page: current > 1 ? current - 1 : null, next_page: current < last ? current + 1 : null, last_page: last, total_entries: items.length } },
-  };
-}
-
-function filtered<T extends { name: string; labels?: Record<string, string> }>(request: FastifyRequest, items: readonly T[]): T[] {
-  const query = request.query as Record<string, string | undefined>;
-  let out = [...items];
-  if (query.name) out = out.filter((i) => i.name === query.name);
-  if (query.label_selector) {
-    let matches;
-    try {
-      matches = parseLabelSelector(query.label_selector);
-    } catch (error) {
-      throw new HcloudError(400, "invalid_input", (error as LabelSelectorError).message, { fields: [{ name: "label_selector", messages: [(error as Error).message] }] });
+/** `sort=field[:asc|:desc]` for actions, several applied in order. */
+function actionOrder(sorts: readonly string[]): (a: Record<string, unknown>, b: Record<string, unknown>) => number {
+  return (a, b) => {
+    for (const sort of sorts) {
+      const [field, direction] = sort.split(":");
+      const x = a[field!] as string | number | null;
+      const y = b[field!] as string | number | null;
+      if (x === y) continue;
+      const order = x === null ? 1 : y === null ? -1 : x < y ? -1 : 1;
+      return direction === "desc" ? -order : order;
     }
-    out = out.filter((i) => matches(i.labels ?? {}));
-  }
-  return out;
+    return 0;
+  };
 }
 
 export function buildFakeHcloud(options: FakeHcloudOptions): FakeHcloud {
@@ -79,144 +58,94 @@ export function buildFakeHcloud(options: FakeHcloudOptions): FakeHcloud {
   const soldOut = new Set(options.outOfStock ?? []);
   const actionMs = options.actionMs ?? 300;
   const limit = options.rateLimitPerHour ?? 3600;
-  let remaining = limit;
-  let windowStart = Date.now();
+  let budget = limit;
+  let budgetAt = Date.now();
 
-  const placementGroupOf = (s: FakeServer) => {
-    const group = state.objects("placement_groups").find((g) => g.id === s.placementGroup);
-    return group ? { ...group, servers: state.servers.filter((x) => x.placementGroup === group.id).map((x) => x.id) } : null;
-  };
-  const serverJson = (s: FakeServer) => ({
-    id: s.id,
-    name: s.name,
-    status: s.status,
-    created: s.created,
-    public_net: {
-      ipv4: { id: s.id, ip: s.ipv4, blocked: false, dns_ptr: `static.${s.ipv4}.clients.your-server.de` },
-      ipv6: null,
-      floating_ips: [],
-      firewalls: s.firewalls.map((id) => ({ id, status: "applied" })),
-    },
-    private_net: s.networks.map((network, i) => ({ network, ip: `10.0.1.${(s.id % 250) + 2 + i}`, alias_ips: [], mac_address: "86:00:00:00:00:01" })),
-    server_type: serverTypeJson(s.serverType),
-    datacenter: datacenterJson(s.location, soldOut),
-    image: imageJson(s.image),
-    iso: null,
-    rescue_enabled: false,
-    locked: false,
-    backup_window: null,
-    outgoing_traffic: 0,
-    ingoing_traffic: 0,
-    included_traffic: 21990232555520,
-    protection: { delete: s.deleteProtection, rebuild: s.rebuildProtection },
-    labels: s.labels,
-    volumes: [],
-    load_balancers: [],
-    primary_disk_size: Number(serverTypeJson(s.serverType)?.disk ?? 40),
-    placement_group: placementGroupOf(s),
-  });
-
-  const actionJson = (id: number) => {
-    const action = state.action(id);
-    if (!action) throw new HcloudError(404, "not_found", `action with ID '${id}' not found`);
-    const total = Math.max(1, action.finishesAt - Date.parse(action.started));
-    const progress = Math.min(100, Math.round(((Date.now() - Date.parse(action.started)) / total) * 100));
-    const done = Date.now() >= action.finishesAt;
+  const actionJson = (action: FakeAction) => {
+    const now = Date.now();
+    const started = Date.parse(action.started);
+    const done = now >= action.finishesAt;
+    const progress = Math.min(99, Math.floor(((now - started) / Math.max(1, action.finishesAt - started)) * 100));
     return { id: action.id, command: action.command, status: done ? "success" : "running", progress: done ? 100 : progress, started: action.started, finished: done ? new Date(action.finishesAt).toISOString() : null, resources: action.resources, error: null };
+  };
+  const ctx: FakeHcloudContext = {
+    state,
+    soldOut,
+    actionMs,
+    startAction: (command, resources, options) => actionJson(state.addAction(command, resources, options?.durationMs ?? actionMs, options?.serverStatus)),
   };
 
   app.addHook("onRequest", async (request: FastifyRequest, reply: FastifyReply) => {
     const route = `${request.method} ${request.routeOptions.url ?? request.url.split("?")[0]}`.replace(/:(\w+)/g, "{$1}");
     requestCounts.set(route, (requestCounts.get(route) ?? 0) + 1);
     if (request.headers.authorization !== `Bearer ${options.token}`) throw new HcloudError(401, "unauthorized", "unable to authenticate");
-    if (Date.now() - windowStart >= 3600_000) {
-      windowStart = Date.now();
-      remaining = limit;
-    }
-    remaining = Math.max(0, remaining - 1);
+    // Hetzner's budget refills continuously (the hourly limit spread over the hour).
+    const now = Date.now();
+    budget = Math.min(limit, budget + ((now - budgetAt) / HOUR_MS) * limit);
+    budgetAt = now;
+    const allowed = budget >= 1;
+    if (allowed) budget -= 1;
     reply.header("RateLimit-Limit", String(limit));
-    reply.header("RateLimit-Remaining", String(remaining));
-    reply.header("RateLimit-Reset", String(Math.ceil((windowStart + 3600_000) / 1000)));
-    if (remaining === 0) throw new HcloudError(429, "rate_limit_exceeded", "limit of requests per hour reached");
+    reply.header("RateLimit-Remaining", String(Math.floor(budget)));
+    reply.header("RateLimit-Reset", String(Math.ceil((now + ((limit - budget) / limit) * HOUR_MS) / 1000)));
+    if (!allowed) throw new HcloudError(429, "rate_limit_exceeded", "limit of requests per hour reached");
   });
 
   app.setErrorHandler((error: Error, _request, reply) => {
     if (error instanceof HcloudError) return reply.status(error.status).send({ error: { code: error.code, message: error.message, details: error.details } });
     const status = (error as { statusCode?: number }).statusCode ?? 500;
-    return reply.status(status < 500 ? status : 500).send({ error: { code: status < 500 ? "invalid_input" : "server_error", message: error.message, details: {} } });
+    if (status >= 500) return reply.status(500).send({ error: { code: "server_error", message: "internal error of the fake Hetzner API", details: {} } });
+    const code = (error as { code?: string }).code?.startsWith("FST_ERR_CTP") ? "json_error" : "invalid_input";
+    return reply.status(status).send({ error: { code, message: error.message, details: {} } });
   });
-  app.setNotFoundHandler((request, reply) => reply.status(404).send({ error: { code: "not_found", message: `${request.method} ${request.url} not found`, details: {} } }));
+  app.setNotFoundHandler((request, reply) => reply.status(404).send({ error: { code: "not_found", message: `${request.method} ${request.url.split("?")[0]} not found`, details: {} } }));
 
   app.get("/server_types", async (request) => page(request, "server_types", filtered(request, serverTypeNames().map((name) => ({ name }))), (t) => serverTypeJson(t.name)));
+  app.get("/server_types/:id", async (request) => {
+    const id = idParam(request);
+    const name = serverTypeNames()[id - 1];
+    if (!name) throw notFound("server type", id);
+    return { server_type: serverTypeJson(name) };
+  });
   app.get("/locations", async (request) => page(request, "locations", filtered(request, locationNames().map((name) => ({ name }))), (l) => locationJson(l.name)));
   app.get("/datacenters", async (request) => ({
     ...page(request, "datacenters", filtered(request, locationNames().map((name) => ({ name: `${name}-dc1`, location: name }))), (d) => datacenterJson(d.location, soldOut)),
     recommendation: Number(datacenterJson("fsn1", soldOut)?.id),
   }));
+  app.get("/images", async (request) => {
+    const [architecture] = queryValues(request, "architecture");
+    const types = queryValues(request, "type");
+    const images = filtered(request, FAKE_IMAGES.map((image) => ({ ...image, labels: {} }))).filter((i) => (architecture === undefined || i.architecture === architecture) && (types.length === 0 || types.includes("system")));
+    return page(request, "images", images, imageJson);
+  });
+  app.get("/images/:id", async (request) => {
+    const id = idParam(request);
+    const image = FAKE_IMAGES.find((i) => i.id === id);
+    if (!image) throw notFound("image", id);
+    return { image: imageJson(image) };
+  });
+  app.get("/pricing", async () => ({ pricing: pricingJson() }));
 
-  app.get("/servers", async (request) => page(request, "servers", filtered(request, state.servers), serverJson));
-  app.get("/servers/:id", async (request) => {
-    const server = state.server(Number((request.params as { id: string }).id));
-    if (!server) throw new HcloudError(404, "not_found", `server with ID '${(request.params as { id: string }).id}' not found`);
-    return { server: serverJson(server) };
+  app.get("/actions", async (request) => {
+    const ids = queryValues(request, "id").map(Number);
+    const statuses = queryValues(request, "status");
+    const sorts = queryValues(request, "sort");
+    const actions = state.actions
+      .filter((a) => ids.length === 0 || ids.includes(a.id))
+      .map(actionJson)
+      .filter((a) => statuses.length === 0 || statuses.includes(a.status))
+      .sort(actionOrder([...sorts, "id"]));
+    return page(request, "actions", actions, (a) => a);
+  });
+  app.get("/actions/:id", async (request) => {
+    const id = idParam(request);
+    const action = state.action(id);
+    if (!action) throw notFound("action", id);
+    return { action: actionJson(action) };
   });
 
-  app.post("/servers", async (request, reply) => {
-    const body = (request.body ?? {}) as Record<string, unknown>;
-    const fields: Array<{ name: string; messages: string[] }> = [];
-    const name = body.name;
-    if (typeof name !== "string" || !/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/i.test(name)) fields.push({ name: "name", messages: ["must be a valid hostname"] });
-    if (typeof body.server_type !== "string" || !serverTypeJson(body.server_type)) fields.push({ name: "server_type", messages: ["server type not found"] });
-    if (typeof body.image !== "string") fields.push({ name: "image", messages: ["Missing data for required field."] });
-    const location = typeof body.location === "string" ? body.location : typeof body.datacenter === "string" ? String(body.datacenter).replace(/-dc\d+$/, "") : "fsn1";
-    if (!locationJson(location)) fields.push({ name: "location", messages: ["location not found"] });
-    if (typeof body.user_data === "string" && Buffer.byteLength(body.user_data) > HCLOUD_MAX_USER_DATA_BYTES) fields.push({ name: "user_data", messages: ["Length must be between 0 and 32768."] });
-    if (fields.length > 0) throw new HcloudError(400, "invalid_input", "invalid input in fields", { fields });
-    if (state.servers.some((s) => s.name === name)) throw new HcloudError(409, "uniqueness_error", "server name is already used", { fields: [{ name: "name" }] });
-    if (soldOut.has(String(body.server_type))) throw new HcloudError(412, "resource_unavailable", `server type ${String(body.server_type)} is unavailable in ${location}: error during placement`);
-    const id = state.newId();
-    const server: FakeServer = {
-      id,
-      name: name as string,
-      status: "running",
-      created: new Date().toISOString(),
-      labels: (body.labels as Record<string, string>) ?? {},
-      serverType: body.server_type as string,
-      location,
-      image: body.image as string,
-      userData: typeof body.user_data === "string" ? body.user_data : "",
-      ipv4: `203.0.113.${(id % 250) + 2}`,
-      networks: Array.isArray(body.networks) ? (body.networks as number[]) : [],
-      firewalls: Array.isArray(body.firewalls) ? (body.firewalls as Array<{ firewall: number }>).map((f) => f.firewall) : [],
-      placementGroup: typeof body.placement_group === "number" ? body.placement_group : null,
-      deleteProtection: false,
-      rebuildProtection: false,
-    };
-    state.addServer(server);
-    const action = state.addAction("create_server", [{ id, type: "server" }], actionMs);
-    reply.status(201);
-    return { server: serverJson(server), action: actionJson(action.id), next_actions: [], root_password: null };
-  });
-
-  app.delete("/servers/:id", async (request) => {
-    const id = Number((request.params as { id: string }).id);
-    const server = state.server(id);
-    if (!server) throw new HcloudError(404, "not_found", `server with ID '${id}' not found`);
-    if (server.deleteProtection) throw new HcloudError(403, "protected", "server is delete protected");
-    state.removeServer(id);
-    const action = state.addAction("delete_server", [{ id, type: "server" }], actionMs);
-    return { action: actionJson(action.id) };
-  });
-
-  app.get("/actions/:id", async (request) => ({ action: actionJson(Number((request.params as { id: string }).id)) }));
-
-  registerCollections(app, {
-    state,
-    error: (status, code, message, details) => new HcloudError(status, code, message, details),
-    page,
-    filtered,
-    action: (command, resources) => actionJson(state.addAction(command, resources, actionMs).id),
-  });
+  registerServers(app, ctx);
+  registerCollections(app, ctx);
 
   return { app, requestCounts, state };
 }

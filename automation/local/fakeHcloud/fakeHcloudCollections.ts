@@ -1,19 +1,61 @@
 /**
- * The fake Hetzner API's labelled collections besides servers: networks (with subnets), firewalls
- * (rules and what they apply to), spread placement groups (at most 10 servers, Hetzner's limit) and
- * SSH keys. Each has list (filters, pages), get, create (unique names) and delete, with the API's
- * field names, plus the actions the hcloud provider uses on them.
+ * The fake Hetzner API's labelled collections besides servers: networks (subnets, IP range,
+ * protection), firewalls (rules and the servers and label selectors they apply to), spread
+ * placement groups and SSH keys. Each has list (filters, pages), get, create and update (unique
+ * names), delete, and the actions hcloud-go sends on them.
  */
+import { createHash } from "node:crypto";
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import { HCLOUD_MAX_SERVERS_PER_SPREAD_GROUP } from "../../../components/fleet/hcloudLocations";
-import type { FakeHcloudState, FakeObject } from "./fakeHcloudState";
+import { type FakeHcloudContext, HcloudError, bodyOf, booleanField, filtered, idParam, invalidInput, labelsField, notFound, page, uniquenessError } from "./fakeHcloudContext";
+import type { FakeHcloudState, FakeObject, FakeServer } from "./fakeHcloudState";
+import { type Ipv4Range, firstHost, parseIpv4Range, rangeContains, rangeContainsAddress, rangesOverlap } from "./ipv4Range";
+import { parseLabelSelector } from "./labelSelector";
 
-export interface CollectionContext {
-  readonly state: FakeHcloudState;
-  readonly error: (status: number, code: string, message: string, details?: unknown) => Error;
-  readonly page: (request: FastifyRequest, key: string, items: readonly FakeObject[], render: (o: FakeObject) => unknown) => unknown;
-  readonly filtered: (request: FastifyRequest, items: readonly FakeObject[]) => FakeObject[];
-  readonly action: (command: string, resources: Array<{ id: number; type: string }>) => unknown;
+/** A firewall's `applied_to` entry as stored: a server or a label selector. */
+type FirewallTarget = { type: "server"; server: { id: number } } | { type: "label_selector"; label_selector: { selector: string } };
+
+interface Subnet {
+  type: string;
+  ip_range: string;
+  network_zone: string;
+  gateway: string;
+  vswitch_id: number | null;
+}
+
+const NETWORK_ZONES = ["eu-central", "us-east", "us-west", "ap-southeast"];
+
+export function serversInPlacementGroup(state: FakeHcloudState, group: number): number[] {
+  return state.servers.filter((s) => s.placementGroup === group).map((s) => s.id);
+}
+
+function targetsOf(firewall: FakeObject): FirewallTarget[] {
+  return (firewall.applied_to as FirewallTarget[] | undefined) ?? [];
+}
+
+function targetMatches(target: FirewallTarget, server: FakeServer): boolean {
+  return target.type === "server" ? target.server.id === server.id : parseLabelSelector(target.label_selector.selector)(server.labels);
+}
+
+/** The firewalls applied to a server, directly or through a label selector. */
+export function firewallsAppliedTo(state: FakeHcloudState, server: FakeServer): number[] {
+  return state
+    .objects("firewalls")
+    .filter((f) => targetsOf(f).some((t) => targetMatches(t, server)))
+    .map((f) => f.id);
+}
+
+export function applyFirewallToServer(state: FakeHcloudState, firewallId: number, serverId: number): void {
+  const firewall = state.objects("firewalls").find((f) => f.id === firewallId)!;
+  if (targetsOf(firewall).some((t) => t.type === "server" && t.server.id === serverId)) return;
+  state.putObject("firewalls", { ...firewall, applied_to: [...targetsOf(firewall), { type: "server", server: { id: serverId } }] });
+}
+
+/** A deleted server leaves the firewalls it was applied to. */
+export function removeServerFromFirewalls(state: FakeHcloudState, serverId: number): void {
+  for (const firewall of state.objects("firewalls")) {
+    const kept = targetsOf(firewall).filter((t) => !(t.type === "server" && t.server.id === serverId));
+    if (kept.length !== targetsOf(firewall).length) state.putObject("firewalls", { ...firewall, applied_to: kept });
+  }
 }
 
 interface CollectionSpec {
@@ -25,93 +67,229 @@ interface CollectionSpec {
   readonly render?: (object: FakeObject) => Record<string, unknown>;
   /** Extra keys of the create answer besides the object. */
   readonly createAnswer?: (object: FakeObject) => Record<string, unknown>;
+  /** Refuses a delete (besides delete protection) or cleans up after it. */
+  readonly beforeDelete?: (object: FakeObject) => void;
 }
 
-function registerCollection(app: FastifyInstance, ctx: CollectionContext, spec: CollectionSpec): void {
+function registerCollection(app: FastifyInstance, ctx: FakeHcloudContext, spec: CollectionSpec): (request: FastifyRequest) => FakeObject {
   const kind = spec.path.slice(1);
   const render = (o: FakeObject) => ({ ...o, ...(spec.render?.(o) ?? {}) });
   const find = (request: FastifyRequest) => {
-    const id = Number((request.params as { id: string }).id);
+    const id = idParam(request);
     const object = ctx.state.objects(kind).find((o) => o.id === id);
-    if (!object) throw ctx.error(404, "not_found", `${spec.singular} with ID '${id}' not found`);
+    if (!object) throw notFound(spec.singular, id);
     return object;
   };
-  app.get(spec.path, async (request) => ctx.page(request, kind, ctx.filtered(request, ctx.state.objects(kind)), render));
+  const checkName = (name: unknown, except?: number) => {
+    if (typeof name !== "string" || name.length === 0 || name.length > 128) throw invalidInput("name", "Missing data for required field, or longer than 128 characters.");
+    if (ctx.state.objects(kind).some((o) => o.name === name && o.id !== except)) throw uniquenessError(spec.singular);
+  };
+  app.get(spec.path, async (request) => page(request, kind, filtered(request, ctx.state.objects(kind)), render));
   app.get(`${spec.path}/:id`, async (request) => ({ [spec.singular]: render(find(request)) }));
   app.post(spec.path, async (request, reply) => {
-    const body = (request.body ?? {}) as Record<string, unknown>;
-    if (typeof body.name !== "string" || body.name.length === 0) throw ctx.error(400, "invalid_input", "invalid input in field 'name'", { fields: [{ name: "name", messages: ["Missing data for required field."] }] });
-    if (ctx.state.objects(kind).some((o) => o.name === body.name)) throw ctx.error(409, "uniqueness_error", `${spec.singular} name is already used`, { fields: [{ name: "name" }] });
+    const body = bodyOf(request);
+    checkName(body.name);
+    const labels = labelsField(body) ?? {};
     const id = ctx.state.newId();
-    const object: FakeObject = { id, name: body.name, labels: (body.labels as Record<string, string>) ?? {}, created: new Date().toISOString(), ...spec.create(body, id) };
+    const object: FakeObject = { id, name: body.name as string, labels, created: new Date().toISOString(), ...spec.create(body, id) };
     ctx.state.putObject(kind, object);
     reply.status(201);
     return { [spec.singular]: render(object), ...(spec.createAnswer?.(object) ?? {}) };
   });
+  app.put(`${spec.path}/:id`, async (request) => {
+    const object = find(request);
+    const body = bodyOf(request);
+    if (body.name !== undefined) checkName(body.name, object.id);
+    const labels = labelsField(body);
+    const updated = { ...object, ...(typeof body.name === "string" ? { name: body.name } : {}), ...(labels ? { labels } : {}) };
+    ctx.state.putObject(kind, updated);
+    return { [spec.singular]: render(updated) };
+  });
   app.delete(`${spec.path}/:id`, async (request, reply) => {
     const object = find(request);
-    if ((object.protection as { delete?: boolean } | undefined)?.delete) throw ctx.error(403, "protected", `${spec.singular} is delete protected`);
+    if ((object.protection as { delete?: boolean } | undefined)?.delete) throw new HcloudError(403, "protected", `${spec.singular} ${object.id} is delete protected`);
+    spec.beforeDelete?.(object);
     ctx.state.removeObject(kind, object.id);
     reply.status(204);
     return null;
   });
+  return find;
 }
 
-export function registerCollections(app: FastifyInstance, ctx: CollectionContext): void {
-  const serversIn = (group: number) => ctx.state.servers.filter((s) => s.placementGroup === group).map((s) => s.id);
-  registerCollection(app, ctx, {
+/** A POST `/{collection}/{id}/actions/{name}` route answering 201. */
+function objectAction(app: FastifyInstance, path: string, find: (request: FastifyRequest) => FakeObject, run: (object: FakeObject, body: Record<string, unknown>) => Record<string, unknown>): void {
+  app.post(path, async (request, reply) => {
+    const object = find(request);
+    const answer = run(object, bodyOf(request));
+    reply.status(201);
+    return answer;
+  });
+}
+
+function ipRangeField(body: Record<string, unknown>, field: string): Ipv4Range {
+  const range = typeof body[field] === "string" ? parseIpv4Range(body[field]) : undefined;
+  if (!range) throw invalidInput(field, "must be an IPv4 network in CIDR notation, e.g. 10.0.0.0/16");
+  return range;
+}
+
+function registerNetworks(app: FastifyInstance, ctx: FakeHcloudContext): void {
+  const { state } = ctx;
+  /** A subnet from a body, checked against the network's range and its other subnets. */
+  const subnet = (networkRange: Ipv4Range, existing: readonly Subnet[], body: Record<string, unknown>, field = ""): Subnet => {
+    if (body.type !== "cloud" && body.type !== "server" && body.type !== "vswitch") throw invalidInput(`${field}type`, "Must be one of: cloud, server, vswitch.");
+    if (typeof body.network_zone !== "string" || !NETWORK_ZONES.includes(body.network_zone)) throw invalidInput(`${field}network_zone`, `Must be one of: ${NETWORK_ZONES.join(", ")}.`);
+    const range = ipRangeField(body, "ip_range");
+    if (!rangeContains(networkRange, range)) throw invalidInput(`${field}ip_range`, "must lie within the network's ip_range");
+    if (existing.some((s) => rangesOverlap(parseIpv4Range(s.ip_range)!, range))) throw new HcloudError(409, "networks_overlap", `subnet ${String(body.ip_range)} overlaps another subnet of the network`);
+    return { type: body.type, ip_range: String(body.ip_range), network_zone: body.network_zone, gateway: firstHost(networkRange), vswitch_id: typeof body.vswitch_id === "number" ? body.vswitch_id : null };
+  };
+  const find = registerCollection(app, ctx, {
     path: "/networks",
     singular: "network",
     create: (body) => {
-      if (typeof body.ip_range !== "string") throw ctx.error(400, "invalid_input", "invalid input in field 'ip_range'", { fields: [{ name: "ip_range", messages: ["Missing data for required field."] }] });
-      const subnets = Array.isArray(body.subnets) ? (body.subnets as Array<Record<string, unknown>>) : [];
-      return { ip_range: body.ip_range, subnets: subnets.map((s) => ({ ...s, gateway: "10.0.0.1", vswitch_id: null })), routes: [], protection: { delete: false }, expose_routes_to_vswitch: false };
+      const range = ipRangeField(body, "ip_range");
+      const given = body.subnets ?? [];
+      if (!Array.isArray(given)) throw invalidInput("subnets", "must be a list");
+      const subnets = given.reduce<Subnet[]>((out, s: Record<string, unknown>) => [...out, subnet(range, out, s ?? {}, "subnets.")], []);
+      return { ip_range: body.ip_range, subnets, routes: [], protection: { delete: false }, expose_routes_to_vswitch: booleanField(body, "expose_routes_to_vswitch") ?? false };
     },
-    render: (o) => ({ servers: ctx.state.servers.filter((s) => s.networks.includes(o.id)).map((s) => s.id), load_balancers: [] }),
+    render: (o) => ({ servers: state.servers.filter((s) => s.privateNets.some((p) => p.network === o.id)).map((s) => s.id), load_balancers: [] }),
+    beforeDelete: (network) => {
+      // Hetzner detaches the servers of a deleted network.
+      for (const server of state.servers.filter((s) => s.privateNets.some((p) => p.network === network.id))) state.updateServer(server.id, { privateNets: server.privateNets.filter((p) => p.network !== network.id) });
+    },
   });
-  registerCollection(app, ctx, {
+  const action = (network: FakeObject, command: string) => ({ action: ctx.startAction(command, [{ id: network.id, type: "network" }]) });
+  objectAction(app, "/networks/:id/actions/add_subnet", find, (network, body) => {
+    const added = subnet(parseIpv4Range(String(network.ip_range))!, network.subnets as Subnet[], body);
+    state.putObject("networks", { ...network, subnets: [...(network.subnets as Subnet[]), added] });
+    return action(network, "add_subnet");
+  });
+  objectAction(app, "/networks/:id/actions/delete_subnet", find, (network, body) => {
+    const subnets = network.subnets as Subnet[];
+    if (!subnets.some((s) => s.ip_range === body.ip_range)) throw invalidInput("ip_range", "no subnet of the network has this ip_range");
+    const range = parseIpv4Range(String(body.ip_range))!;
+    if (state.servers.some((s) => s.privateNets.some((p) => p.network === network.id && rangeContainsAddress(range, p.ip)))) throw new HcloudError(409, "resource_in_use", `subnet ${String(body.ip_range)} still has servers attached`);
+    state.putObject("networks", { ...network, subnets: subnets.filter((s) => s.ip_range !== body.ip_range) });
+    return action(network, "delete_subnet");
+  });
+  objectAction(app, "/networks/:id/actions/change_protection", find, (network, body) => {
+    const del = booleanField(body, "delete");
+    state.putObject("networks", { ...network, protection: { delete: del ?? (network.protection as { delete: boolean }).delete } });
+    return action(network, "change_protection");
+  });
+  objectAction(app, "/networks/:id/actions/change_ip_range", find, (network, body) => {
+    const range = ipRangeField(body, "ip_range");
+    // Hetzner only lets a network's range grow.
+    if (!rangeContains(range, parseIpv4Range(String(network.ip_range))!)) throw invalidInput("ip_range", "the new ip_range must contain the current one (a network can only be enlarged)");
+    state.putObject("networks", { ...network, ip_range: body.ip_range, subnets: (network.subnets as Subnet[]).map((s) => ({ ...s, gateway: firstHost(range) })) });
+    return action(network, "change_ip_range");
+  });
+}
+
+function registerFirewalls(app: FastifyInstance, ctx: FakeHcloudContext): void {
+  const { state } = ctx;
+  const rules = (body: Record<string, unknown>): unknown[] => {
+    const given = body.rules ?? [];
+    if (!Array.isArray(given)) throw invalidInput("rules", "must be a list");
+    return given.map((rule: Record<string, unknown>, i) => {
+      if (rule?.direction !== "in" && rule?.direction !== "out") throw invalidInput(`rules[${i}].direction`, "Must be one of: in, out.");
+      if (!["tcp", "udp", "icmp", "esp", "gre"].includes(String(rule.protocol))) throw invalidInput(`rules[${i}].protocol`, "Must be one of: tcp, udp, icmp, esp, gre.");
+      if ((rule.protocol === "tcp" || rule.protocol === "udp") && typeof rule.port !== "string") throw invalidInput(`rules[${i}].port`, "is required for tcp and udp");
+      const ips = rule.direction === "in" ? "source_ips" : "destination_ips";
+      if (!Array.isArray(rule[ips]) || (rule[ips] as unknown[]).length === 0) throw invalidInput(`rules[${i}].${ips}`, `is required for direction ${rule.direction}`);
+      // A rule without a port (icmp, esp, gre) has none in the answer either.
+      return { direction: rule.direction, protocol: rule.protocol, ...(typeof rule.port === "string" ? { port: rule.port } : {}), source_ips: rule.source_ips ?? [], destination_ips: rule.destination_ips ?? [], description: rule.description ?? null };
+    });
+  };
+  const targets = (body: Record<string, unknown>, field: string): FirewallTarget[] => {
+    const given = body[field] ?? [];
+    if (!Array.isArray(given)) throw invalidInput(field, "must be a list");
+    return given.map((t: Record<string, unknown>) => {
+      if (t?.type === "server") {
+        const id = (t.server as { id?: unknown } | undefined)?.id;
+        if (typeof id !== "number") throw invalidInput(`${field}.server.id`, "Missing data for required field.");
+        if (!state.server(id)) throw new HcloudError(404, "firewall_resource_not_found", `server ${id} not found`);
+        return { type: "server", server: { id } };
+      }
+      if (t?.type === "label_selector") {
+        const selector = (t.label_selector as { selector?: unknown } | undefined)?.selector;
+        if (typeof selector !== "string") throw invalidInput(`${field}.label_selector.selector`, "Missing data for required field.");
+        try {
+          parseLabelSelector(selector);
+        } catch (error) {
+          throw invalidInput(`${field}.label_selector.selector`, (error as Error).message);
+        }
+        return { type: "label_selector", label_selector: { selector } };
+      }
+      throw invalidInput(`${field}.type`, "Must be one of: server, label_selector.");
+    });
+  };
+  const sameTarget = (a: FirewallTarget, b: FirewallTarget) => (a.type === "server" ? b.type === "server" && a.server.id === b.server.id : b.type === "label_selector" && a.label_selector.selector === b.label_selector.selector);
+  const applyActions = (firewall: FakeObject, applied: FirewallTarget[], command: string) =>
+    applied.map((t) => ctx.startAction(command, [{ id: firewall.id, type: "firewall" }, ...(t.type === "server" ? [{ id: t.server.id, type: "server" }] : [])]));
+  const find = registerCollection(app, ctx, {
     path: "/firewalls",
     singular: "firewall",
-    create: (body) => ({ rules: Array.isArray(body.rules) ? body.rules : [], applied_to: Array.isArray(body.apply_to) ? body.apply_to : [] }),
-    createAnswer: (o) => ({ actions: [ctx.action("set_firewall_rules", [{ id: o.id, type: "firewall" }])] }),
+    create: (body) => ({ rules: rules(body), applied_to: targets(body, "apply_to") }),
+    render: (o) => ({
+      applied_to: targetsOf(o).map((t) =>
+        t.type === "server" ? t : { ...t, applied_to_resources: state.servers.filter((s) => targetMatches(t, s)).map((s) => ({ type: "server", server: { id: s.id } })) },
+      ),
+    }),
+    createAnswer: (o) => ({ actions: [ctx.startAction("set_firewall_rules", [{ id: o.id, type: "firewall" }]), ...applyActions(o, targetsOf(o), "apply_firewall")] }),
+    beforeDelete: (firewall) => {
+      if (state.servers.some((s) => targetsOf(firewall).some((t) => targetMatches(t, s)))) throw new HcloudError(409, "resource_in_use", `firewall ${firewall.id} is still applied to servers`);
+    },
   });
+  objectAction(app, "/firewalls/:id/actions/set_rules", find, (firewall, body) => {
+    if (body.rules === undefined) throw invalidInput("rules", "Missing data for required field.");
+    state.putObject("firewalls", { ...firewall, rules: rules(body) });
+    return { actions: [ctx.startAction("set_firewall_rules", [{ id: firewall.id, type: "firewall" }])] };
+  });
+  objectAction(app, "/firewalls/:id/actions/apply_to_resources", find, (firewall, body) => {
+    if (body.apply_to === undefined) throw invalidInput("apply_to", "Missing data for required field.");
+    const added = targets(body, "apply_to");
+    const already = added.find((t) => targetsOf(firewall).some((e) => sameTarget(e, t)));
+    if (already) throw new HcloudError(409, "firewall_already_applied", `firewall ${firewall.id} is already applied to this ${already.type === "server" ? `server ${already.server.id}` : "label selector"}`);
+    state.putObject("firewalls", { ...firewall, applied_to: [...targetsOf(firewall), ...added] });
+    return { actions: applyActions(firewall, added, "apply_firewall") };
+  });
+  objectAction(app, "/firewalls/:id/actions/remove_from_resources", find, (firewall, body) => {
+    if (body.remove_from === undefined) throw invalidInput("remove_from", "Missing data for required field.");
+    const removed = targets(body, "remove_from");
+    const absent = removed.find((t) => !targetsOf(firewall).some((e) => sameTarget(e, t)));
+    if (absent) throw new HcloudError(409, "firewall_already_removed", `firewall ${firewall.id} is not applied to this ${absent.type === "server" ? `server ${absent.server.id}` : "label selector"}`);
+    state.putObject("firewalls", { ...firewall, applied_to: targetsOf(firewall).filter((e) => !removed.some((t) => sameTarget(e, t))) });
+    return { actions: applyActions(firewall, removed, "remove_firewall") };
+  });
+}
+
+export function registerCollections(app: FastifyInstance, ctx: FakeHcloudContext): void {
+  registerNetworks(app, ctx);
+  registerFirewalls(app, ctx);
   registerCollection(app, ctx, {
     path: "/placement_groups",
     singular: "placement_group",
     create: (body) => {
-      if (body.type !== "spread") throw ctx.error(400, "invalid_input", "invalid input in field 'type'", { fields: [{ name: "type", messages: ["Must be one of: spread."] }] });
+      if (body.type !== "spread") throw invalidInput("type", "Must be one of: spread.");
       return { type: "spread" };
     },
-    render: (o) => ({ servers: serversIn(o.id) }),
+    render: (o) => ({ servers: serversInPlacementGroup(ctx.state, o.id) }),
     createAnswer: () => ({ action: null }),
   });
   registerCollection(app, ctx, {
     path: "/ssh_keys",
     singular: "ssh_key",
     create: (body) => {
-      if (typeof body.public_key !== "string" || !/^ssh-(ed25519|rsa) \S+/.test(body.public_key)) throw ctx.error(400, "invalid_input", "invalid input in field 'public_key'", { fields: [{ name: "public_key", messages: ["invalid public key"] }] });
-      return { public_key: body.public_key, fingerprint: "b7:2f:30:a0:2f:6c:58:6c:21:04:58:61:ba:06:3b:2f" };
+      if (typeof body.public_key !== "string" || !/^(ssh-(ed25519|rsa)|ecdsa-sha2-nistp(256|384|521)) [A-Za-z0-9+/=]+/.test(body.public_key)) throw invalidInput("public_key", "must be an OpenSSH public key");
+      return { public_key: body.public_key, fingerprint: sshFingerprint(body.public_key) };
     },
   });
+}
 
-  app.post("/networks/:id/actions/add_subnet", async (request, reply) => {
-    const id = Number((request.params as { id: string }).id);
-    const network = ctx.state.objects("networks").find((n) => n.id === id);
-    if (!network) throw ctx.error(404, "not_found", `network with ID '${id}' not found`);
-    const body = (request.body ?? {}) as Record<string, unknown>;
-    if (typeof body.type !== "string" || typeof body.network_zone !== "string") throw ctx.error(400, "invalid_input", "invalid input in fields 'type', 'network_zone'");
-    const subnets = [...(network.subnets as unknown[]), { type: body.type, network_zone: body.network_zone, ip_range: body.ip_range ?? "10.0.1.0/24", gateway: "10.0.0.1", vswitch_id: null }];
-    ctx.state.putObject("networks", { ...network, subnets });
-    reply.status(201);
-    return { action: ctx.action("add_subnet", [{ id, type: "network" }]) };
-  });
-
-  /** Hetzner refuses an 11th server in a spread group. */
-  app.addHook("preHandler", async (request) => {
-    if (request.method !== "POST" || request.routeOptions.url !== "/servers") return;
-    const group = ((request.body ?? {}) as { placement_group?: unknown }).placement_group;
-    if (typeof group !== "number") return;
-    if (!ctx.state.objects("placement_groups").some((g) => g.id === group)) throw ctx.error(404, "not_found", `placement group with ID '${group}' not found`);
-    if (serversIn(group).length >= HCLOUD_MAX_SERVERS_PER_SPREAD_GROUP) throw ctx.error(412, "placement_error", `placement group ${group} already holds ${HCLOUD_MAX_SERVERS_PER_SPREAD_GROUP} servers`);
-  });
+/** The key's MD5 fingerprint, as Hetzner shows it. */
+function sshFingerprint(publicKey: string): string {
+  const blob = Buffer.from(publicKey.split(" ")[1] ?? "", "base64");
+  return createHash("md5").update(blob).digest("hex").match(/../g)!.join(":");
 }

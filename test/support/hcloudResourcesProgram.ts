@@ -23,17 +23,19 @@ export function runProgram(): Record<string, pulumi.Output<unknown>> {
   });
   const group = new hcloud.PlacementGroup("pg", { name: "t1-pg-0", type: "spread", labels });
   const created: hcloud.Server[] = [];
+  // Revision 3 changes the user data, which replaces the server: like the fleet, the name carries the
+  // generation, because Pulumi creates the replacement before deleting the old one and Hetzner names are unique.
+  const generation = revision >= 3 ? 3 : 1;
   for (let i = 0; i < servers; i++) {
     created.push(
       new hcloud.Server(
         `server-${i}`,
         {
-          name: `t1-server-${i}`,
+          name: `t1-server-${i}-g${generation}`,
           serverType: revision >= 2 ? "cpx31" : "cpx21",
           image: "ubuntu-24.04",
           location: "hel1",
-          // A new revision 3 changes the user data: the provider must replace the server.
-          userData: pulumi.secret(`#cloud-config\nhostname: t1-server-${i}\nruncmd: [echo r${revision >= 3 ? 3 : 1}]\n`),
+          userData: pulumi.secret(`#cloud-config\nhostname: t1-server-${i}\nruncmd: [echo g${generation}]\n`),
           labels: { ...labels, revision: String(revision) },
           firewallIds: [firewall.id.apply(Number)],
           placementGroupId: group.id.apply(Number),

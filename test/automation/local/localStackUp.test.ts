@@ -15,6 +15,8 @@ import { parse } from "yaml";
 import { findTool } from "../../../automation/engine/toolchain";
 import { kube } from "../../../automation/local/kubeClient";
 import { type LocalCloud, startLocalCloud } from "../../../automation/local/localCloud";
+import { TOKEN } from "../../support/apiHarness";
+import { type ServeProcess, startServe } from "../../support/serveProcess";
 import { missingTools, skipUnlessAvailable } from "../../support/toolchainRequirement";
 
 const REPO = resolve(__dirname, "..", "..", "..", "..");
@@ -103,5 +105,54 @@ describe("pulumi up --stack local on the local cloud (real engine, real control 
   it("changes nothing on a second pulumi up", async function () {
     const out = await pulumi(["preview", "--stack", "local", "--diff", "--non-interactive", "--expect-no-changes"], project, cloud.env);
     assert.doesNotMatch(out, /error:/);
+  });
+
+  describe("nodefleet serve --stack local --engine automation", function () {
+    let serve: ServeProcess;
+
+    before(async function () {
+      serve = await startServe(join(dir, "serve"), { ...cloud.env, NODEFLEET_BATCH_IDLE_MS: "300", NODEFLEET_API_TOKENS: `local:${TOKEN}` }, { stack: "local", engine: "automation", cwd: project, clusterId: "local", startTimeoutMs: 120_000 });
+    });
+
+    after(async function () {
+      serve?.child.kill("SIGTERM");
+      await serve?.exited();
+    });
+
+    async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 180_000): Promise<T> {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const value = await probe().catch(() => undefined);
+        if (value !== undefined) return value;
+        if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; serve said:\n${serve.stderr().slice(-3000)}`);
+        await new Promise((r) => setTimeout(r, 500));
+      }
+    }
+
+    it("turns Karpenter-style creates into servers and Ready Nodes, and deletes back to nothing", async function () {
+      const ids = ["nodeclaim-local-a", "nodeclaim-local-b"];
+      const created = await Promise.all(ids.map((uniqueID) => serve.client.createNode({ uniqueID, pool: "local-burst", instanceType: "cpx21" })));
+      const nodeIds = created.map((c) => c.node.nodeID);
+      const running = await until("both nodes RUNNING", async () => {
+        const nodes = await Promise.all(nodeIds.map((id) => serve.client.getNode(id)));
+        return nodes.every((n) => n.status === "RUNNING") ? nodes : undefined;
+      });
+      const servers = (await hcloud("/servers?label_selector=nodefleet.io/pool=local-burst")).servers as Array<{ labels: Record<string, string> }>;
+      assert.deepEqual(servers.map((s) => s.labels["nodefleet.io/node"]).sort(), [...nodeIds].sort(), "one real server per claim");
+      for (const node of running) {
+        const registered = await until(`Node of ${node.nodeID} Ready`, async () => {
+          const nodes = ((await kube(cloud.plane.admin, "GET", "/api/v1/nodes?labelSelector=node.kubernetes.io%2Fpool%3Dlocal-burst")) as { items: KubeNode[] }).items;
+          return nodes.find((n) => n.spec.providerID === node.providerID && n.status.conditions?.some((c) => c.type === "Ready" && c.status === "True"));
+        });
+        assert.equal(registered.spec.providerID, `nodefleet:///local/${node.nodeID}`);
+      }
+
+      await Promise.all(nodeIds.map((id) => serve.client.deleteNode(id)));
+      await until("the servers gone", async () => ((await hcloud("/servers?label_selector=nodefleet.io/pool=local-burst")).servers.length === 0 ? true : undefined));
+      await until("the Nodes gone", async () => {
+        const nodes = ((await kube(cloud.plane.admin, "GET", "/api/v1/nodes?labelSelector=node.kubernetes.io%2Fpool%3Dlocal-burst")) as { items: KubeNode[] }).items;
+        return nodes.length === 0 ? true : undefined;
+      });
+    });
   });
 });

@@ -28,4 +28,20 @@ describe("OpenAPI document", () => {
     assert.ok(doc.components.securitySchemes.bearer);
     assert.ok(JSON.stringify(create).includes("uniqueID"));
   });
+
+  it("names every route by a stable operationId (the Go driver's client methods)", async () => {
+    const doc = (await generateOpenApiDocument()) as { paths: Record<string, Record<string, { operationId?: string }>> };
+    const ids = Object.entries(doc.paths).flatMap(([url, methods]) => Object.entries(methods).map(([method, op]) => [`${method.toUpperCase()} ${url}`, op.operationId]));
+    assert.deepEqual(Object.fromEntries(ids), {
+      "GET /healthz": "getHealth",
+      "GET /readyz": "getReadiness",
+      "GET /api/v1/clusters/{clusterId}": "getCluster",
+      "GET /api/v1/clusters/{clusterId}/instance-types": "listInstanceTypes",
+      "GET /api/v1/clusters/{clusterId}/operations": "listOperations",
+      "POST /api/v1/clusters/{clusterId}/nodes": "createNode",
+      "GET /api/v1/clusters/{clusterId}/nodes": "listNodes",
+      "GET /api/v1/clusters/{clusterId}/nodes/{nodeId}": "getNode",
+      "DELETE /api/v1/clusters/{clusterId}/nodes/{nodeId}": "deleteNode",
+    });
+  });
 });

@@ -7,7 +7,7 @@
  * taints and providerID. A second `pulumi up` changes nothing.
  */
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -25,7 +25,7 @@ const quiet = { info() {}, warn() {} };
 interface KubeNode {
   metadata: { name: string; labels: Record<string, string> };
   spec: { providerID?: string; taints?: Array<{ key: string; value?: string; effect: string }> };
-  status: { conditions?: Array<{ type: string; status: string }> };
+  status: { conditions?: Array<{ type: string; status: string }>; allocatable?: Record<string, string> };
 }
 
 function pulumi(args: string[], cwd: string, env: Record<string, string>): Promise<string> {
@@ -45,7 +45,7 @@ describe("pulumi up --stack local on the local cloud (real engine, real control 
   let cloud: LocalCloud;
 
   before(async function () {
-    skipUnlessAvailable(this, missingTools("pulumi", "pulumi-language-nodejs", "pulumi-resource-hcloud", "pulumi-resource-kubernetes", "pulumi-resource-random", "pulumi-resource-time", "etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"));
+    skipUnlessAvailable(this, missingTools("pulumi", "pulumi-language-nodejs", "pulumi-resource-hcloud", "pulumi-resource-kubernetes", "pulumi-resource-random", "pulumi-resource-time", "etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl"));
     dir = mkdtempSync(join(tmpdir(), "nodefleet-local-stack-"));
     // The repository's project, with its program compiled: the same Pulumi.yaml settings, main in dist.
     project = join(dir, "project");
@@ -98,6 +98,8 @@ describe("pulumi up --stack local on the local cloud (real engine, real control 
       assert.match(node.spec.providerID ?? "", /^nodefleet:\/\/\/local\/[a-z0-9-]+$/);
       assert.ok(node.spec.taints?.some((t) => t.key === "nodefleet.io/local" && t.value === "true" && t.effect === "NoSchedule"));
     }
+    const listed = execFileSync(findTool("kubectl")!, ["--kubeconfig", cloud.plane.adminKubeconfig, "get", "nodes", "-l", "node.kubernetes.io/pool=local-general", "-o", "name"], { encoding: "utf8" });
+    assert.deepEqual(listed.trim().split("\n").sort(), ready.map((n) => `node/${n.metadata.name}`).sort(), "kubectl with the admin kubeconfig shows them");
     const identities = (await kube(cloud.plane.admin, "GET", "/apis/certificates.k8s.io/v1/certificatesigningrequests")) as { items: Array<{ spec: { username: string } }> };
     assert.ok(identities.items.some((c) => c.spec.username.startsWith("system:bootstrap:")), "the kubelets bootstrapped with tokens");
   });
@@ -145,6 +147,8 @@ describe("pulumi up --stack local on the local cloud (real engine, real control 
           return nodes.find((n) => n.spec.providerID === node.providerID && n.status.conditions?.some((c) => c.type === "Ready" && c.status === "True"));
         });
         assert.equal(registered.spec.providerID, `nodefleet:///local/${node.nodeID}`);
+        // The kubelet reports what the API promised Karpenter for the type.
+        assert.deepEqual(registered.status.allocatable, Object.fromEntries(Object.entries(node.allocatable ?? {}).filter(([k]) => k in (registered.status.allocatable ?? {}))));
       }
 
       await Promise.all(nodeIds.map((id) => serve.client.deleteNode(id)));

@@ -1,7 +1,8 @@
 /**
  * The local cloud's machines: for every running fake server, the node agent does what cloud-init
  * and the kubelet would do with its user data (read the join token and kubelet flags, TLS-bootstrap,
- * register the Node) and then keeps the Node Ready with status heartbeats. A server deleted from the
+ * register the Node) and then keeps the Node Ready with status heartbeats and runs its pods
+ * (kubeletPods.ts). A server deleted from the
  * fake API stops its heartbeats; the Node object is left to whoever removes it in reality
  * (nodefleet's Node removal). A user data that could not join in reality yields no Node and one log
  * line saying why.
@@ -11,6 +12,7 @@ import { allocatable, formatResources, nodeCapacity, nodeOverheadFor } from "../
 import { findServerType, shippedCatalog } from "../catalog/serverTypes";
 import type { KubeIdentity } from "./kubeClient";
 import { type NodeStatusResources, joinAsKubelet, reportReady } from "./kubeletBootstrap";
+import { syncNodePods } from "./kubeletPods";
 import { readK0sWorkerUserData } from "./workerUserDataReader";
 import type { FakeServer } from "./fakeHcloud/fakeHcloudState";
 
@@ -77,6 +79,7 @@ export class NodeAgent {
           if (server.status !== "running" || machine?.state === "joining" || machine?.state === "refused") return;
           if (machine?.state === "joined") {
             await reportReady(machine.identity, machine.nodeName, machine.resources).catch((error: Error) => this.logger.warn({ serverId: server.id, err: error.message }, "heartbeat failed"));
+            await syncNodePods(machine.identity, machine.nodeName).catch((error: Error) => this.logger.warn({ serverId: server.id, err: error.message }, "pod sync failed"));
             return;
           }
           await this.join(server);

@@ -1,7 +1,8 @@
 /**
  * The local cloud's control plane is a real one (toolchain binaries), and a node joins it the way a
  * kubelet does: with a bootstrap token Secret of the shape nodefleet writes, a CSR approved and
- * signed by kube-controller-manager, and its Node registered under NodeRestriction.
+ * signed by kube-controller-manager, and its Node registered under NodeRestriction; it then runs the
+ * pods bound to it and confirms their deletion.
  */
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -10,6 +11,7 @@ import { join } from "node:path";
 import { type ControlPlane, startControlPlane } from "../../../automation/local/controlPlane";
 import { type KubeIdentity, kube } from "../../../automation/local/kubeClient";
 import { KubeletJoinError, joinAsKubelet } from "../../../automation/local/kubeletBootstrap";
+import { syncNodePods } from "../../../automation/local/kubeletPods";
 import { missingTools, skipUnlessAvailable } from "../../support/toolchainRequirement";
 
 function bootstrapTokenSecret(id: string, secret: string, expiration: Date) {
@@ -92,5 +94,31 @@ describe("local control plane and kubelet bootstrap (real kube-apiserver)", func
       join_("lbltst.0123456789abcdef", "local-n2", { "node-role.kubernetes.io/worker": "" }),
       (error: unknown) => error instanceof KubeletJoinError && error.stage === "register" && /HTTP 403/.test(error.message),
     );
+  });
+
+  it("runs the pods bound to its Node and confirms their deletion, as a kubelet does, and only its own", async function () {
+    await kube(plane.admin, "POST", "/api/v1/namespaces/kube-system/secrets", bootstrapTokenSecret("podtst", "0123456789abcdef", new Date(Date.now() + 3600_000)));
+    const node = await join_("podtst.0123456789abcdef", "local-p1");
+    const pod = (name: string, nodeName: string) => ({
+      apiVersion: "v1",
+      kind: "Pod",
+      metadata: { name, namespace: "default" },
+      spec: { nodeName, containers: [{ name: "app", image: "registry.invalid/app:1" }], tolerations: [{ operator: "Exists" }] },
+    });
+    await kube(plane.admin, "POST", "/api/v1/namespaces/default/pods", pod("mine", "local-p1"));
+    await kube(plane.admin, "POST", "/api/v1/namespaces/default/pods", pod("elsewhere", "local-other"));
+    assert.deepEqual(await syncNodePods(node, "local-p1"), { started: 1, deleted: 0 });
+    const running = (await kube(plane.admin, "GET", "/api/v1/namespaces/default/pods/mine")) as { status: { phase: string; conditions: Array<{ type: string; status: string }> } };
+    assert.equal(running.status.phase, "Running");
+    assert.ok(running.status.conditions.some((c) => c.type === "Ready" && c.status === "True"));
+    const other = (await kube(plane.admin, "GET", "/api/v1/namespaces/default/pods/elsewhere")) as { status: { phase: string } };
+    assert.equal(other.status.phase, "Pending", "another node's pod is not this kubelet's");
+
+    // A graceful delete leaves the pod terminating until its kubelet confirms it.
+    await kube(plane.admin, "DELETE", "/api/v1/namespaces/default/pods/mine", { kind: "DeleteOptions", apiVersion: "v1", gracePeriodSeconds: 30 });
+    const terminating = (await kube(plane.admin, "GET", "/api/v1/namespaces/default/pods/mine")) as { metadata: { deletionTimestamp?: string } };
+    assert.ok(terminating.metadata.deletionTimestamp);
+    assert.deepEqual(await syncNodePods(node, "local-p1"), { started: 0, deleted: 1 });
+    await assert.rejects(kube(plane.admin, "GET", "/api/v1/namespaces/default/pods/mine"), /HTTP 404/);
   });
 });

@@ -11,11 +11,11 @@ import (
 	"nodefleet.dev/toolchain/providers/internal/nativeprovider"
 )
 
-// firewall is hcloud.Firewall: name, labels and rules update in place (set_rules); the inline
-// applyTos set replaces it (terraform-provider-hcloud firewall/resource.go: apply_to ForceNew).
+// firewall is hcloud.Firewall: name, labels, rules (set_rules) and the applyTos set
+// (apply_to_resources / remove_from_resources) all update in place, as upstream's Update does.
 type firewall struct{ *cloud }
 
-func (firewall) ReplaceKeys() []string { return []string{"applyTos"} }
+func (firewall) ReplaceKeys() []string { return nil }
 
 var ruleProtocols = map[string]bool{"tcp": true, "udp": true, "icmp": true, "esp": true, "gre": true}
 
@@ -134,6 +134,9 @@ func (f firewall) Update(ctx context.Context, id string, olds, inputs resource.P
 	}); err != nil {
 		return nil, err
 	}
+	if err := f.updateApplyTos(ctx, current, olds, inputs); err != nil {
+		return nil, err
+	}
 	if !olds["rules"].DeepEquals(inputs["rules"]) {
 		actions, _, err := api.Firewall.SetRules(ctx, current, hcloud.FirewallSetRulesOpts{Rules: firewallRules(inputs)})
 		if err != nil {
@@ -144,6 +147,49 @@ func (f firewall) Update(ctx context.Context, id string, olds, inputs resource.P
 		}
 	}
 	return outs, nil
+}
+
+// updateApplyTos applies the firewall to the targets added and removes it from the targets dropped.
+func (f firewall) updateApplyTos(ctx context.Context, current *hcloud.Firewall, olds, inputs resource.PropertyMap) error {
+	key := func(r hcloud.FirewallResource) string {
+		if r.Server != nil {
+			return fmt.Sprintf("server:%d", r.Server.ID)
+		}
+		return "selector:" + r.LabelSelector.Selector
+	}
+	diff := func(a, b []hcloud.FirewallResource) []hcloud.FirewallResource {
+		in := map[string]bool{}
+		for _, r := range b {
+			in[key(r)] = true
+		}
+		var out []hcloud.FirewallResource
+		for _, r := range a {
+			if !in[key(r)] {
+				out = append(out, r)
+			}
+		}
+		return out
+	}
+	before, after := applyTos(olds), applyTos(inputs)
+	if added := diff(after, before); len(added) > 0 {
+		actions, _, err := f.client.Firewall.ApplyResources(ctx, current, added)
+		if err == nil {
+			err = f.wait(ctx, actions...)
+		}
+		if err != nil {
+			return fmt.Errorf("applyTos: %w", err)
+		}
+	}
+	if removed := diff(before, after); len(removed) > 0 {
+		actions, _, err := f.client.Firewall.RemoveResources(ctx, current, removed)
+		if err == nil {
+			err = f.wait(ctx, actions...)
+		}
+		if err != nil {
+			return fmt.Errorf("applyTos: %w", err)
+		}
+	}
+	return nil
 }
 
 func (f firewall) Read(ctx context.Context, id string, olds resource.PropertyMap) (resource.PropertyMap, bool, error) {

@@ -9,11 +9,12 @@ import (
 	"nodefleet.dev/toolchain/providers/internal/nativeprovider"
 )
 
-// placementGroup is hcloud.PlacementGroup: name and labels update in place; the API cannot change a
-// group's type, so a new type replaces it (terraform-provider-hcloud placementgroup/resource.go).
+// placementGroup is hcloud.PlacementGroup: name and labels update in place. `type` is not ForceNew
+// upstream (terraform-provider-hcloud placementgroup/resource.go) and spread is its only value, so
+// it can never change.
 type placementGroup struct{ *cloud }
 
-func (placementGroup) ReplaceKeys() []string { return []string{"type"} }
+func (placementGroup) ReplaceKeys() []string { return nil }
 
 func (placementGroup) Check(news resource.PropertyMap) (resource.PropertyMap, []*pulumirpc.CheckFailure) {
 	if !news.ContainsUnknowns() && nativeprovider.String(news, "type") != string(hcloud.PlacementGroupTypeSpread) {

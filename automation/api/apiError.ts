@@ -3,12 +3,14 @@
  * `{"error": {"code", "message", "details"}}` (see errorHandler.ts), whatever raised it.
  */
 
+/** Each code means one thing, with its HTTP status (several codes share a status, never the reverse). */
 export const ERROR_CODES = {
   BadRequest: 400,
+  MalformedJson: 400,
   ValidationError: 400,
   Unauthorized: 401,
   Forbidden: 403,
-  NotFound: 404,
+  RouteNotFound: 404,
   ClusterNotFound: 404,
   PoolNotFound: 404,
   NodeNotFound: 404,

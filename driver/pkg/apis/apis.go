@@ -9,6 +9,7 @@ import (
 )
 
 //go:generate go tool -modfile=../../go.tools.mod controller-gen crd object:headerFile="../../hack/boilerplate.go.txt" paths="./..." output:crd:artifacts:config=crds
+//go:generate go run ../../hack/chart ../../charts
 
 // Group is the API group of the NodefleetNodeClass.
 const Group = "karpenter.nodefleet.io"

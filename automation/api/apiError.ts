@@ -14,7 +14,6 @@ export const ERROR_CODES = {
   ClusterNotFound: 404,
   PoolNotFound: 404,
   NodeNotFound: 404,
-  MethodNotAllowed: 405,
   RequestTimeout: 408,
   Conflict: 409,
   InsufficientCapacity: 409,

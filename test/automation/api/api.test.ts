@@ -10,20 +10,9 @@ import { GENERATION_SUFFIX_LENGTH, generationServerName } from "../../../compone
 import { hostnameFor } from "../../../components/fleet/naming";
 import { nodeOverhead } from "../../../components/bootstrap/kubeletReservations";
 import { nodeIdFor } from "../../../automation/api/nodeIdentity";
-import { NodefleetApiError } from "../../../automation/client/nodefleetClient";
 import { configValues } from "../../../automation/stackConfigFile";
 import { FakeStackEngine } from "../../support/fakeStackEngine";
-import { OTHER_CLUSTER_TOKEN, ROTATED_TOKEN, TOKEN, eventually, exampleConfig, startTestApi, type TestApi } from "../../support/apiHarness";
-
-async function apiError(promise: Promise<unknown>): Promise<NodefleetApiError> {
-  try {
-    await promise;
-  } catch (error) {
-    if (error instanceof NodefleetApiError) return error;
-    throw error;
-  }
-  throw new Error("expected an API error");
-}
+import { OTHER_CLUSTER_TOKEN, ROTATED_TOKEN, TOKEN, apiError, eventually, exampleConfig, startTestApi, type TestApi } from "../../support/apiHarness";
 
 function assertErrorShape(body: unknown, code?: string): void {
   const error = (body as { error?: { code?: unknown; message?: unknown } }).error;

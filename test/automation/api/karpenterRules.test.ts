@@ -6,19 +6,9 @@
  */
 import { strict as assert } from "node:assert";
 import { nodeIdFor } from "../../../automation/api/nodeIdentity";
-import { NodefleetApiError, type CreateNodeBody } from "../../../automation/client/nodefleetClient";
+import type { CreateNodeBody } from "../../../automation/client/nodefleetClient";
 import { findServerType, shippedCatalog } from "../../../automation/catalog/serverTypes";
-import { startTestApi, type TestApi } from "../../support/apiHarness";
-
-async function apiError(promise: Promise<unknown>): Promise<NodefleetApiError> {
-  try {
-    await promise;
-  } catch (error) {
-    if (error instanceof NodefleetApiError) return error;
-    throw error;
-  }
-  throw new Error("expected an API error");
-}
+import { apiError, startTestApi, type TestApi } from "../../support/apiHarness";
 
 /** Kubernetes condition Reason (metav1.Condition), as Karpenter validates IsDrifted's answer. */
 const CONDITION_REASON = /^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$/;

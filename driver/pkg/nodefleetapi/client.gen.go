@@ -80,7 +80,6 @@ const (
 	InsufficientCapacity     ErrorCode = "InsufficientCapacity"
 	InternalError            ErrorCode = "InternalError"
 	MalformedJson            ErrorCode = "MalformedJson"
-	MethodNotAllowed         ErrorCode = "MethodNotAllowed"
 	NoCompatibleInstanceType ErrorCode = "NoCompatibleInstanceType"
 	NodeNotFound             ErrorCode = "NodeNotFound"
 	PayloadTooLarge          ErrorCode = "PayloadTooLarge"
@@ -113,8 +112,6 @@ func (e ErrorCode) Valid() bool {
 	case InternalError:
 		return true
 	case MalformedJson:
-		return true
-	case MethodNotAllowed:
 		return true
 	case NoCompatibleInstanceType:
 		return true

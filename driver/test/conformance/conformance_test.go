@@ -3,6 +3,9 @@ package conformance
 import (
 	"context"
 	"fmt"
+	"os"
+	"regexp"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -213,6 +216,98 @@ func TestKilledServiceKeepsTheNodeWithoutDuplicates(t *testing.T) {
 		return ""
 	})
 }
+
+// A change of the pool's template drifts the node, with a reason Karpenter accepts as a condition
+// Reason; the template as it was makes it current again.
+func TestTemplateChangeDriftsTheNode(t *testing.T) {
+	projectDir, stackFile := projectCopy(t)
+	s := startServiceIn(t, projectDir, t.TempDir())
+	d := newDriver(t, s.endpoint)
+	ctx := context.Background()
+	claim := nodeClaim("burst-drift")
+	created, err := d.Create(ctx, claim)
+	if err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	claim.Status.ProviderID = created.Status.ProviderID
+	claim.Annotations = created.Annotations
+	if reason, err := d.IsDrifted(ctx, claim); err != nil || reason != "" {
+		t.Fatalf("IsDrifted before any change = %q, %v", reason, err)
+	}
+	original, err := os.ReadFile(stackFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Only the autoscaled pool's image: it is the pool after the static one in the file.
+	burst := strings.Index(string(original), "- name: hel1-burst")
+	changed := string(original[:burst]) + strings.Replace(string(original[burst:]), "image: ubuntu-24.04", "image: ubuntu-22.04", 1)
+	if burst < 0 || changed == string(original) {
+		t.Fatal("the example stack no longer has the hel1-burst pool with image ubuntu-24.04")
+	}
+	if err := os.WriteFile(stackFile, []byte(changed), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, time.Minute, func() string {
+		reason, err := d.IsDrifted(ctx, claim)
+		if err != nil || reason == "" {
+			return describe(reason, err)
+		}
+		if !conditionReason.MatchString(string(reason)) || !strings.Contains(string(reason), "Image") {
+			t.Fatalf("drift reason %q is no condition Reason naming the image", reason)
+		}
+		return ""
+	})
+	if err := os.WriteFile(stackFile, original, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, time.Minute, func() string {
+		if reason, err := d.IsDrifted(ctx, claim); err != nil || reason != "" {
+			return describe(reason, err)
+		}
+		return ""
+	})
+}
+
+// A pool at its node limit: a further Create is InsufficientCapacity, and its offerings are
+// unavailable so Karpenter does not loop on it.
+func TestPoolAtItsLimitIsInsufficientCapacity(t *testing.T) {
+	projectDir, stackFile := projectCopy(t)
+	original, err := os.ReadFile(stackFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	limited := strings.Replace(string(original), "maxNodes: 90", "maxNodes: 1", 1)
+	if limited == string(original) {
+		t.Fatal("the example stack's hel1-burst pool no longer has maxNodes: 90")
+	}
+	if err := os.WriteFile(stackFile, []byte(limited), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := startServiceIn(t, projectDir, t.TempDir())
+	d := newDriver(t, s.endpoint)
+	ctx := context.Background()
+	if _, err := d.Create(ctx, nodeClaim("burst-limit-1")); err != nil {
+		t.Fatalf("first Create: %v", err)
+	}
+	if _, err := d.Create(ctx, nodeClaim("burst-limit-2")); !cloudprovider.IsInsufficientCapacityError(err) {
+		t.Fatalf("Create beyond maxNodes = %v, want InsufficientCapacityError", err)
+	}
+	eventually(t, time.Minute, func() string {
+		instanceTypes, err := d.GetInstanceTypes(ctx, burstPool)
+		if err != nil {
+			return err.Error()
+		}
+		for _, instanceType := range instanceTypes {
+			if available := instanceType.Offerings.Available(); len(available) > 0 {
+				return instanceType.Name + " is still offered while the pool is full"
+			}
+		}
+		return ""
+	})
+}
+
+// conditionReason is Karpenter's pattern for a condition Reason.
+var conditionReason = regexp.MustCompile(`^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$`)
 
 func hasProviderID(nodeClaims []*karpv1.NodeClaim, providerID string) bool {
 	for _, nodeClaim := range nodeClaims {

@@ -79,9 +79,15 @@ func requireService(t *testing.T) (node, cli string) {
 // port of 127.0.0.1, and waits until it is ready. It is stopped when the test ends.
 func startService(t *testing.T, dataDir string, extraEnv ...string) *service {
 	t.Helper()
+	return startServiceIn(t, repositoryRoot(t), dataDir, extraEnv...)
+}
+
+// startServiceIn is startService for the project in projectDir (its Pulumi.yaml and stacks/).
+func startServiceIn(t *testing.T, projectDir, dataDir string, extraEnv ...string) *service {
+	t.Helper()
 	node, cli := requireService(t)
 	command := exec.Command(node, cli, "serve", "--stack", "example", "--engine", "simulated", "--data-dir", dataDir, "--port", "0", "--host", "127.0.0.1")
-	command.Dir = repositoryRoot(t)
+	command.Dir = projectDir
 	command.Env = append(withoutCloudCredentials(os.Environ()),
 		"NODEFLEET_API_TOKENS="+clusterID+":"+apiToken,
 		"NODEFLEET_SIM_BOOT_DELAY_MS=100",
@@ -131,6 +137,26 @@ func startService(t *testing.T, dataDir string, extraEnv ...string) *service {
 	}
 	s.waitReady(t)
 	return s
+}
+
+// projectCopy is a project of its own holding the repository's Pulumi.yaml and example stack, whose
+// stack file a test may change (the service re-reads the pool templates from it).
+func projectCopy(t *testing.T) (dir, stackFile string) {
+	t.Helper()
+	dir = t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "stacks"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"Pulumi.yaml", filepath.Join("stacks", "Pulumi.example.yaml")} {
+		content, err := os.ReadFile(filepath.Join(repositoryRoot(t), name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), content, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir, filepath.Join(dir, "stacks", "Pulumi.example.yaml")
 }
 
 func withoutCloudCredentials(env []string) []string {

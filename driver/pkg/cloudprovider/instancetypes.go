@@ -95,4 +95,3 @@ func toResourceList(list nodefleetapi.ResourceList) (corev1.ResourceList, error)
 func formatNumber[N float32 | float64 | int](value N) string {
 	return strconv.FormatFloat(float64(value), 'f', -1, 64)
 }
-

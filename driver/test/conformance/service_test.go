@@ -273,4 +273,3 @@ func (d driver) statusOf(providerID string) string {
 }
 
 func describe(value any, err error) string { return fmt.Sprintf("%v, %v", value, err) }
-

@@ -1,0 +1,404 @@
+// Package cloudprovider is Karpenter's CloudProvider for nodefleet: a thin client of the scaling
+// API, with no cloud credentials of its own (SPEC §9).
+package cloudprovider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/awslabs/operatorpkg/status"
+	"github.com/patrickmn/go-cache"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"nodefleet.dev/driver/pkg/apiclient"
+	"nodefleet.dev/driver/pkg/apis"
+	"nodefleet.dev/driver/pkg/apis/v1alpha1"
+	"nodefleet.dev/driver/pkg/nodefleetapi"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+	"sigs.k8s.io/karpenter/pkg/cloudprovider"
+	"sigs.k8s.io/karpenter/pkg/scheduling"
+)
+
+// ClusterPoolAnnotationKey records on a NodeClaim the `<clusterID>/<pool>` its node was created
+// in; a NodeClass later naming another pool or cluster drifts it.
+const ClusterPoolAnnotationKey = apis.Group + "/cluster-pool"
+
+// NodeClassDrift is the drift reason of a NodeClaim whose NodeClass now names another pool.
+const NodeClassDrift cloudprovider.DriftReason = "NodeClassDrift"
+
+// instanceTypesTTL is how long the API's instance types are reused: Karpenter asks for them in
+// every scheduling simulation, while their availability changes only with launches and limits.
+const instanceTypesTTL = 15 * time.Second
+
+var _ cloudprovider.CloudProvider = (*CloudProvider)(nil)
+
+type CloudProvider struct {
+	kubeClient    client.Client
+	connections   *apiclient.Connections
+	soldOut       *SoldOutOfferings
+	instanceTypes *cache.Cache
+}
+
+func New(kubeClient client.Client, connections *apiclient.Connections, soldOut *SoldOutOfferings) *CloudProvider {
+	return &CloudProvider{
+		kubeClient:    kubeClient,
+		connections:   connections,
+		soldOut:       soldOut,
+		instanceTypes: cache.New(instanceTypesTTL, time.Minute),
+	}
+}
+
+func (c *CloudProvider) Name() string { return "nodefleet" }
+
+func (c *CloudProvider) GetSupportedNodeClasses() []status.Object {
+	return []status.Object{&v1alpha1.NodefleetNodeClass{}}
+}
+
+// RepairPolicies: a node whose kubelet stopped reporting Ready for 10 minutes is replaced (only
+// when Karpenter's NodeRepair feature gate is on).
+func (c *CloudProvider) RepairPolicies() []cloudprovider.RepairPolicy {
+	return []cloudprovider.RepairPolicy{
+		{ConditionType: corev1.NodeReady, ConditionStatus: corev1.ConditionFalse, TolerationDuration: 10 * time.Minute},
+		{ConditionType: corev1.NodeReady, ConditionStatus: corev1.ConditionUnknown, TolerationDuration: 10 * time.Minute},
+	}
+}
+
+// Create asks the API for a node and answers before any server exists, with the providerID,
+// capacity, allocatable, imageID and labels the API already knows.
+func (c *CloudProvider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim) (*karpv1.NodeClaim, error) {
+	nodeClass, err := c.nodeClassOf(ctx, nodeClaim.Spec.NodeClassRef)
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, cloudprovider.NewNodeClassNotReadyError(err)
+		}
+		return nil, fmt.Errorf("resolving the NodeClaim's NodefleetNodeClass: %w", err)
+	}
+	if ready := nodeClass.StatusConditions().Get(status.ConditionReady); ready.IsFalse() {
+		return nil, cloudprovider.NewNodeClassNotReadyError(fmt.Errorf("NodefleetNodeClass %s is not ready: %s", nodeClass.Name, ready.Message))
+	}
+	connection, err := c.connections.For(nodeClass)
+	if err != nil {
+		return nil, cloudprovider.NewNodeClassNotReadyError(err)
+	}
+	if err := c.checkOfferingsLeft(ctx, nodeClass, connection, nodeClaim); err != nil {
+		return nil, err
+	}
+	request, err := createRequest(nodeClaim, nodeClass.Spec.Pool)
+	if err != nil {
+		return nil, err
+	}
+	node, err := connection.CreateNode(ctx, request)
+	if err != nil {
+		c.rememberSoldOut(connection.ClusterID, err)
+		return nil, createErrorOf(err)
+	}
+	switch string(node.Status) {
+	case statusFailed:
+		// A replayed create of a node that failed: release it, and let Karpenter launch anew.
+		if deleteErr := connection.DeleteNode(ctx, node.NodeID); deleteErr != nil && !isGone(deleteErr) {
+			return nil, fmt.Errorf("releasing failed node %s: %w", node.NodeID, deleteErr)
+		}
+		return nil, c.failureError(connection.ClusterID, node)
+	case statusTerminating:
+		return nil, cloudprovider.NewCreateError(fmt.Errorf("node %s of NodeClaim %s is terminating", node.NodeID, nodeClaim.Name), "NodeTerminating", "the node of this NodeClaim is being deleted")
+	}
+	created, err := toNodeClaim(node)
+	if err != nil {
+		return nil, fmt.Errorf("node %s: %w", node.NodeID, err)
+	}
+	created.Annotations = map[string]string{ClusterPoolAnnotationKey: clusterPool(nodeClass)}
+	return created, nil
+}
+
+// checkOfferingsLeft refuses a create at once when every offering the NodeClaim allows is
+// unavailable (sold out moments ago, or the pool is at a limit), sparing the API a request.
+func (c *CloudProvider) checkOfferingsLeft(ctx context.Context, nodeClass *v1alpha1.NodefleetNodeClass, connection *apiclient.Connection, nodeClaim *karpv1.NodeClaim) error {
+	instanceTypes, err := c.instanceTypesOf(ctx, nodeClass, connection, "")
+	if err != nil {
+		return nil // the API decides
+	}
+	requirements := scheduling.NewNodeSelectorRequirementsWithMinValues(nodeClaim.Spec.Requirements...)
+	compatible := 0
+	for _, instanceType := range instanceTypes {
+		if instanceType.Requirements.Intersects(requirements) != nil {
+			continue
+		}
+		offerings := instanceType.Offerings.Compatible(requirements)
+		compatible += len(offerings)
+		if len(offerings.Available()) > 0 {
+			return nil
+		}
+	}
+	if compatible == 0 {
+		return nil // nothing fits by our reading; let the API answer NoCompatibleInstanceType itself
+	}
+	return cloudprovider.NewInsufficientCapacityError(fmt.Errorf("every offering NodeClaim %s allows is unavailable", nodeClaim.Name))
+}
+
+func (c *CloudProvider) rememberSoldOut(clusterID string, err error) {
+	var apiError *apiclient.Error
+	if !errors.As(err, &apiError) || apiError.Code != codeInsufficientCapacity {
+		return
+	}
+	instanceType, _ := apiError.Details["instanceType"].(string)
+	zone, _ := apiError.Details["zone"].(string)
+	if instanceType != "" && zone != "" {
+		c.soldOut.MarkSoldOut(clusterID, instanceType, zone)
+	}
+}
+
+// failureError is the error of a node the API could not create: sold out becomes an
+// InsufficientCapacityError (and the offering is remembered), anything else a CreateError.
+func (c *CloudProvider) failureError(clusterID string, node *nodefleetapi.Node) error {
+	code, reason := failureOf(node)
+	err := fmt.Errorf("node %s failed: %s", node.NodeID, reason)
+	if code == codeInsufficientCapacity {
+		c.soldOut.MarkSoldOut(clusterID, node.InstanceType, node.Zone)
+		return cloudprovider.NewInsufficientCapacityError(err)
+	}
+	return cloudprovider.NewCreateError(err, code, reason)
+}
+
+func failureOf(node *nodefleetapi.Node) (code, reason string) {
+	code, reason = "CreateFailed", "the API could not create the server"
+	if node.FailureCode != nil && conditionReason.MatchString(*node.FailureCode) {
+		code = *node.FailureCode
+	}
+	if node.FailureReason != nil && *node.FailureReason != "" {
+		reason = *node.FailureReason
+	}
+	return code, reason
+}
+
+// Delete asks the API to delete the node: nil while it terminates (Karpenter calls again every
+// few seconds), NodeClaimNotFoundError once the API confirms it gone.
+func (c *CloudProvider) Delete(ctx context.Context, nodeClaim *karpv1.NodeClaim) error {
+	if nodeClaim.Status.ProviderID == "" {
+		return cloudprovider.NewNodeClaimNotFoundError(fmt.Errorf("NodeClaim %s was never launched", nodeClaim.Name))
+	}
+	ref, err := parseProviderID(nodeClaim.Status.ProviderID)
+	if err != nil {
+		return err
+	}
+	connection, err := c.connectionForCluster(ctx, ref.ClusterID, nodeClaim.Spec.NodeClassRef)
+	if err != nil {
+		return err
+	}
+	if err := connection.DeleteNode(ctx, ref.NodeID); err != nil {
+		if isGone(err) {
+			return cloudprovider.NewNodeClaimNotFoundError(err)
+		}
+		return fmt.Errorf("deleting node %s: %w", ref.NodeID, err)
+	}
+	return nil
+}
+
+// Get is the node of a providerID; NodeClaimNotFoundError only once the API confirms it gone.
+func (c *CloudProvider) Get(ctx context.Context, providerID string) (*karpv1.NodeClaim, error) {
+	ref, err := parseProviderID(providerID)
+	if err != nil {
+		return nil, err
+	}
+	node, err := c.getNode(ctx, ref, nil)
+	if err != nil {
+		if isGone(err) {
+			return nil, cloudprovider.NewNodeClaimNotFoundError(err)
+		}
+		return nil, fmt.Errorf("getting node %s: %w", ref.NodeID, err)
+	}
+	return toNodeClaim(node)
+}
+
+func (c *CloudProvider) getNode(ctx context.Context, ref nodeRef, nodeClassRef *karpv1.NodeClassReference) (*nodefleetapi.Node, error) {
+	connection, err := c.connectionForCluster(ctx, ref.ClusterID, nodeClassRef)
+	if err != nil {
+		return nil, err
+	}
+	return connection.GetNode(ctx, ref.NodeID)
+}
+
+// List is every node of every NodeClass's pool. It fails whole when one API cannot be read:
+// garbage collection deletes NodeClaims missing from the list, so a partial list must never be
+// returned.
+func (c *CloudProvider) List(ctx context.Context) ([]*karpv1.NodeClaim, error) {
+	nodeClasses, err := c.nodeClasses(ctx)
+	if err != nil {
+		return nil, err
+	}
+	listed := map[string]bool{}
+	seen := map[string]bool{}
+	var nodeClaims []*karpv1.NodeClaim
+	for _, nodeClass := range nodeClasses {
+		source := strings.Join([]string{nodeClass.Spec.Endpoint, nodeClass.Spec.ClusterID, nodeClass.Spec.Pool}, " ")
+		if listed[source] {
+			continue
+		}
+		listed[source] = true
+		connection, err := c.connections.For(nodeClass)
+		if err != nil {
+			return nil, err
+		}
+		nodes, err := connection.ListNodes(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("listing the nodes of NodefleetNodeClass %s: %w", nodeClass.Name, err)
+		}
+		for i := range nodes {
+			if seen[nodes[i].ProviderID] {
+				continue
+			}
+			seen[nodes[i].ProviderID] = true
+			nodeClaim, err := toNodeClaim(&nodes[i])
+			if err != nil {
+				return nil, fmt.Errorf("node %s: %w", nodes[i].NodeID, err)
+			}
+			nodeClaims = append(nodeClaims, nodeClaim)
+		}
+	}
+	return nodeClaims, nil
+}
+
+// GetInstanceTypes is every instance type of the NodePool's pool, unavailable ones included.
+func (c *CloudProvider) GetInstanceTypes(ctx context.Context, nodePool *karpv1.NodePool) ([]*cloudprovider.InstanceType, error) {
+	nodeClass, err := c.nodeClassOf(ctx, nodePool.Spec.Template.Spec.NodeClassRef)
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil // the NodePool is not ready either; Karpenter says why
+		}
+		return nil, err
+	}
+	connection, err := c.connections.For(nodeClass)
+	if err != nil {
+		return nil, err
+	}
+	return c.instanceTypesOf(ctx, nodeClass, connection, nodePool.Name)
+}
+
+func (c *CloudProvider) instanceTypesOf(ctx context.Context, nodeClass *v1alpha1.NodefleetNodeClass, connection *apiclient.Connection, nodePoolName string) ([]*cloudprovider.InstanceType, error) {
+	key := strings.Join([]string{nodeClass.Spec.Endpoint, nodeClass.Spec.ClusterID, nodeClass.Spec.Pool}, " ")
+	var apiTypes []nodefleetapi.InstanceType
+	if cached, found := c.instanceTypes.Get(key); found {
+		apiTypes = cached.([]nodefleetapi.InstanceType)
+	} else {
+		fetched, err := connection.InstanceTypes(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("reading the instance types of NodefleetNodeClass %s: %w", nodeClass.Name, err)
+		}
+		c.instanceTypes.SetDefault(key, fetched)
+		apiTypes = fetched
+	}
+	instanceTypes := make([]*cloudprovider.InstanceType, 0, len(apiTypes))
+	for _, apiType := range apiTypes {
+		instanceType, err := toInstanceType(connection.ClusterID, nodePoolName, apiType, c.soldOut)
+		if err != nil {
+			return nil, err
+		}
+		instanceTypes = append(instanceTypes, instanceType)
+	}
+	return instanceTypes, nil
+}
+
+// IsDrifted is the API's drift reason (the pool template changed since the node was created), or
+// NodeClassDrift when the NodeClass now names another cluster or pool.
+func (c *CloudProvider) IsDrifted(ctx context.Context, nodeClaim *karpv1.NodeClaim) (cloudprovider.DriftReason, error) {
+	if nodeClaim.Status.ProviderID == "" {
+		return "", nil
+	}
+	ref, err := parseProviderID(nodeClaim.Status.ProviderID)
+	if err != nil {
+		return "", err
+	}
+	if nodeClass, err := c.nodeClassOf(ctx, nodeClaim.Spec.NodeClassRef); err == nil {
+		if recorded, ok := nodeClaim.Annotations[ClusterPoolAnnotationKey]; ok && recorded != clusterPool(nodeClass) {
+			return NodeClassDrift, nil
+		}
+	}
+	node, err := c.getNode(ctx, ref, nodeClaim.Spec.NodeClassRef)
+	if err != nil {
+		if isGone(err) {
+			return "", nil
+		}
+		return "", fmt.Errorf("getting node %s: %w", ref.NodeID, err)
+	}
+	if !node.Drifted {
+		return "", nil
+	}
+	if node.DriftReason != nil && conditionReason.MatchString(*node.DriftReason) {
+		return cloudprovider.DriftReason(*node.DriftReason), nil
+	}
+	return "TemplateDrift", nil
+}
+
+// LaunchFailure is why the node of a launched NodeClaim FAILED, as the error Create would have
+// returned (nil while the node has not failed); a sold-out failure marks the offering sold out.
+func (c *CloudProvider) LaunchFailure(ctx context.Context, nodeClaim *karpv1.NodeClaim) (failure error, err error) {
+	ref, err := parseProviderID(nodeClaim.Status.ProviderID)
+	if err != nil {
+		return nil, err
+	}
+	node, err := c.getNode(ctx, ref, nodeClaim.Spec.NodeClassRef)
+	if err != nil {
+		if isGone(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("getting node %s: %w", ref.NodeID, err)
+	}
+	if string(node.Status) != statusFailed {
+		return nil, nil
+	}
+	return c.failureError(ref.ClusterID, node), nil
+}
+
+func clusterPool(nodeClass *v1alpha1.NodefleetNodeClass) string {
+	return nodeClass.Spec.ClusterID + "/" + nodeClass.Spec.Pool
+}
+
+func (c *CloudProvider) nodeClassOf(ctx context.Context, ref *karpv1.NodeClassReference) (*v1alpha1.NodefleetNodeClass, error) {
+	if ref == nil {
+		return nil, apierrors.NewNotFound(v1alpha1.SchemeGroupVersion.WithResource("nodefleetnodeclasses").GroupResource(), "")
+	}
+	nodeClass := &v1alpha1.NodefleetNodeClass{}
+	if err := c.kubeClient.Get(ctx, types.NamespacedName{Name: ref.Name}, nodeClass); err != nil {
+		return nil, err
+	}
+	return nodeClass, nil
+}
+
+func (c *CloudProvider) nodeClasses(ctx context.Context) ([]*v1alpha1.NodefleetNodeClass, error) {
+	list := &v1alpha1.NodefleetNodeClassList{}
+	if err := c.kubeClient.List(ctx, list); err != nil {
+		return nil, fmt.Errorf("listing NodefleetNodeClasses: %w", err)
+	}
+	nodeClasses := make([]*v1alpha1.NodefleetNodeClass, 0, len(list.Items))
+	for i := range list.Items {
+		nodeClasses = append(nodeClasses, &list.Items[i])
+	}
+	slices.SortFunc(nodeClasses, func(a, b *v1alpha1.NodefleetNodeClass) int { return strings.Compare(a.Name, b.Name) })
+	return nodeClasses, nil
+}
+
+// connectionForCluster reaches the API of a cluster a providerID names: through the NodeClaim's
+// own NodeClass when it still names that cluster, else through any NodeClass that does.
+func (c *CloudProvider) connectionForCluster(ctx context.Context, clusterID string, ref *karpv1.NodeClassReference) (*apiclient.Connection, error) {
+	if ref != nil {
+		if nodeClass, err := c.nodeClassOf(ctx, ref); err == nil && nodeClass.Spec.ClusterID == clusterID {
+			return c.connections.For(nodeClass)
+		}
+	}
+	nodeClasses, err := c.nodeClasses(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, nodeClass := range nodeClasses {
+		if nodeClass.Spec.ClusterID == clusterID {
+			return c.connections.For(nodeClass)
+		}
+	}
+	return nil, fmt.Errorf("no NodefleetNodeClass names cluster %q", clusterID)
+}

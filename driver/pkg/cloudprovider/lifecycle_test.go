@@ -1,0 +1,186 @@
+package cloudprovider
+
+import (
+	"context"
+	"testing"
+
+	"nodefleet.dev/driver/pkg/fake"
+	"nodefleet.dev/driver/pkg/nodefleetapi"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+	"sigs.k8s.io/karpenter/pkg/cloudprovider"
+)
+
+// Delete: nil while the node terminates (Karpenter calls again), NodeClaimNotFound once gone;
+// Get follows the same node: the NodeClaim until gone, then NodeClaimNotFound.
+func TestGetAndDeleteFollowTheContract(t *testing.T) {
+	e := newEnvironment(t)
+	ctx := context.Background()
+	claim := nodeClaim("default-life")
+	created := e.createNode(t, claim)
+	nodeID := fake.NodeIDFor("default-life")
+
+	got, err := e.cloudProvider.Get(ctx, created.Status.ProviderID)
+	if err != nil || got.Status.ProviderID != created.Status.ProviderID {
+		t.Fatalf("Get = %v, %v; want the node", got, err)
+	}
+	if err := e.cloudProvider.Delete(ctx, claim); err != nil {
+		t.Fatalf("first Delete = %v, want nil (terminating)", err)
+	}
+	if err := e.cloudProvider.Delete(ctx, claim); err != nil {
+		t.Fatalf("repeated Delete while terminating = %v, want nil", err)
+	}
+	if got, err := e.cloudProvider.Get(ctx, created.Status.ProviderID); err != nil || got.DeletionTimestamp == nil {
+		t.Fatalf("Get of a terminating node = %v, %v; want it, marked as deleting", got, err)
+	}
+	e.api.Gone(nodeID)
+	if err := e.cloudProvider.Delete(ctx, claim); !cloudprovider.IsNodeClaimNotFoundError(err) {
+		t.Fatalf("Delete once gone = %v, want NodeClaimNotFoundError", err)
+	}
+	if _, err := e.cloudProvider.Get(ctx, created.Status.ProviderID); !cloudprovider.IsNodeClaimNotFoundError(err) {
+		t.Fatalf("Get once gone = %v, want NodeClaimNotFoundError", err)
+	}
+}
+
+func TestDeleteOfANeverLaunchedNodeClaimIsNotFound(t *testing.T) {
+	e := newEnvironment(t)
+	if err := e.cloudProvider.Delete(context.Background(), nodeClaim("default-never")); !cloudprovider.IsNodeClaimNotFoundError(err) {
+		t.Fatalf("Delete = %v, want NodeClaimNotFoundError", err)
+	}
+	if len(e.api.Requests()) != 0 {
+		t.Error("Delete of a NodeClaim without providerID called the API")
+	}
+}
+
+func TestGetAndDeleteDoNotMistakeOtherErrorsForGone(t *testing.T) {
+	e := newEnvironment(t)
+	ctx := context.Background()
+	claim := nodeClaim("default-flaky")
+	created := e.createNode(t, claim)
+	for _, code := range []string{"RouteNotFound", "ClusterNotFound", "Unavailable", "Unauthorized"} {
+		e.api.FailNext("getNode", fake.ErrorAnswer{Status: 404, Code: code, Message: code})
+		e.api.FailNext("deleteNode", fake.ErrorAnswer{Status: 404, Code: code, Message: code})
+		if _, err := e.cloudProvider.Get(ctx, created.Status.ProviderID); err == nil || cloudprovider.IsNodeClaimNotFoundError(err) {
+			t.Errorf("Get with %s = %v, want an error that is not NodeClaimNotFound", code, err)
+		}
+		if err := e.cloudProvider.Delete(ctx, claim); err == nil || cloudprovider.IsNodeClaimNotFoundError(err) {
+			t.Errorf("Delete with %s = %v, want an error that is not NodeClaimNotFound", code, err)
+		}
+	}
+}
+
+func TestGetRefusesAProviderIDOfNoKnownCluster(t *testing.T) {
+	e := newEnvironment(t)
+	for _, providerID := range []string{"nodefleet:///other/k1", "aws:///i-123", "garbage"} {
+		if _, err := e.cloudProvider.Get(context.Background(), providerID); err == nil || cloudprovider.IsNodeClaimNotFoundError(err) {
+			t.Errorf("Get(%q) = %v, want an error that is not NodeClaimNotFound", providerID, err)
+		}
+	}
+}
+
+func TestListReturnsEveryNodeAndMarksTerminatingOnes(t *testing.T) {
+	e := newEnvironment(t)
+	ctx := context.Background()
+	e.createNode(t, nodeClaim("default-a"))
+	leaving := nodeClaim("default-b")
+	e.createNode(t, leaving)
+	if err := e.cloudProvider.Delete(ctx, leaving); err != nil {
+		t.Fatal(err)
+	}
+	listed, err := e.cloudProvider.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byProviderID := map[string]*karpv1.NodeClaim{}
+	for _, claim := range listed {
+		byProviderID[claim.Status.ProviderID] = claim
+	}
+	a := byProviderID["nodefleet:///prod/"+fake.NodeIDFor("default-a")]
+	b := byProviderID["nodefleet:///prod/"+fake.NodeIDFor("default-b")]
+	if len(listed) != 2 || a == nil || b == nil {
+		t.Fatalf("List = %d NodeClaims %v, want both nodes", len(listed), byProviderID)
+	}
+	if a.DeletionTimestamp != nil || b.DeletionTimestamp == nil {
+		t.Error("want only the terminating node marked as deleting")
+	}
+	lists := e.requestsOf("GET", "/nodes")
+	if len(lists) != 1 || lists[0].Query != "pool="+testPool {
+		t.Errorf("list requests = %+v, want one filtered by the NodeClass's pool", lists)
+	}
+}
+
+func TestListFailsWholeWhenTheAPIFails(t *testing.T) {
+	e := newEnvironment(t)
+	e.createNode(t, nodeClaim("default-a"))
+	e.api.FailNext("listNodes", fake.ErrorAnswer{Status: 503, Code: "Unavailable", Message: "stopping"})
+	if listed, err := e.cloudProvider.List(context.Background()); err == nil {
+		t.Fatalf("List = %d NodeClaims, nil; want an error (a partial list would make garbage collection delete NodeClaims)", len(listed))
+	}
+}
+
+func TestIsDrifted(t *testing.T) {
+	e := newEnvironment(t)
+	ctx := context.Background()
+	claim := nodeClaim("default-drift")
+	created := e.createNode(t, claim)
+	claim.Annotations = created.Annotations
+	nodeID := fake.NodeIDFor("default-drift")
+
+	if reason, err := e.cloudProvider.IsDrifted(ctx, claim); err != nil || reason != "" {
+		t.Fatalf("IsDrifted of a current node = %q, %v", reason, err)
+	}
+	setDrift := func(reason string) {
+		e.api.UpdateNode(nodeID, func(node *nodefleetapi.Node) {
+			node.Drifted = true
+			node.DriftReason = &reason
+		})
+	}
+	setDrift("ServerTypeDrift,ImageDrift")
+	if reason, err := e.cloudProvider.IsDrifted(ctx, claim); err != nil || reason != "ServerTypeDrift,ImageDrift" {
+		t.Fatalf("IsDrifted = %q, %v; want the API's reason", reason, err)
+	}
+	setDrift("server type changed from cx22 to cx32")
+	reason, err := e.cloudProvider.IsDrifted(ctx, claim)
+	if err != nil || !conditionReason.MatchString(string(reason)) {
+		t.Fatalf("IsDrifted with a reason that is no condition Reason = %q, %v; want a valid Reason", reason, err)
+	}
+
+	e.nodeClass.Spec.Pool = "bigger"
+	if err := e.kubeClient.Update(ctx, e.nodeClass); err != nil {
+		t.Fatal(err)
+	}
+	if reason, err := e.cloudProvider.IsDrifted(ctx, claim); err != nil || reason != NodeClassDrift {
+		t.Fatalf("IsDrifted after the NodeClass changed pool = %q, %v; want %s", reason, err, NodeClassDrift)
+	}
+}
+
+func TestIsDriftedOfAGoneNodeIsNotDrift(t *testing.T) {
+	e := newEnvironment(t)
+	claim := nodeClaim("default-gone")
+	e.createNode(t, claim)
+	e.api.Gone(fake.NodeIDFor("default-gone"))
+	if reason, err := e.cloudProvider.IsDrifted(context.Background(), claim); err != nil || reason != "" {
+		t.Fatalf("IsDrifted = %q, %v; want no drift", reason, err)
+	}
+}
+
+func TestLaunchFailureReportsOnlyFailedNodes(t *testing.T) {
+	e := newEnvironment(t)
+	ctx := context.Background()
+	claim := nodeClaim("default-launch")
+	e.createNode(t, claim)
+	if failure, err := e.cloudProvider.LaunchFailure(ctx, claim); err != nil || failure != nil {
+		t.Fatalf("LaunchFailure of a pending node = %v, %v", failure, err)
+	}
+	code, reason := "CreateFailed", "image not found"
+	e.api.UpdateNode(fake.NodeIDFor("default-launch"), func(node *nodefleetapi.Node) {
+		node.Status = "FAILED"
+		node.FailureCode, node.FailureReason = &code, &reason
+	})
+	failure, err := e.cloudProvider.LaunchFailure(ctx, claim)
+	if err != nil || failure == nil {
+		t.Fatalf("LaunchFailure of a failed node = %v, %v", failure, err)
+	}
+	if cloudprovider.IsInsufficientCapacityError(failure) || e.soldOut.IsSoldOut(testCluster, "cx22", "hel1") {
+		t.Error("a failure that is not sold out was taken for one")
+	}
+}

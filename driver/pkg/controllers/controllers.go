@@ -1,0 +1,20 @@
+// Package controllers are the driver's own controllers, run beside Karpenter's core ones.
+package controllers
+
+import (
+	"github.com/awslabs/operatorpkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"nodefleet.dev/driver/pkg/apiclient"
+	"nodefleet.dev/driver/pkg/cloudprovider"
+	"nodefleet.dev/driver/pkg/controllers/nodeclaim/failed"
+	"nodefleet.dev/driver/pkg/controllers/nodeclass"
+)
+
+func NewControllers(kubeClient client.Client, cloudProvider *cloudprovider.CloudProvider, connections *apiclient.Connections, secrets cache.Cache) []controller.Controller {
+	return []controller.Controller{
+		nodeclass.NewController(kubeClient, connections, secrets),
+		failed.NewController(kubeClient, cloudProvider),
+	}
+}

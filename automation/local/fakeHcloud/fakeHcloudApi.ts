@@ -8,6 +8,7 @@
  * fakeHcloudServers.ts, the other collections in fakeHcloudCollections.ts.
  */
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
+import { hashNumber } from "../../mocks/seededValues";
 import { FAKE_IMAGES, datacenterJson, imageJson, locationJson, locationNames, pricingJson, serverTypeJson, serverTypeNames } from "./fakeHcloudCatalog";
 import { registerCollections } from "./fakeHcloudCollections";
 import { type FakeHcloudContext, HcloudError, filtered, idParam, notFound, page, queryValues } from "./fakeHcloudContext";
@@ -25,6 +26,12 @@ export interface FakeHcloudOptions {
   readonly actionMs?: number;
   /** Requests per hour, as Hetzner's limit (the budget refills continuously). Default 3600. */
   readonly rateLimitPerHour?: number;
+  /** How long a created server takes to report `running` (NODEFLEET_SIM_BOOT_DELAY_MS). Default twice `actionMs`. */
+  readonly bootDelayMs?: number;
+  /** Probability (0..1) that a server create's action fails (NODEFLEET_SIM_FAIL_CREATE_RATE). Default 0. */
+  readonly failCreateRate?: number;
+  /** Seed of the create-failure draw (NODEFLEET_SIM_SEED). Default "nodefleet". */
+  readonly seed?: string;
 }
 
 export interface FakeHcloud {
@@ -66,13 +73,18 @@ export function buildFakeHcloud(options: FakeHcloudOptions): FakeHcloud {
     const started = Date.parse(action.started);
     const done = now >= action.finishesAt;
     const progress = Math.min(99, Math.floor(((now - started) / Math.max(1, action.finishesAt - started)) * 100));
-    return { id: action.id, command: action.command, status: done ? "success" : "running", progress: done ? 100 : progress, started: action.started, finished: done ? new Date(action.finishesAt).toISOString() : null, resources: action.resources, error: null };
+    const status = !done ? "running" : action.error ? "error" : "success";
+    return { id: action.id, command: action.command, status, progress: done ? 100 : progress, started: action.started, finished: done ? new Date(action.finishesAt).toISOString() : null, resources: action.resources, error: done && action.error ? action.error : null };
   };
+  const failCreateRate = options.failCreateRate ?? 0;
+  const seed = options.seed ?? "nodefleet";
   const ctx: FakeHcloudContext = {
     state,
     soldOut,
     actionMs,
-    startAction: (command, resources, options) => actionJson(state.addAction(command, resources, options?.durationMs ?? actionMs, options?.serverStatus)),
+    bootDelayMs: options.bootDelayMs ?? 2 * actionMs,
+    createFails: (name, id) => failCreateRate > 0 && hashNumber(`${seed}/${name}/${id}`, 1_000_000) < failCreateRate * 1_000_000,
+    startAction: (command, resources, { durationMs, ...outcome } = {}) => actionJson(state.addAction(command, resources, durationMs ?? actionMs, outcome)),
   };
 
   app.addHook("onRequest", async (request: FastifyRequest, reply: FastifyReply) => {

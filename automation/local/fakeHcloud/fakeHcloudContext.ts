@@ -112,5 +112,9 @@ export interface FakeHcloudContext {
   /** How long an action runs. */
   readonly actionMs: number;
   /** Starts an action and answers it in the API's shape. */
-  readonly startAction: (command: string, resources: FakeAction["resources"], options?: { durationMs?: number; serverStatus?: FakeAction["serverStatus"] }) => Record<string, unknown>;
+  /** How long a created server takes to report `running` (NODEFLEET_SIM_BOOT_DELAY_MS). */
+  readonly bootDelayMs: number;
+  /** Whether the create of this server fails (NODEFLEET_SIM_FAIL_CREATE_RATE, seeded). */
+  readonly createFails: (serverName: string, serverId: number) => boolean;
+  readonly startAction: (command: string, resources: FakeAction["resources"], options?: { durationMs?: number } & Pick<FakeAction, "serverStatus" | "error">) => Record<string, unknown>;
 }

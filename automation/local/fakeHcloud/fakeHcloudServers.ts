@@ -152,9 +152,17 @@ export function registerServers(app: FastifyInstance, ctx: FakeHcloudContext): v
       rebuildProtection: false,
     };
     state.addServer(server);
+    const created = [{ id, type: "server" }];
+    // The boot delay is the time to `running`; creating takes part of it.
+    const createMs = Math.min(ctx.actionMs, ctx.bootDelayMs);
+    if (ctx.createFails(server.name, id)) {
+      const error = { code: "action_failed", message: "create_server action failed (NODEFLEET_SIM_FAIL_CREATE_RATE)" };
+      reply.status(201);
+      return { server: serverJson(server), action: ctx.startAction("create_server", created, { durationMs: createMs, serverStatus: { server: id, status: "removed" }, error }), next_actions: [], root_password: null };
+    }
     for (const firewall of firewallIds) applyFirewallToServer(state, firewall, id);
-    const action = ctx.startAction("create_server", [{ id, type: "server" }], { serverStatus: { server: id, status: "off" } });
-    const nextActions = startAfterCreate ? [ctx.startAction("start_server", [{ id, type: "server" }], { durationMs: 2 * ctx.actionMs, serverStatus: { server: id, status: "running" } })] : [];
+    const action = ctx.startAction("create_server", created, { durationMs: createMs, serverStatus: { server: id, status: "off" } });
+    const nextActions = startAfterCreate ? [ctx.startAction("start_server", created, { durationMs: ctx.bootDelayMs, serverStatus: { server: id, status: "running" } })] : [];
     reply.status(201);
     return { server: serverJson(server), action, next_actions: nextActions, root_password: null };
   });

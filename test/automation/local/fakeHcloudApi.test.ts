@@ -7,7 +7,7 @@
  * persistence) is asserted.
  */
 import assert from "node:assert/strict";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Ajv from "ajv";
@@ -285,6 +285,49 @@ describe("fake Hetzner Cloud API", function () {
       assert.ok(Number(answers[3]!.headers.get("ratelimit-reset")) > Math.floor(Date.now() / 1000), "the reset lies ahead");
     } finally {
       await limited.app.close();
+    }
+  });
+
+  it("follows the simulation knobs: boot delay 0 gives a running server at once, a create failure rate of 1 fails every create action and leaves no server", async function () {
+    const knobbed = buildFakeHcloud({ token: TOKEN, stateFile: join(dir, "knobs.json"), bootDelayMs: 0, failCreateRate: 1 });
+    record(knobbed);
+    const url = await knobbed.app.listen({ port: 0, host: "127.0.0.1" });
+    try {
+      const created = await call(url, "POST", "/servers", { name: "k-1", server_type: "cx22", image: "ubuntu-24.04", location: "fsn1" });
+      assert.equal(created.status, 201);
+      assert.deepEqual(created.body.next_actions, []);
+      const action = (await call(url, "GET", `/actions?id=${created.body.action.id}`)).body.actions[0];
+      assert.equal(action.status, "error");
+      assert.equal(action.error.code, "action_failed");
+      assert.equal((await call(url, "GET", `/servers/${created.body.server.id}`)).status, 404, "the failed server is gone");
+    } finally {
+      await knobbed.app.close();
+    }
+    const instant = buildFakeHcloud({ token: TOKEN, stateFile: join(dir, "instant.json"), bootDelayMs: 0 });
+    record(instant);
+    const instantUrl = await instant.app.listen({ port: 0, host: "127.0.0.1" });
+    try {
+      const created = await call(instantUrl, "POST", "/servers", { name: "k-2", server_type: "cx22", image: "ubuntu-24.04", location: "fsn1" });
+      assert.equal((await call(instantUrl, "GET", `/servers/${created.body.server.id}`)).body.server.status, "running");
+      assert.equal(instant.state.server(created.body.server.id)?.status, "running");
+    } finally {
+      await instant.app.close();
+    }
+  });
+
+  it("reads a state file written before servers kept their private IPs and firewalls lived on firewalls", async function () {
+    const file = join(dir, "old.json");
+    writeFileSync(file, JSON.stringify({ nextId: 5, servers: [{ id: 3, name: "old", status: "running", created: "2026-01-01T00:00:00Z", labels: {}, serverType: "cx22", location: "hel1", image: "ubuntu-24.04", userData: "", ipv4: "203.0.113.5", networks: [2], firewalls: [4], placementGroup: null, deleteProtection: false, rebuildProtection: false }], actions: [] }));
+    const old = buildFakeHcloud({ token: TOKEN, stateFile: file });
+    record(old);
+    const url = await old.app.listen({ port: 0, host: "127.0.0.1" });
+    try {
+      const server = (await call(url, "GET", "/servers/3")).body.server;
+      assert.equal(server.private_net[0].network, 2);
+      assert.equal(server.public_net.ipv6, null);
+      assert.equal(server.status, "running");
+    } finally {
+      await old.app.close();
     }
   });
 

@@ -138,23 +138,37 @@ export function buildFakeHcloud(options: FakeHcloudOptions): FakeHcloud {
   });
   app.get("/pricing", async () => ({ pricing: pricingJson() }));
 
-  app.get("/actions", async (request) => {
+  /** A page of the actions `touches` selects, filtered by `id` and `status` and sorted by `sort`. */
+  const listActions = (request: FastifyRequest, touches: (action: FakeAction) => boolean) => {
     const ids = queryValues(request, "id").map(Number);
     const statuses = queryValues(request, "status");
-    const sorts = queryValues(request, "sort");
     const actions = state.actions
-      .filter((a) => ids.length === 0 || ids.includes(a.id))
+      .filter((a) => touches(a) && (ids.length === 0 || ids.includes(a.id)))
       .map(actionJson)
       .filter((a) => statuses.length === 0 || statuses.includes(a.status))
-      .sort(actionOrder([...sorts, "id"]));
+      .sort(actionOrder([...queryValues(request, "sort"), "id"]));
     return page(request, "actions", actions, (a) => a);
-  });
-  app.get("/actions/:id", async (request) => {
-    const id = idParam(request);
+  };
+  const getAction = (id: number, touches: (action: FakeAction) => boolean) => {
     const action = state.action(id);
-    if (!action) throw notFound("action", id);
+    if (!action || !touches(action)) throw notFound("action", id);
     return { action: actionJson(action) };
-  });
+  };
+  app.get("/actions", async (request) => listActions(request, () => true));
+  app.get("/actions/:id", async (request) => getAction(idParam(request), () => true));
+  // hcloud-go's per-resource action clients: `/{kind}/actions[/{id}]` and `/{kind}/{id}/actions[/{action_id}]`.
+  for (const [kind, type] of [["servers", "server"], ["networks", "network"], ["firewalls", "firewall"], ["images", "image"]] as const) {
+    const ofType = (a: FakeAction) => a.resources.some((r) => r.type === type);
+    const ofResource = (id: number) => (a: FakeAction) => a.resources.some((r) => r.type === type && r.id === id);
+    app.get(`/${kind}/actions`, async (request) => listActions(request, ofType));
+    app.get(`/${kind}/actions/:id`, async (request) => getAction(idParam(request), ofType));
+    app.get(`/${kind}/:id/actions`, async (request) => listActions(request, ofResource(idParam(request))));
+    app.get(`/${kind}/:id/actions/:action_id`, async (request) => {
+      const actionId = (request.params as { action_id: string }).action_id;
+      if (!/^\d{1,15}$/.test(actionId)) throw new HcloudError(400, "invalid_input", `invalid ID '${actionId}'`);
+      return getAction(Number(actionId), ofResource(idParam(request)));
+    });
+  }
 
   registerServers(app, ctx);
   registerCollections(app, ctx);

@@ -56,8 +56,12 @@ export function serverTypeJson(name: string): Record<string, unknown> | undefine
     })),
     storage_type: "local",
     cpu_type: t.cpuType,
+    category: t.cpuType === "dedicated" ? "general_purpose" : "cost_optimized",
     architecture: t.architecture,
     include_traffic: INCLUDED_TRAFFIC_BYTES,
+    included_traffic: INCLUDED_TRAFFIC_BYTES,
+    // Where the type is offered (hcloud-go's ServerType.Locations).
+    locations: t.prices.filter((p) => locationJson(p.location)).map((p) => ({ id: Number(locationJson(p.location)!.id), name: p.location, deprecation: null })),
   };
 }
 

@@ -5,12 +5,12 @@
  * server is `locked` and further actions are refused with `locked`, as Hetzner does.
  */
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import { HCLOUD_LOCATION_ZONES, HCLOUD_MAX_SERVERS_PER_SPREAD_GROUP, HCLOUD_MAX_USER_DATA_BYTES } from "../../../components/fleet/hcloudLocations";
+import { cidrContainsAddress, hostAddress, lowestFreeHost, parseIpv4Cidr } from "../../../components/shared/cidr";
+import { HCLOUD_LOCATION_ZONES, HCLOUD_MAX_SERVERS_PER_NETWORK, HCLOUD_MAX_SERVERS_PER_SPREAD_GROUP, HCLOUD_MAX_USER_DATA_BYTES } from "../../../components/fleet/hcloudLocations";
 import { datacenterJson, findImage, imageJson, locationJson, locationName, serverTypeJson, serverTypeName } from "./fakeHcloudCatalog";
 import { applyFirewallToServer, firewallsAppliedTo, removeServerFromFirewalls, serversInPlacementGroup } from "./fakeHcloudCollections";
 import { type FakeHcloudContext, HcloudError, bodyOf, booleanField, filtered, idField, idParam, invalidInput, labelsField, notFound, page, queryValues, uniquenessError } from "./fakeHcloudContext";
 import { type FakePrivateNet, type FakeServer, type FakeServerStatus, macAddress } from "./fakeHcloudState";
-import { firstHost, lowestFreeHost, parseIpv4Range, rangeContainsAddress } from "./ipv4Range";
 
 const HOSTNAME = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/i;
 
@@ -25,21 +25,23 @@ function serverTypeArchitecture(name: string): string {
 function attachment(ctx: FakeHcloudContext, server: Pick<FakeServer, "id" | "location">, networkId: number, index: number, requested: { ip?: unknown; aliasIps?: unknown }): FakePrivateNet {
   const network = ctx.state.objects("networks").find((n) => n.id === networkId);
   if (!network) throw notFound("network", networkId);
+  const members = ctx.state.servers.filter((s) => s.privateNets.some((p) => p.network === networkId)).length;
+  if (members >= HCLOUD_MAX_SERVERS_PER_NETWORK) throw new HcloudError(403, "resource_limit_exceeded", `network ${networkId} already holds ${HCLOUD_MAX_SERVERS_PER_NETWORK} servers`);
   const zone = HCLOUD_LOCATION_ZONES[server.location];
   const subnets = (network.subnets as Array<{ ip_range: string; network_zone: string; type: string }>).filter((s) => s.network_zone === zone && s.type !== "vswitch");
   const taken = new Set(
     ctx.state.servers.flatMap((s) => s.privateNets.filter((p) => p.network === networkId).flatMap((p) => [p.ip, ...p.alias_ips])),
   );
-  taken.add(firstHost(parseIpv4Range(String(network.ip_range))!));
+  taken.add(hostAddress(parseIpv4Cidr(String(network.ip_range))!, 1));
   const aliasIps = requested.aliasIps === undefined ? [] : requested.aliasIps;
   if (!Array.isArray(aliasIps) || aliasIps.some((a) => typeof a !== "string")) throw invalidInput("alias_ips", "must be a list of IP addresses");
-  const inSubnet = (address: string) => subnets.some((s) => rangeContainsAddress(parseIpv4Range(s.ip_range)!, address));
+  const inSubnet = (address: string) => subnets.some((s) => cidrContainsAddress(parseIpv4Cidr(s.ip_range)!, address));
   for (const address of [...(requested.ip === undefined ? [] : [requested.ip]), ...aliasIps]) {
     if (typeof address !== "string" || !inSubnet(address) || taken.has(address)) throw new HcloudError(409, "ip_not_available", `IP ${String(address)} is not available in network ${networkId}`);
   }
   let ip = requested.ip as string | undefined;
   for (const subnet of subnets) {
-    ip ??= lowestFreeHost(parseIpv4Range(subnet.ip_range)!, new Set([...taken, ...(aliasIps as string[])]));
+    ip ??= lowestFreeHost(parseIpv4Cidr(subnet.ip_range)!, new Set([...taken, ...(aliasIps as string[])]));
   }
   if (!ip) throw new HcloudError(412, "no_subnet_available", `network ${networkId} has no subnet with a free IP in network zone ${zone}`);
   return { network: networkId, ip, alias_ips: aliasIps as string[], mac_address: macAddress(server.id, index) };

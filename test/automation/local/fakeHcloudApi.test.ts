@@ -35,9 +35,20 @@ interface Exchange {
 
 const ajv = new Ajv({ strict: false, allErrors: true });
 
+/**
+ * Routes hcloud-go calls that are newer than the document's copy, checked against the documented
+ * operation that answers the same (`/servers/actions/{id}` answers like `/actions/{id}`).
+ */
+const NEWER_ROUTES: Record<string, string> = Object.fromEntries(
+  ["servers", "networks", "firewalls", "images"].flatMap((kind) => [
+    [`/${kind}/actions`, "/actions"],
+    [`/${kind}/actions/{id}`, "/actions/{id}"],
+  ]),
+);
+
 /** Schema violations of one exchange, as `METHOD route status: message` lines. */
 function violations(exchange: Exchange): string[] {
-  const operation = DOCUMENT.paths[exchange.route]?.[exchange.method.toLowerCase()];
+  const operation = DOCUMENT.paths[NEWER_ROUTES[exchange.route] ?? exchange.route]?.[exchange.method.toLowerCase()];
   if (!operation) return [`${exchange.method} ${exchange.route}: not in Hetzner's API`];
   const problems: string[] = [];
   const check = (schema: object, value: unknown, what: string) => {
@@ -420,8 +431,44 @@ describe("fake Hetzner Cloud API", function () {
     assert.ok(cx22.prices.some((p: { location: string; price_hourly: { net: string } }) => p.location === "hel1" && Number(p.price_hourly.net) > 0));
   });
 
+  it("serves the per-resource action look-ups of hcloud-go's action clients", async function () {
+    const created = (await createServer("c7-a", {})).body;
+    const id = created.server.id as number;
+    const listed = (await api("GET", `/servers/${id}/actions?sort=id`)).body.actions.map((a: { command: string }) => a.command);
+    assert.deepEqual(listed, ["create_server", "start_server"]);
+    assert.equal((await api("GET", `/servers/${id}/actions/${created.action.id}`)).body.action.id, created.action.id);
+    assert.equal((await api("GET", `/servers/actions/${created.action.id}`)).body.action.command, "create_server");
+    assert.ok((await api("GET", `/servers/actions?id=${created.action.id}`)).body.actions.length === 1);
+    assert.equal((await api("GET", `/networks/actions/${created.action.id}`)).status, 404, "a server's action is not a network's");
+    const running = (await api("GET", `/servers/${id}/actions?status=running`)).body.actions.length;
+    await waitFor(created.action, ...created.next_actions);
+    assert.ok(running > 0);
+    assert.equal((await api("GET", `/servers/${id}/actions?status=running`)).body.actions.length, 0);
+    assert.equal((await api("GET", `/networks/${networkId}/actions/x`)).status, 400);
+  });
+
+  it("enforces Hetzner's limits: 50 subnets and 100 servers per network, one SSH key per public key", async function () {
+    const limits = buildFakeHcloud({ token: TOKEN, stateFile: join(dir, "limits.json"), bootDelayMs: 0 });
+    record(limits);
+    const url = await limits.app.listen({ port: 0, host: "127.0.0.1" });
+    try {
+      const network = (await call(url, "POST", "/networks", { name: "big", ip_range: "10.0.0.0/8" })).body.network;
+      for (let i = 0; i < 50; i++) assert.equal((await call(url, "POST", `/networks/${network.id}/actions/add_subnet`, { type: "cloud", network_zone: "eu-central", ip_range: `10.${i}.0.0/16` })).status, 201);
+      const fiftyFirst = await call(url, "POST", `/networks/${network.id}/actions/add_subnet`, { type: "cloud", network_zone: "eu-central", ip_range: "10.200.0.0/16" });
+      assert.equal(fiftyFirst.body.error.code, "resource_limit_exceeded");
+      for (let i = 0; i < 100; i++) assert.equal((await call(url, "POST", "/servers", { name: `m-${i}`, server_type: "cx22", image: "ubuntu-24.04", location: "fsn1", networks: [network.id] })).status, 201);
+      const hundredFirst = await call(url, "POST", "/servers", { name: "m-100", server_type: "cx22", image: "ubuntu-24.04", location: "fsn1", networks: [network.id] });
+      assert.equal(hundredFirst.body.error.code, "resource_limit_exceeded");
+      const key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIG9 ops@example";
+      assert.equal((await call(url, "POST", "/ssh_keys", { name: "k1", public_key: key })).status, 201);
+      assert.equal((await call(url, "POST", "/ssh_keys", { name: "k2", public_key: key })).body.error.code, "uniqueness_error");
+    } finally {
+      await limits.app.close();
+    }
+  });
+
   it("counts requests per endpoint, the new ones included", function () {
-    for (const route of ["GET /actions", "GET /actions/{id}", "PUT /servers/{id}", "POST /servers/{id}/actions/poweroff", "POST /firewalls/{id}/actions/apply_to_resources", "POST /networks/{id}/actions/add_subnet", "GET /images", "GET /pricing"]) {
+    for (const route of ["GET /actions", "GET /actions/{id}", "GET /servers/{id}/actions", "PUT /servers/{id}", "POST /servers/{id}/actions/poweroff", "POST /firewalls/{id}/actions/apply_to_resources", "POST /networks/{id}/actions/add_subnet", "GET /images", "GET /pricing"]) {
       assert.ok((fake.requestCounts.get(route) ?? 0) > 0, route);
     }
   });

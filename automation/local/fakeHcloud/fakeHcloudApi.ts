@@ -120,6 +120,18 @@ export function buildFakeHcloud(options: FakeHcloudOptions): FakeHcloud {
     return { server_type: serverTypeJson(name) };
   });
   app.get("/locations", async (request) => page(request, "locations", filtered(request, locationNames().map((name) => ({ name }))), (l) => locationJson(l.name)));
+  app.get("/locations/:id", async (request) => {
+    const id = idParam(request);
+    const name = locationNames()[id - 1];
+    if (!name) throw notFound("location", id);
+    return { location: locationJson(name) };
+  });
+  app.get("/datacenters/:id", async (request) => {
+    const id = idParam(request);
+    const name = locationNames()[id - 1];
+    if (!name) throw notFound("datacenter", id);
+    return { datacenter: datacenterJson(name, soldOut) };
+  });
   app.get("/datacenters", async (request) => ({
     ...page(request, "datacenters", filtered(request, locationNames().map((name) => ({ name: `${name}-dc1`, location: name }))), (d) => datacenterJson(d.location, soldOut)),
     recommendation: Number(datacenterJson("fsn1", soldOut)?.id),

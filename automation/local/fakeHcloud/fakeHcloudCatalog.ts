@@ -122,10 +122,10 @@ export const FAKE_IMAGES: readonly FakeImage[] = IMAGE_NAMES.flatMap(([name, osF
   (["x86", "arm"] as const).map((architecture, j) => ({ id: 100 + i * 2 + j, name, osFlavor, osVersion, architecture })),
 );
 
-/** The image a server of `architecture` boots from an id or name, or undefined. */
+/** The image a server of `architecture` boots from an id or name, or undefined (also for another architecture's id). */
 export function findImage(idOrName: unknown, architecture: string): FakeImage | undefined {
-  if (typeof idOrName === "number" || (typeof idOrName === "string" && /^\d+$/.test(idOrName))) return FAKE_IMAGES.find((i) => i.id === Number(idOrName));
-  return FAKE_IMAGES.find((i) => i.name === idOrName && i.architecture === architecture);
+  const byId = typeof idOrName === "number" || (typeof idOrName === "string" && /^\d+$/.test(idOrName));
+  return FAKE_IMAGES.find((i) => (byId ? i.id === Number(idOrName) : i.name === idOrName) && i.architecture === architecture);
 }
 
 export function imageJson(image: FakeImage): Record<string, unknown> {

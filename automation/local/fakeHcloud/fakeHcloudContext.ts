@@ -3,6 +3,7 @@
  * request-body and id reading, and the running of actions.
  */
 import type { FastifyRequest } from "fastify";
+import { labelsSchema } from "../../../components/fleet/fleetSpec";
 import type { FakeAction, FakeHcloudState } from "./fakeHcloudState";
 import { parseLabelSelector } from "./labelSelector";
 
@@ -52,12 +53,13 @@ export function queryValues(request: FastifyRequest, name: string): string[] {
   return value === undefined ? [] : Array.isArray(value) ? value : [value];
 }
 
-/** Labels from a body field: an object of strings, or undefined when absent. */
+/** Labels from a body field, or undefined when absent; Hetzner's label syntax is Kubernetes'. */
 export function labelsField(body: Record<string, unknown>): Record<string, string> | undefined {
   const labels = body.labels;
   if (labels === undefined || labels === null) return undefined;
-  if (typeof labels !== "object" || Array.isArray(labels) || Object.values(labels).some((v) => typeof v !== "string")) throw invalidInput("labels", "must be an object of string values");
-  return labels as Record<string, string>;
+  const parsed = labelsSchema.safeParse(labels);
+  if (!parsed.success) throw invalidInput("labels", parsed.error.issues[0]?.message ?? "must be an object of string values");
+  return parsed.data;
 }
 
 /** An optional boolean body field. */

@@ -20,26 +20,26 @@ function serverTypeArchitecture(name: string): string {
 
 /**
  * A private-network attachment for `server`: the requested IP, or the lowest free one of a subnet
- * in the server's network zone.
+ * in the server's network zone. `keepIp` re-checks an existing attachment (new alias IPs, same IP).
  */
-function attachment(ctx: FakeHcloudContext, server: Pick<FakeServer, "id" | "location">, networkId: number, index: number, requested: { ip?: unknown; aliasIps?: unknown }): FakePrivateNet {
+function attachment(ctx: FakeHcloudContext, server: Pick<FakeServer, "id" | "location">, networkId: number, index: number, requested: { ip?: unknown; aliasIps?: unknown; keepIp?: string }): FakePrivateNet {
   const network = ctx.state.objects("networks").find((n) => n.id === networkId);
   if (!network) throw notFound("network", networkId);
-  const members = ctx.state.servers.filter((s) => s.privateNets.some((p) => p.network === networkId)).length;
-  if (members >= HCLOUD_MAX_SERVERS_PER_NETWORK) throw new HcloudError(403, "resource_limit_exceeded", `network ${networkId} already holds ${HCLOUD_MAX_SERVERS_PER_NETWORK} servers`);
+  const others = ctx.state.servers.filter((s) => s.id !== server.id && s.privateNets.some((p) => p.network === networkId));
+  if (requested.keepIp === undefined && others.length >= HCLOUD_MAX_SERVERS_PER_NETWORK) throw new HcloudError(403, "resource_limit_exceeded", `network ${networkId} already holds ${HCLOUD_MAX_SERVERS_PER_NETWORK} servers`);
   const zone = HCLOUD_LOCATION_ZONES[server.location];
   const subnets = (network.subnets as Array<{ ip_range: string; network_zone: string; type: string }>).filter((s) => s.network_zone === zone && s.type !== "vswitch");
-  const taken = new Set(
-    ctx.state.servers.flatMap((s) => s.privateNets.filter((p) => p.network === networkId).flatMap((p) => [p.ip, ...p.alias_ips])),
-  );
+  const taken = new Set(others.flatMap((s) => s.privateNets.filter((p) => p.network === networkId).flatMap((p) => [p.ip, ...p.alias_ips])));
   taken.add(hostAddress(parseIpv4Cidr(String(network.ip_range))!, 1));
+  if (requested.keepIp !== undefined) taken.add(requested.keepIp);
   const aliasIps = requested.aliasIps === undefined ? [] : requested.aliasIps;
   if (!Array.isArray(aliasIps) || aliasIps.some((a) => typeof a !== "string")) throw invalidInput("alias_ips", "must be a list of IP addresses");
   const inSubnet = (address: string) => subnets.some((s) => cidrContainsAddress(parseIpv4Cidr(s.ip_range)!, address));
-  for (const address of [...(requested.ip === undefined ? [] : [requested.ip]), ...aliasIps]) {
-    if (typeof address !== "string" || !inSubnet(address) || taken.has(address)) throw new HcloudError(409, "ip_not_available", `IP ${String(address)} is not available in network ${networkId}`);
+  const wanted = [...(requested.ip === undefined ? [] : [requested.ip]), ...aliasIps];
+  for (const [i, address] of wanted.entries()) {
+    if (typeof address !== "string" || !inSubnet(address) || taken.has(address) || wanted.indexOf(address) !== i) throw new HcloudError(409, "ip_not_available", `IP ${String(address)} is not available in network ${networkId}`);
   }
-  let ip = requested.ip as string | undefined;
+  let ip = requested.keepIp ?? (requested.ip as string | undefined);
   for (const subnet of subnets) {
     ip ??= lowestFreeHost(parseIpv4Cidr(subnet.ip_range)!, new Set([...taken, ...(aliasIps as string[])]));
   }
@@ -129,6 +129,10 @@ export function registerServers(app: FastifyInstance, ctx: FakeHcloudContext): v
     const firewallIds = (firewalls as Array<{ firewall: number }>).map((f) => f.firewall);
     const missingFirewall = firewallIds.find((id) => !state.objects("firewalls").some((f) => f.id === id));
     if (missingFirewall !== undefined) throw notFound("firewall", missingFirewall);
+    const sshKeys = body.ssh_keys ?? [];
+    if (!Array.isArray(sshKeys)) throw invalidInput("ssh_keys", "must be a list of SSH key IDs or names");
+    const unknownKey = sshKeys.find((k) => !state.objects("ssh_keys").some((key) => key.id === k || key.name === k || String(key.id) === k));
+    if (unknownKey !== undefined) throw invalidInput("ssh_keys", `SSH key ${JSON.stringify(unknownKey)} not found`);
     const publicNet = (body.public_net ?? {}) as { enable_ipv4?: unknown; enable_ipv6?: unknown };
     const placementGroup = body.placement_group === undefined || body.placement_group === null ? null : idField(body, "placement_group");
     if (placementGroup !== null) checkPlacementRoom(placementGroup);
@@ -239,6 +243,14 @@ export function registerServers(app: FastifyInstance, ctx: FakeHcloudContext): v
     const attached = attachment(ctx, s, network, s.privateNets.length, { ip: body.ip, aliasIps: body.alias_ips });
     state.updateServer(s.id, { privateNets: [...s.privateNets, attached] });
     return { action: ctx.startAction("attach_to_network", [{ id: s.id, type: "server" }, { id: network, type: "network" }]) };
+  });
+  serverAction("change_alias_ips", (s, body) => {
+    const network = idField(body, "network");
+    const current = s.privateNets.find((p) => p.network === network);
+    if (!current) throw new HcloudError(404, "not_found", `server ${s.id} is not attached to network ${network}`);
+    const changed = attachment(ctx, s, network, 0, { aliasIps: body.alias_ips ?? [], keepIp: current.ip });
+    state.updateServer(s.id, { privateNets: s.privateNets.map((p) => (p.network === network ? { ...p, alias_ips: changed.alias_ips } : p)) });
+    return { action: ctx.startAction("change_alias_ips", [{ id: s.id, type: "server" }, { id: network, type: "network" }]) };
   });
   serverAction("detach_from_network", (s, body) => {
     const network = idField(body, "network");

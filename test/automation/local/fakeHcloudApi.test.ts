@@ -139,6 +139,11 @@ describe("fake Hetzner Cloud API", function () {
     await waitFor(attach.body.action);
     const taken = await api("POST", `/servers/${b.id}/actions/attach_to_network`, { network: other.id, ip: "10.8.0.8" });
     assert.equal(taken.body.error.code, "ip_not_available", "an alias IP is taken too");
+    const aliases = await api("POST", `/servers/${a.id}/actions/change_alias_ips`, { network: other.id, alias_ips: ["10.8.0.8", "10.8.0.9"] });
+    assert.equal(aliases.status, 201);
+    await waitFor(aliases.body.action);
+    assert.deepEqual((await api("GET", `/servers/${a.id}`)).body.server.private_net[1].alias_ips, ["10.8.0.8", "10.8.0.9"]);
+    assert.equal((await api("POST", `/servers/${a.id}/actions/change_alias_ips`, { network: other.id, alias_ips: ["10.8.0.7"] })).body.error.code, "ip_not_available", "the server's own IP is no alias");
     assert.equal((await api("POST", `/servers/${a.id}/actions/attach_to_network`, { network: other.id })).body.error.code, "server_already_attached");
     const detach = await api("POST", `/servers/${a.id}/actions/detach_from_network`, { network: other.id });
     assert.equal(detach.status, 201);
@@ -199,6 +204,9 @@ describe("fake Hetzner Cloud API", function () {
     assert.deepEqual([renamed.body.server.name, renamed.body.server.labels], ["c5-renamed", { role: "y" }]);
     assert.equal((await api("PUT", `/servers/${id}`, { name: "c1-a" })).body.error.code, "uniqueness_error");
     assert.equal((await api("PUT", `/servers/${id}`, { name: "not a hostname" })).status, 400);
+    const badLabel = await api("PUT", `/servers/${id}`, { labels: { "bad key!": "v" } });
+    assert.equal(badLabel.status, 400);
+    assert.equal(badLabel.body.error.details.fields[0].name, "labels");
     const deleted = await api("DELETE", `/servers/${id}`);
     assert.equal(deleted.status, 200);
     assert.equal(deleted.body.action.command, "delete_server");
@@ -345,6 +353,10 @@ describe("fake Hetzner Cloud API", function () {
 
     const key = await api("POST", "/ssh_keys", { name: "ops", public_key: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIG1 ops@example" });
     assert.equal(key.status, 201);
+    const withKey = { server_type: "cx22", image: "ubuntu-24.04", location: "hel1" };
+    assert.equal((await api("POST", "/servers", { name: "c3-key", ...withKey, ssh_keys: [String(key.body.ssh_key.id)] })).status, 201);
+    const unknownKey = await api("POST", "/servers", { name: "c3-nokey", ...withKey, ssh_keys: ["424242"] });
+    assert.equal(unknownKey.body.error.details.fields[0].name, "ssh_keys");
     assert.match(key.body.ssh_key.fingerprint, /^([0-9a-f]{2}:){15}[0-9a-f]{2}$/);
     assert.equal((await api("POST", "/ssh_keys", { name: "ops", public_key: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIG2 other" })).body.error.code, "uniqueness_error");
     assert.equal((await api("PUT", `/ssh_keys/${key.body.ssh_key.id}`, { name: "ops-2" })).body.ssh_key.name, "ops-2");

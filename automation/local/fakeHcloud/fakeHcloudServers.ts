@@ -6,6 +6,7 @@
  */
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { cidrContainsAddress, hostAddress, lowestFreeHost, parseIpv4Cidr } from "../../../components/shared/cidr";
+import { AddressPool } from "../../simulated/addressPool";
 import { HCLOUD_LOCATION_ZONES, HCLOUD_MAX_SERVERS_PER_NETWORK, HCLOUD_MAX_SERVERS_PER_SPREAD_GROUP, HCLOUD_MAX_USER_DATA_BYTES } from "../../../components/fleet/hcloudLocations";
 import { datacenterJson, findImage, imageJson, locationJson, locationName, serverTypeJson, serverTypeName } from "./fakeHcloudCatalog";
 import { applyFirewallToServer, firewallsAppliedTo, removeServerFromFirewalls, serversInPlacementGroup } from "./fakeHcloudCollections";
@@ -30,7 +31,8 @@ function attachment(ctx: FakeHcloudContext, server: Pick<FakeServer, "id" | "loc
   const zone = HCLOUD_LOCATION_ZONES[server.location];
   const subnets = (network.subnets as Array<{ ip_range: string; network_zone: string; type: string }>).filter((s) => s.network_zone === zone && s.type !== "vswitch");
   const taken = new Set(others.flatMap((s) => s.privateNets.filter((p) => p.network === networkId).flatMap((p) => [p.ip, ...p.alias_ips])));
-  taken.add(hostAddress(parseIpv4Cidr(String(network.ip_range))!, 1));
+  // The network's first address and each subnet's are gateways (Hetzner's network architecture).
+  for (const range of [String(network.ip_range), ...subnets.map((s) => s.ip_range)]) taken.add(hostAddress(parseIpv4Cidr(range)!, 1));
   if (requested.keepIp !== undefined) taken.add(requested.keepIp);
   const aliasIps = requested.aliasIps === undefined ? [] : requested.aliasIps;
   if (!Array.isArray(aliasIps) || aliasIps.some((a) => typeof a !== "string")) throw invalidInput("alias_ips", "must be a list of IP addresses");
@@ -123,7 +125,7 @@ export function registerServers(app: FastifyInstance, ctx: FakeHcloudContext): v
     if (typeof body.user_data === "string" && Buffer.byteLength(body.user_data) > HCLOUD_MAX_USER_DATA_BYTES) throw invalidInput("user_data", `Length must be between 0 and ${HCLOUD_MAX_USER_DATA_BYTES}.`);
     const labels = labelsField(body) ?? {};
     const networks = body.networks ?? [];
-    if (!Array.isArray(networks) || networks.some((n) => typeof n !== "number")) throw invalidInput("networks", "must be a list of network IDs");
+    if (!Array.isArray(networks) || networks.some((n, i) => typeof n !== "number" || networks.indexOf(n) !== i)) throw invalidInput("networks", "must be a list of distinct network IDs");
     const firewalls = body.firewalls ?? [];
     if (!Array.isArray(firewalls) || firewalls.some((f) => typeof (f as { firewall?: unknown })?.firewall !== "number")) throw invalidInput("firewalls", "must be a list of {firewall: ID}");
     const firewallIds = (firewalls as Array<{ firewall: number }>).map((f) => f.firewall);
@@ -150,7 +152,7 @@ export function registerServers(app: FastifyInstance, ctx: FakeHcloudContext): v
       location,
       image: image.name,
       userData: typeof body.user_data === "string" ? body.user_data : "",
-      ipv4: publicNet.enable_ipv4 === false ? null : `203.0.113.${(id % 250) + 2}`,
+      ipv4: publicNet.enable_ipv4 === false ? null : new AddressPool(state.servers.map((s) => s.ipv4 ?? "")).public(body.name as string),
       ipv6: publicNet.enable_ipv6 === false ? null : `2001:db8:${(id % 65536).toString(16)}::/64`,
       privateNets,
       placementGroup,

@@ -148,6 +148,12 @@ describe("fake Hetzner Cloud API", function () {
     const detach = await api("POST", `/servers/${a.id}/actions/detach_from_network`, { network: other.id });
     assert.equal(detach.status, 201);
     assert.equal((await api("GET", `/servers/${a.id}`)).body.server.private_net.length, 1);
+    const fresh = (await api("POST", "/networks", { name: "c4-fresh", ip_range: "10.7.0.0/16", subnets: [{ type: "cloud", network_zone: "eu-central", ip_range: "10.7.1.0/24" }] })).body.network;
+    const first = await api("POST", "/servers", { name: "c4-first", server_type: "cx22", image: "ubuntu-24.04", location: "hel1", networks: [fresh.id] });
+    assert.equal(first.body.server.private_net[0].ip, "10.7.1.2", "the subnet's first address is its gateway");
+    assert.equal((await api("POST", `/servers/${b.id}/actions/attach_to_network`, { network: fresh.id, ip: "10.7.1.1" })).body.error.code, "ip_not_available");
+    const publicIps = (await api("GET", "/servers?per_page=50")).body.servers.map((s: { public_net: { ipv4: { ip: string } } }) => s.public_net.ipv4.ip);
+    assert.equal(new Set(publicIps).size, publicIps.length, "no two servers share a public IP");
     const bare = (await api("POST", "/networks", { name: "c4-bare", ip_range: "10.9.0.0/16" })).body.network;
     const noSubnet = await api("POST", "/servers", { name: "c4-c", server_type: "cx22", image: "ubuntu-24.04", location: "hel1", networks: [bare.id] });
     assert.equal(noSubnet.body.error.code, "no_subnet_available");

@@ -9,7 +9,7 @@ import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import type { AutoscaledProgramArgs } from "../automation/reconciler/apiStack";
 import { memberOutputName } from "../automation/reconciler/runOutcome";
-import type { MemberSnapshot } from "../automation/reconciler/memberSnapshot";
+import { memberTaints, type MemberSnapshot } from "../automation/reconciler/memberSnapshot";
 import { clusterFirewallName } from "../components/hcloud/clusterFirewall";
 import { clusterNetworkName } from "../components/hcloud/clusterNetwork";
 import { FleetSpecError, parseFleetSpec, type ClusterSpec, type Taint } from "../components/fleet/fleetSpec";
@@ -32,7 +32,7 @@ export function autoscaledMember(cluster: Pick<ClusterSpec, "id" | "providerIdSc
         serverType: snapshot.serverType,
         location: snapshot.location,
         labels: { ...t.labels, ...snapshot.kubeletLabels },
-        taints: [...t.taints, ...snapshot.requestTaints],
+        taints: memberTaints(snapshot),
       },
       nodeId,
     ),

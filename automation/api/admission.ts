@@ -4,9 +4,10 @@
  * concurrent creates cannot overshoot a limit.
  */
 import type { HcloudAutoscaledPool, KubeletSettings } from "../../components/fleet/fleetSpec";
-import { allocatable, nodeCapacity, nodeOverheadFor, type NodeResources } from "../catalog/instanceTypes";
+import { hcloudRegion } from "../../components/fleet/hcloudLocations";
+import { allocatable, limitExceeded, nodeCapacity, nodeOverheadFor, type NodeResources } from "../catalog/instanceTypes";
 import type { OfferingAvailability } from "../catalog/offeringAvailability";
-import { offeringLabels, requirementsAllow, type Requirement } from "../catalog/requirements";
+import { offeringLabels, requirementsAllow, unmetMinValues, type Requirement } from "../catalog/requirements";
 import { kubernetesArch, type ServerType, type ServerTypeCatalog } from "../catalog/serverTypes";
 import type { PoolUsage } from "../store/claimStore";
 import { ApiError } from "./apiError";
@@ -52,28 +53,38 @@ export function admit(input: {
     });
   }
   const named = request.instanceType !== undefined ? [request.instanceType] : pool.serverTypes;
-  const fitting = named
+  const requirements = request.requirements ?? [];
+  const candidates = named
     .map((name) => catalog.serverTypes.find((t) => t.name === name))
     .filter((t): t is ServerType => t !== undefined)
-    .filter((t) =>
-      requirementsAllow(
-        request.requirements ?? [],
-        offeringLabels({
-          instanceType: t.name,
-          zone: location,
-          arch: kubernetesArch(t.architecture),
-          pool: pool.name,
-          cpu: t.cores,
-          memoryMiB: nodeCapacity(t, kubelet).memoryMiB,
-        }),
-      ),
-    );
-  if (fitting.length === 0) {
+    .map((type) => ({
+      type,
+      labels: offeringLabels({
+        instanceType: type.name,
+        zone: location,
+        region: hcloudRegion(location),
+        arch: kubernetesArch(type.architecture),
+        pool: pool.name,
+        cpu: type.cores,
+        memoryMiB: nodeCapacity(type, kubelet).memoryMiB,
+      }),
+    }))
+    .filter((c) => requirementsAllow(requirements, c.labels));
+  if (candidates.length === 0) {
     throw new ApiError("NoCompatibleInstanceType", `no instance type of pool ${pool.name} satisfies the request`, {
       pool: pool.name,
       considered: named,
     });
   }
+  const unmet = unmetMinValues(requirements, candidates.map((c) => c.labels));
+  if (unmet.length > 0) {
+    throw new ApiError(
+      "NoCompatibleInstanceType",
+      `pool ${pool.name} has fewer fitting values than minValues asks for: ${unmet.map((u) => `${u.key} has ${u.found} of ${u.minValues}`).join("; ")}`,
+      { pool: pool.name, minValues: unmet },
+    );
+  }
+  const fitting = candidates.map((c) => c.type);
   const available = fitting.filter((t) => priceIn(t, location) !== undefined && availability.isAvailable(t.name, location));
   if (available.length === 0) {
     throw new ApiError("InsufficientCapacity", `every fitting offering of pool ${pool.name} in ${location} is unavailable`, {
@@ -81,26 +92,22 @@ export function admit(input: {
       unavailable: fitting.map((t) => `${t.name}@${location}`),
     });
   }
-  if (usage.nodes + 1 > pool.limits.maxNodes) {
-    throw new ApiError("InsufficientCapacity", `pool ${pool.name} is at its limit of ${pool.limits.maxNodes} nodes`, {
-      pool: pool.name,
-      limit: "maxNodes",
-      used: usage.nodes,
-    });
-  }
-  const cpuLeft = pool.limits.cpu !== undefined ? pool.limits.cpu * 1000 - usage.cpuMillis : Number.POSITIVE_INFINITY;
-  const memLeft = pool.limits.memoryGiB !== undefined ? pool.limits.memoryGiB * 1024 - usage.memoryMiB : Number.POSITIVE_INFINITY;
-  const withinLimits = available.filter((t) => {
-    const c = nodeCapacity(t, kubelet);
-    return c.cpuMillis <= cpuLeft && c.memoryMiB <= memLeft;
-  });
+  const headroom = { limits: pool.limits, usage };
+  const exceeded = available.map((t) => limitExceeded(nodeCapacity(t, kubelet), headroom));
+  const withinLimits = available.filter((_t, i) => exceeded[i] === undefined);
   if (withinLimits.length === 0) {
-    throw new ApiError("InsufficientCapacity", `pool ${pool.name} has no cpu or memory left under its limits for another node`, {
-      pool: pool.name,
-      limit: pool.limits.cpu !== undefined && available.every((t) => t.cores * 1000 > cpuLeft) ? "cpu" : "memoryGiB",
-      cpuMillisLeft: Number.isFinite(cpuLeft) ? cpuLeft : null,
-      memoryMiBLeft: Number.isFinite(memLeft) ? memLeft : null,
-    });
+    const limit = exceeded.includes("maxNodes") ? "maxNodes" : exceeded.includes("cpu") ? "cpu" : "memoryGiB";
+    const cpuLeft = pool.limits.cpu !== undefined ? pool.limits.cpu * 1000 - usage.cpuMillis : null;
+    const memLeft = pool.limits.memoryGiB !== undefined ? pool.limits.memoryGiB * 1024 - usage.memoryMiB : null;
+    throw new ApiError(
+      "InsufficientCapacity",
+      limit === "maxNodes"
+        ? `pool ${pool.name} is at its limit of ${pool.limits.maxNodes} nodes`
+        : `pool ${pool.name} has no cpu or memory left under its limits for another node`,
+      limit === "maxNodes"
+        ? { pool: pool.name, limit, used: usage.nodes }
+        : { pool: pool.name, limit, cpuMillisLeft: cpuLeft, memoryMiBLeft: memLeft },
+    );
   }
   // Cheapest first; declaration order breaks ties (Array.prototype.sort is stable).
   const [chosen] = [...withinLimits].sort((a, b) => priceIn(a, location)! - priceIn(b, location)!);

@@ -3,16 +3,17 @@
  * `{"error": {"code", "message", "details"}}` (see errorHandler.ts), whatever raised it.
  */
 
+/** Each code means one thing, with its HTTP status (several codes share a status, never the reverse). */
 export const ERROR_CODES = {
   BadRequest: 400,
+  MalformedJson: 400,
   ValidationError: 400,
   Unauthorized: 401,
   Forbidden: 403,
-  NotFound: 404,
+  RouteNotFound: 404,
   ClusterNotFound: 404,
   PoolNotFound: 404,
   NodeNotFound: 404,
-  MethodNotAllowed: 405,
   RequestTimeout: 408,
   Conflict: 409,
   InsufficientCapacity: 409,

@@ -7,15 +7,15 @@ import type { FleetSpec, HcloudAutoscaledPool } from "../../components/fleet/fle
 import { partitionKubeletLabels } from "../../components/fleet/kubeletLabels";
 import { poolInstanceTypes, type InstanceTypeView } from "../catalog/instanceTypes";
 import type { OfferingAvailability } from "../catalog/offeringAvailability";
-import type { ServerTypeCatalog } from "../catalog/serverTypes";
+import { findServerType, kubernetesArch, type ServerTypeCatalog } from "../catalog/serverTypes";
 import type { ClusterReconciler } from "../reconciler/clusterReconciler";
-import { canonicalHash } from "../../components/shared/canonicalJson";
 import { poolTemplate, templateHash, type MemberSnapshot, type PoolTemplate } from "../reconciler/memberSnapshot";
 import type { Claim, ClaimStore } from "../store/claimStore";
 import type { Operation, OperationLog } from "../store/operationLog";
 import { admit } from "./admission";
 import { ApiError } from "./apiError";
 import { nodeIdFor } from "./nodeIdentity";
+import { createRequestHash, isReplayOf } from "./replayForm";
 import { nodeView } from "./nodeView";
 import type { CreateNodeBody, NodeView } from "./schemas";
 
@@ -53,7 +53,9 @@ export class ClusterService {
   }
 
   private view(claim: Claim, fleet = this.options.fleet(), templates = this.templates(fleet)): NodeView {
-    return nodeView(fleet.cluster, claim, templates.get(claim.pool));
+    // Claims admitted before the snapshot recorded the architecture: a server type's never changes.
+    const type = claim.snapshot.arch === undefined ? findServerType(this.options.catalog(), claim.snapshot.serverType) : undefined;
+    return nodeView(fleet.cluster, claim, templates.get(claim.pool), claim.snapshot.arch ?? (type && kubernetesArch(type.architecture)));
   }
 
   describe() {
@@ -79,7 +81,11 @@ export class ClusterService {
   instanceTypes(): InstanceTypeView[] {
     const fleet = this.options.fleet();
     return autoscaledPools(fleet).flatMap(
-      (pool) => poolInstanceTypes(this.options.catalog(), pool, fleet.cluster.kubelet, this.options.availability).instanceTypes,
+      (pool) =>
+        poolInstanceTypes(this.options.catalog(), pool, fleet.cluster.kubelet, this.options.availability, {
+          limits: pool.limits,
+          usage: this.options.store.usage(this.clusterId, pool.name),
+        }).instanceTypes,
     );
   }
 
@@ -90,11 +96,11 @@ export class ClusterService {
   async create(body: CreateNodeBody): Promise<{ created: boolean; node: NodeView }> {
     const fleet = this.options.fleet();
     const pool = autoscaledPools(fleet).find((p) => p.name === body.pool);
-    const requestHash = canonicalHash(body);
+    const requestHash = createRequestHash(body);
     const { store } = this.options;
     const existing = store.byUniqueId(this.clusterId, body.uniqueID);
     if (existing) {
-      const node = this.replay(existing, requestHash, fleet);
+      const node = this.replay(existing, body, fleet);
       // The first create may still wait for its fsync: no answer may outrun it.
       await store.durable();
       return { created: false, node };
@@ -124,6 +130,7 @@ export class ClusterService {
       const snapshot: MemberSnapshot = {
         template,
         serverType: admitted.serverType.name,
+        arch: kubernetesArch(admitted.serverType.architecture),
         location: admitted.location,
         requestLabels,
         kubeletLabels: partitionKubeletLabels(requestLabels).accepted,
@@ -149,14 +156,15 @@ export class ClusterService {
       });
       return { claim };
     });
-    if ("earlier" in outcome) return { created: false, node: this.replay(outcome.earlier, requestHash, fleet) };
+    if ("earlier" in outcome) return { created: false, node: this.replay(outcome.earlier, body, fleet) };
     const { claim } = outcome;
     this.options.reconciler.notify();
     return { created: true, node: this.view(claim, fleet) };
   }
 
-  private replay(existing: Claim, requestHash: string, fleet: FleetSpec): NodeView {
-    if (existing.requestHash !== requestHash) {
+  /** Compared with the stored first body, not its hash: claims admitted before the canonical form keep their replays. */
+  private replay(existing: Claim, body: CreateNodeBody, fleet: FleetSpec): NodeView {
+    if (!isReplayOf(existing.request as CreateNodeBody, body)) {
       throw new ApiError("Conflict", `uniqueID ${existing.uniqueId} was already used with a different request`, { nodeID: existing.nodeId });
     }
     if (existing.status === "GONE") {

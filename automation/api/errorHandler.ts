@@ -7,17 +7,17 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { hasZodFastifySchemaValidationErrors } from "fastify-type-provider-zod";
 import { isStorageFailure, storageFailureReason } from "../store/storageFailure";
-import { ApiError, errorBody } from "./apiError";
+import { ApiError, errorBody, type ErrorCode } from "./apiError";
 
-const FASTIFY_CODES: Record<string, { status: number; code: string; message?: string }> = {
+const FASTIFY_CODES: Record<string, { status: number; code: ErrorCode; message?: string }> = {
   FST_ERR_CTP_BODY_TOO_LARGE: { status: 413, code: "PayloadTooLarge", message: "request body is larger than the service accepts" },
   FST_ERR_CTP_INVALID_MEDIA_TYPE: { status: 415, code: "UnsupportedMediaType", message: "only application/json bodies are accepted" },
-  FST_ERR_CTP_EMPTY_JSON_BODY: { status: 400, code: "BadRequest", message: "body cannot be empty when content-type is application/json" },
-  FST_ERR_CTP_INVALID_JSON_BODY: { status: 400, code: "BadRequest", message: "request body is not valid JSON" },
+  FST_ERR_CTP_EMPTY_JSON_BODY: { status: 400, code: "MalformedJson", message: "body cannot be empty when content-type is application/json" },
+  FST_ERR_CTP_INVALID_JSON_BODY: { status: 400, code: "MalformedJson", message: "request body is not valid JSON" },
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: { status: 400, code: "BadRequest", message: "content-length does not match the body" },
 };
 
-export function sendError(reply: FastifyReply, status: number, code: string, message: string, details?: unknown): FastifyReply {
+export function sendError(reply: FastifyReply, status: number, code: ErrorCode, message: string, details?: unknown): FastifyReply {
   return reply.code(status).type("application/json").send(errorBody(code, message, details));
 }
 
@@ -44,7 +44,8 @@ export function errorHandler(error: FastifyError | ApiError | Error, request: Fa
   if (status === 413) return sendError(reply, 413, "PayloadTooLarge", "request body is larger than the service accepts");
   if (status !== undefined && status >= 400 && status < 500) {
     // Parser errors (SyntaxError from JSON.parse) and other client errors: message without stack or internals.
-    return sendError(reply, status, status === 404 ? "NotFound" : "BadRequest", error instanceof SyntaxError ? "request body is not valid JSON" : fastifyError.message);
+    if (error instanceof SyntaxError) return sendError(reply, 400, "MalformedJson", "request body is not valid JSON");
+    return sendError(reply, status, status === 404 ? "RouteNotFound" : "BadRequest", fastifyError.message);
   }
   if (isStorageFailure(error)) {
     request.log.error({ err: error }, "the store cannot write");
@@ -66,7 +67,7 @@ export function frameworkErrorHandler(error: FastifyError, _request: FastifyRequ
 }
 
 /** What Node's HTTP parser refuses (bad request line, oversized headers, timeouts), by its error code. */
-const CLIENT_ERRORS: Record<string, { status: number; code: string; message: string }> = {
+const CLIENT_ERRORS: Record<string, { status: number; code: ErrorCode; message: string }> = {
   HPE_HEADER_OVERFLOW: { status: 431, code: "HeadersTooLarge", message: "the request headers are larger than the service accepts" },
   ERR_HTTP_REQUEST_TIMEOUT: { status: 408, code: "RequestTimeout", message: "the request was not received in time" },
   ERR_HTTP_HEADERS_TIMEOUT: { status: 408, code: "RequestTimeout", message: "the request headers were not received in time" },
@@ -91,5 +92,5 @@ export function clientErrorHandler(error: NodeJS.ErrnoException, socket: import(
 
 export function registerErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler(errorHandler);
-  app.setNotFoundHandler((request, reply) => sendError(reply, 404, "NotFound", `no route ${request.method} ${request.url.split("?")[0]!.slice(0, 200)}`));
+  app.setNotFoundHandler((request, reply) => sendError(reply, 404, "RouteNotFound", `no route ${request.method} ${request.url.split("?")[0]!.slice(0, 200)}`));
 }

@@ -5,20 +5,28 @@
  * Karpenter applies them itself.
  */
 import type { ClusterSpec } from "../../components/fleet/fleetSpec";
+import { hcloudRegion } from "../../components/fleet/hcloudLocations";
 import { providerIdFor } from "../../components/fleet/naming";
 import { OWNERSHIP_LABELS } from "../../components/fleet/nodeMember";
 import { formatResources } from "../catalog/instanceTypes";
-import { driftReasons, type PoolTemplate } from "../reconciler/memberSnapshot";
+import { drifts, memberTaints, type PoolTemplate } from "../reconciler/memberSnapshot";
 import type { Claim, VisibleStatus } from "../store/claimStore";
 import type { NodeView } from "./schemas";
 
-export function nodeLabels(cluster: Pick<ClusterSpec, "id">, claim: Pick<Claim, "nodeId" | "pool" | "snapshot">): Record<string, string> {
+export function nodeLabels(
+  cluster: Pick<ClusterSpec, "id">,
+  claim: Pick<Claim, "nodeId" | "pool" | "snapshot">,
+  arch: string | undefined,
+): Record<string, string> {
   const s = claim.snapshot;
   return {
     ...s.template.labels,
     ...s.requestLabels,
     "node.kubernetes.io/instance-type": s.serverType,
     "topology.kubernetes.io/zone": s.location,
+    "topology.kubernetes.io/region": hcloudRegion(s.location),
+    ...(arch !== undefined ? { "kubernetes.io/arch": arch } : {}),
+    "kubernetes.io/os": "linux",
     "karpenter.sh/capacity-type": "on-demand",
     [OWNERSHIP_LABELS.cluster]: cluster.id,
     [OWNERSHIP_LABELS.pool]: claim.pool,
@@ -26,12 +34,15 @@ export function nodeLabels(cluster: Pick<ClusterSpec, "id">, claim: Pick<Claim, 
   };
 }
 
+/** `arch` is the server type's kubernetes.io/arch (undefined only when neither snapshot nor catalog knows it). */
 export function nodeView(
   cluster: Pick<ClusterSpec, "id" | "providerIdScheme">,
   claim: Claim,
   currentTemplate: PoolTemplate | undefined,
+  arch: string | undefined,
 ): NodeView {
-  const reasons = driftReasons(claim.snapshot, currentTemplate);
+  const drift = drifts(claim.snapshot, currentTemplate);
+  const failed = claim.status === "FAILED";
   return {
     nodeID: claim.nodeId,
     providerID: providerIdFor(cluster, claim.nodeId),
@@ -44,12 +55,16 @@ export function nodeView(
     privateIpv4: claim.privateIpv4 ?? null,
     capacity: formatResources(claim.snapshot.capacity),
     allocatable: formatResources(claim.snapshot.allocatable),
-    labels: nodeLabels(cluster, claim),
-    taints: [...claim.snapshot.template.taints, ...claim.snapshot.requestTaints],
+    imageID: claim.snapshot.template.image,
+    labels: nodeLabels(cluster, claim, arch),
+    taints: memberTaints(claim.snapshot),
     createdAt: claim.createdAt,
     updatedAt: claim.updatedAt,
-    ...(claim.failureReason !== undefined && claim.status === "FAILED" ? { failureReason: claim.failureReason } : {}),
-    drifted: reasons.length > 0,
-    ...(reasons.length > 0 ? { driftReason: reasons.join("; ") } : {}),
+    ...(failed && claim.failureCode !== undefined ? { failureCode: claim.failureCode } : {}),
+    ...(failed && claim.failureReason !== undefined ? { failureReason: claim.failureReason } : {}),
+    drifted: drift.length > 0,
+    ...(drift.length > 0
+      ? { driftReason: drift.map((d) => d.reason).join(","), driftDetails: drift.map((d) => d.detail).join("; ") }
+      : {}),
   };
 }

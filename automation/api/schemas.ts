@@ -1,72 +1,113 @@
 /**
  * The zod schemas of the scaling API: they validate requests, serialise responses and are the
- * single source of the OpenAPI document (`/openapi.json`, committed as openapi.json).
+ * single source of the OpenAPI document (`/openapi.json`, committed as openapi.json). Schemas the
+ * Go driver's client names are `named` and become component schemas.
  */
 import { z } from "zod";
-import { DNS_LABEL, labelsSchema, taintSchema } from "../../components/fleet/fleetSpec";
-import { REQUIREMENT_OPERATORS } from "../catalog/requirements";
+import { DNS_SUBDOMAIN, DNS_SUBDOMAIN_MAX, labelsSchema, taintListSchema, taintSchema } from "../../components/fleet/fleetSpec";
+import { NUMERIC_OPERATORS, REQUIREMENT_OPERATORS } from "../catalog/requirements";
+import { DRIFT_REASON } from "../reconciler/memberSnapshot";
+import { ERROR_CODES, type ErrorCode } from "./apiError";
 
+/**
+ * A component schema of the OpenAPI document. The id goes to zod's global registry, where
+ * `.describe()` puts descriptions too: the document generator reads both from there.
+ */
+function named<T extends z.ZodType>(id: string, schema: T): T {
+  return schema.meta({ id }) as T;
+}
 
-export const errorResponseSchema = z
-  .object({
-    error: z.object({
-      code: z.string().describe("Machine-readable code, e.g. NodeNotFound, InsufficientCapacity, ValidationError"),
-      message: z.string(),
-      details: z.unknown().optional(),
-    }),
-  })
-  .describe("Every error response");
+export const errorCodeSchema = named(
+  "ErrorCode",
+  z.enum(Object.keys(ERROR_CODES) as [ErrorCode, ...ErrorCode[]]).describe("One code per meaning; NodeNotFound is the only code meaning the node is gone"),
+);
+export const errorResponseSchema = named(
+  "Error",
+  z
+    .object({
+      error: z.object({
+        code: errorCodeSchema,
+        message: z.string(),
+        details: z.unknown().optional(),
+      }),
+    })
+    .describe("Every error response"),
+);
 
 export const clusterParams = z.object({ clusterId: z.string().min(1).max(63) });
 export const nodeParams = clusterParams.extend({ nodeId: z.string().min(1).max(63) });
 
 const quantity = z.string().describe("Kubernetes resource quantity");
-export const resourceListSchema = z.object({
-  cpu: quantity,
-  memory: quantity,
-  pods: quantity,
-  "ephemeral-storage": quantity,
-});
+export const resourceListSchema = named(
+  "ResourceList",
+  z.object({
+    cpu: quantity,
+    memory: quantity,
+    pods: quantity,
+    "ephemeral-storage": quantity,
+  }),
+);
 
 export const NODE_STATUSES = ["PENDING", "PROVISIONING", "RUNNING", "FAILED", "TERMINATING"] as const;
 
-export const requirementSchema = z
-  .strictObject({
-    key: z.string().min(1).max(317),
-    operator: z.enum(REQUIREMENT_OPERATORS),
-    values: z.array(z.string().max(63)).max(100).optional(),
-  })
-  // As the Kubernetes API server validates a node selector requirement.
-  .superRefine((r, context) => {
-    const count = r.values?.length ?? 0;
-    const problem =
-      (r.operator === "In" || r.operator === "NotIn") && count === 0
-        ? `operator ${r.operator} needs at least one value`
-        : (r.operator === "Exists" || r.operator === "DoesNotExist") && count > 0
-          ? `operator ${r.operator} takes no values`
-          : (r.operator === "Gt" || r.operator === "Lt") && (count !== 1 || !/^-?\d+$/.test(r.values![0]!))
-            ? `operator ${r.operator} needs exactly one integer value`
-            : undefined;
-    if (problem) context.addIssue({ code: "custom", path: ["values"], message: problem });
-  });
+export const requirementSchema = named(
+  "Requirement",
+  z
+    .strictObject({
+      key: z.string().min(1).max(317),
+      operator: z.enum(REQUIREMENT_OPERATORS),
+      values: z.array(z.string().max(63)).max(100).optional(),
+      minValues: z
+        .number()
+        .int()
+        .min(1, { error: "minValues must be at least 1" })
+        .max(50, { error: "minValues must be at most 50" })
+        .optional()
+        .describe("Karpenter's minValues: at least this many distinct values of the key must fit, else 422 NoCompatibleInstanceType"),
+    })
+    // As the Kubernetes API server (and Karpenter's NodeClaim validation, for Gte and Lte) validates a requirement.
+    .superRefine((r, context) => {
+      const count = r.values?.length ?? 0;
+      const problem =
+        (r.operator === "In" || r.operator === "NotIn") && count === 0
+          ? `operator ${r.operator} needs at least one value`
+          : (r.operator === "Exists" || r.operator === "DoesNotExist") && count > 0
+            ? `operator ${r.operator} takes no values`
+            : NUMERIC_OPERATORS.includes(r.operator) && (count !== 1 || !/^-?\d+$/.test(r.values![0]!))
+              ? `operator ${r.operator} needs exactly one integer value`
+              : undefined;
+      if (problem) context.addIssue({ code: "custom", path: ["values"], message: problem });
+    }),
+);
 
-export const createNodeBodySchema = z
-  .strictObject({
-    uniqueID: z
-      .string()
-      .max(63)
-      .regex(DNS_LABEL, { error: "uniqueID must be lower-case letters, digits and '-', starting and ending with a letter or digit" })
-      .describe("The NodeClaim name; creates with the same uniqueID are idempotent"),
-    pool: z.string().min(1).max(63).describe("An autoscaled pool of the cluster"),
-    instanceType: z.string().min(1).max(63).optional().describe("Server type; the cheapest available fitting type when absent"),
-    zone: z.string().min(1).max(63).optional().describe("Hetzner location, e.g. hel1"),
-    requirements: z.array(requirementSchema).max(100).optional().describe("Kubernetes node selector requirements"),
-    labels: labelsSchema
-      .refine((l) => Object.keys(l).length <= 100, { error: "at most 100 labels" })
-      .optional(),
-    taints: z.array(taintSchema).max(50).optional(),
-  })
-  .describe("A node to create");
+export const taintViewSchema = named("Taint", taintSchema);
+
+export const createNodeBodySchema = named(
+  "CreateNodeRequest",
+  z
+    .strictObject({
+      uniqueID: z
+        .string()
+        .max(DNS_SUBDOMAIN_MAX, { error: `uniqueID must be at most ${DNS_SUBDOMAIN_MAX} characters` })
+        .regex(DNS_SUBDOMAIN, {
+          error: "uniqueID must be a DNS subdomain: lower-case letters, digits, '-' and '.', each dot-separated part starting and ending with a letter or digit",
+        })
+        .describe("The NodeClaim name (a Kubernetes object name); creates with the same uniqueID are idempotent"),
+      pool: z.string().min(1).max(63).describe("An autoscaled pool of the cluster"),
+      instanceType: z.string().min(1).max(63).optional().describe("Server type; the cheapest available fitting type when absent"),
+      zone: z.string().min(1).max(63).optional().describe("Hetzner location, e.g. hel1"),
+      requirements: z.array(requirementSchema).max(100).optional().describe("Kubernetes node selector requirements (In, NotIn, Exists, DoesNotExist, Gt, Lt, Gte, Lte)"),
+      labels: labelsSchema
+        .refine((l) => Object.keys(l).length <= 100, { error: "at most 100 labels" })
+        .optional()
+        .describe("NodeClaim labels; a replay may carry more than the first create"),
+      taints: taintListSchema
+        .max(50)
+        .optional()
+        .describe("Merged with the pool's taints by (key, effect), these values winning; a repeated (key, effect) is 400"),
+    })
+    .describe("A node to create"),
+);
 export type CreateNodeBody = z.infer<typeof createNodeBodySchema>;
 
 export const createNodeQuerySchema = z.strictObject({
@@ -84,7 +125,9 @@ export const createNodeQuerySchema = z.strictObject({
     .describe("Wait until the node is RUNNING or FAILED (at most this long) before answering"),
 });
 
-export const nodeSchema = z.object({
+export const nodeSchema = named(
+  "Node",
+  z.object({
   nodeID: z.string(),
   providerID: z.string(),
   status: z.enum(NODE_STATUSES),
@@ -96,57 +139,80 @@ export const nodeSchema = z.object({
   privateIpv4: z.string().nullable(),
   capacity: resourceListSchema,
   allocatable: resourceListSchema,
-  labels: z.record(z.string(), z.string()),
-  taints: z.array(z.object({ key: z.string(), value: z.string().optional(), effect: z.string() })),
+  imageID: z.string().describe("The image the server boots (Karpenter's NodeClaim status.imageID)"),
+  labels: z
+    .record(z.string(), z.string())
+    .describe("Every label the Node carries, including instance-type, zone, region, arch, os and capacity-type"),
+  taints: z.array(taintViewSchema).describe("The pool's and the request's taints merged by (key, effect)"),
   createdAt: z.string(),
   updatedAt: z.string(),
-  failureReason: z.string().optional(),
+  failureCode: z.string().optional().describe("FAILED only: InsufficientCapacity (the offering is sold out) or CreateFailed"),
+  failureReason: z.string().optional().describe("FAILED only: what went wrong, for people"),
   drifted: z.boolean(),
-  driftReason: z.string().optional(),
-});
+  driftReason: z
+    .string()
+    .regex(DRIFT_REASON)
+    .optional()
+    .describe("A Kubernetes condition Reason naming what drifted, e.g. ServerTypeDrift or ImageDrift,LabelsDrift (Karpenter's IsDrifted)"),
+  driftDetails: z.string().optional().describe("The drifted fields with their old and new values, for people"),
+  }),
+);
 export type NodeView = z.infer<typeof nodeSchema>;
 
 export const listNodesQuerySchema = z.strictObject({ pool: z.string().min(1).max(63).optional() });
-export const nodeListSchema = z.object({ nodes: z.array(nodeSchema) });
-export const deleteNodeResponseSchema = z.object({ nodeID: z.string(), status: z.literal("TERMINATING") });
+export const nodeListSchema = named("NodeList", z.object({ nodes: z.array(nodeSchema) }));
+export const deleteNodeResponseSchema = named("DeleteNodeResponse", z.object({ nodeID: z.string(), status: z.literal("TERMINATING") }));
 
-export const offeringSchema = z.object({
-  zone: z.string(),
-  capacityType: z.literal("on-demand"),
-  price: z.number().describe("EUR per hour, net"),
-  available: z.boolean(),
-});
-export const instanceTypeSchema = z.object({
-  name: z.string(),
-  pool: z.string(),
-  provider: z.literal("hcloud"),
-  arch: z.enum(["amd64", "arm64"]),
-  cpu: z.number(),
-  memoryMiB: z.number(),
-  gpu: z.number(),
-  capacity: resourceListSchema,
-  overhead: resourceListSchema,
-  offerings: z.array(offeringSchema),
-});
-export const instanceTypeListSchema = z.object({ instanceTypes: z.array(instanceTypeSchema) });
+export const offeringSchema = named(
+  "Offering",
+  z.object({
+    zone: z.string(),
+    capacityType: z.literal("on-demand"),
+    price: z.number().describe("EUR per hour, net"),
+    available: z.boolean().describe("false while sold out, not sold in the zone, or while the pool has no room for this type under its limits"),
+  }),
+);
+export const instanceTypeSchema = named(
+  "InstanceType",
+  z.object({
+    name: z.string(),
+    pool: z.string(),
+    provider: z.literal("hcloud"),
+    arch: z.enum(["amd64", "arm64"]),
+    os: z.literal("linux"),
+    region: z.string().describe("The node's topology.kubernetes.io/region: the Hetzner network zone, e.g. eu-central"),
+    cpu: z.number(),
+    memoryMiB: z.number().describe("Memory the kubelet reports: the server's GiB less the VM overhead"),
+    gpu: z.number(),
+    capacity: resourceListSchema,
+    overhead: resourceListSchema,
+    offerings: z.array(offeringSchema),
+  }),
+);
+export const instanceTypeListSchema = named("InstanceTypeList", z.object({ instanceTypes: z.array(instanceTypeSchema) }));
 
-export const clusterSchema = z.object({
-  id: z.string(),
-  kind: z.enum(["k0s", "kubeadm"]),
-  providerIdScheme: z.string(),
-  pools: z.array(
-    z.object({
-      name: z.string(),
-      provider: z.literal("hcloud"),
-      location: z.string(),
-      serverTypes: z.array(z.string()),
-      limits: z.object({ maxNodes: z.number(), cpu: z.number().optional(), memoryGiB: z.number().optional() }),
-      usage: z.object({ nodes: z.number(), cpu: z.number(), memoryGiB: z.number() }),
-    }),
-  ),
-});
+export const poolSchema = named(
+  "Pool",
+  z.object({
+    name: z.string(),
+    provider: z.literal("hcloud"),
+    location: z.string(),
+    serverTypes: z.array(z.string()),
+    limits: z.object({ maxNodes: z.number(), cpu: z.number().optional(), memoryGiB: z.number().optional() }),
+    usage: z.object({ nodes: z.number(), cpu: z.number(), memoryGiB: z.number() }),
+  }),
+);
+export const clusterSchema = named(
+  "Cluster",
+  z.object({
+    id: z.string(),
+    kind: z.enum(["k0s", "kubeadm"]),
+    providerIdScheme: z.string(),
+    pools: z.array(poolSchema),
+  }),
+);
 
-export const operationSchema = z.object({
+export const operationSchema = named("Operation", z.object({
   id: z.number(),
   kind: z.enum(["up", "refresh", "preview"]),
   startedAt: z.string(),
@@ -158,11 +224,14 @@ export const operationSchema = z.object({
   nodes: z.array(z.string()),
   error: z.string().optional(),
   details: z.unknown().optional(),
-});
-export const operationListSchema = z.object({ operations: z.array(operationSchema) });
+}));
+export const operationListSchema = named("OperationList", z.object({ operations: z.array(operationSchema) }));
 
-export const healthSchema = z.object({ status: z.literal("ok") });
-export const readinessSchema = z.object({
-  status: z.enum(["ready", "starting", "degraded", "stopping"]),
-  details: z.record(z.string(), z.unknown()).optional(),
-});
+export const healthSchema = named("Health", z.object({ status: z.literal("ok") }));
+export const readinessSchema = named(
+  "Readiness",
+  z.object({
+    status: z.enum(["ready", "starting", "degraded", "stopping"]),
+    details: z.record(z.string(), z.unknown()).optional(),
+  }),
+);

@@ -9,7 +9,7 @@ import swagger from "@fastify/swagger";
 import rateLimit from "@fastify/rate-limit";
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from "fastify";
 import fastifyMetrics from "fastify-metrics";
-import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
+import { serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
 import type { Logger } from "pino";
 import type { FleetSpec } from "../../components/fleet/fleetSpec";
 import { CatalogSource } from "../catalog/catalogSource";
@@ -32,7 +32,7 @@ import { clusterRoutes } from "./routes/clusterRoutes";
 import { nodeRoutes } from "./routes/nodeRoutes";
 import { probeRoutes, type Readiness } from "./routes/probeRoutes";
 import { ServiceMetrics } from "./serviceMetrics";
-import { openApiDocumentation } from "./openApiDocument";
+import { openApiComponents, openApiDocumentation, openApiTransform } from "./openApiDocument";
 import { loggedRequest } from "./redactedUrl";
 
 export const API_PREFIX = "/api/v1";
@@ -245,7 +245,11 @@ export async function registerRoutes(app: FastifyInstance, deps: RouteDependenci
   app.addContentTypeParser("application/json", { parseAs: "string" }, (request, body, done) =>
     body === "" ? done(null, undefined) : parseJson(request, body as string, done),
   );
-  await app.register(swagger, { openapi: openApiDocumentation(), transform: jsonSchemaTransform });
+  await app.register(swagger, {
+    openapi: openApiDocumentation(),
+    transform: openApiTransform,
+    transformObject: openApiComponents,
+  });
   await app.register(fastifyMetrics, {
     endpoint: null,
     defaultMetrics: { enabled: false },

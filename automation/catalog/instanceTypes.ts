@@ -6,6 +6,7 @@
  */
 import type { HcloudAutoscaledPool, KubeletSettings } from "../../components/fleet/fleetSpec";
 import { nodeOverhead } from "../../components/bootstrap/kubeletReservations";
+import { hcloudRegion } from "../../components/fleet/hcloudLocations";
 import type { OfferingAvailability } from "./offeringAvailability";
 import { kubernetesArch, type ServerType, type ServerTypeCatalog } from "./serverTypes";
 
@@ -39,6 +40,9 @@ export interface InstanceTypeView {
   readonly pool: string;
   readonly provider: "hcloud";
   readonly arch: "amd64" | "arm64";
+  readonly os: "linux";
+  /** topology.kubernetes.io/region: the Hetzner network zone of the pool's location. */
+  readonly region: string;
   readonly cpu: number;
   readonly memoryMiB: number;
   readonly gpu: number;
@@ -47,13 +51,36 @@ export interface InstanceTypeView {
   readonly offerings: Offering[];
 }
 
+/**
+ * The share of a server's memory the kubelet never sees: firmware, the kernel's own reservations and
+ * crash kernel, taken before MemTotal (which is what the kubelet reports as capacity). A Hetzner VM
+ * of 4 GiB shows about 3.8 GiB; 7.5 % errs on the low side (as Karpenter's AWS provider's default
+ * vmMemoryOverheadPercent), so Karpenter never plans for memory a node will not have.
+ */
+export const VM_MEMORY_OVERHEAD_PERMILLE = 75;
+
+/** Hetzner's server types give memory in GiB and disk in decimal GB (10^9 bytes): both to MiB, rounded down. */
 export function nodeCapacity(type: ServerType, kubelet: KubeletSettings): NodeResources {
   return {
     cpuMillis: type.cores * 1000,
-    memoryMiB: Math.round(type.memoryGiB * 1024),
+    memoryMiB: Math.floor((type.memoryGiB * 1024 * (1000 - VM_MEMORY_OVERHEAD_PERMILLE)) / 1000),
     pods: kubelet.maxPods,
-    ephemeralStorageMiB: type.diskGB * 1024,
+    ephemeralStorageMiB: Math.floor((type.diskGB * 1e9) / 2 ** 20),
   };
+}
+
+/** The pool's limits and what its nodes use now (cpu in millicores, memory in MiB). */
+export interface PoolHeadroom {
+  readonly limits: HcloudAutoscaledPool["limits"];
+  readonly usage: { readonly nodes: number; readonly cpuMillis: number; readonly memoryMiB: number };
+}
+
+/** Which limit another node of this capacity would break, if any. */
+export function limitExceeded(capacity: Pick<NodeResources, "cpuMillis" | "memoryMiB">, { limits, usage }: PoolHeadroom): "maxNodes" | "cpu" | "memoryGiB" | undefined {
+  if (usage.nodes + 1 > limits.maxNodes) return "maxNodes";
+  if (limits.cpu !== undefined && usage.cpuMillis + capacity.cpuMillis > limits.cpu * 1000) return "cpu";
+  if (limits.memoryGiB !== undefined && usage.memoryMiB + capacity.memoryMiB > limits.memoryGiB * 1024) return "memoryGiB";
+  return undefined;
 }
 
 export function nodeOverheadFor(type: ServerType, kubelet: KubeletSettings): NodeResources {
@@ -85,15 +112,24 @@ export function formatResources(r: NodeResources): ResourceList {
   };
 }
 
-/** The price of a type in a location; a type not sold there gets its lowest price elsewhere (its offering is unavailable anyway). */
-function offeringFor(type: ServerType, location: string, availability: OfferingAvailability | undefined): Offering {
+/**
+ * The price of a type in a location; a type not sold there gets its lowest price elsewhere (its
+ * offering is unavailable anyway). An offering is also unavailable while the pool has no room for
+ * another node of the type, so Karpenter does not keep choosing it and getting InsufficientCapacity.
+ */
+function offeringFor(
+  type: ServerType,
+  location: string,
+  availability: OfferingAvailability | undefined,
+  fitsLimits: boolean,
+): Offering {
   const here = type.prices.find((p) => p.location === location);
   const price = here?.priceHourlyNet ?? Math.min(...type.prices.map((p) => p.priceHourlyNet), Number.POSITIVE_INFINITY);
   return {
     zone: location,
     capacityType: "on-demand",
     price: Number.isFinite(price) ? price : 0,
-    available: here !== undefined && (availability?.isAvailable(type.name, location) ?? true),
+    available: here !== undefined && (availability?.isAvailable(type.name, location) ?? true) && fitsLimits,
   };
 }
 
@@ -102,6 +138,7 @@ export function instanceTypeView(
   pool: Pick<HcloudAutoscaledPool, "name" | "location">,
   kubelet: KubeletSettings,
   availability?: OfferingAvailability,
+  headroom?: PoolHeadroom,
 ): InstanceTypeView {
   const capacity = nodeCapacity(type, kubelet);
   return {
@@ -109,12 +146,14 @@ export function instanceTypeView(
     pool: pool.name,
     provider: "hcloud",
     arch: kubernetesArch(type.architecture),
+    os: "linux",
+    region: hcloudRegion(pool.location),
     cpu: type.cores,
     memoryMiB: capacity.memoryMiB,
     gpu: 0,
     capacity: formatResources(capacity),
     overhead: formatResources(nodeOverheadFor(type, kubelet)),
-    offerings: [offeringFor(type, pool.location, availability)],
+    offerings: [offeringFor(type, pool.location, availability, headroom === undefined || limitExceeded(capacity, headroom) === undefined)],
   };
 }
 
@@ -124,12 +163,13 @@ export function poolInstanceTypes(
   pool: Pick<HcloudAutoscaledPool, "name" | "location" | "serverTypes">,
   kubelet: KubeletSettings,
   availability?: OfferingAvailability,
+  headroom?: PoolHeadroom,
 ): { instanceTypes: InstanceTypeView[]; unknown: string[] } {
   const instanceTypes: InstanceTypeView[] = [];
   const unknown: string[] = [];
   for (const name of pool.serverTypes) {
     const type = catalog.serverTypes.find((t) => t.name === name);
-    if (type) instanceTypes.push(instanceTypeView(type, pool, kubelet, availability));
+    if (type) instanceTypes.push(instanceTypeView(type, pool, kubelet, availability, headroom));
     else unknown.push(name);
   }
   return { instanceTypes, unknown };

@@ -5,19 +5,25 @@
  * labels to the node itself.
  */
 
-export const REQUIREMENT_OPERATORS = ["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"] as const;
+/** Kubernetes' node selector operators plus Karpenter's Gte and Lte (it writes `Gt N` as `Gte N+1` since v1.9). */
+export const REQUIREMENT_OPERATORS = ["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", "Gte", "Lte"] as const;
 export type RequirementOperator = (typeof REQUIREMENT_OPERATORS)[number];
+/** The operators comparing a label as an integer with exactly one integer value. */
+export const NUMERIC_OPERATORS: readonly RequirementOperator[] = ["Gt", "Lt", "Gte", "Lte"];
 
 export interface Requirement {
   readonly key: string;
   readonly operator: RequirementOperator;
   readonly values?: readonly string[];
+  /** Karpenter's flexibility floor: the offerings left must show at least this many distinct values of the key. */
+  readonly minValues?: number;
 }
 
 /** The well-known labels an offering defines. */
 export function offeringLabels(o: {
   instanceType: string;
   zone: string;
+  region: string;
   arch: string;
   pool: string;
   cpu: number;
@@ -26,6 +32,7 @@ export function offeringLabels(o: {
   return {
     "node.kubernetes.io/instance-type": o.instanceType,
     "topology.kubernetes.io/zone": o.zone,
+    "topology.kubernetes.io/region": o.region,
     "kubernetes.io/arch": o.arch,
     "kubernetes.io/os": "linux",
     "karpenter.sh/capacity-type": "on-demand",
@@ -52,9 +59,28 @@ export function requirementAllows(requirement: Requirement, labels: Readonly<Rec
       return values.length > 0 && Number(value) > Number(values[0]);
     case "Lt":
       return values.length > 0 && Number(value) < Number(values[0]);
+    case "Gte":
+      return values.length > 0 && Number(value) >= Number(values[0]);
+    case "Lte":
+      return values.length > 0 && Number(value) <= Number(values[0]);
   }
 }
 
 export function requirementsAllow(requirements: readonly Requirement[], labels: Readonly<Record<string, string>>): boolean {
   return requirements.every((r) => requirementAllows(r, labels));
+}
+
+/**
+ * The requirements whose minValues the offerings' labels do not reach: fewer distinct values of
+ * the key than asked for. Keys no offering defines do not count (as above, they do not constrain).
+ */
+export function unmetMinValues(
+  requirements: readonly Requirement[],
+  offerings: ReadonlyArray<Readonly<Record<string, string>>>,
+): Array<{ key: string; minValues: number; found: number }> {
+  return requirements.flatMap((r) => {
+    if (r.minValues === undefined || !offerings.some((labels) => r.key in labels)) return [];
+    const found = new Set(offerings.map((labels) => labels[r.key]).filter((v) => v !== undefined)).size;
+    return found < r.minValues ? [{ key: r.key, minValues: r.minValues, found }] : [];
+  });
 }

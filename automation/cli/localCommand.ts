@@ -2,7 +2,7 @@
  * `nodefleet local up|env`: the local cloud in the foreground (until SIGINT/SIGTERM), and the
  * environment that uses it, as shell `export` lines or one JSON document with `--json`.
  */
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { type Command, InvalidArgumentError } from "commander";
 import pino from "pino";
@@ -21,11 +21,16 @@ export function registerLocalCommand(program: Command): void {
     .description("start the local cloud in the foreground and print the environment that uses it")
     .option("--data-dir <dir>", "where the local cloud keeps its state (under <dir>/local)", "./.nodefleet")
     .option("--hcloud-port <n>", "port of the fake Hetzner API", parsePort, 8081)
+    .option("--project-dir <dir>", "the Pulumi project that gets the generated stacks/Pulumi.local.yaml", ".")
     .option("--json", "print the environment as one JSON document {\"env\": {...}}")
-    .action(async (opts: { dataDir: string; hcloudPort: number; json?: boolean }) => {
+    .action(async (opts: { dataDir: string; hcloudPort: number; projectDir: string; json?: boolean }) => {
       const logger = pino({ name: "nodefleet-local", level: process.env.NODEFLEET_LOG_LEVEL ?? "info" }, pino.destination(2));
       process.stderr.write("nodefleet local: starting the fake Hetzner API, the control plane and the node agent...\n");
-      const cloud = await startLocalCloud({ dataDir: opts.dataDir, hcloudPort: opts.hcloudPort, logger });
+      const projectDir = resolve(opts.projectDir);
+      const hasProject = existsSync(join(projectDir, "Pulumi.yaml"));
+      if (!hasProject) process.stderr.write(`nodefleet local: ${projectDir} has no Pulumi.yaml, so no local stack is written (--project-dir)\n`);
+      const cloud = await startLocalCloud({ dataDir: opts.dataDir, hcloudPort: opts.hcloudPort, logger, ...(hasProject ? { projectDir } : {}) });
+      if (cloud.stackFile) process.stderr.write(`nodefleet local: stack \`local\` in ${cloud.stackFile}: run \`pulumi up --stack local\`\n`);
       process.stdout.write(opts.json ? `${JSON.stringify({ env: cloud.env })}\n` : `${shellExport(cloud.env)}\n`);
       process.stderr.write(`nodefleet local: ready; the environment is also in ${join(resolve(opts.dataDir), "local", "env")} (source it). Ctrl-C stops.\n`);
       await new Promise<void>((done) => {

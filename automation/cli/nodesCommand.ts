@@ -44,13 +44,14 @@ function nodeDetails(n: NodeView): string {
   return [
     `nodeID:       ${n.nodeID}`,
     `providerID:   ${n.providerID}`,
-    `status:       ${n.status}${n.failureReason ? ` (${n.failureReason})` : ""}`,
+    `status:       ${n.status}${n.failureReason ? ` (${n.failureCode ?? "failed"}: ${n.failureReason})` : ""}`,
     `pool:         ${n.pool}`,
     `instanceType: ${n.instanceType} in ${n.zone}`,
     `instanceID:   ${n.instanceID ?? "-"}`,
     `addresses:    ${n.ipv4 ?? "-"} / ${n.privateIpv4 ?? "-"}`,
     `allocatable:  cpu ${n.allocatable.cpu}, memory ${n.allocatable.memory}, pods ${n.allocatable.pods}`,
-    `drifted:      ${n.drifted ? `yes: ${n.driftReason}` : "no"}`,
+    `image:        ${n.imageID}`,
+    `drifted:      ${n.drifted ? `yes (${n.driftReason}): ${n.driftDetails}` : "no"}`,
   ].join("\n");
 }
 

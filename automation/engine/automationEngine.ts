@@ -171,6 +171,23 @@ function configStrings(config: StackDefinition["config"], secret: boolean): Reco
   return Object.fromEntries(Object.entries(out).sort(([a], [b]) => (a < b ? -1 : 1)));
 }
 
+/**
+ * Provider packages the programs use. Their settings are read by the engine from the stack's own
+ * config, never from the program's config store, so a secret one set there would silently not reach
+ * the provider; their credentials come from the environment instead (HCLOUD_TOKEN, SCW_SECRET_KEY).
+ */
+const PROVIDER_NAMESPACES = ["hcloud", "kubernetes", "random", "time", "command", "scaleway"];
+
+/** Refuses secret config for a provider namespace, naming the key and the environment variable route. */
+export function assertNoProviderSecrets(config: StackDefinition["config"]): void {
+  for (const [key, entry] of Object.entries(config)) {
+    const namespace = key.split(":")[0]!;
+    if (entry.secret && PROVIDER_NAMESPACES.includes(namespace)) {
+      throw new Error(`config ${key}: a provider's secret setting cannot be passed as a secret value through the automation engine (it would not reach the provider); set it in the environment of \`nodefleet serve\` instead (e.g. HCLOUD_TOKEN)`);
+    }
+  }
+}
+
 /** The signature key of a secret value as engine events show it ({<sig>: ..., ciphertext: "[secret]"}). */
 const SECRET_SIGNATURE = "4dabf18193072939515e22adb298388d";
 
@@ -275,7 +292,10 @@ export class AutomationEngine implements StackEngine {
   constructor(private readonly options: AutomationEngineOptions) {
     this.env = options.env ?? process.env;
     if (options.pulumiCommand) this.command = Promise.resolve(options.pulumiCommand);
-    this.processEnv = pulumiProcessEnv(options.dataDir, this.env);
+    // The engine's environment is its runs' environment: provider credentials (HCLOUD_TOKEN,
+    // HCLOUD_ENDPOINT) given in options.env reach the CLI and its plugins, not only process.env's.
+    const given = Object.entries(options.env ?? {}).filter((entry): entry is [string, string] => entry[1] !== undefined);
+    this.processEnv = { ...Object.fromEntries(given), ...pulumiProcessEnv(options.dataDir, this.env) };
     this.project = options.project ?? "nodefleet";
     mkdirSync(options.dataDir, { recursive: true, mode: 0o700 });
     const stateDir = join(options.dataDir, "state");
@@ -326,6 +346,7 @@ export class AutomationEngine implements StackEngine {
    * resource input derived from them is a secret in the state.
    */
   private inlineProgram(def: StackDefinition): () => Promise<Record<string, unknown>> {
+    assertNoProviderSecrets(def.config);
     const secrets = configStrings(def.config, true);
     return async () => {
       if (Object.keys(secrets).length > 0) pulumi.runtime.setAllConfig({ ...pulumi.runtime.allConfig(), ...secrets }, Object.keys(secrets));

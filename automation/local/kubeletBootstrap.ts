@@ -10,6 +10,7 @@ import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { ResourceList } from "../catalog/instanceTypes";
 import { type KubeIdentity, kube } from "./kubeClient";
 
 export interface KubeletJoin {
@@ -23,7 +24,20 @@ export interface KubeletJoin {
   readonly taints: ReadonlyArray<{ key: string; value?: string; effect: string }>;
   /** How long to wait for the CSR's certificate. Default 60 s. */
   readonly certificateTimeoutMs?: number;
+  /** What the kubelet reports. Default: a 2-CPU, 4Gi node with 110 pods. */
+  readonly resources?: NodeStatusResources;
 }
+
+/** A Node's `status.capacity` and `status.allocatable`, as Kubernetes quantities. */
+export interface NodeStatusResources {
+  readonly capacity: ResourceList;
+  readonly allocatable: ResourceList;
+}
+
+const DEFAULT_RESOURCES: NodeStatusResources = {
+  capacity: { cpu: "2", memory: "4Gi", pods: "110", "ephemeral-storage": "40Gi" },
+  allocatable: { cpu: "2", memory: "4Gi", pods: "110", "ephemeral-storage": "40Gi" },
+};
 
 export class KubeletJoinError extends Error {
   override readonly name = "KubeletJoinError";
@@ -91,12 +105,12 @@ export async function joinAsKubelet(request: KubeletJoin): Promise<KubeIdentity>
   } catch (error) {
     throw new KubeletJoinError("register", `registering Node ${request.nodeName} was refused: ${(error as Error).message}`);
   }
-  await reportReady(node, request.nodeName);
+  await reportReady(node, request.nodeName, request.resources);
   return node;
 }
 
 /** The kubelet's status heartbeat: Ready, with the node's capacity. */
-export async function reportReady(node: KubeIdentity, nodeName: string): Promise<void> {
+export async function reportReady(node: KubeIdentity, nodeName: string, resources: NodeStatusResources = DEFAULT_RESOURCES): Promise<void> {
   const now = new Date().toISOString();
   try {
     await kube(
@@ -106,8 +120,8 @@ export async function reportReady(node: KubeIdentity, nodeName: string): Promise
       {
         status: {
           conditions: [{ type: "Ready", status: "True", reason: "KubeletReady", message: "nodefleet local node agent", lastHeartbeatTime: now, lastTransitionTime: now }],
-          capacity: { cpu: "2", memory: "4Gi", pods: "110" },
-          allocatable: { cpu: "2", memory: "4Gi", pods: "110" },
+          capacity: resources.capacity,
+          allocatable: resources.allocatable,
         },
       },
       "application/strategic-merge-patch+json",

@@ -9,11 +9,12 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { acquireDataDirLock } from "../store/dataDirLock";
 import { resolvePassphrase } from "../engine/passphrase";
-import { toolchainBinDir } from "../engine/toolchain";
+import { pulumiProcessEnv } from "../engine/toolchain";
 import { knobsFromEnv } from "../simulated/simulationKnobs";
 import { type ControlPlane, startControlPlane } from "./controlPlane";
 import { type FakeHcloud, buildFakeHcloud } from "./fakeHcloud/fakeHcloudApi";
 import { NodeAgent, type NodeAgentLogger } from "./nodeAgent";
+import { writeLocalStack } from "./localStack";
 
 export interface LocalCloudOptions {
   readonly dataDir: string;
@@ -23,6 +24,8 @@ export interface LocalCloudOptions {
   readonly agentIntervalMs?: number;
   readonly env?: NodeJS.ProcessEnv;
   readonly logger: NodeAgentLogger;
+  /** The Pulumi project (a folder with Pulumi.yaml) that gets the generated `local` stack; none: no stack file. */
+  readonly projectDir?: string;
 }
 
 export interface LocalCloud {
@@ -31,6 +34,8 @@ export interface LocalCloud {
   readonly agent: NodeAgent;
   /** The environment to use the local cloud with. */
   readonly env: Record<string, string>;
+  /** The generated stack file, when a project was given. */
+  readonly stackFile?: string;
   stop(): Promise<void>;
 }
 
@@ -80,17 +85,18 @@ export async function startLocalCloud(options: LocalCloudOptions): Promise<Local
       HCLOUD_ENDPOINT: `${address}`,
       HCLOUD_TOKEN: token,
       KUBECONFIG: plane.adminKubeconfig,
-      PATH: `${toolchainBinDir(env)}:${env.PATH ?? ""}`,
       PULUMI_BACKEND_URL: `file://${join(dir, "pulumi-state")}`,
       ...passphrase,
-      PULUMI_SKIP_UPDATE_CHECK: "true",
-      PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION: "true",
+      // The toolchain and the dynamic-provider plugin on PATH, NODE_PATH, PULUMI_HOME, no downloads.
+      ...pulumiProcessEnv(dir, env),
     };
     mkdirSync(join(dir, "pulumi-state"), { recursive: true, mode: 0o700 });
     writeFileSync(join(dir, "env"), `${shellExport(localEnv)}\n`, { mode: 0o600 });
     writeFileSync(join(dir, "env.json"), `${JSON.stringify({ env: localEnv }, null, 2)}\n`, { mode: 0o600 });
     const startedPlane = plane;
+    const stackFile = options.projectDir ? await writeLocalStack(options.projectDir, startedPlane, localEnv) : undefined;
     return {
+      stackFile,
       plane: startedPlane,
       hcloud: fake,
       agent,

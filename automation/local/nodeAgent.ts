@@ -6,8 +6,11 @@
  * (nodefleet's Node removal). A user data that could not join in reality yields no Node and one log
  * line saying why.
  */
+import { kubeletSchema } from "../../components/fleet/fleetSpec";
+import { allocatable, formatResources, nodeCapacity, nodeOverheadFor } from "../catalog/instanceTypes";
+import { findServerType, shippedCatalog } from "../catalog/serverTypes";
 import type { KubeIdentity } from "./kubeClient";
-import { joinAsKubelet, reportReady } from "./kubeletBootstrap";
+import { type NodeStatusResources, joinAsKubelet, reportReady } from "./kubeletBootstrap";
 import { readK0sWorkerUserData } from "./workerUserDataReader";
 import type { FakeServer } from "./fakeHcloud/fakeHcloudState";
 
@@ -16,7 +19,20 @@ export interface NodeAgentLogger {
   warn(record: object, message: string): void;
 }
 
-type Machine = { readonly state: "joining" } | { readonly state: "joined"; readonly nodeName: string; readonly identity: KubeIdentity } | { readonly state: "refused"; readonly reason: string };
+/**
+ * What the server's kubelet would report: the capacity and allocatable the scaling API computes for
+ * its type, so Karpenter's view and the Node agree. The agent assumes the default kubelet settings
+ * (the user data's reservations are not read back).
+ */
+export function serverTypeResources(serverType: string): NodeStatusResources | undefined {
+  const type = findServerType(shippedCatalog(), serverType);
+  if (!type) return undefined;
+  const kubelet = kubeletSchema.parse({});
+  const capacity = nodeCapacity(type, kubelet);
+  return { capacity: formatResources(capacity), allocatable: formatResources(allocatable(capacity, nodeOverheadFor(type, kubelet))) };
+}
+
+type Machine = { readonly state: "joining" } | { readonly state: "joined"; readonly nodeName: string; readonly identity: KubeIdentity; readonly resources?: NodeStatusResources } | { readonly state: "refused"; readonly reason: string };
 
 export class NodeAgent {
   private readonly machines = new Map<number, Machine>();
@@ -60,7 +76,7 @@ export class NodeAgent {
           const machine = this.machines.get(server.id);
           if (server.status !== "running" || machine?.state === "joining" || machine?.state === "refused") return;
           if (machine?.state === "joined") {
-            await reportReady(machine.identity, machine.nodeName).catch((error: Error) => this.logger.warn({ serverId: server.id, err: error.message }, "heartbeat failed"));
+            await reportReady(machine.identity, machine.nodeName, machine.resources).catch((error: Error) => this.logger.warn({ serverId: server.id, err: error.message }, "heartbeat failed"));
             return;
           }
           await this.join(server);
@@ -75,8 +91,9 @@ export class NodeAgent {
     this.machines.set(server.id, { state: "joining" });
     try {
       const intent = readK0sWorkerUserData(server.userData);
-      const identity = await joinAsKubelet({ ...intent, nodeName: intent.hostname });
-      this.machines.set(server.id, { state: "joined", nodeName: intent.hostname, identity });
+      const resources = serverTypeResources(server.serverType);
+      const identity = await joinAsKubelet({ ...intent, nodeName: intent.hostname, ...(resources ? { resources } : {}) });
+      this.machines.set(server.id, { state: "joined", nodeName: intent.hostname, identity, ...(resources ? { resources } : {}) });
       this.logger.info({ serverId: server.id, server: server.name, node: intent.hostname, providerID: intent.providerID }, "node joined");
     } catch (error) {
       const reason = (error as Error).message;

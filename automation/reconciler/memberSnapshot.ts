@@ -6,6 +6,7 @@
  */
 import { canonicalHash, canonicalJson } from "../../components/shared/canonicalJson";
 import type { ClusterSpec, HcloudAutoscaledPool, KubeletSettings, Taint } from "../../components/fleet/fleetSpec";
+import { mergeTaints } from "../../components/fleet/taints";
 import type { NodeResources } from "../catalog/instanceTypes";
 
 /** Everything of a pool and its cluster that shapes a member's server and bootstrap. */
@@ -45,6 +46,8 @@ export function poolTemplate(cluster: ClusterSpec, pool: HcloudAutoscaledPool): 
 export interface MemberSnapshot {
   readonly template: PoolTemplate;
   readonly serverType: string;
+  /** kubernetes.io/arch of the server type (absent in claims admitted before it was recorded). */
+  readonly arch?: "amd64" | "arm64";
   readonly location: string;
   /** Labels from the request (Karpenter's NodeClaim labels), all of them, as the node object reports them. */
   readonly requestLabels: Readonly<Record<string, string>>;
@@ -60,6 +63,11 @@ export interface MemberSnapshot {
    * spread placement group floor(slot / 10) and never has to move between groups.
    */
   readonly placementSlot: number;
+}
+
+/** The member's taints: the pool's and the request's merged by (key, effect), the request's value winning. */
+export function memberTaints(snapshot: Pick<MemberSnapshot, "template" | "requestTaints">): Taint[] {
+  return mergeTaints(snapshot.template.taints, snapshot.requestTaints);
 }
 
 /** The template as it concerns one member: the allowed types list only matters as "is mine still allowed". */
@@ -84,19 +92,44 @@ export function templateHash(template: PoolTemplate, serverType: string): string
 
 const show = (v: unknown) => (v === undefined ? "unset" : typeof v === "string" ? v : canonicalJson(v));
 
-/** The fields in which the current template differs from the snapshot, one readable entry each. */
-export function driftReasons(snapshot: MemberSnapshot, current: PoolTemplate | undefined): string[] {
-  if (!current) return [`pool ${snapshot.template.pool} is no longer an autoscaled pool of this stack`];
+/** A Kubernetes condition Reason: Karpenter turns IsDrifted's answer into one and refuses anything else. */
+export const DRIFT_REASON = /^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$/;
+
+/** One drifted field: `reason` is Reason-safe (e.g. ImageDrift), `detail` says what changed, for people. */
+export interface Drift {
+  readonly reason: string;
+  readonly detail: string;
+}
+
+/** The template fields compared, with the Reason each reports when it differs. */
+const DRIFT_FIELDS = {
+  location: "LocationDrift",
+  image: "ImageDrift",
+  sshKeys: "SshKeysDrift",
+  deleteProtection: "DeleteProtectionDrift",
+  labels: "LabelsDrift",
+  taints: "TaintsDrift",
+  clusterKind: "ClusterKindDrift",
+  k0sVersion: "K0sVersionDrift",
+  kubernetesVersion: "KubernetesVersionDrift",
+  kubelet: "KubeletDrift",
+} as const satisfies Partial<Record<keyof PoolTemplate, string>>;
+
+/** The fields in which the current template differs from the snapshot, one entry each. */
+export function drifts(snapshot: MemberSnapshot, current: PoolTemplate | undefined): Drift[] {
+  if (!current) return [{ reason: "PoolRemoved", detail: `pool ${snapshot.template.pool} is no longer an autoscaled pool of this stack` }];
   if (templateHash(current, snapshot.serverType) === snapshot.templateHash) return [];
-  const reasons: string[] = [];
+  const found: Drift[] = [];
   if (!current.serverTypes.includes(snapshot.serverType)) {
-    reasons.push(`serverTypes: ${snapshot.serverType} is no longer allowed (allowed: ${current.serverTypes.join(", ")})`);
+    found.push({
+      reason: "ServerTypeDrift",
+      detail: `serverTypes: ${snapshot.serverType} is no longer allowed (allowed: ${current.serverTypes.join(", ")})`,
+    });
   }
-  const fields = ["location", "image", "sshKeys", "deleteProtection", "labels", "taints", "clusterKind", "k0sVersion", "kubernetesVersion", "kubelet"] as const;
-  for (const field of fields) {
+  for (const [field, reason] of Object.entries(DRIFT_FIELDS) as Array<[keyof typeof DRIFT_FIELDS, string]>) {
     const before = snapshot.template[field];
     const after = current[field];
-    if (canonicalJson(before) !== canonicalJson(after)) reasons.push(`${field}: ${show(before)} -> ${show(after)}`);
+    if (canonicalJson(before) !== canonicalJson(after)) found.push({ reason, detail: `${field}: ${show(before)} -> ${show(after)}` });
   }
-  return reasons;
+  return found;
 }

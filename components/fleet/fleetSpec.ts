@@ -12,9 +12,13 @@ import {
 import { GENERATION_SUFFIX_LENGTH, MAX_SERVER_NAME_LENGTH } from "./generationSuffix";
 import { isKubeletRestrictedLabel } from "./kubeletLabels";
 import { hostnameFor, staticNodeIds } from "./naming";
+import { repeatedTaintPairs } from "./taints";
 
 /** An RFC 1123 label: cluster ids, pool and node names, hostnames (length is checked separately). */
 export const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+/** An RFC 1123 subdomain: DNS labels joined by '.' (Kubernetes object names, label key prefixes; at most 253 characters). */
+export const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+export const DNS_SUBDOMAIN_MAX = 253;
 const dnsLabel = (what: string, max: number) =>
   z
     .string({ error: `${what} is required and must be a string` })
@@ -27,11 +31,11 @@ const cidr = (what: string) =>
   });
 
 // Label keys and values as Kubernetes validates them (apimachinery validation.IsQualifiedName / IsValidLabelValue).
-const QUALIFIED_NAME = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
+const QUALIFIED_NAME = new RegExp(`^(${DNS_SUBDOMAIN.source.slice(1, -1)}\\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$`);
 const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$/;
 
 /** The DNS-subdomain prefix of a qualified name (before '/') is at most 253 characters. */
-const LABEL_KEY_PREFIX_MAX = 253;
+const LABEL_KEY_PREFIX_MAX = DNS_SUBDOMAIN_MAX;
 const labelKey = z
   .string()
   .refine((k) => QUALIFIED_NAME.test(k), {
@@ -52,6 +56,13 @@ export const taintSchema = z.strictObject({
   effect: z.enum(TAINT_EFFECTS, { error: `taint effect must be one of ${TAINT_EFFECTS.join(", ")}` }),
 });
 export type Taint = z.infer<typeof taintSchema>;
+/** A list of taints in which no (key, effect) pair repeats: a Node repeating one fails validation. */
+export const taintListSchema = z.array(taintSchema).superRefine((taints, ctx) => {
+  for (const index of repeatedTaintPairs(taints)) {
+    const { key, effect } = taints[index]!;
+    ctx.addIssue({ code: "custom", path: [index], message: `taint ${key}:${effect} repeats the (key, effect) of an earlier taint; a Node may carry each pair once` });
+  }
+});
 
 const K0S_VERSION = /^v\d+\.\d+\.\d+\+k0s\.\d+$/;
 const KUBERNETES_VERSION = /^v1\.\d+\.\d+$/;
@@ -204,7 +215,7 @@ const poolLabels = labelsSchema.superRefine((labels, ctx) => {
 const poolBase = {
   name: dnsLabel("name", 30),
   labels: poolLabels.default({}),
-  taints: z.array(taintSchema).default([]),
+  taints: taintListSchema.default([]),
 };
 
 const replicas = z.number().int().min(0, { error: "replicas must be 0 or more" }).max(100, { error: "replicas must be at most 100" });

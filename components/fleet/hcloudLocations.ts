@@ -19,3 +19,10 @@ export const HCLOUD_MAX_SERVERS_PER_SPREAD_GROUP = 10;
 export const HCLOUD_MAX_SERVERS_PER_NETWORK = 100;
 export const HCLOUD_MAX_SUBNETS_PER_NETWORK = 50;
 export const HCLOUD_MAX_USER_DATA_BYTES = 32 * 1024;
+
+/** A location's `topology.kubernetes.io/region`: its network zone (`hel1` -> `eu-central`). */
+export function hcloudRegion(location: string): string {
+  const zone = HCLOUD_LOCATION_ZONES[location];
+  if (zone === undefined) throw new Error(`${location} is not a Hetzner Cloud location`);
+  return zone;
+}

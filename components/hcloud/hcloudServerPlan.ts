@@ -6,6 +6,7 @@
 import type { ClusterSpec, HcloudPool, HcloudStaticPool, Taint } from "../fleet/fleetSpec";
 import { generationServerName, generationSuffix } from "../fleet/generationSuffix";
 import { staticNodeIds } from "../fleet/naming";
+import { mergeTaints } from "../fleet/taints";
 import { type NodeMember, nodeMember } from "../fleet/nodeMember";
 import { assertHcloudUserDataSize } from "../bootstrap/userDataLimits";
 import { renderWorkerUserData } from "../bootstrap/workerUserData";
@@ -105,7 +106,7 @@ export function planHcloudServers(
       hostname: member.hostname,
       providerID: member.providerID,
       labels: member.labels,
-      taints: [...member.taints, ...(member.extraTaints ?? [])],
+      taints: mergeTaints(member.taints, member.extraTaints ?? []),
       ...(nodeIp ? { nodeIp } : {}),
     };
     const image = member.image ?? pool.image;

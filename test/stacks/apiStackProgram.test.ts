@@ -104,6 +104,22 @@ describe("the API stack's program", () => {
     assert.match(userData, /--provider-id=[a-z]+:\/\/\/example\/k000000000001 /);
   });
 
+  it("never repeats a (key, effect) in the kubelet's taints: request over pool, and the unregistered taint once", async () => {
+    const config = configValues(exampleConfig());
+    const snapshot = {
+      ...snapshotFor(config, "cpx21", 0),
+      requestTaints: [
+        { key: "workload", value: "ci", effect: "NoSchedule" as const },
+        { key: "karpenter.sh/unregistered", effect: "NoExecute" as const },
+      ],
+    };
+    const result = await runApiProgram(config, [{ nodeId: "k000000000001", snapshot }]);
+    const server = result.resources.find((r) => r.type === "hcloud:index/server:Server")!;
+    const userData = String(resolveSecrets(server.inputs.userData, true));
+    const taintsArg = /--taints '([^'\n]*)'/.exec(userData)?.[1] ?? /--taints (\S+)/.exec(userData)?.[1];
+    assert.deepEqual(taintsArg!.split(",").sort(), ["karpenter.sh/unregistered:NoExecute", "workload=ci:NoSchedule"]);
+  });
+
   it("declares nothing and looks nothing up without members", async () => {
     const result = await runApiProgram(configValues(exampleConfig()), []);
     assert.equal(result.resources.filter((r) => r.custom).length, 0);

@@ -9,7 +9,7 @@ import type { FastifyInstance } from "fastify";
 import { parseFleetSpec } from "../../components/fleet/fleetSpec";
 import { buildServer, type BuildServerOptions } from "../../automation/api/server";
 import { ServiceMetrics } from "../../automation/api/serviceMetrics";
-import { NodefleetClient } from "../../automation/client/nodefleetClient";
+import { NodefleetApiError, NodefleetClient } from "../../automation/client/nodefleetClient";
 import type { StackConfigValue, StackEngine } from "../../automation/engine/stackEngine";
 import { configValues, projectRoot, readStackConfigFile } from "../../automation/stackConfigFile";
 import { FakeStackEngine } from "./fakeStackEngine";
@@ -89,4 +89,15 @@ export async function eventually<T>(check: () => Promise<T | undefined> | T | un
     await new Promise((resolve) => setTimeout(resolve, intervalMs));
   }
   throw new Error(`condition not met after ${attempts} attempts${last ? `: ${String(last)}` : ""}`);
+}
+
+/** The API error a client call fails with (fails the test when the call succeeds or fails otherwise). */
+export async function apiError(promise: Promise<unknown>): Promise<NodefleetApiError> {
+  try {
+    await promise;
+  } catch (error) {
+    if (error instanceof NodefleetApiError) return error;
+    throw error;
+  }
+  throw new Error("expected an API error");
 }

@@ -20,9 +20,22 @@ export interface ServeProcess {
 
 export const REPOSITORY_ROOT = path.resolve(__dirname, "..", "..", "..");
 
-export async function startServe(dataDir: string, env: Record<string, string> = {}, options: { stack?: string; port?: number } = {}): Promise<ServeProcess> {
-  const child = spawn(process.execPath, [BIN, "serve", "--stack", options.stack ?? "example", "--data-dir", dataDir, "--port", String(options.port ?? 0)], {
-    cwd: REPOSITORY_ROOT,
+export interface ServeOptions {
+  readonly stack?: string;
+  readonly port?: number;
+  /** The project it runs in (its stacks/ folder). Default: this repository. */
+  readonly cwd?: string;
+  /** The cluster the client addresses. Default: example. */
+  readonly clusterId?: string;
+  readonly engine?: "automation" | "simulated";
+  /** How long to wait for it to listen. Default 30 s (an automation engine's start takes longer). */
+  readonly startTimeoutMs?: number;
+}
+
+export async function startServe(dataDir: string, env: Record<string, string> = {}, options: ServeOptions = {}): Promise<ServeProcess> {
+  const args = [BIN, "serve", "--stack", options.stack ?? "example", "--data-dir", dataDir, "--port", String(options.port ?? 0), ...(options.engine ? ["--engine", options.engine] : [])];
+  const child = spawn(process.execPath, args, {
+    cwd: options.cwd ?? REPOSITORY_ROOT,
     env: {
       ...process.env,
       HCLOUD_TOKEN: "",
@@ -41,7 +54,8 @@ export async function startServe(dataDir: string, env: Record<string, string> = 
   let stderr = "";
   const exit = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
   const baseUrl = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`serve did not start within 30 s:\n${stderr}`)), 30_000);
+    const timeoutMs = options.startTimeoutMs ?? 30_000;
+    const timer = setTimeout(() => reject(new Error(`serve did not start within ${timeoutMs / 1000} s:\n${stderr}`)), timeoutMs);
     child.stderr!.on("data", (chunk: Buffer) => {
       stderr += chunk.toString();
       const match = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(stderr);
@@ -58,7 +72,7 @@ export async function startServe(dataDir: string, env: Record<string, string> = 
   return {
     child,
     baseUrl,
-    client: new NodefleetClient({ baseUrl, clusterId: "example", token: TOKEN }),
+    client: new NodefleetClient({ baseUrl, clusterId: options.clusterId ?? "example", token: TOKEN }),
     stderr: () => stderr,
     exited: () => exit,
   };

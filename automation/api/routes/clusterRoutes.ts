@@ -10,6 +10,7 @@ export const clusterRoutes: FastifyPluginAsyncZod<{ clusters: ClusterServices }>
     "/clusters/:clusterId",
     {
       schema: {
+        operationId: "getCluster",
         tags: ["clusters"],
         summary: "The cluster: kind, providerID scheme, autoscaled pools with limits and usage",
         params: clusterParams,
@@ -23,6 +24,7 @@ export const clusterRoutes: FastifyPluginAsyncZod<{ clusters: ClusterServices }>
     "/clusters/:clusterId/instance-types",
     {
       schema: {
+        operationId: "listInstanceTypes",
         tags: ["clusters"],
         summary: "Every server type of every autoscaled pool, unavailable ones included (Karpenter GetInstanceTypes)",
         params: clusterParams,
@@ -36,6 +38,7 @@ export const clusterRoutes: FastifyPluginAsyncZod<{ clusters: ClusterServices }>
     "/clusters/:clusterId/operations",
     {
       schema: {
+        operationId: "listOperations",
         tags: ["clusters"],
         summary: "Every engine run of the cluster, newest first, persisted across restarts",
         params: clusterParams,

@@ -21,6 +21,7 @@ export const nodeRoutes: FastifyPluginAsyncZod<{ clusters: ClusterServices }> = 
     "/clusters/:clusterId/nodes",
     {
       schema: {
+        operationId: "createNode",
         tags: ["nodes"],
         summary: "Create a node (Karpenter Create); answers before the server exists",
         params: clusterParams,
@@ -63,6 +64,7 @@ export const nodeRoutes: FastifyPluginAsyncZod<{ clusters: ClusterServices }> = 
     "/clusters/:clusterId/nodes/:nodeId",
     {
       schema: {
+        operationId: "getNode",
         tags: ["nodes"],
         summary: "Get a node (Karpenter Get)",
         params: nodeParams,
@@ -76,6 +78,7 @@ export const nodeRoutes: FastifyPluginAsyncZod<{ clusters: ClusterServices }> = 
     "/clusters/:clusterId/nodes",
     {
       schema: {
+        operationId: "listNodes",
         tags: ["nodes"],
         summary: "List the nodes of the autoscaled pools not yet confirmed gone (Karpenter List)",
         params: clusterParams,
@@ -90,6 +93,7 @@ export const nodeRoutes: FastifyPluginAsyncZod<{ clusters: ClusterServices }> = 
     "/clusters/:clusterId/nodes/:nodeId",
     {
       schema: {
+        operationId: "deleteNode",
         tags: ["nodes"],
         summary: "Delete a node (Karpenter Delete); repeats while terminating start no new engine run",
         params: nodeParams,

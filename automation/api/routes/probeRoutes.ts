@@ -10,13 +10,14 @@ export interface Readiness {
 export const probeRoutes: FastifyPluginAsyncZod<{ readiness: () => Readiness }> = async (app, { readiness }) => {
   app.get(
     "/healthz",
-    { schema: { tags: ["probes"], summary: "The process is up", response: { 200: healthSchema } }, logLevel: "warn" },
+    { schema: { operationId: "getHealth", tags: ["probes"], summary: "The process is up", response: { 200: healthSchema } }, logLevel: "warn" },
     async () => ({ status: "ok" as const }),
   );
   app.get(
     "/readyz",
     {
       schema: {
+        operationId: "getReadiness",
         tags: ["probes"],
         summary: "200 once the store is open and the engine can run (degraded is still ready: deletes must keep working); 503 while starting or stopping",
         response: { 200: readinessSchema, 503: readinessSchema },

@@ -10,20 +10,9 @@ import { GENERATION_SUFFIX_LENGTH, generationServerName } from "../../../compone
 import { hostnameFor } from "../../../components/fleet/naming";
 import { nodeOverhead } from "../../../components/bootstrap/kubeletReservations";
 import { nodeIdFor } from "../../../automation/api/nodeIdentity";
-import { NodefleetApiError } from "../../../automation/client/nodefleetClient";
 import { configValues } from "../../../automation/stackConfigFile";
 import { FakeStackEngine } from "../../support/fakeStackEngine";
-import { OTHER_CLUSTER_TOKEN, ROTATED_TOKEN, TOKEN, eventually, exampleConfig, startTestApi, type TestApi } from "../../support/apiHarness";
-
-async function apiError(promise: Promise<unknown>): Promise<NodefleetApiError> {
-  try {
-    await promise;
-  } catch (error) {
-    if (error instanceof NodefleetApiError) return error;
-    throw error;
-  }
-  throw new Error("expected an API error");
-}
+import { OTHER_CLUSTER_TOKEN, ROTATED_TOKEN, TOKEN, apiError, eventually, exampleConfig, startTestApi, type TestApi } from "../../support/apiHarness";
 
 function assertErrorShape(body: unknown, code?: string): void {
   const error = (body as { error?: { code?: unknown; message?: unknown } }).error;
@@ -56,7 +45,8 @@ describe("scaling API routes", function () {
       assert.deepEqual(cluster.pools.map((p) => p.name), ["hel1-burst"]);
       const pool = cluster.pools[0]!;
       assert.equal(pool.limits.maxNodes, 90);
-      assert.deepEqual(pool.usage, { nodes: 1, cpu: 4, memoryGiB: 8 });
+      // cpx31: 8 GiB, of which the kubelet sees 7577 MiB (less the VM overhead); limits count what the kubelet reports.
+      assert.deepEqual(pool.usage, { nodes: 1, cpu: 4, memoryGiB: 7577 / 1024 });
     });
   });
 
@@ -253,7 +243,7 @@ describe("scaling API routes", function () {
     it("rejects invalid bodies with 400 ValidationError naming the fields", async () => {
       for (const body of [
         { uniqueID: "Upper", pool: "hel1-burst" },
-        { uniqueID: "a".repeat(64), pool: "hel1-burst" },
+        { uniqueID: "a".repeat(254), pool: "hel1-burst" },
         { uniqueID: "ok", pool: "hel1-burst", unknownField: 1 },
         { uniqueID: "ok", pool: "hel1-burst", taints: [{ key: "k", effect: "Sometimes" }] },
         { uniqueID: "ok", pool: "hel1-burst", requirements: [{ key: "k", operator: "Like" }] },
@@ -425,7 +415,7 @@ describe("scaling API routes", function () {
     it("answers malformed JSON with 400, an oversized body with 413, another media type with 415", async () => {
       const malformed = await api.client.raw("POST", NODES, { body: '{"uniqueID": ', headers: json });
       assert.equal(malformed.status, 400);
-      assertErrorShape(malformed.body, "BadRequest");
+      assertErrorShape(malformed.body, "MalformedJson");
       const oversized = await api.client.raw("POST", NODES, { body: JSON.stringify({ uniqueID: "x", pad: "a".repeat(200_000) }), headers: json });
       assert.equal(oversized.status, 413);
       assertErrorShape(oversized.body, "PayloadTooLarge");
@@ -460,7 +450,7 @@ describe("scaling API routes", function () {
     it("answers unknown routes with 404 in the error shape", async () => {
       const response = await api.client.raw("GET", "/api/v1/nothing-here");
       assert.equal(response.status, 404);
-      assertErrorShape(response.body, "NotFound");
+      assertErrorShape(response.body, "RouteNotFound");
     });
 
     it("refuses a label key whose prefix is longer than 253 characters, naming the rule", async () => {
@@ -623,7 +613,8 @@ describe("node identity", () => {
     assert.throws(() => parseFleetSpec(fleetWithClusterId("c".repeat(21))), "the cluster id is bounded, so the hostname is too");
     const dnsLabel = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
     fc.assert(
-      fc.property(fc.stringMatching(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/), (uniqueID) => {
+      // Any Kubernetes object name (a DNS subdomain of at most 253 characters).
+      fc.property(fc.stringMatching(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?){0,3}$/).filter((id) => id.length <= 253), (uniqueID) => {
         const nodeId = nodeIdFor(uniqueID);
         assert.equal(nodeIdFor(uniqueID), nodeId, "stable");
         const hostname = hostnameFor({ id: longestClusterId }, nodeId);

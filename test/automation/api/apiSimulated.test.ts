@@ -98,8 +98,9 @@ describe("scaling API on the simulated engine", function () {
     const drifted = await api.client.getNode(node.nodeID);
     assert.equal(drifted.drifted, true);
     for (const reason of [/image: ubuntu-24\.04 -> ubuntu-22\.04/, /k0sVersion: v1\.33\.4\+k0s\.0 -> v1\.34\.1\+k0s\.0/, /serverTypes: cpx21 is no longer allowed/]) {
-      assert.match(drifted.driftReason ?? "", reason);
+      assert.match(drifted.driftDetails ?? "", reason);
     }
+    assert.equal(drifted.driftReason, "ServerTypeDrift,ImageDrift,K0sVersionDrift");
     assert.equal((await api.client.getNode(fresh.node.nodeID)).drifted, false);
     const freshServer = sim.engine.cloud.listServers(`nodefleet.io/node=${fresh.node.nodeID}`)[0]!;
     assert.equal(freshServer.serverType, "cpx31");

@@ -289,9 +289,10 @@ describe("reconciler: behaviour", function () {
     burst.serverTypes = ["cpx31", "cpx41"];
     const drifted = await api.client.getNode(node.nodeID);
     assert.equal(drifted.drifted, true);
-    assert.match(drifted.driftReason ?? "", /image: ubuntu-24\.04 -> ubuntu-22\.04/);
-    assert.match(drifted.driftReason ?? "", /k0sVersion: v1\.33\.4\+k0s\.0 -> v1\.34\.1\+k0s\.0/);
-    assert.match(drifted.driftReason ?? "", /serverTypes: cpx21 is no longer allowed/);
+    assert.equal(drifted.driftReason, "ServerTypeDrift,ImageDrift,K0sVersionDrift");
+    assert.match(drifted.driftDetails ?? "", /image: ubuntu-24\.04 -> ubuntu-22\.04/);
+    assert.match(drifted.driftDetails ?? "", /k0sVersion: v1\.33\.4\+k0s\.0 -> v1\.34\.1\+k0s\.0/);
+    assert.match(drifted.driftDetails ?? "", /serverTypes: cpx21 is no longer allowed/);
     const fresh = await api.client.createNode({ uniqueID: "fresh", pool: "hel1-burst" }, { waitSeconds: 30 });
     assert.equal(fresh.node.instanceType, "cpx31");
     assert.equal(fresh.node.drifted, false);

@@ -9,10 +9,12 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strings"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource/plugin"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/util/rpcutil"
+	"github.com/pulumi/pulumi/sdk/v3/go/common/util/rpcutil/rpcerror"
 	pulumirpc "github.com/pulumi/pulumi/sdk/v3/proto/go"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -28,16 +30,33 @@ type Resource interface {
 	// ReplaceKeys are the input keys whose change forces a new resource.
 	ReplaceKeys() []string
 	// Create returns the id and outputs; in a preview, outputs that are not yet known are Computed.
-	Create(inputs resource.PropertyMap, preview bool) (string, resource.PropertyMap, error)
+	Create(ctx context.Context, inputs resource.PropertyMap, preview bool) (string, resource.PropertyMap, error)
 	// Update recomputes outputs for an in-place change of non-replacing inputs.
-	Update(id string, olds, inputs resource.PropertyMap, preview bool) (resource.PropertyMap, error)
+	Update(ctx context.Context, id string, olds, inputs resource.PropertyMap, preview bool) (resource.PropertyMap, error)
 }
+
+// Deleter is a Resource that exists outside the state (a cloud object) and must be removed there.
+type Deleter interface {
+	Delete(ctx context.Context, id string, olds resource.PropertyMap) error
+}
+
+// Reader is a Resource whose refresh reads the real object. exists is false when it is gone.
+type Reader interface {
+	Read(ctx context.Context, id string, olds resource.PropertyMap) (outputs resource.PropertyMap, exists bool, err error)
+}
+
+// Invoke is a provider function (a data source such as getNetwork).
+type Invoke func(ctx context.Context, args resource.PropertyMap) (resource.PropertyMap, error)
 
 // Provider is a named set of resource types.
 type Provider struct {
 	Name      string
 	Version   string
 	Resources map[string]Resource // by type token, e.g. "random:index/randomString:RandomString"
+	Invokes   map[string]Invoke   // by function token, e.g. "hcloud:index/getNetwork:getNetwork"
+	// Configure receives the provider's configuration (`<name>:<key>` values, secrets included);
+	// a returned error fails the run with it.
+	Configure func(config resource.PropertyMap) error
 }
 
 // Serve starts the gRPC server, prints the port for the engine and blocks.
@@ -100,8 +119,55 @@ func (s *server) DiffConfig(context.Context, *pulumirpc.DiffRequest) (*pulumirpc
 	return &pulumirpc.DiffResponse{Changes: pulumirpc.DiffResponse_DIFF_NONE}, nil
 }
 
-func (s *server) Configure(context.Context, *pulumirpc.ConfigureRequest) (*pulumirpc.ConfigureResponse, error) {
+func (s *server) Configure(_ context.Context, req *pulumirpc.ConfigureRequest) (*pulumirpc.ConfigureResponse, error) {
+	if s.provider.Configure != nil {
+		config, err := configuration(req)
+		if err != nil {
+			return nil, err
+		}
+		if err := s.provider.Configure(config); err != nil {
+			return nil, status.Errorf(codes.InvalidArgument, "%s: %v", s.provider.Name, err)
+		}
+	}
 	return &pulumirpc.ConfigureResponse{AcceptSecrets: true, SupportsPreview: true, AcceptResources: true}, nil
+}
+
+// configuration prefers the structured args (secrets kept as secrets); older engines send only the
+// flat `<pkg>:config:<key>` variables.
+func configuration(req *pulumirpc.ConfigureRequest) (resource.PropertyMap, error) {
+	if req.GetArgs() != nil {
+		return unmarshal(req.GetArgs())
+	}
+	config := resource.PropertyMap{}
+	for k, v := range req.GetVariables() {
+		key := k
+		if i := strings.LastIndex(k, ":"); i >= 0 {
+			key = k[i+1:]
+		}
+		config[resource.PropertyKey(key)] = resource.NewStringProperty(v)
+	}
+	return config, nil
+}
+
+func (s *server) Invoke(ctx context.Context, req *pulumirpc.InvokeRequest) (*pulumirpc.InvokeResponse, error) {
+	invoke, ok := s.provider.Invokes[req.GetTok()]
+	if !ok {
+		return nil, status.Errorf(codes.InvalidArgument, "%s: unknown function %q", s.provider.Name, req.GetTok())
+	}
+	args, err := unmarshal(req.GetArgs())
+	if err != nil {
+		return nil, err
+	}
+	result, err := invoke(ctx, args)
+	if err != nil {
+		// A failed look-up is a failure of the program's call, reported with the function's name.
+		return &pulumirpc.InvokeResponse{Failures: []*pulumirpc.CheckFailure{{Reason: fmt.Sprintf("%s: %v", req.GetTok(), err)}}}, nil
+	}
+	out, err := marshal(result)
+	if err != nil {
+		return nil, err
+	}
+	return &pulumirpc.InvokeResponse{Return: out}, nil
 }
 
 func (s *server) Cancel(context.Context, *emptypb.Empty) (*emptypb.Empty, error) {
@@ -199,7 +265,7 @@ func plain(v resource.PropertyValue) resource.PropertyValue {
 	return v
 }
 
-func (s *server) Create(_ context.Context, req *pulumirpc.CreateRequest) (*pulumirpc.CreateResponse, error) {
+func (s *server) Create(ctx context.Context, req *pulumirpc.CreateRequest) (*pulumirpc.CreateResponse, error) {
 	r, err := s.resource(req.GetUrn())
 	if err != nil {
 		return nil, err
@@ -208,9 +274,9 @@ func (s *server) Create(_ context.Context, req *pulumirpc.CreateRequest) (*pulum
 	if err != nil {
 		return nil, err
 	}
-	id, outs, err := r.Create(inputs, req.GetPreview())
+	id, outs, err := r.Create(ctx, inputs, req.GetPreview())
 	if err != nil {
-		return nil, err
+		return nil, initFailed(id, outs, err)
 	}
 	props, err := marshal(outs)
 	if err != nil {
@@ -219,7 +285,7 @@ func (s *server) Create(_ context.Context, req *pulumirpc.CreateRequest) (*pulum
 	return &pulumirpc.CreateResponse{Id: id, Properties: props}, nil
 }
 
-func (s *server) Update(_ context.Context, req *pulumirpc.UpdateRequest) (*pulumirpc.UpdateResponse, error) {
+func (s *server) Update(ctx context.Context, req *pulumirpc.UpdateRequest) (*pulumirpc.UpdateResponse, error) {
 	r, err := s.resource(req.GetUrn())
 	if err != nil {
 		return nil, err
@@ -232,9 +298,9 @@ func (s *server) Update(_ context.Context, req *pulumirpc.UpdateRequest) (*pulum
 	if err != nil {
 		return nil, err
 	}
-	outs, err := r.Update(req.GetId(), olds, news, req.GetPreview())
+	outs, err := r.Update(ctx, req.GetId(), olds, news, req.GetPreview())
 	if err != nil {
-		return nil, err
+		return nil, initFailed(req.GetId(), outs, err)
 	}
 	props, err := marshal(outs)
 	if err != nil {
@@ -243,13 +309,66 @@ func (s *server) Update(_ context.Context, req *pulumirpc.UpdateRequest) (*pulum
 	return &pulumirpc.UpdateResponse{Properties: props}, nil
 }
 
-// Read returns the recorded state: these resources live only in the state, so a refresh changes nothing.
-func (s *server) Read(_ context.Context, req *pulumirpc.ReadRequest) (*pulumirpc.ReadResponse, error) {
-	return &pulumirpc.ReadResponse{Id: req.GetId(), Properties: req.GetProperties(), Inputs: req.GetInputs()}, nil
+// Read refreshes a Reader from the real object; other resources live only in the state, so their
+// refresh returns what was recorded.
+func (s *server) Read(ctx context.Context, req *pulumirpc.ReadRequest) (*pulumirpc.ReadResponse, error) {
+	r, err := s.resource(req.GetUrn())
+	if err != nil {
+		return nil, err
+	}
+	reader, ok := r.(Reader)
+	if !ok {
+		return &pulumirpc.ReadResponse{Id: req.GetId(), Properties: req.GetProperties(), Inputs: req.GetInputs()}, nil
+	}
+	olds, err := unmarshal(req.GetProperties())
+	if err != nil {
+		return nil, err
+	}
+	outs, exists, err := reader.Read(ctx, req.GetId(), olds)
+	if err != nil {
+		return nil, err
+	}
+	if !exists {
+		return &pulumirpc.ReadResponse{}, nil // an empty id tells the engine the resource is gone
+	}
+	props, err := marshal(outs)
+	if err != nil {
+		return nil, err
+	}
+	return &pulumirpc.ReadResponse{Id: req.GetId(), Properties: props, Inputs: req.GetInputs()}, nil
 }
 
-func (s *server) Delete(context.Context, *pulumirpc.DeleteRequest) (*emptypb.Empty, error) {
+func (s *server) Delete(ctx context.Context, req *pulumirpc.DeleteRequest) (*emptypb.Empty, error) {
+	r, err := s.resource(req.GetUrn())
+	if err != nil {
+		return nil, err
+	}
+	if deleter, ok := r.(Deleter); ok {
+		olds, err := unmarshal(req.GetProperties())
+		if err != nil {
+			return nil, err
+		}
+		if err := deleter.Delete(ctx, req.GetId(), olds); err != nil {
+			return nil, err
+		}
+	}
 	return &emptypb.Empty{}, nil
+}
+
+// initFailed reports a failure after the object came into existence (a create whose action failed):
+// with the id the engine records the resource, so the next run retries or deletes it instead of
+// orphaning it and tripping over its name.
+func initFailed(id string, outs resource.PropertyMap, err error) error {
+	if id == "" || outs == nil {
+		return err
+	}
+	props, marshalErr := marshal(outs)
+	if marshalErr != nil {
+		return err
+	}
+	return rpcerror.WithDetails(rpcerror.New(codes.Unknown, err.Error()), &pulumirpc.ErrorResourceInitFailed{
+		Id: id, Properties: props, Reasons: []string{err.Error()},
+	})
 }
 
 // Failure builds a check failure naming the property and the rule.

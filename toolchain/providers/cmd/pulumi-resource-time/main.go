@@ -4,7 +4,7 @@
 // replace, offset changes recompute in place.
 package main
 
-import "nodefleet.dev/toolchain/pulumi/internal/nativeprovider"
+import "nodefleet.dev/toolchain/providers/internal/nativeprovider"
 
 // version is the @pulumiverse/time version in package-lock.json (set by the toolchain build).
 var version = "0.1.1"

@@ -1,13 +1,14 @@
 package main
 
 import (
+	"context"
 	"crypto/rand"
 	"fmt"
 	"math/big"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
 	pulumirpc "github.com/pulumi/pulumi/sdk/v3/proto/go"
-	"nodefleet.dev/toolchain/pulumi/internal/nativeprovider"
+	"nodefleet.dev/toolchain/providers/internal/nativeprovider"
 )
 
 const (
@@ -51,7 +52,7 @@ func (randomString) Check(news resource.PropertyMap) (resource.PropertyMap, []*p
 	return out, nil
 }
 
-func (r randomString) Create(inputs resource.PropertyMap, preview bool) (string, resource.PropertyMap, error) {
+func (r randomString) Create(_ context.Context, inputs resource.PropertyMap, preview bool) (string, resource.PropertyMap, error) {
 	outs := inputs.Copy()
 	if preview || inputs.ContainsUnknowns() {
 		outs["result"] = resource.MakeComputed(resource.NewStringProperty(""))
@@ -66,7 +67,7 @@ func (r randomString) Create(inputs resource.PropertyMap, preview bool) (string,
 }
 
 // Update only happens for changes no input causes (all replace); keep the value.
-func (randomString) Update(_ string, olds, inputs resource.PropertyMap, _ bool) (resource.PropertyMap, error) {
+func (randomString) Update(_ context.Context, _ string, olds, inputs resource.PropertyMap, _ bool) (resource.PropertyMap, error) {
 	outs := inputs.Copy()
 	outs["result"] = olds["result"]
 	return outs, nil

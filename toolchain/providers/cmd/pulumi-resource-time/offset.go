@@ -1,11 +1,12 @@
 package main
 
 import (
+	"context"
 	"time"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
 	pulumirpc "github.com/pulumi/pulumi/sdk/v3/proto/go"
-	"nodefleet.dev/toolchain/pulumi/internal/nativeprovider"
+	"nodefleet.dev/toolchain/providers/internal/nativeprovider"
 )
 
 var offsetKeys = []resource.PropertyKey{"offsetYears", "offsetMonths", "offsetDays", "offsetHours", "offsetMinutes", "offsetSeconds"}
@@ -32,7 +33,7 @@ func (offset) Check(news resource.PropertyMap) (resource.PropertyMap, []*pulumir
 	return news, nil
 }
 
-func (o offset) Create(inputs resource.PropertyMap, preview bool) (string, resource.PropertyMap, error) {
+func (o offset) Create(_ context.Context, inputs resource.PropertyMap, preview bool) (string, resource.PropertyMap, error) {
 	base := time.Now().UTC().Truncate(time.Second)
 	if v, ok := inputs["baseRfc3339"]; ok && v.IsString() {
 		parsed, err := time.Parse(time.RFC3339, v.StringValue())
@@ -55,7 +56,7 @@ func (o offset) Create(inputs resource.PropertyMap, preview bool) (string, resou
 	return base.Format(time.RFC3339), outs, nil
 }
 
-func (offset) Update(id string, olds, inputs resource.PropertyMap, _ bool) (resource.PropertyMap, error) {
+func (offset) Update(_ context.Context, id string, olds, inputs resource.PropertyMap, _ bool) (resource.PropertyMap, error) {
 	base, err := time.Parse(time.RFC3339, olds["baseRfc3339"].StringValue())
 	if err != nil {
 		return nil, err

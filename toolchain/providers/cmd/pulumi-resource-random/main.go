@@ -4,7 +4,7 @@
 package main
 
 import (
-	"nodefleet.dev/toolchain/pulumi/internal/nativeprovider"
+	"nodefleet.dev/toolchain/providers/internal/nativeprovider"
 )
 
 // version is the @pulumi/random version in package-lock.json (set by the toolchain build).

@@ -1,0 +1,84 @@
+/**
+ * The `local` stack of the local cloud: `stacks/Pulumi.local.yaml`, written by `nodefleet local up`
+ * for this machine (its control plane's address and CA are per machine, so the file is generated
+ * and git-ignored, as kind writes a kubeconfig). A static pool of three and an autoscaled pool for
+ * the scaling API, on the fake Hetzner API; the admin kubeconfig is set as a secret through the real
+ * CLI, from stdin, so it never appears in argv.
+ */
+import { spawn } from "node:child_process";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { stringify } from "yaml";
+import { findTool } from "../engine/toolchain";
+import type { ControlPlane } from "./controlPlane";
+
+export const LOCAL_STACK = "local";
+
+/** The fleet of the local stack. The taint and label show that the node agent registers them. */
+export function localFleetConfig(plane: Pick<ControlPlane, "server"> & { readonly admin: { readonly caPem: string } }): Record<string, unknown> {
+  return {
+    "nodefleet:cluster": {
+      id: "local",
+      kind: "k0s",
+      apiServer: plane.server,
+      caCertificate: plane.admin.caPem,
+      providerIdScheme: "nodefleet",
+      k0sVersion: "v1.33.4+k0s.0",
+      controlPlaneAddresses: ["127.0.0.1/32"],
+    },
+    "nodefleet:network": { ipRange: "10.0.0.0/16", subnet: "10.0.1.0/24", zone: "eu-central" },
+    "nodefleet:firewall": { nodePortSources: [] },
+    "nodefleet:pools": [
+      {
+        name: "local-general",
+        provider: "hcloud",
+        mode: "static",
+        replicas: 3,
+        location: "hel1",
+        serverTypes: ["cpx21"],
+        image: "ubuntu-24.04",
+        labels: { "node.kubernetes.io/pool": "local-general" },
+        taints: [{ key: "nodefleet.io/local", value: "true", effect: "NoSchedule" }],
+      },
+      {
+        name: "local-burst",
+        provider: "hcloud",
+        mode: "autoscaled",
+        location: "hel1",
+        serverTypes: ["cpx21", "cpx31"],
+        image: "ubuntu-24.04",
+        limits: { maxNodes: 10, cpu: 40, memoryGiB: 80 },
+        labels: { "node.kubernetes.io/pool": "local-burst" },
+      },
+    ],
+  };
+}
+
+function runPulumi(args: string[], cwd: string, env: Record<string, string>, stdin?: string): Promise<void> {
+  return new Promise((resolvePromise, reject) => {
+    const pulumi = findTool("pulumi", { ...process.env, ...env });
+    if (!pulumi) return reject(new Error("the pulumi CLI is not on PATH or in the toolchain cache: run `npm run toolchain`"));
+    const child = spawn(pulumi, args, { cwd, env: { ...process.env, ...env }, stdio: ["pipe", "ignore", "pipe"] });
+    let stderr = "";
+    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+    child.on("error", reject);
+    child.on("exit", (code) => (code === 0 ? resolvePromise() : reject(new Error(`pulumi ${args.slice(0, 2).join(" ")} failed: ${stderr.trim()}`))));
+    child.stdin.end(stdin ?? "");
+  });
+}
+
+/**
+ * Writes `<projectDir>/stacks/Pulumi.local.yaml` when it is missing or names another control plane,
+ * creates the stack in the local backend and sets the kubeconfig secret. Returns the file's path.
+ */
+export async function writeLocalStack(projectDir: string, plane: Pick<ControlPlane, "server" | "adminKubeconfig"> & { readonly admin: { readonly caPem: string } }, env: Record<string, string>): Promise<string> {
+  const file = join(projectDir, "stacks", `Pulumi.${LOCAL_STACK}.yaml`);
+  const config = localFleetConfig(plane);
+  const current = existsSync(file) ? readFileSync(file, "utf8") : "";
+  if (current.includes(plane.server) && current.includes("kubeconfig:") && current.includes(plane.admin.caPem.split("\n")[1] ?? "-")) return file;
+  const header = "# Written by `nodefleet local up` for this machine's local cloud (git-ignored); edit the pools freely.\n";
+  writeFileSync(file, header + stringify({ config }), { mode: 0o600 });
+  await runPulumi(["stack", "select", "--create", LOCAL_STACK], projectDir, env);
+  await runPulumi(["config", "set", "--secret", "--path", "--stack", LOCAL_STACK, "nodefleet:cluster.kubeconfig"], projectDir, env, readFileSync(plane.adminKubeconfig, "utf8"));
+  return file;
+}

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/hetznercloud/hcloud-go/v2/hcloud"
+	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
+	"nodefleet.dev/toolchain/providers/internal/nativeprovider"
+)
+
+// cloud is the configured Hetzner client shared by the resources.
+type cloud struct {
+	client *hcloud.Client
+}
+
+// configure reads `hcloud:token`, `hcloud:endpoint` and `hcloud:pollInterval` like the upstream
+// provider, falling back to HCLOUD_TOKEN and HCLOUD_ENDPOINT.
+func (c *cloud) configure(config resource.PropertyMap) error {
+	token := nativeprovider.String(config, "token")
+	if token == "" {
+		token = os.Getenv("HCLOUD_TOKEN")
+	}
+	endpoint := nativeprovider.String(config, "endpoint")
+	if endpoint == "" {
+		endpoint = os.Getenv("HCLOUD_ENDPOINT")
+	}
+	poll := time.Second
+	if text := nativeprovider.String(config, "pollInterval"); text != "" {
+		parsed, err := time.ParseDuration(text)
+		if err != nil {
+			return fmt.Errorf("pollInterval: must be a duration such as 500ms (%v)", err)
+		}
+		poll = parsed
+	}
+	if token == "" {
+		// Deferred to the first call: a preview of unchanged resources needs no token.
+		c.client = nil
+		return nil
+	}
+	opts := []hcloud.ClientOption{
+		hcloud.WithToken(token),
+		hcloud.WithApplication("nodefleet-pulumi-resource-hcloud", version),
+		hcloud.WithPollOpts(hcloud.PollOpts{BackoffFunc: hcloud.ConstantBackoff(poll)}),
+	}
+	if endpoint != "" {
+		opts = append(opts, hcloud.WithEndpoint(endpoint))
+	}
+	c.client = hcloud.NewClient(opts...)
+	return nil
+}
+
+func (c *cloud) api() (*hcloud.Client, error) {
+	if c.client == nil {
+		return nil, errors.New("no API token: set hcloud:token (secret) or HCLOUD_TOKEN")
+	}
+	return c.client, nil
+}
+
+// wait waits for the actions a call started; a failed action is the call's error.
+func (c *cloud) wait(ctx context.Context, actions ...*hcloud.Action) error {
+	var started []*hcloud.Action
+	for _, a := range actions {
+		if a != nil {
+			started = append(started, a)
+		}
+	}
+	if len(started) == 0 {
+		return nil
+	}
+	return c.client.Action.WaitFor(ctx, started...)
+}
+
+// call runs one API call that returns an action and waits for it.
+func (c *cloud) call(ctx context.Context, run func() (*hcloud.Action, *hcloud.Response, error)) error {
+	action, _, err := run()
+	if err != nil {
+		return err
+	}
+	return c.wait(ctx, action)
+}
+
+func parseID(kind, id string) (int64, error) {
+	n, err := strconv.ParseInt(id, 10, 64)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("%s id %q: must be a positive integer", kind, id)
+	}
+	return n, nil
+}
+
+func formatID(id int64) string { return strconv.FormatInt(id, 10) }
+
+func labelsProperty(labels map[string]string) resource.PropertyValue {
+	m := resource.PropertyMap{}
+	for k, v := range labels {
+		m[resource.PropertyKey(k)] = resource.NewStringProperty(v)
+	}
+	return resource.NewObjectProperty(m)
+}

@@ -1,0 +1,212 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+
+	"github.com/hetznercloud/hcloud-go/v2/hcloud"
+	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
+	pulumirpc "github.com/pulumi/pulumi/sdk/v3/proto/go"
+	"nodefleet.dev/toolchain/providers/internal/nativeprovider"
+)
+
+// firewall is hcloud.Firewall: name, labels and rules update in place (set_rules); the inline
+// applyTos set replaces it (terraform-provider-hcloud firewall/resource.go: apply_to ForceNew).
+type firewall struct{ *cloud }
+
+func (firewall) ReplaceKeys() []string { return []string{"applyTos"} }
+
+var ruleProtocols = map[string]bool{"tcp": true, "udp": true, "icmp": true, "esp": true, "gre": true}
+
+func (firewall) Check(news resource.PropertyMap) (resource.PropertyMap, []*pulumirpc.CheckFailure) {
+	var failures []*pulumirpc.CheckFailure
+	if news.ContainsUnknowns() {
+		return news, nil
+	}
+	for i, rule := range nativeprovider.Maps(news, "rules") {
+		at := fmt.Sprintf("rules[%d]", i)
+		if d := nativeprovider.String(rule, "direction"); d != "in" && d != "out" {
+			failures = append(failures, nativeprovider.Failure(at+".direction", "must be in or out"))
+		}
+		protocol := nativeprovider.String(rule, "protocol")
+		if !ruleProtocols[protocol] {
+			failures = append(failures, nativeprovider.Failure(at+".protocol", "must be one of tcp, udp, icmp, esp, gre"))
+		}
+		if (protocol == "tcp" || protocol == "udp") && nativeprovider.String(rule, "port") == "" {
+			failures = append(failures, nativeprovider.Failure(at+".port", "is required for tcp and udp (a port, a range 80-85, or any)"))
+		}
+		for _, key := range []string{"sourceIps", "destinationIps"} {
+			for j, cidr := range nativeprovider.Strings(rule, key) {
+				if _, _, err := net.ParseCIDR(cidr); err != nil {
+					failures = append(failures, nativeprovider.Failure(fmt.Sprintf("%s.%s[%d]", at, key, j), "must be a CIDR"))
+				}
+			}
+		}
+	}
+	return news, failures
+}
+
+func firewallRules(inputs resource.PropertyMap) []hcloud.FirewallRule {
+	rules := []hcloud.FirewallRule{}
+	for _, rule := range nativeprovider.Maps(inputs, "rules") {
+		r := hcloud.FirewallRule{
+			Direction:      hcloud.FirewallRuleDirection(nativeprovider.String(rule, "direction")),
+			Protocol:       hcloud.FirewallRuleProtocol(nativeprovider.String(rule, "protocol")),
+			SourceIPs:      cidrs(nativeprovider.Strings(rule, "sourceIps")),
+			DestinationIPs: cidrs(nativeprovider.Strings(rule, "destinationIps")),
+		}
+		if port := nativeprovider.String(rule, "port"); port != "" {
+			r.Port = hcloud.Ptr(port)
+		}
+		if description := nativeprovider.String(rule, "description"); description != "" {
+			r.Description = hcloud.Ptr(description)
+		}
+		rules = append(rules, r)
+	}
+	return rules
+}
+
+func cidrs(texts []string) []net.IPNet {
+	out := []net.IPNet{}
+	for _, text := range texts {
+		if _, n, err := net.ParseCIDR(text); err == nil {
+			out = append(out, *n)
+		}
+	}
+	return out
+}
+
+func applyTos(inputs resource.PropertyMap) []hcloud.FirewallResource {
+	var out []hcloud.FirewallResource
+	for _, to := range nativeprovider.Maps(inputs, "applyTos") {
+		if nativeprovider.Has(to, "server") {
+			out = append(out, hcloud.FirewallResource{Type: hcloud.FirewallResourceTypeServer, Server: &hcloud.FirewallResourceServer{ID: int64(nativeprovider.Number(to, "server"))}})
+		}
+		if selector := nativeprovider.String(to, "labelSelector"); selector != "" {
+			out = append(out, hcloud.FirewallResource{Type: hcloud.FirewallResourceTypeLabelSelector, LabelSelector: &hcloud.FirewallResourceLabelSelector{Selector: selector}})
+		}
+	}
+	return out
+}
+
+func (f firewall) Create(ctx context.Context, inputs resource.PropertyMap, preview bool) (string, resource.PropertyMap, error) {
+	outs := inputs.Copy()
+	if preview {
+		return "", outs, nil
+	}
+	api, err := f.api()
+	if err != nil {
+		return "", nil, err
+	}
+	created, _, err := api.Firewall.Create(ctx, hcloud.FirewallCreateOpts{
+		Name:    nativeprovider.String(inputs, "name"),
+		Labels:  nativeprovider.StringMap(inputs, "labels"),
+		Rules:   firewallRules(inputs),
+		ApplyTo: applyTos(inputs),
+	})
+	if err != nil {
+		return "", nil, err
+	}
+	if err := f.wait(ctx, created.Actions...); err != nil {
+		return formatID(created.Firewall.ID), outs, err
+	}
+	return formatID(created.Firewall.ID), outs, nil
+}
+
+func (f firewall) Update(ctx context.Context, id string, olds, inputs resource.PropertyMap, preview bool) (resource.PropertyMap, error) {
+	outs := inputs.Copy()
+	if preview {
+		return outs, nil
+	}
+	api, err := f.api()
+	if err != nil {
+		return nil, err
+	}
+	firewallID, err := parseID("firewall", id)
+	if err != nil {
+		return nil, err
+	}
+	current := &hcloud.Firewall{ID: firewallID}
+	if _, _, err := api.Firewall.Update(ctx, current, hcloud.FirewallUpdateOpts{
+		Name:   nativeprovider.String(inputs, "name"),
+		Labels: nativeprovider.StringMap(inputs, "labels"),
+	}); err != nil {
+		return nil, err
+	}
+	if !olds["rules"].DeepEquals(inputs["rules"]) {
+		actions, _, err := api.Firewall.SetRules(ctx, current, hcloud.FirewallSetRulesOpts{Rules: firewallRules(inputs)})
+		if err != nil {
+			return nil, err
+		}
+		if err := f.wait(ctx, actions...); err != nil {
+			return nil, err
+		}
+	}
+	return outs, nil
+}
+
+func (f firewall) Read(ctx context.Context, id string, olds resource.PropertyMap) (resource.PropertyMap, bool, error) {
+	api, err := f.api()
+	if err != nil {
+		return nil, false, err
+	}
+	firewallID, err := parseID("firewall", id)
+	if err != nil {
+		return nil, false, err
+	}
+	found, _, err := api.Firewall.GetByID(ctx, firewallID)
+	if err != nil || found == nil {
+		return nil, false, err
+	}
+	outs := olds.Copy()
+	outs["name"] = resource.NewStringProperty(found.Name)
+	outs["labels"] = labelsProperty(found.Labels)
+	outs["rules"] = rulesProperty(found.Rules)
+	return outs, true, nil
+}
+
+func (f firewall) Delete(ctx context.Context, id string, _ resource.PropertyMap) error {
+	api, err := f.api()
+	if err != nil {
+		return err
+	}
+	firewallID, err := parseID("firewall", id)
+	if err != nil {
+		return err
+	}
+	_, err = api.Firewall.Delete(ctx, &hcloud.Firewall{ID: firewallID})
+	if hcloud.IsError(err, hcloud.ErrorCodeNotFound) {
+		return nil
+	}
+	return err
+}
+
+// rulesProperty is the API's rules in the SDK's shape (a refresh and getFirewall).
+func rulesProperty(rules []hcloud.FirewallRule) resource.PropertyValue {
+	out := []resource.PropertyValue{}
+	for _, r := range rules {
+		rule := resource.PropertyMap{
+			"direction":      resource.NewStringProperty(string(r.Direction)),
+			"protocol":       resource.NewStringProperty(string(r.Protocol)),
+			"sourceIps":      cidrsProperty(r.SourceIPs),
+			"destinationIps": cidrsProperty(r.DestinationIPs),
+		}
+		if r.Port != nil {
+			rule["port"] = resource.NewStringProperty(*r.Port)
+		}
+		if r.Description != nil {
+			rule["description"] = resource.NewStringProperty(*r.Description)
+		}
+		out = append(out, resource.NewObjectProperty(rule))
+	}
+	return resource.NewArrayProperty(out)
+}
+
+func cidrsProperty(nets []net.IPNet) resource.PropertyValue {
+	out := []resource.PropertyValue{}
+	for _, n := range nets {
+		out = append(out, resource.NewStringProperty(n.String()))
+	}
+	return resource.NewArrayProperty(out)
+}

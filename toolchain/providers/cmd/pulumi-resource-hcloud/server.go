@@ -1,0 +1,393 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sort"
+
+	"github.com/hetznercloud/hcloud-go/v2/hcloud"
+	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
+	pulumirpc "github.com/pulumi/pulumi/sdk/v3/proto/go"
+	"nodefleet.dev/toolchain/providers/internal/nativeprovider"
+)
+
+// server is hcloud.Server. image, location, datacenter, user data and SSH keys replace it
+// (terraform-provider-hcloud server/resource.go: ForceNew); name, labels, type, firewalls, placement
+// group, networks and protection are updated in place, with the power-off the API requires for a
+// type or placement-group change.
+type server struct{ *cloud }
+
+func (server) ReplaceKeys() []string {
+	return []string{"image", "location", "datacenter", "userData", "sshKeys"}
+}
+
+var serverComputed = []string{"ipv4Address", "ipv6Address", "ipv6Network", "status", "primaryDiskSize", "backupWindow"}
+
+func (server) Check(news resource.PropertyMap) (resource.PropertyMap, []*pulumirpc.CheckFailure) {
+	var failures []*pulumirpc.CheckFailure
+	for _, key := range []string{"name", "serverType", "image"} {
+		if !nativeprovider.Has(news, key) {
+			failures = append(failures, nativeprovider.Failure(key, "is required"))
+		}
+	}
+	if nativeprovider.Has(news, "location") && nativeprovider.Has(news, "datacenter") {
+		failures = append(failures, nativeprovider.Failure("datacenter", "conflicts with location: set one"))
+	}
+	for i, n := range nativeprovider.Maps(news, "networks") {
+		if ip := nativeprovider.String(n, "ip"); ip != "" && net.ParseIP(ip) == nil {
+			failures = append(failures, nativeprovider.Failure(fmt.Sprintf("networks[%d].ip", i), "must be an IP address"))
+		}
+	}
+	return news, failures
+}
+
+func (s server) Create(ctx context.Context, inputs resource.PropertyMap, preview bool) (string, resource.PropertyMap, error) {
+	outs := inputs.Copy()
+	if preview {
+		nativeprovider.Computed(outs, serverComputed...)
+		return "", outs, nil
+	}
+	api, err := s.api()
+	if err != nil {
+		return "", nil, err
+	}
+	keys, err := s.sshKeys(ctx, nativeprovider.Strings(inputs, "sshKeys"))
+	if err != nil {
+		return "", nil, err
+	}
+	opts := hcloud.ServerCreateOpts{
+		Name:             nativeprovider.String(inputs, "name"),
+		ServerType:       &hcloud.ServerType{Name: nativeprovider.String(inputs, "serverType")},
+		Image:            &hcloud.Image{Name: nativeprovider.String(inputs, "image")},
+		SSHKeys:          keys,
+		UserData:         nativeprovider.String(inputs, "userData"),
+		Labels:           nativeprovider.StringMap(inputs, "labels"),
+		StartAfterCreate: hcloud.Ptr(true),
+		PublicNet:        publicNet(inputs),
+	}
+	if location := nativeprovider.String(inputs, "location"); location != "" {
+		opts.Location = &hcloud.Location{Name: location}
+	}
+	for _, id := range nativeprovider.Numbers(inputs, "firewallIds") {
+		opts.Firewalls = append(opts.Firewalls, &hcloud.ServerCreateFirewall{Firewall: hcloud.Firewall{ID: int64(id)}})
+	}
+	if nativeprovider.Has(inputs, "placementGroupId") {
+		opts.PlacementGroup = &hcloud.PlacementGroup{ID: int64(nativeprovider.Number(inputs, "placementGroupId"))}
+	}
+	// Networks without a fixed address join at create; a fixed address needs attach_to_network.
+	var attachLater []resource.PropertyMap
+	for _, n := range nativeprovider.Maps(inputs, "networks") {
+		if nativeprovider.String(n, "ip") == "" && len(nativeprovider.Strings(n, "aliasIps")) == 0 {
+			opts.Networks = append(opts.Networks, &hcloud.Network{ID: int64(nativeprovider.Number(n, "networkId"))})
+		} else {
+			attachLater = append(attachLater, n)
+		}
+	}
+	created, _, err := api.Server.Create(ctx, opts)
+	if err != nil {
+		return "", nil, err
+	}
+	id := formatID(created.Server.ID)
+	// From here the server exists: errors return its id so the engine records it for a retry or delete.
+	if err := s.wait(ctx, append([]*hcloud.Action{created.Action}, created.NextActions...)...); err != nil {
+		return id, outs, err
+	}
+	for _, n := range attachLater {
+		if err := s.attach(ctx, created.Server, n); err != nil {
+			return id, outs, err
+		}
+	}
+	if err := s.protect(ctx, created.Server, resource.PropertyMap{}, inputs); err != nil {
+		return id, outs, err
+	}
+	current, _, err := api.Server.GetByID(ctx, created.Server.ID)
+	if err != nil {
+		return id, outs, err
+	}
+	return id, serverOutputs(outs, current), nil
+}
+
+func publicNet(inputs resource.PropertyMap) *hcloud.ServerCreatePublicNet {
+	nets := nativeprovider.Maps(inputs, "publicNets")
+	if len(nets) == 0 {
+		return nil // the API's default: IPv4 and IPv6
+	}
+	enabled := func(key string) bool { return !nativeprovider.Has(nets[0], key) || nativeprovider.Bool(nets[0], key) }
+	return &hcloud.ServerCreatePublicNet{EnableIPv4: enabled("ipv4Enabled"), EnableIPv6: enabled("ipv6Enabled")}
+}
+
+// sshKeys resolves names or ids, as the upstream provider accepts both.
+func (s server) sshKeys(ctx context.Context, idsOrNames []string) ([]*hcloud.SSHKey, error) {
+	var keys []*hcloud.SSHKey
+	for _, key := range idsOrNames {
+		found, _, err := s.client.SSHKey.Get(ctx, key)
+		if err != nil {
+			return nil, fmt.Errorf("sshKeys: %q: %w", key, err)
+		}
+		if found == nil {
+			return nil, fmt.Errorf("sshKeys: no SSH key named or numbered %q", key)
+		}
+		keys = append(keys, found)
+	}
+	return keys, nil
+}
+
+func (s server) attach(ctx context.Context, srv *hcloud.Server, n resource.PropertyMap) error {
+	opts := hcloud.ServerAttachToNetworkOpts{Network: &hcloud.Network{ID: int64(nativeprovider.Number(n, "networkId"))}, IP: net.ParseIP(nativeprovider.String(n, "ip"))}
+	for _, alias := range nativeprovider.Strings(n, "aliasIps") {
+		opts.AliasIPs = append(opts.AliasIPs, net.ParseIP(alias))
+	}
+	return s.call(ctx, func() (*hcloud.Action, *hcloud.Response, error) {
+		return s.client.Server.AttachToNetwork(ctx, srv, opts)
+	})
+}
+
+func (s server) protect(ctx context.Context, srv *hcloud.Server, olds, inputs resource.PropertyMap) error {
+	del, rebuild := nativeprovider.Bool(inputs, "deleteProtection"), nativeprovider.Bool(inputs, "rebuildProtection")
+	if del == nativeprovider.Bool(olds, "deleteProtection") && rebuild == nativeprovider.Bool(olds, "rebuildProtection") {
+		return nil
+	}
+	return s.call(ctx, func() (*hcloud.Action, *hcloud.Response, error) {
+		return s.client.Server.ChangeProtection(ctx, srv, hcloud.ServerChangeProtectionOpts{Delete: hcloud.Ptr(del), Rebuild: hcloud.Ptr(rebuild)})
+	})
+}
+
+func (s server) Update(ctx context.Context, id string, olds, inputs resource.PropertyMap, preview bool) (resource.PropertyMap, error) {
+	outs := inputs.Copy()
+	if preview {
+		nativeprovider.Computed(outs, serverComputed...)
+		return outs, nil
+	}
+	api, err := s.api()
+	if err != nil {
+		return nil, err
+	}
+	serverID, err := parseID("server", id)
+	if err != nil {
+		return nil, err
+	}
+	srv, _, err := api.Server.GetByID(ctx, serverID)
+	if err != nil {
+		return nil, err
+	}
+	if srv == nil {
+		return nil, fmt.Errorf("server %s no longer exists: run a refresh", id)
+	}
+	if _, _, err := api.Server.Update(ctx, srv, hcloud.ServerUpdateOpts{Name: nativeprovider.String(inputs, "name"), Labels: nativeprovider.StringMap(inputs, "labels")}); err != nil {
+		return nil, err
+	}
+	if err := s.protect(ctx, srv, olds, inputs); err != nil {
+		return nil, err
+	}
+	if err := s.updateFirewalls(ctx, srv, olds, inputs); err != nil {
+		return nil, err
+	}
+	if err := s.updateNetworks(ctx, srv, olds, inputs); err != nil {
+		return nil, err
+	}
+	if err := s.updateWhileOff(ctx, srv, olds, inputs); err != nil {
+		return nil, err
+	}
+	current, _, err := api.Server.GetByID(ctx, serverID)
+	if err != nil {
+		return nil, err
+	}
+	return serverOutputs(outs, current), nil
+}
+
+func (s server) updateFirewalls(ctx context.Context, srv *hcloud.Server, olds, inputs resource.PropertyMap) error {
+	before, after := numberSet(nativeprovider.Numbers(olds, "firewallIds")), numberSet(nativeprovider.Numbers(inputs, "firewallIds"))
+	target := []hcloud.FirewallResource{{Type: hcloud.FirewallResourceTypeServer, Server: &hcloud.FirewallResourceServer{ID: srv.ID}}}
+	for id := range after {
+		if !before[id] {
+			actions, _, err := s.client.Firewall.ApplyResources(ctx, &hcloud.Firewall{ID: id}, target)
+			if err == nil {
+				err = s.wait(ctx, actions...)
+			}
+			if err != nil {
+				return fmt.Errorf("firewallIds: apply firewall %d: %w", id, err)
+			}
+		}
+	}
+	for id := range before {
+		if !after[id] {
+			actions, _, err := s.client.Firewall.RemoveResources(ctx, &hcloud.Firewall{ID: id}, target)
+			if err == nil {
+				err = s.wait(ctx, actions...)
+			}
+			if err != nil && !hcloud.IsError(err, hcloud.ErrorCodeNotFound) {
+				return fmt.Errorf("firewallIds: remove firewall %d: %w", id, err)
+			}
+		}
+	}
+	return nil
+}
+
+func (s server) updateNetworks(ctx context.Context, srv *hcloud.Server, olds, inputs resource.PropertyMap) error {
+	byID := func(m resource.PropertyMap) map[int64]resource.PropertyMap {
+		out := map[int64]resource.PropertyMap{}
+		for _, n := range nativeprovider.Maps(m, "networks") {
+			out[int64(nativeprovider.Number(n, "networkId"))] = n
+		}
+		return out
+	}
+	before, after := byID(olds), byID(inputs)
+	for id := range before {
+		if _, kept := after[id]; !kept {
+			if err := s.call(ctx, func() (*hcloud.Action, *hcloud.Response, error) {
+				return s.client.Server.DetachFromNetwork(ctx, srv, hcloud.ServerDetachFromNetworkOpts{Network: &hcloud.Network{ID: id}})
+			}); err != nil {
+				return fmt.Errorf("networks: detach from %d: %w", id, err)
+			}
+		}
+	}
+	for id, n := range after {
+		if _, had := before[id]; !had {
+			if err := s.attach(ctx, srv, n); err != nil {
+				return fmt.Errorf("networks: attach to %d: %w", id, err)
+			}
+		}
+	}
+	return nil
+}
+
+// updateWhileOff changes the type and the placement group, which the API allows only on a stopped server.
+func (s server) updateWhileOff(ctx context.Context, srv *hcloud.Server, olds, inputs resource.PropertyMap) error {
+	typeChanged := nativeprovider.String(olds, "serverType") != nativeprovider.String(inputs, "serverType")
+	groupChanged := nativeprovider.Number(olds, "placementGroupId") != nativeprovider.Number(inputs, "placementGroupId")
+	if !typeChanged && !groupChanged {
+		return nil
+	}
+	if err := s.call(ctx, func() (*hcloud.Action, *hcloud.Response, error) { return s.client.Server.Poweroff(ctx, srv) }); err != nil {
+		return fmt.Errorf("power off before changing type or placement group: %w", err)
+	}
+	if typeChanged {
+		opts := hcloud.ServerChangeTypeOpts{ServerType: &hcloud.ServerType{Name: nativeprovider.String(inputs, "serverType")}, UpgradeDisk: !nativeprovider.Bool(inputs, "keepDisk")}
+		if err := s.call(ctx, func() (*hcloud.Action, *hcloud.Response, error) { return s.client.Server.ChangeType(ctx, srv, opts) }); err != nil {
+			return fmt.Errorf("serverType: %w", err)
+		}
+	}
+	if groupChanged {
+		if nativeprovider.Has(olds, "placementGroupId") {
+			if err := s.call(ctx, func() (*hcloud.Action, *hcloud.Response, error) {
+				return s.client.Server.RemoveFromPlacementGroup(ctx, srv)
+			}); err != nil {
+				return fmt.Errorf("placementGroupId: leave the old group: %w", err)
+			}
+		}
+		if nativeprovider.Has(inputs, "placementGroupId") {
+			group := &hcloud.PlacementGroup{ID: int64(nativeprovider.Number(inputs, "placementGroupId"))}
+			if err := s.call(ctx, func() (*hcloud.Action, *hcloud.Response, error) {
+				return s.client.Server.AddToPlacementGroup(ctx, srv, group)
+			}); err != nil {
+				return fmt.Errorf("placementGroupId: %w", err)
+			}
+		}
+	}
+	return s.call(ctx, func() (*hcloud.Action, *hcloud.Response, error) { return s.client.Server.Poweron(ctx, srv) })
+}
+
+func (s server) Read(ctx context.Context, id string, olds resource.PropertyMap) (resource.PropertyMap, bool, error) {
+	api, err := s.api()
+	if err != nil {
+		return nil, false, err
+	}
+	serverID, err := parseID("server", id)
+	if err != nil {
+		return nil, false, err
+	}
+	found, _, err := api.Server.GetByID(ctx, serverID)
+	if err != nil || found == nil {
+		return nil, false, err
+	}
+	outs := serverOutputs(olds.Copy(), found)
+	outs["name"] = resource.NewStringProperty(found.Name)
+	outs["labels"] = labelsProperty(found.Labels)
+	if found.ServerType != nil {
+		outs["serverType"] = resource.NewStringProperty(found.ServerType.Name)
+	}
+	outs["deleteProtection"] = resource.NewBoolProperty(found.Protection.Delete)
+	outs["rebuildProtection"] = resource.NewBoolProperty(found.Protection.Rebuild)
+	return outs, true, nil
+}
+
+func (s server) Delete(ctx context.Context, id string, olds resource.PropertyMap) error {
+	api, err := s.api()
+	if err != nil {
+		return err
+	}
+	serverID, err := parseID("server", id)
+	if err != nil {
+		return err
+	}
+	srv := &hcloud.Server{ID: serverID}
+	if nativeprovider.Bool(olds, "shutdownBeforeDeletion") {
+		if err := s.call(ctx, func() (*hcloud.Action, *hcloud.Response, error) { return api.Server.Shutdown(ctx, srv) }); err != nil && !hcloud.IsError(err, hcloud.ErrorCodeNotFound) {
+			return err
+		}
+	}
+	result, _, err := api.Server.DeleteWithResult(ctx, srv)
+	if hcloud.IsError(err, hcloud.ErrorCodeNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return s.wait(ctx, result.Action)
+}
+
+func serverOutputs(outs resource.PropertyMap, srv *hcloud.Server) resource.PropertyMap {
+	if srv == nil {
+		return outs
+	}
+	ipv4, ipv6, ipv6Network := "", "", ""
+	if srv.PublicNet.IPv4.IP != nil {
+		ipv4 = srv.PublicNet.IPv4.IP.String()
+	}
+	if n := srv.PublicNet.IPv6.Network; n != nil {
+		ipv6Network = n.String()
+		// Like upstream: the server's address is the first of its /64 (the API reports the network).
+		first := make(net.IP, len(n.IP))
+		copy(first, n.IP)
+		first[len(first)-1] |= 1
+		ipv6 = first.String()
+	}
+	outs["ipv4Address"] = resource.NewStringProperty(ipv4)
+	outs["ipv6Address"] = resource.NewStringProperty(ipv6)
+	outs["ipv6Network"] = resource.NewStringProperty(ipv6Network)
+	outs["status"] = resource.NewStringProperty(string(srv.Status))
+	outs["primaryDiskSize"] = resource.NewNumberProperty(float64(srv.PrimaryDiskSize))
+	outs["backupWindow"] = resource.NewStringProperty(srv.BackupWindow)
+	var networks []resource.PropertyValue
+	for _, pn := range srv.PrivateNet {
+		if pn.Network == nil {
+			continue
+		}
+		aliases := []resource.PropertyValue{}
+		for _, a := range pn.Aliases {
+			aliases = append(aliases, resource.NewStringProperty(a.String()))
+		}
+		networks = append(networks, resource.NewObjectProperty(resource.PropertyMap{
+			"networkId":  resource.NewNumberProperty(float64(pn.Network.ID)),
+			"ip":         resource.NewStringProperty(pn.IP.String()),
+			"aliasIps":   resource.NewArrayProperty(aliases),
+			"macAddress": resource.NewStringProperty(pn.MACAddress),
+		}))
+	}
+	sort.Slice(networks, func(i, j int) bool {
+		return networks[i].ObjectValue()["networkId"].NumberValue() < networks[j].ObjectValue()["networkId"].NumberValue()
+	})
+	if len(networks) > 0 {
+		outs["networks"] = resource.NewArrayProperty(networks)
+	}
+	return outs
+}
+
+func numberSet(values []float64) map[int64]bool {
+	out := map[int64]bool{}
+	for _, v := range values {
+		out[int64(v)] = true
+	}
+	return out
+}

@@ -10,6 +10,7 @@ import { join, resolve } from "node:path";
 import { acquireDataDirLock } from "../store/dataDirLock";
 import { resolvePassphrase } from "../engine/passphrase";
 import { pulumiProcessEnv } from "../engine/toolchain";
+import { knobsFromEnv } from "../simulated/simulationKnobs";
 import { type ControlPlane, startControlPlane } from "./controlPlane";
 import { type FakeHcloud, buildFakeHcloud } from "./fakeHcloud/fakeHcloudApi";
 import { NodeAgent, type NodeAgentLogger } from "./nodeAgent";
@@ -66,7 +67,9 @@ export async function startLocalCloud(options: LocalCloudOptions): Promise<Local
     const token = fakeApiToken(join(dir, "hcloud-token"));
     // Generated once into the local directory, as the engine does for its data directory.
     const passphrase = resolvePassphrase(dir, {}).envVars;
-    hcloud = buildFakeHcloud({ token, stateFile: join(dir, "hcloud-state.json"), outOfStock: (env.NODEFLEET_SIM_OUT_OF_STOCK ?? "").split(",").filter(Boolean) });
+    // The simulated cloud's knobs (SPEC §4), when set, shape the fake the same way.
+    const knobs = knobsFromEnv(env);
+    hcloud = buildFakeHcloud({ token, stateFile: join(dir, "hcloud-state.json"), outOfStock: knobs.outOfStock, bootDelayMs: knobs.bootDelayMs, failCreateRate: knobs.failCreateRate, seed: knobs.seed });
     const port = options.hcloudPort ?? 8081;
     let address: string;
     try {

@@ -17,6 +17,7 @@ export type HcloudNetworkZone = (typeof HCLOUD_NETWORK_ZONES)[number];
 /** Hetzner's limits that shape placement and validation. Source: https://docs.hetzner.com/cloud/placement-groups/overview and .../networks/overview */
 export const HCLOUD_MAX_SERVERS_PER_SPREAD_GROUP = 10;
 export const HCLOUD_MAX_SERVERS_PER_NETWORK = 100;
+export const HCLOUD_MAX_SUBNETS_PER_NETWORK = 50;
 export const HCLOUD_MAX_USER_DATA_BYTES = 32 * 1024;
 
 /** A location's `topology.kubernetes.io/region`: its network zone (`hel1` -> `eu-central`). */

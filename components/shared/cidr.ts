@@ -54,3 +54,24 @@ export function isIpv6Cidr(text: string): boolean {
   const match = /^([0-9A-Fa-f:.]+)\/(\d{1,3})$/.exec(text);
   return match !== null && isIPv6(match[1]) && Number(match[2]) <= 128;
 }
+
+/** True when the dotted IPv4 `address` lies inside `cidr`. */
+export function cidrContainsAddress(cidr: Ipv4Cidr, address: string): boolean {
+  const host = parseIpv4Cidr(`${address}/32`);
+  return host !== undefined && cidrContains(cidr, host);
+}
+
+/** CIDR blocks either nest or are disjoint, so two overlap exactly when one contains the other. */
+export function cidrsOverlap(a: Ipv4Cidr, b: Ipv4Cidr): boolean {
+  return cidrContains(a, b) || cidrContains(b, a);
+}
+
+/** The lowest usable host address of `cidr` not in `taken`, or undefined when all are taken. */
+export function lowestFreeHost(cidr: Ipv4Cidr, taken: ReadonlySet<string>): string | undefined {
+  const hosts = 2 ** (32 - cidr.prefix) - 2;
+  for (let n = 1; n <= hosts; n++) {
+    const address = hostAddress(cidr, n);
+    if (!taken.has(address)) return address;
+  }
+  return undefined;
+}

@@ -8,6 +8,7 @@
  * fakeHcloudServers.ts, the other collections in fakeHcloudCollections.ts.
  */
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
+import { hashNumber } from "../../mocks/seededValues";
 import { FAKE_IMAGES, datacenterJson, imageJson, locationJson, locationNames, pricingJson, serverTypeJson, serverTypeNames } from "./fakeHcloudCatalog";
 import { registerCollections } from "./fakeHcloudCollections";
 import { type FakeHcloudContext, HcloudError, filtered, idParam, notFound, page, queryValues } from "./fakeHcloudContext";
@@ -25,6 +26,12 @@ export interface FakeHcloudOptions {
   readonly actionMs?: number;
   /** Requests per hour, as Hetzner's limit (the budget refills continuously). Default 3600. */
   readonly rateLimitPerHour?: number;
+  /** How long a created server takes to report `running` (NODEFLEET_SIM_BOOT_DELAY_MS). Default twice `actionMs`. */
+  readonly bootDelayMs?: number;
+  /** Probability (0..1) that a server create's action fails (NODEFLEET_SIM_FAIL_CREATE_RATE). Default 0. */
+  readonly failCreateRate?: number;
+  /** Seed of the create-failure draw (NODEFLEET_SIM_SEED). Default "nodefleet". */
+  readonly seed?: string;
 }
 
 export interface FakeHcloud {
@@ -66,13 +73,18 @@ export function buildFakeHcloud(options: FakeHcloudOptions): FakeHcloud {
     const started = Date.parse(action.started);
     const done = now >= action.finishesAt;
     const progress = Math.min(99, Math.floor(((now - started) / Math.max(1, action.finishesAt - started)) * 100));
-    return { id: action.id, command: action.command, status: done ? "success" : "running", progress: done ? 100 : progress, started: action.started, finished: done ? new Date(action.finishesAt).toISOString() : null, resources: action.resources, error: null };
+    const status = !done ? "running" : action.error ? "error" : "success";
+    return { id: action.id, command: action.command, status, progress: done ? 100 : progress, started: action.started, finished: done ? new Date(action.finishesAt).toISOString() : null, resources: action.resources, error: done && action.error ? action.error : null };
   };
+  const failCreateRate = options.failCreateRate ?? 0;
+  const seed = options.seed ?? "nodefleet";
   const ctx: FakeHcloudContext = {
     state,
     soldOut,
     actionMs,
-    startAction: (command, resources, options) => actionJson(state.addAction(command, resources, options?.durationMs ?? actionMs, options?.serverStatus)),
+    bootDelayMs: options.bootDelayMs ?? 2 * actionMs,
+    createFails: (name, id) => failCreateRate > 0 && hashNumber(`${seed}/${name}/${id}`, 1_000_000) < failCreateRate * 1_000_000,
+    startAction: (command, resources, { durationMs, ...outcome } = {}) => actionJson(state.addAction(command, resources, durationMs ?? actionMs, outcome)),
   };
 
   app.addHook("onRequest", async (request: FastifyRequest, reply: FastifyReply) => {
@@ -108,6 +120,18 @@ export function buildFakeHcloud(options: FakeHcloudOptions): FakeHcloud {
     return { server_type: serverTypeJson(name) };
   });
   app.get("/locations", async (request) => page(request, "locations", filtered(request, locationNames().map((name) => ({ name }))), (l) => locationJson(l.name)));
+  app.get("/locations/:id", async (request) => {
+    const id = idParam(request);
+    const name = locationNames()[id - 1];
+    if (!name) throw notFound("location", id);
+    return { location: locationJson(name) };
+  });
+  app.get("/datacenters/:id", async (request) => {
+    const id = idParam(request);
+    const name = locationNames()[id - 1];
+    if (!name) throw notFound("datacenter", id);
+    return { datacenter: datacenterJson(name, soldOut) };
+  });
   app.get("/datacenters", async (request) => ({
     ...page(request, "datacenters", filtered(request, locationNames().map((name) => ({ name: `${name}-dc1`, location: name }))), (d) => datacenterJson(d.location, soldOut)),
     recommendation: Number(datacenterJson("fsn1", soldOut)?.id),
@@ -126,23 +150,37 @@ export function buildFakeHcloud(options: FakeHcloudOptions): FakeHcloud {
   });
   app.get("/pricing", async () => ({ pricing: pricingJson() }));
 
-  app.get("/actions", async (request) => {
+  /** A page of the actions `touches` selects, filtered by `id` and `status` and sorted by `sort`. */
+  const listActions = (request: FastifyRequest, touches: (action: FakeAction) => boolean) => {
     const ids = queryValues(request, "id").map(Number);
     const statuses = queryValues(request, "status");
-    const sorts = queryValues(request, "sort");
     const actions = state.actions
-      .filter((a) => ids.length === 0 || ids.includes(a.id))
+      .filter((a) => touches(a) && (ids.length === 0 || ids.includes(a.id)))
       .map(actionJson)
       .filter((a) => statuses.length === 0 || statuses.includes(a.status))
-      .sort(actionOrder([...sorts, "id"]));
+      .sort(actionOrder([...queryValues(request, "sort"), "id"]));
     return page(request, "actions", actions, (a) => a);
-  });
-  app.get("/actions/:id", async (request) => {
-    const id = idParam(request);
+  };
+  const getAction = (id: number, touches: (action: FakeAction) => boolean) => {
     const action = state.action(id);
-    if (!action) throw notFound("action", id);
+    if (!action || !touches(action)) throw notFound("action", id);
     return { action: actionJson(action) };
-  });
+  };
+  app.get("/actions", async (request) => listActions(request, () => true));
+  app.get("/actions/:id", async (request) => getAction(idParam(request), () => true));
+  // hcloud-go's per-resource action clients: `/{kind}/actions[/{id}]` and `/{kind}/{id}/actions[/{action_id}]`.
+  for (const [kind, type] of [["servers", "server"], ["networks", "network"], ["firewalls", "firewall"], ["images", "image"]] as const) {
+    const ofType = (a: FakeAction) => a.resources.some((r) => r.type === type);
+    const ofResource = (id: number) => (a: FakeAction) => a.resources.some((r) => r.type === type && r.id === id);
+    app.get(`/${kind}/actions`, async (request) => listActions(request, ofType));
+    app.get(`/${kind}/actions/:id`, async (request) => getAction(idParam(request), ofType));
+    app.get(`/${kind}/:id/actions`, async (request) => listActions(request, ofResource(idParam(request))));
+    app.get(`/${kind}/:id/actions/:action_id`, async (request) => {
+      const actionId = (request.params as { action_id: string }).action_id;
+      if (!/^\d{1,15}$/.test(actionId)) throw new HcloudError(400, "invalid_input", `invalid ID '${actionId}'`);
+      return getAction(Number(actionId), ofResource(idParam(request)));
+    });
+  }
 
   registerServers(app, ctx);
   registerCollections(app, ctx);

@@ -56,8 +56,12 @@ export function serverTypeJson(name: string): Record<string, unknown> | undefine
     })),
     storage_type: "local",
     cpu_type: t.cpuType,
+    category: t.cpuType === "dedicated" ? "general_purpose" : "cost_optimized",
     architecture: t.architecture,
     include_traffic: INCLUDED_TRAFFIC_BYTES,
+    included_traffic: INCLUDED_TRAFFIC_BYTES,
+    // Where the type is offered (hcloud-go's ServerType.Locations).
+    locations: t.prices.filter((p) => locationJson(p.location)).map((p) => ({ id: Number(locationJson(p.location)!.id), name: p.location, deprecation: null })),
   };
 }
 
@@ -118,10 +122,10 @@ export const FAKE_IMAGES: readonly FakeImage[] = IMAGE_NAMES.flatMap(([name, osF
   (["x86", "arm"] as const).map((architecture, j) => ({ id: 100 + i * 2 + j, name, osFlavor, osVersion, architecture })),
 );
 
-/** The image a server of `architecture` boots from an id or name, or undefined. */
+/** The image a server of `architecture` boots from an id or name, or undefined (also for another architecture's id). */
 export function findImage(idOrName: unknown, architecture: string): FakeImage | undefined {
-  if (typeof idOrName === "number" || (typeof idOrName === "string" && /^\d+$/.test(idOrName))) return FAKE_IMAGES.find((i) => i.id === Number(idOrName));
-  return FAKE_IMAGES.find((i) => i.name === idOrName && i.architecture === architecture);
+  const byId = typeof idOrName === "number" || (typeof idOrName === "string" && /^\d+$/.test(idOrName));
+  return FAKE_IMAGES.find((i) => (byId ? i.id === Number(idOrName) : i.name === idOrName) && i.architecture === architecture);
 }
 
 export function imageJson(image: FakeImage): Record<string, unknown> {

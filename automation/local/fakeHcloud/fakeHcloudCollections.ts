@@ -6,9 +6,10 @@
  */
 import { createHash } from "node:crypto";
 import type { FastifyInstance, FastifyRequest } from "fastify";
+import { type Ipv4Cidr, cidrContains, cidrContainsAddress, cidrsOverlap, hostAddress, parseIpv4Cidr } from "../../../components/shared/cidr";
+import { HCLOUD_MAX_SUBNETS_PER_NETWORK, HCLOUD_NETWORK_ZONES } from "../../../components/fleet/hcloudLocations";
 import { type FakeHcloudContext, HcloudError, bodyOf, booleanField, filtered, idParam, invalidInput, labelsField, notFound, page, uniquenessError } from "./fakeHcloudContext";
 import type { FakeHcloudState, FakeObject, FakeServer } from "./fakeHcloudState";
-import { type Ipv4Range, firstHost, parseIpv4Range, rangeContains, rangeContainsAddress, rangesOverlap } from "./ipv4Range";
 import { parseLabelSelector } from "./labelSelector";
 
 /** A firewall's `applied_to` entry as stored: a server or a label selector. */
@@ -22,7 +23,6 @@ interface Subnet {
   vswitch_id: number | null;
 }
 
-const NETWORK_ZONES = ["eu-central", "us-east", "us-west", "ap-southeast"];
 
 export function serversInPlacementGroup(state: FakeHcloudState, group: number): number[] {
   return state.servers.filter((s) => s.placementGroup === group).map((s) => s.id);
@@ -126,22 +126,22 @@ function objectAction(app: FastifyInstance, path: string, find: (request: Fastif
   });
 }
 
-function ipRangeField(body: Record<string, unknown>, field: string): Ipv4Range {
-  const range = typeof body[field] === "string" ? parseIpv4Range(body[field]) : undefined;
-  if (!range) throw invalidInput(field, "must be an IPv4 network in CIDR notation, e.g. 10.0.0.0/16");
+function ipRangeField(body: Record<string, unknown>, field: string): Ipv4Cidr {
+  const range = typeof body[field] === "string" ? parseIpv4Cidr(body[field]) : undefined;
+  if (!range || range.prefix > 30) throw invalidInput(field, "must be an IPv4 network in CIDR notation with a prefix of at most /30, e.g. 10.0.0.0/16");
   return range;
 }
 
 function registerNetworks(app: FastifyInstance, ctx: FakeHcloudContext): void {
   const { state } = ctx;
   /** A subnet from a body, checked against the network's range and its other subnets. */
-  const subnet = (networkRange: Ipv4Range, existing: readonly Subnet[], body: Record<string, unknown>, field = ""): Subnet => {
+  const subnet = (networkRange: Ipv4Cidr, existing: readonly Subnet[], body: Record<string, unknown>, field = ""): Subnet => {
     if (body.type !== "cloud" && body.type !== "server" && body.type !== "vswitch") throw invalidInput(`${field}type`, "Must be one of: cloud, server, vswitch.");
-    if (typeof body.network_zone !== "string" || !NETWORK_ZONES.includes(body.network_zone)) throw invalidInput(`${field}network_zone`, `Must be one of: ${NETWORK_ZONES.join(", ")}.`);
+    if (typeof body.network_zone !== "string" || !(HCLOUD_NETWORK_ZONES as readonly string[]).includes(body.network_zone)) throw invalidInput(`${field}network_zone`, `Must be one of: ${HCLOUD_NETWORK_ZONES.join(", ")}.`);
     const range = ipRangeField(body, "ip_range");
-    if (!rangeContains(networkRange, range)) throw invalidInput(`${field}ip_range`, "must lie within the network's ip_range");
-    if (existing.some((s) => rangesOverlap(parseIpv4Range(s.ip_range)!, range))) throw new HcloudError(409, "networks_overlap", `subnet ${String(body.ip_range)} overlaps another subnet of the network`);
-    return { type: body.type, ip_range: String(body.ip_range), network_zone: body.network_zone, gateway: firstHost(networkRange), vswitch_id: typeof body.vswitch_id === "number" ? body.vswitch_id : null };
+    if (!cidrContains(networkRange, range)) throw invalidInput(`${field}ip_range`, "must lie within the network's ip_range");
+    if (existing.some((s) => cidrsOverlap(parseIpv4Cidr(s.ip_range)!, range))) throw new HcloudError(409, "networks_overlap", `subnet ${String(body.ip_range)} overlaps another subnet of the network`);
+    return { type: body.type, ip_range: String(body.ip_range), network_zone: body.network_zone, gateway: hostAddress(networkRange, 1), vswitch_id: typeof body.vswitch_id === "number" ? body.vswitch_id : null };
   };
   const find = registerCollection(app, ctx, {
     path: "/networks",
@@ -161,15 +161,16 @@ function registerNetworks(app: FastifyInstance, ctx: FakeHcloudContext): void {
   });
   const action = (network: FakeObject, command: string) => ({ action: ctx.startAction(command, [{ id: network.id, type: "network" }]) });
   objectAction(app, "/networks/:id/actions/add_subnet", find, (network, body) => {
-    const added = subnet(parseIpv4Range(String(network.ip_range))!, network.subnets as Subnet[], body);
+    if ((network.subnets as Subnet[]).length >= HCLOUD_MAX_SUBNETS_PER_NETWORK) throw new HcloudError(403, "resource_limit_exceeded", `network ${network.id} already has ${HCLOUD_MAX_SUBNETS_PER_NETWORK} subnets`);
+    const added = subnet(parseIpv4Cidr(String(network.ip_range))!, network.subnets as Subnet[], body);
     state.putObject("networks", { ...network, subnets: [...(network.subnets as Subnet[]), added] });
     return action(network, "add_subnet");
   });
   objectAction(app, "/networks/:id/actions/delete_subnet", find, (network, body) => {
     const subnets = network.subnets as Subnet[];
     if (!subnets.some((s) => s.ip_range === body.ip_range)) throw invalidInput("ip_range", "no subnet of the network has this ip_range");
-    const range = parseIpv4Range(String(body.ip_range))!;
-    if (state.servers.some((s) => s.privateNets.some((p) => p.network === network.id && rangeContainsAddress(range, p.ip)))) throw new HcloudError(409, "resource_in_use", `subnet ${String(body.ip_range)} still has servers attached`);
+    const range = parseIpv4Cidr(String(body.ip_range))!;
+    if (state.servers.some((s) => s.privateNets.some((p) => p.network === network.id && cidrContainsAddress(range, p.ip)))) throw new HcloudError(409, "resource_in_use", `subnet ${String(body.ip_range)} still has servers attached`);
     state.putObject("networks", { ...network, subnets: subnets.filter((s) => s.ip_range !== body.ip_range) });
     return action(network, "delete_subnet");
   });
@@ -181,8 +182,8 @@ function registerNetworks(app: FastifyInstance, ctx: FakeHcloudContext): void {
   objectAction(app, "/networks/:id/actions/change_ip_range", find, (network, body) => {
     const range = ipRangeField(body, "ip_range");
     // Hetzner only lets a network's range grow.
-    if (!rangeContains(range, parseIpv4Range(String(network.ip_range))!)) throw invalidInput("ip_range", "the new ip_range must contain the current one (a network can only be enlarged)");
-    state.putObject("networks", { ...network, ip_range: body.ip_range, subnets: (network.subnets as Subnet[]).map((s) => ({ ...s, gateway: firstHost(range) })) });
+    if (!cidrContains(range, parseIpv4Cidr(String(network.ip_range))!)) throw invalidInput("ip_range", "the new ip_range must contain the current one (a network can only be enlarged)");
+    state.putObject("networks", { ...network, ip_range: body.ip_range, subnets: (network.subnets as Subnet[]).map((s) => ({ ...s, gateway: hostAddress(range, 1) })) });
     return action(network, "change_ip_range");
   });
 }
@@ -283,7 +284,10 @@ export function registerCollections(app: FastifyInstance, ctx: FakeHcloudContext
     singular: "ssh_key",
     create: (body) => {
       if (typeof body.public_key !== "string" || !/^(ssh-(ed25519|rsa)|ecdsa-sha2-nistp(256|384|521)) [A-Za-z0-9+/=]+/.test(body.public_key)) throw invalidInput("public_key", "must be an OpenSSH public key");
-      return { public_key: body.public_key, fingerprint: sshFingerprint(body.public_key) };
+      const fingerprint = sshFingerprint(body.public_key);
+      // Hetzner keeps one entry per key, too.
+      if (ctx.state.objects("ssh_keys").some((k) => k.fingerprint === fingerprint)) throw new HcloudError(409, "uniqueness_error", "SSH key with the same fingerprint already exists", { fields: [{ name: "public_key", messages: ["is already used"] }] });
+      return { public_key: body.public_key, fingerprint };
     },
   });
 }

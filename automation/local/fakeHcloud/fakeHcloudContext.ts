@@ -3,6 +3,7 @@
  * request-body and id reading, and the running of actions.
  */
 import type { FastifyRequest } from "fastify";
+import { labelsSchema } from "../../../components/fleet/fleetSpec";
 import type { FakeAction, FakeHcloudState } from "./fakeHcloudState";
 import { parseLabelSelector } from "./labelSelector";
 
@@ -52,12 +53,13 @@ export function queryValues(request: FastifyRequest, name: string): string[] {
   return value === undefined ? [] : Array.isArray(value) ? value : [value];
 }
 
-/** Labels from a body field: an object of strings, or undefined when absent. */
+/** Labels from a body field, or undefined when absent; Hetzner's label syntax is Kubernetes'. */
 export function labelsField(body: Record<string, unknown>): Record<string, string> | undefined {
   const labels = body.labels;
   if (labels === undefined || labels === null) return undefined;
-  if (typeof labels !== "object" || Array.isArray(labels) || Object.values(labels).some((v) => typeof v !== "string")) throw invalidInput("labels", "must be an object of string values");
-  return labels as Record<string, string>;
+  const parsed = labelsSchema.safeParse(labels);
+  if (!parsed.success) throw invalidInput("labels", parsed.error.issues[0]?.message ?? "must be an object of string values");
+  return parsed.data;
 }
 
 /** An optional boolean body field. */
@@ -112,5 +114,9 @@ export interface FakeHcloudContext {
   /** How long an action runs. */
   readonly actionMs: number;
   /** Starts an action and answers it in the API's shape. */
-  readonly startAction: (command: string, resources: FakeAction["resources"], options?: { durationMs?: number; serverStatus?: FakeAction["serverStatus"] }) => Record<string, unknown>;
+  /** How long a created server takes to report `running` (NODEFLEET_SIM_BOOT_DELAY_MS). */
+  readonly bootDelayMs: number;
+  /** Whether the create of this server fails (NODEFLEET_SIM_FAIL_CREATE_RATE, seeded). */
+  readonly createFails: (serverName: string, serverId: number) => boolean;
+  readonly startAction: (command: string, resources: FakeAction["resources"], options?: { durationMs?: number } & Pick<FakeAction, "serverStatus" | "error">) => Record<string, unknown>;
 }

@@ -5,12 +5,13 @@
  * server is `locked` and further actions are refused with `locked`, as Hetzner does.
  */
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import { HCLOUD_LOCATION_ZONES, HCLOUD_MAX_SERVERS_PER_SPREAD_GROUP, HCLOUD_MAX_USER_DATA_BYTES } from "../../../components/fleet/hcloudLocations";
+import { cidrContainsAddress, hostAddress, lowestFreeHost, parseIpv4Cidr } from "../../../components/shared/cidr";
+import { AddressPool } from "../../simulated/addressPool";
+import { HCLOUD_LOCATION_ZONES, HCLOUD_MAX_SERVERS_PER_NETWORK, HCLOUD_MAX_SERVERS_PER_SPREAD_GROUP, HCLOUD_MAX_USER_DATA_BYTES } from "../../../components/fleet/hcloudLocations";
 import { datacenterJson, findImage, imageJson, locationJson, locationName, serverTypeJson, serverTypeName } from "./fakeHcloudCatalog";
 import { applyFirewallToServer, firewallsAppliedTo, removeServerFromFirewalls, serversInPlacementGroup } from "./fakeHcloudCollections";
 import { type FakeHcloudContext, HcloudError, bodyOf, booleanField, filtered, idField, idParam, invalidInput, labelsField, notFound, page, queryValues, uniquenessError } from "./fakeHcloudContext";
 import { type FakePrivateNet, type FakeServer, type FakeServerStatus, macAddress } from "./fakeHcloudState";
-import { firstHost, lowestFreeHost, parseIpv4Range, rangeContainsAddress } from "./ipv4Range";
 
 const HOSTNAME = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/i;
 
@@ -20,26 +21,29 @@ function serverTypeArchitecture(name: string): string {
 
 /**
  * A private-network attachment for `server`: the requested IP, or the lowest free one of a subnet
- * in the server's network zone.
+ * in the server's network zone. `keepIp` re-checks an existing attachment (new alias IPs, same IP).
  */
-function attachment(ctx: FakeHcloudContext, server: Pick<FakeServer, "id" | "location">, networkId: number, index: number, requested: { ip?: unknown; aliasIps?: unknown }): FakePrivateNet {
+function attachment(ctx: FakeHcloudContext, server: Pick<FakeServer, "id" | "location">, networkId: number, index: number, requested: { ip?: unknown; aliasIps?: unknown; keepIp?: string }): FakePrivateNet {
   const network = ctx.state.objects("networks").find((n) => n.id === networkId);
   if (!network) throw notFound("network", networkId);
+  const others = ctx.state.servers.filter((s) => s.id !== server.id && s.privateNets.some((p) => p.network === networkId));
+  if (requested.keepIp === undefined && others.length >= HCLOUD_MAX_SERVERS_PER_NETWORK) throw new HcloudError(403, "resource_limit_exceeded", `network ${networkId} already holds ${HCLOUD_MAX_SERVERS_PER_NETWORK} servers`);
   const zone = HCLOUD_LOCATION_ZONES[server.location];
   const subnets = (network.subnets as Array<{ ip_range: string; network_zone: string; type: string }>).filter((s) => s.network_zone === zone && s.type !== "vswitch");
-  const taken = new Set(
-    ctx.state.servers.flatMap((s) => s.privateNets.filter((p) => p.network === networkId).flatMap((p) => [p.ip, ...p.alias_ips])),
-  );
-  taken.add(firstHost(parseIpv4Range(String(network.ip_range))!));
+  const taken = new Set(others.flatMap((s) => s.privateNets.filter((p) => p.network === networkId).flatMap((p) => [p.ip, ...p.alias_ips])));
+  // The network's first address and each subnet's are gateways (Hetzner's network architecture).
+  for (const range of [String(network.ip_range), ...subnets.map((s) => s.ip_range)]) taken.add(hostAddress(parseIpv4Cidr(range)!, 1));
+  if (requested.keepIp !== undefined) taken.add(requested.keepIp);
   const aliasIps = requested.aliasIps === undefined ? [] : requested.aliasIps;
   if (!Array.isArray(aliasIps) || aliasIps.some((a) => typeof a !== "string")) throw invalidInput("alias_ips", "must be a list of IP addresses");
-  const inSubnet = (address: string) => subnets.some((s) => rangeContainsAddress(parseIpv4Range(s.ip_range)!, address));
-  for (const address of [...(requested.ip === undefined ? [] : [requested.ip]), ...aliasIps]) {
-    if (typeof address !== "string" || !inSubnet(address) || taken.has(address)) throw new HcloudError(409, "ip_not_available", `IP ${String(address)} is not available in network ${networkId}`);
+  const inSubnet = (address: string) => subnets.some((s) => cidrContainsAddress(parseIpv4Cidr(s.ip_range)!, address));
+  const wanted = [...(requested.ip === undefined ? [] : [requested.ip]), ...aliasIps];
+  for (const [i, address] of wanted.entries()) {
+    if (typeof address !== "string" || !inSubnet(address) || taken.has(address) || wanted.indexOf(address) !== i) throw new HcloudError(409, "ip_not_available", `IP ${String(address)} is not available in network ${networkId}`);
   }
-  let ip = requested.ip as string | undefined;
+  let ip = requested.keepIp ?? (requested.ip as string | undefined);
   for (const subnet of subnets) {
-    ip ??= lowestFreeHost(parseIpv4Range(subnet.ip_range)!, new Set([...taken, ...(aliasIps as string[])]));
+    ip ??= lowestFreeHost(parseIpv4Cidr(subnet.ip_range)!, new Set([...taken, ...(aliasIps as string[])]));
   }
   if (!ip) throw new HcloudError(412, "no_subnet_available", `network ${networkId} has no subnet with a free IP in network zone ${zone}`);
   return { network: networkId, ip, alias_ips: aliasIps as string[], mac_address: macAddress(server.id, index) };
@@ -121,12 +125,16 @@ export function registerServers(app: FastifyInstance, ctx: FakeHcloudContext): v
     if (typeof body.user_data === "string" && Buffer.byteLength(body.user_data) > HCLOUD_MAX_USER_DATA_BYTES) throw invalidInput("user_data", `Length must be between 0 and ${HCLOUD_MAX_USER_DATA_BYTES}.`);
     const labels = labelsField(body) ?? {};
     const networks = body.networks ?? [];
-    if (!Array.isArray(networks) || networks.some((n) => typeof n !== "number")) throw invalidInput("networks", "must be a list of network IDs");
+    if (!Array.isArray(networks) || networks.some((n, i) => typeof n !== "number" || networks.indexOf(n) !== i)) throw invalidInput("networks", "must be a list of distinct network IDs");
     const firewalls = body.firewalls ?? [];
     if (!Array.isArray(firewalls) || firewalls.some((f) => typeof (f as { firewall?: unknown })?.firewall !== "number")) throw invalidInput("firewalls", "must be a list of {firewall: ID}");
     const firewallIds = (firewalls as Array<{ firewall: number }>).map((f) => f.firewall);
     const missingFirewall = firewallIds.find((id) => !state.objects("firewalls").some((f) => f.id === id));
     if (missingFirewall !== undefined) throw notFound("firewall", missingFirewall);
+    const sshKeys = body.ssh_keys ?? [];
+    if (!Array.isArray(sshKeys)) throw invalidInput("ssh_keys", "must be a list of SSH key IDs or names");
+    const unknownKey = sshKeys.find((k) => !state.objects("ssh_keys").some((key) => key.id === k || key.name === k || String(key.id) === k));
+    if (unknownKey !== undefined) throw invalidInput("ssh_keys", `SSH key ${JSON.stringify(unknownKey)} not found`);
     const publicNet = (body.public_net ?? {}) as { enable_ipv4?: unknown; enable_ipv6?: unknown };
     const placementGroup = body.placement_group === undefined || body.placement_group === null ? null : idField(body, "placement_group");
     if (placementGroup !== null) checkPlacementRoom(placementGroup);
@@ -144,7 +152,7 @@ export function registerServers(app: FastifyInstance, ctx: FakeHcloudContext): v
       location,
       image: image.name,
       userData: typeof body.user_data === "string" ? body.user_data : "",
-      ipv4: publicNet.enable_ipv4 === false ? null : `203.0.113.${(id % 250) + 2}`,
+      ipv4: publicNet.enable_ipv4 === false ? null : new AddressPool(state.servers.map((s) => s.ipv4 ?? "")).public(body.name as string),
       ipv6: publicNet.enable_ipv6 === false ? null : `2001:db8:${(id % 65536).toString(16)}::/64`,
       privateNets,
       placementGroup,
@@ -152,9 +160,17 @@ export function registerServers(app: FastifyInstance, ctx: FakeHcloudContext): v
       rebuildProtection: false,
     };
     state.addServer(server);
+    const created = [{ id, type: "server" }];
+    // The boot delay is the time to `running`; creating takes part of it.
+    const createMs = Math.min(ctx.actionMs, ctx.bootDelayMs);
+    if (ctx.createFails(server.name, id)) {
+      const error = { code: "action_failed", message: "create_server action failed (NODEFLEET_SIM_FAIL_CREATE_RATE)" };
+      reply.status(201);
+      return { server: serverJson(server), action: ctx.startAction("create_server", created, { durationMs: createMs, serverStatus: { server: id, status: "removed" }, error }), next_actions: [], root_password: null };
+    }
     for (const firewall of firewallIds) applyFirewallToServer(state, firewall, id);
-    const action = ctx.startAction("create_server", [{ id, type: "server" }], { serverStatus: { server: id, status: "off" } });
-    const nextActions = startAfterCreate ? [ctx.startAction("start_server", [{ id, type: "server" }], { durationMs: 2 * ctx.actionMs, serverStatus: { server: id, status: "running" } })] : [];
+    const action = ctx.startAction("create_server", created, { durationMs: createMs, serverStatus: { server: id, status: "off" } });
+    const nextActions = startAfterCreate ? [ctx.startAction("start_server", created, { durationMs: ctx.bootDelayMs, serverStatus: { server: id, status: "running" } })] : [];
     reply.status(201);
     return { server: serverJson(server), action, next_actions: nextActions, root_password: null };
   });
@@ -229,6 +245,14 @@ export function registerServers(app: FastifyInstance, ctx: FakeHcloudContext): v
     const attached = attachment(ctx, s, network, s.privateNets.length, { ip: body.ip, aliasIps: body.alias_ips });
     state.updateServer(s.id, { privateNets: [...s.privateNets, attached] });
     return { action: ctx.startAction("attach_to_network", [{ id: s.id, type: "server" }, { id: network, type: "network" }]) };
+  });
+  serverAction("change_alias_ips", (s, body) => {
+    const network = idField(body, "network");
+    const current = s.privateNets.find((p) => p.network === network);
+    if (!current) throw new HcloudError(404, "not_found", `server ${s.id} is not attached to network ${network}`);
+    const changed = attachment(ctx, s, network, 0, { aliasIps: body.alias_ips ?? [], keepIp: current.ip });
+    state.updateServer(s.id, { privateNets: s.privateNets.map((p) => (p.network === network ? { ...p, alias_ips: changed.alias_ips } : p)) });
+    return { action: ctx.startAction("change_alias_ips", [{ id: s.id, type: "server" }, { id: network, type: "network" }]) };
   });
   serverAction("detach_from_network", (s, body) => {
     const network = idField(body, "network");

@@ -42,8 +42,10 @@ export interface FakeAction {
   started: string;
   /** Epoch ms at which the action completes. */
   finishesAt: number;
-  /** The status its server takes once the action completes. */
-  serverStatus?: { server: number; status: FakeServerStatus };
+  /** The status its server takes once the action completes ("removed": the server is gone). */
+  serverStatus?: { server: number; status: FakeServerStatus | "removed" };
+  /** Set when the action fails (it ends with status `error`). */
+  error?: { code: string; message: string };
 }
 
 /** A network, firewall, placement group or SSH key: its API fields, kept as the API returns them. */
@@ -101,15 +103,17 @@ export class FakeHcloudState {
   /** Applies the server statuses of actions finished by now. */
   private settle(): void {
     const now = Date.now();
-    let changed = false;
-    for (const action of this.state.actions) {
-      if (!action.serverStatus || action.finishesAt > now) continue;
-      const server = this.state.servers.find((s) => s.id === action.serverStatus!.server);
-      if (server) server.status = action.serverStatus.status;
+    const due = this.state.actions.filter((a) => a.serverStatus && a.finishesAt <= now).sort((a, b) => a.finishesAt - b.finishesAt);
+    for (const action of due) {
+      const { server: id, status } = action.serverStatus!;
+      if (status === "removed") this.state.servers = this.state.servers.filter((s) => s.id !== id);
+      else {
+        const server = this.state.servers.find((s) => s.id === id);
+        if (server) server.status = status;
+      }
       delete action.serverStatus;
-      changed = true;
     }
-    if (changed) this.save();
+    if (due.length > 0) this.save();
   }
 
   get servers(): readonly FakeServer[] {
@@ -173,8 +177,8 @@ export class FakeHcloudState {
     return this.state.actions.filter((a) => a.finishesAt > now && a.resources.some((r) => r.type === type && r.id === id));
   }
 
-  addAction(command: string, resources: FakeAction["resources"], durationMs: number, serverStatus?: FakeAction["serverStatus"]): FakeAction {
-    const action: FakeAction = { id: this.newId(), command, resources, started: new Date().toISOString(), finishesAt: Date.now() + durationMs, ...(serverStatus ? { serverStatus } : {}) };
+  addAction(command: string, resources: FakeAction["resources"], durationMs: number, outcome: Pick<FakeAction, "serverStatus" | "error"> = {}): FakeAction {
+    const action: FakeAction = { id: this.newId(), command, resources, started: new Date().toISOString(), finishesAt: Date.now() + durationMs, ...outcome };
     this.state.actions.push(action);
     if (this.state.actions.length > KEPT_ACTIONS) this.settleAndForgetOldest();
     this.save();

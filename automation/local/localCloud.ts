@@ -24,6 +24,8 @@ export interface LocalCloudOptions {
   readonly agentIntervalMs?: number;
   readonly env?: NodeJS.ProcessEnv;
   readonly logger: NodeAgentLogger;
+  /** Called with the fake Hetzner API before it listens (tests record its exchanges). */
+  readonly onFakeHcloud?: (fake: FakeHcloud) => void;
   /** The Pulumi project (a folder with Pulumi.yaml) that gets the generated `local` stack; none: no stack file. */
   readonly projectDir?: string;
 }
@@ -70,6 +72,7 @@ export async function startLocalCloud(options: LocalCloudOptions): Promise<Local
     // The simulated cloud's knobs (SPEC §4), when set, shape the fake the same way.
     const knobs = knobsFromEnv(env);
     hcloud = buildFakeHcloud({ token, stateFile: join(dir, "hcloud-state.json"), outOfStock: knobs.outOfStock, bootDelayMs: knobs.bootDelayMs, failCreateRate: knobs.failCreateRate, seed: knobs.seed });
+    options.onFakeHcloud?.(hcloud);
     const port = options.hcloudPort ?? 8081;
     let address: string;
     try {

@@ -12,6 +12,7 @@ import { join } from "node:path";
 import { AutomationEngine } from "../../../automation/engine/automationEngine";
 import type { RunResult, StackDefinition } from "../../../automation/engine/stackEngine";
 import { type FakeHcloud, buildFakeHcloud } from "../../../automation/local/fakeHcloud/fakeHcloudApi";
+import { type HcloudExchange, hcloudOpenApiViolations, recordHcloudExchanges } from "../../support/hcloudOpenApi";
 import { missingTools, skipUnlessAvailable } from "../../support/toolchainRequirement";
 
 const PROGRAM = join(__dirname, "..", "..", "support", "hcloudResourcesProgram.js");
@@ -27,6 +28,7 @@ describe("the hcloud provider plugin on the real engine, against the fake Hetzne
   let fake: FakeHcloud;
   let endpoint: string;
   let engine: AutomationEngine;
+  const exchanges: HcloudExchange[] = [];
 
   const api = async (path: string): Promise<Json> => {
     const response = await fetch(`${endpoint}${path}`, { headers: { Authorization: `Bearer ${TOKEN}` } });
@@ -50,6 +52,7 @@ describe("the hcloud provider plugin on the real engine, against the fake Hetzne
     skipUnlessAvailable(this, missingTools("pulumi", "pulumi-resource-hcloud"));
     dir = mkdtempSync(join(tmpdir(), "nodefleet-hcloud-plugin-"));
     fake = buildFakeHcloud({ token: TOKEN, stateFile: join(dir, "hcloud.json"), actionMs: 50 });
+    recordHcloudExchanges(fake, exchanges);
     endpoint = await fake.app.listen({ port: 0, host: "127.0.0.1" });
     engine = new AutomationEngine({ dataDir: join(dir, "data"), env: { ...process.env, PULUMI_CONFIG_PASSPHRASE: "hcloud-plugin", HCLOUD_TOKEN: TOKEN }, logger: silent });
   });
@@ -125,5 +128,10 @@ describe("the hcloud provider plugin on the real engine, against the fake Hetzne
     const down = await engine.up(stack(3, 0));
     assert.equal(down.succeeded, true, failed(down));
     assert.equal((await servers()).length, 0);
+  });
+
+  it("spoke Hetzner's published API in every exchange (requests and answers validated against its OpenAPI document)", function () {
+    assert.ok(exchanges.length > 50, `${exchanges.length} exchanges`);
+    assert.deepEqual(exchanges.flatMap(hcloudOpenApiViolations), []);
   });
 });

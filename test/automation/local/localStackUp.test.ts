@@ -16,6 +16,7 @@ import { findTool } from "../../../automation/engine/toolchain";
 import { kube } from "../../../automation/local/kubeClient";
 import { type LocalCloud, startLocalCloud } from "../../../automation/local/localCloud";
 import { TOKEN } from "../../support/apiHarness";
+import { type HcloudExchange, hcloudOpenApiViolations, recordHcloudExchanges } from "../../support/hcloudOpenApi";
 import { type ServeProcess, startServe } from "../../support/serveProcess";
 import { missingTools, skipUnlessAvailable } from "../../support/toolchainRequirement";
 
@@ -43,6 +44,7 @@ describe("pulumi up --stack local on the local cloud (real engine, real control 
   let dir: string;
   let project: string;
   let cloud: LocalCloud;
+  const exchanges: HcloudExchange[] = [];
 
   before(async function () {
     skipUnlessAvailable(this, missingTools("pulumi", "pulumi-language-nodejs", "pulumi-resource-hcloud", "pulumi-resource-kubernetes", "pulumi-resource-random", "pulumi-resource-time", "etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl"));
@@ -52,7 +54,7 @@ describe("pulumi up --stack local on the local cloud (real engine, real control 
     mkdirSync(join(project, "stacks"), { recursive: true });
     const settings = parse(readFileSync(join(REPO, "Pulumi.yaml"), "utf8")) as Record<string, unknown>;
     writeFileSync(join(project, "Pulumi.yaml"), JSON.stringify({ ...settings, runtime: "nodejs", main: join(REPO, "dist", "stacks", "index.js") }));
-    cloud = await startLocalCloud({ dataDir: join(dir, "data"), hcloudPort: 0, agentIntervalMs: 300, logger: quiet, projectDir: project });
+    cloud = await startLocalCloud({ dataDir: join(dir, "data"), hcloudPort: 0, agentIntervalMs: 300, logger: quiet, projectDir: project, onFakeHcloud: (fake) => recordHcloudExchanges(fake, exchanges) });
   });
 
   after(async function () {
@@ -157,6 +159,14 @@ describe("pulumi up --stack local on the local cloud (real engine, real control 
         const nodes = ((await kube(cloud.plane.admin, "GET", "/api/v1/nodes?labelSelector=node.kubernetes.io%2Fpool%3Dlocal-burst")) as { items: KubeNode[] }).items;
         return nodes.length === 0 ? true : undefined;
       });
+    });
+  });
+
+  // After the nested runs above (mocha runs a describe's own tests before its nested describes).
+  describe("every exchange", function () {
+    it("spoke Hetzner's published API in every exchange of the plugin, the engine and the service", function () {
+      assert.ok(exchanges.length > 50, `${exchanges.length} exchanges`);
+      assert.deepEqual(exchanges.flatMap(hcloudOpenApiViolations), []);
     });
   });
 });

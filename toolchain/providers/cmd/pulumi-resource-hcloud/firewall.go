@@ -176,7 +176,8 @@ func (f firewall) updateApplyTos(ctx context.Context, current *hcloud.Firewall, 
 		if err == nil {
 			err = f.wait(ctx, actions...)
 		}
-		if err != nil {
+		// Already applied or removed is the wanted state (SPEC §7), e.g. after an interrupted run.
+		if err != nil && !hcloud.IsError(err, hcloud.ErrorCodeFirewallAlreadyApplied) {
 			return fmt.Errorf("applyTos: %w", err)
 		}
 	}
@@ -185,7 +186,7 @@ func (f firewall) updateApplyTos(ctx context.Context, current *hcloud.Firewall, 
 		if err == nil {
 			err = f.wait(ctx, actions...)
 		}
-		if err != nil {
+		if err != nil && !hcloud.IsError(err, hcloud.ErrorCodeFirewallAlreadyRemoved, hcloud.ErrorCodeNotFound) {
 			return fmt.Errorf("applyTos: %w", err)
 		}
 	}

@@ -205,7 +205,7 @@ func (s server) updateFirewalls(ctx context.Context, srv *hcloud.Server, olds, i
 			if err == nil {
 				err = s.wait(ctx, actions...)
 			}
-			if err != nil {
+			if err != nil && !hcloud.IsError(err, hcloud.ErrorCodeFirewallAlreadyApplied) {
 				return fmt.Errorf("firewallIds: apply firewall %d: %w", id, err)
 			}
 		}
@@ -216,7 +216,7 @@ func (s server) updateFirewalls(ctx context.Context, srv *hcloud.Server, olds, i
 			if err == nil {
 				err = s.wait(ctx, actions...)
 			}
-			if err != nil && !hcloud.IsError(err, hcloud.ErrorCodeNotFound) {
+			if err != nil && !hcloud.IsError(err, hcloud.ErrorCodeNotFound, hcloud.ErrorCodeFirewallAlreadyRemoved) {
 				return fmt.Errorf("firewallIds: remove firewall %d: %w", id, err)
 			}
 		}

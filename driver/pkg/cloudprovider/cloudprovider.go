@@ -120,7 +120,7 @@ func (c *CloudProvider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim)
 // checkOfferingsLeft refuses a create at once when every offering the NodeClaim allows is
 // unavailable (sold out moments ago, or the pool is at a limit), sparing the API a request.
 func (c *CloudProvider) checkOfferingsLeft(ctx context.Context, nodeClass *v1alpha1.NodefleetNodeClass, connection *apiclient.Connection, nodeClaim *karpv1.NodeClaim) error {
-	instanceTypes, err := c.instanceTypesOf(ctx, nodeClass, connection, "")
+	instanceTypes, err := c.instanceTypesOf(ctx, nodeClass, connection, nodeClaim.Labels[karpv1.NodePoolLabelKey])
 	if err != nil {
 		return nil // the API decides
 	}

@@ -179,7 +179,9 @@ func TestCreateOfAFailedNodeReleasesItAndRemembersTheSoldOutOffering(t *testing.
 func TestCreateFailsFastWhenEveryAllowedOfferingIsSoldOut(t *testing.T) {
 	e := newEnvironment(t)
 	e.soldOut.MarkSoldOut(testCluster, "cx32", "hel1")
+	// As Karpenter writes a NodeClaim: its NodePool is a requirement too.
 	_, err := e.cloudProvider.Create(context.Background(), nodeClaim("default-soldout",
+		claimRequirement(karpv1.NodePoolLabelKey, corev1.NodeSelectorOpIn, "default"),
 		claimRequirement(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, "cx32")))
 	if !cloudprovider.IsInsufficientCapacityError(err) {
 		t.Fatalf("err = %v, want InsufficientCapacityError", err)

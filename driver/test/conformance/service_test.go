@@ -239,7 +239,8 @@ func nodeClaim(name string, requirements ...karpv1.NodeSelectorRequirementWithMi
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{karpv1.NodePoolLabelKey: "burst"}},
 		Spec: karpv1.NodeClaimSpec{
 			NodeClassRef: &karpv1.NodeClassReference{Group: apis.Group, Kind: "NodefleetNodeClass", Name: "default"},
-			Requirements: requirements,
+			// As Karpenter writes a NodeClaim: its NodePool is a requirement too.
+			Requirements: append([]karpv1.NodeSelectorRequirementWithMinValues{requirement(karpv1.NodePoolLabelKey, corev1.NodeSelectorOpIn, "burst")}, requirements...),
 			Taints:       []corev1.Taint{{Key: "workload", Value: "batch", Effect: corev1.TaintEffectNoSchedule}},
 		},
 	}

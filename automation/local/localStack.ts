@@ -35,7 +35,7 @@ export function localFleetConfig(plane: Pick<ControlPlane, "server"> & { readonl
         mode: "static",
         replicas: 3,
         location: "hel1",
-        serverTypes: ["cpx21"],
+        serverTypes: ["cpx31"],
         image: "ubuntu-24.04",
         labels: { "node.kubernetes.io/pool": "local-general" },
         taints: [{ key: "nodefleet.io/local", value: "true", effect: "NoSchedule" }],

@@ -7,36 +7,25 @@
  * taints and providerID. A second `pulumi up` changes nothing.
  */
 import assert from "node:assert/strict";
-import { execFileSync, spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
-import { parse } from "yaml";
+import { join } from "node:path";
 import { findTool } from "../../../automation/engine/toolchain";
 import { kube } from "../../../automation/local/kubeClient";
 import { type LocalCloud, startLocalCloud } from "../../../automation/local/localCloud";
 import { TOKEN } from "../../support/apiHarness";
 import { type HcloudExchange, hcloudOpenApiViolations, recordHcloudExchanges } from "../../support/hcloudOpenApi";
+import { localStackProject, runPulumi, until } from "../../support/localStackProject";
 import { type ServeProcess, startServe } from "../../support/serveProcess";
 import { missingTools, skipUnlessAvailable } from "../../support/toolchainRequirement";
 
-const REPO = resolve(__dirname, "..", "..", "..", "..");
 const quiet = { info() {}, warn() {} };
 
 interface KubeNode {
   metadata: { name: string; labels: Record<string, string> };
   spec: { providerID?: string; taints?: Array<{ key: string; value?: string; effect: string }> };
   status: { conditions?: Array<{ type: string; status: string }>; allocatable?: Record<string, string> };
-}
-
-function pulumi(args: string[], cwd: string, env: Record<string, string>): Promise<string> {
-  return new Promise((done, fail) => {
-    const child = spawn(findTool("pulumi", { ...process.env, ...env })!, args, { cwd, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
-    let out = "";
-    child.stdout.on("data", (c: Buffer) => (out += c.toString()));
-    child.stderr.on("data", (c: Buffer) => (out += c.toString()));
-    child.on("exit", (code) => (code === 0 ? done(out) : fail(new Error(`pulumi ${args.join(" ")} exited ${code}:\n${out.slice(-4000)}`))));
-  });
 }
 
 describe("pulumi up --stack local on the local cloud (real engine, real control plane)", function () {
@@ -50,10 +39,7 @@ describe("pulumi up --stack local on the local cloud (real engine, real control 
     skipUnlessAvailable(this, missingTools("pulumi", "pulumi-language-nodejs", "pulumi-resource-hcloud", "pulumi-resource-kubernetes", "pulumi-resource-random", "pulumi-resource-time", "etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl"));
     dir = mkdtempSync(join(tmpdir(), "nodefleet-local-stack-"));
     // The repository's project, with its program compiled: the same Pulumi.yaml settings, main in dist.
-    project = join(dir, "project");
-    mkdirSync(join(project, "stacks"), { recursive: true });
-    const settings = parse(readFileSync(join(REPO, "Pulumi.yaml"), "utf8")) as Record<string, unknown>;
-    writeFileSync(join(project, "Pulumi.yaml"), JSON.stringify({ ...settings, runtime: "nodejs", main: join(REPO, "dist", "stacks", "index.js") }));
+    project = localStackProject(join(dir, "project"));
     cloud = await startLocalCloud({ dataDir: join(dir, "data"), hcloudPort: 0, agentIntervalMs: 300, logger: quiet, projectDir: project, onFakeHcloud: (fake) => recordHcloudExchanges(fake, exchanges) });
   });
 
@@ -73,7 +59,7 @@ describe("pulumi up --stack local on the local cloud (real engine, real control 
   });
 
   it("creates the fleet's servers and tokens, and the node agent registers three Ready Nodes", async function () {
-    await pulumi(["up", "--stack", "local", "--yes", "--skip-preview", "--non-interactive"], project, cloud.env);
+    await runPulumi(["up", "--stack", "local", "--yes", "--skip-preview", "--non-interactive"], project, cloud.env);
     const servers = (await hcloud("/servers?label_selector=nodefleet.io/cluster=local")).servers as Array<Record<string, any>>;
     assert.equal(servers.length, 3);
     const [network] = (await hcloud("/networks?name=local-network")).networks;
@@ -107,7 +93,7 @@ describe("pulumi up --stack local on the local cloud (real engine, real control 
   });
 
   it("changes nothing on a second pulumi up", async function () {
-    const out = await pulumi(["preview", "--stack", "local", "--diff", "--non-interactive", "--expect-no-changes"], project, cloud.env);
+    const out = await runPulumi(["preview", "--stack", "local", "--diff", "--non-interactive", "--expect-no-changes"], project, cloud.env);
     assert.doesNotMatch(out, /error:/);
   });
 
@@ -123,28 +109,20 @@ describe("pulumi up --stack local on the local cloud (real engine, real control 
       await serve?.exited();
     });
 
-    async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 180_000): Promise<T> {
-      const deadline = Date.now() + timeoutMs;
-      for (;;) {
-        const value = await probe().catch(() => undefined);
-        if (value !== undefined) return value;
-        if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; serve said:\n${serve.stderr().slice(-3000)}`);
-        await new Promise((r) => setTimeout(r, 500));
-      }
-    }
+    const waitFor = <T>(what: string, probe: () => Promise<T | undefined>) => until(what, probe, 180_000, () => `serve said:\n${serve.stderr().slice(-3000)}`);
 
     it("turns Karpenter-style creates into servers and Ready Nodes, and deletes back to nothing", async function () {
       const ids = ["nodeclaim-local-a", "nodeclaim-local-b"];
       const created = await Promise.all(ids.map((uniqueID) => serve.client.createNode({ uniqueID, pool: "local-burst", instanceType: "cpx21" })));
       const nodeIds = created.map((c) => c.node.nodeID);
-      const running = await until("both nodes RUNNING", async () => {
+      const running = await waitFor("both nodes RUNNING", async () => {
         const nodes = await Promise.all(nodeIds.map((id) => serve.client.getNode(id)));
         return nodes.every((n) => n.status === "RUNNING") ? nodes : undefined;
       });
       const servers = (await hcloud("/servers?label_selector=nodefleet.io/pool=local-burst")).servers as Array<{ labels: Record<string, string> }>;
       assert.deepEqual(servers.map((s) => s.labels["nodefleet.io/node"]).sort(), [...nodeIds].sort(), "one real server per claim");
       for (const node of running) {
-        const registered = await until(`Node of ${node.nodeID} Ready`, async () => {
+        const registered = await waitFor(`Node of ${node.nodeID} Ready`, async () => {
           const nodes = ((await kube(cloud.plane.admin, "GET", "/api/v1/nodes?labelSelector=node.kubernetes.io%2Fpool%3Dlocal-burst")) as { items: KubeNode[] }).items;
           return nodes.find((n) => n.spec.providerID === node.providerID && n.status.conditions?.some((c) => c.type === "Ready" && c.status === "True"));
         });
@@ -154,8 +132,8 @@ describe("pulumi up --stack local on the local cloud (real engine, real control 
       }
 
       await Promise.all(nodeIds.map((id) => serve.client.deleteNode(id)));
-      await until("the servers gone", async () => ((await hcloud("/servers?label_selector=nodefleet.io/pool=local-burst")).servers.length === 0 ? true : undefined));
-      await until("the Nodes gone", async () => {
+      await waitFor("the servers gone", async () => ((await hcloud("/servers?label_selector=nodefleet.io/pool=local-burst")).servers.length === 0 ? true : undefined));
+      await waitFor("the Nodes gone", async () => {
         const nodes = ((await kube(cloud.plane.admin, "GET", "/api/v1/nodes?labelSelector=node.kubernetes.io%2Fpool%3Dlocal-burst")) as { items: KubeNode[] }).items;
         return nodes.length === 0 ? true : undefined;
       });

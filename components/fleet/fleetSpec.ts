@@ -267,12 +267,18 @@ export const scalewayElasticMetalPoolSchema = z.strictObject({
   privateNetwork: z.strictObject({
     name: dnsLabel("privateNetwork.name", 63),
     subnet: cidr("privateNetwork.subnet"),
+    /**
+     * Id of an existing private network to attach (e.g. shared by several pools), whose subnet is
+     * `subnet`. Without it the pool creates the network `name`, and refuses to when a network of
+     * that name that it did not create exists.
+     */
+    id: z.string().regex(/^([a-z]{2}-[a-z]{3}\/)?[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/, { error: "privateNetwork.id must be a Scaleway private network id such as fr-par/11111111-2222-4333-a444-555555555555" }).optional(),
   }),
   replicas: replicas.optional(),
   nodes: nodeNames.optional(),
   /** Scaleway IAM SSH key ids to install. */
   sshKeyIds: z.array(z.string().min(1)).default([]),
-  /** auto: cloud-init where the OS supports it, else SSH self-join. */
+  /** auto: cloud-init where the offer runs it (its cloud-init tag), else the SSH self-join. */
   bootstrap: z.enum(SCALEWAY_BOOTSTRAP_METHODS).default("auto"),
   /** Node-local storage class whose PVCs are removed with the node. */
   localStorageClass: z.string().min(1).optional(),

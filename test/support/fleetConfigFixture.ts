@@ -77,6 +77,7 @@ export function elasticMetalPoolConfig(overrides: Record<string, unknown> = {}):
     offer: "EM-B220E-NVME",
     os: "ubuntu_jammy",
     privateNetwork: { name: "runner-cache", subnet: "172.16.0.0/22" },
+    sshKeyIds: ["fr-par/11111111-2222-4333-a444-555555555555"],
     taints: [{ key: "tuist.dev/runner-cache", value: "true", effect: "NoSchedule" }],
     replicas: 1,
     ...overrides,

@@ -280,7 +280,7 @@ function k0sSection(input: K0sSelfJoinInput): string {
     taints: input.taints,
     kubelet: input.kubelet,
     ...(input.nodeIp ? { nodeIp: input.nodeIp } : {}),
-  });
+  }, true);
   // A joined node gets no token, but runs the bootstrap again: it upgrades k0s to the pinned version.
   return `# --- k0s worker: the join token (root-only, first join only) and the k0s worker bootstrap
 if [ -s "$R${K0S_KUBELET_CONF}" ]; then

@@ -13,6 +13,7 @@ import { HCLOUD_MAX_USER_DATA_BYTES } from "../../components/fleet/hcloudLocatio
 import {
   K0S_BOOTSTRAP_SCRIPT_PATH,
   K0S_TOKEN_FILE,
+  renderK0sWorkerBootstrapScript,
   renderK0sWorkerCloudConfig,
   type K0sWorkerBootstrapInput,
 } from "../../components/bootstrap/k0sWorkerCloudConfig";
@@ -380,13 +381,19 @@ describe("k0s worker bootstrap script, run against shims", function () {
     assert.equal(second.status, 0, second.stderr);
     assert.deepEqual(
       second.calls.filter((c) => c[0] !== "systemctl"),
-      [["k0s", "version"]],
-      "re-run: only the version check; no download, no install, no start",
+      [],
+      "re-run: no download, no install, no start",
     );
   });
 
-  it("upgrades a joined worker to a new pinned version in place: verified binary, restart, no token, no reinstall", () => {
-    const script = applyWriteFiles(box, renderK0sWorkerCloudConfig(baseInput({ k0sSha256: { amd64: box.fakeK0sSha256 } })));
+  it("upgrades a joined worker to a new pinned version in place (the SSH self-join's copy): verified binary, restart, no token, no reinstall", () => {
+    const writeScript = (sha: string) => {
+      applyWriteFiles(box, renderK0sWorkerCloudConfig(baseInput({ k0sSha256: { amd64: sha } })));
+      const path = join(box.root, K0S_BOOTSTRAP_SCRIPT_PATH);
+      writeFileSync(path, renderK0sWorkerBootstrapScript(baseInput({ k0sSha256: { amd64: sha } }), true), { mode: 0o700 });
+      return path;
+    };
+    const script = writeScript(box.fakeK0sSha256);
     assert.equal(runScript(box, script).status, 0);
     // The node now runs an older k0s; the pool was changed to the version the script pins.
     const upgrade = runScript(box, script, { FAKE_K0S_VERSION: "v1.32.8+k0s.0" });
@@ -398,7 +405,11 @@ describe("k0s worker bootstrap script, run against shims", function () {
     assert.equal(upgrade.calls.some((c) => c[0] === "k0s" && c[1] === "install"), false, "no reinstall: the worker keeps its credentials");
     assert.equal(existsSync(tokenPath()), false);
 
-    const tampered = applyWriteFiles(box, renderK0sWorkerCloudConfig(baseInput({ k0sSha256: { amd64: "f".repeat(64) } })));
+    const cloudInitCopy = applyWriteFiles(box, renderK0sWorkerCloudConfig(baseInput({ k0sSha256: { amd64: box.fakeK0sSha256 } })));
+    const once = runScript(box, cloudInitCopy, { FAKE_K0S_VERSION: "v1.32.8+k0s.0" });
+    assert.equal(once.calls.some((c) => c[0] === "curl"), false, "cloud-init's copy runs once per server and never upgrades");
+
+    const tampered = writeScript("f".repeat(64));
     const refused = runScript(box, tampered, { FAKE_K0S_VERSION: "v1.32.8+k0s.0" });
     assert.notEqual(refused.status, 0);
     assert.match(refused.stderr, /checksum mismatch/);

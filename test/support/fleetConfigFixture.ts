@@ -30,6 +30,8 @@ export function clusterConfig(overrides: Record<string, unknown> = {}): Record<s
     caCertificate: FIXTURE_CA_CERTIFICATE,
     providerIdScheme: "nodefleet",
     k0sVersion: "v1.33.4+k0s.0",
+    // Fixtures have no real pinned checksum: nodes check the release's sha256sums.txt.
+    k0sChecksums: "release",
     controlPlaneAddresses: ["203.0.113.10/32"],
     ...overrides,
   };

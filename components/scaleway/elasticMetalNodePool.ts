@@ -321,11 +321,12 @@ export class ElasticMetalNodePool extends pulumi.ComponentResource {
     };
     const host = server.ipv4s.apply((ips) => ips?.[0]?.address ?? "");
 
-    // Trust on first use, once per server (a replacement is a new server id, and so a new read):
-    // the only connection without a pinned host key. Later commands verify it.
+    // Trust on first use, once per server: every machine generation (offer, OS, zone) is a new
+    // server id, and so a new read. The only connection without a pinned host key; later commands
+    // verify it. Nothing else re-reads it (that would trust an unverified key again).
     const readHostKey = new command.remote.Command(
       `${prefix}-hostkey`,
-      { connection: { host, ...ctx.connection }, create: READ_HOST_KEY_COMMAND, triggers: [server.id, ctx.generation], logging: "stdout" },
+      { connection: { host, ...ctx.connection }, create: READ_HOST_KEY_COMMAND, triggers: [server.id], logging: "stdout" },
       { parent: this, dependsOn: [server] },
     );
     // stdout is always a string from the provider; only a mock runtime without host-key outputs

@@ -63,6 +63,19 @@ export function membersByPool(
   return [...pools.values()];
 }
 
+/**
+ * A looked-up network or firewall must carry this cluster's ownership label: a same-named one from
+ * another cluster (or made by hand) is refused instead of having servers attached to it.
+ */
+export function assertClusterOwned(kind: "network" | "firewall", name: string | undefined, labels: Readonly<Record<string, string>> | undefined, clusterId: string): void {
+  const owner = labels?.[OWNERSHIP_LABELS.cluster];
+  if (owner !== clusterId) {
+    throw new Error(
+      `the Hetzner ${kind} ${name ?? "(unnamed)"} is not labelled ${OWNERSHIP_LABELS.cluster}=${clusterId} (${owner === undefined ? "no such label" : `it belongs to ${owner}`}); autoscaled nodes attach only to the ${kind} git's stack declared for this cluster`,
+    );
+  }
+}
+
 export async function runProgram(args: AutoscaledProgramArgs): Promise<Record<string, unknown>> {
   const spec = parseFleetSpec(readRawFleetConfig());
   const { kubeconfig, ...cluster } = spec.cluster;
@@ -73,10 +86,12 @@ export async function runProgram(args: AutoscaledProgramArgs): Promise<Record<st
   const groups = membersByPool(cluster, args.members);
   const outputs: Record<string, pulumi.Output<unknown>> = {};
   if (groups.length > 0) {
-    // Look-ups, not resources: git's stack owns the network and firewall.
-    const selector = `${OWNERSHIP_LABELS.cluster}=${cluster.id}`;
-    const network = await hcloud.getNetwork({ name: clusterNetworkName(cluster, spec.network), withSelector: selector });
-    const firewall = await hcloud.getFirewall({ name: clusterFirewallName(cluster), withSelector: selector });
+    // Look-ups, not resources: git's stack owns the network and firewall. By name (the provider
+    // ignores with_selector when a name is given), then the ownership label is checked here.
+    const network = await hcloud.getNetwork({ name: clusterNetworkName(cluster, spec.network) });
+    assertClusterOwned("network", network.name, network.labels, cluster.id);
+    const firewall = await hcloud.getFirewall({ name: clusterFirewallName(cluster) });
+    assertClusterOwned("firewall", firewall.name, firewall.labels, cluster.id);
     const kubernetes = new k8s.Provider(`${cluster.id}-api-kubernetes`, { kubeconfig: kubeconfig === undefined ? "" : pulumi.secret(kubeconfig) });
     for (const group of groups) {
       const pool = new HcloudNodePool(

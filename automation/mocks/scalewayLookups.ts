@@ -22,6 +22,8 @@ const OFFERS: Readonly<Record<string, { cores: number; threads: number; memoryGi
   "EM-B220E-NVME": { cores: 6, threads: 12, memoryGiB: 64, disks: [{ capacity: 2_000_000_000_000, type: "NVMe" }] },
   "EM-I220E-NVME": { cores: 8, threads: 16, memoryGiB: 64, disks: [{ capacity: 1_000_000_000_000, type: "NVMe" }] },
   "EM-A115X-SSD": { cores: 4, threads: 8, memoryGiB: 32, disks: [{ capacity: 1_000_000_000_000, type: "SSD" }] },
+  "EM-A610R-NVME": { cores: 6, threads: 12, memoryGiB: 32, disks: [{ capacity: 1_024_209_543_168, type: "NVMe" }, { capacity: 1_024_209_543_168, type: "NVMe" }] },
+  "EM-A116X-SSD": { cores: 4, threads: 4, memoryGiB: 32, disks: [{ capacity: 1_024_209_543_168, type: "SSD" }, { capacity: 1_024_209_543_168, type: "SSD" }] },
 };
 
 export interface MockPrivateNetwork {
@@ -43,6 +45,14 @@ export function mockPrivateNetworkId(region: string, name: string): string {
   return `${region}/${mockUuid(`private-network/${region}/${name}`)}`;
 }
 
+/**
+ * A failed look-up as the engine reports it: the SDK rejects an invoke with the gRPC error's
+ * `details`, so a plain Error's message would arrive empty.
+ */
+function providerError(message: string): Error {
+  return Object.assign(new Error(message), { details: message });
+}
+
 function str(value: unknown): string | undefined {
   return typeof value === "string" ? value : undefined;
 }
@@ -62,7 +72,7 @@ export function scalewayLookup(
     case "scaleway:elasticmetal/getOffer:getOffer": {
       const name = str(inputs.name) ?? "";
       const offer = OFFERS[name];
-      if (!offer) throw new Error(`no Elastic Metal offer named ${JSON.stringify(name)} in zone ${zone}`);
+      if (!offer) throw providerError(`no offer found with the name ${name} in zone ${zone}`);
       const offerId = mockUuid(`offer/${zone}/${name}`);
       return {
         ...inputs,
@@ -89,7 +99,8 @@ export function scalewayLookup(
     case "scaleway:network/getPrivateNetwork:getPrivateNetwork": {
       const region = str(inputs.region) ?? "fr-par";
       const found = privateNetworks.find((pn) => pn.name === inputs.name && pn.region === region);
-      if (!found) throw new Error(`no private network found with the name ${JSON.stringify(inputs.name)} in ${region}`);
+      // The provider's own words (datasource.FindExact), which the pool tells apart from failures.
+      if (!found) throw providerError(`no element found with the name ${String(inputs.name)}`);
       const id = mockPrivateNetworkId(region, found.name);
       rememberPrivateNetworkSubnet(id, found.subnet);
       const cidr = parseIpv4Cidr(found.subnet);

@@ -8,7 +8,7 @@
  * Where a nodefleet component sets `replaceOnChanges` (the mock runtime does not pass resource
  * options to the simulation), those paths are listed too, from the component's own constant.
  */
-import { ELASTIC_METAL_REPLACE_ON_CHANGES } from "../../components/scaleway/elasticMetalPlan";
+import { ELASTIC_METAL_REPLACE_ON_CHANGES, IPAM_IP_REPLACE_ON_CHANGES } from "../../components/scaleway/elasticMetalPlan";
 
 export interface ReplaceTriggerEntry {
   /** Input property paths whose change forces replacement. */
@@ -43,28 +43,29 @@ export const REPLACE_TRIGGERS: Readonly<Record<string, ReplaceTriggerEntry>> = {
     properties: ["serverId", "networkId", "subnetId", "ip"],
     source: `${HCLOUD_TF}/server/resource_network.go (plan modifiers: RequiresReplace)`,
   },
-  // Update handles only name and labels; the API has no call to change a group's type.
+  // `type` is not ForceNew and Update handles only name and labels, so a type change is planned as an
+  // update that changes nothing (Hetzner has one type, spread). Name and labels update in place.
   "hcloud:index/placementGroup:PlacementGroup": {
-    properties: ["type"],
-    source: `${HCLOUD_TF}/placementgroup/resource.go (resourcePlacementGroupUpdate: name, labels only)`,
+    properties: [],
+    source: `${HCLOUD_TF}/placementgroup/resource.go (schema: type Required, not ForceNew; resourcePlacementGroupUpdate: name, labels)`,
   },
-  // Name, labels and rules are updated in place (set_rules action); the inline apply_to set is ForceNew
-  // (attach servers with a FirewallAttachment to avoid that).
+  // apply_to is Optional+Computed, not ForceNew: Update syncs it with the apply_to_resources and
+  // remove_from_resources actions (syncApplyTo), as it does rules (set_rules), name and labels.
   "hcloud:index/firewall:Firewall": {
-    properties: ["applyTos"],
-    source: `${HCLOUD_TF}/firewall/resource.go (schema: apply_to ForceNew; Update handles name, rule, labels)`,
+    properties: [],
+    source: `${HCLOUD_TF}/firewall/resource.go (schema: apply_to not ForceNew; resourceFirewallUpdate: name, rule, labels, apply_to via syncApplyTo)`,
   },
   "hcloud:index/sshKey:SshKey": {
     properties: ["publicKey"],
     source: `${HCLOUD_TF}/sshkey/resource.go (schema: public_key ForceNew; name and labels updated)`,
   },
-  // offer and zone are ForceNew. The provider would reinstall the same server on an os change, but
-  // nodefleet's pool sets replaceOnChanges [offer, os, zone] (a new OS is a new node: fresh bootstrap
-  // token, pinned host key), so Pulumi replaces it; the simulation must predict the same.
+  // offer and zone (zonal.Schema) are ForceNew; an os change is an Update that reinstalls the same
+  // server (installServer). nodefleet's pool adds os to replaceOnChanges (a new OS is a new machine
+  // generation; elasticMetalPlan.ts says why), so Pulumi replaces it and the simulation must too.
   "scaleway:elasticmetal/server:Server": {
     properties: [...new Set(["offer", "zone", ...ELASTIC_METAL_REPLACE_ON_CHANGES])],
     source:
-      "https://github.com/scaleway/terraform-provider-scaleway/blob/master/scaleway/resource_baremetal_server.go (schema: offer ForceNew, zone via zoneSchema ForceNew) and the component's replaceOnChanges (components/scaleway/elasticMetalPlan.ts ELASTIC_METAL_REPLACE_ON_CHANGES: offer, os, zone)",
+      "https://github.com/scaleway/terraform-provider-scaleway/blob/master/internal/services/baremetal/server.go (schema: offer ForceNew, zone via zonal.Schema ForceNew, os not ForceNew; ResourceServerUpdate reinstalls on HasChange(os)) and the component's replaceOnChanges (components/scaleway/elasticMetalPlan.ts ELASTIC_METAL_REPLACE_ON_CHANGES)",
   },
   // Name and tags are updated; the IPv4 subnet, VPC and region are ForceNew.
   "scaleway:network/privateNetwork:PrivateNetwork": {
@@ -72,9 +73,13 @@ export const REPLACE_TRIGGERS: Readonly<Record<string, ReplaceTriggerEntry>> = {
     source:
       "https://github.com/scaleway/terraform-provider-scaleway/blob/master/internal/services/vpc/private_network.go (schema: ipv4_subnet.subnet, vpc_id ForceNew; regional.Schema)",
   },
+  // address, is_ipv6 and region (regional.Schema) are ForceNew; `source` is not, and Update handles
+  // only tags and custom_resource, so a source change would change nothing. The pool adds sources to
+  // replaceOnChanges (IPAM_IP_REPLACE_ON_CHANGES): an address on another network is a new address.
   "scaleway:ipam/ip:Ip": {
-    properties: ["sources", "address", "region", "isIpv6"],
-    source: "https://registry.terraform.io/providers/scaleway/scaleway/latest/docs/resources/ipam_ip (source, address, is_ipv6, region: forces new)",
+    properties: [...new Set(["address", "isIpv6", "region", ...IPAM_IP_REPLACE_ON_CHANGES])],
+    source:
+      "https://github.com/scaleway/terraform-provider-scaleway/blob/master/internal/services/ipam/ip.go (schema: address, is_ipv6 ForceNew, region via regional.Schema, source not ForceNew; ResourceIPAMIPUpdate: custom_resource, tags) and the component's replaceOnChanges (components/scaleway/elasticMetalPlan.ts IPAM_IP_REPLACE_ON_CHANGES)",
   },
   // Every argument of the random resources is RequiresReplace (keepers included): a change makes a new value.
   "random:index/randomString:RandomString": {

@@ -268,7 +268,8 @@ export class SimulatedProvider {
       if (r.type !== type || !r.id) return false;
       if (inputs.id !== undefined && inputs.id !== null && String(inputs.id) !== r.id) return false;
       if (typeof inputs.name === "string" && r.inputs.name !== inputs.name) return false;
-      if (typeof inputs.withSelector === "string" && !matchesSelector(asRecord(r.inputs.labels) as Record<string, string>, inputs.withSelector)) return false;
+      // As the provider: with a name, with_selector is not consulted.
+      if (typeof inputs.name !== "string" && typeof inputs.withSelector === "string" && !matchesSelector(asRecord(r.inputs.labels) as Record<string, string>, inputs.withSelector)) return false;
       return true;
     });
     if (!match) throw new Error(`simulated cloud: ${token} found nothing for ${JSON.stringify(inputs)}`);

@@ -92,7 +92,12 @@ function installArgLines(input: K0sWorkerBootstrapInput): string[] {
  * The bootstrap script (bash). It holds no secret: it only passes the token file's path to k0s.
  * NODEFLEET_ROOT prefixes every path it touches so tests can run it in a scratch directory.
  */
-export function renderK0sWorkerBootstrapScript(input: K0sWorkerBootstrapInput): string {
+/**
+ * `upgradeInPlace`: on a machine where k0sworker is installed, replace the binary with the pinned
+ * version when it differs and restart the worker (the SSH self-join, which re-runs on a version
+ * change). Cloud-init runs once per server, so its copy leaves that out and its text stays as is.
+ */
+export function renderK0sWorkerBootstrapScript(input: K0sWorkerBootstrapInput, upgradeInPlace = false): string {
   validate(input);
   const version = input.k0sVersion;
   const releaseUrl = `https://github.com/k0sproject/k0s/releases/download/${encodeURIComponent(version)}`;
@@ -152,7 +157,19 @@ export function renderK0sWorkerBootstrapScript(input: K0sWorkerBootstrapInput): 
     "}",
     "",
     'if [ -e "$unit_file" ]; then',
-    '  log "k0sworker is installed already; skipping download and install"',
+    ...(upgradeInPlace
+      ? [
+          "  # A joined worker keeps its credentials; a new pinned version replaces only the binary (k0s's manual upgrade).",
+          '  installed_version="$("$k0s_bin" version 2>/dev/null || true)"',
+          '  if [ "$installed_version" = "$k0s_version" ]; then',
+          '    log "k0sworker ${k0s_version} is installed already; skipping download and install"',
+          "  else",
+          '    log "upgrading k0s from ${installed_version:-an unknown version} to ${k0s_version}"',
+          "    install_k0s",
+          "    systemctl restart k0sworker",
+          "  fi",
+        ]
+      : ['  log "k0sworker is installed already; skipping download and install"']),
     "else",
     ...(input.nodeIp ? renderNodeIpDiscovery(input.nodeIp).split("\n").map((line) => (line === "" ? line : `  ${line}`)) : []),
     "  install_k0s",

@@ -280,15 +280,16 @@ function k0sSection(input: K0sSelfJoinInput): string {
     taints: input.taints,
     kubelet: input.kubelet,
     ...(input.nodeIp ? { nodeIp: input.nodeIp } : {}),
-  });
-  return `# --- k0s worker: the join token (root-only) and the k0s worker bootstrap
+  }, true);
+  // A joined node gets no token, but runs the bootstrap again: it upgrades k0s to the pinned version.
+  return `# --- k0s worker: the join token (root-only, first join only) and the k0s worker bootstrap
 if [ -s "$R${K0S_KUBELET_CONF}" ]; then
   log "already joined: the kubelet holds its own credentials"
 else
 ${writeFileBlock(K0S_TOKEN_FILE, "0600", input.joinToken)}
-${writeFileBlock(K0S_BOOTSTRAP_SCRIPT_PATH, "0700", bootstrap)}
-  "$R${K0S_BOOTSTRAP_SCRIPT_PATH}"
 fi
+${writeFileBlock(K0S_BOOTSTRAP_SCRIPT_PATH, "0700", bootstrap)}
+"$R${K0S_BOOTSTRAP_SCRIPT_PATH}"
 # --- the join token is no longer needed once the kubelet holds its own credentials
 rm -f "$R${K0S_TOKEN_FILE}" "$R${SELF_JOIN_SCRIPT_PATH}"
 log "joined as ${input.hostname}"`;

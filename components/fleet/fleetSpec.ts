@@ -105,8 +105,21 @@ export const clusterSchema = z
       .regex(/^[a-z][a-z0-9+.-]*$/, { error: "providerIdScheme must be a URI scheme (lower-case letters, digits, '+', '.', '-')" })
       .default("nodefleet"),
     k0sVersion: z.string().regex(K0S_VERSION, { error: "k0sVersion must look like v1.33.4+k0s.0" }).optional(),
-    /** Optional pinned sha256 of the k0s binary per architecture; otherwise the release's sha256sums.txt is checked. */
+    /**
+     * Pinned sha256 of the k0s binary `k0s-<k0sVersion>-<arch>` per architecture, checked on every
+     * node before the binary is installed; required for k0s clusters unless `k0sChecksums: release`.
+     * To update with k0sVersion: take the lines for the new version's `k0s-<version>-amd64` (and
+     * `-arm64`) from the release's `sha256sums.txt`, verified the way you trust (e.g. the release's
+     * cosign signature), and set them here. An architecture without a pin is checked against the
+     * release's sha256sums.txt.
+     */
     k0sSha256: z.partialRecord(z.enum(["amd64", "arm64"]), z.string().regex(/^[a-f0-9]{64}$/, { error: "k0sSha256 values must be 64 hex digits" })).optional(),
+    /**
+     * `pinned` (default): k0sSha256 is required. `release`: no pin needed; nodes check the binary
+     * against the release's own sha256sums.txt, downloaded from the same place as the binary (this
+     * guards against a damaged download, not against a tampered release).
+     */
+    k0sChecksums: z.enum(["pinned", "release"], { error: "k0sChecksums must be pinned or release" }).default("pinned"),
     kubernetesVersion: z
       .string()
       .regex(KUBERNETES_VERSION, { error: "kubernetesVersion must look like v1.33.4" })
@@ -127,6 +140,13 @@ export const clusterSchema = z
   .superRefine((cluster, ctx) => {
     if (cluster.kind === "k0s" && !cluster.k0sVersion) {
       ctx.addIssue({ code: "custom", path: ["k0sVersion"], message: "k0sVersion is required when kind is k0s" });
+    }
+    if (cluster.kind === "k0s" && cluster.k0sChecksums === "pinned" && Object.keys(cluster.k0sSha256 ?? {}).length === 0) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["k0sSha256"],
+        message: `k0sSha256 is required when kind is k0s: the sha256 of k0s-${cluster.k0sVersion ?? "<k0sVersion>"}-amd64 (and -arm64 if used) from that release's sha256sums.txt, so nodes verify the binary against a value you pinned; or set k0sChecksums: release to check against the release's own file`,
+      });
     }
     if (cluster.kind === "kubeadm" && !cluster.kubernetesVersion) {
       ctx.addIssue({ code: "custom", path: ["kubernetesVersion"], message: "kubernetesVersion is required when kind is kubeadm" });
@@ -278,12 +298,18 @@ export const scalewayElasticMetalPoolSchema = z.strictObject({
   privateNetwork: z.strictObject({
     name: dnsLabel("privateNetwork.name", 63),
     subnet: cidr("privateNetwork.subnet"),
+    /**
+     * Id of an existing private network to attach (e.g. shared by several pools), whose subnet is
+     * `subnet`. Without it the pool creates the network `name`, and refuses to when a network of
+     * that name that it did not create exists.
+     */
+    id: z.string().regex(/^([a-z]{2}-[a-z]{3}\/)?[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/, { error: "privateNetwork.id must be a Scaleway private network id such as fr-par/11111111-2222-4333-a444-555555555555" }).optional(),
   }),
   replicas: replicas.optional(),
   nodes: nodeNames.optional(),
   /** Scaleway IAM SSH key ids to install. */
   sshKeyIds: z.array(z.string().min(1)).default([]),
-  /** auto: cloud-init where the OS supports it, else SSH self-join. */
+  /** auto: cloud-init where the offer runs it (its cloud-init tag), else the SSH self-join. */
   bootstrap: z.enum(SCALEWAY_BOOTSTRAP_METHODS).default("auto"),
   /** Node-local storage class whose PVCs are removed with the node. */
   localStorageClass: z.string().min(1).optional(),

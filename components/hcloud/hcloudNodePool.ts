@@ -83,6 +83,14 @@ export class HcloudNodePool extends pulumi.ComponentResource {
     const planned = planHcloudServers(cluster, pool, args.members, args.privateSubnet);
     const poolLabels = { [OWNERSHIP_LABELS.cluster]: cluster.id, [OWNERSHIP_LABELS.pool]: pool.name };
     const deleteProtection = pool.deleteProtection ?? false;
+    const keyless = planned.filter((p) => p.sshKeys.length === 0).map((p) => p.member.hostname);
+    if (keyless.length > 0) {
+      // Hetzner sets a root password on a server created without SSH keys and e-mails it.
+      void pulumi.log.warn(
+        `pool ${pool.name}: ${keyless.join(", ")} get no SSH key, so Hetzner sets a root password and e-mails it to the project owner; set sshKeys on the pool`,
+        this,
+      );
+    }
 
     for (const group of chunkIntoSpreadGroups(planned, (p) => p.placementSlot)) {
       const placementGroup = new hcloud.PlacementGroup(

@@ -104,9 +104,11 @@ export function secretCredentialsJson(kubeconfig: pulumi.Input<string>, warning:
  */
 export async function kubernetesApiRequest(
   creds: KubernetesCredentials,
-  method: "GET" | "DELETE",
+  method: "GET" | "DELETE" | "PATCH",
   path: string,
   what?: string,
+  /** A JSON merge patch (PATCH only). */
+  body?: unknown,
 ): Promise<unknown> {
   const url = new URL(`${creds.server.replace(/\/+$/, "")}${path}`);
   const action = what ?? `${method} ${url.pathname}`;
@@ -114,6 +116,8 @@ export async function kubernetesApiRequest(
   const transport = url.protocol === "http:" ? require("node:http") : require("node:https");
   const headers: Record<string, string> = { Accept: "application/json" };
   if (creds.token) headers.Authorization = `Bearer ${creds.token}`;
+  const payload = body === undefined ? undefined : JSON.stringify(body);
+  if (payload !== undefined) headers["Content-Type"] = "application/merge-patch+json";
   return new Promise<unknown>((resolve, reject) => {
     const request = transport.request(
       url,
@@ -148,6 +152,6 @@ export async function kubernetesApiRequest(
     );
     request.on("timeout", () => request.destroy(new Error("timed out after 30 s")));
     request.on("error", (error: Error) => reject(new Error(`${action} failed: ${error.message}`)));
-    request.end();
+    request.end(payload);
   });
 }

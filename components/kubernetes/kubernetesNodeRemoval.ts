@@ -42,7 +42,10 @@ export const nodeRemovalProvider: pulumi.dynamic.ResourceProvider = {
   async update(_id: string, _olds: NodeRemovalState, news: NodeRemovalState) {
     return { outs: news };
   },
+  // Without usable credentials (an exec-plugin kubeconfig: declaring warned, naming the reason) the
+  // Node is left for you to delete: failing here would block removing the member for good.
   async delete(_id: string, props: NodeRemovalState) {
+    if (!props.credentials) return;
     await deleteKubernetesNode(props.credentials, props.nodeName);
   },
 };
@@ -57,7 +60,7 @@ export interface KubernetesNodeRemovalArgs {
 /** `pulumi-nodejs:dynamic/nodefleet:KubernetesNodeRemoval`: deleting it deletes the Node. */
 export class KubernetesNodeRemoval extends pulumi.dynamic.Resource {
   constructor(name: string, args: KubernetesNodeRemovalArgs, opts?: pulumi.CustomResourceOptions) {
-    const credentials = secretCredentialsJson(args.kubeconfig, `node ${args.nodeName}: its Node cannot be deleted on removal`);
+    const credentials = secretCredentialsJson(args.kubeconfig, `node ${args.nodeName}: its Node will not be deleted on removal (delete it with kubectl)`);
     super(nodeRemovalProvider, name, { nodeName: args.nodeName, credentials }, { ...opts, additionalSecretOutputs: ["credentials"] }, "nodefleet", "KubernetesNodeRemoval");
   }
 }

@@ -16,6 +16,14 @@
  * could substitute it (nodefleet has no trusted source for the rescue's key; the README says so).
  * From the installed system on, every connection is pinned.
  *
+ * No command ignores changes to its connection or script: a reinstall (new generation) replaces
+ * every command, and they dial the reinstalled system with its new host key. A changed connection
+ * alone (a rotated SSH key) updates them in place: the rescue-phase commands then run their
+ * `update`, which on the installed system only reads (the disk listing, the host key), never
+ * reinstalls. The join re-runs on a changed k0s/kubelet version (the idempotent script upgrades in
+ * place); given a kubeconfig, labels and taints are kept on the running Node through the API
+ * (kubernetes/kubernetesNodeMetadata.ts), since the kubelet applies them only at registration.
+ *
  * The join loads the cluster firewall's public rules as an nftables host firewall before the kubelet
  * starts (bootstrap/hostFirewall.ts). Not supported: Robot vSwitch / private networks (nodes join
  * over their public address), the Robot webservice firewall, server cancellation (removing a member leaves the server as installed), and
@@ -24,12 +32,12 @@
 import * as command from "@pulumi/command";
 import * as pulumi from "@pulumi/pulumi";
 import { nodeBootstrapToken } from "../kubernetes/bootstrapToken";
-import { canonicalHash } from "../shared/canonicalJson";
 import { type ClusterSpec, type FirewallSpec, type HetznerRobotPool, firewallSchema } from "../fleet/fleetSpec";
 import { clusterFirewallRules } from "../fleet/firewallRules";
 import { GATHER_HARDWARE_COMMAND, parseRescueHardware, renderAutosetup } from "./installimageAutosetup";
-import { parseHostKeyLine, sshAuth } from "../bootstrap/sshConnection";
+import { READ_HOST_KEY_COMMAND, parseHostKeyLine, sshAuth } from "../bootstrap/sshConnection";
 import { type KubernetesNodeRemoval, memberNodeRemoval } from "../kubernetes/kubernetesNodeRemoval";
+import { KubernetesNodeMetadata } from "../kubernetes/kubernetesNodeMetadata";
 import { type NodeOutput, nodeOutputIdentity } from "../fleet/nodeMember";
 import type { RobotCredentials } from "./robotClient";
 import { type RobotMember, robotMembers } from "./robotPlan";
@@ -118,7 +126,7 @@ export class RobotNodePool extends pulumi.ComponentResource {
     connection: { user: string; port: number; dialErrorLimit: number; perDialTimeout: number } & ReturnType<typeof sshAuth>,
   ): RobotNodeOutput {
     const { cluster, pool } = args;
-    const { member, generation, userData } = planned;
+    const { member, generation, userData, joinInputs } = planned;
     const prefix = `${name}-${member.nodeId}`;
 
     // Named by generation: a reinstall gets a fresh token.
@@ -145,14 +153,18 @@ export class RobotNodePool extends pulumi.ComponentResource {
     const rescueConnection = { host, ...connection };
     const hardware = new command.remote.Command(
       `${prefix}-hardware`,
-      { connection: rescueConnection, create: GATHER_HARDWARE_COMMAND, triggers: [rescue.id, generation], logging: "stderr" },
-      { parent: this, dependsOn: [rescue], ignoreChanges: ["connection"] },
+      // update: a changed connection alone re-reads the disks (read-only wherever it lands).
+      { connection: rescueConnection, create: GATHER_HARDWARE_COMMAND, update: GATHER_HARDWARE_COMMAND, triggers: [rescue.id, generation], logging: "stderr" },
+      { parent: this, dependsOn: [rescue] },
     );
     const install = new command.remote.Command(
       `${prefix}-install`,
       {
         connection: rescueConnection,
         create: RESCUE_INSTALL_COMMAND,
+        // A changed connection or disk listing alone never reinstalls: the system is installed, so
+        // this re-reads its host key (the same install's, and the last line, as installedHostKey reads).
+        update: READ_HOST_KEY_COMMAND,
         stdin: hardware.stdout.apply((stdout) => {
           if (stdout === undefined || stdout.trim() === "") return FAIL_UNGATHERED;
           const { firmware, drives } = parseRescueHardware(stdout);
@@ -162,7 +174,7 @@ export class RobotNodePool extends pulumi.ComponentResource {
         triggers: [rescue.id, generation],
         logging: "stderr",
       },
-      { parent: this, dependsOn: [hardware], ignoreChanges: ["connection", "stdin"] },
+      { parent: this, dependsOn: [hardware] },
     );
     const hostKey = install.stdout.apply(installedHostKey);
 
@@ -171,22 +183,29 @@ export class RobotNodePool extends pulumi.ComponentResource {
     const ready = new command.remote.Command(
       `${prefix}-ready`,
       { connection: pinned, create: readyCommand(member.hostname), triggers: [install.id], logging: "stderr" },
-      { parent: this, dependsOn: [install], ignoreChanges: ["connection"] },
+      { parent: this, dependsOn: [install] },
     );
     // Dedicated servers have no provider firewall in front: the cluster firewall's rules on the host.
     const hostFirewall = { rules: clusterFirewallRules(cluster, args.firewall ?? firewallSchema.parse({})), sshPort: 22 };
-    const joinInputs = canonicalHash(userData);
-    new command.remote.Command(
+    const joined = new command.remote.Command(
       `${prefix}-join`,
       {
         connection: pinned,
         create: "bash -s",
         stdin: pulumi.secret(token.token.apply((secret) => renderWorkerSelfJoinScript(userData, secret, undefined, hostFirewall))),
+        // A reinstall or a new version re-runs it; labels and taints reach the Node below.
         triggers: [install.id, joinInputs],
         logging: "stderr",
       },
-      { parent: this, dependsOn: [token, ready], ignoreChanges: ["stdin", "connection"] },
+      { parent: this, dependsOn: [token, ready] },
     );
+    if (args.kubeconfig !== undefined) {
+      new KubernetesNodeMetadata(
+        `${prefix}-node-metadata`,
+        { nodeName: member.hostname, labels: member.labels, taints: member.taints, kubeconfig: args.kubeconfig },
+        { parent: this, dependsOn: [joined] },
+      );
+    }
 
     return {
       ...nodeOutputIdentity(member),

@@ -1,11 +1,15 @@
 /**
  * The members of a Hetzner Robot pool (one per adopted server, node id `<pool>-<server name>`) and
  * each member's generation: a hash of what an install bakes into the server (server number, image,
- * rescue keys, every non-secret input of the join). A new generation reinstalls the server and gets
- * a fresh bootstrap token, as a new generation replaces a Hetzner Cloud server.
+ * rescue keys, the join's non-secret inputs except what reaches a running node without one). A new
+ * generation reinstalls the server and gets a fresh bootstrap token, as a new generation replaces a
+ * Hetzner Cloud server. What a running node takes in place: the k0s or kubelet version (the
+ * idempotent self-join upgrades it; `joinInputs`) and the labels and taints (a Node patch through
+ * the API), so changing them reinstalls nothing.
  */
 import type { ClusterSpec, HetznerRobotPool } from "../fleet/fleetSpec";
 import { generationSuffix } from "../fleet/generationSuffix";
+import { canonicalHash } from "../shared/canonicalJson";
 import { type NodeMember, nodeMember } from "../fleet/nodeMember";
 import { type WorkerUserDataInputs, workerUserDataInputs } from "../bootstrap/workerUserDataInputs";
 
@@ -13,8 +17,17 @@ export interface RobotMember {
   readonly member: NodeMember;
   readonly serverNumber: number;
   readonly generation: string;
-  /** What the member's join script renders from (with its token); hashed into the generation. */
+  /** What the member's join script renders from (with its token). */
   readonly userData: WorkerUserDataInputs;
+  /** Hash of what re-running the join on the installed system converges: userData without labels and taints. */
+  readonly joinInputs: string;
+}
+
+/** The inputs a re-run of the self-join applies to a joined node: its version. */
+function withoutInPlaceInputs(userData: WorkerUserDataInputs): Record<string, unknown> {
+  const { labels: _labels, taints: _taints, ...rest } = userData;
+  const { k0sVersion: _k0s, k0sSha256: _sha, kubernetesVersion: _kubeadm, ...installed } = rest as Record<string, unknown>;
+  return installed;
 }
 
 export function robotMembers(cluster: Omit<ClusterSpec, "kubeconfig">, pool: HetznerRobotPool): RobotMember[] {
@@ -27,8 +40,9 @@ export function robotMembers(cluster: Omit<ClusterSpec, "kubeconfig">, pool: Het
       image: pool.image,
       serverType: pool.serverType,
       sshKeys: pool.sshKeyFingerprints,
-      userData,
+      userData: withoutInPlaceInputs(userData),
     });
-    return { member, serverNumber: server.serverNumber, generation, userData };
+    const { labels: _labels, taints: _taints, ...joinInputs } = userData;
+    return { member, serverNumber: server.serverNumber, generation, userData, joinInputs: canonicalHash(joinInputs) };
   });
 }

@@ -1,23 +1,31 @@
 /**
  * `nodefleet:scaleway:ElasticMetalNodePool`: Scaleway Elastic Metal workers joining an existing
- * cluster (k0s or kubeadm). Per pool: offer/OS/option look-ups and the private network (adopted by
- * name, or created). Per member: an IPAM address on the private network, a bootstrap token, the
- * server (with the "Private Network" option and `privateNetworks`), and the bootstrap:
+ * cluster (k0s or kubeadm). Per pool: offer/OS/option look-ups and the private network (the one
+ * `privateNetwork.id` names, or one the pool creates). Per member: an IPAM address on the private
+ * network, a bootstrap token, the server (with the "Private Network" option and `privateNetworks`),
+ * and the bootstrap, chosen by the offer (elasticMetalPlan.ts `bootstrapMethod`):
  *
- * - cloud-init, where the OS runs it: the self-join script as `cloudInit`. The VLAN id exists only
+ * - cloud-init, where the offer runs it: the self-join script as `cloudInit`. The VLAN id exists only
  *   once the server does, so it is delivered afterwards over SSH (no secret in it) and the script
  *   waits for it before it starts the kubelet;
  * - otherwise the SSH self-join: `remote.Command` pipes the script to `bash` on the server.
  *
+ * On both paths the `-join` command runs the (idempotent) self-join over SSH against the current
+ * server: on the cloud-init path it first waits for cloud-init, so a run reports success only once
+ * the node has joined, and a later k0s/kubelet version change re-runs it to upgrade in place. Given
+ * a kubeconfig, the pool's labels and taints are kept on the running Node through the API
+ * (kubernetes/kubernetesNodeMetadata.ts): the kubelet applies them only at registration.
+ *
  * Elastic Metal has no provider firewall: the join loads the cluster firewall's public rules as an
  * nftables host firewall (bootstrap/hostFirewall.ts) before the kubelet starts.
  *
- * Every SSH connection but the first pins the host key: a first command reads the server's ed25519
- * host key (trust on first use), its output is kept in state, and every later command passes it
- * as `connection.hostKey`, so the provider verifies it (ssh.FixedHostKey). On kubeadm clusters a
- * re-push command keyed on the kubelet-config hash rewrites the config and CA on existing nodes.
- * Given a kubeconfig, removing a member deletes its Node, and with `localStorageClass` removing or
- * replacing a server deletes the PVCs bound to its local PVs.
+ * Every SSH connection but the first pins the host key: a first command per server reads the
+ * server's ed25519 host key (trust on first use), its output is kept in state, and every later
+ * command passes it as `connection.hostKey`, so the provider verifies it (ssh.FixedHostKey). No
+ * command ignores changes to its connection or script: a replaced server is always the one dialled.
+ * On kubeadm clusters a re-push command keyed on the kubelet-config hash rewrites the config and CA
+ * on existing nodes. Given a kubeconfig, removing a member deletes its Node, and with
+ * `localStorageClass` removing or replacing a server deletes the PVCs bound to its local PVs.
  */
 import * as command from "@pulumi/command";
 import * as pulumi from "@pulumi/pulumi";
@@ -27,6 +35,7 @@ import { elasticMetalOs } from "./elasticMetalOs";
 import {
   type BootstrapMethod,
   ELASTIC_METAL_REPLACE_ON_CHANGES,
+  IPAM_IP_REPLACE_ON_CHANGES,
   PRIVATE_IPV4_LABEL,
   bootstrapMethod,
   elasticMetalGeneration,
@@ -43,6 +52,7 @@ import { renderKubeletConfigRepush } from "../bootstrap/kubeletConfigRepush";
 import { type NodeMember, type NodeOutput, OWNERSHIP_LABELS, nodeOutputIdentity } from "../fleet/nodeMember";
 import { type KubernetesNodeRemoval, memberNodeRemoval } from "../kubernetes/kubernetesNodeRemoval";
 import { NodeLocalPvcRemoval } from "../kubernetes/nodeLocalPvcRemoval";
+import { KubernetesNodeMetadata } from "../kubernetes/kubernetesNodeMetadata";
 import { type PrivateNetworkJoin, renderVlanIdDelivery, renderWorkerSelfJoinScript } from "../bootstrap/selfJoinScript";
 import { workerUserDataInputs } from "../bootstrap/workerUserDataInputs";
 import { READ_HOST_KEY_COMMAND, UNREAD_HOST_KEY, parseHostKeyLine, sshAuth } from "../bootstrap/sshConnection";
@@ -53,9 +63,9 @@ export interface ElasticMetalNodePoolArgs {
   /** The parsed pool (`scalewayElasticMetalPoolSchema`): zone, offer, os, privateNetwork, members, bootstrap, ssh. */
   readonly pool: ScalewayElasticMetalPool;
   /**
-   * Id of the private network to attach, e.g. one shared by several pools. Default: the network named
-   * `pool.privateNetwork.name` in the zone's region, adopted when it exists and created (tagged with
-   * the cluster and pool) when it does not.
+   * Id of the private network to attach, e.g. one shared by several pools. Default:
+   * `pool.privateNetwork.id`, else a network named `pool.privateNetwork.name` that the pool creates
+   * (tagged with the cluster and pool); a network of that name it did not create is refused.
    */
   readonly privateNetworkId?: pulumi.Input<string>;
   /**
@@ -94,23 +104,46 @@ function uuidOf(id: string): string {
   return id.split("/").pop() ?? id;
 }
 
+/** The provider's answer when no private network has the name (datasource.FindExact). */
+const PRIVATE_NETWORK_NOT_FOUND = /no element found with the name/;
+
 /**
- * What to do with the network a look-up found: adopt one this pool did not create (its subnet must
- * be the configured one), or keep declaring the one it created (tagged with the cluster and pool).
+ * Whether a look-up error means "no network of that name" (create it) rather than a failure (an
+ * outage, a permission or a duplicate name), which must stop the run instead of creating a duplicate.
  */
-export function privateNetworkDecision(
+export function isPrivateNetworkNotFound(error: unknown): boolean {
+  return PRIVATE_NETWORK_NOT_FOUND.test(error instanceof Error ? error.message : String(error));
+}
+
+/** The look-up's network, undefined when none has the name; any other failure is rethrown, naming the pool. */
+export async function settlePrivateNetworkLookup<T>(
+  pool: Pick<ScalewayElasticMetalPool, "name" | "privateNetwork">,
+  region: string,
+  lookup: Promise<T>,
+): Promise<T | undefined> {
+  try {
+    return await lookup;
+  } catch (error) {
+    if (isPrivateNetworkNotFound(error)) return undefined;
+    const reason = error instanceof Error && error.message ? error.message : String(error);
+    throw new Error(`pool ${pool.name}: looking up private network ${pool.privateNetwork.name} in ${region} failed, so none is created: ${reason}`);
+  }
+}
+
+/**
+ * The pool may create (or keep declaring) the network `privateNetwork.name` only if no network of
+ * that name exists or the one found is its own (tagged with the cluster and pool); a foreign one is
+ * named, with how to attach to it.
+ */
+export function assertPrivateNetworkNameFree(
   pool: Pick<ScalewayElasticMetalPool, "name" | "privateNetwork">,
   poolTags: readonly string[],
-  found: { tags?: readonly string[]; ipv4Subnets?: ReadonlyArray<{ subnet: string }> },
-): "adopt" | "declare" {
-  if (poolTags.every((tag) => (found.tags ?? []).includes(tag))) return "declare";
-  const subnets = (found.ipv4Subnets ?? []).map((s) => s.subnet);
-  if (subnets.length > 0 && !subnets.includes(pool.privateNetwork.subnet)) {
-    throw new Error(
-      `pool ${pool.name}: the existing private network ${pool.privateNetwork.name} has subnet ${subnets.join(", ")}, not privateNetwork.subnet ${pool.privateNetwork.subnet}`,
-    );
-  }
-  return "adopt";
+  found: { id: string; tags?: readonly string[] } | undefined,
+): void {
+  if (found === undefined || poolTags.every((tag) => (found.tags ?? []).includes(tag))) return;
+  throw new Error(
+    `pool ${pool.name}: a private network named ${pool.privateNetwork.name} already exists (${found.id}) and was not created by this pool; set privateNetwork.id to ${found.id} to attach to it, or choose another privateNetwork.name`,
+  );
 }
 
 export class ElasticMetalNodePool extends pulumi.ComponentResource {
@@ -124,10 +157,11 @@ export class ElasticMetalNodePool extends pulumi.ComponentResource {
     const { cluster, pool } = args;
     // Everything decidable without the cloud is checked before any child is declared.
     const os = elasticMetalOs(pool.os);
-    const method = bootstrapMethod(pool);
     const region = scalewayRegion(pool.zone);
     const generation = elasticMetalGeneration(pool);
     const members = elasticMetalMembers(cluster, pool);
+    // No member, no bootstrap to fit (a pool scaled to zero needs no SSH key).
+    const method = members.length > 0 ? bootstrapMethod(pool) : "ssh";
     if (cluster.kind === "k0s" && !cluster.k0sVersion) throw new Error(`pool ${pool.name}: k0sVersion is required for k0s clusters`);
     if (cluster.kind === "kubeadm" && !cluster.kubernetesVersion) throw new Error(`pool ${pool.name}: kubernetesVersion is required for kubeadm clusters`);
     const poolTags = [`${OWNERSHIP_LABELS.cluster}=${cluster.id}`, `${OWNERSHIP_LABELS.pool}=${pool.name}`];
@@ -135,16 +169,8 @@ export class ElasticMetalNodePool extends pulumi.ComponentResource {
     const offer = scaleway.elasticmetal.getOfferOutput({ zone: pool.zone, name: pool.offer }, { parent: this });
     const osImage = scaleway.elasticmetal.getOsOutput({ zone: pool.zone, name: os.name, version: os.version }, { parent: this });
     const privateNetworkOption = scaleway.elasticmetal.getOptionOutput({ zone: pool.zone, name: "Private Network" }, { parent: this });
-    this.privateNetworkId =
-      args.privateNetworkId !== undefined ? pulumi.output(args.privateNetworkId) : this.adoptOrCreatePrivateNetwork(name, pool, region, poolTags);
-
-    if (pool.sshKeyIds.length === 0 && members.length > 0) {
-      // Every path needs SSH (host key read, join or VLAN delivery, re-push); declaring still works.
-      void pulumi.log.warn(
-        `pool ${pool.name}: sshKeyIds is empty, so the OS installer puts no SSH key on the servers and the self-join cannot log in`,
-        this,
-      );
-    }
+    const attachTo = args.privateNetworkId ?? pool.privateNetwork.id;
+    this.privateNetworkId = attachTo !== undefined ? pulumi.output(attachTo) : this.declarePrivateNetwork(name, pool, region, poolTags);
     const auth = sshAuth(args);
     const sshUser = pool.ssh.user ?? os.sshUser;
     // stdin carries the script, so no secret is ever on a command line (visible in the process list).
@@ -167,30 +193,22 @@ export class ElasticMetalNodePool extends pulumi.ComponentResource {
   }
 
   /**
-   * A network of that name that this pool did not create is adopted; otherwise the pool declares it
-   * (again, on later runs: it then finds its own tagged network, which is already in state).
+   * The network the pool creates, declared here and not inside an `apply`, so previews show it. Its
+   * name waits for the look-up by name: not found or this pool's own, it is declared; a foreign
+   * network of that name or a failed look-up fails the run and nothing is created.
    */
-  private adoptOrCreatePrivateNetwork(
-    name: string,
-    pool: ScalewayElasticMetalPool,
-    region: string,
-    poolTags: string[],
-  ): pulumi.Output<string> {
-    const lookup = scaleway.network
-      .getPrivateNetwork({ name: pool.privateNetwork.name, region }, { parent: this })
-      .then(
-        (found) => found,
-        () => undefined,
-      );
-    return pulumi.output(lookup).apply((found): pulumi.Output<string> => {
-      if (found !== undefined && privateNetworkDecision(pool, poolTags, found) === "adopt") return pulumi.output(found.id);
-      const created = new scaleway.network.PrivateNetwork(
-        `${name}-pn`,
-        { name: pool.privateNetwork.name, region, ipv4Subnet: { subnet: pool.privateNetwork.subnet }, tags: poolTags },
-        { parent: this },
-      );
-      return created.id;
+  private declarePrivateNetwork(name: string, pool: ScalewayElasticMetalPool, region: string, poolTags: string[]): pulumi.Output<string> {
+    const lookup = settlePrivateNetworkLookup(pool, region, scaleway.network.getPrivateNetwork({ name: pool.privateNetwork.name, region }, { parent: this }));
+    const checkedName = pulumi.output(lookup).apply((found) => {
+      assertPrivateNetworkNameFree(pool, poolTags, found);
+      return pool.privateNetwork.name;
     });
+    const network = new scaleway.network.PrivateNetwork(
+      `${name}-pn`,
+      { name: checkedName, region, ipv4Subnet: { subnet: pool.privateNetwork.subnet }, tags: poolTags },
+      { parent: this },
+    );
+    return network.id;
   }
 
   private declareMember(
@@ -224,7 +242,8 @@ export class ElasticMetalNodePool extends pulumi.ComponentResource {
     const ip = new scaleway.ipam.Ip(
       `${prefix}-ip`,
       { region: ctx.region, sources: [{ privateNetworkId: this.privateNetworkId }], tags: nodeTags },
-      { parent: this },
+      // The provider ignores a source change; an address on another network is a new address.
+      { parent: this, replaceOnChanges: [...IPAM_IP_REPLACE_ON_CHANGES] },
     );
     const privateAddress = pulumi
       .all([ip.address, ip.addressCidr])
@@ -302,52 +321,72 @@ export class ElasticMetalNodePool extends pulumi.ComponentResource {
     };
     const host = server.ipv4s.apply((ips) => ips?.[0]?.address ?? "");
 
-    // Trust on first use: the only connection without a pinned host key. Later commands verify it.
+    // Trust on first use, once per server: every machine generation (offer, OS, zone) is a new
+    // server id, and so a new read. The only connection without a pinned host key; later commands
+    // verify it. Nothing else re-reads it (that would trust an unverified key again).
     const readHostKey = new command.remote.Command(
       `${prefix}-hostkey`,
       { connection: { host, ...ctx.connection }, create: READ_HOST_KEY_COMMAND, triggers: [server.id], logging: "stdout" },
-      { parent: this, dependsOn: [server], ignoreChanges: ["connection"] },
+      { parent: this, dependsOn: [server] },
     );
     // stdout is always a string from the provider; only a mock runtime without host-key outputs
     // leaves it undefined, and then the pin is a value ssh rejects: fail closed, never unverified.
     const hostKey = readHostKey.stdout.apply((stdout) => (stdout === undefined ? UNREAD_HOST_KEY : parseHostKeyLine(stdout)));
     const pinned = { host, hostKey, ...ctx.connection };
 
-    let joined: pulumi.Resource;
-    if (ctx.method === "ssh") {
-      const staticJoinInputs = canonicalHash({
-        kind: cluster.kind,
-        version: cluster.kind === "kubeadm" ? cluster.kubernetesVersion : cluster.k0sVersion,
-        hostname: member.hostname,
-        providerID: member.providerID,
-        labels: member.labels,
-        taints: member.taints,
-      });
-      joined = new command.remote.Command(
-        `${prefix}-join`,
+    // The VLAN id, which the cloud-init copy of the script waits for.
+    const vlanDelivery =
+      ctx.method === "cloud-init"
+        ? new command.remote.Command(
+            `${prefix}-vlan`,
+            {
+              connection: pinned,
+              create: ctx.runScript,
+              stdin: vlan.apply((vlanId) => renderVlanIdDelivery(knownVlan(vlanId))),
+              triggers: [server.id],
+              logging: "stderr",
+            },
+            { parent: this, dependsOn: [readHostKey] },
+          )
+        : undefined;
+
+    // The self-join over SSH, on both paths; on the cloud-init path it first lets cloud-init finish
+    // (whose copy normally joined already), so this run reports success only once the node joined.
+    // Re-run on a new server or a changed version or identity: the idempotent script then upgrades
+    // k0s or the kubelet in place. Labels and taints reach the running Node through the API below.
+    const joinInputs = canonicalHash({
+      kind: cluster.kind,
+      version: cluster.kind === "kubeadm" ? cluster.kubernetesVersion : cluster.k0sVersion,
+      hostname: member.hostname,
+      providerID: member.providerID,
+    });
+    const waitForCloudInit = ctx.method === "cloud-init" ? "cloud-init status --wait >/dev/null 2>&1 || true\n" : "";
+    const joined = new command.remote.Command(
+      `${prefix}-join`,
+      {
+        connection: pinned,
+        create: ctx.runScript,
+        stdin: pulumi.secret(
+          pulumi
+            .all([token.token, privateAddress, vlan])
+            .apply(([secret, address, vlanId]) => waitForCloudInit + renderJoin(secret, address, knownVlan(vlanId))),
+        ),
+        triggers: [server.id, joinInputs],
+        logging: "stderr",
+      },
+      { parent: this, dependsOn: [token, readHostKey, ...(vlanDelivery ? [vlanDelivery] : [])] },
+    );
+
+    if (args.kubeconfig !== undefined) {
+      new KubernetesNodeMetadata(
+        `${prefix}-node-metadata`,
         {
-          connection: pinned,
-          create: ctx.runScript,
-          stdin: pulumi.secret(
-            pulumi.all([token.token, privateAddress, vlan]).apply(([secret, address, vlanId]) => renderJoin(secret, address, knownVlan(vlanId))),
-          ),
-          // Re-run on a new server or a changed node identity; the kubelet config has its own re-push.
-          triggers: [server.id, staticJoinInputs],
-          logging: "stderr",
+          nodeName: member.hostname,
+          labels: { ...member.labels, [PRIVATE_IPV4_LABEL]: privateAddress.apply((a) => a.ipv4) },
+          taints: member.taints,
+          kubeconfig: args.kubeconfig,
         },
-        { parent: this, dependsOn: [token, readHostKey], ignoreChanges: ["stdin", "connection"] },
-      );
-    } else {
-      joined = new command.remote.Command(
-        `${prefix}-vlan`,
-        {
-          connection: pinned,
-          create: ctx.runScript,
-          stdin: vlan.apply((vlanId) => renderVlanIdDelivery(knownVlan(vlanId))),
-          triggers: [server.id],
-          logging: "stderr",
-        },
-        { parent: this, dependsOn: [readHostKey], ignoreChanges: ["connection"] },
+        { parent: this, dependsOn: [joined] },
       );
     }
 
@@ -361,10 +400,10 @@ export class ElasticMetalNodePool extends pulumi.ComponentResource {
           create: ctx.runScript,
           stdin: renderKubeletConfigRepush({ hostname: member.hostname, caCertificate: cluster.caCertificate, kubeletConfig }),
           // A changed config replaces this command, which runs the re-push; the server stays.
-          triggers: [configHash],
+          triggers: [server.id, configHash],
           logging: "stderr",
         },
-        { parent: this, dependsOn: [joined], ignoreChanges: ["connection"] },
+        { parent: this, dependsOn: [joined] },
       );
     }
 

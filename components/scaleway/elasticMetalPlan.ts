@@ -5,6 +5,7 @@
  */
 import type { ClusterSpec, ScalewayElasticMetalPool } from "../fleet/fleetSpec";
 import { elasticMetalOs } from "./elasticMetalOs";
+import { offerRunsCloudInit } from "./elasticMetalOffers";
 import { generationHash } from "../fleet/generationSuffix";
 import { staticNodeIds } from "../fleet/naming";
 import { type NodeMember, nodeMember } from "../fleet/nodeMember";
@@ -12,15 +13,50 @@ import { type NodeMember, nodeMember } from "../fleet/nodeMember";
 /** The label carrying the node's private-network IPv4 (known from IPAM before the server exists). */
 export const PRIVATE_IPV4_LABEL = "nodefleet.io/private-ipv4";
 
-/** Server properties whose change replaces the server (a new order or install), not an update. */
+/**
+ * Server properties whose change replaces the server. offer and zone are ForceNew in the provider.
+ * An os change would be reinstalled in place by the provider, but everything nodefleet bound to the
+ * install goes stale with it: the pinned host key, the cloud-init user data with its bootstrap token
+ * (the provider updates user data and reinstalls in one update with no order nodefleet can rely on),
+ * and the kubelet's state. Replacing makes the new OS a new machine generation: a fresh token, a
+ * host key read from the new install, a join that runs once against it. deleteBeforeReplace (set by
+ * the pool) because the IPAM address is held by the old server until it is gone; the cost is a new
+ * order, which fails while the offer is out of stock (the member is then missing until it is back).
+ */
 export const ELASTIC_METAL_REPLACE_ON_CHANGES = ["offer", "os", "zone"] as const;
+
+/**
+ * IPAM address properties whose change replaces the address. The provider does not replace on a
+ * source change and its update ignores it, so an address would stay on the old network.
+ */
+export const IPAM_IP_REPLACE_ON_CHANGES = ["sources"] as const;
 
 export type BootstrapMethod = "cloud-init" | "ssh";
 
-/** `auto` picks cloud-init where the OS runs it; an explicit choice wins. */
-export function bootstrapMethod(pool: Pick<ScalewayElasticMetalPool, "bootstrap" | "os">): BootstrapMethod {
+/**
+ * The bootstrap, decided by the offer: `auto` takes cloud-init where the offer runs it (its
+ * `cloud-init` tag, elasticMetalOffers.ts), else the SSH self-join; an explicit choice wins if it
+ * fits. Both paths log in over SSH (host key, VLAN id delivery or join), so with no SSH key neither
+ * fits; cloud-init on an offer without the tag would never run the join.
+ */
+export function bootstrapMethod(
+  pool: Pick<ScalewayElasticMetalPool, "name" | "bootstrap" | "os" | "offer" | "sshKeyIds">,
+  offerTags?: Readonly<Record<string, readonly string[]>>,
+): BootstrapMethod {
+  elasticMetalOs(pool.os);
+  const cloudInit = offerRunsCloudInit(pool.offer, offerTags);
+  if (pool.sshKeyIds.length === 0) {
+    throw new Error(
+      `pool ${pool.name}: sshKeyIds is empty, so no bootstrap fits: every path logs in over SSH (the SSH self-join${cloudInit ? ", and the VLAN id delivery cloud-init waits for" : ""}); add a Scaleway IAM SSH key id`,
+    );
+  }
+  if (pool.bootstrap === "cloud-init" && !cloudInit) {
+    throw new Error(
+      `pool ${pool.name}: bootstrap is cloud-init, but offer ${pool.offer} has no cloud-init tag (Scaleway runs cloud-init only on offers tagged cloud-init), so the join would never run; use bootstrap: ssh or auto, or an offer with the tag`,
+    );
+  }
   if (pool.bootstrap === "cloud-init" || pool.bootstrap === "ssh") return pool.bootstrap;
-  return elasticMetalOs(pool.os).cloudInit ? "cloud-init" : "ssh";
+  return cloudInit ? "cloud-init" : "ssh";
 }
 
 /** `fr-par-2` -> `fr-par`: private networks and IPAM are regional. */

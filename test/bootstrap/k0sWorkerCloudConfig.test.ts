@@ -13,6 +13,7 @@ import { HCLOUD_MAX_USER_DATA_BYTES } from "../../components/fleet/hcloudLocatio
 import {
   K0S_BOOTSTRAP_SCRIPT_PATH,
   K0S_TOKEN_FILE,
+  renderK0sWorkerBootstrapScript,
   renderK0sWorkerCloudConfig,
   type K0sWorkerBootstrapInput,
 } from "../../components/bootstrap/k0sWorkerCloudConfig";
@@ -228,6 +229,7 @@ const FAKE_K0S = `#!/bin/bash
 set -euo pipefail
 { printf 'k0s'; printf '\\t%s' "$@"; printf '\\n'; } >>"$SHIM_LOG"
 case "$1" in
+  version) echo "\${FAKE_K0S_VERSION:-v1.33.4+k0s.0}" ;;
   install) mkdir -p "$NODEFLEET_ROOT/etc/systemd/system" && : >"$NODEFLEET_ROOT/etc/systemd/system/k0sworker.service" ;;
   start)
     if [ -r "$NODEFLEET_ROOT/etc/k0s/join-token" ]; then echo "token-present-at-start" >>"$SHIM_LOG"; fi
@@ -382,6 +384,36 @@ describe("k0s worker bootstrap script, run against shims", function () {
       [],
       "re-run: no download, no install, no start",
     );
+  });
+
+  it("upgrades a joined worker to a new pinned version in place (the SSH self-join's copy): verified binary, restart, no token, no reinstall", () => {
+    const writeScript = (sha: string) => {
+      applyWriteFiles(box, renderK0sWorkerCloudConfig(baseInput({ k0sSha256: { amd64: sha } })));
+      const path = join(box.root, K0S_BOOTSTRAP_SCRIPT_PATH);
+      writeFileSync(path, renderK0sWorkerBootstrapScript(baseInput({ k0sSha256: { amd64: sha } }), true), { mode: 0o700 });
+      return path;
+    };
+    const script = writeScript(box.fakeK0sSha256);
+    assert.equal(runScript(box, script).status, 0);
+    // The node now runs an older k0s; the pool was changed to the version the script pins.
+    const upgrade = runScript(box, script, { FAKE_K0S_VERSION: "v1.32.8+k0s.0" });
+    assert.equal(upgrade.status, 0, upgrade.stderr);
+    assert.match(upgrade.stderr, /upgrading k0s from v1\.32\.8\+k0s\.0 to v1\.33\.4\+k0s\.0/);
+    const urls = upgrade.calls.filter((c) => c[0] === "curl").map((c) => c.at(-1));
+    assert.deepEqual(urls, ["https://github.com/k0sproject/k0s/releases/download/v1.33.4%2Bk0s.0/k0s-v1.33.4+k0s.0-amd64"]);
+    assert.ok(upgrade.calls.some((c) => c[0] === "systemctl" && c[1] === "restart" && c[2] === "k0sworker"), "k0sworker restarted");
+    assert.equal(upgrade.calls.some((c) => c[0] === "k0s" && c[1] === "install"), false, "no reinstall: the worker keeps its credentials");
+    assert.equal(existsSync(tokenPath()), false);
+
+    const cloudInitCopy = applyWriteFiles(box, renderK0sWorkerCloudConfig(baseInput({ k0sSha256: { amd64: box.fakeK0sSha256 } })));
+    const once = runScript(box, cloudInitCopy, { FAKE_K0S_VERSION: "v1.32.8+k0s.0" });
+    assert.equal(once.calls.some((c) => c[0] === "curl"), false, "cloud-init's copy runs once per server and never upgrades");
+
+    const tampered = writeScript("f".repeat(64));
+    const refused = runScript(box, tampered, { FAKE_K0S_VERSION: "v1.32.8+k0s.0" });
+    assert.notEqual(refused.status, 0);
+    assert.match(refused.stderr, /checksum mismatch/);
+    assert.equal(refused.calls.some((c) => c[0] === "systemctl" && c[1] === "restart"), false, "nothing restarted on a bad binary");
   });
 
   it("verifies against the release's sha256sums.txt when no checksum is pinned (arm64)", () => {

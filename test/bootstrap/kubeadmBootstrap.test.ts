@@ -61,6 +61,8 @@ describe("kubeadm clusters: bootstrap tokens and bootstrap kubeconfigs", functio
         elasticMetalPoolConfig({
           name: "em-cloud",
           os: "ubuntu_noble",
+          // An offer tagged cloud-init (elasticMetalOffers.ts): the bootstrap follows the offer.
+          offer: "EM-A610R-NVME",
           sshKeyIds: [SSH_KEY_ID],
           privateNetwork: { name: "cache-b", subnet: "172.20.0.0/22" },
         }),
@@ -102,7 +104,8 @@ describe("kubeadm clusters: bootstrap tokens and bootstrap kubeconfigs", functio
   it("puts each node's own token into a TLS-bootstrap kubeconfig for the cluster's apiserver and CA", () => {
     const tokens = new Set(tokenSecrets(shown).map((s) => `${s.data["token-id"]}.${s.data["token-secret"]}`));
     const joins = shown.bootstraps.filter((b) => b.field !== "stdin" || b.resource.endsWith("-join"));
-    assert.equal(joins.length, 3, joins.map((b) => b.resource).join(", "));
+    // The cloud-init Elastic Metal node also has its SSH join (same node, same token), run after cloud-init.
+    assert.equal(joins.length, 4, joins.map((b) => b.resource).join(", "));
     const seen = new Set<string>();
     for (const b of joins) {
       const text = bootstrapKubeconfigIn(scriptOf(b.text));

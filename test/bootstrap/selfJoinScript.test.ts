@@ -223,8 +223,17 @@ describe("self-join script", () => {
       const second = node.run(script);
       assert.equal(second.status, 0, second.stderr);
       assert.equal(indexOfCall(second.calls, "curl"), -1);
-      assert.equal(indexOfCall(second.calls, "k0s"), -1);
+      assert.deepEqual(second.calls.filter((c) => c.startsWith("k0s")), ["k0s version"], "only the version check");
       assert.equal(node.exists(K0S_TOKEN_PATH), false);
+    });
+
+    it("a re-run after a k0s version change upgrades the joined node in place, never writing the token again", () => {
+      const upgrade = node.run(renderSelfJoinScript(k0sInput()), { FAKE_K0S_VERSION: "v1.32.8+k0s.0" });
+      assert.equal(upgrade.status, 0, upgrade.stderr);
+      assert.notEqual(indexOfCall(upgrade.calls, "curl"), -1, "the pinned release is downloaded");
+      assert.equal(indexOfCall(upgrade.calls, "k0s install"), -1, "no reinstall");
+      assert.notEqual(indexOfCall(upgrade.calls, "systemctl restart k0sworker"), -1);
+      assert.equal(node.exists(K0S_TOKEN_PATH), false, "a joined node never gets the token again");
     });
 
     it("gives up, saying why, when the VLAN id never arrives", () => {

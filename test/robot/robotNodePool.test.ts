@@ -202,6 +202,53 @@ describe("robotNodePool: resource graph under mocks", () => {
     assert.match(plain<string>(byName(upgraded.resources, "example-fsn-metal-fsn-metal-a-install").inputs.stdin), /Ubuntu-2204-jammy/);
   });
 
+  it("labels, taints and versions reach installed servers without a reinstall; other install inputs reinstall", async () => {
+    const base = await runPool();
+    const generations = (rs: RecordedResource[]) => ofType(rs, RESCUE).map((r) => r.inputs.generation);
+    const joinTriggers = (rs: RecordedResource[]) => byName(rs, "example-fsn-metal-fsn-metal-a-join").inputs.triggers;
+    const relabelled = await runPool({ labels: { "node.kubernetes.io/pool": "other" }, taints: [] });
+    assert.deepEqual(generations(relabelled.resources), generations(base.resources), "labels and taints: no reinstall");
+    assert.deepEqual(joinTriggers(relabelled.resources), joinTriggers(base.resources), "nor a join re-run, which cannot relabel");
+    const upgraded = await runPool({}, { k0sVersion: "v1.33.5+k0s.0" });
+    assert.deepEqual(generations(upgraded.resources), generations(base.resources), "a version: no reinstall");
+    assert.notDeepEqual(joinTriggers(upgraded.resources), joinTriggers(base.resources), "the join re-runs and upgrades in place");
+    const reimaged = await runPool({ image: "ubuntu-22.04" });
+    assert.notDeepEqual(generations(reimaged.resources), generations(base.resources));
+
+    const kubeconfig = tokenKubeconfig("abc");
+    const withKubeconfig = await runPool({}, {}, { kubeconfig });
+    const metadata = byName(withKubeconfig.resources, "example-fsn-metal-fsn-metal-a-node-metadata");
+    const inputs = plain<{ nodeName: string; labels: Record<string, string>; taints: unknown[] }>(metadata.inputs);
+    assert.equal(inputs.nodeName, "example-fsn-metal-a");
+    assert.equal(inputs.labels["node.kubernetes.io/pool"], "fsn-metal");
+    assert.deepEqual(inputs.taints, [{ key: "example.com/metal", value: "true", effect: "NoSchedule" }]);
+    assert.equal(base.resources.filter((r) => r.name.endsWith("-node-metadata")).length, 0, "no kubeconfig (render): no Node patch");
+  });
+
+  it("no SSH command ignores its connection or script; the rescue-phase commands only read when updated", async () => {
+    const options = new Map<string, { ignoreChanges?: string[] }>();
+    const spec = parseFleetSpec(rawFleetConfig({ pools: [robotPoolConfig()] }));
+    const { resources } = await runUnderMocks({
+      stack: "test",
+      config: { "nodefleet:sshPrivateKey": SSH_KEY },
+      secretKeys: ["nodefleet:sshPrivateKey"],
+      program: () => {
+        const { kubeconfig: _k, ...c } = spec.cluster;
+        new RobotNodePool("example-fsn-metal", { cluster: c, pool: spec.pools[0] as HetznerRobotPool }, {
+          transformations: [(a) => { options.set(a.name, a.opts as { ignoreChanges?: string[] }); return undefined; }],
+        });
+        return {};
+      },
+    });
+    const commands = ofType(resources, REMOTE);
+    assert.equal(commands.length, 8);
+    for (const c of commands) assert.deepEqual(options.get(c.name)?.ignoreChanges ?? [], [], `${c.name} ignores nothing`);
+    const hardware = byName(resources, "example-fsn-metal-fsn-metal-a-hardware");
+    const install = byName(resources, "example-fsn-metal-fsn-metal-a-install");
+    assert.equal(hardware.inputs.update, GATHER_HARDWARE_COMMAND, "a changed connection re-reads the disks, nothing else");
+    assert.equal(install.inputs.update, "cat /etc/ssh/ssh_host_ed25519_key.pub", "and re-reads the host key instead of reinstalling");
+  });
+
   it("with a kubeconfig, deletes a removed member's Node after its server", async () => {
     const kubeconfig = tokenKubeconfig("very-secret");
     const { resources } = await runPool({}, {}, { kubeconfig });

@@ -4,8 +4,8 @@ import { type RecordedResource, runUnderMocks } from "../../automation/mocks/run
 import { type MockPrivateNetwork, scalewayLookup } from "../../automation/mocks/scalewayLookups";
 import { mockEd25519HostKey } from "../../automation/mocks/seededValues";
 import { containsSecret, isWrappedSecret, resolveSecrets } from "../../automation/mocks/secretValues";
-import { ELASTIC_METAL_REPLACE_ON_CHANGES, PRIVATE_IPV4_LABEL, bootstrapMethod, elasticMetalGeneration } from "../../components/scaleway/elasticMetalPlan";
-import { ElasticMetalNodePool, privateNetworkDecision } from "../../components/scaleway/elasticMetalNodePool";
+import { ELASTIC_METAL_REPLACE_ON_CHANGES, IPAM_IP_REPLACE_ON_CHANGES, PRIVATE_IPV4_LABEL, bootstrapMethod, elasticMetalGeneration } from "../../components/scaleway/elasticMetalPlan";
+import { ElasticMetalNodePool, assertPrivateNetworkNameFree, isPrivateNetworkNotFound, settlePrivateNetworkLookup } from "../../components/scaleway/elasticMetalNodePool";
 import { READ_HOST_KEY_COMMAND, parseHostKeyLine } from "../../components/bootstrap/sshConnection";
 import { type FleetSpec, parseFleetSpec } from "../../components/fleet/fleetSpec";
 import { kubeletConfigHash, renderKubeletConfig } from "../../components/bootstrap/kubeletConfig";
@@ -35,6 +35,8 @@ function spec(pool: Record<string, unknown> = {}, cluster: Record<string, unknow
 }
 
 const KUBEADM = { kind: "kubeadm", kubernetesVersion: "v1.33.4", k0sVersion: undefined };
+/** An offer Scaleway tags cloud-init (elasticMetalOffers.ts); the fixture's EM-B220E-NVME is not listed, so SSH. */
+const CLOUD_INIT_OFFER = { offer: "EM-A610R-NVME" };
 
 interface Recorded {
   resources: RecordedResource[];
@@ -44,14 +46,14 @@ interface Recorded {
 
 async function runPool(
   fleet: FleetSpec,
-  extra: { privateNetworks?: MockPrivateNetwork[]; kubeconfig?: string; sshPrivateKey?: string } = {},
+  extra: { privateNetworks?: MockPrivateNetwork[]; kubeconfig?: string; sshPrivateKey?: string; call?: (args: pulumi.runtime.MockCallArgs) => Record<string, unknown> } = {},
 ): Promise<Recorded> {
   const options = new Map<string, pulumi.CustomResourceOptions>();
   const { resources, calls } = await runUnderMocks({
     stack: "test",
     config: extra.sshPrivateKey ? { "nodefleet:sshPrivateKey": extra.sshPrivateKey } : {},
     secretKeys: extra.sshPrivateKey ? ["nodefleet:sshPrivateKey"] : [],
-    call: (args) => scalewayLookup(args, extra.privateNetworks ?? []) ?? args.inputs,
+    call: extra.call ?? ((args) => scalewayLookup(args, extra.privateNetworks ?? []) ?? args.inputs),
     program: () => {
       const { kubeconfig: _k, ...cluster } = fleet.cluster;
       const pool = fleet.pools[0];
@@ -129,25 +131,47 @@ describe("ElasticMetalNodePool under mocks", function () {
     }
   });
 
-  it("adopts an existing private network by name instead of creating one, and refuses a subnet mismatch", async () => {
-    const existing = [{ name: "runner-cache", region: "fr-par", subnet: "172.16.0.0/22" }];
-    const { resources, calls } = await runPool(spec({ replicas: 1 }), { privateNetworks: existing });
-    assert.equal(ofType(resources, PRIVATE_NETWORK).length, 0);
+  it("creates the private network outside any apply; privateNetwork.id attaches to an existing one without a look-up", async () => {
+    const { resources, calls } = await runPool(spec({ replicas: 1 }));
+    assert.equal(ofType(resources, PRIVATE_NETWORK).length, 1, "not found: created");
     const lookup = calls.find((c) => c.token === "scaleway:network/getPrivateNetwork:getPrivateNetwork");
     assert.deepEqual(lookup?.inputs, { name: "runner-cache", region: "fr-par" });
-    const found = scalewayLookup({ token: lookup.token, inputs: lookup.inputs } as never, existing);
-    const server = ofType(resources, SERVER)[0];
-    assert.equal((plain(server.inputs).privateNetworks as Array<{ id: string }>)[0].id, found?.id);
 
-    // Decided inside the look-up's apply; checked directly (an apply that throws fails the whole program).
+    const id = "fr-par/99999999-2222-4333-a444-555555555555";
+    const attached = await runPool(spec({ replicas: 1, privateNetwork: { name: "runner-cache", subnet: "172.16.0.0/22", id } }));
+    assert.equal(ofType(attached.resources, PRIVATE_NETWORK).length, 0);
+    assert.equal(attached.calls.filter((c) => c.token === "scaleway:network/getPrivateNetwork:getPrivateNetwork").length, 0);
+    assert.equal((plain(ofType(attached.resources, SERVER)[0].inputs).privateNetworks as Array<{ id: string }>)[0].id, id);
+    assert.throws(() => spec({ privateNetwork: { name: "runner-cache", subnet: "172.16.0.0/22", id: "runner-cache" } }), /privateNetwork\.id must be a Scaleway private network id/);
+  });
+
+  it("tells a missing network from a failed look-up: only the provider's not-found creates, a foreign network of the name is refused", async () => {
+    // The provider's data source answers a name nobody has with datasource.FindExact's words.
+    assert.equal(isPrivateNetworkNotFound(new Error("invocation of scaleway:network/getPrivateNetwork:getPrivateNetwork returned an error: no element found with the name runner-cache")), true);
+    for (const failure of ["scaleway-sdk-go: http error 503 Service Unavailable", "multiple elements found with the name runner-cache", "scaleway-sdk-go: insufficient permissions"]) {
+      assert.equal(isPrivateNetworkNotFound(new Error(failure)), false, failure);
+    }
     const pool = { name: "kura-scw-fr-par", privateNetwork: { name: "runner-cache", subnet: "172.16.0.0/22" } };
     const tags = ["nodefleet.io/cluster=example", "nodefleet.io/pool=kura-scw-fr-par"];
-    assert.equal(privateNetworkDecision(pool, tags, { tags: [], ipv4Subnets: [{ subnet: "172.16.0.0/22" }] }), "adopt");
-    assert.equal(privateNetworkDecision(pool, tags, { tags, ipv4Subnets: [{ subnet: "172.16.0.0/22" }] }), "declare");
+    assert.doesNotThrow(() => assertPrivateNetworkNameFree(pool, tags, undefined));
+    assert.doesNotThrow(() => assertPrivateNetworkNameFree(pool, tags, { id: "fr-par/a", tags }));
     assert.throws(
-      () => privateNetworkDecision(pool, tags, { tags: [], ipv4Subnets: [{ subnet: "10.9.0.0/24" }] }),
-      /has subnet 10\.9\.0\.0\/24, not privateNetwork\.subnet 172\.16\.0\.0\/22/,
+      () => assertPrivateNetworkNameFree(pool, tags, { id: "fr-par/abc", tags: ["team=other"] }),
+      /a private network named runner-cache already exists \(fr-par\/abc\) and was not created by this pool; set privateNetwork\.id to fr-par\/abc/,
     );
+  });
+
+  it("a failed look-up (not a not-found) fails the network's declaration, so a transient error creates no duplicate", async () => {
+    const pool = { name: "kura", privateNetwork: { name: "runner-cache", subnet: "172.16.0.0/22" } };
+    assert.equal(await settlePrivateNetworkLookup(pool, "fr-par", Promise.reject(new Error("no element found with the name runner-cache"))), undefined);
+    assert.deepEqual(await settlePrivateNetworkLookup(pool, "fr-par", Promise.resolve({ id: "fr-par/a" })), { id: "fr-par/a" });
+    await assert.rejects(
+      settlePrivateNetworkLookup(pool, "fr-par", Promise.reject(new Error("scaleway-sdk-go: http error 503 Service Unavailable"))),
+      /pool kura: looking up private network runner-cache in fr-par failed, so none is created: scaleway-sdk-go: http error 503/,
+    );
+    // The mock answers a missing name in the provider's words, with the details the SDK reports.
+    const missing = await runPool(spec({ replicas: 1 }));
+    assert.equal(plain(ofType(missing.resources, PRIVATE_NETWORK)[0].inputs).name, "runner-cache");
   });
 
   it("keeps declaring the network it created once the look-up finds it (tagged as this pool's)", async () => {
@@ -156,11 +180,21 @@ describe("ElasticMetalNodePool under mocks", function () {
     assert.equal(ofType(resources, PRIVATE_NETWORK).length, 1);
   });
 
-  it("chooses cloud-init or the SSH self-join by OS capability; `bootstrap` overrides", async () => {
-    assert.equal(bootstrapMethod({ os: "ubuntu_noble", bootstrap: "auto" }), "cloud-init");
-    assert.equal(bootstrapMethod({ os: "ubuntu_jammy", bootstrap: "auto" }), "ssh");
-    assert.equal(bootstrapMethod({ os: "ubuntu_jammy", bootstrap: "cloud-init" }), "cloud-init");
-    assert.equal(bootstrapMethod({ os: "ubuntu_noble", bootstrap: "ssh" }), "ssh");
+  it("chooses cloud-init or the SSH self-join by the offer's cloud-init tag, not the OS; `bootstrap` overrides where it fits", async () => {
+    const pool = (p: Record<string, unknown>) => ({ name: "kura", bootstrap: "auto" as const, os: "ubuntu_jammy", offer: "EM-B220E-NVME", sshKeyIds: [SSH_KEY_ID], ...p });
+    for (const os of ["ubuntu_noble", "ubuntu_jammy"]) {
+      assert.equal(bootstrapMethod(pool({ os, offer: "EM-A610R-NVME" })), "cloud-init", `${os} on a cloud-init offer`);
+      assert.equal(bootstrapMethod(pool({ os, offer: "EM-A116X-SSD" })), "ssh", `${os} on an offer without the tag`);
+    }
+    assert.equal(bootstrapMethod(pool({ offer: "EM-B220E-NVME" })), "ssh", "an offer with unknown tags takes the path that works everywhere");
+    assert.equal(bootstrapMethod(pool({ offer: "EM-A610R-NVME", bootstrap: "ssh" })), "ssh");
+    assert.equal(bootstrapMethod(pool({ offer: "EM-X1-NEW", bootstrap: "cloud-init" }), { "EM-X1-NEW": ["cloud-init"] }), "cloud-init");
+    assert.throws(() => bootstrapMethod(pool({ offer: "EM-A116X-SSD", bootstrap: "cloud-init" })), /pool kura: bootstrap is cloud-init, but offer EM-A116X-SSD has no cloud-init tag/);
+    assert.throws(() => bootstrapMethod(pool({ offer: "EM-A610R-NVME", sshKeyIds: [] })), /pool kura: sshKeyIds is empty, so no bootstrap fits/);
+    assert.throws(() => bootstrapMethod(pool({ bootstrap: "ssh", sshKeyIds: [] })), /no bootstrap fits/);
+    await assert.rejects(runPool(spec({ sshKeyIds: [] })), /sshKeyIds is empty, so no bootstrap fits/);
+    const empty = await runPool(spec({ sshKeyIds: [], replicas: 0 }));
+    assert.equal(ofType(empty.resources, SERVER).length, 0, "a pool scaled to zero needs no key");
 
     const ssh = await runPool(spec({ os: "ubuntu_jammy" }));
     const sshServer = ofType(ssh.resources, SERVER)[0];
@@ -182,13 +216,18 @@ describe("ElasticMetalNodePool under mocks", function () {
     assert.equal(ssh.resources.filter((r) => r.name.endsWith("-vlan")).length, 0);
 
     for (const os of ["ubuntu_noble", "ubuntu_jammy"]) {
-      const cloud = await runPool(spec({ os, bootstrap: os === "ubuntu_noble" ? "auto" : "cloud-init" }));
+      const cloud = await runPool(spec({ os, ...CLOUD_INIT_OFFER, bootstrap: os === "ubuntu_noble" ? "auto" : "cloud-init" }));
       const server = ofType(cloud.resources, SERVER)[0];
       assert.ok(isWrappedSecret(server.inputs.cloudInit), "cloudInit is a secret");
       const userData = plain<{ u: string }>({ u: server.inputs.cloudInit }).u;
       assertCloudInitSchemaValid(userData);
       assert.match(userData, /until \[ -s "\$vlan_file" \]/, "cloud-init waits for the VLAN id");
-      assert.equal(cloud.resources.filter((r) => r.name.endsWith("-join")).length, 0);
+      // The SSH join after cloud-init: the run succeeds only once the node joined, and a later
+      // version change re-runs it.
+      const sshJoin = byName(cloud.resources, "-join");
+      const joinScript = String(plain({ s: sshJoin.inputs.stdin }).s);
+      assert.match(joinScript, /^cloud-init status --wait >\/dev\/null 2>&1 \|\| true\n#!/, "waits for cloud-init's own join first");
+      assertShellcheckClean(joinScript.replace(/^cloud-init[^\n]*\n/, ""));
       const delivery = byName(cloud.resources, "-vlan");
       const vlanId = (server.state.privateNetworks as Array<{ vlan: number }>)[0].vlan;
       assert.match(String(plain({ s: delivery.inputs.stdin }).s), new RegExp(`^${vlanId}$`, "m"));
@@ -196,7 +235,7 @@ describe("ElasticMetalNodePool under mocks", function () {
   });
 
   it("pins the host key: one first read without it, every later connection verifies it", async () => {
-    for (const pool of [{ os: "ubuntu_jammy" }, { os: "ubuntu_noble" }]) {
+    for (const pool of [{ os: "ubuntu_jammy" }, { os: "ubuntu_noble", ...CLOUD_INIT_OFFER }]) {
       const { resources } = await runPool(spec(pool, KUBEADM), { sshPrivateKey: SSH_KEY });
       const server = ofType(resources, SERVER)[0];
       const host = (server.state.ipv4s as Array<{ address: string }>)[0].address;
@@ -206,10 +245,10 @@ describe("ElasticMetalNodePool under mocks", function () {
       assert.equal(firstConnection.hostKey, undefined, "trust on first use");
       assert.equal(firstConnection.host, host);
       assert.equal(firstConnection.user, "ubuntu");
-      assert.deepEqual(first.inputs.triggers, [server.id], "a new server is read afresh");
+      assert.deepEqual(first.inputs.triggers, [server.id], "a new server (each machine generation is one) is read afresh");
       assert.ok(containsSecret(first.inputs.connection), "the private key is a secret");
       const later = ofType(resources, REMOTE).filter((r) => r !== first);
-      assert.equal(later.length, 2, later.map((r) => r.name).join(", "));
+      assert.equal(later.length, pool.os === "ubuntu_jammy" ? 2 : 3, later.map((r) => r.name).join(", "));
       for (const command of later) {
         const connection = plain<Record<string, unknown>>(command.inputs.connection);
         assert.equal(connection.hostKey, mockEd25519HostKey(host), `${command.name} verifies the pinned key`);
@@ -226,15 +265,16 @@ describe("ElasticMetalNodePool under mocks", function () {
     const expected = kubeletConfigHash(
       renderKubeletConfig({ kubelet: spec({}, KUBEADM).cluster.kubelet, providerID: "nodefleet:///example/kura-scw-fr-par-0" }),
     );
-    assert.deepEqual(repush.inputs.triggers, [expected]);
+    const serverId = ofType(base.resources, SERVER)[0].id;
+    assert.deepEqual(repush.inputs.triggers, [serverId, expected]);
     const repushScript = String(plain({ s: repush.inputs.stdin }).s);
     assertShellcheckClean(repushScript);
     assert.match(repushScript, /systemctl restart kubelet/);
 
     const moreVods = await runPool(spec({}, { ...KUBEADM, kubelet: { maxPods: 200 } }));
-    assert.notDeepEqual(byName(moreVods.resources, "-kubelet-config").inputs.triggers, [expected]);
+    assert.notDeepEqual(byName(moreVods.resources, "-kubelet-config").inputs.triggers, [serverId, expected]);
     const relabelled = await runPool(spec({ labels: { "example.com/tier": "cache" } }, KUBEADM));
-    assert.deepEqual(byName(relabelled.resources, "-kubelet-config").inputs.triggers, [expected]);
+    assert.deepEqual(byName(relabelled.resources, "-kubelet-config").inputs.triggers, [serverId, expected]);
 
     // A kubelet-config change is not a server change: same server inputs, same token, same join.
     const serverOf = (r: Recorded) => plain(ofType(r.resources, SERVER)[0].inputs);
@@ -293,7 +333,7 @@ describe("ElasticMetalNodePool under mocks", function () {
   });
 
   it("never shows the bootstrap token outside secrets", async () => {
-    for (const pool of [{ os: "ubuntu_jammy" }, { os: "ubuntu_noble" }]) {
+    for (const pool of [{ os: "ubuntu_jammy" }, { os: "ubuntu_noble", ...CLOUD_INIT_OFFER }]) {
       for (const cluster of [{}, KUBEADM]) {
         const { resources } = await runPool(spec(pool, cluster));
         const tokens = ofType(resources, "random:index/randomString:RandomString")
@@ -307,7 +347,61 @@ describe("ElasticMetalNodePool under mocks", function () {
   });
 
   it("refuses OSes without netplan/apt support, naming the supported ones", () => {
-    assert.throws(() => bootstrapMethod({ os: "windows_2022", bootstrap: "auto" }), /not supported.*ubuntu_noble/);
+    assert.throws(
+      () => bootstrapMethod({ name: "kura", os: "windows_2022", bootstrap: "auto", offer: "EM-A610R-NVME", sshKeyIds: [SSH_KEY_ID] }),
+      /not supported.*ubuntu_noble/,
+    );
+  });
+
+  it("no SSH command ignores changes to its connection or script: a replaced server is always the one dialled", async () => {
+    for (const pool of [{}, CLOUD_INIT_OFFER]) {
+      for (const cluster of [{}, KUBEADM]) {
+        const { resources, options } = await runPool(spec(pool, cluster), { sshPrivateKey: SSH_KEY });
+        const commands = ofType(resources, REMOTE);
+        assert.ok(commands.length >= 2);
+        for (const c of commands) {
+          assert.deepEqual(options.get(c.name)?.ignoreChanges ?? [], [], `${c.name} ignores nothing`);
+          const server = ofType(resources, SERVER)[0];
+          assert.ok((c.inputs.triggers as unknown[]).includes(server.id), `${c.name} is replaced with the server`);
+        }
+      }
+    }
+  });
+
+  it("labels and taints reach the running Node through the API (kubeconfig given); versions re-run the join; neither replaces the server", async () => {
+    const kubeconfig = tokenKubeconfig("abc");
+    const base = await runPool(spec({}), { kubeconfig });
+    const metadata = byName(base.resources, "-node-metadata");
+    const inputs = plain<{ nodeName: string; labels: Record<string, string>; taints: unknown[] }>(metadata.inputs);
+    const ip = ofType(base.resources, IPAM_IP)[0];
+    assert.equal(inputs.nodeName, "example-kura-scw-fr-par-0");
+    assert.equal(inputs.labels[PRIVATE_IPV4_LABEL], ip.state.address);
+    assert.equal(inputs.labels["nodefleet.io/pool"], "kura-scw-fr-par");
+    assert.deepEqual(inputs.taints, [{ key: "tuist.dev/runner-cache", value: "true", effect: "NoSchedule" }]);
+    assert.ok(isWrappedSecret(metadata.inputs.credentials), "credentials stay secret");
+    assert.deepEqual(base.options.get(metadata.name)?.dependsOn !== undefined, true);
+
+    const relabelled = await runPool(spec({ labels: { "example.com/tier": "cache" }, taints: [] }), { kubeconfig });
+    const relabelledInputs = plain<{ labels: Record<string, string>; taints: unknown[] }>(byName(relabelled.resources, "-node-metadata").inputs);
+    assert.equal(relabelledInputs.labels["example.com/tier"], "cache");
+    assert.deepEqual(relabelledInputs.taints, []);
+    const serverOf = (r: Recorded) => plain(ofType(r.resources, SERVER)[0].inputs);
+    assert.deepEqual(serverOf(relabelled), serverOf(base), "a label or taint change keeps the server");
+    assert.deepEqual(byName(relabelled.resources, "-join").inputs.triggers, byName(base.resources, "-join").inputs.triggers, "and does not re-run the join, which cannot relabel");
+
+    const upgraded = await runPool(spec({}, { k0sVersion: "v1.33.5+k0s.0" }), { kubeconfig });
+    assert.deepEqual(serverOf(upgraded), serverOf(base), "a version change keeps the server");
+    assert.notDeepEqual(byName(upgraded.resources, "-join").inputs.triggers, byName(base.resources, "-join").inputs.triggers, "the join re-runs and upgrades in place");
+    assert.match(String(plain({ s: byName(upgraded.resources, "-join").inputs.stdin }).s), /k0s_version='v1\.33\.5\+k0s\.0'/);
+
+    const rendered = await runPool(spec({}));
+    assert.equal(rendered.resources.filter((r) => r.name.endsWith("-node-metadata")).length, 0, "no kubeconfig (render): no Node patch");
+  });
+
+  it("an IPAM address moving to another private network is replaced (the provider would ignore it)", async () => {
+    assert.deepEqual([...IPAM_IP_REPLACE_ON_CHANGES], ["sources"]);
+    const base = await runPool(spec());
+    assert.deepEqual(base.options.get(ofType(base.resources, IPAM_IP)[0].name)?.replaceOnChanges, ["sources"]);
   });
 
   it("the example stack declares its Elastic Metal pool next to the Hetzner Cloud pools, in the Fleet", async () => {

@@ -16,7 +16,7 @@ import { poolTemplate, templateHash, type MemberSnapshot } from "../../automatio
 import { configValues } from "../../automation/stackConfigFile";
 import { parseFleetSpec, type HcloudAutoscaledPool } from "../../components/fleet/fleetSpec";
 import { partitionKubeletLabels } from "../../components/fleet/kubeletLabels";
-import { runProgram } from "../../stacks/autoscaledProgram";
+import { assertClusterOwned, runProgram } from "../../stacks/autoscaledProgram";
 import { exampleConfig } from "../support/apiHarness";
 
 function snapshotFor(config: Record<string, unknown>, serverType: string, slot: number, requestLabels: Record<string, string> = {}): MemberSnapshot {
@@ -39,11 +39,11 @@ function snapshotFor(config: Record<string, unknown>, serverType: string, slot: 
   };
 }
 
-async function runApiProgram(config: Record<string, unknown>, members: Array<{ nodeId: string; snapshot: MemberSnapshot }>) {
+async function runApiProgram(config: Record<string, unknown>, members: Array<{ nodeId: string; snapshot: MemberSnapshot }>, owner = "example") {
   return runUnderMocks({
     stack: "example-api",
     config,
-    call: (args) => ({ ...args.inputs, id: args.token.includes("getNetwork") ? "4711" : "815" }),
+    call: (args) => ({ ...args.inputs, id: args.token.includes("getNetwork") ? "4711" : "815", labels: { "nodefleet.io/cluster": owner } }),
     program: () =>
       runProgram({ clusterId: "example", allowMissingKubeconfig: true, members: members.map((m) => ({ ...m, pool: "hel1-burst" })) }),
     newResource: deterministicOutputs,
@@ -68,7 +68,8 @@ describe("the API stack's program", () => {
     assert.ok(types.has("hcloud:index/placementGroup:PlacementGroup"));
     const lookups = result.calls.filter((c) => /getNetwork|getFirewall/.test(c.token));
     assert.equal(lookups.length, 2);
-    for (const call of lookups) assert.equal(call.inputs.withSelector, "nodefleet.io/cluster=example");
+    // By name only: the provider ignores with_selector next to a name, so the label is checked on the answer.
+    for (const call of lookups) assert.equal(call.inputs.withSelector, undefined);
     const first = servers.find((s) => (s.inputs.labels as Record<string, string>)["nodefleet.io/node"] === "k000000000001")!;
     assert.equal(first.inputs.serverType, "cpx21");
     assert.deepEqual(first.inputs.firewallIds, [815]);
@@ -84,6 +85,14 @@ describe("the API stack's program", () => {
     const memberRows = memberOutputs(result.outputs);
     assert.deepEqual(Object.keys(memberRows).sort(), ["k000000000001", "k000000000002"]);
     assert.ok(memberRows.k000000000001!.serverId);
+  });
+
+  it("refuses a network or firewall of the right name that is not labelled as this cluster's", async () => {
+    const config = configValues(exampleConfig());
+    const members = [{ nodeId: "k000000000001", snapshot: snapshotFor(config, "cpx21", 0) }];
+    await assert.rejects(runApiProgram(config, members, "other-cluster"), /the Hetzner network .* is not labelled nodefleet\.io\/cluster=example \(it belongs to other-cluster\)/);
+    assert.throws(() => assertClusterOwned("firewall", "fw", {}, "example"), /firewall fw is not labelled nodefleet\.io\/cluster=example \(no such label\)/);
+    assert.doesNotThrow(() => assertClusterOwned("firewall", "fw", { "nodefleet.io/cluster": "example" }, "example"));
   });
 
   it("renders members from their snapshots: a changed template in git does not change existing servers", async () => {

@@ -30,6 +30,8 @@ export function clusterConfig(overrides: Record<string, unknown> = {}): Record<s
     caCertificate: FIXTURE_CA_CERTIFICATE,
     providerIdScheme: "nodefleet",
     k0sVersion: "v1.33.4+k0s.0",
+    // Fixtures have no real pinned checksum: nodes check the release's sha256sums.txt.
+    k0sChecksums: "release",
     controlPlaneAddresses: ["203.0.113.10/32"],
     ...overrides,
   };
@@ -77,6 +79,7 @@ export function elasticMetalPoolConfig(overrides: Record<string, unknown> = {}):
     offer: "EM-B220E-NVME",
     os: "ubuntu_jammy",
     privateNetwork: { name: "runner-cache", subnet: "172.16.0.0/22" },
+    sshKeyIds: ["fr-par/11111111-2222-4333-a444-555555555555"],
     taints: [{ key: "tuist.dev/runner-cache", value: "true", effect: "NoSchedule" }],
     replicas: 1,
     ...overrides,

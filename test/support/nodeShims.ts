@@ -76,7 +76,8 @@ esac`,
 /** What the fake k0s release "binary" does: record the call; `start` completes the join. */
 const FAKE_K0S_RELEASE = `#!/usr/bin/env bash
 printf '%s\\n' "k0s $*" >>"$SHIM_LOG"
-if [ "$1" = start ]; then mkdir -p "$NODEFLEET_ROOT/var/lib/k0s"; echo joined >"$NODEFLEET_ROOT/var/lib/k0s/kubelet.conf"; fi
+if [ "$1" = version ]; then echo "\${FAKE_K0S_VERSION:-v1.33.4+k0s.0}"; fi
+if [ "$1" = start ]; then touch "$SHIM_STATE/active-k0sworker"; mkdir -p "$NODEFLEET_ROOT/var/lib/k0s"; echo joined >"$NODEFLEET_ROOT/var/lib/k0s/kubelet.conf"; fi
 if [ "$1" = install ]; then mkdir -p "$NODEFLEET_ROOT/etc/systemd/system"; echo unit >"$NODEFLEET_ROOT/etc/systemd/system/k0sworker.service"; fi`;
 
 export interface ScriptRun {

@@ -41,6 +41,21 @@ describe("stepDiff", function () {
     }
   });
 
+  // What the providers do (replaceTriggers.ts cites each): these were replaces in the table before.
+  for (const [type, prev, change, op] of [
+    ["hcloud:index/placementGroup:PlacementGroup", { name: "pg", type: "spread", labels: {} }, { type: "other" }, "update"],
+    ["hcloud:index/placementGroup:PlacementGroup", { name: "pg", type: "spread", labels: {} }, { labels: { a: "1" } }, "update"],
+    ["hcloud:index/firewall:Firewall", { name: "fw", rules: [], applyTos: [{ labelSelector: "a=1" }] }, { applyTos: [{ labelSelector: "a=2" }] }, "update"],
+    ["scaleway:ipam/ip:Ip", { region: "fr-par", sources: [{ privateNetworkId: "pn-1" }], tags: [] }, { sources: [{ privateNetworkId: "pn-2" }] }, "replace"],
+    ["scaleway:ipam/ip:Ip", { region: "fr-par", sources: [{ privateNetworkId: "pn-1" }], tags: [] }, { tags: ["x"] }, "update"],
+    ["scaleway:ipam/ip:Ip", { region: "fr-par", sources: [{ privateNetworkId: "pn-1" }], address: "172.16.0.5" }, { address: "172.16.0.6" }, "replace"],
+    ["scaleway:elasticmetal/server:Server", { offer: "o1", os: "os1", zone: "fr-par-2" }, { offer: "o2" }, "replace"],
+  ] as const) {
+    it(`${type}: a ${Object.keys(change).join(", ")} change is planned as ${op}`, function () {
+      assert.equal(decideStep({ type, inputs: prev }, { type, inputs: { ...prev, ...change } }).op, op);
+    });
+  }
+
   it("follows nested trigger paths (a Secret's metadata.name) but not sibling keys", function () {
     const type = "kubernetes:core/v1:Secret";
     const prev = { metadata: { name: "a", labels: { x: "1" } }, type: "Opaque" };

@@ -1,0 +1,158 @@
+/**
+ * Keeps a running Node's pool labels and taints as declared. The kubelet applies `--node-labels` and
+ * `--register-with-taints` only when it first registers the Node, so on bare metal (a member keeps
+ * its Node name across reinstalls) a changed label or taint would otherwise never reach it.
+ *
+ * Create and update wait for the Node to register (bounded), then send one JSON merge patch with the
+ * Node's resourceVersion (a concurrent change answers 409 and is retried): labels this resource set
+ * before and no longer declares are removed, declared ones set; taints are matched by key and
+ * effect, so taints others own (the node lifecycle controller's `node.kubernetes.io/*`) stay.
+ * Deleting it changes nothing: removing a member deletes its Node (kubernetesNodeRemoval.ts).
+ *
+ * A `pulumi.dynamic` resource: its provider is serialized into the state and uses only Node built-ins
+ * (kubernetesApiClient.ts) and the connection details extracted from the kubeconfig.
+ */
+import * as pulumi from "@pulumi/pulumi";
+import type { Taint } from "../fleet/fleetSpec";
+import { type KubernetesCredentials, kubernetesApiRequest, secretCredentialsJson } from "./kubernetesApiClient";
+
+interface NodeTaint {
+  key: string;
+  value?: string;
+  effect: string;
+  timeAdded?: string;
+}
+
+interface NodeObject {
+  metadata?: { resourceVersion?: string; labels?: Record<string, string> };
+  spec?: { taints?: NodeTaint[] };
+}
+
+/** What this resource declared (and so owns) on the Node. */
+export interface ManagedNodeMetadata {
+  readonly labels: Readonly<Record<string, string>>;
+  readonly taints: readonly Taint[];
+}
+
+const taintId = (t: { key: string; effect: string }) => `${t.key}:${t.effect}`;
+
+/**
+ * The merge patch turning `node` into one carrying `desired`, given what was `previous`ly declared:
+ * undefined when nothing needs to change. Pure; exported for tests.
+ */
+export function nodeMetadataPatch(node: NodeObject, previous: ManagedNodeMetadata | undefined, desired: ManagedNodeMetadata): Record<string, unknown> | undefined {
+  const current = node.metadata?.labels ?? {};
+  const labels: Record<string, string | null> = {};
+  for (const key of Object.keys(previous?.labels ?? {})) if (!(key in desired.labels) && key in current) labels[key] = null;
+  for (const [key, value] of Object.entries(desired.labels)) if (current[key] !== value) labels[key] = value;
+
+  const owned = new Set([...(previous?.taints ?? []), ...desired.taints].map(taintId));
+  const existing = node.spec?.taints ?? [];
+  const kept = existing.filter((t) => !owned.has(taintId(t)));
+  const wanted = desired.taints.map((t) => ({ key: t.key, ...(t.value ? { value: t.value } : {}), effect: t.effect }));
+  const taints = [...kept, ...wanted];
+  const sameTaints =
+    taints.length === existing.length &&
+    wanted.every((w) => existing.some((e) => taintId(e) === taintId(w) && (e.value ?? "") === (w.value ?? "")));
+
+  if (Object.keys(labels).length === 0 && sameTaints) return undefined;
+  return {
+    metadata: { resourceVersion: node.metadata?.resourceVersion, ...(Object.keys(labels).length > 0 ? { labels } : {}) },
+    ...(sameTaints ? {} : { spec: { taints } }),
+  };
+}
+
+interface NodeMetadataState {
+  nodeName: string;
+  credentials: string;
+  labels: Record<string, string>;
+  taints: Taint[];
+  /** How long to wait for the Node to register (a bare-metal install takes minutes). */
+  registrationTimeoutSeconds: number;
+}
+
+/** GETs the Node until it exists, then patches it; retried on a resourceVersion conflict. */
+async function convergeNode(olds: NodeMetadataState | undefined, news: NodeMetadataState): Promise<void> {
+  if (!news.credentials) {
+    throw new Error(`cannot set the labels and taints of Kubernetes Node ${news.nodeName}: no usable kubeconfig (token or client-certificate user) was configured`);
+  }
+  const creds = JSON.parse(news.credentials) as KubernetesCredentials;
+  const path = `/api/v1/nodes/${encodeURIComponent(news.nodeName)}`;
+  const deadline = Date.now() + news.registrationTimeoutSeconds * 1000;
+  const previous = olds ? { labels: olds.labels, taints: olds.taints } : undefined;
+  for (let conflicts = 0; ; ) {
+    const node = (await kubernetesApiRequest(creds, "GET", path, `reading Kubernetes Node ${news.nodeName}`)) as NodeObject | undefined;
+    if (node === undefined) {
+      if (Date.now() > deadline) {
+        throw new Error(`Kubernetes Node ${news.nodeName} did not register within ${news.registrationTimeoutSeconds}s, so its labels and taints were not set`);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 10_000));
+      continue;
+    }
+    const patch = nodeMetadataPatch(node, previous, { labels: news.labels, taints: news.taints });
+    if (patch === undefined) return;
+    try {
+      await kubernetesApiRequest(creds, "PATCH", path, `patching the labels and taints of Kubernetes Node ${news.nodeName}`, patch);
+      return;
+    } catch (error) {
+      conflicts += 1;
+      if (!/HTTP 409/.test((error as Error).message) || conflicts >= 5) throw error;
+    }
+  }
+}
+
+/** Exported for tests, which run its serialized form as the engine would. */
+export const nodeMetadataProvider: pulumi.dynamic.ResourceProvider = {
+  async create(inputs: NodeMetadataState) {
+    await convergeNode(undefined, inputs);
+    return { id: inputs.nodeName, outs: inputs };
+  },
+  async diff(_id: string, olds: NodeMetadataState, news: NodeMetadataState) {
+    const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
+    return {
+      changes: olds.nodeName !== news.nodeName || olds.credentials !== news.credentials || !same(olds.labels, news.labels) || !same(olds.taints, news.taints),
+      replaces: olds.nodeName !== news.nodeName ? ["nodeName"] : [],
+      deleteBeforeReplace: false,
+    };
+  },
+  async update(_id: string, olds: NodeMetadataState, news: NodeMetadataState) {
+    await convergeNode(olds, news);
+    return { outs: news };
+  },
+  // The Node goes with its member (kubernetesNodeRemoval.ts); nothing to undo here.
+  async delete() {},
+};
+
+export interface KubernetesNodeMetadataArgs {
+  /** The Kubernetes Node name (the member's hostname). */
+  readonly nodeName: string;
+  /** The pool's labels for the Node (the private-IPv4 label included); keys set here and later dropped are removed. */
+  readonly labels: Readonly<Record<string, pulumi.Input<string>>>;
+  /** The pool's taints; matched on the Node by key and effect. */
+  readonly taints: readonly Taint[];
+  /** Kubeconfig allowed to get and patch Nodes (token or client-certificate user); a secret. */
+  readonly kubeconfig: pulumi.Input<string>;
+  /** How long create and update wait for the Node to register. Default 1800 s. */
+  readonly registrationTimeoutSeconds?: number;
+}
+
+/** `pulumi-nodejs:dynamic/nodefleet:KubernetesNodeMetadata`: the Node's pool labels and taints. */
+export class KubernetesNodeMetadata extends pulumi.dynamic.Resource {
+  constructor(name: string, args: KubernetesNodeMetadataArgs, opts?: pulumi.CustomResourceOptions) {
+    const credentials = secretCredentialsJson(args.kubeconfig, `node ${args.nodeName}: its labels and taints cannot be set`);
+    super(
+      nodeMetadataProvider,
+      name,
+      {
+        nodeName: args.nodeName,
+        credentials,
+        labels: args.labels,
+        taints: args.taints.map((t) => ({ key: t.key, ...(t.value ? { value: t.value } : {}), effect: t.effect })),
+        registrationTimeoutSeconds: args.registrationTimeoutSeconds ?? 1800,
+      },
+      { ...opts, additionalSecretOutputs: ["credentials"] },
+      "nodefleet",
+      "KubernetesNodeMetadata",
+    );
+  }
+}

@@ -1,0 +1,169 @@
+import { strict as assert } from "node:assert";
+import * as http from "node:http";
+import type { AddressInfo } from "node:net";
+import { nodeMetadataPatch, nodeMetadataProvider } from "../../components/kubernetes/kubernetesNodeMetadata";
+import { withSerializedProvider } from "../support/serializedProvider";
+
+interface FakeNode {
+  metadata: { name: string; resourceVersion: string; labels: Record<string, string> };
+  spec: { taints?: Array<{ key: string; value?: string; effect: string }> };
+}
+
+/**
+ * A stand-in API server on 127.0.0.1 holding one Node: GET answers 404 until `registerAfter` GETs
+ * have been seen; PATCH applies a JSON merge patch (null removes a label, taints are replaced as a
+ * whole, as the API does for a merge patch) and answers 409 when the resourceVersion is stale.
+ */
+async function fakeApi(node: FakeNode, options: { registerAfter?: number; conflicts?: number } = {}) {
+  const requests: Array<{ method: string; body?: unknown; contentType?: string }> = [];
+  let gets = 0;
+  let conflicts = options.conflicts ?? 0;
+  const server = http.createServer((req, res) => {
+    let text = "";
+    req.on("data", (chunk) => (text += chunk));
+    req.on("end", () => {
+      const body = text ? JSON.parse(text) : undefined;
+      requests.push({ method: req.method ?? "", body, contentType: req.headers["content-type"] });
+      const send = (status: number, value: unknown) => res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(value));
+      if (req.url !== `/api/v1/nodes/${node.metadata.name}`) return send(404, { message: "not found" });
+      if (req.method === "GET") {
+        gets += 1;
+        return gets <= (options.registerAfter ?? 0) ? send(404, { message: "nodes not found" }) : send(200, node);
+      }
+      if (req.method === "PATCH") {
+        if (conflicts > 0 || body.metadata?.resourceVersion !== node.metadata.resourceVersion) {
+          conflicts -= 1;
+          node.metadata.resourceVersion = String(Number(node.metadata.resourceVersion) + 1);
+          return send(409, { message: "the object has been modified" });
+        }
+        for (const [key, value] of Object.entries((body.metadata?.labels ?? {}) as Record<string, string | null>)) {
+          if (value === null) delete node.metadata.labels[key];
+          else node.metadata.labels[key] = value;
+        }
+        if (body.spec?.taints) node.spec.taints = body.spec.taints;
+        node.metadata.resourceVersion = String(Number(node.metadata.resourceVersion) + 1);
+        return send(200, node);
+      }
+      send(405, { message: "method not allowed" });
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    credentials: JSON.stringify({ server: `http://127.0.0.1:${port}`, token: "abc" }),
+    requests,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+const NOT_READY = { key: "node.kubernetes.io/not-ready", effect: "NoExecute" };
+
+function registeredNode(): FakeNode {
+  return {
+    metadata: { name: "example-kura-0", resourceVersion: "7", labels: { "kubernetes.io/hostname": "example-kura-0", "team.example.com/owner": "ops" } },
+    spec: { taints: [NOT_READY, { key: "tuist.dev/runner-cache", value: "true", effect: "NoSchedule" }] },
+  };
+}
+
+describe("Kubernetes Node labels and taints (KubernetesNodeMetadata)", function () {
+  this.timeout(90_000);
+
+  describe("nodeMetadataPatch", () => {
+    it("sets declared labels, removes only the ones it declared before, and keeps taints others own", () => {
+      const node = registeredNode();
+      node.metadata.labels["example.com/tier"] = "cache";
+      const patch = nodeMetadataPatch(
+        node,
+        { labels: { "example.com/tier": "cache" }, taints: [{ key: "tuist.dev/runner-cache", value: "true", effect: "NoSchedule" }] },
+        { labels: { "example.com/zone": "a" }, taints: [{ key: "example.com/dedicated", value: "ci", effect: "NoSchedule" }] },
+      );
+      assert.deepEqual(patch, {
+        metadata: { resourceVersion: "7", labels: { "example.com/tier": null, "example.com/zone": "a" } },
+        spec: { taints: [NOT_READY, { key: "example.com/dedicated", value: "ci", effect: "NoSchedule" }] },
+      });
+    });
+
+    it("answers nothing to do once the Node carries what is declared", () => {
+      const node = registeredNode();
+      const declared = { labels: { "team.example.com/owner": "ops" }, taints: [{ key: "tuist.dev/runner-cache", value: "true", effect: "NoSchedule" as const }] };
+      assert.equal(nodeMetadataPatch(node, declared, declared), undefined);
+      assert.ok(nodeMetadataPatch(node, declared, { ...declared, taints: [{ key: "tuist.dev/runner-cache", value: "false", effect: "NoSchedule" as const }] }), "a changed taint value is a change");
+    });
+  });
+
+  describe("the provider, serialized, against a stand-in API server", () => {
+    it("create waits for the Node to register, then patches its labels and taints (merge patch, resourceVersion)", async () => {
+      const node = registeredNode();
+      const api = await fakeApi(node, { registerAfter: 1 });
+      try {
+        await withSerializedProvider(nodeMetadataProvider, async (provider) => {
+          const inputs = {
+            nodeName: "example-kura-0",
+            credentials: api.credentials,
+            labels: { "nodefleet.io/pool": "kura", "node-role.kubernetes.io/cache": "" },
+            taints: [{ key: "tuist.dev/runner-cache", value: "true", effect: "NoSchedule" }],
+            registrationTimeoutSeconds: 60,
+          };
+          const created = await provider.create(inputs);
+          assert.equal(created.id, "example-kura-0");
+        });
+        assert.deepEqual(api.requests.map((r) => r.method), ["GET", "GET", "PATCH"], "one miss while the node registers, then one patch");
+        assert.equal(api.requests[2].contentType, "application/merge-patch+json");
+        assert.equal(node.metadata.labels["nodefleet.io/pool"], "kura");
+        assert.equal(node.metadata.labels["node-role.kubernetes.io/cache"], "", "a label the kubelet may not set itself is set through the API");
+        assert.equal(node.metadata.labels["team.example.com/owner"], "ops", "labels others set stay");
+        assert.deepEqual(node.spec.taints, [NOT_READY, { key: "tuist.dev/runner-cache", value: "true", effect: "NoSchedule" }]);
+      } finally {
+        await api.close();
+      }
+    });
+
+    it("update converges a running Node: a dropped label removed, a changed taint replaced, a conflict retried", async () => {
+      const node = registeredNode();
+      node.metadata.labels["example.com/tier"] = "cache";
+      const api = await fakeApi(node, { conflicts: 1 });
+      try {
+        await withSerializedProvider(nodeMetadataProvider, async (provider) => {
+          const olds = {
+            nodeName: "example-kura-0",
+            credentials: api.credentials,
+            labels: { "example.com/tier": "cache" },
+            taints: [{ key: "tuist.dev/runner-cache", value: "true", effect: "NoSchedule" }],
+            registrationTimeoutSeconds: 60,
+          };
+          const news = { ...olds, labels: { "example.com/tier2": "x" }, taints: [{ key: "tuist.dev/runner-cache", effect: "NoExecute" }] };
+          const diff = await provider.diff!("example-kura-0", olds, news);
+          assert.deepEqual([diff.changes, diff.replaces], [true, []]);
+          await provider.update!("example-kura-0", olds, news);
+        });
+        assert.deepEqual(api.requests.map((r) => r.method), ["GET", "PATCH", "GET", "PATCH"], "409, read again, patch again");
+        assert.equal("example.com/tier" in node.metadata.labels, false);
+        assert.equal(node.metadata.labels["example.com/tier2"], "x");
+        assert.deepEqual(node.spec.taints, [NOT_READY, { key: "tuist.dev/runner-cache", effect: "NoExecute" }]);
+      } finally {
+        await api.close();
+      }
+    });
+
+    it("fails, naming the Node, without usable credentials or when the Node never registers", async () => {
+      await withSerializedProvider(nodeMetadataProvider, async (provider) => {
+        await assert.rejects(
+          provider.create({ nodeName: "example-kura-0", credentials: "", labels: {}, taints: [], registrationTimeoutSeconds: 1 }),
+          /cannot set the labels and taints of Kubernetes Node example-kura-0: no usable kubeconfig/,
+        );
+      });
+      const api = await fakeApi(registeredNode(), { registerAfter: 100 });
+      try {
+        await withSerializedProvider(nodeMetadataProvider, async (provider) => {
+          await assert.rejects(
+            provider.create({ nodeName: "example-kura-0", credentials: api.credentials, labels: { a: "b" }, taints: [], registrationTimeoutSeconds: 0 }),
+            /Kubernetes Node example-kura-0 did not register within 0s/,
+          );
+        });
+        assert.equal(api.requests.some((r) => r.method === "PATCH"), false);
+      } finally {
+        await api.close();
+      }
+    });
+  });
+});

@@ -24,6 +24,8 @@ export function localFleetConfig(plane: Pick<ControlPlane, "server"> & { readonl
       caCertificate: plane.admin.caPem,
       providerIdScheme: "nodefleet",
       k0sVersion: "v1.33.4+k0s.0",
+      // The node agent downloads nothing, so no binary is checked; a real cluster pins k0sSha256.
+      k0sChecksums: "release",
       controlPlaneAddresses: ["127.0.0.1/32"],
     },
     "nodefleet:network": { ipRange: "10.0.0.0/16", subnet: "10.0.1.0/24", zone: "eu-central" },

@@ -13,6 +13,11 @@
 import type { Db } from "./database";
 import { walSyncOf, type WalSync } from "./walSync";
 
+interface Waiter {
+  readonly answer: () => void;
+  readonly fail: (error: unknown) => void;
+}
+
 interface Pending {
   readonly fn: () => unknown;
   readonly resolve: (value: unknown) => void;
@@ -29,16 +34,24 @@ export class GroupCommit {
   private syncs = 0;
   private readonly wal: WalSync;
   /** Committed, waiting for the next fsync. */
-  private undurable: Array<{ readonly answer: () => void; readonly fail: (error: unknown) => void }> = [];
-  private syncing = false;
+  private undurable: Waiter[] = [];
+  /** Covered by the fsync in flight, if one is. */
+  private syncingFor: Waiter[] | undefined;
 
   constructor(private readonly db: Db) {
     this.wal = walSyncOf(db);
   }
 
-  /** Resolves once everything committed before the call is durable (a replay answered from a fresh commit must not outrun its fsync). */
+  /**
+   * Resolves once everything committed before the call is durable, so that no answer reports data
+   * a crash could still take back (a replay of a fresh create, a read); rejects when that fsync
+   * fails. Waits for no commit of its own: the fsync in flight when nothing was committed since it
+   * started, else the next one.
+   */
   durable(): Promise<void> {
-    return this.undurable.length === 0 && !this.syncing ? Promise.resolve() : this.run(() => undefined);
+    const covering = this.undurable.length > 0 ? this.undurable : this.syncingFor;
+    if (!covering) return Promise.resolve();
+    return new Promise<void>((answer, fail) => covering.push({ answer, fail }));
   }
 
   /** Runs fn inside the next group's transaction; resolves with its result once the group is committed. */
@@ -58,19 +71,19 @@ export class GroupCommit {
   }
 
   private startSync(): void {
-    if (this.syncing || this.undurable.length === 0) return;
-    this.syncing = true;
+    if (this.syncingFor || this.undurable.length === 0) return;
     const covered = this.undurable;
+    this.syncingFor = covered;
     this.undurable = [];
     this.syncs += 1;
     this.wal.sync().then(
       () => {
-        this.syncing = false;
+        this.syncingFor = undefined;
         for (const waiter of covered) waiter.answer();
         this.startSync();
       },
       (error: unknown) => {
-        this.syncing = false;
+        this.syncingFor = undefined;
         for (const waiter of covered) waiter.fail(error);
         this.startSync();
       },

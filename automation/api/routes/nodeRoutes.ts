@@ -86,7 +86,7 @@ export const nodeRoutes: FastifyPluginAsyncZod<{ clusters: ClusterServices }> = 
         response: { 200: nodeListSchema, 400: errorResponseSchema, ...authErrors, 404: errorResponseSchema },
       },
     },
-    async (request) => ({ nodes: clusterService(clusters, request.params.clusterId).list(request.query.pool) }),
+    async (request) => ({ nodes: await clusterService(clusters, request.params.clusterId).list(request.query.pool) }),
   );
 
   app.delete(

@@ -206,8 +206,11 @@ export class ClusterService {
     return view;
   }
 
-  /** Like get(), durable data only. Listing Karpenter's polls repeat is served from the views of the last listing while nothing changed. */
-  async list(pool?: string): Promise<NodeView[]> {
+  /**
+   * Like get(), durable data only. Karpenter's repeated listings are served from the views of the
+   * last one while nothing changed: the same array then (what routes may cache their answer by).
+   */
+  async list(pool?: string): Promise<readonly NodeView[]> {
     const fleet = this.options.fleet();
     let views = this.freshViews(fleet);
     if (!views) {
@@ -217,7 +220,7 @@ export class ClusterService {
       views = { version, fleet, nodes, byId: new Map(nodes.map((n) => [n.nodeID, n])) };
       this.views = views;
     }
-    const nodes = pool !== undefined ? views.nodes.filter((n) => n.pool === pool) : [...views.nodes];
+    const nodes = pool !== undefined ? views.nodes.filter((n) => n.pool === pool) : views.nodes;
     await this.options.store.durable();
     return nodes;
   }

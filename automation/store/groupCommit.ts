@@ -10,6 +10,7 @@
  *
  * The group closes at setImmediate: a lone request waits for no timer.
  */
+import type { Statement } from "better-sqlite3";
 import type { Db } from "./database";
 import { walSyncOf, type WalSync } from "./walSync";
 
@@ -38,8 +39,16 @@ export class GroupCommit {
   /** Covered by the fsync in flight, if one is. */
   private syncingFor: Waiter[] | undefined;
 
+  // Each write's savepoint, prepared once (better-sqlite3's nested db.transaction() would build a wrapper per write).
+  private readonly savepoint: Statement;
+  private readonly release: Statement;
+  private readonly rollbackTo: Statement;
+
   constructor(private readonly db: Db) {
     this.wal = walSyncOf(db);
+    this.savepoint = db.prepare("SAVEPOINT group_write");
+    this.release = db.prepare("RELEASE group_write");
+    this.rollbackTo = db.prepare("ROLLBACK TO group_write");
   }
 
   /**
@@ -100,10 +109,15 @@ export class GroupCommit {
       this.db
         .transaction(() => {
           for (const pending of group) {
+            this.savepoint.run();
             try {
-              // Nested: better-sqlite3 makes it a savepoint, rolled back alone when fn throws.
-              outcomes.push({ ok: true, value: this.db.transaction(pending.fn)() });
+              outcomes.push({ ok: true, value: pending.fn() });
+              this.release.run();
             } catch (error) {
+              // SQLite rolled the whole transaction back by itself (an I/O error): nothing of the group may be kept.
+              if (!this.db.inTransaction) throw error;
+              this.rollbackTo.run();
+              this.release.run();
               outcomes.push({ ok: false, error });
             }
           }

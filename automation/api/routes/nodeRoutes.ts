@@ -29,7 +29,13 @@ function serializedOnce() {
   };
 }
 
-const authErrors = { 401: errorResponseSchema, 403: errorResponseSchema, 429: errorResponseSchema };
+const authErrors = {
+  401: errorResponseSchema,
+  403: errorResponseSchema,
+  414: errorResponseSchema.describe("UriTooLong: a path parameter is longer than the service accepts"),
+  429: errorResponseSchema,
+  503: errorResponseSchema.describe("Unavailable: the service is shutting down or cannot write its store; retry"),
+};
 
 export const nodeRoutes: FastifyPluginAsyncZod<{ clusters: ClusterServices }> = async (app, { clusters }) => {
   const answerNode = serializedOnce();

@@ -42,8 +42,16 @@ export function freeSlot(used: readonly number[]): number {
 }
 
 export class ClusterService {
-  /** The views of every visible node (list order), while the claims and the fleet spec are as they were. */
-  private views: { readonly version: number; readonly fleet: FleetSpec; readonly nodes: readonly NodeView[]; readonly byId: ReadonlyMap<string, NodeView> } | undefined;
+  /** The views of every visible node (list order), while the claims, the fleet spec and the catalog are as they were. */
+  private views:
+    | {
+        readonly version: number;
+        readonly fleet: FleetSpec;
+        readonly catalog: ServerTypeCatalog;
+        readonly nodes: readonly NodeView[];
+        readonly byId: ReadonlyMap<string, NodeView>;
+      }
+    | undefined;
 
   constructor(readonly clusterId: string, private readonly options: ClusterServiceOptions) {}
 
@@ -187,10 +195,11 @@ export class ClusterService {
     return claim;
   }
 
-  /** The cached views when no claim and not the fleet spec changed since they were made. */
+  /** The cached views when no claim, not the fleet spec and not the catalog changed since they were made. */
   private freshViews(fleet: FleetSpec) {
     const views = this.views;
-    return views && views.version === this.options.store.claimsVersion && views.fleet === fleet ? views : undefined;
+    const fresh = views && views.version === this.options.store.claimsVersion && views.fleet === fleet && views.catalog === this.options.catalog();
+    return fresh ? views : undefined;
   }
 
   /**
@@ -215,9 +224,10 @@ export class ClusterService {
     let views = this.freshViews(fleet);
     if (!views) {
       const version = this.options.store.claimsVersion;
+      const catalog = this.options.catalog();
       const templates = this.templates(fleet);
       const nodes = this.options.store.list(this.clusterId).map((c) => this.view(c, fleet, templates));
-      views = { version, fleet, nodes, byId: new Map(nodes.map((n) => [n.nodeID, n])) };
+      views = { version, fleet, catalog, nodes, byId: new Map(nodes.map((n) => [n.nodeID, n])) };
       this.views = views;
     }
     const nodes = pool !== undefined ? views.nodes.filter((n) => n.pool === pool) : views.nodes;

@@ -7,41 +7,63 @@
  *   most) against a fresh service with the batch window held open, latencies pooled over --rounds;
  * - replay: POST the same create again (idempotent, a read);
  * - get: GET one node; list: GET the 100 nodes of a cluster.
+ * The service runs in a child process (apiLoadServer.ts), autocannon in this one.
  * Prints one JSON document on stdout (p50/p99 latency in ms and requests per second); progress on stderr.
+ * `--cpu-prof [--cpu-prof-dir DIR]` profiles the service process.
  */
+import { fork, type ChildProcess } from "node:child_process";
 import * as os from "node:os";
+import * as path from "node:path";
 import autocannon from "autocannon";
-import { parseFleetSpec, type FleetSpec } from "../components/fleet/fleetSpec";
-import { buildServer } from "../automation/api/server";
 import { NodefleetClient } from "../automation/client/nodefleetClient";
-import type { StackConfigValue } from "../automation/engine/stackEngine";
-import { configValues } from "../automation/stackConfigFile";
-import { FakeStackEngine } from "../test/support/fakeStackEngine";
-import { TOKEN, TOKENS, tempDataDir } from "../test/support/apiHarness";
-import { arg, benchConfig } from "./benchSetup";
+import { TOKEN } from "../test/support/apiHarness";
+import type { ServerAnswer, ServerRequest } from "./apiLoadServer";
+import { arg } from "./benchSetup";
 
-async function serveBench(fleet: () => FleetSpec, config: Record<string, StackConfigValue>, batchIdleMs: number) {
-  const app = await buildServer({
-    dataDir: tempDataDir("nodefleet-bench-load-"),
-    engine: new FakeStackEngine(),
-    fleet,
-    stackConfig: () => config,
-    tokens: TOKENS,
-    rateLimitPerMinute: false,
-    logger: false,
-    batch: { idleMs: batchIdleMs, maxMs: batchIdleMs },
-  });
-  await app.listen({ host: "127.0.0.1", port: 0 });
-  const address = app.server.address();
-  const baseUrl = `http://127.0.0.1:${typeof address === "object" && address ? address.port : 0}`;
-  return { app, baseUrl, client: new NodefleetClient({ baseUrl, clusterId: "example", token: TOKEN }) };
+/** The service runs in a child process (apiLoadServer.ts); one fresh service at a time. */
+class BenchServer {
+  private readonly child: ChildProcess;
+
+  constructor() {
+    const profile = process.argv.includes("--cpu-prof") ? ["--cpu-prof", `--cpu-prof-dir=${arg("cpu-prof-dir", ".")}`] : [];
+    this.child = fork(path.join(__dirname, "apiLoadServer.js"), [], { execArgv: profile, stdio: ["ignore", "inherit", "inherit", "ipc"] });
+  }
+
+  private ask(request: ServerRequest): Promise<ServerAnswer> {
+    return new Promise((resolve, reject) => {
+      const onExit = (code: number | null) => reject(new Error(`the bench server exited (${code})`));
+      this.child.once("exit", onExit);
+      this.child.once("message", (answer: ServerAnswer) => {
+        this.child.off("exit", onExit);
+        resolve(answer);
+      });
+      this.child.send(request);
+    });
+  }
+
+  async open(batchIdleMs: number) {
+    const { port } = (await this.ask({ open: batchIdleMs })) as { port: number };
+    const baseUrl = `http://127.0.0.1:${port}`;
+    return { baseUrl, client: new NodefleetClient({ baseUrl, clusterId: "example", token: TOKEN }) };
+  }
+
+  async close(): Promise<number | undefined> {
+    return ((await this.ask({ close: true })) as { commits: number | undefined }).commits;
+  }
+
+  /** Ends the child and waits for it (a profile is written on the way out). */
+  async exit(): Promise<void> {
+    const exited = new Promise((resolve) => this.child.once("exit", resolve));
+    this.child.disconnect();
+    await exited;
+  }
 }
 
 async function main(): Promise<void> {
   const duration = Number(arg("duration", "5"));
   const levels = arg("connections", "1,10,60").split(",").map(Number);
   const headers = { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" };
-  const config = benchConfig();
+  const server = new BenchServer();
   const cannon = async (title: string, connections: number, options: autocannon.Options) => {
     process.stderr.write(`autocannon ${title} (${duration}s, ${connections} connections)...\n`);
     const result = await autocannon({ ...options, duration, connections });
@@ -57,8 +79,7 @@ async function main(): Promise<void> {
 
   const only = arg("only", "");
   // Reads and replays against 100 RUNNING nodes.
-  const readsFleet = parseFleetSpec(configValues(config));
-  const reads = await serveBench(() => readsFleet, config, 20);
+  const reads = await server.open(20);
   const names = Array.from({ length: 100 }, (_, i) => `bench-${i}`);
   const created = await Promise.all(names.map((uniqueID) => reads.client.createNode({ uniqueID, pool: "hel1-burst" }, { waitSeconds: 60 })));
   const nodeId = created[0]!.node.nodeID;
@@ -68,7 +89,7 @@ async function main(): Promise<void> {
     report.get!.push(await cannon("GET node", c, { url: `${reads.baseUrl}/api/v1/clusters/example/nodes/${nodeId}`, headers }));
     report.list!.push(await cannon("GET nodes (100)", c, { url: `${reads.baseUrl}/api/v1/clusters/example/nodes`, headers }));
   }
-  await reads.app.close();
+  await server.close();
 
   // Creates: every request a new claim, committed before it is answered. A pool holds at most 100
   // nodes (one Hetzner network), so creates run in rounds of 100 against a fresh service each
@@ -83,7 +104,7 @@ async function main(): Promise<void> {
     let commits = 0;
     process.stderr.write(`autocannon POST create (${rounds} rounds of 100, ${c} connections)...\n`);
     for (let round = 0; round < rounds; round++) {
-      const writes = await serveBench(() => readsFleet, config, 3_600_000);
+      const writes = await server.open(3_600_000);
       let next = 0;
       const started = performance.now();
       let lastAnswer = started;
@@ -109,8 +130,7 @@ async function main(): Promise<void> {
       non2xx += result.non2xx;
       errors += result.errors;
       // Before group commit there is no counter: one commit per create.
-      commits += (writes.app.nodefleet.store as { commitStats?: { groups: number } }).commitStats?.groups ?? result.requests.total;
-      await writes.app.close();
+      commits += (await server.close()) ?? result.requests.total;
     }
     latencies.sort((a, b) => a - b);
     const at = (q: number) => Math.round(latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))]! * 10) / 10;
@@ -124,6 +144,7 @@ async function main(): Promise<void> {
       errors,
     });
   }
+  await server.exit();
   process.stdout.write(`${JSON.stringify({ machine: { cpus: os.cpus().length, node: process.version }, durationSeconds: duration, ...report }, null, 2)}\n`);
 }
 

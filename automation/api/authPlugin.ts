@@ -17,6 +17,25 @@ declare module "fastify" {
   }
 }
 
+interface PresentedToken {
+  readonly token: string | undefined;
+  /** The cluster of a valid token. */
+  readonly cluster: string | undefined;
+}
+
+// Rate limiting and authentication both look at the token: it is hashed and checked once per request.
+const presented = new WeakMap<FastifyRequest, PresentedToken>();
+
+function presentedToken(request: FastifyRequest, tokens: TokenVerifier): PresentedToken {
+  let seen = presented.get(request);
+  if (!seen) {
+    const token = bearerToken(request.headers.authorization);
+    seen = { token, cluster: token ? tokens.clusterOf(token) : undefined };
+    presented.set(request, seen);
+  }
+  return seen;
+}
+
 /**
  * Rate limiting key: a valid token's hash (never the token), or the client address for a request
  * without a valid token, so that guessing tokens (each guess a new token) shares one budget per
@@ -24,8 +43,8 @@ declare module "fastify" {
  */
 export function rateLimitKey(tokens: TokenVerifier): (request: FastifyRequest) => string {
   return (request) => {
-    const token = bearerToken(request.headers.authorization);
-    return token && tokens.clusterOf(token) !== undefined ? `token:${hashToken(token).toString("hex").slice(0, 32)}` : `${UNAUTHENTICATED_KEY_PREFIX}${request.ip}`;
+    const { token, cluster } = presentedToken(request, tokens);
+    return token && cluster !== undefined ? `token:${hashToken(token).toString("hex").slice(0, 32)}` : `${UNAUTHENTICATED_KEY_PREFIX}${request.ip}`;
   };
 }
 
@@ -36,9 +55,8 @@ export const authPlugin = fp<{ tokens: TokenVerifier; servedClusters: ReadonlySe
   async (app: FastifyInstance, options) => {
     const knownClusters = new Set([...options.servedClusters, ...options.tokens.clusters()]);
     app.addHook("onRequest", async (request) => {
-      const token = bearerToken(request.headers.authorization);
+      const { token, cluster } = presentedToken(request, options.tokens);
       if (!token) throw new ApiError("Unauthorized", "missing bearer token: send Authorization: Bearer <token>");
-      const cluster = options.tokens.clusterOf(token);
       if (cluster === undefined) throw new ApiError("Unauthorized", "unknown token");
       request.tokenCluster = cluster;
       const wanted = (request.params as { clusterId?: string } | undefined)?.clusterId;

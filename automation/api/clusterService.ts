@@ -42,6 +42,17 @@ export function freeSlot(used: readonly number[]): number {
 }
 
 export class ClusterService {
+  /** The views of every visible node (list order), while the claims, the fleet spec and the catalog are as they were. */
+  private views:
+    | {
+        readonly version: number;
+        readonly fleet: FleetSpec;
+        readonly catalog: ServerTypeCatalog;
+        readonly nodes: readonly NodeView[];
+        readonly byId: ReadonlyMap<string, NodeView>;
+      }
+    | undefined;
+
   constructor(readonly clusterId: string, private readonly options: ClusterServiceOptions) {}
 
   get reconciler(): ClusterReconciler {
@@ -58,9 +69,10 @@ export class ClusterService {
     return nodeView(fleet.cluster, claim, templates.get(claim.pool), claim.snapshot.arch ?? (type && kubernetesArch(type.architecture)));
   }
 
-  describe() {
+  /** Durable data only, like get(). */
+  async describe() {
     const fleet = this.options.fleet();
-    return {
+    const described = {
       id: fleet.cluster.id,
       kind: fleet.cluster.kind,
       providerIdScheme: fleet.cluster.providerIdScheme,
@@ -76,6 +88,8 @@ export class ClusterService {
         };
       }),
     };
+    await this.options.store.durable();
+    return described;
   }
 
   instanceTypes(): InstanceTypeView[] {
@@ -181,14 +195,44 @@ export class ClusterService {
     return claim;
   }
 
-  get(nodeId: string): NodeView {
-    return this.view(this.claim(nodeId));
+  /** The cached views when no claim, not the fleet spec and not the catalog changed since they were made. */
+  private freshViews(fleet: FleetSpec) {
+    const views = this.views;
+    const fresh = views && views.version === this.options.store.claimsVersion && views.fleet === fleet && views.catalog === this.options.catalog();
+    return fresh ? views : undefined;
   }
 
-  list(pool?: string): NodeView[] {
+  /**
+   * Answers only with durable data (a create committed but not yet fsynced is not seen before its
+   * fsync returns): readers wait for the fsync covering what they read.
+   */
+  async get(nodeId: string): Promise<NodeView> {
     const fleet = this.options.fleet();
-    const templates = this.templates(fleet);
-    return this.options.store.list(this.clusterId, pool !== undefined ? { pool } : {}).map((c) => this.view(c, fleet, templates));
+    const cached = this.freshViews(fleet);
+    const view = cached ? cached.byId.get(nodeId) : this.view(this.claim(nodeId), fleet);
+    if (!view) throw new ApiError("NodeNotFound", `node ${nodeId} does not exist in cluster ${this.clusterId}`);
+    await this.options.store.durable();
+    return view;
+  }
+
+  /**
+   * Like get(), durable data only. Karpenter's repeated listings are served from the views of the
+   * last one while nothing changed: the same array then (what routes may cache their answer by).
+   */
+  async list(pool?: string): Promise<readonly NodeView[]> {
+    const fleet = this.options.fleet();
+    let views = this.freshViews(fleet);
+    if (!views) {
+      const version = this.options.store.claimsVersion;
+      const catalog = this.options.catalog();
+      const templates = this.templates(fleet);
+      const nodes = this.options.store.list(this.clusterId).map((c) => this.view(c, fleet, templates));
+      views = { version, fleet, catalog, nodes, byId: new Map(nodes.map((n) => [n.nodeID, n])) };
+      this.views = views;
+    }
+    const nodes = pool !== undefined ? views.nodes.filter((n) => n.pool === pool) : views.nodes;
+    await this.options.store.durable();
+    return nodes;
   }
 
   /**
@@ -218,10 +262,14 @@ export class ClusterService {
   /** Waits until the node is RUNNING or FAILED (or gone), at most `seconds`; returns its view then. */
   async waitForSettled(nodeId: string, seconds: number): Promise<Claim | undefined> {
     const settled = (c: Claim | undefined) => !c || c.status === "RUNNING" || c.status === "FAILED" || c.status === "GONE";
-    let claim = this.options.store.get(this.clusterId, nodeId);
+    const { store } = this.options;
+    let claim = store.get(this.clusterId, nodeId);
     const reconciler = this.options.reconciler;
     // A stopping service answers at once with the claim as it is (it is durable; Karpenter polls Get).
-    if (settled(claim) || seconds <= 0 || reconciler.stopping) return claim;
+    if (settled(claim) || seconds <= 0 || reconciler.stopping) {
+      await store.durable();
+      return claim;
+    }
     await new Promise<void>((resolve) => {
       const onChange = (ids: readonly string[]) => {
         if (ids.includes(nodeId) && settled(this.options.store.get(this.clusterId, nodeId))) finish();
@@ -236,7 +284,9 @@ export class ClusterService {
       reconciler.on("claims", onChange);
       reconciler.once("stopping", finish);
     });
-    claim = this.options.store.get(this.clusterId, nodeId);
+    claim = store.get(this.clusterId, nodeId);
+    // A delete accepted meanwhile may still wait for its fsync.
+    await store.durable();
     return claim;
   }
 

@@ -254,10 +254,12 @@ export async function registerRoutes(app: FastifyInstance, deps: RouteDependenci
     endpoint: null,
     defaultMetrics: { enabled: false },
     routeMetrics: {
-      enabled: true,
+      // A histogram only: a summary computes quantiles in the service on every request (and cannot be aggregated).
+      enabled: { histogram: true, summary: false },
       registeredRoutesOnly: true,
       overrides: {
         histogram: { name: "nodefleet_http_request_duration_seconds", registers: [deps.metrics.registry] },
+        // Created (never observed) even when disabled: kept out of the process-wide default registry.
         summary: { name: "nodefleet_http_request_summary_seconds", registers: [deps.metrics.registry] },
       },
     },

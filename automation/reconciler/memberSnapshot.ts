@@ -25,7 +25,19 @@ export interface PoolTemplate {
   readonly kubelet: KubeletSettings;
 }
 
+// Every create and every node view needs the template of its pool, and hashing it (templateHash,
+// remembered per template object) costs more than the rest of a view: one template per spec object.
+const templates = new WeakMap<HcloudAutoscaledPool, WeakMap<ClusterSpec, PoolTemplate>>();
+
 export function poolTemplate(cluster: ClusterSpec, pool: HcloudAutoscaledPool): PoolTemplate {
+  let byCluster = templates.get(pool);
+  if (!byCluster) templates.set(pool, (byCluster = new WeakMap()));
+  let template = byCluster.get(cluster);
+  if (!template) byCluster.set(cluster, (template = buildPoolTemplate(cluster, pool)));
+  return template;
+}
+
+function buildPoolTemplate(cluster: ClusterSpec, pool: HcloudAutoscaledPool): PoolTemplate {
   return {
     pool: pool.name,
     location: pool.location,

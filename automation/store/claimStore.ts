@@ -124,6 +124,11 @@ export interface PoolUsage {
 
 export class ClaimStore {
   private readonly group: GroupCommit;
+  /**
+   * Bumped by every write of a claim (also by one a savepoint then rolls back): what was derived
+   * from the claims at one version (the node views of a list) is still right while it is unchanged.
+   */
+  private version = 0;
   /** Prepared statements by SQL text (preparing costs more than running most of these). */
   private readonly statements = new Map<string, Database.Statement>();
 
@@ -152,6 +157,11 @@ export class ClaimStore {
     return this.group.run(fn);
   }
 
+  /** Changes whenever a claim may have changed. */
+  get claimsVersion(): number {
+    return this.version;
+  }
+
   /** Group commits so far (benchmarks and tests). */
   get commitStats(): { groups: number; writes: number; syncs: number } {
     return this.group.stats;
@@ -170,6 +180,7 @@ export class ClaimStore {
     return this.now().toISOString();
   }
 
+  /** Inserts the claim; returns it as stored (built from what was written: no read back). */
   insert(claim: Omit<Claim, "createdAt" | "updatedAt">): Claim {
     const at = this.timestamp();
     this
@@ -177,7 +188,7 @@ export class ClaimStore {
         `INSERT INTO claims (cluster_id, node_id, unique_id, request_hash, request_json, pool, instance_type, zone, snapshot_json,
            status, failure_code, failure_reason, instance_id, ipv4, private_ipv4, cpu_millis, memory_mib, created_at, updated_at, placement_slot)
          VALUES (@cluster_id, @node_id, @unique_id, @request_hash, @request_json, @pool, @instance_type, @zone, @snapshot_json,
-           @status, NULL, NULL, NULL, NULL, NULL, @cpu_millis, @memory_mib, @at, @at, @placement_slot)`,
+           @status, @failure_code, @failure_reason, @instance_id, @ipv4, @private_ipv4, @cpu_millis, @memory_mib, @at, @at, @placement_slot)`,
       )
       .run({
         cluster_id: claim.clusterId,
@@ -190,12 +201,18 @@ export class ClaimStore {
         zone: claim.zone,
         snapshot_json: JSON.stringify(claim.snapshot),
         status: claim.status,
+        failure_code: claim.failureCode ?? null,
+        failure_reason: claim.failureReason ?? null,
+        instance_id: claim.instanceId ?? null,
+        ipv4: claim.ipv4 ?? null,
+        private_ipv4: claim.privateIpv4 ?? null,
         cpu_millis: claim.cpuMillis,
         memory_mib: claim.memoryMiB,
         placement_slot: typeof claim.snapshot.placementSlot === "number" ? claim.snapshot.placementSlot : null,
         at,
       });
-    return this.get(claim.clusterId, claim.nodeId)!;
+    this.version += 1;
+    return { ...claim, createdAt: at, updatedAt: at };
   }
 
   get(clusterId: string, nodeId: string): Claim | undefined {
@@ -225,6 +242,7 @@ export class ClaimStore {
     this
       .prepare(`UPDATE claims SET ${[...sets, "updated_at = @updatedAt"].join(", ")} WHERE cluster_id = @clusterId AND node_id = @nodeId`)
       .run({ ...Object.fromEntries(entries), updatedAt: this.timestamp(), clusterId, nodeId });
+    this.version += 1;
     return this.get(clusterId, nodeId);
   }
 
@@ -245,8 +263,9 @@ export class ClaimStore {
         `SELECT placement_slot AS slot FROM claims
          WHERE cluster_id = ? AND pool = ? AND status IN (${OCCUPYING_STATUSES.map(() => "?").join(",")})`,
       )
-      .all(clusterId, pool, ...OCCUPYING_STATUSES) as Array<{ slot: number | null }>;
-    return rows.map((r) => r.slot).filter((slot): slot is number => typeof slot === "number");
+      .pluck()
+      .all(clusterId, pool, ...OCCUPYING_STATUSES) as Array<number | null>;
+    return rows.filter((slot): slot is number => typeof slot === "number");
   }
 
   countByStatus(clusterId: string): Record<ClaimStatus, number> {

@@ -10,8 +10,14 @@
  *
  * The group closes at setImmediate: a lone request waits for no timer.
  */
+import type { Statement } from "better-sqlite3";
 import type { Db } from "./database";
 import { walSyncOf, type WalSync } from "./walSync";
+
+interface Waiter {
+  readonly answer: () => void;
+  readonly fail: (error: unknown) => void;
+}
 
 interface Pending {
   readonly fn: () => unknown;
@@ -29,16 +35,32 @@ export class GroupCommit {
   private syncs = 0;
   private readonly wal: WalSync;
   /** Committed, waiting for the next fsync. */
-  private undurable: Array<{ readonly answer: () => void; readonly fail: (error: unknown) => void }> = [];
-  private syncing = false;
+  private undurable: Waiter[] = [];
+  /** Covered by the fsync in flight, if one is. */
+  private syncingFor: Waiter[] | undefined;
+
+  // Each write's savepoint, prepared once (better-sqlite3's nested db.transaction() would build a wrapper per write).
+  private readonly savepoint: Statement;
+  private readonly release: Statement;
+  private readonly rollbackTo: Statement;
 
   constructor(private readonly db: Db) {
     this.wal = walSyncOf(db);
+    this.savepoint = db.prepare("SAVEPOINT group_write");
+    this.release = db.prepare("RELEASE group_write");
+    this.rollbackTo = db.prepare("ROLLBACK TO group_write");
   }
 
-  /** Resolves once everything committed before the call is durable (a replay answered from a fresh commit must not outrun its fsync). */
+  /**
+   * Resolves once everything committed before the call is durable, so that no answer reports data
+   * a crash could still take back (a replay of a fresh create, a read); rejects when that fsync
+   * fails. Waits for no commit of its own: the fsync in flight when nothing was committed since it
+   * started, else the next one.
+   */
   durable(): Promise<void> {
-    return this.undurable.length === 0 && !this.syncing ? Promise.resolve() : this.run(() => undefined);
+    const covering = this.undurable.length > 0 ? this.undurable : this.syncingFor;
+    if (!covering) return Promise.resolve();
+    return new Promise<void>((answer, fail) => covering.push({ answer, fail }));
   }
 
   /** Runs fn inside the next group's transaction; resolves with its result once the group is committed. */
@@ -58,19 +80,19 @@ export class GroupCommit {
   }
 
   private startSync(): void {
-    if (this.syncing || this.undurable.length === 0) return;
-    this.syncing = true;
+    if (this.syncingFor || this.undurable.length === 0) return;
     const covered = this.undurable;
+    this.syncingFor = covered;
     this.undurable = [];
     this.syncs += 1;
     this.wal.sync().then(
       () => {
-        this.syncing = false;
+        this.syncingFor = undefined;
         for (const waiter of covered) waiter.answer();
         this.startSync();
       },
       (error: unknown) => {
-        this.syncing = false;
+        this.syncingFor = undefined;
         for (const waiter of covered) waiter.fail(error);
         this.startSync();
       },
@@ -87,10 +109,15 @@ export class GroupCommit {
       this.db
         .transaction(() => {
           for (const pending of group) {
+            this.savepoint.run();
             try {
-              // Nested: better-sqlite3 makes it a savepoint, rolled back alone when fn throws.
-              outcomes.push({ ok: true, value: this.db.transaction(pending.fn)() });
+              outcomes.push({ ok: true, value: pending.fn() });
+              this.release.run();
             } catch (error) {
+              // SQLite rolled the whole transaction back by itself (an I/O error): nothing of the group may be kept.
+              if (!this.db.inTransaction) throw error;
+              this.rollbackTo.run();
+              this.release.run();
               outcomes.push({ ok: false, error });
             }
           }

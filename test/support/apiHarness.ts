@@ -6,7 +6,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import type { FastifyInstance } from "fastify";
-import { parseFleetSpec } from "../../components/fleet/fleetSpec";
+import { parseFleetSpec, type FleetSpec } from "../../components/fleet/fleetSpec";
 import { buildServer, type BuildServerOptions } from "../../automation/api/server";
 import { ServiceMetrics } from "../../automation/api/serviceMetrics";
 import { NodefleetApiError, NodefleetClient } from "../../automation/client/nodefleetClient";
@@ -39,6 +39,16 @@ export function exampleConfig(): Record<string, StackConfigValue> {
   return structuredClone(readStackConfigFile("example", projectRoot()).config);
 }
 
+/** The fleet spec of `config`, parsed again only after an edit (as the served stack file is re-read when it changes). */
+function fleetOf(config: Record<string, StackConfigValue>): () => FleetSpec {
+  let seen: { readonly text: string; readonly spec: FleetSpec } | undefined;
+  return () => {
+    const text = JSON.stringify(config);
+    if (seen?.text !== text) seen = { text, spec: parseFleetSpec(configValues(config)) };
+    return seen.spec;
+  };
+}
+
 export async function startTestApi(
   options: Partial<BuildServerOptions> & { engine?: StackEngine; dataDir?: string; config?: Record<string, StackConfigValue> } = {},
 ): Promise<TestApi> {
@@ -55,7 +65,7 @@ export async function startTestApi(
     ...options,
     engine,
     dataDir,
-    fleet: () => parseFleetSpec(configValues(config)),
+    fleet: fleetOf(config),
     stackConfig: () => config,
   });
   await app.listen({ host: "127.0.0.1", port: 0 });

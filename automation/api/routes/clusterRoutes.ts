@@ -3,7 +3,15 @@ import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { clusterParams, clusterSchema, errorResponseSchema, instanceTypeListSchema, operationListSchema } from "../schemas";
 import { clusterService, type ClusterServices } from "./clusterLookup";
 
-const errors = { 400: errorResponseSchema, 401: errorResponseSchema, 403: errorResponseSchema, 404: errorResponseSchema, 429: errorResponseSchema };
+const errors = {
+  400: errorResponseSchema,
+  401: errorResponseSchema,
+  403: errorResponseSchema,
+  404: errorResponseSchema,
+  414: errorResponseSchema.describe("UriTooLong: a path parameter is longer than the service accepts"),
+  429: errorResponseSchema,
+  503: errorResponseSchema.describe("Unavailable: the service is shutting down or cannot write its store; retry"),
+};
 
 export const clusterRoutes: FastifyPluginAsyncZod<{ clusters: ClusterServices }> = async (app, { clusters }) => {
   app.get(

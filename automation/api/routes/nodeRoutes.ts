@@ -1,4 +1,5 @@
 /** Node routes: create (idempotent per uniqueID, optional waitSeconds), get, list, delete. */
+import type { FastifyReply } from "fastify";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { ApiError } from "../apiError";
 import {
@@ -14,9 +15,31 @@ import {
 } from "../schemas";
 import { clusterService, type ClusterServices } from "./clusterLookup";
 
-const authErrors = { 401: errorResponseSchema, 403: errorResponseSchema, 429: errorResponseSchema };
+/**
+ * Answers with the serialisation of `value()` made by the route's own serializer (zod checks the
+ * shape) once per `key`: the service hands out the same views while no claim changed, so repeated
+ * polls of an unchanged fleet are not serialised again.
+ */
+function serializedOnce() {
+  const answers = new WeakMap<object, string>();
+  return (reply: FastifyReply, key: object, value: () => unknown): FastifyReply => {
+    let json = answers.get(key);
+    if (json === undefined) answers.set(key, (json = reply.serialize(value()) as string));
+    return reply.type("application/json; charset=utf-8").send(json);
+  };
+}
+
+const authErrors = {
+  401: errorResponseSchema,
+  403: errorResponseSchema,
+  414: errorResponseSchema.describe("UriTooLong: a path parameter is longer than the service accepts"),
+  429: errorResponseSchema,
+  503: errorResponseSchema.describe("Unavailable: the service is shutting down or cannot write its store; retry"),
+};
 
 export const nodeRoutes: FastifyPluginAsyncZod<{ clusters: ClusterServices }> = async (app, { clusters }) => {
+  const answerNode = serializedOnce();
+  const answerList = serializedOnce();
   app.post(
     "/clusters/:clusterId/nodes",
     {
@@ -71,7 +94,10 @@ export const nodeRoutes: FastifyPluginAsyncZod<{ clusters: ClusterServices }> = 
         response: { 200: nodeSchema, 400: errorResponseSchema, ...authErrors, 404: errorResponseSchema.describe("NodeNotFound once the server is confirmed gone") },
       },
     },
-    async (request) => clusterService(clusters, request.params.clusterId).get(request.params.nodeId),
+    async (request, reply) => {
+      const node = await clusterService(clusters, request.params.clusterId).get(request.params.nodeId);
+      return answerNode(reply, node, () => node);
+    },
   );
 
   app.get(
@@ -86,7 +112,10 @@ export const nodeRoutes: FastifyPluginAsyncZod<{ clusters: ClusterServices }> = 
         response: { 200: nodeListSchema, 400: errorResponseSchema, ...authErrors, 404: errorResponseSchema },
       },
     },
-    async (request) => ({ nodes: clusterService(clusters, request.params.clusterId).list(request.query.pool) }),
+    async (request, reply) => {
+      const nodes = await clusterService(clusters, request.params.clusterId).list(request.query.pool);
+      return answerList(reply, nodes, () => ({ nodes }));
+    },
   );
 
   app.delete(

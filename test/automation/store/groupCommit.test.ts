@@ -3,8 +3,15 @@ import { strict as assert } from "node:assert";
 import { ClaimStore } from "../../../automation/store/claimStore";
 import { openDatabase } from "../../../automation/store/database";
 import { GroupCommit } from "../../../automation/store/groupCommit";
+import { WalSync } from "../../../automation/store/walSync";
+import { nodeIdFor } from "../../../automation/api/nodeIdentity";
 import type { MemberSnapshot } from "../../../automation/reconciler/memberSnapshot";
 import { startTestApi, tempDataDir } from "../../support/apiHarness";
+
+async function eventuallyTrue(check: () => boolean): Promise<void> {
+  for (let attempt = 0; attempt < 200 && !check(); attempt++) await new Promise((resolve) => setTimeout(resolve, 10));
+  assert.ok(check(), "condition never held");
+}
 
 const snapshot = { serverType: "cpx21", location: "hel1", placementSlot: 0 } as unknown as MemberSnapshot;
 const claim = (nodeId: string) => ({
@@ -22,7 +29,106 @@ const claim = (nodeId: string) => ({
   memoryMiB: 1,
 });
 
+/** Holds every WAL fsync of the process until released (or failed), as a slow disk would. */
+function holdFsyncs() {
+  const original = WalSync.prototype.sync;
+  const held: Array<{ release: () => void; fail: (error: Error) => void }> = [];
+  WalSync.prototype.sync = function (this: WalSync) {
+    return new Promise<void>((resolve, reject) => {
+      held.push({ release: () => original.call(this).then(resolve, reject), fail: reject });
+    });
+  };
+  return {
+    held,
+    releaseAll: () => held.splice(0).forEach((h) => h.release()),
+    restore: () => {
+      WalSync.prototype.sync = original;
+      held.splice(0).forEach((h) => h.release());
+    },
+  };
+}
+
+const settledYet = async (promise: Promise<unknown>) => {
+  let settled = false;
+  promise.then(() => (settled = true), () => (settled = true));
+  // Several turns of the event loop, and time for a thread-pool fsync that is not held.
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  return settled;
+};
+
 describe("group commit", () => {
+  it("durable() waits for the fsync covering what was committed before it, commits nothing itself, and fails with that fsync", async () => {
+    const db = openDatabase(tempDataDir());
+    const store = new ClaimStore(db);
+    const group = new GroupCommit(db);
+    const fsyncs = holdFsyncs();
+    try {
+      await group.durable();
+      const write = group.run(() => store.insert(claim("slow")));
+      await new Promise((resolve) => setImmediate(resolve));
+      assert.equal(group.stats.groups, 1, "committed");
+      const durable = group.durable();
+      assert.equal(await settledYet(durable), false, "not before the fsync returned");
+      assert.equal(group.stats.groups, 1, "durable() adds no commit");
+      fsyncs.releaseAll();
+      await Promise.all([write, durable]);
+
+      const failing = group.run(() => store.insert(claim("lost")));
+      await new Promise((resolve) => setImmediate(resolve));
+      const failingDurable = group.durable();
+      await new Promise((resolve) => setImmediate(resolve));
+      fsyncs.held.splice(0).forEach((h) => h.fail(Object.assign(new Error("EIO: i/o error, fsync"), { code: "EIO" })));
+      await assert.rejects(failing, /EIO/);
+      await assert.rejects(failingDurable, /EIO/);
+    } finally {
+      fsyncs.restore();
+      db.close();
+    }
+  });
+
+  it("through the API: a GET or a list does not report a create that is committed but not yet fsynced", async () => {
+    const api = await startTestApi({ batch: { idleMs: 60_000, maxMs: 60_000 } });
+    const fsyncs = holdFsyncs();
+    try {
+      const create = api.client.createNode({ uniqueID: "not-yet-durable", pool: "hel1-burst" });
+      await eventuallyTrue(() => api.app.nodefleet.store.commitStats.groups === 1);
+      const get = api.client.getNode(nodeIdFor("not-yet-durable"));
+      const list = api.client.listNodes();
+      assert.equal(await settledYet(get), false, "the GET waits for the fsync");
+      assert.equal(await settledYet(list), false, "the list waits for the fsync");
+      assert.equal(await settledYet(create), false, "the create waits for the fsync");
+      fsyncs.releaseAll();
+      const [created, node, nodes] = await Promise.all([create, get, list]);
+      assert.equal(created.created, true);
+      assert.equal(node.nodeID, created.node.nodeID);
+      assert.deepEqual(nodes.map((n) => n.nodeID), [created.node.nodeID]);
+    } finally {
+      fsyncs.restore();
+      await api.close();
+    }
+  });
+
+  it("through the API: a list served from the last listing's views changes with every create, delete and template edit", async () => {
+    const api = await startTestApi({ batch: { idleMs: 60_000, maxMs: 60_000 } });
+    try {
+      assert.deepEqual(await api.client.listNodes(), []);
+      const a = await api.client.createNode({ uniqueID: "listed-a", pool: "hel1-burst" });
+      const b = await api.client.createNode({ uniqueID: "listed-b", pool: "hel1-burst" });
+      assert.deepEqual((await api.client.listNodes()).map((n) => n.nodeID), [a.node.nodeID, b.node.nodeID]);
+      assert.deepEqual((await api.client.listNodes()).map((n) => n.nodeID), [a.node.nodeID, b.node.nodeID], "unchanged: the same answer");
+      await api.client.deleteNode(a.node.nodeID);
+      assert.deepEqual((await api.client.listNodes()).map((n) => n.nodeID), [b.node.nodeID]);
+      await assert.rejects(api.client.getNode(a.node.nodeID), /NodeNotFound|does not exist/);
+      const pools = api.config["nodefleet:pools"]!.value as Array<Record<string, unknown>>;
+      pools.find((p) => p.name === "hel1-burst")!.image = "debian-13";
+      const [listed] = await api.client.listNodes();
+      assert.equal(listed!.drifted, true, "a template edit is seen by the next listing");
+      assert.equal((await api.client.getNode(b.node.nodeID)).drifted, true);
+    } finally {
+      await api.close();
+    }
+  });
+
   it("commits the writes submitted in one turn once, answering each only after the commit", async () => {
     const db = openDatabase(tempDataDir());
     const store = new ClaimStore(db);

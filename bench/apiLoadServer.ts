@@ -1,0 +1,60 @@
+/**
+ * The service under test of apiLoad.bench.ts, in a process of its own (forked by the bench) so
+ * that autocannon's own work does not run on the service's event loop, as with a real client.
+ * Messages on the IPC channel: `{ open: batchIdleMs }` starts a fresh service on 127.0.0.1 port 0
+ * (answers `{ port }`), `{ close: true }` stops it (answers `{ commits }`, its group commits).
+ * `--cpu-prof` on the bench's command line is passed on to this process.
+ */
+import type { FastifyInstance } from "fastify";
+import { parseFleetSpec } from "../components/fleet/fleetSpec";
+import { buildServer } from "../automation/api/server";
+import { ServiceMetrics } from "../automation/api/serviceMetrics";
+import { configValues } from "../automation/stackConfigFile";
+import { FakeStackEngine } from "../test/support/fakeStackEngine";
+import { TOKENS, tempDataDir } from "../test/support/apiHarness";
+import { benchConfig } from "./benchSetup";
+
+export type ServerRequest = { readonly open: number } | { readonly close: true };
+export type ServerAnswer = { readonly port: number } | { readonly commits: number | undefined };
+
+const config = benchConfig();
+const fleet = parseFleetSpec(configValues(config));
+let app: FastifyInstance | undefined;
+
+async function open(batchIdleMs: number): Promise<ServerAnswer> {
+  app = await buildServer({
+    dataDir: tempDataDir("nodefleet-bench-load-"),
+    engine: new FakeStackEngine(),
+    fleet: () => fleet,
+    stackConfig: () => config,
+    tokens: TOKENS,
+    rateLimitPerMinute: false,
+    logger: false,
+    // One registry of process metrics per fresh service would pile up across rounds.
+    metrics: new ServiceMetrics({ defaultMetrics: false }),
+    batch: { idleMs: batchIdleMs, maxMs: batchIdleMs },
+  });
+  await app.listen({ host: "127.0.0.1", port: 0 });
+  const address = app.server.address();
+  return { port: typeof address === "object" && address ? address.port : 0 };
+}
+
+async function close(): Promise<ServerAnswer> {
+  // Before group commit there is no counter.
+  const commits = (app?.nodefleet.store as { commitStats?: { groups: number } } | undefined)?.commitStats?.groups;
+  await app?.close();
+  app = undefined;
+  return { commits };
+}
+
+process.on("message", (request: ServerRequest) => {
+  ("open" in request ? open(request.open) : close()).then(
+    (answer) => process.send!(answer),
+    (error: unknown) => {
+      process.stderr.write(`${error instanceof Error ? error.stack : String(error)}\n`);
+      process.exit(1);
+    },
+  );
+});
+// The bench went away: so does the service.
+process.on("disconnect", () => process.exit(0));

@@ -4,7 +4,7 @@
  * the automation engine (inline program), render and the simulated engine (mock runtime).
  */
 import * as pulumi from "@pulumi/pulumi";
-import { Fleet } from "../components";
+import { Fleet, type FleetArgs } from "../components";
 import { FleetSpecError, parseFleetSpec } from "../components/fleet/fleetSpec";
 
 export const FLEET_CONFIG_KEYS = ["nodefleet:cluster", "nodefleet:network", "nodefleet:firewall", "nodefleet:pools"] as const;
@@ -27,6 +27,8 @@ export function readRawFleetConfig(): Record<string, unknown> {
 export interface RunProgramOptions {
   /** Declare the fleet without a kubeconfig (render, simulation). Default false: a missing kubeconfig is an error. */
   readonly allowMissingKubeconfig?: boolean;
+  /** Per static Hetzner Cloud pool, its servers at the start of the run (see FleetArgs.currentHcloudServers). Default none. */
+  readonly currentHcloudServers?: FleetArgs["currentHcloudServers"];
 }
 
 export async function runProgram(args: RunProgramOptions = {}): Promise<Record<string, unknown>> {
@@ -37,11 +39,16 @@ export async function runProgram(args: RunProgramOptions = {}): Promise<Record<s
     ]);
   }
   const kubeconfig = spec.cluster.kubeconfig === undefined ? undefined : pulumi.secret(spec.cluster.kubeconfig);
-  const fleet = new Fleet(spec.cluster.id, { spec, kubeconfig });
+  const fleet = new Fleet(spec.cluster.id, {
+    spec,
+    kubeconfig,
+    ...(args.currentHcloudServers ? { currentHcloudServers: args.currentHcloudServers } : {}),
+  });
   return {
     clusterId: spec.cluster.id,
     nodes: fleet.nodes,
     networkId: fleet.networkId,
     firewallId: fleet.firewallId,
+    rollout: fleet.rollout,
   };
 }

@@ -12,6 +12,7 @@ import {
 import { GENERATION_SUFFIX_LENGTH, MAX_SERVER_NAME_LENGTH } from "./generationSuffix";
 import { isKubeletRestrictedLabel } from "./kubeletLabels";
 import { hostnameFor, staticNodeIds } from "./naming";
+import { DEFAULT_ROLLOUT } from "./rolloutPlan";
 
 /** An RFC 1123 label: cluster ids, pool and node names, hostnames (length is checked separately). */
 export const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
@@ -231,12 +232,28 @@ const hcloudCommon = {
   deleteProtection: z.boolean().default(false),
 };
 
+const rolloutCount = (field: string) =>
+  z.number({ error: `${field} must be a whole number of 0 or more` }).int({ error: `${field} must be a whole number of 0 or more` }).min(0, { error: `${field} must be a whole number of 0 or more` });
+
+/**
+ * How a fleet-wide change rolls through a static Hetzner Cloud pool (fleet/rolloutPlan.ts): at most
+ * `maxSurge` servers above the member count (default 1) and at most `maxUnavailable` members without
+ * a Ready server (default 0), like a MachineDeployment; each `pulumi up` moves the rollout one step.
+ */
+export const rolloutSchema = z
+  .strictObject({
+    maxSurge: rolloutCount("maxSurge").default(DEFAULT_ROLLOUT.maxSurge),
+    maxUnavailable: rolloutCount("maxUnavailable").default(DEFAULT_ROLLOUT.maxUnavailable),
+  })
+  .refine((r) => r.maxSurge + r.maxUnavailable > 0, { error: "maxSurge and maxUnavailable cannot both be 0 (no member could ever be replaced)" });
+
 export const hcloudStaticPoolSchema = z
   .strictObject({
     ...hcloudCommon,
     mode: z.literal("static"),
     replicas: replicas.optional(),
     nodes: nodeNames.optional(),
+    rollout: rolloutSchema.default(() => ({ ...DEFAULT_ROLLOUT })),
   });
 
 export const poolLimitsSchema = z.strictObject({

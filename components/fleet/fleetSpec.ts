@@ -104,6 +104,12 @@ export const clusterSchema = z
     controlPlaneAddresses: z.array(cidr("controlPlaneAddresses entries")).min(1, { error: "controlPlaneAddresses needs at least one CIDR" }),
     /** Bootstrap token lifetime in minutes (default 60). */
     bootstrapTokenTtlMinutes: z.number().int().min(10).max(24 * 60).default(60),
+    /**
+     * Minutes of lifetime a bootstrap token must have left when a new machine gets it (default 20):
+     * the install and join time, longer for bare metal. A token that would have less is replaced
+     * before the machine is created. Below bootstrapTokenTtlMinutes.
+     */
+    bootstrapTokenJoinMarginMinutes: z.number().int().min(1).default(20),
     kubelet: kubeletSchema.default(() => kubeletSchema.parse({})),
     /**
      * The address a node registers as its InternalIP: `private` (default) passes the kubelet the
@@ -117,6 +123,13 @@ export const clusterSchema = z
   .superRefine((cluster, ctx) => {
     if (cluster.kind === "k0s" && !cluster.k0sVersion) {
       ctx.addIssue({ code: "custom", path: ["k0sVersion"], message: "k0sVersion is required when kind is k0s" });
+    }
+    if (cluster.bootstrapTokenJoinMarginMinutes >= cluster.bootstrapTokenTtlMinutes) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["bootstrapTokenJoinMarginMinutes"],
+        message: `bootstrapTokenJoinMarginMinutes must be below bootstrapTokenTtlMinutes (${cluster.bootstrapTokenTtlMinutes})`,
+      });
     }
     if (cluster.kind === "kubeadm" && !cluster.kubernetesVersion) {
       ctx.addIssue({ code: "custom", path: ["kubernetesVersion"], message: "kubernetesVersion is required when kind is kubeadm" });

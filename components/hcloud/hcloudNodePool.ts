@@ -7,7 +7,7 @@
  */
 import * as hcloud from "@pulumi/hcloud";
 import * as pulumi from "@pulumi/pulumi";
-import { nodeBootstrapToken } from "../kubernetes/bootstrapToken";
+import { type BootstrapTokenArgs, type BootstrapTokenSecretSource, nodeBootstrapToken } from "../kubernetes/bootstrapToken";
 import { type HcloudPoolCluster, type HcloudPoolMember, type HcloudPoolTemplate, type PlannedHcloudServer, planHcloudServers } from "./hcloudServerPlan";
 import { type NodeOutput, OWNERSHIP_LABELS, nodeOutputIdentity } from "../fleet/nodeMember";
 import { type KubernetesNodeRemoval, memberNodeRemoval } from "../kubernetes/kubernetesNodeRemoval";
@@ -72,6 +72,11 @@ export interface HcloudNodePoolArgs {
    * hold an eviction back) before the removal fails and stops the run. Default 600 seconds.
    */
   readonly drainTimeoutSeconds?: number;
+  /**
+   * The time of this run (ms since the epoch), when bootstrap tokens of servers to create are checked
+   * against `cluster.bootstrapTokenJoinMarginMinutes`. Default: now. Only used with `current`.
+   */
+  readonly now?: number;
 }
 
 /** A server of the pool at the start of a run, as the previous run reported it plus its Node's readiness. */
@@ -79,6 +84,8 @@ export interface CurrentHcloudServer extends CurrentRolloutServer {
   /** Its server type (kept while it runs; the new generation brings the new one). */
   readonly serverType: string;
   readonly location: string;
+  /** Where its bootstrap token secret comes from, as recorded. Default `random-string` (servers created before it was recorded). */
+  readonly bootstrapTokenSecret?: BootstrapTokenSecretSource;
 }
 
 /**
@@ -100,6 +107,8 @@ export interface HcloudNodeOutput extends NodeOutput {
   readonly spreadGroup: number;
   /** Hetzner delete protection as declared this run. */
   readonly deleteProtection: boolean;
+  /** Where the server's bootstrap token secret comes from (see kubernetes/bootstrapToken.ts). */
+  readonly bootstrapTokenSecret: BootstrapTokenSecretSource;
   readonly ipv4: pulumi.Output<string>;
 }
 
@@ -111,7 +120,10 @@ export const RETAINED_SERVER_IGNORED_INPUTS = ["userData", "image", "serverType"
 
 /** The previous run's node outputs of one pool plus Node readiness: what the next run's `current` is. */
 export function currentHcloudServers(
-  previousNodes: readonly Pick<HcloudNodeOutputValues, "pool" | "nodeId" | "generation" | "spreadGroup" | "deleteProtection" | "serverType" | "location" | "nodeName">[],
+  previousNodes: ReadonlyArray<
+    Partial<Pick<HcloudNodeOutputValues, "bootstrapTokenSecret">> &
+      Pick<HcloudNodeOutputValues, "pool" | "nodeId" | "generation" | "spreadGroup" | "deleteProtection" | "serverType" | "location" | "nodeName">
+  >,
   pool: string,
   readyNodeNames: ReadonlySet<string>,
 ): CurrentHcloudServer[] {
@@ -125,6 +137,7 @@ export function currentHcloudServers(
       deleteProtection: n.deleteProtection === true,
       serverType: n.serverType,
       location: n.location,
+      ...(n.bootstrapTokenSecret === "random-password" ? { bootstrapTokenSecret: "random-password" as const } : {}),
     }));
 }
 
@@ -206,15 +219,23 @@ export class HcloudNodePool extends pulumi.ComponentResource {
     };
 
     const wanted = new Map(planned.map((p) => [p.member.nodeId, p]));
+    const now = args.now ?? Date.now();
     for (const step of this.rollout.servers) {
       const plan = wanted.get(step.nodeId);
       const protectedNow = deleteProtection && !step.unprotect;
+      const running = current.find((c) => c.nodeId === step.nodeId && c.generation === step.generation);
+      // Without the current servers nothing is known about joins: tokens behave as they always did.
+      const lifecycle: Pick<BootstrapTokenArgs, "secretSource" | "phase"> =
+        args.current === undefined
+          ? {}
+          : running
+            ? { secretSource: running.bootstrapTokenSecret ?? "random-string", phase: { phase: running.ready ? "joined" : "booting" } }
+            : { secretSource: "random-password", phase: { phase: "join", joinMarginMinutes: cluster.bootstrapTokenJoinMarginMinutes, now } };
       if (plan && plan.generation === step.generation) {
-        this.declareServer(name, args, plan, { spreadGroup: step.spreadGroup, deleteProtection: protectedNow }, placementGroupId(step.spreadGroup), poolLabels);
+        this.declareServer(name, args, plan, { spreadGroup: step.spreadGroup, deleteProtection: protectedNow }, placementGroupId(step.spreadGroup), poolLabels, lifecycle);
       } else {
-        const running = current.find((c) => c.nodeId === step.nodeId && c.generation === step.generation);
         if (!running) throw new Error(`pool ${pool.name}: the rollout kept server ${serverKey(step)}, which is not among the current servers`);
-        this.declareRetainedServer(name, args, running, { deleteProtection: protectedNow }, placementGroupId(step.spreadGroup), poolLabels);
+        this.declareRetainedServer(name, args, running, { deleteProtection: protectedNow }, placementGroupId(step.spreadGroup), poolLabels, lifecycle);
       }
     }
     this.registerOutputs({ nodes: this.nodes, rollout: this.rolloutSummary });
@@ -228,10 +249,11 @@ export class HcloudNodePool extends pulumi.ComponentResource {
     placement: { spreadGroup: number; deleteProtection: boolean },
     placementGroupId: pulumi.Output<number>,
     poolLabels: Record<string, string>,
+    lifecycle: Pick<BootstrapTokenArgs, "secretSource" | "phase">,
   ): void {
     const { member, render } = plan;
     // Named by generation: a replacement gets a fresh token, and the new server is created before the old one goes.
-    const token = nodeBootstrapToken(`${plan.serverName}-token`, plan.cluster, plan.nodeName, this);
+    const token = nodeBootstrapToken(`${plan.serverName}-token`, plan.cluster, plan.nodeName, this, lifecycle);
     const userData = pulumi.secret(
       token.token.apply((secret) => {
         const text = renderWorkerUserData(plan.cluster, render, secret);
@@ -246,6 +268,7 @@ export class HcloudNodePool extends pulumi.ComponentResource {
       member,
       token,
       inputs: { serverType: member.serverType, image: plan.image, location: member.location, sshKeys: [...plan.sshKeys], userData },
+      bootstrapTokenSecret: lifecycle.secretSource ?? "random-string",
       placementGroupId,
       poolLabels,
       ...placement,
@@ -263,6 +286,7 @@ export class HcloudNodePool extends pulumi.ComponentResource {
     placement: { deleteProtection: boolean },
     placementGroupId: pulumi.Output<number>,
     poolLabels: Record<string, string>,
+    lifecycle: Pick<BootstrapTokenArgs, "secretSource" | "phase">,
   ): void {
     const hostname = hostnameFor(args.cluster, running.nodeId);
     const serverName = generationServerName(hostname, running.generation);
@@ -275,7 +299,7 @@ export class HcloudNodePool extends pulumi.ComponentResource {
       serverType: running.serverType,
       location: running.location,
     };
-    const token = nodeBootstrapToken(`${serverName}-token`, args.cluster, serverName, this);
+    const token = nodeBootstrapToken(`${serverName}-token`, args.cluster, serverName, this, lifecycle);
     this.declareMachine(args, {
       serverName,
       nodeName: serverName,
@@ -283,6 +307,7 @@ export class HcloudNodePool extends pulumi.ComponentResource {
       member: identity,
       token,
       inputs: { serverType: running.serverType, location: running.location },
+      bootstrapTokenSecret: lifecycle.secretSource ?? "random-string",
       retained: true,
       placementGroupId,
       poolLabels,
@@ -300,6 +325,7 @@ export class HcloudNodePool extends pulumi.ComponentResource {
       member: Parameters<typeof nodeOutputIdentity>[0];
       token: pulumi.Resource;
       inputs: Pick<hcloud.ServerArgs, "serverType" | "image" | "location" | "sshKeys" | "userData">;
+      bootstrapTokenSecret: BootstrapTokenSecretSource;
       retained?: boolean;
       placementGroupId: pulumi.Output<number>;
       poolLabels: Record<string, string>;
@@ -344,6 +370,7 @@ export class HcloudNodePool extends pulumi.ComponentResource {
       generation: machine.generation,
       spreadGroup: machine.spreadGroup,
       deleteProtection: machine.deleteProtection,
+      bootstrapTokenSecret: machine.bootstrapTokenSecret,
       serverId: server.id,
       ipv4: server.ipv4Address,
       privateIpv4: pulumi

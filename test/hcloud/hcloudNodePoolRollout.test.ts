@@ -110,6 +110,22 @@ describe("HcloudNodePool rolling a fleet-wide change across runs (mock runtime)"
     for (const s of final) assert.ok(!oldNames.has(s.name), `${s.name} is of the new generation`);
   });
 
+  it("gives each server to create a fresh RandomPassword token, and deletes the token Secret of registered Nodes", async () => {
+    const first = await up("v1.33.4+k0s.0", undefined, { replicas: 2 });
+    const surge = await up("v1.34.1+k0s.0", after(first, () => true), { replicas: 2 });
+    const created = servers(surge).find((s) => !servers(first).some((f) => f.name === s.name))!.name;
+    const secretObjects = surge.resources.filter((r) => r.type === "kubernetes:core/v1:Secret").map((r) => r.name);
+    assert.deepEqual(secretObjects, [`${created}-token-secret-object`], "only the server still to join has a token Secret");
+    const password = surge.resources.find((r) => r.name === `${created}-token-password`);
+    assert.equal(password?.type, "random:index/randomPassword:RandomPassword");
+    assert.match(String((password?.inputs.keepers as Record<string, unknown>).joinWindow), /^\d+$/);
+    const node = nodesOf(surge).find((n) => n.serverName === created);
+    assert.equal(node?.bootstrapTokenSecret, "random-password", "recorded, so the next run keeps this token's resource");
+    const next = await up("v1.34.1+k0s.0", after(surge, (n) => n !== created), { replicas: 2 });
+    assert.ok(next.resources.some((r) => r.name === `${created}-token-password`), "a booting server keeps its token");
+    assert.ok(next.resources.some((r) => r.name === `${created}-token-secret-object`), "and its Secret until its Node registers");
+  });
+
   it("waits while the replacement is not Ready, and drains nothing", async () => {
     const first = await up("v1.33.4+k0s.0", undefined, { replicas: 3 });
     const start = after(first, () => true);

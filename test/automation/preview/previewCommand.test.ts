@@ -127,19 +127,21 @@ describe("nodefleet preview (as a process, simulated engine, --base-ref)", funct
     assertPreviewGolden("e2e-scale-pool", run.markdown, "the command's Markdown");
   });
 
-  it("changes a server type: each node gets a new server, forced by serverType", () => {
+  it("changes a server type: the rollout surges one new-type server and keeps the others (maxSurge 1)", () => {
     writeStack("example", withPools(editPool("hel1-general", (p) => ({ ...p, serverTypes: ["cpx41", "cpx31"] }))));
     const run = preview(["example"]);
     assert.equal(run.status, 0, run.stderr);
     const stack = report(run).stacks[0];
     const general = stack.pools.find((p) => p.pool === "hel1-general");
-    assert.deepEqual(general && [general.nodesBefore, general.nodesAfter, general.serverTypesBefore, general.serverTypesAfter], [3, 3, ["cpx31"], ["cpx41"]]);
-    assert.equal(stack.replacements.length, 3);
-    for (const r of stack.replacements) assert.deepEqual(r.forcedBy, ["serverType"]);
+    assert.deepEqual(general && [general.nodesBefore, general.nodesAfter, general.serverTypesBefore, general.serverTypesAfter], [3, 4, ["cpx31"], ["cpx31", "cpx41"]]);
+    assert.equal(stack.replacements.length, 0, "no member is replaced all at once");
+    assert.deepEqual(stack.rollouts, [{ pool: "hel1-general", replacing: ["hel1-general-0"], removing: [], unprotecting: [], remaining: 3, waiting: "maxSurge 1 reached" }]);
+    assert.ok(!stack.steps.some((s) => s.type === "hcloud:index/server:Server" && s.op !== "create"), "the old servers are left as they are");
+    assert.match(run.markdown, /### Rolling replacement[\s\S]*3 members still to replace after this run[\s\S]*replacing now .*`hel1-general-0`/);
     assertPreviewGolden("e2e-change-server-type", run.markdown, "the command's Markdown");
   });
 
-  it("changes user data (a pool label): each node gets a new server, forced by userData", () => {
+  it("changes user data (a pool label): the rollout starts with one member, the others keep their servers", () => {
     writeStack(
       "example",
       withPools(editPool("hel1-general", (p) => ({ ...p, labels: { ...(p.labels as object), "example.com/team": "web" } }))),
@@ -147,11 +149,10 @@ describe("nodefleet preview (as a process, simulated engine, --base-ref)", funct
     const run = preview(["example"]);
     assert.equal(run.status, 0, run.stderr);
     const stack = report(run).stacks[0];
-    assert.equal(stack.replacements.length, 3);
-    for (const r of stack.replacements) {
-      assert.deepEqual(r.forcedBy, ["userData"]);
-      assert.deepEqual(r.configFields, ["pool.labels"]);
-    }
+    const servers = stack.steps.filter((s) => s.type === "hcloud:index/server:Server");
+    assert.deepEqual(servers.map((s) => s.op), ["create"], "one surge server; the kept ones are unchanged");
+    assert.match(servers[0].name, /^example-hel1-general-0-[a-z0-9]{6}$/);
+    assert.deepEqual(stack.rollouts.map((r) => [r.pool, r.replacing, r.remaining]), [["hel1-general", ["hel1-general-0"], 3]]);
     assert.doesNotMatch(run.stdout + run.markdown + run.stderr, BOOTSTRAP_TOKEN_TEXT, "no bootstrap token anywhere");
     assertPreviewGolden("e2e-change-user-data", run.markdown, "the command's Markdown");
   });

@@ -11,6 +11,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { KubernetesCredentials } from "../../components/kubernetes/kubernetesApiClient";
 import { drainKubernetesNode, drainSelection, nodeDrainProvider } from "../../components/kubernetes/kubernetesNodeDrain";
+import { readyClusterNodeNames } from "../../components/kubernetes/nodeReadiness";
+import { readFileSync } from "node:fs";
 import { type ControlPlane, startControlPlane } from "../../automation/local/controlPlane";
 import { KubeApiError, kube } from "../../automation/local/kubeClient";
 import { withSerializedProvider } from "../support/serializedProvider";
@@ -157,6 +159,19 @@ describe("drainKubernetesNode on a real control plane", function () {
 
   it("treats a Node that is already gone as drained", async () => {
     assert.deepEqual(await drainKubernetesNode(credentials, "never-registered", { timeoutSeconds: 5 }), { evicted: [], skipped: [] });
+  });
+
+  // What a rollout waits for, read from the same API server: the cluster's own Ready Nodes.
+  it("reads which of the cluster's Nodes are Ready (what the rollout waits for)", async () => {
+    const now = new Date().toISOString();
+    for (const [name, cluster, ready] of [["rollout-ready", "example", "True"], ["rollout-booting", "example", "False"], ["other-cluster", "other", "True"]] as const) {
+      await kube(plane.admin, "POST", "/api/v1/nodes", { metadata: { name, labels: { "nodefleet.io/cluster": cluster } } });
+      await kube(plane.admin, "PATCH", `/api/v1/nodes/${name}/status`, {
+        status: { conditions: [{ type: "Ready", status: ready, reason: "Test", message: "test", lastHeartbeatTime: now, lastTransitionTime: now }] },
+      });
+    }
+    const ready = await readyClusterNodeNames(readFileSync(plane.adminKubeconfig, "utf8"), "example");
+    assert.deepEqual([...ready].sort(), ["rollout-ready"]);
   });
 
   it("fails clearly without a usable kubeconfig", async () => {

@@ -105,11 +105,12 @@ export const clusterSchema = z
     /** Bootstrap token lifetime in minutes (default 60). */
     bootstrapTokenTtlMinutes: z.number().int().min(10).max(24 * 60).default(60),
     /**
-     * Minutes of lifetime a bootstrap token must have left when a new machine gets it (default 20):
-     * the install and join time, longer for bare metal. A token that would have less is replaced
-     * before the machine is created. Below bootstrapTokenTtlMinutes.
+     * Minutes of lifetime a bootstrap token must have left when a new machine gets it: the install
+     * and join time, longer for bare metal. A token that would have less is replaced before the
+     * machine is created. Below bootstrapTokenTtlMinutes. Default 20, or half the TTL when that is less
+     * (kubernetes/bootstrapToken.ts `bootstrapTokenJoinMargin`).
      */
-    bootstrapTokenJoinMarginMinutes: z.number().int().min(1).default(20),
+    bootstrapTokenJoinMarginMinutes: z.number().int().min(1).optional(),
     kubelet: kubeletSchema.default(() => kubeletSchema.parse({})),
     /**
      * The address a node registers as its InternalIP: `private` (default) passes the kubelet the
@@ -124,7 +125,7 @@ export const clusterSchema = z
     if (cluster.kind === "k0s" && !cluster.k0sVersion) {
       ctx.addIssue({ code: "custom", path: ["k0sVersion"], message: "k0sVersion is required when kind is k0s" });
     }
-    if (cluster.bootstrapTokenJoinMarginMinutes >= cluster.bootstrapTokenTtlMinutes) {
+    if (cluster.bootstrapTokenJoinMarginMinutes !== undefined && cluster.bootstrapTokenJoinMarginMinutes >= cluster.bootstrapTokenTtlMinutes) {
       ctx.addIssue({
         code: "custom",
         path: ["bootstrapTokenJoinMarginMinutes"],

@@ -7,13 +7,13 @@
  */
 import * as hcloud from "@pulumi/hcloud";
 import * as pulumi from "@pulumi/pulumi";
-import { type BootstrapTokenArgs, type BootstrapTokenSecretSource, nodeBootstrapToken } from "../kubernetes/bootstrapToken";
+import { type BootstrapTokenArgs, type BootstrapTokenSecretSource, bootstrapTokenJoinMargin, nodeBootstrapToken } from "../kubernetes/bootstrapToken";
 import { type HcloudPoolCluster, type HcloudPoolMember, type HcloudPoolTemplate, type PlannedHcloudServer, planHcloudServers } from "./hcloudServerPlan";
 import { type NodeOutput, OWNERSHIP_LABELS, nodeOutputIdentity } from "../fleet/nodeMember";
 import { type KubernetesNodeRemoval, memberNodeRemoval } from "../kubernetes/kubernetesNodeRemoval";
 import { type CurrentRolloutServer, DEFAULT_ROLLOUT, type RolloutPlan, type RolloutSettings, planRollout } from "../fleet/rolloutPlan";
 import { generationServerName } from "../fleet/generationSuffix";
-import { hostnameFor } from "../fleet/naming";
+import { hostnameFor, providerIdFor } from "../fleet/naming";
 import { type KubernetesNodeDrain, memberNodeDrain } from "../kubernetes/kubernetesNodeDrain";
 import { assertHcloudUserDataSize } from "../bootstrap/userDataLimits";
 import { renderWorkerUserData } from "../bootstrap/workerUserData";
@@ -230,12 +230,12 @@ export class HcloudNodePool extends pulumi.ComponentResource {
           ? {}
           : running
             ? { secretSource: running.bootstrapTokenSecret ?? "random-string", phase: { phase: running.ready ? "joined" : "booting" } }
-            : { secretSource: "random-password", phase: { phase: "join", joinMarginMinutes: cluster.bootstrapTokenJoinMarginMinutes, now } };
+            : { secretSource: "random-password", phase: { phase: "join", joinMarginMinutes: bootstrapTokenJoinMargin(cluster), now } };
       if (plan && plan.generation === step.generation) {
-        this.declareServer(name, args, plan, { spreadGroup: step.spreadGroup, deleteProtection: protectedNow }, placementGroupId(step.spreadGroup), poolLabels, lifecycle);
+        this.declareServer(args, plan, { spreadGroup: step.spreadGroup, deleteProtection: protectedNow }, placementGroupId(step.spreadGroup), poolLabels, lifecycle);
       } else {
         if (!running) throw new Error(`pool ${pool.name}: the rollout kept server ${serverKey(step)}, which is not among the current servers`);
-        this.declareRetainedServer(name, args, running, { deleteProtection: protectedNow }, placementGroupId(step.spreadGroup), poolLabels, lifecycle);
+        this.declareRetainedServer(args, running, { deleteProtection: protectedNow }, placementGroupId(step.spreadGroup), poolLabels, lifecycle);
       }
     }
     this.registerOutputs({ nodes: this.nodes, rollout: this.rolloutSummary });
@@ -243,7 +243,6 @@ export class HcloudNodePool extends pulumi.ComponentResource {
 
   /** A server at its member's wanted generation, with its token, Node removal and drain. */
   private declareServer(
-    name: string,
     args: HcloudNodePoolArgs,
     plan: PlannedHcloudServer,
     placement: { spreadGroup: number; deleteProtection: boolean },
@@ -280,7 +279,6 @@ export class HcloudNodePool extends pulumi.ComponentResource {
    * and Node removal keep their names, and its replace-forcing inputs are left as the state has them.
    */
   private declareRetainedServer(
-    _name: string,
     args: HcloudNodePoolArgs,
     running: CurrentHcloudServer,
     placement: { deleteProtection: boolean },
@@ -294,7 +292,7 @@ export class HcloudNodePool extends pulumi.ComponentResource {
     const identity = {
       nodeId: running.nodeId,
       hostname,
-      providerID: member?.providerID ?? `${args.cluster.providerIdScheme}:///${args.cluster.id}/${running.nodeId}`,
+      providerID: member?.providerID ?? providerIdFor(args.cluster, running.nodeId),
       pool: args.pool.name,
       serverType: running.serverType,
       location: running.location,

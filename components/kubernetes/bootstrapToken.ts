@@ -52,6 +52,11 @@ export type BootstrapTokenPhase =
   | { readonly phase: "booting" }
   | { readonly phase: "joined" };
 
+/** The join margin of a cluster: its `bootstrapTokenJoinMarginMinutes`, else 20 minutes or half the TTL when that is less. */
+export function bootstrapTokenJoinMargin(cluster: { readonly bootstrapTokenTtlMinutes: number; readonly bootstrapTokenJoinMarginMinutes?: number }): number {
+  return cluster.bootstrapTokenJoinMarginMinutes ?? Math.min(20, Math.floor(cluster.bootstrapTokenTtlMinutes / 2));
+}
+
 /** The renewal window a token of this join belongs to; throws, naming the field, when the margin leaves no window. */
 export function joinWindow(ttlMinutes: number, joinMarginMinutes: number, now: number): number {
   if (!Number.isInteger(joinMarginMinutes) || joinMarginMinutes < 1 || joinMarginMinutes >= ttlMinutes) {

@@ -4,7 +4,7 @@
  * a registered Node's Secret is deleted, and new tokens keep their secret out of resource ids.
  */
 import { strict as assert } from "node:assert";
-import { type BootstrapTokenArgs, BootstrapToken, joinWindow } from "../../components/kubernetes/bootstrapToken";
+import { type BootstrapTokenArgs, BootstrapToken, bootstrapTokenJoinMargin, joinWindow } from "../../components/kubernetes/bootstrapToken";
 import { runUnderMocks, type RecordedResource } from "../../automation/mocks/runUnderMocks";
 import { parseFleetSpec, FleetSpecError } from "../../components/fleet/fleetSpec";
 import { clusterConfig, rawFleetConfig } from "../support/fleetConfigFixture";
@@ -67,6 +67,14 @@ describe("BootstrapToken join lifecycle", function () {
     assert.ok(byName(joined, "node-token-password"), "the token itself stays: the machine's user data holds it");
     const booting = await declare({ secretSource: "random-password", phase: { phase: "booting" } });
     assert.equal(byName(booting, "node-token-secret-object")?.type, "kubernetes:core/v1:Secret");
+  });
+
+  it("defaults the join margin to 20 minutes, or half a shorter lifetime", () => {
+    assert.equal(bootstrapTokenJoinMargin({ bootstrapTokenTtlMinutes: 60 }), 20);
+    assert.equal(bootstrapTokenJoinMargin({ bootstrapTokenTtlMinutes: 10 }), 5);
+    assert.equal(bootstrapTokenJoinMargin({ bootstrapTokenTtlMinutes: 60, bootstrapTokenJoinMarginMinutes: 45 }), 45);
+    const spec = parseFleetSpec(rawFleetConfig({ cluster: clusterConfig({ bootstrapTokenTtlMinutes: 10 }) }));
+    assert.equal(spec.cluster.bootstrapTokenJoinMarginMinutes, undefined, "a short TTL alone is valid");
   });
 
   it("refuses a join margin that is not below the token lifetime, naming the field", () => {

@@ -6,7 +6,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import { Fleet, type FleetArgs } from "../components";
 import { type FleetSpec, FleetSpecError, parseFleetSpec } from "../components/fleet/fleetSpec";
-import { type HcloudNodeOutputValues, currentHcloudServers } from "../components/hcloud/hcloudNodePool";
+import { type CurrentHcloudServer, type HcloudNodeOutputValues, currentHcloudServers } from "../components/hcloud/hcloudNodePool";
 import { readyClusterNodeNames } from "../components/kubernetes/nodeReadiness";
 
 export const FLEET_CONFIG_KEYS = ["nodefleet:cluster", "nodefleet:network", "nodefleet:firewall", "nodefleet:pools"] as const;
@@ -47,9 +47,13 @@ async function currentServersOf(spec: FleetSpec, previousNodes: unknown): Promis
     spec.cluster.kubeconfig === undefined
       ? new Set(nodes.map((n) => n.nodeName))
       : await readyClusterNodeNames(spec.cluster.kubeconfig, spec.cluster.id);
-  return Object.fromEntries(
-    spec.pools.filter((p) => p.provider === "hcloud" && p.mode === "static").map((p) => [p.name, currentHcloudServers(nodes, p.name, ready)]),
-  );
+  const current: Record<string, CurrentHcloudServer[]> = {};
+  for (const pool of spec.pools) {
+    if (pool.provider !== "hcloud" || pool.mode !== "static") continue;
+    const servers = currentHcloudServers(nodes, pool.name, ready);
+    if (servers) current[pool.name] = servers;
+  }
+  return current;
 }
 
 export async function runProgram(args: RunProgramOptions = {}): Promise<Record<string, unknown>> {

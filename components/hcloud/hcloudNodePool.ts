@@ -118,27 +118,31 @@ export interface HcloudNodeOutput extends NodeOutput {
  */
 export const RETAINED_SERVER_IGNORED_INPUTS = ["userData", "image", "serverType", "sshKeys", "location"] as const;
 
-/** The previous run's node outputs of one pool plus Node readiness: what the next run's `current` is. */
+/**
+ * The previous run's node outputs of one pool plus Node readiness: what the next run's `current` is.
+ * Undefined when a node of the pool was recorded by a nodefleet without rollouts (no spread group):
+ * that run declares the pool as before and records what the next one needs.
+ */
 export function currentHcloudServers(
   previousNodes: ReadonlyArray<
-    Partial<Pick<HcloudNodeOutputValues, "bootstrapTokenSecret">> &
-      Pick<HcloudNodeOutputValues, "pool" | "nodeId" | "generation" | "spreadGroup" | "deleteProtection" | "serverType" | "location" | "nodeName">
+    Partial<Pick<HcloudNodeOutputValues, "bootstrapTokenSecret" | "spreadGroup" | "generation" | "deleteProtection">> &
+      Pick<HcloudNodeOutputValues, "pool" | "nodeId" | "serverType" | "location" | "nodeName">
   >,
   pool: string,
   readyNodeNames: ReadonlySet<string>,
-): CurrentHcloudServer[] {
-  return previousNodes
-    .filter((n) => n.pool === pool && typeof n.generation === "string" && Number.isInteger(n.spreadGroup))
-    .map((n) => ({
-      nodeId: n.nodeId,
-      generation: n.generation,
-      ready: readyNodeNames.has(n.nodeName),
-      spreadGroup: n.spreadGroup,
-      deleteProtection: n.deleteProtection === true,
-      serverType: n.serverType,
-      location: n.location,
-      ...(n.bootstrapTokenSecret === "random-password" ? { bootstrapTokenSecret: "random-password" as const } : {}),
-    }));
+): CurrentHcloudServer[] | undefined {
+  const nodes = previousNodes.filter((n) => n.pool === pool);
+  if (nodes.some((n) => typeof n.generation !== "string" || !Number.isInteger(n.spreadGroup))) return undefined;
+  return nodes.map((n) => ({
+    nodeId: n.nodeId,
+    generation: n.generation as string,
+    ready: readyNodeNames.has(n.nodeName),
+    spreadGroup: n.spreadGroup as number,
+    deleteProtection: n.deleteProtection === true,
+    serverType: n.serverType,
+    location: n.location,
+    ...(n.bootstrapTokenSecret === "random-password" ? { bootstrapTokenSecret: "random-password" as const } : {}),
+  }));
 }
 
 /** An HcloudNodeOutput as it appears in the stack's outputs (Outputs resolved). */

@@ -4,6 +4,8 @@
  * which of their Nodes are Ready, exactly what a real `pulumi up` sequence hands the program.
  */
 import { strict as assert } from "node:assert";
+import * as http from "node:http";
+import type { AddressInfo } from "node:net";
 import type { MockRunResult } from "../../automation/mocks/runUnderMocks";
 import { runUnderMocks } from "../../automation/mocks/runUnderMocks";
 import { resolveSecrets } from "../../automation/mocks/secretValues";
@@ -43,7 +45,9 @@ const summaryOf = (run: Run) => (run.outputs.rollout as HcloudPoolRolloutSummary
 /** The next run's view: every server this run declared, Ready when `ready` says so. */
 function after(run: Run, ready: (nodeName: string) => boolean): CurrentHcloudServer[] {
   const nodes = nodesOf(run);
-  return currentHcloudServers(nodes, POOL, new Set(nodes.map((n) => n.nodeName).filter(ready)));
+  const current = currentHcloudServers(nodes, POOL, new Set(nodes.map((n) => n.nodeName).filter(ready)));
+  assert.ok(current, "every node records what the next run needs");
+  return current;
 }
 
 function assertGroupsWithinLimit(run: Run, current: readonly CurrentHcloudServer[]) {
@@ -124,6 +128,71 @@ describe("HcloudNodePool rolling a fleet-wide change across runs (mock runtime)"
     const next = await up("v1.34.1+k0s.0", after(surge, (n) => n !== created), { replicas: 2 });
     assert.ok(next.resources.some((r) => r.name === `${created}-token-password`), "a booting server keeps its token");
     assert.ok(next.resources.some((r) => r.name === `${created}-token-secret-object`), "and its Secret until its Node registers");
+  });
+
+  it("declares a pool recorded by a nodefleet without rollouts as before, once, instead of guessing its servers", async () => {
+    const first = await up("v1.33.4+k0s.0", undefined, { replicas: 2 });
+    const legacy = nodesOf(first).map(({ spreadGroup: _group, deleteProtection: _protection, bootstrapTokenSecret: _secret, ...rest }) => rest);
+    assert.equal(currentHcloudServers(legacy, POOL, new Set()), undefined);
+    // A stand-in API server on 127.0.0.1 that refuses the Node list: the run fails, clearly, naming the cluster.
+    const api = http.createServer((_req, res) => res.writeHead(403, { "content-type": "application/json" }).end('{"message":"nodes is forbidden"}'));
+    await new Promise<void>((resolve) => api.listen(0, "127.0.0.1", resolve));
+    try {
+      const server = `http://127.0.0.1:${(api.address() as AddressInfo).port}`;
+      const run = await runUnderMocks({
+        stack: "test",
+        config: rawFleetConfig({ cluster: clusterConfig({ kubeconfig: tokenKubeconfig("t0ken", server) }), pools: [hcloudStaticPoolConfig({ replicas: 2 })] }),
+        secretKeys: ["nodefleet:cluster"],
+        program: () => runProgram({ previousNodes: legacy }).catch((e: unknown) => ({ error: String(e) })),
+      });
+      assert.match(String(run.outputs.error), /listing the Nodes of cluster example failed: HTTP 403: nodes is forbidden/);
+      assert.doesNotMatch(String(run.outputs.error), /t0ken/);
+      assert.equal(run.resources.length, 0, "nothing declared");
+    } finally {
+      await new Promise((resolve) => api.close(resolve));
+    }
+    const simulated = await runUnderMocks({
+      stack: "test",
+      config: rawFleetConfig({ pools: [hcloudStaticPoolConfig({ replicas: 2 })] }),
+      program: () => runProgram({ previousNodes: legacy, allowMissingKubeconfig: true }),
+    });
+    assert.deepEqual(servers(simulated).map((s) => s.name), servers(first).map((s) => s.name), "same servers, nothing rolled or renamed");
+    assert.ok(simulated.resources.some((r) => r.name.endsWith("-token-secret")), "the existing tokens keep their resources");
+    assert.ok(!simulated.resources.some((r) => r.name.endsWith("-token-password")));
+  });
+
+  it("rolls from the previous nodes output and the cluster's Ready Nodes (runProgram({ previousNodes }))", async () => {
+    let readyNames: string[] = [];
+    const api = http.createServer((req, res) => {
+      const ok = req.url === `/api/v1/nodes?labelSelector=${encodeURIComponent("nodefleet.io/cluster=example")}` && req.headers.authorization === "Bearer t0ken";
+      res.writeHead(ok ? 200 : 404, { "content-type": "application/json" }).end(
+        JSON.stringify({ items: readyNames.map((name) => ({ metadata: { name }, status: { conditions: [{ type: "Ready", status: "True" }] } })) }),
+      );
+    });
+    await new Promise<void>((resolve) => api.listen(0, "127.0.0.1", resolve));
+    try {
+      const kubeconfig = tokenKubeconfig("t0ken", `http://127.0.0.1:${(api.address() as AddressInfo).port}`);
+      const run = (k0sVersion: string, previousNodes?: unknown) =>
+        runUnderMocks({
+          stack: "test",
+          config: rawFleetConfig({ cluster: clusterConfig({ k0sVersion, kubeconfig }), pools: [hcloudStaticPoolConfig({ replicas: 3 })] }),
+          secretKeys: ["nodefleet:cluster"],
+          program: () => runProgram(previousNodes === undefined ? {} : { previousNodes }),
+        });
+      const first = await run("v1.33.4+k0s.0");
+      readyNames = nodesOf(first).map((n) => n.nodeName);
+      const surge = await run("v1.34.1+k0s.0", first.outputs.nodes);
+      assert.deepEqual(summaryOf(surge).replacing, ["hel1-general-0"]);
+      assert.equal(servers(surge).length, 4);
+      // The new Node has not registered: the next run waits; once it is Ready, the old server goes.
+      const waiting = await run("v1.34.1+k0s.0", surge.outputs.nodes);
+      assert.deepEqual([summaryOf(waiting).removing, summaryOf(waiting).waiting], [[], "maxSurge 1 reached"]);
+      readyNames = nodesOf(surge).map((n) => n.nodeName);
+      const removing = await run("v1.34.1+k0s.0", surge.outputs.nodes);
+      assert.deepEqual(summaryOf(removing).removing, nodesOf(first).filter((n) => n.nodeId === "hel1-general-0").map((n) => n.serverName));
+    } finally {
+      await new Promise((resolve) => api.close(resolve));
+    }
   });
 
   it("waits while the replacement is not Ready, and drains nothing", async () => {

@@ -77,6 +77,7 @@ export class Fleet extends pulumi.ComponentResource {
               privateSubnet: args.spec.network.subnet,
               firewallIds: [this.firewallId],
               rollout: pool.rollout,
+              drainTimeoutSeconds: pool.rollout.drainTimeoutSeconds,
               ...(args.currentHcloudServers?.[pool.name] ? { current: args.currentHcloudServers[pool.name] } : {}),
               // The network holds every static hcloud pool's servers (autoscaled ones are the API's to count).
               serversOutsidePool: Object.entries(args.currentHcloudServers ?? {}).filter(([other]) => other !== pool.name).reduce((n, [, servers]) => n + servers.length, 0),

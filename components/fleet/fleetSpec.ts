@@ -12,7 +12,7 @@ import {
 import { GENERATION_SUFFIX_LENGTH, MAX_SERVER_NAME_LENGTH } from "./generationSuffix";
 import { isKubeletRestrictedLabel } from "./kubeletLabels";
 import { hostnameFor, staticNodeIds } from "./naming";
-import { DEFAULT_ROLLOUT } from "./rolloutPlan";
+import { DEFAULT_DRAIN_TIMEOUT_SECONDS, DEFAULT_ROLLOUT } from "./rolloutPlan";
 
 /** An RFC 1123 label: cluster ids, pool and node names, hostnames (length is checked separately). */
 export const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
@@ -253,11 +253,19 @@ const rolloutCount = (field: string) =>
  * How a fleet-wide change rolls through a static Hetzner Cloud pool (fleet/rolloutPlan.ts): at most
  * `maxSurge` servers above the member count (default 1) and at most `maxUnavailable` members without
  * a Ready server (default 0), like a MachineDeployment; each `pulumi up` moves the rollout one step.
+ * A departing server is drained for at most `drainTimeoutSeconds` (default 600).
  */
 export const rolloutSchema = z
   .strictObject({
     maxSurge: rolloutCount("maxSurge").default(DEFAULT_ROLLOUT.maxSurge),
     maxUnavailable: rolloutCount("maxUnavailable").default(DEFAULT_ROLLOUT.maxUnavailable),
+    /** Seconds a departing server's drain may take (evictions a PodDisruptionBudget refuses are retried) before the run fails and keeps the server. Default 600. */
+    drainTimeoutSeconds: z
+      .number()
+      .int({ error: "drainTimeoutSeconds must be a whole number of seconds" })
+      .min(1, { error: "drainTimeoutSeconds must be at least 1" })
+      .max(3600, { error: "drainTimeoutSeconds must be at most 3600" })
+      .default(DEFAULT_DRAIN_TIMEOUT_SECONDS),
   })
   .refine((r) => r.maxSurge + r.maxUnavailable > 0, { error: "maxSurge and maxUnavailable cannot both be 0 (no member could ever be replaced)" });
 
@@ -267,7 +275,7 @@ export const hcloudStaticPoolSchema = z
     mode: z.literal("static"),
     replicas: replicas.optional(),
     nodes: nodeNames.optional(),
-    rollout: rolloutSchema.default(() => ({ ...DEFAULT_ROLLOUT })),
+    rollout: rolloutSchema.default(() => ({ ...DEFAULT_ROLLOUT, drainTimeoutSeconds: DEFAULT_DRAIN_TIMEOUT_SECONDS })),
   });
 
 export const poolLimitsSchema = z.strictObject({

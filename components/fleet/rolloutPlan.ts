@@ -20,6 +20,9 @@ export interface RolloutSettings {
   readonly maxUnavailable: number;
 }
 
+/** Default seconds a departing server's drain may take before the run fails (the pool's `rollout.drainTimeoutSeconds`). */
+export const DEFAULT_DRAIN_TIMEOUT_SECONDS = 600;
+
 /** MachineDeployment's safe default: one replacement at a time, never a member down. */
 export const DEFAULT_ROLLOUT: RolloutSettings = { maxSurge: 1, maxUnavailable: 0 };
 

@@ -62,7 +62,9 @@ export interface HcloudNodePoolArgs {
    * The pool's servers at the start of this run: the previous run's `nodes` (generation, spread group,
    * delete protection) with each Node's readiness from the cluster (see `currentHcloudServers`).
    * Default none: every member is created at its wanted generation, as for a new pool (a member whose
-   * server runs under another generation is then replaced all at once; give the servers to roll).
+   * server runs under another generation is then replaced all at once; give the servers to roll), and
+   * bootstrap tokens keep their old behaviour. With it, a server to create gets a token renewed within
+   * the join margin, a running one keeps its token, and a registered Node's token Secret is deleted.
    */
   readonly current?: readonly CurrentHcloudServer[];
   /** Servers on the same Hetzner network that are not this pool's (the network holds 100). Default 0. */
@@ -83,6 +85,7 @@ export interface HcloudNodePoolArgs {
 export interface CurrentHcloudServer extends CurrentRolloutServer {
   /** Its server type (kept while it runs; the new generation brings the new one). */
   readonly serverType: string;
+  /** Its location (a running server never moves). */
   readonly location: string;
   /** Where its bootstrap token secret comes from, as recorded. Default `random-string` (servers created before it was recorded). */
   readonly bootstrapTokenSecret?: BootstrapTokenSecretSource;

@@ -11,10 +11,8 @@
  * itself is deleted afterwards by its KubernetesNodeRemoval (kubernetesNodeRemoval.ts).
  */
 import * as pulumi from "@pulumi/pulumi";
+import { DEFAULT_DRAIN_TIMEOUT_SECONDS } from "../fleet/rolloutPlan";
 import { type KubernetesCredentials, kubernetesApiRequest, secretCredentialsJson } from "./kubernetesApiClient";
-
-/** Default time a drain may take before it fails (evictions refused by a budget are retried until then). */
-export const DEFAULT_DRAIN_TIMEOUT_SECONDS = 600;
 
 interface PodItem {
   metadata?: {

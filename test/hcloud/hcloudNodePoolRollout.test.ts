@@ -241,5 +241,17 @@ describe("HcloudNodePool rolling a fleet-wide change across runs (mock runtime)"
     });
     assert.match(String((error as Error)?.message), /nodefleet:pools\[0\]\.rollout: maxSurge and maxUnavailable cannot both be 0/);
     assert.equal(run.resources.length, 0);
+    const tooShort = await runUnderMocks({
+      stack: "test",
+      config: config("v1.33.4+k0s.0", { rollout: { drainTimeoutSeconds: 0 } }),
+      program: () => runProgram({ allowMissingKubeconfig: true }).catch((e: unknown) => ({ error: String(e) })),
+    });
+    assert.match(String(tooShort.outputs.error), /nodefleet:pools\[0\]\.rollout\.drainTimeoutSeconds: drainTimeoutSeconds must be at least 1/);
+  });
+
+  it("drains departing servers for the pool's drainTimeoutSeconds (default 600)", async () => {
+    const timeouts = (run: Run) => [...new Set(run.resources.filter((r) => r.type === DRAIN).map((r) => r.inputs.timeoutSeconds))];
+    assert.deepEqual(timeouts(await up("v1.33.4+k0s.0", undefined, { replicas: 2 })), [600]);
+    assert.deepEqual(timeouts(await up("v1.33.4+k0s.0", undefined, { replicas: 2, rollout: { drainTimeoutSeconds: 120 } })), [120]);
   });
 });

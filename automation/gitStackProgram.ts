@@ -5,10 +5,14 @@
 import * as path from "node:path";
 import type { ProgramReference } from "./engine/stackEngine";
 
-export function gitStackProgram(options: { allowMissingKubeconfig: boolean }): ProgramReference {
+/** `previousNodes`: the stack's last `nodes` output, so that static pools roll changes step by step (stacks/fleetProgram.ts). */
+export function gitStackProgram(options: { allowMissingKubeconfig: boolean; previousNodes?: unknown }): ProgramReference {
   return {
     module: path.resolve(__dirname, "..", "stacks", "fleetProgram.js"),
-    args: { allowMissingKubeconfig: options.allowMissingKubeconfig },
+    args: {
+      allowMissingKubeconfig: options.allowMissingKubeconfig,
+      ...(options.previousNodes !== undefined ? { previousNodes: options.previousNodes } : {}),
+    },
   };
 }
 

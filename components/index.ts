@@ -13,7 +13,7 @@ import { ClusterFirewall } from "./hcloud/clusterFirewall";
 import { ClusterNetwork } from "./hcloud/clusterNetwork";
 import type { FleetSpec } from "./fleet/fleetSpec";
 import { type ElasticMetalNodeOutput, ElasticMetalNodePool } from "./scaleway/elasticMetalNodePool";
-import { type HcloudNodeOutput, HcloudNodePool } from "./hcloud/hcloudNodePool";
+import { type CurrentHcloudServer, type HcloudNodeOutput, type HcloudPoolRolloutSummary, HcloudNodePool } from "./hcloud/hcloudNodePool";
 import { type RobotNodeOutput, RobotNodePool } from "./robot/robotNodePool";
 import { staticHcloudMembers } from "./hcloud/hcloudServerPlan";
 
@@ -25,6 +25,12 @@ export interface FleetArgs {
    * for render and simulation (mock runtime): the provider is then declared with an empty kubeconfig.
    */
   readonly kubeconfig?: pulumi.Input<string>;
+  /**
+   * Per static Hetzner Cloud pool name, its servers at the start of this run (previous `nodes`
+   * output plus Node readiness, see hcloud/hcloudNodePool.ts `currentHcloudServers`): what the
+   * rollout of a fleet-wide change starts from. Default none: pools are declared as new.
+   */
+  readonly currentHcloudServers?: Readonly<Record<string, readonly CurrentHcloudServer[]>>;
 }
 
 export class Fleet extends pulumi.ComponentResource {
@@ -38,6 +44,8 @@ export class Fleet extends pulumi.ComponentResource {
   readonly nodes: pulumi.Output<pulumi.Unwrap<HcloudNodeOutput | ElasticMetalNodeOutput | RobotNodeOutput>[]>;
   readonly networkId: pulumi.Output<number>;
   readonly firewallId: pulumi.Output<number>;
+  /** Each static Hetzner Cloud pool's rollout step of this run. */
+  readonly rollout: HcloudPoolRolloutSummary[];
 
   constructor(name: string, args: FleetArgs, opts?: pulumi.ComponentResourceOptions) {
     super("nodefleet:index:Fleet", name, {}, opts);
@@ -68,6 +76,11 @@ export class Fleet extends pulumi.ComponentResource {
               subnet: this.network.subnet,
               privateSubnet: args.spec.network.subnet,
               firewallIds: [this.firewallId],
+              rollout: pool.rollout,
+              drainTimeoutSeconds: pool.rollout.drainTimeoutSeconds,
+              ...(args.currentHcloudServers?.[pool.name] ? { current: args.currentHcloudServers[pool.name] } : {}),
+              // The network holds every static hcloud pool's servers (autoscaled ones are the API's to count).
+              serversOutsidePool: Object.entries(args.currentHcloudServers ?? {}).filter(([other]) => other !== pool.name).reduce((n, [, servers]) => n + servers.length, 0),
               ...credentials,
             },
             poolOptions,
@@ -92,6 +105,7 @@ export class Fleet extends pulumi.ComponentResource {
       ...this.elasticMetalPools.flatMap((p) => p.nodes),
       ...this.robotPools.flatMap((p) => p.nodes),
     ]) as pulumi.Output<pulumi.Unwrap<HcloudNodeOutput | ElasticMetalNodeOutput | RobotNodeOutput>[]>;
-    this.registerOutputs({ nodes: this.nodes, networkId: this.networkId, firewallId: this.firewallId });
+    this.rollout = this.hcloudPools.map((p) => p.rolloutSummary);
+    this.registerOutputs({ nodes: this.nodes, networkId: this.networkId, firewallId: this.firewallId, rollout: this.rollout });
   }
 }

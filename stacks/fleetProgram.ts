@@ -4,8 +4,10 @@
  * the automation engine (inline program), render and the simulated engine (mock runtime).
  */
 import * as pulumi from "@pulumi/pulumi";
-import { Fleet } from "../components";
-import { FleetSpecError, parseFleetSpec } from "../components/fleet/fleetSpec";
+import { Fleet, type FleetArgs } from "../components";
+import { type FleetSpec, FleetSpecError, parseFleetSpec } from "../components/fleet/fleetSpec";
+import { type CurrentHcloudServer, type HcloudNodeOutputValues, currentHcloudServers } from "../components/hcloud/hcloudNodePool";
+import { readyClusterNodeNames } from "../components/kubernetes/nodeReadiness";
 
 export const FLEET_CONFIG_KEYS = ["nodefleet:cluster", "nodefleet:network", "nodefleet:firewall", "nodefleet:pools"] as const;
 
@@ -27,6 +29,31 @@ export function readRawFleetConfig(): Record<string, unknown> {
 export interface RunProgramOptions {
   /** Declare the fleet without a kubeconfig (render, simulation). Default false: a missing kubeconfig is an error. */
   readonly allowMissingKubeconfig?: boolean;
+  /** Per static Hetzner Cloud pool, its servers at the start of the run (see FleetArgs.currentHcloudServers). Overrides `previousNodes`. */
+  readonly currentHcloudServers?: FleetArgs["currentHcloudServers"];
+  /**
+   * The stack's `nodes` output of the previous run, which the engine passes in: with it, static
+   * Hetzner Cloud pools roll a fleet-wide change step by step (each Node's readiness is read from
+   * the cluster; without a kubeconfig, in simulation, every previous server counts as Ready).
+   * Default none: pools are declared as new.
+   */
+  readonly previousNodes?: unknown;
+}
+
+/** Per static Hetzner Cloud pool, its servers at the start of this run, from the previous `nodes` and the cluster's Ready Nodes. */
+async function currentServersOf(spec: FleetSpec, previousNodes: unknown): Promise<NonNullable<FleetArgs["currentHcloudServers"]>> {
+  const nodes = (Array.isArray(previousNodes) ? previousNodes : []) as HcloudNodeOutputValues[];
+  const ready =
+    spec.cluster.kubeconfig === undefined
+      ? new Set(nodes.map((n) => n.nodeName))
+      : await readyClusterNodeNames(spec.cluster.kubeconfig, spec.cluster.id);
+  const current: Record<string, CurrentHcloudServer[]> = {};
+  for (const pool of spec.pools) {
+    if (pool.provider !== "hcloud" || pool.mode !== "static") continue;
+    const servers = currentHcloudServers(nodes, pool.name, ready);
+    if (servers) current[pool.name] = servers;
+  }
+  return current;
 }
 
 export async function runProgram(args: RunProgramOptions = {}): Promise<Record<string, unknown>> {
@@ -37,11 +64,13 @@ export async function runProgram(args: RunProgramOptions = {}): Promise<Record<s
     ]);
   }
   const kubeconfig = spec.cluster.kubeconfig === undefined ? undefined : pulumi.secret(spec.cluster.kubeconfig);
-  const fleet = new Fleet(spec.cluster.id, { spec, kubeconfig });
+  const current = args.currentHcloudServers ?? (args.previousNodes !== undefined ? await currentServersOf(spec, args.previousNodes) : undefined);
+  const fleet = new Fleet(spec.cluster.id, { spec, kubeconfig, ...(current ? { currentHcloudServers: current } : {}) });
   return {
     clusterId: spec.cluster.id,
     nodes: fleet.nodes,
     networkId: fleet.networkId,
     firewallId: fleet.firewallId,
+    rollout: fleet.rollout,
   };
 }

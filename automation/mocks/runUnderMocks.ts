@@ -24,6 +24,31 @@ export interface RecordedCall {
   readonly inputs: Record<string, unknown>;
 }
 
+/** What the mock runtime tells `newResource`, plus the resource's `ignoreChanges` (which it leaves out). */
+export type MockResourceArgsWithOptions = pulumi.runtime.MockResourceArgs & { readonly ignoreChanges?: readonly string[] };
+
+interface RegisterRequest {
+  getType(): string;
+  getName(): string;
+  getIgnorechangesList?(): string[];
+}
+
+/**
+ * Pulumi's mock monitor does not hand `ignoreChanges` to the mocks; the simulated engine needs it to
+ * step like the real engine (which keeps the state's value of an ignored input). Records it per
+ * `type::name` as each registration arrives, before the mocks are asked.
+ */
+function recordIgnoreChanges(into: Map<string, readonly string[]>): void {
+  const monitor = pulumi.runtime.getMonitor() as unknown as { registerResource?: (req: RegisterRequest, cb: unknown) => unknown } | undefined;
+  const original = monitor?.registerResource;
+  if (!monitor || typeof original !== "function") return;
+  monitor.registerResource = (req: RegisterRequest, cb: unknown) => {
+    const ignored = req.getIgnorechangesList?.() ?? [];
+    if (ignored.length > 0) into.set(`${req.getType()}::${req.getName()}`, ignored);
+    return original.call(monitor, req, cb);
+  };
+}
+
 export interface MockRunOptions<T> {
   readonly project?: string;
   readonly stack: string;
@@ -31,7 +56,7 @@ export interface MockRunOptions<T> {
   readonly config?: Readonly<Record<string, unknown>>;
   readonly secretKeys?: readonly string[];
   /** Provider behaviour; defaults to deterministic outputs, Scaleway look-up answers (scalewayLookups.ts) and echoing other calls. */
-  readonly newResource?: (args: pulumi.runtime.MockResourceArgs) => { id: string | undefined; state: Record<string, unknown> };
+  readonly newResource?: (args: MockResourceArgsWithOptions) => { id: string | undefined; state: Record<string, unknown> };
   readonly call?: (args: pulumi.runtime.MockCallArgs) => Record<string, unknown>;
   readonly program: () => T | Promise<T>;
   /** Keep every registered resource and call in the result. Default true; false saves memory for large runs. */
@@ -75,10 +100,12 @@ export async function runUnderMocks<T>(options: MockRunOptions<T>): Promise<Mock
   const resources: RecordedResource[] = [];
   const calls: RecordedCall[] = [];
   const newResource = options.newResource ?? deterministicOutputs;
+  const ignoreChanges = new Map<string, readonly string[]>();
   await pulumi.runtime.setMocks(
     {
       newResource(args) {
-        const result = newResource(args);
+        const ignored = ignoreChanges.get(`${args.type}::${args.name}`);
+        const result = newResource(ignored ? { ...args, ignoreChanges: ignored } : args);
         if (options.record !== false) {
           resources.push({
             type: args.type,
@@ -101,6 +128,7 @@ export async function runUnderMocks<T>(options: MockRunOptions<T>): Promise<Mock
     options.stack,
     false,
   );
+  recordIgnoreChanges(ignoreChanges);
   pulumi.runtime.setAllConfig(configStrings(options.config ?? {}), [...(options.secretKeys ?? [])]);
   const returned = await options.program();
   const outputs = await resolveOutput(returned as pulumi.Input<T>);

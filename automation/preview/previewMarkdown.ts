@@ -3,7 +3,7 @@
  * PreviewReport. The hidden marker lets the workflow find and update its own comment; the size
  * cap keeps the comment under GitHub's 65,536-character body limit with room to spare.
  */
-import type { NodeReplacement, PoolRow, PreviewReport, StackPreview, StepRow } from "./stackPreview";
+import type { NodeReplacement, PoolRollout, PoolRow, PreviewReport, StackPreview, StepRow } from "./stackPreview";
 
 /** Hidden in the rendered comment; the workflow looks for it to update the comment in place. */
 export const PREVIEW_MARKER = "<!-- nodefleet-preview -->";
@@ -78,6 +78,15 @@ function replacementLine(r: NodeReplacement): string {
   return `- ${code(r.node)} (pool ${code(r.pool)}): new server ${code(r.newName)} replaces ${code(r.oldName)}, ${reason(r)}; the new one is created before the old one is deleted`;
 }
 
+function rolloutLines(r: PoolRollout): string[] {
+  const lines = [`- pool ${code(r.pool)}: ${plural(r.remaining, "member")} still to replace after this run`];
+  if (r.replacing.length > 0) lines.push(`  - replacing now (new server created beside the old one): ${r.replacing.map(code).join(", ")}`);
+  if (r.removing.length > 0) lines.push(`  - drained and deleted (replacement Ready): ${r.removing.map(code).join(", ")}`);
+  if (r.unprotecting.length > 0) lines.push(`  - delete protection lifted, deleted by the next run: ${r.unprotecting.map(code).join(", ")}`);
+  if (r.waiting) lines.push(`  - waiting: ${r.waiting}`);
+  return lines;
+}
+
 function keysCell(step: StepRow): string {
   const forcing = new Set(step.replaceKeys);
   const keys = [...step.replaceKeys, ...step.keys.filter((k) => !forcing.has(k))];
@@ -116,6 +125,9 @@ function stackSection(stack: StackPreview): string[] {
   lines.push(summaryLine(stack), "", "### Nodes per pool", "", ...poolTable(stack.pools), "");
   if (stack.replacements.length > 0) {
     lines.push("### Servers replaced", "", ...stack.replacements.map(replacementLine), "");
+  }
+  if (stack.rollouts.length > 0) {
+    lines.push("### Rolling replacement", "", ...stack.rollouts.flatMap(rolloutLines), "");
   }
   lines.push("### Steps", "", ...stepTable(stack.steps), "");
   if (stack.summary.same > 0) lines.push(`${plural(stack.summary.same, "unchanged resource")} not listed.`, "");

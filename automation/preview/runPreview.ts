@@ -80,15 +80,26 @@ function knownSecrets(): string[] {
   return SECRET_ENV_VARS.map((name) => process.env[name]).filter((v): v is string => typeof v === "string" && v.length > 0);
 }
 
-function definition(stack: string, file: StackConfigFile, engine: EngineKind): StackDefinition {
+function definition(stack: string, file: StackConfigFile, engine: EngineKind, previousNodes?: unknown): StackDefinition {
   return {
     stackName: stack,
     // Simulation runs without a kubeconfig; a real preview needs it to plan the token Secrets.
-    program: gitStackProgram({ allowMissingKubeconfig: engine === "simulated" }),
+    // The previous nodes let static pools show this run's rollout step instead of replacing every member.
+    program: gitStackProgram({ allowMissingKubeconfig: engine === "simulated", ...(previousNodes !== undefined ? { previousNodes } : {}) }),
     config: file.config,
     // A real preview reads the committed stack file itself, so its secure values decrypt.
     ...(engine === "automation" ? { projectDir: path.dirname(path.dirname(file.path)) } : {}),
   };
+}
+
+/** The stack's last `nodes` output; undefined for a stack never applied (or whose outputs cannot be read). */
+async function previousNodesOf(engine: StackEngine, def: StackDefinition): Promise<unknown> {
+  try {
+    const outputs = await engine.outputs(def);
+    return Array.isArray(outputs.nodes) ? outputs.nodes : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 function message(error: unknown): string {
@@ -130,7 +141,8 @@ async function previewStack(stack: string, options: RunPreviewOptions, project: 
       engine = await options.createEngine(options.engine, options.dataDir, false);
     }
     say(`[${stack}] preview with the ${options.engine} engine${options.engine === "simulated" ? " (SIMULATED: no cloud is contacted)" : ""}`);
-    const result = await engine.preview(definition(stack, after, options.engine), {
+    const previousNodes = await previousNodesOf(engine, definition(stack, after, options.engine));
+    const result = await engine.preview(definition(stack, after, options.engine, previousNodes), {
       onStep: (step: ResourceStep, count: number) => say(`[${stack}] ${String(count).padStart(4)} ${step.op.padEnd(7)} ${step.type} ${step.name}`),
     });
     say(`[${stack}] ${result.succeeded ? "done" : "failed"}: ${Object.entries(result.summary).map(([op, n]) => `${n} ${op}`).join(", ")}`);

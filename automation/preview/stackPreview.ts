@@ -78,6 +78,38 @@ export interface StepRow {
   readonly error?: string;
 }
 
+/** A static pool's rollout step in this run, from the program's `rollout` output (hcloud/hcloudNodePool.ts). */
+export interface PoolRollout {
+  readonly pool: string;
+  /** Members whose replacement this run starts. */
+  readonly replacing: readonly string[];
+  /** Old servers this run drains and deletes. */
+  readonly removing: readonly string[];
+  /** Servers whose delete protection this run lifts (removed by the next run). */
+  readonly unprotecting: readonly string[];
+  /** Members still to finish after this run. */
+  readonly remaining: number;
+  /** Why no further member starts this run. */
+  readonly waiting?: string;
+}
+
+/** The rollouts in a run's outputs that do something or still have members to go; malformed entries are left out. */
+export function rolloutsIn(outputs: Readonly<Record<string, unknown>>): PoolRollout[] {
+  const list = Array.isArray(outputs.rollout) ? (outputs.rollout as unknown[]) : [];
+  const strings = (v: unknown) => (Array.isArray(v) ? v.filter((x): x is string => typeof x === "string") : []);
+  return list
+    .filter((r): r is Record<string, unknown> => typeof r === "object" && r !== null && typeof (r as { pool?: unknown }).pool === "string")
+    .map((r) => ({
+      pool: String(r.pool),
+      replacing: strings(r.replacing),
+      removing: strings(r.removing),
+      unprotecting: strings(r.unprotecting),
+      remaining: typeof r.remaining === "number" ? r.remaining : 0,
+      ...(typeof r.waiting === "string" ? { waiting: r.waiting } : {}),
+    }))
+    .filter((r) => r.remaining > 0 || r.replacing.length > 0 || r.removing.length > 0 || r.unprotecting.length > 0);
+}
+
 export interface StackPreview {
   readonly project: string;
   readonly stack: string;
@@ -90,6 +122,8 @@ export interface StackPreview {
   readonly summary: ChangeSummary;
   readonly pools: readonly PoolRow[];
   readonly replacements: readonly NodeReplacement[];
+  /** Static pools rolling a fleet-wide change: what this run replaces and how many members remain. */
+  readonly rollouts: readonly PoolRollout[];
   /** Every step except `same`, in engine order. */
   readonly steps: readonly StepRow[];
 }
@@ -146,6 +180,8 @@ function serverTypeBefore(step: PreviewStep, pool: string, context: PreviewConte
 }
 
 function serverTypeAfter(step: PreviewStep, pool: string, context: PreviewContext): string | undefined {
+  // An unchanged server keeps its type, also when a rollout keeps it at its old generation.
+  if (!step.serverType?.after && step.op === "same") return serverTypeBefore(step, pool, context);
   return step.serverType?.after ?? layoutType(context.after, pool);
 }
 
@@ -173,6 +209,7 @@ export function buildStackPreview(context: PreviewContext, outcome: { result: Ru
       summary: emptySummary(),
       pools: [],
       replacements: [],
+      rollouts: [],
       steps: [],
     };
   }
@@ -298,6 +335,7 @@ export function buildStackPreview(context: PreviewContext, outcome: { result: Ru
     summary: { ...emptySummary(), ...result.summary },
     pools,
     replacements,
+    rollouts: rolloutsIn(result.outputs ?? {}),
     steps: rowsOut,
   };
 }

@@ -9,6 +9,7 @@ import type * as pulumi from "@pulumi/pulumi";
 import { parseIpv4Cidr, hostAddress } from "../../components/shared/cidr";
 import { sha256Hex } from "../../components/shared/canonicalJson";
 import { computedOutputs } from "../mocks/deterministicOutputs";
+import type { MockResourceArgsWithOptions } from "../mocks/runUnderMocks";
 import { hashNumber, numericId } from "../mocks/seededValues";
 import { type MockPrivateNetwork, mockPrivateNetworkId, mockUuid, scalewayLookup } from "../mocks/scalewayLookups";
 import type { ResourceStep } from "../engine/stackEngine";
@@ -100,15 +101,21 @@ export class SimulatedProvider {
     return `urn:pulumi:${this.ctx.stack}::${this.ctx.project}::${type}::${name}`;
   }
 
-  newResource(args: pulumi.runtime.MockResourceArgs): { id: string | undefined; state: Record<string, unknown> } {
+  newResource(args: MockResourceArgsWithOptions): { id: string | undefined; state: Record<string, unknown> } {
     const custom = args.custom !== false;
     if (args.id && custom) return this.read(args);
     const urn = this.urnOf(args.type, args.name);
     if (this.seen.has(urn)) throw new Error(`Duplicate resource URN '${urn}'; try giving it a unique name`);
     this.seen.add(urn);
+    const prev = this.ctx.state.resources.get(urn);
+    // As the real engine does: an ignored input keeps the state's value (top-level keys only).
+    const ignored = prev ? (args.ignoreChanges ?? []).filter((key) => !key.includes(".") && !key.includes("[")) : [];
     const liveInputs = asRecord(args.inputs);
     const inputs = hashSecrets(liveInputs) as Record<string, unknown>;
-    const prev = this.ctx.state.resources.get(urn);
+    for (const key of ignored) {
+      if (prev && key in prev.inputs) inputs[key] = prev.inputs[key];
+      else delete inputs[key];
+    }
     const decision = decideStep(prev && { type: prev.type, inputs: prev.inputs }, { type: args.type, inputs });
     const base: ResourceStep = {
       op: decision.op,

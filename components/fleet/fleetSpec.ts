@@ -13,6 +13,7 @@ import { GENERATION_SUFFIX_LENGTH, MAX_SERVER_NAME_LENGTH } from "./generationSu
 import { isKubeletRestrictedLabel } from "./kubeletLabels";
 import { hostnameFor, staticNodeIds } from "./naming";
 import { repeatedTaintPairs } from "./taints";
+import { DEFAULT_DRAIN_TIMEOUT_SECONDS, DEFAULT_ROLLOUT } from "./rolloutPlan";
 
 /** An RFC 1123 label: cluster ids, pool and node names, hostnames (length is checked separately). */
 export const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
@@ -127,6 +128,13 @@ export const clusterSchema = z
     controlPlaneAddresses: z.array(cidr("controlPlaneAddresses entries")).min(1, { error: "controlPlaneAddresses needs at least one CIDR" }),
     /** Bootstrap token lifetime in minutes (default 60). */
     bootstrapTokenTtlMinutes: z.number().int().min(10).max(24 * 60).default(60),
+    /**
+     * Minutes of lifetime a bootstrap token must have left when a new machine gets it: the install
+     * and join time, longer for bare metal. A token that would have less is replaced before the
+     * machine is created. Below bootstrapTokenTtlMinutes. Default 20, or half the TTL when that is less
+     * (kubernetes/bootstrapToken.ts `bootstrapTokenJoinMargin`).
+     */
+    bootstrapTokenJoinMarginMinutes: z.number().int().min(1).optional(),
     kubelet: kubeletSchema.default(() => kubeletSchema.parse({})),
     /**
      * The address a node registers as its InternalIP: `private` (default) passes the kubelet the
@@ -146,6 +154,13 @@ export const clusterSchema = z
         code: "custom",
         path: ["k0sSha256"],
         message: `k0sSha256 is required when kind is k0s: the sha256 of k0s-${cluster.k0sVersion ?? "<k0sVersion>"}-amd64 (and -arm64 if used) from that release's sha256sums.txt, so nodes verify the binary against a value you pinned; or set k0sChecksums: release to check against the release's own file`,
+      });
+    }
+    if (cluster.bootstrapTokenJoinMarginMinutes !== undefined && cluster.bootstrapTokenJoinMarginMinutes >= cluster.bootstrapTokenTtlMinutes) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["bootstrapTokenJoinMarginMinutes"],
+        message: `bootstrapTokenJoinMarginMinutes must be below bootstrapTokenTtlMinutes (${cluster.bootstrapTokenTtlMinutes})`,
       });
     }
     if (cluster.kind === "kubeadm" && !cluster.kubernetesVersion) {
@@ -262,12 +277,36 @@ const hcloudCommon = {
   deleteProtection: z.boolean().default(false),
 };
 
+const rolloutCount = (field: string) =>
+  z.number({ error: `${field} must be a whole number of 0 or more` }).int({ error: `${field} must be a whole number of 0 or more` }).min(0, { error: `${field} must be a whole number of 0 or more` });
+
+/**
+ * How a fleet-wide change rolls through a static Hetzner Cloud pool (fleet/rolloutPlan.ts): at most
+ * `maxSurge` servers above the member count (default 1) and at most `maxUnavailable` members without
+ * a Ready server (default 0), like a MachineDeployment; each `pulumi up` moves the rollout one step.
+ * A departing server is drained for at most `drainTimeoutSeconds` (default 600).
+ */
+export const rolloutSchema = z
+  .strictObject({
+    maxSurge: rolloutCount("maxSurge").default(DEFAULT_ROLLOUT.maxSurge),
+    maxUnavailable: rolloutCount("maxUnavailable").default(DEFAULT_ROLLOUT.maxUnavailable),
+    /** Seconds a departing server's drain may take (evictions a PodDisruptionBudget refuses are retried) before the run fails and keeps the server. Default 600. */
+    drainTimeoutSeconds: z
+      .number()
+      .int({ error: "drainTimeoutSeconds must be a whole number of seconds" })
+      .min(1, { error: "drainTimeoutSeconds must be at least 1" })
+      .max(3600, { error: "drainTimeoutSeconds must be at most 3600" })
+      .default(DEFAULT_DRAIN_TIMEOUT_SECONDS),
+  })
+  .refine((r) => r.maxSurge + r.maxUnavailable > 0, { error: "maxSurge and maxUnavailable cannot both be 0 (no member could ever be replaced)" });
+
 export const hcloudStaticPoolSchema = z
   .strictObject({
     ...hcloudCommon,
     mode: z.literal("static"),
     replicas: replicas.optional(),
     nodes: nodeNames.optional(),
+    rollout: rolloutSchema.default(() => ({ ...DEFAULT_ROLLOUT, drainTimeoutSeconds: DEFAULT_DRAIN_TIMEOUT_SECONDS })),
   });
 
 export const poolLimitsSchema = z.strictObject({

@@ -41,7 +41,9 @@ export interface NodeOutput extends Pick<NodeMember, "nodeId" | "hostname" | "pr
 }
 
 /** The identity part of a NodeOutput, taken from the member. */
-export function nodeOutputIdentity(member: NodeMember): Pick<NodeOutput, "nodeId" | "hostname" | "providerID" | "pool" | "serverType" | "location"> {
+export function nodeOutputIdentity(
+  member: Pick<NodeMember, "nodeId" | "hostname" | "providerID" | "pool" | "serverType" | "location">,
+): Pick<NodeOutput, "nodeId" | "hostname" | "providerID" | "pool" | "serverType" | "location"> {
   return {
     nodeId: member.nodeId,
     hostname: member.hostname,

@@ -7,11 +7,14 @@
  */
 import * as hcloud from "@pulumi/hcloud";
 import * as pulumi from "@pulumi/pulumi";
-import { nodeBootstrapToken } from "../kubernetes/bootstrapToken";
-import { type HcloudPoolCluster, type HcloudPoolMember, type HcloudPoolTemplate, planHcloudServers } from "./hcloudServerPlan";
+import { type BootstrapTokenArgs, type BootstrapTokenSecretSource, bootstrapTokenJoinMargin, nodeBootstrapToken } from "../kubernetes/bootstrapToken";
+import { type HcloudPoolCluster, type HcloudPoolMember, type HcloudPoolTemplate, type PlannedHcloudServer, planHcloudServers } from "./hcloudServerPlan";
 import { type NodeOutput, OWNERSHIP_LABELS, nodeOutputIdentity } from "../fleet/nodeMember";
 import { type KubernetesNodeRemoval, memberNodeRemoval } from "../kubernetes/kubernetesNodeRemoval";
-import { chunkIntoSpreadGroups } from "./placementGroups";
+import { type CurrentRolloutServer, DEFAULT_ROLLOUT, type RolloutPlan, type RolloutSettings, planRollout } from "../fleet/rolloutPlan";
+import { generationServerName } from "../fleet/generationSuffix";
+import { hostnameFor, providerIdFor } from "../fleet/naming";
+import { type KubernetesNodeDrain, memberNodeDrain } from "../kubernetes/kubernetesNodeDrain";
 import { assertHcloudUserDataSize } from "../bootstrap/userDataLimits";
 import { renderWorkerUserData } from "../bootstrap/workerUserData";
 
@@ -47,6 +50,45 @@ export interface HcloudNodePoolArgs {
    * Default: none (render, simulation); Nodes of removed members then stay until deleted by hand.
    */
   readonly kubeconfig?: pulumi.Input<string>;
+  /**
+   * How fast a fleet-wide change (version, image, server type, labels: anything that makes a new
+   * server generation) rolls: `maxSurge` servers above the member count, `maxUnavailable` members
+   * without a Ready server. Default `{ maxSurge: 1, maxUnavailable: 0 }` (one at a time, never a
+   * member down, like a MachineDeployment). A rollout takes several `pulumi up` runs; each moves it
+   * one step (see fleet/rolloutPlan.ts).
+   */
+  readonly rollout?: RolloutSettings;
+  /**
+   * The pool's servers at the start of this run: the previous run's `nodes` (generation, spread group,
+   * delete protection) with each Node's readiness from the cluster (see `currentHcloudServers`).
+   * Default none: every member is created at its wanted generation, as for a new pool (a member whose
+   * server runs under another generation is then replaced all at once; give the servers to roll), and
+   * bootstrap tokens keep their old behaviour. With it, a server to create gets a token renewed within
+   * the join margin, a running one keeps its token, and a registered Node's token Secret is deleted.
+   */
+  readonly current?: readonly CurrentHcloudServer[];
+  /** Servers on the same Hetzner network that are not this pool's (the network holds 100). Default 0. */
+  readonly serversOutsidePool?: number;
+  /**
+   * How long removing a server may wait for its Node's pods to be evicted (PodDisruptionBudgets can
+   * hold an eviction back) before the removal fails and stops the run. Default 600 seconds.
+   */
+  readonly drainTimeoutSeconds?: number;
+  /**
+   * The time of this run (ms since the epoch), when bootstrap tokens of servers to create are checked
+   * against `cluster.bootstrapTokenJoinMarginMinutes`. Default: now. Only used with `current`.
+   */
+  readonly now?: number;
+}
+
+/** A server of the pool at the start of a run, as the previous run reported it plus its Node's readiness. */
+export interface CurrentHcloudServer extends CurrentRolloutServer {
+  /** Its server type (kept while it runs; the new generation brings the new one). */
+  readonly serverType: string;
+  /** Its location (a running server never moves). */
+  readonly location: string;
+  /** Where its bootstrap token secret comes from, as recorded. Default `random-string` (servers created before it was recorded). */
+  readonly bootstrapTokenSecret?: BootstrapTokenSecretSource;
 }
 
 /**
@@ -64,23 +106,92 @@ export interface HcloudNodeOutput extends NodeOutput {
   readonly nodeName: string;
   /** The generation suffix (see fleet/generationSuffix.ts). */
   readonly generation: string;
+  /** The spread placement group index the server runs in (it never moves). */
+  readonly spreadGroup: number;
+  /** Hetzner delete protection as declared this run. */
+  readonly deleteProtection: boolean;
+  /** Where the server's bootstrap token secret comes from (see kubernetes/bootstrapToken.ts). */
+  readonly bootstrapTokenSecret: BootstrapTokenSecretSource;
   readonly ipv4: pulumi.Output<string>;
 }
 
 /**
+ * Replace-forcing inputs of a server kept at its old generation: the engine keeps their values from
+ * the state, so the running server is left as it is (its generation is what it was created with).
+ */
+export const RETAINED_SERVER_IGNORED_INPUTS = ["userData", "image", "serverType", "sshKeys", "location"] as const;
+
+/**
+ * The previous run's node outputs of one pool plus Node readiness: what the next run's `current` is.
+ * Undefined when a node of the pool was recorded by a nodefleet without rollouts (no spread group):
+ * that run declares the pool as before and records what the next one needs.
+ */
+export function currentHcloudServers(
+  previousNodes: ReadonlyArray<
+    Partial<Pick<HcloudNodeOutputValues, "bootstrapTokenSecret" | "spreadGroup" | "generation" | "deleteProtection">> &
+      Pick<HcloudNodeOutputValues, "pool" | "nodeId" | "serverType" | "location" | "nodeName">
+  >,
+  pool: string,
+  readyNodeNames: ReadonlySet<string>,
+): CurrentHcloudServer[] | undefined {
+  const nodes = previousNodes.filter((n) => n.pool === pool);
+  if (nodes.some((n) => typeof n.generation !== "string" || !Number.isInteger(n.spreadGroup))) return undefined;
+  return nodes.map((n) => ({
+    nodeId: n.nodeId,
+    generation: n.generation as string,
+    ready: readyNodeNames.has(n.nodeName),
+    spreadGroup: n.spreadGroup as number,
+    deleteProtection: n.deleteProtection === true,
+    serverType: n.serverType,
+    location: n.location,
+    ...(n.bootstrapTokenSecret === "random-password" ? { bootstrapTokenSecret: "random-password" as const } : {}),
+  }));
+}
+
+/** An HcloudNodeOutput as it appears in the stack's outputs (Outputs resolved). */
+export type HcloudNodeOutputValues = pulumi.Unwrap<HcloudNodeOutput>;
+
+/** What a run did to the pool's rollout: the stack output `rollout` and `nodefleet preview` report it. */
+export interface HcloudPoolRolloutSummary {
+  readonly pool: string;
+  /** Members this run starts replacing. */
+  readonly replacing: readonly string[];
+  /** Old servers this run drains and deletes (`<nodeId>-<generation>`). */
+  readonly removing: readonly string[];
+  /** Servers whose delete protection this run lifts, to be removed by the next run. */
+  readonly unprotecting: readonly string[];
+  /** Members still to finish after this run. */
+  readonly remaining: number;
+  /** Why more could not start this run. */
+  readonly waiting?: string;
+}
+
+
+/**
  * `nodefleet:hcloud:NodePool`. Bootstrap tokens create Kubernetes Secrets: give the component a
  * Kubernetes provider through `providers` (the Fleet does).
+ *
+ * Each run declares the servers the rollout planner chose (fleet/rolloutPlan.ts): members at their
+ * wanted generation, old generations still needed, and at most `maxSurge` new ones beside them.
+ * A server left out is drained (cordon, evictions within PodDisruptionBudgets) and then deleted
+ * with its Node: the drain depends on the server, the server on the Node removal, and Pulumi deletes
+ * dependents first.
  */
 export class HcloudNodePool extends pulumi.ComponentResource {
   readonly servers: hcloud.Server[] = [];
   readonly placementGroups: hcloud.PlacementGroup[] = [];
   readonly nodeRemovals: KubernetesNodeRemoval[] = [];
+  readonly nodeDrains: KubernetesNodeDrain[] = [];
   readonly nodes: HcloudNodeOutput[] = [];
+  /** This run's rollout step. */
+  readonly rollout: RolloutPlan;
+  readonly rolloutSummary: HcloudPoolRolloutSummary;
 
   constructor(name: string, args: HcloudNodePoolArgs, opts?: pulumi.ComponentResourceOptions) {
     super("nodefleet:hcloud:NodePool", name, {}, opts);
     const { cluster, pool } = args;
     const planned = planHcloudServers(cluster, pool, args.members, args.privateSubnet);
+    const current = args.current ?? [];
     const poolLabels = { [OWNERSHIP_LABELS.cluster]: cluster.id, [OWNERSHIP_LABELS.pool]: pool.name };
     const deleteProtection = pool.deleteProtection ?? false;
     const keyless = planned.filter((p) => p.sshKeys.length === 0).map((p) => p.member.hostname);
@@ -91,67 +202,193 @@ export class HcloudNodePool extends pulumi.ComponentResource {
         this,
       );
     }
+    this.rollout = planRollout(
+      planned.map((p) => ({ nodeId: p.member.nodeId, generation: p.generation, placementSlot: p.placementSlot })),
+      current,
+      args.rollout ?? DEFAULT_ROLLOUT,
+      { serversOutsidePool: args.serversOutsidePool ?? 0 },
+    );
+    const serverKey = (s: { nodeId: string; generation: string }) => `${hostnameFor(cluster, s.nodeId)}-${s.generation}`;
+    this.rolloutSummary = {
+      pool: pool.name,
+      replacing: this.rollout.replacing,
+      removing: this.rollout.removals.map(serverKey),
+      unprotecting: this.rollout.servers.filter((s) => s.unprotect).map(serverKey),
+      remaining: this.rollout.remaining,
+      ...(this.rollout.waiting ? { waiting: this.rollout.waiting } : {}),
+    };
 
-    for (const group of chunkIntoSpreadGroups(planned, (p) => p.placementSlot)) {
-      const placementGroup = new hcloud.PlacementGroup(
-        `${name}-pg-${group.index}`,
-        { name: `${cluster.id}-${pool.name}-pg-${group.index}`, type: "spread", labels: poolLabels },
+    const placementGroupIds = new Map<number, pulumi.Output<number>>();
+    const placementGroupId = (index: number) => {
+      const existing = placementGroupIds.get(index);
+      if (existing) return existing;
+      const group = new hcloud.PlacementGroup(
+        `${name}-pg-${index}`,
+        { name: `${cluster.id}-${pool.name}-pg-${index}`, type: "spread", labels: poolLabels },
         { parent: this },
       );
-      this.placementGroups.push(placementGroup);
-      const placementGroupId = placementGroup.id.apply((id) => Number(id));
+      this.placementGroups.push(group);
+      const id = group.id.apply((value) => Number(value));
+      placementGroupIds.set(index, id);
+      return id;
+    };
 
-      for (const plan of group.members) {
-        const { member, render } = plan;
-        // Named by generation: a replacement gets a fresh token, and the new server is created before the old one goes.
-        const token = nodeBootstrapToken(`${plan.serverName}-token`, plan.cluster, plan.nodeName, this);
-        // Named by generation like the Node it deletes (`<serverName>-node-removal`): a replacement
-        // deletes the old generation's Node after the old server, and removing the member deletes its Node.
-        const nodeRemoval = memberNodeRemoval(plan.nodeName, args.kubeconfig, this);
-        if (nodeRemoval) this.nodeRemovals.push(nodeRemoval);
-        const userData = pulumi.secret(
-          token.token.apply((secret) => {
-            const text = renderWorkerUserData(plan.cluster, render, secret);
-            assertHcloudUserDataSize(member.hostname, text);
-            return text;
-          }),
-        );
-        const server = new hcloud.Server(
-          plan.serverName,
-          {
-            name: plan.serverName,
-            serverType: member.serverType,
-            image: plan.image,
-            location: member.location,
-            sshKeys: [...plan.sshKeys],
-            userData,
-            labels: { ...poolLabels, [OWNERSHIP_LABELS.node]: member.nodeId },
-            firewallIds: args.firewallIds,
-            placementGroupId,
-            // aliasIps: [] avoids a detach/attach on every update (terraform-provider-hcloud #650).
-            networks: [{ networkId: args.networkId, aliasIps: [] }],
-            publicNets: [{ ipv4Enabled: true, ipv6Enabled: true }],
-            deleteProtection,
-            rebuildProtection: deleteProtection,
-          },
-          // The token Secret must exist in the cluster before the node boots and joins; the Node is
-          // deleted only after the server (dependents are deleted first).
-          { parent: this, dependsOn: [token, ...(args.subnet ? [args.subnet] : []), ...(nodeRemoval ? [nodeRemoval] : [])] },
-        );
-        this.servers.push(server);
-        this.nodes.push({
-          ...nodeOutputIdentity(member),
-          serverName: plan.serverName,
-          nodeName: plan.nodeName,
-          generation: plan.generation,
-          serverId: server.id,
-          ipv4: server.ipv4Address,
-          privateIpv4: pulumi
-            .all([server.networks, args.networkId])
-            .apply(([networks, networkId]) => (networks ?? []).find((n) => Number(n.networkId) === Number(networkId))?.ip),
-        });
+    const wanted = new Map(planned.map((p) => [p.member.nodeId, p]));
+    const now = args.now ?? Date.now();
+    for (const step of this.rollout.servers) {
+      const plan = wanted.get(step.nodeId);
+      const protectedNow = deleteProtection && !step.unprotect;
+      const running = current.find((c) => c.nodeId === step.nodeId && c.generation === step.generation);
+      // Without the current servers nothing is known about joins: tokens behave as they always did.
+      const lifecycle: Pick<BootstrapTokenArgs, "secretSource" | "phase"> =
+        args.current === undefined
+          ? {}
+          : running
+            ? { secretSource: running.bootstrapTokenSecret ?? "random-string", phase: { phase: running.ready ? "joined" : "booting" } }
+            : { secretSource: "random-password", phase: { phase: "join", joinMarginMinutes: bootstrapTokenJoinMargin(cluster), now } };
+      if (plan && plan.generation === step.generation) {
+        this.declareServer(args, plan, { spreadGroup: step.spreadGroup, deleteProtection: protectedNow }, placementGroupId(step.spreadGroup), poolLabels, lifecycle);
+      } else {
+        if (!running) throw new Error(`pool ${pool.name}: the rollout kept server ${serverKey(step)}, which is not among the current servers`);
+        this.declareRetainedServer(args, running, { deleteProtection: protectedNow }, placementGroupId(step.spreadGroup), poolLabels, lifecycle);
       }
     }
-    this.registerOutputs({ nodes: this.nodes });
+    this.registerOutputs({ nodes: this.nodes, rollout: this.rolloutSummary });
+  }
+
+  /** A server at its member's wanted generation, with its token, Node removal and drain. */
+  private declareServer(
+    args: HcloudNodePoolArgs,
+    plan: PlannedHcloudServer,
+    placement: { spreadGroup: number; deleteProtection: boolean },
+    placementGroupId: pulumi.Output<number>,
+    poolLabels: Record<string, string>,
+    lifecycle: Pick<BootstrapTokenArgs, "secretSource" | "phase">,
+  ): void {
+    const { member, render } = plan;
+    // Named by generation: a replacement gets a fresh token, and the new server is created before the old one goes.
+    const token = nodeBootstrapToken(`${plan.serverName}-token`, plan.cluster, plan.nodeName, this, lifecycle);
+    const userData = pulumi.secret(
+      token.token.apply((secret) => {
+        const text = renderWorkerUserData(plan.cluster, render, secret);
+        assertHcloudUserDataSize(member.hostname, text);
+        return text;
+      }),
+    );
+    this.declareMachine(args, {
+      serverName: plan.serverName,
+      nodeName: plan.nodeName,
+      generation: plan.generation,
+      member,
+      token,
+      inputs: { serverType: member.serverType, image: plan.image, location: member.location, sshKeys: [...plan.sshKeys], userData },
+      bootstrapTokenSecret: lifecycle.secretSource ?? "random-string",
+      placementGroupId,
+      poolLabels,
+      ...placement,
+    });
+  }
+
+  /**
+   * A running server kept at its old generation while the rollout has not reached it: its token
+   * and Node removal keep their names, and its replace-forcing inputs are left as the state has them.
+   */
+  private declareRetainedServer(
+    args: HcloudNodePoolArgs,
+    running: CurrentHcloudServer,
+    placement: { deleteProtection: boolean },
+    placementGroupId: pulumi.Output<number>,
+    poolLabels: Record<string, string>,
+    lifecycle: Pick<BootstrapTokenArgs, "secretSource" | "phase">,
+  ): void {
+    const hostname = hostnameFor(args.cluster, running.nodeId);
+    const serverName = generationServerName(hostname, running.generation);
+    const member = args.members.find((m) => m.nodeId === running.nodeId);
+    const identity = {
+      nodeId: running.nodeId,
+      hostname,
+      providerID: member?.providerID ?? providerIdFor(args.cluster, running.nodeId),
+      pool: args.pool.name,
+      serverType: running.serverType,
+      location: running.location,
+    };
+    const token = nodeBootstrapToken(`${serverName}-token`, args.cluster, serverName, this, lifecycle);
+    this.declareMachine(args, {
+      serverName,
+      nodeName: serverName,
+      generation: running.generation,
+      member: identity,
+      token,
+      inputs: { serverType: running.serverType, location: running.location },
+      bootstrapTokenSecret: lifecycle.secretSource ?? "random-string",
+      retained: true,
+      placementGroupId,
+      poolLabels,
+      spreadGroup: running.spreadGroup,
+      ...placement,
+    });
+  }
+
+  private declareMachine(
+    args: HcloudNodePoolArgs,
+    machine: {
+      serverName: string;
+      nodeName: string;
+      generation: string;
+      member: Parameters<typeof nodeOutputIdentity>[0];
+      token: pulumi.Resource;
+      inputs: Pick<hcloud.ServerArgs, "serverType" | "image" | "location" | "sshKeys" | "userData">;
+      bootstrapTokenSecret: BootstrapTokenSecretSource;
+      retained?: boolean;
+      placementGroupId: pulumi.Output<number>;
+      poolLabels: Record<string, string>;
+      spreadGroup: number;
+      deleteProtection: boolean;
+    },
+  ): void {
+    // Named by generation like the Node it deletes (`<serverName>-node-removal`): a replacement
+    // deletes the old generation's Node after the old server, and removing the member deletes its Node.
+    const nodeRemoval = memberNodeRemoval(machine.nodeName, args.kubeconfig, this);
+    if (nodeRemoval) this.nodeRemovals.push(nodeRemoval);
+    const server = new hcloud.Server(
+      machine.serverName,
+      {
+        name: machine.serverName,
+        ...machine.inputs,
+        labels: { ...machine.poolLabels, [OWNERSHIP_LABELS.node]: machine.member.nodeId },
+        firewallIds: args.firewallIds,
+        placementGroupId: machine.placementGroupId,
+        // aliasIps: [] avoids a detach/attach on every update (terraform-provider-hcloud #650).
+        networks: [{ networkId: args.networkId, aliasIps: [] }],
+        publicNets: [{ ipv4Enabled: true, ipv6Enabled: true }],
+        deleteProtection: machine.deleteProtection,
+        rebuildProtection: machine.deleteProtection,
+      },
+      // The token Secret must exist in the cluster before the node boots and joins; the Node is
+      // deleted only after the server (dependents are deleted first).
+      {
+        parent: this,
+        dependsOn: [machine.token, ...(args.subnet ? [args.subnet] : []), ...(nodeRemoval ? [nodeRemoval] : [])],
+        ...(machine.retained ? { ignoreChanges: [...RETAINED_SERVER_IGNORED_INPUTS] } : {}),
+      },
+    );
+    this.servers.push(server);
+    // Depends on the server, so it is deleted (cordon and evict) before the server is.
+    const drain = memberNodeDrain(machine.nodeName, args.kubeconfig, args.drainTimeoutSeconds, server, this);
+    if (drain) this.nodeDrains.push(drain);
+    this.nodes.push({
+      ...nodeOutputIdentity(machine.member),
+      serverName: machine.serverName,
+      nodeName: machine.nodeName,
+      generation: machine.generation,
+      spreadGroup: machine.spreadGroup,
+      deleteProtection: machine.deleteProtection,
+      bootstrapTokenSecret: machine.bootstrapTokenSecret,
+      serverId: server.id,
+      ipv4: server.ipv4Address,
+      privateIpv4: pulumi
+        .all([server.networks, args.networkId])
+        .apply(([networks, networkId]) => (networks ?? []).find((n) => Number(n.networkId) === Number(networkId))?.ip),
+    });
   }
 }

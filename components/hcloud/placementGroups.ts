@@ -3,6 +3,10 @@
  * group, and moving a running server into another group needs it powered off, so a member's group
  * must never depend on the other members: it depends only on the member's own placement slot.
  *
+ * During a rolling replacement (fleet/rolloutPlan.ts) a new server goes to its slot's group when that
+ * has room beside the old server, else to another group with room; each server records its group
+ * and keeps it for its lifetime.
+ *
  * Slots: a static pool uses the member's position (the replica index for `replicas`, the list
  * position for an explicit `nodes` list); the scaling API gives each autoscaled member the lowest
  * free slot at admission and keeps it, so removals leave holes instead of moving anyone.

@@ -99,16 +99,17 @@ export function secretCredentialsJson(kubeconfig: pulumi.Input<string>, warning:
 
 /**
  * One JSON request to the API server; 404 answers `undefined` (already gone). Errors start with
- * `<what> failed:` (default `<METHOD> <path>`) and carry the API's message, never a credential.
+ * `<what> failed:` (default `<METHOD> <path>`), carry the API's message, never a credential, and
+ * have the HTTP status as `status` (0 without an answer). `body` is sent as JSON with its content
+ * type (e.g. `application/merge-patch+json` for a PATCH).
  * Self-contained (built-ins required inside) because it runs from the serialized providers.
  */
 export async function kubernetesApiRequest(
   creds: KubernetesCredentials,
-  method: "GET" | "DELETE" | "PATCH",
+  method: "GET" | "DELETE" | "POST" | "PATCH",
   path: string,
   what?: string,
-  /** A JSON merge patch (PATCH only). */
-  body?: unknown,
+  body?: { readonly contentType: string; readonly value: unknown },
 ): Promise<unknown> {
   const url = new URL(`${creds.server.replace(/\/+$/, "")}${path}`);
   const action = what ?? `${method} ${url.pathname}`;
@@ -116,8 +117,11 @@ export async function kubernetesApiRequest(
   const transport = url.protocol === "http:" ? require("node:http") : require("node:https");
   const headers: Record<string, string> = { Accept: "application/json" };
   if (creds.token) headers.Authorization = `Bearer ${creds.token}`;
-  const payload = body === undefined ? undefined : JSON.stringify(body);
-  if (payload !== undefined) headers["Content-Type"] = "application/merge-patch+json";
+  const payload = body === undefined ? undefined : JSON.stringify(body.value);
+  if (body !== undefined && payload !== undefined) {
+    headers["Content-Type"] = body.contentType;
+    headers["Content-Length"] = String(Buffer.byteLength(payload));
+  }
   return new Promise<unknown>((resolve, reject) => {
     const request = transport.request(
       url,
@@ -130,28 +134,28 @@ export async function kubernetesApiRequest(
           : {}),
       },
       (response: import("node:http").IncomingMessage) => {
-        let body = "";
+        let text = "";
         response.setEncoding("utf8");
         response.on("data", (chunk: string) => {
-          body += chunk;
+          text += chunk;
         });
         response.on("end", () => {
           const status = response.statusCode ?? 0;
           if (status === 404) return resolve(undefined);
           let parsed: unknown;
           try {
-            parsed = body ? JSON.parse(body) : undefined;
+            parsed = text ? JSON.parse(text) : undefined;
           } catch {
             parsed = undefined;
           }
           if (status >= 200 && status < 300) return resolve(parsed);
           const reason = String((parsed as { message?: unknown } | undefined)?.message ?? "");
-          reject(new Error(`${action} failed: HTTP ${status}${reason ? `: ${reason}` : ""}`));
+          reject(Object.assign(new Error(`${action} failed: HTTP ${status}${reason ? `: ${reason}` : ""}`), { status }));
         });
       },
     );
     request.on("timeout", () => request.destroy(new Error("timed out after 30 s")));
-    request.on("error", (error: Error) => reject(new Error(`${action} failed: ${error.message}`)));
+    request.on("error", (error: Error) => reject(Object.assign(new Error(`${action} failed: ${error.message}`), { status: 0 })));
     request.end(payload);
   });
 }

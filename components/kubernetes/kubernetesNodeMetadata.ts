@@ -92,7 +92,7 @@ async function convergeNode(olds: NodeMetadataState | undefined, news: NodeMetad
     const patch = nodeMetadataPatch(node, previous, { labels: news.labels, taints: news.taints });
     if (patch === undefined) return;
     try {
-      await kubernetesApiRequest(creds, "PATCH", path, `patching the labels and taints of Kubernetes Node ${news.nodeName}`, patch);
+      await kubernetesApiRequest(creds, "PATCH", path, `patching the labels and taints of Kubernetes Node ${news.nodeName}`, { contentType: "application/merge-patch+json", value: patch });
       return;
     } catch (error) {
       conflicts += 1;

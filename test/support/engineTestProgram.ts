@@ -14,6 +14,8 @@ export interface TestMember {
   readonly userData?: string;
   /** Local mode: the stand-in server takes this long to create (a window to crash the engine in). */
   readonly createDelayMs?: number;
+  /** Declare the server and its suffix with `ignoreChanges` on user data (as a rollout keeps an old server). */
+  readonly keepUserData?: boolean;
 }
 
 export interface TestProgramArgs {
@@ -67,7 +69,13 @@ class TestMemberComponent extends pulumi.ComponentResource {
     super("enginetest:index:Member", name, {}, opts);
     const userData = args.member.userData ?? "#cloud-config\n{}\n";
     // keepers: a new user data also draws a new suffix (random resources replace on any input change).
-    const suffix = new random.RandomString(`${name}-suffix`, { length: 6, special: false, upper: false, keepers: { userData } }, { parent: this });
+    const keep = args.member.keepUserData === true;
+    const suffix = new random.RandomString(
+      `${name}-suffix`,
+      { length: 6, special: false, upper: false, keepers: { userData } },
+      { parent: this, ...(keep ? { ignoreChanges: ["keepers"] } : {}) },
+    );
+    const serverOptions = { parent: this, ...(keep ? { ignoreChanges: ["userData"] } : {}) };
     const common = {
       name: pulumi.interpolate`${args.cluster}-${args.member.name}-${suffix.result}`,
       serverType: args.member.serverType,
@@ -78,8 +86,8 @@ class TestMemberComponent extends pulumi.ComponentResource {
     };
     this.server =
       args.mode === "local"
-        ? new LocalServer(`${name}-server`, { ...common, ...(args.member.createDelayMs ? { createDelayMs: args.member.createDelayMs } : {}) }, { parent: this })
-        : new hcloud.Server(`${name}-server`, { ...common, networks: [{ networkId: args.networkId! }] }, { parent: this });
+        ? new LocalServer(`${name}-server`, { ...common, ...(args.member.createDelayMs ? { createDelayMs: args.member.createDelayMs } : {}) }, serverOptions)
+        : new hcloud.Server(`${name}-server`, { ...common, networks: [{ networkId: args.networkId! }] }, serverOptions);
     this.registerOutputs({ serverId: this.server.id });
   }
 }

@@ -35,6 +35,10 @@ const SCENARIOS: ReadonlyArray<{ name: string; members: TestMember[] }> = [
   { name: "server type change updates one", members: members(3, { 0: { userData: "#cloud-config\nruncmd: [echo v2]\n" }, 1: { serverType: "cpx31" } }) },
   { name: "scale down to two", members: members(2, { 0: { userData: "#cloud-config\nruncmd: [echo v2]\n" }, 1: { serverType: "cpx31" } }) },
   { name: "one sold-out member fails, the other is created", members: members(4, { 0: { userData: "#cloud-config\nruncmd: [echo v2]\n" }, 1: { serverType: "cpx31" }, 2: { serverType: SOLD_OUT } }) },
+  {
+    name: "an ignored user data change leaves the server as it is",
+    members: members(4, { 0: { userData: "#cloud-config\nruncmd: [echo v2]\n" }, 1: { serverType: "cpx31" }, 2: { serverType: SOLD_OUT }, 3: { userData: "#cloud-config\nruncmd: [echo v3]\n", keepUserData: true } }),
+  },
 ];
 
 interface Observed {
@@ -91,6 +95,7 @@ describe("engine differential: the simulated engine agrees with the real one", f
     assert.ok(real[4]!.steps.includes("update m1-server keys=serverType"), real[4]!.steps.join("; "));
     assert.ok(real[5]!.steps.includes("delete m2-server"), real[5]!.steps.join("; "));
     assert.ok(real[6]!.steps.some((s) => s.startsWith("create m2-server") && s.endsWith("FAILED")), real[6]!.steps.join("; "));
+    assert.ok(real[7]!.steps.includes("same m3-server") && real[7]!.steps.includes("same m3-suffix"), real[7]!.steps.join("; "));
     // The exception above, asserted: on the real engine a failed member collapses the one-map output.
     assert.equal(real.at(-1)!.succeeded, false);
   });

@@ -40,6 +40,19 @@ function childEnv(): NodeJS.ProcessEnv {
   return env;
 }
 
+/**
+ * The base ref's nodes have joined (the simulated cloud's servers count as Ready), so the run after
+ * deletes their bootstrap token Secrets, and nothing else.
+ */
+function assertOnlyJoinedTokenSecretsDeleted(stack: { steps: ReadonlyArray<{ op: string; type: string; name: string }>; summary: { delete: number } }, nodes: number): void {
+  const deletes = stack.steps.filter((s) => s.op === "delete");
+  assert.equal(stack.summary.delete, nodes);
+  for (const d of deletes) {
+    assert.equal(d.type, "kubernetes:core/v1:Secret", d.name);
+    assert.match(d.name, /^example-hel1-general-\d+-[a-z0-9]{6}-token-secret-object$/);
+  }
+}
+
 describe("nodefleet preview (as a process, simulated engine, --base-ref)", function () {
   this.timeout(180_000);
   let project: string;
@@ -89,11 +102,12 @@ describe("nodefleet preview (as a process, simulated engine, --base-ref)", funct
 
   afterEach(() => writeStack("example", exampleDocument()));
 
-  it("shows no changes when the working tree equals the base ref", () => {
+  it("shows no changes when the working tree equals the base ref, except the joined nodes' token Secrets going", () => {
     const run = preview(["example"]);
     assert.equal(run.status, 0, run.stderr);
     const stack = report(run).stacks[0];
-    assert.deepEqual([stack.summary.create, stack.summary.update, stack.summary.replace, stack.summary.delete], [0, 0, 0, 0]);
+    assert.deepEqual([stack.summary.create, stack.summary.update, stack.summary.replace], [0, 0, 0]);
+    assertOnlyJoinedTokenSecretsDeleted(stack, 3);
     assert.ok(stack.summary.same > 0);
     assert.match(run.stderr, /SIMULATED/);
   });
@@ -111,7 +125,7 @@ describe("nodefleet preview (as a process, simulated engine, --base-ref)", funct
     const stack = report(run).stacks[0];
     const extra = stack.pools.find((p) => p.pool === "nbg1-extra");
     assert.deepEqual(extra && [extra.change, extra.nodesBefore, extra.nodesAfter, extra.serverTypesAfter], ["added", 0, 2, ["cpx21"]]);
-    assert.equal(stack.summary.delete, 0);
+    assertOnlyJoinedTokenSecretsDeleted(stack, 3);
     assertPreviewGolden("e2e-add-pool", run.markdown, "the command's Markdown");
   });
 
@@ -123,23 +137,25 @@ describe("nodefleet preview (as a process, simulated engine, --base-ref)", funct
     const general = stack.pools.find((p) => p.pool === "hel1-general");
     assert.deepEqual(general && [general.nodesBefore, general.nodesAfter], [3, 5]);
     assert.deepEqual(stack.replacements, []);
-    assert.equal(stack.summary.delete, 0);
+    assertOnlyJoinedTokenSecretsDeleted(stack, 3);
     assertPreviewGolden("e2e-scale-pool", run.markdown, "the command's Markdown");
   });
 
-  it("changes a server type: each node gets a new server, forced by serverType", () => {
+  it("changes a server type: the rollout surges one new-type server and keeps the others (maxSurge 1)", () => {
     writeStack("example", withPools(editPool("hel1-general", (p) => ({ ...p, serverTypes: ["cpx41", "cpx31"] }))));
     const run = preview(["example"]);
     assert.equal(run.status, 0, run.stderr);
     const stack = report(run).stacks[0];
     const general = stack.pools.find((p) => p.pool === "hel1-general");
-    assert.deepEqual(general && [general.nodesBefore, general.nodesAfter, general.serverTypesBefore, general.serverTypesAfter], [3, 3, ["cpx31"], ["cpx41"]]);
-    assert.equal(stack.replacements.length, 3);
-    for (const r of stack.replacements) assert.deepEqual(r.forcedBy, ["serverType"]);
+    assert.deepEqual(general && [general.nodesBefore, general.nodesAfter, general.serverTypesBefore, general.serverTypesAfter], [3, 4, ["cpx31"], ["cpx31", "cpx41"]]);
+    assert.equal(stack.replacements.length, 0, "no member is replaced all at once");
+    assert.deepEqual(stack.rollouts, [{ pool: "hel1-general", replacing: ["hel1-general-0"], removing: [], unprotecting: [], remaining: 3, waiting: "maxSurge 1 reached" }]);
+    assert.ok(!stack.steps.some((s) => s.type === "hcloud:index/server:Server" && s.op !== "create"), "the old servers are left as they are");
+    assert.match(run.markdown, /### Rolling replacement[\s\S]*3 members still to replace after this run[\s\S]*replacing now .*`hel1-general-0`/);
     assertPreviewGolden("e2e-change-server-type", run.markdown, "the command's Markdown");
   });
 
-  it("changes user data (a pool label): each node gets a new server, forced by userData", () => {
+  it("changes user data (a pool label): the rollout starts with one member, the others keep their servers", () => {
     writeStack(
       "example",
       withPools(editPool("hel1-general", (p) => ({ ...p, labels: { ...(p.labels as object), "example.com/team": "web" } }))),
@@ -147,11 +163,10 @@ describe("nodefleet preview (as a process, simulated engine, --base-ref)", funct
     const run = preview(["example"]);
     assert.equal(run.status, 0, run.stderr);
     const stack = report(run).stacks[0];
-    assert.equal(stack.replacements.length, 3);
-    for (const r of stack.replacements) {
-      assert.deepEqual(r.forcedBy, ["userData"]);
-      assert.deepEqual(r.configFields, ["pool.labels"]);
-    }
+    const servers = stack.steps.filter((s) => s.type === "hcloud:index/server:Server");
+    assert.deepEqual(servers.map((s) => s.op), ["create"], "one surge server; the kept ones are unchanged");
+    assert.match(servers[0].name, /^example-hel1-general-0-[a-z0-9]{6}$/);
+    assert.deepEqual(stack.rollouts.map((r) => [r.pool, r.replacing, r.remaining]), [["hel1-general", ["hel1-general-0"], 3]]);
     assert.doesNotMatch(run.stdout + run.markdown + run.stderr, BOOTSTRAP_TOKEN_TEXT, "no bootstrap token anywhere");
     assertPreviewGolden("e2e-change-user-data", run.markdown, "the command's Markdown");
   });

@@ -1,0 +1,234 @@
+/**
+ * The rolling replacement of a static pool, as a pure function of what is wanted and what runs now,
+ * the way a Cluster API MachineDeployment rolls: each `pulumi up` moves the pool one step, creating
+ * at most `maxSurge` servers above the desired count and leaving at most `maxUnavailable` members
+ * without a Ready server; an old server goes only once its replacement is Ready (its removal drains
+ * it first, see kubernetes/kubernetesNodeRemoval.ts). Running the same inputs again gives the same
+ * plan, so a run that failed half-way is simply retried.
+ *
+ * Within one `pulumi up`, Pulumi creates every new resource before it deletes any removed one, so
+ * the servers removed in a run still count at its peak: spread-group and network limits are
+ * checked against every server present at the start plus the run's creations.
+ */
+import { HCLOUD_MAX_SERVERS_PER_NETWORK, HCLOUD_MAX_SERVERS_PER_SPREAD_GROUP } from "./hcloudLocations";
+
+/** How fast a pool rolls; see DEFAULT_ROLLOUT. */
+export interface RolloutSettings {
+  /** Servers a run may create above the pool's desired member count. */
+  readonly maxSurge: number;
+  /** Members a run may leave without a Ready server (deleting an old one before its replacement exists). */
+  readonly maxUnavailable: number;
+}
+
+/** Default seconds a departing server's drain may take before the run fails (the pool's `rollout.drainTimeoutSeconds`). */
+export const DEFAULT_DRAIN_TIMEOUT_SECONDS = 600;
+
+/** MachineDeployment's safe default: one replacement at a time, never a member down. */
+export const DEFAULT_ROLLOUT: RolloutSettings = { maxSurge: 1, maxUnavailable: 0 };
+
+/** A member as this run wants it. */
+export interface DesiredRolloutMember {
+  readonly nodeId: string;
+  /** Generation suffix of its wanted server (fleet/generationSuffix.ts). */
+  readonly generation: string;
+  /** Placement slot; its home spread group is floor(slot / group size). */
+  readonly placementSlot: number;
+}
+
+/** A server that exists at the start of this run (the previous run's state and the cluster's view). */
+export interface CurrentRolloutServer {
+  readonly nodeId: string;
+  readonly generation: string;
+  /** Its Node is registered and Ready. */
+  readonly ready: boolean;
+  /** The spread group it runs in; a running server never changes group. */
+  readonly spreadGroup: number;
+  /** Hetzner delete protection as last applied. Default false. */
+  readonly deleteProtection?: boolean;
+}
+
+export interface RolloutLimits {
+  /** Servers per spread placement group. Default Hetzner's 10. */
+  readonly spreadGroupSize?: number;
+  /** Servers per network. Default Hetzner's 100. */
+  readonly networkSize?: number;
+  /** Servers on the same network that are not this pool's. Default 0. */
+  readonly serversOutsidePool?: number;
+}
+
+/** One server this run declares. */
+export interface RolloutServer {
+  readonly nodeId: string;
+  readonly generation: string;
+  readonly spreadGroup: number;
+  /** `keep`: exists already; `create`: new this run. */
+  readonly action: "keep" | "create";
+  /**
+   * The server should be deleted but is still delete-protected: this run lifts its protection
+   * (exactly this server's) and the next run removes it.
+   */
+  readonly unprotect: boolean;
+}
+
+export interface RolloutRemoval {
+  readonly nodeId: string;
+  readonly generation: string;
+  /** `replaced`: its replacement is Ready; `unavailable`: removed within maxUnavailable before its replacement; `stale`: neither it nor its replacement is Ready; `scaled-down`: the member left the pool. */
+  readonly reason: "replaced" | "unavailable" | "stale" | "scaled-down";
+}
+
+export interface RolloutPlan {
+  /** Every server to declare, in slot order (old and new server of a member side by side). */
+  readonly servers: readonly RolloutServer[];
+  /** Servers left out of the program, so Pulumi drains and deletes them at the end of the run. */
+  readonly removals: readonly RolloutRemoval[];
+  /** Members not yet running their desired generation alone once this run ends (a surged member counts until its old server goes). */
+  readonly remaining: number;
+  /** Members whose replacement this run starts (a new-generation server created beside the old one, or the old one removed first). */
+  readonly replacing: readonly string[];
+  /** Why no further member could start this run, when some wait; absent when nothing waits. */
+  readonly waiting?: string;
+}
+
+/** Throws, naming the field, unless both are non-negative integers and at least one is positive. */
+export function assertRolloutSettings(settings: RolloutSettings, where = "rollout"): void {
+  for (const field of ["maxSurge", "maxUnavailable"] as const) {
+    const value = settings[field];
+    if (!Number.isInteger(value) || value < 0) throw new RangeError(`${where}.${field} must be a whole number of 0 or more, got ${value}`);
+  }
+  if (settings.maxSurge === 0 && settings.maxUnavailable === 0) {
+    throw new RangeError(`${where}: maxSurge and maxUnavailable cannot both be 0 (no member could ever be replaced)`);
+  }
+}
+
+function bySlot(a: DesiredRolloutMember, b: DesiredRolloutMember): number {
+  return a.placementSlot - b.placementSlot || (a.nodeId < b.nodeId ? -1 : a.nodeId > b.nodeId ? 1 : 0);
+}
+
+/** The rollout step of this run; deterministic in its inputs. */
+export function planRollout(
+  desired: readonly DesiredRolloutMember[],
+  current: readonly CurrentRolloutServer[],
+  settings: RolloutSettings = DEFAULT_ROLLOUT,
+  limits: RolloutLimits = {},
+): RolloutPlan {
+  assertRolloutSettings(settings);
+  const groupSize = limits.spreadGroupSize ?? HCLOUD_MAX_SERVERS_PER_SPREAD_GROUP;
+  const networkSize = limits.networkSize ?? HCLOUD_MAX_SERVERS_PER_NETWORK;
+  const members = [...desired].sort(bySlot);
+  const wanted = new Map(members.map((m) => [m.nodeId, m]));
+
+  // Peak occupancy: every server present now stays until the end of the run.
+  const groupCount = new Map<number, number>();
+  for (const s of current) groupCount.set(s.spreadGroup, (groupCount.get(s.spreadGroup) ?? 0) + 1);
+  let networkCount = (limits.serversOutsidePool ?? 0) + current.length;
+  // Extra servers now: those beyond one per member that has any (members still to create are not surge).
+  const running = current.filter((s) => wanted.has(s.nodeId));
+  let surge = running.length - new Set(running.map((s) => s.nodeId)).size;
+  const freeGroup = (home: number): number | undefined => {
+    const candidates = [home, ...[...groupCount.keys()].sort((a, b) => a - b)];
+    const next = Math.max(home, ...groupCount.keys()) + 1;
+    return [...candidates, next].find((g) => (groupCount.get(g) ?? 0) < groupSize);
+  };
+  const occupy = (group: number) => {
+    groupCount.set(group, (groupCount.get(group) ?? 0) + 1);
+    networkCount++;
+  };
+
+  const servers: RolloutServer[] = [];
+  const removals: RolloutRemoval[] = [];
+  const replacing: string[] = [];
+  const waiting = new Set<string>();
+  const keep = (server: CurrentRolloutServer): RolloutServer => ({
+    nodeId: server.nodeId,
+    generation: server.generation,
+    spreadGroup: server.spreadGroup,
+    action: "keep",
+    unprotect: false,
+  });
+  const remove = (server: CurrentRolloutServer, reason: RolloutRemoval["reason"]) => {
+    if (server.deleteProtection) servers.push({ ...keep(server), unprotect: true });
+    else removals.push({ nodeId: server.nodeId, generation: server.generation, reason });
+  };
+
+  for (const server of current) if (!wanted.has(server.nodeId)) remove(server, "scaled-down");
+
+  let unavailable = 0;
+  const candidates: Array<{ member: DesiredRolloutMember; olds: CurrentRolloutServer[] }> = [];
+  const creates: DesiredRolloutMember[] = [];
+  for (const member of members) {
+    const existing = current.filter((s) => s.nodeId === member.nodeId);
+    const fresh = existing.find((s) => s.generation === member.generation);
+    const olds = existing.filter((s) => s !== fresh);
+    if (existing.length === 0) {
+      creates.push(member);
+      continue;
+    }
+    if (!existing.some((s) => s.ready)) unavailable++;
+    if (fresh) servers.push(keep(fresh));
+    if (!fresh) {
+      candidates.push({ member, olds });
+      continue;
+    }
+    for (const old of olds) {
+      if (fresh.ready) remove(old, "replaced");
+      else if (!old.ready) remove(old, "stale");
+      else servers.push(keep(old));
+    }
+  }
+
+  // New members (and those whose old server went in an earlier run): not surge, but within the limits.
+  for (const member of creates) {
+    const group = freeGroup(Math.floor(member.placementSlot / groupSize));
+    if (group === undefined || networkCount >= networkSize) {
+      waiting.add(group === undefined ? "no spread group has room" : `the network holds ${networkSize} servers`);
+      continue;
+    }
+    occupy(group);
+    servers.push({ nodeId: member.nodeId, generation: member.generation, spreadGroup: group, action: "create", unprotect: false });
+  }
+
+  // Members still on an old generation: broken ones first (replacing them costs no availability).
+  candidates.sort((a, b) => Number(a.olds.some((s) => s.ready)) - Number(b.olds.some((s) => s.ready)) || bySlot(a.member, b.member));
+  for (const { member, olds } of candidates) {
+    const group = freeGroup(Math.floor(member.placementSlot / groupSize));
+    const canSurge = surge < settings.maxSurge && group !== undefined && networkCount < networkSize;
+    const costsAvailability = olds.some((s) => s.ready);
+    if (canSurge) {
+      surge++;
+      occupy(group);
+      for (const old of olds) servers.push(keep(old));
+      servers.push({ nodeId: member.nodeId, generation: member.generation, spreadGroup: group, action: "create", unprotect: false });
+      replacing.push(member.nodeId);
+    } else if (!costsAvailability || unavailable < settings.maxUnavailable) {
+      if (costsAvailability) unavailable++;
+      for (const old of olds) remove(old, costsAvailability ? "unavailable" : "stale");
+      replacing.push(member.nodeId);
+    } else {
+      for (const old of olds) servers.push(keep(old));
+      waiting.add(
+        surge >= settings.maxSurge
+          ? `maxSurge ${settings.maxSurge} reached`
+          : group === undefined
+            ? "no spread group has room"
+            : `the network holds ${networkSize} servers`,
+      );
+    }
+  }
+
+  const slotOf = (nodeId: string) => wanted.get(nodeId)?.placementSlot ?? Number.MAX_SAFE_INTEGER;
+  const order = (s: RolloutServer) => [slotOf(s.nodeId), s.nodeId, s.action === "keep" ? 0 : 1, s.generation] as const;
+  servers.sort((a, b) => {
+    const [x, y] = [order(a), order(b)];
+    for (let i = 0; i < x.length; i++) if (x[i] !== y[i]) return x[i] < y[i] ? -1 : 1;
+    return 0;
+  });
+  const finished = (m: DesiredRolloutMember) => servers.every((s) => s.nodeId !== m.nodeId || s.generation === m.generation) && servers.some((s) => s.nodeId === m.nodeId);
+  return {
+    servers,
+    removals,
+    remaining: members.filter((m) => !finished(m)).length,
+    replacing,
+    ...(waiting.size > 0 ? { waiting: [...waiting].sort().join("; ") } : {}),
+  };
+}

@@ -1,0 +1,205 @@
+/**
+ * Drains a Kubernetes Node before the server running it is deleted, the way `kubectl drain` does:
+ * cordon (spec.unschedulable), then evict every pod through the Eviction API, so the API server
+ * holds back any eviction a PodDisruptionBudget forbids (HTTP 429) and nodefleet retries it until a
+ * deadline; DaemonSet pods (their controller would put them straight back) and mirror pods (the
+ * kubelet's static pods, which the API cannot remove) are left. A drain that does not finish in
+ * time fails, naming the pods still there and why, and the server is not deleted.
+ *
+ * A `pulumi.dynamic` resource per Node name that depends on its server: Pulumi deletes dependents
+ * first, so removing a member (or replacing its server) drains before the server goes; the Node
+ * itself is deleted afterwards by its KubernetesNodeRemoval (kubernetesNodeRemoval.ts).
+ */
+import * as pulumi from "@pulumi/pulumi";
+import { DEFAULT_DRAIN_TIMEOUT_SECONDS } from "../fleet/rolloutPlan";
+import { type KubernetesCredentials, kubernetesApiRequest, secretCredentialsJson } from "./kubernetesApiClient";
+
+interface PodItem {
+  metadata?: {
+    name?: string;
+    namespace?: string;
+    uid?: string;
+    annotations?: Record<string, string>;
+    ownerReferences?: Array<{ kind?: string; controller?: boolean }>;
+  };
+  spec?: { priority?: number };
+}
+
+export interface DrainPod {
+  readonly namespace: string;
+  readonly name: string;
+  readonly uid: string;
+}
+
+/** How a drain splits a Node's pods: the ones to evict (lowest priority first) and the ones it leaves. */
+export interface DrainSelection {
+  readonly evict: readonly DrainPod[];
+  readonly skipped: ReadonlyArray<DrainPod & { readonly reason: "daemonset" | "mirror" }>;
+}
+
+/** Splits a pod list (`GET /api/v1/pods?fieldSelector=spec.nodeName=...`) into pods to evict and pods left alone. */
+export function drainSelection(podList: unknown): DrainSelection {
+  const items = ((podList as { items?: unknown } | null)?.items ?? []) as PodItem[];
+  const evict: Array<DrainPod & { priority: number }> = [];
+  const skipped: Array<DrainPod & { reason: "daemonset" | "mirror" }> = [];
+  for (const pod of Array.isArray(items) ? items : []) {
+    const meta = pod?.metadata;
+    if (!meta?.name || !meta.namespace) continue;
+    const ref = { namespace: meta.namespace, name: meta.name, uid: meta.uid ?? "" };
+    if (meta.annotations?.["kubernetes.io/config.mirror"] !== undefined) skipped.push({ ...ref, reason: "mirror" });
+    else if ((meta.ownerReferences ?? []).some((o) => o.controller === true && o.kind === "DaemonSet")) skipped.push({ ...ref, reason: "daemonset" });
+    else evict.push({ ...ref, priority: pod.spec?.priority ?? 0 });
+  }
+  const key = (p: DrainPod) => `${p.namespace}/${p.name}`;
+  evict.sort((a, b) => a.priority - b.priority || (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
+  return { evict: evict.map(({ priority: _priority, ...pod }) => pod), skipped };
+}
+
+export interface DrainOptions {
+  /** Seconds until the drain fails. */
+  readonly timeoutSeconds: number;
+  /** Pause between eviction rounds. Default 2000 ms. */
+  readonly pollIntervalMs?: number;
+}
+
+export interface DrainResult {
+  /** Pods evicted, in eviction order (`namespace/name`). */
+  readonly evicted: readonly string[];
+  /** Pods left on the Node (`namespace/name`: daemonset or mirror). */
+  readonly skipped: readonly string[];
+}
+
+/**
+ * Cordons and drains `nodeName`; a Node that is already gone is drained. Fails (the message names the
+ * Node, the pods left and the API's reason, never a credential) when the deadline passes.
+ * Self-contained apart from kubernetesApiRequest: it runs from the serialized provider.
+ */
+export async function drainKubernetesNode(credentialsJson: string, nodeName: string, options: DrainOptions): Promise<DrainResult> {
+  if (!credentialsJson) {
+    throw new Error(`cannot drain Kubernetes Node ${nodeName}: no usable kubeconfig was configured when the node was declared`);
+  }
+  const creds = JSON.parse(credentialsJson) as KubernetesCredentials;
+  const deadline = Date.now() + options.timeoutSeconds * 1000;
+  const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+  const nodePath = `/api/v1/nodes/${encodeURIComponent(nodeName)}`;
+  const cordoned = await kubernetesApiRequest(creds, "PATCH", nodePath, `cordoning Kubernetes Node ${nodeName}`, {
+    contentType: "application/merge-patch+json",
+    value: { spec: { unschedulable: true } },
+  });
+  if (cordoned === undefined) return { evicted: [], skipped: [] };
+
+  const list = await kubernetesApiRequest(
+    creds,
+    "GET",
+    `/api/v1/pods?fieldSelector=${encodeURIComponent(`spec.nodeName=${nodeName}`)}`,
+    `listing the pods of Kubernetes Node ${nodeName}`,
+  );
+  const selection = drainSelection(list);
+  const podPath = (p: DrainPod) => `/api/v1/namespaces/${encodeURIComponent(p.namespace)}/pods/${encodeURIComponent(p.name)}`;
+  const label = (p: DrainPod) => `${p.namespace}/${p.name}`;
+  const evicted: string[] = [];
+  // Pods still to evict, with the reason the last attempt was refused.
+  const pending = new Map<string, { pod: DrainPod; refused?: string }>(selection.evict.map((p) => [label(p), { pod: p }]));
+  const terminating = new Map<string, DrainPod>();
+  for (;;) {
+    for (const [key, entry] of pending) {
+      try {
+        await kubernetesApiRequest(creds, "POST", `${podPath(entry.pod)}/eviction`, `evicting pod ${key} from Node ${nodeName}`, {
+          contentType: "application/json",
+          value: { apiVersion: "policy/v1", kind: "Eviction", metadata: { name: entry.pod.name, namespace: entry.pod.namespace } },
+        });
+        pending.delete(key);
+        evicted.push(key);
+        terminating.set(key, entry.pod);
+      } catch (error) {
+        // 429: a PodDisruptionBudget forbids it now; retried until the deadline.
+        if ((error as { status?: number }).status !== 429) throw error;
+        entry.refused = (error as Error).message.replace(/^.*?HTTP 429: ?/, "") || "refused by a PodDisruptionBudget";
+      }
+    }
+    for (const [key, pod] of terminating) {
+      const now = (await kubernetesApiRequest(creds, "GET", podPath(pod), `reading pod ${key}`)) as { metadata?: { uid?: string } } | undefined;
+      if (now === undefined || (pod.uid && now.metadata?.uid !== pod.uid)) terminating.delete(key);
+    }
+    if (pending.size === 0 && terminating.size === 0) return { evicted, skipped: selection.skipped.map(label) };
+    if (Date.now() >= deadline) {
+      const left = [
+        ...[...pending.entries()].map(([key, e]) => `${key} (eviction refused: ${e.refused ?? "not attempted"})`),
+        ...[...terminating.keys()].map((key) => `${key} (evicted, still terminating)`),
+      ];
+      throw new Error(
+        `draining Kubernetes Node ${nodeName} did not finish within ${options.timeoutSeconds} s, so its server is kept and the rollout stops; pods left: ${left.join(", ")}`,
+      );
+    }
+    await pause(Math.min(options.pollIntervalMs ?? 2000, Math.max(0, deadline - Date.now())));
+  }
+}
+
+interface NodeDrainState {
+  nodeName: string;
+  timeoutSeconds: number;
+  credentials: string;
+}
+
+/** Exported for tests, which run its serialized form as the engine would. */
+export const nodeDrainProvider: pulumi.dynamic.ResourceProvider = {
+  async create(inputs: NodeDrainState) {
+    return { id: inputs.nodeName, outs: inputs };
+  },
+  // A new timeout or credentials are stored in place; only another Node name is another drain.
+  async diff(_id: string, olds: NodeDrainState, news: NodeDrainState) {
+    return {
+      changes: olds.nodeName !== news.nodeName || olds.credentials !== news.credentials || olds.timeoutSeconds !== news.timeoutSeconds,
+      replaces: olds.nodeName !== news.nodeName ? ["nodeName"] : [],
+      deleteBeforeReplace: false,
+    };
+  },
+  async update(_id: string, _olds: NodeDrainState, news: NodeDrainState) {
+    return { outs: news };
+  },
+  async delete(_id: string, props: NodeDrainState) {
+    await drainKubernetesNode(props.credentials, props.nodeName, { timeoutSeconds: props.timeoutSeconds });
+  },
+};
+
+export interface KubernetesNodeDrainArgs {
+  /** The Kubernetes Node name (for Hetzner Cloud, the generation's server name). */
+  readonly nodeName: string;
+  /** Kubeconfig allowed to patch Nodes, list pods and create pods/eviction (token or client certificate); a secret. */
+  readonly kubeconfig: pulumi.Input<string>;
+  /** Seconds the drain may take before it fails. Default 600. */
+  readonly timeoutSeconds?: number;
+}
+
+/** `pulumi-nodejs:dynamic/nodefleet:KubernetesNodeDrain`: deleting it drains the Node. */
+export class KubernetesNodeDrain extends pulumi.dynamic.Resource {
+  constructor(name: string, args: KubernetesNodeDrainArgs, opts?: pulumi.CustomResourceOptions) {
+    const timeoutSeconds = args.timeoutSeconds ?? DEFAULT_DRAIN_TIMEOUT_SECONDS;
+    if (!Number.isInteger(timeoutSeconds) || timeoutSeconds < 1) throw new Error(`${name}: drainTimeoutSeconds must be a whole number of seconds, at least 1`);
+    const credentials = secretCredentialsJson(args.kubeconfig, `node ${args.nodeName}: it cannot be drained on removal`);
+    super(
+      nodeDrainProvider,
+      name,
+      { nodeName: args.nodeName, timeoutSeconds, credentials },
+      { ...opts, additionalSecretOutputs: ["credentials"] },
+      "nodefleet",
+      "KubernetesNodeDrain",
+    );
+  }
+}
+
+/**
+ * The drain of one Node name, `<nodeName>-drain`, depending on the server that runs it. None without
+ * a kubeconfig (render and simulation).
+ */
+export function memberNodeDrain(
+  nodeName: string,
+  kubeconfig: pulumi.Input<string> | undefined,
+  timeoutSeconds: number | undefined,
+  server: pulumi.Resource,
+  parent: pulumi.Resource,
+): KubernetesNodeDrain | undefined {
+  return kubeconfig === undefined
+    ? undefined
+    : new KubernetesNodeDrain(`${nodeName}-drain`, { nodeName, kubeconfig, ...(timeoutSeconds !== undefined ? { timeoutSeconds } : {}) }, { parent, dependsOn: [server] });
+}

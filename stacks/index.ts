@@ -5,9 +5,10 @@
 import * as pulumi from "@pulumi/pulumi";
 import { FleetSpecError } from "../components/fleet/fleetSpec";
 import { runProgram } from "./fleetProgram";
+import { ownPreviousNodes } from "./ownPreviousNodes";
 
 // A RunError is printed as its message alone: the list of config problems, without a stack trace.
-export = () =>
-  runProgram().catch((error: unknown) => {
+export = async () =>
+  runProgram({ previousNodes: await ownPreviousNodes() }).catch((error: unknown) => {
     throw error instanceof FleetSpecError ? new pulumi.RunError(error.message) : error;
   });

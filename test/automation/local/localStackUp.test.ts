@@ -8,10 +8,11 @@
  */
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { findTool } from "../../../automation/engine/toolchain";
+import { parse, stringify } from "yaml";
 import { kube } from "../../../automation/local/kubeClient";
 import { type LocalCloud, startLocalCloud } from "../../../automation/local/localCloud";
 import { TOKEN } from "../../support/apiHarness";
@@ -92,9 +93,38 @@ describe("pulumi up --stack local on the local cloud (real engine, real control 
     assert.ok(identities.items.some((c) => c.spec.username.startsWith("system:bootstrap:")), "the kubelets bootstrapped with tokens");
   });
 
-  it("changes nothing on a second pulumi up", async function () {
+  it("deletes each token Secret once its Node is Ready, then has nothing to change", async function () {
+    await runPulumi(["up", "--stack", "local", "--yes", "--skip-preview", "--non-interactive"], project, cloud.env);
+    const secrets = (await kube(cloud.plane.admin, "GET", "/api/v1/namespaces/kube-system/secrets?fieldSelector=type%3Dbootstrap.kubernetes.io%2Ftoken")) as { items: unknown[] };
+    assert.equal(secrets.items.length, 0, "a registered node's join token is revoked");
     const out = await runPulumi(["preview", "--stack", "local", "--diff", "--non-interactive", "--expect-no-changes"], project, cloud.env);
     assert.doesNotMatch(out, /error:/);
+  });
+
+  it("rolls a fleet-wide change one member at a time: a surge server first, an old one deleted only once its replacement is Ready", async function () {
+    const generalServers = async () => ((await hcloud("/servers?label_selector=nodefleet.io/pool=local-general")).servers as Array<{ name: string }>).map((s) => s.name).sort();
+    const before = await generalServers();
+    // A new pool label is in every member's user data: each member needs a new server.
+    const file = cloud.stackFile!;
+    const doc = parse(readFileSync(file, "utf8")) as { config: Record<string, Array<{ name: string; labels: Record<string, string> }>> };
+    doc.config["nodefleet:pools"]!.find((p) => p.name === "local-general")!.labels["nodefleet.io/revision"] = "2";
+    writeFileSync(file, stringify(doc));
+
+    await runPulumi(["up", "--stack", "local", "--yes", "--skip-preview", "--non-interactive"], project, cloud.env);
+    const surged = await generalServers();
+    assert.equal(surged.length, 4, `maxSurge 1: one new server next to the three old ones, got ${surged.join(", ")}`);
+    assert.ok(before.every((name) => surged.includes(name)), "no old server deleted before its replacement is Ready");
+    const added = surged.find((name) => !before.includes(name))!;
+    await until(`the replacement ${added} Ready`, async () => {
+      const nodes = ((await kube(cloud.plane.admin, "GET", "/api/v1/nodes?labelSelector=nodefleet.io%2Frevision%3D2")) as { items: KubeNode[] }).items;
+      return nodes.some((n) => n.status.conditions?.some((c) => c.type === "Ready" && c.status === "True")) ? true : undefined;
+    }, 120_000);
+
+    await runPulumi(["up", "--stack", "local", "--yes", "--skip-preview", "--non-interactive"], project, cloud.env);
+    const after = await generalServers();
+    assert.equal(after.length, 3, `the replaced member's old server is gone, got ${after.join(", ")}`);
+    assert.ok(after.includes(added));
+    assert.equal(before.filter((name) => !after.includes(name)).length, 1, "exactly one old server removed");
   });
 
   describe("nodefleet serve --stack local --engine automation", function () {

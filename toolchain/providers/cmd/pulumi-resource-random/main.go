@@ -1,6 +1,6 @@
 // Command pulumi-resource-random is nodefleet's stand-in for the random provider plugin (the
-// upstream provider module is not served by the Go module proxy). It implements RandomString with
-// upstream's token, properties and rule that every input change replaces the resource.
+// upstream provider module is not served by the Go module proxy). It implements RandomString and
+// RandomPassword with upstream's tokens, properties and rule that every input change replaces the resource.
 package main
 
 import (
@@ -15,7 +15,8 @@ func main() {
 		Name:    "random",
 		Version: version,
 		Resources: map[string]nativeprovider.Resource{
-			"random:index/randomString:RandomString": randomString{},
+			"random:index/randomString:RandomString":     randomString{},
+			"random:index/randomPassword:RandomPassword": randomPassword{},
 		},
 	})
 }

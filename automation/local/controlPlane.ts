@@ -8,7 +8,7 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdirSync, openSync, readFileSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
+import { freePort } from "./freePort";
 import { join } from "node:path";
 import { stringify } from "yaml";
 import { findTool } from "../engine/toolchain";
@@ -31,16 +31,6 @@ export class ControlPlaneError extends Error {
 
 const BINARIES = ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"] as const;
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 function binaries(env: NodeJS.ProcessEnv): Record<(typeof BINARIES)[number], string> {
   const found = Object.fromEntries(BINARIES.map((name) => [name, findTool(name, env)]));

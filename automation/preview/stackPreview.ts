@@ -4,6 +4,7 @@
  * generation (and the config change that forces it), and the non-trivial steps. Pure: the
  * Markdown (previewMarkdown.ts) and `--json` are two renderings of this.
  */
+import type { HcloudPoolRolloutSummary } from "../../components/hcloud/hcloudNodePool";
 import type { ChangeSummary, ResourceStep, RunResult, StepOp } from "../engine/stackEngine";
 import { emptySummary } from "../engine/stackEngine";
 import { maskSecretText } from "../render/maskSecrets";
@@ -78,20 +79,8 @@ export interface StepRow {
   readonly error?: string;
 }
 
-/** A static pool's rollout step in this run, from the program's `rollout` output (hcloud/hcloudNodePool.ts). */
-export interface PoolRollout {
-  readonly pool: string;
-  /** Members whose replacement this run starts. */
-  readonly replacing: readonly string[];
-  /** Old servers this run drains and deletes. */
-  readonly removing: readonly string[];
-  /** Servers whose delete protection this run lifts (removed by the next run). */
-  readonly unprotecting: readonly string[];
-  /** Members still to finish after this run. */
-  readonly remaining: number;
-  /** Why no further member starts this run. */
-  readonly waiting?: string;
-}
+/** A static pool's rollout step in this run, from the program's `rollout` output. */
+export type PoolRollout = HcloudPoolRolloutSummary;
 
 /** The rollouts in a run's outputs that do something or still have members to go; malformed entries are left out. */
 export function rolloutsIn(outputs: Readonly<Record<string, unknown>>): PoolRollout[] {

@@ -7,10 +7,10 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { readdirSync, readFileSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { join } from "node:path";
 import { parseAllDocuments } from "yaml";
 import { findTool } from "../../automation/engine/toolchain";
+import { freePort } from "../../automation/local/freePort";
 import { kube } from "../../automation/local/kubeClient";
 import { type LocalCloud, startLocalCloud } from "../../automation/local/localCloud";
 import { TOKEN } from "./apiHarness";
@@ -43,16 +43,6 @@ export interface KarpenterLoop {
   stop(): Promise<void>;
 }
 
-function freePort(): Promise<number> {
-  return new Promise((done, fail) => {
-    const server = createServer();
-    server.once("error", fail);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => done(port));
-    });
-  });
-}
 
 export interface KarpenterLoopOptions {
   /** Server types the fake API has sold out (NODEFLEET_SIM_OUT_OF_STOCK). */

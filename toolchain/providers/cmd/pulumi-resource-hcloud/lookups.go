@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
@@ -15,34 +16,73 @@ import (
 // name and a selector together must both hold: the object found by name must match the selector,
 // so an ownership check written as `name` + `withSelector` is never silently skipped.
 
+// finder is how one kind of object is looked up.
+type finder[T any] struct {
+	kind       string
+	byID       func(ctx context.Context, id int64) (*T, error)
+	byName     func(ctx context.Context, name string) (*T, error)
+	bySelector func(ctx context.Context, selector string) ([]*T, error)
+	id         func(*T) int64
+	created    func(*T) time.Time
+}
+
+func (f finder[T]) find(ctx context.Context, args resource.PropertyMap) (*T, error) {
+	var found []*T
+	identified := true
+	switch {
+	case nativeprovider.Has(args, "id"):
+		item, err := f.byID(ctx, int64(nativeprovider.Number(args, "id")))
+		if err != nil {
+			return nil, err
+		}
+		found = appendIf(found, item)
+	case nativeprovider.String(args, "name") != "":
+		item, err := f.byName(ctx, nativeprovider.String(args, "name"))
+		if err != nil {
+			return nil, err
+		}
+		found = appendIf(found, item)
+	default:
+		identified = false
+	}
+	if selector := nativeprovider.String(args, "withSelector"); selector != "" {
+		matching, err := f.bySelector(ctx, selector)
+		if err != nil {
+			return nil, err
+		}
+		found = narrow(found, matching, f.id, identified)
+	}
+	switch {
+	case len(found) == 0:
+		return nil, fmt.Errorf("no %s matches the given id, name and selector", f.kind)
+	case len(found) > 1 && !nativeprovider.Bool(args, "mostRecent"):
+		return nil, fmt.Errorf("%d %ss match: narrow the selector or set mostRecent", len(found), f.kind)
+	}
+	sort.Slice(found, func(i, j int) bool { return f.created(found[i]).After(f.created(found[j])) })
+	return found[0], nil
+}
+
 func (c *cloud) getNetwork(ctx context.Context, args resource.PropertyMap) (resource.PropertyMap, error) {
 	api, err := c.api()
 	if err != nil {
 		return nil, err
 	}
-	var found []*hcloud.Network
-	switch {
-	case nativeprovider.Has(args, "id"):
-		n, _, err := api.Network.GetByID(ctx, int64(nativeprovider.Number(args, "id")))
-		if err != nil {
-			return nil, err
-		}
-		found = appendIf(found, n)
-	case nativeprovider.String(args, "name") != "":
-		n, _, err := api.Network.GetByName(ctx, nativeprovider.String(args, "name"))
-		if err != nil {
-			return nil, err
-		}
-		found = appendIf(found, n)
-	}
-	if selector := nativeprovider.String(args, "withSelector"); selector != "" {
-		matching, err := api.Network.AllWithOpts(ctx, hcloud.NetworkListOpts{ListOpts: hcloud.ListOpts{LabelSelector: selector}})
-		if err != nil {
-			return nil, err
-		}
-		found = narrow(found, matching, func(n *hcloud.Network) int64 { return n.ID }, nativeprovider.Has(args, "id") || nativeprovider.String(args, "name") != "")
-	}
-	n, err := pick("network", found, nativeprovider.Bool(args, "mostRecent"), func(n *hcloud.Network) int64 { return n.Created.Unix() })
+	n, err := finder[hcloud.Network]{
+		kind: "network",
+		byID: func(ctx context.Context, id int64) (*hcloud.Network, error) {
+			n, _, err := api.Network.GetByID(ctx, id)
+			return n, err
+		},
+		byName: func(ctx context.Context, name string) (*hcloud.Network, error) {
+			n, _, err := api.Network.GetByName(ctx, name)
+			return n, err
+		},
+		bySelector: func(ctx context.Context, selector string) ([]*hcloud.Network, error) {
+			return api.Network.AllWithOpts(ctx, hcloud.NetworkListOpts{ListOpts: hcloud.ListOpts{LabelSelector: selector}})
+		},
+		id:      func(n *hcloud.Network) int64 { return n.ID },
+		created: func(n *hcloud.Network) time.Time { return n.Created },
+	}.find(ctx, args)
 	if err != nil {
 		return nil, err
 	}
@@ -57,29 +97,22 @@ func (c *cloud) getFirewall(ctx context.Context, args resource.PropertyMap) (res
 	if err != nil {
 		return nil, err
 	}
-	var found []*hcloud.Firewall
-	switch {
-	case nativeprovider.Has(args, "id"):
-		f, _, err := api.Firewall.GetByID(ctx, int64(nativeprovider.Number(args, "id")))
-		if err != nil {
-			return nil, err
-		}
-		found = appendIf(found, f)
-	case nativeprovider.String(args, "name") != "":
-		f, _, err := api.Firewall.GetByName(ctx, nativeprovider.String(args, "name"))
-		if err != nil {
-			return nil, err
-		}
-		found = appendIf(found, f)
-	}
-	if selector := nativeprovider.String(args, "withSelector"); selector != "" {
-		matching, err := api.Firewall.AllWithOpts(ctx, hcloud.FirewallListOpts{ListOpts: hcloud.ListOpts{LabelSelector: selector}})
-		if err != nil {
-			return nil, err
-		}
-		found = narrow(found, matching, func(f *hcloud.Firewall) int64 { return f.ID }, nativeprovider.Has(args, "id") || nativeprovider.String(args, "name") != "")
-	}
-	f, err := pick("firewall", found, nativeprovider.Bool(args, "mostRecent"), func(f *hcloud.Firewall) int64 { return f.Created.Unix() })
+	f, err := finder[hcloud.Firewall]{
+		kind: "firewall",
+		byID: func(ctx context.Context, id int64) (*hcloud.Firewall, error) {
+			f, _, err := api.Firewall.GetByID(ctx, id)
+			return f, err
+		},
+		byName: func(ctx context.Context, name string) (*hcloud.Firewall, error) {
+			f, _, err := api.Firewall.GetByName(ctx, name)
+			return f, err
+		},
+		bySelector: func(ctx context.Context, selector string) ([]*hcloud.Firewall, error) {
+			return api.Firewall.AllWithOpts(ctx, hcloud.FirewallListOpts{ListOpts: hcloud.ListOpts{LabelSelector: selector}})
+		},
+		id:      func(f *hcloud.Firewall) int64 { return f.ID },
+		created: func(f *hcloud.Firewall) time.Time { return f.Created },
+	}.find(ctx, args)
 	if err != nil {
 		return nil, err
 	}
@@ -128,17 +161,6 @@ func narrow[T any](candidates, matching []*T, id func(*T) int64, identified bool
 		}
 	}
 	return out
-}
-
-func pick[T any](kind string, found []*T, mostRecent bool, created func(*T) int64) (*T, error) {
-	switch {
-	case len(found) == 0:
-		return nil, fmt.Errorf("no %s matches the given id, name and selector", kind)
-	case len(found) > 1 && !mostRecent:
-		return nil, fmt.Errorf("%d %ss match: narrow the selector or set mostRecent", len(found), kind)
-	}
-	sort.Slice(found, func(i, j int) bool { return created(found[i]) > created(found[j]) })
-	return found[0], nil
 }
 
 func copyLookupArgs(out, args resource.PropertyMap) {

@@ -73,25 +73,6 @@ func (randomString) Update(_ context.Context, _ string, olds, inputs resource.Pr
 	return outs, nil
 }
 
-func boolInput(m resource.PropertyMap, key resource.PropertyKey) bool {
-	v := m[key]
-	for v.IsSecret() {
-		v = v.SecretValue().Element
-	}
-	return v.IsBool() && v.BoolValue()
-}
-
-func intInput(m resource.PropertyMap, key resource.PropertyKey) int {
-	v := m[key]
-	for v.IsSecret() {
-		v = v.SecretValue().Element
-	}
-	if v.IsNumber() {
-		return int(v.NumberValue())
-	}
-	return 0
-}
-
 // generate draws the string as upstream does: the minimum counts per class first, the rest from
 // the union of enabled classes, then a shuffle.
 func generate(inputs resource.PropertyMap) (string, error) {
@@ -105,12 +86,12 @@ func generate(inputs resource.PropertyMap) (string, error) {
 		min     int
 	}
 	classes := []class{
-		{boolInput(inputs, "lower"), lowerChars, intInput(inputs, "minLower")},
-		{boolInput(inputs, "upper"), upperChars, intInput(inputs, "minUpper")},
-		{boolInput(inputs, "numeric") && boolInput(inputs, "number"), numericChars, intInput(inputs, "minNumeric")},
-		{boolInput(inputs, "special"), special, intInput(inputs, "minSpecial")},
+		{nativeprovider.Bool(inputs, "lower"), lowerChars, int(nativeprovider.Number(inputs, "minLower"))},
+		{nativeprovider.Bool(inputs, "upper"), upperChars, int(nativeprovider.Number(inputs, "minUpper"))},
+		{nativeprovider.Bool(inputs, "numeric") && nativeprovider.Bool(inputs, "number"), numericChars, int(nativeprovider.Number(inputs, "minNumeric"))},
+		{nativeprovider.Bool(inputs, "special"), special, int(nativeprovider.Number(inputs, "minSpecial"))},
 	}
-	length := intInput(inputs, "length")
+	length := int(nativeprovider.Number(inputs, "length"))
 	var all string
 	var out []byte
 	for _, c := range classes {

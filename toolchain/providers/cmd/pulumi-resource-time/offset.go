@@ -66,19 +66,12 @@ func (offset) Update(_ context.Context, id string, olds, inputs resource.Propert
 	return outs, nil
 }
 
-func number(m resource.PropertyMap, k resource.PropertyKey) int {
-	if v, ok := m[k]; ok && v.IsNumber() {
-		return int(v.NumberValue())
-	}
-	return 0
-}
-
 // fill sets the computed outputs from the base time and the offsets.
 func fill(outs resource.PropertyMap, base time.Time) {
-	t := base.AddDate(number(outs, "offsetYears"), number(outs, "offsetMonths"), number(outs, "offsetDays")).
-		Add(time.Duration(number(outs, "offsetHours"))*time.Hour +
-			time.Duration(number(outs, "offsetMinutes"))*time.Minute +
-			time.Duration(number(outs, "offsetSeconds"))*time.Second)
+	t := base.AddDate(int(nativeprovider.Number(outs, "offsetYears")), int(nativeprovider.Number(outs, "offsetMonths")), int(nativeprovider.Number(outs, "offsetDays"))).
+		Add(time.Duration(int(nativeprovider.Number(outs, "offsetHours")))*time.Hour +
+			time.Duration(int(nativeprovider.Number(outs, "offsetMinutes")))*time.Minute +
+			time.Duration(int(nativeprovider.Number(outs, "offsetSeconds")))*time.Second)
 	outs["baseRfc3339"] = resource.NewStringProperty(base.Format(time.RFC3339))
 	outs["rfc3339"] = resource.NewStringProperty(t.Format(time.RFC3339))
 	outs["unix"] = resource.NewNumberProperty(float64(t.Unix()))

@@ -38,6 +38,8 @@ export interface RunProgramOptions {
    * Default none: pools are declared as new.
    */
   readonly previousNodes?: unknown;
+  /** Reads `previousNodes` once the config is valid (a plain `pulumi up` reads its own stack's). */
+  readonly readPreviousNodes?: () => Promise<unknown>;
 }
 
 /** Per static Hetzner Cloud pool, its servers at the start of this run, from the previous `nodes` and the cluster's Ready Nodes. */
@@ -64,7 +66,8 @@ export async function runProgram(args: RunProgramOptions = {}): Promise<Record<s
     ]);
   }
   const kubeconfig = spec.cluster.kubeconfig === undefined ? undefined : pulumi.secret(spec.cluster.kubeconfig);
-  const current = args.currentHcloudServers ?? (args.previousNodes !== undefined ? await currentServersOf(spec, args.previousNodes) : undefined);
+  const previousNodes = args.previousNodes ?? (await args.readPreviousNodes?.());
+  const current = args.currentHcloudServers ?? (previousNodes !== undefined ? await currentServersOf(spec, previousNodes) : undefined);
   const fleet = new Fleet(spec.cluster.id, { spec, kubeconfig, ...(current ? { currentHcloudServers: current } : {}) });
   return {
     clusterId: spec.cluster.id,

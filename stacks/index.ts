@@ -8,7 +8,7 @@ import { runProgram } from "./fleetProgram";
 import { ownPreviousNodes } from "./ownPreviousNodes";
 
 // A RunError is printed as its message alone: the list of config problems, without a stack trace.
-export = async () =>
-  runProgram({ previousNodes: await ownPreviousNodes() }).catch((error: unknown) => {
+export = () =>
+  runProgram({ readPreviousNodes: ownPreviousNodes }).catch((error: unknown) => {
     throw error instanceof FleetSpecError ? new pulumi.RunError(error.message) : error;
   });

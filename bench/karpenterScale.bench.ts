@@ -16,7 +16,7 @@ async function apiRequests(baseUrl: string): Promise<number> {
   const text = await (await fetch(`${baseUrl}/metrics`)).text();
   let total = 0;
   for (const line of text.split("\n")) {
-    const match = /^http_request_duration_seconds_count\{([^}]*)\} (\d+(?:\.\d+)?)/.exec(line);
+    const match = /^(?:nodefleet_)?http_request_duration_seconds_count\{([^}]*)\} (\d+(?:\.\d+)?)/.exec(line);
     if (match && /route="\/api\//.test(match[1]!)) total += Number(match[2]);
   }
   return total;

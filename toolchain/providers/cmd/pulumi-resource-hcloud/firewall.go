@@ -172,25 +172,42 @@ func (f firewall) updateApplyTos(ctx context.Context, current *hcloud.Firewall, 
 	}
 	before, after := applyTos(olds), applyTos(inputs)
 	if added := diff(after, before); len(added) > 0 {
-		actions, _, err := f.client.Firewall.ApplyResources(ctx, current, added)
-		if err == nil {
-			err = f.wait(ctx, actions...)
-		}
-		// Already applied or removed is the wanted state (SPEC §7), e.g. after an interrupted run.
-		if err != nil && !hcloud.IsError(err, hcloud.ErrorCodeFirewallAlreadyApplied) {
+		if err := f.applyFirewall(ctx, current.ID, added); err != nil {
 			return fmt.Errorf("applyTos: %w", err)
 		}
 	}
 	if removed := diff(before, after); len(removed) > 0 {
-		actions, _, err := f.client.Firewall.RemoveResources(ctx, current, removed)
-		if err == nil {
-			err = f.wait(ctx, actions...)
-		}
-		if err != nil && !hcloud.IsError(err, hcloud.ErrorCodeFirewallAlreadyRemoved, hcloud.ErrorCodeNotFound) {
+		if err := f.removeFirewall(ctx, current.ID, removed); err != nil {
 			return fmt.Errorf("applyTos: %w", err)
 		}
 	}
 	return nil
+}
+
+// applyFirewall applies a firewall to resources and waits. Already applied is the wanted state
+// (SPEC §7), e.g. after an interrupted run.
+func (c *cloud) applyFirewall(ctx context.Context, firewallID int64, resources []hcloud.FirewallResource) error {
+	actions, _, err := c.client.Firewall.ApplyResources(ctx, &hcloud.Firewall{ID: firewallID}, resources)
+	if err == nil {
+		err = c.wait(ctx, actions...)
+	}
+	if hcloud.IsError(err, hcloud.ErrorCodeFirewallAlreadyApplied) {
+		return nil
+	}
+	return err
+}
+
+// removeFirewall removes a firewall from resources and waits; already removed, or the firewall
+// gone, is the wanted state.
+func (c *cloud) removeFirewall(ctx context.Context, firewallID int64, resources []hcloud.FirewallResource) error {
+	actions, _, err := c.client.Firewall.RemoveResources(ctx, &hcloud.Firewall{ID: firewallID}, resources)
+	if err == nil {
+		err = c.wait(ctx, actions...)
+	}
+	if hcloud.IsError(err, hcloud.ErrorCodeFirewallAlreadyRemoved, hcloud.ErrorCodeNotFound) {
+		return nil
+	}
+	return err
 }
 
 func (f firewall) Read(ctx context.Context, id string, olds resource.PropertyMap) (resource.PropertyMap, bool, error) {

@@ -201,22 +201,14 @@ func (s server) updateFirewalls(ctx context.Context, srv *hcloud.Server, olds, i
 	target := []hcloud.FirewallResource{{Type: hcloud.FirewallResourceTypeServer, Server: &hcloud.FirewallResourceServer{ID: srv.ID}}}
 	for id := range after {
 		if !before[id] {
-			actions, _, err := s.client.Firewall.ApplyResources(ctx, &hcloud.Firewall{ID: id}, target)
-			if err == nil {
-				err = s.wait(ctx, actions...)
-			}
-			if err != nil && !hcloud.IsError(err, hcloud.ErrorCodeFirewallAlreadyApplied) {
+			if err := s.applyFirewall(ctx, id, target); err != nil {
 				return fmt.Errorf("firewallIds: apply firewall %d: %w", id, err)
 			}
 		}
 	}
 	for id := range before {
 		if !after[id] {
-			actions, _, err := s.client.Firewall.RemoveResources(ctx, &hcloud.Firewall{ID: id}, target)
-			if err == nil {
-				err = s.wait(ctx, actions...)
-			}
-			if err != nil && !hcloud.IsError(err, hcloud.ErrorCodeNotFound, hcloud.ErrorCodeFirewallAlreadyRemoved) {
+			if err := s.removeFirewall(ctx, id, target); err != nil {
 				return fmt.Errorf("firewallIds: remove firewall %d: %w", id, err)
 			}
 		}

@@ -2,22 +2,28 @@
  * The real engine is the reference (SPEC §4): one sequence of contract scenarios runs on the
  * automation engine (real pulumi CLI) and on the simulated engine, and their results are compared
  * scenario by scenario: op per resource, changed and replace-forcing keys, failures, and the servers
- * in the outputs. Documented exceptions, each asserted separately below: the real engine's steps
- * arrive in completion order (compared sorted by name), ids and addresses differ, and the hcloud
- * network and subnet exist only in the simulated program (the real one runs cloud-free stand-ins
- * with hcloud's replace-forcing keys until an hcloud plugin can be built, see toolchain/README.md).
+ * in the outputs. It runs twice: the real engine with cloud-free stand-ins of the servers (quick, no
+ * network or subnet), and on the local cloud, the real engine with nodefleet's hcloud plugin against
+ * the fake Hetzner API, every resource compared. Documented exceptions, asserted separately: the real
+ * engine's steps arrive in completion order (compared sorted by name), ids and addresses differ.
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { AutomationEngine } from "../../../automation/engine/automationEngine";
 import type { ResourceStep, RunResult, StackDefinition, StackEngine } from "../../../automation/engine/stackEngine";
+import { buildFakeHcloud } from "../../../automation/local/fakeHcloud/fakeHcloudApi";
 import { SimulatedEngine } from "../../../automation/simulated/simulatedEngine";
+import { type HcloudExchange, hcloudOpenApiViolations, recordHcloudExchanges } from "../../support/hcloudOpenApi";
 import type { TestMember, TestProgramArgs } from "../../support/engineTestProgram";
 import { tempDirPerTest } from "../../support/tempDirPerTest";
 import { missingTools, skipUnlessAvailable } from "../../support/toolchainRequirement";
 
 const PROGRAM_MODULE = join(__dirname, "..", "..", "support", "engineTestProgram.js");
+/** Sold out for the cloud-free stand-in (it fails any type named so) and, by the knob, for the fake Hetzner API. */
 const SOLD_OUT = "cpx-soldout";
+/** A real type the local cloud's fake Hetzner API is told is sold out. */
+const SOLD_OUT_ON_LOCAL_CLOUD = "cx22";
+const HCLOUD_TOKEN = "d".repeat(64);
 /** Resources only the simulated (hcloud) variant of the test program declares. */
 const SIMULATED_ONLY = new Set(["net", "subnet"]);
 const silent = { info() {}, warn() {}, error() {} };
@@ -26,18 +32,18 @@ function members(count: number, overrides: Partial<Record<number, Partial<TestMe
   return Array.from({ length: count }, (_, i) => ({ name: `m${i}`, serverType: "cpx21", ...overrides[i] }));
 }
 
-/** The scenario sequence: each entry is the fleet the next up declares. */
-const SCENARIOS: ReadonlyArray<{ name: string; members: TestMember[] }> = [
+/** The scenario sequence: each entry is the fleet the next up declares; `soldOut` names the type that cannot be created. */
+const scenarios = (soldOut: string): ReadonlyArray<{ name: string; members: TestMember[] }> => [
   { name: "create two", members: members(2) },
   { name: "no change", members: members(2) },
   { name: "scale up to three", members: members(3) },
   { name: "user data change replaces one", members: members(3, { 0: { userData: "#cloud-config\nruncmd: [echo v2]\n" } }) },
   { name: "server type change updates one", members: members(3, { 0: { userData: "#cloud-config\nruncmd: [echo v2]\n" }, 1: { serverType: "cpx31" } }) },
   { name: "scale down to two", members: members(2, { 0: { userData: "#cloud-config\nruncmd: [echo v2]\n" }, 1: { serverType: "cpx31" } }) },
-  { name: "one sold-out member fails, the other is created", members: members(4, { 0: { userData: "#cloud-config\nruncmd: [echo v2]\n" }, 1: { serverType: "cpx31" }, 2: { serverType: SOLD_OUT } }) },
+  { name: "one sold-out member fails, the other is created", members: members(4, { 0: { userData: "#cloud-config\nruncmd: [echo v2]\n" }, 1: { serverType: "cpx31" }, 2: { serverType: soldOut } }) },
   {
     name: "an ignored user data change leaves the server as it is",
-    members: members(4, { 0: { userData: "#cloud-config\nruncmd: [echo v2]\n" }, 1: { serverType: "cpx31" }, 2: { serverType: SOLD_OUT }, 3: { userData: "#cloud-config\nruncmd: [echo v3]\n", keepUserData: true } }),
+    members: members(4, { 0: { userData: "#cloud-config\nruncmd: [echo v2]\n" }, 1: { serverType: "cpx31" }, 2: { serverType: soldOut }, 3: { userData: "#cloud-config\nruncmd: [echo v3]\n", keepUserData: true } }),
   },
 ];
 
@@ -47,56 +53,102 @@ interface Observed {
   readonly servers: number;
 }
 
-function normalise(result: RunResult): Observed {
+function normalise(result: RunResult, ignored: ReadonlySet<string>): Observed {
   const describe = (s: ResourceStep) =>
     [s.op, s.name, s.keys.length ? `keys=${s.keys.join(",")}` : "", s.replaceKeys?.length ? `replace=${s.replaceKeys.join(",")}` : "", s.error ? "FAILED" : ""].filter(Boolean).join(" ");
   return {
-    steps: result.steps.filter((s) => !SIMULATED_ONLY.has(s.name)).map(describe).sort(),
+    steps: result.steps.filter((s) => !ignored.has(s.name)).map(describe).sort(),
     succeeded: result.succeeded,
     servers: Object.keys((result.outputs.servers ?? {}) as Record<string, unknown>).length,
   };
 }
 
-async function runScenarios(engine: StackEngine, programArgs: TestProgramArgs): Promise<Observed[]> {
+interface ScenarioRun {
+  readonly programArgs: TestProgramArgs;
+  /** The type the scenarios' sold-out member asks for. */
+  readonly soldOut: string;
+  /** Resources left out of the comparison. */
+  readonly ignored: ReadonlySet<string>;
+  /** Provider settings (the fake Hetzner API's endpoint). */
+  readonly config?: StackDefinition["config"];
+}
+
+async function runScenarios(engine: StackEngine, run: ScenarioRun): Promise<Observed[]> {
   const observed: Observed[] = [];
-  for (const scenario of SCENARIOS) {
+  for (const scenario of scenarios(run.soldOut)) {
     const stack: StackDefinition = {
       stackName: "differential",
-      program: { module: PROGRAM_MODULE, args: programArgs },
-      config: { "enginetest:members": { value: scenario.members }, "enginetest:cluster": { value: "differential" } },
+      program: { module: PROGRAM_MODULE, args: run.programArgs },
+      config: { ...run.config, "enginetest:members": { value: scenario.members }, "enginetest:cluster": { value: "differential" } },
     };
-    observed.push(normalise(await engine.up(stack)));
+    observed.push(normalise(await engine.up(stack), run.ignored));
   }
   return observed;
 }
+
+/** Scenario by scenario the same, and the real engine did replace, update, delete and fail what it should. */
+function assertAgree(real: Observed[], simulated: Observed[]): void {
+  scenarios(SOLD_OUT).forEach((scenario, i) => {
+    // A failed member has no server output on the real engine; the simulated program's map keeps
+    // the others (the real one loses the whole map: see the API stack's per-member outputs).
+    const comparable = (o: Observed) => (o.succeeded ? o : { ...o, servers: -1 });
+    assert.deepEqual(comparable(simulated[i]!), comparable(real[i]!), `scenario "${scenario.name}"`);
+  });
+  assert.ok(real[3]!.steps.some((s) => /^replace m0-server .*replace=userData/.test(s)), real[3]!.steps.join("; "));
+  assert.ok(real[4]!.steps.includes("update m1-server keys=serverType"), real[4]!.steps.join("; "));
+  assert.ok(real[5]!.steps.includes("delete m2-server"), real[5]!.steps.join("; "));
+  assert.ok(real[6]!.steps.some((s) => s.startsWith("create m2-server") && s.endsWith("FAILED")), real[6]!.steps.join("; "));
+  assert.ok(real[7]!.steps.includes("same m3-server") && real[7]!.steps.includes("same m3-suffix"), real[7]!.steps.join("; "));
+  // The exception above, asserted: on the real engine a failed member collapses the one-map output.
+  assert.equal(real.at(-1)!.succeeded, false);
+}
+
+const simulatedEngine = (dataDir: string, soldOut: string) =>
+  new SimulatedEngine({ dataDir, bootDelayMs: 0, outOfStock: [soldOut], failCreateRate: 0, env: {}, logger: silent });
 
 describe("engine differential: the simulated engine agrees with the real one", function () {
   this.timeout(10 * 60_000);
   const dataDir = tempDirPerTest("nodefleet-differential-");
 
-  it("gives the same steps, failures and servers for every scenario", async function () {
+  it("gives the same steps, failures and servers for every scenario (real engine with cloud-free stand-ins)", async function () {
     skipUnlessAvailable(this, missingTools("pulumi", "pulumi-resource-random"));
     const real = await runScenarios(
       new AutomationEngine({ dataDir: join(dataDir(), "real"), env: { ...process.env, PULUMI_CONFIG_PASSPHRASE: "differential" }, logger: silent }),
-      { mode: "local" },
+      { programArgs: { mode: "local" }, soldOut: SOLD_OUT, ignored: SIMULATED_ONLY },
     );
-    const simulated = await runScenarios(
-      new SimulatedEngine({ dataDir: join(dataDir(), "simulated"), bootDelayMs: 0, outOfStock: [SOLD_OUT], failCreateRate: 0, env: {}, logger: silent }),
-      { mode: "hcloud" },
-    );
-    SCENARIOS.forEach((scenario, i) => {
-      // A failed member has no server output on the real engine; the simulated program's map keeps
-      // the others (the real one loses the whole map: see the API stack's per-member outputs).
-      const comparable = (o: Observed) => (o.succeeded ? o : { ...o, servers: -1 });
-      assert.deepEqual(comparable(simulated[i]!), comparable(real[i]!), `scenario "${scenario.name}"`);
-    });
-    // The comparison has substance: the real engine replaced, updated and deleted what it should.
-    assert.ok(real[3]!.steps.some((s) => /^replace m0-server .*replace=userData/.test(s)), real[3]!.steps.join("; "));
-    assert.ok(real[4]!.steps.includes("update m1-server keys=serverType"), real[4]!.steps.join("; "));
-    assert.ok(real[5]!.steps.includes("delete m2-server"), real[5]!.steps.join("; "));
-    assert.ok(real[6]!.steps.some((s) => s.startsWith("create m2-server") && s.endsWith("FAILED")), real[6]!.steps.join("; "));
-    assert.ok(real[7]!.steps.includes("same m3-server") && real[7]!.steps.includes("same m3-suffix"), real[7]!.steps.join("; "));
-    // The exception above, asserted: on the real engine a failed member collapses the one-map output.
-    assert.equal(real.at(-1)!.succeeded, false);
+    const simulated = await runScenarios(simulatedEngine(join(dataDir(), "simulated"), SOLD_OUT), { programArgs: { mode: "hcloud" }, soldOut: SOLD_OUT, ignored: SIMULATED_ONLY });
+    assertAgree(real, simulated);
+  });
+
+  it("gives the same on the local cloud: the real engine with the hcloud plugin against the fake Hetzner API, network and subnet included", async function () {
+    skipUnlessAvailable(this, missingTools("pulumi", "pulumi-resource-random", "pulumi-resource-hcloud"));
+    const fake = buildFakeHcloud({ token: HCLOUD_TOKEN, stateFile: join(dataDir(), "hcloud.json"), actionMs: 50, outOfStock: [SOLD_OUT_ON_LOCAL_CLOUD] });
+    const exchanges: HcloudExchange[] = [];
+    recordHcloudExchanges(fake, exchanges);
+    const endpoint = await fake.app.listen({ port: 0, host: "127.0.0.1" });
+    try {
+      const real = await runScenarios(
+        new AutomationEngine({ dataDir: join(dataDir(), "real"), env: { ...process.env, PULUMI_CONFIG_PASSPHRASE: "differential", HCLOUD_TOKEN }, logger: silent }),
+        {
+          programArgs: { mode: "hcloud" },
+          soldOut: SOLD_OUT_ON_LOCAL_CLOUD,
+          ignored: new Set(),
+          config: { "hcloud:endpoint": { value: endpoint }, "hcloud:pollInterval": { value: "50ms" } },
+        },
+      );
+      const simulated = await runScenarios(simulatedEngine(join(dataDir(), "simulated"), SOLD_OUT_ON_LOCAL_CLOUD), {
+        programArgs: { mode: "hcloud" },
+        soldOut: SOLD_OUT_ON_LOCAL_CLOUD,
+        ignored: new Set(),
+      });
+      assertAgree(real, simulated);
+      // The servers the real engine's outputs name are the ones the fake Hetzner API holds.
+      const response = await fetch(`${endpoint}/servers?label_selector=nodefleet.io/cluster=differential`, { headers: { Authorization: `Bearer ${HCLOUD_TOKEN}` } });
+      const held = ((await response.json()) as { servers: Array<{ name: string }> }).servers.map((s) => s.name);
+      assert.equal(held.length, 3, `m0, m1 and m3 run, the sold-out m2 does not: ${held.join(", ")}`);
+      assert.deepEqual(exchanges.flatMap(hcloudOpenApiViolations), []);
+    } finally {
+      await fake.app.close();
+    }
   });
 });

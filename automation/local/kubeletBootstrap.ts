@@ -26,6 +26,8 @@ export interface KubeletJoin {
   readonly certificateTimeoutMs?: number;
   /** What the kubelet reports. Default: a 2-CPU, 4Gi node with 110 pods. */
   readonly resources?: NodeStatusResources;
+  /** `status.nodeInfo.kubeletVersion`, as the installed kubelet reports it. */
+  readonly kubeletVersion?: string;
 }
 
 /** A Node's `status.capacity` and `status.allocatable`, as Kubernetes quantities. */
@@ -105,12 +107,12 @@ export async function joinAsKubelet(request: KubeletJoin): Promise<KubeIdentity>
   } catch (error) {
     throw new KubeletJoinError("register", `registering Node ${request.nodeName} was refused: ${(error as Error).message}`);
   }
-  await reportReady(node, request.nodeName, request.resources);
+  await reportReady(node, request.nodeName, request.resources, request.kubeletVersion);
   return node;
 }
 
 /** The kubelet's status heartbeat: Ready, with the node's capacity. */
-export async function reportReady(node: KubeIdentity, nodeName: string, resources: NodeStatusResources = DEFAULT_RESOURCES): Promise<void> {
+export async function reportReady(node: KubeIdentity, nodeName: string, resources: NodeStatusResources = DEFAULT_RESOURCES, kubeletVersion?: string): Promise<void> {
   const now = new Date().toISOString();
   try {
     await kube(
@@ -122,6 +124,7 @@ export async function reportReady(node: KubeIdentity, nodeName: string, resource
           conditions: [{ type: "Ready", status: "True", reason: "KubeletReady", message: "nodefleet local node agent", lastHeartbeatTime: now, lastTransitionTime: now }],
           capacity: resources.capacity,
           allocatable: resources.allocatable,
+          ...(kubeletVersion ? { nodeInfo: { kubeletVersion } } : {}),
         },
       },
       "application/strategic-merge-patch+json",

@@ -34,7 +34,7 @@ export function serverTypeResources(serverType: string): NodeStatusResources | u
   return { capacity: formatResources(capacity), allocatable: formatResources(allocatable(capacity, nodeOverheadFor(type, kubelet))) };
 }
 
-type Machine = { readonly state: "joining" } | { readonly state: "joined"; readonly nodeName: string; readonly identity: KubeIdentity; readonly resources?: NodeStatusResources } | { readonly state: "refused"; readonly reason: string };
+type Machine = { readonly state: "joining" } | { readonly state: "joined"; readonly nodeName: string; readonly identity: KubeIdentity; readonly resources?: NodeStatusResources; readonly kubeletVersion: string } | { readonly state: "refused"; readonly reason: string };
 
 export class NodeAgent {
   private readonly machines = new Map<number, Machine>();
@@ -78,7 +78,7 @@ export class NodeAgent {
           const machine = this.machines.get(server.id);
           if (server.status !== "running" || machine?.state === "joining" || machine?.state === "refused") return;
           if (machine?.state === "joined") {
-            await reportReady(machine.identity, machine.nodeName, machine.resources).catch((error: Error) => this.logger.warn({ serverId: server.id, err: error.message }, "heartbeat failed"));
+            await reportReady(machine.identity, machine.nodeName, machine.resources, machine.kubeletVersion).catch((error: Error) => this.logger.warn({ serverId: server.id, err: error.message }, "heartbeat failed"));
             await syncNodePods(machine.identity, machine.nodeName).catch((error: Error) => this.logger.warn({ serverId: server.id, err: error.message }, "pod sync failed"));
             return;
           }
@@ -96,7 +96,7 @@ export class NodeAgent {
       const intent = readK0sWorkerUserData(server.userData);
       const resources = serverTypeResources(server.serverType);
       const identity = await joinAsKubelet({ ...intent, nodeName: intent.hostname, ...(resources ? { resources } : {}) });
-      this.machines.set(server.id, { state: "joined", nodeName: intent.hostname, identity, ...(resources ? { resources } : {}) });
+      this.machines.set(server.id, { state: "joined", nodeName: intent.hostname, identity, kubeletVersion: intent.kubeletVersion, ...(resources ? { resources } : {}) });
       this.logger.info({ serverId: server.id, server: server.name, node: intent.hostname, providerID: intent.providerID }, "node joined");
     } catch (error) {
       const reason = (error as Error).message;

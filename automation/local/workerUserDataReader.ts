@@ -15,6 +15,8 @@ export interface WorkerJoinIntent {
   readonly caPem: string;
   readonly bootstrapToken: string;
   readonly providerID: string;
+  /** What the installed k0s worker's kubelet reports: the k0s version without its `.N` build, `v1.33.4+k0s`. */
+  readonly kubeletVersion: string;
   readonly labels: Record<string, string>;
   readonly taints: Array<{ key: string; value?: string; effect: string }>;
 }
@@ -82,6 +84,8 @@ export function readK0sWorkerUserData(userData: string): WorkerJoinIntent {
   if (!cluster?.server || !cluster["certificate-authority-data"]) throw new UserDataError("the join token's kubeconfig has no server or CA");
   if (user?.name !== "kubelet-bootstrap" || !user.user.token) throw new UserDataError("the join token's user is not kubelet-bootstrap with a token (k0s refuses it)");
 
+  const k0sVersion = /^k0s_version='?(v\d+\.\d+\.\d+\+k0s)\.\d+'?$/m.exec(script)?.[1];
+  if (!k0sVersion) throw new UserDataError("the join script names no k0s version");
   const args = installArgs(script);
   if (args[0] !== "worker") throw new UserDataError("the join script does not install a k0s worker");
   const extra = parseShell(flag(args, "--kubelet-extra-args") ?? "").map(String);
@@ -93,6 +97,7 @@ export function readK0sWorkerUserData(userData: string): WorkerJoinIntent {
     caPem: Buffer.from(cluster["certificate-authority-data"], "base64").toString("utf8"),
     bootstrapToken: user.user.token,
     providerID,
+    kubeletVersion: k0sVersion,
     labels: parseLabels(flag(args, "--labels")),
     taints: parseTaints(flag(args, "--taints")),
   };

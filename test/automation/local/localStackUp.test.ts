@@ -17,6 +17,7 @@ import { kube } from "../../../automation/local/kubeClient";
 import { type LocalCloud, startLocalCloud } from "../../../automation/local/localCloud";
 import { TOKEN } from "../../support/apiHarness";
 import { type HcloudExchange, hcloudOpenApiViolations, recordHcloudExchanges } from "../../support/hcloudOpenApi";
+import { UP, allPoolServersReady, driveRollout, editLocalPool, editLocalPools, hcloudGet, isReady, poolNodes, poolServers, setLocalK0sVersion } from "../../support/localFleet";
 import { localStackProject, runPulumi, until } from "../../support/localStackProject";
 import { type ServeProcess, startServe } from "../../support/serveProcess";
 import { missingTools, skipUnlessAvailable } from "../../support/toolchainRequirement";
@@ -102,29 +103,72 @@ describe("pulumi up --stack local on the local cloud (real engine, real control 
   });
 
   it("rolls a fleet-wide change one member at a time: a surge server first, an old one deleted only once its replacement is Ready", async function () {
-    const generalServers = async () => ((await hcloud("/servers?label_selector=nodefleet.io/pool=local-general")).servers as Array<{ name: string }>).map((s) => s.name).sort();
-    const before = await generalServers();
+    const before = new Set((await poolServers(cloud, "local-general")).map((s) => s.name));
     // A new pool label is in every member's user data: each member needs a new server.
-    const file = cloud.stackFile!;
-    const doc = parse(readFileSync(file, "utf8")) as { config: Record<string, Array<{ name: string; labels: Record<string, string> }>> };
-    doc.config["nodefleet:pools"]!.find((p) => p.name === "local-general")!.labels["nodefleet.io/revision"] = "2";
-    writeFileSync(file, stringify(doc));
+    editLocalPool(cloud, "local-general", (pool) => ((pool.labels as Record<string, string>)["nodefleet.io/revision"] = "2"));
+    const rollout = await driveRollout({ cloud, project, pool: "local-general", members: 3, maxSurge: 1, maxUnavailable: 0, isNew: (s) => !before.has(s.name), maxRuns: 8 });
+    // The default rollout, step by step: surge one, then delete its predecessor (deletions end a run).
+    assert.deepEqual(rollout.serversAfterRun.map((names) => names.length), [4, 3, 4, 3, 4, 3]);
+    assert.deepEqual(rollout.deletedByRun.map((names) => names.length), [0, 1, 0, 1, 0, 1]);
+    const nodes = (await poolNodes(cloud, "local-general")).filter(isReady);
+    assert.equal(nodes.length, 3);
+    assert.ok(nodes.every((n) => n.metadata.labels["nodefleet.io/revision"] === "2"), "every Node has the new label");
+  });
 
-    await runPulumi(["up", "--stack", "local", "--yes", "--skip-preview", "--non-interactive"], project, cloud.env);
-    const surged = await generalServers();
-    assert.equal(surged.length, 4, `maxSurge 1: one new server next to the three old ones, got ${surged.join(", ")}`);
-    assert.ok(before.every((name) => surged.includes(name)), "no old server deleted before its replacement is Ready");
-    const added = surged.find((name) => !before.includes(name))!;
-    await until(`the replacement ${added} Ready`, async () => {
-      const nodes = ((await kube(cloud.plane.admin, "GET", "/api/v1/nodes?labelSelector=nodefleet.io%2Frevision%3D2")) as { items: KubeNode[] }).items;
-      return nodes.some((n) => n.status.conditions?.some((c) => c.type === "Ready" && c.status === "True")) ? true : undefined;
-    }, 120_000);
+  it("scales the static pool 3 -> 5 -> 2: new members join, removed members' servers and Nodes are gone", async function () {
+    editLocalPool(cloud, "local-general", (pool) => (pool.replicas = 5));
+    await runPulumi(UP, project, cloud.env);
+    const five = await allPoolServersReady(cloud, "local-general");
+    assert.equal(five.length, 5);
+    assert.equal(new Set(five.map((s) => s.labels["nodefleet.io/node"])).size, 5, "five members");
 
-    await runPulumi(["up", "--stack", "local", "--yes", "--skip-preview", "--non-interactive"], project, cloud.env);
-    const after = await generalServers();
-    assert.equal(after.length, 3, `the replaced member's old server is gone, got ${after.join(", ")}`);
-    assert.ok(after.includes(added));
-    assert.equal(before.filter((name) => !after.includes(name)).length, 1, "exactly one old server removed");
+    editLocalPool(cloud, "local-general", (pool) => (pool.replicas = 2));
+    await runPulumi(UP, project, cloud.env);
+    const two = await poolServers(cloud, "local-general");
+    assert.equal(two.length, 2);
+    assert.ok(two.every((s) => five.some((f) => f.id === s.id)), "the kept members keep their servers");
+    const nodes = await poolNodes(cloud, "local-general");
+    assert.deepEqual(nodes.map((n) => n.metadata.name).sort(), two.map((s) => s.name).sort(), "the removed members' Nodes are deleted");
+  });
+
+  it("rolls a k0s version change create-before-delete, each new server joining with a fresh token", async function () {
+    const old = await poolServers(cloud, "local-general");
+    const tokensBefore = new Set(((await kube(cloud.plane.admin, "GET", "/api/v1/namespaces/kube-system/secrets?fieldSelector=type%3Dbootstrap.kubernetes.io%2Ftoken")) as { items: Array<{ metadata: { name: string } }> }).items.map((s) => s.metadata.name));
+    assert.equal(tokensBefore.size, 0, "the registered members' tokens were revoked");
+    const joinedWith = new Set<string>();
+    setLocalK0sVersion(cloud, "v1.33.5+k0s.0");
+    editLocalPool(cloud, "local-general", (pool) => (pool.rollout = { maxSurge: 2, maxUnavailable: 0 }));
+    const rollout = await driveRollout({
+      cloud,
+      project,
+      pool: "local-general",
+      members: 2,
+      maxSurge: 2,
+      maxUnavailable: 0,
+      isNew: (s) => !old.some((o) => o.id === s.id),
+      maxRuns: 3,
+      afterRun: async () => {
+        const secrets = (await kube(cloud.plane.admin, "GET", "/api/v1/namespaces/kube-system/secrets?fieldSelector=type%3Dbootstrap.kubernetes.io%2Ftoken")) as { items: Array<{ metadata: { name: string } }> };
+        for (const secret of secrets.items) joinedWith.add(secret.metadata.name);
+      },
+    });
+    assert.deepEqual(rollout.serversAfterRun.map((names) => names.length), [4, 2], "both surge at once, then both old servers go");
+    assert.equal(joinedWith.size, 2, "a new bootstrap token per new server");
+    const nodes = (await poolNodes(cloud, "local-general")).filter(isReady);
+    assert.deepEqual(nodes.map((n) => n.status.nodeInfo?.kubeletVersion), ["v1.33.5+k0s", "v1.33.5+k0s"], "the new members run the new version");
+  });
+
+  it("removes the pool: its servers, placement groups, Nodes and tokens are gone", async function () {
+    editLocalPools(cloud, (pools) => pools.filter((p) => p.name !== "local-general"));
+    await runPulumi(UP, project, cloud.env);
+    assert.deepEqual(await poolServers(cloud, "local-general"), []);
+    assert.deepEqual(await poolNodes(cloud, "local-general"), []);
+    const groups = (await hcloudGet(cloud, "/placement_groups?label_selector=nodefleet.io/pool=local-general")).placement_groups as unknown[];
+    assert.deepEqual(groups, []);
+    const secrets = (await kube(cloud.plane.admin, "GET", "/api/v1/namespaces/kube-system/secrets?fieldSelector=type%3Dbootstrap.kubernetes.io%2Ftoken")) as { items: unknown[] };
+    assert.deepEqual(secrets.items, []);
+    // The cluster's network and firewall stay for the other pool.
+    assert.equal((await hcloudGet(cloud, "/networks?name=local-network")).networks.length, 1);
   });
 
   describe("nodefleet serve --stack local --engine automation", function () {

@@ -30,9 +30,14 @@ describe("node agent: reading a worker's user data", function () {
       caPem: CA,
       bootstrapToken: "abcdef.0123456789abcdef",
       providerID: "cnap:///c1/k0123456789ab",
+      kubeletVersion: "v1.33.4+k0s",
       labels: { "node.kubernetes.io/pool": "burst", "example.com/team": "a" },
       taints: [{ key: "workload", value: "batch", effect: "NoSchedule" }, { key: "karpenter.sh/unregistered", effect: "NoExecute" }],
     });
+  });
+
+  it("reports the kubelet version of the k0s release the script installs", function () {
+    assert.equal(readK0sWorkerUserData(userData({ k0sVersion: "v1.34.1+k0s.2" })).kubeletVersion, "v1.34.1+k0s");
   });
 
   it("refuses user data a real join would trip on, saying why", function () {
@@ -42,6 +47,7 @@ describe("node agent: reading a worker's user data", function () {
       ["no token file", good.replace("path: /etc/k0s/join-token", "path: /etc/k0s/elsewhere"), /writes no \/etc\/k0s\/join-token/],
       ["a token that is not base64 gzip", good.replace(joinToken, "bm90LWd6aXA="), /does not decode/],
       ["a malformed taint", good.replace("workload=batch:NoSchedule", "workload=batch:Sometimes"), /malformed --taints entry/],
+      ["no k0s version", good.replace(/^\s*k0s_version=.*$/m, ""), /names no k0s version/],
       ["no provider id", good.replace("--provider-id=cnap:///c1/k0123456789ab ", ""), /no --provider-id/],
     ];
     for (const [what, text, message] of cases) {

@@ -1,0 +1,147 @@
+/**
+ * For end-to-end tests of static pools on the local cloud: edit a pool in the local stack file, read
+ * a pool's servers from the fake Hetzner API and its Nodes from the control plane, and drive a
+ * rolling replacement `pulumi up` by `pulumi up`, checking after every run what a rollout promises:
+ * never more than `maxSurge` extra servers, never fewer than `members - maxUnavailable` Ready
+ * members, and an old server deleted only once its member's replacement was Ready.
+ */
+import assert from "node:assert/strict";
+import { readFileSync, writeFileSync } from "node:fs";
+import { parse, stringify } from "yaml";
+import { kube } from "../../automation/local/kubeClient";
+import type { LocalCloud } from "../../automation/local/localCloud";
+import { runPulumi, until } from "./localStackProject";
+
+export interface PoolServer {
+  readonly id: number;
+  readonly name: string;
+  readonly labels: Record<string, string>;
+  readonly server_type: { name: string };
+  readonly placement_group: { id: number } | null;
+}
+
+export interface PoolNode {
+  metadata: { name: string; labels: Record<string, string> };
+  spec: { providerID?: string; unschedulable?: boolean; taints?: Array<{ key: string; value?: string; effect: string }> };
+  status: { conditions?: Array<{ type: string; status: string }>; nodeInfo?: { kubeletVersion?: string }; allocatable?: Record<string, string> };
+}
+
+type PoolDocument = Record<string, unknown> & { name: string };
+
+/** Changes the local stack file's pools: `edit` gets them and returns the new list. */
+export function editLocalPools(cloud: LocalCloud, edit: (pools: PoolDocument[]) => PoolDocument[]): void {
+  const file = cloud.stackFile!;
+  const doc = parse(readFileSync(file, "utf8")) as { config: Record<string, unknown> };
+  doc.config["nodefleet:pools"] = edit(doc.config["nodefleet:pools"] as PoolDocument[]);
+  writeFileSync(file, stringify(doc));
+}
+
+/** Changes one pool of the local stack file in place. */
+export function editLocalPool(cloud: LocalCloud, pool: string, edit: (pool: PoolDocument) => void): void {
+  editLocalPools(cloud, (pools) => {
+    const found = pools.find((p) => p.name === pool);
+    assert.ok(found, `the local stack has a pool ${pool}`);
+    edit(found);
+    return pools;
+  });
+}
+
+/** Sets the cluster's k0s version in the local stack file (every pool's members get it). */
+export function setLocalK0sVersion(cloud: LocalCloud, version: string): void {
+  const file = cloud.stackFile!;
+  const doc = parse(readFileSync(file, "utf8")) as { config: Record<string, Record<string, unknown>> };
+  doc.config["nodefleet:cluster"]!.k0sVersion = version;
+  writeFileSync(file, stringify(doc));
+}
+
+/** Authenticated GET against the fake Hetzner API. */
+export async function hcloudGet(cloud: LocalCloud, path: string): Promise<Record<string, any>> {
+  const response = await fetch(`${cloud.env.HCLOUD_ENDPOINT}${path}`, { headers: { Authorization: `Bearer ${cloud.env.HCLOUD_TOKEN}` } });
+  return (await response.json()) as Record<string, any>;
+}
+
+export async function poolServers(cloud: LocalCloud, pool: string): Promise<PoolServer[]> {
+  return (await hcloudGet(cloud, `/servers?label_selector=nodefleet.io/pool=${pool}&per_page=50`)).servers as PoolServer[];
+}
+
+export async function poolNodes(cloud: LocalCloud, pool: string): Promise<PoolNode[]> {
+  return ((await kube(cloud.plane.admin, "GET", `/api/v1/nodes?labelSelector=node.kubernetes.io%2Fpool%3D${pool}`)) as { items: PoolNode[] }).items;
+}
+
+export const isReady = (node: PoolNode) => node.status.conditions?.some((c) => c.type === "Ready" && c.status === "True") === true;
+
+/** Names of the Ready Nodes among `servers` (a Node is named as its server). */
+export async function readyServerNames(cloud: LocalCloud, pool: string, servers: readonly PoolServer[]): Promise<Set<string>> {
+  const ready = new Set((await poolNodes(cloud, pool)).filter(isReady).map((n) => n.metadata.name));
+  return new Set(servers.filter((s) => ready.has(s.name)).map((s) => s.name));
+}
+
+/** Waits until every server of the pool has a Ready Node; returns the servers. */
+export async function allPoolServersReady(cloud: LocalCloud, pool: string, timeoutMs = 180_000): Promise<PoolServer[]> {
+  return until(`every ${pool} server's Node Ready`, async () => {
+    const servers = await poolServers(cloud, pool);
+    const ready = await readyServerNames(cloud, pool, servers);
+    return servers.every((s) => ready.has(s.name)) ? servers : undefined;
+  }, timeoutMs);
+}
+
+export const UP = ["up", "--stack", "local", "--yes", "--skip-preview", "--non-interactive"];
+
+export interface RolloutObservation {
+  /** The pool's server names after each run. */
+  readonly serversAfterRun: string[][];
+  /** Old servers each run deleted. */
+  readonly deletedByRun: string[][];
+}
+
+export interface RolloutDrive {
+  readonly cloud: LocalCloud;
+  readonly project: string;
+  readonly pool: string;
+  readonly members: number;
+  readonly maxSurge: number;
+  readonly maxUnavailable: number;
+  /** Whether a server is of the generation the change rolls to. */
+  readonly isNew: (server: PoolServer) => boolean;
+  /** Stop with an error after this many runs. */
+  readonly maxRuns: number;
+  /** Called after each run with the servers present, before waiting for readiness. */
+  readonly afterRun?: (run: number, servers: readonly PoolServer[]) => Promise<void>;
+}
+
+/**
+ * Runs `pulumi up` until the pool has `members` servers, all new, checking the rollout's promises
+ * after every run, and waiting between runs until the new servers' Nodes are Ready (what lets the
+ * next run delete their predecessors).
+ */
+export async function driveRollout(drive: RolloutDrive): Promise<RolloutObservation> {
+  const { cloud, pool } = drive;
+  const serversAfterRun: string[][] = [];
+  const deletedByRun: string[][] = [];
+  let before = await poolServers(cloud, pool);
+  for (let run = 1; ; run++) {
+    assert.ok(run <= drive.maxRuns, `the rollout settles within ${drive.maxRuns} runs; after them: ${JSON.stringify(serversAfterRun)}`);
+    const readyBefore = await readyServerNames(cloud, pool, before);
+    await runPulumi(UP, drive.project, cloud.env);
+    const after = await poolServers(cloud, pool);
+    serversAfterRun.push(after.map((s) => s.name).sort());
+    const deleted = before.filter((s) => !after.some((a) => a.id === s.id));
+    deletedByRun.push(deleted.map((s) => s.name).sort());
+
+    assert.ok(after.length <= drive.members + drive.maxSurge, `run ${run}: ${after.length} servers, at most ${drive.members} + maxSurge ${drive.maxSurge}`);
+    for (const gone of deleted) {
+      const member = gone.labels["nodefleet.io/node"];
+      const replacement = before.find((s) => s.id !== gone.id && s.labels["nodefleet.io/node"] === member && drive.isNew(s));
+      assert.ok(replacement && readyBefore.has(replacement.name), `run ${run} deleted ${gone.name} only after its replacement was Ready`);
+    }
+    const readyMembers = new Set(after.filter((s) => readyBefore.has(s.name)).map((s) => s.labels["nodefleet.io/node"]));
+    assert.ok(readyMembers.size >= drive.members - drive.maxUnavailable, `run ${run}: ${readyMembers.size} members Ready, at least ${drive.members} - maxUnavailable ${drive.maxUnavailable}`);
+    await drive.afterRun?.(run, after);
+
+    if (after.length === drive.members && after.every(drive.isNew)) {
+      await allPoolServersReady(cloud, pool);
+      return { serversAfterRun, deletedByRun };
+    }
+    before = await allPoolServersReady(cloud, pool);
+  }
+}

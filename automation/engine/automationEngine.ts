@@ -21,6 +21,7 @@ import {
 import { runProgramReference } from "../gitStackProgram";
 import { killProcesses, pulumiProcessesFor } from "./cliProcesses";
 import { recoverStack } from "./crashRecovery";
+import { fileBackendDir, fileBackendUrl, removeTornSidecars } from "./fileBackendState";
 import { HcloudClient } from "./hcloudClient";
 import { resolvePassphrase } from "./passphrase";
 import { reportStep, runResult } from "./progressFormat";
@@ -300,7 +301,7 @@ export class AutomationEngine implements StackEngine {
     mkdirSync(options.dataDir, { recursive: true, mode: 0o700 });
     const stateDir = join(options.dataDir, "state");
     if (!this.env.PULUMI_BACKEND_URL) mkdirSync(stateDir, { recursive: true, mode: 0o700 });
-    this.backendUrl = this.env.PULUMI_BACKEND_URL || `file://${stateDir}`;
+    this.backendUrl = this.env.PULUMI_BACKEND_URL || fileBackendUrl(stateDir);
     this.hcloud = options.hcloud ?? HcloudClient.fromEnv(this.env);
   }
 
@@ -313,6 +314,14 @@ export class AutomationEngine implements StackEngine {
    * One Stack object per stack for the engine's lifetime: selecting a stack costs a CLI process
    * (each paying the passphrase KDF), so it happens once; each run passes its own program.
    */
+  private repairFileBackend(stackName: string): void {
+    const backendDir = fileBackendDir(this.backendUrl);
+    if (!backendDir) return;
+    for (const path of removeTornSidecars(backendDir)) {
+      this.options.logger?.warn({ event: "crash_recovery", stack: stackName, file: path }, "removed a metadata sidecar torn by a killed pulumi process");
+    }
+  }
+
   private async workspaceStack(def: StackDefinition): Promise<Stack> {
     const key = `${def.projectDir ?? ""}\0${def.stackName}`;
     let stack = this.stacks.get(key);
@@ -397,6 +406,8 @@ export class AutomationEngine implements StackEngine {
     return this.queue.run(def.stackName, async () => {
       if (options.signal?.aborted) throw new RunCancelledError();
       const started = Date.now();
+      // Before the CLI selects the stack: a torn sidecar fails every command, selection included.
+      this.repairFileBackend(def.stackName);
       const stack = await this.workspaceStack(def);
       const stop = new RunStopper(def.stackName, options.signal, this.options.runDeadlineMs ?? DEFAULT_RUN_DEADLINE_MS, this.options.forceStopAfterMs ?? DEFAULT_FORCE_STOP_MS);
       try {

@@ -3,8 +3,11 @@
  * the stack's lock files (`.pulumi/locks/organization/<project>/<stack>/<id>.json`, written by the
  * CLI with its pid and hostname) and the pending operations of the stack's checkpoint
  * (`.pulumi/stacks/<project>/<stack>.json`). Layout: pkg/backend/diy (lock.go, state.go) of the CLI.
+ * It also repairs what a kill can tear: the blob library under the backend (gocloud fileblob) writes
+ * each file's `.attrs` sidecar in place, not by rename, so a CLI killed mid-write leaves an empty
+ * sidecar on which every later command fails ("failed to load checkpoint: EOF").
  */
-import { readFileSync, readdirSync, rmSync } from "node:fs";
+import { readFileSync, readdirSync, rmSync, statSync } from "node:fs";
 import { hostname } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -13,7 +16,48 @@ import { processAlive } from "../simulated/stackLock";
 /** The local directory of a `file://` backend URL; undefined for other backends. */
 export function fileBackendDir(backendUrl: string): string | undefined {
   if (!backendUrl.startsWith("file://")) return undefined;
-  return backendUrl.startsWith("file:///") ? fileURLToPath(backendUrl) : backendUrl.slice("file://".length);
+  const withoutQuery = backendUrl.split("?")[0]!;
+  return withoutQuery.startsWith("file:///") ? fileURLToPath(withoutQuery) : withoutQuery.slice("file://".length);
+}
+
+/**
+ * The file backend URL nodefleet uses for a directory: `metadata=skip` tells fileblob to write no
+ * sidecars at all (Pulumi's state carries no blob metadata), so none can be torn.
+ */
+export function fileBackendUrl(dir: string): string {
+  return `file://${dir}?metadata=skip`;
+}
+
+const SIDECAR = ".attrs";
+
+/** Sidecars under the stacks and locks of the backend that do not parse, i.e. were torn by a kill. */
+function tornSidecars(dir: string): string[] {
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return [];
+  }
+  return names.flatMap((name) => {
+    const path = join(dir, name);
+    if (!name.endsWith(SIDECAR)) return statSync(path, { throwIfNoEntry: false })?.isDirectory() ? tornSidecars(path) : [];
+    try {
+      JSON.parse(readFileSync(path, "utf8"));
+      return [];
+    } catch {
+      return [path];
+    }
+  });
+}
+
+/**
+ * Removes torn `.attrs` sidecars of the stacks and locks; fileblob reads a missing sidecar as "no
+ * metadata", which is all Pulumi ever wrote there. Returns the removed paths.
+ */
+export function removeTornSidecars(backendDir: string): string[] {
+  const torn = ["stacks", "locks"].flatMap((sub) => tornSidecars(join(backendDir, ".pulumi", sub)));
+  for (const path of torn) rmSync(path, { force: true });
+  return torn;
 }
 
 export interface StackLock {

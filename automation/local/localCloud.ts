@@ -8,6 +8,7 @@ import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { acquireDataDirLock } from "../store/dataDirLock";
+import { fileBackendUrl } from "../engine/fileBackendState";
 import { resolvePassphrase } from "../engine/passphrase";
 import { pulumiProcessEnv } from "../engine/toolchain";
 import { knobsFromEnv } from "../simulated/simulationKnobs";
@@ -88,7 +89,7 @@ export async function startLocalCloud(options: LocalCloudOptions): Promise<Local
       HCLOUD_ENDPOINT: `${address}`,
       HCLOUD_TOKEN: token,
       KUBECONFIG: plane.adminKubeconfig,
-      PULUMI_BACKEND_URL: `file://${join(dir, "pulumi-state")}`,
+      PULUMI_BACKEND_URL: fileBackendUrl(join(dir, "pulumi-state")),
       ...passphrase,
       // The toolchain and the dynamic-provider plugin on PATH, NODE_PATH, PULUMI_HOME, no downloads.
       ...pulumiProcessEnv(dir, env),

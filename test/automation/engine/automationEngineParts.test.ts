@@ -12,7 +12,7 @@ import { join } from "node:path";
 import type { StepEventMetadata } from "@pulumi/pulumi/automation";
 import { AutomationEngine, stepFromMetadata } from "../../../automation/engine/automationEngine";
 import { pendingCreateRefreshArgs, planPendingCreates } from "../../../automation/engine/crashRecovery";
-import { type PendingOperation, lockIsStale, pendingOperations, removeStaleLocks } from "../../../automation/engine/fileBackendState";
+import { type PendingOperation, fileBackendDir, fileBackendUrl, lockIsStale, pendingOperations, removeStaleLocks, removeTornSidecars } from "../../../automation/engine/fileBackendState";
 import { HcloudClient, type HcloudServer } from "../../../automation/engine/hcloudClient";
 import { resolvePassphrase } from "../../../automation/engine/passphrase";
 import { formatStepLine } from "../../../automation/engine/progressFormat";
@@ -91,6 +91,27 @@ describe("automation engine parts", function () {
         const op = pendingServer("urn:a", "c1-a", ours);
         writeFileSync(join(dir, ".pulumi", "stacks", "nodefleet", "s1.json"), JSON.stringify({ version: 3, checkpoint: { latest: { resources: [], pending_operations: [op] } } }));
         assert.deepEqual(pendingOperations(dir, "nodefleet", "s1"), [op]);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    });
+    it("removes only torn metadata sidecars of stacks and locks, and reads the directory of a URL with options", function () {
+      const dir = mkdtempSync(join(tmpdir(), "nodefleet-backend-"));
+      try {
+        const stacks = join(dir, ".pulumi", "stacks", "nodefleet");
+        const history = join(dir, ".pulumi", "history", "nodefleet");
+        mkdirSync(stacks, { recursive: true });
+        mkdirSync(history, { recursive: true });
+        writeFileSync(join(stacks, "s1.json"), "{}");
+        writeFileSync(join(stacks, "s1.json.attrs"), "");
+        writeFileSync(join(stacks, "s2.json.attrs"), '{"user.content_type":"application/octet-stream"');
+        writeFileSync(join(stacks, "s3.json.attrs"), '{"md5":"x"}');
+        writeFileSync(join(history, "h.json.attrs"), "");
+        assert.deepEqual(removeTornSidecars(dir).sort(), [join(stacks, "s1.json.attrs"), join(stacks, "s2.json.attrs")]);
+        assert.deepEqual(readdirSync(stacks).sort(), ["s1.json", "s3.json.attrs"]);
+        assert.deepEqual(readdirSync(history), ["h.json.attrs"], "history is not read by the runs, so not scanned");
+        assert.equal(fileBackendDir(fileBackendUrl(dir)), dir);
+        assert.equal(fileBackendDir(`file://${dir}`), dir);
       } finally {
         rmSync(dir, { recursive: true, force: true });
       }

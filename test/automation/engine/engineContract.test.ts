@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { AutomationEngine } from "../../../automation/engine/automationEngine";
-import { readFileSync, readdirSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { killProcesses, pulumiProcessesFor } from "../../../automation/engine/cliProcesses";
 import { pendingOperations, stackLocks } from "../../../automation/engine/fileBackendState";
 import { type ResourceStep, RunCancelledError, RunFailedError, type StackDefinition, type StackEngine } from "../../../automation/engine/stackEngine";
@@ -282,6 +282,28 @@ for (const engineCase of ENGINES) {
       const converged = await engine.up(stack(members(2)));
       assert.equal(converged.succeeded, true);
       assert.equal(serverNames(converged).length, 2);
+    });
+
+    it("survives a stack metadata sidecar torn by a killed CLI, on a file backend that writes sidecars", async function () {
+      if (engineCase.name !== "automation") {
+        console.log("      skipped: the simulated engine has no file backend");
+        this.skip();
+      }
+      // An operator's own file:// URL, without nodefleet's metadata=skip: fileblob writes sidecars.
+      const backend = join(dataDir(), "operator-backend");
+      mkdirSync(backend, { recursive: true });
+      const withSidecars = new AutomationEngine({ dataDir: join(dataDir(), "sidecars"), env: { ...process.env, PULUMI_CONFIG_PASSPHRASE: "contract-tests", PULUMI_BACKEND_URL: `file://${backend}` }, logger: silent });
+      assert.equal((await withSidecars.up(stack(members(1)))).succeeded, true);
+      const sidecar = join(backend, ".pulumi", "stacks", "nodefleet", "contract.json.attrs");
+      assert.ok(existsSync(sidecar), "the operator's backend has sidecars");
+      // What a SIGKILL between creating the sidecar and writing it leaves.
+      writeFileSync(sidecar, "");
+      const after = await withSidecars.up(stack(members(2)));
+      assert.equal(after.succeeded, true);
+      assert.equal(serverNames(after).length, 2);
+      // nodefleet's own backend writes none.
+      assert.equal((await engine.up(stack(members(1)))).succeeded, true);
+      assert.deepEqual(readdirSync(join(dataDir(), "state", ".pulumi", "stacks", "nodefleet")).filter((n) => n.endsWith(".attrs")), []);
     });
 
     it("passes secret config to the program without putting it in CLI arguments or the stack files", async function () {

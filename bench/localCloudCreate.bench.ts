@@ -1,0 +1,121 @@
+/**
+ * How fast a `POST /nodes` becomes a machine, on the real and on the simulated engine in one run:
+ * `nodefleet serve --stack local` with `--engine automation` on the local cloud (real pulumi CLI,
+ * nodefleet's hcloud plugin, the fake Hetzner API, the node agent; servers boot at once) and with
+ * `--engine simulated`. For 1 and for 40 concurrent creates: seconds to the server's create (the
+ * fake's server exists; the simulated cloud's server exists), to RUNNING in the API, and, on the
+ * real engine, to the Node Ready; and the Hetzner API requests per created node from the fake's
+ * counters. Targets (issue "Local cloud"): at most the batch window + 5 s to the server create, at
+ * most 5 Hetzner requests per node.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { cpus, tmpdir, totalmem } from "node:os";
+import { join } from "node:path";
+import { performance } from "node:perf_hooks";
+import { type LocalCloud, startLocalCloud } from "../automation/local/localCloud";
+import { SimulatedCloud } from "../automation/simulated/simulatedCloud";
+import { TOKEN } from "../test/support/apiHarness";
+import { UP, editLocalPool, editLocalPools, isReady, poolNodes } from "../test/support/localFleet";
+import { localStackProject, runPulumi, until } from "../test/support/localStackProject";
+import { type ServeProcess, startServe } from "../test/support/serveProcess";
+
+const POOL = "local-burst";
+const BATCH = { NODEFLEET_BATCH_IDLE_MS: "300", NODEFLEET_BATCH_MAX_MS: "3000" };
+
+interface Timings {
+  serverCreated: number[];
+  running: number[];
+  nodeReady: number[];
+  /** What `requests()` counted from the creates until the last milestone. */
+  requests: number;
+}
+
+const percentile = (values: number[], p: number) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? NaN;
+};
+const summary = (values: number[]) => (values.length ? `p50 ${percentile(values, 50).toFixed(2)} s, max ${Math.max(...values).toFixed(2)} s` : "n/a");
+
+/** Polls every 50 ms until every node has each milestone; `serverOf` says whether a node's server exists yet. */
+async function measure(
+  serve: ServeProcess,
+  count: number,
+  round: string,
+  serverOf: (nodeId: string) => Promise<boolean>,
+  nodeReady?: (providerID: string) => Promise<boolean>,
+  requests: () => number = () => 0,
+): Promise<Timings> {
+  const requestsBefore = requests();
+  const started = performance.now();
+  const answers = await Promise.all(Array.from({ length: count }, (_, i) => serve.client.createNode({ uniqueID: `${round}-${i}`, pool: POOL, instanceType: "cpx31" })));
+  const pending = new Map(answers.map((a) => [a.node.nodeID, a.node.providerID]));
+  const timings: Timings = { serverCreated: [], running: [], nodeReady: [], requests: 0 };
+  const created = new Set<string>();
+  const running = new Set<string>();
+  const ready = new Set<string>();
+  await until(`${count} nodes through every milestone`, async () => {
+    const seconds = (performance.now() - started) / 1000;
+    const listed = await serve.client.listNodes();
+    for (const [nodeId, providerID] of pending) {
+      if (!created.has(nodeId) && (await serverOf(nodeId))) created.add(nodeId), timings.serverCreated.push(seconds);
+      if (!running.has(nodeId) && listed.some((n) => n.nodeID === nodeId && n.status === "RUNNING")) running.add(nodeId), timings.running.push(seconds);
+      if (nodeReady && !ready.has(nodeId) && (await nodeReady(providerID))) ready.add(nodeId), timings.nodeReady.push(seconds);
+    }
+    return created.size === count && running.size === count && (!nodeReady || ready.size === count) ? true : undefined;
+  }, 900_000, () => serve.stderr().slice(-2000));
+  timings.requests = requests() - requestsBefore;
+  await Promise.all([...pending.keys()].map((id) => serve.client.deleteNode(id)));
+  await until("the round's nodes deleted", async () => ((await serve.client.listNodes()).length === 0 ? true : undefined), 900_000);
+  return timings;
+}
+
+const totalRequests = (cloud: LocalCloud) => [...cloud.hcloud.requestCounts.values()].reduce((a, b) => a + b, 0);
+
+async function main(): Promise<void> {
+  process.stdout.write(`machine: ${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB; batch idle ${BATCH.NODEFLEET_BATCH_IDLE_MS} ms, max ${BATCH.NODEFLEET_BATCH_MAX_MS} ms; boot delay 0\n`);
+  const dir = mkdtempSync(join(tmpdir(), "nodefleet-local-create-bench-"));
+  const project = localStackProject(join(dir, "project"));
+  const cloud = await startLocalCloud({ dataDir: join(dir, "data"), hcloudPort: 0, agentIntervalMs: 200, logger: { info() {}, warn() {} }, projectDir: project, env: { ...process.env, NODEFLEET_SIM_BOOT_DELAY_MS: "0" } });
+  const servers: ServeProcess[] = [];
+  const rows: string[] = [];
+  try {
+    editLocalPools(cloud, (pools) => pools.filter((p) => p.name === POOL));
+    editLocalPool(cloud, POOL, (pool) => (pool.limits = { maxNodes: 50, cpu: 400, memoryGiB: 800 }));
+    await runPulumi(UP, project, cloud.env);
+
+    const real = await startServe(join(dir, "real"), { ...cloud.env, ...BATCH, NODEFLEET_API_TOKENS: `local:${TOKEN}` }, { stack: "local", engine: "automation", cwd: project, clusterId: "local", startTimeoutMs: 180_000 });
+    servers.push(real);
+    const fakeServer = (nodeId: string) => Promise.resolve(cloud.hcloud.state.servers.some((s) => s.labels["nodefleet.io/node"] === nodeId));
+    const nodeReady = async (providerID: string) => (await poolNodes(cloud, POOL)).some((n) => n.spec.providerID === providerID && isReady(n));
+    for (const count of [1, 40]) {
+      const t = await measure(real, count, `real-${count}`, fakeServer, nodeReady, () => totalRequests(cloud));
+      rows.push(`real engine, ${count} creates: server create ${summary(t.serverCreated)}; RUNNING ${summary(t.running)}; Node Ready ${summary(t.nodeReady)}; ${(t.requests / count).toFixed(1)} Hetzner requests per created node`);
+    }
+    const counts = [...cloud.hcloud.requestCounts.entries()].sort((a, b) => b[1] - a[1]).slice(0, 8);
+    rows.push(`  busiest Hetzner endpoints: ${counts.map(([k, v]) => `${k} ${v}`).join(", ")}`);
+    real.child.kill("SIGTERM");
+    await real.exited();
+
+    const simulatedDir = join(dir, "simulated");
+    const simulated = await startServe(simulatedDir, { ...cloud.env, ...BATCH, NODEFLEET_SIM_BOOT_DELAY_MS: "0", NODEFLEET_API_TOKENS: `local:${TOKEN}` }, { stack: "local", engine: "simulated", cwd: project, clusterId: "local" });
+    servers.push(simulated);
+    const simulatedServer = (nodeId: string) => Promise.resolve(new SimulatedCloud(simulatedDir).listServers({ "nodefleet.io/node": nodeId }).length > 0);
+    for (const count of [1, 40]) {
+      const t = await measure(simulated, count, `simulated-${count}`, simulatedServer);
+      rows.push(`simulated engine, ${count} creates: server create ${summary(t.serverCreated)}; RUNNING ${summary(t.running)} (no Node: no machines)`);
+    }
+  } finally {
+    for (const serve of servers) {
+      if (serve.child.exitCode === null) serve.child.kill("SIGTERM");
+      await serve.exited();
+    }
+    await cloud.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+  process.stdout.write(`${rows.join("\n")}\n`);
+}
+
+void main().catch((error: unknown) => {
+  process.stderr.write(`${error instanceof Error ? error.stack : String(error)}\n`);
+  process.exitCode = 1;
+});

@@ -1,0 +1,145 @@
+/**
+ * The scaling API's Karpenter-style conformance run on the automation engine against the local
+ * cloud: `nodefleet serve --engine automation` (real pulumi CLI, nodefleet's hcloud plugin, the
+ * fake Hetzner API, the real control plane and the node agent), driven only through HTTP. 40
+ * NodeClaims (every 4th sent twice) arrive in two batches, and the service is killed with SIGKILL,
+ * together with the CLI and plugins it started, once right after accepting the first batch and once
+ * while a run is creating the second batch's servers. After the restarts every claim converges to
+ * exactly one server and one Ready Node, the fake's servers are exactly the store's nodes, a sold-out
+ * type is refused as InsufficientCapacity, and repeated deletes end in 404 with nothing left behind.
+ */
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { NodefleetApiError, type NodeView } from "../../../automation/client/nodefleetClient";
+import { type LocalCloud, startLocalCloud } from "../../../automation/local/localCloud";
+import { TOKEN } from "../../support/apiHarness";
+import { type HcloudExchange, hcloudOpenApiViolations, recordHcloudExchanges } from "../../support/hcloudOpenApi";
+import { UP, editLocalPool, editLocalPools, isReady, poolNodes, poolServers } from "../../support/localFleet";
+import { localStackProject, runPulumi, until } from "../../support/localStackProject";
+import { type ServeProcess, crashWithChildren, startServe } from "../../support/serveProcess";
+import { missingTools, skipUnlessAvailable } from "../../support/toolchainRequirement";
+
+const POOL = "local-burst";
+const SOLD_OUT = "cpx21";
+const quiet = { info() {}, warn() {} };
+
+describe("the scaling API on the automation engine against the local cloud, killed twice", function () {
+  this.timeout(1_200_000);
+  let dir: string;
+  let project: string;
+  let cloud: LocalCloud;
+  let serve: ServeProcess | undefined;
+  const exchanges: HcloudExchange[] = [];
+
+  const start = async () =>
+    (serve = await startServe(join(dir, "serve"), { ...cloud.env, NODEFLEET_BATCH_IDLE_MS: "300", NODEFLEET_API_TOKENS: `local:${TOKEN}` }, { stack: "local", engine: "automation", cwd: project, clusterId: "local", startTimeoutMs: 180_000 }));
+  const waitFor = <T>(what: string, probe: () => Promise<T | undefined>) => until(what, probe, 600_000, () => `serve said:\n${serve?.stderr().slice(-3000)}`);
+
+  before(async function () {
+    skipUnlessAvailable(this, missingTools("pulumi", "pulumi-language-nodejs", "pulumi-resource-hcloud", "pulumi-resource-kubernetes", "pulumi-resource-random", "pulumi-resource-time", "etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"));
+    dir = mkdtempSync(join(tmpdir(), "nodefleet-api-local-"));
+    project = localStackProject(join(dir, "project"));
+    cloud = await startLocalCloud({
+      dataDir: join(dir, "data"),
+      hcloudPort: 0,
+      agentIntervalMs: 1000,
+      logger: quiet,
+      projectDir: project,
+      env: { ...process.env, NODEFLEET_SIM_OUT_OF_STOCK: SOLD_OUT },
+      onFakeHcloud: (fake) => recordHcloudExchanges(fake, exchanges),
+    });
+    // Only the autoscaled pool, with room for 40 claims.
+    editLocalPools(cloud, (pools) => pools.filter((p) => p.name === POOL));
+    editLocalPool(cloud, POOL, (pool) => (pool.limits = { maxNodes: 50, cpu: 400, memoryGiB: 800 }));
+    await runPulumi(UP, project, cloud.env);
+    await start();
+  });
+
+  after(async function () {
+    if (serve && serve.child.exitCode === null) {
+      serve.child.kill("SIGTERM");
+      await serve.exited();
+    }
+    await cloud?.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** Sends a batch as Karpenter would on timeouts: every 4th name twice, concurrently. */
+  const createBatch = async (prefix: string, count: number): Promise<string[]> => {
+    const names = Array.from({ length: count }, (_, i) => `${prefix}-${i.toString().padStart(2, "0")}`);
+    const requests = [...names, ...names.filter((_, i) => i % 4 === 0)];
+    const answers = await Promise.all(requests.map((uniqueID) => serve!.client.createNode({ uniqueID, pool: POOL, instanceType: "cpx31" })));
+    const byName = new Map<string, Set<string>>();
+    answers.forEach((a, i) => byName.set(requests[i]!, (byName.get(requests[i]!) ?? new Set()).add(a.node.nodeID)));
+    assert.equal(answers.filter((a) => a.created).length, count, "one 201 per NodeClaim");
+    for (const [name, ids] of byName) assert.equal(ids.size, 1, `${name} maps to one node`);
+    return names.map((name) => [...byName.get(name)!][0]!);
+  };
+
+  it("refuses a sold-out type as InsufficientCapacity before any run", async function () {
+    await assert.rejects(serve!.client.createNode({ uniqueID: "sold-out", pool: POOL, instanceType: SOLD_OUT }), (error: unknown) => error instanceof NodefleetApiError && error.status === 409 && error.code === "InsufficientCapacity");
+  });
+
+  it("converges 40 claims to one server and one Ready Node each after a kill before and a kill during a run", async function () {
+    // 1. Killed right after the creates were answered, before a run could start.
+    const first = await createBatch("first", 20);
+    await crashWithChildren(serve!);
+    await start();
+
+    // 2. Killed while the run for the second batch is creating its servers.
+    const second = await createBatch("second", 20);
+    const secondIds = new Set(second);
+    await until("part of the second batch in the fake Hetzner API", async () => ((await poolServers(cloud, POOL)).some((s) => secondIds.has(s.labels["nodefleet.io/node"]!)) ? true : undefined), 300_000, () => serve!.stderr().slice(-3000));
+    await crashWithChildren(serve!);
+    await start();
+
+    const ids = [...first, ...second];
+    const running: NodeView[] = await waitFor("all 40 RUNNING", async () => {
+      const nodes = await serve!.client.listNodes();
+      return ids.every((id) => nodes.some((n) => n.nodeID === id && n.status === "RUNNING")) ? nodes : undefined;
+    });
+    assert.deepEqual(running.map((n) => n.nodeID).sort(), [...ids].sort(), "the store holds exactly the claims");
+
+    const servers = await poolServers(cloud, POOL);
+    const perNode = new Map<string, number>();
+    for (const server of servers) perNode.set(server.labels["nodefleet.io/node"]!, (perNode.get(server.labels["nodefleet.io/node"]!) ?? 0) + 1);
+    assert.deepEqual([...perNode.keys()].sort(), [...ids].sort(), "the fake's servers are the store's nodes: no orphan");
+    for (const [node, count] of perNode) assert.equal(count, 1, `${node} has ${count} servers`);
+    for (const node of running) assert.equal(node.instanceID, String(servers.find((s) => s.labels["nodefleet.io/node"] === node.nodeID)!.id), `${node.nodeID}'s instanceID is its server`);
+
+    await waitFor("a Ready Node per claim", async () => {
+      const ready = (await poolNodes(cloud, POOL)).filter(isReady).map((n) => n.spec.providerID);
+      return running.every((n) => ready.includes(n.providerID)) ? true : undefined;
+    });
+    const operations = await serve!.client.operations();
+    assert.ok(operations.some((o) => o.result === "abandoned"), "the run cut short by the kill is recorded as abandoned");
+  });
+
+  it("deletes them all, repeated until 404: no server and no Node left", async function () {
+    const ids = (await serve!.client.listNodes()).map((n) => n.nodeID);
+    assert.equal(ids.length, 40);
+    await Promise.all(
+      ids.map((id) =>
+        waitFor(`${id} deleted`, async () => {
+          try {
+            assert.equal((await serve!.client.deleteNode(id)).status, "TERMINATING");
+            await new Promise((r) => setTimeout(r, 1000));
+            return undefined;
+          } catch (error) {
+            if (error instanceof NodefleetApiError && error.status === 404 && error.code === "NodeNotFound") return true;
+            throw error;
+          }
+        }),
+      ),
+    );
+    assert.deepEqual(await poolServers(cloud, POOL), []);
+    await waitFor("no Node of the pool", async () => ((await poolNodes(cloud, POOL)).length === 0 ? true : undefined));
+  });
+
+  it("spoke Hetzner's published API in every exchange", function () {
+    assert.ok(exchanges.length > 100, `${exchanges.length} exchanges`);
+    assert.deepEqual(exchanges.flatMap(hcloudOpenApiViolations), []);
+  });
+});

@@ -77,7 +77,11 @@ export interface RecoveryReport {
 
 /** The `pulumi refresh` arguments that apply the plan with Pulumi's own pending-create handling. */
 export function pendingCreateRefreshArgs(stackName: string, actions: readonly PendingCreateAction[]): string[] {
-  const imports = actions.filter((a) => a.action === "import").flatMap((a) => ["--import-pending-creates", a.urn, String((a as { server: HcloudServer }).server.id)]);
+  // The CLI's flag is a string array of the form [[URN ID]...]: every word is one flag value
+  // (`--import-pending-creates URN ID` would leave ID as a stray argument and fail the refresh).
+  const imports = actions
+    .filter((a) => a.action === "import")
+    .flatMap((a) => ["--import-pending-creates", a.urn, "--import-pending-creates", String((a as { server: HcloudServer }).server.id)]);
   return ["refresh", "--yes", "--skip-preview", "--non-interactive", "--stack", stackName, ...imports, "--clear-pending-creates"];
 }
 

@@ -64,7 +64,8 @@ describe("automation engine parts", function () {
       const actions = await planPendingCreates(pending, async (name) => (name === "c1-a" ? [server(42, "c1-a", ours)] : []), "import");
       assert.deepEqual(pendingCreateRefreshArgs("c1-api", actions), [
         "refresh", "--yes", "--skip-preview", "--non-interactive", "--stack", "c1-api",
-        "--import-pending-creates", "urn:a", "42",
+        // A string-array flag: each of the [URN ID] list's words is its own flag value.
+        "--import-pending-creates", "urn:a", "--import-pending-creates", "42",
         "--clear-pending-creates",
       ]);
     });

@@ -8,6 +8,7 @@ import { Fleet, type FleetArgs } from "../components";
 import { type FleetSpec, FleetSpecError, parseFleetSpec } from "../components/fleet/fleetSpec";
 import { type CurrentHcloudServer, type HcloudNodeOutputValues, currentHcloudServers } from "../components/hcloud/hcloudNodePool";
 import { readyClusterNodeNames } from "../components/kubernetes/nodeReadiness";
+import { type CurrentRobotMember, currentRobotMembers } from "../components/robot/robotPlan";
 
 export const FLEET_CONFIG_KEYS = ["nodefleet:cluster", "nodefleet:network", "nodefleet:firewall", "nodefleet:pools"] as const;
 
@@ -33,7 +34,7 @@ export interface RunProgramOptions {
   readonly currentHcloudServers?: FleetArgs["currentHcloudServers"];
   /**
    * The stack's `nodes` output of the previous run, which the engine passes in: with it, static
-   * Hetzner Cloud pools roll a fleet-wide change step by step (each Node's readiness is read from
+   * Hetzner Cloud and Robot pools roll a fleet-wide change step by step (each Node's readiness is read from
    * the cluster; without a kubeconfig, in simulation, every previous server counts as Ready).
    * Default none: pools are declared as new.
    */
@@ -42,20 +43,33 @@ export interface RunProgramOptions {
   readonly readPreviousNodes?: () => Promise<unknown>;
 }
 
-/** Per static Hetzner Cloud pool, its servers at the start of this run, from the previous `nodes` and the cluster's Ready Nodes. */
-async function currentServersOf(spec: FleetSpec, previousNodes: unknown): Promise<NonNullable<FleetArgs["currentHcloudServers"]>> {
-  const nodes = (Array.isArray(previousNodes) ? previousNodes : []) as HcloudNodeOutputValues[];
+/**
+ * Per static pool, its machines at the start of this run, from the previous `nodes` and the
+ * cluster's Ready Nodes (Hetzner Cloud Nodes are named by server, bare-metal ones by hostname).
+ */
+async function currentMachinesOf(
+  spec: FleetSpec,
+  previousNodes: unknown,
+): Promise<Required<Pick<FleetArgs, "currentHcloudServers" | "currentRobotMembers">>> {
+  const nodes = (Array.isArray(previousNodes) ? previousNodes : []) as Array<HcloudNodeOutputValues & { generation?: unknown; joinInputs?: unknown }>;
   const ready =
     spec.cluster.kubeconfig === undefined
-      ? new Set(nodes.map((n) => n.nodeName))
+      ? new Set(nodes.flatMap((n) => [n.nodeName, n.hostname]))
       : await readyClusterNodeNames(spec.cluster.kubeconfig, spec.cluster.id);
-  const current: Record<string, CurrentHcloudServer[]> = {};
+  const hcloud: Record<string, CurrentHcloudServer[]> = {};
+  const robot: Record<string, CurrentRobotMember[]> = {};
   for (const pool of spec.pools) {
-    if (pool.provider !== "hcloud" || pool.mode !== "static") continue;
-    const servers = currentHcloudServers(nodes, pool.name, ready);
-    if (servers) current[pool.name] = servers;
+    const members =
+      pool.provider === "hcloud" && pool.mode === "static"
+        ? currentHcloudServers(nodes, pool.name, ready)
+        : pool.provider === "hetzner-robot"
+          ? currentRobotMembers(nodes, pool.name, ready)
+          : undefined;
+    if (members === undefined) continue;
+    if (pool.provider === "hcloud") hcloud[pool.name] = members as CurrentHcloudServer[];
+    else robot[pool.name] = members as CurrentRobotMember[];
   }
-  return current;
+  return { currentHcloudServers: hcloud, currentRobotMembers: robot };
 }
 
 export async function runProgram(args: RunProgramOptions = {}): Promise<Record<string, unknown>> {
@@ -67,8 +81,8 @@ export async function runProgram(args: RunProgramOptions = {}): Promise<Record<s
   }
   const kubeconfig = spec.cluster.kubeconfig === undefined ? undefined : pulumi.secret(spec.cluster.kubeconfig);
   const previousNodes = args.previousNodes ?? (await args.readPreviousNodes?.());
-  const current = args.currentHcloudServers ?? (previousNodes !== undefined ? await currentServersOf(spec, previousNodes) : undefined);
-  const fleet = new Fleet(spec.cluster.id, { spec, kubeconfig, ...(current ? { currentHcloudServers: current } : {}) });
+  const current = previousNodes !== undefined ? await currentMachinesOf(spec, previousNodes) : {};
+  const fleet = new Fleet(spec.cluster.id, { spec, kubeconfig, ...current, ...(args.currentHcloudServers ? { currentHcloudServers: args.currentHcloudServers } : {}) });
   return {
     clusterId: spec.cluster.id,
     nodes: fleet.nodes,

@@ -332,3 +332,30 @@ export function planInPlaceRollout(
     ...(remaining > 0 ? { waiting: `maxUnavailable ${maxUnavailable} reached` } : {}),
   };
 }
+
+/** How a bare-metal member reaches its new generation: a Robot reinstall, an Elastic Metal server replaced in place, or a re-run of the join (a version upgrade). */
+export type InPlaceChange = "reinstall" | "replace" | "re-join";
+
+/** What a run did to a bare-metal pool's rollout: the stack output `rollout` and `nodefleet preview` report it. */
+export interface InPlaceRolloutSummary {
+  readonly pool: string;
+  /** Tells it from a Hetzner Cloud pool's summary (which surges). */
+  readonly inPlace: true;
+  /** Members this run drains and then updates, with how. */
+  readonly updating: readonly { readonly nodeId: string; readonly change: InPlaceChange }[];
+  /** Members still on a previous generation after this run. */
+  readonly remaining: number;
+  /** Why more could not start this run. */
+  readonly waiting?: string;
+}
+
+/** The summary of `plan` for `pool`; `changeOf` says how an updated member changes. */
+export function inPlaceRolloutSummary(pool: string, plan: InPlaceRolloutPlan, changeOf: (nodeId: string) => InPlaceChange): InPlaceRolloutSummary {
+  return {
+    pool,
+    inPlace: true,
+    updating: plan.updating.map((nodeId) => ({ nodeId, change: changeOf(nodeId) })),
+    remaining: plan.remaining,
+    ...(plan.waiting ? { waiting: plan.waiting } : {}),
+  };
+}

@@ -16,6 +16,7 @@ import { type ElasticMetalNodeOutput, ElasticMetalNodePool } from "./scaleway/el
 import { type CurrentHcloudServer, type HcloudNodeOutput, type HcloudPoolRolloutSummary, HcloudNodePool } from "./hcloud/hcloudNodePool";
 import { type RobotNodeOutput, RobotNodePool } from "./robot/robotNodePool";
 import type { CurrentRobotMember } from "./robot/robotPlan";
+import type { CurrentElasticMetalMember } from "./scaleway/elasticMetalPlan";
 import type { InPlaceRolloutSummary } from "./fleet/rolloutPlan";
 import { staticHcloudMembers } from "./hcloud/hcloudServerPlan";
 
@@ -39,6 +40,8 @@ export interface FleetArgs {
    * Default none: every member is declared at its wanted generation.
    */
   readonly currentRobotMembers?: Readonly<Record<string, readonly CurrentRobotMember[]>>;
+  /** Per Elastic Metal pool name, its members at the start of this run (see scaleway/elasticMetalPlan.ts `currentElasticMetalMembers`). Default none. */
+  readonly currentElasticMetalMembers?: Readonly<Record<string, readonly CurrentElasticMetalMember[]>>;
 }
 
 export class Fleet extends pulumi.ComponentResource {
@@ -97,7 +100,17 @@ export class Fleet extends pulumi.ComponentResource {
       }
       if (pool.provider === "scaleway-elastic-metal") {
         this.elasticMetalPools.push(
-          new ElasticMetalNodePool(`${name}-${pool.name}`, { cluster, pool, firewall: args.spec.firewall, ...credentials }, poolOptions),
+          new ElasticMetalNodePool(
+            `${name}-${pool.name}`,
+            {
+              cluster,
+              pool,
+              firewall: args.spec.firewall,
+              ...(args.currentElasticMetalMembers?.[pool.name] ? { current: args.currentElasticMetalMembers[pool.name] } : {}),
+              ...credentials,
+            },
+            poolOptions,
+          ),
         );
       }
       if (pool.provider === "hetzner-robot") {
@@ -123,7 +136,11 @@ export class Fleet extends pulumi.ComponentResource {
       ...this.elasticMetalPools.flatMap((p) => p.nodes),
       ...this.robotPools.flatMap((p) => p.nodes),
     ]) as pulumi.Output<pulumi.Unwrap<HcloudNodeOutput | ElasticMetalNodeOutput | RobotNodeOutput>[]>;
-    this.rollout = [...this.hcloudPools.map((p) => p.rolloutSummary), ...this.robotPools.map((p) => p.rolloutSummary)];
+    this.rollout = [
+      ...this.hcloudPools.map((p) => p.rolloutSummary),
+      ...this.elasticMetalPools.map((p) => p.rolloutSummary),
+      ...this.robotPools.map((p) => p.rolloutSummary),
+    ];
     this.registerOutputs({ nodes: this.nodes, networkId: this.networkId, firewallId: this.firewallId, rollout: this.rollout });
   }
 }

@@ -9,6 +9,7 @@ import { type FleetSpec, FleetSpecError, parseFleetSpec } from "../components/fl
 import { type CurrentHcloudServer, type HcloudNodeOutputValues, currentHcloudServers } from "../components/hcloud/hcloudNodePool";
 import { readyClusterNodeNames } from "../components/kubernetes/nodeReadiness";
 import { type CurrentRobotMember, currentRobotMembers } from "../components/robot/robotPlan";
+import { type CurrentElasticMetalMember, currentElasticMetalMembers } from "../components/scaleway/elasticMetalPlan";
 
 export const FLEET_CONFIG_KEYS = ["nodefleet:cluster", "nodefleet:network", "nodefleet:firewall", "nodefleet:pools"] as const;
 
@@ -34,7 +35,7 @@ export interface RunProgramOptions {
   readonly currentHcloudServers?: FleetArgs["currentHcloudServers"];
   /**
    * The stack's `nodes` output of the previous run, which the engine passes in: with it, static
-   * Hetzner Cloud and Robot pools roll a fleet-wide change step by step (each Node's readiness is read from
+   * Hetzner Cloud, Robot and Elastic Metal pools roll a fleet-wide change step by step (each Node's readiness is read from
    * the cluster; without a kubeconfig, in simulation, every previous server counts as Ready).
    * Default none: pools are declared as new.
    */
@@ -50,26 +51,30 @@ export interface RunProgramOptions {
 async function currentMachinesOf(
   spec: FleetSpec,
   previousNodes: unknown,
-): Promise<Required<Pick<FleetArgs, "currentHcloudServers" | "currentRobotMembers">>> {
-  const nodes = (Array.isArray(previousNodes) ? previousNodes : []) as Array<HcloudNodeOutputValues & { generation?: unknown; joinInputs?: unknown }>;
+): Promise<Required<Pick<FleetArgs, "currentHcloudServers" | "currentRobotMembers" | "currentElasticMetalMembers">>> {
+  const nodes = (Array.isArray(previousNodes) ? previousNodes : []) as Array<HcloudNodeOutputValues & Record<string, unknown>>;
   const ready =
     spec.cluster.kubeconfig === undefined
       ? new Set(nodes.flatMap((n) => [n.nodeName, n.hostname]))
       : await readyClusterNodeNames(spec.cluster.kubeconfig, spec.cluster.id);
-  const hcloud: Record<string, CurrentHcloudServer[]> = {};
-  const robot: Record<string, CurrentRobotMember[]> = {};
+  const current = { currentHcloudServers: {}, currentRobotMembers: {}, currentElasticMetalMembers: {} } as {
+    currentHcloudServers: Record<string, CurrentHcloudServer[]>;
+    currentRobotMembers: Record<string, CurrentRobotMember[]>;
+    currentElasticMetalMembers: Record<string, CurrentElasticMetalMember[]>;
+  };
   for (const pool of spec.pools) {
-    const members =
-      pool.provider === "hcloud" && pool.mode === "static"
-        ? currentHcloudServers(nodes, pool.name, ready)
-        : pool.provider === "hetzner-robot"
-          ? currentRobotMembers(nodes, pool.name, ready)
-          : undefined;
-    if (members === undefined) continue;
-    if (pool.provider === "hcloud") hcloud[pool.name] = members as CurrentHcloudServer[];
-    else robot[pool.name] = members as CurrentRobotMember[];
+    if (pool.provider === "hcloud" && pool.mode === "static") {
+      const servers = currentHcloudServers(nodes, pool.name, ready);
+      if (servers) current.currentHcloudServers[pool.name] = servers;
+    } else if (pool.provider === "hetzner-robot") {
+      const members = currentRobotMembers(nodes, pool.name, ready);
+      if (members) current.currentRobotMembers[pool.name] = members;
+    } else if (pool.provider === "scaleway-elastic-metal") {
+      const members = currentElasticMetalMembers(nodes, pool.name, ready);
+      if (members) current.currentElasticMetalMembers[pool.name] = members;
+    }
   }
-  return { currentHcloudServers: hcloud, currentRobotMembers: robot };
+  return current;
 }
 
 export async function runProgram(args: RunProgramOptions = {}): Promise<Record<string, unknown>> {

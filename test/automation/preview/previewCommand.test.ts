@@ -166,7 +166,7 @@ describe("nodefleet preview (as a process, simulated engine, --base-ref)", funct
     const servers = stack.steps.filter((s) => s.type === "hcloud:index/server:Server");
     assert.deepEqual(servers.map((s) => s.op), ["create"], "one surge server; the kept ones are unchanged");
     assert.match(servers[0].name, /^example-hel1-general-0-[a-z0-9]{6}$/);
-    assert.deepEqual(stack.rollouts.map((r) => [r.pool, r.replacing, r.remaining]), [["hel1-general", ["hel1-general-0"], 3]]);
+    assert.deepEqual(stack.rollouts.map((r) => [r.pool, "replacing" in r ? r.replacing : undefined, r.remaining]), [["hel1-general", ["hel1-general-0"], 3]]);
     assert.doesNotMatch(run.stdout + run.markdown + run.stderr, BOOTSTRAP_TOKEN_TEXT, "no bootstrap token anywhere");
     assertPreviewGolden("e2e-change-user-data", run.markdown, "the command's Markdown");
   });

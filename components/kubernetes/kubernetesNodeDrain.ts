@@ -9,6 +9,9 @@
  * A `pulumi.dynamic` resource per Node name that depends on its server: Pulumi deletes dependents
  * first, so removing a member (or replacing its server) drains before the server goes; the Node
  * itself is deleted afterwards by its KubernetesNodeRemoval (kubernetesNodeRemoval.ts).
+ *
+ * A bare-metal member keeps its Node across a reinstall, replacement or re-join, so its drain runs
+ * on create instead: KubernetesNodeUpdateDrain, one per generation, which the update depends on.
  */
 import * as pulumi from "@pulumi/pulumi";
 import { DEFAULT_DRAIN_TIMEOUT_SECONDS } from "../fleet/rolloutPlan";

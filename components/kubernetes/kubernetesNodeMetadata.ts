@@ -8,6 +8,8 @@
  * before and no longer declares are removed, declared ones set; taints are matched by key and
  * effect, so taints others own (the node lifecycle controller's `node.kubernetes.io/*`) stay.
  * Deleting it changes nothing: removing a member deletes its Node (kubernetesNodeRemoval.ts).
+ * When its `generation` moves (the member was drained for a reinstall, replacement or re-join that
+ * this resource runs after), the patch also uncordons the Node; an operator's cordon otherwise stays.
  *
  * A `pulumi.dynamic` resource: its provider is serialized into the state and uses only Node built-ins
  * (kubernetesApiClient.ts) and the connection details extracted from the kubeconfig.

@@ -24,6 +24,13 @@
  * place); given a kubeconfig, labels and taints are kept on the running Node through the API
  * (kubernetes/kubernetesNodeMetadata.ts), since the kubelet applies them only at registration.
  *
+ * Reinstalls and re-joins roll (fleet/rolloutPlan.ts `planInPlaceRollout`): per run at most
+ * `rollout.maxUnavailable` members move to their new generation, each drained first (a
+ * KubernetesNodeUpdateDrain the rescue and the join depend on) and uncordoned by the Node metadata
+ * update after its join. The others are declared as the previous run left them (`current`): their
+ * old generation's rescue and token, their old join trigger, and `ignoreChanges` on the scripts and
+ * rescue keys, so nothing runs against them until their turn; their connection is never ignored.
+ *
  * The join loads the cluster firewall's public rules as an nftables host firewall before the kubelet
  * starts (bootstrap/hostFirewall.ts). Not supported: Robot vSwitch / private networks (nodes join
  * over their public address), the Robot webservice firewall, server cancellation (removing a member leaves the server as installed), and

@@ -26,6 +26,14 @@
  * On kubeadm clusters a re-push command keyed on the kubelet-config hash rewrites the config and CA
  * on existing nodes. Given a kubeconfig, removing a member deletes its Node, and with
  * `localStorageClass` removing or replacing a server deletes the PVCs bound to its local PVs.
+ *
+ * Replacements (offer, OS, zone) and version re-joins roll (fleet/rolloutPlan.ts
+ * `planInPlaceRollout`): per run at most `rollout.maxUnavailable` members move to their new
+ * generation, each drained first (the server and the join depend on a KubernetesNodeUpdateDrain)
+ * and uncordoned by the Node metadata update after its join. The others are declared as the
+ * previous run left them (`current`): their offer label and token, their old join trigger, and
+ * `ignoreChanges` on the server's offer/OS/zone/cloud-init and the join script; no connection is
+ * ignored. No surge: the member's IPAM address and Node name are the old server's until it is gone.
  */
 import * as command from "@pulumi/command";
 import * as pulumi from "@pulumi/pulumi";

@@ -144,9 +144,11 @@ interface NodeDrainState {
   credentials: string;
 }
 
-/** A new timeout or credentials are stored in place; only another Node name (or generation) is another drain. */
+/** Inputs whose change makes another drain: another Node name (or, for an update drain, generation). A new timeout or credentials are stored in place. */
+export const NODE_DRAIN_REPLACE_ON_CHANGES = ["nodeName", "generation"] as const;
+
 function drainDiff(olds: NodeDrainState & { generation?: string }, news: NodeDrainState & { generation?: string }) {
-  const replaces = (["nodeName", "generation"] as const).filter((key) => olds[key] !== news[key]);
+  const replaces = NODE_DRAIN_REPLACE_ON_CHANGES.filter((key) => olds[key] !== news[key]);
   return {
     changes: replaces.length > 0 || olds.credentials !== news.credentials || olds.timeoutSeconds !== news.timeoutSeconds,
     replaces,

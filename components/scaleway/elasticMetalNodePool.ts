@@ -109,7 +109,7 @@ export interface ElasticMetalNodePoolArgs {
    * others keep their previous generation until a later run. Default `pool.rollout.maxUnavailable` (1).
    */
   readonly maxUnavailable?: number;
-  /** Seconds each drain may take before the run fails and the member is left as it was. Default `pool.rollout.drainTimeoutSeconds` (600). */
+  /** Seconds each drain may take before the run fails, the member cordoned but not updated (the next run drains again). Default `pool.rollout.drainTimeoutSeconds` (600). */
   readonly drainTimeoutSeconds?: number;
   /**
    * The pool's members at the start of this run (previous `nodes` output plus Node readiness, see

@@ -15,6 +15,9 @@ import type { FleetSpec } from "./fleet/fleetSpec";
 import { type ElasticMetalNodeOutput, ElasticMetalNodePool } from "./scaleway/elasticMetalNodePool";
 import { type CurrentHcloudServer, type HcloudNodeOutput, type HcloudPoolRolloutSummary, HcloudNodePool } from "./hcloud/hcloudNodePool";
 import { type RobotNodeOutput, RobotNodePool } from "./robot/robotNodePool";
+import type { CurrentRobotMember } from "./robot/robotPlan";
+import type { CurrentElasticMetalMember } from "./scaleway/elasticMetalPlan";
+import type { InPlaceRolloutSummary } from "./fleet/rolloutPlan";
 import { staticHcloudMembers } from "./hcloud/hcloudServerPlan";
 
 export interface FleetArgs {
@@ -31,6 +34,14 @@ export interface FleetArgs {
    * rollout of a fleet-wide change starts from. Default none: pools are declared as new.
    */
   readonly currentHcloudServers?: Readonly<Record<string, readonly CurrentHcloudServer[]>>;
+  /**
+   * Per Hetzner Robot pool name, its members at the start of this run (previous `nodes` output plus
+   * Node readiness, see robot/robotPlan.ts `currentRobotMembers`): what its rollout starts from.
+   * Default none: every member is declared at its wanted generation.
+   */
+  readonly currentRobotMembers?: Readonly<Record<string, readonly CurrentRobotMember[]>>;
+  /** Per Elastic Metal pool name, its members at the start of this run (see scaleway/elasticMetalPlan.ts `currentElasticMetalMembers`). Default none. */
+  readonly currentElasticMetalMembers?: Readonly<Record<string, readonly CurrentElasticMetalMember[]>>;
 }
 
 export class Fleet extends pulumi.ComponentResource {
@@ -44,8 +55,8 @@ export class Fleet extends pulumi.ComponentResource {
   readonly nodes: pulumi.Output<pulumi.Unwrap<HcloudNodeOutput | ElasticMetalNodeOutput | RobotNodeOutput>[]>;
   readonly networkId: pulumi.Output<number>;
   readonly firewallId: pulumi.Output<number>;
-  /** Each static Hetzner Cloud pool's rollout step of this run. */
-  readonly rollout: HcloudPoolRolloutSummary[];
+  /** Each static pool's rollout step of this run: the Hetzner Cloud pools', then the bare-metal pools'. */
+  readonly rollout: Array<HcloudPoolRolloutSummary | InPlaceRolloutSummary>;
 
   constructor(name: string, args: FleetArgs, opts?: pulumi.ComponentResourceOptions) {
     super("nodefleet:index:Fleet", name, {}, opts);
@@ -89,12 +100,32 @@ export class Fleet extends pulumi.ComponentResource {
       }
       if (pool.provider === "scaleway-elastic-metal") {
         this.elasticMetalPools.push(
-          new ElasticMetalNodePool(`${name}-${pool.name}`, { cluster, pool, firewall: args.spec.firewall, ...credentials }, poolOptions),
+          new ElasticMetalNodePool(
+            `${name}-${pool.name}`,
+            {
+              cluster,
+              pool,
+              firewall: args.spec.firewall,
+              ...(args.currentElasticMetalMembers?.[pool.name] ? { current: args.currentElasticMetalMembers[pool.name] } : {}),
+              ...credentials,
+            },
+            poolOptions,
+          ),
         );
       }
       if (pool.provider === "hetzner-robot") {
         this.robotPools.push(
-          new RobotNodePool(`${name}-${pool.name}`, { cluster, pool, firewall: args.spec.firewall, ...credentials }, poolOptions),
+          new RobotNodePool(
+            `${name}-${pool.name}`,
+            {
+              cluster,
+              pool,
+              firewall: args.spec.firewall,
+              ...(args.currentRobotMembers?.[pool.name] ? { current: args.currentRobotMembers[pool.name] } : {}),
+              ...credentials,
+            },
+            poolOptions,
+          ),
         );
       }
       // Autoscaled hcloud pools: members come from the scaling API's own stack.
@@ -105,7 +136,11 @@ export class Fleet extends pulumi.ComponentResource {
       ...this.elasticMetalPools.flatMap((p) => p.nodes),
       ...this.robotPools.flatMap((p) => p.nodes),
     ]) as pulumi.Output<pulumi.Unwrap<HcloudNodeOutput | ElasticMetalNodeOutput | RobotNodeOutput>[]>;
-    this.rollout = this.hcloudPools.map((p) => p.rolloutSummary);
+    this.rollout = [
+      ...this.hcloudPools.map((p) => p.rolloutSummary),
+      ...this.elasticMetalPools.map((p) => p.rolloutSummary),
+      ...this.robotPools.map((p) => p.rolloutSummary),
+    ];
     this.registerOutputs({ nodes: this.nodes, networkId: this.networkId, firewallId: this.firewallId, rollout: this.rollout });
   }
 }

@@ -8,6 +8,8 @@ import { Fleet, type FleetArgs } from "../components";
 import { type FleetSpec, FleetSpecError, parseFleetSpec } from "../components/fleet/fleetSpec";
 import { type CurrentHcloudServer, type HcloudNodeOutputValues, currentHcloudServers } from "../components/hcloud/hcloudNodePool";
 import { readyClusterNodeNames } from "../components/kubernetes/nodeReadiness";
+import { type CurrentRobotMember, currentRobotMembers } from "../components/robot/robotPlan";
+import { type CurrentElasticMetalMember, currentElasticMetalMembers } from "../components/scaleway/elasticMetalPlan";
 
 export const FLEET_CONFIG_KEYS = ["nodefleet:cluster", "nodefleet:network", "nodefleet:firewall", "nodefleet:pools"] as const;
 
@@ -33,7 +35,7 @@ export interface RunProgramOptions {
   readonly currentHcloudServers?: FleetArgs["currentHcloudServers"];
   /**
    * The stack's `nodes` output of the previous run, which the engine passes in: with it, static
-   * Hetzner Cloud pools roll a fleet-wide change step by step (each Node's readiness is read from
+   * Hetzner Cloud, Robot and Elastic Metal pools roll a fleet-wide change step by step (each Node's readiness is read from
    * the cluster; without a kubeconfig, in simulation, every previous server counts as Ready).
    * Default none: pools are declared as new.
    */
@@ -42,18 +44,35 @@ export interface RunProgramOptions {
   readonly readPreviousNodes?: () => Promise<unknown>;
 }
 
-/** Per static Hetzner Cloud pool, its servers at the start of this run, from the previous `nodes` and the cluster's Ready Nodes. */
-async function currentServersOf(spec: FleetSpec, previousNodes: unknown): Promise<NonNullable<FleetArgs["currentHcloudServers"]>> {
-  const nodes = (Array.isArray(previousNodes) ? previousNodes : []) as HcloudNodeOutputValues[];
+/**
+ * Per static pool, its machines at the start of this run, from the previous `nodes` and the
+ * cluster's Ready Nodes (Hetzner Cloud Nodes are named by server, bare-metal ones by hostname).
+ */
+async function currentMachinesOf(
+  spec: FleetSpec,
+  previousNodes: unknown,
+): Promise<Required<Pick<FleetArgs, "currentHcloudServers" | "currentRobotMembers" | "currentElasticMetalMembers">>> {
+  const nodes = (Array.isArray(previousNodes) ? previousNodes : []) as Array<HcloudNodeOutputValues & Record<string, unknown>>;
   const ready =
     spec.cluster.kubeconfig === undefined
-      ? new Set(nodes.map((n) => n.nodeName))
+      ? new Set(nodes.flatMap((n) => [n.nodeName, n.hostname]))
       : await readyClusterNodeNames(spec.cluster.kubeconfig, spec.cluster.id);
-  const current: Record<string, CurrentHcloudServer[]> = {};
+  const current = { currentHcloudServers: {}, currentRobotMembers: {}, currentElasticMetalMembers: {} } as {
+    currentHcloudServers: Record<string, CurrentHcloudServer[]>;
+    currentRobotMembers: Record<string, CurrentRobotMember[]>;
+    currentElasticMetalMembers: Record<string, CurrentElasticMetalMember[]>;
+  };
   for (const pool of spec.pools) {
-    if (pool.provider !== "hcloud" || pool.mode !== "static") continue;
-    const servers = currentHcloudServers(nodes, pool.name, ready);
-    if (servers) current[pool.name] = servers;
+    if (pool.provider === "hcloud" && pool.mode === "static") {
+      const servers = currentHcloudServers(nodes, pool.name, ready);
+      if (servers) current.currentHcloudServers[pool.name] = servers;
+    } else if (pool.provider === "hetzner-robot") {
+      const members = currentRobotMembers(nodes, pool.name, ready);
+      if (members) current.currentRobotMembers[pool.name] = members;
+    } else if (pool.provider === "scaleway-elastic-metal") {
+      const members = currentElasticMetalMembers(nodes, pool.name, ready);
+      if (members) current.currentElasticMetalMembers[pool.name] = members;
+    }
   }
   return current;
 }
@@ -67,8 +86,8 @@ export async function runProgram(args: RunProgramOptions = {}): Promise<Record<s
   }
   const kubeconfig = spec.cluster.kubeconfig === undefined ? undefined : pulumi.secret(spec.cluster.kubeconfig);
   const previousNodes = args.previousNodes ?? (await args.readPreviousNodes?.());
-  const current = args.currentHcloudServers ?? (previousNodes !== undefined ? await currentServersOf(spec, previousNodes) : undefined);
-  const fleet = new Fleet(spec.cluster.id, { spec, kubeconfig, ...(current ? { currentHcloudServers: current } : {}) });
+  const current = previousNodes !== undefined ? await currentMachinesOf(spec, previousNodes) : {};
+  const fleet = new Fleet(spec.cluster.id, { spec, kubeconfig, ...current, ...(args.currentHcloudServers ? { currentHcloudServers: args.currentHcloudServers } : {}) });
   return {
     clusterId: spec.cluster.id,
     nodes: fleet.nodes,

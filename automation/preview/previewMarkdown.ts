@@ -78,7 +78,22 @@ function replacementLine(r: NodeReplacement): string {
   return `- ${code(r.node)} (pool ${code(r.pool)}): new server ${code(r.newName)} replaces ${code(r.oldName)}, ${reason(r)}; the new one is created before the old one is deleted`;
 }
 
+const IN_PLACE_CHANGE_LINES = {
+  reinstall: "drained, then reinstalled now",
+  replace: "drained, then its server released and a new one ordered now",
+  "re-join": "drained, then re-joined now (new version installed in place)",
+} as const;
+
 function rolloutLines(r: PoolRollout): string[] {
+  if ("inPlace" in r) {
+    const lines = [`- pool ${code(r.pool)}: ${plural(r.remaining, "member")} still to update after this run`];
+    for (const change of Object.keys(IN_PLACE_CHANGE_LINES) as Array<keyof typeof IN_PLACE_CHANGE_LINES>) {
+      const members = r.updating.filter((u) => u.change === change).map((u) => code(u.nodeId));
+      if (members.length > 0) lines.push(`  - ${IN_PLACE_CHANGE_LINES[change]}: ${members.join(", ")}`);
+    }
+    if (r.waiting) lines.push(`  - waiting: ${r.waiting}`);
+    return lines;
+  }
   const lines = [`- pool ${code(r.pool)}: ${plural(r.remaining, "member")} still to replace after this run`];
   if (r.replacing.length > 0) lines.push(`  - replacing now (new server created beside the old one): ${r.replacing.map(code).join(", ")}`);
   if (r.removing.length > 0) lines.push(`  - drained and deleted (replacement Ready): ${r.removing.map(code).join(", ")}`);

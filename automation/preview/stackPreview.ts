@@ -5,6 +5,7 @@
  * Markdown (previewMarkdown.ts) and `--json` are two renderings of this.
  */
 import type { HcloudPoolRolloutSummary } from "../../components/hcloud/hcloudNodePool";
+import type { InPlaceChange, InPlaceRolloutSummary } from "../../components/fleet/rolloutPlan";
 import type { ChangeSummary, ResourceStep, RunResult, StepOp } from "../engine/stackEngine";
 import { emptySummary } from "../engine/stackEngine";
 import { maskSecretText } from "../render/maskSecrets";
@@ -79,8 +80,10 @@ export interface StepRow {
   readonly error?: string;
 }
 
-/** A static pool's rollout step in this run, from the program's `rollout` output. */
-export type PoolRollout = HcloudPoolRolloutSummary;
+/** A static pool's rollout step in this run, from the program's `rollout` output: a Hetzner Cloud pool's (surge) or a bare-metal pool's (in place). */
+export type PoolRollout = HcloudPoolRolloutSummary | InPlaceRolloutSummary;
+
+const IN_PLACE_CHANGES: readonly InPlaceChange[] = ["reinstall", "replace", "re-join"];
 
 /** The rollouts in a run's outputs that do something or still have members to go; malformed entries are left out. */
 export function rolloutsIn(outputs: Readonly<Record<string, unknown>>): PoolRollout[] {
@@ -88,15 +91,24 @@ export function rolloutsIn(outputs: Readonly<Record<string, unknown>>): PoolRoll
   const strings = (v: unknown) => (Array.isArray(v) ? v.filter((x): x is string => typeof x === "string") : []);
   return list
     .filter((r): r is Record<string, unknown> => typeof r === "object" && r !== null && typeof (r as { pool?: unknown }).pool === "string")
-    .map((r) => ({
-      pool: String(r.pool),
-      replacing: strings(r.replacing),
-      removing: strings(r.removing),
-      unprotecting: strings(r.unprotecting),
-      remaining: typeof r.remaining === "number" ? r.remaining : 0,
-      ...(typeof r.waiting === "string" ? { waiting: r.waiting } : {}),
-    }))
-    .filter((r) => r.remaining > 0 || r.replacing.length > 0 || r.removing.length > 0 || r.unprotecting.length > 0);
+    .map((r): PoolRollout => {
+      const common = {
+        pool: String(r.pool),
+        remaining: typeof r.remaining === "number" ? r.remaining : 0,
+        ...(typeof r.waiting === "string" ? { waiting: r.waiting } : {}),
+      };
+      if (r.inPlace === true) {
+        const updating = (Array.isArray(r.updating) ? (r.updating as unknown[]) : []).flatMap((u) => {
+          const { nodeId, change } = (u ?? {}) as { nodeId?: unknown; change?: unknown };
+          return typeof nodeId === "string" && IN_PLACE_CHANGES.includes(change as InPlaceChange) ? [{ nodeId, change: change as InPlaceChange }] : [];
+        });
+        return { ...common, inPlace: true, updating };
+      }
+      return { ...common, replacing: strings(r.replacing), removing: strings(r.removing), unprotecting: strings(r.unprotecting) };
+    })
+    .filter((r) =>
+      "inPlace" in r ? r.remaining > 0 || r.updating.length > 0 : r.remaining > 0 || r.replacing.length > 0 || r.removing.length > 0 || r.unprotecting.length > 0,
+    );
 }
 
 export interface StackPreview {

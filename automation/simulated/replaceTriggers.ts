@@ -9,6 +9,8 @@
  * options to the simulation), those paths are listed too, from the component's own constant.
  */
 import { ELASTIC_METAL_REPLACE_ON_CHANGES, IPAM_IP_REPLACE_ON_CHANGES } from "../../components/scaleway/elasticMetalPlan";
+import { ROBOT_RESCUE_REPLACE_ON_CHANGES } from "../../components/robot/robotRescue";
+import { NODE_DRAIN_REPLACE_ON_CHANGES } from "../../components/kubernetes/kubernetesNodeDrain";
 
 export interface ReplaceTriggerEntry {
   /** Input property paths whose change forces replacement. */
@@ -18,6 +20,9 @@ export interface ReplaceTriggerEntry {
   /** True when every input change replaces (e.g. random/time resources). */
   readonly allInputs?: boolean;
 }
+
+/** The engine replaces a dynamic resource on the properties its provider's diff lists in `replaces`. */
+const DYNAMIC_DIFF = "https://www.pulumi.com/docs/reference/pkg/nodejs/pulumi/pulumi/interfaces/provider.DiffResult.html (replaces: the properties triggering a replacement)";
 
 const HCLOUD_TF = "https://github.com/hetznercloud/terraform-provider-hcloud/blob/main/internal";
 
@@ -123,6 +128,15 @@ export const REPLACE_TRIGGERS: Readonly<Record<string, ReplaceTriggerEntry>> = {
   "command:remote:Command": {
     properties: ["triggers"],
     source: "https://www.pulumi.com/registry/packages/command/api-docs/remote/command/ (triggers: trigger a replacement when changed)",
+  },
+  // nodefleet's own dynamic resources: their providers' diff (replaces) decides, as the real engine asks it.
+  "pulumi-nodejs:dynamic/nodefleet:RobotRescue": {
+    properties: [...ROBOT_RESCUE_REPLACE_ON_CHANGES],
+    source: `${DYNAMIC_DIFF} and components/robot/robotRescue.ts robotRescueProvider.diff (ROBOT_RESCUE_REPLACE_ON_CHANGES)`,
+  },
+  "pulumi-nodejs:dynamic/nodefleet:KubernetesNodeUpdateDrain": {
+    properties: [...NODE_DRAIN_REPLACE_ON_CHANGES],
+    source: `${DYNAMIC_DIFF} and components/kubernetes/kubernetesNodeDrain.ts nodeUpdateDrainProvider.diff (NODE_DRAIN_REPLACE_ON_CHANGES)`,
   },
   "command:local:Command": {
     properties: ["triggers"],

@@ -13,7 +13,7 @@ import { GENERATION_SUFFIX_LENGTH, MAX_SERVER_NAME_LENGTH } from "./generationSu
 import { isKubeletRestrictedLabel } from "./kubeletLabels";
 import { hostnameFor, staticNodeIds } from "./naming";
 import { repeatedTaintPairs } from "./taints";
-import { DEFAULT_DRAIN_TIMEOUT_SECONDS, DEFAULT_ROLLOUT } from "./rolloutPlan";
+import { DEFAULT_DRAIN_TIMEOUT_SECONDS, DEFAULT_IN_PLACE_MAX_UNAVAILABLE, DEFAULT_ROLLOUT } from "./rolloutPlan";
 
 /** An RFC 1123 label: cluster ids, pool and node names, hostnames (length is checked separately). */
 export const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
@@ -286,19 +286,39 @@ const rolloutCount = (field: string) =>
  * a Ready server (default 0), like a MachineDeployment; each `pulumi up` moves the rollout one step.
  * A departing server is drained for at most `drainTimeoutSeconds` (default 600).
  */
+/** Seconds a departing server's drain may take (evictions a PodDisruptionBudget refuses are retried) before the run fails and keeps the server. Default 600. */
+const drainTimeoutSeconds = z
+  .number()
+  .int({ error: "drainTimeoutSeconds must be a whole number of seconds" })
+  .min(1, { error: "drainTimeoutSeconds must be at least 1" })
+  .max(3600, { error: "drainTimeoutSeconds must be at most 3600" })
+  .default(DEFAULT_DRAIN_TIMEOUT_SECONDS);
+
 export const rolloutSchema = z
   .strictObject({
     maxSurge: rolloutCount("maxSurge").default(DEFAULT_ROLLOUT.maxSurge),
     maxUnavailable: rolloutCount("maxUnavailable").default(DEFAULT_ROLLOUT.maxUnavailable),
-    /** Seconds a departing server's drain may take (evictions a PodDisruptionBudget refuses are retried) before the run fails and keeps the server. Default 600. */
-    drainTimeoutSeconds: z
-      .number()
-      .int({ error: "drainTimeoutSeconds must be a whole number of seconds" })
-      .min(1, { error: "drainTimeoutSeconds must be at least 1" })
-      .max(3600, { error: "drainTimeoutSeconds must be at most 3600" })
-      .default(DEFAULT_DRAIN_TIMEOUT_SECONDS),
+    drainTimeoutSeconds,
   })
   .refine((r) => r.maxSurge + r.maxUnavailable > 0, { error: "maxSurge and maxUnavailable cannot both be 0 (no member could ever be replaced)" });
+
+/**
+ * How a change that reinstalls, replaces or re-joins members rolls through a bare-metal pool
+ * (fleet/rolloutPlan.ts `planInPlaceRollout`): nothing surges, and at most `maxUnavailable` members
+ * (default 1) are without a Ready Node, each drained for at most `drainTimeoutSeconds` (default 600)
+ * before its update; each `pulumi up` moves the rollout one step. `maxSurge` may only be 0, for `why`.
+ */
+function inPlaceRolloutSchema(why: string) {
+  return z
+    .strictObject({
+      maxSurge: z.literal(0, { error: `maxSurge must be 0 (or left out): ${why}` }).optional(),
+      maxUnavailable: rolloutCount("maxUnavailable")
+        .min(1, { error: "maxUnavailable must be at least 1: members are updated in place, each down while it is" })
+        .default(DEFAULT_IN_PLACE_MAX_UNAVAILABLE),
+      drainTimeoutSeconds,
+    })
+    .default(() => ({ maxUnavailable: DEFAULT_IN_PLACE_MAX_UNAVAILABLE, drainTimeoutSeconds: DEFAULT_DRAIN_TIMEOUT_SECONDS }));
+}
 
 export const hcloudStaticPoolSchema = z
   .strictObject({
@@ -352,6 +372,8 @@ export const scalewayElasticMetalPoolSchema = z.strictObject({
   bootstrap: z.enum(SCALEWAY_BOOTSTRAP_METHODS).default("auto"),
   /** Node-local storage class whose PVCs are removed with the node. */
   localStorageClass: z.string().min(1).optional(),
+  /** How offer, OS, zone and version changes roll: one member at a time by default (see inPlaceRolloutSchema). */
+  rollout: inPlaceRolloutSchema("an Elastic Metal member keeps its private address and Node name, so its new server is ordered only once the old one is released"),
   /**
    * SSH for the self-join, the VLAN id delivery and kubelet-config re-pushes. The private key comes
    * from secret config `nodefleet:sshPrivateKey` or NODEFLEET_SSH_PRIVATE_KEY (else ssh-agent).
@@ -390,6 +412,8 @@ export const hetznerRobotPoolSchema = z.strictObject({
   location: z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, { error: "location must be a lowercase label such as fsn1" }).default("hetzner-robot"),
   /** The nodes' node.kubernetes.io/instance-type label, e.g. the Robot product (AX41-NVMe). */
   serverType: z.string().regex(/^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/, { error: "serverType must be a label value such as AX41-NVMe" }).max(63).default("dedicated"),
+  /** How reinstalls and version re-joins roll: one server at a time by default (see inPlaceRolloutSchema). */
+  rollout: inPlaceRolloutSchema("Robot servers are fixed machines, so nothing can be added beside them"),
 });
 
 export const POOL_PROVIDERS = ["hcloud", "scaleway-elastic-metal", "hetzner-robot"] as const;

@@ -105,6 +105,11 @@ function bySlot(a: DesiredRolloutMember, b: DesiredRolloutMember): number {
   return a.placementSlot - b.placementSlot || (a.nodeId < b.nodeId ? -1 : a.nodeId > b.nodeId ? 1 : 0);
 }
 
+/** Order of members still on an old generation: broken ones first (replacing them costs no availability), then by slot. */
+function brokenFirst<T extends { member: DesiredRolloutMember; oldReady: boolean }>(a: T, b: T): number {
+  return Number(a.oldReady) - Number(b.oldReady) || bySlot(a.member, b.member);
+}
+
 /** The rollout step of this run; deterministic in its inputs. */
 export function planRollout(
   desired: readonly DesiredRolloutMember[],
@@ -154,7 +159,7 @@ export function planRollout(
   for (const server of current) if (!wanted.has(server.nodeId)) remove(server, "scaled-down");
 
   let unavailable = 0;
-  const candidates: Array<{ member: DesiredRolloutMember; olds: CurrentRolloutServer[] }> = [];
+  const candidates: Array<{ member: DesiredRolloutMember; olds: CurrentRolloutServer[]; oldReady: boolean }> = [];
   const creates: DesiredRolloutMember[] = [];
   for (const member of members) {
     const existing = current.filter((s) => s.nodeId === member.nodeId);
@@ -167,7 +172,7 @@ export function planRollout(
     if (!existing.some((s) => s.ready)) unavailable++;
     if (fresh) servers.push(keep(fresh));
     if (!fresh) {
-      candidates.push({ member, olds });
+      candidates.push({ member, olds, oldReady: olds.some((s) => s.ready) });
       continue;
     }
     for (const old of olds) {
@@ -188,12 +193,10 @@ export function planRollout(
     servers.push({ nodeId: member.nodeId, generation: member.generation, spreadGroup: group, action: "create", unprotect: false });
   }
 
-  // Members still on an old generation: broken ones first (replacing them costs no availability).
-  candidates.sort((a, b) => Number(a.olds.some((s) => s.ready)) - Number(b.olds.some((s) => s.ready)) || bySlot(a.member, b.member));
-  for (const { member, olds } of candidates) {
+  candidates.sort(brokenFirst);
+  for (const { member, olds, oldReady: costsAvailability } of candidates) {
     const group = freeGroup(Math.floor(member.placementSlot / groupSize));
     const canSurge = surge < settings.maxSurge && group !== undefined && networkCount < networkSize;
-    const costsAvailability = olds.some((s) => s.ready);
     if (canSurge) {
       surge++;
       occupy(group);
@@ -230,5 +233,129 @@ export function planRollout(
     remaining: members.filter((m) => !finished(m)).length,
     replacing,
     ...(waiting.size > 0 ? { waiting: [...waiting].sort().join("; ") } : {}),
+  };
+}
+
+/**
+ * Bare metal's default: Robot servers are fixed machines and an Elastic Metal member keeps its
+ * machine until it is replaced, so nothing surges; one member at a time is drained and then
+ * reinstalled, replaced or re-joined.
+ */
+export const DEFAULT_IN_PLACE_MAX_UNAVAILABLE = 1;
+
+/** A bare-metal member at the start of this run: one machine, at the generation it was last installed or joined with. */
+export interface CurrentInPlaceMember {
+  readonly nodeId: string;
+  readonly generation: string;
+  /** Its Node is registered and Ready. */
+  readonly ready: boolean;
+}
+
+/** How a member is declared this run. */
+export interface InPlaceRolloutStep {
+  readonly nodeId: string;
+  /** The generation it is declared at: the wanted one, or its previous one for `retain`. */
+  readonly generation: string;
+  /**
+   * `install`: a new member; `keep`: it runs its wanted generation already; `update`: it is drained,
+   * then reinstalled, replaced or re-joined at its wanted generation this run; `retain`: it keeps
+   * its previous generation until a later run.
+   */
+  readonly action: "install" | "keep" | "update" | "retain";
+}
+
+export interface InPlaceRolloutPlan {
+  /** Every wanted member, in slot order. */
+  readonly members: readonly InPlaceRolloutStep[];
+  /** Members that left the pool (their machine is no longer declared). */
+  readonly removals: readonly { readonly nodeId: string; readonly generation: string }[];
+  /** Members this run updates (drained first), broken ones first. */
+  readonly updating: readonly string[];
+  /** Members still on a previous generation once this run ends. */
+  readonly remaining: number;
+  /** Why no further member could start this run, when some wait; absent when nothing waits. */
+  readonly waiting?: string;
+}
+
+/**
+ * The rollout step of a pool whose members change in place (one machine each, no surge): at most
+ * `maxUnavailable` members without a Ready Node once the run's updates start, counting members that
+ * were not Ready already; a member that is not Ready costs nothing to update and goes first. Like
+ * planRollout with maxSurge 0, except that a member's update is one step (drain, then reinstall or
+ * re-join) instead of a removal and a later creation. Deterministic in its inputs.
+ */
+export function planInPlaceRollout(
+  desired: readonly DesiredRolloutMember[],
+  current: readonly CurrentInPlaceMember[],
+  maxUnavailable: number = DEFAULT_IN_PLACE_MAX_UNAVAILABLE,
+): InPlaceRolloutPlan {
+  assertRolloutSettings({ maxSurge: 0, maxUnavailable });
+  const running = new Map<string, CurrentInPlaceMember>();
+  for (const c of current) {
+    if (running.has(c.nodeId)) throw new Error(`member ${c.nodeId} is recorded twice among the current members; a bare-metal member has one machine`);
+    running.set(c.nodeId, c);
+  }
+  const members = [...desired].sort(bySlot);
+  const wanted = new Set(members.map((m) => m.nodeId));
+  const steps = new Map<string, InPlaceRolloutStep>();
+  const candidates: Array<{ member: DesiredRolloutMember; previous: CurrentInPlaceMember; oldReady: boolean }> = [];
+  let unavailable = 0;
+  for (const member of members) {
+    const previous = running.get(member.nodeId);
+    if (previous === undefined) steps.set(member.nodeId, { nodeId: member.nodeId, generation: member.generation, action: "install" });
+    else {
+      if (!previous.ready) unavailable++;
+      if (previous.generation === member.generation) steps.set(member.nodeId, { nodeId: member.nodeId, generation: member.generation, action: "keep" });
+      else candidates.push({ member, previous, oldReady: previous.ready });
+    }
+  }
+  const updating: string[] = [];
+  for (const { member, previous, oldReady: costsAvailability } of candidates.sort(brokenFirst)) {
+    if (!costsAvailability || unavailable < maxUnavailable) {
+      if (costsAvailability) unavailable++;
+      steps.set(member.nodeId, { nodeId: member.nodeId, generation: member.generation, action: "update" });
+      updating.push(member.nodeId);
+    } else {
+      steps.set(member.nodeId, { nodeId: member.nodeId, generation: previous.generation, action: "retain" });
+    }
+  }
+  const planned = members.map((m) => steps.get(m.nodeId) as InPlaceRolloutStep);
+  const remaining = planned.filter((s) => s.action === "retain").length;
+  return {
+    members: planned,
+    removals: current
+      .filter((c) => !wanted.has(c.nodeId))
+      .map((c) => ({ nodeId: c.nodeId, generation: c.generation }))
+      .sort((a, b) => (a.nodeId < b.nodeId ? -1 : a.nodeId > b.nodeId ? 1 : 0)),
+    updating,
+    remaining,
+    ...(remaining > 0 ? { waiting: `maxUnavailable ${maxUnavailable} reached` } : {}),
+  };
+}
+
+/** How a bare-metal member reaches its new generation: a Robot reinstall, an Elastic Metal server replaced in place, or a re-run of the join (a version upgrade). */
+export type InPlaceChange = "reinstall" | "replace" | "re-join";
+
+/** What a run did to a bare-metal pool's rollout: the stack output `rollout` and `nodefleet preview` report it. */
+export interface InPlaceRolloutSummary {
+  readonly pool: string;
+  /** Tells it from a Hetzner Cloud pool's summary (which surges). */
+  readonly inPlace: true;
+  /** Members this run drains and then updates, with how. */
+  readonly updating: readonly { readonly nodeId: string; readonly change: InPlaceChange }[];
+  /** Members still on a previous generation after this run. */
+  readonly remaining: number;
+  /** Why more could not start this run. */
+  readonly waiting?: string;
+}
+
+/** The summary of `plan` for `pool`; `changeOf` says how an updated member changes. */
+export function inPlaceRolloutSummary(pool: string, plan: InPlaceRolloutPlan, changeOf: (nodeId: string) => InPlaceChange): InPlaceRolloutSummary {
+  return {
+    pool,
+    inPlace: true,
+    updating: plan.updating.map((nodeId) => ({ nodeId, change: changeOf(nodeId) })),
+    remaining: plan.remaining,
+    ...(plan.waiting ? { waiting: plan.waiting } : {}),
   };
 }

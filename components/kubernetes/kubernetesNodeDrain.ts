@@ -9,6 +9,9 @@
  * A `pulumi.dynamic` resource per Node name that depends on its server: Pulumi deletes dependents
  * first, so removing a member (or replacing its server) drains before the server goes; the Node
  * itself is deleted afterwards by its KubernetesNodeRemoval (kubernetesNodeRemoval.ts).
+ *
+ * A bare-metal member keeps its Node across a reinstall, replacement or re-join, so its drain runs
+ * on create instead: KubernetesNodeUpdateDrain, one per generation, which the update depends on.
  */
 import * as pulumi from "@pulumi/pulumi";
 import { DEFAULT_DRAIN_TIMEOUT_SECONDS } from "../fleet/rolloutPlan";
@@ -141,18 +144,25 @@ interface NodeDrainState {
   credentials: string;
 }
 
+/** Inputs whose change makes another drain: another Node name (or, for an update drain, generation). A new timeout or credentials are stored in place. */
+export const NODE_DRAIN_REPLACE_ON_CHANGES = ["nodeName", "generation"] as const;
+
+function drainDiff(olds: NodeDrainState & { generation?: string }, news: NodeDrainState & { generation?: string }) {
+  const replaces = NODE_DRAIN_REPLACE_ON_CHANGES.filter((key) => olds[key] !== news[key]);
+  return {
+    changes: replaces.length > 0 || olds.credentials !== news.credentials || olds.timeoutSeconds !== news.timeoutSeconds,
+    replaces,
+    deleteBeforeReplace: false,
+  };
+}
+
 /** Exported for tests, which run its serialized form as the engine would. */
 export const nodeDrainProvider: pulumi.dynamic.ResourceProvider = {
   async create(inputs: NodeDrainState) {
     return { id: inputs.nodeName, outs: inputs };
   },
-  // A new timeout or credentials are stored in place; only another Node name is another drain.
   async diff(_id: string, olds: NodeDrainState, news: NodeDrainState) {
-    return {
-      changes: olds.nodeName !== news.nodeName || olds.credentials !== news.credentials || olds.timeoutSeconds !== news.timeoutSeconds,
-      replaces: olds.nodeName !== news.nodeName ? ["nodeName"] : [],
-      deleteBeforeReplace: false,
-    };
+    return drainDiff(olds, news);
   },
   async update(_id: string, _olds: NodeDrainState, news: NodeDrainState) {
     return { outs: news };
@@ -202,4 +212,73 @@ export function memberNodeDrain(
   return kubeconfig === undefined
     ? undefined
     : new KubernetesNodeDrain(`${nodeName}-drain`, { nodeName, kubeconfig, ...(timeoutSeconds !== undefined ? { timeoutSeconds } : {}) }, { parent, dependsOn: [server] });
+}
+
+interface NodeUpdateDrainState extends NodeDrainState {
+  /** The generation the member is updated to; the drain runs once per generation. */
+  generation: string;
+}
+
+/**
+ * Exported for tests. Creating it drains the Node (a Node not registered is drained); deleting it
+ * changes nothing: the update it preceded uncordons the Node (kubernetesNodeMetadata.ts).
+ */
+export const nodeUpdateDrainProvider: pulumi.dynamic.ResourceProvider = {
+  async create(inputs: NodeUpdateDrainState) {
+    await drainKubernetesNode(inputs.credentials, inputs.nodeName, { timeoutSeconds: inputs.timeoutSeconds });
+    return { id: `${inputs.nodeName}-${inputs.generation}`, outs: inputs };
+  },
+  async diff(_id: string, olds: NodeUpdateDrainState, news: NodeUpdateDrainState) {
+    return drainDiff(olds, news);
+  },
+  async update(_id: string, _olds: NodeUpdateDrainState, news: NodeUpdateDrainState) {
+    return { outs: news };
+  },
+  async delete() {},
+};
+
+export interface KubernetesNodeUpdateDrainArgs extends KubernetesNodeDrainArgs {
+  /** The generation the member's machine is reinstalled, replaced or re-joined at once the drain is done. */
+  readonly generation: string;
+}
+
+/**
+ * `pulumi-nodejs:dynamic/nodefleet:KubernetesNodeUpdateDrain`: creating it drains the Node of a
+ * bare-metal member whose machine is about to be reinstalled, replaced or re-joined in place (its
+ * Node name stays, so there is no old Node to drain on delete). The update's first step depends on it.
+ */
+export class KubernetesNodeUpdateDrain extends pulumi.dynamic.Resource {
+  constructor(name: string, args: KubernetesNodeUpdateDrainArgs, opts?: pulumi.CustomResourceOptions) {
+    const timeoutSeconds = args.timeoutSeconds ?? DEFAULT_DRAIN_TIMEOUT_SECONDS;
+    if (!Number.isInteger(timeoutSeconds) || timeoutSeconds < 1) throw new Error(`${name}: drainTimeoutSeconds must be a whole number of seconds, at least 1`);
+    const credentials = secretCredentialsJson(args.kubeconfig, `node ${args.nodeName}: it cannot be drained before its update`);
+    super(
+      nodeUpdateDrainProvider,
+      name,
+      { nodeName: args.nodeName, generation: args.generation, timeoutSeconds, credentials },
+      { ...opts, additionalSecretOutputs: ["credentials"] },
+      "nodefleet",
+      "KubernetesNodeUpdateDrain",
+    );
+  }
+}
+
+/**
+ * The drain before a bare-metal member's update to `generation`, `<nodeName>-<generation>-drain`.
+ * None without a kubeconfig (render and simulation).
+ */
+export function memberUpdateDrain(
+  nodeName: string,
+  generation: string,
+  kubeconfig: pulumi.Input<string> | undefined,
+  timeoutSeconds: number | undefined,
+  parent: pulumi.Resource,
+): KubernetesNodeUpdateDrain | undefined {
+  return kubeconfig === undefined
+    ? undefined
+    : new KubernetesNodeUpdateDrain(
+        `${nodeName}-${generation}-drain`,
+        { nodeName, generation, kubeconfig, ...(timeoutSeconds !== undefined ? { timeoutSeconds } : {}) },
+        { parent },
+      );
 }

@@ -8,6 +8,8 @@
  * before and no longer declares are removed, declared ones set; taints are matched by key and
  * effect, so taints others own (the node lifecycle controller's `node.kubernetes.io/*`) stay.
  * Deleting it changes nothing: removing a member deletes its Node (kubernetesNodeRemoval.ts).
+ * When its `generation` moves (the member was drained for a reinstall, replacement or re-join that
+ * this resource runs after), the patch also uncordons the Node; an operator's cordon otherwise stays.
  *
  * A `pulumi.dynamic` resource: its provider is serialized into the state and uses only Node built-ins
  * (kubernetesApiClient.ts) and the connection details extracted from the kubeconfig.
@@ -25,7 +27,7 @@ interface NodeTaint {
 
 interface NodeObject {
   metadata?: { resourceVersion?: string; labels?: Record<string, string> };
-  spec?: { taints?: NodeTaint[] };
+  spec?: { taints?: NodeTaint[]; unschedulable?: boolean };
 }
 
 /** What this resource declared (and so owns) on the Node. */
@@ -40,7 +42,12 @@ const taintId = (t: { key: string; effect: string }) => `${t.key}:${t.effect}`;
  * The merge patch turning `node` into one carrying `desired`, given what was `previous`ly declared:
  * undefined when nothing needs to change. Pure; exported for tests.
  */
-export function nodeMetadataPatch(node: NodeObject, previous: ManagedNodeMetadata | undefined, desired: ManagedNodeMetadata): Record<string, unknown> | undefined {
+export function nodeMetadataPatch(
+  node: NodeObject,
+  previous: ManagedNodeMetadata | undefined,
+  desired: ManagedNodeMetadata,
+  uncordon = false,
+): Record<string, unknown> | undefined {
   const current = node.metadata?.labels ?? {};
   const labels: Record<string, string | null> = {};
   for (const key of Object.keys(previous?.labels ?? {})) if (!(key in desired.labels) && key in current) labels[key] = null;
@@ -55,10 +62,12 @@ export function nodeMetadataPatch(node: NodeObject, previous: ManagedNodeMetadat
     taints.length === existing.length &&
     wanted.every((w) => existing.some((e) => taintId(e) === taintId(w) && (e.value ?? "") === (w.value ?? "")));
 
-  if (Object.keys(labels).length === 0 && sameTaints) return undefined;
+  const schedule = uncordon && node.spec?.unschedulable === true;
+  if (Object.keys(labels).length === 0 && sameTaints && !schedule) return undefined;
+  const spec = { ...(sameTaints ? {} : { taints }), ...(schedule ? { unschedulable: false } : {}) };
   return {
     metadata: { resourceVersion: node.metadata?.resourceVersion, ...(Object.keys(labels).length > 0 ? { labels } : {}) },
-    ...(sameTaints ? {} : { spec: { taints } }),
+    ...(Object.keys(spec).length > 0 ? { spec } : {}),
   };
 }
 
@@ -69,6 +78,13 @@ interface NodeMetadataState {
   taints: Taint[];
   /** How long to wait for the Node to register (a bare-metal install takes minutes). */
   registrationTimeoutSeconds: number;
+  /** The member's machine generation (bare metal); absent in state written before it was recorded. */
+  generation?: string;
+}
+
+/** The member moved to another generation since the last update: its drain cordoned the Node, which this update uncordons. */
+function movedGeneration(olds: NodeMetadataState | undefined, news: NodeMetadataState): boolean {
+  return olds?.generation !== undefined && news.generation !== undefined && olds.generation !== news.generation;
 }
 
 /** GETs the Node until it exists, then patches it; retried on a resourceVersion conflict. */
@@ -89,7 +105,7 @@ async function convergeNode(olds: NodeMetadataState | undefined, news: NodeMetad
       await new Promise((resolve) => setTimeout(resolve, 10_000));
       continue;
     }
-    const patch = nodeMetadataPatch(node, previous, { labels: news.labels, taints: news.taints });
+    const patch = nodeMetadataPatch(node, previous, { labels: news.labels, taints: news.taints }, movedGeneration(olds, news));
     if (patch === undefined) return;
     try {
       await kubernetesApiRequest(creds, "PATCH", path, `patching the labels and taints of Kubernetes Node ${news.nodeName}`, { contentType: "application/merge-patch+json", value: patch });
@@ -110,7 +126,12 @@ export const nodeMetadataProvider: pulumi.dynamic.ResourceProvider = {
   async diff(_id: string, olds: NodeMetadataState, news: NodeMetadataState) {
     const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
     return {
-      changes: olds.nodeName !== news.nodeName || olds.credentials !== news.credentials || !same(olds.labels, news.labels) || !same(olds.taints, news.taints),
+      changes:
+        olds.nodeName !== news.nodeName ||
+        olds.credentials !== news.credentials ||
+        olds.generation !== news.generation ||
+        !same(olds.labels, news.labels) ||
+        !same(olds.taints, news.taints),
       replaces: olds.nodeName !== news.nodeName ? ["nodeName"] : [],
       deleteBeforeReplace: false,
     };
@@ -134,6 +155,11 @@ export interface KubernetesNodeMetadataArgs {
   readonly kubeconfig: pulumi.Input<string>;
   /** How long create and update wait for the Node to register. Default 1800 s. */
   readonly registrationTimeoutSeconds?: number;
+  /**
+   * The member's machine generation. When it moves (the member was drained, then reinstalled,
+   * replaced or re-joined), the update after the join also uncordons the Node. Default none.
+   */
+  readonly generation?: string;
 }
 
 /** `pulumi-nodejs:dynamic/nodefleet:KubernetesNodeMetadata`: the Node's pool labels and taints. */
@@ -149,6 +175,7 @@ export class KubernetesNodeMetadata extends pulumi.dynamic.Resource {
         labels: args.labels,
         taints: args.taints.map((t) => ({ key: t.key, ...(t.value ? { value: t.value } : {}), effect: t.effect })),
         registrationTimeoutSeconds: args.registrationTimeoutSeconds ?? 1800,
+        ...(args.generation !== undefined ? { generation: args.generation } : {}),
       },
       { ...opts, additionalSecretOutputs: ["credentials"] },
       "nodefleet",

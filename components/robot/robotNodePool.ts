@@ -24,6 +24,13 @@
  * place); given a kubeconfig, labels and taints are kept on the running Node through the API
  * (kubernetes/kubernetesNodeMetadata.ts), since the kubelet applies them only at registration.
  *
+ * Reinstalls and re-joins roll (fleet/rolloutPlan.ts `planInPlaceRollout`): per run at most
+ * `rollout.maxUnavailable` members move to their new generation, each drained first (a
+ * KubernetesNodeUpdateDrain the rescue and the join depend on) and uncordoned by the Node metadata
+ * update after its join. The others are declared as the previous run left them (`current`): their
+ * old generation's rescue and token, their old join trigger, and `ignoreChanges` on the scripts and
+ * rescue keys, so nothing runs against them until their turn; their connection is never ignored.
+ *
  * The join loads the cluster firewall's public rules as an nftables host firewall before the kubelet
  * starts (bootstrap/hostFirewall.ts). Not supported: Robot vSwitch / private networks (nodes join
  * over their public address), the Robot webservice firewall, server cancellation (removing a member leaves the server as installed), and
@@ -38,9 +45,17 @@ import { GATHER_HARDWARE_COMMAND, parseRescueHardware, renderAutosetup } from ".
 import { READ_HOST_KEY_COMMAND, parseHostKeyLine, sshAuth } from "../bootstrap/sshConnection";
 import { type KubernetesNodeRemoval, memberNodeRemoval } from "../kubernetes/kubernetesNodeRemoval";
 import { KubernetesNodeMetadata } from "../kubernetes/kubernetesNodeMetadata";
+import { type KubernetesNodeUpdateDrain, memberUpdateDrain } from "../kubernetes/kubernetesNodeDrain";
+import {
+  type InPlaceRolloutPlan,
+  type InPlaceRolloutStep,
+  type InPlaceRolloutSummary,
+  inPlaceRolloutSummary,
+  planInPlaceRollout,
+} from "../fleet/rolloutPlan";
 import { type NodeOutput, nodeOutputIdentity } from "../fleet/nodeMember";
 import type { RobotCredentials } from "./robotClient";
-import { type RobotMember, robotMembers } from "./robotPlan";
+import { type CurrentRobotMember, type RobotMember, robotMembers, robotRolloutGeneration } from "./robotPlan";
 import { RobotRescue, configuredRobotCredentials } from "./robotRescue";
 import { RESCUE_INSTALL_COMMAND, renderRescueInstallScript } from "./robotRescueInstall";
 import { renderWorkerSelfJoinScript } from "../bootstrap/selfJoinScript";
@@ -68,11 +83,28 @@ export interface RobotNodePoolArgs {
   readonly kubeconfig?: pulumi.Input<string>;
   /** `nodefleet:firewall`: its public rules become each server's nftables host firewall. Default: the defaults. */
   readonly firewall?: FirewallSpec;
+  /**
+   * How many members a run may drain and then reinstall or re-join (a new image, SSH keys or
+   * kubelet config reinstalls; a new k0s or kubelet version re-joins): the others keep their
+   * previous generation until a later run. Default `pool.rollout.maxUnavailable` (1).
+   */
+  readonly maxUnavailable?: number;
+  /** Seconds each drain may take before the run fails, the member cordoned but not updated (the next run drains again). Default `pool.rollout.drainTimeoutSeconds` (600). */
+  readonly drainTimeoutSeconds?: number;
+  /**
+   * The pool's members at the start of this run (previous `nodes` output plus Node readiness, see
+   * robotPlan.ts `currentRobotMembers`): what the rollout starts from. Default none: every member
+   * is declared at its wanted generation at once, as on a first run.
+   */
+  readonly current?: readonly CurrentRobotMember[];
 }
 
 /** What the pool reports per node: serverId is the Robot server number, serverType the pool's serverType. */
 export interface RobotNodeOutput extends NodeOutput {
+  /** The install generation the server runs (its previous one while the rollout has not reached it). */
   readonly generation: string;
+  /** The hash of what its join ran with (robotPlan.ts `joinInputs`): a new version re-joins. */
+  readonly joinInputs: string;
   /** The installed system's pinned SSH host key. */
   readonly hostKey: pulumi.Output<string>;
 }
@@ -104,36 +136,64 @@ export class RobotNodePool extends pulumi.ComponentResource {
   readonly rescues: RobotRescue[] = [];
   readonly nodeRemovals: KubernetesNodeRemoval[] = [];
   readonly nodes: RobotNodeOutput[] = [];
+  readonly updateDrains: KubernetesNodeUpdateDrain[] = [];
+  /** This run's rollout step. */
+  readonly rollout: InPlaceRolloutPlan;
+  readonly rolloutSummary: InPlaceRolloutSummary;
 
   constructor(name: string, args: RobotNodePoolArgs, opts?: pulumi.ComponentResourceOptions) {
     super("nodefleet:hrobot:NodePool", name, {}, opts);
     const { cluster, pool } = args;
     // Renders (and so validates versions) before any child is declared.
     const members = robotMembers(cluster, pool);
+    const current = new Map((args.current ?? []).map((c) => [c.nodeId, c]));
+    this.rollout = planInPlaceRollout(
+      members.map((m, slot) => ({ nodeId: m.member.nodeId, generation: robotRolloutGeneration(m), placementSlot: slot })),
+      [...current.values()].map((c) => ({ nodeId: c.nodeId, generation: robotRolloutGeneration(c), ready: c.ready })),
+      args.maxUnavailable ?? pool.rollout.maxUnavailable,
+    );
+    const planned = new Map(members.map((m) => [m.member.nodeId, m]));
+    this.rolloutSummary = inPlaceRolloutSummary(pool.name, this.rollout, (nodeId) =>
+      current.get(nodeId)?.generation === planned.get(nodeId)?.generation ? "re-join" : "reinstall",
+    );
     const credentials = args.robotCredentials !== undefined ? pulumi.secret(args.robotCredentials) : configuredRobotCredentials();
     // Installs and reboots take minutes: keep dialling (the provider backs off between attempts).
     const connection = { user: "root", port: 22, dialErrorLimit: 100, perDialTimeout: 30, ...sshAuth(args) };
 
-    for (const planned of members) this.nodes.push(this.declareMember(name, args, planned, credentials, connection));
-    this.registerOutputs({ nodes: this.nodes });
+    for (const step of this.rollout.members) {
+      const wanted = planned.get(step.nodeId) as RobotMember;
+      const previous = current.get(step.nodeId);
+      // Kept at its previous generation: the install and join it last ran with, unchanged.
+      const declared = step.action === "retain" && previous ? { ...wanted, generation: previous.generation, joinInputs: previous.joinInputs } : wanted;
+      this.nodes.push(this.declareMember(name, args, declared, step.action, credentials, connection));
+    }
+    this.registerOutputs({ nodes: this.nodes, rollout: this.rolloutSummary });
   }
 
   private declareMember(
     name: string,
     args: RobotNodePoolArgs,
     planned: RobotMember,
+    action: InPlaceRolloutStep["action"],
     credentials: pulumi.Input<RobotCredentials | undefined> | undefined,
     connection: { user: string; port: number; dialErrorLimit: number; perDialTimeout: number } & ReturnType<typeof sshAuth>,
   ): RobotNodeOutput {
     const { cluster, pool } = args;
     const { member, generation, userData, joinInputs } = planned;
     const prefix = `${name}-${member.nodeId}`;
+    const rolloutGeneration = robotRolloutGeneration(planned);
+    // A retained member's install and join keep the script and keys they ran with (the state's).
+    const retained = action === "retain";
 
     // Named by generation: a reinstall gets a fresh token.
     const token = nodeBootstrapToken(`${prefix}-${generation}-token`, cluster, member.hostname, this);
     // Named by member, not generation: a reinstall keeps it; removing the member deletes the Node.
     const nodeRemoval = memberNodeRemoval(member.hostname, args.kubeconfig, this);
     if (nodeRemoval) this.nodeRemovals.push(nodeRemoval);
+    // Its turn: the Node is drained before the rescue (a reinstall) or the join (a re-join) runs.
+    const drain =
+      action === "update" ? memberUpdateDrain(member.hostname, rolloutGeneration, args.kubeconfig, args.drainTimeoutSeconds ?? pool.rollout.drainTimeoutSeconds, this) : undefined;
+    if (drain) this.updateDrains.push(drain);
 
     const rescue = new RobotRescue(
       `${prefix}-rescue`,
@@ -144,7 +204,12 @@ export class RobotNodePool extends pulumi.ComponentResource {
         credentials,
         baseUrl: args.robotBaseUrl,
       },
-      { parent: this, dependsOn: nodeRemoval ? [nodeRemoval] : [], deleteBeforeReplace: true },
+      {
+        parent: this,
+        dependsOn: [...(nodeRemoval ? [nodeRemoval] : []), ...(drain ? [drain] : [])],
+        deleteBeforeReplace: true,
+        ...(retained ? { ignoreChanges: ["serverNumber", "fingerprints"] } : {}),
+      },
     );
     this.rescues.push(rescue);
     const host = rescue.serverIp;
@@ -174,7 +239,7 @@ export class RobotNodePool extends pulumi.ComponentResource {
         triggers: [rescue.id, generation],
         logging: "stderr",
       },
-      { parent: this, dependsOn: [hardware] },
+      { parent: this, dependsOn: [hardware], ...(retained ? { ignoreChanges: ["stdin"] } : {}) },
     );
     const hostKey = install.stdout.apply(installedHostKey);
 
@@ -197,12 +262,13 @@ export class RobotNodePool extends pulumi.ComponentResource {
         triggers: [install.id, joinInputs],
         logging: "stderr",
       },
-      { parent: this, dependsOn: [token, ready] },
+      { parent: this, dependsOn: [token, ready, ...(drain ? [drain] : [])], ...(retained ? { ignoreChanges: ["stdin"] } : {}) },
     );
     if (args.kubeconfig !== undefined) {
+      // Labels and taints converge on every member now; a moved generation also uncordons the drained Node.
       new KubernetesNodeMetadata(
         `${prefix}-node-metadata`,
-        { nodeName: member.hostname, labels: member.labels, taints: member.taints, kubeconfig: args.kubeconfig },
+        { nodeName: member.hostname, labels: member.labels, taints: member.taints, kubeconfig: args.kubeconfig, generation: rolloutGeneration },
         { parent: this, dependsOn: [joined] },
       );
     }
@@ -210,6 +276,7 @@ export class RobotNodePool extends pulumi.ComponentResource {
     return {
       ...nodeOutputIdentity(member),
       generation,
+      joinInputs,
       serverId: rescue.id,
       ipv4: host.apply((h) => h || undefined),
       privateIpv4: pulumi.output(undefined),

@@ -91,6 +91,9 @@ function robotClientFor(state: Pick<RobotRescueState, "baseUrl" | "credentials" 
   return new RobotClient({ baseUrl: state.baseUrl, credentials: JSON.parse(state.credentials) as RobotCredentials });
 }
 
+/** Inputs whose change replaces the rescue (delete first), which reinstalls the server: another server, generation or rescue keys. */
+export const ROBOT_RESCUE_REPLACE_ON_CHANGES = ["serverNumber", "generation", "fingerprints"] as const;
+
 /** Exported for tests, which run its serialized form as the engine would. */
 export const robotRescueProvider: pulumi.dynamic.ResourceProvider = {
   async create(inputs: RobotRescueState) {
@@ -127,8 +130,7 @@ export const robotRescueProvider: pulumi.dynamic.ResourceProvider = {
     return { id: String(inputs.serverNumber), outs: { ...inputs, serverIp: ip, resetType: used.join(",") } };
   },
   async diff(_id: string, olds: RobotRescueState, news: RobotRescueState) {
-    const replaces: string[] = (["serverNumber", "generation"] as const).filter((k) => olds[k] !== news[k]);
-    if (JSON.stringify(olds.fingerprints) !== JSON.stringify(news.fingerprints)) replaces.push("fingerprints");
+    const replaces: string[] = ROBOT_RESCUE_REPLACE_ON_CHANGES.filter((k) => JSON.stringify(olds[k]) !== JSON.stringify(news[k]));
     return {
       changes: replaces.length > 0 || olds.credentials !== news.credentials || olds.baseUrl !== news.baseUrl,
       replaces,

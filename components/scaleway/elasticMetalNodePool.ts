@@ -26,6 +26,14 @@
  * On kubeadm clusters a re-push command keyed on the kubelet-config hash rewrites the config and CA
  * on existing nodes. Given a kubeconfig, removing a member deletes its Node, and with
  * `localStorageClass` removing or replacing a server deletes the PVCs bound to its local PVs.
+ *
+ * Replacements (offer, OS, zone) and version re-joins roll (fleet/rolloutPlan.ts
+ * `planInPlaceRollout`): per run at most `rollout.maxUnavailable` members move to their new
+ * generation, each drained first (the server and the join depend on a KubernetesNodeUpdateDrain)
+ * and uncordoned by the Node metadata update after its join. The others are declared as the
+ * previous run left them (`current`): their offer label and token, their old join trigger, and
+ * `ignoreChanges` on the server's offer/OS/zone/cloud-init and the join script; no connection is
+ * ignored. No surge: the member's IPAM address and Node name are the old server's until it is gone.
  */
 import * as command from "@pulumi/command";
 import * as pulumi from "@pulumi/pulumi";
@@ -37,19 +45,29 @@ import {
   ELASTIC_METAL_REPLACE_ON_CHANGES,
   IPAM_IP_REPLACE_ON_CHANGES,
   PRIVATE_IPV4_LABEL,
+  type CurrentElasticMetalMember,
   bootstrapMethod,
   elasticMetalGeneration,
+  elasticMetalJoinInputs,
   elasticMetalMembers,
+  elasticMetalRolloutGeneration,
   privateAddressCidr,
   scalewayRegion,
 } from "./elasticMetalPlan";
 import { type ClusterSpec, type FirewallSpec, type ScalewayElasticMetalPool, firewallSchema } from "../fleet/fleetSpec";
 import { clusterFirewallRules } from "../fleet/firewallRules";
-import { canonicalHash } from "../shared/canonicalJson";
 import { assertElasticMetalCloudInitSize, renderSelfJoinCloudConfig } from "../bootstrap/kubeadmWorkerCloudConfig";
 import { kubeletConfigHash, renderKubeletConfig } from "../bootstrap/kubeletConfig";
 import { renderKubeletConfigRepush } from "../bootstrap/kubeletConfigRepush";
-import { type NodeMember, type NodeOutput, OWNERSHIP_LABELS, nodeOutputIdentity } from "../fleet/nodeMember";
+import { type NodeMember, type NodeOutput, OWNERSHIP_LABELS, nodeMember, nodeOutputIdentity } from "../fleet/nodeMember";
+import { type KubernetesNodeUpdateDrain, memberUpdateDrain } from "../kubernetes/kubernetesNodeDrain";
+import {
+  type InPlaceRolloutPlan,
+  type InPlaceRolloutStep,
+  type InPlaceRolloutSummary,
+  inPlaceRolloutSummary,
+  planInPlaceRollout,
+} from "../fleet/rolloutPlan";
 import { type KubernetesNodeRemoval, memberNodeRemoval } from "../kubernetes/kubernetesNodeRemoval";
 import { NodeLocalPvcRemoval } from "../kubernetes/nodeLocalPvcRemoval";
 import { KubernetesNodeMetadata } from "../kubernetes/kubernetesNodeMetadata";
@@ -85,11 +103,29 @@ export interface ElasticMetalNodePoolArgs {
    * Default: the defaults (no NodePorts, no extra rules).
    */
   readonly firewall?: FirewallSpec;
+  /**
+   * How many members a run may drain and then replace (a new offer, OS or zone: the old server is
+   * released before its replacement is ordered) or re-join (a new k0s or kubelet version): the
+   * others keep their previous generation until a later run. Default `pool.rollout.maxUnavailable` (1).
+   */
+  readonly maxUnavailable?: number;
+  /** Seconds each drain may take before the run fails, the member cordoned but not updated (the next run drains again). Default `pool.rollout.drainTimeoutSeconds` (600). */
+  readonly drainTimeoutSeconds?: number;
+  /**
+   * The pool's members at the start of this run (previous `nodes` output plus Node readiness, see
+   * elasticMetalPlan.ts `currentElasticMetalMembers`): what the rollout starts from. Default none:
+   * every member is declared at its wanted generation at once, as on a first run.
+   */
+  readonly current?: readonly CurrentElasticMetalMember[];
 }
 
 /** What the pool reports per node: serverType is the offer name, location the Scaleway zone. */
 export interface ElasticMetalNodeOutput extends NodeOutput {
   readonly bootstrap: BootstrapMethod;
+  /** The server generation it runs (its previous one while the rollout has not reached it). */
+  readonly generation: string;
+  /** The hash of what its join ran with (elasticMetalPlan.ts `elasticMetalJoinInputs`): a new version re-joins. */
+  readonly joinInputs: string;
   /** Always set: Elastic Metal nodes join over the private network. */
   readonly privateIpv4: pulumi.Output<string>;
   readonly vlan: pulumi.Output<number | undefined>;
@@ -146,11 +182,21 @@ export function assertPrivateNetworkNameFree(
   );
 }
 
+/**
+ * Inputs of a server kept at its previous generation that the engine keeps from the state: its
+ * offer, OS and zone (changing them replaces it) and its cloud-init (the join it was created with).
+ */
+export const RETAINED_ELASTIC_METAL_IGNORED_INPUTS = ["offer", "os", "zone", "cloudInit"] as const;
+
 export class ElasticMetalNodePool extends pulumi.ComponentResource {
   readonly privateNetworkId: pulumi.Output<string>;
   readonly servers: scaleway.elasticmetal.Server[] = [];
   readonly nodeRemovals: KubernetesNodeRemoval[] = [];
   readonly nodes: ElasticMetalNodeOutput[] = [];
+  readonly updateDrains: KubernetesNodeUpdateDrain[] = [];
+  /** This run's rollout step. */
+  readonly rollout: InPlaceRolloutPlan;
+  readonly rolloutSummary: InPlaceRolloutSummary;
 
   constructor(name: string, args: ElasticMetalNodePoolArgs, opts?: pulumi.ComponentResourceOptions) {
     super("nodefleet:scaleway:ElasticMetalNodePool", name, {}, opts);
@@ -165,6 +211,14 @@ export class ElasticMetalNodePool extends pulumi.ComponentResource {
     if (cluster.kind === "k0s" && !cluster.k0sVersion) throw new Error(`pool ${pool.name}: k0sVersion is required for k0s clusters`);
     if (cluster.kind === "kubeadm" && !cluster.kubernetesVersion) throw new Error(`pool ${pool.name}: kubernetesVersion is required for kubeadm clusters`);
     const poolTags = [`${OWNERSHIP_LABELS.cluster}=${cluster.id}`, `${OWNERSHIP_LABELS.pool}=${pool.name}`];
+    const joinInputsOf = new Map(members.map((m) => [m.nodeId, elasticMetalJoinInputs(cluster, m)]));
+    const current = new Map((args.current ?? []).map((c) => [c.nodeId, c]));
+    this.rollout = planInPlaceRollout(
+      members.map((m, slot) => ({ nodeId: m.nodeId, generation: elasticMetalRolloutGeneration({ generation, joinInputs: joinInputsOf.get(m.nodeId) as string }), placementSlot: slot })),
+      [...current.values()].map((c) => ({ nodeId: c.nodeId, generation: elasticMetalRolloutGeneration(c), ready: c.ready })),
+      args.maxUnavailable ?? pool.rollout.maxUnavailable,
+    );
+    this.rolloutSummary = inPlaceRolloutSummary(pool.name, this.rollout, (nodeId) => (current.get(nodeId)?.generation === generation ? "re-join" : "replace"));
 
     const offer = scaleway.elasticmetal.getOfferOutput({ zone: pool.zone, name: pool.offer }, { parent: this });
     const osImage = scaleway.elasticmetal.getOsOutput({ zone: pool.zone, name: os.name, version: os.version }, { parent: this });
@@ -176,11 +230,20 @@ export class ElasticMetalNodePool extends pulumi.ComponentResource {
     // stdin carries the script, so no secret is ever on a command line (visible in the process list).
     const runScript = sshUser === "root" ? "bash -s" : "sudo -n bash -s";
 
-    for (const member of members) {
+    const byNodeId = new Map(members.map((m) => [m.nodeId, m]));
+    for (const step of this.rollout.members) {
+      const previous = current.get(step.nodeId);
+      // Kept at its previous generation: the server (offer, OS, zone) and the join it last ran with.
+      const kept = step.action === "retain" && previous !== undefined ? previous : undefined;
+      const member = kept
+        ? nodeMember(cluster, { pool: pool.name, serverType: kept.offer, location: kept.zone, labels: pool.labels, taints: pool.taints }, step.nodeId)
+        : (byNodeId.get(step.nodeId) as NodeMember);
       this.nodes.push(this.declareMember(name, args, member, {
         method,
         region,
-        generation,
+        generation: kept?.generation ?? generation,
+        joinInputs: kept?.joinInputs ?? (joinInputsOf.get(step.nodeId) as string),
+        action: step.action,
         poolTags,
         offerId: offer.apply((o) => o.offerId ?? uuidOf(o.id)),
         osId: osImage.apply((o) => o.osId ?? uuidOf(o.id)),
@@ -189,7 +252,7 @@ export class ElasticMetalNodePool extends pulumi.ComponentResource {
         runScript,
       }));
     }
-    this.registerOutputs({ privateNetworkId: this.privateNetworkId, nodes: this.nodes });
+    this.registerOutputs({ privateNetworkId: this.privateNetworkId, nodes: this.nodes, rollout: this.rolloutSummary });
   }
 
   /**
@@ -219,6 +282,8 @@ export class ElasticMetalNodePool extends pulumi.ComponentResource {
       method: BootstrapMethod;
       region: string;
       generation: string;
+      joinInputs: string;
+      action: InPlaceRolloutStep["action"];
       poolTags: string[];
       offerId: pulumi.Output<string>;
       osId: pulumi.Output<string>;
@@ -237,6 +302,15 @@ export class ElasticMetalNodePool extends pulumi.ComponentResource {
     const { cluster, pool } = args;
     const prefix = `${name}-${member.nodeId}`;
     const nodeTags = [...ctx.poolTags, `${OWNERSHIP_LABELS.node}=${member.nodeId}`];
+    const rolloutGeneration = elasticMetalRolloutGeneration(ctx);
+    // A retained member's server and join keep what they were created and last ran with (the state's).
+    const retained = ctx.action === "retain";
+    // Its turn: the Node is drained before its server is replaced or its join re-runs.
+    const drain =
+      ctx.action === "update"
+        ? memberUpdateDrain(member.hostname, rolloutGeneration, args.kubeconfig, args.drainTimeoutSeconds ?? pool.rollout.drainTimeoutSeconds, this)
+        : undefined;
+    if (drain) this.updateDrains.push(drain);
 
     // The address is known before the server exists: it goes into the kubelet's --node-labels.
     const ip = new scaleway.ipam.Ip(
@@ -302,10 +376,11 @@ export class ElasticMetalNodePool extends pulumi.ComponentResource {
       {
         parent: this,
         // The token Secret must exist before the node joins; the Node is deleted only after the server.
-        dependsOn: [token, ...(nodeRemoval ? [nodeRemoval] : [])],
+        dependsOn: [token, ...(nodeRemoval ? [nodeRemoval] : []), ...(drain ? [drain] : [])],
         replaceOnChanges: [...ELASTIC_METAL_REPLACE_ON_CHANGES],
         // The IPAM address is held by the old server until it is gone.
         deleteBeforeReplace: true,
+        ...(retained ? { ignoreChanges: [...RETAINED_ELASTIC_METAL_IGNORED_INPUTS] } : {}),
       },
     );
     this.servers.push(server);
@@ -354,12 +429,7 @@ export class ElasticMetalNodePool extends pulumi.ComponentResource {
     // (whose copy normally joined already), so this run reports success only once the node joined.
     // Re-run on a new server or a changed version or identity: the idempotent script then upgrades
     // k0s or the kubelet in place. Labels and taints reach the running Node through the API below.
-    const joinInputs = canonicalHash({
-      kind: cluster.kind,
-      version: cluster.kind === "kubeadm" ? cluster.kubernetesVersion : cluster.k0sVersion,
-      hostname: member.hostname,
-      providerID: member.providerID,
-    });
+    const joinInputs = ctx.joinInputs;
     const waitForCloudInit = ctx.method === "cloud-init" ? "cloud-init status --wait >/dev/null 2>&1 || true\n" : "";
     const joined = new command.remote.Command(
       `${prefix}-join`,
@@ -374,7 +444,11 @@ export class ElasticMetalNodePool extends pulumi.ComponentResource {
         triggers: [server.id, joinInputs],
         logging: "stderr",
       },
-      { parent: this, dependsOn: [token, readHostKey, ...(vlanDelivery ? [vlanDelivery] : [])] },
+      {
+        parent: this,
+        dependsOn: [token, readHostKey, ...(vlanDelivery ? [vlanDelivery] : []), ...(drain ? [drain] : [])],
+        ...(retained ? { ignoreChanges: ["stdin"] } : {}),
+      },
     );
 
     if (args.kubeconfig !== undefined) {
@@ -385,6 +459,8 @@ export class ElasticMetalNodePool extends pulumi.ComponentResource {
           labels: { ...member.labels, [PRIVATE_IPV4_LABEL]: privateAddress.apply((a) => a.ipv4) },
           taints: member.taints,
           kubeconfig: args.kubeconfig,
+          // A moved generation also uncordons the drained Node.
+          generation: rolloutGeneration,
         },
         { parent: this, dependsOn: [joined] },
       );
@@ -419,6 +495,8 @@ export class ElasticMetalNodePool extends pulumi.ComponentResource {
     return {
       ...nodeOutputIdentity(member),
       bootstrap: ctx.method,
+      generation: ctx.generation,
+      joinInputs,
       serverId: server.id,
       ipv4: host.apply((h) => h || undefined),
       privateIpv4: privateAddress.apply((a) => a.ipv4),

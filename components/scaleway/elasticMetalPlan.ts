@@ -7,6 +7,7 @@ import type { ClusterSpec, ScalewayElasticMetalPool } from "../fleet/fleetSpec";
 import { elasticMetalOs } from "./elasticMetalOs";
 import { offerRunsCloudInit } from "./elasticMetalOffers";
 import { generationHash } from "../fleet/generationSuffix";
+import { canonicalHash } from "../shared/canonicalJson";
 import { staticNodeIds } from "../fleet/naming";
 import { type NodeMember, nodeMember } from "../fleet/nodeMember";
 
@@ -87,4 +88,63 @@ export function privateAddressCidr(address: string, subnet: string): { ipv4: str
     throw new Error(`cannot build a private address from ${JSON.stringify(address)} in ${JSON.stringify(subnet)}`);
   }
   return { ipv4, cidr: `${ipv4}/${prefix}` };
+}
+
+/**
+ * What a re-run of the (idempotent) self-join converges on a joined server: the version and the
+ * node's identity. The `-join` command re-runs when it changes, upgrading k0s or the kubelet in place.
+ */
+export function elasticMetalJoinInputs(
+  cluster: Pick<ClusterSpec, "kind" | "k0sVersion" | "kubernetesVersion">,
+  member: Pick<NodeMember, "hostname" | "providerID">,
+): string {
+  return canonicalHash({
+    kind: cluster.kind,
+    version: cluster.kind === "kubeadm" ? cluster.kubernetesVersion : cluster.k0sVersion,
+    hostname: member.hostname,
+    providerID: member.providerID,
+  });
+}
+
+/** The generation the pool's rollout paces (fleet/rolloutPlan.ts `planInPlaceRollout`): the server's and the join's together. */
+export function elasticMetalRolloutGeneration(member: { readonly generation: string; readonly joinInputs: string }): string {
+  return generationHash({ generation: member.generation, joinInputs: member.joinInputs });
+}
+
+/** An Elastic Metal member as the previous run left it: what a member kept at its previous generation is declared with. */
+export interface CurrentElasticMetalMember {
+  readonly nodeId: string;
+  /** Its server generation (offer, OS, zone; the token's name). */
+  readonly generation: string;
+  /** The hash of what its join last ran with. */
+  readonly joinInputs: string;
+  /** The offer its server runs (the node output's serverType). */
+  readonly offer: string;
+  /** The zone its server runs in (the node output's location). */
+  readonly zone: string;
+  /** Its Node (named like its hostname) is registered and Ready. */
+  readonly ready: boolean;
+}
+
+/**
+ * The previous run's node outputs of one Elastic Metal pool plus Node readiness: the next run's
+ * `current`. Undefined when a node of the pool was recorded by a nodefleet without bare-metal
+ * rollouts (no generation or joinInputs): that run declares the pool as before.
+ */
+export function currentElasticMetalMembers(
+  previousNodes: ReadonlyArray<Record<string, unknown>>,
+  pool: string,
+  readyNodeNames: ReadonlySet<string>,
+): CurrentElasticMetalMember[] | undefined {
+  const nodes = previousNodes.filter((n) => n.pool === pool);
+  const fields = ["nodeId", "hostname", "generation", "joinInputs", "serverType", "location"] as const;
+  if (!nodes.every((n) => fields.every((f) => typeof n[f] === "string"))) return undefined;
+  return nodes.map((n) => ({
+    nodeId: n.nodeId as string,
+    generation: n.generation as string,
+    joinInputs: n.joinInputs as string,
+    offer: n.serverType as string,
+    zone: n.location as string,
+    ready: readyNodeNames.has(n.hostname as string),
+  }));
 }

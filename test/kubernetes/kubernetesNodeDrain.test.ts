@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { KubernetesCredentials } from "../../components/kubernetes/kubernetesApiClient";
-import { drainKubernetesNode, drainSelection, nodeDrainProvider } from "../../components/kubernetes/kubernetesNodeDrain";
+import { drainKubernetesNode, drainSelection, nodeDrainProvider, nodeUpdateDrainProvider } from "../../components/kubernetes/kubernetesNodeDrain";
 import { readyClusterNodeNames } from "../../components/kubernetes/nodeReadiness";
 import { readFileSync } from "node:fs";
 import { type ControlPlane, startControlPlane } from "../../automation/local/controlPlane";
@@ -155,6 +155,20 @@ describe("drainKubernetesNode on a real control plane", function () {
     const result = await drainKubernetesNode(credentials, NODE, { timeoutSeconds: 10 });
     assert.deepEqual(result.evicted, [], "a drained Node has nothing left to evict");
     assert.equal(result.skipped.length, 2);
+  });
+
+  it("drains on create before a bare-metal update, from its serialized provider; deleting that record changes nothing", async () => {
+    await kube(plane.admin, "POST", "/api/v1/nodes", { metadata: { name: "metal-update" } });
+    await withSerializedProvider(nodeUpdateDrainProvider, async (provider) => {
+      const inputs = { nodeName: "metal-update", generation: "bbbbbb", timeoutSeconds: 30, credentials };
+      assert.equal((await provider.create(inputs)).id, "metal-update-bbbbbb");
+      const node = (await get("/api/v1/nodes/metal-update")) as { spec?: { unschedulable?: boolean } };
+      assert.equal(node.spec?.unschedulable, true, "cordoned before the reinstall or re-join");
+      await kube(plane.admin, "PATCH", "/api/v1/nodes/metal-update", { spec: { unschedulable: false } });
+      await provider.delete!("metal-update-bbbbbb", inputs);
+    });
+    const after = (await get("/api/v1/nodes/metal-update")) as { spec?: { unschedulable?: boolean } };
+    assert.notEqual(after.spec?.unschedulable, true, "the delete did not drain again");
   });
 
   it("treats a Node that is already gone as drained", async () => {

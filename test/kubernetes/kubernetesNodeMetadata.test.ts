@@ -2,17 +2,19 @@ import { strict as assert } from "node:assert";
 import * as http from "node:http";
 import type { AddressInfo } from "node:net";
 import { nodeMetadataPatch, nodeMetadataProvider } from "../../components/kubernetes/kubernetesNodeMetadata";
+import { nodeUpdateDrainProvider } from "../../components/kubernetes/kubernetesNodeDrain";
 import { withSerializedProvider } from "../support/serializedProvider";
 
 interface FakeNode {
   metadata: { name: string; resourceVersion: string; labels: Record<string, string> };
-  spec: { taints?: Array<{ key: string; value?: string; effect: string }> };
+  spec: { taints?: Array<{ key: string; value?: string; effect: string }>; unschedulable?: boolean };
 }
 
 /**
  * A stand-in API server on 127.0.0.1 holding one Node: GET answers 404 until `registerAfter` GETs
  * have been seen; PATCH applies a JSON merge patch (null removes a label, taints are replaced as a
- * whole, as the API does for a merge patch) and answers 409 when the resourceVersion is stale.
+ * whole, as the API does for a merge patch; spec.unschedulable is set) and answers 409 when a given
+ * resourceVersion is stale. The Node runs no pods.
  */
 async function fakeApi(node: FakeNode, options: { registerAfter?: number; conflicts?: number } = {}) {
   const requests: Array<{ method: string; body?: unknown; contentType?: string }> = [];
@@ -25,13 +27,15 @@ async function fakeApi(node: FakeNode, options: { registerAfter?: number; confli
       const body = text ? JSON.parse(text) : undefined;
       requests.push({ method: req.method ?? "", body, contentType: req.headers["content-type"] });
       const send = (status: number, value: unknown) => res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(value));
+      if (req.method === "GET" && req.url?.startsWith("/api/v1/pods?")) return send(200, { items: [] });
       if (req.url !== `/api/v1/nodes/${node.metadata.name}`) return send(404, { message: "not found" });
       if (req.method === "GET") {
         gets += 1;
         return gets <= (options.registerAfter ?? 0) ? send(404, { message: "nodes not found" }) : send(200, node);
       }
       if (req.method === "PATCH") {
-        if (conflicts > 0 || body.metadata?.resourceVersion !== node.metadata.resourceVersion) {
+        const stale = body.metadata?.resourceVersion !== undefined && body.metadata.resourceVersion !== node.metadata.resourceVersion;
+        if (conflicts > 0 || stale) {
           conflicts -= 1;
           node.metadata.resourceVersion = String(Number(node.metadata.resourceVersion) + 1);
           return send(409, { message: "the object has been modified" });
@@ -41,6 +45,7 @@ async function fakeApi(node: FakeNode, options: { registerAfter?: number; confli
           else node.metadata.labels[key] = value;
         }
         if (body.spec?.taints) node.spec.taints = body.spec.taints;
+        if (typeof body.spec?.unschedulable === "boolean") node.spec.unschedulable = body.spec.unschedulable;
         node.metadata.resourceVersion = String(Number(node.metadata.resourceVersion) + 1);
         return send(200, node);
       }
@@ -140,6 +145,35 @@ describe("Kubernetes Node labels and taints (KubernetesNodeMetadata)", function 
         assert.equal("example.com/tier" in node.metadata.labels, false);
         assert.equal(node.metadata.labels["example.com/tier2"], "x");
         assert.deepEqual(node.spec.taints, [NOT_READY, { key: "tuist.dev/runner-cache", effect: "NoExecute" }]);
+      } finally {
+        await api.close();
+      }
+    });
+
+    it("a bare-metal update: the drain before it cordons the Node, the update after the join uncordons it, a later relabel leaves a cordon alone", async () => {
+      const node = registeredNode();
+      const api = await fakeApi(node);
+      try {
+        const declared = { nodeName: "example-kura-0", credentials: api.credentials, labels: {}, taints: [], registrationTimeoutSeconds: 60 };
+        await withSerializedProvider(nodeUpdateDrainProvider, async (provider) => {
+          const created = await provider.create({ nodeName: "example-kura-0", generation: "bbbbbb", timeoutSeconds: 30, credentials: api.credentials });
+          assert.equal(created.id, "example-kura-0-bbbbbb");
+          const diff = await provider.diff!("example-kura-0-bbbbbb", { nodeName: "example-kura-0", generation: "bbbbbb" }, { nodeName: "example-kura-0", generation: "cccccc" });
+          assert.deepEqual(diff.replaces, ["generation"], "the next generation drains again");
+        });
+        assert.equal(node.spec.unschedulable, true, "drained: cordoned");
+        await withSerializedProvider(nodeMetadataProvider, async (provider) => {
+          const olds = { ...declared, generation: "aaaaaa" };
+          const moved = { ...declared, generation: "bbbbbb" };
+          assert.equal((await provider.diff!("example-kura-0", olds, moved)).changes, true);
+          await provider.update!("example-kura-0", olds, moved);
+          assert.equal(node.spec.unschedulable, false, "updated and joined: uncordoned");
+          node.spec.unschedulable = true; // an operator cordons it
+          await provider.update!("example-kura-0", moved, { ...moved, labels: { "example.com/tier": "x" } });
+          assert.equal(node.spec.unschedulable, true, "a label change leaves the operator's cordon");
+          await provider.update!("example-kura-0", { ...declared }, { ...declared, labels: { "example.com/tier": "y" }, generation: "bbbbbb" });
+          assert.equal(node.spec.unschedulable, true, "so does the first run that records a generation");
+        });
       } finally {
         await api.close();
       }

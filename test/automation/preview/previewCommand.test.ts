@@ -166,9 +166,47 @@ describe("nodefleet preview (as a process, simulated engine, --base-ref)", funct
     const servers = stack.steps.filter((s) => s.type === "hcloud:index/server:Server");
     assert.deepEqual(servers.map((s) => s.op), ["create"], "one surge server; the kept ones are unchanged");
     assert.match(servers[0].name, /^example-hel1-general-0-[a-z0-9]{6}$/);
-    assert.deepEqual(stack.rollouts.map((r) => [r.pool, r.replacing, r.remaining]), [["hel1-general", ["hel1-general-0"], 3]]);
+    assert.deepEqual(stack.rollouts.map((r) => [r.pool, "replacing" in r ? r.replacing : undefined, r.remaining]), [["hel1-general", ["hel1-general-0"], 3]]);
     assert.doesNotMatch(run.stdout + run.markdown + run.stderr, BOOTSTRAP_TOKEN_TEXT, "no bootstrap token anywhere");
     assertPreviewGolden("e2e-change-user-data", run.markdown, "the command's Markdown");
+  });
+
+  it("bare metal: says which Elastic Metal and Robot members this run replaces, reinstalls or re-joins, and how many remain", () => {
+    const robot: Pool = {
+      name: "fsn-metal",
+      provider: "hetzner-robot",
+      mode: "static",
+      servers: [{ serverNumber: 321, name: "a" }, { serverNumber: 654, name: "b" }, { serverNumber: 987, name: "c" }],
+      sshKeyFingerprints: ["15:28:b0:03:95:f0:77:b3:10:56:15:6b:77:22:a5:bb"],
+    };
+    const full = parse(fs.readFileSync(path.join(REPO, "stacks", "Pulumi.example.yaml"), "utf8")) as StackDocument;
+    const bareMetal = (edit: (pool: Pool) => Pool) => {
+      const document = structuredClone(full);
+      document.config["nodefleet:pools"] = [...(document.config["nodefleet:pools"] as Pool[]), robot].map((p) =>
+        p.provider === "hcloud" ? p : edit({ ...p, ...(p.provider === "scaleway-elastic-metal" ? { replicas: 2 } : {}) }),
+      );
+      return document;
+    };
+    writeStack("example", bareMetal((p) => p));
+    git("commit", "--quiet", "-am", "bare-metal base");
+    try {
+      writeStack("example", bareMetal((p) => (p.provider === "hetzner-robot" ? { ...p, image: "ubuntu-22.04" } : { ...p, os: "ubuntu_noble" })));
+      const run = preview(["example"]);
+      assert.equal(run.status, 0, run.stderr);
+      const stack = report(run).stacks[0];
+      assert.deepEqual(stack.rollouts, [
+        { pool: "kura-scw-fr-par", inPlace: true, updating: [{ nodeId: "kura-scw-fr-par-0", change: "replace" }], remaining: 1, waiting: "maxUnavailable 1 reached" },
+        { pool: "fsn-metal", inPlace: true, updating: [{ nodeId: "fsn-metal-a", change: "reinstall" }], remaining: 2, waiting: "maxUnavailable 1 reached" },
+      ]);
+      const rescues = stack.steps.filter((s) => s.type === "pulumi-nodejs:dynamic/nodefleet:RobotRescue");
+      assert.deepEqual(rescues.map((s) => [s.op, s.name]), [["replace", "example-fsn-metal-fsn-metal-a-rescue"]], "only the first server is reinstalled");
+      const servers = stack.steps.filter((s) => s.type === "scaleway:elasticmetal/server:Server");
+      assert.deepEqual(servers.map((s) => [s.op, s.name]), [["replace", "example-kura-scw-fr-par-kura-scw-fr-par-0"]], "only the first server is replaced");
+      assert.match(run.markdown, /- pool `fsn-metal`: 2 members still to update after this run\n {2}- drained, then reinstalled now: `fsn-metal-a`\n {2}- waiting: maxUnavailable 1 reached/);
+      assert.match(run.markdown, /- pool `kura-scw-fr-par`: 1 member still to update after this run\n {2}- drained, then its server released and a new one ordered now: `kura-scw-fr-par-0`/);
+    } finally {
+      git("reset", "--quiet", "--hard", "HEAD~1");
+    }
   });
 
   it("removes a pool", () => {

@@ -10,7 +10,8 @@ import { type FleetSpec, parseFleetSpec } from "../../../components/fleet/fleetS
 import { type ResourceStep, type RunResult, type StepOp, emptySummary } from "../../../automation/engine/stackEngine";
 import { configChangesByPool, fleetLayout } from "../../../automation/preview/fleetLayout";
 import { MAX_PREVIEW_CHARS, PREVIEW_MARKER, capMarkdown, formatPreviewMarkdown } from "../../../automation/preview/previewMarkdown";
-import { type PreviewContext, type StackPreview, buildStackPreview, previewReport } from "../../../automation/preview/stackPreview";
+import { type PreviewContext, type StackPreview, buildStackPreview, previewReport, rolloutsIn } from "../../../automation/preview/stackPreview";
+import { inPlaceRolloutSummary, planInPlaceRollout } from "../../../components/fleet/rolloutPlan";
 import { configValues, readStackConfigFile } from "../../../automation/stackConfigFile";
 import { BOOTSTRAP_TOKEN_TEXT, assertPreviewGolden } from "../../support/previewGolden";
 
@@ -227,6 +228,23 @@ describe("preview Markdown (pure formatter)", () => {
     assert.match(markdown, /\| replace \| `hcloud:index\/server:Server` \| `example-hel1-general-0-m5mckb` \| `userData` \*\*\(forces replacement\)\*\*, `labels` \|/);
     assert.deepEqual(preview.replacements.map((r) => [r.kind, r.forcedBy]), [["replace", ["userData"]]]);
     assertPreviewGolden("replace-step", markdown, "the formatter's output");
+  });
+
+  it("a bare-metal pool's rollout: which members are drained and reinstalled or re-joined now, and how many remain", () => {
+    const members = (generation: string) => Array.from({ length: 6 }, (_, i) => ({ nodeId: `fsn-metal-s${i}`, generation, placementSlot: i }));
+    const running = members("aaaaaa").map((m) => ({ nodeId: m.nodeId, generation: m.generation, ready: true }));
+    const robot = inPlaceRolloutSummary("fsn-metal", planInPlaceRollout(members("bbbbbb"), running, 2), (id) => (id.endsWith("s0") ? "reinstall" : "re-join"));
+    const finished = inPlaceRolloutSummary("kura", planInPlaceRollout(members("aaaaaa"), running), () => "replace");
+    const outputs = { rollout: [robot, finished, { pool: "broken", inPlace: true, updating: [{ nodeId: 7, change: "explode" }] }] };
+    assert.deepEqual(rolloutsIn(outputs), [
+      { pool: "fsn-metal", inPlace: true, updating: [{ nodeId: "fsn-metal-s0", change: "reinstall" }, { nodeId: "fsn-metal-s1", change: "re-join" }], remaining: 4, waiting: "maxUnavailable 2 reached" },
+    ], "a finished pool and malformed entries are left out");
+    const preview = buildStackPreview(context(exampleSpec(), exampleSpec()), { result: runResult([...fleetBase()], { outputs }) });
+    const markdown = single(preview);
+    assert.match(
+      markdown,
+      /### Rolling replacement\n\n- pool `fsn-metal`: 4 members still to update after this run\n {2}- drained, then reinstalled now: `fsn-metal-s0`\n {2}- drained, then re-joined now \(new version installed in place\): `fsn-metal-s1`\n {2}- waiting: maxUnavailable 2 reached\n/,
+    );
   });
 
   it("without any config, still counts nodes per pool by their names", () => {

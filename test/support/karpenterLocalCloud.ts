@@ -6,9 +6,9 @@
  * control plane. Everything listens on 127.0.0.1 and stops with `stop()`.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { readdirSync, readFileSync, rmSync } from "node:fs";
+import { readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { parseAllDocuments } from "yaml";
+import { parseAllDocuments, parseDocument } from "yaml";
 import { findTool } from "../../automation/engine/toolchain";
 import { freePort } from "../../automation/local/freePort";
 import { kube } from "../../automation/local/kubeClient";
@@ -47,6 +47,8 @@ export interface KarpenterLoop {
   inflate(replicas: number, cpu: string): Promise<void>;
   /** The fake API's servers of the burst pool. */
   burstServers(): Promise<BurstServer[]>;
+  /** Edits the burst pool in the local stack file, as a user would; the service re-reads the file. */
+  editBurstPool(edit: (pool: Record<string, unknown>) => void): void;
   stop(): Promise<void>;
 }
 
@@ -165,6 +167,18 @@ export async function startKarpenterLoop(dir: string, options: KarpenterLoopOpti
       async burstServers() {
         const response = await fetch(`${cloud.env.HCLOUD_ENDPOINT}/servers?label_selector=nodefleet.io/pool=local-burst`, { headers: { Authorization: `Bearer ${cloud.env.HCLOUD_TOKEN}` } });
         return ((await response.json()) as { servers: BurstServer[] }).servers;
+      },
+      editBurstPool(edit) {
+        const file = cloud.stackFile!;
+        // A document, not plain data: the file's comment and secure kubeconfig stay as they are.
+        const document = parseDocument(readFileSync(file, "utf8"));
+        const pools = document.getIn(["config", "nodefleet:pools"]) as { toJSON(): Array<Record<string, unknown>> };
+        const edited = pools.toJSON().map((pool) => {
+          if (pool.name === "local-burst") edit(pool);
+          return pool;
+        });
+        document.setIn(["config", "nodefleet:pools"], document.createNode(edited));
+        writeFileSync(file, document.toString());
       },
       stop,
     };

@@ -22,7 +22,10 @@ const DRIFTING = 3;
 const NODECLAIMS = "/apis/karpenter.sh/v1/nodeclaims";
 const NODEPOOL = "/apis/karpenter.sh/v1/nodepools/burst";
 const INFLATE_PODS = "/api/v1/namespaces/default/pods?labelSelector=app%3Dinflate";
-const TEMPLATE_LABEL = "example.com/template";
+/** Set in the NodePool's template (Karpenter's static drift). */
+const NODEPOOL_LABEL = "example.com/nodepool-template";
+/** Set in the burst pool's labels in the stack file (the API's drift). */
+const POOL_LABEL = "example.com/pool-template";
 
 const condition = (item: KubeItem, type: string) => item.status?.conditions?.find((c) => c.type === type);
 const isTrue = (item: KubeItem, type: string) => condition(item, type)?.status === "True";
@@ -76,8 +79,6 @@ describe("Karpenter's controllers with nodefleet's driver scaling the local clou
   });
 
   it("replaces the nodes a NodePool template change drifted one at a time (budget nodes: 1) by NodeClaims of the new template", async function () {
-    const admin = loop.cloud.plane.admin;
-    const mergePatch = (path: string, body: object) => kube(admin, "PATCH", path, body, "application/merge-patch+json");
     // Budgets are not part of the template's hash: this alone drifts nothing.
     await mergePatch(NODEPOOL, { spec: { disruption: { budgets: [{ nodes: "1" }] } } });
     // One pod of 2 CPUs per cpx31 (allocatable under 4 CPUs): a drifted node's pod fits only on a replacement.
@@ -86,20 +87,45 @@ describe("Karpenter's controllers with nodefleet's driver scaling the local clou
       const pods = (await loop.list(INFLATE_PODS)).filter((p) => p.status?.phase === "Running");
       return pods.length === DRIFTING && new Set(pods.map((p) => p.spec!.nodeName)).size === DRIFTING ? true : undefined;
     }, 600_000);
+    await replacedOneByOne({
+      change: () => mergePatch(NODEPOOL, { spec: { template: { metadata: { labels: { [NODEPOOL_LABEL]: "v2" } } } } }),
+      reason: "NodePoolDrifted",
+      newLabel: [NODEPOOL_LABEL, "v2"],
+    });
+  });
+
+  it("replaces the nodes the API reports drifted after the pool's labels changed in the stack file, one at a time, through the driver's IsDrifted", async function () {
+    await replacedOneByOne({
+      change: async () => loop.editBurstPool((pool) => (pool.labels = { ...(pool.labels as object), [POOL_LABEL]: "v2" })),
+      reason: "LabelsDrift",
+      newLabel: [POOL_LABEL, "v2"],
+    });
+  });
+
+  const mergePatch = (path: string, body: object) => kube(loop.cloud.plane.admin, "PATCH", path, body, "application/merge-patch+json");
+
+  /**
+   * Makes `change` to the template of the DRIFTING one-pod nodes running now and follows, poll by
+   * poll, Karpenter marking them Drifted (`reason`) and replacing them: never more than one at once,
+   * each by a NodeClaim carrying `newLabel`, the pods Running on the replacements, the old Nodes and
+   * servers gone.
+   */
+  async function replacedOneByOne(options: { change: () => Promise<unknown>; reason: string; newLabel: [string, string] }) {
+    const [labelKey, labelValue] = options.newLabel;
     const old = new Map((await loop.list(NODECLAIMS)).map((c) => [c.metadata.name, c]));
     assert.equal(old.size, DRIFTING, "one NodeClaim per pod");
     const oldNodes = new Set([...old.values()].map((c) => c.status!.nodeName));
     const oldNodeIds = new Set([...old.values()].map(nodeIdOf));
     assert.equal((await loop.burstServers()).filter((s) => oldNodeIds.has(s.labels["nodefleet.io/node"]!)).length, DRIFTING, "a server per NodeClaim");
 
-    await mergePatch(NODEPOOL, { spec: { template: { metadata: { labels: { [TEMPLATE_LABEL]: "v2" } } } } });
+    const started = Date.now();
+    await options.change();
 
-    // Step by step: every poll counts the old NodeClaims being replaced at that moment.
     const drifted = new Map<string, string | undefined>();
     const replaced: string[] = [];
     const timeline: string[] = [];
     let mostAtOnce = 0;
-    const current = await loop.waitFor("every drifted NodeClaim replaced", async () => {
+    const current = await loop.waitFor(`every ${options.reason} NodeClaim replaced`, async () => {
       const claims = await loop.list(NODECLAIMS);
       const remaining = claims.filter((c) => old.has(c.metadata.name));
       for (const c of remaining) {
@@ -108,19 +134,19 @@ describe("Karpenter's controllers with nodefleet's driver scaling the local clou
       const now = remaining.filter(disrupting).map((c) => c.metadata.name);
       for (const name of now) if (!replaced.includes(name)) replaced.push(name);
       mostAtOnce = Math.max(mostAtOnce, now.length);
-      const step = `${claims.length} NodeClaims, replacing [${now.join(", ")}], old left ${remaining.length}`;
-      if (timeline.at(-1) !== step) timeline.push(step);
+      const step = `${claims.length} NodeClaims, ${drifted.size} seen drifted, replacing [${now.join(", ")}], old left ${remaining.length}`;
+      if (timeline.at(-1)?.endsWith(step) !== true) timeline.push(`${Math.round((Date.now() - started) / 1000)}s: ${step}`);
       return remaining.length === 0 ? claims : undefined;
     }, 1_500_000);
     const story = `\n${timeline.join("\n")}`;
 
     assert.deepEqual([...drifted.keys()].sort(), [...old.keys()].sort(), `every old NodeClaim observed Drifted${story}`);
-    for (const [name, reason] of drifted) assert.equal(reason, "NodePoolDrifted", `${name} drifted by the NodePool's template`);
+    for (const [name, reason] of drifted) assert.equal(reason, options.reason, `why ${name} drifted`);
     assert.equal(replaced.length, DRIFTING, `every old NodeClaim observed being replaced${story}`);
     assert.equal(mostAtOnce, 1, `never more than one drifted NodeClaim replaced at once${story}`);
     assert.equal(current.length, DRIFTING, `one replacement per drifted NodeClaim${story}`);
     for (const c of current) {
-      assert.equal(c.metadata.labels?.[TEMPLATE_LABEL], "v2", `${c.metadata.name} has the new template`);
+      assert.equal(c.metadata.labels?.[labelKey], labelValue, `${c.metadata.name} has the new template`);
       assert.ok(!isTrue(c, "Drifted"), `${c.metadata.name} is not drifted`);
     }
 
@@ -131,9 +157,9 @@ describe("Karpenter's controllers with nodefleet's driver scaling the local clou
     }, 600_000);
     for (const node of await loop.list("/api/v1/nodes?labelSelector=karpenter.sh%2Fnodepool%3Dburst")) {
       assert.ok(!oldNodes.has(node.metadata.name), `old Node ${node.metadata.name} is gone`);
-      assert.equal(node.metadata.labels?.[TEMPLATE_LABEL], "v2", `Node ${node.metadata.name} carries the new template's label`);
+      assert.equal(node.metadata.labels?.[labelKey], labelValue, `Node ${node.metadata.name} carries the new template's label`);
     }
     await loop.waitFor("the old servers gone from the fake API", async () =>
       (await loop.burstServers()).some((s) => oldNodeIds.has(s.labels["nodefleet.io/node"]!)) ? undefined : true, 120_000);
-  });
+  }
 });

@@ -6,8 +6,10 @@
  * 20 pending pods become NodeClaims, servers in the fake API, Nodes without the unregistered taint
  * and 20 Running pods; the cheapest type is sold out, so Karpenter must use another one; deleting the
  * pods consolidates the nodes away and releases every finalizer. Then, with one pod on each of three
- * new nodes, a NodePool template label change drifts them (Karpenter's static drift) and a budget of
- * `nodes: "1"` has them replaced one at a time by NodeClaims of the new template.
+ * new nodes and a disruption budget of `nodes: "1"`, two template changes each drift all three and
+ * have them replaced one at a time by NodeClaims of the new template: a NodePool template label
+ * (Karpenter's static drift), then the pool's labels in the stack file (the API's drift, which the
+ * driver's IsDrifted reports; the NodeClass's recorded template hash makes Karpenter look at once).
  */
 import assert from "node:assert/strict";
 import { mkdtempSync } from "node:fs";
@@ -21,6 +23,7 @@ const PODS = 20;
 const DRIFTING = 3;
 const NODECLAIMS = "/apis/karpenter.sh/v1/nodeclaims";
 const NODEPOOL = "/apis/karpenter.sh/v1/nodepools/burst";
+const NODECLASS = "/apis/karpenter.nodefleet.io/v1alpha1/nodefleetnodeclasses/default";
 const INFLATE_PODS = "/api/v1/namespaces/default/pods?labelSelector=app%3Dinflate";
 /** Set in the NodePool's template (Karpenter's static drift). */
 const NODEPOOL_LABEL = "example.com/nodepool-template";
@@ -95,11 +98,16 @@ describe("Karpenter's controllers with nodefleet's driver scaling the local clou
   });
 
   it("replaces the nodes the API reports drifted after the pool's labels changed in the stack file, one at a time, through the driver's IsDrifted", async function () {
+    const templateHash = async () => ((await kube(loop.cloud.plane.admin, "GET", NODECLASS)) as { status?: { poolTemplateHash?: string } }).status?.poolTemplateHash;
+    const before = await templateHash();
+    assert.match(before ?? "", /^[0-9a-f]{16}$/, "the NodeClass records the pool's template hash");
     await replacedOneByOne({
       change: async () => loop.editBurstPool((pool) => (pool.labels = { ...(pool.labels as object), [POOL_LABEL]: "v2" })),
       reason: "LabelsDrift",
       newLabel: [POOL_LABEL, "v2"],
     });
+    // The NodeClass update is what has Karpenter re-check drift before its periodic re-check.
+    assert.notEqual(await templateHash(), before, "the NodeClass follows the changed template");
   });
 
   const mergePatch = (path: string, body: object) => kube(loop.cloud.plane.admin, "PATCH", path, body, "application/merge-patch+json");

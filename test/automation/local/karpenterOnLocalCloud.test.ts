@@ -21,6 +21,8 @@ import { missingTools, skipUnlessAvailable } from "../../support/toolchainRequir
 
 const PODS = 20;
 const DRIFTING = 3;
+/** A drift case's deadline (scheduling, three replacements, the old servers' deletion) on a busy machine. */
+const DRIFT_CASE_TIMEOUT_MS = 2_400_000;
 const NODECLAIMS = "/apis/karpenter.sh/v1/nodeclaims";
 const NODEPOOL = "/apis/karpenter.sh/v1/nodepools/burst";
 const NODECLASS = "/apis/karpenter.nodefleet.io/v1alpha1/nodefleetnodeclasses/default";
@@ -82,6 +84,7 @@ describe("Karpenter's controllers with nodefleet's driver scaling the local clou
   });
 
   it("replaces the nodes a NodePool template change drifted one at a time (budget nodes: 1) by NodeClaims of the new template", async function () {
+    this.timeout(DRIFT_CASE_TIMEOUT_MS);
     // Budgets are not part of the template's hash: this alone drifts nothing.
     await mergePatch(NODEPOOL, { spec: { disruption: { budgets: [{ nodes: "1" }] } } });
     // One pod of 2 CPUs per cpx31 (allocatable under 4 CPUs): a drifted node's pod fits only on a replacement.
@@ -98,6 +101,7 @@ describe("Karpenter's controllers with nodefleet's driver scaling the local clou
   });
 
   it("replaces the nodes the API reports drifted after the pool's labels changed in the stack file, one at a time, through the driver's IsDrifted", async function () {
+    this.timeout(DRIFT_CASE_TIMEOUT_MS);
     const templateHash = async () => ((await kube(loop.cloud.plane.admin, "GET", NODECLASS)) as { status?: { poolTemplateHash?: string } }).status?.poolTemplateHash;
     const before = await templateHash();
     assert.match(before ?? "", /^[0-9a-f]{16}$/, "the NodeClass records the pool's template hash");
@@ -145,7 +149,7 @@ describe("Karpenter's controllers with nodefleet's driver scaling the local clou
       const step = `${claims.length} NodeClaims, ${drifted.size} seen drifted, replacing [${now.join(", ")}], old left ${remaining.length}`;
       if (timeline.at(-1)?.endsWith(step) !== true) timeline.push(`${Math.round((Date.now() - started) / 1000)}s: ${step}`);
       return remaining.length === 0 ? claims : undefined;
-    }, 1_500_000);
+    }, 1_200_000);
     const story = `\n${timeline.join("\n")}`;
 
     assert.deepEqual([...drifted.keys()].sort(), [...old.keys()].sort(), `every old NodeClaim observed Drifted${story}`);

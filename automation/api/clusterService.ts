@@ -9,7 +9,7 @@ import { poolInstanceTypes, type InstanceTypeView } from "../catalog/instanceTyp
 import type { OfferingAvailability } from "../catalog/offeringAvailability";
 import { findServerType, kubernetesArch, type ServerTypeCatalog } from "../catalog/serverTypes";
 import type { ClusterReconciler } from "../reconciler/clusterReconciler";
-import { poolTemplate, templateHash, type MemberSnapshot, type PoolTemplate } from "../reconciler/memberSnapshot";
+import { poolTemplate, poolTemplateHash, templateHash, type MemberSnapshot, type PoolTemplate } from "../reconciler/memberSnapshot";
 import type { Claim, ClaimStore } from "../store/claimStore";
 import type { Operation, OperationLog } from "../store/operationLog";
 import { admit } from "./admission";
@@ -85,6 +85,7 @@ export class ClusterService {
           serverTypes: [...pool.serverTypes],
           limits: pool.limits,
           usage: { nodes: usage.nodes, cpu: usage.cpuMillis / 1000, memoryGiB: usage.memoryMiB / 1024 },
+          templateHash: poolTemplateHash(poolTemplate(fleet.cluster, pool)),
         };
       }),
     };

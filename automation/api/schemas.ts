@@ -200,6 +200,9 @@ export const poolSchema = named(
     serverTypes: z.array(z.string()),
     limits: z.object({ maxNodes: z.number(), cpu: z.number().optional(), memoryGiB: z.number().optional() }),
     usage: z.object({ nodes: z.number(), cpu: z.number(), memoryGiB: z.number() }),
+    templateHash: z
+      .string()
+      .describe("Fingerprint of the pool's current template: it changes with anything that could drift the pool's nodes, so a driver re-checks their drift then"),
   }),
 );
 export const clusterSchema = named(

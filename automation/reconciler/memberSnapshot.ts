@@ -88,6 +88,14 @@ function memberProjection(template: PoolTemplate, serverType: string): Record<st
   return { ...rest, serverTypeAllowed: serverTypes.includes(serverType) };
 }
 
+/**
+ * The whole pool template's fingerprint, in the cluster's description: any change that could drift
+ * one of the pool's nodes changes it, so a driver watching it knows when to re-check drift.
+ */
+export function poolTemplateHash(template: PoolTemplate): string {
+  return canonicalHash(template).slice(0, 16);
+}
+
 // Listing nodes hashes the same current template once per node: remember it per template object.
 const hashes = new WeakMap<PoolTemplate, Map<string, string>>();
 

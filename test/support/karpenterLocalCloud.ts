@@ -6,9 +6,9 @@
  * control plane. Everything listens on 127.0.0.1 and stops with `stop()`.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { readdirSync, readFileSync, rmSync } from "node:fs";
+import { readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { parseAllDocuments } from "yaml";
+import { parseAllDocuments, parseDocument } from "yaml";
 import { findTool } from "../../automation/engine/toolchain";
 import { freePort } from "../../automation/local/freePort";
 import { kube } from "../../automation/local/kubeClient";
@@ -24,9 +24,16 @@ const NAMESPACE = "karpenter";
 export const KARPENTER_LOOP_TOOLS = ["pulumi", "pulumi-language-nodejs", "pulumi-resource-hcloud", "pulumi-resource-kubernetes", "pulumi-resource-random", "pulumi-resource-time", "etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "nodefleet-karpenter"];
 
 export interface KubeItem {
-  metadata: { name: string; labels?: Record<string, string>; finalizers?: string[] };
+  metadata: { name: string; labels?: Record<string, string>; finalizers?: string[]; deletionTimestamp?: string };
   spec?: { providerID?: string; nodeName?: string; taints?: Array<{ key: string }> };
-  status?: { phase?: string; providerID?: string; conditions?: Array<{ type: string; status: string }> };
+  status?: { phase?: string; providerID?: string; nodeName?: string; conditions?: Array<{ type: string; status: string; reason?: string }> };
+}
+
+/** A fake API server of the burst pool; its `nodefleet.io/node` label is the API's nodeID. */
+export interface BurstServer {
+  name: string;
+  labels: Record<string, string>;
+  server_type: { name: string };
 }
 
 export interface KarpenterLoop {
@@ -39,7 +46,9 @@ export interface KarpenterLoop {
   /** Creates (or resizes) the `inflate` Deployment: `replicas` pods requesting `cpu` each. */
   inflate(replicas: number, cpu: string): Promise<void>;
   /** The fake API's servers of the burst pool. */
-  burstServers(): Promise<Array<{ server_type: { name: string } }>>;
+  burstServers(): Promise<BurstServer[]>;
+  /** Edits the burst pool in the local stack file, as a user would; the service re-reads the file. */
+  editBurstPool(edit: (pool: Record<string, unknown>) => void): void;
   stop(): Promise<void>;
 }
 
@@ -157,7 +166,19 @@ export async function startKarpenterLoop(dir: string, options: KarpenterLoopOpti
       },
       async burstServers() {
         const response = await fetch(`${cloud.env.HCLOUD_ENDPOINT}/servers?label_selector=nodefleet.io/pool=local-burst`, { headers: { Authorization: `Bearer ${cloud.env.HCLOUD_TOKEN}` } });
-        return ((await response.json()) as { servers: Array<{ server_type: { name: string } }> }).servers;
+        return ((await response.json()) as { servers: BurstServer[] }).servers;
+      },
+      editBurstPool(edit) {
+        const file = cloud.stackFile!;
+        // A document, not plain data: the file's comment and secure kubeconfig stay as they are.
+        const document = parseDocument(readFileSync(file, "utf8"));
+        const pools = document.getIn(["config", "nodefleet:pools"]) as { toJSON(): Array<Record<string, unknown>> };
+        const edited = pools.toJSON().map((pool) => {
+          if (pool.name === "local-burst") edit(pool);
+          return pool;
+        });
+        document.setIn(["config", "nodefleet:pools"], document.createNode(edited));
+        writeFileSync(file, document.toString());
       },
       stop,
     };

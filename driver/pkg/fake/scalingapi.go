@@ -64,7 +64,7 @@ func NewScalingAPI(clusterID, token string, pools ...string) *ScalingAPI {
 		createStatus: "PENDING",
 	}
 	for _, pool := range pools {
-		api.cluster.Pools = append(api.cluster.Pools, nodefleetapi.Pool{Name: pool, Provider: "hcloud", Location: "hel1", ServerTypes: []string{}})
+		api.cluster.Pools = append(api.cluster.Pools, nodefleetapi.Pool{Name: pool, Provider: "hcloud", Location: "hel1", ServerTypes: []string{}, TemplateHash: "0000000000000000"})
 	}
 	api.Server = httptest.NewServer(http.HandlerFunc(api.serve))
 	return api
@@ -104,6 +104,17 @@ func (a *ScalingAPI) ClearErrors() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.errors = map[string]ErrorAnswer{}
+}
+
+// UpdatePool changes a pool as a changed stack would (its template hash, its limits).
+func (a *ScalingAPI) UpdatePool(name string, update func(*nodefleetapi.Pool)) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for i := range a.cluster.Pools {
+		if a.cluster.Pools[i].Name == name {
+			update(&a.cluster.Pools[i])
+		}
+	}
 }
 
 // UpdateNode changes a node as the engine would (status, failure, drift).

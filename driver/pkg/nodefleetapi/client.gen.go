@@ -596,7 +596,10 @@ type Pool struct {
 	Name        string       `json:"name"`
 	Provider    PoolProvider `json:"provider"`
 	ServerTypes []string     `json:"serverTypes"`
-	Usage       struct {
+
+	// TemplateHash Fingerprint of the pool's current template: it changes with anything that could drift the pool's nodes, so a driver re-checks their drift then
+	TemplateHash string `json:"templateHash"`
+	Usage        struct {
 		Cpu       float32 `json:"cpu"`
 		MemoryGiB float32 `json:"memoryGiB"`
 		Nodes     float32 `json:"nodes"`

@@ -1,7 +1,7 @@
 /**
  * The rules of SPEC §5 a Karpenter driver depends on, over real HTTP on 127.0.0.1 (fake engine):
  * NodeClaim names as uniqueIDs, Gte/Lte and minValues, canonical replay, taint merging, the node
- * object's Karpenter fields, Reason-safe drift, offerings at a pool limit, kubelet-accurate
+ * object's Karpenter fields, Reason-safe drift and the pool template hash that signals it, offerings at a pool limit, kubelet-accurate
  * capacity and one error code per meaning.
  */
 import { strict as assert } from "node:assert";
@@ -195,6 +195,25 @@ describe("scaling API rules a Karpenter driver depends on", function () {
     const orphaned = (await api.client.listNodes())[0]!;
     assert.equal(orphaned.driftReason, "PoolRemoved");
     assert.match(orphaned.driftReason!, CONDITION_REASON);
+  });
+
+  it("describes each pool's template by a hash that changes with every change drifting its nodes, and only with template changes", async () => {
+    const { node } = await api.client.createNode({ uniqueID: "watched", pool });
+    const hashOf = async () => (await api.client.getCluster()).pools.find((p) => p.name === pool)!.templateHash;
+    const pools = api.config["nodefleet:pools"]!.value as Array<Record<string, unknown>>;
+    const burst = pools.find((p) => p.name === pool)!;
+    const first = await hashOf();
+    assert.match(first, /^[0-9a-f]{16}$/);
+    burst.limits = { ...(burst.limits as object), maxNodes: 7 };
+    assert.equal(await hashOf(), first, "a limit is not part of the template");
+    assert.equal((await api.client.getNode(node.nodeID)).drifted, false);
+    burst.labels = { ...(burst.labels as object), "example.com/tier": "gold" };
+    const second = await hashOf();
+    assert.notEqual(second, first);
+    assert.equal((await api.client.getNode(node.nodeID)).driftReason, "LabelsDrift");
+    burst.image = "ubuntu-22.04";
+    assert.notEqual(await hashOf(), second);
+    assert.equal((await api.client.getNode(node.nodeID)).driftReason, "ImageDrift,LabelsDrift");
   });
 
   it("marks offerings unavailable while the pool is at a limit, so Karpenter does not loop on InsufficientCapacity", async () => {

@@ -5,17 +5,43 @@
  * automation` on the local stack, kube-scheduler binding pods, and the node agent registering Nodes.
  * 20 pending pods become NodeClaims, servers in the fake API, Nodes without the unregistered taint
  * and 20 Running pods; the cheapest type is sold out, so Karpenter must use another one; deleting the
- * pods consolidates the nodes away and releases every finalizer.
+ * pods consolidates the nodes away and releases every finalizer. Then, with one pod on each of three
+ * new nodes and a disruption budget of `nodes: "1"`, two template changes each drift all three and
+ * have them replaced one at a time by NodeClaims of the new template: a NodePool template label
+ * (Karpenter's static drift), then the pool's labels in the stack file (the API's drift, which the
+ * driver's IsDrifted reports; the NodeClass's recorded template hash makes Karpenter look at once).
  */
 import assert from "node:assert/strict";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { kube } from "../../../automation/local/kubeClient";
-import { KARPENTER_LOOP_TOOLS, type KarpenterLoop, startKarpenterLoop } from "../../support/karpenterLocalCloud";
+import { KARPENTER_LOOP_TOOLS, type KarpenterLoop, type KubeItem, startKarpenterLoop } from "../../support/karpenterLocalCloud";
 import { missingTools, skipUnlessAvailable } from "../../support/toolchainRequirement";
 
 const PODS = 20;
+const DRIFTING = 3;
+/** A drift case's deadline (scheduling, three replacements, the old servers' deletion) on a busy machine. */
+const DRIFT_CASE_TIMEOUT_MS = 2_400_000;
+const NODECLAIMS = "/apis/karpenter.sh/v1/nodeclaims";
+const NODEPOOL = "/apis/karpenter.sh/v1/nodepools/burst";
+const NODECLASS = "/apis/karpenter.nodefleet.io/v1alpha1/nodefleetnodeclasses/default";
+const INFLATE_PODS = "/api/v1/namespaces/default/pods?labelSelector=app%3Dinflate";
+/** Set in the NodePool's template (Karpenter's static drift). */
+const NODEPOOL_LABEL = "example.com/nodepool-template";
+/** Set in the burst pool's labels in the stack file (the API's drift). */
+const POOL_LABEL = "example.com/pool-template";
+
+const condition = (item: KubeItem, type: string) => item.status?.conditions?.find((c) => c.type === type);
+const isTrue = (item: KubeItem, type: string) => condition(item, type)?.status === "True";
+/** The API's nodeID, the last segment of `nodefleet:///<cluster>/<nodeID>`. */
+const nodeIdOf = (nodeClaim: KubeItem) => nodeClaim.status!.providerID!.split("/").pop()!;
+/**
+ * Disrupting as Karpenter's budget counts it: picked by a disruption command (DisruptionReason) or
+ * deleting, until the cloud has accepted the instance's deletion (InstanceTerminating).
+ */
+const disrupting = (nodeClaim: KubeItem) =>
+  (isTrue(nodeClaim, "DisruptionReason") || nodeClaim.metadata.deletionTimestamp !== undefined) && !isTrue(nodeClaim, "InstanceTerminating");
 
 describe("Karpenter's controllers with nodefleet's driver scaling the local cloud", function () {
   this.timeout(900_000);
@@ -56,4 +82,96 @@ describe("Karpenter's controllers with nodefleet's driver scaling the local clou
     await loop.waitFor("no burst servers", async () => ((await loop.burstServers()).length === 0 ? true : undefined), 120_000);
     await loop.waitFor("no burst Nodes", async () => ((await loop.list("/api/v1/nodes?labelSelector=karpenter.sh%2Fnodepool%3Dburst")).length === 0 ? true : undefined), 120_000);
   });
+
+  it("replaces the nodes a NodePool template change drifted one at a time (budget nodes: 1) by NodeClaims of the new template", async function () {
+    this.timeout(DRIFT_CASE_TIMEOUT_MS);
+    // Budgets are not part of the template's hash: this alone drifts nothing.
+    await mergePatch(NODEPOOL, { spec: { disruption: { budgets: [{ nodes: "1" }] } } });
+    // One pod of 2 CPUs per cpx31 (allocatable under 4 CPUs): a drifted node's pod fits only on a replacement.
+    await loop.inflate(DRIFTING, "2");
+    await loop.waitFor(`${DRIFTING} pods Running on ${DRIFTING} nodes`, async () => {
+      const pods = (await loop.list(INFLATE_PODS)).filter((p) => p.status?.phase === "Running");
+      return pods.length === DRIFTING && new Set(pods.map((p) => p.spec!.nodeName)).size === DRIFTING ? true : undefined;
+    }, 600_000);
+    await replacedOneByOne({
+      change: () => mergePatch(NODEPOOL, { spec: { template: { metadata: { labels: { [NODEPOOL_LABEL]: "v2" } } } } }),
+      reason: "NodePoolDrifted",
+      newLabel: [NODEPOOL_LABEL, "v2"],
+    });
+  });
+
+  it("replaces the nodes the API reports drifted after the pool's labels changed in the stack file, one at a time, through the driver's IsDrifted", async function () {
+    this.timeout(DRIFT_CASE_TIMEOUT_MS);
+    const templateHash = async () => ((await kube(loop.cloud.plane.admin, "GET", NODECLASS)) as { status?: { poolTemplateHash?: string } }).status?.poolTemplateHash;
+    const before = await templateHash();
+    assert.match(before ?? "", /^[0-9a-f]{16}$/, "the NodeClass records the pool's template hash");
+    await replacedOneByOne({
+      change: async () => loop.editBurstPool((pool) => (pool.labels = { ...(pool.labels as object), [POOL_LABEL]: "v2" })),
+      reason: "LabelsDrift",
+      newLabel: [POOL_LABEL, "v2"],
+    });
+    // The NodeClass update is what has Karpenter re-check drift before its periodic re-check.
+    assert.notEqual(await templateHash(), before, "the NodeClass follows the changed template");
+  });
+
+  const mergePatch = (path: string, body: object) => kube(loop.cloud.plane.admin, "PATCH", path, body, "application/merge-patch+json");
+
+  /**
+   * Makes `change` to the template of the DRIFTING one-pod nodes running now and follows, poll by
+   * poll, Karpenter marking them Drifted (`reason`) and replacing them: never more than one at once,
+   * each by a NodeClaim carrying `newLabel`, the pods Running on the replacements, the old Nodes and
+   * servers gone.
+   */
+  async function replacedOneByOne(options: { change: () => Promise<unknown>; reason: string; newLabel: [string, string] }) {
+    const [labelKey, labelValue] = options.newLabel;
+    const old = new Map((await loop.list(NODECLAIMS)).map((c) => [c.metadata.name, c]));
+    assert.equal(old.size, DRIFTING, "one NodeClaim per pod");
+    const oldNodes = new Set([...old.values()].map((c) => c.status!.nodeName));
+    const oldNodeIds = new Set([...old.values()].map(nodeIdOf));
+    assert.equal((await loop.burstServers()).filter((s) => oldNodeIds.has(s.labels["nodefleet.io/node"]!)).length, DRIFTING, "a server per NodeClaim");
+
+    const started = Date.now();
+    await options.change();
+
+    const drifted = new Map<string, string | undefined>();
+    const replaced: string[] = [];
+    const timeline: string[] = [];
+    let mostAtOnce = 0;
+    const current = await loop.waitFor(`every ${options.reason} NodeClaim replaced`, async () => {
+      const claims = await loop.list(NODECLAIMS);
+      const remaining = claims.filter((c) => old.has(c.metadata.name));
+      for (const c of remaining) {
+        if (isTrue(c, "Drifted") && !drifted.has(c.metadata.name)) drifted.set(c.metadata.name, condition(c, "Drifted")!.reason);
+      }
+      const now = remaining.filter(disrupting).map((c) => c.metadata.name);
+      for (const name of now) if (!replaced.includes(name)) replaced.push(name);
+      mostAtOnce = Math.max(mostAtOnce, now.length);
+      const step = `${claims.length} NodeClaims, ${drifted.size} seen drifted, replacing [${now.join(", ")}], old left ${remaining.length}`;
+      if (timeline.at(-1)?.endsWith(step) !== true) timeline.push(`${Math.round((Date.now() - started) / 1000)}s: ${step}`);
+      return remaining.length === 0 ? claims : undefined;
+    }, 1_200_000);
+    const story = `\n${timeline.join("\n")}`;
+
+    assert.deepEqual([...drifted.keys()].sort(), [...old.keys()].sort(), `every old NodeClaim observed Drifted${story}`);
+    for (const [name, reason] of drifted) assert.equal(reason, options.reason, `why ${name} drifted`);
+    assert.equal(replaced.length, DRIFTING, `every old NodeClaim observed being replaced${story}`);
+    assert.equal(mostAtOnce, 1, `never more than one drifted NodeClaim replaced at once${story}`);
+    assert.equal(current.length, DRIFTING, `one replacement per drifted NodeClaim${story}`);
+    for (const c of current) {
+      assert.equal(c.metadata.labels?.[labelKey], labelValue, `${c.metadata.name} has the new template`);
+      assert.ok(!isTrue(c, "Drifted"), `${c.metadata.name} is not drifted`);
+    }
+
+    const newNodes = new Set(current.map((c) => c.status!.nodeName));
+    await loop.waitFor(`${DRIFTING} pods Running on the replacements`, async () => {
+      const pods = (await loop.list(INFLATE_PODS)).filter((p) => p.status?.phase === "Running");
+      return pods.length === DRIFTING && pods.every((p) => newNodes.has(p.spec!.nodeName)) ? true : undefined;
+    }, 600_000);
+    for (const node of await loop.list("/api/v1/nodes?labelSelector=karpenter.sh%2Fnodepool%3Dburst")) {
+      assert.ok(!oldNodes.has(node.metadata.name), `old Node ${node.metadata.name} is gone`);
+      assert.equal(node.metadata.labels?.[labelKey], labelValue, `Node ${node.metadata.name} carries the new template's label`);
+    }
+    await loop.waitFor("the old servers gone from the fake API", async () =>
+      (await loop.burstServers()).some((s) => oldNodeIds.has(s.labels["nodefleet.io/node"]!)) ? undefined : true, 120_000);
+  }
 });

@@ -10,6 +10,11 @@ type NodefleetNodeClassStatus struct {
 	// lists the pool among the cluster's autoscaled pools. Karpenter's NodePool readiness reads it.
 	// +optional
 	Conditions []status.Condition `json:"conditions,omitempty"`
+	// PoolTemplateHash is the pool's templateHash as the API last described it. A pool template
+	// changed in the stack changes it, and Karpenter, which watches NodeClasses, then re-checks
+	// every NodeClaim of this NodeClass for drift at once instead of at its periodic re-check.
+	// +optional
+	PoolTemplateHash string `json:"poolTemplateHash,omitempty"`
 }
 
 // StatusConditions has a single root condition, Ready.

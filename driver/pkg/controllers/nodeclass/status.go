@@ -1,6 +1,7 @@
 // Package nodeclass keeps a NodefleetNodeClass's Ready condition: True when the scaling API it
 // names answers GET /clusters/{clusterID} with its token and serves its pool. Karpenter's NodePool
-// readiness reads that condition.
+// readiness reads that condition. It also records the pool's template hash, so a template changed
+// in the stack updates the NodeClass and Karpenter re-checks its NodeClaims' drift.
 package nodeclass
 
 import (
@@ -28,7 +29,8 @@ import (
 	"nodefleet.dev/driver/pkg/nodefleetapi"
 )
 
-// Re-checked this often, so an API that went away or a pool removed from the stack shows.
+// Re-checked this often, so an API that went away, a pool removed from the stack or a changed pool
+// template shows.
 const (
 	readyRecheck    = time.Minute
 	notReadyRecheck = 15 * time.Second
@@ -50,9 +52,10 @@ func (c *Controller) Name() string { return "nodeclass.status" }
 
 func (c *Controller) Reconcile(ctx context.Context, nodeClass *v1alpha1.NodefleetNodeClass) (reconcile.Result, error) {
 	stored := nodeClass.DeepCopy()
-	reason, message := c.check(ctx, nodeClass)
+	pool, reason, message := c.check(ctx, nodeClass)
 	if reason == "" {
 		nodeClass.StatusConditions().SetTrue(status.ConditionReady)
+		nodeClass.Status.PoolTemplateHash = pool.TemplateHash
 	} else {
 		nodeClass.StatusConditions().SetFalse(status.ConditionReady, reason, message)
 	}
@@ -67,12 +70,12 @@ func (c *Controller) Reconcile(ctx context.Context, nodeClass *v1alpha1.Nodeflee
 	return reconcile.Result{RequeueAfter: readyRecheck}, nil
 }
 
-// check is the reason (a condition Reason) the NodeClass is not ready and a message for people,
-// or "" when it is.
-func (c *Controller) check(ctx context.Context, nodeClass *v1alpha1.NodefleetNodeClass) (reason, message string) {
+// check is the NodeClass's pool as the API describes it, or the reason (a condition Reason) the
+// NodeClass is not ready and a message for people.
+func (c *Controller) check(ctx context.Context, nodeClass *v1alpha1.NodefleetNodeClass) (pool *nodefleetapi.Pool, reason, message string) {
 	connection, err := c.connections.For(nodeClass)
 	if err != nil {
-		return "InvalidSpec", err.Error()
+		return nil, "InvalidSpec", err.Error()
 	}
 	cluster, err := connection.Cluster(ctx)
 	if err != nil {
@@ -80,16 +83,17 @@ func (c *Controller) check(ctx context.Context, nodeClass *v1alpha1.NodefleetNod
 		var apiError *apiclient.Error
 		switch {
 		case errors.As(err, &tokenError):
-			return "TokenUnavailable", tokenError.Error()
+			return nil, "TokenUnavailable", tokenError.Error()
 		case errors.As(err, &apiError):
-			return apiError.Code, apiError.Error()
+			return nil, apiError.Code, apiError.Error()
 		}
-		return "APIUnreachable", err.Error()
+		return nil, "APIUnreachable", err.Error()
 	}
-	if !slices.ContainsFunc(cluster.Pools, func(pool nodefleetapi.Pool) bool { return pool.Name == nodeClass.Spec.Pool }) {
-		return "PoolNotFound", fmt.Sprintf("cluster %s has no autoscaled pool %q", cluster.Id, nodeClass.Spec.Pool)
+	i := slices.IndexFunc(cluster.Pools, func(pool nodefleetapi.Pool) bool { return pool.Name == nodeClass.Spec.Pool })
+	if i < 0 {
+		return nil, "PoolNotFound", fmt.Sprintf("cluster %s has no autoscaled pool %q", cluster.Id, nodeClass.Spec.Pool)
 	}
-	return "", ""
+	return &cluster.Pools[i], "", ""
 }
 
 // nodeClassesNaming enqueues the NodeClasses whose token lives in the Secret.

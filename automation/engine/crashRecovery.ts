@@ -4,9 +4,12 @@
  * 1. a lock left on the stack by a pulumi process of this machine that no longer runs is removed
  *    (read from the lock file itself; a live process's lock is never touched);
  * 2. resources left with pending `creating` operations may exist at the provider without being in
- *    the state. hcloud servers are looked up by name and ownership labels; found ones are imported
- *    through `pulumi refresh --import-pending-creates` (so the state holds what the provider reads)
- *    or deleted, by choice; the rest are dropped with `--clear-pending-creates`.
+ *    the state. hcloud servers are looked up by name and ownership labels; found ones are adopted
+ *    into the state's resources with their id (then `pulumi refresh` reads what the provider has)
+ *    or deleted, by choice; the other pending creates are dropped. The adoption edits the exported
+ *    state because the CLI's `refresh --import-pending-creates` only relabels the operation as
+ *    `importing`, which the refresh's new snapshot then drops (backend/journal.go keeps only
+ *    pending creates), so the server would be forgotten and re-created under a taken name.
  * Every step is idempotent, so a crash during recovery is recovered by the next run.
  */
 import { execFile } from "node:child_process";
@@ -75,14 +78,25 @@ export interface RecoveryReport {
   readonly actions: readonly PendingCreateAction[];
 }
 
-/** The `pulumi refresh` arguments that apply the plan with Pulumi's own pending-create handling. */
-export function pendingCreateRefreshArgs(stackName: string, actions: readonly PendingCreateAction[]): string[] {
-  // The CLI's flag is a string array of the form [[URN ID]...]: every word is one flag value
-  // (`--import-pending-creates URN ID` would leave ID as a stray argument and fail the refresh).
-  const imports = actions
-    .filter((a) => a.action === "import")
-    .flatMap((a) => ["--import-pending-creates", a.urn, "--import-pending-creates", String((a as { server: HcloudServer }).server.id)]);
-  return ["refresh", "--yes", "--skip-preview", "--non-interactive", "--stack", stackName, ...imports, "--clear-pending-creates"];
+/** The state's parts recovery edits (an exported deployment, apitype.DeploymentV3). */
+export interface RecoverableDeployment {
+  resources?: Array<Record<string, unknown>>;
+  pending_operations?: PendingOperation[];
+  [key: string]: unknown;
+}
+
+/**
+ * Applies the plan to an exported deployment: every pending create leaves the pending operations;
+ * an imported one joins the resources with the found server's id (inputs standing in for outputs
+ * until the refresh reads the server). Appended last, after everything it can depend on.
+ */
+export function adoptPendingCreates(deployment: RecoverableDeployment, actions: readonly PendingCreateAction[]): RecoverableDeployment {
+  const imports = new Map(actions.filter((a): a is Extract<PendingCreateAction, { action: "import" }> => a.action === "import").map((a) => [a.urn, a.server]));
+  const pending = deployment.pending_operations ?? [];
+  const adopted = pending
+    .filter((op) => op.type === "creating" && imports.has(op.resource.urn))
+    .map((op) => ({ ...op.resource, id: String(imports.get(op.resource.urn)!.id), outputs: { ...op.resource.inputs, ...op.resource.outputs } }));
+  return { ...deployment, resources: [...(deployment.resources ?? []), ...adopted], pending_operations: pending.filter((op) => op.type !== "creating") };
 }
 
 export async function recoverStack(stack: Stack, options: RecoveryOptions): Promise<RecoveryReport> {
@@ -116,9 +130,12 @@ export async function recoverStack(stack: Stack, options: RecoveryOptions): Prom
       `pending operation on ${action.urn}: ${action.action}`,
     );
   }
+  const exported = await stack.exportStack();
+  await stack.importStack({ ...exported, deployment: adoptPendingCreates(exported.deployment as RecoverableDeployment, actions) });
   const workspace = stack.workspace as LocalWorkspace;
   try {
-    await execFileAsync(workspace.pulumiCommand.command, pendingCreateRefreshArgs(options.stackName, actions), {
+    // Reads every resource back, the adopted servers included; clears the other pending operations.
+    await execFileAsync(workspace.pulumiCommand.command, ["refresh", "--yes", "--skip-preview", "--non-interactive", "--stack", options.stackName], {
       cwd: workspace.workDir,
       // The workspace's own variables (toolchain PATH, PULUMI_HOME, backend, passphrase), as its runs get them.
       env: { ...process.env, ...workspace.envVars },

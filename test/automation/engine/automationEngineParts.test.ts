@@ -11,7 +11,7 @@ import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import type { StepEventMetadata } from "@pulumi/pulumi/automation";
 import { AutomationEngine, stepFromMetadata } from "../../../automation/engine/automationEngine";
-import { pendingCreateRefreshArgs, planPendingCreates } from "../../../automation/engine/crashRecovery";
+import { adoptPendingCreates, planPendingCreates } from "../../../automation/engine/crashRecovery";
 import { type PendingOperation, fileBackendDir, fileBackendUrl, lockIsStale, pendingOperations, removeStaleLocks, removeTornSidecars } from "../../../automation/engine/fileBackendState";
 import { HcloudClient, type HcloudServer } from "../../../automation/engine/hcloudClient";
 import { resolvePassphrase } from "../../../automation/engine/passphrase";
@@ -59,15 +59,14 @@ describe("automation engine parts", function () {
       assert.equal(actions[0].action, "delete");
     });
 
-    it("applies the plan with Pulumi's own pending-create handling: imports by id, clears the rest", async function () {
-      const pending = [pendingServer("urn:a", "c1-a", ours), pendingServer("urn:b", "c1-b", ours)];
+    it("applies the plan to the exported state: imported servers join the resources with their id, every pending create leaves", async function () {
+      const pending = [pendingServer("urn:a", "c1-a", ours), pendingServer("urn:b", "c1-b", ours), { type: "updating", resource: { urn: "urn:u", type: "hcloud:index/server:Server", inputs: {} } }];
       const actions = await planPendingCreates(pending, async (name) => (name === "c1-a" ? [server(42, "c1-a", ours)] : []), "import");
-      assert.deepEqual(pendingCreateRefreshArgs("c1-api", actions), [
-        "refresh", "--yes", "--skip-preview", "--non-interactive", "--stack", "c1-api",
-        // A string-array flag: each of the [URN ID] list's words is its own flag value.
-        "--import-pending-creates", "urn:a", "--import-pending-creates", "42",
-        "--clear-pending-creates",
-      ]);
+      const existing = { urn: "urn:stack", type: "pulumi:pulumi:Stack", custom: false };
+      const edited = adoptPendingCreates({ resources: [existing], pending_operations: pending, manifest: { version: "v" } }, actions);
+      assert.deepEqual(edited.resources, [existing, { urn: "urn:a", type: "hcloud:index/server:Server", custom: true, id: "42", inputs: { name: "c1-a", labels: ours, serverType: "cpx21" }, outputs: { name: "c1-a", labels: ours, serverType: "cpx21" } }]);
+      assert.deepEqual(edited.pending_operations, [pending[2]], "the pending creates are gone; the refresh clears the rest");
+      assert.deepEqual(edited.manifest, { version: "v" });
     });
 
     it("treats only a dead process's lock of this host as stale", function () {

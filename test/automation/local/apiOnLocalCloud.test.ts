@@ -96,6 +96,8 @@ describe("the scaling API on the automation engine against the local cloud, kill
     await start();
 
     const ids = [...first, ...second];
+    // The kill left creates in flight: recovery found their servers and adopted them into the state.
+    await waitFor("crash recovery adopting the servers of interrupted creates", async () => (/"action":"import"/.test(serve!.stderr()) ? true : undefined));
     const running: NodeView[] = await waitFor("all 40 RUNNING", async () => {
       const nodes = await serve!.client.listNodes();
       return ids.every((id) => nodes.some((n) => n.nodeID === id && n.status === "RUNNING")) ? nodes : undefined;

@@ -110,7 +110,6 @@ export class ClusterService {
   async create(body: CreateNodeBody): Promise<{ created: boolean; node: NodeView }> {
     const fleet = this.options.fleet();
     const pool = autoscaledPools(fleet).find((p) => p.name === body.pool);
-    const requestHash = createRequestHash(body);
     const { store } = this.options;
     const existing = store.byUniqueId(this.clusterId, body.uniqueID);
     if (existing) {
@@ -125,19 +124,21 @@ export class ClusterService {
       });
     }
     const nodeId = nodeIdFor(body.uniqueID);
+    const requestHash = createRequestHash(body);
     const outcome = await store.commitTogether((): { earlier: Claim } | { claim: Claim } => {
       // Again inside the transaction: the same uniqueID may be earlier in this group.
       const earlier = store.byUniqueId(this.clusterId, body.uniqueID);
       if (earlier) return { earlier };
       const clash = store.get(this.clusterId, nodeId);
       if (clash) throw new ApiError("Conflict", `node id ${nodeId} derived from uniqueID ${body.uniqueID} is taken by ${clash.uniqueId}`);
+      const occupancy = store.occupancy(this.clusterId, pool.name);
       const admitted = admit({
         pool,
         kubelet: fleet.cluster.kubelet,
         request: body,
         catalog: this.options.catalog(),
         availability: this.options.availability,
-        usage: store.usage(this.clusterId, pool.name),
+        usage: occupancy.usage,
       });
       const template = poolTemplate(fleet.cluster, pool);
       const requestLabels = body.labels ?? {};
@@ -152,7 +153,7 @@ export class ClusterService {
         capacity: admitted.capacity,
         allocatable: admitted.allocatable,
         templateHash: templateHash(template, admitted.serverType.name),
-        placementSlot: freeSlot(store.usedPlacementSlots(this.clusterId, pool.name)),
+        placementSlot: freeSlot(occupancy.placementSlots),
       };
       const claim = store.insert({
         clusterId: this.clusterId,

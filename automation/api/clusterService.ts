@@ -131,14 +131,13 @@ export class ClusterService {
       if (earlier) return { earlier };
       const clash = store.get(this.clusterId, nodeId);
       if (clash) throw new ApiError("Conflict", `node id ${nodeId} derived from uniqueID ${body.uniqueID} is taken by ${clash.uniqueId}`);
-      const occupancy = store.occupancy(this.clusterId, pool.name);
       const admitted = admit({
         pool,
         kubelet: fleet.cluster.kubelet,
         request: body,
         catalog: this.options.catalog(),
         availability: this.options.availability,
-        usage: occupancy.usage,
+        usage: store.usage(this.clusterId, pool.name),
       });
       const template = poolTemplate(fleet.cluster, pool);
       const requestLabels = body.labels ?? {};
@@ -153,7 +152,7 @@ export class ClusterService {
         capacity: admitted.capacity,
         allocatable: admitted.allocatable,
         templateHash: templateHash(template, admitted.serverType.name),
-        placementSlot: freeSlot(occupancy.placementSlots),
+        placementSlot: freeSlot(store.usedPlacementSlots(this.clusterId, pool.name)),
       };
       const claim = store.insert({
         clusterId: this.clusterId,

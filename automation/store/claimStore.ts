@@ -247,30 +247,25 @@ export class ClaimStore {
   }
 
   usage(clusterId: string, pool: string): PoolUsage {
-    return this.occupancy(clusterId, pool).usage;
-  }
-
-  /**
-   * What admission reads of a pool, in one pass over its covering index: the usage of its occupying
-   * claims and the placement slots they hold.
-   */
-  occupancy(clusterId: string, pool: string): { usage: PoolUsage; placementSlots: number[] } {
-    const rows = this
+    const row = this
       .prepare(
-        `SELECT placement_slot AS slot, cpu_millis AS cpu, memory_mib AS mem FROM claims
+        `SELECT COUNT(*) AS nodes, COALESCE(SUM(cpu_millis), 0) AS cpu, COALESCE(SUM(memory_mib), 0) AS mem FROM claims
          WHERE cluster_id = ? AND pool = ? AND status IN (${OCCUPYING_STATUSES.map(() => "?").join(",")})`,
       )
-      .raw()
-      .all(clusterId, pool, ...OCCUPYING_STATUSES) as Array<[number | null, number, number]>;
-    let cpuMillis = 0;
-    let memoryMiB = 0;
-    const placementSlots: number[] = [];
-    for (const [slot, cpu, mem] of rows) {
-      cpuMillis += cpu;
-      memoryMiB += mem;
-      if (typeof slot === "number") placementSlots.push(slot);
-    }
-    return { usage: { nodes: rows.length, cpuMillis, memoryMiB }, placementSlots };
+      .get(clusterId, pool, ...OCCUPYING_STATUSES) as { nodes: number; cpu: number; mem: number };
+    return { nodes: row.nodes, cpuMillis: row.cpu, memoryMiB: row.mem };
+  }
+
+  /** Placement slots of the pool's occupying claims (a column beside the snapshot, in the pool index). */
+  usedPlacementSlots(clusterId: string, pool: string): number[] {
+    const rows = this
+      .prepare(
+        `SELECT placement_slot AS slot FROM claims
+         WHERE cluster_id = ? AND pool = ? AND status IN (${OCCUPYING_STATUSES.map(() => "?").join(",")})`,
+      )
+      .pluck()
+      .all(clusterId, pool, ...OCCUPYING_STATUSES) as Array<number | null>;
+    return rows.filter((slot): slot is number => typeof slot === "number");
   }
 
   countByStatus(clusterId: string): Record<ClaimStatus, number> {

@@ -160,8 +160,8 @@ describe("store", () => {
       assert.equal(store.byUniqueId("example", "u-k1")?.status, "GONE");
       assert.throws(() => store.insert({ ...newClaim("k9"), uniqueId: "u-k3" }), /UNIQUE/);
       assert.equal(store.countByStatus("example").PENDING, 1);
-      assert.deepEqual(store.occupancy("example", "other"), { usage: { nodes: 1, cpuMillis: 3000, memoryMiB: 4096 }, placementSlots: [0] });
-      assert.deepEqual(store.occupancy("example", "hel1-burst"), { usage: { nodes: 0, cpuMillis: 0, memoryMiB: 0 }, placementSlots: [] }, "failed and gone claims free their slots");
+      assert.deepEqual(store.usedPlacementSlots("example", "other"), [0]);
+      assert.deepEqual(store.usedPlacementSlots("example", "hel1-burst"), [], "failed and gone claims free their slots");
     } finally {
       db.close();
     }

@@ -5,16 +5,22 @@
  * For each connection count, autocannon drives for `duration` seconds:
  * - create: POST a new uniqueID every request (a durable write each), in rounds of 100 (a pool's
  *   most) against a fresh service with the batch window held open, latencies pooled over --rounds;
+ * - createKeepAlive: the same durable creates against one service over kept-alive connections for
+ *   `duration` seconds (as Karpenter's client holds its connections), each connection deleting the
+ *   node it just created before its next create so the pool never fills; create latencies and
+ *   creates per second are reported apart from the deletes';
  * - replay: POST the same create again (idempotent, a read);
  * - get: GET one node; list: GET the 100 nodes of a cluster.
  * The service runs in a child process (apiLoadServer.ts), autocannon in this one.
- * Prints one JSON document on stdout (p50/p99 latency in ms and requests per second); progress on stderr.
+ * Prints one JSON document on stdout (p50/p99 latency in ms, requests per second, and the service's
+ * CPU milliseconds per request, which depend less on what else the machine runs); progress on stderr.
  * `--cpu-prof [--cpu-prof-dir DIR]` profiles the service process.
  */
 import { fork, type ChildProcess } from "node:child_process";
 import * as os from "node:os";
 import * as path from "node:path";
 import autocannon from "autocannon";
+import { nodeIdFor } from "../automation/api/nodeIdentity";
 import { NodefleetClient } from "../automation/client/nodefleetClient";
 import { TOKEN } from "../test/support/apiHarness";
 import type { ServerAnswer, ServerRequest } from "./apiLoadServer";
@@ -51,6 +57,11 @@ class BenchServer {
     return ((await this.ask({ close: true })) as { commits: number | undefined }).commits;
   }
 
+  /** CPU time the service process has used so far. */
+  async cpuMs(): Promise<number> {
+    return ((await this.ask({ cpu: true })) as { cpuMs: number }).cpuMs;
+  }
+
   /** Ends the child and waits for it (a profile is written on the way out). */
   async exit(): Promise<void> {
     const exited = new Promise((resolve) => this.child.once("exit", resolve));
@@ -66,12 +77,15 @@ async function main(): Promise<void> {
   const server = new BenchServer();
   const cannon = async (title: string, connections: number, options: autocannon.Options) => {
     process.stderr.write(`autocannon ${title} (${duration}s, ${connections} connections)...\n`);
+    const cpuBefore = await server.cpuMs();
     const result = await autocannon({ ...options, duration, connections });
+    const cpuMs = (await server.cpuMs()) - cpuBefore;
     return {
       connections,
       requestsPerSecond: result.requests.average,
       latencyMs: { p50: result.latency.p50, p99: result.latency.p99, max: result.latency.max },
       total: result.requests.total,
+      serverCpuMsPerRequest: perRequest(cpuMs, result.requests.total),
       non2xx: result.non2xx,
       errors: result.errors,
     };
@@ -83,7 +97,7 @@ async function main(): Promise<void> {
   const names = Array.from({ length: 100 }, (_, i) => `bench-${i}`);
   const created = await Promise.all(names.map((uniqueID) => reads.client.createNode({ uniqueID, pool: "hel1-burst" }, { waitSeconds: 60 })));
   const nodeId = created[0]!.node.nodeID;
-  const report: Record<string, unknown[]> = { create: [], replay: [], get: [], list: [] };
+  const report: Record<string, unknown[]> = { create: [], createKeepAlive: [], replay: [], get: [], list: [] };
   for (const c of only === "create" ? [] : levels) {
     report.replay!.push(await cannon("POST create replay", c, { url: `${reads.baseUrl}/api/v1/clusters/example/nodes`, method: "POST", headers, body: JSON.stringify({ uniqueID: names[0], pool: "hel1-burst" }) }));
     report.get!.push(await cannon("GET node", c, { url: `${reads.baseUrl}/api/v1/clusters/example/nodes/${nodeId}`, headers }));
@@ -102,10 +116,12 @@ async function main(): Promise<void> {
     let non2xx = 0;
     let errors = 0;
     let commits = 0;
+    let cpuMs = 0;
     process.stderr.write(`autocannon POST create (${rounds} rounds of 100, ${c} connections)...\n`);
     for (let round = 0; round < rounds; round++) {
       const writes = await server.open(3_600_000);
       let next = 0;
+      const cpuBefore = await server.cpuMs();
       const started = performance.now();
       let lastAnswer = started;
       const result = await new Promise<autocannon.Result>((resolve, reject) => {
@@ -127,25 +143,97 @@ async function main(): Promise<void> {
       });
       // Until the last answer: autocannon itself only stops at its next one-second tick.
       elapsedMs += lastAnswer - started;
+      cpuMs += (await server.cpuMs()) - cpuBefore;
       non2xx += result.non2xx;
       errors += result.errors;
       // Before group commit there is no counter: one commit per create.
       commits += (await server.close()) ?? result.requests.total;
     }
-    latencies.sort((a, b) => a - b);
-    const at = (q: number) => Math.round(latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))]! * 10) / 10;
     report.create!.push({
       connections: c,
       requestsPerSecond: Math.round(latencies.length / (elapsedMs / 1000)),
-      latencyMs: { p50: at(0.5), p99: at(0.99), max: at(1) },
+      latencyMs: quantiles(latencies),
       total: latencies.length,
+      serverCpuMsPerRequest: perRequest(cpuMs, latencies.length),
       commits,
       non2xx,
       errors,
     });
   }
+
+  // Creates over kept-alive connections: each connection creates a node, deletes it (a PENDING
+  // claim is gone at once, so at most one node per connection holds a place in the pool), and so on.
+  for (const c of levels) {
+    const service = await server.open(3_600_000);
+    let next = 0;
+    const uniqueIdOf = new Map<unknown, string>();
+    const answered = new Map<unknown, number>();
+    const creates: number[] = [];
+    const deletes: number[] = [];
+    process.stderr.write(`autocannon POST create + DELETE (${duration}s, ${c} kept-alive connections)...\n`);
+    const cpuBefore = await server.cpuMs();
+    const result = await new Promise<autocannon.Result>((resolve, reject) => {
+      const tracker = autocannon(
+        {
+          url: `${service.baseUrl}/api/v1/clusters/example/nodes`,
+          headers,
+          connections: c,
+          duration,
+          requests: [
+            {
+              method: "POST",
+              setupRequest: (request, context) => {
+                const uniqueID = `keepalive-${next++}`;
+                uniqueIdOf.set(context, uniqueID);
+                return { ...request, body: JSON.stringify({ uniqueID, pool: "hel1-burst" }) };
+              },
+            },
+            {
+              method: "DELETE",
+              setupRequest: (request, context) => ({
+                ...request,
+                body: undefined,
+                path: `/api/v1/clusters/example/nodes/${nodeIdFor(uniqueIdOf.get(context)!)}`,
+              }),
+            },
+          ],
+        },
+        (error, done) => (error ? reject(error) : resolve(done)),
+      );
+      // One request at a time per connection, so its answers alternate: create, delete, create...
+      tracker.on("response", (client, _status, _bytes, ms) => {
+        const n = answered.get(client) ?? 0;
+        answered.set(client, n + 1);
+        (n % 2 === 0 ? creates : deletes).push(ms);
+      });
+    });
+    const cpuMs = (await server.cpuMs()) - cpuBefore;
+    const commits = await server.close();
+    report.createKeepAlive!.push({
+      connections: c,
+      requestsPerSecond: Math.round(creates.length / duration),
+      latencyMs: quantiles(creates),
+      total: creates.length,
+      deleteLatencyMs: quantiles(deletes),
+      serverCpuMsPerRequest: perRequest(cpuMs, result.requests.total),
+      commits,
+      non2xx: result.non2xx,
+      errors: result.errors,
+    });
+  }
   await server.exit();
   process.stdout.write(`${JSON.stringify({ machine: { cpus: os.cpus().length, node: process.version }, durationSeconds: duration, ...report }, null, 2)}\n`);
+}
+
+/** p50, p99 and max of latencies in ms, to 0.1 ms. */
+function quantiles(latencies: number[]): { p50: number; p99: number; max: number } {
+  const sorted = [...latencies].sort((a, b) => a - b);
+  const at = (q: number) => Math.round((sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? NaN) * 10) / 10;
+  return { p50: at(0.5), p99: at(0.99), max: at(1) };
+}
+
+function perRequest(cpuMs: number, requests: number): number {
+  return Math.round((cpuMs / Math.max(requests, 1)) * 1000) / 1000;
 }
 
 main().catch((error: unknown) => {

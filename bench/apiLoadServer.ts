@@ -2,7 +2,8 @@
  * The service under test of apiLoad.bench.ts, in a process of its own (forked by the bench) so
  * that autocannon's own work does not run on the service's event loop, as with a real client.
  * Messages on the IPC channel: `{ open: batchIdleMs }` starts a fresh service on 127.0.0.1 port 0
- * (answers `{ port }`), `{ close: true }` stops it (answers `{ commits }`, its group commits).
+ * (answers `{ port }`), `{ close: true }` stops it (answers `{ commits }`, its group commits),
+ * `{ cpu: true }` answers `{ cpuMs }`, the CPU time this process has used so far (user and system).
  * `--cpu-prof` on the bench's command line is passed on to this process.
  */
 import type { FastifyInstance } from "fastify";
@@ -14,8 +15,8 @@ import { FakeStackEngine } from "../test/support/fakeStackEngine";
 import { TOKENS, tempDataDir } from "../test/support/apiHarness";
 import { benchConfig } from "./benchSetup";
 
-export type ServerRequest = { readonly open: number } | { readonly close: true };
-export type ServerAnswer = { readonly port: number } | { readonly commits: number | undefined };
+export type ServerRequest = { readonly open: number } | { readonly close: true } | { readonly cpu: true };
+export type ServerAnswer = { readonly port: number } | { readonly commits: number | undefined } | { readonly cpuMs: number };
 
 const config = benchConfig();
 const fleet = parseFleetSpec(configValues(config));
@@ -47,8 +48,13 @@ async function close(): Promise<ServerAnswer> {
   return { commits };
 }
 
+function cpu(): Promise<ServerAnswer> {
+  const { user, system } = process.cpuUsage();
+  return Promise.resolve({ cpuMs: (user + system) / 1000 });
+}
+
 process.on("message", (request: ServerRequest) => {
-  ("open" in request ? open(request.open) : close()).then(
+  ("open" in request ? open(request.open) : "cpu" in request ? cpu() : close()).then(
     (answer) => process.send!(answer),
     (error: unknown) => {
       process.stderr.write(`${error instanceof Error ? error.stack : String(error)}\n`);

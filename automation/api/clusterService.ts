@@ -111,7 +111,6 @@ export class ClusterService {
   async create(body: CreateNodeBody): Promise<{ created: boolean; node: NodeView }> {
     const fleet = this.options.fleet();
     const pool = autoscaledPools(fleet).find((p) => p.name === body.pool);
-    const requestHash = createRequestHash(body);
     const { store } = this.options;
     const existing = store.byUniqueId(this.clusterId, body.uniqueID);
     if (existing) {
@@ -126,6 +125,7 @@ export class ClusterService {
       });
     }
     const nodeId = nodeIdFor(body.uniqueID);
+    const requestHash = createRequestHash(body);
     const outcome = await store.commitTogether((): { earlier: Claim } | { claim: Claim } => {
       // Again inside the transaction: the same uniqueID may be earlier in this group.
       const earlier = store.byUniqueId(this.clusterId, body.uniqueID);

@@ -167,10 +167,10 @@ async function compose(options: BuildServerOptions, tokens: readonly TokenEntry[
   metrics.addCluster({ clusterId, nodesByStatus: () => store.countByStatus(clusterId), queueDepth: () => reconciler.queueDepth() });
 
   const app: FastifyInstance = Fastify({
-    ...(logger ? { loggerInstance: logger as FastifyBaseLogger } : { logger: false }),
-    // Request logs carry the URL: its query values (a token sent as ?token=) are redacted.
-    childLoggerFactory: (parent, bindings, childOptions) =>
-      parent.child(bindings, { ...childOptions, serializers: { ...childOptions.serializers, req: loggedRequest } }),
+    // Request logs carry the URL: its query values (a token sent as ?token=) are redacted. The
+    // serializer is set once, on the service's logger: every request's child logger inherits it
+    // (a childLoggerFactory would build and validate a logger per request, even without logging).
+    ...(logger ? { loggerInstance: logger.child({}, { serializers: { req: loggedRequest } }) as FastifyBaseLogger } : { logger: false }),
     bodyLimit: options.bodyLimit ?? 64 * 1024,
     // Our own 503 in the error shape instead (see the onRequest hook below).
     return503OnClosing: false,

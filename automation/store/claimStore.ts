@@ -236,14 +236,14 @@ export class ClaimStore {
     return rows.map(fromRow);
   }
 
-  update(clusterId: string, nodeId: string, patch: ClaimPatch): Claim | undefined {
+  /** Patches the claim (no read back: callers that need the row read it). */
+  update(clusterId: string, nodeId: string, patch: ClaimPatch): void {
     const entries = Object.entries(patch).filter(([, v]) => v !== undefined) as Array<[keyof ClaimPatch, unknown]>;
     const sets = entries.map(([k]) => `${PATCH_COLUMNS[k]} = @${k}`);
     this
       .prepare(`UPDATE claims SET ${[...sets, "updated_at = @updatedAt"].join(", ")} WHERE cluster_id = @clusterId AND node_id = @nodeId`)
       .run({ ...Object.fromEntries(entries), updatedAt: this.timestamp(), clusterId, nodeId });
     this.version += 1;
-    return this.get(clusterId, nodeId);
   }
 
   usage(clusterId: string, pool: string): PoolUsage {

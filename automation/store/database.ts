@@ -13,6 +13,14 @@ import { walSyncOf } from "./walSync";
 
 export type Db = Database.Database;
 
+/** The store's connection: closing it also closes the descriptor its WAL is synced through (walSync.ts). */
+class StoreDatabase extends Database {
+  override close(): this {
+    walSyncOf(this).close();
+    return super.close();
+  }
+}
+
 /** Append-only: released databases have run the earlier entries. */
 export const MIGRATIONS: readonly string[] = [
   `CREATE TABLE claims (
@@ -100,7 +108,7 @@ export function openDatabase(dataDir: string, options: OpenOptions = {}): Db {
   if (options.engineStack) assertStoreNotLost(databasePath(dataDir), dataDir, options.engineStack);
   // Create (never truncate) the file 0600 before SQLite does it with 0644.
   fs.closeSync(fs.openSync(databasePath(dataDir), "a", 0o600));
-  const db = new Database(databasePath(dataDir), { timeout: 1000 });
+  const db: Db = new StoreDatabase(databasePath(dataDir), { timeout: 1000 });
   try {
     db.pragma("locking_mode = EXCLUSIVE");
     db.pragma("journal_mode = WAL");

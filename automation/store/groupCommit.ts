@@ -1,12 +1,17 @@
 /**
- * Group commit: write functions submitted in the same turn of the event loop run in one IMMEDIATE
- * transaction, each in a savepoint of its own (one that throws rolls back alone and rejects alone),
- * and the transaction commits once. Its WAL frames are then fsynced on libuv's thread pool
- * (walSync.ts) while the event loop goes on admitting the next group; every submitter is answered
- * only after the fsync covering its commit returned, so what it was told is durable (kill -9 and
- * power loss safe). One fsync is in flight at a time: groups committed meanwhile share the next one.
- * If the COMMIT fails (disk full) every submitter of the group is rejected and nothing of it is
- * kept; if the fsync fails, those waiting for it are rejected (their data may not be durable).
+ * Group commit: write functions submitted while the previous group's WAL sync runs (or, with none
+ * running, in the same turn of the event loop) run in one IMMEDIATE transaction, each in a savepoint
+ * of its own (one that throws rolls back alone and rejects alone), and the transaction commits once.
+ * Its WAL frames are then synced on libuv's thread pool (walSync.ts) while the event loop goes on
+ * admitting the next group; every submitter is answered only after the sync covering its commit
+ * returned, so what it was told is durable (kill -9 and power loss safe).
+ *
+ * One sync is in flight at a time, and the next group commits only when it returns: whatever
+ * arrived meanwhile shares one transaction, one write of the pages it touched and one sync, so the
+ * slower the disk, the larger the groups (and the fewer bytes per write), instead of many small
+ * commits queueing for the same sync. If the COMMIT fails (disk full) every submitter of the group
+ * is rejected and nothing of it is kept; if the sync fails, those waiting for it are rejected (their
+ * data may not be durable).
  *
  * The group closes at setImmediate: a lone request waits for no timer.
  */
@@ -34,9 +39,9 @@ export class GroupCommit {
   private writes = 0;
   private syncs = 0;
   private readonly wal: WalSync;
-  /** Committed, waiting for the next fsync. */
+  /** Committed, waiting for the next sync (the store's own transactions sync at once: normally none). */
   private undurable: Waiter[] = [];
-  /** Covered by the fsync in flight, if one is. */
+  /** Covered by the sync in flight, if one is. */
   private syncingFor: Waiter[] | undefined;
 
   // Each write's savepoint, prepared once (better-sqlite3's nested db.transaction() would build a wrapper per write).
@@ -67,11 +72,15 @@ export class GroupCommit {
   run<T>(fn: () => T): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       this.queue.push({ fn, resolve: resolve as (value: unknown) => void, reject });
-      if (!this.scheduled) {
-        this.scheduled = true;
-        setImmediate(() => this.flush());
-      }
+      this.schedule();
     });
+  }
+
+  /** The next group closes at the next check phase, unless a sync is in flight (its return schedules it). */
+  private schedule(): void {
+    if (this.scheduled || this.syncingFor || this.queue.length === 0) return;
+    this.scheduled = true;
+    setImmediate(() => this.flush());
   }
 
   /** Commits (groups), writes and WAL fsyncs so far. */
@@ -90,17 +99,20 @@ export class GroupCommit {
         this.syncingFor = undefined;
         for (const waiter of covered) waiter.answer();
         this.startSync();
+        this.schedule();
       },
       (error: unknown) => {
         this.syncingFor = undefined;
         for (const waiter of covered) waiter.fail(error);
         this.startSync();
+        this.schedule();
       },
     );
   }
 
   private flush(): void {
     this.scheduled = false;
+    if (this.syncingFor) return;
     const group = this.queue;
     this.queue = [];
     if (group.length === 0) return;

@@ -1,7 +1,8 @@
-/** Group commit on a real SQLite file: writes of one event-loop turn share one commit, each rolls back alone, answers come after the commit. */
+/** Group commit on a real SQLite file: writes of one event-loop turn, or arriving during a sync, share one commit; each rolls back alone; answers come after the sync covering them. */
 import { strict as assert } from "node:assert";
+import * as fs from "node:fs";
 import { ClaimStore } from "../../../automation/store/claimStore";
-import { openDatabase } from "../../../automation/store/database";
+import { databaseFiles, openDatabase } from "../../../automation/store/database";
 import { GroupCommit } from "../../../automation/store/groupCommit";
 import { WalSync } from "../../../automation/store/walSync";
 import { nodeIdFor } from "../../../automation/api/nodeIdentity";
@@ -147,12 +148,12 @@ describe("group commit", () => {
     db.close();
   });
 
-  it("shares one fsync among the groups committed while the previous fsync runs, answering each after its own", async () => {
+  it("answers writes that arrive during a sync after the next one, in order", async () => {
     const db = openDatabase(tempDataDir());
     const store = new ClaimStore(db);
     const group = new GroupCommit(db);
     const first = group.run(() => store.insert(claim("first")));
-    // Next turns: committed while the first group's fsync is still on the thread pool.
+    // Next turns: submitted while the first group's sync is still on the thread pool.
     const later = new Promise((resolve) => setImmediate(resolve)).then(() =>
       Promise.all([group.run(() => store.insert(claim("x"))), group.run(() => store.insert(claim("y")))]),
     );
@@ -163,6 +164,60 @@ describe("group commit", () => {
     assert.ok(group.stats.syncs <= group.stats.groups, JSON.stringify(group.stats));
     await group.durable();
     db.close();
+  });
+
+  it("commits the writes that arrive while a sync is in flight together once it returns, in one transaction and one sync", async () => {
+    const db = openDatabase(tempDataDir());
+    const store = new ClaimStore(db);
+    const group = new GroupCommit(db);
+    const fsyncs = holdFsyncs();
+    try {
+      const first = group.run(() => store.insert(claim("first")));
+      await new Promise((resolve) => setImmediate(resolve));
+      assert.deepEqual(group.stats, { groups: 1, writes: 1, syncs: 1 });
+      // Separate turns of the event loop, all while the first group's sync is held.
+      const x = group.run(() => store.insert(claim("x")));
+      await new Promise((resolve) => setImmediate(resolve));
+      const y = group.run(() => store.insert(claim("y")));
+      await new Promise((resolve) => setImmediate(resolve));
+      assert.deepEqual(group.stats, { groups: 1, writes: 1, syncs: 1 }, "nothing commits while the sync runs");
+      assert.equal(store.get("example", "x"), undefined);
+      assert.equal(await settledYet(x), false);
+      fsyncs.held.splice(0).forEach((h) => h.release());
+      await first;
+      await eventuallyTrue(() => fsyncs.held.length === 1);
+      assert.deepEqual(group.stats, { groups: 2, writes: 3, syncs: 2 }, "x and y: one commit, one sync");
+      assert.equal(await settledYet(y), false, "answered only after their own sync");
+      fsyncs.releaseAll();
+      await Promise.all([x, y]);
+    } finally {
+      fsyncs.restore();
+      db.close();
+    }
+  });
+
+  it("syncs the WAL through one descriptor, closed with the database", async () => {
+    const dir = tempDataDir();
+    const db = openDatabase(dir);
+    const walPath = fs.realpathSync(`${databaseFiles(dir)[1]}`);
+    const walDescriptors = () =>
+      fs.readdirSync("/proc/self/fd").filter((fd) => {
+        try {
+          return fs.readlinkSync(`/proc/self/fd/${fd}`).startsWith(walPath);
+        } catch {
+          return false;
+        }
+      }).length;
+    const store = new ClaimStore(db);
+    const group = new GroupCommit(db);
+    await Promise.all([group.run(() => store.insert(claim("a"))), group.run(() => store.insert(claim("b")))]);
+    await group.run(() => store.insert(claim("c")));
+    store.transaction(() => store.update("example", "a", { status: "PROVISIONING" }));
+    const open = walDescriptors();
+    db.close();
+    // SQLite's own descriptor of the WAL and ours.
+    assert.equal(open, 2, "one descriptor of the store's for every sync so far");
+    assert.equal(walDescriptors(), 0, "none left once the database is closed");
   });
 
   it("rolls back and rejects a write that throws alone; the rest of its group is committed", async () => {

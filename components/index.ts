@@ -15,7 +15,7 @@ import type { FleetSpec } from "./fleet/fleetSpec";
 import { type ElasticMetalNodeOutput, ElasticMetalNodePool } from "./scaleway/elasticMetalNodePool";
 import { type CurrentHcloudServer, type HcloudNodeOutput, type HcloudPoolRolloutSummary, HcloudNodePool } from "./hcloud/hcloudNodePool";
 import { type RobotNodeOutput, RobotNodePool } from "./robot/robotNodePool";
-import type { CurrentRobotMember } from "./robot/robotPlan";
+import type { CurrentInPlaceMember } from "./fleet/inPlaceMembers";
 import type { CurrentElasticMetalMember } from "./scaleway/elasticMetalPlan";
 import type { InPlaceRolloutSummary } from "./fleet/rolloutPlan";
 import { staticHcloudMembers } from "./hcloud/hcloudServerPlan";
@@ -36,10 +36,10 @@ export interface FleetArgs {
   readonly currentHcloudServers?: Readonly<Record<string, readonly CurrentHcloudServer[]>>;
   /**
    * Per Hetzner Robot pool name, its members at the start of this run (previous `nodes` output plus
-   * Node readiness, see robot/robotPlan.ts `currentRobotMembers`): what its rollout starts from.
+   * Node readiness, see fleet/inPlaceMembers.ts `currentInPlaceMembers`): what its rollout starts from.
    * Default none: every member is declared at its wanted generation.
    */
-  readonly currentRobotMembers?: Readonly<Record<string, readonly CurrentRobotMember[]>>;
+  readonly currentRobotMembers?: Readonly<Record<string, readonly CurrentInPlaceMember[]>>;
   /** Per Elastic Metal pool name, its members at the start of this run (see scaleway/elasticMetalPlan.ts `currentElasticMetalMembers`). Default none. */
   readonly currentElasticMetalMembers?: Readonly<Record<string, readonly CurrentElasticMetalMember[]>>;
 }

@@ -8,7 +8,7 @@ import { Fleet, type FleetArgs } from "../components";
 import { type FleetSpec, FleetSpecError, parseFleetSpec } from "../components/fleet/fleetSpec";
 import { type CurrentHcloudServer, type HcloudNodeOutputValues, currentHcloudServers } from "../components/hcloud/hcloudNodePool";
 import { readyClusterNodeNames } from "../components/kubernetes/nodeReadiness";
-import { type CurrentRobotMember, currentRobotMembers } from "../components/robot/robotPlan";
+import { type CurrentInPlaceMember, currentInPlaceMembers } from "../components/fleet/inPlaceMembers";
 import { type CurrentElasticMetalMember, currentElasticMetalMembers } from "../components/scaleway/elasticMetalPlan";
 
 export const FLEET_CONFIG_KEYS = ["nodefleet:cluster", "nodefleet:network", "nodefleet:firewall", "nodefleet:pools"] as const;
@@ -59,7 +59,7 @@ async function currentMachinesOf(
       : await readyClusterNodeNames(spec.cluster.kubeconfig, spec.cluster.id);
   const current = { currentHcloudServers: {}, currentRobotMembers: {}, currentElasticMetalMembers: {} } as {
     currentHcloudServers: Record<string, CurrentHcloudServer[]>;
-    currentRobotMembers: Record<string, CurrentRobotMember[]>;
+    currentRobotMembers: Record<string, CurrentInPlaceMember[]>;
     currentElasticMetalMembers: Record<string, CurrentElasticMetalMember[]>;
   };
   for (const pool of spec.pools) {
@@ -67,7 +67,7 @@ async function currentMachinesOf(
       const servers = currentHcloudServers(nodes, pool.name, ready);
       if (servers) current.currentHcloudServers[pool.name] = servers;
     } else if (pool.provider === "hetzner-robot") {
-      const members = currentRobotMembers(nodes, pool.name, ready);
+      const members = currentInPlaceMembers(nodes, pool.name, ready);
       if (members) current.currentRobotMembers[pool.name] = members;
     } else if (pool.provider === "scaleway-elastic-metal") {
       const members = currentElasticMetalMembers(nodes, pool.name, ready);

@@ -55,7 +55,8 @@ import {
 } from "../fleet/rolloutPlan";
 import { type NodeOutput, nodeOutputIdentity } from "../fleet/nodeMember";
 import type { RobotCredentials } from "./robotClient";
-import { type CurrentRobotMember, type RobotMember, robotMembers, robotRolloutGeneration } from "./robotPlan";
+import { type RobotMember, robotMembers } from "./robotPlan";
+import { type CurrentInPlaceMember, inPlaceRolloutGeneration } from "../fleet/inPlaceMembers";
 import { RobotRescue, configuredRobotCredentials } from "./robotRescue";
 import { RESCUE_INSTALL_COMMAND, renderRescueInstallScript } from "./robotRescueInstall";
 import { renderWorkerSelfJoinScript } from "../bootstrap/selfJoinScript";
@@ -84,19 +85,11 @@ export interface RobotNodePoolArgs {
   /** `nodefleet:firewall`: its public rules become each server's nftables host firewall. Default: the defaults. */
   readonly firewall?: FirewallSpec;
   /**
-   * How many members a run may drain and then reinstall or re-join (a new image, SSH keys or
-   * kubelet config reinstalls; a new k0s or kubelet version re-joins): the others keep their
-   * previous generation until a later run. Default `pool.rollout.maxUnavailable` (1).
-   */
-  readonly maxUnavailable?: number;
-  /** Seconds each drain may take before the run fails, the member cordoned but not updated (the next run drains again). Default `pool.rollout.drainTimeoutSeconds` (600). */
-  readonly drainTimeoutSeconds?: number;
-  /**
    * The pool's members at the start of this run (previous `nodes` output plus Node readiness, see
-   * robotPlan.ts `currentRobotMembers`): what the rollout starts from. Default none: every member
+   * fleet/inPlaceMembers.ts `currentInPlaceMembers`): what the rollout starts from. Default none: every member
    * is declared at its wanted generation at once, as on a first run.
    */
-  readonly current?: readonly CurrentRobotMember[];
+  readonly current?: readonly CurrentInPlaceMember[];
 }
 
 /** What the pool reports per node: serverId is the Robot server number, serverType the pool's serverType. */
@@ -146,12 +139,12 @@ export class RobotNodePool extends pulumi.ComponentResource {
     const { cluster, pool } = args;
     // Renders (and so validates versions) before any child is declared.
     const members = robotMembers(cluster, pool);
-    const current = new Map((args.current ?? []).map((c) => [c.nodeId, c]));
     this.rollout = planInPlaceRollout(
-      members.map((m, slot) => ({ nodeId: m.member.nodeId, generation: robotRolloutGeneration(m), placementSlot: slot })),
-      [...current.values()].map((c) => ({ nodeId: c.nodeId, generation: robotRolloutGeneration(c), ready: c.ready })),
-      args.maxUnavailable ?? pool.rollout.maxUnavailable,
+      members.map((m, slot) => ({ nodeId: m.member.nodeId, generation: inPlaceRolloutGeneration(m), placementSlot: slot })),
+      (args.current ?? []).map((c) => ({ nodeId: c.nodeId, generation: inPlaceRolloutGeneration(c), ready: c.ready })),
+      pool.rollout.maxUnavailable,
     );
+    const current = new Map((args.current ?? []).map((c) => [c.nodeId, c]));
     const planned = new Map(members.map((m) => [m.member.nodeId, m]));
     this.rolloutSummary = inPlaceRolloutSummary(pool.name, this.rollout, (nodeId) =>
       current.get(nodeId)?.generation === planned.get(nodeId)?.generation ? "re-join" : "reinstall",
@@ -181,7 +174,7 @@ export class RobotNodePool extends pulumi.ComponentResource {
     const { cluster, pool } = args;
     const { member, generation, userData, joinInputs } = planned;
     const prefix = `${name}-${member.nodeId}`;
-    const rolloutGeneration = robotRolloutGeneration(planned);
+    const rolloutGeneration = inPlaceRolloutGeneration(planned);
     // A retained member's install and join keep the script and keys they ran with (the state's).
     const retained = action === "retain";
 
@@ -192,7 +185,7 @@ export class RobotNodePool extends pulumi.ComponentResource {
     if (nodeRemoval) this.nodeRemovals.push(nodeRemoval);
     // Its turn: the Node is drained before the rescue (a reinstall) or the join (a re-join) runs.
     const drain =
-      action === "update" ? memberUpdateDrain(member.hostname, rolloutGeneration, args.kubeconfig, args.drainTimeoutSeconds ?? pool.rollout.drainTimeoutSeconds, this) : undefined;
+      action === "update" ? memberUpdateDrain(member.hostname, rolloutGeneration, args.kubeconfig, pool.rollout.drainTimeoutSeconds, this) : undefined;
     if (drain) this.updateDrains.push(drain);
 
     const rescue = new RobotRescue(

@@ -8,7 +8,7 @@
  * the API), so changing them reinstalls nothing.
  */
 import type { ClusterSpec, HetznerRobotPool } from "../fleet/fleetSpec";
-import { generationHash, generationSuffix } from "../fleet/generationSuffix";
+import { generationSuffix } from "../fleet/generationSuffix";
 import { canonicalHash } from "../shared/canonicalJson";
 import { type NodeMember, nodeMember } from "../fleet/nodeMember";
 import { type WorkerUserDataInputs, workerUserDataInputs } from "../bootstrap/workerUserDataInputs";
@@ -45,45 +45,4 @@ export function robotMembers(cluster: Omit<ClusterSpec, "kubeconfig">, pool: Het
     const { labels: _labels, taints: _taints, ...joinInputs } = userData;
     return { member, serverNumber: server.serverNumber, generation, userData, joinInputs: canonicalHash(joinInputs) };
   });
-}
-
-/**
- * The generation the pool's rollout paces (fleet/rolloutPlan.ts `planInPlaceRollout`): the
- * install's and the join's together, so a reinstall and a version re-join each wait their turn.
- */
-export function robotRolloutGeneration(member: Pick<RobotMember, "generation" | "joinInputs">): string {
-  return generationHash({ generation: member.generation, joinInputs: member.joinInputs });
-}
-
-/** A Robot member as the previous run left it: what a member kept at its previous generation is declared with. */
-export interface CurrentRobotMember {
-  readonly nodeId: string;
-  /** Its install generation (the rescue's, the token's). */
-  readonly generation: string;
-  /** The hash of what its join last ran with. */
-  readonly joinInputs: string;
-  /** Its Node (named like its hostname) is registered and Ready. */
-  readonly ready: boolean;
-}
-
-/**
- * The previous run's node outputs of one Robot pool plus Node readiness: what the next run's
- * `current` is. Undefined when a node of the pool was recorded by a nodefleet without bare-metal
- * rollouts (no joinInputs): that run declares the pool as before and records what the next one needs.
- */
-export function currentRobotMembers(
-  previousNodes: ReadonlyArray<{ pool?: unknown; nodeId?: unknown; hostname?: unknown; generation?: unknown; joinInputs?: unknown }>,
-  pool: string,
-  readyNodeNames: ReadonlySet<string>,
-): CurrentRobotMember[] | undefined {
-  const nodes = previousNodes.filter((n) => n.pool === pool);
-  const recorded = (n: (typeof nodes)[number]) =>
-    typeof n.nodeId === "string" && typeof n.hostname === "string" && typeof n.generation === "string" && typeof n.joinInputs === "string";
-  if (!nodes.every(recorded)) return undefined;
-  return nodes.map((n) => ({
-    nodeId: n.nodeId as string,
-    generation: n.generation as string,
-    joinInputs: n.joinInputs as string,
-    ready: readyNodeNames.has(n.hostname as string),
-  }));
 }

@@ -50,10 +50,10 @@ import {
   elasticMetalGeneration,
   elasticMetalJoinInputs,
   elasticMetalMembers,
-  elasticMetalRolloutGeneration,
   privateAddressCidr,
   scalewayRegion,
 } from "./elasticMetalPlan";
+import { inPlaceRolloutGeneration } from "../fleet/inPlaceMembers";
 import { type ClusterSpec, type FirewallSpec, type ScalewayElasticMetalPool, firewallSchema } from "../fleet/fleetSpec";
 import { clusterFirewallRules } from "../fleet/firewallRules";
 import { assertElasticMetalCloudInitSize, renderSelfJoinCloudConfig } from "../bootstrap/kubeadmWorkerCloudConfig";
@@ -103,14 +103,6 @@ export interface ElasticMetalNodePoolArgs {
    * Default: the defaults (no NodePorts, no extra rules).
    */
   readonly firewall?: FirewallSpec;
-  /**
-   * How many members a run may drain and then replace (a new offer, OS or zone: the old server is
-   * released before its replacement is ordered) or re-join (a new k0s or kubelet version): the
-   * others keep their previous generation until a later run. Default `pool.rollout.maxUnavailable` (1).
-   */
-  readonly maxUnavailable?: number;
-  /** Seconds each drain may take before the run fails, the member cordoned but not updated (the next run drains again). Default `pool.rollout.drainTimeoutSeconds` (600). */
-  readonly drainTimeoutSeconds?: number;
   /**
    * The pool's members at the start of this run (previous `nodes` output plus Node readiness, see
    * elasticMetalPlan.ts `currentElasticMetalMembers`): what the rollout starts from. Default none:
@@ -212,12 +204,12 @@ export class ElasticMetalNodePool extends pulumi.ComponentResource {
     if (cluster.kind === "kubeadm" && !cluster.kubernetesVersion) throw new Error(`pool ${pool.name}: kubernetesVersion is required for kubeadm clusters`);
     const poolTags = [`${OWNERSHIP_LABELS.cluster}=${cluster.id}`, `${OWNERSHIP_LABELS.pool}=${pool.name}`];
     const joinInputsOf = new Map(members.map((m) => [m.nodeId, elasticMetalJoinInputs(cluster, m)]));
-    const current = new Map((args.current ?? []).map((c) => [c.nodeId, c]));
     this.rollout = planInPlaceRollout(
-      members.map((m, slot) => ({ nodeId: m.nodeId, generation: elasticMetalRolloutGeneration({ generation, joinInputs: joinInputsOf.get(m.nodeId) as string }), placementSlot: slot })),
-      [...current.values()].map((c) => ({ nodeId: c.nodeId, generation: elasticMetalRolloutGeneration(c), ready: c.ready })),
-      args.maxUnavailable ?? pool.rollout.maxUnavailable,
+      members.map((m, slot) => ({ nodeId: m.nodeId, generation: inPlaceRolloutGeneration({ generation, joinInputs: joinInputsOf.get(m.nodeId) as string }), placementSlot: slot })),
+      (args.current ?? []).map((c) => ({ nodeId: c.nodeId, generation: inPlaceRolloutGeneration(c), ready: c.ready })),
+      pool.rollout.maxUnavailable,
     );
+    const current = new Map((args.current ?? []).map((c) => [c.nodeId, c]));
     this.rolloutSummary = inPlaceRolloutSummary(pool.name, this.rollout, (nodeId) => (current.get(nodeId)?.generation === generation ? "re-join" : "replace"));
 
     const offer = scaleway.elasticmetal.getOfferOutput({ zone: pool.zone, name: pool.offer }, { parent: this });
@@ -302,13 +294,13 @@ export class ElasticMetalNodePool extends pulumi.ComponentResource {
     const { cluster, pool } = args;
     const prefix = `${name}-${member.nodeId}`;
     const nodeTags = [...ctx.poolTags, `${OWNERSHIP_LABELS.node}=${member.nodeId}`];
-    const rolloutGeneration = elasticMetalRolloutGeneration(ctx);
+    const rolloutGeneration = inPlaceRolloutGeneration(ctx);
     // A retained member's server and join keep what they were created and last ran with (the state's).
     const retained = ctx.action === "retain";
     // Its turn: the Node is drained before its server is replaced or its join re-runs.
     const drain =
       ctx.action === "update"
-        ? memberUpdateDrain(member.hostname, rolloutGeneration, args.kubeconfig, args.drainTimeoutSeconds ?? pool.rollout.drainTimeoutSeconds, this)
+        ? memberUpdateDrain(member.hostname, rolloutGeneration, args.kubeconfig, pool.rollout.drainTimeoutSeconds, this)
         : undefined;
     if (drain) this.updateDrains.push(drain);
 

@@ -7,6 +7,7 @@ import type { ClusterSpec, ScalewayElasticMetalPool } from "../fleet/fleetSpec";
 import { elasticMetalOs } from "./elasticMetalOs";
 import { offerRunsCloudInit } from "./elasticMetalOffers";
 import { generationHash } from "../fleet/generationSuffix";
+import { type CurrentInPlaceMember, currentInPlaceMembers } from "../fleet/inPlaceMembers";
 import { canonicalHash } from "../shared/canonicalJson";
 import { staticNodeIds } from "../fleet/naming";
 import { type NodeMember, nodeMember } from "../fleet/nodeMember";
@@ -106,24 +107,12 @@ export function elasticMetalJoinInputs(
   });
 }
 
-/** The generation the pool's rollout paces (fleet/rolloutPlan.ts `planInPlaceRollout`): the server's and the join's together. */
-export function elasticMetalRolloutGeneration(member: { readonly generation: string; readonly joinInputs: string }): string {
-  return generationHash({ generation: member.generation, joinInputs: member.joinInputs });
-}
-
-/** An Elastic Metal member as the previous run left it: what a member kept at its previous generation is declared with. */
-export interface CurrentElasticMetalMember {
-  readonly nodeId: string;
-  /** Its server generation (offer, OS, zone; the token's name). */
-  readonly generation: string;
-  /** The hash of what its join last ran with. */
-  readonly joinInputs: string;
+/** An Elastic Metal member as the previous run left it, with the server it actually runs. */
+export interface CurrentElasticMetalMember extends CurrentInPlaceMember {
   /** The offer its server runs (the node output's serverType). */
   readonly offer: string;
   /** The zone its server runs in (the node output's location). */
   readonly zone: string;
-  /** Its Node (named like its hostname) is registered and Ready. */
-  readonly ready: boolean;
 }
 
 /**
@@ -136,15 +125,5 @@ export function currentElasticMetalMembers(
   pool: string,
   readyNodeNames: ReadonlySet<string>,
 ): CurrentElasticMetalMember[] | undefined {
-  const nodes = previousNodes.filter((n) => n.pool === pool);
-  const fields = ["nodeId", "hostname", "generation", "joinInputs", "serverType", "location"] as const;
-  if (!nodes.every((n) => fields.every((f) => typeof n[f] === "string"))) return undefined;
-  return nodes.map((n) => ({
-    nodeId: n.nodeId as string,
-    generation: n.generation as string,
-    joinInputs: n.joinInputs as string,
-    offer: n.serverType as string,
-    zone: n.location as string,
-    ready: readyNodeNames.has(n.hostname as string),
-  }));
+  return currentInPlaceMembers(previousNodes, pool, readyNodeNames, { fields: ["serverType", "location"], read: (n) => ({ offer: n.serverType!, zone: n.location! }) });
 }

@@ -9,7 +9,8 @@ import { resolveSecrets } from "../../automation/mocks/secretValues";
 import { type HetznerRobotPool, parseFleetSpec } from "../../components/fleet/fleetSpec";
 import type { InPlaceRolloutSummary } from "../../components/fleet/rolloutPlan";
 import { RobotNodePool } from "../../components/robot/robotNodePool";
-import { type CurrentRobotMember, currentRobotMembers, robotMembers, robotRolloutGeneration } from "../../components/robot/robotPlan";
+import { type CurrentInPlaceMember, currentInPlaceMembers, inPlaceRolloutGeneration } from "../../components/fleet/inPlaceMembers";
+import { robotMembers } from "../../components/robot/robotPlan";
 import { runProgram } from "../../stacks/fleetProgram";
 import { clusterConfig, rawFleetConfig } from "../support/fleetConfigFixture";
 import { tokenKubeconfig } from "../support/tokenKubeconfig";
@@ -121,7 +122,7 @@ describe("RobotNodePool rolling reinstalls and re-joins across runs (mock runtim
     const spec = parseFleetSpec(rawFleetConfig({ cluster: clusterConfig({ k0sVersion: "v1.33.4+k0s.0" }), pools: [robotPool()] }));
     const { kubeconfig: _k, ...cluster } = spec.cluster;
     const pool = spec.pools[0] as HetznerRobotPool;
-    const current: CurrentRobotMember[] = robotMembers(cluster, pool).map((m) => ({ nodeId: m.member.nodeId, generation: m.generation, joinInputs: m.joinInputs, ready: true }));
+    const current: CurrentInPlaceMember[] = robotMembers(cluster, pool).map((m) => ({ nodeId: m.member.nodeId, generation: m.generation, joinInputs: m.joinInputs, ready: true }));
     const wanted = robotMembers({ ...cluster, k0sVersion: "v1.33.5+k0s.0" }, { ...pool, image: "ubuntu-22.04" });
     const options = new Map<string, { dependsOn?: unknown; ignoreChanges?: string[] }>();
     const { resources } = await runUnderMocks({
@@ -138,7 +139,7 @@ describe("RobotNodePool rolling reinstalls and re-joins across runs (mock runtim
       },
     });
     const first = NODE_IDS[0];
-    const generation = robotRolloutGeneration(wanted[0]);
+    const generation = inPlaceRolloutGeneration(wanted[0]);
     const drains = resources.filter((r) => r.type === UPDATE_DRAIN);
     assert.deepEqual(drains.map((d) => d.name), [`example-${first}-${generation}-drain`], "only the member whose turn it is is drained");
     assert.deepEqual(plain<Record<string, unknown>>(drains[0].inputs).nodeName, `example-${first}`);
@@ -162,7 +163,7 @@ describe("RobotNodePool rolling reinstalls and re-joins across runs (mock runtim
       assert.deepEqual(options.get(`example-${POOL}-${id}-join`)?.ignoreChanges, ["stdin"], `${id} keeps the join script it ran`);
       assert.deepEqual(options.get(`example-${POOL}-${id}-install`)?.ignoreChanges, ["stdin"]);
       assert.deepEqual(options.get(`example-${POOL}-${id}-rescue`)?.ignoreChanges, ["serverNumber", "fingerprints"]);
-      assert.equal(metadata(id).generation, robotRolloutGeneration(current[index]));
+      assert.equal(metadata(id).generation, inPlaceRolloutGeneration(current[index]));
       assert.equal(plain<Record<string, string>>(metadata(id).labels)["topology.kubernetes.io/zone"], "hetzner-robot", "labels converge on every member at once");
     }
     assert.equal(resources.filter((r) => r.type === METADATA).length, NODE_IDS.length);
@@ -173,10 +174,10 @@ describe("RobotNodePool rolling reinstalls and re-joins across runs (mock runtim
       { pool: POOL, nodeId: `${POOL}-s0`, hostname: `example-${POOL}-s0`, generation: "aaaaaa", joinInputs: "f".repeat(64) },
       { pool: "other", nodeId: "other-0", hostname: "example-other-0", generation: "bbbbbb", joinInputs: "e".repeat(64) },
     ];
-    assert.deepEqual(currentRobotMembers(nodes, POOL, new Set([`example-${POOL}-s0`])), [
+    assert.deepEqual(currentInPlaceMembers(nodes, POOL, new Set([`example-${POOL}-s0`])), [
       { nodeId: `${POOL}-s0`, generation: "aaaaaa", joinInputs: "f".repeat(64), ready: true },
     ]);
-    assert.equal(currentRobotMembers(nodes, POOL, new Set())?.[0].ready, false);
-    assert.equal(currentRobotMembers([{ ...nodes[0], joinInputs: undefined }], POOL, new Set()), undefined);
+    assert.equal(currentInPlaceMembers(nodes, POOL, new Set())?.[0].ready, false);
+    assert.equal(currentInPlaceMembers([{ ...nodes[0], joinInputs: undefined }], POOL, new Set()), undefined);
   });
 });

@@ -16,8 +16,8 @@ import {
   elasticMetalGeneration,
   elasticMetalJoinInputs,
   elasticMetalMembers,
-  elasticMetalRolloutGeneration,
 } from "../../components/scaleway/elasticMetalPlan";
+import { inPlaceRolloutGeneration } from "../../components/fleet/inPlaceMembers";
 import { runProgram } from "../../stacks/fleetProgram";
 import { clusterConfig, elasticMetalPoolConfig, rawFleetConfig } from "../support/fleetConfigFixture";
 import { tokenKubeconfig } from "../support/tokenKubeconfig";
@@ -127,7 +127,7 @@ describe("ElasticMetalNodePool rolling replacements and re-joins across runs (mo
       },
     });
     const [first, ...others] = current;
-    const wantedGeneration = elasticMetalRolloutGeneration({ generation: elasticMetalGeneration({ ...wantedPool, offer: "EM-I220E-NVME" }), joinInputs: first.joinInputs });
+    const wantedGeneration = inPlaceRolloutGeneration({ generation: elasticMetalGeneration({ ...wantedPool, offer: "EM-I220E-NVME" }), joinInputs: first.joinInputs });
     const drains = resources.filter((r) => r.type === UPDATE_DRAIN);
     assert.deepEqual(drains.map((d) => d.name), [`example-${first.nodeId}-${wantedGeneration}-drain`]);
     const dependsOnDrain = (name: string) =>
@@ -146,7 +146,7 @@ describe("ElasticMetalNodePool rolling replacements and re-joins across runs (mo
       assert.deepEqual(options.get(`example-${POOL}-${member.nodeId}-join`)?.ignoreChanges, ["stdin"]);
       assert.ok(resources.some((r) => r.name === `example-${POOL}-${member.nodeId}-${oldGeneration}-token`), `${member.nodeId} keeps its token`);
       assert.equal(metadata(member.nodeId).labels["node.kubernetes.io/instance-type"], "EM-B220E-NVME", "its Node keeps the offer it runs");
-      assert.equal(metadata(member.nodeId).generation, elasticMetalRolloutGeneration(member));
+      assert.equal(metadata(member.nodeId).generation, inPlaceRolloutGeneration(member));
     }
     const nodes = plain<NodeValues[]>(outputs.nodes);
     assert.deepEqual(nodes.map((n) => n.serverType), ["EM-I220E-NVME", "EM-B220E-NVME", "EM-B220E-NVME"]);

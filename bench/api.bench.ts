@@ -20,11 +20,7 @@ import { SimulatedEngine } from "../automation/simulated/simulatedEngine";
 import { configValues } from "../automation/stackConfigFile";
 import { FakeStackEngine } from "../test/support/fakeStackEngine";
 import { TOKEN, TOKENS, tempDataDir } from "../test/support/apiHarness";
-import { arg, benchConfig } from "./benchSetup";
-
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
-}
+import { arg, benchConfig, percentile } from "./benchSetup";
 
 async function main(): Promise<void> {
   const engineKind = arg("engine", "simulated");

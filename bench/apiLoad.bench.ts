@@ -24,7 +24,7 @@ import { nodeIdFor } from "../automation/api/nodeIdentity";
 import { NodefleetClient } from "../automation/client/nodefleetClient";
 import { TOKEN } from "../test/support/apiHarness";
 import type { ServerAnswer, ServerRequest } from "./apiLoadServer";
-import { arg } from "./benchSetup";
+import { arg, percentile } from "./benchSetup";
 
 /** The service runs in a child process (apiLoadServer.ts); one fresh service at a time. */
 class BenchServer {
@@ -227,9 +227,8 @@ async function main(): Promise<void> {
 
 /** p50, p99 and max of latencies in ms, to 0.1 ms. */
 function quantiles(latencies: number[]): { p50: number; p99: number; max: number } {
-  const sorted = [...latencies].sort((a, b) => a - b);
-  const at = (q: number) => Math.round((sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? NaN) * 10) / 10;
-  return { p50: at(0.5), p99: at(0.99), max: at(1) };
+  const at = (p: number) => Math.round(percentile(latencies, p) * 10) / 10;
+  return { p50: at(50), p99: at(99), max: at(100) };
 }
 
 function perRequest(cpuMs: number, requests: number): number {

@@ -1,4 +1,4 @@
-/** What the API benchmarks share: their command-line options and the stack they serve. */
+/** What the benchmarks share: their command-line options, the stack they serve, percentiles. */
 import type { StackConfigValue } from "../automation/engine/stackEngine";
 import { projectRoot, readStackConfigFile } from "../automation/stackConfigFile";
 
@@ -15,4 +15,10 @@ export function benchConfig(): Record<string, StackConfigValue> {
   config["nodefleet:pools"] = { value: pools };
   pools.find((p) => p.name === "hel1-burst")!.limits = { maxNodes: 100 };
   return config;
+}
+
+/** The value at rank floor(p% of n) of `values` (in any order; the largest for p = 100); NaN for none. */
+export function percentile(values: readonly number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
 }

@@ -18,6 +18,7 @@ import { TOKEN } from "../test/support/apiHarness";
 import { UP, editLocalPool, editLocalPools, isReady, poolNodes } from "../test/support/localFleet";
 import { localStackProject, runPulumi, until } from "../test/support/localStackProject";
 import { type ServeProcess, startServe } from "../test/support/serveProcess";
+import { percentile } from "./benchSetup";
 
 const POOL = "local-burst";
 const BATCH = { NODEFLEET_BATCH_IDLE_MS: "300", NODEFLEET_BATCH_MAX_MS: "3000" };
@@ -30,10 +31,6 @@ interface Timings {
   requests: number;
 }
 
-const percentile = (values: number[], p: number) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? NaN;
-};
 const summary = (values: number[]) => (values.length ? `p50 ${percentile(values, 50).toFixed(2)} s, max ${Math.max(...values).toFixed(2)} s` : "n/a");
 
 /** Polls every 50 ms until every node has each milestone; `serverOf` says whether a node's server exists yet. */
@@ -41,8 +38,8 @@ async function measure(
   serve: ServeProcess,
   count: number,
   round: string,
-  serverOf: (nodeId: string) => Promise<boolean>,
-  nodeReady?: (providerID: string) => Promise<boolean>,
+  serverOf: (nodeId: string) => boolean,
+  nodeReady?: () => Promise<ReadonlySet<string>>,
   requests: () => number = () => 0,
 ): Promise<Timings> {
   const requestsBefore = requests();
@@ -53,16 +50,23 @@ async function measure(
   const created = new Set<string>();
   const running = new Set<string>();
   const ready = new Set<string>();
-  await until(`${count} nodes through every milestone`, async () => {
-    const seconds = (performance.now() - started) / 1000;
-    const listed = await serve.client.listNodes();
-    for (const [nodeId, providerID] of pending) {
-      if (!created.has(nodeId) && (await serverOf(nodeId))) created.add(nodeId), timings.serverCreated.push(seconds);
-      if (!running.has(nodeId) && listed.some((n) => n.nodeID === nodeId && n.status === "RUNNING")) running.add(nodeId), timings.running.push(seconds);
-      if (nodeReady && !ready.has(nodeId) && (await nodeReady(providerID))) ready.add(nodeId), timings.nodeReady.push(seconds);
-    }
-    return created.size === count && running.size === count && (!nodeReady || ready.size === count) ? true : undefined;
-  }, 900_000, () => serve.stderr().slice(-2000));
+  await until(
+    `${count} nodes through every milestone`,
+    async () => {
+      const seconds = (performance.now() - started) / 1000;
+      const listed = await serve.client.listNodes();
+      const readyNow = nodeReady ? await nodeReady() : new Set<string>();
+      for (const [nodeId, providerID] of pending) {
+        if (!created.has(nodeId) && serverOf(nodeId)) created.add(nodeId), timings.serverCreated.push(seconds);
+        if (!running.has(nodeId) && listed.some((n) => n.nodeID === nodeId && n.status === "RUNNING")) running.add(nodeId), timings.running.push(seconds);
+        if (nodeReady && !ready.has(nodeId) && readyNow.has(providerID)) ready.add(nodeId), timings.nodeReady.push(seconds);
+      }
+      return created.size === count && running.size === count && (!nodeReady || ready.size === count) ? true : undefined;
+    },
+    900_000,
+    () => serve.stderr().slice(-2000),
+    50,
+  );
   timings.requests = requests() - requestsBefore;
   await Promise.all([...pending.keys()].map((id) => serve.client.deleteNode(id)));
   await until("the round's nodes deleted", async () => ((await serve.client.listNodes()).length === 0 ? true : undefined), 900_000);
@@ -85,8 +89,9 @@ async function main(): Promise<void> {
 
     const real = await startServe(join(dir, "real"), { ...cloud.env, ...BATCH, NODEFLEET_API_TOKENS: `local:${TOKEN}` }, { stack: "local", engine: "automation", cwd: project, clusterId: "local", startTimeoutMs: 180_000 });
     servers.push(real);
-    const fakeServer = (nodeId: string) => Promise.resolve(cloud.hcloud.state.servers.some((s) => s.labels["nodefleet.io/node"] === nodeId));
-    const nodeReady = async (providerID: string) => (await poolNodes(cloud, POOL)).some((n) => n.spec.providerID === providerID && isReady(n));
+    // Read in-process, not over HTTP: the fake's request counters are what the bench reports.
+    const fakeServer = (nodeId: string) => cloud.hcloud.state.servers.some((s) => s.labels["nodefleet.io/node"] === nodeId);
+    const nodeReady = async () => new Set((await poolNodes(cloud, POOL)).filter(isReady).map((n) => n.spec.providerID ?? ""));
     for (const count of [1, 40]) {
       const t = await measure(real, count, `real-${count}`, fakeServer, nodeReady, () => totalRequests(cloud));
       rows.push(`real engine, ${count} creates: server create ${summary(t.serverCreated)}; RUNNING ${summary(t.running)}; Node Ready ${summary(t.nodeReady)}; ${(t.requests / count).toFixed(1)} Hetzner requests per created node`);
@@ -99,7 +104,7 @@ async function main(): Promise<void> {
     const simulatedDir = join(dir, "simulated");
     const simulated = await startServe(simulatedDir, { ...cloud.env, ...BATCH, NODEFLEET_SIM_BOOT_DELAY_MS: "0", NODEFLEET_API_TOKENS: `local:${TOKEN}` }, { stack: "local", engine: "simulated", cwd: project, clusterId: "local" });
     servers.push(simulated);
-    const simulatedServer = (nodeId: string) => Promise.resolve(new SimulatedCloud(simulatedDir).listServers({ "nodefleet.io/node": nodeId }).length > 0);
+    const simulatedServer = (nodeId: string) => new SimulatedCloud(simulatedDir).listServers({ "nodefleet.io/node": nodeId }).length > 0;
     for (const count of [1, 40]) {
       const t = await measure(simulated, count, `simulated-${count}`, simulatedServer);
       rows.push(`simulated engine, ${count} creates: server create ${summary(t.serverCreated)}; RUNNING ${summary(t.running)} (no Node: no machines)`);

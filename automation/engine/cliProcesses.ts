@@ -23,17 +23,20 @@ function commandLine(pid: number): string[] {
   }
 }
 
-/** Pids of `pulumi ... --stack <stackName>` processes whose parent is `parent` (default: this process). */
-export function pulumiProcessesFor(stackName: string, parent = process.pid): number[] {
-  let entries: string[];
+function processIds(): number[] {
   try {
-    entries = readdirSync("/proc").filter((n) => /^\d+$/.test(n));
+    return readdirSync("/proc")
+      .filter((n) => /^\d+$/.test(n))
+      .map(Number);
   } catch {
     return [];
   }
+}
+
+/** Pids of `pulumi ... --stack <stackName>` processes whose parent is `parent` (default: this process). */
+export function pulumiProcessesFor(stackName: string, parent = process.pid): number[] {
   const pids: number[] = [];
-  for (const entry of entries) {
-    const pid = Number(entry);
+  for (const pid of processIds()) {
     if (parentPid(pid) !== parent) continue;
     const argv = commandLine(pid);
     if (argv.length === 0 || basename(argv[0]) !== "pulumi") continue;
@@ -41,6 +44,22 @@ export function pulumiProcessesFor(stackName: string, parent = process.pid): num
     if (stackIndex >= 0 && argv[stackIndex + 1] === stackName) pids.push(pid);
   }
   return pids;
+}
+
+/** Every process below `pid` (its children, then theirs): a CLI's language host and plugins too. */
+export function descendantProcesses(pid: number): number[] {
+  const children = new Map<number, number[]>();
+  for (const child of processIds()) {
+    const parent = parentPid(child);
+    if (parent !== undefined) children.set(parent, [...(children.get(parent) ?? []), child]);
+  }
+  const below: number[] = [];
+  for (let queue = [pid]; queue.length > 0; ) {
+    const next = children.get(queue.shift()!) ?? [];
+    below.push(...next);
+    queue.push(...next);
+  }
+  return below;
 }
 
 /** SIGKILLs the given processes; returns those that were still running. */

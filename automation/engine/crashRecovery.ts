@@ -12,14 +12,10 @@
  *    pending creates), so the server would be forgotten and re-created under a taken name.
  * Every step is idempotent, so a crash during recovery is recovered by the next run.
  */
-import { execFile } from "node:child_process";
-import { promisify } from "node:util";
-import type { LocalWorkspace, Stack } from "@pulumi/pulumi/automation";
+import type { Deployment, Stack } from "@pulumi/pulumi/automation";
 import { type PendingOperation, fileBackendDir, pendingOperations, removeStaleLocks } from "./fileBackendState";
 import type { HcloudClient, HcloudServer } from "./hcloudClient";
 import type { EngineLogger } from "./stackEngine";
-
-const execFileAsync = promisify(execFile);
 
 export type PendingCreateAction =
   | { readonly action: "import"; readonly urn: string; readonly server: HcloudServer }
@@ -104,6 +100,7 @@ export async function recoverStack(stack: Stack, options: RecoveryOptions): Prom
   const backendDir = fileBackendDir(options.backendUrl);
   let removedStaleLocks = 0;
   let pending: PendingOperation[];
+  let exported: Deployment | undefined;
   if (backendDir) {
     const removed = removeStaleLocks(backendDir, options.project, options.stackName);
     removedStaleLocks = removed.length;
@@ -112,7 +109,7 @@ export async function recoverStack(stack: Stack, options: RecoveryOptions): Prom
     }
     pending = pendingOperations(backendDir, options.project, options.stackName);
   } else {
-    const exported = await stack.exportStack();
+    exported = await stack.exportStack();
     pending = (exported.deployment as { pending_operations?: PendingOperation[] } | undefined)?.pending_operations ?? [];
   }
   if (!pending.some((op) => op.type === "creating")) return { removedStaleLocks, actions: [] };
@@ -130,20 +127,13 @@ export async function recoverStack(stack: Stack, options: RecoveryOptions): Prom
       `pending operation on ${action.urn}: ${action.action}`,
     );
   }
-  const exported = await stack.exportStack();
-  await stack.importStack({ ...exported, deployment: adoptPendingCreates(exported.deployment as RecoverableDeployment, actions) });
-  const workspace = stack.workspace as LocalWorkspace;
+  const state = exported ?? (await stack.exportStack());
+  await stack.importStack({ ...state, deployment: adoptPendingCreates(state.deployment as RecoverableDeployment, actions) });
   try {
     // Reads every resource back, the adopted servers included; clears the other pending operations.
-    await execFileAsync(workspace.pulumiCommand.command, ["refresh", "--yes", "--skip-preview", "--non-interactive", "--stack", options.stackName], {
-      cwd: workspace.workDir,
-      // The workspace's own variables (toolchain PATH, PULUMI_HOME, backend, passphrase), as its runs get them.
-      env: { ...process.env, ...workspace.envVars },
-      maxBuffer: 32 * 1024 * 1024,
-    });
+    await stack.refresh();
   } catch (error) {
-    const { stdout, stderr } = error as { stdout?: string; stderr?: string };
-    throw new Error(`crash recovery of stack ${options.stackName}: pulumi refresh failed: ${`${stderr ?? ""}\n${stdout ?? ""}`.trim().split("\n").slice(-15).join("\n")}`);
+    throw new Error(`crash recovery of stack ${options.stackName}: pulumi refresh failed: ${(error as Error).message.trim().split("\n").slice(-15).join("\n")}`);
   }
   return { removedStaleLocks, actions };
 }

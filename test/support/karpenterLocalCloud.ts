@@ -6,14 +6,15 @@
  * control plane. Everything listens on 127.0.0.1 and stops with `stop()`.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { readdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { parseAllDocuments, parseDocument } from "yaml";
+import { parseAllDocuments } from "yaml";
 import { findTool } from "../../automation/engine/toolchain";
 import { freePort } from "../../automation/local/freePort";
 import { kube } from "../../automation/local/kubeClient";
 import { type LocalCloud, startLocalCloud } from "../../automation/local/localCloud";
 import { TOKEN } from "./apiHarness";
+import { type PoolServer, editLocalPool, poolServers } from "./localFleet";
 import { localStackProject, runPulumi, until } from "./localStackProject";
 import { REPOSITORY_ROOT, type ServeProcess, startServe } from "./serveProcess";
 
@@ -30,12 +31,6 @@ export interface KubeItem {
 }
 
 /** A fake API server of the burst pool; its `nodefleet.io/node` label is the API's nodeID. */
-export interface BurstServer {
-  name: string;
-  labels: Record<string, string>;
-  server_type: { name: string };
-}
-
 export interface KarpenterLoop {
   readonly cloud: LocalCloud;
   readonly serve: ServeProcess;
@@ -46,7 +41,7 @@ export interface KarpenterLoop {
   /** Creates (or resizes) the `inflate` Deployment: `replicas` pods requesting `cpu` each. */
   inflate(replicas: number, cpu: string): Promise<void>;
   /** The fake API's servers of the burst pool. */
-  burstServers(): Promise<BurstServer[]>;
+  burstServers(): Promise<PoolServer[]>;
   /** Edits the burst pool in the local stack file, as a user would; the service re-reads the file. */
   editBurstPool(edit: (pool: Record<string, unknown>) => void): void;
   stop(): Promise<void>;
@@ -164,22 +159,8 @@ export async function startKarpenterLoop(dir: string, options: KarpenterLoopOpti
           kube(admin, "PATCH", "/apis/apps/v1/namespaces/default/deployments/inflate", { spec: { replicas } }, "application/merge-patch+json"),
         );
       },
-      async burstServers() {
-        const response = await fetch(`${cloud.env.HCLOUD_ENDPOINT}/servers?label_selector=nodefleet.io/pool=local-burst`, { headers: { Authorization: `Bearer ${cloud.env.HCLOUD_TOKEN}` } });
-        return ((await response.json()) as { servers: BurstServer[] }).servers;
-      },
-      editBurstPool(edit) {
-        const file = cloud.stackFile!;
-        // A document, not plain data: the file's comment and secure kubeconfig stay as they are.
-        const document = parseDocument(readFileSync(file, "utf8"));
-        const pools = document.getIn(["config", "nodefleet:pools"]) as { toJSON(): Array<Record<string, unknown>> };
-        const edited = pools.toJSON().map((pool) => {
-          if (pool.name === "local-burst") edit(pool);
-          return pool;
-        });
-        document.setIn(["config", "nodefleet:pools"], document.createNode(edited));
-        writeFileSync(file, document.toString());
-      },
+      burstServers: () => poolServers(cloud, "local-burst"),
+      editBurstPool: (edit) => editLocalPool(cloud, "local-burst", edit),
       stop,
     };
   } catch (error) {

@@ -7,7 +7,7 @@
  */
 import assert from "node:assert/strict";
 import { readFileSync, writeFileSync } from "node:fs";
-import { parse, stringify } from "yaml";
+import { parseDocument } from "yaml";
 import { kube } from "../../automation/local/kubeClient";
 import type { LocalCloud } from "../../automation/local/localCloud";
 import { runPulumi, until } from "./localStackProject";
@@ -28,12 +28,18 @@ export interface PoolNode {
 
 type PoolDocument = Record<string, unknown> & { name: string };
 
+/** Edits one config value of the local stack file as a document, so its comment and secure kubeconfig stay as they are. */
+function editStackConfig<T>(cloud: LocalCloud, key: string, edit: (value: T) => T): void {
+  const file = cloud.stackFile!;
+  const document = parseDocument(readFileSync(file, "utf8"));
+  const node = document.getIn(["config", key]) as { toJSON(): T };
+  document.setIn(["config", key], document.createNode(edit(node.toJSON())));
+  writeFileSync(file, document.toString());
+}
+
 /** Changes the local stack file's pools: `edit` gets them and returns the new list. */
 export function editLocalPools(cloud: LocalCloud, edit: (pools: PoolDocument[]) => PoolDocument[]): void {
-  const file = cloud.stackFile!;
-  const doc = parse(readFileSync(file, "utf8")) as { config: Record<string, unknown> };
-  doc.config["nodefleet:pools"] = edit(doc.config["nodefleet:pools"] as PoolDocument[]);
-  writeFileSync(file, stringify(doc));
+  editStackConfig(cloud, "nodefleet:pools", edit);
 }
 
 /** Changes one pool of the local stack file in place. */
@@ -48,10 +54,7 @@ export function editLocalPool(cloud: LocalCloud, pool: string, edit: (pool: Pool
 
 /** Sets the cluster's k0s version in the local stack file (every pool's members get it). */
 export function setLocalK0sVersion(cloud: LocalCloud, version: string): void {
-  const file = cloud.stackFile!;
-  const doc = parse(readFileSync(file, "utf8")) as { config: Record<string, Record<string, unknown>> };
-  doc.config["nodefleet:cluster"]!.k0sVersion = version;
-  writeFileSync(file, stringify(doc));
+  editStackConfig<Record<string, unknown>>(cloud, "nodefleet:cluster", (cluster) => ({ ...cluster, k0sVersion: version }));
 }
 
 /** Authenticated GET against the fake Hetzner API. */

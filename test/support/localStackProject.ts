@@ -30,12 +30,12 @@ export function runPulumi(args: string[], cwd: string, env: Record<string, strin
 }
 
 /** Polls `probe` until it yields a value; the error names what was awaited and adds `context()`. */
-export async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs: number, context: () => string = () => ""): Promise<T> {
+export async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs: number, context: () => string = () => "", intervalMs = 500): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe().catch(() => undefined);
     if (value !== undefined) return value;
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${context() ? `:\n${context()}` : ""}`);
-    await new Promise((r) => setTimeout(r, 500));
+    await new Promise((r) => setTimeout(r, intervalMs));
   }
 }

@@ -2,9 +2,10 @@
  * Runs `node bin/nodefleet.js serve` as a child process on 127.0.0.1 (port 0: the address is read
  * from its stderr), for crash-recovery and end-to-end tests.
  */
-import { execFileSync, spawn, type ChildProcess } from "node:child_process";
+import { spawn, type ChildProcess } from "node:child_process";
 import * as path from "node:path";
 import { NodefleetClient } from "../../automation/client/nodefleetClient";
+import { descendantProcesses, killProcesses } from "../../automation/engine/cliProcesses";
 import { TOKEN, TOKENS } from "./apiHarness";
 
 export const BIN = path.resolve(__dirname, "..", "..", "..", "bin", "nodefleet.js");
@@ -84,31 +85,13 @@ export async function crash(serve: ServeProcess): Promise<void> {
   await serve.exited();
 }
 
-/** Every process below `pid` (children first, then theirs), read from ps. */
-function descendants(pid: number): number[] {
-  let out = "";
-  try {
-    out = execFileSync("ps", ["-o", "pid=", "--ppid", String(pid)], { encoding: "utf8" });
-  } catch {
-    return []; // ps exits 1 when there are none
-  }
-  const children = out.split("\n").map((l) => Number(l.trim())).filter((n) => n > 0);
-  return children.flatMap((child) => [child, ...descendants(child)]);
-}
-
 /**
  * SIGKILL of the service and everything it started (the pulumi CLI, its language host and provider
  * plugins), as a machine losing the service's container would, and wait until the service is gone.
  */
 export async function crashWithChildren(serve: ServeProcess): Promise<void> {
-  const below = descendants(serve.child.pid!);
+  const below = descendantProcesses(serve.child.pid!);
   serve.child.kill("SIGKILL");
-  for (const pid of below) {
-    try {
-      process.kill(pid, "SIGKILL");
-    } catch {
-      // already gone
-    }
-  }
+  killProcesses(below);
   await serve.exited();
 }

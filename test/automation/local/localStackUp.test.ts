@@ -17,18 +17,12 @@ import { kube } from "../../../automation/local/kubeClient";
 import { type LocalCloud, startLocalCloud } from "../../../automation/local/localCloud";
 import { TOKEN } from "../../support/apiHarness";
 import { type HcloudExchange, hcloudOpenApiViolations, recordHcloudExchanges } from "../../support/hcloudOpenApi";
-import { UP, allPoolServersReady, driveRollout, editLocalPool, editLocalPools, hcloudGet, isReady, poolNodes, poolServers, setLocalK0sVersion } from "../../support/localFleet";
+import { type PoolNode, UP, allPoolServersReady, driveRollout, editLocalPool, editLocalPools, hcloudGet, isReady, poolNodes, poolServers, setLocalK0sVersion } from "../../support/localFleet";
 import { localStackProject, runPulumi, until } from "../../support/localStackProject";
 import { type ServeProcess, startServe } from "../../support/serveProcess";
 import { missingTools, skipUnlessAvailable } from "../../support/toolchainRequirement";
 
 const quiet = { info() {}, warn() {} };
-
-interface KubeNode {
-  metadata: { name: string; labels: Record<string, string> };
-  spec: { providerID?: string; taints?: Array<{ key: string; value?: string; effect: string }> };
-  status: { conditions?: Array<{ type: string; status: string }>; allocatable?: Record<string, string> };
-}
 
 describe("pulumi up --stack local on the local cloud (real engine, real control plane)", function () {
   this.timeout(600_000);
@@ -50,9 +44,6 @@ describe("pulumi up --stack local on the local cloud (real engine, real control 
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  const hcloud = async (path: string) =>
-    (await (await fetch(`${cloud.env.HCLOUD_ENDPOINT}${path}`, { headers: { Authorization: `Bearer ${cloud.env.HCLOUD_TOKEN}` } })).json()) as Record<string, any>;
-
   it("writes the local stack with the kubeconfig as a secret", function () {
     const text = readFileSync(cloud.stackFile!, "utf8");
     assert.match(text, /kubeconfig:\s*\n\s*secure: v1:/, "the kubeconfig is encrypted in the stack file");
@@ -62,11 +53,11 @@ describe("pulumi up --stack local on the local cloud (real engine, real control 
 
   it("creates the fleet's servers and tokens, and the node agent registers three Ready Nodes", async function () {
     await runPulumi(["up", "--stack", "local", "--yes", "--skip-preview", "--non-interactive"], project, cloud.env);
-    const servers = (await hcloud("/servers?label_selector=nodefleet.io/cluster=local")).servers as Array<Record<string, any>>;
+    const servers = (await hcloudGet(cloud, "/servers?label_selector=nodefleet.io/cluster=local")).servers as Array<Record<string, any>>;
     assert.equal(servers.length, 3);
-    const [network] = (await hcloud("/networks?name=local-network")).networks;
-    const [firewall] = (await hcloud("/firewalls?name=local-nodes")).firewalls;
-    const groups = (await hcloud("/placement_groups?label_selector=nodefleet.io/cluster=local")).placement_groups as Array<{ servers: number[] }>;
+    const [network] = (await hcloudGet(cloud, "/networks?name=local-network")).networks;
+    const [firewall] = (await hcloudGet(cloud, "/firewalls?name=local-nodes")).firewalls;
+    const groups = (await hcloudGet(cloud, "/placement_groups?label_selector=nodefleet.io/cluster=local")).placement_groups as Array<{ servers: number[] }>;
     for (const server of servers) {
       assert.ok(server.private_net.some((n: Record<string, unknown>) => n.network === network.id), `${server.name} is in the network`);
       assert.ok(server.public_net.firewalls.some((f: Record<string, unknown>) => f.id === firewall.id), `${server.name} is behind the firewall`);
@@ -76,10 +67,9 @@ describe("pulumi up --stack local on the local cloud (real engine, real control 
     assert.equal(secrets.items.length, 3, "one bootstrap token per server");
 
     const deadline = Date.now() + 120_000;
-    let ready: KubeNode[] = [];
+    let ready: PoolNode[] = [];
     while (Date.now() < deadline) {
-      const nodes = ((await kube(cloud.plane.admin, "GET", "/api/v1/nodes?labelSelector=node.kubernetes.io%2Fpool%3Dlocal-general")) as { items: KubeNode[] }).items;
-      ready = nodes.filter((n) => n.status.conditions?.some((c) => c.type === "Ready" && c.status === "True"));
+      ready = (await poolNodes(cloud, "local-general")).filter(isReady);
       if (ready.length === 3) break;
       await new Promise((r) => setTimeout(r, 500));
     }
@@ -193,12 +183,11 @@ describe("pulumi up --stack local on the local cloud (real engine, real control 
         const nodes = await Promise.all(nodeIds.map((id) => serve.client.getNode(id)));
         return nodes.every((n) => n.status === "RUNNING") ? nodes : undefined;
       });
-      const servers = (await hcloud("/servers?label_selector=nodefleet.io/pool=local-burst")).servers as Array<{ labels: Record<string, string> }>;
+      const servers = (await hcloudGet(cloud, "/servers?label_selector=nodefleet.io/pool=local-burst")).servers as Array<{ labels: Record<string, string> }>;
       assert.deepEqual(servers.map((s) => s.labels["nodefleet.io/node"]).sort(), [...nodeIds].sort(), "one real server per claim");
       for (const node of running) {
         const registered = await waitFor(`Node of ${node.nodeID} Ready`, async () => {
-          const nodes = ((await kube(cloud.plane.admin, "GET", "/api/v1/nodes?labelSelector=node.kubernetes.io%2Fpool%3Dlocal-burst")) as { items: KubeNode[] }).items;
-          return nodes.find((n) => n.spec.providerID === node.providerID && n.status.conditions?.some((c) => c.type === "Ready" && c.status === "True"));
+          return (await poolNodes(cloud, "local-burst")).find((n) => n.spec.providerID === node.providerID && isReady(n));
         });
         assert.equal(registered.spec.providerID, `nodefleet:///local/${node.nodeID}`);
         // The kubelet reports what the API promised Karpenter for the type.
@@ -206,9 +195,9 @@ describe("pulumi up --stack local on the local cloud (real engine, real control 
       }
 
       await Promise.all(nodeIds.map((id) => serve.client.deleteNode(id)));
-      await waitFor("the servers gone", async () => ((await hcloud("/servers?label_selector=nodefleet.io/pool=local-burst")).servers.length === 0 ? true : undefined));
+      await waitFor("the servers gone", async () => ((await hcloudGet(cloud, "/servers?label_selector=nodefleet.io/pool=local-burst")).servers.length === 0 ? true : undefined));
       await waitFor("the Nodes gone", async () => {
-        const nodes = ((await kube(cloud.plane.admin, "GET", "/api/v1/nodes?labelSelector=node.kubernetes.io%2Fpool%3Dlocal-burst")) as { items: KubeNode[] }).items;
+        const nodes = await poolNodes(cloud, "local-burst");
         return nodes.length === 0 ? true : undefined;
       });
     });

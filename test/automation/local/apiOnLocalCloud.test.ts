@@ -79,6 +79,12 @@ describe("the scaling API on the automation engine against the local cloud, kill
   };
 
   it("refuses a sold-out type as InsufficientCapacity before any run", async function () {
+    // Once the service has read the fake's availability (its catalog refresh), as Karpenter reads the offerings.
+    await waitFor(`${SOLD_OUT} offered as unavailable`, async () => {
+      const types = await serve!.client.instanceTypes();
+      const soldOut = types.filter((t) => t.pool === POOL && t.name === SOLD_OUT);
+      return soldOut.length > 0 && soldOut.every((t) => t.offerings.every((o) => !o.available)) ? true : undefined;
+    });
     await assert.rejects(serve!.client.createNode({ uniqueID: "sold-out", pool: POOL, instanceType: SOLD_OUT }), (error: unknown) => error instanceof NodefleetApiError && error.status === 409 && error.code === "InsufficientCapacity");
   });
 

@@ -21,7 +21,7 @@ import {
 import { runProgramReference } from "../gitStackProgram";
 import { killProcesses, pulumiProcessesFor } from "./cliProcesses";
 import { recoverStack } from "./crashRecovery";
-import { fileBackendDir, fileBackendUrl, removeTornSidecars } from "./fileBackendState";
+import { fileBackendDir, fileBackendUrl, isNodefleetFileBackend, pruneStackHistory, removeTornSidecars } from "./fileBackendState";
 import { HcloudClient } from "./hcloudClient";
 import { resolvePassphrase } from "./passphrase";
 import { reportStep, runResult } from "./progressFormat";
@@ -58,6 +58,8 @@ export interface AutomationEngineOptions {
   readonly forceStopAfterMs?: number;
   /** A resolved CLI; default: the toolchain rule (PATH first, else the toolchain cache), checked by `create`. */
   readonly pulumiCommand?: PulumiCommand;
+  /** Updates of history kept per API stack on nodefleet's own file backend (older ones are removed). Default 20. */
+  readonly historyToKeep?: number;
 }
 
 /** Engine ops collapsed onto the contract's five (replacement halves count once, as `replace`). */
@@ -200,6 +202,7 @@ interface OperationContext {
 }
 
 const DEFAULT_RUN_DEADLINE_MS = 30 * 60_000;
+const DEFAULT_HISTORY_TO_KEEP = 20;
 const DEFAULT_FORCE_STOP_MS = 60_000;
 const LOCKED_RETRIES = 5;
 
@@ -322,6 +325,14 @@ export class AutomationEngine implements StackEngine {
     }
   }
 
+  /** The API's stacks on nodefleet's own file backend keep a bounded history (see pruneStackHistory). */
+  private pruneHistory(stackName: string): void {
+    const backendDir = fileBackendDir(this.backendUrl);
+    if (!backendDir || !isNodefleetFileBackend(this.backendUrl)) return;
+    const removed = pruneStackHistory(backendDir, this.project, stackName, this.options.historyToKeep ?? DEFAULT_HISTORY_TO_KEEP);
+    if (removed > 0) this.options.logger?.debug?.({ stack: stackName, removed }, "pruned the stack's update history");
+  }
+
   private async workspaceStack(def: StackDefinition): Promise<Stack> {
     const key = `${def.projectDir ?? ""}\0${def.stackName}`;
     let stack = this.stacks.get(key);
@@ -373,7 +384,13 @@ export class AutomationEngine implements StackEngine {
       {
         workDir,
         pulumiCommand: await this.pulumiCommand(),
-        envVars: { ...this.processEnv, PULUMI_BACKEND_URL: this.backendUrl, ...passphrase.envVars },
+        envVars: {
+          ...this.processEnv,
+          PULUMI_BACKEND_URL: this.backendUrl,
+          // Each update already keeps a copy of the state in the history (pruned after each run).
+          ...(isNodefleetFileBackend(this.backendUrl) ? { PULUMI_DIY_BACKEND_DISABLE_CHECKPOINT_BACKUPS: "true" } : {}),
+          ...passphrase.envVars,
+        },
         projectSettings: { name: this.project, runtime: "nodejs", backend: { url: this.backendUrl } },
       },
     );
@@ -441,6 +458,7 @@ export class AutomationEngine implements StackEngine {
           const outputs = collector.stackOutputs;
           const complete = outputs !== undefined && !JSON.stringify(outputs).includes(SECRET_SIGNATURE);
           const result = runResult(kind, steps, complete ? outputs : kind === "preview" ? {} : await this.outputsOf(stack), started, false);
+          if (kind !== "preview" && !def.projectDir) this.pruneHistory(def.stackName);
           return kind === "preview" ? result : { ...result, engineSteps: collector.engineSteps };
         }
       } finally {

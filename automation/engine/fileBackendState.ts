@@ -124,3 +124,43 @@ export function pendingOperations(backendDir: string, project: string, stack: st
   const checkpoint = JSON.parse(raw) as { checkpoint?: { latest?: { pending_operations?: PendingOperation[] } } };
   return checkpoint.checkpoint?.latest?.pending_operations ?? [];
 }
+
+/** A file backend URL made by `fileBackendUrl`: nodefleet's own, so it also prunes its history. */
+export function isNodefleetFileBackend(backendUrl: string): boolean {
+  return backendUrl.startsWith("file://") && backendUrl.endsWith("?metadata=skip");
+}
+
+/** Files of one folder grouped by the update they belong to (the Unix nanoseconds in their names), newest first. */
+function filesByUpdate(dir: string): string[][] {
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return [];
+  }
+  const groups = new Map<string, string[]>();
+  for (const name of names) {
+    const stamp = /(\d{10,})/.exec(name)?.[1];
+    if (stamp === undefined) continue;
+    groups.set(stamp, [...(groups.get(stamp) ?? []), join(dir, name)]);
+  }
+  return [...groups.entries()].sort((a, b) => (BigInt(b[0]) > BigInt(a[0]) ? 1 : -1)).map(([, files]) => files);
+}
+
+/**
+ * Keeps the newest `keep` updates of a stack's history (`.pulumi/history/<project>/<stack>/`: each
+ * update's `.history.json` and a `.checkpoint.json` copy of the state) and of its checkpoint
+ * backups (`.pulumi/backups/<project>/<stack>/`). The file backend writes a full copy of the state
+ * there on every update and never removes one, so a service running an update per batch would fill
+ * its disk. Returns how many files it removed.
+ */
+export function pruneStackHistory(backendDir: string, project: string, stack: string, keep: number): number {
+  let removed = 0;
+  for (const sub of ["history", "backups"]) {
+    for (const files of filesByUpdate(join(backendDir, ".pulumi", sub, project, stack)).slice(keep)) {
+      for (const file of files) rmSync(file, { force: true });
+      removed += files.length;
+    }
+  }
+  return removed;
+}

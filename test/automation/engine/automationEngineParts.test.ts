@@ -12,7 +12,17 @@ import { join } from "node:path";
 import type { StepEventMetadata } from "@pulumi/pulumi/automation";
 import { AutomationEngine, stepFromMetadata } from "../../../automation/engine/automationEngine";
 import { adoptPendingCreates, planPendingCreates } from "../../../automation/engine/crashRecovery";
-import { type PendingOperation, fileBackendDir, fileBackendUrl, lockIsStale, pendingOperations, removeStaleLocks, removeTornSidecars } from "../../../automation/engine/fileBackendState";
+import {
+  type PendingOperation,
+  fileBackendDir,
+  fileBackendUrl,
+  isNodefleetFileBackend,
+  lockIsStale,
+  pendingOperations,
+  pruneStackHistory,
+  removeStaleLocks,
+  removeTornSidecars,
+} from "../../../automation/engine/fileBackendState";
 import { HcloudClient, type HcloudServer } from "../../../automation/engine/hcloudClient";
 import { resolvePassphrase } from "../../../automation/engine/passphrase";
 import { formatStepLine } from "../../../automation/engine/progressFormat";
@@ -112,6 +122,35 @@ describe("automation engine parts", function () {
         assert.deepEqual(readdirSync(history), ["h.json.attrs"], "history is not read by the runs, so not scanned");
         assert.equal(fileBackendDir(fileBackendUrl(dir)), dir);
         assert.equal(fileBackendDir(`file://${dir}`), dir);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    });
+    it("prunes a stack's update history and backups to the newest updates, leaving other stacks and the state alone", function () {
+      const dir = mkdtempSync(join(tmpdir(), "nodefleet-backend-"));
+      try {
+        const history = join(dir, ".pulumi", "history", "nodefleet", "c-api");
+        const backups = join(dir, ".pulumi", "backups", "nodefleet", "c-api");
+        const other = join(dir, ".pulumi", "history", "nodefleet", "c");
+        for (const d of [history, backups, other]) mkdirSync(d, { recursive: true });
+        // Nanosecond stamps of different lengths: newest by value, not by text.
+        const stamps = ["999999999999999999", "1796146402201909544", "1796146409750662333", "1796146438439743214"];
+        for (const stamp of stamps) {
+          writeFileSync(join(history, `c-api-${stamp}.history.json`), "{}");
+          writeFileSync(join(history, `c-api-${stamp}.checkpoint.json`), "{}");
+          writeFileSync(join(backups, `c-api.${stamp}.json`), "{}");
+          writeFileSync(join(other, `c-${stamp}.history.json`), "{}");
+        }
+        assert.equal(pruneStackHistory(dir, "nodefleet", "c-api", 2), 6);
+        const newest = stamps.slice(2);
+        assert.deepEqual(readdirSync(history).sort(), newest.flatMap((s) => [`c-api-${s}.checkpoint.json`, `c-api-${s}.history.json`]).sort());
+        assert.deepEqual(readdirSync(backups).sort(), newest.map((s) => `c-api.${s}.json`).sort());
+        assert.equal(readdirSync(other).length, 4, "another stack's history is untouched");
+        assert.equal(pruneStackHistory(dir, "nodefleet", "c-api", 2), 0, "idempotent");
+        assert.equal(pruneStackHistory(dir, "nodefleet", "never-ran", 2), 0, "a stack without history");
+        assert.equal(isNodefleetFileBackend(fileBackendUrl(dir)), true);
+        assert.equal(isNodefleetFileBackend(`file://${dir}`), false, "an operator's own file backend is left as it is");
+        assert.equal(isNodefleetFileBackend("s3://bucket?metadata=skip"), false);
       } finally {
         rmSync(dir, { recursive: true, force: true });
       }

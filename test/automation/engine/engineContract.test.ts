@@ -109,6 +109,18 @@ for (const engineCase of ENGINES) {
       assert.deepEqual(second.outputs, first.outputs);
     });
 
+    it("keeps a bounded update history on its own file backend, without checkpoint backups", async function () {
+      if (engineCase.name !== "automation") this.skip(); // the simulated engine keeps no Pulumi history
+      engine = new AutomationEngine({ dataDir: dataDir(), env: { ...process.env, PULUMI_CONFIG_PASSPHRASE: "contract-tests" }, logger: silent, historyToKeep: 2 });
+      for (const count of [1, 2, 1]) assert.equal((await engine.up(stack(members(count)))).succeeded, true);
+      const history = join(dataDir(), "state", ".pulumi", "history", "nodefleet", "contract");
+      const updates = new Set(readdirSync(history).map((name) => /-(\d+)\./.exec(name)?.[1]));
+      assert.equal(updates.size, 2, readdirSync(history).join(", "));
+      assert.ok(readdirSync(history).some((name) => name.endsWith(".checkpoint.json")), "each kept update has its state copy");
+      const backups = join(dataDir(), "state", ".pulumi", "backups", "nodefleet", "contract");
+      assert.deepEqual(existsSync(backups) ? readdirSync(backups) : [], [], "no checkpoint backups are written");
+    });
+
     it("scales up by one member and back down by one, touching only that member", async function () {
       await engine.up(stack(members(2)));
       const up = await engine.up(stack(members(3)));

@@ -186,6 +186,7 @@ async function compose(options: BuildServerOptions, tokens: readonly TokenEntry[
     if (closing) return { status: "stopping", details: { reason: "the service is shutting down" } };
     if (engineState === "starting") return { status: "starting", details: { engine: "applying the git stack before the first run" } };
     if (engineState === "failed") return { status: "degraded", details: { engine: engineError } };
+    if (!catalog.settled) return { status: "starting", details: { catalog: "reading Hetzner's server types and their availability" } };
     const degradation = reconciler.degraded;
     if (degradation) return { status: "degraded", details: { [clusterId]: degradation } };
     return { status: "ready", details: { engine: options.engine.kind, busy: reconciler.busy } };

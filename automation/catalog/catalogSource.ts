@@ -13,6 +13,7 @@ import { shippedCatalog, type ServerTypeCatalog } from "./serverTypes";
 export class CatalogSource {
   private catalog: ServerTypeCatalog = shippedCatalog();
   private timer: NodeJS.Timeout | undefined;
+  private firstRead = false;
 
   constructor(
     private readonly options: {
@@ -31,6 +32,15 @@ export class CatalogSource {
     return this.options.client !== undefined;
   }
 
+  /**
+   * Whether offerings can be answered: the shipped catalog at once, a live one after its first read
+   * has finished (failed or not). Before that, availability (sold-out types) is not known, and a
+   * create the catalog would refuse is accepted only to fail later.
+   */
+  get settled(): boolean {
+    return !this.live || this.firstRead;
+  }
+
   async refresh(): Promise<void> {
     const client = this.options.client;
     if (!client) return;
@@ -41,6 +51,8 @@ export class CatalogSource {
     } catch (error) {
       // Keep the last known catalog: stale prices beat refusing every create.
       this.options.logger?.warn({ err: error instanceof Error ? error.message : String(error) }, "refreshing the Hetzner catalog failed");
+    } finally {
+      this.firstRead = true;
     }
   }
 

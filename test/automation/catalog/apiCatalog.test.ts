@@ -11,7 +11,7 @@ import { shippedCatalog } from "../../../automation/catalog/serverTypes";
 import { configValues, projectRoot, readStackConfigFile } from "../../../automation/stackConfigFile";
 import { parseFleetSpec } from "../../../components/fleet/fleetSpec";
 import { NodefleetApiError } from "../../../automation/client/nodefleetClient";
-import { startTestApi } from "../../support/apiHarness";
+import { eventually, startTestApi } from "../../support/apiHarness";
 
 describe("server-type catalog", () => {
   it("ships every type the example stack uses and the common cx/cpx/cax/ccx types, priced per location", () => {
@@ -91,6 +91,44 @@ describe("server-type catalog", () => {
     } finally {
       await api.close();
     }
+  });
+
+  it("reports starting until the live catalog's first read has finished, so no offering is answered before availability is known", async () => {
+    let release: () => void = () => {};
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const fetchStub = (async (url: string) => {
+      await held;
+      const body = url.includes("/server_types")
+        ? { server_types: [{ id: 1, name: "cpx21", cores: 3, memory: 4, disk: 80, cpu_type: "shared", architecture: "x86", deprecated: false, prices: [{ location: "hel1", price_hourly: { net: "0.0100" } }] }] }
+        : { datacenters: [{ location: { name: "hel1" }, server_types: { supported: [1], available: [] } }] };
+      return new Response(JSON.stringify({ ...body, meta: { pagination: { next_page: null } } }), { status: 200 });
+    }) as unknown as typeof fetch;
+    const availability = new OfferingAvailability();
+    const source = new CatalogSource({ client: new HcloudClient({ token: "t", fetch: fetchStub }), availability });
+    assert.equal(source.settled, false);
+    const api = await startTestApi({ catalog: source, availability });
+    try {
+      const before = await api.client.readiness();
+      assert.equal(before.body.status, "starting");
+      assert.match(JSON.stringify(before.body.details), /server types/);
+      release();
+      const after = await eventually(async () => {
+        const r = await api.client.readiness();
+        return r.body.status === "ready" ? r : undefined;
+      });
+      assert.equal(after.status, 200);
+      assert.equal(availability.isAvailable("cpx21", "hel1"), false, "the first read's availability is known once ready");
+    } finally {
+      release();
+      await api.close();
+    }
+  });
+
+  it("is settled at once without a live client (the shipped catalog), and after a failed first read", async () => {
+    assert.equal(new CatalogSource().settled, true);
+    const failing = new CatalogSource({ client: new HcloudClient({ token: "t", fetch: (async () => new Response("{}", { status: 503 })) as unknown as typeof fetch }) });
+    await failing.refresh();
+    assert.equal(failing.settled, true, "a failed read keeps the shipped catalog and does not hold readiness");
   });
 
   it("expires a learned sold-out mark after the configured time", () => {

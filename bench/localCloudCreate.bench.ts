@@ -73,6 +73,9 @@ async function measure(
   return timings;
 }
 
+/** As a client that respects readiness: the service has settled its catalog (and engine) before the first create. */
+const ready = (serve: ServeProcess) => until("the service ready", async () => ((await serve.client.readiness()).body.status === "ready" ? true : undefined), 180_000, () => serve.stderr().slice(-2000), 100);
+
 const totalRequests = (cloud: LocalCloud) => [...cloud.hcloud.requestCounts.values()].reduce((a, b) => a + b, 0);
 
 async function main(): Promise<void> {
@@ -89,6 +92,7 @@ async function main(): Promise<void> {
 
     const real = await startServe(join(dir, "real"), { ...cloud.env, ...BATCH, NODEFLEET_API_TOKENS: `local:${TOKEN}` }, { stack: "local", engine: "automation", cwd: project, clusterId: "local", startTimeoutMs: 180_000 });
     servers.push(real);
+    await ready(real);
     // Read in-process, not over HTTP: the fake's request counters are what the bench reports.
     const fakeServer = (nodeId: string) => cloud.hcloud.state.servers.some((s) => s.labels["nodefleet.io/node"] === nodeId);
     const nodeReady = async () => new Set((await poolNodes(cloud, POOL)).filter(isReady).map((n) => n.spec.providerID ?? ""));
@@ -104,6 +108,7 @@ async function main(): Promise<void> {
     const simulatedDir = join(dir, "simulated");
     const simulated = await startServe(simulatedDir, { ...cloud.env, ...BATCH, NODEFLEET_SIM_BOOT_DELAY_MS: "0", NODEFLEET_API_TOKENS: `local:${TOKEN}` }, { stack: "local", engine: "simulated", cwd: project, clusterId: "local" });
     servers.push(simulated);
+    await ready(simulated);
     const simulatedServer = (nodeId: string) => new SimulatedCloud(simulatedDir).listServers({ "nodefleet.io/node": nodeId }).length > 0;
     for (const count of [1, 40]) {
       const t = await measure(simulated, count, `simulated-${count}`, simulatedServer);

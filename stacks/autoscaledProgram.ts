@@ -87,10 +87,11 @@ export async function runProgram(args: AutoscaledProgramArgs): Promise<Record<st
   const outputs: Record<string, pulumi.Output<unknown>> = {};
   if (groups.length > 0) {
     // Look-ups, not resources: git's stack owns the network and firewall. By name (the provider
-    // ignores with_selector when a name is given), then the ownership label is checked here.
-    const network = await hcloud.getNetwork({ name: clusterNetworkName(cluster, spec.network) });
+    // ignores with_selector when a name is given; the service's batch look-up when it made one),
+    // then the ownership label is checked here.
+    const network = args.shared?.network ?? (await hcloud.getNetwork({ name: clusterNetworkName(cluster, spec.network) }));
     assertClusterOwned("network", network.name, network.labels, cluster.id);
-    const firewall = await hcloud.getFirewall({ name: clusterFirewallName(cluster) });
+    const firewall = args.shared?.firewall ?? (await hcloud.getFirewall({ name: clusterFirewallName(cluster) }));
     assertClusterOwned("firewall", firewall.name, firewall.labels, cluster.id);
     const kubernetes = new k8s.Provider(`${cluster.id}-api-kubernetes`, { kubeconfig: kubeconfig === undefined ? "" : pulumi.secret(kubeconfig) });
     for (const group of groups) {

@@ -15,7 +15,7 @@ import type { FleetSpec } from "../../components/fleet/fleetSpec";
 import { CatalogSource } from "../catalog/catalogSource";
 import { OfferingAvailability } from "../catalog/offeringAvailability";
 import type { StackConfigValue, StackEngine } from "../engine/stackEngine";
-import { apiStackDefinition, apiStackName } from "../reconciler/apiStack";
+import { apiStackDefinition, apiStackName, type SharedResources } from "../reconciler/apiStack";
 import type { BatchWindowConfig, RetryConfig } from "../reconciler/batchWindow";
 import { ClusterReconciler } from "../reconciler/clusterReconciler";
 import { ClaimStore } from "../store/claimStore";
@@ -53,6 +53,8 @@ export interface BuildServerOptions {
   readonly batch?: BatchWindowConfig;
   readonly retry?: RetryConfig;
   readonly previewGuard?: boolean;
+  /** Looks up the shared network and firewall once per batch (the automation engine with a Hetzner client); else the program does. */
+  readonly sharedResources?: () => Promise<SharedResources | undefined>;
   /** Resolves once the engine can run (the simulated engine first applies the git stack); readyz is 503 until then. */
   readonly engineReady?: Promise<unknown>;
   readonly catalog?: CatalogSource;
@@ -136,14 +138,17 @@ async function compose(options: BuildServerOptions, tokens: readonly TokenEntry[
     store,
     operations,
     engine: options.engine,
-    stackFor: (members) =>
-      apiStackDefinition({
+    stackFor: async (members) => {
+      const shared = members.length > 0 ? await options.sharedResources?.() : undefined;
+      return apiStackDefinition({
         clusterId,
         members,
         config: options.stackConfig(),
         allowMissingKubeconfig: options.engine.kind === "simulated",
         ...(options.programModule ? { programModule: options.programModule } : {}),
-      }),
+        ...(shared ? { shared } : {}),
+      });
+    },
     ...(options.batch ? { batch: options.batch } : {}),
     ...(options.retry ? { retry: options.retry } : {}),
     ...(options.previewGuard !== undefined ? { previewGuard: options.previewGuard } : {}),

@@ -17,6 +17,7 @@ import { ServiceMetrics } from "../api/serviceMetrics";
 import { withDecryptedSecrets } from "../api/decryptedStackConfig";
 import { StackConfigSource } from "../api/stackConfigSource";
 import { CatalogSource } from "../catalog/catalogSource";
+import { lookUpSharedResources } from "../reconciler/sharedResources";
 import { OfferingAvailability } from "../catalog/offeringAvailability";
 import { AutomationEngine } from "../engine/automationEngine";
 import { HcloudClient } from "../engine/hcloudClient";
@@ -184,6 +185,7 @@ export async function serve(options: ServeOptions, env: NodeJS.ProcessEnv = proc
       batch: settings.batch,
       retry: settings.retry,
       ...(engineReady ? { engineReady } : {}),
+      ...(kind !== "simulated" && hcloud ? { sharedResources: () => lookUpSharedResources(hcloud, stack.fleet()) } : {}),
       catalog,
       availability,
       metrics,

@@ -1,6 +1,7 @@
 /**
  * A small typed client for the few Hetzner Cloud API calls the service itself makes (crash recovery
- * look-ups by name and labels, orphan deletes, the scaling API's server-type catalog). Every request
+ * look-ups by name and labels, orphan deletes, the scaling API's server-type catalog, the shared
+ * network and firewall of each batch). Every request
  * is counted: the project's budget of 3600 requests per hour is shared with every `pulumi up`.
  */
 export interface HcloudServer {
@@ -12,6 +13,13 @@ export interface HcloudServer {
   readonly server_type: { readonly name: string };
   readonly public_net: { readonly ipv4: { readonly ip: string } | null; readonly ipv6: { readonly ip: string } | null };
   readonly private_net: ReadonlyArray<{ readonly network: number; readonly ip: string }>;
+}
+
+/** A network or firewall as the service looks it up: by name, with the labels that say whose it is. */
+export interface HcloudLabelledResource {
+  readonly id: number;
+  readonly name: string;
+  readonly labels: Readonly<Record<string, string>>;
 }
 
 export interface HcloudServerType {
@@ -106,6 +114,16 @@ export class HcloudClient {
       ...(filter.name ? { name: filter.name } : {}),
       ...(filter.labelSelector ? { label_selector: filter.labelSelector } : {}),
     });
+  }
+
+  /** The network of this exact name, if there is one (one request). */
+  async findNetwork(name: string): Promise<HcloudLabelledResource | undefined> {
+    return (await this.paged<HcloudLabelledResource>("/networks", "networks", { name }))[0];
+  }
+
+  /** The firewall of this exact name, if there is one (one request). */
+  async findFirewall(name: string): Promise<HcloudLabelledResource | undefined> {
+    return (await this.paged<HcloudLabelledResource>("/firewalls", "firewalls", { name }))[0];
   }
 
   /** Every server type with its prices per location, deprecated ones included. */

@@ -8,9 +8,28 @@ import type { StackConfigValue, StackDefinition } from "../engine/stackEngine";
 import type { Claim } from "../store/claimStore";
 import type { MemberSnapshot } from "./memberSnapshot";
 
+/** A shared resource git's stack owns, as looked up by name. */
+export interface SharedResource {
+  readonly id: number;
+  readonly name: string;
+  readonly labels: Readonly<Record<string, string>>;
+}
+
+/** The network and firewall every autoscaled member attaches to. */
+export interface SharedResources {
+  readonly network: SharedResource;
+  readonly firewall: SharedResource;
+}
+
 /** The arguments `stacks/autoscaledProgram.ts` receives. */
 export interface AutoscaledProgramArgs {
   readonly clusterId: string;
+  /**
+   * The shared network and firewall, looked up once for the batch by the service: the guard's
+   * preview and the up then see the same ones (and spend one look-up each, not two). Without it
+   * the program looks them up itself.
+   */
+  readonly shared?: SharedResources;
   /** Render without a kubeconfig (simulation); otherwise a missing kubeconfig fails the run. */
   readonly allowMissingKubeconfig?: boolean;
   readonly members: ReadonlyArray<{ readonly nodeId: string; readonly pool: string; readonly snapshot: MemberSnapshot }>;
@@ -30,9 +49,11 @@ export function apiStackDefinition(input: {
   programModule?: string;
   stackName?: string;
   allowMissingKubeconfig?: boolean;
+  shared?: SharedResources;
 }): StackDefinition {
   const args: AutoscaledProgramArgs = {
     clusterId: input.clusterId,
+    ...(input.shared ? { shared: input.shared } : {}),
     allowMissingKubeconfig: input.allowMissingKubeconfig ?? false,
     members: [...input.members]
       .sort((a, b) => (a.nodeId < b.nodeId ? -1 : 1))

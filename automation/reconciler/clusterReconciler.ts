@@ -31,8 +31,8 @@ export interface ClusterReconcilerOptions {
   readonly store: ClaimStore;
   readonly operations: OperationLog;
   readonly engine: StackEngine;
-  /** The API stack for these members; called once per run, so templates and config are re-read each time. */
-  readonly stackFor: (members: readonly Claim[]) => StackDefinition;
+  /** The API stack for these members; called once per run (its preview and up), so templates, config and shared look-ups are fresh each time. */
+  readonly stackFor: (members: readonly Claim[]) => StackDefinition | Promise<StackDefinition>;
   readonly batch?: BatchWindowConfig;
   readonly retry?: RetryConfig;
   /** Preview before every up and refuse to replace or delete members that should stay (default true). */
@@ -214,7 +214,7 @@ export class ClusterReconciler extends EventEmitter {
     log?.info({ members: members.length, creating: pending.length, terminating: terminating.length }, "engine run starting");
     let result: RunResult;
     try {
-      const stack = this.options.stackFor(members);
+      const stack = await this.options.stackFor(members);
       if (guarded) {
         const previewStarted = Date.now();
         const preview = await this.options.engine.preview(stack, { signal: this.abort.signal });

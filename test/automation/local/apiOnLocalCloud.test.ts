@@ -146,6 +146,16 @@ describe("the scaling API on the automation engine against the local cloud, kill
     await waitFor("no Node of the pool", async () => ((await poolNodes(cloud, POOL)).length === 0 ? true : undefined));
   });
 
+  it("looked the shared network and firewall up once per batch, not once per engine run", async function () {
+    const runs = (await serve!.client.operations()).filter((o) => o.nodes.length > 0);
+    const lookups = (route: string) => exchanges.filter((e) => e.method === "GET" && e.route === route).length;
+    // Each batch is a preview and an up; a kill can cut one short after its look-up.
+    for (const route of ["/networks", "/firewalls"]) {
+      assert.ok(lookups(route) >= 1, `${route} was looked up`);
+      assert.ok(lookups(route) <= Math.ceil(runs.length / 2) + 2, `${lookups(route)} look-ups of ${route} for ${runs.length} engine runs`);
+    }
+  });
+
   it("spoke Hetzner's published API in every exchange", function () {
     assert.ok(exchanges.length > 100, `${exchanges.length} exchanges`);
     assert.deepEqual(exchanges.flatMap(hcloudOpenApiViolations), []);

@@ -1,0 +1,42 @@
+/**
+ * The batch's shared network and firewall: looked up by the names git's stack gives them, one
+ * request each, and nothing when either is missing (the program's own look-up then reports it).
+ */
+import { strict as assert } from "node:assert";
+import { HcloudClient } from "../../../automation/engine/hcloudClient";
+import { lookUpSharedResources } from "../../../automation/reconciler/sharedResources";
+
+function client(found: { networks?: object[]; firewalls?: object[] }, requests: string[]): HcloudClient {
+  const fetchStub = (async (url: string) => {
+    const { pathname, searchParams } = new URL(url);
+    requests.push(`${pathname}?name=${searchParams.get("name")}`);
+    const key = pathname.slice(1) as "networks" | "firewalls";
+    return new Response(JSON.stringify({ [key]: found[key] ?? [], meta: { pagination: { next_page: null } } }), { status: 200 });
+  }) as unknown as typeof fetch;
+  return new HcloudClient({ token: "t", fetch: fetchStub });
+}
+
+describe("shared resources of a batch", () => {
+  const fleet = { cluster: { id: "c1" }, network: {} } as Parameters<typeof lookUpSharedResources>[1];
+
+  it("finds the cluster's network and firewall by name in one request each", async () => {
+    const requests: string[] = [];
+    const shared = await lookUpSharedResources(
+      client({ networks: [{ id: 7, name: "c1-network", labels: { "nodefleet.io/cluster": "c1" } }], firewalls: [{ id: 9, name: "c1-nodes", labels: {} }] }, requests),
+      fleet,
+    );
+    assert.deepEqual(requests.sort(), ["/firewalls?name=c1-nodes", "/networks?name=c1-network"]);
+    assert.deepEqual(shared, { network: { id: 7, name: "c1-network", labels: { "nodefleet.io/cluster": "c1" } }, firewall: { id: 9, name: "c1-nodes", labels: {} } });
+  });
+
+  it("uses the network name the stack config gives", async () => {
+    const requests: string[] = [];
+    await lookUpSharedResources(client({}, requests), { ...fleet, network: { name: "shared-net" } } as typeof fleet);
+    assert.ok(requests.includes("/networks?name=shared-net"), requests.join(", "));
+  });
+
+  it("gives nothing when either is missing", async () => {
+    assert.equal(await lookUpSharedResources(client({ networks: [{ id: 7, name: "c1-network", labels: {} }] }, []), fleet), undefined);
+    assert.equal(await lookUpSharedResources(client({ firewalls: [{ id: 9, name: "c1-nodes", labels: {} }] }, []), fleet), undefined);
+  });
+});

@@ -9,8 +9,8 @@ import { lookUpSharedResources } from "../../../automation/reconciler/sharedReso
 function client(found: { networks?: object[]; firewalls?: object[] }, requests: string[]): HcloudClient {
   const fetchStub = (async (url: string) => {
     const { pathname, searchParams } = new URL(url);
-    requests.push(`${pathname}?name=${searchParams.get("name")}`);
-    const key = pathname.slice(1) as "networks" | "firewalls";
+    const key = pathname.split("/").pop() as "networks" | "firewalls";
+    requests.push(`${key}?name=${searchParams.get("name")}`);
     return new Response(JSON.stringify({ [key]: found[key] ?? [], meta: { pagination: { next_page: null } } }), { status: 200 });
   }) as unknown as typeof fetch;
   return new HcloudClient({ token: "t", fetch: fetchStub });
@@ -25,14 +25,14 @@ describe("shared resources of a batch", () => {
       client({ networks: [{ id: 7, name: "c1-network", labels: { "nodefleet.io/cluster": "c1" } }], firewalls: [{ id: 9, name: "c1-nodes", labels: {} }] }, requests),
       fleet,
     );
-    assert.deepEqual(requests.sort(), ["/firewalls?name=c1-nodes", "/networks?name=c1-network"]);
+    assert.deepEqual(requests.sort(), ["firewalls?name=c1-nodes", "networks?name=c1-network"]);
     assert.deepEqual(shared, { network: { id: 7, name: "c1-network", labels: { "nodefleet.io/cluster": "c1" } }, firewall: { id: 9, name: "c1-nodes", labels: {} } });
   });
 
   it("uses the network name the stack config gives", async () => {
     const requests: string[] = [];
     await lookUpSharedResources(client({}, requests), { ...fleet, network: { name: "shared-net" } } as typeof fleet);
-    assert.ok(requests.includes("/networks?name=shared-net"), requests.join(", "));
+    assert.ok(requests.includes("networks?name=shared-net"), requests.join(", "));
   });
 
   it("gives nothing when either is missing", async () => {

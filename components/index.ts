@@ -19,6 +19,7 @@ import type { CurrentInPlaceMember } from "./fleet/inPlaceMembers";
 import type { CurrentElasticMetalMember } from "./scaleway/elasticMetalPlan";
 import type { InPlaceRolloutSummary } from "./fleet/rolloutPlan";
 import { staticHcloudMembers } from "./hcloud/hcloudServerPlan";
+import { serversOutsidePool } from "./fleet/networkOccupancy";
 
 export interface FleetArgs {
   /** The parsed stack config (`parseFleetSpec`); `cluster.kubeconfig` is ignored, pass it as `kubeconfig`. */
@@ -90,8 +91,7 @@ export class Fleet extends pulumi.ComponentResource {
               rollout: pool.rollout,
               drainTimeoutSeconds: pool.rollout.drainTimeoutSeconds,
               ...(args.currentHcloudServers?.[pool.name] ? { current: args.currentHcloudServers[pool.name] } : {}),
-              // The network holds every static hcloud pool's servers (autoscaled ones are the API's to count).
-              serversOutsidePool: Object.entries(args.currentHcloudServers ?? {}).filter(([other]) => other !== pool.name).reduce((n, [, servers]) => n + servers.length, 0),
+              serversOutsidePool: serversOutsidePool(args.spec.pools, args.currentHcloudServers ?? {}, pool.name),
               ...credentials,
             },
             poolOptions,

@@ -16,7 +16,9 @@ import { type LocalCloud, startLocalCloud } from "../automation/local/localCloud
 import { SimulatedCloud } from "../automation/simulated/simulatedCloud";
 import { TOKEN } from "../test/support/apiHarness";
 import { UP, editLocalPool, editLocalPools, isReady, poolNodes } from "../test/support/localFleet";
-import { localStackProject, runPulumi, until } from "../test/support/localStackProject";
+import { runPulumi } from "../automation/local/localStack";
+import { localStackProject } from "../test/support/localStackProject";
+import { until } from "../test/support/until";
 import { type ServeProcess, startServe } from "../test/support/serveProcess";
 import { percentile } from "./benchSetup";
 

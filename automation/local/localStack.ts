@@ -56,15 +56,20 @@ export function localFleetConfig(plane: Pick<ControlPlane, "server"> & { readonl
   };
 }
 
-function runPulumi(args: string[], cwd: string, env: Record<string, string>, stdin?: string): Promise<void> {
+/**
+ * Runs the toolchain's pulumi CLI in `cwd` (`stdin` for secrets, never argv); resolves with its
+ * output, rejects naming the command, its exit code and the output's tail.
+ */
+export function runPulumi(args: string[], cwd: string, env: Record<string, string>, stdin?: string): Promise<string> {
   return new Promise((resolvePromise, reject) => {
     const pulumi = findTool("pulumi", { ...process.env, ...env });
     if (!pulumi) return reject(new Error("the pulumi CLI is not on PATH or in the toolchain cache: run `npm run toolchain`"));
-    const child = spawn(pulumi, args, { cwd, env: { ...process.env, ...env }, stdio: ["pipe", "ignore", "pipe"] });
-    let stderr = "";
-    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+    const child = spawn(pulumi, args, { cwd, env: { ...process.env, ...env }, stdio: ["pipe", "pipe", "pipe"] });
+    let output = "";
+    child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
     child.on("error", reject);
-    child.on("exit", (code) => (code === 0 ? resolvePromise() : reject(new Error(`pulumi ${args.slice(0, 2).join(" ")} failed: ${stderr.trim()}`))));
+    child.on("exit", (code) => (code === 0 ? resolvePromise(output) : reject(new Error(`pulumi ${args.join(" ")} exited ${code}:\n${output.trim().slice(-4000)}`))));
     child.stdin.end(stdin ?? "");
   });
 }

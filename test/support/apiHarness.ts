@@ -13,6 +13,7 @@ import { NodefleetApiError, NodefleetClient } from "../../automation/client/node
 import type { StackConfigValue, StackEngine } from "../../automation/engine/stackEngine";
 import { configValues, projectRoot, readStackConfigFile } from "../../automation/stackConfigFile";
 import { FakeStackEngine } from "./fakeStackEngine";
+import { until } from "./until";
 
 export const TOKEN = "example-token-0123456789abcdef";
 export const ROTATED_TOKEN = "example-token-rotated-0123456789";
@@ -86,19 +87,9 @@ export async function startTestApi(
   };
 }
 
-/** Polls until `check` returns a value (not undefined) or the attempts run out. */
-export async function eventually<T>(check: () => Promise<T | undefined> | T | undefined, attempts = 200, intervalMs = 50): Promise<T> {
-  let last: unknown;
-  for (let i = 0; i < attempts; i++) {
-    try {
-      const value = await check();
-      if (value !== undefined) return value;
-    } catch (error) {
-      last = error;
-    }
-    await new Promise((resolve) => setTimeout(resolve, intervalMs));
-  }
-  throw new Error(`condition not met after ${attempts} attempts${last ? `: ${String(last)}` : ""}`);
+/** Polls until `check` returns a value (not undefined), about `attempts` times `intervalMs` at most. */
+export function eventually<T>(check: () => Promise<T | undefined> | T | undefined, attempts = 200, intervalMs = 50): Promise<T> {
+  return until("the condition", check, attempts * intervalMs, () => "", intervalMs);
 }
 
 /** The API error a client call fails with (fails the test when the call succeeds or fails otherwise). */

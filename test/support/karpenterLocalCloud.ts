@@ -15,7 +15,9 @@ import { kube } from "../../automation/local/kubeClient";
 import { type LocalCloud, startLocalCloud } from "../../automation/local/localCloud";
 import { TOKEN } from "./apiHarness";
 import { type PoolServer, editLocalPool, poolServers } from "./localFleet";
-import { localStackProject, runPulumi, until } from "./localStackProject";
+import { runPulumi } from "../../automation/local/localStack";
+import { localStackProject } from "./localStackProject";
+import { until } from "./until";
 import { REPOSITORY_ROOT, type ServeProcess, startServe } from "./serveProcess";
 
 const CRDS = join(REPOSITORY_ROOT, "driver", "charts", "nodefleet-karpenter", "crds");

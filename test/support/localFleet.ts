@@ -10,7 +10,8 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { parseDocument } from "yaml";
 import { kube } from "../../automation/local/kubeClient";
 import type { LocalCloud } from "../../automation/local/localCloud";
-import { runPulumi, until } from "./localStackProject";
+import { runPulumi } from "../../automation/local/localStack";
+import { until } from "./until";
 
 export interface PoolServer {
   readonly id: number;

@@ -18,7 +18,9 @@ import { type LocalCloud, startLocalCloud } from "../../../automation/local/loca
 import { TOKEN } from "../../support/apiHarness";
 import { type HcloudExchange, hcloudOpenApiViolations, recordHcloudExchanges } from "../../support/hcloudOpenApi";
 import { type PoolNode, UP, allPoolServersReady, driveRollout, editLocalPool, editLocalPools, hcloudGet, isReady, poolNodes, poolServers, setLocalK0sVersion } from "../../support/localFleet";
-import { localStackProject, runPulumi, until } from "../../support/localStackProject";
+import { runPulumi } from "../../../automation/local/localStack";
+import { localStackProject } from "../../support/localStackProject";
+import { until } from "../../support/until";
 import { type ServeProcess, startServe } from "../../support/serveProcess";
 import { missingTools, skipUnlessAvailable } from "../../support/toolchainRequirement";
 

@@ -13,7 +13,9 @@ import { join } from "node:path";
 import { kube } from "../../../automation/local/kubeClient";
 import { type LocalCloud, startLocalCloud } from "../../../automation/local/localCloud";
 import { UP, allPoolServersReady, driveRollout, editLocalPool, editLocalPools, hcloudGet, poolNodes, poolServers } from "../../support/localFleet";
-import { localStackProject, runPulumi, until } from "../../support/localStackProject";
+import { runPulumi } from "../../../automation/local/localStack";
+import { localStackProject } from "../../support/localStackProject";
+import { until } from "../../support/until";
 import { missingTools, skipUnlessAvailable } from "../../support/toolchainRequirement";
 
 const POOL = "local-general";

@@ -53,7 +53,7 @@ import {
   privateAddressCidr,
   scalewayRegion,
 } from "./elasticMetalPlan";
-import { inPlaceRolloutGeneration } from "../fleet/inPlaceMembers";
+import { type CurrentInPlaceMember, inPlaceRolloutGeneration, scriptIgnoredUnlessRunning } from "../fleet/inPlaceMembers";
 import { type ClusterSpec, type FirewallSpec, type ScalewayElasticMetalPool, firewallSchema } from "../fleet/fleetSpec";
 import { clusterFirewallRules } from "../fleet/firewallRules";
 import { assertElasticMetalCloudInitSize, renderSelfJoinCloudConfig } from "../bootstrap/kubeadmWorkerCloudConfig";
@@ -73,7 +73,8 @@ import { NodeLocalPvcRemoval } from "../kubernetes/nodeLocalPvcRemoval";
 import { KubernetesNodeMetadata } from "../kubernetes/kubernetesNodeMetadata";
 import { type PrivateNetworkJoin, renderVlanIdDelivery, renderWorkerSelfJoinScript } from "../bootstrap/selfJoinScript";
 import { workerUserDataInputs } from "../bootstrap/workerUserDataInputs";
-import { READ_HOST_KEY_COMMAND, UNREAD_HOST_KEY, parseHostKeyLine, sshAuth } from "../bootstrap/sshConnection";
+import { READ_HOST_KEY_COMMAND, RECORD_ONLY_UPDATE, UNREAD_HOST_KEY, parseHostKeyLine, sshAuth } from "../bootstrap/sshConnection";
+import { hostFirewallCommand } from "../bootstrap/hostFirewallCommand";
 
 export interface ElasticMetalNodePoolArgs {
   /** The cluster the nodes join: id, kind, apiServer, CA, versions, kubelet settings, token TTL. */
@@ -123,7 +124,7 @@ export interface ElasticMetalNodeOutput extends NodeOutput {
   readonly vlan: pulumi.Output<number | undefined>;
   /** The pinned SSH host key (authorized_keys format). */
   readonly hostKey: pulumi.Output<string>;
-  /** sha256 of the rendered kubelet config (kubeadm clusters). */
+  /** sha256 of the kubelet config last re-pushed (kubeadm clusters): its previous one while the rollout has not reached it. */
   readonly kubeletConfigHash?: string;
 }
 
@@ -203,14 +204,28 @@ export class ElasticMetalNodePool extends pulumi.ComponentResource {
     if (cluster.kind === "k0s" && !cluster.k0sVersion) throw new Error(`pool ${pool.name}: k0sVersion is required for k0s clusters`);
     if (cluster.kind === "kubeadm" && !cluster.kubernetesVersion) throw new Error(`pool ${pool.name}: kubernetesVersion is required for kubeadm clusters`);
     const poolTags = [`${OWNERSHIP_LABELS.cluster}=${cluster.id}`, `${OWNERSHIP_LABELS.pool}=${pool.name}`];
-    const joinInputsOf = new Map(members.map((m) => [m.nodeId, elasticMetalJoinInputs(cluster, m)]));
+    // What each member should run: its server, its join and (kubeadm) its re-pushed kubelet config.
+    const wantedOf = new Map<string, Omit<CurrentInPlaceMember, "nodeId" | "ready">>(
+      members.map((m) => [
+        m.nodeId,
+        {
+          generation,
+          joinInputs: elasticMetalJoinInputs(cluster, m),
+          ...(cluster.kind === "kubeadm" ? { kubeletConfigHash: kubeletConfigHash(renderKubeletConfig({ kubelet: cluster.kubelet, providerID: m.providerID })) } : {}),
+        },
+      ]),
+    );
     this.rollout = planInPlaceRollout(
-      members.map((m, slot) => ({ nodeId: m.nodeId, generation: inPlaceRolloutGeneration({ generation, joinInputs: joinInputsOf.get(m.nodeId) as string }), placementSlot: slot })),
+      members.map((m, slot) => ({ nodeId: m.nodeId, generation: inPlaceRolloutGeneration(wantedOf.get(m.nodeId)!), placementSlot: slot })),
       (args.current ?? []).map((c) => ({ nodeId: c.nodeId, generation: inPlaceRolloutGeneration(c), ready: c.ready })),
       pool.rollout.maxUnavailable,
     );
     const current = new Map((args.current ?? []).map((c) => [c.nodeId, c]));
-    this.rolloutSummary = inPlaceRolloutSummary(pool.name, this.rollout, (nodeId) => (current.get(nodeId)?.generation === generation ? "re-join" : "replace"));
+    this.rolloutSummary = inPlaceRolloutSummary(pool.name, this.rollout, (nodeId) => {
+      const previous = current.get(nodeId);
+      if (previous?.generation !== generation) return "replace";
+      return previous.joinInputs !== wantedOf.get(nodeId)?.joinInputs ? "re-join" : "kubelet-config";
+    });
 
     const offer = scaleway.elasticmetal.getOfferOutput({ zone: pool.zone, name: pool.offer }, { parent: this });
     const osImage = scaleway.elasticmetal.getOsOutput({ zone: pool.zone, name: os.name, version: os.version }, { parent: this });
@@ -230,11 +245,14 @@ export class ElasticMetalNodePool extends pulumi.ComponentResource {
       const member = kept
         ? nodeMember(cluster, { pool: pool.name, serverType: kept.offer, location: kept.zone, labels: pool.labels, taints: pool.taints }, step.nodeId)
         : (byNodeId.get(step.nodeId) as NodeMember);
+      const wanted = wantedOf.get(step.nodeId)!;
       this.nodes.push(this.declareMember(name, args, member, {
         method,
         region,
-        generation: kept?.generation ?? generation,
-        joinInputs: kept?.joinInputs ?? (joinInputsOf.get(step.nodeId) as string),
+        generation: kept?.generation ?? wanted.generation,
+        joinInputs: kept?.joinInputs ?? wanted.joinInputs,
+        // A member recorded before its config was: the wanted one (as it was re-pushed unpaced then).
+        ...(wanted.kubeletConfigHash !== undefined ? { kubeletConfigHash: kept?.kubeletConfigHash ?? wanted.kubeletConfigHash } : {}),
         action: step.action,
         poolTags,
         offerId: offer.apply((o) => o.offerId ?? uuidOf(o.id)),
@@ -275,6 +293,8 @@ export class ElasticMetalNodePool extends pulumi.ComponentResource {
       region: string;
       generation: string;
       joinInputs: string;
+      /** The kubelet config hash to declare the re-push with (kubeadm): a retained member's previous one. */
+      kubeletConfigHash?: string;
       action: InPlaceRolloutStep["action"];
       poolTags: string[];
       offerId: pulumi.Output<string>;
@@ -320,6 +340,7 @@ export class ElasticMetalNodePool extends pulumi.ComponentResource {
 
     const kubeletConfig =
       cluster.kind === "kubeadm" ? renderKubeletConfig({ kubelet: cluster.kubelet, providerID: member.providerID }) : undefined;
+    const hostFirewall = { rules: clusterFirewallRules(cluster, args.firewall ?? firewallSchema.parse({})), sshPort: pool.ssh.port };
     // The node registers with its private IPv4 as a label, next to the member's own labels.
     const renderJoin = (secret: string, address: { ipv4: string; cidr: string }, vlanId: PrivateNetworkJoin["vlanId"]): string =>
       renderWorkerSelfJoinScript(
@@ -333,7 +354,7 @@ export class ElasticMetalNodePool extends pulumi.ComponentResource {
         }),
         secret,
         { vlanId, addressCidr: address.cidr },
-        { rules: clusterFirewallRules(cluster, args.firewall ?? firewallSchema.parse({})), sshPort: pool.ssh.port },
+        hostFirewall,
       );
 
     const cloudInit =
@@ -419,8 +440,9 @@ export class ElasticMetalNodePool extends pulumi.ComponentResource {
 
     // The self-join over SSH, on both paths; on the cloud-init path it first lets cloud-init finish
     // (whose copy normally joined already), so this run reports success only once the node joined.
-    // Re-run on a new server or a changed version or identity: the idempotent script then upgrades
-    // k0s or the kubelet in place. Labels and taints reach the running Node through the API below.
+    // Re-run only on its triggers, a new server or changed join inputs (version, identity; paced by
+    // the rollout): the idempotent script then upgrades k0s or the kubelet in place. A script changed
+    // by labels, taints or firewall rules alone runs nothing: they reach the machine below.
     const joinInputs = ctx.joinInputs;
     const waitForCloudInit = ctx.method === "cloud-init" ? "cloud-init status --wait >/dev/null 2>&1 || true\n" : "";
     const joined = new command.remote.Command(
@@ -433,15 +455,40 @@ export class ElasticMetalNodePool extends pulumi.ComponentResource {
             .all([token.token, privateAddress, vlan])
             .apply(([secret, address, vlanId]) => waitForCloudInit + renderJoin(secret, address, knownVlan(vlanId))),
         ),
+        update: RECORD_ONLY_UPDATE,
         triggers: [server.id, joinInputs],
         logging: "stderr",
       },
       {
         parent: this,
         dependsOn: [token, readHostKey, ...(vlanDelivery ? [vlanDelivery] : []), ...(drain ? [drain] : [])],
-        ...(retained ? { ignoreChanges: ["stdin"] } : {}),
+        ...scriptIgnoredUnlessRunning(ctx.action),
       },
     );
+    // Firewall rule changes reach every running member at once (hostFirewallCommand.ts says why that is safe).
+    hostFirewallCommand(`${prefix}-host-firewall`, { connection: pinned, runScript: ctx.runScript, hostFirewall, machineId: server.id }, { parent: this, dependsOn: [joined] });
+
+    // kubeadm: the kubelet config and CA re-pushed to the running node, restarting the kubelet when
+    // they changed. Paced like a re-join (its hash is part of the rollout generation): a kubelet
+    // restart re-admits the running pods against the new config, and upstream warns that not every
+    // kubelet setting is safe to change on a live node (kubernetes.io "Reconfigure a Node's Kubelet
+    // in a Live Cluster"), so the member is drained first and uncordoned only after the re-push.
+    // Only its trigger, a new server or config (a retained member keeps its previous one), runs it.
+    const repush =
+      kubeletConfig !== undefined && ctx.kubeletConfigHash !== undefined
+        ? new command.remote.Command(
+            `${prefix}-kubelet-config`,
+            {
+              connection: pinned,
+              create: ctx.runScript,
+              stdin: renderKubeletConfigRepush({ hostname: member.hostname, caCertificate: cluster.caCertificate, kubeletConfig }),
+              update: RECORD_ONLY_UPDATE,
+              triggers: [server.id, ctx.kubeletConfigHash],
+              logging: "stderr",
+            },
+            { parent: this, dependsOn: [joined], ...scriptIgnoredUnlessRunning(ctx.action) },
+          )
+        : undefined;
 
     if (args.kubeconfig !== undefined) {
       new KubernetesNodeMetadata(
@@ -451,27 +498,10 @@ export class ElasticMetalNodePool extends pulumi.ComponentResource {
           labels: { ...member.labels, [PRIVATE_IPV4_LABEL]: privateAddress.apply((a) => a.ipv4) },
           taints: member.taints,
           kubeconfig: args.kubeconfig,
-          // A moved generation also uncordons the drained Node.
+          // A moved generation also uncordons the drained Node, once its join and re-push ran.
           generation: rolloutGeneration,
         },
-        { parent: this, dependsOn: [joined] },
-      );
-    }
-
-    let configHash: string | undefined;
-    if (kubeletConfig !== undefined) {
-      configHash = kubeletConfigHash(kubeletConfig);
-      new command.remote.Command(
-        `${prefix}-kubelet-config`,
-        {
-          connection: pinned,
-          create: ctx.runScript,
-          stdin: renderKubeletConfigRepush({ hostname: member.hostname, caCertificate: cluster.caCertificate, kubeletConfig }),
-          // A changed config replaces this command, which runs the re-push; the server stays.
-          triggers: [server.id, configHash],
-          logging: "stderr",
-        },
-        { parent: this, dependsOn: [joined] },
+        { parent: this, dependsOn: [joined, ...(repush ? [repush] : [])] },
       );
     }
 
@@ -494,7 +524,7 @@ export class ElasticMetalNodePool extends pulumi.ComponentResource {
       privateIpv4: privateAddress.apply((a) => a.ipv4),
       vlan,
       hostKey,
-      ...(configHash !== undefined ? { kubeletConfigHash: configHash } : {}),
+      ...(ctx.kubeletConfigHash !== undefined ? { kubeletConfigHash: ctx.kubeletConfigHash } : {}),
     };
   }
 }

@@ -393,7 +393,9 @@ export class ElasticMetalNodePool extends pulumi.ComponentResource {
         replaceOnChanges: [...ELASTIC_METAL_REPLACE_ON_CHANGES],
         // The IPAM address is held by the old server until it is gone.
         deleteBeforeReplace: true,
-        ...(retained ? { ignoreChanges: [...RETAINED_ELASTIC_METAL_IGNORED_INPUTS] } : {}),
+        // A member at its wanted generation keeps the cloud-init it was installed with: it runs only
+        // at install, and a label, taint or firewall change must not touch the server.
+        ...(retained ? { ignoreChanges: [...RETAINED_ELASTIC_METAL_IGNORED_INPUTS] } : ctx.action === "keep" ? { ignoreChanges: ["cloudInit"] } : {}),
       },
     );
     this.servers.push(server);

@@ -69,18 +69,23 @@ const dependsOnNames = (options: Map<string, pulumi.CustomResourceOptions>, name
 describe("ElasticMetalNodePool changes that reach running members (mock runtime, engine steps between runs)", function () {
   this.timeout(600_000);
 
-  it("a label or taint change patches every Node and runs no join, no server change, no drain", async () => {
-    const first = await up({});
-    const relabelled = await up({ pool: { labels: { "example.com/team": "build" }, taints: [{ key: "example.com/dedicated", value: "ci", effect: "NoSchedule" }] } }, first);
-    const steps = engineSteps(first, relabelled);
-    assert.deepEqual(steps, NODE_IDS.map((id) => `update ${PREFIX}${id}-node-metadata`), `only the Node patches: ${steps.join(", ")}`);
-    assert.deepEqual(relabelled.outputs.rollout, { pool: POOL, inPlace: true, updating: [], remaining: 0 });
-    for (const id of NODE_IDS) {
-      const metadata = inputsOf(relabelled, `${PREFIX}${id}-node-metadata`);
-      assert.equal((metadata.labels as Record<string, string>)["example.com/team"], "build", `${id}: the label reaches its Node`);
-      assert.deepEqual(metadata.taints, [{ key: "example.com/dedicated", value: "ci", effect: "NoSchedule" }]);
-    }
-  });
+  for (const [path, offer] of [["SSH self-join", {}], ["cloud-init", { offer: "EM-A610R-NVME", os: "ubuntu_noble" }]] as const) {
+    it(`a label or taint change patches every Node and runs no join, no server change, no drain (${path})`, async () => {
+      const first = await up({ pool: offer });
+      const relabelled = await up(
+        { pool: { ...offer, labels: { "example.com/team": "build" }, taints: [{ key: "example.com/dedicated", value: "ci", effect: "NoSchedule" }] } },
+        first,
+      );
+      const steps = engineSteps(first, relabelled);
+      assert.deepEqual(steps, NODE_IDS.map((id) => `update ${PREFIX}${id}-node-metadata`), `only the Node patches: ${steps.join(", ")}`);
+      assert.deepEqual(relabelled.outputs.rollout, { pool: POOL, inPlace: true, updating: [], remaining: 0 });
+      for (const id of NODE_IDS) {
+        const metadata = inputsOf(relabelled, `${PREFIX}${id}-node-metadata`);
+        assert.equal((metadata.labels as Record<string, string>)["example.com/team"], "build", `${id}: the label reaches its Node`);
+        assert.deepEqual(metadata.taints, [{ key: "example.com/dedicated", value: "ci", effect: "NoSchedule" }]);
+      }
+    });
+  }
 
   it("a cluster-firewall change reloads only the host firewall, on every member at once, and restarts nothing", async () => {
     const first = await up({});

@@ -1,5 +1,6 @@
 /**
- * The `-host-firewall` command of a bare-metal member (Robot, Elastic Metal): keeps the host
+ * The inputs of the `-host-firewall` command of a bare-metal member (Robot, Elastic Metal; the pools
+ * declare it, this folder declares no resources): it keeps the host
  * firewall of the running machine equal to the cluster firewall's rules. The join loads the same
  * rules before the kubelet first starts; this command carries later rule changes to every member.
  *
@@ -10,7 +11,7 @@
  * a Hetzner Cloud firewall applies a rule change to all its servers at once. Draining would not
  * make a rule that locks out the control plane any safer.
  */
-import * as command from "@pulumi/command";
+import type * as command from "@pulumi/command";
 import type * as pulumi from "@pulumi/pulumi";
 import { renderHostFirewallReload } from "./hostFirewall";
 import type { HostFirewall } from "./selfJoinScript";
@@ -26,11 +27,10 @@ export interface HostFirewallCommandArgs {
   readonly machineId: pulumi.Input<string>;
 }
 
-/** A changed rule set updates it, which re-runs the (idempotent) reload; a new machine replaces it. */
-export function hostFirewallCommand(name: string, args: HostFirewallCommandArgs, opts: pulumi.CustomResourceOptions): command.remote.Command {
-  return new command.remote.Command(
-    name,
-    { connection: args.connection, create: args.runScript, stdin: renderHostFirewallReload(args.hostFirewall), triggers: [args.machineId], logging: "stderr" },
-    opts,
-  );
+/**
+ * A changed rule set updates the command, which runs `create` again: the idempotent reload. A new
+ * machine replaces it. Declare it after the member's join (which loads the same rules first).
+ */
+export function hostFirewallCommandArgs(args: HostFirewallCommandArgs): command.remote.CommandArgs {
+  return { connection: args.connection, create: args.runScript, stdin: renderHostFirewallReload(args.hostFirewall), triggers: [args.machineId], logging: "stderr" };
 }

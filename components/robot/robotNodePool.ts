@@ -16,8 +16,9 @@
  * could substitute it (nodefleet has no trusted source for the rescue's key; the README says so).
  * From the installed system on, every connection is pinned.
  *
- * No command ignores changes to its connection or script: a reinstall (new generation) replaces
- * every command, and they dial the reinstalled system with its new host key. A changed connection
+ * No command ignores changes to its connection, nor to its script when it is replaced: a reinstall
+ * (new generation) replaces every command, and they dial the reinstalled system with its new host
+ * key and the current scripts. A changed connection
  * alone (a rotated SSH key) updates them in place: the rescue-phase commands then run their
  * `update`, which on the installed system only reads (the disk listing, the host key), never
  * reinstalls. The join re-runs only on its triggers, a reinstall or a changed k0s/kubelet version
@@ -49,7 +50,7 @@ import { type ClusterSpec, type FirewallSpec, type HetznerRobotPool, firewallSch
 import { clusterFirewallRules } from "../fleet/firewallRules";
 import { GATHER_HARDWARE_COMMAND, parseRescueHardware, renderAutosetup } from "./installimageAutosetup";
 import { READ_HOST_KEY_COMMAND, RECORD_ONLY_UPDATE, parseHostKeyLine, sshAuth } from "../bootstrap/sshConnection";
-import { hostFirewallCommand } from "../bootstrap/hostFirewallCommand";
+import { hostFirewallCommandArgs } from "../bootstrap/hostFirewallCommand";
 import { type KubernetesNodeRemoval, memberNodeRemoval } from "../kubernetes/kubernetesNodeRemoval";
 import { KubernetesNodeMetadata } from "../kubernetes/kubernetesNodeMetadata";
 import { type KubernetesNodeUpdateDrain, memberUpdateDrain } from "../kubernetes/kubernetesNodeDrain";
@@ -266,10 +267,10 @@ export class RobotNodePool extends pulumi.ComponentResource {
       },
       { parent: this, dependsOn: [token, ready, ...(drain ? [drain] : [])], ...scriptIgnoredUnlessRunning(action) },
     );
-    // Firewall rule changes reach every running member at once (hostFirewallCommand.ts says why that is safe).
-    hostFirewallCommand(
+    // Firewall rule changes reach every running member at once (bootstrap/hostFirewallCommand.ts says why that is safe).
+    new command.remote.Command(
       `${prefix}-host-firewall`,
-      { connection: pinned, runScript: "bash -s", hostFirewall, machineId: install.id },
+      hostFirewallCommandArgs({ connection: pinned, runScript: "bash -s", hostFirewall, machineId: install.id }),
       { parent: this, dependsOn: [joined] },
     );
     if (args.kubeconfig !== undefined) {

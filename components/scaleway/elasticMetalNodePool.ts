@@ -12,28 +12,38 @@
  *
  * On both paths the `-join` command runs the (idempotent) self-join over SSH against the current
  * server: on the cloud-init path it first waits for cloud-init, so a run reports success only once
- * the node has joined, and a later k0s/kubelet version change re-runs it to upgrade in place. Given
- * a kubeconfig, the pool's labels and taints are kept on the running Node through the API
- * (kubernetes/kubernetesNodeMetadata.ts): the kubelet applies them only at registration.
+ * the node has joined, and a later change of its join inputs (elasticMetalPlan.ts
+ * `elasticMetalJoinInputs`: the version, API server, CA...) re-runs it to upgrade in place. It runs
+ * only on those triggers: a script changed by labels, taints or firewall rules alone runs nothing
+ * (bootstrap/sshConnection.ts RECORD_ONLY_UPDATE). Given a kubeconfig, the pool's labels and taints
+ * are kept on the running Node through the API (kubernetes/kubernetesNodeMetadata.ts): the kubelet
+ * applies them only at registration.
  *
  * Elastic Metal has no provider firewall: the join loads the cluster firewall's public rules as an
- * nftables host firewall (bootstrap/hostFirewall.ts) before the kubelet starts.
+ * nftables host firewall (bootstrap/hostFirewall.ts) before the kubelet starts, and the
+ * `-host-firewall` command reloads changed rules on every member at once
+ * (bootstrap/hostFirewallCommand.ts: an atomic table swap, nothing restarted).
  *
  * Every SSH connection but the first pins the host key: a first command per server reads the
  * server's ed25519 host key (trust on first use), its output is kept in state, and every later
  * command passes it as `connection.hostKey`, so the provider verifies it (ssh.FixedHostKey). No
- * command ignores changes to its connection or script: a replaced server is always the one dialled.
- * On kubeadm clusters a re-push command keyed on the kubelet-config hash rewrites the config and CA
- * on existing nodes. Given a kubeconfig, removing a member deletes its Node, and with
- * `localStorageClass` removing or replacing a server deletes the PVCs bound to its local PVs.
+ * command ignores changes to its connection, nor to its script when its server is replaced: a
+ * replaced server is always the one dialled, with the current script. On kubeadm clusters a re-push
+ * command keyed on the kubelet-config hash rewrites the config and CA on existing nodes and restarts
+ * their kubelet, paced by the rollout (below). Given a kubeconfig, removing a member deletes its
+ * Node, and with `localStorageClass` removing or replacing a server deletes the PVCs bound to its
+ * local PVs.
  *
- * Replacements (offer, OS, zone) and version re-joins roll (fleet/rolloutPlan.ts
+ * Replacements (offer, OS, zone), re-joins and kubelet-config re-pushes roll (fleet/rolloutPlan.ts
  * `planInPlaceRollout`): per run at most `rollout.maxUnavailable` members move to their new
  * generation, each drained first (the server and the join depend on a KubernetesNodeUpdateDrain)
- * and uncordoned by the Node metadata update after its join. The others are declared as the
- * previous run left them (`current`): their offer label and token, their old join trigger, and
- * `ignoreChanges` on the server's offer/OS/zone/cloud-init and the join script; no connection is
- * ignored. No surge: the member's IPAM address and Node name are the old server's until it is gone.
+ * and uncordoned by the Node metadata update after its join and re-push. The others are declared as the
+ * previous run left them (`current`): their offer label and token, their old join and re-push
+ * triggers, and `ignoreChanges` on the server's offer/OS/zone/cloud-init and the join and re-push
+ * scripts; no connection is ignored. A member at its wanted generation (`keep`) keeps its
+ * cloud-init and scripts too: it is not replaced this run (fleet/inPlaceMembers.ts
+ * scriptIgnoredUnlessRunning), so a label change touches neither its server nor its commands. No
+ * surge: the member's IPAM address and Node name are the old server's until it is gone.
  */
 import * as command from "@pulumi/command";
 import * as pulumi from "@pulumi/pulumi";
@@ -74,7 +84,7 @@ import { KubernetesNodeMetadata } from "../kubernetes/kubernetesNodeMetadata";
 import { type PrivateNetworkJoin, renderVlanIdDelivery, renderWorkerSelfJoinScript } from "../bootstrap/selfJoinScript";
 import { workerUserDataInputs } from "../bootstrap/workerUserDataInputs";
 import { READ_HOST_KEY_COMMAND, RECORD_ONLY_UPDATE, UNREAD_HOST_KEY, parseHostKeyLine, sshAuth } from "../bootstrap/sshConnection";
-import { hostFirewallCommand } from "../bootstrap/hostFirewallCommand";
+import { hostFirewallCommandArgs } from "../bootstrap/hostFirewallCommand";
 
 export interface ElasticMetalNodePoolArgs {
   /** The cluster the nodes join: id, kind, apiServer, CA, versions, kubelet settings, token TTL. */
@@ -467,8 +477,12 @@ export class ElasticMetalNodePool extends pulumi.ComponentResource {
         ...scriptIgnoredUnlessRunning(ctx.action),
       },
     );
-    // Firewall rule changes reach every running member at once (hostFirewallCommand.ts says why that is safe).
-    hostFirewallCommand(`${prefix}-host-firewall`, { connection: pinned, runScript: ctx.runScript, hostFirewall, machineId: server.id }, { parent: this, dependsOn: [joined] });
+    // Firewall rule changes reach every running member at once (bootstrap/hostFirewallCommand.ts says why that is safe).
+    new command.remote.Command(
+      `${prefix}-host-firewall`,
+      hostFirewallCommandArgs({ connection: pinned, runScript: ctx.runScript, hostFirewall, machineId: server.id }),
+      { parent: this, dependsOn: [joined] },
+    );
 
     // kubeadm: the kubelet config and CA re-pushed to the running node, restarting the kubelet when
     // they changed. Paced like a re-join (its hash is part of the rollout generation): a kubelet

@@ -14,13 +14,23 @@ import { RECORD_ONLY_UPDATE } from "../../components/bootstrap/sshConnection";
 import { ElasticMetalNodePool } from "../../components/scaleway/elasticMetalNodePool";
 import { currentElasticMetalMembers } from "../../components/scaleway/elasticMetalPlan";
 import { clusterConfig, elasticMetalPoolConfig, rawFleetConfig } from "../support/fleetConfigFixture";
-import { type SteppedMockRun, engineSteps, runRecordingIgnoreChanges } from "../support/mockEngineSteps";
+import {
+  ADDED_LABELS,
+  OPENED_NODE_PORTS,
+  type SteppedMockRun,
+  assertOnlyHostFirewallReloads,
+  assertOnlyNodePatches,
+  declaredInputs,
+  engineSteps,
+  reportedNodes,
+  runPoolRecordingIgnoreChanges,
+} from "../support/mockEngineSteps";
 import { tokenKubeconfig } from "../support/tokenKubeconfig";
 
-const SSH_KEY = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAAexample\n-----END OPENSSH PRIVATE KEY-----\n";
 const POOL = "kura-scw-fr-par";
 const NODE_IDS = [0, 1, 2].map((i) => `${POOL}-${i}`);
 const PREFIX = `example-${POOL}-`;
+const MEMBERS = NODE_IDS.map((id) => `${PREFIX}${id}`);
 const KUBEADM = { kind: "kubeadm", kubernetesVersion: "v1.33.4", k0sVersion: undefined };
 
 interface Change {
@@ -35,34 +45,25 @@ type Run = SteppedMockRun<Outputs>;
 async function up(change: Change, previous?: Run, options: Map<string, pulumi.CustomResourceOptions> = new Map()): Promise<Run> {
   const spec = parseFleetSpec(rawFleetConfig({ cluster: clusterConfig(change.cluster), pools: [elasticMetalPoolConfig({ replicas: 3, ...change.pool })] }));
   const { kubeconfig: _k, ...cluster } = spec.cluster;
-  const nodes = previous ? (resolveSecrets(previous.outputs.nodes, true) as Array<Record<string, unknown>>) : undefined;
-  const current = nodes ? currentElasticMetalMembers(nodes, POOL, new Set(nodes.map((n) => String(n.hostname)))) : undefined;
-  return runRecordingIgnoreChanges({
-    stack: "test",
-    config: { "nodefleet:sshPrivateKey": SSH_KEY },
-    secretKeys: ["nodefleet:sshPrivateKey"],
-    program: () => {
-      const pool = new ElasticMetalNodePool(
-        `example-${POOL}`,
-        {
-          cluster,
-          pool: spec.pools[0] as ScalewayElasticMetalPool,
-          kubeconfig: tokenKubeconfig("t0ken"),
-          firewall: firewallSchema.parse(change.firewall ?? {}),
-          ...(current ? { current } : {}),
-        },
-        { transformations: [(a) => { options.set(a.name, a.opts); return undefined; }] },
-      );
-      return { nodes: pool.nodes, rollout: pool.rolloutSummary } as unknown as pulumi.Input<Outputs>;
-    },
+  const reported = previous ? reportedNodes(previous) : undefined;
+  const current = reported ? currentElasticMetalMembers(reported.nodes, POOL, reported.ready) : undefined;
+  return runPoolRecordingIgnoreChanges(() => {
+    const pool = new ElasticMetalNodePool(
+      `example-${POOL}`,
+      {
+        cluster,
+        pool: spec.pools[0] as ScalewayElasticMetalPool,
+        kubeconfig: tokenKubeconfig("t0ken"),
+        firewall: firewallSchema.parse(change.firewall ?? {}),
+        ...(current ? { current } : {}),
+      },
+      { transformations: [(a) => { options.set(a.name, a.opts); return undefined; }] },
+    );
+    return { nodes: pool.nodes, rollout: pool.rolloutSummary } as unknown as pulumi.Input<Outputs>;
   }) as Promise<Run>;
 }
 
-const inputsOf = (run: Run, name: string) => {
-  const found = run.resources.find((r) => r.name === name);
-  assert.ok(found, `no resource named ${name}`);
-  return resolveSecrets(found.inputs, true) as Record<string, unknown>;
-};
+const inputsOf = declaredInputs;
 const dependsOnNames = (options: Map<string, pulumi.CustomResourceOptions>, name: string) =>
   ([] as unknown[]).concat(options.get(name)?.dependsOn ?? []).map((d) => (d as { __name?: string }).__name);
 
@@ -72,32 +73,13 @@ describe("ElasticMetalNodePool changes that reach running members (mock runtime,
   for (const [path, offer] of [["SSH self-join", {}], ["cloud-init", { offer: "EM-A610R-NVME", os: "ubuntu_noble" }]] as const) {
     it(`a label or taint change patches every Node and runs no join, no server change, no drain (${path})`, async () => {
       const first = await up({ pool: offer });
-      const relabelled = await up(
-        { pool: { ...offer, labels: { "example.com/team": "build" }, taints: [{ key: "example.com/dedicated", value: "ci", effect: "NoSchedule" }] } },
-        first,
-      );
-      const steps = engineSteps(first, relabelled);
-      assert.deepEqual(steps, NODE_IDS.map((id) => `update ${PREFIX}${id}-node-metadata`), `only the Node patches: ${steps.join(", ")}`);
-      assert.deepEqual(relabelled.outputs.rollout, { pool: POOL, inPlace: true, updating: [], remaining: 0 });
-      for (const id of NODE_IDS) {
-        const metadata = inputsOf(relabelled, `${PREFIX}${id}-node-metadata`);
-        assert.equal((metadata.labels as Record<string, string>)["example.com/team"], "build", `${id}: the label reaches its Node`);
-        assert.deepEqual(metadata.taints, [{ key: "example.com/dedicated", value: "ci", effect: "NoSchedule" }]);
-      }
+      assertOnlyNodePatches(first, await up({ pool: { ...offer, ...ADDED_LABELS } }, first), MEMBERS);
     });
   }
 
   it("a cluster-firewall change reloads only the host firewall, on every member at once, and restarts nothing", async () => {
     const first = await up({});
-    const opened = await up({ firewall: { nodePortSources: ["198.51.100.0/24"] } }, first);
-    const steps = engineSteps(first, opened);
-    assert.deepEqual(steps, NODE_IDS.map((id) => `update ${PREFIX}${id}-host-firewall`), `only the host firewalls: ${steps.join(", ")}`);
-    for (const id of NODE_IDS) {
-      const script = String(inputsOf(opened, `${PREFIX}${id}-host-firewall`).stdin);
-      assert.match(script, /ip saddr \{ 198\.51\.100\.0\/24 \} tcp dport 30000-32767 accept/);
-      assert.doesNotMatch(script, /restart kubelet|k0s (install|start)|join token/i);
-    }
-    assert.deepEqual(opened.outputs.rollout.updating, []);
+    assertOnlyHostFirewallReloads(first, await up({ firewall: OPENED_NODE_PORTS }, first), MEMBERS);
   });
 
   it("a version change still re-joins one member per run (default maxUnavailable 1), drained first", async () => {

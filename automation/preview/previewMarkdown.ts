@@ -4,6 +4,7 @@
  * cap keeps the comment under GitHub's 65,536-character body limit with room to spare.
  */
 import type { NodeReplacement, PoolRollout, PoolRow, PreviewReport, StackPreview, StepRow } from "./stackPreview";
+import { IN_PLACE_CHANGES, type InPlaceChange } from "../../components/fleet/rolloutPlan";
 
 /** Hidden in the rendered comment; the workflow looks for it to update the comment in place. */
 export const PREVIEW_MARKER = "<!-- nodefleet-preview -->";
@@ -82,12 +83,13 @@ const IN_PLACE_CHANGE_LINES = {
   reinstall: "drained, then reinstalled now",
   replace: "drained, then its server released and a new one ordered now",
   "re-join": "drained, then re-joined now (new version installed in place)",
-} as const;
+  "kubelet-config": "drained, then its kubelet config re-pushed now (kubelet restarted)",
+} as const satisfies Record<InPlaceChange, string>;
 
 function rolloutLines(r: PoolRollout): string[] {
   if ("inPlace" in r) {
     const lines = [`- pool ${code(r.pool)}: ${plural(r.remaining, "member")} still to update after this run`];
-    for (const change of Object.keys(IN_PLACE_CHANGE_LINES) as Array<keyof typeof IN_PLACE_CHANGE_LINES>) {
+    for (const change of IN_PLACE_CHANGES) {
       const members = r.updating.filter((u) => u.change === change).map((u) => code(u.nodeId));
       if (members.length > 0) lines.push(`  - ${IN_PLACE_CHANGE_LINES[change]}: ${members.join(", ")}`);
     }

@@ -5,7 +5,7 @@
  * Markdown (previewMarkdown.ts) and `--json` are two renderings of this.
  */
 import type { HcloudPoolRolloutSummary } from "../../components/hcloud/hcloudNodePool";
-import type { InPlaceChange, InPlaceRolloutSummary } from "../../components/fleet/rolloutPlan";
+import { IN_PLACE_CHANGES, type InPlaceChange, type InPlaceRolloutSummary } from "../../components/fleet/rolloutPlan";
 import type { ChangeSummary, ResourceStep, RunResult, StepOp } from "../engine/stackEngine";
 import { emptySummary } from "../engine/stackEngine";
 import { maskSecretText } from "../render/maskSecrets";
@@ -82,8 +82,6 @@ export interface StepRow {
 
 /** A static pool's rollout step in this run, from the program's `rollout` output: a Hetzner Cloud pool's (surge) or a bare-metal pool's (in place). */
 export type PoolRollout = HcloudPoolRolloutSummary | InPlaceRolloutSummary;
-
-const IN_PLACE_CHANGES: readonly InPlaceChange[] = ["reinstall", "replace", "re-join"];
 
 /** The rollouts in a run's outputs that do something or still have members to go; malformed entries are left out. */
 export function rolloutsIn(outputs: Readonly<Record<string, unknown>>): PoolRollout[] {

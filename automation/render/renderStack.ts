@@ -13,9 +13,15 @@ import { maskSecretText } from "./maskSecrets";
 const BOOTSTRAP_FIELDS: Readonly<Record<string, string>> = {
   "hcloud:index/server:Server": "userData",
   "scaleway:elasticmetal/server:Server": "cloudInit",
-  // The Elastic Metal SSH self-join pipes its script on stdin (never on a command line).
+  // The bare-metal SSH self-join pipes its script on stdin (never on a command line).
   "command:remote:Command": "stdin",
 };
+
+/** The field holding `resource`'s boot or join text: of the remote commands, only the `-join` (not the host-firewall reload, VLAN delivery or re-push). */
+function bootstrapFieldOf(resource: Pick<RecordedResource, "type" | "name">): string | undefined {
+  if (resource.type === "command:remote:Command" && !resource.name.endsWith("-join")) return undefined;
+  return BOOTSTRAP_FIELDS[resource.type];
+}
 
 export interface RenderedResource {
   readonly type: string;
@@ -76,13 +82,13 @@ export async function renderStack(stackName: string, options: { showSecrets?: bo
   // Secrets that appear outside bootstrap texts (tokens, kubeconfigs) are masked inside them too.
   const knownSecrets = new Set<string>();
   for (const resource of run.resources) {
-    const field = BOOTSTRAP_FIELDS[resource.type];
+    const field = bootstrapFieldOf(resource);
     for (const [key, value] of Object.entries(resource.inputs)) if (key !== field) collectSecretStrings(value, knownSecrets);
   }
 
   const bootstraps: RenderedBootstrap[] = [];
   const resources = run.resources.map((resource): RenderedResource => {
-    const field = BOOTSTRAP_FIELDS[resource.type];
+    const field = bootstrapFieldOf(resource);
     const inputs = resolveSecrets(resource.inputs, showSecrets) as Record<string, unknown>;
     const raw = field ? resolveSecrets(resource.inputs[field], true) : undefined;
     if (field && typeof raw === "string") {

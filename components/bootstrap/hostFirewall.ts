@@ -13,7 +13,7 @@
  * netfilter does.
  */
 import type { HcloudFirewallRule } from "../fleet/firewallRules";
-import { APT_GET } from "./shellScript";
+import { APT_GET, scriptPrelude } from "./shellScript";
 
 export const HOST_FIREWALL_PATH = "/etc/nodefleet/firewall.nft";
 export const HOST_FIREWALL_UNIT = "nodefleet-firewall.service";
@@ -129,4 +129,15 @@ systemctl enable ${HOST_FIREWALL_UNIT} >/dev/null 2>&1
 if [ "$CHANGED" -gt "$before" ] || ! systemctl is-active --quiet ${HOST_FIREWALL_UNIT}; then
   systemctl restart ${HOST_FIREWALL_UNIT}
 fi`;
+}
+
+/**
+ * The host firewall alone, for a running node whose cluster firewall changed: the section above
+ * after the prelude. It writes the ruleset and reloads it only when it changed; loading replaces
+ * nodefleet's table in one nft transaction (the file deletes and re-adds it), so there is no moment
+ * without rules, conntrack keeps established connections, and the kubelet, k0s and kube-proxy's
+ * own tables are left alone.
+ */
+export function renderHostFirewallReload(input: Omit<HostFirewallInput, "publicInterface">): string {
+  return `${scriptPrelude("reload the host firewall")}\n${renderHostFirewallSection(input)}\n`;
 }

@@ -1,7 +1,10 @@
 /**
  * The minimal kubelet-config re-push for existing kubeadm-cluster nodes: rewrite the kubelet config
  * and CA, restart the kubelet only when either changed. containerd, packages, mounts and running
- * pods are left alone, so a kubelet-config change converges without replacing the node.
+ * pods are left alone, so a kubelet-config change converges without replacing the node. The
+ * restart is not harmless (the kubelet re-admits its pods against the new config, and not every
+ * setting is safe to change on a live node), so the Elastic Metal pool paces it through its
+ * rollout, draining the node first (scaleway/elasticMetalNodePool.ts).
  */
 import { KUBELET_PATHS, writeKubeletConfigBlock } from "./kubeletConfig";
 import { scriptPrelude, writeFileBlock } from "./shellScript";

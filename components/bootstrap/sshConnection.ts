@@ -28,3 +28,12 @@ export function sshAuth(args: { readonly sshPrivateKey?: pulumi.Input<string> })
   if (fromEnv) return { privateKey: pulumi.secret(fromEnv) };
   return process.env.SSH_AUTH_SOCK ? { agentSocketPath: process.env.SSH_AUTH_SOCK } : {};
 }
+
+/**
+ * The `update` of a remote command whose script must run only when its triggers change. The
+ * command provider replaces the command on a `triggers` change (a replaceOnChanges input), which runs
+ * `create` with the current script, and runs `update` (else `create`) on any other change: a new
+ * `stdin` or `connection` alone. This `update` reads the script and discards it (reading, unlike
+ * `true`, lets the provider finish writing stdin), so such a change is recorded and nothing runs.
+ */
+export const RECORD_ONLY_UPDATE = "cat >/dev/null";

@@ -89,3 +89,14 @@ export function workerUserDataInputs(cluster: WorkerCluster, member: WorkerMembe
       return { kind: "kubeadm", kubernetesVersion: cluster.kubernetesVersion, ...common };
   }
 }
+
+/**
+ * What a re-run of the (idempotent) self-join converges on a joined node: every input but the
+ * labels and taints, which the kubelet applies only when it registers the Node (a running Node gets
+ * them through the API, kubernetes/kubernetesNodeMetadata.ts). Bare-metal pools hash it to decide
+ * when the join re-runs.
+ */
+export function joinConvergedInputs(inputs: WorkerUserDataInputs): Omit<WorkerUserDataInputs, "labels" | "taints"> {
+  const { labels: _labels, taints: _taints, ...converged } = inputs;
+  return converged;
+}

@@ -1,10 +1,12 @@
 /**
  * What a bare-metal pool's in-place rollout (Robot, Elastic Metal; fleet/rolloutPlan.ts
  * `planInPlaceRollout`) starts from: each member as the previous run left it, read back from its
- * node outputs, and the generation the rollout paces, the install's (or server's) and the join's
- * together, so a reinstall and a version re-join each wait their turn.
+ * node outputs, and the generation the rollout paces, the install's (or server's), the join's and
+ * the kubelet config's together, so a reinstall, a version re-join and a kubelet restart each wait
+ * their turn.
  */
 import { generationHash } from "./generationSuffix";
+import type { InPlaceRolloutStep } from "./rolloutPlan";
 
 /** A bare-metal member as the previous run left it: what a member kept at its previous generation is declared with. */
 export interface CurrentInPlaceMember {
@@ -13,13 +15,32 @@ export interface CurrentInPlaceMember {
   readonly generation: string;
   /** The hash of what its join last ran with. */
   readonly joinInputs: string;
+  /** The hash of the kubelet config last re-pushed to it (Elastic Metal on kubeadm clusters); absent elsewhere. */
+  readonly kubeletConfigHash?: string;
   /** Its Node (named like its hostname) is registered and Ready. */
   readonly ready: boolean;
 }
 
-/** The generation `planInPlaceRollout` compares: install (or server) and join together. */
-export function inPlaceRolloutGeneration(member: { readonly generation: string; readonly joinInputs: string }): string {
-  return generationHash({ generation: member.generation, joinInputs: member.joinInputs });
+/**
+ * The generation `planInPlaceRollout` compares: install (or server), join and re-pushed kubelet
+ * config together. Without a kubelet config the hash is the one recorded before it counted.
+ */
+export function inPlaceRolloutGeneration(member: Pick<CurrentInPlaceMember, "generation" | "joinInputs" | "kubeletConfigHash">): string {
+  const { generation, joinInputs, kubeletConfigHash } = member;
+  return generationHash({ generation, joinInputs, ...(kubeletConfigHash !== undefined ? { kubeletConfigHash } : {}) });
+}
+
+/**
+ * `ignoreChanges` of a remote command whose script runs on its triggers only (the join, the kubelet
+ * re-push; see bootstrap/sshConnection.ts RECORD_ONLY_UPDATE): for a member declared at the
+ * generation it runs (`keep`, `retain`), its triggers are the ones it last ran with, so it is not
+ * replaced this run and its script stays the state's; a new label, taint or firewall rule in the
+ * script then steps nothing (they reach the machine through the Node patch and the host-firewall
+ * command). Never for `install` (no state, or one recorded without a rollout) or `update` (its
+ * replacement must run the current script, with the current token).
+ */
+export function scriptIgnoredUnlessRunning(action: InPlaceRolloutStep["action"]): { ignoreChanges?: string[] } {
+  return action === "keep" || action === "retain" ? { ignoreChanges: ["stdin"] } : {};
 }
 
 /**
@@ -41,6 +62,7 @@ export function currentInPlaceMembers<Extra extends object = object>(
     nodeId: n.nodeId!,
     generation: n.generation!,
     joinInputs: n.joinInputs!,
+    ...(typeof n.kubeletConfigHash === "string" ? { kubeletConfigHash: n.kubeletConfigHash } : {}),
     ready: readyNodeNames.has(n.hostname!),
     ...extra.read(n),
   }));

@@ -333,8 +333,15 @@ export function planInPlaceRollout(
   };
 }
 
-/** How a bare-metal member reaches its new generation: a Robot reinstall, an Elastic Metal server replaced in place, or a re-run of the join (a version upgrade). */
-export type InPlaceChange = "reinstall" | "replace" | "re-join";
+/**
+ * How a bare-metal member reaches its new generation: a Robot reinstall, an Elastic Metal server
+ * replaced in place, a re-run of the join (a version upgrade), or (Elastic Metal on kubeadm) a
+ * re-push of the kubelet config, which restarts the kubelet.
+ */
+export type InPlaceChange = "reinstall" | "replace" | "re-join" | "kubelet-config";
+
+/** Every InPlaceChange, in the order `nodefleet preview` lists them. */
+export const IN_PLACE_CHANGES: readonly InPlaceChange[] = ["reinstall", "replace", "re-join", "kubelet-config"];
 
 /** What a run did to a bare-metal pool's rollout: the stack output `rollout` and `nodefleet preview` report it. */
 export interface InPlaceRolloutSummary {

@@ -16,20 +16,27 @@
  * could substitute it (nodefleet has no trusted source for the rescue's key; the README says so).
  * From the installed system on, every connection is pinned.
  *
- * No command ignores changes to its connection or script: a reinstall (new generation) replaces
- * every command, and they dial the reinstalled system with its new host key. A changed connection
+ * No command ignores changes to its connection, nor to its script when it is replaced: a reinstall
+ * (new generation) replaces every command, and they dial the reinstalled system with its new host
+ * key and the current scripts. A changed connection
  * alone (a rotated SSH key) updates them in place: the rescue-phase commands then run their
  * `update`, which on the installed system only reads (the disk listing, the host key), never
- * reinstalls. The join re-runs on a changed k0s/kubelet version (the idempotent script upgrades in
- * place); given a kubeconfig, labels and taints are kept on the running Node through the API
- * (kubernetes/kubernetesNodeMetadata.ts), since the kubelet applies them only at registration.
+ * reinstalls. The join re-runs only on its triggers, a reinstall or a changed k0s/kubelet version
+ * (the idempotent script upgrades in place), paced by the rollout; a script changed otherwise (labels,
+ * taints, firewall rules, a connection) runs nothing (sshConnection.ts RECORD_ONLY_UPDATE). Given a
+ * kubeconfig, labels and taints are kept on the running Node through the API
+ * (kubernetes/kubernetesNodeMetadata.ts), since the kubelet applies them only at registration; the
+ * `-host-firewall` command reloads a changed cluster-firewall rule set on every member at once
+ * (bootstrap/hostFirewallCommand.ts: an atomic nftables swap, nothing restarted).
  *
  * Reinstalls and re-joins roll (fleet/rolloutPlan.ts `planInPlaceRollout`): per run at most
  * `rollout.maxUnavailable` members move to their new generation, each drained first (a
  * KubernetesNodeUpdateDrain the rescue and the join depend on) and uncordoned by the Node metadata
  * update after its join. The others are declared as the previous run left them (`current`): their
  * old generation's rescue and token, their old join trigger, and `ignoreChanges` on the scripts and
- * rescue keys, so nothing runs against them until their turn; their connection is never ignored.
+ * rescue keys, so nothing runs against them until their turn; their connection is never ignored. A
+ * member at its wanted generation (`keep`) ignores changes to its join script too: its triggers are
+ * the ones it ran with, so it is not replaced this run (fleet/inPlaceMembers.ts scriptIgnoredUnlessRunning).
  *
  * The join loads the cluster firewall's public rules as an nftables host firewall before the kubelet
  * starts (bootstrap/hostFirewall.ts). Not supported: Robot vSwitch / private networks (nodes join
@@ -42,7 +49,8 @@ import { nodeBootstrapToken } from "../kubernetes/bootstrapToken";
 import { type ClusterSpec, type FirewallSpec, type HetznerRobotPool, firewallSchema } from "../fleet/fleetSpec";
 import { clusterFirewallRules } from "../fleet/firewallRules";
 import { GATHER_HARDWARE_COMMAND, parseRescueHardware, renderAutosetup } from "./installimageAutosetup";
-import { READ_HOST_KEY_COMMAND, parseHostKeyLine, sshAuth } from "../bootstrap/sshConnection";
+import { READ_HOST_KEY_COMMAND, RECORD_ONLY_UPDATE, parseHostKeyLine, sshAuth } from "../bootstrap/sshConnection";
+import { hostFirewallCommandArgs } from "../bootstrap/hostFirewallCommand";
 import { type KubernetesNodeRemoval, memberNodeRemoval } from "../kubernetes/kubernetesNodeRemoval";
 import { KubernetesNodeMetadata } from "../kubernetes/kubernetesNodeMetadata";
 import { type KubernetesNodeUpdateDrain, memberUpdateDrain } from "../kubernetes/kubernetesNodeDrain";
@@ -56,7 +64,7 @@ import {
 import { type NodeOutput, nodeOutputIdentity } from "../fleet/nodeMember";
 import type { RobotCredentials } from "./robotClient";
 import { type RobotMember, robotMembers } from "./robotPlan";
-import { type CurrentInPlaceMember, inPlaceRolloutGeneration } from "../fleet/inPlaceMembers";
+import { type CurrentInPlaceMember, inPlaceRolloutGeneration, scriptIgnoredUnlessRunning } from "../fleet/inPlaceMembers";
 import { RobotRescue, configuredRobotCredentials } from "./robotRescue";
 import { RESCUE_INSTALL_COMMAND, renderRescueInstallScript } from "./robotRescueInstall";
 import { renderWorkerSelfJoinScript } from "../bootstrap/selfJoinScript";
@@ -251,11 +259,19 @@ export class RobotNodePool extends pulumi.ComponentResource {
         connection: pinned,
         create: "bash -s",
         stdin: pulumi.secret(token.token.apply((secret) => renderWorkerSelfJoinScript(userData, secret, undefined, hostFirewall))),
-        // A reinstall or a new version re-runs it; labels and taints reach the Node below.
+        // Only a reinstall or a new version (the triggers, paced by the rollout) re-runs it: a script
+        // changed by labels, taints or firewall rules alone runs nothing (they reach the machine below).
+        update: RECORD_ONLY_UPDATE,
         triggers: [install.id, joinInputs],
         logging: "stderr",
       },
-      { parent: this, dependsOn: [token, ready, ...(drain ? [drain] : [])], ...(retained ? { ignoreChanges: ["stdin"] } : {}) },
+      { parent: this, dependsOn: [token, ready, ...(drain ? [drain] : [])], ...scriptIgnoredUnlessRunning(action) },
+    );
+    // Firewall rule changes reach every running member at once (bootstrap/hostFirewallCommand.ts says why that is safe).
+    new command.remote.Command(
+      `${prefix}-host-firewall`,
+      hostFirewallCommandArgs({ connection: pinned, runScript: "bash -s", hostFirewall, machineId: install.id }),
+      { parent: this, dependsOn: [joined] },
     );
     if (args.kubeconfig !== undefined) {
       // Labels and taints converge on every member now; a moved generation also uncordons the drained Node.

@@ -11,7 +11,7 @@ import type { ClusterSpec, HetznerRobotPool } from "../fleet/fleetSpec";
 import { generationSuffix } from "../fleet/generationSuffix";
 import { canonicalHash } from "../shared/canonicalJson";
 import { type NodeMember, nodeMember } from "../fleet/nodeMember";
-import { type WorkerUserDataInputs, workerUserDataInputs } from "../bootstrap/workerUserDataInputs";
+import { type WorkerUserDataInputs, joinConvergedInputs, workerUserDataInputs } from "../bootstrap/workerUserDataInputs";
 
 export interface RobotMember {
   readonly member: NodeMember;
@@ -25,8 +25,7 @@ export interface RobotMember {
 
 /** The inputs a re-run of the self-join applies to a joined node: its version. */
 function withoutInPlaceInputs(userData: WorkerUserDataInputs): Record<string, unknown> {
-  const { labels: _labels, taints: _taints, ...rest } = userData;
-  const { k0sVersion: _k0s, k0sSha256: _sha, kubernetesVersion: _kubeadm, ...installed } = rest as Record<string, unknown>;
+  const { k0sVersion: _k0s, k0sSha256: _sha, kubernetesVersion: _kubeadm, ...installed } = joinConvergedInputs(userData) as Record<string, unknown>;
   return installed;
 }
 
@@ -42,7 +41,6 @@ export function robotMembers(cluster: Omit<ClusterSpec, "kubeconfig">, pool: Het
       sshKeys: pool.sshKeyFingerprints,
       userData: withoutInPlaceInputs(userData),
     });
-    const { labels: _labels, taints: _taints, ...joinInputs } = userData;
-    return { member, serverNumber: server.serverNumber, generation, userData, joinInputs: canonicalHash(joinInputs) };
+    return { member, serverNumber: server.serverNumber, generation, userData, joinInputs: canonicalHash(joinConvergedInputs(userData)) };
   });
 }

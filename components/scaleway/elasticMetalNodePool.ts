@@ -12,28 +12,38 @@
  *
  * On both paths the `-join` command runs the (idempotent) self-join over SSH against the current
  * server: on the cloud-init path it first waits for cloud-init, so a run reports success only once
- * the node has joined, and a later k0s/kubelet version change re-runs it to upgrade in place. Given
- * a kubeconfig, the pool's labels and taints are kept on the running Node through the API
- * (kubernetes/kubernetesNodeMetadata.ts): the kubelet applies them only at registration.
+ * the node has joined, and a later change of its join inputs (elasticMetalPlan.ts
+ * `elasticMetalJoinInputs`: the version, API server, CA...) re-runs it to upgrade in place. It runs
+ * only on those triggers: a script changed by labels, taints or firewall rules alone runs nothing
+ * (bootstrap/sshConnection.ts RECORD_ONLY_UPDATE). Given a kubeconfig, the pool's labels and taints
+ * are kept on the running Node through the API (kubernetes/kubernetesNodeMetadata.ts): the kubelet
+ * applies them only at registration.
  *
  * Elastic Metal has no provider firewall: the join loads the cluster firewall's public rules as an
- * nftables host firewall (bootstrap/hostFirewall.ts) before the kubelet starts.
+ * nftables host firewall (bootstrap/hostFirewall.ts) before the kubelet starts, and the
+ * `-host-firewall` command reloads changed rules on every member at once
+ * (bootstrap/hostFirewallCommand.ts: an atomic table swap, nothing restarted).
  *
  * Every SSH connection but the first pins the host key: a first command per server reads the
  * server's ed25519 host key (trust on first use), its output is kept in state, and every later
  * command passes it as `connection.hostKey`, so the provider verifies it (ssh.FixedHostKey). No
- * command ignores changes to its connection or script: a replaced server is always the one dialled.
- * On kubeadm clusters a re-push command keyed on the kubelet-config hash rewrites the config and CA
- * on existing nodes. Given a kubeconfig, removing a member deletes its Node, and with
- * `localStorageClass` removing or replacing a server deletes the PVCs bound to its local PVs.
+ * command ignores changes to its connection, nor to its script when its server is replaced: a
+ * replaced server is always the one dialled, with the current script. On kubeadm clusters a re-push
+ * command keyed on the kubelet-config hash rewrites the config and CA on existing nodes and restarts
+ * their kubelet, paced by the rollout (below). Given a kubeconfig, removing a member deletes its
+ * Node, and with `localStorageClass` removing or replacing a server deletes the PVCs bound to its
+ * local PVs.
  *
- * Replacements (offer, OS, zone) and version re-joins roll (fleet/rolloutPlan.ts
+ * Replacements (offer, OS, zone), re-joins and kubelet-config re-pushes roll (fleet/rolloutPlan.ts
  * `planInPlaceRollout`): per run at most `rollout.maxUnavailable` members move to their new
  * generation, each drained first (the server and the join depend on a KubernetesNodeUpdateDrain)
- * and uncordoned by the Node metadata update after its join. The others are declared as the
- * previous run left them (`current`): their offer label and token, their old join trigger, and
- * `ignoreChanges` on the server's offer/OS/zone/cloud-init and the join script; no connection is
- * ignored. No surge: the member's IPAM address and Node name are the old server's until it is gone.
+ * and uncordoned by the Node metadata update after its join and re-push. The others are declared as the
+ * previous run left them (`current`): their offer label and token, their old join and re-push
+ * triggers, and `ignoreChanges` on the server's offer/OS/zone/cloud-init and the join and re-push
+ * scripts; no connection is ignored. A member at its wanted generation (`keep`) keeps its
+ * cloud-init and scripts too: it is not replaced this run (fleet/inPlaceMembers.ts
+ * scriptIgnoredUnlessRunning), so a label change touches neither its server nor its commands. No
+ * surge: the member's IPAM address and Node name are the old server's until it is gone.
  */
 import * as command from "@pulumi/command";
 import * as pulumi from "@pulumi/pulumi";
@@ -53,7 +63,7 @@ import {
   privateAddressCidr,
   scalewayRegion,
 } from "./elasticMetalPlan";
-import { inPlaceRolloutGeneration } from "../fleet/inPlaceMembers";
+import { type CurrentInPlaceMember, inPlaceRolloutGeneration, scriptIgnoredUnlessRunning } from "../fleet/inPlaceMembers";
 import { type ClusterSpec, type FirewallSpec, type ScalewayElasticMetalPool, firewallSchema } from "../fleet/fleetSpec";
 import { clusterFirewallRules } from "../fleet/firewallRules";
 import { assertElasticMetalCloudInitSize, renderSelfJoinCloudConfig } from "../bootstrap/kubeadmWorkerCloudConfig";
@@ -73,7 +83,8 @@ import { NodeLocalPvcRemoval } from "../kubernetes/nodeLocalPvcRemoval";
 import { KubernetesNodeMetadata } from "../kubernetes/kubernetesNodeMetadata";
 import { type PrivateNetworkJoin, renderVlanIdDelivery, renderWorkerSelfJoinScript } from "../bootstrap/selfJoinScript";
 import { workerUserDataInputs } from "../bootstrap/workerUserDataInputs";
-import { READ_HOST_KEY_COMMAND, UNREAD_HOST_KEY, parseHostKeyLine, sshAuth } from "../bootstrap/sshConnection";
+import { READ_HOST_KEY_COMMAND, RECORD_ONLY_UPDATE, UNREAD_HOST_KEY, parseHostKeyLine, sshAuth } from "../bootstrap/sshConnection";
+import { hostFirewallCommandArgs } from "../bootstrap/hostFirewallCommand";
 
 export interface ElasticMetalNodePoolArgs {
   /** The cluster the nodes join: id, kind, apiServer, CA, versions, kubelet settings, token TTL. */
@@ -123,7 +134,7 @@ export interface ElasticMetalNodeOutput extends NodeOutput {
   readonly vlan: pulumi.Output<number | undefined>;
   /** The pinned SSH host key (authorized_keys format). */
   readonly hostKey: pulumi.Output<string>;
-  /** sha256 of the rendered kubelet config (kubeadm clusters). */
+  /** sha256 of the kubelet config last re-pushed (kubeadm clusters): its previous one while the rollout has not reached it. */
   readonly kubeletConfigHash?: string;
 }
 
@@ -203,14 +214,28 @@ export class ElasticMetalNodePool extends pulumi.ComponentResource {
     if (cluster.kind === "k0s" && !cluster.k0sVersion) throw new Error(`pool ${pool.name}: k0sVersion is required for k0s clusters`);
     if (cluster.kind === "kubeadm" && !cluster.kubernetesVersion) throw new Error(`pool ${pool.name}: kubernetesVersion is required for kubeadm clusters`);
     const poolTags = [`${OWNERSHIP_LABELS.cluster}=${cluster.id}`, `${OWNERSHIP_LABELS.pool}=${pool.name}`];
-    const joinInputsOf = new Map(members.map((m) => [m.nodeId, elasticMetalJoinInputs(cluster, m)]));
+    // What each member should run: its server, its join and (kubeadm) its re-pushed kubelet config.
+    const wantedOf = new Map<string, Omit<CurrentInPlaceMember, "nodeId" | "ready">>(
+      members.map((m) => [
+        m.nodeId,
+        {
+          generation,
+          joinInputs: elasticMetalJoinInputs(cluster, m),
+          ...(cluster.kind === "kubeadm" ? { kubeletConfigHash: kubeletConfigHash(renderKubeletConfig({ kubelet: cluster.kubelet, providerID: m.providerID })) } : {}),
+        },
+      ]),
+    );
     this.rollout = planInPlaceRollout(
-      members.map((m, slot) => ({ nodeId: m.nodeId, generation: inPlaceRolloutGeneration({ generation, joinInputs: joinInputsOf.get(m.nodeId) as string }), placementSlot: slot })),
+      members.map((m, slot) => ({ nodeId: m.nodeId, generation: inPlaceRolloutGeneration(wantedOf.get(m.nodeId)!), placementSlot: slot })),
       (args.current ?? []).map((c) => ({ nodeId: c.nodeId, generation: inPlaceRolloutGeneration(c), ready: c.ready })),
       pool.rollout.maxUnavailable,
     );
     const current = new Map((args.current ?? []).map((c) => [c.nodeId, c]));
-    this.rolloutSummary = inPlaceRolloutSummary(pool.name, this.rollout, (nodeId) => (current.get(nodeId)?.generation === generation ? "re-join" : "replace"));
+    this.rolloutSummary = inPlaceRolloutSummary(pool.name, this.rollout, (nodeId) => {
+      const previous = current.get(nodeId);
+      if (previous?.generation !== generation) return "replace";
+      return previous.joinInputs !== wantedOf.get(nodeId)?.joinInputs ? "re-join" : "kubelet-config";
+    });
 
     const offer = scaleway.elasticmetal.getOfferOutput({ zone: pool.zone, name: pool.offer }, { parent: this });
     const osImage = scaleway.elasticmetal.getOsOutput({ zone: pool.zone, name: os.name, version: os.version }, { parent: this });
@@ -230,11 +255,14 @@ export class ElasticMetalNodePool extends pulumi.ComponentResource {
       const member = kept
         ? nodeMember(cluster, { pool: pool.name, serverType: kept.offer, location: kept.zone, labels: pool.labels, taints: pool.taints }, step.nodeId)
         : (byNodeId.get(step.nodeId) as NodeMember);
+      const wanted = wantedOf.get(step.nodeId)!;
       this.nodes.push(this.declareMember(name, args, member, {
         method,
         region,
-        generation: kept?.generation ?? generation,
-        joinInputs: kept?.joinInputs ?? (joinInputsOf.get(step.nodeId) as string),
+        generation: kept?.generation ?? wanted.generation,
+        joinInputs: kept?.joinInputs ?? wanted.joinInputs,
+        // A member recorded before its config was: the wanted one (as it was re-pushed unpaced then).
+        ...(wanted.kubeletConfigHash !== undefined ? { kubeletConfigHash: kept?.kubeletConfigHash ?? wanted.kubeletConfigHash } : {}),
         action: step.action,
         poolTags,
         offerId: offer.apply((o) => o.offerId ?? uuidOf(o.id)),
@@ -275,6 +303,8 @@ export class ElasticMetalNodePool extends pulumi.ComponentResource {
       region: string;
       generation: string;
       joinInputs: string;
+      /** The kubelet config hash to declare the re-push with (kubeadm): a retained member's previous one. */
+      kubeletConfigHash?: string;
       action: InPlaceRolloutStep["action"];
       poolTags: string[];
       offerId: pulumi.Output<string>;
@@ -320,6 +350,7 @@ export class ElasticMetalNodePool extends pulumi.ComponentResource {
 
     const kubeletConfig =
       cluster.kind === "kubeadm" ? renderKubeletConfig({ kubelet: cluster.kubelet, providerID: member.providerID }) : undefined;
+    const hostFirewall = { rules: clusterFirewallRules(cluster, args.firewall ?? firewallSchema.parse({})), sshPort: pool.ssh.port };
     // The node registers with its private IPv4 as a label, next to the member's own labels.
     const renderJoin = (secret: string, address: { ipv4: string; cidr: string }, vlanId: PrivateNetworkJoin["vlanId"]): string =>
       renderWorkerSelfJoinScript(
@@ -333,7 +364,7 @@ export class ElasticMetalNodePool extends pulumi.ComponentResource {
         }),
         secret,
         { vlanId, addressCidr: address.cidr },
-        { rules: clusterFirewallRules(cluster, args.firewall ?? firewallSchema.parse({})), sshPort: pool.ssh.port },
+        hostFirewall,
       );
 
     const cloudInit =
@@ -372,7 +403,9 @@ export class ElasticMetalNodePool extends pulumi.ComponentResource {
         replaceOnChanges: [...ELASTIC_METAL_REPLACE_ON_CHANGES],
         // The IPAM address is held by the old server until it is gone.
         deleteBeforeReplace: true,
-        ...(retained ? { ignoreChanges: [...RETAINED_ELASTIC_METAL_IGNORED_INPUTS] } : {}),
+        // A member at its wanted generation keeps the cloud-init it was installed with: it runs only
+        // at install, and a label, taint or firewall change must not touch the server.
+        ...(retained ? { ignoreChanges: [...RETAINED_ELASTIC_METAL_IGNORED_INPUTS] } : ctx.action === "keep" ? { ignoreChanges: ["cloudInit"] } : {}),
       },
     );
     this.servers.push(server);
@@ -419,8 +452,9 @@ export class ElasticMetalNodePool extends pulumi.ComponentResource {
 
     // The self-join over SSH, on both paths; on the cloud-init path it first lets cloud-init finish
     // (whose copy normally joined already), so this run reports success only once the node joined.
-    // Re-run on a new server or a changed version or identity: the idempotent script then upgrades
-    // k0s or the kubelet in place. Labels and taints reach the running Node through the API below.
+    // Re-run only on its triggers, a new server or changed join inputs (version, identity; paced by
+    // the rollout): the idempotent script then upgrades k0s or the kubelet in place. A script changed
+    // by labels, taints or firewall rules alone runs nothing: they reach the machine below.
     const joinInputs = ctx.joinInputs;
     const waitForCloudInit = ctx.method === "cloud-init" ? "cloud-init status --wait >/dev/null 2>&1 || true\n" : "";
     const joined = new command.remote.Command(
@@ -433,15 +467,44 @@ export class ElasticMetalNodePool extends pulumi.ComponentResource {
             .all([token.token, privateAddress, vlan])
             .apply(([secret, address, vlanId]) => waitForCloudInit + renderJoin(secret, address, knownVlan(vlanId))),
         ),
+        update: RECORD_ONLY_UPDATE,
         triggers: [server.id, joinInputs],
         logging: "stderr",
       },
       {
         parent: this,
         dependsOn: [token, readHostKey, ...(vlanDelivery ? [vlanDelivery] : []), ...(drain ? [drain] : [])],
-        ...(retained ? { ignoreChanges: ["stdin"] } : {}),
+        ...scriptIgnoredUnlessRunning(ctx.action),
       },
     );
+    // Firewall rule changes reach every running member at once (bootstrap/hostFirewallCommand.ts says why that is safe).
+    new command.remote.Command(
+      `${prefix}-host-firewall`,
+      hostFirewallCommandArgs({ connection: pinned, runScript: ctx.runScript, hostFirewall, machineId: server.id }),
+      { parent: this, dependsOn: [joined] },
+    );
+
+    // kubeadm: the kubelet config and CA re-pushed to the running node, restarting the kubelet when
+    // they changed. Paced like a re-join (its hash is part of the rollout generation): a kubelet
+    // restart re-admits the running pods against the new config, and upstream warns that not every
+    // kubelet setting is safe to change on a live node (kubernetes.io "Reconfigure a Node's Kubelet
+    // in a Live Cluster"), so the member is drained first and uncordoned only after the re-push.
+    // Only its trigger, a new server or config (a retained member keeps its previous one), runs it.
+    const repush =
+      kubeletConfig !== undefined && ctx.kubeletConfigHash !== undefined
+        ? new command.remote.Command(
+            `${prefix}-kubelet-config`,
+            {
+              connection: pinned,
+              create: ctx.runScript,
+              stdin: renderKubeletConfigRepush({ hostname: member.hostname, caCertificate: cluster.caCertificate, kubeletConfig }),
+              update: RECORD_ONLY_UPDATE,
+              triggers: [server.id, ctx.kubeletConfigHash],
+              logging: "stderr",
+            },
+            { parent: this, dependsOn: [joined], ...scriptIgnoredUnlessRunning(ctx.action) },
+          )
+        : undefined;
 
     if (args.kubeconfig !== undefined) {
       new KubernetesNodeMetadata(
@@ -451,27 +514,10 @@ export class ElasticMetalNodePool extends pulumi.ComponentResource {
           labels: { ...member.labels, [PRIVATE_IPV4_LABEL]: privateAddress.apply((a) => a.ipv4) },
           taints: member.taints,
           kubeconfig: args.kubeconfig,
-          // A moved generation also uncordons the drained Node.
+          // A moved generation also uncordons the drained Node, once its join and re-push ran.
           generation: rolloutGeneration,
         },
-        { parent: this, dependsOn: [joined] },
-      );
-    }
-
-    let configHash: string | undefined;
-    if (kubeletConfig !== undefined) {
-      configHash = kubeletConfigHash(kubeletConfig);
-      new command.remote.Command(
-        `${prefix}-kubelet-config`,
-        {
-          connection: pinned,
-          create: ctx.runScript,
-          stdin: renderKubeletConfigRepush({ hostname: member.hostname, caCertificate: cluster.caCertificate, kubeletConfig }),
-          // A changed config replaces this command, which runs the re-push; the server stays.
-          triggers: [server.id, configHash],
-          logging: "stderr",
-        },
-        { parent: this, dependsOn: [joined] },
+        { parent: this, dependsOn: [joined, ...(repush ? [repush] : [])] },
       );
     }
 
@@ -494,7 +540,7 @@ export class ElasticMetalNodePool extends pulumi.ComponentResource {
       privateIpv4: privateAddress.apply((a) => a.ipv4),
       vlan,
       hostKey,
-      ...(configHash !== undefined ? { kubeletConfigHash: configHash } : {}),
+      ...(ctx.kubeletConfigHash !== undefined ? { kubeletConfigHash: ctx.kubeletConfigHash } : {}),
     };
   }
 }

@@ -9,6 +9,7 @@ import { offerRunsCloudInit } from "./elasticMetalOffers";
 import { generationHash } from "../fleet/generationSuffix";
 import { type CurrentInPlaceMember, currentInPlaceMembers } from "../fleet/inPlaceMembers";
 import { canonicalHash } from "../shared/canonicalJson";
+import { type WorkerCluster, joinConvergedInputs, workerUserDataInputs } from "../bootstrap/workerUserDataInputs";
 import { staticNodeIds } from "../fleet/naming";
 import { type NodeMember, nodeMember } from "../fleet/nodeMember";
 
@@ -92,19 +93,20 @@ export function privateAddressCidr(address: string, subnet: string): { ipv4: str
 }
 
 /**
- * What a re-run of the (idempotent) self-join converges on a joined server: the version and the
- * node's identity. The `-join` command re-runs when it changes, upgrading k0s or the kubelet in place.
+ * What a re-run of the (idempotent) self-join converges on a joined server: everything its script
+ * renders from but the labels and taints (a Node patch), the firewall rules (the host-firewall
+ * command), the token and, on kubeadm clusters, the kubelet settings (the kubelet-config re-push).
+ * The `-join` command re-runs when it changes, upgrading k0s or the kubelet in place; whether the
+ * kubelet binds the private address (`nodeAddress`) stands for the address itself, known only once
+ * IPAM has it.
  */
 export function elasticMetalJoinInputs(
-  cluster: Pick<ClusterSpec, "kind" | "k0sVersion" | "kubernetesVersion">,
+  cluster: WorkerCluster & Pick<ClusterSpec, "nodeAddress">,
   member: Pick<NodeMember, "hostname" | "providerID">,
 ): string {
-  return canonicalHash({
-    kind: cluster.kind,
-    version: cluster.kind === "kubeadm" ? cluster.kubernetesVersion : cluster.k0sVersion,
-    hostname: member.hostname,
-    providerID: member.providerID,
-  });
+  const converged = joinConvergedInputs(workerUserDataInputs(cluster, { hostname: member.hostname, providerID: member.providerID, labels: {}, taints: [] }));
+  const { kubelet: _repushed, ...withoutKubelet } = converged;
+  return canonicalHash({ ...(cluster.kind === "kubeadm" ? withoutKubelet : converged), nodeAddress: cluster.nodeAddress });
 }
 
 /** An Elastic Metal member as the previous run left it, with the server it actually runs. */

@@ -1,7 +1,7 @@
 import { strict as assert } from "node:assert";
 import { firewallSchema } from "../../components/fleet/fleetSpec";
 import { clusterFirewallRules } from "../../components/fleet/firewallRules";
-import { HOST_FIREWALL_PATH, HOST_FIREWALL_UNIT, HOST_FIREWALL_UNIT_PATH, renderHostFirewall } from "../../components/bootstrap/hostFirewall";
+import { HOST_FIREWALL_PATH, HOST_FIREWALL_UNIT, HOST_FIREWALL_UNIT_PATH, renderHostFirewall, renderHostFirewallReload } from "../../components/bootstrap/hostFirewall";
 import { renderSelfJoinScript } from "../../components/bootstrap/selfJoinScript";
 import { assertNftRulesetValid, assertShellcheckClean } from "../support/externalLinters";
 import { FakeNode } from "../support/nodeShims";
@@ -63,6 +63,26 @@ describe("host firewall (bare metal)", () => {
       const again = node.run(script);
       assert.equal(again.status, 0, again.stderr);
       assert.equal(again.calls.filter((c) => c.startsWith(`systemctl restart ${HOST_FIREWALL_UNIT}`)).length, 0);
+    } finally {
+      node.dispose();
+    }
+  });
+
+  it("the host-firewall command reloads changed rules on a joined node and restarts nothing else", () => {
+    const node = new FakeNode();
+    try {
+      assert.equal(node.run(k0sJoin()).status, 0);
+      const same = renderHostFirewallReload({ rules: RULES, sshPort: 22 });
+      assertShellcheckClean(same);
+      const unchanged = node.run(same);
+      assert.equal(unchanged.status, 0, unchanged.stderr);
+      assert.deepEqual(unchanged.calls.filter((c) => c.includes("restart")), [], "the rules it already runs: no reload");
+      const opened = [...RULES, { ...RULES[0]!, port: "8443", description: "a new rule" }];
+      const changed = node.run(renderHostFirewallReload({ rules: opened, sshPort: 22 }));
+      assert.equal(changed.status, 0, changed.stderr);
+      assert.deepEqual(changed.calls.filter((c) => /restart|k0s|kubelet/.test(c)), [`systemctl restart ${HOST_FIREWALL_UNIT}`], changed.calls.join("\n"));
+      assert.match(node.read(HOST_FIREWALL_PATH), /tcp dport 8443 accept comment "a new rule"/);
+      assertNftRulesetValid(node.read(HOST_FIREWALL_PATH));
     } finally {
       node.dispose();
     }

@@ -7,6 +7,8 @@ import {
   type InPlaceRolloutPlan,
   planInPlaceRollout,
 } from "../../components/fleet/rolloutPlan";
+import { inPlaceRolloutGeneration, scriptIgnoredUnlessRunning } from "../../components/fleet/inPlaceMembers";
+import { generationHash } from "../../components/fleet/generationSuffix";
 
 const wanted = (count: number, generation = "bbbbbb"): DesiredRolloutMember[] =>
   Array.from({ length: count }, (_, i) => ({ nodeId: `metal-${i}`, generation, placementSlot: i }));
@@ -142,6 +144,27 @@ describe("planInPlaceRollout (bare metal: no surge, drain then reinstall or re-j
         }
         assert.deepEqual(state.map((s) => s.generation), desired.map((m) => m.generation));
       }),
+    );
+  });
+});
+
+describe("in-place rollout generation (fleet/inPlaceMembers.ts)", () => {
+  const member = fc.record({ generation: fc.stringMatching(/^[a-z0-9]{6}$/), joinInputs: fc.stringMatching(/^[0-9a-f]{64}$/) });
+
+  it("without a kubelet config is the hash recorded before it counted; a config or a new one moves it", () => {
+    fc.assert(
+      fc.property(member, fc.stringMatching(/^[0-9a-f]{64}$/), fc.stringMatching(/^[0-9a-f]{64}$/), (m, config, other) => {
+        assert.equal(inPlaceRolloutGeneration(m), generationHash({ generation: m.generation, joinInputs: m.joinInputs }));
+        assert.notEqual(inPlaceRolloutGeneration({ ...m, kubeletConfigHash: config }), inPlaceRolloutGeneration(m));
+        if (config !== other) assert.notEqual(inPlaceRolloutGeneration({ ...m, kubeletConfigHash: config }), inPlaceRolloutGeneration({ ...m, kubeletConfigHash: other }));
+      }),
+    );
+  });
+
+  it("keeps the script of a command from the state only for members declared at the generation they run", () => {
+    assert.deepEqual(
+      (["install", "keep", "update", "retain"] as const).map((action) => scriptIgnoredUnlessRunning(action)),
+      [{}, { ignoreChanges: ["stdin"] }, {}, { ignoreChanges: ["stdin"] }],
     );
   });
 });

@@ -8,6 +8,7 @@ import { FleetSpecError, type HetznerRobotPool, parseFleetSpec } from "../../com
 import { GATHER_HARDWARE_COMMAND } from "../../components/robot/installimageAutosetup";
 import { decodeK0sJoinToken } from "../../components/bootstrap/k0sJoinToken";
 import { K0S_TOKEN_FILE } from "../../components/bootstrap/k0sWorkerCloudConfig";
+import { RECORD_ONLY_UPDATE } from "../../components/bootstrap/sshConnection";
 import { robotMembers } from "../../components/robot/robotPlan";
 import { RobotNodePool, UNKNOWN_INSTALLED_HOST_KEY, installedHostKey, readyCommand } from "../../components/robot/robotNodePool";
 import { type RobotRescueState, rescueResetLadder, resetAlongLadder, robotRescueProvider } from "../../components/robot/robotRescue";
@@ -241,8 +242,11 @@ describe("robotNodePool: resource graph under mocks", () => {
       },
     });
     const commands = ofType(resources, REMOTE);
-    assert.equal(commands.length, 8);
+    // Per server: hardware, install, ready, join, host-firewall.
+    assert.equal(commands.length, 10);
     for (const c of commands) assert.deepEqual(options.get(c.name)?.ignoreChanges ?? [], [], `${c.name} ignores nothing`);
+    const join = byName(resources, "example-fsn-metal-fsn-metal-a-join");
+    assert.equal(join.inputs.update, RECORD_ONLY_UPDATE, "a changed connection or script alone never re-runs the join");
     const hardware = byName(resources, "example-fsn-metal-fsn-metal-a-hardware");
     const install = byName(resources, "example-fsn-metal-fsn-metal-a-install");
     assert.equal(hardware.inputs.update, GATHER_HARDWARE_COMMAND, "a changed connection re-reads the disks, nothing else");

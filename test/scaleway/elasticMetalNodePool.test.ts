@@ -248,7 +248,8 @@ describe("ElasticMetalNodePool under mocks", function () {
       assert.deepEqual(first.inputs.triggers, [server.id], "a new server (each machine generation is one) is read afresh");
       assert.ok(containsSecret(first.inputs.connection), "the private key is a secret");
       const later = ofType(resources, REMOTE).filter((r) => r !== first);
-      assert.equal(later.length, pool.os === "ubuntu_jammy" ? 2 : 3, later.map((r) => r.name).join(", "));
+      // join, host-firewall and kubelet-config re-push, plus the VLAN delivery on the cloud-init path.
+      assert.equal(later.length, pool.os === "ubuntu_jammy" ? 3 : 4, later.map((r) => r.name).join(", "));
       for (const command of later) {
         const connection = plain<Record<string, unknown>>(command.inputs.connection);
         assert.equal(connection.hostKey, mockEd25519HostKey(host), `${command.name} verifies the pinned key`);

@@ -54,6 +54,33 @@ describe("simulated engine: a bare-metal rollout across runs (stacks/Pulumi.exam
     assert.deepEqual(fourth.steps.filter((s) => s.op !== "same" && s.name.startsWith(`example-${EM_POOL}`)).map((s) => `${s.op} ${s.name}`), [], "converged: nothing to do");
   });
 
+  it("a label or taint change steps nothing on the Elastic Metal machines; a firewall change updates only each member's host-firewall command", async () => {
+    const engine = new SimulatedEngine({ dataDir: dataDir(), bootDelayMs: 0, env: {}, logger: silent });
+    const pool = (edit: (p: Record<string, unknown>) => Record<string, unknown>) => (raw: Record<string, unknown>) => {
+      raw["nodefleet:pools"] = (raw["nodefleet:pools"] as Array<Record<string, unknown>>).map((p) => (p.name === EM_POOL ? edit({ ...p, replicas: 2 }) : p));
+    };
+    const twoMembers = pool((p) => p);
+    const first = await engine.up(definition(twoMembers));
+    assert.equal(first.succeeded, true, JSON.stringify(first.steps.filter((s) => s.error)));
+    const changed = (run: typeof first) => run.steps.filter((s) => s.op !== "same" && s.name.startsWith(`example-${EM_POOL}`)).map((s) => `${s.op} ${s.name}`);
+
+    const relabel = pool((p) => ({ ...p, labels: { "example.com/team": "build" }, taints: [{ key: "example.com/dedicated", value: "ci", effect: "NoSchedule" }] }));
+    const relabelled = await engine.up(definition(relabel, first.outputs.nodes));
+    assert.equal(relabelled.succeeded, true);
+    // Without a kubeconfig (simulation) there is no Node to patch; with one, only the Node metadata updates.
+    assert.deepEqual(changed(relabelled), [], "no join, server or command steps");
+
+    const opened = (raw: Record<string, unknown>) => {
+      relabel(raw);
+      raw["nodefleet:firewall"] = { nodePortSources: ["198.51.100.0/24"] };
+    };
+    const reloaded = await engine.up(definition(opened, relabelled.outputs.nodes));
+    assert.equal(reloaded.succeeded, true);
+    assert.deepEqual(changed(reloaded), [0, 1].map((i) => `update example-${EM_POOL}-${EM_POOL}-${i}-host-firewall`), "every member at once, nothing else");
+    const rollout = (reloaded.outputs.rollout as Array<{ pool: string; updating: unknown[]; remaining: number }>).find((r) => r.pool === EM_POOL);
+    assert.deepEqual([rollout?.updating, rollout?.remaining], [[], 0], "no rollout step for either");
+  });
+
   it("reinstalls one Robot server per run on a new image; the other's rescue, install and join stay `same`", async () => {
     const engine = new SimulatedEngine({ dataDir: dataDir(), bootDelayMs: 0, env: {}, logger: silent });
     const robot = (image: string) => (raw: Record<string, unknown>) => {

@@ -230,20 +230,28 @@ describe("preview Markdown (pure formatter)", () => {
     assertPreviewGolden("replace-step", markdown, "the formatter's output");
   });
 
-  it("a bare-metal pool's rollout: which members are drained and reinstalled or re-joined now, and how many remain", () => {
+  it("a bare-metal pool's rollout: which members are drained and reinstalled, re-joined or re-pushed now, and how many remain", () => {
     const members = (generation: string) => Array.from({ length: 6 }, (_, i) => ({ nodeId: `fsn-metal-s${i}`, generation, placementSlot: i }));
     const running = members("aaaaaa").map((m) => ({ nodeId: m.nodeId, generation: m.generation, ready: true }));
-    const robot = inPlaceRolloutSummary("fsn-metal", planInPlaceRollout(members("bbbbbb"), running, 2), (id) => (id.endsWith("s0") ? "reinstall" : "re-join"));
+    const robot = inPlaceRolloutSummary("fsn-metal", planInPlaceRollout(members("bbbbbb"), running, 3), (id) =>
+      id.endsWith("s0") ? "reinstall" : id.endsWith("s1") ? "re-join" : "kubelet-config",
+    );
     const finished = inPlaceRolloutSummary("kura", planInPlaceRollout(members("aaaaaa"), running), () => "replace");
     const outputs = { rollout: [robot, finished, { pool: "broken", inPlace: true, updating: [{ nodeId: 7, change: "explode" }] }] };
     assert.deepEqual(rolloutsIn(outputs), [
-      { pool: "fsn-metal", inPlace: true, updating: [{ nodeId: "fsn-metal-s0", change: "reinstall" }, { nodeId: "fsn-metal-s1", change: "re-join" }], remaining: 4, waiting: "maxUnavailable 2 reached" },
+      {
+        pool: "fsn-metal",
+        inPlace: true,
+        updating: [{ nodeId: "fsn-metal-s0", change: "reinstall" }, { nodeId: "fsn-metal-s1", change: "re-join" }, { nodeId: "fsn-metal-s2", change: "kubelet-config" }],
+        remaining: 3,
+        waiting: "maxUnavailable 3 reached",
+      },
     ], "a finished pool and malformed entries are left out");
     const preview = buildStackPreview(context(exampleSpec(), exampleSpec()), { result: runResult([...fleetBase()], { outputs }) });
     const markdown = single(preview);
     assert.match(
       markdown,
-      /### Rolling replacement\n\n- pool `fsn-metal`: 4 members still to update after this run\n {2}- drained, then reinstalled now: `fsn-metal-s0`\n {2}- drained, then re-joined now \(new version installed in place\): `fsn-metal-s1`\n {2}- waiting: maxUnavailable 2 reached\n/,
+      /### Rolling replacement\n\n- pool `fsn-metal`: 3 members still to update after this run\n {2}- drained, then reinstalled now: `fsn-metal-s0`\n {2}- drained, then re-joined now \(new version installed in place\): `fsn-metal-s1`\n {2}- drained, then its kubelet config re-pushed now \(kubelet restarted\): `fsn-metal-s2`\n {2}- waiting: maxUnavailable 3 reached\n/,
     );
   });
 

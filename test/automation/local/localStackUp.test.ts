@@ -94,6 +94,30 @@ describe("pulumi up --stack local on the local cloud (real engine, real control 
     assert.doesNotMatch(out, /error:/);
   });
 
+  it("sets firewall rules changed outside Pulumi back after a refresh, with every server still behind the firewall", async function () {
+    const [firewall] = (await hcloudGet(cloud, "/firewalls?name=local-nodes")).firewalls;
+    const declared = JSON.stringify(firewall.rules);
+    // Someone opens SSH to the world in the console.
+    const opened = [...firewall.rules, { direction: "in", protocol: "tcp", port: "22", source_ips: ["0.0.0.0/0"], destination_ips: [] }];
+    const response = await fetch(`${cloud.env.HCLOUD_ENDPOINT}/firewalls/${firewall.id}/actions/set_rules`, {
+      method: "POST",
+      headers: { Authorization: `Bearer ${cloud.env.HCLOUD_TOKEN}`, "Content-Type": "application/json" },
+      body: JSON.stringify({ rules: opened }),
+    });
+    assert.equal(response.status, 201);
+    await runPulumi(["refresh", "--stack", "local", "--yes", "--skip-preview", "--non-interactive"], project, cloud.env);
+    const preview = await runPulumi(["preview", "--stack", "local", "--diff", "--non-interactive"], project, cloud.env);
+    assert.match(preview, /~ hcloud:index\/firewall:Firewall/, "the refreshed drift is a diff of the firewall");
+    await runPulumi(["up", "--stack", "local", "--yes", "--skip-preview", "--non-interactive"], project, cloud.env);
+    const [after] = (await hcloudGet(cloud, "/firewalls?name=local-nodes")).firewalls;
+    assert.equal(JSON.stringify(after.rules), declared, "the declared rules are back");
+    const servers = (await hcloudGet(cloud, "/servers?label_selector=nodefleet.io/cluster=local")).servers as Array<Record<string, any>>;
+    assert.equal(servers.length, 3);
+    for (const server of servers) assert.ok(server.public_net.firewalls.some((f: Record<string, unknown>) => f.id === firewall.id), `${server.name} is still behind the firewall`);
+    // Rules the API spells otherwise (an empty destination list) are not a perpetual diff.
+    await runPulumi(["preview", "--stack", "local", "--refresh", "--non-interactive", "--expect-no-changes"], project, cloud.env);
+  });
+
   it("rolls a fleet-wide change one member at a time: a surge server first, an old one deleted only once its replacement is Ready", async function () {
     const before = new Set((await poolServers(cloud, "local-general")).map((s) => s.name));
     // A new pool label is in every member's user data: each member needs a new server.

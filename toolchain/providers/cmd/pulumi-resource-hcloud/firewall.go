@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"reflect"
 
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
@@ -137,7 +138,7 @@ func (f firewall) Update(ctx context.Context, id string, olds, inputs resource.P
 	if err := f.updateApplyTos(ctx, current, olds, inputs); err != nil {
 		return nil, err
 	}
-	if !olds["rules"].DeepEquals(inputs["rules"]) {
+	if !sameRules(olds, inputs) {
 		actions, _, err := api.Firewall.SetRules(ctx, current, hcloud.FirewallSetRulesOpts{Rules: firewallRules(inputs)})
 		if err != nil {
 			return nil, err
@@ -224,10 +225,63 @@ func (f firewall) Read(ctx context.Context, id string, olds resource.PropertyMap
 		return nil, false, err
 	}
 	outs := olds.Copy()
-	outs["name"] = resource.NewStringProperty(found.Name)
-	outs["labels"] = labelsProperty(found.Labels)
-	outs["rules"] = rulesProperty(found.Rules)
+	for _, k := range firewallManagedKeys(olds) {
+		outs[k] = firewallProperties(found)[k]
+	}
 	return outs, true, nil
+}
+
+// firewallManagedKeys are the properties a refresh reads back, so that rules or targets changed
+// in the console show up as a diff and the next up sets them back. The targets only when the
+// firewall declares them: servers may attach themselves (Server.firewallIds, as nodefleet's do),
+// and reading those in would make the next update detach every one of them.
+func firewallManagedKeys(declared resource.PropertyMap) []resource.PropertyKey {
+	keys := []resource.PropertyKey{"name", "labels", "rules"}
+	if _, ok := declared["applyTos"]; ok {
+		keys = append(keys, "applyTos")
+	}
+	return keys
+}
+
+// RefreshInputs takes what the refresh read where it differs in meaning from the inputs: rules
+// the API spells otherwise (an empty destinationIps, say) but that filter the same stay as given.
+func (firewall) RefreshInputs(oldInputs, outputs resource.PropertyMap) resource.PropertyMap {
+	inputs := oldInputs.Copy()
+	for _, k := range firewallManagedKeys(oldInputs) {
+		v, ok := outputs[k]
+		if !ok || (k == "rules" && sameRules(oldInputs, outputs)) {
+			continue
+		}
+		inputs[k] = v
+	}
+	return inputs
+}
+
+// sameRules is whether two property maps' rules filter the same traffic (CIDRs parsed, order kept).
+func sameRules(a, b resource.PropertyMap) bool {
+	return reflect.DeepEqual(firewallRules(a), firewallRules(b))
+}
+
+// firewallProperties is a firewall as the API has it, in the SDK's shape (a refresh and getFirewall).
+func firewallProperties(f *hcloud.Firewall) resource.PropertyMap {
+	applied := []resource.PropertyValue{}
+	for _, r := range f.AppliedTo {
+		to := resource.PropertyMap{}
+		if r.Server != nil {
+			to["server"] = resource.NewNumberProperty(float64(r.Server.ID))
+		}
+		if r.LabelSelector != nil {
+			to["labelSelector"] = resource.NewStringProperty(r.LabelSelector.Selector)
+		}
+		applied = append(applied, resource.NewObjectProperty(to))
+	}
+	return resource.PropertyMap{
+		"id":       resource.NewNumberProperty(float64(f.ID)),
+		"name":     resource.NewStringProperty(f.Name),
+		"labels":   labelsProperty(f.Labels),
+		"rules":    rulesProperty(f.Rules),
+		"applyTos": resource.NewArrayProperty(applied),
+	}
 }
 
 func (f firewall) Delete(ctx context.Context, id string, _ resource.PropertyMap) error {
@@ -246,7 +300,7 @@ func (f firewall) Delete(ctx context.Context, id string, _ resource.PropertyMap)
 	return err
 }
 
-// rulesProperty is the API's rules in the SDK's shape (a refresh and getFirewall).
+// rulesProperty is the API's rules in the SDK's shape.
 func rulesProperty(rules []hcloud.FirewallRule) resource.PropertyValue {
 	out := []resource.PropertyValue{}
 	for _, r := range rules {

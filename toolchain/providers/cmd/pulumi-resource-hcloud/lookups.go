@@ -116,24 +116,7 @@ func (c *cloud) getFirewall(ctx context.Context, args resource.PropertyMap) (res
 	if err != nil {
 		return nil, err
 	}
-	applied := []resource.PropertyValue{}
-	for _, r := range f.AppliedTo {
-		to := resource.PropertyMap{}
-		if r.Server != nil {
-			to["server"] = resource.NewNumberProperty(float64(r.Server.ID))
-		}
-		if r.LabelSelector != nil {
-			to["labelSelector"] = resource.NewStringProperty(r.LabelSelector.Selector)
-		}
-		applied = append(applied, resource.NewObjectProperty(to))
-	}
-	out := resource.PropertyMap{
-		"id":       resource.NewNumberProperty(float64(f.ID)),
-		"name":     resource.NewStringProperty(f.Name),
-		"labels":   labelsProperty(f.Labels),
-		"rules":    rulesProperty(f.Rules),
-		"applyTos": resource.NewArrayProperty(applied),
-	}
+	out := firewallProperties(f)
 	copyLookupArgs(out, args)
 	return out, nil
 }

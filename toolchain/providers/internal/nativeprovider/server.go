@@ -45,6 +45,14 @@ type Reader interface {
 	Read(ctx context.Context, id string, olds resource.PropertyMap) (outputs resource.PropertyMap, exists bool, err error)
 }
 
+// InputRefresher is a Reader whose refresh also brings the inputs it manages up to what it read,
+// so that the next Diff (which compares old inputs with the program's) sees drift made outside
+// Pulumi and the update repairs it. Without it a refresh changes only the outputs, and the drift
+// stays invisible to every later up.
+type InputRefresher interface {
+	RefreshInputs(oldInputs, outputs resource.PropertyMap) resource.PropertyMap
+}
+
 // Invoke is a provider function (a data source such as getNetwork).
 type Invoke func(ctx context.Context, args resource.PropertyMap) (resource.PropertyMap, error)
 
@@ -335,7 +343,17 @@ func (s *server) Read(ctx context.Context, req *pulumirpc.ReadRequest) (*pulumir
 	if err != nil {
 		return nil, err
 	}
-	return &pulumirpc.ReadResponse{Id: req.GetId(), Properties: props, Inputs: req.GetInputs()}, nil
+	inputs := req.GetInputs()
+	if refresher, ok := r.(InputRefresher); ok && inputs != nil {
+		oldInputs, err := unmarshal(inputs)
+		if err != nil {
+			return nil, err
+		}
+		if inputs, err = marshal(refresher.RefreshInputs(oldInputs, outs)); err != nil {
+			return nil, err
+		}
+	}
+	return &pulumirpc.ReadResponse{Id: req.GetId(), Properties: props, Inputs: inputs}, nil
 }
 
 func (s *server) Delete(ctx context.Context, req *pulumirpc.DeleteRequest) (*emptypb.Empty, error) {

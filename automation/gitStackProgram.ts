@@ -5,13 +5,17 @@
 import * as path from "node:path";
 import type { ProgramReference } from "./engine/stackEngine";
 
-/** `previousNodes`: the stack's last `nodes` output, so that static pools roll changes step by step (stacks/fleetProgram.ts). */
-export function gitStackProgram(options: { allowMissingKubeconfig: boolean; previousNodes?: unknown }): ProgramReference {
+/**
+ * `previousNodes` and `previousNetwork`: the stack's last `nodes` and `network` outputs, so that
+ * static pools roll changes step by step and a changed network range is refused (stacks/fleetProgram.ts).
+ */
+export function gitStackProgram(options: { allowMissingKubeconfig: boolean; previousNodes?: unknown; previousNetwork?: unknown }): ProgramReference {
   return {
     module: path.resolve(__dirname, "..", "stacks", "fleetProgram.js"),
     args: {
       allowMissingKubeconfig: options.allowMissingKubeconfig,
       ...(options.previousNodes !== undefined ? { previousNodes: options.previousNodes } : {}),
+      ...(options.previousNetwork !== undefined ? { previousNetwork: options.previousNetwork } : {}),
     },
   };
 }

@@ -7,6 +7,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { Fleet, type FleetArgs } from "../components";
 import { type FleetSpec, FleetSpecError, parseFleetSpec } from "../components/fleet/fleetSpec";
 import { type CurrentHcloudServer, type HcloudNodeOutputValues, currentHcloudServers } from "../components/hcloud/hcloudNodePool";
+import { networkOutput, networkRangeChangeProblem } from "../components/hcloud/clusterNetwork";
 import { readyClusterNodeNames } from "../components/kubernetes/nodeReadiness";
 import { type CurrentInPlaceMember, currentInPlaceMembers } from "../components/fleet/inPlaceMembers";
 import { type CurrentElasticMetalMember, currentElasticMetalMembers } from "../components/scaleway/elasticMetalPlan";
@@ -28,6 +29,12 @@ export function readRawFleetConfig(): Record<string, unknown> {
   return raw;
 }
 
+/** What a run reads of the previous one: its `nodes` and `network` outputs, as stored. */
+export interface PreviousRunOutputs {
+  readonly nodes?: unknown;
+  readonly network?: unknown;
+}
+
 export interface RunProgramOptions {
   /** Declare the fleet without a kubeconfig (render, simulation). Default false: a missing kubeconfig is an error. */
   readonly allowMissingKubeconfig?: boolean;
@@ -40,8 +47,10 @@ export interface RunProgramOptions {
    * Default none: pools are declared as new.
    */
   readonly previousNodes?: unknown;
-  /** Reads `previousNodes` once the config is valid (a plain `pulumi up` reads its own stack's). */
-  readonly readPreviousNodes?: () => Promise<unknown>;
+  /** The stack's `network` output of the previous run: a changed ipRange is refused (see networkRangeChangeProblem). */
+  readonly previousNetwork?: unknown;
+  /** Reads the previous run's outputs once the config is valid (a plain `pulumi up` reads its own stack's). */
+  readonly readPreviousOutputs?: () => Promise<PreviousRunOutputs>;
 }
 
 /**
@@ -85,13 +94,17 @@ export async function runProgram(args: RunProgramOptions = {}): Promise<Record<s
     ]);
   }
   const kubeconfig = spec.cluster.kubeconfig === undefined ? undefined : pulumi.secret(spec.cluster.kubeconfig);
-  const previousNodes = args.previousNodes ?? (await args.readPreviousNodes?.());
+  const previous = (await args.readPreviousOutputs?.()) ?? {};
+  const previousNodes = args.previousNodes ?? previous.nodes;
+  const rangeChange = networkRangeChangeProblem(spec, args.previousNetwork ?? previous.network);
+  if (rangeChange) throw new FleetSpecError([rangeChange]);
   const current = previousNodes !== undefined ? await currentMachinesOf(spec, previousNodes) : {};
   const fleet = new Fleet(spec.cluster.id, { spec, kubeconfig, ...current, ...(args.currentHcloudServers ? { currentHcloudServers: args.currentHcloudServers } : {}) });
   return {
     clusterId: spec.cluster.id,
     nodes: fleet.nodes,
     networkId: fleet.networkId,
+    network: networkOutput(spec),
     firewallId: fleet.firewallId,
     rollout: fleet.rollout,
   };

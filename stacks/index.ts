@@ -5,10 +5,10 @@
 import * as pulumi from "@pulumi/pulumi";
 import { FleetSpecError } from "../components/fleet/fleetSpec";
 import { runProgram } from "./fleetProgram";
-import { ownPreviousNodes } from "./ownPreviousNodes";
+import { ownPreviousOutputs } from "./ownPreviousOutputs";
 
 // A RunError is printed as its message alone: the list of config problems, without a stack trace.
 export = () =>
-  runProgram({ readPreviousNodes: ownPreviousNodes }).catch((error: unknown) => {
+  runProgram({ readPreviousOutputs: ownPreviousOutputs }).catch((error: unknown) => {
     throw error instanceof FleetSpecError ? new pulumi.RunError(error.message) : error;
   });

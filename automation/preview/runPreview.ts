@@ -16,6 +16,7 @@ import { parse } from "yaml";
 import { type FleetSpec, parseFleetSpec } from "../../components/fleet/fleetSpec";
 import type { ResourceStep, StackDefinition, StackEngine } from "../engine/stackEngine";
 import { gitStackProgram } from "../gitStackProgram";
+import type { PreviousRunOutputs } from "../../stacks/fleetProgram";
 import { type StackConfigFile, configValues, parseStackConfig, readStackConfigFile, stackConfigPath } from "../stackConfigFile";
 import { configChangesByPool, fleetLayout } from "./fleetLayout";
 import { type PreviewReport, type StackPreview, buildStackPreview, previewReport } from "./stackPreview";
@@ -80,25 +81,30 @@ function knownSecrets(): string[] {
   return SECRET_ENV_VARS.map((name) => process.env[name]).filter((v): v is string => typeof v === "string" && v.length > 0);
 }
 
-function definition(stack: string, file: StackConfigFile, engine: EngineKind, previousNodes?: unknown): StackDefinition {
+function definition(stack: string, file: StackConfigFile, engine: EngineKind, previous: PreviousRunOutputs = {}): StackDefinition {
   return {
     stackName: stack,
     // Simulation runs without a kubeconfig; a real preview needs it to plan the token Secrets.
-    // The previous nodes let static pools show this run's rollout step instead of replacing every member.
-    program: gitStackProgram({ allowMissingKubeconfig: engine === "simulated", ...(previousNodes !== undefined ? { previousNodes } : {}) }),
+    // The previous nodes let static pools show this run's rollout step instead of replacing every
+    // member; the previous network, that a changed range is refused.
+    program: gitStackProgram({
+      allowMissingKubeconfig: engine === "simulated",
+      ...(previous.nodes !== undefined ? { previousNodes: previous.nodes } : {}),
+      ...(previous.network !== undefined ? { previousNetwork: previous.network } : {}),
+    }),
     config: file.config,
     // A real preview reads the committed stack file itself, so its secure values decrypt.
     ...(engine === "automation" ? { projectDir: path.dirname(path.dirname(file.path)) } : {}),
   };
 }
 
-/** The stack's last `nodes` output; undefined for a stack never applied (or whose outputs cannot be read). */
-async function previousNodesOf(engine: StackEngine, def: StackDefinition): Promise<unknown> {
+/** The stack's last `nodes` and `network` outputs; none for a stack never applied (or whose outputs cannot be read). */
+async function previousOutputsOf(engine: StackEngine, def: StackDefinition): Promise<PreviousRunOutputs> {
   try {
     const outputs = await engine.outputs(def);
-    return Array.isArray(outputs.nodes) ? outputs.nodes : undefined;
+    return { ...(Array.isArray(outputs.nodes) ? { nodes: outputs.nodes } : {}), ...(outputs.network !== undefined ? { network: outputs.network } : {}) };
   } catch {
-    return undefined;
+    return {};
   }
 }
 
@@ -141,8 +147,8 @@ async function previewStack(stack: string, options: RunPreviewOptions, project: 
       engine = await options.createEngine(options.engine, options.dataDir, false);
     }
     say(`[${stack}] preview with the ${options.engine} engine${options.engine === "simulated" ? " (SIMULATED: no cloud is contacted)" : ""}`);
-    const previousNodes = await previousNodesOf(engine, definition(stack, after, options.engine));
-    const result = await engine.preview(definition(stack, after, options.engine, previousNodes), {
+    const previous = await previousOutputsOf(engine, definition(stack, after, options.engine));
+    const result = await engine.preview(definition(stack, after, options.engine, previous), {
       onStep: (step: ResourceStep, count: number) => say(`[${stack}] ${String(count).padStart(4)} ${step.op.padEnd(7)} ${step.type} ${step.name}`),
     });
     say(`[${stack}] ${result.succeeded ? "done" : "failed"}: ${Object.entries(result.summary).map(([op, n]) => `${n} ${op}`).join(", ")}`);

@@ -12,6 +12,27 @@ export function clusterNetworkName(cluster: Pick<ClusterSpec, "id">, network: Pi
   return network.name ?? `${cluster.id}-network`;
 }
 
+/** What a run records of the network for the next one: its range. */
+export function networkOutput(spec: { readonly network: Pick<NetworkSpec, "ipRange"> }): { ipRange: string } {
+  return { ipRange: spec.network.ipRange };
+}
+
+/**
+ * Why the network's range cannot change, if it changed since the previous run. Hetzner's provider
+ * replaces a network to change its range (ip_range is ForceNew): the new one under the same name
+ * collides with the old, and the old one's deletion detaches every server from the private network
+ * and re-addresses it under running kubelets. Refused before anything is declared.
+ */
+export function networkRangeChangeProblem(spec: { readonly network: Pick<NetworkSpec, "ipRange"> }, previous: unknown): string | undefined {
+  const before = (previous as { ipRange?: unknown } | undefined)?.ipRange;
+  if (typeof before !== "string" || before === spec.network.ipRange) return undefined;
+  return (
+    `nodefleet:network.ipRange: cannot change on an existing network (${before} -> ${spec.network.ipRange}): ` +
+    "Hetzner replaces a network to change its range, which detaches every server from it and changes its private address; " +
+    `keep ${before}, or move the nodes to a new cluster with its own network`
+  );
+}
+
 export interface ClusterNetworkArgs {
   /** The cluster; its id names and labels the network. */
   readonly cluster: Pick<ClusterSpec, "id">;

@@ -58,6 +58,11 @@ export function setLocalK0sVersion(cloud: LocalCloud, version: string): void {
   editStackConfig<Record<string, unknown>>(cloud, "nodefleet:cluster", (cluster) => ({ ...cluster, k0sVersion: version }));
 }
 
+/** Sets the cluster network's ipRange in the local stack file. */
+export function setLocalNetworkRange(cloud: LocalCloud, ipRange: string): void {
+  editStackConfig<Record<string, unknown>>(cloud, "nodefleet:network", (network) => ({ ...network, ipRange }));
+}
+
 /** Authenticated GET against the fake Hetzner API. */
 export async function hcloudGet(cloud: LocalCloud, path: string): Promise<Record<string, any>> {
   const response = await fetch(`${cloud.env.HCLOUD_ENDPOINT}${path}`, { headers: { Authorization: `Bearer ${cloud.env.HCLOUD_TOKEN}` } });

@@ -17,7 +17,7 @@ import { kube } from "../../../automation/local/kubeClient";
 import { type LocalCloud, startLocalCloud } from "../../../automation/local/localCloud";
 import { TOKEN } from "../../support/apiHarness";
 import { type HcloudExchange, hcloudOpenApiViolations, recordHcloudExchanges } from "../../support/hcloudOpenApi";
-import { type PoolNode, UP, allPoolServersReady, driveRollout, editLocalPool, editLocalPools, hcloudGet, isReady, poolNodes, poolServers, setLocalK0sVersion } from "../../support/localFleet";
+import { type PoolNode, UP, allPoolServersReady, driveRollout, editLocalPool, editLocalPools, hcloudGet, isReady, poolNodes, poolServers, setLocalK0sVersion, setLocalNetworkRange } from "../../support/localFleet";
 import { runPulumi } from "../../../automation/local/localStack";
 import { localStackProject } from "../../support/localStackProject";
 import { until } from "../../support/until";
@@ -116,6 +116,20 @@ describe("pulumi up --stack local on the local cloud (real engine, real control 
     for (const server of servers) assert.ok(server.public_net.firewalls.some((f: Record<string, unknown>) => f.id === firewall.id), `${server.name} is still behind the firewall`);
     // Rules the API spells otherwise (an empty destination list) are not a perpetual diff.
     await runPulumi(["preview", "--stack", "local", "--refresh", "--non-interactive", "--expect-no-changes"], project, cloud.env);
+  });
+
+  it("refuses a changed network range before declaring anything, naming the field; nothing is replaced", async function () {
+    const [network] = (await hcloudGet(cloud, "/networks?name=local-network")).networks;
+    const servers = (await poolServers(cloud, "local-general")).map((s) => s.id).sort();
+    setLocalNetworkRange(cloud, "10.0.0.0/15");
+    try {
+      await assert.rejects(runPulumi(UP, project, cloud.env), /nodefleet:network\.ipRange: cannot change on an existing network \(10\.0\.0\.0\/16 -> 10\.0\.0\.0\/15\)/);
+    } finally {
+      setLocalNetworkRange(cloud, "10.0.0.0/16");
+    }
+    const [after] = (await hcloudGet(cloud, "/networks?name=local-network")).networks;
+    assert.deepEqual([after.id, after.ip_range], [network.id, "10.0.0.0/16"], "the network is the same one");
+    assert.deepEqual((await poolServers(cloud, "local-general")).map((s) => s.id).sort(), servers, "no server was touched");
   });
 
   it("rolls a fleet-wide change one member at a time: a surge server first, an old one deleted only once its replacement is Ready", async function () {

@@ -139,6 +139,7 @@ export class ClaimStore {
   /** Runs fn in one IMMEDIATE transaction, durable when it returns (the WAL is fsynced after the COMMIT). */
   transaction<T>(fn: () => T): T {
     const nested = this.db.inTransaction;
+    if (!nested) walSyncOf(this.db).beforeWrite();
     const result = this.db.transaction(fn).immediate();
     if (!nested) walSyncOf(this.db).syncNow();
     return result;
@@ -162,9 +163,9 @@ export class ClaimStore {
     return this.version;
   }
 
-  /** Group commits so far (benchmarks and tests). */
-  get commitStats(): { groups: number; writes: number; syncs: number } {
-    return this.group.stats;
+  /** Group commits, writes, WAL syncs and checkpoints so far (benchmarks and tests). */
+  get commitStats(): { groups: number; writes: number; syncs: number; checkpoints: number } {
+    return { ...this.group.stats, checkpoints: this.group.checkpointCount };
   }
 
   private prepare(sql: string): Database.Statement {

@@ -13,7 +13,8 @@
  * - get: GET one node; list: GET the 100 nodes of a cluster.
  * The service runs in a child process (apiLoadServer.ts), autocannon in this one.
  * Prints one JSON document on stdout (p50/p99 latency in ms, requests per second, and the service's
- * CPU milliseconds per request, which depend less on what else the machine runs); progress on stderr.
+ * CPU milliseconds per request, which depend less on what else the machine runs; for creates also
+ * the group commits and checkpoints the service made); progress on stderr.
  * `--cpu-prof [--cpu-prof-dir DIR]` profiles the service process.
  */
 import { fork, type ChildProcess } from "node:child_process";
@@ -53,8 +54,9 @@ class BenchServer {
     return { baseUrl, client: new NodefleetClient({ baseUrl, clusterId: "example", token: TOKEN }) };
   }
 
-  async close(): Promise<number | undefined> {
-    return ((await this.ask({ close: true })) as { commits: number | undefined }).commits;
+  /** Stops the service; its group commits and checkpoints (undefined where the service has no counter). */
+  async close(): Promise<{ commits: number | undefined; checkpoints: number | undefined }> {
+    return (await this.ask({ close: true })) as { commits: number | undefined; checkpoints: number | undefined };
   }
 
   /** CPU time the service process has used so far. */
@@ -116,6 +118,7 @@ async function main(): Promise<void> {
     let non2xx = 0;
     let errors = 0;
     let commits = 0;
+    let checkpoints = 0;
     let cpuMs = 0;
     process.stderr.write(`autocannon POST create (${rounds} rounds of 100, ${c} connections)...\n`);
     for (let round = 0; round < rounds; round++) {
@@ -147,7 +150,9 @@ async function main(): Promise<void> {
       non2xx += result.non2xx;
       errors += result.errors;
       // Before group commit there is no counter: one commit per create.
-      commits += (await server.close()) ?? result.requests.total;
+      const closed = await server.close();
+      commits += closed.commits ?? result.requests.total;
+      checkpoints += closed.checkpoints ?? 0;
     }
     report.create!.push({
       connections: c,
@@ -156,6 +161,7 @@ async function main(): Promise<void> {
       total: latencies.length,
       serverCpuMsPerRequest: perRequest(cpuMs, latencies.length),
       commits,
+      checkpoints,
       non2xx,
       errors,
     });
@@ -208,7 +214,7 @@ async function main(): Promise<void> {
       });
     });
     const cpuMs = (await server.cpuMs()) - cpuBefore;
-    const commits = await server.close();
+    const { commits, checkpoints } = await server.close();
     report.createKeepAlive!.push({
       connections: c,
       requestsPerSecond: Math.round(creates.length / duration),
@@ -217,6 +223,7 @@ async function main(): Promise<void> {
       deleteLatencyMs: quantiles(deletes),
       serverCpuMsPerRequest: perRequest(cpuMs, result.requests.total),
       commits,
+      checkpoints,
       non2xx: result.non2xx,
       errors: result.errors,
     });

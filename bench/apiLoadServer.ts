@@ -2,7 +2,7 @@
  * The service under test of apiLoad.bench.ts, in a process of its own (forked by the bench) so
  * that autocannon's own work does not run on the service's event loop, as with a real client.
  * Messages on the IPC channel: `{ open: batchIdleMs }` starts a fresh service on 127.0.0.1 port 0
- * (answers `{ port }`), `{ close: true }` stops it (answers `{ commits }`, its group commits),
+ * (answers `{ port }`), `{ close: true }` stops it (answers `{ commits, checkpoints }`, its group commits and checkpoints),
  * `{ cpu: true }` answers `{ cpuMs }`, the CPU time this process has used so far (user and system).
  * `--cpu-prof` on the bench's command line is passed on to this process.
  */
@@ -16,7 +16,10 @@ import { TOKENS, tempDataDir } from "../test/support/apiHarness";
 import { benchConfig } from "./benchSetup";
 
 export type ServerRequest = { readonly open: number } | { readonly close: true } | { readonly cpu: true };
-export type ServerAnswer = { readonly port: number } | { readonly commits: number | undefined } | { readonly cpuMs: number };
+export type ServerAnswer =
+  | { readonly port: number }
+  | { readonly commits: number | undefined; readonly checkpoints: number | undefined }
+  | { readonly cpuMs: number };
 
 const config = benchConfig();
 const fleet = parseFleetSpec(configValues(config));
@@ -41,11 +44,11 @@ async function open(batchIdleMs: number): Promise<ServerAnswer> {
 }
 
 async function close(): Promise<ServerAnswer> {
-  // Before group commit there is no counter.
-  const commits = (app?.nodefleet.store as { commitStats?: { groups: number } } | undefined)?.commitStats?.groups;
+  // Before group commit there is no counter (and before checkpoints off the event loop, none of those).
+  const stats = (app?.nodefleet.store as { commitStats?: { groups: number; checkpoints?: number } } | undefined)?.commitStats;
   await app?.close();
   app = undefined;
-  return { commits };
+  return { commits: stats?.groups, checkpoints: stats?.checkpoints };
 }
 
 function cpu(): Promise<ServerAnswer> {

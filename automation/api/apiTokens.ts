@@ -4,7 +4,7 @@
  * hashed and compared with every stored hash in constant time, so neither the comparison nor the
  * number of tokens checked reveals how much of a token matched.
  */
-import { createHash, timingSafeEqual } from "node:crypto";
+import { hash, timingSafeEqual } from "node:crypto";
 
 export interface TokenEntry {
   readonly clusterId: string;
@@ -12,7 +12,8 @@ export interface TokenEntry {
 }
 
 export function hashToken(token: string): Buffer {
-  return createHash("sha256").update(token, "utf8").digest();
+  // One-shot hash: no Hash object per request.
+  return hash("sha256", token, "buffer");
 }
 
 /** Parses `<clusterId>:<token>,...`; malformed entries are errors that never echo the token itself. */
@@ -51,7 +52,11 @@ export class TokenVerifier {
 
   /** The cluster the token belongs to, or undefined for an unknown token. Checks every entry. */
   clusterOf(token: string): string | undefined {
-    const presented = hashToken(token);
+    return this.clusterOfHash(hashToken(token));
+  }
+
+  /** clusterOf() for a token already hashed (hashToken), so a request hashes its token once. */
+  clusterOfHash(presented: Buffer): string | undefined {
     let found: string | undefined;
     for (const entry of this.entries) {
       if (timingSafeEqual(entry.hash, presented) && found === undefined) found = entry.clusterId;

@@ -19,6 +19,8 @@ declare module "fastify" {
 
 interface PresentedToken {
   readonly token: string | undefined;
+  /** hashToken(token), computed once. */
+  readonly hash: Buffer | undefined;
   /** The cluster of a valid token. */
   readonly cluster: string | undefined;
 }
@@ -30,7 +32,8 @@ function presentedToken(request: FastifyRequest, tokens: TokenVerifier): Present
   let seen = presented.get(request);
   if (!seen) {
     const token = bearerToken(request.headers.authorization);
-    seen = { token, cluster: token ? tokens.clusterOf(token) : undefined };
+    const hash = token ? hashToken(token) : undefined;
+    seen = { token, hash, cluster: hash ? tokens.clusterOfHash(hash) : undefined };
     presented.set(request, seen);
   }
   return seen;
@@ -43,8 +46,8 @@ function presentedToken(request: FastifyRequest, tokens: TokenVerifier): Present
  */
 export function rateLimitKey(tokens: TokenVerifier): (request: FastifyRequest) => string {
   return (request) => {
-    const { token, cluster } = presentedToken(request, tokens);
-    return token && cluster !== undefined ? `token:${hashToken(token).toString("hex").slice(0, 32)}` : `${UNAUTHENTICATED_KEY_PREFIX}${request.ip}`;
+    const { hash, cluster } = presentedToken(request, tokens);
+    return hash && cluster !== undefined ? `token:${hash.toString("hex", 0, 16)}` : `${UNAUTHENTICATED_KEY_PREFIX}${request.ip}`;
   };
 }
 

@@ -132,13 +132,14 @@ export class ClusterService {
       if (earlier) return { earlier };
       const clash = store.get(this.clusterId, nodeId);
       if (clash) throw new ApiError("Conflict", `node id ${nodeId} derived from uniqueID ${body.uniqueID} is taken by ${clash.uniqueId}`);
+      const occupancy = store.occupancy(this.clusterId, pool.name);
       const admitted = admit({
         pool,
         kubelet: fleet.cluster.kubelet,
         request: body,
         catalog: this.options.catalog(),
         availability: this.options.availability,
-        usage: store.usage(this.clusterId, pool.name),
+        usage: occupancy.usage,
       });
       const template = poolTemplate(fleet.cluster, pool);
       const requestLabels = body.labels ?? {};
@@ -153,7 +154,7 @@ export class ClusterService {
         capacity: admitted.capacity,
         allocatable: admitted.allocatable,
         templateHash: templateHash(template, admitted.serverType.name),
-        placementSlot: freeSlot(store.usedPlacementSlots(this.clusterId, pool.name)),
+        placementSlot: freeSlot(occupancy.placementSlots),
       };
       const claim = store.insert({
         clusterId: this.clusterId,
@@ -190,9 +191,13 @@ export class ClusterService {
     return this.view(existing, fleet);
   }
 
+  private notFound(nodeId: string): ApiError {
+    return new ApiError("NodeNotFound", `node ${nodeId} does not exist in cluster ${this.clusterId}`);
+  }
+
   private claim(nodeId: string): Claim {
     const claim = this.options.store.get(this.clusterId, nodeId);
-    if (!claim || claim.status === "GONE") throw new ApiError("NodeNotFound", `node ${nodeId} does not exist in cluster ${this.clusterId}`);
+    if (!claim || claim.status === "GONE") throw this.notFound(nodeId);
     return claim;
   }
 
@@ -211,7 +216,7 @@ export class ClusterService {
     const fleet = this.options.fleet();
     const cached = this.freshViews(fleet);
     const view = cached ? cached.byId.get(nodeId) : this.view(this.claim(nodeId), fleet);
-    if (!view) throw new ApiError("NodeNotFound", `node ${nodeId} does not exist in cluster ${this.clusterId}`);
+    if (!view) throw this.notFound(nodeId);
     await this.options.store.durable();
     return view;
   }
@@ -243,13 +248,15 @@ export class ClusterService {
   async delete(nodeId: string): Promise<{ nodeID: string; status: "TERMINATING" }> {
     const { store } = this.options;
     const changed = await store.commitTogether(() => {
-      // Read inside the transaction: a run may have moved the claim since the request arrived.
-      const claim = this.claim(nodeId);
-      if (claim.status === "TERMINATING") return false;
+      // Read inside the transaction: a run may have moved the claim since the request arrived. The
+      // status alone decides (no row decoded).
+      const status = store.status(this.clusterId, nodeId);
+      if (status === undefined || status === "GONE") throw this.notFound(nodeId);
+      if (status === "TERMINATING") return false;
       const at = store.timestamp();
-      if (claim.status === "PENDING") store.update(this.clusterId, nodeId, { status: "GONE", deleteRequestedAt: at, goneAt: at });
+      if (status === "PENDING") store.update(this.clusterId, nodeId, { status: "GONE", deleteRequestedAt: at, goneAt: at });
       else store.update(this.clusterId, nodeId, { status: "TERMINATING", deleteRequestedAt: at });
-      return claim.status !== "PENDING";
+      return status !== "PENDING";
     });
     if (changed) this.options.reconciler.notify();
     this.options.reconciler.emit("claims", [nodeId]);

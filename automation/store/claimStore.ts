@@ -139,6 +139,7 @@ export class ClaimStore {
   /** Runs fn in one IMMEDIATE transaction, durable when it returns (the WAL is fsynced after the COMMIT). */
   transaction<T>(fn: () => T): T {
     const nested = this.db.inTransaction;
+    if (!nested) walSyncOf(this.db).beforeWrite();
     const result = this.db.transaction(fn).immediate();
     if (!nested) walSyncOf(this.db).syncNow();
     return result;
@@ -162,9 +163,9 @@ export class ClaimStore {
     return this.version;
   }
 
-  /** Group commits so far (benchmarks and tests). */
-  get commitStats(): { groups: number; writes: number; syncs: number } {
-    return this.group.stats;
+  /** Group commits, writes, WAL syncs and checkpoints so far (benchmarks and tests). */
+  get commitStats(): { groups: number; writes: number; syncs: number; checkpoints: number } {
+    return { ...this.group.stats, checkpoints: this.group.checkpointCount };
   }
 
   private prepare(sql: string): Database.Statement {
@@ -220,6 +221,11 @@ export class ClaimStore {
     return row && fromRow(row);
   }
 
+  /** The claim's status alone (no row decoded): what a delete decides by. */
+  status(clusterId: string, nodeId: string): ClaimStatus | undefined {
+    return this.prepare("SELECT status FROM claims WHERE cluster_id = ? AND node_id = ?").pluck().get(clusterId, nodeId) as ClaimStatus | undefined;
+  }
+
   byUniqueId(clusterId: string, uniqueId: string): Claim | undefined {
     const row = this.prepare("SELECT * FROM claims WHERE cluster_id = ? AND unique_id = ?").get(clusterId, uniqueId) as ClaimRow | undefined;
     return row && fromRow(row);
@@ -246,26 +252,31 @@ export class ClaimStore {
     this.version += 1;
   }
 
-  usage(clusterId: string, pool: string): PoolUsage {
+  /**
+   * What the pool's occupying claims hold: their count and resources, and their placement slots
+   * (a column beside the snapshot). One pass over the pool index: admission reads both on every create.
+   */
+  occupancy(clusterId: string, pool: string): { usage: PoolUsage; placementSlots: number[] } {
     const row = this
       .prepare(
-        `SELECT COUNT(*) AS nodes, COALESCE(SUM(cpu_millis), 0) AS cpu, COALESCE(SUM(memory_mib), 0) AS mem FROM claims
-         WHERE cluster_id = ? AND pool = ? AND status IN (${OCCUPYING_STATUSES.map(() => "?").join(",")})`,
+        `SELECT COUNT(*) AS nodes, COALESCE(SUM(cpu_millis), 0) AS cpu, COALESCE(SUM(memory_mib), 0) AS mem, group_concat(placement_slot) AS slots
+         FROM claims WHERE cluster_id = ? AND pool = ? AND status IN (${OCCUPYING_STATUSES.map(() => "?").join(",")})`,
       )
-      .get(clusterId, pool, ...OCCUPYING_STATUSES) as { nodes: number; cpu: number; mem: number };
-    return { nodes: row.nodes, cpuMillis: row.cpu, memoryMiB: row.mem };
+      .get(clusterId, pool, ...OCCUPYING_STATUSES) as { nodes: number; cpu: number; mem: number; slots: string | null };
+    return {
+      usage: { nodes: row.nodes, cpuMillis: row.cpu, memoryMiB: row.mem },
+      // group_concat leaves out the claims without a slot (NULL).
+      placementSlots: row.slots === null ? [] : row.slots.split(",").map(Number),
+    };
   }
 
-  /** Placement slots of the pool's occupying claims (a column beside the snapshot, in the pool index). */
+  usage(clusterId: string, pool: string): PoolUsage {
+    return this.occupancy(clusterId, pool).usage;
+  }
+
+  /** Placement slots of the pool's occupying claims. */
   usedPlacementSlots(clusterId: string, pool: string): number[] {
-    const rows = this
-      .prepare(
-        `SELECT placement_slot AS slot FROM claims
-         WHERE cluster_id = ? AND pool = ? AND status IN (${OCCUPYING_STATUSES.map(() => "?").join(",")})`,
-      )
-      .pluck()
-      .all(clusterId, pool, ...OCCUPYING_STATUSES) as Array<number | null>;
-    return rows.filter((slot): slot is number => typeof slot === "number");
+    return this.occupancy(clusterId, pool).placementSlots;
   }
 
   countByStatus(clusterId: string): Record<ClaimStatus, number> {

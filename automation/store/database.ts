@@ -115,6 +115,9 @@ export function openDatabase(dataDir: string, options: OpenOptions = {}): Db {
     // Commits are made durable by an explicit fsync of the WAL (walSync.ts): after each of the
     // store's own transactions, and once per group of client writes (groupCommit.ts).
     db.pragma("synchronous = NORMAL");
+    // The group commit checkpoints off the event loop (walSync.ts); SQLite's own checkpoint, inside
+    // a COMMIT with both fsyncs on the event loop, is only the backstop for a WAL grown large anyway.
+    db.pragma("wal_autocheckpoint = 10000");
     db.pragma("foreign_keys = ON");
     assertIntact(db, databasePath(dataDir));
     migrate(db);

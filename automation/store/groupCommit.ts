@@ -14,6 +14,10 @@
  * data may not be durable).
  *
  * The group closes at setImmediate: a lone request waits for no timer.
+ *
+ * Every `checkpointEveryWrites` writes, once a sync has returned with nothing committed since, the
+ * WAL is checkpointed off the event loop (walSync.ts); the next group commits when the database
+ * file's sync returns, as after a WAL sync.
  */
 import type { Statement } from "better-sqlite3";
 import type { Db } from "./database";
@@ -32,12 +36,21 @@ interface Pending {
 
 type Outcome = { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly error: unknown };
 
+export interface GroupCommitOptions {
+  /** Writes between checkpoints (default 1000: about SQLite's own 1000 pages at the usual group sizes). */
+  readonly checkpointEveryWrites?: number;
+}
+
 export class GroupCommit {
   private queue: Pending[] = [];
   private scheduled = false;
   private groups = 0;
   private writes = 0;
   private syncs = 0;
+  private checkpoints = 0;
+  private writesSinceCheckpoint = 0;
+  private checkpointing = false;
+  private readonly checkpointEveryWrites: number;
   private readonly wal: WalSync;
   /** Committed, waiting for the next sync (the store's own transactions sync at once: normally none). */
   private undurable: Waiter[] = [];
@@ -49,8 +62,9 @@ export class GroupCommit {
   private readonly release: Statement;
   private readonly rollbackTo: Statement;
 
-  constructor(private readonly db: Db) {
+  constructor(private readonly db: Db, options: GroupCommitOptions = {}) {
     this.wal = walSyncOf(db);
+    this.checkpointEveryWrites = options.checkpointEveryWrites ?? 1000;
     this.savepoint = db.prepare("SAVEPOINT group_write");
     this.release = db.prepare("RELEASE group_write");
     this.rollbackTo = db.prepare("ROLLBACK TO group_write");
@@ -76,9 +90,9 @@ export class GroupCommit {
     });
   }
 
-  /** The next group closes at the next check phase, unless a sync is in flight (its return schedules it). */
+  /** The next group closes at the next check phase, unless a sync or a checkpoint is in flight (its return schedules it). */
   private schedule(): void {
-    if (this.scheduled || this.syncingFor || this.queue.length === 0) return;
+    if (this.scheduled || this.syncingFor || this.checkpointing || this.queue.length === 0) return;
     this.scheduled = true;
     setImmediate(() => this.flush());
   }
@@ -86,6 +100,33 @@ export class GroupCommit {
   /** Commits (groups), writes and WAL fsyncs so far. */
   get stats(): { groups: number; writes: number; syncs: number } {
     return { groups: this.groups, writes: this.writes, syncs: this.syncs };
+  }
+
+  /** Checkpoints made so far (startCheckpoint). */
+  get checkpointCount(): number {
+    return this.checkpoints;
+  }
+
+  /** Checkpoints when enough was written and every commit is synced; the next group waits for its database-file sync. */
+  private startCheckpoint(): void {
+    if (this.writesSinceCheckpoint < this.checkpointEveryWrites || this.syncingFor || this.undurable.length > 0 || this.checkpointing) return;
+    let synced: Promise<void>;
+    try {
+      synced = this.wal.checkpoint();
+    } catch {
+      // The copy failed (SQLite keeps the WAL as it was): the next group's COMMIT reports a store that cannot write.
+      return;
+    }
+    this.writesSinceCheckpoint = 0;
+    this.checkpoints += 1;
+    this.checkpointing = true;
+    synced
+      // A failed sync is retried before the next write (WalSync.beforeWrite), which fails with it.
+      .catch(() => undefined)
+      .finally(() => {
+        this.checkpointing = false;
+        this.schedule();
+      });
   }
 
   private startSync(): void {
@@ -99,6 +140,7 @@ export class GroupCommit {
         this.syncingFor = undefined;
         for (const waiter of covered) waiter.answer();
         this.startSync();
+        this.startCheckpoint();
         this.schedule();
       },
       (error: unknown) => {
@@ -112,12 +154,13 @@ export class GroupCommit {
 
   private flush(): void {
     this.scheduled = false;
-    if (this.syncingFor) return;
+    if (this.syncingFor || this.checkpointing) return;
     const group = this.queue;
     this.queue = [];
     if (group.length === 0) return;
     const outcomes: Outcome[] = [];
     try {
+      this.wal.beforeWrite();
       this.db
         .transaction(() => {
           for (const pending of group) {
@@ -141,6 +184,7 @@ export class GroupCommit {
     }
     this.groups += 1;
     this.writes += group.length;
+    this.writesSinceCheckpoint += group.length;
     this.undurable.push({
       answer: () =>
         group.forEach((pending, i) => {

@@ -4,6 +4,7 @@
  */
 import type { ChangeSummary } from "../engine/stackEngine";
 import type { Db } from "./database";
+import { walSyncOf } from "./walSync";
 
 export type OperationKind = "up" | "refresh" | "preview";
 export type OperationResult = "running" | "succeeded" | "failed" | "abandoned";
@@ -54,16 +55,22 @@ function fromRow(row: OperationRow): Operation {
 export class OperationLog {
   constructor(private readonly db: Db, private readonly now: () => Date = () => new Date()) {}
 
+  /** A statement that writes: a checkpoint's copy is synced first (walSync.ts), as before any write outside a group commit. */
+  private writing(sql: string) {
+    walSyncOf(this.db).beforeWrite();
+    return this.db.prepare(sql);
+  }
+
   start(clusterId: string, kind: OperationKind, nodes: readonly string[]): number {
-    const info = this.db
-      .prepare("INSERT INTO operations (cluster_id, kind, started_at, result, nodes_json) VALUES (?, ?, ?, 'running', ?)")
+    const info = this
+      .writing("INSERT INTO operations (cluster_id, kind, started_at, result, nodes_json) VALUES (?, ?, ?, 'running', ?)")
       .run(clusterId, kind, this.now().toISOString(), JSON.stringify(nodes));
     return Number(info.lastInsertRowid);
   }
 
   finish(id: number, outcome: { result: Exclude<OperationResult, "running">; summary?: ChangeSummary; error?: string; details?: unknown }): void {
-    this.db
-      .prepare("UPDATE operations SET finished_at = ?, result = ?, summary_json = ?, error = ?, details_json = ? WHERE id = ?")
+    this
+      .writing("UPDATE operations SET finished_at = ?, result = ?, summary_json = ?, error = ?, details_json = ? WHERE id = ?")
       .run(
         this.now().toISOString(),
         outcome.result,
@@ -76,8 +83,8 @@ export class OperationLog {
 
   /** Marks runs cut short by a crash; returns how many. */
   abandonUnfinished(reason: string): number {
-    return this.db
-      .prepare("UPDATE operations SET result = 'abandoned', finished_at = ?, error = ? WHERE result = 'running'")
+    return this
+      .writing("UPDATE operations SET result = 'abandoned', finished_at = ?, error = ? WHERE result = 'running'")
       .run(this.now().toISOString(), reason).changes;
   }
 

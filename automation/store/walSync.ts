@@ -10,17 +10,32 @@
  * WAL file lives as long as the connection, so one descriptor is opened at the first sync and kept
  * until the database closes (StoreDatabase.close): a sync is one thread-pool job, not an open, a
  * sync and a close each waiting for a turn of a busy event loop.
+ *
+ * Checkpoints too (copying the WAL's pages into the database file so the WAL can start over).
+ * SQLite's automatic one runs inside the COMMIT that crosses its threshold and fsyncs the WAL and
+ * then the database file there, on the event loop, while every request waits. The group commit
+ * checkpoints between its groups instead, when every commit is synced (checkpoint()): the pages are
+ * copied with synchronous=OFF (the WAL frames they come from are durable already) and the database
+ * file is fdatasynced on the thread pool. Until that returns the next write must wait, for it
+ * starts the WAL over the frames of pages not yet durable in the database file (a power loss would
+ * lose them): group commits wait for the sync, and a writer that cannot wait (a synchronous
+ * transaction) syncs the database file itself first (beforeWrite()).
  */
 import * as fs from "node:fs";
 import type Database from "better-sqlite3";
 
 export class WalSync {
   private fd: number | undefined;
-  /** Syncs on the thread pool not yet returned: the descriptor is closed only after them. */
+  private databaseFd: number | undefined;
+  /** Syncs on the thread pool not yet returned: the descriptors are closed only after them. */
   private inFlight = 0;
   private closeWhenIdle = false;
+  /** A checkpoint copied pages into the database file that are not known to be on disk yet. */
+  private copiedUnsynced = false;
+  /** Something may have been written to the WAL since the last sync started (beforeWrite() was called). */
+  private walUnsynced = false;
 
-  constructor(readonly walPath: string) {}
+  constructor(readonly walPath: string, private readonly db?: Database.Database) {}
 
   private descriptor(): number {
     if (this.fd === undefined) {
@@ -30,14 +45,45 @@ export class WalSync {
     return this.fd;
   }
 
+  private databaseDescriptor(): number {
+    if (this.databaseFd === undefined) {
+      this.databaseFd = fs.openSync(this.walPath.replace(/-wal$/, ""), "r");
+      this.closeWhenIdle = false;
+    }
+    return this.databaseFd;
+  }
+
+  /** A checkpoint's copy waits for its database-file sync: no write may start the WAL over yet. */
+  get checkpointUnsynced(): boolean {
+    return this.copiedUnsynced;
+  }
+
   /** Blocks until everything committed so far is on disk. */
   syncNow(): void {
-    fs.fdatasyncSync(this.descriptor());
+    this.walUnsynced = false;
+    try {
+      fs.fdatasyncSync(this.descriptor());
+    } catch (error) {
+      this.walUnsynced = true;
+      throw error;
+    }
   }
 
   /** Resolves once everything committed before the call is on disk. */
   sync(): Promise<void> {
-    const fd = this.descriptor();
+    this.walUnsynced = false;
+    return this.syncOnThreadPool(this.descriptor()).catch((error: unknown) => {
+      this.walUnsynced = true;
+      throw error;
+    });
+  }
+
+  /** Resolves once the database file's written pages are on disk. */
+  syncDatabase(): Promise<void> {
+    return this.syncOnThreadPool(this.databaseDescriptor());
+  }
+
+  private syncOnThreadPool(fd: number): Promise<void> {
     this.inFlight += 1;
     return new Promise<void>((resolve, reject) =>
       fs.fdatasync(fd, (error) => {
@@ -49,15 +95,48 @@ export class WalSync {
     );
   }
 
-  /** Closes the descriptor (at once, or when the syncs in flight return: its number must not be reused under them). */
+  /**
+   * Copies the WAL into the database file without an fsync on the event loop, then syncs the
+   * database file on the thread pool; resolves when it is on disk. Called between group commits,
+   * when every group is synced; a write since the last sync (an operation-log entry written on its
+   * own) is synced here first, as SQLite syncs the WAL before it copies. If the database file's
+   * sync fails, the next write retries it (beforeWrite()).
+   */
+  checkpoint(): Promise<void> {
+    const db = this.db!;
+    if (this.walUnsynced) this.syncNow();
+    db.pragma("synchronous = OFF");
+    try {
+      db.pragma("wal_checkpoint(PASSIVE)");
+    } finally {
+      db.pragma("synchronous = NORMAL");
+    }
+    this.copiedUnsynced = true;
+    return this.syncDatabase().then(() => {
+      this.copiedUnsynced = false;
+    });
+  }
+
+  /**
+   * Before every write: a checkpoint's copy not yet synced is synced first (on the event loop; the
+   * group commit waits for the thread pool's instead), and the WAL is marked as written since its
+   * last sync.
+   */
+  beforeWrite(): void {
+    this.walUnsynced = true;
+    if (!this.copiedUnsynced) return;
+    fs.fdatasyncSync(this.databaseDescriptor());
+    this.copiedUnsynced = false;
+  }
+
+  /** Closes the descriptors (at once, or when the syncs in flight return: their numbers must not be reused under them). */
   close(): void {
-    if (this.fd === undefined) return;
     if (this.inFlight > 0) {
       this.closeWhenIdle = true;
       return;
     }
-    fs.closeSync(this.fd);
-    this.fd = undefined;
+    for (const fd of [this.fd, this.databaseFd]) if (fd !== undefined) fs.closeSync(fd);
+    this.fd = this.databaseFd = undefined;
   }
 }
 
@@ -67,7 +146,7 @@ const byDatabase = new WeakMap<Database.Database, WalSync>();
 export function walSyncOf(db: Database.Database): WalSync {
   let sync = byDatabase.get(db);
   if (!sync) {
-    sync = new WalSync(`${db.name}-wal`);
+    sync = new WalSync(`${db.name}-wal`, db);
     byDatabase.set(db, sync);
   }
   return sync;

@@ -2,7 +2,7 @@
  * Canonical JSON and its hash: the one way nodefleet fingerprints a value (generation suffixes,
  * template snapshots, request bodies), so that equal values hash equally whatever their key order.
  */
-import { createHash } from "node:crypto";
+import { hash } from "node:crypto";
 
 /** JSON with object keys sorted; arrays keep their order; `undefined` members are left out (top level: `null`). */
 export function canonicalJson(value: unknown): string {
@@ -19,7 +19,8 @@ export function canonicalJson(value: unknown): string {
 
 /** Lower-case hex sha256 of a UTF-8 string. */
 export function sha256Hex(text: string): string {
-  return createHash("sha256").update(text, "utf8").digest("hex");
+  // One-shot: no Hash object per call (node ids and request fingerprints are hashed on every create).
+  return hash("sha256", text, "hex");
 }
 
 /** Lower-case hex sha256 of `canonicalJson(value)`. */

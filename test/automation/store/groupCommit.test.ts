@@ -4,7 +4,8 @@ import * as fs from "node:fs";
 import { ClaimStore } from "../../../automation/store/claimStore";
 import { databaseFiles, openDatabase } from "../../../automation/store/database";
 import { GroupCommit } from "../../../automation/store/groupCommit";
-import { WalSync } from "../../../automation/store/walSync";
+import { OperationLog } from "../../../automation/store/operationLog";
+import { WalSync, walSyncOf } from "../../../automation/store/walSync";
 import { nodeIdFor } from "../../../automation/api/nodeIdentity";
 import type { MemberSnapshot } from "../../../automation/reconciler/memberSnapshot";
 import { startTestApi, tempDataDir } from "../../support/apiHarness";
@@ -30,11 +31,11 @@ const claim = (nodeId: string) => ({
   memoryMiB: 1,
 });
 
-/** Holds every WAL fsync of the process until released (or failed), as a slow disk would. */
-function holdFsyncs() {
-  const original = WalSync.prototype.sync;
+/** Holds every WAL fsync (or database-file fsync) of the process until released (or failed), as a slow disk would. */
+function holdFsyncs(method: "sync" | "syncDatabase" = "sync") {
+  const original = WalSync.prototype[method];
   const held: Array<{ release: () => void; fail: (error: Error) => void }> = [];
-  WalSync.prototype.sync = function (this: WalSync) {
+  WalSync.prototype[method] = function (this: WalSync) {
     return new Promise<void>((resolve, reject) => {
       held.push({ release: () => original.call(this).then(resolve, reject), fail: reject });
     });
@@ -43,7 +44,7 @@ function holdFsyncs() {
     held,
     releaseAll: () => held.splice(0).forEach((h) => h.release()),
     restore: () => {
-      WalSync.prototype.sync = original;
+      WalSync.prototype[method] = original;
       held.splice(0).forEach((h) => h.release());
     },
   };
@@ -250,6 +251,63 @@ describe("group commit", () => {
       assert.equal(new Set(twice.map((t) => t.node.nodeID)).size, 1);
     } finally {
       await api.close();
+    }
+  });
+
+  it("checkpoints between groups without an fsync on the event loop, and commits nothing until the database file's sync returns", async () => {
+    const dir = tempDataDir();
+    const db = openDatabase(dir);
+    const store = new ClaimStore(db);
+    const group = new GroupCommit(db, { checkpointEveryWrites: 3 });
+    const databaseSyncs = holdFsyncs("syncDatabase");
+    try {
+      const databaseBytes = () => fs.statSync(databaseFiles(dir)[0]!).size;
+      const before = databaseBytes();
+      await Promise.all(["a", "b", "c"].map((id) => group.run(() => store.insert(claim(id)))));
+      await eventuallyTrue(() => databaseSyncs.held.length === 1);
+      assert.equal(group.checkpointCount, 1);
+      assert.ok(databaseBytes() > before, "the WAL's pages were copied into the database file");
+      assert.equal(walSyncOf(db).checkpointUnsynced, true);
+      const d = group.run(() => store.insert(claim("d")));
+      assert.equal(await settledYet(d), false, "no write may start the WAL over before the database file is synced");
+      assert.equal(group.stats.groups, 1);
+      await group.durable(); // what was committed is durable (in the WAL) meanwhile
+      databaseSyncs.releaseAll();
+      await d;
+      assert.equal(walSyncOf(db).checkpointUnsynced, false);
+      assert.deepEqual(store.list("example").map((c) => c.nodeId).sort(), ["a", "b", "c", "d"]);
+      assert.equal(group.stats.groups, 2);
+    } finally {
+      databaseSyncs.restore();
+      db.close();
+    }
+  });
+
+  it("a transaction outside the group commit during a checkpoint's database-file sync syncs that file itself first", async () => {
+    const db = openDatabase(tempDataDir());
+    const store = new ClaimStore(db);
+    const operations = new OperationLog(db);
+    const group = new GroupCommit(db, { checkpointEveryWrites: 1 });
+    const databaseSyncs = holdFsyncs("syncDatabase");
+    try {
+      await group.run(() => store.insert(claim("a")));
+      await eventuallyTrue(() => databaseSyncs.held.length === 1);
+      assert.equal(walSyncOf(db).checkpointUnsynced, true);
+      store.transaction(() => store.update("example", "a", { status: "PROVISIONING" }));
+      assert.equal(walSyncOf(db).checkpointUnsynced, false, "synced before the transaction began");
+      // The group commit still waits for its own sync of that checkpoint.
+      const b = group.run(() => store.insert(claim("b")));
+      assert.equal(await settledYet(b), false);
+      databaseSyncs.releaseAll();
+      await b;
+      await eventuallyTrue(() => databaseSyncs.held.length === 1);
+      assert.equal(walSyncOf(db).checkpointUnsynced, true, "b's checkpoint");
+      operations.start("example", "up", ["a"]);
+      assert.equal(walSyncOf(db).checkpointUnsynced, false, "the operation log's writes sync it too");
+      assert.equal(store.get("example", "a")?.status, "PROVISIONING");
+    } finally {
+      databaseSyncs.restore();
+      db.close();
     }
   });
 });

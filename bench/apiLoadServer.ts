@@ -6,6 +6,7 @@
  * `{ cpu: true }` answers `{ cpuMs }`, the CPU time this process has used so far (user and system).
  * `--cpu-prof` on the bench's command line is passed on to this process.
  */
+import { rmSync } from "node:fs";
 import type { FastifyInstance } from "fastify";
 import { parseFleetSpec } from "../components/fleet/fleetSpec";
 import { buildServer } from "../automation/api/server";
@@ -24,10 +25,12 @@ export type ServerAnswer =
 const config = benchConfig();
 const fleet = parseFleetSpec(configValues(config));
 let app: FastifyInstance | undefined;
+let dataDir: string | undefined;
 
 async function open(batchIdleMs: number): Promise<ServerAnswer> {
+  dataDir = tempDataDir("nodefleet-bench-load-");
   app = await buildServer({
-    dataDir: tempDataDir("nodefleet-bench-load-"),
+    dataDir,
     engine: new FakeStackEngine(),
     fleet: () => fleet,
     stackConfig: () => config,
@@ -48,6 +51,9 @@ async function close(): Promise<ServerAnswer> {
   const stats = (app?.nodefleet.store as { commitStats?: { groups: number; checkpoints?: number } } | undefined)?.commitStats;
   await app?.close();
   app = undefined;
+  // A fresh service per round: its data directory goes with it.
+  if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+  dataDir = undefined;
   return { commits: stats?.groups, checkpoints: stats?.checkpoints };
 }
 
@@ -65,5 +71,8 @@ process.on("message", (request: ServerRequest) => {
     },
   );
 });
-// The bench went away: so does the service.
-process.on("disconnect", () => process.exit(0));
+// The bench went away: so does the service, and its data directory.
+process.on("disconnect", () => {
+  if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+  process.exit(0);
+});

@@ -110,7 +110,10 @@ for (const engineCase of ENGINES) {
     });
 
     it("keeps a bounded update history on its own file backend, without checkpoint backups", async function () {
-      if (engineCase.name !== "automation") this.skip(); // the simulated engine keeps no Pulumi history
+      if (engineCase.name !== "automation") {
+        console.log("      skipped: the simulated engine keeps no Pulumi update history");
+        this.skip();
+      }
       engine = new AutomationEngine({ dataDir: dataDir(), env: { ...process.env, PULUMI_CONFIG_PASSPHRASE: "contract-tests" }, logger: silent, historyToKeep: 2 });
       for (const count of [1, 2, 1]) assert.equal((await engine.up(stack(members(count)))).succeeded, true);
       const history = join(dataDir(), "state", ".pulumi", "history", "nodefleet", "contract");

@@ -10,7 +10,9 @@
  *   node it just created before its next create so the pool never fills; create latencies and
  *   creates per second are reported apart from the deletes';
  * - replay: POST the same create again (idempotent, a read);
- * - get: GET one node; list: GET the 100 nodes of a cluster.
+ * - get: GET one node; list: GET the 100 nodes of a cluster;
+ * - floor: one empty Fastify route in the same child process, the same body: what this machine
+ *   gives any Fastify service (the service's figures are read against it).
  * The service runs in a child process (apiLoadServer.ts), autocannon in this one.
  * Prints one JSON document on stdout (p50/p99 latency in ms, requests per second, and the service's
  * CPU milliseconds per request, which depend less on what else the machine runs; for creates also
@@ -55,6 +57,12 @@ class BenchServer {
   }
 
   /** Stops the service; its group commits and checkpoints (undefined where the service has no counter). */
+  /** One empty Fastify route instead of the service: the machine's floor. */
+  async openFloor(): Promise<string> {
+    const { port } = (await this.ask({ floor: true })) as { port: number };
+    return `http://127.0.0.1:${port}`;
+  }
+
   async close(): Promise<{ commits: number | undefined; checkpoints: number | undefined }> {
     return (await this.ask({ close: true })) as { commits: number | undefined; checkpoints: number | undefined };
   }
@@ -99,7 +107,7 @@ async function main(): Promise<void> {
   const names = Array.from({ length: 100 }, (_, i) => `bench-${i}`);
   const created = await Promise.all(names.map((uniqueID) => reads.client.createNode({ uniqueID, pool: "hel1-burst" }, { waitSeconds: 60 })));
   const nodeId = created[0]!.node.nodeID;
-  const report: Record<string, unknown[]> = { create: [], createKeepAlive: [], replay: [], get: [], list: [] };
+  const report: Record<string, unknown[]> = { create: [], createKeepAlive: [], replay: [], get: [], list: [], floor: [] };
   for (const c of only === "create" ? [] : levels) {
     report.replay!.push(await cannon("POST create replay", c, { url: `${reads.baseUrl}/api/v1/clusters/example/nodes`, method: "POST", headers, body: JSON.stringify({ uniqueID: names[0], pool: "hel1-burst" }) }));
     report.get!.push(await cannon("GET node", c, { url: `${reads.baseUrl}/api/v1/clusters/example/nodes/${nodeId}`, headers }));
@@ -227,6 +235,14 @@ async function main(): Promise<void> {
       non2xx: result.non2xx,
       errors: result.errors,
     });
+  }
+
+  // The floor: one empty Fastify route, the same body and connections. No service on this machine
+  // answers faster than this; the targets are read against it.
+  for (const c of levels) {
+    const floorUrl = await server.openFloor();
+    report.floor!.push(await cannon("POST empty Fastify route (floor)", c, { url: `${floorUrl}/floor`, method: "POST", headers, body: JSON.stringify({ uniqueID: "floor", pool: "hel1-burst" }) }));
+    await server.close();
   }
   await server.exit();
   process.stdout.write(`${JSON.stringify({ machine: { cpus: os.cpus().length, node: process.version }, durationSeconds: duration, ...report }, null, 2)}\n`);

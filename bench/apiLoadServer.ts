@@ -4,10 +4,12 @@
  * Messages on the IPC channel: `{ open: batchIdleMs }` starts a fresh service on 127.0.0.1 port 0
  * (answers `{ port }`), `{ close: true }` stops it (answers `{ commits, checkpoints }`, its group commits and checkpoints),
  * `{ cpu: true }` answers `{ cpuMs }`, the CPU time this process has used so far (user and system).
+ * `{ floor: true }` starts, instead of a service, one empty Fastify route (`POST /floor`, 201 `{}`):
+ * what this machine gives any Fastify service, the floor under the service's own figures.
  * `--cpu-prof` on the bench's command line is passed on to this process.
  */
 import { rmSync } from "node:fs";
-import type { FastifyInstance } from "fastify";
+import Fastify, { type FastifyInstance } from "fastify";
 import { parseFleetSpec } from "../components/fleet/fleetSpec";
 import { buildServer } from "../automation/api/server";
 import { ServiceMetrics } from "../automation/api/serviceMetrics";
@@ -16,7 +18,7 @@ import { FakeStackEngine } from "../test/support/fakeStackEngine";
 import { TOKENS, tempDataDir } from "../test/support/apiHarness";
 import { benchConfig } from "./benchSetup";
 
-export type ServerRequest = { readonly open: number } | { readonly close: true } | { readonly cpu: true };
+export type ServerRequest = { readonly open: number } | { readonly floor: true } | { readonly close: true } | { readonly cpu: true };
 export type ServerAnswer =
   | { readonly port: number }
   | { readonly commits: number | undefined; readonly checkpoints: number | undefined }
@@ -46,9 +48,17 @@ async function open(batchIdleMs: number): Promise<ServerAnswer> {
   return { port: typeof address === "object" && address ? address.port : 0 };
 }
 
+async function floor(): Promise<ServerAnswer> {
+  app = Fastify({ logger: false });
+  app.post("/floor", async (_request, reply) => reply.code(201).send({}));
+  await app.listen({ host: "127.0.0.1", port: 0 });
+  const address = app.server.address();
+  return { port: typeof address === "object" && address ? address.port : 0 };
+}
+
 async function close(): Promise<ServerAnswer> {
-  // Before group commit there is no counter (and before checkpoints off the event loop, none of those).
-  const stats = (app?.nodefleet.store as { commitStats?: { groups: number; checkpoints?: number } } | undefined)?.commitStats;
+  // Before group commit there is no counter (and before checkpoints off the event loop, none of those); the floor has no store.
+  const stats = (app?.nodefleet?.store as { commitStats?: { groups: number; checkpoints?: number } } | undefined)?.commitStats;
   await app?.close();
   app = undefined;
   // A fresh service per round: its data directory goes with it.
@@ -63,7 +73,7 @@ function cpu(): Promise<ServerAnswer> {
 }
 
 process.on("message", (request: ServerRequest) => {
-  ("open" in request ? open(request.open) : "cpu" in request ? cpu() : close()).then(
+  ("open" in request ? open(request.open) : "floor" in request ? floor() : "cpu" in request ? cpu() : close()).then(
     (answer) => process.send!(answer),
     (error: unknown) => {
       process.stderr.write(`${error instanceof Error ? error.stack : String(error)}\n`);

@@ -20,12 +20,15 @@ export function fileBackendDir(backendUrl: string): string | undefined {
   return withoutQuery.startsWith("file:///") ? fileURLToPath(withoutQuery) : withoutQuery.slice("file://".length);
 }
 
+/** The options that mark a file backend URL as made by fileBackendUrl. */
+const OWN_BACKEND_OPTIONS = "?metadata=skip";
+
 /**
  * The file backend URL nodefleet uses for a directory: `metadata=skip` tells fileblob to write no
  * sidecars at all (Pulumi's state carries no blob metadata), so none can be torn.
  */
 export function fileBackendUrl(dir: string): string {
-  return `file://${dir}?metadata=skip`;
+  return `file://${dir}${OWN_BACKEND_OPTIONS}`;
 }
 
 const SIDECAR = ".attrs";
@@ -127,7 +130,7 @@ export function pendingOperations(backendDir: string, project: string, stack: st
 
 /** A file backend URL made by `fileBackendUrl`: nodefleet's own, so it also prunes its history. */
 export function isNodefleetFileBackend(backendUrl: string): boolean {
-  return backendUrl.startsWith("file://") && backendUrl.endsWith("?metadata=skip");
+  return backendUrl.startsWith("file://") && backendUrl.endsWith(OWN_BACKEND_OPTIONS);
 }
 
 /** Files of one folder grouped by the update they belong to (the Unix nanoseconds in their names), newest first. */

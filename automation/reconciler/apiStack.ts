@@ -4,21 +4,15 @@
  * touches API-created nodes and this stack never touches git's resources.
  */
 import * as path from "node:path";
+import type { HcloudLabelledResource } from "../engine/hcloudClient";
 import type { StackConfigValue, StackDefinition } from "../engine/stackEngine";
 import type { Claim } from "../store/claimStore";
 import type { MemberSnapshot } from "./memberSnapshot";
 
-/** A shared resource git's stack owns, as looked up by name. */
-export interface SharedResource {
-  readonly id: number;
-  readonly name: string;
-  readonly labels: Readonly<Record<string, string>>;
-}
-
-/** The network and firewall every autoscaled member attaches to. */
+/** The network and firewall every autoscaled member attaches to (git's stack owns them), as looked up by name. */
 export interface SharedResources {
-  readonly network: SharedResource;
-  readonly firewall: SharedResource;
+  readonly network: HcloudLabelledResource;
+  readonly firewall: HcloudLabelledResource;
 }
 
 /** The arguments `stacks/autoscaledProgram.ts` receives. */

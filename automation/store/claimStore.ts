@@ -138,11 +138,7 @@ export class ClaimStore {
 
   /** Runs fn in one IMMEDIATE transaction, durable when it returns (the WAL is fsynced after the COMMIT). */
   transaction<T>(fn: () => T): T {
-    const nested = this.db.inTransaction;
-    if (!nested) walSyncOf(this.db).beforeWrite();
-    const result = this.db.transaction(fn).immediate();
-    if (!nested) walSyncOf(this.db).syncNow();
-    return result;
+    return walSyncOf(this.db).writeDurably(() => this.db.transaction(fn).immediate());
   }
 
   /** Resolves once every commit so far is durable. */

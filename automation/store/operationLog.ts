@@ -2,6 +2,7 @@
  * Every engine run of a cluster, persisted so `GET /operations` survives restarts. A run still
  * marked `running` when the service starts was cut short by a crash and is marked `abandoned`.
  */
+import type Database from "better-sqlite3";
 import type { ChangeSummary } from "../engine/stackEngine";
 import type { Db } from "./database";
 import { walSyncOf } from "./walSync";
@@ -55,37 +56,40 @@ function fromRow(row: OperationRow): Operation {
 export class OperationLog {
   constructor(private readonly db: Db, private readonly now: () => Date = () => new Date()) {}
 
-  /** A statement that writes: a checkpoint's copy is synced first (walSync.ts), as before any write outside a group commit. */
-  private writing(sql: string) {
-    walSyncOf(this.db).beforeWrite();
-    return this.db.prepare(sql);
+  /**
+   * A write, durable when it returns (walSync.ts): an operation recorded as started or finished
+   * survives a power loss, as the claims it was written beside do.
+   */
+  private write(sql: string, ...params: unknown[]): Database.RunResult {
+    return walSyncOf(this.db).writeDurably(() => this.db.prepare(sql).run(...params));
   }
 
   start(clusterId: string, kind: OperationKind, nodes: readonly string[]): number {
-    const info = this
-      .writing("INSERT INTO operations (cluster_id, kind, started_at, result, nodes_json) VALUES (?, ?, ?, 'running', ?)")
-      .run(clusterId, kind, this.now().toISOString(), JSON.stringify(nodes));
+    const info = this.write(
+      "INSERT INTO operations (cluster_id, kind, started_at, result, nodes_json) VALUES (?, ?, ?, 'running', ?)",
+      clusterId,
+      kind,
+      this.now().toISOString(),
+      JSON.stringify(nodes),
+    );
     return Number(info.lastInsertRowid);
   }
 
   finish(id: number, outcome: { result: Exclude<OperationResult, "running">; summary?: ChangeSummary; error?: string; details?: unknown }): void {
-    this
-      .writing("UPDATE operations SET finished_at = ?, result = ?, summary_json = ?, error = ?, details_json = ? WHERE id = ?")
-      .run(
-        this.now().toISOString(),
-        outcome.result,
-        outcome.summary ? JSON.stringify(outcome.summary) : null,
-        outcome.error ?? null,
-        outcome.details === undefined ? null : JSON.stringify(outcome.details),
-        id,
-      );
+    this.write(
+      "UPDATE operations SET finished_at = ?, result = ?, summary_json = ?, error = ?, details_json = ? WHERE id = ?",
+      this.now().toISOString(),
+      outcome.result,
+      outcome.summary ? JSON.stringify(outcome.summary) : null,
+      outcome.error ?? null,
+      outcome.details === undefined ? null : JSON.stringify(outcome.details),
+      id,
+    );
   }
 
   /** Marks runs cut short by a crash; returns how many. */
   abandonUnfinished(reason: string): number {
-    return this
-      .writing("UPDATE operations SET result = 'abandoned', finished_at = ?, error = ? WHERE result = 'running'")
-      .run(this.now().toISOString(), reason).changes;
+    return this.write("UPDATE operations SET result = 'abandoned', finished_at = ?, error = ? WHERE result = 'running'", this.now().toISOString(), reason).changes;
   }
 
   list(clusterId: string, limit = 500): Operation[] {

@@ -129,6 +129,23 @@ export class WalSync {
     this.copiedUnsynced = false;
   }
 
+  /**
+   * Runs a write outside the group commit, durable when it returns: the WAL is synced after it. Inside
+   * an open transaction nothing is synced here: that transaction's own commit is synced by its owner.
+   */
+  writeDurably<T>(write: () => T): T {
+    if (this.db!.inTransaction) return write();
+    this.beforeWrite();
+    const result = write();
+    this.syncNow();
+    return result;
+  }
+
+  /** Something written since the last sync started is not known to be on disk. */
+  get walUnsyncedWrites(): boolean {
+    return this.walUnsynced;
+  }
+
   /** Closes the descriptors (at once, or when the syncs in flight return: their numbers must not be reused under them). */
   close(): void {
     if (this.inFlight > 0) {

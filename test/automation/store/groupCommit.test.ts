@@ -283,6 +283,30 @@ describe("group commit", () => {
     }
   });
 
+  it("an operation-log write outside a transaction is durable when it returns; inside one, the transaction's commit syncs it", () => {
+    const db = openDatabase(tempDataDir());
+    const store = new ClaimStore(db);
+    const operations = new OperationLog(db);
+    try {
+      const id = operations.start("example", "up", ["a"]);
+      assert.equal(walSyncOf(db).walUnsyncedWrites, false, "start is synced");
+      operations.finish(id, { result: "succeeded" });
+      assert.equal(walSyncOf(db).walUnsyncedWrites, false, "finish is synced");
+      operations.start("example", "preview", ["b"]);
+      assert.equal(operations.abandonUnfinished("crash"), 1);
+      assert.equal(walSyncOf(db).walUnsyncedWrites, false, "abandoning is synced");
+      store.transaction(() => {
+        store.insert(claim("c"));
+        operations.start("example", "up", ["c"]);
+        assert.equal(walSyncOf(db).walUnsyncedWrites, true, "not synced inside the transaction");
+      });
+      assert.equal(walSyncOf(db).walUnsyncedWrites, false, "the transaction's commit synced both");
+      assert.deepEqual(operations.list("example").map((o) => o.result), ["running", "abandoned", "succeeded"]);
+    } finally {
+      db.close();
+    }
+  });
+
   it("a transaction outside the group commit during a checkpoint's database-file sync syncs that file itself first", async () => {
     const db = openDatabase(tempDataDir());
     const store = new ClaimStore(db);

@@ -9,6 +9,7 @@
  *   `duration` seconds (as Karpenter's client holds its connections), each connection deleting the
  *   node it just created before its next create so the pool never fills; create latencies and
  *   creates per second are reported apart from the deletes';
+ * - createKeepAliveLogged: the same with `serve`'s logger at info (to a file): what request logging costs;
  * - replay: POST the same create again (idempotent, a read);
  * - get: GET one node; list: GET the 100 nodes of a cluster;
  * - floor: one empty Fastify route in the same child process, the same body: what this machine
@@ -50,8 +51,8 @@ class BenchServer {
     });
   }
 
-  async open(batchIdleMs: number) {
-    const { port } = (await this.ask({ open: batchIdleMs })) as { port: number };
+  async open(batchIdleMs: number, logged = false) {
+    const { port } = (await this.ask({ open: batchIdleMs, logged })) as { port: number };
     const baseUrl = `http://127.0.0.1:${port}`;
     return { baseUrl, client: new NodefleetClient({ baseUrl, clusterId: "example", token: TOKEN }) };
   }
@@ -107,7 +108,7 @@ async function main(): Promise<void> {
   const names = Array.from({ length: 100 }, (_, i) => `bench-${i}`);
   const created = await Promise.all(names.map((uniqueID) => reads.client.createNode({ uniqueID, pool: "hel1-burst" }, { waitSeconds: 60 })));
   const nodeId = created[0]!.node.nodeID;
-  const report: Record<string, unknown[]> = { create: [], createKeepAlive: [], replay: [], get: [], list: [], floor: [] };
+  const report: Record<string, unknown[]> = { create: [], createKeepAlive: [], createKeepAliveLogged: [], replay: [], get: [], list: [], floor: [] };
   for (const c of only === "create" ? [] : levels) {
     report.replay!.push(await cannon("POST create replay", c, { url: `${reads.baseUrl}/api/v1/clusters/example/nodes`, method: "POST", headers, body: JSON.stringify({ uniqueID: names[0], pool: "hel1-burst" }) }));
     report.get!.push(await cannon("GET node", c, { url: `${reads.baseUrl}/api/v1/clusters/example/nodes/${nodeId}`, headers }));
@@ -176,15 +177,16 @@ async function main(): Promise<void> {
   }
 
   // Creates over kept-alive connections: each connection creates a node, deletes it (a PENDING
-  // claim is gone at once, so at most one node per connection holds a place in the pool), and so on.
-  for (const c of levels) {
-    const service = await server.open(3_600_000);
+  // claim is gone at once, so at most one node per connection holds a place in the pool), and so on;
+  // once without a logger, once with `serve`'s (two info lines per request, written synchronously).
+  for (const [scenario, c] of levels.flatMap((c) => [["createKeepAlive", c], ["createKeepAliveLogged", c]] as const)) {
+    const service = await server.open(3_600_000, scenario === "createKeepAliveLogged");
     let next = 0;
     const uniqueIdOf = new Map<unknown, string>();
     const answered = new Map<unknown, number>();
     const creates: number[] = [];
     const deletes: number[] = [];
-    process.stderr.write(`autocannon POST create + DELETE (${duration}s, ${c} kept-alive connections)...\n`);
+    process.stderr.write(`autocannon POST create + DELETE (${duration}s, ${c} kept-alive connections${scenario === "createKeepAliveLogged" ? ", logged" : ""})...\n`);
     const cpuBefore = await server.cpuMs();
     const result = await new Promise<autocannon.Result>((resolve, reject) => {
       const tracker = autocannon(
@@ -223,7 +225,7 @@ async function main(): Promise<void> {
     });
     const cpuMs = (await server.cpuMs()) - cpuBefore;
     const { commits, checkpoints } = await server.close();
-    report.createKeepAlive!.push({
+    report[scenario]!.push({
       connections: c,
       requestsPerSecond: Math.round(creates.length / duration),
       latencyMs: quantiles(creates),

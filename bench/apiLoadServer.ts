@@ -1,24 +1,27 @@
 /**
  * The service under test of apiLoad.bench.ts, in a process of its own (forked by the bench) so
  * that autocannon's own work does not run on the service's event loop, as with a real client.
- * Messages on the IPC channel: `{ open: batchIdleMs }` starts a fresh service on 127.0.0.1 port 0
- * (answers `{ port }`), `{ close: true }` stops it (answers `{ commits, checkpoints }`, its group commits and checkpoints),
+ * Messages on the IPC channel: `{ open: batchIdleMs, logged? }` starts a fresh service on 127.0.0.1 port 0
+ * (answers `{ port }`; `logged`: with `serve`'s logger at info, its lines going to a file in the
+ * data directory, instead of no logger), `{ close: true }` stops it (answers `{ commits, checkpoints }`, its group commits and checkpoints),
  * `{ cpu: true }` answers `{ cpuMs }`, the CPU time this process has used so far (user and system).
  * `{ floor: true }` starts, instead of a service, one empty Fastify route (`POST /floor`, 201 `{}`):
  * what this machine gives any Fastify service, the floor under the service's own figures.
  * `--cpu-prof` on the bench's command line is passed on to this process.
  */
 import { rmSync } from "node:fs";
+import { join } from "node:path";
 import Fastify, { type FastifyInstance } from "fastify";
 import { parseFleetSpec } from "../components/fleet/fleetSpec";
 import { buildServer } from "../automation/api/server";
+import { serviceLogger } from "../automation/cli/serviceLogger";
 import { ServiceMetrics } from "../automation/api/serviceMetrics";
 import { configValues } from "../automation/stackConfigFile";
 import { FakeStackEngine } from "../test/support/fakeStackEngine";
 import { TOKENS, tempDataDir } from "../test/support/apiHarness";
 import { benchConfig } from "./benchSetup";
 
-export type ServerRequest = { readonly open: number } | { readonly floor: true } | { readonly close: true } | { readonly cpu: true };
+export type ServerRequest = { readonly open: number; readonly logged?: boolean } | { readonly floor: true } | { readonly close: true } | { readonly cpu: true };
 export type ServerAnswer =
   | { readonly port: number }
   | { readonly commits: number | undefined; readonly checkpoints: number | undefined }
@@ -29,7 +32,7 @@ const fleet = parseFleetSpec(configValues(config));
 let app: FastifyInstance | undefined;
 let dataDir: string | undefined;
 
-async function open(batchIdleMs: number): Promise<ServerAnswer> {
+async function open(batchIdleMs: number, logged: boolean): Promise<ServerAnswer> {
   dataDir = tempDataDir("nodefleet-bench-load-");
   app = await buildServer({
     dataDir,
@@ -38,7 +41,7 @@ async function open(batchIdleMs: number): Promise<ServerAnswer> {
     stackConfig: () => config,
     tokens: TOKENS,
     rateLimitPerMinute: false,
-    logger: false,
+    logger: logged ? serviceLogger({ NODEFLEET_LOG_LEVEL: "info" }, join(dataDir, "service.log")) : false,
     // One registry of process metrics per fresh service would pile up across rounds.
     metrics: new ServiceMetrics({ defaultMetrics: false }),
     batch: { idleMs: batchIdleMs, maxMs: batchIdleMs },
@@ -73,7 +76,7 @@ function cpu(): Promise<ServerAnswer> {
 }
 
 process.on("message", (request: ServerRequest) => {
-  ("open" in request ? open(request.open) : "floor" in request ? floor() : "cpu" in request ? cpu() : close()).then(
+  ("open" in request ? open(request.open, request.logged === true) : "floor" in request ? floor() : "cpu" in request ? cpu() : close()).then(
     (answer) => process.send!(answer),
     (error: unknown) => {
       process.stderr.write(`${error instanceof Error ? error.stack : String(error)}\n`);

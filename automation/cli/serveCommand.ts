@@ -9,7 +9,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { InvalidArgumentError, type Command } from "commander";
 import type { FastifyInstance } from "fastify";
-import pino, { type Logger } from "pino";
+import type { Logger } from "pino";
 import { API_TOKENS_KEY, declaredConfigTokens, loadApiTokens, plainTokenErrors, readRawStackConfig, type ReadSecretConfig } from "../api/apiTokenSources";
 import { hashToken, parseApiTokens, type TokenEntry } from "../api/apiTokens";
 import { buildServer } from "../api/server";
@@ -23,6 +23,7 @@ import { AutomationEngine } from "../engine/automationEngine";
 import { HcloudClient } from "../engine/hcloudClient";
 import type { StackEngine } from "../engine/stackEngine";
 import { gitStackProgram } from "../gitStackProgram";
+import { serviceLogger } from "./serviceLogger";
 import { OrphanReclaimer, hcloudInventory, simulatedInventory } from "../reconciler/orphanReclaimer";
 import { SIMULATION_BANNER, SimulatedEngine } from "../simulated/simulatedEngine";
 import { projectRoot } from "../stackConfigFile";
@@ -81,10 +82,7 @@ async function apiTokens(
 }
 
 export async function serve(options: ServeOptions, env: NodeJS.ProcessEnv = process.env): Promise<void> {
-  const logger = pino(
-    { name: "nodefleet", level: env.NODEFLEET_LOG_LEVEL ?? "info", redact: ["req.headers.authorization", "*.token", "*.kubeconfig"] },
-    pino.destination(2),
-  );
+  const logger = serviceLogger(env);
   const dataDir = path.resolve(options.dataDir);
   // Every configuration error first, before anything touches the data directory.
   const root = projectRoot();

@@ -2,7 +2,7 @@
  * How fast a `POST /nodes` becomes a machine, on the real and on the simulated engine in one run:
  * `nodefleet serve --stack local` with `--engine automation` on the local cloud (real pulumi CLI,
  * nodefleet's hcloud plugin, the fake Hetzner API, the node agent; servers boot at once) and with
- * `--engine simulated`. For 1 and for 40 concurrent creates: seconds to the server's create (the
+ * `--engine simulated`. For 1 (the first run after the start), 40, and again 1 concurrent creates: seconds to the server's create (the
  * fake's server exists; the simulated cloud's server exists), to RUNNING in the API, and, on the
  * real engine, to the Node Ready; and the Hetzner API requests per created node from the fake's
  * counters. Targets (issue "Local cloud"): at most the batch window + 5 s to the server create, at
@@ -24,6 +24,12 @@ import { percentile } from "./benchSetup";
 
 const POOL = "local-burst";
 const BATCH = { NODEFLEET_BATCH_IDLE_MS: "300", NODEFLEET_BATCH_MAX_MS: "3000" };
+/**
+ * Concurrent creates per round: the service's first run after its start (workspace, plugins and
+ * caches cold), 40 at once, then 1 again on a service that has run before (the steady state).
+ */
+const ROUNDS = [1, 40, 1];
+const roundTitle = (round: number, count: number) => `${count} creates${count === 1 ? (round === 0 ? " (first run after start)" : " (after earlier runs)") : ""}`;
 
 interface Timings {
   serverCreated: number[];
@@ -98,9 +104,9 @@ async function main(): Promise<void> {
     // Read in-process, not over HTTP: the fake's request counters are what the bench reports.
     const fakeServer = (nodeId: string) => cloud.hcloud.state.servers.some((s) => s.labels["nodefleet.io/node"] === nodeId);
     const nodeReady = async () => new Set((await poolNodes(cloud, POOL)).filter(isReady).map((n) => n.spec.providerID ?? ""));
-    for (const count of [1, 40]) {
-      const t = await measure(real, count, `real-${count}`, fakeServer, nodeReady, () => totalRequests(cloud));
-      rows.push(`real engine, ${count} creates: server create ${summary(t.serverCreated)}; RUNNING ${summary(t.running)}; Node Ready ${summary(t.nodeReady)}; ${(t.requests / count).toFixed(1)} Hetzner requests per created node`);
+    for (const [round, count] of ROUNDS.entries()) {
+      const t = await measure(real, count, `real-${round}`, fakeServer, nodeReady, () => totalRequests(cloud));
+      rows.push(`real engine, ${roundTitle(round, count)}: server create ${summary(t.serverCreated)}; RUNNING ${summary(t.running)}; Node Ready ${summary(t.nodeReady)}; ${(t.requests / count).toFixed(1)} Hetzner requests per created node`);
     }
     const counts = [...cloud.hcloud.requestCounts.entries()].sort((a, b) => b[1] - a[1]).slice(0, 8);
     rows.push(`  busiest Hetzner endpoints: ${counts.map(([k, v]) => `${k} ${v}`).join(", ")}`);
@@ -112,9 +118,9 @@ async function main(): Promise<void> {
     servers.push(simulated);
     await ready(simulated);
     const simulatedServer = (nodeId: string) => new SimulatedCloud(simulatedDir).listServers({ "nodefleet.io/node": nodeId }).length > 0;
-    for (const count of [1, 40]) {
-      const t = await measure(simulated, count, `simulated-${count}`, simulatedServer);
-      rows.push(`simulated engine, ${count} creates: server create ${summary(t.serverCreated)}; RUNNING ${summary(t.running)} (no Node: no machines)`);
+    for (const [round, count] of ROUNDS.entries()) {
+      const t = await measure(simulated, count, `simulated-${round}`, simulatedServer);
+      rows.push(`simulated engine, ${roundTitle(round, count)}: server create ${summary(t.serverCreated)}; RUNNING ${summary(t.running)} (no Node: no machines)`);
     }
   } finally {
     for (const serve of servers) {

@@ -6,7 +6,8 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { AutomationEngine } from "../../../automation/engine/automationEngine";
 import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
-import { killProcesses, pulumiProcessesFor } from "../../../automation/engine/cliProcesses";
+import { descendantProcesses, killProcesses, pulumiProcessesFor } from "../../../automation/engine/cliProcesses";
+import { processAlive } from "../../../automation/simulated/stackLock";
 import { pendingOperations, stackLocks } from "../../../automation/engine/fileBackendState";
 import { type ResourceStep, RunCancelledError, RunFailedError, type StackDefinition, type StackEngine } from "../../../automation/engine/stackEngine";
 import { SimulatedEngine } from "../../../automation/simulated/simulatedEngine";
@@ -14,6 +15,7 @@ import { gitStackProgram } from "../../../automation/gitStackProgram";
 import type { TestMember, TestProgramArgs } from "../../support/engineTestProgram";
 import { stackFileConfig } from "../../support/fleetConfigFixture";
 import { tempDirPerTest } from "../../support/tempDirPerTest";
+import { until } from "../../support/until";
 import { missingTools, skipUnlessAvailable } from "../../support/toolchainRequirement";
 
 const PROGRAM_MODULE = join(__dirname, "..", "..", "support", "engineTestProgram.js");
@@ -244,7 +246,8 @@ for (const engineCase of ENGINES) {
         // Servers, not the instant random suffixes: their pending create lasts the create delay.
         const creating = pendingOperations(backend, "nodefleet", "contract").filter((op) => op.type === "creating" && op.resource.urn.endsWith("-server"));
         if (killed.length === 0 && creating.length > 0) {
-          killed = killProcesses(pulumiProcessesFor("contract"));
+          // The CLI and its plugins, as the crash of their process group would (plugins left alone would run for good).
+          killed = killProcesses(pulumiProcessesFor("contract").flatMap((pid) => [pid, ...descendantProcesses(pid)]));
         }
       }, 100);
       try {
@@ -289,11 +292,18 @@ for (const engineCase of ENGINES) {
         forceStopAfterMs: 1000,
       });
       const started = Date.now();
+      const run = stuck.up(stack(members(2).map((m) => ({ ...m, createDelayMs: 40_000 }))));
+      // The CLI's own children (its provider plugins) while the run hangs: they must go with it.
+      const plugins = await until("the stuck CLI's plugins", () => {
+        const below = pulumiProcessesFor("contract").flatMap((pid) => descendantProcesses(pid));
+        return below.length > 0 ? below : undefined;
+      }, 20_000, () => "", 100);
       await assert.rejects(
-        stuck.up(stack(members(2).map((m) => ({ ...m, createDelayMs: 40_000 })))),
+        run,
         (error: unknown) => error instanceof RunCancelledError && /abandoned after its 4 s deadline/.test(error.message) && /was killed/.test(error.message),
       );
       assert.ok(Date.now() - started < 30_000, "the run did not wait for its 40 s creates");
+      await until("the plugins gone with the CLI", () => (plugins.every((pid) => !processAlive(pid)) ? true : undefined), 10_000, () => `still running: ${plugins.filter(processAlive).join(", ")}`, 100);
       const converged = await engine.up(stack(members(2)));
       assert.equal(converged.succeeded, true);
       assert.equal(serverNames(converged).length, 2);

@@ -57,13 +57,13 @@ class BenchServer {
     return { baseUrl, client: new NodefleetClient({ baseUrl, clusterId: "example", token: TOKEN }) };
   }
 
-  /** Stops the service; its group commits and checkpoints (undefined where the service has no counter). */
   /** One empty Fastify route instead of the service: the machine's floor. */
   async openFloor(): Promise<string> {
     const { port } = (await this.ask({ floor: true })) as { port: number };
     return `http://127.0.0.1:${port}`;
   }
 
+  /** Stops the service; its group commits and checkpoints (undefined where the service has no counter). */
   async close(): Promise<{ commits: number | undefined; checkpoints: number | undefined }> {
     return (await this.ask({ close: true })) as { commits: number | undefined; checkpoints: number | undefined };
   }

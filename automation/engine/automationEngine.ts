@@ -19,7 +19,7 @@ import {
   type StepEventMetadata,
 } from "@pulumi/pulumi/automation";
 import { runProgramReference } from "../gitStackProgram";
-import { descendantProcesses, killProcesses, pulumiProcessesFor } from "./cliProcesses";
+import { killProcesses, processTrees, pulumiProcessesFor } from "./cliProcesses";
 import { recoverStack } from "./crashRecovery";
 import { fileBackendDir, fileBackendUrl, isNodefleetFileBackend, pruneStackHistory, removeTornSidecars } from "./fileBackendState";
 import { HcloudClient } from "./hcloudClient";
@@ -266,7 +266,7 @@ class RunStopper {
       setTimeout(() => {
         // The CLI's plugins (providers, the dynamic-provider host) with it: killed alone, it would leave them running for good.
         const clis = pulumiProcessesFor(this.stackName);
-        const killed = killProcesses(clis.flatMap((pid) => [pid, ...descendantProcesses(pid)]));
+        const killed = killProcesses(processTrees(clis));
         if (killed.some((pid) => clis.includes(pid))) this.why = `${why}; the pulumi CLI did not stop within ${Math.round(this.forceAfterMs / 1000)} s and was killed (the next run recovers its lock and pending operations)`;
       }, this.forceAfterMs),
     );

@@ -62,6 +62,11 @@ export function descendantProcesses(pid: number): number[] {
   return below;
 }
 
+/** Each of the processes followed by every process below it: a CLI with its language host and plugins. */
+export function processTrees(pids: readonly number[]): number[] {
+  return pids.flatMap((pid) => [pid, ...descendantProcesses(pid)]);
+}
+
 /** SIGKILLs the given processes; returns those that were still running. */
 export function killProcesses(pids: readonly number[]): number[] {
   const killed: number[] = [];

@@ -5,7 +5,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import * as path from "node:path";
 import { NodefleetClient } from "../../automation/client/nodefleetClient";
-import { descendantProcesses, killProcesses } from "../../automation/engine/cliProcesses";
+import { killProcesses, processTrees } from "../../automation/engine/cliProcesses";
 import { TOKEN, TOKENS } from "./apiHarness";
 
 export const BIN = path.resolve(__dirname, "..", "..", "..", "bin", "nodefleet.js");
@@ -90,8 +90,6 @@ export async function crash(serve: ServeProcess): Promise<void> {
  * plugins), as a machine losing the service's container would, and wait until the service is gone.
  */
 export async function crashWithChildren(serve: ServeProcess): Promise<void> {
-  const below = descendantProcesses(serve.child.pid!);
-  serve.child.kill("SIGKILL");
-  killProcesses(below);
+  killProcesses(processTrees([serve.child.pid!]));
   await serve.exited();
 }

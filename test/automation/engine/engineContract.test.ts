@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { AutomationEngine } from "../../../automation/engine/automationEngine";
 import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
-import { descendantProcesses, killProcesses, pulumiProcessesFor } from "../../../automation/engine/cliProcesses";
+import { descendantProcesses, killProcesses, processTrees, pulumiProcessesFor } from "../../../automation/engine/cliProcesses";
 import { processAlive } from "../../../automation/simulated/stackLock";
 import { pendingOperations, stackLocks } from "../../../automation/engine/fileBackendState";
 import { type ResourceStep, RunCancelledError, RunFailedError, type StackDefinition, type StackEngine } from "../../../automation/engine/stackEngine";
@@ -247,7 +247,7 @@ for (const engineCase of ENGINES) {
         const creating = pendingOperations(backend, "nodefleet", "contract").filter((op) => op.type === "creating" && op.resource.urn.endsWith("-server"));
         if (killed.length === 0 && creating.length > 0) {
           // The CLI and its plugins, as the crash of their process group would (plugins left alone would run for good).
-          killed = killProcesses(pulumiProcessesFor("contract").flatMap((pid) => [pid, ...descendantProcesses(pid)]));
+          killed = killProcesses(processTrees(pulumiProcessesFor("contract")));
         }
       }, 100);
       try {

@@ -84,6 +84,15 @@ async function measure(
 /** As a client that respects readiness: the service has settled its catalog (and engine) before the first create. */
 const ready = (serve: ServeProcess) => until("the service ready", async () => ((await serve.client.readiness()).body.status === "ready" ? true : undefined), 180_000, () => serve.stderr().slice(-2000), 100);
 
+/** Each engine run of a round, in order: its kind, the nodes it acted on and its duration (where the time to a server goes). */
+function engineRuns(runs: ReadonlyArray<{ kind: string; nodes: readonly string[]; startedAt: string; finishedAt?: string | null }>): string {
+  const seconds = (r: (typeof runs)[number]) => (r.finishedAt ? ((Date.parse(r.finishedAt) - Date.parse(r.startedAt)) / 1000).toFixed(2) : "?");
+  return [...runs]
+    .sort((a, b) => Date.parse(a.startedAt) - Date.parse(b.startedAt))
+    .map((r) => `${r.kind} (${r.nodes.length} nodes) ${seconds(r)} s`)
+    .join(", ");
+}
+
 const totalRequests = (cloud: LocalCloud) => [...cloud.hcloud.requestCounts.values()].reduce((a, b) => a + b, 0);
 
 async function main(): Promise<void> {
@@ -105,8 +114,10 @@ async function main(): Promise<void> {
     const fakeServer = (nodeId: string) => cloud.hcloud.state.servers.some((s) => s.labels["nodefleet.io/node"] === nodeId);
     const nodeReady = async () => new Set((await poolNodes(cloud, POOL)).filter(isReady).map((n) => n.spec.providerID ?? ""));
     for (const [round, count] of ROUNDS.entries()) {
+      const runsBefore = new Set((await real.client.operations()).map((o) => o.id));
       const t = await measure(real, count, `real-${round}`, fakeServer, nodeReady, () => totalRequests(cloud));
       rows.push(`real engine, ${roundTitle(round, count)}: server create ${summary(t.serverCreated)}; RUNNING ${summary(t.running)}; Node Ready ${summary(t.nodeReady)}; ${(t.requests / count).toFixed(1)} Hetzner requests per created node`);
+      rows.push(`  engine runs: ${engineRuns((await real.client.operations()).filter((o) => !runsBefore.has(o.id)))}`);
     }
     const counts = [...cloud.hcloud.requestCounts.entries()].sort((a, b) => b[1] - a[1]).slice(0, 8);
     rows.push(`  busiest Hetzner endpoints: ${counts.map(([k, v]) => `${k} ${v}`).join(", ")}`);

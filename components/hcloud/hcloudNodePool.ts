@@ -247,7 +247,17 @@ export class HcloudNodePool extends pulumi.ComponentResource {
             ? { secretSource: running.bootstrapTokenSecret ?? "random-string", phase: { phase: running.ready ? "joined" : "booting" } }
             : { secretSource: "random-password", phase: { phase: "join", joinMarginMinutes: bootstrapTokenJoinMargin(cluster), now } };
       if (plan && plan.generation === step.generation) {
-        this.declareServer(args, plan, { spreadGroup: step.spreadGroup, deleteProtection: protectedNow }, placementGroupId(step.spreadGroup), poolLabels, lifecycle);
+        // Its token is fixed once the server runs (or, without current servers, from its creation):
+        // what else could change its user data is only nodefleet's renderer.
+        const keepsUserData = args.current === undefined || running !== undefined;
+        this.declareServer(
+          args,
+          plan,
+          { spreadGroup: step.spreadGroup, deleteProtection: protectedNow, keepsUserData },
+          placementGroupId(step.spreadGroup),
+          poolLabels,
+          lifecycle,
+        );
       } else {
         if (!running) throw new Error(`pool ${pool.name}: the rollout kept server ${serverKey(step)}, which is not among the current servers`);
         this.declareRetainedServer(args, running, { deleteProtection: protectedNow }, placementGroupId(step.spreadGroup), poolLabels, lifecycle);
@@ -256,11 +266,17 @@ export class HcloudNodePool extends pulumi.ComponentResource {
     this.registerOutputs({ nodes: this.nodes, rollout: this.rolloutSummary });
   }
 
-  /** A server at its member's wanted generation, with its token, Node removal and drain. */
+  /**
+   * A server at its member's wanted generation, with its token, Node removal and drain. With
+   * `keepsUserData` an existing server keeps the user data it was created with: every input of it is
+   * in the generation, so a different text at the same generation can only come from another
+   * nodefleet's renderer, and Hetzner would replace the server under its own, taken, name. Like the
+   * upgrade's other changes to bootstrap, it reaches the servers of the next generation.
+   */
   private declareServer(
     args: HcloudNodePoolArgs,
     plan: PlannedHcloudServer,
-    placement: { spreadGroup: number; deleteProtection: boolean },
+    placement: { spreadGroup: number; deleteProtection: boolean; keepsUserData: boolean },
     placementGroupId: pulumi.Output<number>,
     poolLabels: Record<string, string>,
     lifecycle: Pick<BootstrapTokenArgs, "secretSource" | "phase">,
@@ -340,6 +356,7 @@ export class HcloudNodePool extends pulumi.ComponentResource {
       inputs: Pick<hcloud.ServerArgs, "serverType" | "image" | "location" | "sshKeys" | "userData">;
       bootstrapTokenSecret: BootstrapTokenSecretSource;
       retained?: boolean;
+      keepsUserData?: boolean;
       placementGroupId: pulumi.Output<number>;
       poolLabels: Record<string, string>;
       spreadGroup: number;
@@ -369,7 +386,7 @@ export class HcloudNodePool extends pulumi.ComponentResource {
       {
         parent: this,
         dependsOn: [machine.token, ...(args.subnet ? [args.subnet] : []), ...(nodeRemoval ? [nodeRemoval] : [])],
-        ...(machine.retained ? { ignoreChanges: [...RETAINED_SERVER_IGNORED_INPUTS] } : {}),
+        ...(machine.retained ? { ignoreChanges: [...RETAINED_SERVER_IGNORED_INPUTS] } : machine.keepsUserData ? { ignoreChanges: ["userData"] } : {}),
       },
     );
     this.servers.push(server);

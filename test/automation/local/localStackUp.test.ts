@@ -118,6 +118,35 @@ describe("pulumi up --stack local on the local cloud (real engine, real control 
     await runPulumi(["preview", "--stack", "local", "--refresh", "--non-interactive", "--expect-no-changes"], project, cloud.env);
   });
 
+  it("keeps running servers whose state holds another nodefleet's rendering of the same user data: nothing is replaced", async function () {
+    const exported = await runPulumi(["stack", "export", "--stack", "local", "--show-secrets", "--non-interactive"], project, cloud.env);
+    const stateFile = join(dir, "state-before-renderer-change.json");
+    writeFileSync(stateFile, exported);
+    const deployment = JSON.parse(exported) as { deployment: { resources: Array<{ type: string; inputs?: Record<string, any>; outputs?: Record<string, any> }> } };
+    const serversInState = deployment.deployment.resources.filter((r) => r.type === "hcloud:index/server:Server");
+    assert.equal(serversInState.length, 3);
+    // What an older renderer wrote: the same inputs, another text (a secret, shown in the clear by --show-secrets).
+    for (const server of serversInState) {
+      for (const bag of [server.inputs!, server.outputs!]) {
+        const userData = bag.userData as { plaintext: string };
+        assert.equal(typeof userData?.plaintext, "string", "the user data is a secret in the state");
+        userData.plaintext = JSON.stringify(`${JSON.parse(userData.plaintext) as string}\n# rendered by another nodefleet\n`);
+      }
+    }
+    const tampered = join(dir, "state-older-renderer.json");
+    writeFileSync(tampered, JSON.stringify(deployment));
+    const servers = (await poolServers(cloud, "local-general")).map((s) => s.id).sort();
+    await runPulumi(["stack", "import", "--stack", "local", "--file", tampered, "--non-interactive"], project, cloud.env);
+    try {
+      // Hetzner replaces a server for new user data, and its name is taken by the running one.
+      await runPulumi(["preview", "--stack", "local", "--diff", "--non-interactive", "--expect-no-changes"], project, cloud.env);
+      await runPulumi(UP, project, cloud.env);
+      assert.deepEqual((await poolServers(cloud, "local-general")).map((s) => s.id).sort(), servers, "no server was replaced");
+    } finally {
+      await runPulumi(["stack", "import", "--stack", "local", "--file", stateFile, "--non-interactive"], project, cloud.env);
+    }
+  });
+
   it("refuses a changed network range before declaring anything, naming the field; nothing is replaced", async function () {
     const [network] = (await hcloudGet(cloud, "/networks?name=local-network")).networks;
     const servers = (await poolServers(cloud, "local-general")).map((s) => s.id).sort();

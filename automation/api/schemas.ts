@@ -4,7 +4,7 @@
  * Go driver's client names are `named` and become component schemas.
  */
 import { z } from "zod";
-import { DNS_SUBDOMAIN, DNS_SUBDOMAIN_MAX, labelsSchema, taintListSchema, taintSchema } from "../../components/fleet/fleetSpec";
+import { DNS_SUBDOMAIN, DNS_SUBDOMAIN_MAX, labelKey, labelsSchema, taintListSchema, taintSchema } from "../../components/fleet/fleetSpec";
 import { NUMERIC_OPERATORS, REQUIREMENT_OPERATORS } from "../catalog/requirements";
 import { DRIFT_REASON } from "../reconciler/memberSnapshot";
 import { ERROR_CODES, type ErrorCode } from "./apiError";
@@ -54,7 +54,8 @@ export const requirementSchema = named(
   "Requirement",
   z
     .strictObject({
-      key: z.string().min(1).max(317),
+      // As the API server validates a node selector requirement's key (a label key).
+      key: labelKey.min(1).max(317),
       operator: z.enum(REQUIREMENT_OPERATORS),
       values: z.array(z.string().max(63)).max(100).optional(),
       minValues: z

@@ -37,7 +37,8 @@ const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$/;
 
 /** The DNS-subdomain prefix of a qualified name (before '/') is at most 253 characters. */
 const LABEL_KEY_PREFIX_MAX = DNS_SUBDOMAIN_MAX;
-const labelKey = z
+/** A label key as Kubernetes validates it (also a node selector requirement's key). */
+export const labelKey = z
   .string()
   .refine((k) => QUALIFIED_NAME.test(k), {
     error: "label keys must be a qualified name: an optional DNS-subdomain prefix and '/', then at most 63 alphanumerics, '-', '_' or '.'",

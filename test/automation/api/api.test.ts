@@ -182,6 +182,27 @@ describe("scaling API routes", function () {
       }
     });
 
+    it("refuses a requirement whose key is not a label key with 400, naming the field and the rule", async () => {
+      for (const key of ["", "not a key", "-leading.dash/x", `${"a".repeat(254)}/name`, `example.com/${"n".repeat(64)}`]) {
+        const response = await api.client.raw("POST", NODES, {
+          body: JSON.stringify({ uniqueID: "bad-requirement-key", pool: "hel1-burst", requirements: [{ key, operator: "Exists" }] }),
+          headers: json,
+        });
+        assert.equal(response.status, 400, JSON.stringify(key));
+        assertErrorShape(response.body, "ValidationError");
+        assert.match(JSON.stringify(response.body), /requirements\.0\.key/);
+        assert.match(JSON.stringify(response.body), /label key/);
+      }
+      // Well-known keys, with and without a prefix, still pass validation.
+      for (const key of ["kubernetes.io/arch", "nodefleet.io/instance-cpu", "karpenter.sh/capacity-type", "zone"]) {
+        const response = await api.client.raw("POST", NODES, {
+          body: JSON.stringify({ uniqueID: `good-key-${key.replace(/[^a-z0-9]/g, "-")}`, pool: "hel1-burst", requirements: [{ key, operator: "Exists" }] }),
+          headers: json,
+        });
+        assert.notEqual(response.status, 400, `${key}: ${JSON.stringify(response.body)}`);
+      }
+    });
+
     it("answers 404 PoolNotFound for an unknown or static pool", async () => {
       for (const pool of ["nope", "hel1-general"]) {
         const error = await apiError(api.client.createNode({ uniqueID: `p-${pool}`, pool }));

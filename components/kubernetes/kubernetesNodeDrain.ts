@@ -74,7 +74,10 @@ export interface DrainResult {
 
 /**
  * Cordons and drains `nodeName`; a Node that is already gone is drained. Fails (the message names the
- * Node, the pods left and the API's reason, never a credential) when the deadline passes.
+ * Node, the pods left and the API's reason, never a credential) when the deadline passes, after
+ * uncordoning a Node that this drain cordoned (as Karpenter lifts its disruption taint when a
+ * disruption fails): the failed run leaves no capacity behind, whether the next run drains again or
+ * the change is reverted; an operator's cordon stays.
  * Self-contained apart from kubernetesApiRequest: it runs from the serialized provider.
  */
 export async function drainKubernetesNode(credentialsJson: string, nodeName: string, options: DrainOptions): Promise<DrainResult> {
@@ -82,14 +85,32 @@ export async function drainKubernetesNode(credentialsJson: string, nodeName: str
     throw new Error(`cannot drain Kubernetes Node ${nodeName}: no usable kubeconfig was configured when the node was declared`);
   }
   const creds = JSON.parse(credentialsJson) as KubernetesCredentials;
+  const nodePath = `/api/v1/nodes/${encodeURIComponent(nodeName)}`;
+  const node = (await kubernetesApiRequest(creds, "GET", nodePath, `reading Kubernetes Node ${nodeName}`)) as { spec?: { unschedulable?: boolean } } | undefined;
+  if (node === undefined) return { evicted: [], skipped: [] };
+  const schedulable = (unschedulable: boolean) =>
+    kubernetesApiRequest(creds, "PATCH", nodePath, `${unschedulable ? "cordoning" : "uncordoning"} Kubernetes Node ${nodeName}`, {
+      contentType: "application/merge-patch+json",
+      value: { spec: { unschedulable } },
+    });
+  const cordonedHere = node.spec?.unschedulable !== true;
+  if ((await schedulable(true)) === undefined) return { evicted: [], skipped: [] };
+  try {
+    return await evictAll(creds, nodeName, options);
+  } catch (error) {
+    if (!cordonedHere) throw error;
+    const uncordoned = await schedulable(false).then(
+      () => "; the Node is schedulable again until the next run drains it",
+      (uncordonError: unknown) => `; uncordoning it again failed too (${(uncordonError as Error).message}): run kubectl uncordon ${nodeName}`,
+    );
+    throw Object.assign(new Error(`${(error as Error).message}${uncordoned}`), { status: (error as { status?: number }).status });
+  }
+}
+
+/** Evicts the pods of a cordoned Node until none is left but DaemonSet and mirror pods, or fails at the deadline. */
+async function evictAll(creds: KubernetesCredentials, nodeName: string, options: DrainOptions): Promise<DrainResult> {
   const deadline = Date.now() + options.timeoutSeconds * 1000;
   const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-  const nodePath = `/api/v1/nodes/${encodeURIComponent(nodeName)}`;
-  const cordoned = await kubernetesApiRequest(creds, "PATCH", nodePath, `cordoning Kubernetes Node ${nodeName}`, {
-    contentType: "application/merge-patch+json",
-    value: { spec: { unschedulable: true } },
-  });
-  if (cordoned === undefined) return { evicted: [], skipped: [] };
 
   const list = await kubernetesApiRequest(
     creds,

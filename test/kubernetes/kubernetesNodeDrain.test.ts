@@ -62,10 +62,10 @@ describe("drainKubernetesNode on a real control plane", function () {
       await new Promise((resolve) => setTimeout(resolve, 500));
     }
   }
-  async function readyPod(name: string, labels: Record<string, string>, metadata: Record<string, unknown> = {}) {
+  async function readyPod(name: string, labels: Record<string, string>, metadata: Record<string, unknown> = {}, nodeName = NODE) {
     await kube(plane.admin, "POST", `/api/v1/namespaces/${NS}/pods`, {
       metadata: { name, labels, ...metadata },
-      spec: { nodeName: NODE, terminationGracePeriodSeconds: 0, containers: [{ name: "c", image: "registry.invalid/pause:1" }] },
+      spec: { nodeName, terminationGracePeriodSeconds: 0, containers: [{ name: "c", image: "registry.invalid/pause:1" }] },
     });
     const now = new Date().toISOString();
     await kube(plane.admin, "PATCH", `/api/v1/namespaces/${NS}/pods/${name}/status`, {
@@ -126,16 +126,31 @@ describe("drainKubernetesNode on a real control plane", function () {
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  it("cordons, evicts what the budget allows, and fails at the deadline naming the pod the budget protects", async () => {
+  it("cordons, evicts what the budget allows, and fails at the deadline naming the pod the budget protects, uncordoning the Node again", async () => {
+    // What the Node looked like while the drain ran: cordoned before the first eviction, until it failed.
+    const seen: Array<{ unschedulable: boolean; pods: number }> = [];
+    let draining = true;
+    const watch = (async () => {
+      while (draining) {
+        const node = (await get(`/api/v1/nodes/${NODE}`)) as { spec: { unschedulable?: boolean } };
+        seen.push({ unschedulable: node.spec.unschedulable === true, pods: (await podNames()).length });
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    })();
     await assert.rejects(
-      drainKubernetesNode(credentials, NODE, { timeoutSeconds: 6, pollIntervalMs: 500 }),
+      drainKubernetesNode(credentials, NODE, { timeoutSeconds: 6, pollIntervalMs: 500 }).finally(() => (draining = false)),
       (e: Error) =>
         /draining Kubernetes Node drain-a did not finish within 6 s, so its server is kept and the rollout stops/.test(e.message) &&
         /drain-test\/web-2 \(eviction refused: .*disruption budget/i.test(e.message) &&
+        /the Node is schedulable again/.test(e.message) &&
         !e.message.includes("BEGIN"),
     );
+    await watch;
+    const cordonedAt = seen.findIndex((s) => s.unschedulable);
+    assert.ok(cordonedAt >= 0, "cordoned while draining");
+    assert.ok(seen.slice(0, cordonedAt).every((s) => s.pods === seen[0]!.pods), "no pod left before the Node was cordoned");
     const node = (await get(`/api/v1/nodes/${NODE}`)) as { spec: { unschedulable?: boolean } };
-    assert.equal(node.spec.unschedulable, true, "cordoned before any eviction");
+    assert.notEqual(node.spec.unschedulable, true, "a failed drain gives the Node back to the scheduler (a reverted rollout leaves no cordon behind)");
     const left = await podNames();
     assert.ok(!left.includes("solo"), "a pod without a budget is evicted");
     assert.ok(!left.includes("web-1"), "the budget allows one of the two web pods to go");
@@ -169,6 +184,18 @@ describe("drainKubernetesNode on a real control plane", function () {
     });
     const after = (await get("/api/v1/nodes/metal-update")) as { spec?: { unschedulable?: boolean } };
     assert.notEqual(after.spec?.unschedulable, true, "the delete did not drain again");
+  });
+
+  it("leaves an operator's cordon in place when a drain fails", async () => {
+    await kube(plane.admin, "POST", "/api/v1/nodes", { metadata: { name: "cordoned-by-hand" }, spec: { unschedulable: true } });
+    await readyPod("guarded", { app: "guarded" }, {}, "cordoned-by-hand");
+    await kube(plane.admin, "POST", `/apis/policy/v1/namespaces/${NS}/poddisruptionbudgets`, {
+      metadata: { name: "guarded" },
+      spec: { maxUnavailable: 0, selector: { matchLabels: { app: "guarded" } } },
+    });
+    await assert.rejects(drainKubernetesNode(credentials, "cordoned-by-hand", { timeoutSeconds: 3, pollIntervalMs: 500 }), (e: Error) => !/schedulable again/.test(e.message));
+    const node = (await get("/api/v1/nodes/cordoned-by-hand")) as { spec: { unschedulable?: boolean } };
+    assert.equal(node.spec.unschedulable, true, "cordoned before the drain, cordoned after it");
   });
 
   it("treats a Node that is already gone as drained", async () => {

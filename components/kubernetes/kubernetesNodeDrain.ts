@@ -196,7 +196,7 @@ export const nodeDrainProvider: pulumi.dynamic.ResourceProvider = {
 export interface KubernetesNodeDrainArgs {
   /** The Kubernetes Node name (for Hetzner Cloud, the generation's server name). */
   readonly nodeName: string;
-  /** Kubeconfig allowed to patch Nodes, list pods and create pods/eviction (token or client certificate); a secret. */
+  /** Kubeconfig allowed to get and patch Nodes, list and get pods and create pods/eviction (token or client certificate); a secret. */
   readonly kubeconfig: pulumi.Input<string>;
   /** Seconds the drain may take before it fails. Default 600. */
   readonly timeoutSeconds?: number;

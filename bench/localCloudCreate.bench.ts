@@ -13,6 +13,7 @@ import { cpus, tmpdir, totalmem } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { type LocalCloud, startLocalCloud } from "../automation/local/localCloud";
+import type { OperationView } from "../automation/client/nodefleetClient";
 import { SimulatedCloud } from "../automation/simulated/simulatedCloud";
 import { TOKEN } from "../test/support/apiHarness";
 import { UP, editLocalPool, editLocalPools, isReady, poolNodes } from "../test/support/localFleet";
@@ -85,8 +86,8 @@ async function measure(
 const ready = (serve: ServeProcess) => until("the service ready", async () => ((await serve.client.readiness()).body.status === "ready" ? true : undefined), 180_000, () => serve.stderr().slice(-2000), 100);
 
 /** Each engine run of a round, in order: its kind, the nodes it acted on and its duration (where the time to a server goes). */
-function engineRuns(runs: ReadonlyArray<{ kind: string; nodes: readonly string[]; startedAt: string; finishedAt?: string | null }>): string {
-  const seconds = (r: (typeof runs)[number]) => (r.finishedAt ? ((Date.parse(r.finishedAt) - Date.parse(r.startedAt)) / 1000).toFixed(2) : "?");
+function engineRuns(runs: readonly OperationView[]): string {
+  const seconds = (r: OperationView) => (r.finishedAt ? ((Date.parse(r.finishedAt) - Date.parse(r.startedAt)) / 1000).toFixed(2) : "?");
   return [...runs]
     .sort((a, b) => Date.parse(a.startedAt) - Date.parse(b.startedAt))
     .map((r) => `${r.kind} (${r.nodes.length} nodes) ${seconds(r)} s`)

@@ -247,17 +247,7 @@ export class HcloudNodePool extends pulumi.ComponentResource {
             ? { secretSource: running.bootstrapTokenSecret ?? "random-string", phase: { phase: running.ready ? "joined" : "booting" } }
             : { secretSource: "random-password", phase: { phase: "join", joinMarginMinutes: bootstrapTokenJoinMargin(cluster), now } };
       if (plan && plan.generation === step.generation) {
-        // Its token is fixed once the server runs (or, without current servers, from its creation):
-        // what else could change its user data is only nodefleet's renderer.
-        const keepsUserData = args.current === undefined || running !== undefined;
-        this.declareServer(
-          args,
-          plan,
-          { spreadGroup: step.spreadGroup, deleteProtection: protectedNow, keepsUserData },
-          placementGroupId(step.spreadGroup),
-          poolLabels,
-          lifecycle,
-        );
+        this.declareServer(args, plan, { spreadGroup: step.spreadGroup, deleteProtection: protectedNow }, placementGroupId(step.spreadGroup), poolLabels, lifecycle);
       } else {
         if (!running) throw new Error(`pool ${pool.name}: the rollout kept server ${serverKey(step)}, which is not among the current servers`);
         this.declareRetainedServer(args, running, { deleteProtection: protectedNow }, placementGroupId(step.spreadGroup), poolLabels, lifecycle);
@@ -267,16 +257,16 @@ export class HcloudNodePool extends pulumi.ComponentResource {
   }
 
   /**
-   * A server at its member's wanted generation, with its token, Node removal and drain. With
-   * `keepsUserData` an existing server keeps the user data it was created with: every input of it is
-   * in the generation, so a different text at the same generation can only come from another
-   * nodefleet's renderer, and Hetzner would replace the server under its own, taken, name. Like the
-   * upgrade's other changes to bootstrap, it reaches the servers of the next generation.
+   * A server at its member's wanted generation, with its token, Node removal and drain. Once its
+   * token is fixed (the server runs, or no current servers are known: fixed from its creation) an
+   * existing server keeps the user data it was created with: every other input of it is in the
+   * generation, so a different text can only come from another nodefleet's renderer, and Hetzner
+   * would replace the server under its own, taken, name. Such a change reaches the next generation.
    */
   private declareServer(
     args: HcloudNodePoolArgs,
     plan: PlannedHcloudServer,
-    placement: { spreadGroup: number; deleteProtection: boolean; keepsUserData: boolean },
+    placement: { spreadGroup: number; deleteProtection: boolean },
     placementGroupId: pulumi.Output<number>,
     poolLabels: Record<string, string>,
     lifecycle: Pick<BootstrapTokenArgs, "secretSource" | "phase">,
@@ -299,6 +289,7 @@ export class HcloudNodePool extends pulumi.ComponentResource {
       token,
       inputs: { serverType: member.serverType, image: plan.image, location: member.location, sshKeys: [...plan.sshKeys], userData },
       bootstrapTokenSecret: lifecycle.secretSource ?? "random-string",
+      keepsUserData: lifecycle.phase?.phase !== "join",
       placementGroupId,
       poolLabels,
       ...placement,

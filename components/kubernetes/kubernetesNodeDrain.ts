@@ -88,18 +88,18 @@ export async function drainKubernetesNode(credentialsJson: string, nodeName: str
   const nodePath = `/api/v1/nodes/${encodeURIComponent(nodeName)}`;
   const node = (await kubernetesApiRequest(creds, "GET", nodePath, `reading Kubernetes Node ${nodeName}`)) as { spec?: { unschedulable?: boolean } } | undefined;
   if (node === undefined) return { evicted: [], skipped: [] };
-  const schedulable = (unschedulable: boolean) =>
+  const setUnschedulable = (unschedulable: boolean) =>
     kubernetesApiRequest(creds, "PATCH", nodePath, `${unschedulable ? "cordoning" : "uncordoning"} Kubernetes Node ${nodeName}`, {
       contentType: "application/merge-patch+json",
       value: { spec: { unschedulable } },
     });
   const cordonedHere = node.spec?.unschedulable !== true;
-  if ((await schedulable(true)) === undefined) return { evicted: [], skipped: [] };
+  if ((await setUnschedulable(true)) === undefined) return { evicted: [], skipped: [] };
   try {
     return await evictAll(creds, nodeName, options);
   } catch (error) {
     if (!cordonedHere) throw error;
-    const uncordoned = await schedulable(false).then(
+    const uncordoned = await setUnschedulable(false).then(
       () => "; the Node is schedulable again until the next run drains it",
       (uncordonError: unknown) => `; uncordoning it again failed too (${(uncordonError as Error).message}): run kubectl uncordon ${nodeName}`,
     );

@@ -17,7 +17,9 @@
  * The service runs in a child process (apiLoadServer.ts), autocannon in this one.
  * Prints one JSON document on stdout (p50/p99 latency in ms, requests per second, and the service's
  * CPU milliseconds per request, which depend less on what else the machine runs; for creates also
- * the group commits and checkpoints the service made); progress on stderr.
+ * the group commits and checkpoints the service made; for autocannon's runs also the load
+ * generator's own CPU milliseconds per request and the cores the whole machine kept busy: near the
+ * core count, the figure is the machine's, not the service's); progress on stderr.
  * `--cpu-prof [--cpu-prof-dir DIR]` profiles the service process.
  */
 import { fork, type ChildProcess } from "node:child_process";
@@ -28,7 +30,7 @@ import { nodeIdFor } from "../automation/api/nodeIdentity";
 import { NodefleetClient } from "../automation/client/nodefleetClient";
 import { TOKEN } from "../test/support/apiHarness";
 import type { ServerAnswer, ServerRequest } from "./apiLoadServer";
-import { arg, percentile } from "./benchSetup";
+import { arg, busyCores, machineCpuTimes, percentile } from "./benchSetup";
 
 /** The service runs in a child process (apiLoadServer.ts); one fresh service at a time. */
 class BenchServer {
@@ -89,7 +91,11 @@ async function main(): Promise<void> {
   const cannon = async (title: string, connections: number, options: autocannon.Options) => {
     process.stderr.write(`autocannon ${title} (${duration}s, ${connections} connections)...\n`);
     const cpuBefore = await server.cpuMs();
+    const machineBefore = machineCpuTimes();
+    const loadBefore = process.cpuUsage();
     const result = await autocannon({ ...options, duration, connections });
+    const load = process.cpuUsage(loadBefore);
+    const machineBusyCores = busyCores(machineBefore, machineCpuTimes());
     const cpuMs = (await server.cpuMs()) - cpuBefore;
     return {
       connections,
@@ -97,6 +103,8 @@ async function main(): Promise<void> {
       latencyMs: { p50: result.latency.p50, p99: result.latency.p99, max: result.latency.max },
       total: result.requests.total,
       serverCpuMsPerRequest: perRequest(cpuMs, result.requests.total),
+      loadCpuMsPerRequest: perRequest((load.user + load.system) / 1000, result.requests.total),
+      machineBusyCores,
       non2xx: result.non2xx,
       errors: result.errors,
     };
@@ -188,6 +196,8 @@ async function main(): Promise<void> {
     const deletes: number[] = [];
     process.stderr.write(`autocannon POST create + DELETE (${duration}s, ${c} kept-alive connections${scenario === "createKeepAliveLogged" ? ", logged" : ""})...\n`);
     const cpuBefore = await server.cpuMs();
+    const machineBefore = machineCpuTimes();
+    const loadBefore = process.cpuUsage();
     const result = await new Promise<autocannon.Result>((resolve, reject) => {
       const tracker = autocannon(
         {
@@ -223,6 +233,8 @@ async function main(): Promise<void> {
         (n % 2 === 0 ? creates : deletes).push(ms);
       });
     });
+    const load = process.cpuUsage(loadBefore);
+    const machineBusyCores = busyCores(machineBefore, machineCpuTimes());
     const cpuMs = (await server.cpuMs()) - cpuBefore;
     const { commits, checkpoints } = await server.close();
     report[scenario]!.push({
@@ -232,6 +244,8 @@ async function main(): Promise<void> {
       total: creates.length,
       deleteLatencyMs: quantiles(deletes),
       serverCpuMsPerRequest: perRequest(cpuMs, result.requests.total),
+      loadCpuMsPerRequest: perRequest((load.user + load.system) / 1000, result.requests.total),
+      machineBusyCores,
       commits,
       checkpoints,
       non2xx: result.non2xx,

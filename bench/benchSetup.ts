@@ -1,4 +1,5 @@
 /** What the benchmarks share: their command-line options, the stack they serve, percentiles. */
+import * as os from "node:os";
 import type { StackConfigValue } from "../automation/engine/stackEngine";
 import { projectRoot, readStackConfigFile } from "../automation/stackConfigFile";
 
@@ -21,4 +22,26 @@ export function benchConfig(): Record<string, StackConfigValue> {
 export function percentile(values: readonly number[], p: number): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
+}
+
+/**
+ * The machine's CPU time so far (every core, busy and all), from os.cpus(): two readings give how
+ * many cores were busy between them (busyCores), which tells whether a load test is bound by the
+ * service or by the machine it shares with its load generator.
+ */
+export function machineCpuTimes(): { busyMs: number; totalMs: number } {
+  let busyMs = 0;
+  let totalMs = 0;
+  for (const { times } of os.cpus()) {
+    const all = times.user + times.nice + times.sys + times.idle + times.irq;
+    totalMs += all;
+    busyMs += all - times.idle;
+  }
+  return { busyMs, totalMs };
+}
+
+/** Cores busy on average between two machineCpuTimes() readings (0 to the core count). */
+export function busyCores(before: { busyMs: number; totalMs: number }, after: { busyMs: number; totalMs: number }): number {
+  const total = after.totalMs - before.totalMs;
+  return total > 0 ? Math.round(((after.busyMs - before.busyMs) / total) * os.cpus().length * 100) / 100 : NaN;
 }

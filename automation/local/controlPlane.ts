@@ -32,7 +32,8 @@ export class ControlPlaneError extends Error {
 const BINARIES = ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"] as const;
 
 
-function binaries(env: NodeJS.ProcessEnv): Record<(typeof BINARIES)[number], string> {
+/** The control plane's binaries from the toolchain; throws naming the missing ones and the fix. */
+export function controlPlaneBinaries(env: NodeJS.ProcessEnv): Record<(typeof BINARIES)[number], string> {
   const found = Object.fromEntries(BINARIES.map((name) => [name, findTool(name, env)]));
   const missing = BINARIES.filter((name) => !found[name]);
   if (missing.length) throw new ControlPlaneError(`${missing.join(", ")} not found: run \`npm run toolchain\``);
@@ -121,15 +122,21 @@ async function stablePorts(dir: string): Promise<{ etcdClient: number; etcdPeer:
   }
 }
 
-export async function startControlPlane(options: { dir: string; env?: NodeJS.ProcessEnv; readyTimeoutMs?: number }): Promise<ControlPlane> {
+export async function startControlPlane(options: {
+  dir: string;
+  env?: NodeJS.ProcessEnv;
+  readyTimeoutMs?: number;
+  /** Where the admin kubeconfig is written (default `<dir>/admin.kubeconfig`). */
+  adminKubeconfig?: string;
+}): Promise<ControlPlane> {
   const env = options.env ?? process.env;
-  const bin = binaries(env);
+  const bin = controlPlaneBinaries(env);
   const dir = options.dir;
   mkdirSync(join(dir, "logs"), { recursive: true, mode: 0o700 });
   const pki = ensurePki(join(dir, "pki"));
   const { etcdClient, etcdPeer, api: apiPort } = await stablePorts(dir);
   const server = `https://127.0.0.1:${apiPort}`;
-  const adminKubeconfig = join(dir, "admin.kubeconfig");
+  const adminKubeconfig = options.adminKubeconfig ?? join(dir, "admin.kubeconfig");
   writeFileSync(adminKubeconfig, kubeconfigYaml(server, pki, { cert: pki.adminCert, key: pki.adminKey }), { mode: 0o600 });
 
   // A previous local cloud killed without stopping (SIGKILL, a crash) leaves its processes behind.

@@ -11,7 +11,7 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ResourceList } from "../catalog/instanceTypes";
-import { type KubeIdentity, kube } from "./kubeClient";
+import { KubeApiError, type KubeIdentity, kube } from "./kubeClient";
 
 export interface KubeletJoin {
   readonly server: string;
@@ -105,7 +105,15 @@ export async function joinAsKubelet(request: KubeletJoin): Promise<KubeIdentity>
       spec: { providerID: request.providerID, taints: request.taints.map((t) => ({ key: t.key, ...(t.value !== undefined ? { value: t.value } : {}), effect: t.effect })) },
     });
   } catch (error) {
-    throw new KubeletJoinError("register", `registering Node ${request.nodeName} was refused: ${(error as Error).message}`);
+    if (!(error instanceof KubeApiError && error.status === 409)) {
+      throw new KubeletJoinError("register", `registering Node ${request.nodeName} was refused: ${(error as Error).message}`);
+    }
+    // As a kubelet whose Node exists already (a machine that joined before and lost its state):
+    // it is registered, if it is the same machine's.
+    const existing = (await kube(node, "GET", `/api/v1/nodes/${request.nodeName}`)) as { spec?: { providerID?: string } };
+    if (existing.spec?.providerID !== request.providerID) {
+      throw new KubeletJoinError("register", `Node ${request.nodeName} exists with providerID ${existing.spec?.providerID ?? "(none)"}, not ${request.providerID}`);
+    }
   }
   await reportReady(node, request.nodeName, request.resources, request.kubeletVersion);
   return node;

@@ -10,9 +10,9 @@ import { join, resolve } from "node:path";
 import { acquireDataDirLock } from "../store/dataDirLock";
 import { fileBackendUrl } from "../engine/fileBackendState";
 import { resolvePassphrase } from "../engine/passphrase";
-import { pulumiProcessEnv } from "../engine/toolchain";
+import { findTool, pulumiProcessEnv } from "../engine/toolchain";
 import { knobsFromEnv } from "../simulated/simulationKnobs";
-import { type ControlPlane, startControlPlane } from "./controlPlane";
+import { type ControlPlane, controlPlaneBinaries, startControlPlane } from "./controlPlane";
 import { type FakeHcloud, buildFakeHcloud } from "./fakeHcloud/fakeHcloudApi";
 import { NodeAgent, type NodeAgentLogger } from "./nodeAgent";
 import { writeLocalStack } from "./localStack";
@@ -60,12 +60,16 @@ export function shellExport(env: Record<string, string>): string {
 
 export async function startLocalCloud(options: LocalCloudOptions): Promise<LocalCloud> {
   const env = options.env ?? process.env;
+  // Every tool it will need, before anything is started (a start that fails late leaves nothing running either).
+  controlPlaneBinaries(env);
+  if (options.projectDir && !findTool("pulumi", env)) throw new LocalCloudError("the pulumi CLI not found: run `npm run toolchain`");
   const dir = join(resolve(options.dataDir), "local");
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   // One local cloud per data directory; refused before anything is started.
   const lock = acquireDataDirLock(dir);
   let plane: ControlPlane | undefined;
   let hcloud: FakeHcloud | undefined;
+  let agent: NodeAgent | undefined;
   try {
     const token = fakeApiToken(join(dir, "hcloud-token"));
     // Generated once into the local directory, as the engine does for its data directory.
@@ -81,10 +85,12 @@ export async function startLocalCloud(options: LocalCloudOptions): Promise<Local
     } catch (error) {
       throw new LocalCloudError(`the fake Hetzner API cannot listen on 127.0.0.1:${port}: ${(error as Error).message}`);
     }
-    plane = await startControlPlane({ dir: join(dir, "control-plane"), env });
+    // The admin kubeconfig beside env, where `kubectl --kubeconfig <dataDir>/local/admin.kubeconfig` finds it.
+    plane = await startControlPlane({ dir: join(dir, "control-plane"), env, adminKubeconfig: join(dir, "admin.kubeconfig") });
     const fake = hcloud;
-    const agent = new NodeAgent(() => fake.state.servers, options.logger, options.agentIntervalMs ?? 2000);
-    agent.start();
+    const machines = new NodeAgent(() => fake.state.servers, options.logger, { intervalMs: options.agentIntervalMs ?? 2000, stateDir: join(dir, "machines") });
+    agent = machines;
+    machines.start();
     const localEnv: Record<string, string> = {
       HCLOUD_ENDPOINT: `${address}`,
       HCLOUD_TOKEN: token,
@@ -103,16 +109,17 @@ export async function startLocalCloud(options: LocalCloudOptions): Promise<Local
       stackFile,
       plane: startedPlane,
       hcloud: fake,
-      agent,
+      agent: machines,
       env: localEnv,
       stop: async () => {
-        agent.stop();
+        machines.stop();
         await fake.app.close();
         await startedPlane.stop();
         lock.release();
       },
     };
   } catch (error) {
+    agent?.stop();
     await hcloud?.app.close();
     await plane?.stop();
     lock.release();

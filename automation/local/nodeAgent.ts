@@ -6,7 +6,14 @@
  * fake API stops its heartbeats; the Node object is left to whoever removes it in reality
  * (nodefleet's Node removal). A user data that could not join in reality yields no Node and one log
  * line saying why.
+ *
+ * A joined machine keeps its kubelet identity (client key and certificate) on its "disk", a file
+ * per server in the state directory, as a kubelet keeps /var/lib/kubelet/pki: a restarted local
+ * cloud resumes its machines' heartbeats instead of joining them again with tokens that nodefleet
+ * has since deleted or that have expired.
  */
+import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { kubeletSchema } from "../../components/fleet/fleetSpec";
 import { allocatable, formatResources, nodeCapacity, nodeOverheadFor } from "../catalog/instanceTypes";
 import { findServerType, shippedCatalog } from "../catalog/serverTypes";
@@ -34,18 +41,45 @@ export function serverTypeResources(serverType: string): NodeStatusResources | u
   return { capacity: formatResources(capacity), allocatable: formatResources(allocatable(capacity, nodeOverheadFor(type, kubelet))) };
 }
 
-type Machine = { readonly state: "joining" } | { readonly state: "joined"; readonly nodeName: string; readonly identity: KubeIdentity; readonly resources?: NodeStatusResources; readonly kubeletVersion: string } | { readonly state: "refused"; readonly reason: string };
+interface JoinedMachine {
+  readonly state: "joined";
+  readonly nodeName: string;
+  readonly identity: KubeIdentity;
+  readonly resources?: NodeStatusResources;
+  readonly kubeletVersion: string;
+}
+
+type Machine = { readonly state: "joining" } | JoinedMachine | { readonly state: "refused"; readonly reason: string };
+
+/** What a joined machine keeps on its disk: its identity, and which server it is (ids of a reset fake cloud start over). */
+interface MachineDisk {
+  readonly serverName: string;
+  readonly serverCreated: string;
+  readonly machine: JoinedMachine;
+}
+
+export interface NodeAgentOptions {
+  /** Pass interval. Default 2 s. */
+  readonly intervalMs?: number;
+  /** Where joined machines keep their kubelet identities (private keys: mode 0600); none: in memory only. */
+  readonly stateDir?: string;
+}
 
 export class NodeAgent {
   private readonly machines = new Map<number, Machine>();
   private timer?: NodeJS.Timeout;
   private ticking = false;
+  private readonly intervalMs: number;
+  private readonly stateDir: string | undefined;
 
   constructor(
     private readonly servers: () => readonly FakeServer[],
     private readonly logger: NodeAgentLogger,
-    private readonly intervalMs = 2000,
-  ) {}
+    options: NodeAgentOptions = {},
+  ) {
+    this.intervalMs = options.intervalMs ?? 2000;
+    this.stateDir = options.stateDir;
+  }
 
   /** The machine behind a server id (for tests and `local` status output). */
   machine(serverId: number): Machine | undefined {
@@ -53,6 +87,7 @@ export class NodeAgent {
   }
 
   start(): void {
+    this.forgetDeletedDisks();
     this.timer = setInterval(() => void this.tick(), this.intervalMs);
     void this.tick();
   }
@@ -70,6 +105,7 @@ export class NodeAgent {
       for (const [id, machine] of this.machines) {
         if (!current.has(id)) {
           this.machines.delete(id);
+          this.eraseDisk(id);
           if (machine.state === "joined") this.logger.info({ serverId: id, node: machine.nodeName }, "server deleted: its kubelet stops");
         }
       }
@@ -77,9 +113,10 @@ export class NodeAgent {
         [...current.values()].map(async (server) => {
           const machine = this.machines.get(server.id);
           if (server.status !== "running" || machine?.state === "joining" || machine?.state === "refused") return;
-          if (machine?.state === "joined") {
-            await reportReady(machine.identity, machine.nodeName, machine.resources, machine.kubeletVersion).catch((error: Error) => this.logger.warn({ serverId: server.id, err: error.message }, "heartbeat failed"));
-            await syncNodePods(machine.identity, machine.nodeName).catch((error: Error) => this.logger.warn({ serverId: server.id, err: error.message }, "pod sync failed"));
+          const joined = machine?.state === "joined" ? machine : this.resume(server);
+          if (joined) {
+            await reportReady(joined.identity, joined.nodeName, joined.resources, joined.kubeletVersion).catch((error: Error) => this.logger.warn({ serverId: server.id, err: error.message }, "heartbeat failed"));
+            await syncNodePods(joined.identity, joined.nodeName).catch((error: Error) => this.logger.warn({ serverId: server.id, err: error.message }, "pod sync failed"));
             return;
           }
           await this.join(server);
@@ -96,12 +133,55 @@ export class NodeAgent {
       const intent = readK0sWorkerUserData(server.userData);
       const resources = serverTypeResources(server.serverType);
       const identity = await joinAsKubelet({ ...intent, nodeName: intent.hostname, ...(resources ? { resources } : {}) });
-      this.machines.set(server.id, { state: "joined", nodeName: intent.hostname, identity, kubeletVersion: intent.kubeletVersion, ...(resources ? { resources } : {}) });
+      const joined: JoinedMachine = { state: "joined", nodeName: intent.hostname, identity, kubeletVersion: intent.kubeletVersion, ...(resources ? { resources } : {}) };
+      this.machines.set(server.id, joined);
+      this.writeDisk(server, joined);
       this.logger.info({ serverId: server.id, server: server.name, node: intent.hostname, providerID: intent.providerID }, "node joined");
     } catch (error) {
       const reason = (error as Error).message;
       this.machines.set(server.id, { state: "refused", reason });
       this.logger.warn({ serverId: server.id, server: server.name, reason }, "the server's user data cannot join the cluster");
     }
+  }
+
+  private diskOf(serverId: number): string | undefined {
+    return this.stateDir && join(this.stateDir, `${serverId}.json`);
+  }
+
+  private writeDisk(server: FakeServer, machine: JoinedMachine): void {
+    const file = this.diskOf(server.id);
+    if (!file) return;
+    mkdirSync(this.stateDir!, { recursive: true, mode: 0o700 });
+    const disk: MachineDisk = { serverName: server.name, serverCreated: server.created, machine };
+    writeFileSync(file, JSON.stringify(disk), { mode: 0o600 });
+  }
+
+  /** The machine this server joined as before a restart, if its disk says so (and is this server's). */
+  private resume(server: FakeServer): JoinedMachine | undefined {
+    const file = this.diskOf(server.id);
+    if (!file || !existsSync(file)) return undefined;
+    try {
+      const disk = JSON.parse(readFileSync(file, "utf8")) as MachineDisk;
+      if (disk.serverName !== server.name || disk.serverCreated !== server.created || disk.machine?.state !== "joined") throw new Error("another server's");
+      this.machines.set(server.id, disk.machine);
+      this.logger.info({ serverId: server.id, node: disk.machine.nodeName }, "machine resumed with its kubelet identity");
+      return disk.machine;
+    } catch {
+      // Not this server's disk (or unreadable): the machine boots as new.
+      this.eraseDisk(server.id);
+      return undefined;
+    }
+  }
+
+  private eraseDisk(serverId: number): void {
+    const file = this.diskOf(serverId);
+    if (file) rmSync(file, { force: true });
+  }
+
+  /** Disks of servers deleted while the agent was stopped. */
+  private forgetDeletedDisks(): void {
+    if (!this.stateDir || !existsSync(this.stateDir)) return;
+    const ids = new Set(this.servers().map((s) => `${s.id}.json`));
+    for (const name of readdirSync(this.stateDir)) if (name.endsWith(".json") && !ids.has(name)) rmSync(join(this.stateDir, name), { force: true });
   }
 }

@@ -32,8 +32,17 @@ export interface TestApi {
   close(): Promise<void>;
 }
 
+/** Directories made by tempDataDir in this process: removed when it exits (CI machines run the suite again and again). */
+const tempDirs: string[] = [];
+process.once("exit", () => {
+  for (const dir of tempDirs) fs.rmSync(dir, { recursive: true, force: true, maxRetries: 2 });
+});
+
+/** A fresh directory under the OS temp directory, removed when the process exits. */
 export function tempDataDir(prefix = "nodefleet-api-"): string {
-  return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  tempDirs.push(dir);
+  return dir;
 }
 
 export function exampleConfig(): Record<string, StackConfigValue> {

@@ -84,6 +84,7 @@ describe("local cloud: fake Hetzner API, real control plane, node agent", functi
     assert.deepEqual(written.env, cloud.env);
     assert.match(readFileSync(join(dir, "local", "env"), "utf8"), /^export HCLOUD_ENDPOINT='http:\/\/127\.0\.0\.1:\d+'$/m);
     assert.equal(cloud.env.HCLOUD_TOKEN!.length, 64, "the hcloud provider requires a 64-character token");
+    assert.equal(cloud.env.KUBECONFIG, join(dir, "local", "admin.kubeconfig"), "the admin kubeconfig is in the data directory, as `kubectl --kubeconfig .nodefleet/local/admin.kubeconfig` expects");
     assert.ok(existsSync(cloud.env.KUBECONFIG!));
     await assert.rejects(startLocalCloud({ dataDir: dir, hcloudPort: 0, logger: quiet }), DataDirLockedError);
   });
@@ -122,12 +123,34 @@ describe("local cloud: fake Hetzner API, real control plane, node agent", functi
     assert.ok(warnings.some((w) => w.includes("local-w2")), "the agent logged why");
   });
 
-  it("keeps the fake cloud's servers and the cluster across a restart", async function () {
+  const readyHeartbeat = async (name: string): Promise<number | undefined> => {
+    const n = (await kube(cloud.plane.admin, "GET", `/api/v1/nodes/${name}`)) as { status: { conditions?: Array<{ type: string; status: string; lastHeartbeatTime?: string }> } };
+    const ready = n.status.conditions?.find((c) => c.type === "Ready" && c.status === "True");
+    return ready?.lastHeartbeatTime ? Date.parse(ready.lastHeartbeatTime) : undefined;
+  };
+
+  it("keeps the fake cloud's servers and the cluster across a restart, and its joined machines Ready without their deleted tokens", async function () {
+    // Joined before the restart; nodefleet deletes a joined member's token, so only the machine's own identity can bring it back.
+    const kept = await createServer("local-w4", await token("dddddd", 3600_000));
+    await until("Node local-w4 Ready", () => readyHeartbeat("local-w4"));
+    await kube(cloud.plane.admin, "DELETE", "/api/v1/namespaces/kube-system/secrets/bootstrap-token-dddddd");
+    // Joined too, but its machine lost its disk: it joins again with its (still valid) token and takes its existing Node back, as a kubelet does.
+    const rejoined = await createServer("local-w5", await token("eeeeee", 3600_000));
+    await until("Node local-w5 Ready", () => readyHeartbeat("local-w5"));
+
     await cloud.stop();
-    cloud = await startLocalCloud({ dataDir: dir, hcloudPort: 0, agentIntervalMs: 200, logger: quiet });
+    rmSync(join(dir, "local", "machines", `${rejoined}.json`));
+    const restarted = Date.now();
+    // Heartbeats carry whole seconds.
+    await new Promise((r) => setTimeout(r, 1100));
+    cloud = await startLocalCloud({ dataDir: dir, hcloudPort: 0, agentIntervalMs: 200, logger: { info() {}, warn: (record) => warnings.push(JSON.stringify(record)) } });
     const servers = (await (await fetch(`${cloud.env.HCLOUD_ENDPOINT}/servers`, { headers: { Authorization: `Bearer ${cloud.env.HCLOUD_TOKEN}` } })).json()) as { servers: Array<{ name: string }> };
-    assert.deepEqual(servers.servers.map((s) => s.name).sort(), ["local-w2", "local-w3"]);
+    assert.deepEqual(servers.servers.map((s) => s.name).sort(), ["local-w2", "local-w3", "local-w4", "local-w5"]);
     await kube(cloud.plane.admin, "GET", "/api/v1/nodes/local-w1");
+    for (const [name, id] of [["local-w4", kept], ["local-w5", rejoined]] as const) {
+      await until(`a heartbeat of ${name} after the restart`, async () => ((await readyHeartbeat(name))! > restarted ? true : undefined));
+      assert.equal(cloud.agent.machine(id)?.state, "joined", `${name}: ${JSON.stringify(cloud.agent.machine(id))}`);
+    }
   });
 
   it("comes back after `nodefleet local up` was killed: the processes it left are stopped and the cluster is kept", async function () {

@@ -1,11 +1,13 @@
 /** `nodefleet local up` on bad ground: a busy port or a missing toolchain is named, and nothing is left running or locked. */
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ControlPlaneError, startControlPlane } from "../../../automation/local/controlPlane";
 import { LocalCloudError, startLocalCloud } from "../../../automation/local/localCloud";
+import { BIN } from "../../support/serveProcess";
 
 const quiet = { info() {}, warn() {} };
 
@@ -37,5 +39,19 @@ describe("local cloud: bad input", function () {
       startControlPlane({ dir: join(dir, "cp"), env: { PATH: "/nonexistent", NODEFLEET_TOOLCHAIN_DIR: join(dir, "no-toolchain") } }),
       (error: unknown) => error instanceof ControlPlaneError && /etcd, kube-apiserver, kube-controller-manager, kube-scheduler not found: run `npm run toolchain`/.test(error.message),
     );
+  });
+
+  it("`local up` without a toolchain: one line saying to run `npm run toolchain`, a non-zero exit, and nothing started or written", function () {
+    const result = spawnSync(process.execPath, [BIN, "local", "up", "--data-dir", dir, "--hcloud-port", "0", "--project-dir", dir], {
+      env: { PATH: "/nonexistent", NODEFLEET_TOOLCHAIN_DIR: join(dir, "no-toolchain"), HOME: dir },
+      encoding: "utf8",
+      timeout: 60_000,
+    });
+    assert.notEqual(result.status, 0, result.stderr);
+    // Progress notes start "nodefleet local:"; the error is the CLI's one "nodefleet:" line.
+    const errors = result.stderr.split("\n").filter((line) => line.trim() !== "" && !line.startsWith("nodefleet local:"));
+    assert.equal(errors.length, 1, result.stderr);
+    assert.match(errors[0]!, /run `npm run toolchain`/);
+    assert.equal(existsSync(join(dir, "local")), false, "nothing was written to the data directory");
   });
 });

@@ -1,9 +1,9 @@
 import { strict as assert } from "node:assert";
 import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
-import * as os from "node:os";
 import * as path from "node:path";
 import { parse, stringify } from "yaml";
+import { tempDataDir } from "../../support/apiHarness";
 
 const REPO = path.resolve(__dirname, "..", "..", "..", "..");
 const CLI = path.join(REPO, "bin", "nodefleet.js");
@@ -90,7 +90,7 @@ describe("nodefleet render (as a process)", function () {
   });
 
   it("fails with every problem listed and a non-zero exit for an invalid stack", () => {
-    const root = fs.mkdtempSync(path.join(os.tmpdir(), "nodefleet-render-"));
+    const root = tempDataDir("nodefleet-render-");
     fs.copyFileSync(path.join(REPO, "Pulumi.yaml"), path.join(root, "Pulumi.yaml"));
     fs.mkdirSync(path.join(root, "stacks"));
     const doc = parse(fs.readFileSync(path.join(REPO, "stacks", "Pulumi.example.yaml"), "utf8"));

@@ -113,12 +113,8 @@ export class ClusterService {
     const pool = autoscaledPools(fleet).find((p) => p.name === body.pool);
     const { store } = this.options;
     const existing = store.byUniqueId(this.clusterId, body.uniqueID);
-    if (existing) {
-      const node = this.replay(existing, body, fleet);
-      // The first create may still wait for its fsync: no answer may outrun it.
-      await store.durable();
-      return { created: false, node };
-    }
+    // The first create (or the delete a Conflict reports) may still wait for its fsync: no answer may outrun it.
+    if (existing) return { created: false, node: await this.durably(() => this.replay(existing, body, fleet)) };
     if (!pool) {
       throw new ApiError("PoolNotFound", `cluster ${this.clusterId} has no autoscaled pool ${body.pool}`, {
         pools: autoscaledPools(fleet).map((p) => p.name),
@@ -214,11 +210,28 @@ export class ClusterService {
    */
   async get(nodeId: string): Promise<NodeView> {
     const fleet = this.options.fleet();
-    const cached = this.freshViews(fleet);
-    const view = cached ? cached.byId.get(nodeId) : this.view(this.claim(nodeId), fleet);
-    if (!view) throw this.notFound(nodeId);
+    return this.durably(() => {
+      const cached = this.freshViews(fleet);
+      const view = cached ? cached.byId.get(nodeId) : this.view(this.claim(nodeId), fleet);
+      if (!view) throw this.notFound(nodeId);
+      return view;
+    });
+  }
+
+  /**
+   * What `read` answers (a value or an error such as NodeNotFound), once everything it may have
+   * read is durable: a 404 for a delete not yet fsynced is as much an answer as a node is.
+   */
+  private async durably<T>(read: () => T): Promise<T> {
+    let outcome: { ok: true; value: T } | { ok: false; error: unknown };
+    try {
+      outcome = { ok: true, value: read() };
+    } catch (error) {
+      outcome = { ok: false, error };
+    }
     await this.options.store.durable();
-    return view;
+    if (!outcome.ok) throw outcome.error;
+    return outcome.value;
   }
 
   /**

@@ -1,7 +1,8 @@
 /**
  * Request URLs as they are logged: a client that puts a token (or anything else) in the query
  * string must not find it in clear in the service's log. Only the values of the API's own query
- * parameters, which carry no secrets, are kept; every other value is replaced.
+ * parameters, which carry no secrets, are kept; every other value is replaced, and so is a
+ * parameter without a value that is not one of the API's (`?<token>`: the name is the secret).
  */
 import type { FastifyRequest } from "fastify";
 
@@ -24,8 +25,8 @@ export function redactedUrl(url: string): string {
       } catch {
         // a malformed name is not one of ours
       }
-      if (eq < 0 || LOGGED_QUERY_VALUES.has(decoded)) return pair;
-      return `${name}=${REDACTED}`;
+      if (LOGGED_QUERY_VALUES.has(decoded) || pair === "") return pair;
+      return eq < 0 ? REDACTED : `${name}=${REDACTED}`;
     })
     .join("&");
   return `${url.slice(0, question)}?${query}`;

@@ -12,6 +12,7 @@
 import { randomUUID } from "node:crypto";
 import { appendFileSync, existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, truncateSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { z } from "zod";
 import { mapSecrets } from "../mocks/secretValues";
 import { sha256Hex } from "../../components/shared/canonicalJson";
 import { numericId } from "../mocks/seededValues";
@@ -49,6 +50,14 @@ type JournalEntry =
   | { readonly t: "del"; readonly urn: string }
   | { readonly t: "outputs"; readonly outputs: Record<string, unknown> }
   | { readonly t: "runs"; readonly runs: number };
+
+/** The shape a journal line must have to be applied (valid JSON of another shape is damage too). */
+const journalEntrySchema = z.discriminatedUnion("t", [
+  z.object({ t: z.literal("put"), r: z.looseObject({ urn: z.string(), type: z.string(), name: z.string(), inputs: z.record(z.string(), z.unknown()), outputs: z.record(z.string(), z.unknown()) }) }),
+  z.object({ t: z.literal("del"), urn: z.string() }),
+  z.object({ t: z.literal("outputs"), outputs: z.record(z.string(), z.unknown()) }),
+  z.object({ t: z.literal("runs"), runs: z.number().int().nonnegative() }),
+]);
 
 interface StackSnapshot {
   readonly version: 1;
@@ -122,7 +131,7 @@ export class StackStateFile {
 
   private tailChecked = false;
 
-  /** Records one applied step durably before the run moves on. */
+  /** Records one applied step before the run moves on (in the page cache: a killed process loses nothing; a power loss may, this is the demo engine). */
   append(entry: JournalEntry): void {
     if (!this.tailChecked) {
       this.tailChecked = true;
@@ -168,7 +177,7 @@ export function parseJournal(text: string, path: string): JournalEntry[] {
     const line = lines[i]!;
     if (line.trim() === "") continue;
     try {
-      entries.push(JSON.parse(line) as JournalEntry);
+      entries.push(journalEntrySchema.parse(JSON.parse(line)) as JournalEntry);
     } catch {
       const torn = i === lines.length - 1; // no newline after it
       if (torn) break;

@@ -8,7 +8,10 @@ describe("logged request URLs", () => {
   it("keep the API's own query values and replace every other one", () => {
     assert.equal(redactedUrl("/api/v1/clusters/example/nodes"), "/api/v1/clusters/example/nodes");
     assert.equal(redactedUrl("/n?pool=hel1-burst&token=abc"), `/n?pool=hel1-burst&token=${REDACTED}`);
-    assert.equal(redactedUrl("/n?access_token=abc&waitSeconds=5&x"), `/n?access_token=${REDACTED}&waitSeconds=5&x`);
+    assert.equal(redactedUrl("/n?access_token=abc&waitSeconds=5&x"), `/n?access_token=${REDACTED}&waitSeconds=5&${REDACTED}`);
+    // A bare parameter may be the token itself; the API's own names stay (a bare one is only an empty value).
+    assert.equal(redactedUrl(`/n?${TOKEN}`), `/n?${REDACTED}`);
+    assert.equal(redactedUrl("/n?pool&&waitSeconds"), "/n?pool&&waitSeconds");
     assert.equal(redactedUrl("/n?%74oken=abc&%zz=1"), `/n?%74oken=${REDACTED}&%zz=${REDACTED}`);
   });
 
@@ -19,6 +22,7 @@ describe("logged request URLs", () => {
     try {
       await api.clientWith(undefined).raw("GET", `/api/v1/clusters/example/nodes?pool=hel1-burst&token=${TOKEN}`);
       await api.clientWith(undefined).raw("GET", `/api/v1/clusters/example?access_token=${TOKEN}`);
+      await api.clientWith(undefined).raw("GET", `/api/v1/clusters/example?${TOKEN}`);
     } finally {
       await api.close();
     }

@@ -58,6 +58,16 @@ describe("simulated cloud", function () {
       });
     });
 
+    it("refuses a line in the middle that is JSON but not a journal entry (null, a number, an unknown kind), as damage", function () {
+      for (const damaged of ["null", "42", '{"t":"put"}', '{"t":"moved","urn":"a"}']) {
+        const file = new StackStateFile(dataDir(), "s1");
+        file.append({ t: "put", r: resource("a") });
+        appendFileSync(file.journalPath, `${damaged}\n`);
+        file.append({ t: "put", r: resource("b") });
+        assert.throws(() => file.load(), (error: Error) => error instanceof JournalCorruptError && /line 2 /.test(error.message), damaged);
+      }
+    });
+
     it("cuts a torn last line off before appending, so entries written after a crash are kept", function () {
       const file = new StackStateFile(dataDir(), "s1");
       file.append({ t: "put", r: resource("a") });

@@ -110,6 +110,28 @@ describe("group commit", () => {
     }
   });
 
+  it("through the API: neither a 404 nor a replay's Conflict reports a delete that is committed but not yet fsynced", async () => {
+    const api = await startTestApi({ batch: { idleMs: 60_000, maxMs: 60_000 } });
+    const { node } = await api.client.createNode({ uniqueID: "deleted-not-yet-durable", pool: "hel1-burst" });
+    const fsyncs = holdFsyncs();
+    try {
+      // A PENDING claim is gone at once: committed as GONE, its fsync held.
+      const deleted = api.client.deleteNode(node.nodeID);
+      await eventuallyTrue(() => fsyncs.held.length === 1);
+      const get = api.client.getNode(node.nodeID);
+      const replay = api.client.createNode({ uniqueID: "deleted-not-yet-durable", pool: "hel1-burst" });
+      assert.equal(await settledYet(get), false, "the 404 waits for the fsync");
+      assert.equal(await settledYet(replay), false, "the Conflict waits for the fsync");
+      fsyncs.releaseAll();
+      await deleted;
+      await assert.rejects(get, /NodeNotFound|does not exist/);
+      await assert.rejects(replay, /has been deleted/);
+    } finally {
+      fsyncs.restore();
+      await api.close();
+    }
+  });
+
   it("through the API: a list served from the last listing's views changes with every create, delete and template edit", async () => {
     const api = await startTestApi({ batch: { idleMs: 60_000, maxMs: 60_000 } });
     try {

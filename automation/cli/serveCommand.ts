@@ -111,6 +111,9 @@ export async function serve(options: ServeOptions, env: NodeJS.ProcessEnv = proc
   let database: Db | undefined;
   let app: FastifyInstance;
   let reclaimer: OrphanReclaimer | undefined;
+  let engineReady: Promise<unknown> | undefined;
+  let startEngineOnceListening: (() => void) | undefined;
+  let abandonEngineStart: (() => void) | undefined;
   try {
     database = openDatabase(dataDir, { engineStack: apiStackName(fleet.cluster.id) });
     const metrics = new ServiceMetrics();
@@ -166,11 +169,27 @@ export async function serve(options: ServeOptions, env: NodeJS.ProcessEnv = proc
     });
     // The tokens (the stack's secret ones need the engine to decrypt) before the engine applies anything.
     const tokens = await apiTokens({ stackName: options.stack, clusterId: fleet.cluster.id, rawConfig, dataDir, ...(readSecretConfig ? { readSecretConfig } : {}) }, env, logger);
-    const engineReady = startEngine?.();
-    engineReady?.then(
-      (result) => logger.info({ summary: (result as { summary: unknown }).summary }, "git stack applied to the simulated cloud"),
-      (error: unknown) => logger.error({ err: error instanceof Error ? error.message : String(error) }, "applying the git stack to the simulated cloud failed"),
-    );
+    // The engine's first apply starts only once the service listens: a start that fails before
+    // (a taken port) has applied nothing, and nothing writes the state after the lock is released.
+    if (startEngine) {
+      const apply = startEngine;
+      let settle!: { resolve: (value: unknown) => void; reject: (error: unknown) => void };
+      engineReady = new Promise((resolve, reject) => (settle = { resolve, reject }));
+      // Nothing listens for it when the service never started.
+      engineReady.catch(() => undefined);
+      startEngineOnceListening = () =>
+        apply().then(
+          (result) => {
+            logger.info({ summary: (result as { summary: unknown }).summary }, "git stack applied to the simulated cloud");
+            settle.resolve(result);
+          },
+          (error: unknown) => {
+            logger.error({ err: error instanceof Error ? error.message : String(error) }, "applying the git stack to the simulated cloud failed");
+            settle.reject(error);
+          },
+        );
+      abandonEngineStart = () => settle.reject(new Error("the service did not start"));
+    }
 
     app = await buildServer({
       dataDir,
@@ -226,9 +245,11 @@ export async function serve(options: ServeOptions, env: NodeJS.ProcessEnv = proc
     address = await app.listen({ host: options.host, port: options.port });
   } catch (error) {
     // The reconciler and catalog started in onReady: stop them and release the data directory, or the process lingers.
+    abandonEngineStart?.();
     await app.close();
     throw error;
   }
+  startEngineOnceListening?.();
   logger.info({ address, stack: options.stack, cluster: fleet.cluster.id, engine: kind, dataDir }, "nodefleet scaling API listening");
   process.stderr.write(`nodefleet scaling API for cluster ${fleet.cluster.id} listening on ${address} (engine: ${kind})\n`);
 }

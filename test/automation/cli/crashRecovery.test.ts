@@ -142,7 +142,7 @@ describe("crash recovery and shutdown of nodefleet serve (simulated engine)", fu
     await assert.rejects(startServe(dataDir), /in use by another nodefleet service \(pid \d+/);
   });
 
-  it("exits with an error when its port is taken, closing the store and releasing the data directory", async () => {
+  it("exits with an error when its port is taken, having applied nothing, closing the store and releasing the data directory", async () => {
     const busy = net.createServer();
     await new Promise<void>((resolve) => busy.listen(0, "127.0.0.1", resolve));
     try {
@@ -150,6 +150,11 @@ describe("crash recovery and shutdown of nodefleet serve (simulated engine)", fu
       const port = (busy.address() as net.AddressInfo).port;
       await assert.rejects(startServe(dataDir, {}, { port }), /exited with 1 before listening:[\s\S]*EADDRINUSE/);
       assert.ok(!fs.existsSync(path.join(dataDir, "nodefleet.lock")), "the lock is released, not left for the next start to break");
+      // The git stack is applied only once the service listens: nothing wrote the simulated cloud's state, now or after the lock was released.
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      const stacks = path.join(dataDir, "simulated-cloud", "stacks");
+      assert.deepEqual(fs.existsSync(stacks) ? fs.readdirSync(stacks) : [], [], "no stack state");
+      assert.deepEqual(new SimulatedCloud(dataDir).listServers({}), [], "no server");
     } finally {
       busy.close();
     }

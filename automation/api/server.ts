@@ -21,6 +21,7 @@ import { ClusterReconciler } from "../reconciler/clusterReconciler";
 import { ClaimStore } from "../store/claimStore";
 import { acquireDataDirLock, type DataDirLock } from "../store/dataDirLock";
 import { openDatabase, type Db } from "../store/database";
+import { walSyncOf } from "../store/walSync";
 import { OperationLog } from "../store/operationLog";
 import { TokenVerifier, parseApiTokens, type TokenEntry } from "./apiTokens";
 import { ApiError } from "./apiError";
@@ -187,8 +188,11 @@ async function compose(options: BuildServerOptions, tokens: readonly TokenEntry[
   let closing = false;
   app.decorate("nodefleet", { clusters, metrics, store, operations, availability });
 
+  const syncs = walSyncOf(database);
+  syncs.onFailure((failure) => logger?.fatal({ err: failure.message }, "the store cannot trust its disk any more: restart the service"));
   const readiness = (): Readiness => {
     if (closing) return { status: "stopping", details: { reason: "the service is shutting down" } };
+    if (syncs.failed) return { status: "stopping", details: { reason: `${syncs.failed.message}: restart the service` } };
     if (engineState === "starting") return { status: "starting", details: { engine: "applying the git stack before the first run" } };
     if (engineState === "failed") return { status: "degraded", details: { engine: engineError } };
     if (!catalog.settled) return { status: "starting", details: { catalog: "reading Hetzner's server types and their availability" } };

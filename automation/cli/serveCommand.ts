@@ -27,6 +27,7 @@ import { serviceLogger } from "./serviceLogger";
 import { OrphanReclaimer, hcloudInventory, simulatedInventory } from "../reconciler/orphanReclaimer";
 import { SIMULATION_BANNER, SimulatedEngine } from "../simulated/simulatedEngine";
 import { projectRoot } from "../stackConfigFile";
+import { walSyncOf } from "../store/walSync";
 import { acquireDataDirLock } from "../store/dataDirLock";
 import { openDatabase, type Db } from "../store/database";
 import { apiStackName } from "../reconciler/apiStack";
@@ -225,18 +226,20 @@ export async function serve(options: ServeOptions, env: NodeJS.ProcessEnv = proc
   }
 
   let closing = false;
-  const shutdown = (signal: string) => {
+  const shutdown = (signal: string, exitCode = 0) => {
     if (closing) return;
     closing = true;
     logger.info({ signal }, "shutting down: finishing or abandoning the engine run in progress");
     app.close().then(
-      () => process.exit(0),
+      () => process.exit(exitCode),
       (error: unknown) => {
         logger.error({ err: error instanceof Error ? error.message : String(error) }, "shutdown failed");
         process.exit(1);
       },
     );
   };
+  // A failed fsync leaves the disk's content unknown: stop, so that a restart recovers from what is on it.
+  walSyncOf(database!).onFailure(() => shutdown("store sync failed", 1));
   process.once("SIGTERM", () => shutdown("SIGTERM"));
   process.once("SIGINT", () => shutdown("SIGINT"));
 

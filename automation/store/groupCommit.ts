@@ -11,7 +11,8 @@
  * slower the disk, the larger the groups (and the fewer bytes per write), instead of many small
  * commits queueing for the same sync. If the COMMIT fails (disk full) every submitter of the group
  * is rejected and nothing of it is kept; if the sync fails, those waiting for it are rejected (their
- * data may not be durable).
+ * data may not be durable), and so is every later write and durable() (StoreSyncFailedError: only a
+ * restart recovers what is on disk).
  *
  * The group closes at setImmediate: a lone request waits for no timer.
  *
@@ -77,6 +78,7 @@ export class GroupCommit {
    * started, else the next one.
    */
   durable(): Promise<void> {
+    if (this.wal.failed) return Promise.reject(this.wal.failed);
     const covering = this.undurable.length > 0 ? this.undurable : this.syncingFor;
     if (!covering) return Promise.resolve();
     return new Promise<void>((answer, fail) => covering.push({ answer, fail }));
@@ -121,7 +123,7 @@ export class GroupCommit {
     this.checkpoints += 1;
     this.checkpointing = true;
     synced
-      // A failed sync is retried before the next write (WalSync.beforeWrite), which fails with it.
+      // A failed sync fails the store (WalSync): the next write is refused with it.
       .catch(() => undefined)
       .finally(() => {
         this.checkpointing = false;

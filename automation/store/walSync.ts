@@ -24,6 +24,21 @@
 import * as fs from "node:fs";
 import type Database from "better-sqlite3";
 
+/**
+ * A sync of the store's files failed. After that, what reached the disk is unknown: Linux may drop
+ * the dirty pages of a failed fsync and report the next one clean, so a retry proves nothing. Every
+ * later write and durable read fails with this error until the service restarts and SQLite recovers
+ * from what is on disk (PostgreSQL stops for the same reason).
+ */
+export class StoreSyncFailedError extends Error {
+  override readonly name = "StoreSyncFailedError";
+  readonly code = "NODEFLEET_SYNC_FAILED";
+  constructor(readonly syncError: unknown) {
+    const code = (syncError as { code?: unknown } | undefined)?.code;
+    super(`a sync of the store's files failed (${typeof code === "string" ? code : syncError instanceof Error ? syncError.message : String(syncError)}): what reached the disk is unknown until the service restarts and recovers from it`);
+  }
+}
+
 export class WalSync {
   private fd: number | undefined;
   private databaseFd: number | undefined;
@@ -34,6 +49,9 @@ export class WalSync {
   private copiedUnsynced = false;
   /** Something may have been written to the WAL since the last sync started (beforeWrite() was called). */
   private walUnsynced = false;
+  /** The first failed sync: from then on nothing is written or reported durable. */
+  private failure: StoreSyncFailedError | undefined;
+  private readonly failureListeners: Array<(failure: StoreSyncFailedError) => void> = [];
 
   constructor(readonly walPath: string, private readonly db?: Database.Database) {}
 
@@ -58,29 +76,52 @@ export class WalSync {
     return this.copiedUnsynced;
   }
 
+  /** The failed sync after which the store refuses to write or to report anything durable, if one failed. */
+  get failed(): StoreSyncFailedError | undefined {
+    return this.failure;
+  }
+
+  /** Called once, when a sync first fails (the service stops: only a restart recovers). */
+  onFailure(listener: (failure: StoreSyncFailedError) => void): void {
+    this.failureListeners.push(listener);
+  }
+
+  private fail(error: unknown): StoreSyncFailedError {
+    if (!this.failure) {
+      this.failure = new StoreSyncFailedError(error);
+      for (const listener of this.failureListeners) listener(this.failure);
+    }
+    return this.failure;
+  }
+
   /** Blocks until everything committed so far is on disk. */
   syncNow(): void {
+    if (this.failure) throw this.failure;
     this.walUnsynced = false;
     try {
       fs.fdatasyncSync(this.descriptor());
     } catch (error) {
       this.walUnsynced = true;
-      throw error;
+      throw this.fail(error);
     }
   }
 
   /** Resolves once everything committed before the call is on disk. */
   sync(): Promise<void> {
+    if (this.failure) return Promise.reject(this.failure);
     this.walUnsynced = false;
     return this.syncOnThreadPool(this.descriptor()).catch((error: unknown) => {
       this.walUnsynced = true;
-      throw error;
+      throw this.fail(error);
     });
   }
 
   /** Resolves once the database file's written pages are on disk. */
   syncDatabase(): Promise<void> {
-    return this.syncOnThreadPool(this.databaseDescriptor());
+    if (this.failure) return Promise.reject(this.failure);
+    return this.syncOnThreadPool(this.databaseDescriptor()).catch((error: unknown) => {
+      throw this.fail(error);
+    });
   }
 
   private syncOnThreadPool(fd: number): Promise<void> {
@@ -100,7 +141,7 @@ export class WalSync {
    * database file on the thread pool; resolves when it is on disk. Called between group commits,
    * when every group is synced; a write since the last sync (an operation-log entry written on its
    * own) is synced here first, as SQLite syncs the WAL before it copies. If the database file's
-   * sync fails, the next write retries it (beforeWrite()).
+   * sync fails, the store fails (StoreSyncFailedError) and writes nothing more.
    */
   checkpoint(): Promise<void> {
     const db = this.db!;
@@ -123,9 +164,14 @@ export class WalSync {
    * last sync.
    */
   beforeWrite(): void {
+    if (this.failure) throw this.failure;
     this.walUnsynced = true;
     if (!this.copiedUnsynced) return;
-    fs.fdatasyncSync(this.databaseDescriptor());
+    try {
+      fs.fdatasyncSync(this.databaseDescriptor());
+    } catch (error) {
+      throw this.fail(error);
+    }
     this.copiedUnsynced = false;
   }
 

@@ -5,10 +5,11 @@ import { ClaimStore } from "../../../automation/store/claimStore";
 import { databaseFiles, openDatabase } from "../../../automation/store/database";
 import { GroupCommit } from "../../../automation/store/groupCommit";
 import { OperationLog } from "../../../automation/store/operationLog";
-import { WalSync, walSyncOf } from "../../../automation/store/walSync";
+import { StoreSyncFailedError, WalSync, walSyncOf } from "../../../automation/store/walSync";
 import { nodeIdFor } from "../../../automation/api/nodeIdentity";
 import type { MemberSnapshot } from "../../../automation/reconciler/memberSnapshot";
 import { startTestApi, tempDataDir } from "../../support/apiHarness";
+import type { NodefleetApiError } from "../../../automation/client/nodefleetClient";
 
 async function eventuallyTrue(check: () => boolean): Promise<void> {
   for (let attempt = 0; attempt < 200 && !check(); attempt++) await new Promise((resolve) => setTimeout(resolve, 10));
@@ -50,6 +51,17 @@ function holdFsyncs(method: "sync" | "syncDatabase" = "sync") {
   };
 }
 
+/** The next fdatasync of the process fails with EIO, as a failing disk would report it to WalSync. */
+function failNextFdatasync(): void {
+  // The module object itself (an `import * as` namespace is read-only): what walSync.ts calls through.
+  const fsModule = module.require("node:fs") as { fdatasync: typeof fs.fdatasync };
+  const original = fsModule.fdatasync;
+  fsModule.fdatasync = ((_fd: number, callback: (error: NodeJS.ErrnoException | null) => void) => {
+    fsModule.fdatasync = original;
+    setImmediate(() => callback(Object.assign(new Error("EIO: i/o error, fsync"), { code: "EIO" })));
+  }) as typeof fs.fdatasync;
+}
+
 const settledYet = async (promise: Promise<unknown>) => {
   let settled = false;
   promise.then(() => (settled = true), () => (settled = true));
@@ -79,9 +91,13 @@ describe("group commit", () => {
       await new Promise((resolve) => setImmediate(resolve));
       const failingDurable = group.durable();
       await new Promise((resolve) => setImmediate(resolve));
-      fsyncs.held.splice(0).forEach((h) => h.fail(Object.assign(new Error("EIO: i/o error, fsync"), { code: "EIO" })));
+      failNextFdatasync();
+      fsyncs.held.splice(0).forEach((h) => h.release());
       await assert.rejects(failing, /EIO/);
       await assert.rejects(failingDurable, /EIO/);
+      // A failed sync fails the store: nothing later is written or reported durable.
+      await assert.rejects(group.run(() => store.insert(claim("later"))), StoreSyncFailedError);
+      await assert.rejects(group.durable(), StoreSyncFailedError);
     } finally {
       fsyncs.restore();
       db.close();
@@ -128,6 +144,39 @@ describe("group commit", () => {
       await assert.rejects(replay, /has been deleted/);
     } finally {
       fsyncs.restore();
+      await api.close();
+    }
+  });
+
+  it("after a failed fsync refuses every later write and durable read, reports stopping, and a restart recovers what is on disk", async () => {
+    const dataDir = tempDataDir();
+    let api = await startTestApi({ dataDir, batch: { idleMs: 60_000, maxMs: 60_000 } });
+    const kept = await api.client.createNode({ uniqueID: "before-the-failure", pool: "hel1-burst" });
+    const fsyncs = holdFsyncs();
+    try {
+      const lost = api.client.createNode({ uniqueID: "during-the-failure", pool: "hel1-burst" });
+      await eventuallyTrue(() => fsyncs.held.length === 1);
+      failNextFdatasync();
+      fsyncs.held.splice(0).forEach((h) => h.release());
+      await assert.rejects(lost, (error: NodefleetApiError) => error.status === 503 && /whether this request was recorded is unknown/.test(error.message));
+      fsyncs.restore();
+      // A later sync would succeed, and proves nothing: the store stays failed.
+      await assert.rejects(api.client.createNode({ uniqueID: "after-the-failure", pool: "hel1-burst" }), (error: NodefleetApiError) => error.status === 503);
+      await assert.rejects(api.client.getNode(kept.node.nodeID), (error: NodefleetApiError) => error.status === 503, "no read is reported durable");
+      await assert.rejects(api.client.listNodes(), (error: NodefleetApiError) => error.status === 503);
+      const ready = await fetch(`${api.baseUrl}/readyz`);
+      assert.equal(ready.status, 503);
+      assert.match(JSON.stringify(await ready.json()), /stopping.*restart the service/);
+    } finally {
+      fsyncs.restore();
+      await api.close();
+    }
+    api = await startTestApi({ dataDir, batch: { idleMs: 60_000, maxMs: 60_000 } });
+    try {
+      assert.equal((await api.client.getNode(kept.node.nodeID)).nodeID, kept.node.nodeID);
+      assert.equal((await api.client.createNode({ uniqueID: "after-the-restart", pool: "hel1-burst" })).created, true);
+      assert.equal((await fetch(`${api.baseUrl}/readyz`)).status, 200);
+    } finally {
       await api.close();
     }
   });

@@ -198,6 +198,9 @@ async function compose(options: BuildServerOptions, tokens: readonly TokenEntry[
     if (!catalog.settled) return { status: "starting", details: { catalog: "reading Hetzner's server types and their availability" } };
     const degradation = reconciler.degraded;
     if (degradation) return { status: "degraded", details: { [clusterId]: degradation } };
+    // No run had anything to do, but the writes fail: creates are answered 503.
+    const writeFailure = store.writeFailure;
+    if (writeFailure) return { status: "degraded", details: { store: { reason: `the last write failed: ${writeFailure.reason}`, since: writeFailure.since } } };
     return { status: "ready", details: { engine: options.engine.kind, busy: reconciler.busy } };
   };
   await registerRoutes(app, {

@@ -195,7 +195,12 @@ export class ClusterReconciler extends EventEmitter {
     const claims = store.list(clusterId, { statuses: ["PENDING", "PROVISIONING", "RUNNING", "TERMINATING"] });
     const pending = claims.filter((c) => c.status === "PENDING");
     const unfinished = claims.filter((c) => c.status === "PROVISIONING" || c.status === "TERMINATING");
-    if (pending.length + unfinished.length === 0) return;
+    if (pending.length + unfinished.length === 0) {
+      // Nothing left to reconcile (the claims a failing run was for were deleted): no failure holds any more.
+      this.degradation = undefined;
+      this.failures = 0;
+      return;
+    }
     const affected = [...pending, ...unfinished].map((c) => c.nodeId);
     const guarded = this.options.previewGuard !== false;
     // Every engine run is an operation: the guard's preview first, then the up it allows (or refuses).

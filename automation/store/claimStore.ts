@@ -7,6 +7,7 @@ import type { MemberSnapshot } from "../reconciler/memberSnapshot";
 import type Database from "better-sqlite3";
 import type { Db } from "./database";
 import { GroupCommit } from "./groupCommit";
+import { isStorageFailure, storageFailureReason } from "./storageFailure";
 import { walSyncOf } from "./walSync";
 
 export const CLAIM_STATUSES = ["PENDING", "PROVISIONING", "RUNNING", "FAILED", "TERMINATING", "GONE"] as const;
@@ -129,6 +130,7 @@ export class ClaimStore {
    * from the claims at one version (the node views of a list) is still right while it is unchanged.
    */
   private version = 0;
+  private lastWriteFailure: { readonly reason: string; readonly since: string } | undefined;
   /** Prepared statements by SQL text (preparing costs more than running most of these). */
   private readonly statements = new Map<string, Database.Statement>();
 
@@ -138,7 +140,27 @@ export class ClaimStore {
 
   /** Runs fn in one IMMEDIATE transaction, durable when it returns (the WAL is fsynced after the COMMIT). */
   transaction<T>(fn: () => T): T {
-    return walSyncOf(this.db).writeDurably(() => this.db.transaction(fn).immediate());
+    try {
+      const result = walSyncOf(this.db).writeDurably(() => this.db.transaction(fn).immediate());
+      this.lastWriteFailure = undefined;
+      return result;
+    } catch (error) {
+      this.noteWriteFailure(error);
+      throw error;
+    }
+  }
+
+  /**
+   * Why the last write failed for want of storage (a full disk, an I/O error), and since when; none
+   * once a write succeeds again. /readyz reports it even when no run has anything to do.
+   */
+  get writeFailure(): { readonly reason: string; readonly since: string } | undefined {
+    return this.lastWriteFailure;
+  }
+
+  private noteWriteFailure(error: unknown): void {
+    if (!isStorageFailure(error)) return;
+    this.lastWriteFailure = { reason: storageFailureReason(error), since: this.lastWriteFailure?.since ?? this.timestamp() };
   }
 
   /** Resolves once every commit so far is durable. */
@@ -151,7 +173,16 @@ export class ClaimStore {
    * writes of this turn of the event loop (groupCommit.ts); resolves once fn's writes are durable.
    */
   commitTogether<T>(fn: () => T): Promise<T> {
-    return this.group.run(fn);
+    return this.group.run(fn).then(
+      (result) => {
+        this.lastWriteFailure = undefined;
+        return result;
+      },
+      (error: unknown) => {
+        this.noteWriteFailure(error);
+        throw error;
+      },
+    );
   }
 
   /** Changes whenever a claim may have changed. */

@@ -6,7 +6,9 @@
  * once space returns. An engine whose state writes fail (ENOSPC) degrades the service the same way.
  */
 import { strict as assert } from "node:assert";
+import type Database from "better-sqlite3";
 import type { ClaimStore } from "../../../automation/store/claimStore";
+import { walSyncOf } from "../../../automation/store/walSync";
 import { FakeStackEngine } from "../../support/fakeStackEngine";
 import { eventually, startTestApi, type TestApi } from "../../support/apiHarness";
 
@@ -84,5 +86,40 @@ describe("reconciler on a full disk", function () {
     assert.match(JSON.stringify(degraded.body.details), /ENOSPC/);
     await eventually(async () => ((await api.client.getNode(node.nodeID)).status === "RUNNING" ? true : undefined));
     assert.equal((await api.client.readiness()).body.status, "ready");
+  });
+
+  it("reports degraded while writes fail even when no run has anything to do, and ready once a write succeeds", async () => {
+    api = await startTestApi({ retry: { initialMs: 50, maxMs: 200 } });
+    // Where SQLite would raise it: before any write of the store, grouped or not.
+    const wal = walSyncOf((api.app.nodefleet.store as unknown as { db: Database.Database }).db);
+    const beforeWrite = wal.beforeWrite.bind(wal);
+    let full = true;
+    wal.beforeWrite = () => {
+      if (full) throw diskFull();
+      beforeWrite();
+    };
+    const refused = await api.client.raw("POST", "/api/v1/clusters/example/nodes", {
+      body: JSON.stringify({ uniqueID: "nothing-pending", pool: "hel1-burst" }),
+      headers: { "content-type": "application/json" },
+    });
+    assert.equal(refused.status, 503);
+    const degraded = await api.client.readiness();
+    assert.equal(degraded.body.status, "degraded");
+    assert.match(JSON.stringify(degraded.body.details), /the last write failed: the disk of the data directory is full/);
+    full = false;
+    assert.equal((await api.client.createNode({ uniqueID: "nothing-pending", pool: "hel1-burst" })).created, true);
+    assert.equal((await api.client.readiness()).body.status, "ready");
+  });
+
+  it("is no longer degraded once the claims a failing run was for are deleted", async () => {
+    api = await startTestApi({ batch: { idleMs: 50, maxMs: 100 }, retry: { initialMs: 1000, maxMs: 1000 } });
+    const disk = fillDisk(api.app.nodefleet.store);
+    const { node } = await api.client.createNode({ uniqueID: "given-up", pool: "hel1-burst" });
+    disk.full = true;
+    await eventually(async () => ((await api.client.readiness()).body.status === "degraded" ? true : undefined));
+    // Space returns, and the claim is deleted before the next attempt: that attempt finds nothing to do.
+    disk.full = false;
+    await api.client.deleteNode(node.nodeID);
+    await eventually(async () => ((await api.client.readiness()).body.status === "ready" ? true : undefined));
   });
 });

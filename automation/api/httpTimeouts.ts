@@ -3,7 +3,8 @@
  * an authenticated request whose body stalls, holds a connection (and its memory) forever.
  * - headersMs: from the connection (or the previous response) to the end of the request headers;
  * - requestMs: from the start of a request to the end of its body (answered 408 RequestTimeout);
- * - keepAliveMs: how long an idle keep-alive connection stays open after a response;
+ * - keepAliveMs: how long an idle keep-alive connection stays open after a response (the Karpenter
+ *   driver closes its idle connections a second sooner: driver/pkg/apiclient/connection.go);
  * - socketIdleMs: a socket silent in both directions is closed; longer than the longest create
  *   with waitSeconds (120 s), during which the service itself sends nothing.
  */

@@ -20,6 +20,14 @@ import (
 // requestTimeout bounds one API call; the API answers creates before any server exists.
 const requestTimeout = 30 * time.Second
 
+// serviceKeepAlive is how long the scaling API keeps an idle connection open
+// (keepAliveMs in automation/api/httpTimeouts.ts).
+const serviceKeepAlive = 5 * time.Second
+
+// idleConnTimeout closes the driver's idle connections before the service does: a POST written on a
+// connection the service is closing fails, and Go does not retry a request that is not idempotent.
+const idleConnTimeout = serviceKeepAlive - time.Second
+
 // Connections hands out a Connection per NodeClass, sharing one HTTP client (and so its kept-alive
 // connections) per endpoint and CA bundle.
 type Connections struct {
@@ -72,6 +80,7 @@ func (c *Connections) httpClient(caBundle []byte) (*http.Client, error) {
 		return existing, nil
 	}
 	transport := http.DefaultTransport.(*http.Transport).Clone()
+	transport.IdleConnTimeout = idleConnTimeout
 	if len(caBundle) > 0 {
 		roots := x509.NewCertPool()
 		if !roots.AppendCertsFromPEM(caBundle) {

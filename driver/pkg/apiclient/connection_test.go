@@ -132,3 +132,17 @@ func TestCABundleIsTrusted(t *testing.T) {
 		t.Fatalf("a CA bundle without a certificate: %v, want an error naming spec.caBundle", err)
 	}
 }
+
+func TestIdleConnectionsCloseBeforeTheServiceClosesThem(t *testing.T) {
+	client, err := NewConnections(nil).httpClient(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	transport, ok := client.Transport.(*http.Transport)
+	if !ok {
+		t.Fatalf("transport is %T", client.Transport)
+	}
+	if transport.IdleConnTimeout <= 0 || transport.IdleConnTimeout >= serviceKeepAlive {
+		t.Fatalf("idle connections are kept %s; the service closes them after %s", transport.IdleConnTimeout, serviceKeepAlive)
+	}
+}

@@ -16,7 +16,7 @@ import { type LocalCloud, startLocalCloud } from "../automation/local/localCloud
 import type { OperationView } from "../automation/client/nodefleetClient";
 import { SimulatedCloud } from "../automation/simulated/simulatedCloud";
 import { TOKEN } from "../test/support/apiHarness";
-import { UP, editLocalPool, editLocalPools, isReady, poolNodes } from "../test/support/localFleet";
+import { UP, editLocalPools, isReady, poolNodes } from "../test/support/localFleet";
 import { runPulumi } from "../automation/local/localStack";
 import { localStackProject } from "../test/support/localStackProject";
 import { until } from "../test/support/until";
@@ -105,7 +105,6 @@ async function main(): Promise<void> {
   const rows: string[] = [];
   try {
     editLocalPools(cloud, (pools) => pools.filter((p) => p.name === POOL));
-    editLocalPool(cloud, POOL, (pool) => (pool.limits = { maxNodes: 50, cpu: 400, memoryGiB: 800 }));
     await runPulumi(UP, project, cloud.env);
 
     const real = await startServe(join(dir, "real"), { ...cloud.env, ...BATCH, NODEFLEET_API_TOKENS: `local:${TOKEN}` }, { stack: "local", engine: "automation", cwd: project, clusterId: "local", startTimeoutMs: 180_000 });

@@ -14,6 +14,7 @@ import { clusterFirewallName } from "../components/hcloud/clusterFirewall";
 import { clusterNetworkName } from "../components/hcloud/clusterNetwork";
 import { FleetSpecError, parseFleetSpec, type ClusterSpec, type Taint } from "../components/fleet/fleetSpec";
 import { HcloudNodePool } from "../components/hcloud/hcloudNodePool";
+import { clusterKubeconfig } from "./clusterKubeconfig";
 import type { HcloudPoolMember, HcloudPoolTemplate } from "../components/hcloud/hcloudServerPlan";
 import { OWNERSHIP_LABELS, nodeMember } from "../components/fleet/nodeMember";
 import { readRawFleetConfig } from "./fleetProgram";
@@ -78,7 +79,9 @@ export function assertClusterOwned(kind: "network" | "firewall", name: string | 
 
 export async function runProgram(args: AutoscaledProgramArgs): Promise<Record<string, unknown>> {
   const spec = parseFleetSpec(readRawFleetConfig());
-  const { kubeconfig, ...cluster } = spec.cluster;
+  const { kubeconfig: stackKubeconfig, ...cluster } = spec.cluster;
+  // From the environment only when members need it: a run that removes the last members mints nothing.
+  const kubeconfig = args.members.length > 0 ? clusterKubeconfig(spec.cluster) : stackKubeconfig;
   if (kubeconfig === undefined && !args.allowMissingKubeconfig && args.members.length > 0) {
     throw new FleetSpecError(["nodefleet:cluster.kubeconfig: is required to mint bootstrap tokens for autoscaled nodes"]);
   }

@@ -4,6 +4,7 @@
  * the automation engine (inline program), render and the simulated engine (mock runtime).
  */
 import * as pulumi from "@pulumi/pulumi";
+import { clusterKubeconfig } from "./clusterKubeconfig";
 import { Fleet, type FleetArgs } from "../components";
 import { type FleetSpec, FleetSpecError, parseFleetSpec } from "../components/fleet/fleetSpec";
 import { type CurrentHcloudServer, type HcloudNodeOutputValues, currentHcloudServers } from "../components/hcloud/hcloudNodePool";
@@ -62,10 +63,8 @@ async function currentMachinesOf(
   previousNodes: unknown,
 ): Promise<Required<Pick<FleetArgs, "currentHcloudServers" | "currentRobotMembers" | "currentElasticMetalMembers">>> {
   const nodes = (Array.isArray(previousNodes) ? previousNodes : []) as Array<HcloudNodeOutputValues & Record<string, unknown>>;
-  const ready =
-    spec.cluster.kubeconfig === undefined
-      ? new Set(nodes.flatMap((n) => [n.nodeName, n.hostname]))
-      : await readyClusterNodeNames(spec.cluster.kubeconfig, spec.cluster.id);
+  const kubeconfig = clusterKubeconfig(spec.cluster);
+  const ready = kubeconfig === undefined ? new Set(nodes.flatMap((n) => [n.nodeName, n.hostname])) : await readyClusterNodeNames(kubeconfig, spec.cluster.id);
   const current = { currentHcloudServers: {}, currentRobotMembers: {}, currentElasticMetalMembers: {} } as {
     currentHcloudServers: Record<string, CurrentHcloudServer[]>;
     currentRobotMembers: Record<string, CurrentInPlaceMember[]>;
@@ -88,12 +87,13 @@ async function currentMachinesOf(
 
 export async function runProgram(args: RunProgramOptions = {}): Promise<Record<string, unknown>> {
   const spec = parseFleetSpec(readRawFleetConfig());
-  if (spec.cluster.kubeconfig === undefined && !args.allowMissingKubeconfig) {
+  const clusterCredentials = clusterKubeconfig(spec.cluster);
+  if (clusterCredentials === undefined && !args.allowMissingKubeconfig) {
     throw new FleetSpecError([
-      "nodefleet:cluster.kubeconfig: is required to mint bootstrap tokens; set it with `pulumi config set --secret --path 'nodefleet:cluster.kubeconfig' \"$(cat kubeconfig)\"`",
+      "nodefleet:cluster.kubeconfig: is required to mint bootstrap tokens; set it with `pulumi config set --secret --path 'nodefleet:cluster.kubeconfig' \"$(cat kubeconfig)\"` (or set cluster.kubeconfigFromEnvironment)",
     ]);
   }
-  const kubeconfig = spec.cluster.kubeconfig === undefined ? undefined : pulumi.secret(spec.cluster.kubeconfig);
+  const kubeconfig = clusterCredentials === undefined ? undefined : pulumi.secret(clusterCredentials);
   const previous = (await args.readPreviousOutputs?.()) ?? {};
   const previousNodes = args.previousNodes ?? previous.nodes;
   const rangeChange = networkRangeChangeProblem(spec, args.previousNetwork ?? previous.network);

@@ -2,8 +2,9 @@
  * The `local` stack of the local cloud: `stacks/Pulumi.local.yaml`, written by `nodefleet local up`
  * for this machine (its control plane's address and CA are per machine, so the file is generated
  * and git-ignored, as kind writes a kubeconfig). A static pool of three and an autoscaled pool for
- * the scaling API, on the fake Hetzner API; the admin kubeconfig is set as a secret through the real
- * CLI, from stdin, so it never appears in argv.
+ * the scaling API (40 nodes and more, two server types), on the fake Hetzner API. No `secure:`
+ * value: the kubeconfig is read from KUBECONFIG in the environment the local cloud prints
+ * (`cluster.kubeconfigFromEnvironment`).
  */
 import { spawn } from "node:child_process";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
@@ -27,6 +28,7 @@ export function localFleetConfig(plane: Pick<ControlPlane, "server"> & { readonl
       // The node agent downloads nothing, so no binary is checked; a real cluster pins k0sSha256.
       k0sChecksums: "release",
       controlPlaneAddresses: ["127.0.0.1/32"],
+      kubeconfigFromEnvironment: true,
     },
     "nodefleet:network": { ipRange: "10.0.0.0/16", subnet: "10.0.1.0/24", zone: "eu-central" },
     "nodefleet:firewall": { nodePortSources: [] },
@@ -49,7 +51,8 @@ export function localFleetConfig(plane: Pick<ControlPlane, "server"> & { readonl
         location: "hel1",
         serverTypes: ["cpx21", "cpx31"],
         image: "ubuntu-24.04",
-        limits: { maxNodes: 10, cpu: 40, memoryGiB: 80 },
+        // cpx31 is 4 vCPU and 8 GB: 50 of them fit the cpu and memory limits too.
+        limits: { maxNodes: 50, cpu: 200, memoryGiB: 400 },
         labels: { "node.kubernetes.io/pool": "local-burst" },
       },
     ],
@@ -75,17 +78,17 @@ export function runPulumi(args: string[], cwd: string, env: Record<string, strin
 }
 
 /**
- * Writes `<projectDir>/stacks/Pulumi.local.yaml` when it is missing or names another control plane,
- * creates the stack in the local backend and sets the kubeconfig secret. Returns the file's path.
+ * Writes `<projectDir>/stacks/Pulumi.local.yaml` when it is missing, names another control plane or
+ * was written by an older nodefleet (a kubeconfig secret), and creates the stack in the local
+ * backend. Returns the file's path.
  */
-export async function writeLocalStack(projectDir: string, plane: Pick<ControlPlane, "server" | "adminKubeconfig"> & { readonly admin: { readonly caPem: string } }, env: Record<string, string>): Promise<string> {
+export async function writeLocalStack(projectDir: string, plane: Pick<ControlPlane, "server"> & { readonly admin: { readonly caPem: string } }, env: Record<string, string>): Promise<string> {
   const file = join(projectDir, "stacks", `Pulumi.${LOCAL_STACK}.yaml`);
   const config = localFleetConfig(plane);
   const current = existsSync(file) ? readFileSync(file, "utf8") : "";
-  if (current.includes(plane.server) && current.includes("kubeconfig:") && current.includes(plane.admin.caPem.split("\n")[1] ?? "-")) return file;
+  if (current.includes(plane.server) && current.includes("kubeconfigFromEnvironment: true") && current.includes(plane.admin.caPem.split("\n")[1] ?? "-")) return file;
   const header = "# Written by `nodefleet local up` for this machine's local cloud (git-ignored); edit the pools freely.\n";
   writeFileSync(file, header + stringify({ config }), { mode: 0o600 });
   await runPulumi(["stack", "select", "--create", LOCAL_STACK], projectDir, env);
-  await runPulumi(["config", "set", "--secret", "--path", "--stack", LOCAL_STACK, "nodefleet:cluster.kubeconfig"], projectDir, env, readFileSync(plane.adminKubeconfig, "utf8"));
   return file;
 }

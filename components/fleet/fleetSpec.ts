@@ -102,6 +102,12 @@ export const clusterSchema = z
       }),
     /** Kubeconfig with rights to create bootstrap-token Secrets; a secret. Optional for render and simulation. */
     kubeconfig: z.string().min(1).optional(),
+    /**
+     * Instead of `kubeconfig`: read the kubeconfig from the file the KUBECONFIG environment variable
+     * names when the program runs (a local cluster whose credentials belong to the machine, not to
+     * the stack file: `nodefleet local up` prints that environment).
+     */
+    kubeconfigFromEnvironment: z.boolean({ error: "kubeconfigFromEnvironment must be true or false" }).optional(),
     providerIdScheme: z
       .string()
       .regex(/^[a-z][a-z0-9+.-]*$/, { error: "providerIdScheme must be a URI scheme (lower-case letters, digits, '+', '.', '-')" })
@@ -147,6 +153,9 @@ export const clusterSchema = z
     nodeAddress: z.enum(["private", "public"], { error: "nodeAddress must be private or public" }).default("private"),
   })
   .superRefine((cluster, ctx) => {
+    if (cluster.kubeconfig !== undefined && cluster.kubeconfigFromEnvironment === true) {
+      ctx.addIssue({ code: "custom", path: ["kubeconfigFromEnvironment"], message: "kubeconfigFromEnvironment and kubeconfig exclude each other: the kubeconfig comes from one place" });
+    }
     if (cluster.kind === "k0s" && !cluster.k0sVersion) {
       ctx.addIssue({ code: "custom", path: ["k0sVersion"], message: "k0sVersion is required when kind is k0s" });
     }

@@ -14,6 +14,7 @@ import { freePort } from "../../automation/local/freePort";
 import { kube } from "../../automation/local/kubeClient";
 import { type LocalCloud, startLocalCloud } from "../../automation/local/localCloud";
 import { TOKEN } from "./apiHarness";
+import { type HcloudExchange, recordHcloudExchanges } from "./hcloudOpenApi";
 import { type PoolServer, editLocalPool, poolServers } from "./localFleet";
 import { runPulumi } from "../../automation/local/localStack";
 import { localStackProject } from "./localStackProject";
@@ -36,6 +37,8 @@ export interface KubeItem {
 export interface KarpenterLoop {
   readonly cloud: LocalCloud;
   readonly serve: ServeProcess;
+  /** Every exchange with the fake Hetzner API so far (checked against Hetzner's OpenAPI document). */
+  readonly hcloudExchanges: readonly HcloudExchange[];
   /** GET of a Kubernetes list as the admin. */
   list(path: string): Promise<KubeItem[]>;
   /** Polls with a deadline; a timeout shows the controller's and the service's last words. */
@@ -61,6 +64,7 @@ export interface KarpenterLoopOptions {
 
 export async function startKarpenterLoop(dir: string, options: KarpenterLoopOptions = {}): Promise<KarpenterLoop> {
   const project = localStackProject(join(dir, "project"));
+  const hcloudExchanges: HcloudExchange[] = [];
   const cloud = await startLocalCloud({
     dataDir: join(dir, "data"),
     hcloudPort: 0,
@@ -68,6 +72,7 @@ export async function startKarpenterLoop(dir: string, options: KarpenterLoopOpti
     logger: { info() {}, warn() {} },
     projectDir: project,
     env: { ...process.env, NODEFLEET_SIM_OUT_OF_STOCK: options.outOfStock ?? "", ...(options.bootDelayMs !== undefined ? { NODEFLEET_SIM_BOOT_DELAY_MS: String(options.bootDelayMs) } : {}) },
+    onFakeHcloud: (fake) => recordHcloudExchanges(fake, hcloudExchanges),
   });
   let serve: ServeProcess | undefined;
   let controller: ChildProcess | undefined;
@@ -141,6 +146,7 @@ export async function startKarpenterLoop(dir: string, options: KarpenterLoopOpti
     return {
       cloud,
       serve: served,
+      hcloudExchanges,
       list,
       waitFor,
       async inflate(replicas, cpu) {

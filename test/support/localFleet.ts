@@ -69,6 +69,17 @@ export async function hcloudGet(cloud: LocalCloud, path: string): Promise<Record
   return (await response.json()) as Record<string, any>;
 }
 
+/** Every server of the fake API, page after page, whatever its labels: what an orphan check compares. */
+export async function allServers(cloud: LocalCloud): Promise<PoolServer[]> {
+  const servers: PoolServer[] = [];
+  for (let page: number | null = 1; page !== null; ) {
+    const body = await hcloudGet(cloud, `/servers?page=${page}&per_page=25`);
+    servers.push(...(body.servers as PoolServer[]));
+    page = (body.meta as { pagination: { next_page: number | null } }).pagination.next_page;
+  }
+  return servers;
+}
+
 export async function poolServers(cloud: LocalCloud, pool: string): Promise<PoolServer[]> {
   return (await hcloudGet(cloud, `/servers?label_selector=nodefleet.io/pool=${pool}&per_page=50`)).servers as PoolServer[];
 }

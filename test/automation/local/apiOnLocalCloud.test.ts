@@ -16,7 +16,7 @@ import { NodefleetApiError, type NodeView } from "../../../automation/client/nod
 import { type LocalCloud, startLocalCloud } from "../../../automation/local/localCloud";
 import { TOKEN } from "../../support/apiHarness";
 import { type HcloudExchange, hcloudOpenApiViolations, recordHcloudExchanges } from "../../support/hcloudOpenApi";
-import { UP, editLocalPool, editLocalPools, isReady, poolNodes, poolServers } from "../../support/localFleet";
+import { UP, allServers, editLocalPools, isReady, poolNodes, poolServers } from "../../support/localFleet";
 import { runPulumi } from "../../../automation/local/localStack";
 import { localStackProject } from "../../support/localStackProject";
 import { until } from "../../support/until";
@@ -52,9 +52,8 @@ describe("the scaling API on the automation engine against the local cloud, kill
       env: { ...process.env, NODEFLEET_SIM_OUT_OF_STOCK: SOLD_OUT },
       onFakeHcloud: (fake) => recordHcloudExchanges(fake, exchanges),
     });
-    // Only the autoscaled pool, with room for 40 claims.
+    // Only the autoscaled pool, as shipped (room for 40 claims and more, SPEC §8).
     editLocalPools(cloud, (pools) => pools.filter((p) => p.name === POOL));
-    editLocalPool(cloud, POOL, (pool) => (pool.limits = { maxNodes: 50, cpu: 400, memoryGiB: 800 }));
     await runPulumi(UP, project, cloud.env);
     await start();
   });
@@ -94,6 +93,8 @@ describe("the scaling API on the automation engine against the local cloud, kill
     // 1. Killed right after the creates were answered, before a run could start.
     const first = await createBatch("first", 20);
     await crashWithChildren(serve!);
+    const firstIds = new Set(first);
+    assert.deepEqual((await allServers(cloud)).filter((s) => firstIds.has(s.labels["nodefleet.io/node"]!)), [], "the first kill came before any of the batch's servers was created");
     await start();
 
     // 2. Killed while the run for the second batch is creating its servers.
@@ -112,7 +113,8 @@ describe("the scaling API on the automation engine against the local cloud, kill
     });
     assert.deepEqual(running.map((n) => n.nodeID).sort(), [...ids].sort(), "the store holds exactly the claims");
 
-    const servers = await poolServers(cloud, POOL);
+    // All of the fake's servers, every page, labelled or not: an orphan of any kind would show.
+    const servers = await allServers(cloud);
     const perNode = new Map<string, number>();
     for (const server of servers) perNode.set(server.labels["nodefleet.io/node"]!, (perNode.get(server.labels["nodefleet.io/node"]!) ?? 0) + 1);
     assert.deepEqual([...perNode.keys()].sort(), [...ids].sort(), "the fake's servers are the store's nodes: no orphan");

@@ -17,6 +17,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { kube } from "../../../automation/local/kubeClient";
 import { KARPENTER_LOOP_TOOLS, type KarpenterLoop, type KubeItem, startKarpenterLoop } from "../../support/karpenterLocalCloud";
+import { hcloudOpenApiViolations } from "../../support/hcloudOpenApi";
 import { missingTools, skipUnlessAvailable } from "../../support/toolchainRequirement";
 
 const PODS = 20;
@@ -174,4 +175,9 @@ describe("Karpenter's controllers with nodefleet's driver scaling the local clou
     await loop.waitFor("the old servers gone from the fake API", async () =>
       (await loop.burstServers()).some((s) => oldNodeIds.has(s.labels["nodefleet.io/node"]!)) ? undefined : true, 120_000);
   }
+
+  it("exchanged with the fake Hetzner API only what Hetzner's OpenAPI document allows, all along the loop", function () {
+    assert.ok(loop.hcloudExchanges.length > 50, `${loop.hcloudExchanges.length} exchanges`);
+    assert.deepEqual(loop.hcloudExchanges.flatMap(hcloudOpenApiViolations), []);
+  });
 });

@@ -17,6 +17,7 @@ import { kube } from "../../../automation/local/kubeClient";
 import { type LocalCloud, startLocalCloud } from "../../../automation/local/localCloud";
 import { DataDirLockedError } from "../../../automation/store/dataDirLock";
 import { BIN } from "../../support/serveProcess";
+import { type HcloudExchange, hcloudOpenApiViolations, recordHcloudExchanges } from "../../support/hcloudOpenApi";
 import { missingTools, skipUnlessAvailable } from "../../support/toolchainRequirement";
 
 const quiet = { info() {}, warn() {} };
@@ -36,11 +37,12 @@ describe("local cloud: fake Hetzner API, real control plane, node agent", functi
   let dir: string;
   let cloud: LocalCloud;
   const warnings: string[] = [];
+  const exchanges: HcloudExchange[] = [];
 
   before(async function () {
     skipUnlessAvailable(this, missingTools("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"));
     dir = mkdtempSync(join(tmpdir(), "nodefleet-local-cloud-"));
-    cloud = await startLocalCloud({ dataDir: dir, hcloudPort: 0, agentIntervalMs: 200, logger: { info() {}, warn: (record) => warnings.push(JSON.stringify(record)) } });
+    cloud = await startLocalCloud({ dataDir: dir, hcloudPort: 0, agentIntervalMs: 200, logger: { info() {}, warn: (record) => warnings.push(JSON.stringify(record)) }, onFakeHcloud: (fake) => recordHcloudExchanges(fake, exchanges) });
   });
 
   after(async function () {
@@ -129,6 +131,11 @@ describe("local cloud: fake Hetzner API, real control plane, node agent", functi
     return ready?.lastHeartbeatTime ? Date.parse(ready.lastHeartbeatTime) : undefined;
   };
 
+  it("exchanged with the fake Hetzner API only what Hetzner's OpenAPI document allows", function () {
+    assert.ok(exchanges.length >= 5, `${exchanges.length} exchanges`);
+    assert.deepEqual(exchanges.flatMap(hcloudOpenApiViolations), []);
+  });
+
   it("keeps the fake cloud's servers and the cluster across a restart, and its joined machines Ready without their deleted tokens", async function () {
     // Joined before the restart; nodefleet deletes a joined member's token, so only the machine's own identity can bring it back.
     const kept = await createServer("local-w4", await token("dddddd", 3600_000));
@@ -155,7 +162,8 @@ describe("local cloud: fake Hetzner API, real control plane, node agent", functi
 
   it("comes back after `nodefleet local up` was killed: the processes it left are stopped and the cluster is kept", async function () {
     await cloud.stop();
-    const child = spawn(process.execPath, [BIN, "local", "up", "--data-dir", dir, "--hcloud-port", "0"], { stdio: ["ignore", "pipe", "pipe"] });
+    // A project directory without Pulumi.yaml: no stack file is written (not into this repository's stacks/).
+    const child = spawn(process.execPath, [BIN, "local", "up", "--data-dir", dir, "--hcloud-port", "0", "--project-dir", dir], { stdio: ["ignore", "pipe", "pipe"] });
     await new Promise<void>((ready, failed) => {
       let stderr = "";
       child.stderr.on("data", (chunk: Buffer) => {

@@ -12,7 +12,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { findTool } from "../../../automation/engine/toolchain";
-import { parse, stringify } from "yaml";
+import { parse } from "yaml";
 import { kube } from "../../../automation/local/kubeClient";
 import { type LocalCloud, startLocalCloud } from "../../../automation/local/localCloud";
 import { TOKEN } from "../../support/apiHarness";
@@ -46,11 +46,14 @@ describe("pulumi up --stack local on the local cloud (real engine, real control 
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  it("writes the local stack with the kubeconfig as a secret", function () {
+  it("writes the local stack with no secure value: the kubeconfig comes from the environment the local cloud prints", function () {
     const text = readFileSync(cloud.stackFile!, "utf8");
-    assert.match(text, /kubeconfig:\s*\n\s*secure: v1:/, "the kubeconfig is encrypted in the stack file");
-    assert.ok(!text.includes("client-key-data"), "no key material in the clear");
+    assert.doesNotMatch(text, /secure:/);
+    assert.match(text, /kubeconfigFromEnvironment: true/);
+    assert.ok(!text.includes("client-key-data"), "no key material in the file");
     assert.ok(text.includes(cloud.plane.server));
+    const burst = (parse(text) as { config: { "nodefleet:pools": Array<{ name: string; mode: string; serverTypes: string[]; limits?: { maxNodes?: number } }> } }).config["nodefleet:pools"].find((p) => p.mode === "autoscaled")!;
+    assert.ok((burst.limits?.maxNodes ?? 0) >= 40 && burst.serverTypes.length >= 2, JSON.stringify(burst));
   });
 
   it("creates the fleet's servers and tokens, and the node agent registers three Ready Nodes", async function () {

@@ -15,6 +15,7 @@ import { type LocalCloud, startLocalCloud } from "../../../automation/local/loca
 import { UP, allPoolServersReady, driveRollout, editLocalPool, editLocalPools, hcloudGet, poolNodes, poolServers } from "../../support/localFleet";
 import { runPulumi } from "../../../automation/local/localStack";
 import { localStackProject } from "../../support/localStackProject";
+import { type HcloudExchange, hcloudOpenApiViolations, recordHcloudExchanges } from "../../support/hcloudOpenApi";
 import { until } from "../../support/until";
 import { missingTools, skipUnlessAvailable } from "../../support/toolchainRequirement";
 
@@ -33,12 +34,13 @@ describe("a 12-member rolling replacement with a PodDisruptionBudget on the loca
   let dir: string;
   let project: string;
   let cloud: LocalCloud;
+  const exchanges: HcloudExchange[] = [];
 
   before(async function () {
     skipUnlessAvailable(this, missingTools("pulumi", "pulumi-language-nodejs", "pulumi-resource-hcloud", "pulumi-resource-kubernetes", "pulumi-resource-random", "pulumi-resource-time", "etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"));
     dir = mkdtempSync(join(tmpdir(), "nodefleet-rollout-12-"));
     project = localStackProject(join(dir, "project"));
-    cloud = await startLocalCloud({ dataDir: join(dir, "data"), hcloudPort: 0, agentIntervalMs: 500, logger: { info() {}, warn() {} }, projectDir: project });
+    cloud = await startLocalCloud({ dataDir: join(dir, "data"), hcloudPort: 0, agentIntervalMs: 500, logger: { info() {}, warn() {} }, projectDir: project, onFakeHcloud: (fake) => recordHcloudExchanges(fake, exchanges) });
     editLocalPools(cloud, (pools) => pools.filter((p) => p.name === POOL));
     editLocalPool(cloud, POOL, (pool) => {
       pool.replicas = MEMBERS;
@@ -154,5 +156,10 @@ describe("a 12-member rolling replacement with a PodDisruptionBudget on the loca
       return items.length === MEMBERS && items.every((p) => after.some((s) => s.name === p.spec.nodeName)) ? items : undefined;
     }, 120_000);
     assert.equal(new Set(running.map((p) => p.spec.nodeName)).size, MEMBERS);
+  });
+
+  it("exchanged with the fake Hetzner API only what Hetzner's OpenAPI document allows, rollout included", function () {
+    assert.ok(exchanges.length > 50, `${exchanges.length} exchanges`);
+    assert.deepEqual(exchanges.flatMap(hcloudOpenApiViolations), []);
   });
 });

@@ -1,0 +1,21 @@
+/**
+ * The kubeconfig a program mints bootstrap tokens with and reads Nodes through: the stack's
+ * `cluster.kubeconfig` (a secret), or, with `cluster.kubeconfigFromEnvironment`, the file the
+ * KUBECONFIG environment variable names when the program runs.
+ */
+import { readFileSync } from "node:fs";
+import { type ClusterSpec, FleetSpecError } from "../components/fleet/fleetSpec";
+
+export function clusterKubeconfig(cluster: Pick<ClusterSpec, "kubeconfig" | "kubeconfigFromEnvironment">, env: NodeJS.ProcessEnv = process.env): string | undefined {
+  if (!cluster.kubeconfigFromEnvironment) return cluster.kubeconfig;
+  const file = env.KUBECONFIG;
+  // A KUBECONFIG list (a:b) would merge files; one file keeps the credentials unambiguous.
+  if (!file || file.includes(":")) {
+    throw new FleetSpecError([`nodefleet:cluster.kubeconfigFromEnvironment: KUBECONFIG must name one kubeconfig file when the program runs (it is ${file ? `"${file}"` : "not set"})`]);
+  }
+  try {
+    return readFileSync(file, "utf8");
+  } catch (error) {
+    throw new FleetSpecError([`nodefleet:cluster.kubeconfigFromEnvironment: cannot read the kubeconfig ${file} that KUBECONFIG names (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`]);
+  }
+}

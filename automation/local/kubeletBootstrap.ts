@@ -46,10 +46,22 @@ export class KubeletJoinError extends Error {
   constructor(
     readonly stage: "csr" | "certificate" | "register" | "status",
     message: string,
+    /** The API server's HTTP status, when it answered; none for a network error or a timeout. */
+    readonly status?: number,
   ) {
     super(message);
   }
+
+  /**
+   * A failure a kubelet would retry: the API server unreachable or failing (no answer, 5xx, 429), or
+   * the certificate not signed in time. A refusal (401, 403, an invalid object) stays a refusal.
+   */
+  get transient(): boolean {
+    return this.status === undefined || this.status >= 500 || this.status === 429;
+  }
 }
+
+const statusOf = (error: unknown) => (error instanceof KubeApiError ? error.status : undefined);
 
 /** A new key and a CSR for the node's client identity (PEM texts). */
 function nodeKeyAndCsr(nodeName: string): { keyPem: string; csrPem: string } {
@@ -77,7 +89,7 @@ async function requestCertificate(join_: KubeletJoin, csrPem: string): Promise<s
     })) as { metadata: { name: string } };
     name = created.metadata.name;
   } catch (error) {
-    throw new KubeletJoinError("csr", `the API server refused the bootstrap token's certificate request: ${(error as Error).message}`);
+    throw new KubeletJoinError("csr", `the API server refused the bootstrap token's certificate request: ${(error as Error).message}`, statusOf(error));
   }
   const deadline = Date.now() + (join_.certificateTimeoutMs ?? 60_000);
   while (Date.now() < deadline) {
@@ -85,7 +97,8 @@ async function requestCertificate(join_: KubeletJoin, csrPem: string): Promise<s
       status?: { certificate?: string; conditions?: Array<{ type: string; message?: string }> };
     };
     const denied = csr.status?.conditions?.find((c) => c.type === "Denied" || c.type === "Failed");
-    if (denied) throw new KubeletJoinError("certificate", `certificate request ${name} ${denied.type.toLowerCase()}: ${denied.message ?? ""}`);
+    // A denial is the control plane's answer, not a condition that passes.
+    if (denied) throw new KubeletJoinError("certificate", `certificate request ${name} ${denied.type.toLowerCase()}: ${denied.message ?? ""}`, 403);
     if (csr.status?.certificate) return Buffer.from(csr.status.certificate, "base64").toString("utf8");
     await new Promise((r) => setTimeout(r, 200));
   }
@@ -106,13 +119,13 @@ export async function joinAsKubelet(request: KubeletJoin): Promise<KubeIdentity>
     });
   } catch (error) {
     if (!(error instanceof KubeApiError && error.status === 409)) {
-      throw new KubeletJoinError("register", `registering Node ${request.nodeName} was refused: ${(error as Error).message}`);
+      throw new KubeletJoinError("register", `registering Node ${request.nodeName} was refused: ${(error as Error).message}`, statusOf(error));
     }
     // As a kubelet whose Node exists already (a machine that joined before and lost its state):
     // it is registered, if it is the same machine's.
     const existing = (await kube(node, "GET", `/api/v1/nodes/${request.nodeName}`)) as { spec?: { providerID?: string } };
     if (existing.spec?.providerID !== request.providerID) {
-      throw new KubeletJoinError("register", `Node ${request.nodeName} exists with providerID ${existing.spec?.providerID ?? "(none)"}, not ${request.providerID}`);
+      throw new KubeletJoinError("register", `Node ${request.nodeName} exists with providerID ${existing.spec?.providerID ?? "(none)"}, not ${request.providerID}`, 409);
     }
   }
   await reportReady(node, request.nodeName, request.resources, request.kubeletVersion);
@@ -138,6 +151,6 @@ export async function reportReady(node: KubeIdentity, nodeName: string, resource
       "application/strategic-merge-patch+json",
     );
   } catch (error) {
-    throw new KubeletJoinError("status", `reporting Node ${nodeName} Ready failed: ${(error as Error).message}`);
+    throw new KubeletJoinError("status", `reporting Node ${nodeName} Ready failed: ${(error as Error).message}`, statusOf(error));
   }
 }

@@ -18,7 +18,7 @@ import { kubeletSchema } from "../../components/fleet/fleetSpec";
 import { allocatable, formatResources, nodeCapacity, nodeOverheadFor } from "../catalog/instanceTypes";
 import { findServerType, shippedCatalog } from "../catalog/serverTypes";
 import type { KubeIdentity } from "./kubeClient";
-import { type NodeStatusResources, joinAsKubelet, reportReady } from "./kubeletBootstrap";
+import { KubeletJoinError, type NodeStatusResources, joinAsKubelet, reportReady } from "./kubeletBootstrap";
 import { syncNodePods } from "./kubeletPods";
 import { readK0sWorkerUserData } from "./workerUserDataReader";
 import type { FakeServer } from "./fakeHcloud/fakeHcloudState";
@@ -139,6 +139,12 @@ export class NodeAgent {
       this.logger.info({ serverId: server.id, server: server.name, node: intent.hostname, providerID: intent.providerID }, "node joined");
     } catch (error) {
       const reason = (error as Error).message;
+      if (error instanceof KubeletJoinError && error.transient) {
+        // As a kubelet retries while its API server is unreachable: the next pass tries again.
+        this.machines.delete(server.id);
+        this.logger.warn({ serverId: server.id, server: server.name, reason }, "joining failed for now; retrying");
+        return;
+      }
       this.machines.set(server.id, { state: "refused", reason });
       this.logger.warn({ serverId: server.id, server: server.name, reason }, "the server's user data cannot join the cluster");
     }

@@ -83,7 +83,7 @@ describe("local control plane and kubelet bootstrap (real kube-apiserver)", func
   it("never yields a Node for an expired or unknown token", async function () {
     await kube(plane.admin, "POST", "/api/v1/namespaces/kube-system/secrets", bootstrapTokenSecret("expird", "0123456789abcdef", new Date(Date.now() - 60_000)));
     for (const token of ["expird.0123456789abcdef", "nosuch.0123456789abcdef"]) {
-      await assert.rejects(join_(token, "local-bad"), (error: unknown) => error instanceof KubeletJoinError && error.stage === "csr" && /HTTP 401/.test(error.message));
+      await assert.rejects(join_(token, "local-bad"), (error: unknown) => error instanceof KubeletJoinError && error.stage === "csr" && /HTTP 401/.test(error.message) && !error.transient);
     }
     await assert.rejects(kube(plane.admin, "GET", "/api/v1/nodes/local-bad"), /HTTP 404/);
   });
@@ -92,8 +92,18 @@ describe("local control plane and kubelet bootstrap (real kube-apiserver)", func
     await kube(plane.admin, "POST", "/api/v1/namespaces/kube-system/secrets", bootstrapTokenSecret("lbltst", "0123456789abcdef", new Date(Date.now() + 3600_000)));
     await assert.rejects(
       join_("lbltst.0123456789abcdef", "local-n2", { "node-role.kubernetes.io/worker": "" }),
-      (error: unknown) => error instanceof KubeletJoinError && error.stage === "register" && /HTTP 403/.test(error.message),
+      (error: unknown) => error instanceof KubeletJoinError && error.stage === "register" && /HTTP 403/.test(error.message) && !error.transient,
     );
+  });
+
+  it("tells an unreachable API server (which a kubelet retries) from a refusal", async function () {
+    await assert.rejects(
+      joinAsKubelet({ server: "https://127.0.0.1:1", caPem: plane.admin.caPem, bootstrapToken: "unreach.0123456789abcdef", nodeName: "local-unreachable", providerID: "cnap:///local/local-unreachable", labels: {}, taints: [] }),
+      (error: unknown) => error instanceof KubeletJoinError && error.stage === "csr" && error.status === undefined && error.transient,
+    );
+    assert.equal(new KubeletJoinError("csr", "busy", 503).transient, true);
+    assert.equal(new KubeletJoinError("csr", "throttled", 429).transient, true);
+    assert.equal(new KubeletJoinError("certificate", "denied", 403).transient, false);
   });
 
   it("runs the pods bound to its Node and confirms their deletion, as a kubelet does, and only its own", async function () {

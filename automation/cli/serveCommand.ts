@@ -28,6 +28,7 @@ import { OrphanReclaimer, hcloudInventory, simulatedInventory } from "../reconci
 import { SIMULATION_BANNER, SimulatedEngine } from "../simulated/simulatedEngine";
 import { projectRoot } from "../stackConfigFile";
 import { walSyncOf } from "../store/walSync";
+import { retryDelay } from "../reconciler/batchWindow";
 import { acquireDataDirLock } from "../store/dataDirLock";
 import { openDatabase, type Db } from "../store/database";
 import { apiStackName } from "../reconciler/apiStack";
@@ -172,24 +173,35 @@ export async function serve(options: ServeOptions, env: NodeJS.ProcessEnv = proc
     const tokens = await apiTokens({ stackName: options.stack, clusterId: fleet.cluster.id, rawConfig, dataDir, ...(readSecretConfig ? { readSecretConfig } : {}) }, env, logger);
     // The engine's first apply starts only once the service listens: a start that fails before
     // (a taken port) has applied nothing, and nothing writes the state after the lock is released.
+    // A failed apply is retried with the reconciler's backoff (readyz stays 503 "starting" meanwhile):
+    // a service that gave up would stay unready until someone restarted it.
     if (startEngine) {
       const apply = startEngine;
       let settle!: { resolve: (value: unknown) => void; reject: (error: unknown) => void };
       engineReady = new Promise((resolve, reject) => (settle = { resolve, reject }));
       // Nothing listens for it when the service never started.
       engineReady.catch(() => undefined);
-      startEngineOnceListening = () =>
+      let retry: NodeJS.Timeout | undefined;
+      let attempts = 0;
+      const attempt = (): void => {
         apply().then(
           (result) => {
             logger.info({ summary: (result as { summary: unknown }).summary }, "git stack applied to the simulated cloud");
             settle.resolve(result);
           },
           (error: unknown) => {
-            logger.error({ err: error instanceof Error ? error.message : String(error) }, "applying the git stack to the simulated cloud failed");
-            settle.reject(error);
+            attempts += 1;
+            const delayMs = retryDelay(attempts, settings.retry);
+            logger.error({ err: error instanceof Error ? error.message : String(error), attempt: attempts, delayMs }, "applying the git stack to the simulated cloud failed; retrying");
+            retry = setTimeout(attempt, delayMs);
           },
         );
-      abandonEngineStart = () => settle.reject(new Error("the service did not start"));
+      };
+      startEngineOnceListening = attempt;
+      abandonEngineStart = () => {
+        clearTimeout(retry);
+        settle.reject(new Error("the service stopped before the git stack was applied"));
+      };
     }
 
     app = await buildServer({
@@ -230,6 +242,8 @@ export async function serve(options: ServeOptions, env: NodeJS.ProcessEnv = proc
     if (closing) return;
     closing = true;
     logger.info({ signal }, "shutting down: finishing or abandoning the engine run in progress");
+    // Before the close: a run waiting for the first apply must not hold the shutdown.
+    abandonEngineStart?.();
     app.close().then(
       () => process.exit(exitCode),
       (error: unknown) => {

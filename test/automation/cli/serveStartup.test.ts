@@ -8,7 +8,7 @@ import { spawn } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { databaseFiles, databasePath } from "../../../automation/store/database";
-import { TOKEN, tempDataDir } from "../../support/apiHarness";
+import { TOKEN, eventually, tempDataDir } from "../../support/apiHarness";
 import { BIN, REPOSITORY_ROOT, startServe } from "../../support/serveProcess";
 
 /** Runs serve until it exits (at most 60 s), as a failed start should. */
@@ -76,5 +76,26 @@ describe("nodefleet serve start-up", function () {
     assert.doesNotMatch(result.stderr, /listening on/);
     assert.ok(!fs.existsSync(path.join(dataDir, "nodefleet.lock")), "the failed start removed its lock file");
     assert.ok(!fs.existsSync(databasePath(dataDir)), "no empty store was created");
+  });
+
+  it("retries a failed first apply of the git stack, not ready meanwhile, and is ready once it goes through", async () => {
+    const dataDir = tempDataDir("nodefleet-start-");
+    // Where the simulated cloud keeps its state, a file: every apply fails until it is gone.
+    fs.writeFileSync(path.join(dataDir, "simulated-cloud"), "in the way\n");
+    const serve = await startServe(dataDir);
+    try {
+      const retrying = () => (serve.stderr().match(/applying the git stack to the simulated cloud failed; retrying/g) ?? []).length;
+      await eventually(() => (retrying() >= 2 ? true : undefined), 100, 100);
+      const starting = await serve.client.readiness();
+      assert.equal(starting.status, 503);
+      assert.equal(starting.body.status, "starting");
+      fs.rmSync(path.join(dataDir, "simulated-cloud"));
+      await eventually(async () => ((await serve.client.readiness()).body.status === "ready" ? true : undefined), 100, 100);
+      const { node } = await serve.client.createNode({ uniqueID: "after-the-retries", pool: "hel1-burst" }, { waitSeconds: 60 });
+      assert.equal(node.status, "RUNNING");
+    } finally {
+      serve.child.kill("SIGTERM");
+      await serve.exited();
+    }
   });
 });

@@ -8,6 +8,7 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdirSync, openSync, readFileSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
 import { freePort } from "./freePort";
 import { join } from "node:path";
 import { stringify } from "yaml";
@@ -122,6 +123,28 @@ async function stablePorts(dir: string): Promise<{ etcdClient: number; etcdPeer:
   }
 }
 
+/** Refuses ports another process holds, naming them: the components would only exit with a line in their logs. */
+async function assertPortsFree(ports: { etcdClient: number; etcdPeer: number; api: number }, dir: string): Promise<void> {
+  const roles = [
+    ["etcdClient", "etcd's client"],
+    ["etcdPeer", "etcd's peer"],
+    ["api", "kube-apiserver's"],
+  ] as const;
+  for (const [key, role] of roles) {
+    const port = ports[key];
+    const free = await new Promise<boolean>((resolve) => {
+      const probe = createServer();
+      probe.once("error", () => resolve(false));
+      probe.listen(port, "127.0.0.1", () => probe.close(() => resolve(true)));
+    });
+    if (!free) {
+      throw new ControlPlaneError(
+        `127.0.0.1:${port}, the control plane's ${role} port (kept in ${join(dir, "ports.json")} so that kubeconfigs and join tokens stay valid), is in use by another process: stop it, or remove ${dir} to start a new cluster`,
+      );
+    }
+  }
+}
+
 export async function startControlPlane(options: {
   dir: string;
   env?: NodeJS.ProcessEnv;
@@ -134,7 +157,8 @@ export async function startControlPlane(options: {
   const dir = options.dir;
   mkdirSync(join(dir, "logs"), { recursive: true, mode: 0o700 });
   const pki = ensurePki(join(dir, "pki"));
-  const { etcdClient, etcdPeer, api: apiPort } = await stablePorts(dir);
+  const ports = await stablePorts(dir);
+  const { etcdClient, etcdPeer, api: apiPort } = ports;
   const server = `https://127.0.0.1:${apiPort}`;
   const adminKubeconfig = options.adminKubeconfig ?? join(dir, "admin.kubeconfig");
   writeFileSync(adminKubeconfig, kubeconfigYaml(server, pki, { cert: pki.adminCert, key: pki.adminKey }), { mode: 0o600 });
@@ -142,6 +166,7 @@ export async function startControlPlane(options: {
   // A previous local cloud killed without stopping (SIGKILL, a crash) leaves its processes behind.
   const pidFile = join(dir, "pids.json");
   killLeftovers(pidFile);
+  await assertPortsFree(ports, dir);
   const processes: ChildProcess[] = [];
   const start = (name: (typeof BINARIES)[number], args: string[]) => {
     const log = openSync(join(dir, "logs", `${name}.log`), "a");

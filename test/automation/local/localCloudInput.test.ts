@@ -1,13 +1,15 @@
 /** `nodefleet local up` on bad ground: a busy port or a missing toolchain is named, and nothing is left running or locked. */
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ControlPlaneError, startControlPlane } from "../../../automation/local/controlPlane";
 import { LocalCloudError, startLocalCloud } from "../../../automation/local/localCloud";
 import { BIN } from "../../support/serveProcess";
+import { freePort } from "../../../automation/local/freePort";
+import { missingTools, skipUnlessAvailable } from "../../support/toolchainRequirement";
 
 const quiet = { info() {}, warn() {} };
 
@@ -32,6 +34,15 @@ describe("local cloud: bad input", function () {
     await assert.rejects(startLocalCloud({ dataDir: dir, hcloudPort: busyPort, logger: quiet }), (error: unknown) => error instanceof LocalCloudError && error.message.includes(`127.0.0.1:${busyPort}`));
     // The failed start released the data directory: the next attempt gets past the lock (and fails on the port again).
     await assert.rejects(startLocalCloud({ dataDir: dir, hcloudPort: busyPort, logger: quiet }), LocalCloudError);
+  });
+
+  it("names a busy control-plane port kept from an earlier start, and releases its lock", async function () {
+    skipUnlessAvailable(this, missingTools("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"));
+    // The cluster of this data directory listened there before; now another process does.
+    mkdirSync(join(dir, "local", "control-plane"), { recursive: true });
+    writeFileSync(join(dir, "local", "control-plane", "ports.json"), JSON.stringify({ etcdClient: await freePort(), etcdPeer: await freePort(), api: busyPort }));
+    await assert.rejects(startLocalCloud({ dataDir: dir, hcloudPort: 0, logger: quiet }), (error: unknown) => error instanceof ControlPlaneError && error.message.includes(`127.0.0.1:${busyPort}, the control plane's kube-apiserver's port`));
+    await assert.rejects(startLocalCloud({ dataDir: dir, hcloudPort: 0, logger: quiet }), ControlPlaneError, "the failed start released the data directory");
   });
 
   it("says to run `npm run toolchain` when the control plane's binaries are missing", async function () {

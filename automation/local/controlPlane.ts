@@ -68,11 +68,20 @@ function killLeftovers(pidFile: string): void {
       return false;
     }
   };
+  // Until it is a zombie or gone: an exiting process loses its command line before it closes its
+  // sockets, so the command line cannot tell when the ports are free.
+  const exited = (pid: number) => {
+    try {
+      return readFileSync(`/proc/${pid}/stat`, "utf8").includes(") Z ");
+    } catch {
+      return true;
+    }
+  };
   const left = recorded.filter(({ pid, binary }) => running(pid, binary));
   for (const { pid } of left) process.kill(pid, "SIGKILL");
-  // Their ports and etcd's lock are free once they are gone.
+  // A zombie's other threads may still hold its sockets a moment longer: assertPortsFree waits for those.
   const deadline = Date.now() + 10_000;
-  while (left.some(({ pid, binary }) => running(pid, binary)) && Date.now() < deadline) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 100);
+  while (left.some(({ pid }) => !exited(pid)) && Date.now() < deadline) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 100);
 }
 
 async function waitReady(admin: KubeIdentity, processes: ChildProcess[], timeoutMs: number): Promise<void> {
@@ -130,13 +139,21 @@ async function assertPortsFree(ports: { etcdClient: number; etcdPeer: number; ap
     ["etcdPeer", "etcd's peer"],
     ["api", "kube-apiserver's"],
   ] as const;
-  for (const [key, role] of roles) {
-    const port = ports[key];
-    const free = await new Promise<boolean>((resolve) => {
+  const isFree = (port: number) =>
+    new Promise<boolean>((resolve) => {
       const probe = createServer();
       probe.once("error", () => resolve(false));
       probe.listen(port, "127.0.0.1", () => probe.close(() => resolve(true)));
     });
+  // Leftovers just killed release their ports as their last threads exit.
+  const deadline = Date.now() + 10_000;
+  for (const [key, role] of roles) {
+    const port = ports[key];
+    let free = await isFree(port);
+    while (!free && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      free = await isFree(port);
+    }
     if (!free) {
       throw new ControlPlaneError(
         `127.0.0.1:${port}, the control plane's ${role} port (kept in ${join(dir, "ports.json")} so that kubeconfigs and join tokens stay valid), is in use by another process: stop it, or remove ${dir} to start a new cluster`,

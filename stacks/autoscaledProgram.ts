@@ -81,7 +81,7 @@ export async function runProgram(args: AutoscaledProgramArgs): Promise<Record<st
   const spec = parseFleetSpec(readRawFleetConfig());
   const { kubeconfig: stackKubeconfig, ...cluster } = spec.cluster;
   // From the environment only when members need it: a run that removes the last members mints nothing.
-  const kubeconfig = args.members.length > 0 ? clusterKubeconfig(spec.cluster) : stackKubeconfig;
+  const kubeconfig = args.members.length > 0 ? clusterKubeconfig(spec.cluster, { optional: args.allowMissingKubeconfig === true }) : stackKubeconfig;
   if (kubeconfig === undefined && !args.allowMissingKubeconfig && args.members.length > 0) {
     throw new FleetSpecError(["nodefleet:cluster.kubeconfig: is required to mint bootstrap tokens for autoscaled nodes"]);
   }

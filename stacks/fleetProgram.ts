@@ -63,7 +63,7 @@ async function currentMachinesOf(
   previousNodes: unknown,
 ): Promise<Required<Pick<FleetArgs, "currentHcloudServers" | "currentRobotMembers" | "currentElasticMetalMembers">>> {
   const nodes = (Array.isArray(previousNodes) ? previousNodes : []) as Array<HcloudNodeOutputValues & Record<string, unknown>>;
-  const kubeconfig = clusterKubeconfig(spec.cluster);
+  const kubeconfig = clusterKubeconfig(spec.cluster, { optional: true });
   const ready = kubeconfig === undefined ? new Set(nodes.flatMap((n) => [n.nodeName, n.hostname])) : await readyClusterNodeNames(kubeconfig, spec.cluster.id);
   const current = { currentHcloudServers: {}, currentRobotMembers: {}, currentElasticMetalMembers: {} } as {
     currentHcloudServers: Record<string, CurrentHcloudServer[]>;
@@ -87,7 +87,7 @@ async function currentMachinesOf(
 
 export async function runProgram(args: RunProgramOptions = {}): Promise<Record<string, unknown>> {
   const spec = parseFleetSpec(readRawFleetConfig());
-  const clusterCredentials = clusterKubeconfig(spec.cluster);
+  const clusterCredentials = clusterKubeconfig(spec.cluster, { optional: args.allowMissingKubeconfig === true });
   if (clusterCredentials === undefined && !args.allowMissingKubeconfig) {
     throw new FleetSpecError([
       "nodefleet:cluster.kubeconfig: is required to mint bootstrap tokens; set it with `pulumi config set --secret --path 'nodefleet:cluster.kubeconfig' \"$(cat kubeconfig)\"` (or set cluster.kubeconfigFromEnvironment)",

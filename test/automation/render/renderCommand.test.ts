@@ -89,6 +89,20 @@ describe("nodefleet render (as a process)", function () {
     assert.doesNotMatch(text.stdout, TOKEN);
   });
 
+  it("renders a stack whose kubeconfig comes from the environment without one, offline as ever", () => {
+    const root = tempDataDir("nodefleet-render-");
+    fs.copyFileSync(path.join(REPO, "Pulumi.yaml"), path.join(root, "Pulumi.yaml"));
+    fs.mkdirSync(path.join(root, "stacks"));
+    const doc = parse(fs.readFileSync(path.join(REPO, "stacks", "Pulumi.example.yaml"), "utf8"));
+    delete doc.config["nodefleet:cluster"].kubeconfig;
+    doc.config["nodefleet:cluster"].kubeconfigFromEnvironment = true;
+    fs.writeFileSync(path.join(root, "stacks", "Pulumi.fromenv.yaml"), stringify(doc));
+    const { KUBECONFIG: _unset, ...env } = process.env;
+    const result = spawnSync(process.execPath, [CLI, "render", "--stack", "fromenv"], { cwd: root, env, encoding: "utf8", timeout: 60_000 });
+    assert.equal(result.status, 0, result.stderr);
+    assert.match(result.stdout, /hcloud:index\/server:Server/);
+  });
+
   it("fails with every problem listed and a non-zero exit for an invalid stack", () => {
     const root = tempDataDir("nodefleet-render-");
     fs.copyFileSync(path.join(REPO, "Pulumi.yaml"), path.join(root, "Pulumi.yaml"));

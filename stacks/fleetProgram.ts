@@ -61,9 +61,9 @@ export interface RunProgramOptions {
 async function currentMachinesOf(
   spec: FleetSpec,
   previousNodes: unknown,
+  kubeconfig: string | undefined,
 ): Promise<Required<Pick<FleetArgs, "currentHcloudServers" | "currentRobotMembers" | "currentElasticMetalMembers">>> {
   const nodes = (Array.isArray(previousNodes) ? previousNodes : []) as Array<HcloudNodeOutputValues & Record<string, unknown>>;
-  const kubeconfig = clusterKubeconfig(spec.cluster, { optional: true });
   const ready = kubeconfig === undefined ? new Set(nodes.flatMap((n) => [n.nodeName, n.hostname])) : await readyClusterNodeNames(kubeconfig, spec.cluster.id);
   const current = { currentHcloudServers: {}, currentRobotMembers: {}, currentElasticMetalMembers: {} } as {
     currentHcloudServers: Record<string, CurrentHcloudServer[]>;
@@ -98,7 +98,7 @@ export async function runProgram(args: RunProgramOptions = {}): Promise<Record<s
   const previousNodes = args.previousNodes ?? previous.nodes;
   const rangeChange = networkRangeChangeProblem(spec, args.previousNetwork ?? previous.network);
   if (rangeChange) throw new FleetSpecError([rangeChange]);
-  const current = previousNodes !== undefined ? await currentMachinesOf(spec, previousNodes) : {};
+  const current = previousNodes !== undefined ? await currentMachinesOf(spec, previousNodes, clusterCredentials) : {};
   const fleet = new Fleet(spec.cluster.id, { spec, kubeconfig, ...current, ...(args.currentHcloudServers ? { currentHcloudServers: args.currentHcloudServers } : {}) });
   return {
     clusterId: spec.cluster.id,

@@ -23,12 +23,12 @@ import { AutomationEngine } from "../engine/automationEngine";
 import { HcloudClient } from "../engine/hcloudClient";
 import type { StackEngine } from "../engine/stackEngine";
 import { gitStackProgram } from "../gitStackProgram";
+import { FirstApply } from "./firstApply";
 import { serviceLogger } from "./serviceLogger";
 import { OrphanReclaimer, hcloudInventory, simulatedInventory } from "../reconciler/orphanReclaimer";
 import { SIMULATION_BANNER, SimulatedEngine } from "../simulated/simulatedEngine";
 import { projectRoot } from "../stackConfigFile";
 import { walSyncOf } from "../store/walSync";
-import { retryDelay } from "../reconciler/batchWindow";
 import { acquireDataDirLock } from "../store/dataDirLock";
 import { openDatabase, type Db } from "../store/database";
 import { apiStackName } from "../reconciler/apiStack";
@@ -113,16 +113,13 @@ export async function serve(options: ServeOptions, env: NodeJS.ProcessEnv = proc
   let database: Db | undefined;
   let app: FastifyInstance;
   let reclaimer: OrphanReclaimer | undefined;
-  let engineReady: Promise<unknown> | undefined;
-  let startEngineOnceListening: (() => void) | undefined;
-  let abandonEngineStart: (() => void) | undefined;
+  let firstApply: FirstApply | undefined;
   try {
     database = openDatabase(dataDir, { engineStack: apiStackName(fleet.cluster.id) });
     const metrics = new ServiceMetrics();
     const availability = new OfferingAvailability(settings.unavailableForMs);
 
     let engine: StackEngine;
-    let startEngine: (() => Promise<unknown>) | undefined;
     let readSecretConfig: ReadSecretConfig | undefined;
     let programConfig = () => stack.stackConfig();
     // One counted client for the engine's crash-recovery look-ups, the orphan reclaimer and the catalog.
@@ -143,7 +140,8 @@ export async function serve(options: ServeOptions, env: NodeJS.ProcessEnv = proc
       const secured = stack.encryptedPaths;
       if (secured.length > 0) logger.warn({ paths: secured }, "encrypted config values cannot be read offline; the simulation runs without them");
       // The git stack first, so the API stack's network and firewall look-ups resolve as against a real cloud.
-      startEngine = () => simulated.up({ stackName: options.stack, program: gitStackProgram({ allowMissingKubeconfig: true }), config: stack.stackConfig() });
+      // Started once the service listens, retried until it goes through (firstApply.ts).
+      firstApply = new FirstApply(() => simulated.up({ stackName: options.stack, program: gitStackProgram({ allowMissingKubeconfig: true }), config: stack.stackConfig() }), settings.retry, logger);
       reclaimer = new OrphanReclaimer({ ...reclaimerOptions, inventory: simulatedInventory(simulated.cloud, metrics) });
     } else {
       const automation = await AutomationEngine.create({ dataDir, logger, ...(hcloud ? { hcloud } : {}) });
@@ -171,38 +169,6 @@ export async function serve(options: ServeOptions, env: NodeJS.ProcessEnv = proc
     });
     // The tokens (the stack's secret ones need the engine to decrypt) before the engine applies anything.
     const tokens = await apiTokens({ stackName: options.stack, clusterId: fleet.cluster.id, rawConfig, dataDir, ...(readSecretConfig ? { readSecretConfig } : {}) }, env, logger);
-    // The engine's first apply starts only once the service listens: a start that fails before
-    // (a taken port) has applied nothing, and nothing writes the state after the lock is released.
-    // A failed apply is retried with the reconciler's backoff (readyz stays 503 "starting" meanwhile):
-    // a service that gave up would stay unready until someone restarted it.
-    if (startEngine) {
-      const apply = startEngine;
-      let settle!: { resolve: (value: unknown) => void; reject: (error: unknown) => void };
-      engineReady = new Promise((resolve, reject) => (settle = { resolve, reject }));
-      // Nothing listens for it when the service never started.
-      engineReady.catch(() => undefined);
-      let retry: NodeJS.Timeout | undefined;
-      let attempts = 0;
-      const attempt = (): void => {
-        apply().then(
-          (result) => {
-            logger.info({ summary: (result as { summary: unknown }).summary }, "git stack applied to the simulated cloud");
-            settle.resolve(result);
-          },
-          (error: unknown) => {
-            attempts += 1;
-            const delayMs = retryDelay(attempts, settings.retry);
-            logger.error({ err: error instanceof Error ? error.message : String(error), attempt: attempts, delayMs }, "applying the git stack to the simulated cloud failed; retrying");
-            retry = setTimeout(attempt, delayMs);
-          },
-        );
-      };
-      startEngineOnceListening = attempt;
-      abandonEngineStart = () => {
-        clearTimeout(retry);
-        settle.reject(new Error("the service stopped before the git stack was applied"));
-      };
-    }
 
     app = await buildServer({
       dataDir,
@@ -214,7 +180,7 @@ export async function serve(options: ServeOptions, env: NodeJS.ProcessEnv = proc
       tokens,
       batch: settings.batch,
       retry: settings.retry,
-      ...(engineReady ? { engineReady } : {}),
+      ...(firstApply ? { engineReady: firstApply.ready } : {}),
       ...(kind !== "simulated" && hcloud ? { sharedResources: () => lookUpSharedResources(hcloud, stack.fleet()) } : {}),
       catalog,
       availability,
@@ -243,7 +209,7 @@ export async function serve(options: ServeOptions, env: NodeJS.ProcessEnv = proc
     closing = true;
     logger.info({ signal }, "shutting down: finishing or abandoning the engine run in progress");
     // Before the close: a run waiting for the first apply must not hold the shutdown.
-    abandonEngineStart?.();
+    firstApply?.abandon();
     app.close().then(
       () => process.exit(exitCode),
       (error: unknown) => {
@@ -262,11 +228,11 @@ export async function serve(options: ServeOptions, env: NodeJS.ProcessEnv = proc
     address = await app.listen({ host: options.host, port: options.port });
   } catch (error) {
     // The reconciler and catalog started in onReady: stop them and release the data directory, or the process lingers.
-    abandonEngineStart?.();
+    firstApply?.abandon();
     await app.close();
     throw error;
   }
-  startEngineOnceListening?.();
+  firstApply?.start();
   logger.info({ address, stack: options.stack, cluster: fleet.cluster.id, engine: kind, dataDir }, "nodefleet scaling API listening");
   process.stderr.write(`nodefleet scaling API for cluster ${fleet.cluster.id} listening on ${address} (engine: ${kind})\n`);
 }

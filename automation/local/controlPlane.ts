@@ -8,8 +8,7 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdirSync, openSync, readFileSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
-import { freePort } from "./freePort";
+import { freePort, portIsFree } from "./freePort";
 import { join } from "node:path";
 import { stringify } from "yaml";
 import { findTool } from "../engine/toolchain";
@@ -139,20 +138,14 @@ async function assertPortsFree(ports: { etcdClient: number; etcdPeer: number; ap
     ["etcdPeer", "etcd's peer"],
     ["api", "kube-apiserver's"],
   ] as const;
-  const isFree = (port: number) =>
-    new Promise<boolean>((resolve) => {
-      const probe = createServer();
-      probe.once("error", () => resolve(false));
-      probe.listen(port, "127.0.0.1", () => probe.close(() => resolve(true)));
-    });
   // Leftovers just killed release their ports as their last threads exit.
   const deadline = Date.now() + 10_000;
   for (const [key, role] of roles) {
     const port = ports[key];
-    let free = await isFree(port);
+    let free = await portIsFree(port);
     while (!free && Date.now() < deadline) {
       await new Promise((resolve) => setTimeout(resolve, 200));
-      free = await isFree(port);
+      free = await portIsFree(port);
     }
     if (!free) {
       throw new ControlPlaneError(

@@ -88,9 +88,8 @@ export async function startLocalCloud(options: LocalCloudOptions): Promise<Local
     // The admin kubeconfig beside env, where `kubectl --kubeconfig <dataDir>/local/admin.kubeconfig` finds it.
     plane = await startControlPlane({ dir: join(dir, "control-plane"), env, adminKubeconfig: join(dir, "admin.kubeconfig") });
     const fake = hcloud;
-    const machines = new NodeAgent(() => fake.state.servers, options.logger, { intervalMs: options.agentIntervalMs ?? 2000, stateDir: join(dir, "machines") });
-    agent = machines;
-    machines.start();
+    agent = new NodeAgent(() => fake.state.servers, options.logger, { intervalMs: options.agentIntervalMs ?? 2000, stateDir: join(dir, "machines") });
+    agent.start();
     const localEnv: Record<string, string> = {
       HCLOUD_ENDPOINT: `${address}`,
       HCLOUD_TOKEN: token,
@@ -104,15 +103,16 @@ export async function startLocalCloud(options: LocalCloudOptions): Promise<Local
     writeFileSync(join(dir, "env"), `${shellExport(localEnv)}\n`, { mode: 0o600 });
     writeFileSync(join(dir, "env.json"), `${JSON.stringify({ env: localEnv }, null, 2)}\n`, { mode: 0o600 });
     const startedPlane = plane;
+    const startedAgent = agent;
     const stackFile = options.projectDir ? await writeLocalStack(options.projectDir, startedPlane, localEnv) : undefined;
     return {
       stackFile,
       plane: startedPlane,
       hcloud: fake,
-      agent: machines,
+      agent: startedAgent,
       env: localEnv,
       stop: async () => {
-        machines.stop();
+        startedAgent.stop();
         await fake.app.close();
         await startedPlane.stop();
         lock.release();

@@ -58,6 +58,14 @@ interface MachineDisk {
   readonly machine: JoinedMachine;
 }
 
+function readDisk(file: string): MachineDisk | undefined {
+  try {
+    return JSON.parse(readFileSync(file, "utf8")) as MachineDisk;
+  } catch {
+    return undefined;
+  }
+}
+
 export interface NodeAgentOptions {
   /** Pass interval. Default 2 s. */
   readonly intervalMs?: number;
@@ -166,17 +174,15 @@ export class NodeAgent {
   private resume(server: FakeServer): JoinedMachine | undefined {
     const file = this.diskOf(server.id);
     if (!file || !existsSync(file)) return undefined;
-    try {
-      const disk = JSON.parse(readFileSync(file, "utf8")) as MachineDisk;
-      if (disk.serverName !== server.name || disk.serverCreated !== server.created || disk.machine?.state !== "joined") throw new Error("another server's");
-      this.machines.set(server.id, disk.machine);
-      this.logger.info({ serverId: server.id, node: disk.machine.nodeName }, "machine resumed with its kubelet identity");
-      return disk.machine;
-    } catch {
+    const disk = readDisk(file);
+    if (disk?.serverName !== server.name || disk.serverCreated !== server.created || disk.machine?.state !== "joined") {
       // Not this server's disk (or unreadable): the machine boots as new.
       this.eraseDisk(server.id);
       return undefined;
     }
+    this.machines.set(server.id, disk.machine);
+    this.logger.info({ serverId: server.id, node: disk.machine.nodeName }, "machine resumed with its kubelet identity");
+    return disk.machine;
   }
 
   private eraseDisk(serverId: number): void {

@@ -140,14 +140,15 @@ export class ClaimStore {
 
   /** Runs fn in one IMMEDIATE transaction, durable when it returns (the WAL is fsynced after the COMMIT). */
   transaction<T>(fn: () => T): T {
+    let result: T;
     try {
-      const result = walSyncOf(this.db).writeDurably(() => this.db.transaction(fn).immediate());
-      this.lastWriteFailure = undefined;
-      return result;
+      result = walSyncOf(this.db).writeDurably(() => this.db.transaction(fn).immediate());
     } catch (error) {
-      this.noteWriteFailure(error);
+      this.noteWrite(error);
       throw error;
     }
+    this.noteWrite();
+    return result;
   }
 
   /**
@@ -158,9 +159,10 @@ export class ClaimStore {
     return this.lastWriteFailure;
   }
 
-  private noteWriteFailure(error: unknown): void {
-    if (!isStorageFailure(error)) return;
-    this.lastWriteFailure = { reason: storageFailureReason(error), since: this.lastWriteFailure?.since ?? this.timestamp() };
+  /** A write went through (no error), or failed: for want of storage, it is the store's condition until one goes through. */
+  private noteWrite(error?: unknown): void {
+    if (error === undefined) this.lastWriteFailure = undefined;
+    else if (isStorageFailure(error)) this.lastWriteFailure = { reason: storageFailureReason(error), since: this.lastWriteFailure?.since ?? this.timestamp() };
   }
 
   /** Resolves once every commit so far is durable. */
@@ -175,11 +177,11 @@ export class ClaimStore {
   commitTogether<T>(fn: () => T): Promise<T> {
     return this.group.run(fn).then(
       (result) => {
-        this.lastWriteFailure = undefined;
+        this.noteWrite();
         return result;
       },
       (error: unknown) => {
-        this.noteWriteFailure(error);
+        this.noteWrite(error);
         throw error;
       },
     );

@@ -1,6 +1,7 @@
 /**
- * The scaling API's Karpenter-style conformance run on the automation engine against the local
- * cloud: `nodefleet serve --engine automation` (real pulumi CLI, nodefleet's hcloud plugin, the
+ * The scaling API's Karpenter-style conformance run (test/support/karpenterConformance.ts, the
+ * drive the fake and simulated engines pass in conformance.test.ts) on the automation engine
+ * against the local cloud: `nodefleet serve --engine automation` (real pulumi CLI, nodefleet's hcloud plugin, the
  * fake Hetzner API, the real control plane and the node agent), driven only through HTTP. 40
  * NodeClaims (every 4th sent twice) arrive in two batches, and the service is killed with SIGKILL,
  * together with the CLI and plugins it started, once right after accepting the first batch and once
@@ -12,9 +13,10 @@ import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { NodefleetApiError, type NodeView } from "../../../automation/client/nodefleetClient";
+import { NodefleetApiError } from "../../../automation/client/nodefleetClient";
 import { type LocalCloud, startLocalCloud } from "../../../automation/local/localCloud";
 import { TOKEN } from "../../support/apiHarness";
+import { awaitRunning, claimNames, createClaims, deleteUntilGone } from "../../support/karpenterConformance";
 import { type HcloudExchange, hcloudOpenApiViolations, recordHcloudExchanges } from "../../support/hcloudOpenApi";
 import { UP, allServers, editLocalPools, isReady, poolNodes, poolServers } from "../../support/localFleet";
 import { runPulumi } from "../../../automation/local/localStack";
@@ -67,17 +69,7 @@ describe("the scaling API on the automation engine against the local cloud, kill
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  /** Sends a batch as Karpenter would on timeouts: every 4th name twice, concurrently. */
-  const createBatch = async (prefix: string, count: number): Promise<string[]> => {
-    const names = Array.from({ length: count }, (_, i) => `${prefix}-${i.toString().padStart(2, "0")}`);
-    const requests = [...names, ...names.filter((_, i) => i % 4 === 0)];
-    const answers = await Promise.all(requests.map((uniqueID) => serve!.client.createNode({ uniqueID, pool: POOL, instanceType: "cpx31" })));
-    const byName = new Map<string, Set<string>>();
-    answers.forEach((a, i) => byName.set(requests[i]!, (byName.get(requests[i]!) ?? new Set()).add(a.node.nodeID)));
-    assert.equal(answers.filter((a) => a.created).length, count, "one 201 per NodeClaim");
-    for (const [name, ids] of byName) assert.equal(ids.size, 1, `${name} maps to one node`);
-    return names.map((name) => [...byName.get(name)!][0]!);
-  };
+  const createBatch = (prefix: string, count: number) => createClaims(serve!.client, claimNames(prefix, count), { pool: POOL, instanceType: "cpx31" });
 
   it("refuses a sold-out type as InsufficientCapacity before any run", async function () {
     // Once the service has read the fake's availability (its catalog refresh), as Karpenter reads the offerings.
@@ -107,11 +99,8 @@ describe("the scaling API on the automation engine against the local cloud, kill
     const ids = [...first, ...second];
     // The kill left creates in flight: recovery found their servers and adopted them into the state.
     await waitFor("crash recovery adopting the servers of interrupted creates", async () => (/"action":"import"/.test(serve!.stderr()) ? true : undefined));
-    const running: NodeView[] = await waitFor("all 40 RUNNING", async () => {
-      const nodes = await serve!.client.listNodes();
-      return ids.every((id) => nodes.some((n) => n.nodeID === id && n.status === "RUNNING")) ? nodes : undefined;
-    });
-    assert.deepEqual(running.map((n) => n.nodeID).sort(), [...ids].sort(), "the store holds exactly the claims");
+    const running = await awaitRunning(serve!.client, ids, waitFor, "nodefleet:///local/");
+    assert.deepEqual((await serve!.client.listNodes()).map((n) => n.nodeID).sort(), [...ids].sort(), "the store holds exactly the claims");
 
     // All of the fake's servers, every page, labelled or not: an orphan of any kind would show.
     const servers = await allServers(cloud);
@@ -132,20 +121,7 @@ describe("the scaling API on the automation engine against the local cloud, kill
   it("deletes them all, repeated until 404: no server and no Node left", async function () {
     const ids = (await serve!.client.listNodes()).map((n) => n.nodeID);
     assert.equal(ids.length, 40);
-    await Promise.all(
-      ids.map((id) =>
-        waitFor(`${id} deleted`, async () => {
-          try {
-            assert.equal((await serve!.client.deleteNode(id)).status, "TERMINATING");
-            await new Promise((r) => setTimeout(r, 1000));
-            return undefined;
-          } catch (error) {
-            if (error instanceof NodefleetApiError && error.status === 404 && error.code === "NodeNotFound") return true;
-            throw error;
-          }
-        }),
-      ),
-    );
+    await deleteUntilGone(serve!.client, ids, waitFor);
     assert.deepEqual(await poolServers(cloud, POOL), []);
     await waitFor("no Node of the pool", async () => ((await poolNodes(cloud, POOL)).length === 0 ? true : undefined));
   });

@@ -1,8 +1,8 @@
 /**
- * The real engine is the reference (SPEC §4): one sequence of contract scenarios runs on the
- * automation engine (real pulumi CLI) and on the simulated engine, and their results are compared
- * scenario by scenario: op per resource, changed and replace-forcing keys, failures, and the servers
- * in the outputs. It runs twice: the real engine with cloud-free stand-ins of the servers (quick, no
+ * The real engine is the reference (SPEC §4): one sequence of the engine contract's scenarios
+ * (ups, a preview and a refresh) runs on the automation engine (real pulumi CLI) and on the
+ * simulated engine, and their results are compared scenario by scenario: op per resource, changed
+ * and replace-forcing keys, failures, and the servers in the outputs. It runs twice: the real engine with cloud-free stand-ins of the servers (quick, no
  * network or subnet), and on the local cloud, the real engine with nodefleet's hcloud plugin against
  * the fake Hetzner API, every resource compared. Documented exceptions, asserted separately: the real
  * engine's steps arrive in completion order (compared sorted by name), ids and addresses differ.
@@ -32,18 +32,26 @@ function members(count: number, overrides: Partial<Record<number, Partial<TestMe
   return Array.from({ length: count }, (_, i) => ({ name: `m${i}`, serverType: "cpx21", ...overrides[i] }));
 }
 
-/** The scenario sequence: each entry is the fleet the next up declares; `soldOut` names the type that cannot be created. */
-const scenarios = (soldOut: string): ReadonlyArray<{ name: string; members: TestMember[] }> => [
+const V2 = "#cloud-config\nruncmd: [echo v2]\n";
+
+/**
+ * The scenario sequence, the engine contract's (engineContract.test.ts) in one stack: each entry is
+ * the fleet the next run declares, an up unless `kind` says otherwise; `soldOut` names the type that
+ * cannot be created.
+ */
+const scenarios = (soldOut: string): ReadonlyArray<{ name: string; kind?: "preview" | "refresh"; members: TestMember[] }> => [
   { name: "create two", members: members(2) },
+  { name: "a preview of three applies nothing", kind: "preview", members: members(3) },
   { name: "no change", members: members(2) },
   { name: "scale up to three", members: members(3) },
-  { name: "user data change replaces one", members: members(3, { 0: { userData: "#cloud-config\nruncmd: [echo v2]\n" } }) },
-  { name: "server type change updates one", members: members(3, { 0: { userData: "#cloud-config\nruncmd: [echo v2]\n" }, 1: { serverType: "cpx31" } }) },
-  { name: "scale down to two", members: members(2, { 0: { userData: "#cloud-config\nruncmd: [echo v2]\n" }, 1: { serverType: "cpx31" } }) },
-  { name: "one sold-out member fails, the other is created", members: members(4, { 0: { userData: "#cloud-config\nruncmd: [echo v2]\n" }, 1: { serverType: "cpx31" }, 2: { serverType: soldOut } }) },
+  { name: "a refresh reads every resource back unchanged", kind: "refresh", members: members(3) },
+  { name: "user data change replaces one", members: members(3, { 0: { userData: V2 } }) },
+  { name: "server type change updates one", members: members(3, { 0: { userData: V2 }, 1: { serverType: "cpx31" } }) },
+  { name: "scale down to two", members: members(2, { 0: { userData: V2 }, 1: { serverType: "cpx31" } }) },
+  { name: "one sold-out member fails, the other is created", members: members(4, { 0: { userData: V2 }, 1: { serverType: "cpx31" }, 2: { serverType: soldOut } }) },
   {
     name: "an ignored user data change leaves the server as it is",
-    members: members(4, { 0: { userData: "#cloud-config\nruncmd: [echo v2]\n" }, 1: { serverType: "cpx31" }, 2: { serverType: soldOut }, 3: { userData: "#cloud-config\nruncmd: [echo v3]\n", keepUserData: true } }),
+    members: members(4, { 0: { userData: V2 }, 1: { serverType: "cpx31" }, 2: { serverType: soldOut }, 3: { userData: "#cloud-config\nruncmd: [echo v3]\n", keepUserData: true } }),
   },
 ];
 
@@ -81,24 +89,37 @@ async function runScenarios(engine: StackEngine, run: ScenarioRun): Promise<Obse
       program: { module: PROGRAM_MODULE, args: run.programArgs },
       config: { ...run.config, "enginetest:members": { value: scenario.members }, "enginetest:cluster": { value: "differential" } },
     };
-    observed.push(normalise(await engine.up(stack), run.ignored));
+    const result = await (scenario.kind === "preview" ? engine.preview(stack) : scenario.kind === "refresh" ? engine.refresh(stack) : engine.up(stack));
+    assert.equal(result.kind, scenario.kind ?? "up", scenario.name);
+    observed.push(normalise(result, run.ignored));
   }
   return observed;
 }
 
-/** Scenario by scenario the same, and the real engine did replace, update, delete and fail what it should. */
+/** Scenario by scenario the same, and the real engine did preview, refresh, replace, update, delete and fail what it should. */
 function assertAgree(real: Observed[], simulated: Observed[]): void {
-  scenarios(SOLD_OUT).forEach((scenario, i) => {
+  const all = scenarios(SOLD_OUT);
+  all.forEach((scenario, i) => {
     // A failed member has no server output on the real engine; the simulated program's map keeps
-    // the others (the real one loses the whole map: see the API stack's per-member outputs).
-    const comparable = (o: Observed) => (o.succeeded ? o : { ...o, servers: -1 });
+    // the others (the real one loses the whole map: see the API stack's per-member outputs). A
+    // preview has no outputs on the real engine.
+    const comparable = (o: Observed) => (o.succeeded && scenario.kind !== "preview" ? o : { ...o, servers: -1 });
     assert.deepEqual(comparable(simulated[i]!), comparable(real[i]!), `scenario "${scenario.name}"`);
   });
-  assert.ok(real[3]!.steps.some((s) => /^replace m0-server .*replace=userData/.test(s)), real[3]!.steps.join("; "));
-  assert.ok(real[4]!.steps.includes("update m1-server keys=serverType"), real[4]!.steps.join("; "));
-  assert.ok(real[5]!.steps.includes("delete m2-server"), real[5]!.steps.join("; "));
-  assert.ok(real[6]!.steps.some((s) => s.startsWith("create m2-server") && s.endsWith("FAILED")), real[6]!.steps.join("; "));
-  assert.ok(real[7]!.steps.includes("same m3-server") && real[7]!.steps.includes("same m3-suffix"), real[7]!.steps.join("; "));
+  const steps = (name: string) => real[all.findIndex((s) => s.name === name)]!.steps;
+  const previewed = steps("a preview of three applies nothing");
+  assert.ok(previewed.includes("create m2-server"), previewed.join("; "));
+  assert.ok(steps("no change").every((s) => s.startsWith("same ")), steps("no change").join("; "));
+  assert.ok(steps("scale up to three").includes("create m2-server"), steps("scale up to three").join("; "));
+  const refreshed = steps("a refresh reads every resource back unchanged");
+  assert.ok(refreshed.includes("same m2-server") && refreshed.every((s) => s.startsWith("same ")), refreshed.join("; "));
+  assert.ok(steps("user data change replaces one").some((s) => /^replace m0-server .*replace=userData/.test(s)), steps("user data change replaces one").join("; "));
+  assert.ok(steps("server type change updates one").includes("update m1-server keys=serverType"), steps("server type change updates one").join("; "));
+  assert.ok(steps("scale down to two").includes("delete m2-server"), steps("scale down to two").join("; "));
+  const soldOut = steps("one sold-out member fails, the other is created");
+  assert.ok(soldOut.some((s) => s.startsWith("create m2-server") && s.endsWith("FAILED")), soldOut.join("; "));
+  const ignored = steps("an ignored user data change leaves the server as it is");
+  assert.ok(ignored.includes("same m3-server") && ignored.includes("same m3-suffix"), ignored.join("; "));
   // The exception above, asserted: on the real engine a failed member collapses the one-map output.
   assert.equal(real.at(-1)!.succeeded, false);
 }

@@ -13,6 +13,7 @@ import type { Logger } from "pino";
 import { API_TOKENS_KEY, declaredConfigTokens, loadApiTokens, plainTokenErrors, readRawStackConfig, type ReadSecretConfig } from "../api/apiTokenSources";
 import { hashToken, parseApiTokens, type TokenEntry } from "../api/apiTokens";
 import { buildServer } from "../api/server";
+import { autoscaledPools } from "../api/clusterService";
 import { ServiceMetrics } from "../api/serviceMetrics";
 import { withDecryptedSecrets } from "../api/decryptedStackConfig";
 import { StackConfigSource } from "../api/stackConfigSource";
@@ -30,7 +31,8 @@ import { SIMULATION_BANNER, SimulatedEngine } from "../simulated/simulatedEngine
 import { projectRoot } from "../stackConfigFile";
 import { walSyncOf } from "../store/walSync";
 import { acquireDataDirLock } from "../store/dataDirLock";
-import { openDatabase, type Db } from "../store/database";
+import { databasePath, openDatabase, type Db } from "../store/database";
+import { assertStoreNotLostInCloud } from "../store/storeLostInCloud";
 import { apiStackName } from "../reconciler/apiStack";
 
 export interface ServeOptions {
@@ -115,15 +117,20 @@ export async function serve(options: ServeOptions, env: NodeJS.ProcessEnv = proc
   let reclaimer: OrphanReclaimer | undefined;
   let firstApply: FirstApply | undefined;
   try {
-    database = openDatabase(dataDir, { engineStack: apiStackName(fleet.cluster.id) });
     const metrics = new ServiceMetrics();
+    // One counted client for the lost-store check, the engine's crash-recovery look-ups, the orphan reclaimer and the catalog.
+    const hcloud = HcloudClient.fromEnv(env, (method, urlPath) => metrics.cloudRequest("hcloud", `${method} ${urlPath.split("?")[0]!.replace(/\/\d+/g, "/{id}")}`));
+    // The real cloud outlives the data directory and may keep the engine state elsewhere: a store
+    // missing over servers of the autoscaled pools is lost, whatever the directory shows.
+    if (kind === "automation" && hcloud) {
+      await assertStoreNotLostInCloud(databasePath(dataDir), hcloudInventory(hcloud), fleet.cluster.id, new Set(autoscaledPools(fleet).map((pool) => pool.name)));
+    }
+    database = openDatabase(dataDir, { engineStack: apiStackName(fleet.cluster.id) });
     const availability = new OfferingAvailability(settings.unavailableForMs);
 
     let engine: StackEngine;
     let readSecretConfig: ReadSecretConfig | undefined;
     let programConfig = () => stack.stackConfig();
-    // One counted client for the engine's crash-recovery look-ups, the orphan reclaimer and the catalog.
-    const hcloud = HcloudClient.fromEnv(env, (method, urlPath) => metrics.cloudRequest("hcloud", `${method} ${urlPath.split("?")[0]!.replace(/\/\d+/g, "/{id}")}`));
     const reclaimerOptions = {
       clusterId: fleet.cluster.id,
       graceMs: settings.orphanGraceMs,

@@ -1,9 +1,11 @@
 /**
  * The store is the only record of which servers the API created. Two ways it can silently lie:
  * - lost: `nodefleet.db` is missing or empty while the engine holds state for the API stack (the
- *   file was deleted, truncated, or the directory was restored without it). Started that way the
- *   service would answer 404 NodeNotFound, which Karpenter reads as "instance gone", for servers
- *   that exist; it refuses to start instead and says how to restore.
+ *   file was deleted, truncated, or the directory was restored without it), or while the cloud
+ *   holds servers of the autoscaled pools (storeLostInCloud.ts: the engine state may be remote, or
+ *   lost with the whole directory). Started that way the service would answer 404 NodeNotFound,
+ *   which Karpenter reads as "instance gone", for servers that exist, and its orphan reclaimer
+ *   would delete them; it refuses to start instead and says how to restore.
  * - damaged: a corrupted page is otherwise found only when a request happens to touch it; the
  *   whole file is checked at start (PRAGMA quick_check) and damage is reported with the file.
  */
@@ -14,12 +16,12 @@ import type Database from "better-sqlite3";
 type Db = Database.Database;
 
 export class StoreLostError extends Error {
-  constructor(readonly file: string, readonly engineState: readonly string[]) {
+  /** `evidence`: what shows the store had records, e.g. "the engine holds state for the servers it recorded (<files>)". */
+  constructor(readonly file: string, readonly evidence: string) {
     super(
-      `the store ${file} is ${fs.existsSync(file) ? "empty" : "missing"}, but the engine holds state for the servers it recorded ` +
-        `(${engineState.join(", ")}); starting with an empty store would report those servers as gone. ` +
+      `the store ${file} is ${fs.existsSync(file) ? "empty" : "missing"}, but ${evidence}; starting with an empty store would report those servers as gone. ` +
         `Restore ${path.basename(file)} (with its -wal file, if any) from a backup into ${path.dirname(file)}; ` +
-        "to give those servers up deliberately, delete them and that engine state first",
+        "to give those servers up deliberately, delete them and the API stack's engine state first",
     );
     this.name = "StoreLostError";
   }
@@ -51,17 +53,21 @@ export function engineStateOf(dataDir: string, stackName: string): string[] {
   return candidates.filter((file) => fs.existsSync(file));
 }
 
-/** Throws StoreLostError when the database file is missing or empty while `stackName` has engine state. */
-export function assertStoreNotLost(file: string, dataDir: string, stackName: string): void {
-  let size = 0;
+/** The database file does not exist or holds nothing: a first start, or a lost store. */
+export function storeMissingOrEmpty(file: string): boolean {
   try {
-    size = fs.statSync(file).size;
+    return fs.statSync(file).size === 0;
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+    return true;
   }
-  if (size > 0) return;
+}
+
+/** Throws StoreLostError when the database file is missing or empty while `stackName` has engine state. */
+export function assertStoreNotLost(file: string, dataDir: string, stackName: string): void {
+  if (!storeMissingOrEmpty(file)) return;
   const state = engineStateOf(dataDir, stackName);
-  if (state.length > 0) throw new StoreLostError(file, state);
+  if (state.length > 0) throw new StoreLostError(file, `the engine holds state for the servers it recorded (${state.join(", ")})`);
 }
 
 const DAMAGE_CODES = new Set(["SQLITE_CORRUPT", "SQLITE_NOTADB", "SQLITE_CORRUPT_INDEX", "SQLITE_CORRUPT_SEQUENCE", "SQLITE_CORRUPT_VTAB"]);

@@ -2,8 +2,9 @@
  * Crash recovery of `nodefleet serve` with the simulated engine: the service process is killed
  * with SIGKILL right after accepting requests and again during an engine run, then restarted on
  * the same data directory. Every claim converges and each has exactly one server in the simulated
- * cloud; deletes accepted before a crash are carried out after it. SIGTERM shuts down cleanly, and
- * a second instance on the same data directory refuses to start.
+ * cloud; deletes accepted before a crash are carried out after it. SIGTERM shuts down cleanly, a
+ * failed fsync of the store stops the service (exit code 1), and a second instance on the same data
+ * directory refuses to start.
  */
 import { strict as assert } from "node:assert";
 import * as fs from "node:fs";
@@ -140,6 +141,31 @@ describe("crash recovery and shutdown of nodefleet serve (simulated engine)", fu
     }, 300, 200);
     assert.equal(ready.body.status, "ready", JSON.stringify(ready.body));
     await assert.rejects(startServe(dataDir), /in use by another nodefleet service \(pid \d+/);
+  });
+
+  it("stops with exit code 1 when an fsync of the store fails, answering the write it covered 503, and serves again after a restart", async () => {
+    const dataDir = tempDataDir("nodefleet-crash-");
+    // The preload fails the next fdatasync once the process gets SIGUSR2 (test/support/failingFsyncPreload.ts).
+    const preload = path.join(__dirname, "..", "..", "support", "failingFsyncPreload.js");
+    serve = await startServe(dataDir, { NODE_OPTIONS: `--require ${preload}` });
+    await eventually(async () => ((await serve!.client.readiness()).status === 200 ? true : undefined), 150, 200);
+    await serve.client.createNode({ uniqueID: "before-the-failure", pool: "hel1-burst" });
+    serve.child.kill("SIGUSR2");
+    // Let the signal land before the write it is meant for.
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    await assert.rejects(serve.client.createNode({ uniqueID: "under-the-failure", pool: "hel1-burst" }), (error: unknown) => {
+      assert.ok(error instanceof NodefleetApiError, String(error));
+      assert.equal(error.status, 503);
+      return true;
+    });
+    assert.equal(await serve.exited(), 1, `serve said:\n${serve.stderr()}`);
+    assert.match(serve.stderr(), /the store cannot trust its disk any more: restart the service/);
+    assert.ok(!fs.existsSync(path.join(dataDir, "nodefleet.lock")), "the lock is released for the restart");
+
+    // The restart recovers from what is on disk: the earlier claim is there, and writes are taken again.
+    serve = await startServe(dataDir);
+    await serve.client.getNode(nodeIdFor("before-the-failure"));
+    assert.equal((await serve.client.createNode({ uniqueID: "after-the-restart", pool: "hel1-burst" })).created, true);
   });
 
   it("exits with an error when its port is taken, having applied nothing, closing the store and releasing the data directory", async () => {

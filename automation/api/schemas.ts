@@ -101,7 +101,7 @@ export const createNodeBodySchema = named(
       labels: labelsSchema
         .refine((l) => Object.keys(l).length <= 100, { error: "at most 100 labels" })
         .optional()
-        .describe("NodeClaim labels; a replay may carry more than the first create"),
+        .describe("NodeClaim labels; a replay may carry more than the first create. Keys are qualified names as Kubernetes validates them (an optional DNS-subdomain prefix of at most 253 characters and '/', then at most 63 alphanumerics, '-', '_' or '.'), a rule OpenAPI 3.0 cannot state for object keys"),
       taints: taintListSchema
         .max(50)
         .optional()

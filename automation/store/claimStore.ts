@@ -117,6 +117,8 @@ const PATCH_COLUMNS: Record<keyof ClaimPatch, string> = {
   goneAt: "gone_at",
 };
 
+const PATCH_KEYS = Object.keys(PATCH_COLUMNS) as Array<keyof ClaimPatch>;
+
 export interface PoolUsage {
   readonly nodes: number;
   readonly cpuMillis: number;
@@ -133,6 +135,8 @@ export class ClaimStore {
   private lastWriteFailure: { readonly reason: string; readonly since: string } | undefined;
   /** Prepared statements by SQL text (preparing costs more than running most of these). */
   private readonly statements = new Map<string, Database.Statement>();
+  /** update()'s statements by the patched columns' names. */
+  private readonly updates = new Map<string, Database.Statement>();
 
   constructor(private readonly db: Db, private readonly now: () => Date = () => new Date()) {
     this.group = new GroupCommit(db);
@@ -271,13 +275,21 @@ export class ClaimStore {
     return rows.map(fromRow);
   }
 
-  /** Patches the claim (no read back: callers that need the row read it). */
+  /**
+   * Patches the claim (no read back: callers that need the row read it). One statement per set of
+   * patched columns, found by their names and bound by position: a delete's patch runs on every
+   * Delete request, and building its SQL and named parameters cost several times the UPDATE itself.
+   */
   update(clusterId: string, nodeId: string, patch: ClaimPatch): void {
-    const entries = Object.entries(patch).filter(([, v]) => v !== undefined) as Array<[keyof ClaimPatch, unknown]>;
-    const sets = entries.map(([k]) => `${PATCH_COLUMNS[k]} = @${k}`);
-    this
-      .prepare(`UPDATE claims SET ${[...sets, "updated_at = @updatedAt"].join(", ")} WHERE cluster_id = @clusterId AND node_id = @nodeId`)
-      .run({ ...Object.fromEntries(entries), updatedAt: this.timestamp(), clusterId, nodeId });
+    const keys = PATCH_KEYS.filter((key) => patch[key] !== undefined);
+    const signature = keys.join(",");
+    let statement = this.updates.get(signature);
+    if (!statement) {
+      const sets = [...keys.map((key) => `${PATCH_COLUMNS[key]} = ?`), "updated_at = ?"];
+      statement = this.db.prepare(`UPDATE claims SET ${sets.join(", ")} WHERE cluster_id = ? AND node_id = ?`);
+      this.updates.set(signature, statement);
+    }
+    statement.run(...keys.map((key) => patch[key]), this.timestamp(), clusterId, nodeId);
     this.version += 1;
   }
 

@@ -14,6 +14,7 @@ import { API_TOKENS_KEY, declaredConfigTokens, loadApiTokens, plainTokenErrors, 
 import { hashToken, parseApiTokens, type TokenEntry } from "../api/apiTokens";
 import { buildServer } from "../api/server";
 import { autoscaledPools } from "../api/clusterService";
+import type { FleetSpec } from "../../components/fleet/fleetSpec";
 import { ServiceMetrics } from "../api/serviceMetrics";
 import { withDecryptedSecrets } from "../api/decryptedStackConfig";
 import { StackConfigSource } from "../api/stackConfigSource";
@@ -32,6 +33,7 @@ import { projectRoot } from "../stackConfigFile";
 import { walSyncOf } from "../store/walSync";
 import { acquireDataDirLock } from "../store/dataDirLock";
 import { databasePath, openDatabase, type Db } from "../store/database";
+import { assertStoreNotLost } from "../store/storeIntegrity";
 import { assertStoreNotLostInCloud } from "../store/storeLostInCloud";
 import { apiStackName } from "../reconciler/apiStack";
 
@@ -85,6 +87,11 @@ async function apiTokens(
   return [{ clusterId: options.clusterId, hash: hashToken(fs.readFileSync(file, "utf8").trim()) }];
 }
 
+/** git's static pools: their servers belong to git's stack, never to the API's. */
+function staticPoolNames(fleet: FleetSpec): Set<string> {
+  return new Set(fleet.pools.filter((pool) => pool.mode === "static").map((pool) => pool.name));
+}
+
 export async function serve(options: ServeOptions, env: NodeJS.ProcessEnv = process.env): Promise<void> {
   const logger = serviceLogger(env);
   const dataDir = path.resolve(options.dataDir);
@@ -120,10 +127,12 @@ export async function serve(options: ServeOptions, env: NodeJS.ProcessEnv = proc
     const metrics = new ServiceMetrics();
     // One counted client for the lost-store check, the engine's crash-recovery look-ups, the orphan reclaimer and the catalog.
     const hcloud = HcloudClient.fromEnv(env, (method, urlPath) => metrics.cloudRequest("hcloud", `${method} ${urlPath.split("?")[0]!.replace(/\/\d+/g, "/{id}")}`));
-    // The real cloud outlives the data directory and may keep the engine state elsewhere: a store
-    // missing over servers of the autoscaled pools is lost, whatever the directory shows.
-    if (kind === "automation" && hcloud) {
-      await assertStoreNotLostInCloud(databasePath(dataDir), hcloudInventory(hcloud), fleet.cluster.id, new Set(autoscaledPools(fleet).map((pool) => pool.name)));
+    // The directory's evidence first (definite, and needs no network); then the real cloud, which
+    // outlives the directory and may keep the engine state elsewhere: a store missing over servers
+    // the API created (what the orphan reclaimer would delete) is lost, whatever the directory shows.
+    assertStoreNotLost(databasePath(dataDir), dataDir, apiStackName(fleet.cluster.id));
+    if (kind === "automation" && hcloud && autoscaledPools(fleet).length > 0) {
+      await assertStoreNotLostInCloud(databasePath(dataDir), hcloudInventory(hcloud), fleet.cluster.id, staticPoolNames(fleet));
     }
     database = openDatabase(dataDir, { engineStack: apiStackName(fleet.cluster.id) });
     const availability = new OfferingAvailability(settings.unavailableForMs);
@@ -205,7 +214,7 @@ export async function serve(options: ServeOptions, env: NodeJS.ProcessEnv = proc
   if (reclaimer) {
     const r = reclaimer;
     r.knownNodes = () => new Set(app.nodefleet.store.list(fleet.cluster.id, { statuses: ["PENDING", "PROVISIONING", "RUNNING", "FAILED", "TERMINATING"] }).map((c) => c.nodeId));
-    r.staticPools = () => new Set(stack.fleet().pools.filter((p) => p.mode === "static").map((p) => p.name));
+    r.staticPools = () => staticPoolNames(stack.fleet());
     app.addHook("onReady", async () => r.start());
     app.addHook("onClose", async () => r.stop());
   }

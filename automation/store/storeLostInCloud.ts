@@ -4,38 +4,67 @@
  * (PULUMI_BACKEND_URL) or be lost together with the whole directory, for example a service
  * rescheduled onto an empty volume. The servers the API created still carry their cluster and pool
  * labels, so when the store is missing or empty one label-selector listing tells a first start from
- * a lost store: servers of the fleet's autoscaled pools exist only if a store recorded their claims.
+ * a lost store: a server of the cluster outside git's static pools exists only if a store recorded
+ * its claim, and it is exactly what the orphan reclaimer would delete under an empty store.
  */
-import { OWNERSHIP_LABELS } from "../../components/fleet/nodeMember";
-import type { ServerInventory } from "../reconciler/orphanReclaimer";
+import { setTimeout as sleep } from "node:timers/promises";
+import { HcloudApiError } from "../engine/hcloudClient";
+import { type ServerInventory, findOrphans } from "../reconciler/orphanReclaimer";
 import { StoreLostError, storeMissingOrEmpty } from "./storeIntegrity";
 
 /** Names listed in the error before it says how many more there are. */
 const NAMES_SHOWN = 5;
 
+export interface CloudCheckOptions {
+  /** Pauses before the second and third attempts of a listing that failed for now (429, 5xx, no answer). Default 1 s, 3 s. */
+  readonly retryDelaysMs?: readonly number[];
+}
+
+/** A failure the next attempt may not meet: Hetzner answering 429 or 5xx, or not answering at all. */
+function transient(error: unknown): boolean {
+  return !(error instanceof HcloudApiError) || error.status === 429 || error.status >= 500;
+}
+
+/** The error's message with its cause (fetch reports only "fetch failed"; the cause says ECONNREFUSED, a timeout...). */
+function describe(error: unknown): string {
+  const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+  const detail = cause?.code ?? cause?.message;
+  return `${(error as Error).message}${detail ? ` (${detail})` : ""}`;
+}
+
 /**
  * Throws StoreLostError when the store `file` is missing or empty while the cloud holds servers of
- * `clusterId` in one of `autoscaledPools`; refuses, too, when the cloud cannot be asked then (a
- * start cannot tell a first start from a lost store without it). Asks nothing when the store has data.
+ * `clusterId` outside `staticPools`; refuses, too, when the cloud cannot be asked then (after
+ * retries of a failure that may pass): a start cannot tell a first start from a lost store without
+ * it. Asks nothing when the store has data.
  */
 export async function assertStoreNotLostInCloud(
   file: string,
   inventory: Pick<ServerInventory, "listClusterServers">,
   clusterId: string,
-  autoscaledPools: ReadonlySet<string>,
+  staticPools: ReadonlySet<string>,
+  options: CloudCheckOptions = {},
 ): Promise<void> {
   if (!storeMissingOrEmpty(file)) return;
-  let servers: Awaited<ReturnType<ServerInventory["listClusterServers"]>>;
-  try {
-    servers = await inventory.listClusterServers(clusterId);
-  } catch (error) {
-    throw new Error(
-      `the store ${file} is missing or empty, and whether Hetzner Cloud holds servers of the autoscaled pools (a lost store) could not be checked: ` +
-        `${(error as Error).message}; start again once the Hetzner API answers`,
-    );
+  const delays = options.retryDelaysMs ?? [1000, 3000];
+  let servers: Awaited<ReturnType<ServerInventory["listClusterServers"]>> | undefined;
+  for (let attempt = 0; servers === undefined; attempt++) {
+    try {
+      servers = await inventory.listClusterServers(clusterId);
+    } catch (error) {
+      if (attempt >= delays.length || !transient(error)) {
+        throw new Error(
+          `the store ${file} is missing or empty, and whether Hetzner Cloud holds servers the API created (a lost store) could not be checked: ` +
+            `${describe(error)}; start again once the Hetzner API answers`,
+        );
+      }
+      await sleep(delays[attempt]);
+    }
   }
-  const created = servers.filter((server) => autoscaledPools.has(server.labels[OWNERSHIP_LABELS.pool] ?? "")).map((server) => server.name).sort();
+  const created = findOrphans(servers, new Set(), staticPools)
+    .map((server) => server.name)
+    .sort();
   if (created.length === 0) return;
   const shown = created.slice(0, NAMES_SHOWN).join(", ") + (created.length > NAMES_SHOWN ? ` and ${created.length - NAMES_SHOWN} more` : "");
-  throw new StoreLostError(file, `Hetzner Cloud holds ${created.length} server(s) of the autoscaled pools of cluster ${clusterId} (${shown})`);
+  throw new StoreLostError(file, `Hetzner Cloud holds ${created.length} server(s) of cluster ${clusterId} outside git's static pools (${shown})`);
 }

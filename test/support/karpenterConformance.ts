@@ -50,8 +50,7 @@ export async function awaitRunning(client: NodefleetClient, nodeIds: readonly st
   }
   const providerIds = new Set(running.map((n) => n.providerID));
   assert.equal(providerIds.size, nodeIds.length, "one providerID per node");
-  const listed = new Set((await client.listNodes()).map((n) => n.providerID));
-  for (const providerId of providerIds) assert.ok(listed.has(providerId), `List names ${providerId}`);
+  assert.deepEqual(new Set((await client.listNodes()).map((n) => n.providerID)), providerIds, "List names exactly these nodes");
   return running;
 }
 
@@ -60,18 +59,20 @@ export async function awaitRunning(client: NodefleetClient, nodeIds: readonly st
  * answered 404 NodeNotFound, as Karpenter's termination loop does; List is empty afterwards.
  */
 export async function deleteUntilGone(client: NodefleetClient, nodeIds: readonly string[], waitFor: WaitFor): Promise<void> {
-  await Promise.all(
+  // A probe's throw only means "not yet" to waitFor: a wrong answer is handed out and thrown here instead.
+  const outcomes = await Promise.all(
     nodeIds.map((id) =>
-      waitFor(`${id} answered 404 to its Delete`, async () => {
+      waitFor(`${id} answered 404 to its Delete`, async (): Promise<{ wrong?: unknown } | undefined> => {
         try {
-          assert.equal((await client.deleteNode(id)).status, "TERMINATING");
+          const answer = await client.deleteNode(id);
+          return answer.status === "TERMINATING" ? undefined : { wrong: new Error(`Delete of ${id} answered status ${answer.status}, not TERMINATING`) };
         } catch (error) {
-          if (error instanceof NodefleetApiError && error.status === 404 && error.code === "NodeNotFound") return true;
-          throw error;
+          if (error instanceof NodefleetApiError && error.status === 404 && error.code === "NodeNotFound") return {};
+          return { wrong: error };
         }
-        return undefined;
       }),
     ),
   );
+  for (const outcome of outcomes) if (outcome.wrong !== undefined) throw outcome.wrong;
   assert.deepEqual(await client.listNodes(), []);
 }

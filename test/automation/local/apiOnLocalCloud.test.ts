@@ -39,7 +39,9 @@ describe("the scaling API on the automation engine against the local cloud, kill
 
   const start = async () =>
     (serve = await startServe(join(dir, "serve"), { ...cloud.env, NODEFLEET_BATCH_IDLE_MS: "300", NODEFLEET_API_TOKENS: `local:${TOKEN}` }, { stack: "local", engine: "automation", cwd: project, clusterId: "local", startTimeoutMs: 180_000 }));
-  const waitFor = <T>(what: string, probe: () => Promise<T | undefined>) => until(what, probe, 600_000, () => `serve said:\n${serve?.stderr().slice(-3000)}`);
+  const waitFor = <T>(what: string, probe: () => Promise<T | undefined>, intervalMs = 500) => until(what, probe, 600_000, () => `serve said:\n${serve?.stderr().slice(-3000)}`, intervalMs);
+  // Karpenter's pace for the 40 claims' Gets and repeated Deletes (each poll is 40 requests).
+  const karpenterPace = <T>(what: string, probe: () => Promise<T | undefined>) => waitFor(what, probe, 1000);
 
   before(async function () {
     skipUnlessAvailable(this, missingTools("pulumi", "pulumi-language-nodejs", "pulumi-resource-hcloud", "pulumi-resource-kubernetes", "pulumi-resource-random", "pulumi-resource-time", "etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"));
@@ -99,7 +101,7 @@ describe("the scaling API on the automation engine against the local cloud, kill
     const ids = [...first, ...second];
     // The kill left creates in flight: recovery found their servers and adopted them into the state.
     await waitFor("crash recovery adopting the servers of interrupted creates", async () => (/"action":"import"/.test(serve!.stderr()) ? true : undefined));
-    const running = await awaitRunning(serve!.client, ids, waitFor, "nodefleet:///local/");
+    const running = await awaitRunning(serve!.client, ids, karpenterPace, "nodefleet:///local/");
     assert.deepEqual((await serve!.client.listNodes()).map((n) => n.nodeID).sort(), [...ids].sort(), "the store holds exactly the claims");
 
     // All of the fake's servers, every page, labelled or not: an orphan of any kind would show.
@@ -121,7 +123,7 @@ describe("the scaling API on the automation engine against the local cloud, kill
   it("deletes them all, repeated until 404: no server and no Node left", async function () {
     const ids = (await serve!.client.listNodes()).map((n) => n.nodeID);
     assert.equal(ids.length, 40);
-    await deleteUntilGone(serve!.client, ids, waitFor);
+    await deleteUntilGone(serve!.client, ids, karpenterPace);
     assert.deepEqual(await poolServers(cloud, POOL), []);
     await waitFor("no Node of the pool", async () => ((await poolNodes(cloud, POOL)).length === 0 ? true : undefined));
   });

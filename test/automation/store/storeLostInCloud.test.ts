@@ -5,18 +5,21 @@
  */
 import assert from "node:assert/strict";
 import * as fs from "node:fs";
+import * as net from "node:net";
 import { join } from "node:path";
 import { HcloudClient } from "../../../automation/engine/hcloudClient";
 import { buildFakeHcloud, type FakeHcloud } from "../../../automation/local/fakeHcloud/fakeHcloudApi";
 import { hcloudInventory } from "../../../automation/reconciler/orphanReclaimer";
 import { databasePath } from "../../../automation/store/database";
+import { StackStateFile } from "../../../automation/simulated/simulatedCloud";
 import { StoreLostError } from "../../../automation/store/storeIntegrity";
 import { assertStoreNotLostInCloud } from "../../../automation/store/storeLostInCloud";
 import { tempDataDir } from "../../support/apiHarness";
 import { startServe } from "../../support/serveProcess";
 
 const HCLOUD_TOKEN = "f".repeat(64);
-const AUTOSCALED = new Set(["hel1-burst"]);
+/** git's static pools of the clusters below. */
+const STATIC = new Set(["hel1-general"]);
 
 describe("a store lost over the cloud", function () {
   this.timeout(60_000);
@@ -48,40 +51,62 @@ describe("a store lost over the cloud", function () {
     await fake?.app.close();
   });
 
-  it("is refused when Hetzner holds servers of an autoscaled pool, naming the file, the servers and how to restore", async () => {
+  it("is refused when Hetzner holds servers of the cluster outside git's static pools, naming the file, the servers and how to restore", async () => {
     const file = databasePath(tempDataDir());
-    await assert.rejects(assertStoreNotLostInCloud(file, inventory, "example", AUTOSCALED), (error: Error) => {
+    await assert.rejects(assertStoreNotLostInCloud(file, inventory, "example", STATIC), (error: Error) => {
       assert.ok(error instanceof StoreLostError, String(error));
       assert.ok(error.message.includes(file), error.message);
-      assert.match(error.message, /is missing, but Hetzner Cloud holds 1 server\(s\) of the autoscaled pools of cluster example \(example-burst-a1\)/);
+      assert.match(error.message, /is missing, but Hetzner Cloud holds 1 server\(s\) of cluster example outside git's static pools \(example-burst-a1\)/);
       assert.match(error.message, /Restore nodefleet\.db/);
       return true;
     });
     // An empty file is as lost as a missing one.
     fs.writeFileSync(file, "");
-    await assert.rejects(assertStoreNotLostInCloud(file, inventory, "example", AUTOSCALED), (error: Error) => error instanceof StoreLostError && /is empty/.test(error.message));
+    await assert.rejects(assertStoreNotLostInCloud(file, inventory, "example", STATIC), (error: Error) => error instanceof StoreLostError && /is empty/.test(error.message));
   });
 
   it("lets a first start through: only servers of static pools, or none, for the cluster", async () => {
-    await assertStoreNotLostInCloud(databasePath(tempDataDir()), inventory, "static-only", AUTOSCALED);
-    await assertStoreNotLostInCloud(databasePath(tempDataDir()), inventory, "new-cluster", AUTOSCALED);
+    await assertStoreNotLostInCloud(databasePath(tempDataDir()), inventory, "static-only", STATIC);
+    await assertStoreNotLostInCloud(databasePath(tempDataDir()), inventory, "new-cluster", STATIC);
   });
 
   it("asks the cloud nothing when the store holds data", async () => {
     const file = databasePath(tempDataDir());
     fs.writeFileSync(file, "SQLite format 3\0");
     const unreachable = { listClusterServers: () => Promise.reject(new Error("must not be asked")) };
-    await assertStoreNotLostInCloud(file, unreachable, "example", AUTOSCALED);
+    await assertStoreNotLostInCloud(file, unreachable, "example", STATIC);
   });
 
-  it("refuses to start on an empty store when the cloud cannot be asked, without quoting the token", async () => {
+  it("refuses to start on an empty store when the cloud cannot be asked, at once on a refusal, without quoting the token", async () => {
     const wrongToken = "0".repeat(64);
-    const refused = hcloudInventory(new HcloudClient({ token: wrongToken, baseUrl: endpoint }));
-    await assert.rejects(assertStoreNotLostInCloud(databasePath(tempDataDir()), refused, "example", AUTOSCALED), (error: Error) => {
-      assert.match(error.message, /could not be checked: .+; start again once the Hetzner API answers/);
+    let calls = 0;
+    const client = new HcloudClient({ token: wrongToken, baseUrl: endpoint, onRequest: () => (calls += 1) });
+    await assert.rejects(assertStoreNotLostInCloud(databasePath(tempDataDir()), hcloudInventory(client), "example", STATIC, { retryDelaysMs: [1, 1] }), (error: Error) => {
+      assert.match(error.message, /could not be checked: Hetzner Cloud API 401 unauthorized.*; start again once the Hetzner API answers/);
       assert.ok(!error.message.includes(wrongToken), error.message);
       return true;
     });
+    assert.equal(calls, 1, "a 401 is not retried");
+  });
+
+  it("retries a listing that failed for now, and names the cause when Hetzner never answers", async () => {
+    let calls = 0;
+    const flaky = {
+      listClusterServers: async () => {
+        calls += 1;
+        if (calls < 3) throw new TypeError("fetch failed", { cause: Object.assign(new Error("connect ECONNREFUSED"), { code: "ECONNREFUSED" }) });
+        return inventory.listClusterServers("example");
+      },
+    };
+    await assert.rejects(assertStoreNotLostInCloud(databasePath(tempDataDir()), flaky, "example", STATIC, { retryDelaysMs: [1, 1] }), StoreLostError);
+    assert.equal(calls, 3, "answered on the third attempt");
+    // A port nothing listens on any more.
+    const gone = net.createServer();
+    await new Promise<void>((resolve) => gone.listen(0, "127.0.0.1", resolve));
+    const port = (gone.address() as net.AddressInfo).port;
+    await new Promise((resolve) => gone.close(resolve));
+    const closed = new HcloudClient({ token: HCLOUD_TOKEN, baseUrl: `http://127.0.0.1:${port}` });
+    await assert.rejects(assertStoreNotLostInCloud(databasePath(tempDataDir()), hcloudInventory(closed), "example", STATIC, { retryDelaysMs: [1, 1] }), /could not be checked: fetch failed \(ECONNREFUSED\)/);
   });
 
   it("stops `nodefleet serve --engine automation` before it writes anything to the data directory", async () => {
@@ -89,7 +114,19 @@ describe("a store lost over the cloud", function () {
     const started = startServe(dataDir, { HCLOUD_TOKEN, HCLOUD_ENDPOINT: endpoint }, { engine: "automation" });
     // A service that wrongly starts is stopped, so that the failure does not keep the test run alive.
     started.then((serve) => serve.child.kill("SIGKILL"), () => undefined);
-    await assert.rejects(started, /exited with 1 before listening:[\s\S]*Hetzner Cloud holds 1 server\(s\) of the autoscaled pools of cluster example \(example-burst-a1\)/);
+    await assert.rejects(started, /exited with 1 before listening:[\s\S]*Hetzner Cloud holds 1 server\(s\) of cluster example outside git's static pools \(example-burst-a1\)/);
     assert.deepEqual(fs.readdirSync(dataDir), [], "no store, no lock, no engine state");
+  });
+
+  it("reports the data directory's own evidence first: a definite answer while Hetzner cannot be reached", async () => {
+    const dataDir = tempDataDir("nodefleet-lost-cloud-serve-");
+    new StackStateFile(dataDir, "example-api").compact({ stack: "example-api", runs: 1, resources: new Map(), outputs: {} });
+    const started = startServe(dataDir, { HCLOUD_TOKEN, HCLOUD_ENDPOINT: "http://127.0.0.1:9" }, { engine: "automation" });
+    started.then((serve) => serve.child.kill("SIGKILL"), () => undefined);
+    await assert.rejects(started, (error: Error) => {
+      assert.match(error.message, /exited with 1 before listening:[\s\S]*is missing, but the engine holds state for the servers it recorded/);
+      assert.doesNotMatch(error.message, /could not be checked/);
+      return true;
+    });
   });
 });

@@ -404,7 +404,7 @@ type CreateNodeRequestInput struct {
 	// InstanceType Server type; the cheapest available fitting type when absent
 	InstanceType *string `json:"instanceType,omitempty"`
 
-	// Labels NodeClaim labels; a replay may carry more than the first create
+	// Labels NodeClaim labels; a replay may carry more than the first create. Keys are qualified names as Kubernetes validates them (an optional DNS-subdomain prefix of at most 253 characters and '/', then at most 63 alphanumerics, '-', '_' or '.'), a rule OpenAPI 3.0 cannot state for object keys
 	Labels *map[string]string `json:"labels,omitempty"`
 
 	// Pool An autoscaled pool of the cluster

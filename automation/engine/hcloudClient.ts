@@ -1,7 +1,7 @@
 /**
- * A small typed client for the few Hetzner Cloud API calls the service itself makes (crash recovery
+ * A small typed client for the few Hetzner Cloud API calls nodefleet itself makes (crash recovery
  * look-ups by name and labels, orphan deletes, the scaling API's server-type catalog, the shared
- * network and firewall of each batch). Every request
+ * network and firewall of each batch, the local cloud's SSH key). Every request
  * is counted: the project's budget of 3600 requests per hour is shared with every `pulumi up`.
  */
 export interface HcloudServer {
@@ -82,12 +82,13 @@ export class HcloudClient {
     return this.requests;
   }
 
-  private async request<T>(method: string, path: string): Promise<T | undefined> {
+  private async request<T>(method: string, path: string, payload?: unknown): Promise<T | undefined> {
     this.requests += 1;
     this.options.onRequest?.(method, path);
     const response = await this.fetchImpl(`${this.baseUrl}${path}`, {
       method,
-      headers: { Authorization: `Bearer ${this.options.token}`, Accept: "application/json" },
+      headers: { Authorization: `Bearer ${this.options.token}`, Accept: "application/json", ...(payload === undefined ? {} : { "Content-Type": "application/json" }) },
+      ...(payload === undefined ? {} : { body: JSON.stringify(payload) }),
       // A stalled connection must not hold up recovery or the catalog refresh for ever.
       signal: AbortSignal.timeout(30_000),
     });
@@ -124,6 +125,16 @@ export class HcloudClient {
   /** The firewall of this exact name, if there is one (one request). */
   async findFirewall(name: string): Promise<HcloudLabelledResource | undefined> {
     return (await this.paged<HcloudLabelledResource>("/firewalls", "firewalls", { name }))[0];
+  }
+
+  /** The SSH key of this exact name, if there is one (one request). */
+  async findSshKey(name: string): Promise<HcloudLabelledResource | undefined> {
+    return (await this.paged<HcloudLabelledResource>("/ssh_keys", "ssh_keys", { name }))[0];
+  }
+
+  /** Uploads an SSH public key under `name` (the local cloud's, as a user uploads theirs). */
+  async createSshKey(name: string, publicKey: string): Promise<void> {
+    await this.request("POST", "/ssh_keys", { name, public_key: publicKey });
   }
 
   /** Every server type with its prices per location, deprecated ones included. */

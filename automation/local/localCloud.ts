@@ -17,6 +17,7 @@ import { type FakeHcloud, buildFakeHcloud } from "./fakeHcloud/fakeHcloudApi";
 import { NodeAgent, type NodeAgentLogger } from "./nodeAgent";
 import { writeLocalStack } from "./localStack";
 import { ensureLocalSshKey } from "./localSshKey";
+import { HcloudClient } from "../engine/hcloudClient";
 
 export interface LocalCloudOptions {
   readonly dataDir: string;
@@ -87,7 +88,7 @@ export async function startLocalCloud(options: LocalCloudOptions): Promise<Local
       throw new LocalCloudError(`the fake Hetzner API cannot listen on 127.0.0.1:${port}: ${(error as Error).message}`);
     }
     // The key the local stack's pools name, uploaded as a user would before their first `pulumi up`.
-    await ensureLocalSshKey(address, token);
+    await ensureLocalSshKey(new HcloudClient({ token, baseUrl: address }));
     // The admin kubeconfig beside env, where `kubectl --kubeconfig <dataDir>/local/admin.kubeconfig` finds it.
     plane = await startControlPlane({ dir: join(dir, "control-plane"), env, adminKubeconfig: join(dir, "admin.kubeconfig") });
     const fake = hcloud;

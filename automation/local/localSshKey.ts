@@ -6,6 +6,7 @@
  * machines: the private half is never kept.
  */
 import { generateKeyPairSync } from "node:crypto";
+import type { HcloudClient } from "../engine/hcloudClient";
 
 /** The key's name in the fake project, as the local stack's pools name it. */
 export const LOCAL_SSH_KEY = "local";
@@ -22,18 +23,8 @@ export function freshEd25519PublicKey(comment: string): string {
   return `ssh-ed25519 ${Buffer.concat([field(Buffer.from("ssh-ed25519")), field(raw)]).toString("base64")} ${comment}`;
 }
 
-/** Uploads the local key to the fake Hetzner API at `endpoint` unless a key of its name is there already (a restart). */
-export async function ensureLocalSshKey(endpoint: string, token: string): Promise<void> {
-  const call = async (method: "GET" | "POST", path: string, body?: unknown) => {
-    const response = await fetch(`${endpoint}${path}`, {
-      method,
-      headers: { Authorization: `Bearer ${token}`, ...(body ? { "Content-Type": "application/json" } : {}) },
-      ...(body ? { body: JSON.stringify(body) } : {}),
-    });
-    if (!response.ok) throw new Error(`${method} ${path} on the fake Hetzner API answered ${response.status}: ${await response.text()}`);
-    return (await response.json()) as { ssh_keys?: unknown[] };
-  };
-  const existing = await call("GET", `/ssh_keys?name=${LOCAL_SSH_KEY}`);
-  if ((existing.ssh_keys ?? []).length > 0) return;
-  await call("POST", "/ssh_keys", { name: LOCAL_SSH_KEY, public_key: freshEd25519PublicKey("nodefleet-local") });
+/** Uploads the local key through `client` (the fake Hetzner API) unless a key of its name is there already (a restart). */
+export async function ensureLocalSshKey(client: HcloudClient): Promise<void> {
+  if (await client.findSshKey(LOCAL_SSH_KEY)) return;
+  await client.createSshKey(LOCAL_SSH_KEY, freshEd25519PublicKey("nodefleet-local"));
 }

@@ -135,8 +135,6 @@ export class ClaimStore {
   private lastWriteFailure: { readonly reason: string; readonly since: string } | undefined;
   /** Prepared statements by SQL text (preparing costs more than running most of these). */
   private readonly statements = new Map<string, Database.Statement>();
-  /** update()'s statements by the patched columns' names. */
-  private readonly updates = new Map<string, Database.Statement>();
 
   constructor(private readonly db: Db, private readonly now: () => Date = () => new Date()) {
     this.group = new GroupCommit(db);
@@ -276,20 +274,14 @@ export class ClaimStore {
   }
 
   /**
-   * Patches the claim (no read back: callers that need the row read it). One statement per set of
-   * patched columns, found by their names and bound by position: a delete's patch runs on every
-   * Delete request, and building its SQL and named parameters cost several times the UPDATE itself.
+   * Patches the claim (no read back: callers that need the row read it). Bound by position: a
+   * delete's patch runs on every Delete request, and named parameters built from the patch cost
+   * several times the UPDATE itself.
    */
   update(clusterId: string, nodeId: string, patch: ClaimPatch): void {
     const keys = PATCH_KEYS.filter((key) => patch[key] !== undefined);
-    const signature = keys.join(",");
-    let statement = this.updates.get(signature);
-    if (!statement) {
-      const sets = [...keys.map((key) => `${PATCH_COLUMNS[key]} = ?`), "updated_at = ?"];
-      statement = this.db.prepare(`UPDATE claims SET ${sets.join(", ")} WHERE cluster_id = ? AND node_id = ?`);
-      this.updates.set(signature, statement);
-    }
-    statement.run(...keys.map((key) => patch[key]), this.timestamp(), clusterId, nodeId);
+    const sets = [...keys.map((key) => `${PATCH_COLUMNS[key]} = ?`), "updated_at = ?"];
+    this.prepare(`UPDATE claims SET ${sets.join(", ")} WHERE cluster_id = ? AND node_id = ?`).run(...keys.map((key) => patch[key]), this.timestamp(), clusterId, nodeId);
     this.version += 1;
   }
 

@@ -6,6 +6,7 @@
 import assert from "node:assert/strict";
 import { createPublicKey } from "node:crypto";
 import { join } from "node:path";
+import { HcloudClient } from "../../../automation/engine/hcloudClient";
 import { buildFakeHcloud, type FakeHcloud } from "../../../automation/local/fakeHcloud/fakeHcloudApi";
 import { LOCAL_SSH_KEY, ensureLocalSshKey, freshEd25519PublicKey } from "../../../automation/local/localSshKey";
 import { tempDataDir } from "../../support/apiHarness";
@@ -51,8 +52,9 @@ describe("the local cloud's SSH key", function () {
     fake = buildFakeHcloud({ token: TOKEN, stateFile });
     recordHcloudExchanges(fake, exchanges);
     const endpoint = await fake.app.listen({ host: "127.0.0.1", port: 0 });
-    await ensureLocalSshKey(endpoint, TOKEN);
-    await ensureLocalSshKey(endpoint, TOKEN);
+    const client = new HcloudClient({ token: TOKEN, baseUrl: endpoint });
+    await ensureLocalSshKey(client);
+    await ensureLocalSshKey(client);
     const keys = fake.state.objects("ssh_keys");
     assert.deepEqual(keys.map((k) => k.name), [LOCAL_SSH_KEY], "one key, not one per start");
     assert.deepEqual(exchanges.map((e) => `${e.method} ${e.route} ${e.status}`), ["GET /ssh_keys 200", "POST /ssh_keys 201", "GET /ssh_keys 200"]);

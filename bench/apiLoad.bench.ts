@@ -10,6 +10,8 @@
  *   node it just created before its next create so the pool never fills; create latencies and
  *   creates per second are reported apart from the deletes';
  * - createKeepAliveLogged: the same with `serve`'s logger at info (to a file): what request logging costs;
+ * - createDeleteWrk: the same loop driven by wrk (createDeleteLoop.lua) when wrk is installed: a load
+ *   generator in C leaves the service the machine autocannon shares with it (latencies pooled);
  * - replay: POST the same create again (idempotent, a read);
  * - get: GET one node; list: GET the 100 nodes of a cluster;
  * - floor: one empty Fastify route in the same child process, the same body: what this machine
@@ -20,9 +22,10 @@
  * the group commits and checkpoints the service made; for autocannon's runs also the load
  * generator's own CPU milliseconds per request and the cores the whole machine kept busy: near the
  * core count, the figure is the machine's, not the service's); progress on stderr.
- * `--cpu-prof [--cpu-prof-dir DIR]` profiles the service process.
+ * `--cpu-prof [--cpu-prof-dir DIR]` profiles the service process; `--only create` runs the write
+ * scenarios alone, `--only wrk` wrk's alone.
  */
-import { fork, type ChildProcess } from "node:child_process";
+import { fork, spawn, spawnSync, type ChildProcess } from "node:child_process";
 import * as os from "node:os";
 import * as path from "node:path";
 import autocannon from "autocannon";
@@ -110,14 +113,16 @@ async function main(): Promise<void> {
     };
   };
 
+  // --only create: every write scenario, no reads; --only wrk: wrk's loop alone (with the reads' set-up).
   const only = arg("only", "");
+  const writes = only !== "wrk";
   // Reads and replays against 100 RUNNING nodes.
   const reads = await server.open(20);
   const names = Array.from({ length: 100 }, (_, i) => `bench-${i}`);
   const created = await Promise.all(names.map((uniqueID) => reads.client.createNode({ uniqueID, pool: "hel1-burst" }, { waitSeconds: 60 })));
   const nodeId = created[0]!.node.nodeID;
-  const report: Record<string, unknown[]> = { create: [], createKeepAlive: [], createKeepAliveLogged: [], replay: [], get: [], list: [], floor: [] };
-  for (const c of only === "create" ? [] : levels) {
+  const report: Record<string, unknown[]> = { create: [], createKeepAlive: [], createKeepAliveLogged: [], createDeleteWrk: [], replay: [], get: [], list: [], floor: [] };
+  for (const c of only === "" ? levels : []) {
     report.replay!.push(await cannon("POST create replay", c, { url: `${reads.baseUrl}/api/v1/clusters/example/nodes`, method: "POST", headers, body: JSON.stringify({ uniqueID: names[0], pool: "hel1-burst" }) }));
     report.get!.push(await cannon("GET node", c, { url: `${reads.baseUrl}/api/v1/clusters/example/nodes/${nodeId}`, headers }));
     report.list!.push(await cannon("GET nodes (100)", c, { url: `${reads.baseUrl}/api/v1/clusters/example/nodes`, headers }));
@@ -129,7 +134,7 @@ async function main(): Promise<void> {
   // (the batch window held open: admission and the store's commit are what is measured), and the
   // latencies of all rounds are pooled.
   const rounds = Number(arg("rounds", "20"));
-  for (const c of levels) {
+  for (const c of writes ? levels : []) {
     const latencies: number[] = [];
     let elapsedMs = 0;
     let non2xx = 0;
@@ -187,7 +192,7 @@ async function main(): Promise<void> {
   // Creates over kept-alive connections: each connection creates a node, deletes it (a PENDING
   // claim is gone at once, so at most one node per connection holds a place in the pool), and so on;
   // once without a logger, once with `serve`'s (two info lines per request, written synchronously).
-  for (const [scenario, c] of levels.flatMap((c) => [["createKeepAlive", c], ["createKeepAliveLogged", c]] as const)) {
+  for (const [scenario, c] of (writes ? levels : []).flatMap((c) => [["createKeepAlive", c], ["createKeepAliveLogged", c]] as const)) {
     const service = await server.open(3_600_000, scenario === "createKeepAliveLogged");
     let next = 0;
     const uniqueIdOf = new Map<unknown, string>();
@@ -253,15 +258,76 @@ async function main(): Promise<void> {
     });
   }
 
+  // The same loop driven by wrk (C, one thread) where it is installed: autocannon's JavaScript takes
+  // most of a core on a two-core machine, so there the service shares the machine with its load
+  // generator. Latencies are of creates and deletes together (wrk reports them pooled).
+  const wrk = spawnSync("wrk", ["--version"], { encoding: "utf8" });
+  if (wrk.error) report.createDeleteWrk!.push({ skipped: "wrk is not installed (Debian: apt-get install wrk)" });
+  else {
+    for (const c of levels) {
+      const service = await server.open(3_600_000);
+      process.stderr.write(`wrk POST create + DELETE (${duration}s, ${c} kept-alive connections)...\n`);
+      const cpuBefore = await server.cpuMs();
+      const machineBefore = machineCpuTimes();
+      const run = await runWrk(["-t1", `-c${c}`, `-d${duration}s`, "-s", path.join(__dirname, "..", "..", "bench", "createDeleteLoop.lua"), service.baseUrl, "--", TOKEN, "example", "hel1-burst"]);
+      const machineBusyCores = busyCores(machineBefore, machineCpuTimes());
+      const cpuMs = (await server.cpuMs()) - cpuBefore;
+      const { commits, checkpoints } = await server.close();
+      const seconds = run.durationUs / 1e6;
+      report.createDeleteWrk!.push({
+        connections: c,
+        createsPerSecond: Math.round(run.creates / seconds),
+        requestsPerSecond: Math.round(run.requests / seconds),
+        latencyMs: { p50: run.p50Us / 1000, p99: run.p99Us / 1000, max: run.maxUs / 1000 },
+        creates: run.creates,
+        deletes: run.deletes,
+        serverCpuMsPerRequest: perRequest(cpuMs, run.requests),
+        machineBusyCores,
+        commits,
+        checkpoints,
+        failures: run.failures,
+        socketErrors: run.socketErrors,
+      });
+    }
+  }
+
   // The floor: one empty Fastify route, the same body and connections. No service on this machine
   // answers faster than this; the targets are read against it.
-  for (const c of levels) {
+  for (const c of writes ? levels : []) {
     const floorUrl = await server.openFloor();
     report.floor!.push(await cannon("POST empty Fastify route (floor)", c, { url: `${floorUrl}/floor`, method: "POST", headers, body: JSON.stringify({ uniqueID: "floor", pool: "hel1-burst" }) }));
     await server.close();
   }
   await server.exit();
   process.stdout.write(`${JSON.stringify({ machine: { cpus: os.cpus().length, node: process.version }, durationSeconds: duration, ...report }, null, 2)}\n`);
+}
+
+interface WrkResult {
+  creates: number;
+  deletes: number;
+  failures: number;
+  requests: number;
+  durationUs: number;
+  p50Us: number;
+  p99Us: number;
+  maxUs: number;
+  socketErrors: number;
+}
+
+/** Runs wrk (not blocking this process's event loop) and reads the line createDeleteLoop.lua prints. */
+function runWrk(args: string[]): Promise<WrkResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn("wrk", args, { stdio: ["ignore", "pipe", "pipe"] });
+    let out = "";
+    child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString()));
+    child.stderr.on("data", (chunk: Buffer) => (out += chunk.toString()));
+    child.on("error", reject);
+    child.on("close", (code) => {
+      const line = out.split("\n").find((l) => l.startsWith("WRK_RESULT "));
+      if (code !== 0 || !line) reject(new Error(`wrk exited ${code}: ${out.slice(-1000)}`));
+      else resolve(JSON.parse(line.slice("WRK_RESULT ".length)) as WrkResult);
+    });
+  });
 }
 
 /** p50, p99 and max of latencies in ms, to 0.1 ms. */

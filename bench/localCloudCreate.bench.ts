@@ -6,7 +6,8 @@
  * fake's server exists; the simulated cloud's server exists), to RUNNING in the API, and, on the
  * real engine, to the Node Ready; and the Hetzner API requests per created node from the fake's
  * counters. Targets (issue "Local cloud"): at most the batch window + 5 s to the server create, at
- * most 5 Hetzner requests per node.
+ * most 5 Hetzner requests per node. `--boot-delay-ms N` lets the fake's servers take N ms to
+ * running, as Hetzner's do (about 10 s): then the steps wait on the cloud, not on this machine.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { cpus, tmpdir, totalmem } from "node:os";
@@ -21,7 +22,7 @@ import { runPulumi } from "../automation/local/localStack";
 import { localStackProject } from "../test/support/localStackProject";
 import { until } from "../test/support/until";
 import { type ServeProcess, startServe } from "../test/support/serveProcess";
-import { percentile } from "./benchSetup";
+import { arg, percentile } from "./benchSetup";
 
 const POOL = "local-burst";
 const BATCH = { NODEFLEET_BATCH_IDLE_MS: "300", NODEFLEET_BATCH_MAX_MS: "3000" };
@@ -30,6 +31,7 @@ const BATCH = { NODEFLEET_BATCH_IDLE_MS: "300", NODEFLEET_BATCH_MAX_MS: "3000" }
  * caches cold), 40 at once, then 1 again on a service that has run before (the steady state).
  */
 const ROUNDS = [1, 40, 1];
+const BOOT_DELAY_MS = arg("boot-delay-ms", "0");
 const roundTitle = (round: number, count: number) => `${count} creates${count === 1 ? (round === 0 ? " (first run after start)" : " (after earlier runs)") : ""}`;
 
 interface Timings {
@@ -97,10 +99,10 @@ function engineRuns(runs: readonly OperationView[]): string {
 const totalRequests = (cloud: LocalCloud) => [...cloud.hcloud.requestCounts.values()].reduce((a, b) => a + b, 0);
 
 async function main(): Promise<void> {
-  process.stdout.write(`machine: ${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB; batch idle ${BATCH.NODEFLEET_BATCH_IDLE_MS} ms, max ${BATCH.NODEFLEET_BATCH_MAX_MS} ms; boot delay 0\n`);
+  process.stdout.write(`machine: ${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB; batch idle ${BATCH.NODEFLEET_BATCH_IDLE_MS} ms, max ${BATCH.NODEFLEET_BATCH_MAX_MS} ms; boot delay ${BOOT_DELAY_MS} ms; engine parallel ${process.env.NODEFLEET_ENGINE_PARALLEL ?? "default"}\n`);
   const dir = mkdtempSync(join(tmpdir(), "nodefleet-local-create-bench-"));
   const project = localStackProject(join(dir, "project"));
-  const cloud = await startLocalCloud({ dataDir: join(dir, "data"), hcloudPort: 0, agentIntervalMs: 200, logger: { info() {}, warn() {} }, projectDir: project, env: { ...process.env, NODEFLEET_SIM_BOOT_DELAY_MS: "0" } });
+  const cloud = await startLocalCloud({ dataDir: join(dir, "data"), hcloudPort: 0, agentIntervalMs: 200, logger: { info() {}, warn() {} }, projectDir: project, env: { ...process.env, NODEFLEET_SIM_BOOT_DELAY_MS: BOOT_DELAY_MS } });
   const servers: ServeProcess[] = [];
   const rows: string[] = [];
   try {
@@ -125,7 +127,7 @@ async function main(): Promise<void> {
     await real.exited();
 
     const simulatedDir = join(dir, "simulated");
-    const simulated = await startServe(simulatedDir, { ...cloud.env, ...BATCH, NODEFLEET_SIM_BOOT_DELAY_MS: "0", NODEFLEET_API_TOKENS: `local:${TOKEN}` }, { stack: "local", engine: "simulated", cwd: project, clusterId: "local" });
+    const simulated = await startServe(simulatedDir, { ...cloud.env, ...BATCH, NODEFLEET_SIM_BOOT_DELAY_MS: BOOT_DELAY_MS, NODEFLEET_API_TOKENS: `local:${TOKEN}` }, { stack: "local", engine: "simulated", cwd: project, clusterId: "local" });
     servers.push(simulated);
     await ready(simulated);
     const simulatedServer = (nodeId: string) => new SimulatedCloud(simulatedDir).listServers({ "nodefleet.io/node": nodeId }).length > 0;

@@ -21,7 +21,7 @@ import { StackConfigSource } from "../api/stackConfigSource";
 import { CatalogSource } from "../catalog/catalogSource";
 import { lookUpSharedResources } from "../reconciler/sharedResources";
 import { OfferingAvailability } from "../catalog/offeringAvailability";
-import { AutomationEngine } from "../engine/automationEngine";
+import { AutomationEngine, DEFAULT_ENGINE_PARALLEL } from "../engine/automationEngine";
 import { HcloudClient } from "../engine/hcloudClient";
 import type { StackEngine } from "../engine/stackEngine";
 import { gitStackProgram } from "../gitStackProgram";
@@ -52,6 +52,12 @@ function intEnv(env: NodeJS.ProcessEnv, name: string, fallback: number): number 
   if (raw === undefined || raw === "") return fallback;
   const value = Number(raw);
   if (!Number.isInteger(value) || value < 0) throw new Error(`${name} must be a non-negative integer (got ${JSON.stringify(raw)})`);
+  return value;
+}
+
+function positiveIntEnv(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const value = intEnv(env, name, fallback);
+  if (value === 0) throw new Error(`${name} must be a positive integer (got "0")`);
   return value;
 }
 
@@ -113,6 +119,7 @@ export async function serve(options: ServeOptions, env: NodeJS.ProcessEnv = proc
     retry: { initialMs: intEnv(env, "NODEFLEET_RETRY_INITIAL_MS", 2000), maxMs: intEnv(env, "NODEFLEET_RETRY_MAX_MS", 60_000) },
     rateLimitPerMinute: intEnv(env, "NODEFLEET_RATE_LIMIT_PER_MINUTE", 6000) || false,
     shutdownGraceMs: intEnv(env, "NODEFLEET_SHUTDOWN_GRACE_MS", 30_000),
+    engineParallel: positiveIntEnv(env, "NODEFLEET_ENGINE_PARALLEL", DEFAULT_ENGINE_PARALLEL),
   } as const;
 
   fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
@@ -161,7 +168,7 @@ export async function serve(options: ServeOptions, env: NodeJS.ProcessEnv = proc
       firstApply = new FirstApply(() => simulated.up({ stackName: options.stack, program: gitStackProgram({ allowMissingKubeconfig: true }), config: stack.stackConfig() }), settings.retry, logger);
       reclaimer = new OrphanReclaimer({ ...reclaimerOptions, inventory: simulatedInventory(simulated.cloud, metrics) });
     } else {
-      const automation = await AutomationEngine.create({ dataDir, logger, ...(hcloud ? { hcloud } : {}) });
+      const automation = await AutomationEngine.create({ dataDir, logger, parallel: settings.engineParallel, ...(hcloud ? { hcloud } : {}) });
       engine = automation;
       const gitStack = { stackName: options.stack, program: gitStackProgram({ allowMissingKubeconfig: false }), config: {}, projectDir: root };
       readSecretConfig = async (key) => (await automation.readStackConfig(gitStack))[key];

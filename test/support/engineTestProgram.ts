@@ -14,6 +14,8 @@ export interface TestMember {
   readonly userData?: string;
   /** Local mode: the stand-in server takes this long to create (a window to crash the engine in). */
   readonly createDelayMs?: number;
+  /** Local mode: the stand-in server's create appends `start <ms>` and `end <ms>` lines to this file (how many ran at once). */
+  readonly createTrace?: string;
   /** Declare the server and its suffix with `ignoreChanges` on user data (as a rollout keeps an old server). */
   readonly keepUserData?: boolean;
 }
@@ -34,7 +36,10 @@ const LOCAL_REPLACE_KEYS = ["userData", "image", "location"];
 /** A cloud-free stand-in for a server: fails like a sold-out type when its serverType contains "soldout". */
 const localServerProvider: pulumi.dynamic.ResourceProvider = {
   async create(inputs) {
+    const trace = (event: string) => inputs.createTrace && require("node:fs").appendFileSync(String(inputs.createTrace), `${event} ${Date.now()}\n`);
+    trace("start");
     if (inputs.createDelayMs) await new Promise((resolve) => setTimeout(resolve, Number(inputs.createDelayMs)));
+    trace("end");
     if (String(inputs.serverType).includes("soldout")) {
       throw new Error(`server type ${inputs.serverType} is sold out: error during placement (resource_unavailable)`);
     }
@@ -86,7 +91,7 @@ class TestMemberComponent extends pulumi.ComponentResource {
     };
     this.server =
       args.mode === "local"
-        ? new LocalServer(`${name}-server`, { ...common, ...(args.member.createDelayMs ? { createDelayMs: args.member.createDelayMs } : {}) }, serverOptions)
+        ? new LocalServer(`${name}-server`, { ...common, ...(args.member.createDelayMs ? { createDelayMs: args.member.createDelayMs } : {}), ...(args.member.createTrace ? { createTrace: args.member.createTrace } : {}) }, serverOptions)
         : new hcloud.Server(`${name}-server`, { ...common, networks: [{ networkId: args.networkId! }] }, serverOptions);
     this.registerOutputs({ serverId: this.server.id });
   }

@@ -60,6 +60,14 @@ describe("nodefleet serve start-up", function () {
     assertUntouched(dataDir);
   });
 
+  it("refuses an engine parallelism of 0 (the CLI would run nothing), naming the setting", async () => {
+    const dataDir = tempDataDir("nodefleet-start-");
+    const result = await serveUntilExit(dataDir, { NODEFLEET_ENGINE_PARALLEL: "0" });
+    assert.notEqual(result.code, 0);
+    assert.match(result.stderr, /NODEFLEET_ENGINE_PARALLEL must be a positive integer/);
+    assertUntouched(dataDir);
+  });
+
   it("refuses to serve an empty store when nodefleet.db was deleted next to the API stack's state, naming the file and how to restore", async () => {
     const dataDir = tempDataDir("nodefleet-start-");
     const serve = await startServe(dataDir);

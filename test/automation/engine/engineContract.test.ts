@@ -393,6 +393,54 @@ for (const engineCase of ENGINES) {
   });
 }
 
+describe("automation engine: resource operations at once", function () {
+  this.timeout(600_000);
+  const MEMBERS = 12;
+
+  before(function () {
+    skipUnlessAvailable(this, missingTools("pulumi", "pulumi-resource-random"));
+  });
+
+  const dataDir = tempDirPerTest("nodefleet-parallel-");
+
+  /** The most stand-in server creates that were running at one moment during one up of MEMBERS members. */
+  async function mostAtOnce(parallel: number | undefined): Promise<number> {
+    const dir = join(dataDir(), `parallel-${parallel ?? "default"}`);
+    mkdirSync(dir, { recursive: true });
+    const trace = join(dir, "creates.log");
+    const engine = new AutomationEngine({ dataDir: dir, env: { ...process.env, PULUMI_CONFIG_PASSPHRASE: "contract-tests" }, logger: silent, ...(parallel ? { parallel } : {}) });
+    const memberList = members(MEMBERS).map((m) => ({ ...m, createDelayMs: 3000, createTrace: trace }));
+    const result = await engine.up({
+      stackName: "parallel",
+      program: { module: PROGRAM_MODULE, args: { mode: "local" } },
+      config: { "enginetest:members": { value: memberList }, "enginetest:cluster": { value: "parallel" } },
+    });
+    assert.ok(result.succeeded, JSON.stringify(result.steps.filter((s) => s.error)));
+    const events = readFileSync(trace, "utf8")
+      .trim()
+      .split("\n")
+      .map((line) => line.split(" "))
+      .map(([event, at]) => ({ at: Number(at), delta: event === "start" ? 1 : -1 }))
+      // At one instant an end comes before a start: overlap is counted only where it is real.
+      .sort((a, b) => a.at - b.at || a.delta - b.delta);
+    assert.equal(events.length, 2 * MEMBERS);
+    let running = 0;
+    let most = 0;
+    for (const e of events) most = Math.max(most, (running += e.delta));
+    return most;
+  }
+
+  it("runs no more creates at once than its parallel setting (the CLI's own default is at least four)", async function () {
+    const most = await mostAtOnce(3);
+    assert.ok(most <= 3, `${most} creates ran at once`);
+    assert.ok(most >= 2, `the creates ran one by one (${most})`);
+  });
+
+  it("by default runs every member's create of a burst at once, more than the CLI's four per core", async function () {
+    assert.equal(await mostAtOnce(undefined), MEMBERS);
+  });
+});
+
 describe("simulated engine with the real fleet program (stacks/Pulumi.example.yaml)", function () {
   const dataDir = tempDirPerTest("nodefleet-contract-fleet-");
 

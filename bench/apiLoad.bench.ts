@@ -86,6 +86,21 @@ class BenchServer {
   }
 }
 
+/**
+ * Runs one load and what it cost: the service's CPU milliseconds, this process's (autocannon's;
+ * not a child's such as wrk) and the cores the whole machine kept busy meanwhile.
+ */
+async function measured<T>(server: BenchServer, load: () => Promise<T>): Promise<{ result: T; cpuMs: number; loadCpuMs: number; machineBusyCores: number }> {
+  const cpuBefore = await server.cpuMs();
+  const machineBefore = machineCpuTimes();
+  const loadBefore = process.cpuUsage();
+  const result = await load();
+  const loadUsage = process.cpuUsage(loadBefore);
+  const machineBusyCores = busyCores(machineBefore, machineCpuTimes());
+  const cpuMs = (await server.cpuMs()) - cpuBefore;
+  return { result, cpuMs, loadCpuMs: (loadUsage.user + loadUsage.system) / 1000, machineBusyCores };
+}
+
 async function main(): Promise<void> {
   const duration = Number(arg("duration", "5"));
   const levels = arg("connections", "1,10,60").split(",").map(Number);
@@ -93,20 +108,14 @@ async function main(): Promise<void> {
   const server = new BenchServer();
   const cannon = async (title: string, connections: number, options: autocannon.Options) => {
     process.stderr.write(`autocannon ${title} (${duration}s, ${connections} connections)...\n`);
-    const cpuBefore = await server.cpuMs();
-    const machineBefore = machineCpuTimes();
-    const loadBefore = process.cpuUsage();
-    const result = await autocannon({ ...options, duration, connections });
-    const load = process.cpuUsage(loadBefore);
-    const machineBusyCores = busyCores(machineBefore, machineCpuTimes());
-    const cpuMs = (await server.cpuMs()) - cpuBefore;
+    const { result, cpuMs, loadCpuMs, machineBusyCores } = await measured(server, () => autocannon({ ...options, duration, connections }));
     return {
       connections,
       requestsPerSecond: result.requests.average,
       latencyMs: { p50: result.latency.p50, p99: result.latency.p99, max: result.latency.max },
       total: result.requests.total,
       serverCpuMsPerRequest: perRequest(cpuMs, result.requests.total),
-      loadCpuMsPerRequest: perRequest((load.user + load.system) / 1000, result.requests.total),
+      loadCpuMsPerRequest: perRequest(loadCpuMs, result.requests.total),
       machineBusyCores,
       non2xx: result.non2xx,
       errors: result.errors,
@@ -200,10 +209,7 @@ async function main(): Promise<void> {
     const creates: number[] = [];
     const deletes: number[] = [];
     process.stderr.write(`autocannon POST create + DELETE (${duration}s, ${c} kept-alive connections${scenario === "createKeepAliveLogged" ? ", logged" : ""})...\n`);
-    const cpuBefore = await server.cpuMs();
-    const machineBefore = machineCpuTimes();
-    const loadBefore = process.cpuUsage();
-    const result = await new Promise<autocannon.Result>((resolve, reject) => {
+    const { result, cpuMs, loadCpuMs, machineBusyCores } = await measured(server, () => new Promise<autocannon.Result>((resolve, reject) => {
       const tracker = autocannon(
         {
           url: `${service.baseUrl}/api/v1/clusters/example/nodes`,
@@ -237,10 +243,7 @@ async function main(): Promise<void> {
         answered.set(client, n + 1);
         (n % 2 === 0 ? creates : deletes).push(ms);
       });
-    });
-    const load = process.cpuUsage(loadBefore);
-    const machineBusyCores = busyCores(machineBefore, machineCpuTimes());
-    const cpuMs = (await server.cpuMs()) - cpuBefore;
+    }));
     const { commits, checkpoints } = await server.close();
     report[scenario]!.push({
       connections: c,
@@ -249,7 +252,7 @@ async function main(): Promise<void> {
       total: creates.length,
       deleteLatencyMs: quantiles(deletes),
       serverCpuMsPerRequest: perRequest(cpuMs, result.requests.total),
-      loadCpuMsPerRequest: perRequest((load.user + load.system) / 1000, result.requests.total),
+      loadCpuMsPerRequest: perRequest(loadCpuMs, result.requests.total),
       machineBusyCores,
       commits,
       checkpoints,
@@ -267,11 +270,8 @@ async function main(): Promise<void> {
     for (const c of levels) {
       const service = await server.open(3_600_000);
       process.stderr.write(`wrk POST create + DELETE (${duration}s, ${c} kept-alive connections)...\n`);
-      const cpuBefore = await server.cpuMs();
-      const machineBefore = machineCpuTimes();
-      const run = await runWrk(["-t1", `-c${c}`, `-d${duration}s`, "-s", path.join(__dirname, "..", "..", "bench", "createDeleteLoop.lua"), service.baseUrl, "--", TOKEN, "example", "hel1-burst"]);
-      const machineBusyCores = busyCores(machineBefore, machineCpuTimes());
-      const cpuMs = (await server.cpuMs()) - cpuBefore;
+      const script = path.join(__dirname, "..", "..", "bench", "createDeleteLoop.lua");
+      const { result: run, cpuMs, machineBusyCores } = await measured(server, () => runWrk(["-t1", `-c${c}`, `-d${duration}s`, "-s", script, service.baseUrl, "--", TOKEN, "example", "hel1-burst"]));
       const { commits, checkpoints } = await server.close();
       const seconds = run.durationUs / 1e6;
       report.createDeleteWrk!.push({

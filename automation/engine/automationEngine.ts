@@ -60,10 +60,7 @@ export interface AutomationEngineOptions {
   readonly pulumiCommand?: PulumiCommand;
   /** Updates of history kept per API stack on nodefleet's own file backend (older ones are removed). Default 20. */
   readonly historyToKeep?: number;
-  /**
-   * Resource operations the CLI runs at once (`--parallel`). Default DEFAULT_ENGINE_PARALLEL, not
-   * the CLI's four per core: a member's steps wait on cloud and cluster APIs, not on this machine.
-   */
+  /** Resource operations the CLI runs at once (`--parallel`). Default DEFAULT_ENGINE_PARALLEL (why: there). */
   readonly parallel?: number;
 }
 

@@ -135,3 +135,55 @@ describe("the hcloud provider plugin on the real engine, against the fake Hetzne
     assert.deepEqual(exchanges.flatMap(hcloudOpenApiViolations), []);
   });
 });
+
+describe("the hcloud provider plugin polls a running action as terraform-provider-hcloud does", function () {
+  this.timeout(300_000);
+  /** Every action the fake starts runs this long: long enough to tell the poll schedules apart. */
+  const ACTION_MS = 1500;
+  let dir: string;
+  let engine: AutomationEngine;
+
+  before(function () {
+    skipUnlessAvailable(this, missingTools("pulumi", "pulumi-resource-hcloud"));
+    dir = mkdtempSync(join(tmpdir(), "nodefleet-hcloud-poll-"));
+    engine = new AutomationEngine({ dataDir: join(dir, "data"), env: { ...process.env, PULUMI_CONFIG_PASSPHRASE: "hcloud-poll", HCLOUD_TOKEN: TOKEN }, logger: silent });
+  });
+
+  after(function () {
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** Brings one of each resource up against a fresh fake; the fake's action polls per action it started, and the run. */
+  async function pollsPerAction(name: string, poll: Record<string, string>): Promise<{ polls: number; run: RunResult }> {
+    const fake = buildFakeHcloud({ token: TOKEN, stateFile: join(dir, `${name}.json`), actionMs: ACTION_MS });
+    const endpoint = await fake.app.listen({ port: 0, host: "127.0.0.1" });
+    try {
+      const config = Object.fromEntries(Object.entries(poll).map(([key, value]) => [`hcloud:${key}`, { value }]));
+      const run = await engine.up({
+        stackName: name,
+        program: { module: PROGRAM },
+        config: { ...config, "hcloud:endpoint": { value: endpoint }, "hcloudtest:revision": { value: "1" }, "hcloudtest:servers": { value: "1" } },
+      });
+      const started = fake.state.actions.length;
+      return { polls: started === 0 ? 0 : (fake.requestCounts.get("GET /actions") ?? 0) / started, run };
+    } finally {
+      await fake.app.close();
+    }
+  }
+
+  it("doubles the wait from 500ms by default, from pollInterval when set, and repeats pollInterval with pollFunction constant", async function () {
+    const constant = await pollsPerAction("constant", { pollInterval: "100ms", pollFunction: "constant" });
+    const exponential = await pollsPerAction("exponential", { pollInterval: "100ms" });
+    const byDefault = await pollsPerAction("default", {});
+    for (const { run } of [constant, exponential, byDefault]) assert.equal(run.succeeded, true, JSON.stringify(run.steps.filter((s) => s.error)));
+    // 1.5 s of action: every 100ms is about 15 polls; 100, 200, 400, 800ms about 4; 500ms, 1s about 2.
+    assert.ok(constant.polls >= 10, `constant: ${constant.polls} polls per action`);
+    assert.ok(exponential.polls >= 3 && exponential.polls <= 6, `exponential from 100ms: ${exponential.polls} polls per action`);
+    assert.ok(byDefault.polls >= 1 && byDefault.polls <= 3, `default: ${byDefault.polls} polls per action`);
+  });
+
+  it("refuses a poll function it does not know, naming the setting", async function () {
+    // The provider's configure fails, so the CLI's up fails as a whole (the engine rejects with its output).
+    await assert.rejects(pollsPerAction("unknown", { pollFunction: "fibonacci" }), /pollFunction: must be "constant" or "exponential", not "fibonacci"/);
+  });
+});

@@ -18,8 +18,8 @@ type cloud struct {
 	client *hcloud.Client
 }
 
-// configure reads `hcloud:token`, `hcloud:endpoint` and `hcloud:pollInterval` like the upstream
-// provider, falling back to HCLOUD_TOKEN and HCLOUD_ENDPOINT.
+// configure reads `hcloud:token`, `hcloud:endpoint`, `hcloud:pollInterval` and `hcloud:pollFunction`
+// like the upstream provider, falling back to HCLOUD_TOKEN and HCLOUD_ENDPOINT.
 func (c *cloud) configure(config resource.PropertyMap) error {
 	token := nativeprovider.String(config, "token")
 	if token == "" {
@@ -29,13 +29,9 @@ func (c *cloud) configure(config resource.PropertyMap) error {
 	if endpoint == "" {
 		endpoint = os.Getenv("HCLOUD_ENDPOINT")
 	}
-	poll := time.Second
-	if text := nativeprovider.String(config, "pollInterval"); text != "" {
-		parsed, err := time.ParseDuration(text)
-		if err != nil {
-			return fmt.Errorf("pollInterval: must be a duration such as 500ms (%v)", err)
-		}
-		poll = parsed
+	backoff, err := pollBackoff(nativeprovider.String(config, "pollInterval"), nativeprovider.String(config, "pollFunction"))
+	if err != nil {
+		return err
 	}
 	if token == "" {
 		// Deferred to the first call: a preview of unchanged resources needs no token.
@@ -45,13 +41,41 @@ func (c *cloud) configure(config resource.PropertyMap) error {
 	opts := []hcloud.ClientOption{
 		hcloud.WithToken(token),
 		hcloud.WithApplication("nodefleet-pulumi-resource-hcloud", version),
-		hcloud.WithPollOpts(hcloud.PollOpts{BackoffFunc: hcloud.ConstantBackoff(poll)}),
+		hcloud.WithPollOpts(hcloud.PollOpts{BackoffFunc: backoff}),
 	}
 	if endpoint != "" {
 		opts = append(opts, hcloud.WithEndpoint(endpoint))
 	}
 	c.client = hcloud.NewClient(opts...)
 	return nil
+}
+
+const defaultPollInterval = 500 * time.Millisecond
+
+// pollBackoff is how long to wait before each poll of a running action, as terraform-provider-hcloud
+// chooses it: without a poll interval, 500ms doubling up to 10s (a server's create action takes
+// about ten seconds: a handful of polls, not one a second against the project's hourly budget);
+// with one, that interval doubling (hcloud-go caps it at a minute), or the interval every time
+// when the poll function is "constant" (without an interval: the documented default, 500ms; upstream
+// then ignores the function).
+func pollBackoff(interval, function string) (hcloud.BackoffFunc, error) {
+	if function != "" && function != "constant" && function != "exponential" {
+		return nil, fmt.Errorf("pollFunction: must be \"constant\" or \"exponential\", not %q", function)
+	}
+	if interval == "" {
+		if function == "constant" {
+			return hcloud.ConstantBackoff(defaultPollInterval), nil
+		}
+		return hcloud.ExponentialBackoffWithOpts(hcloud.ExponentialBackoffOpts{Base: defaultPollInterval, Multiplier: 2, Cap: 10 * time.Second}), nil
+	}
+	parsed, err := time.ParseDuration(interval)
+	if err != nil || parsed <= 0 {
+		return nil, fmt.Errorf("pollInterval: must be a positive duration such as 500ms, not %q", interval)
+	}
+	if function == "constant" {
+		return hcloud.ConstantBackoff(parsed), nil
+	}
+	return hcloud.ExponentialBackoff(2, parsed), nil
 }
 
 func (c *cloud) api() (*hcloud.Client, error) {

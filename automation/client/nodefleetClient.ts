@@ -13,6 +13,7 @@ import type {
   operationSchema,
   readinessSchema,
 } from "../api/schemas";
+import { fetchFailureCause } from "./fetchFailureCause";
 
 export type ClusterInfo = z.infer<typeof clusterSchema>;
 export type InstanceType = z.infer<typeof instanceTypeSchema>;
@@ -39,9 +40,7 @@ export class NodefleetConnectionError extends Error {
 /** fetch reports every network failure as "fetch failed"; what went wrong is in its cause. */
 function failureReason(error: unknown, timeoutMs: number): string {
   if (error instanceof Error && (error.name === "TimeoutError" || error.name === "AbortError")) return `no answer within ${timeoutMs} ms`;
-  const cause = error instanceof Error ? (error.cause as { code?: string; message?: string } | undefined) : undefined;
-  if (cause?.code && cause.message && !cause.message.includes(cause.code)) return `${cause.code} (${cause.message})`;
-  return cause?.message ?? cause?.code ?? (error instanceof Error ? error.message : String(error));
+  return fetchFailureCause(error) ?? (error instanceof Error ? error.message : String(error));
 }
 
 export interface ClientOptions {

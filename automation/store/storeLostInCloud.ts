@@ -8,6 +8,7 @@
  * its claim, and it is exactly what the orphan reclaimer would delete under an empty store.
  */
 import { setTimeout as sleep } from "node:timers/promises";
+import { fetchFailureCause } from "../client/fetchFailureCause";
 import { HcloudApiError } from "../engine/hcloudClient";
 import { type ServerInventory, findOrphans } from "../reconciler/orphanReclaimer";
 import { StoreLostError, storeMissingOrEmpty } from "./storeIntegrity";
@@ -27,9 +28,8 @@ function transient(error: unknown): boolean {
 
 /** The error's message with its cause (fetch reports only "fetch failed"; the cause says ECONNREFUSED, a timeout...). */
 function describe(error: unknown): string {
-  const cause = (error as { cause?: { code?: string; message?: string } }).cause;
-  const detail = cause?.code ?? cause?.message;
-  return `${(error as Error).message}${detail ? ` (${detail})` : ""}`;
+  const cause = fetchFailureCause(error);
+  return `${error instanceof Error ? error.message : String(error)}${cause ? ` (${cause})` : ""}`;
 }
 
 /**

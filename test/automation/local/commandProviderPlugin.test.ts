@@ -1,0 +1,154 @@
+/**
+ * nodefleet's command provider plugin (toolchain/providers/cmd/pulumi-resource-command), driven by
+ * the real engine against a real OpenSSH server on 127.0.0.1 (Debian's openssh-server, started by
+ * the test with its own host key and authorized key): remote.Command creates, updates in place with
+ * the previous output in its environment, is replaced when a trigger changes, runs `delete` when
+ * removed, refuses a server whose host key is not the pinned one, and keeps a secret out of its
+ * errors; local.Command runs on this machine. What ran is read from the log the scripts wrote.
+ */
+import assert from "node:assert/strict";
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir, userInfo } from "node:os";
+import { join } from "node:path";
+import { AutomationEngine } from "../../../automation/engine/automationEngine";
+import type { RunResult, StackDefinition } from "../../../automation/engine/stackEngine";
+import { freePort } from "../../../automation/local/freePort";
+import { missingTools, skipUnlessAvailable } from "../../support/toolchainRequirement";
+import { until } from "../../support/until";
+
+const PROGRAM = join(__dirname, "..", "..", "support", "commandProgram.js");
+const SSHD = "/usr/sbin/sshd";
+const REMOTE = "command:remote:Command";
+const silent = { info() {}, warn() {}, error() {} };
+
+/** A key pair made by ssh-keygen: the private key file's text and the public key line. */
+function keyPair(path: string): { privateKey: string; publicKey: string } {
+  execFileSync("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-f", path]);
+  return { privateKey: readFileSync(path, "utf8"), publicKey: readFileSync(`${path}.pub`, "utf8").trim() };
+}
+
+describe("the command provider plugin on the real engine, against a real sshd", function () {
+  this.timeout(300_000);
+  let dir: string;
+  let sshd: ChildProcess | undefined;
+  let port: number;
+  let engine: AutomationEngine;
+  let client: { privateKey: string; publicKey: string };
+  let host: { privateKey: string; publicKey: string };
+  let log: string;
+
+  const stack = (settings: { run: string; stdin?: string; trigger?: string; remote?: boolean; secretStdin?: boolean; fail?: boolean; hostKey?: string }): StackDefinition => ({
+    stackName: "command",
+    program: { module: PROGRAM },
+    config: {
+      "commandtest:log": { value: log },
+      "commandtest:port": { value: String(port) },
+      "commandtest:user": { value: userInfo().username },
+      "commandtest:privateKey": { value: client.privateKey, secret: true },
+      "commandtest:hostKey": { value: settings.hostKey ?? host.publicKey },
+      "commandtest:run": { value: settings.run },
+      "commandtest:stdin": { value: settings.stdin ?? "hello" },
+      "commandtest:trigger": { value: settings.trigger ?? "t1" },
+      "commandtest:remote": { value: String(settings.remote ?? true) },
+      "commandtest:secretStdin": { value: String(settings.secretStdin ?? false) },
+      "commandtest:fail": { value: String(settings.fail ?? false) },
+    },
+  });
+  const logLines = () => (existsSync(log) ? readFileSync(log, "utf8").trim().split("\n") : []);
+  const remoteOps = (run: RunResult) => run.steps.filter((s) => s.type === REMOTE).map((s) => s.op);
+  const failed = (run: RunResult) => JSON.stringify(run.steps.filter((s) => s.error));
+
+  before(async function () {
+    skipUnlessAvailable(this, missingTools("pulumi", "pulumi-resource-command") ?? (existsSync(SSHD) ? undefined : `${SSHD} not installed (Debian: apt-get install openssh-server)`));
+    dir = mkdtempSync(join(tmpdir(), "nodefleet-command-plugin-"));
+    log = join(dir, "remote.log");
+    host = keyPair(join(dir, "host_ed25519"));
+    client = keyPair(join(dir, "client_ed25519"));
+    writeFileSync(join(dir, "authorized_keys"), `${client.publicKey}\n`, { mode: 0o600 });
+    port = await freePort();
+    writeFileSync(
+      join(dir, "sshd_config"),
+      [
+        `Port ${port}`,
+        "ListenAddress 127.0.0.1",
+        `HostKey ${join(dir, "host_ed25519")}`,
+        `AuthorizedKeysFile ${join(dir, "authorized_keys")}`,
+        `PidFile ${join(dir, "sshd.pid")}`,
+        // The temporary directory is not root's own: sshd's ownership checks would refuse it.
+        "StrictModes no",
+        "UsePAM no",
+        "PasswordAuthentication no",
+        "KbdInteractiveAuthentication no",
+        "PermitRootLogin prohibit-password",
+        "AcceptEnv NODEFLEET_TEST_* PULUMI_COMMAND_*",
+      ].join("\n") + "\n",
+    );
+    // sshd's privilege separation directory (the package's service unit creates it at boot).
+    if (process.getuid?.() === 0) mkdirSync("/run/sshd", { recursive: true, mode: 0o755 });
+    sshd = spawn(SSHD, ["-D", "-e", "-f", join(dir, "sshd_config")], { stdio: ["ignore", "ignore", "pipe"] });
+    let sshdLog = "";
+    sshd.stderr!.on("data", (chunk: Buffer) => (sshdLog += chunk.toString()));
+    await until("sshd to listen", () => sshdLog.includes("Server listening") || sshd!.exitCode !== null || undefined, 10_000, () => sshdLog);
+    assert.equal(sshd.exitCode, null, `sshd exited: ${sshdLog}`);
+    engine = new AutomationEngine({ dataDir: join(dir, "data"), env: { ...process.env, PULUMI_CONFIG_PASSPHRASE: "command-plugin" }, logger: silent });
+  });
+
+  after(function () {
+    sshd?.kill();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("creates: the remote script runs once over SSH with its stdin and environment, the local one on this machine", async function () {
+    const run = await engine.up(stack({ run: "r1", stdin: "hello-1" }));
+    assert.equal(run.succeeded, true, failed(run));
+    assert.deepEqual(logLines(), ["create r1"]);
+    assert.equal(run.outputs.remoteStdout, "hello-1");
+    assert.equal(run.outputs.localStdout, "local r1");
+    const again = await engine.up(stack({ run: "r1", stdin: "hello-1" }));
+    assert.deepEqual(remoteOps(again), ["same"]);
+    assert.deepEqual(logLines(), ["create r1"], "an unchanged command does not run again");
+  });
+
+  it("updates in place on any change but a trigger, running `update` with the previous stdout", async function () {
+    const run = await engine.up(stack({ run: "r2", stdin: "hello-2" }));
+    assert.equal(run.succeeded, true, failed(run));
+    assert.deepEqual(remoteOps(run), ["update"]);
+    assert.deepEqual(logLines(), ["create r1", "update r2 prev=hello-1"]);
+    assert.equal(run.outputs.remoteStdout, "hello-2");
+  });
+
+  it("is replaced when a trigger changes: the new command is created, then the old one's `delete` runs", async function () {
+    const run = await engine.up(stack({ run: "r2", stdin: "hello-2", trigger: "t2" }));
+    assert.equal(run.succeeded, true, failed(run));
+    assert.ok(remoteOps(run).includes("replace"), JSON.stringify(remoteOps(run)));
+    assert.deepEqual(logLines().slice(2), ["create r2", "delete prev=hello-2"]);
+  });
+
+  it("refuses a server whose host key is not the pinned one, and runs nothing", async function () {
+    const other = keyPair(join(dir, "other_ed25519"));
+    const run = await engine.up(stack({ run: "r3", stdin: "hello-3", hostKey: other.publicKey })).catch((error: Error) => error);
+    const text = run instanceof Error ? run.message : failed(run);
+    assert.ok(run instanceof Error || run.succeeded === false, "the run fails");
+    assert.match(text, /host key mismatch/);
+    assert.equal(logLines().length, 4, "nothing ran on the server");
+  });
+
+  it("quotes a failing script's output in its error, but not when its stdin is secret", async function () {
+    const plain = await engine.up(stack({ run: "r5", stdin: "plain-stdin", trigger: "t2", fail: true }));
+    assert.equal(plain.succeeded, false);
+    assert.match(failed(plain), /update: exited with status 3 on 127\.0\.0\.1: running .*plain-stdin/s);
+    const secret = await engine.up(stack({ run: "r6", stdin: "s3cret-stdin", trigger: "t2", fail: true, secretStdin: true }));
+    assert.equal(secret.succeeded, false);
+    assert.match(failed(secret), /update: exited with status 3 on 127\.0\.0\.1 \(the command and its output are withheld: its inputs are secret\)/);
+    assert.doesNotMatch(JSON.stringify(secret), /s3cret-stdin/);
+    assert.deepEqual(logLines().slice(4), ["update r5 prev=hello-2", "update r6 prev=hello-2"], "both ran; a failed update keeps the last good output");
+  });
+
+  it("runs `delete` when the command leaves the program", async function () {
+    const run = await engine.up(stack({ run: "r4", remote: false }));
+    assert.equal(run.succeeded, true, failed(run));
+    assert.deepEqual(remoteOps(run), ["delete"]);
+    assert.match(logLines().at(-1)!, /^delete prev=/);
+  });
+});

@@ -1,0 +1,182 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
+	pulumirpc "github.com/pulumi/pulumi/sdk/v3/proto/go"
+	"nodefleet.dev/toolchain/providers/internal/nativeprovider"
+)
+
+// runner runs one command where a Command resource says (over SSH, or on this machine).
+type runner interface {
+	// check validates the inputs only this kind of Command has (connection, dir, interpreter).
+	check(inputs resource.PropertyMap) []*pulumirpc.CheckFailure
+	// run runs script with stdin and the environment, returning what it wrote to stdout and stderr.
+	run(ctx context.Context, inputs resource.PropertyMap, script string, env map[string]string) (stdout, stderr string, err error)
+}
+
+// command is remote.Command or local.Command: the lifecycle is the same, only where it runs differs.
+type command struct {
+	runner runner
+}
+
+var loggingValues = []string{"stdout", "stderr", "stdoutAndStderr", "none"}
+
+// Upstream's SDK also sets replaceOnChanges: ["triggers[*]"]; the provider's own diff agrees.
+func (command) ReplaceKeys() []string { return []string{"triggers"} }
+
+func (c command) Check(news resource.PropertyMap) (resource.PropertyMap, []*pulumirpc.CheckFailure) {
+	failures := c.runner.check(news)
+	if v := news["logging"]; v.IsString() {
+		if !contains(loggingValues, v.StringValue()) {
+			failures = append(failures, nativeprovider.Failure("logging", fmt.Sprintf("must be one of %s, not %q", strings.Join(loggingValues, ", "), v.StringValue())))
+		}
+	}
+	for _, key := range []resource.PropertyKey{"assetPaths", "archivePaths"} {
+		if nativeprovider.Has(news, string(key)) {
+			failures = append(failures, nativeprovider.Failure(string(key), "is not supported by nodefleet's command provider"))
+		}
+	}
+	if len(failures) > 0 {
+		return nil, failures
+	}
+	return news, nil
+}
+
+// Create runs `create` (nothing without one). A failed create is not recorded: the next run creates again.
+func (c command) Create(ctx context.Context, inputs resource.PropertyMap, preview bool) (string, resource.PropertyMap, error) {
+	outs := inputs.Copy()
+	if preview || inputs.ContainsUnknowns() {
+		nativeprovider.Computed(outs, "stdout", "stderr")
+		return "", outs, nil
+	}
+	id, err := newID()
+	if err != nil {
+		return "", nil, err
+	}
+	if err := c.runInto(ctx, outs, "create", nil); err != nil {
+		return "", nil, err
+	}
+	return id, outs, nil
+}
+
+// Update runs `update`, else `create`, with the previous run's output in the environment.
+func (c command) Update(ctx context.Context, _ string, olds, inputs resource.PropertyMap, preview bool) (resource.PropertyMap, error) {
+	outs := inputs.Copy()
+	if preview || inputs.ContainsUnknowns() {
+		nativeprovider.Computed(outs, "stdout", "stderr")
+		return outs, nil
+	}
+	key := "update"
+	if !nativeprovider.Has(inputs, key) {
+		key = "create"
+	}
+	if err := c.runInto(ctx, outs, key, olds); err != nil {
+		return nil, err
+	}
+	return outs, nil
+}
+
+// Delete runs `delete`, with the last run's output in the environment.
+func (c command) Delete(ctx context.Context, _ string, olds resource.PropertyMap) error {
+	script := nativeprovider.String(olds, "delete")
+	if script == "" {
+		return nil
+	}
+	_, _, err := c.runner.run(ctx, olds, script, environment(olds, olds))
+	return describeFailure(olds, "delete", err)
+}
+
+// runInto runs the script under key and records its output in outs (empty when there is no script);
+// the output is secret when the script is, as upstream derives it from create and update.
+func (c command) runInto(ctx context.Context, outs resource.PropertyMap, key string, previous resource.PropertyMap) error {
+	stdout, stderr := "", ""
+	if script := nativeprovider.String(outs, key); script != "" {
+		var err error
+		stdout, stderr, err = c.runner.run(ctx, outs, script, environment(outs, previous))
+		if err != nil {
+			return describeFailure(outs, key, err)
+		}
+	}
+	secret := outs[resource.PropertyKey(key)].ContainsSecrets()
+	outs["stdout"] = maybeSecret(resource.NewStringProperty(strings.TrimSuffix(stdout, "\n")), secret)
+	outs["stderr"] = maybeSecret(resource.NewStringProperty(strings.TrimSuffix(stderr, "\n")), secret)
+	return nil
+}
+
+// environment is the resource's `environment`, plus the previous run's output unless addPreviousOutputInEnv is false.
+func environment(inputs, previous resource.PropertyMap) map[string]string {
+	env := nativeprovider.StringMap(inputs, "environment")
+	if previous != nil && (!nativeprovider.Has(inputs, "addPreviousOutputInEnv") || nativeprovider.Bool(inputs, "addPreviousOutputInEnv")) {
+		if out := nativeprovider.String(previous, "stdout"); out != "" {
+			env["PULUMI_COMMAND_STDOUT"] = out
+		}
+		if out := nativeprovider.String(previous, "stderr"); out != "" {
+			env["PULUMI_COMMAND_STDERR"] = out
+		}
+	}
+	return env
+}
+
+// outputTail bounds the output an error quotes: the end of a failing script says why.
+const outputTail = 2000
+
+// describeFailure names the step and, unless anything the script saw is secret, quotes its command and
+// the end of its output; a secret never reaches an error, which the engine logs in clear.
+func describeFailure(inputs resource.PropertyMap, key string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var failed *scriptError
+	if !errors.As(err, &failed) {
+		return fmt.Errorf("%s: %w", key, err)
+	}
+	for _, k := range []resource.PropertyKey{resource.PropertyKey(key), "stdin", "environment"} {
+		if inputs[k].ContainsSecrets() {
+			return fmt.Errorf("%s: %s (the command and its output are withheld: its inputs are secret)", key, failed.status)
+		}
+	}
+	output := failed.output
+	if len(output) > outputTail {
+		output = "..." + output[len(output)-outputTail:]
+	}
+	return fmt.Errorf("%s: %s: running %q:\n%s", key, failed.status, nativeprovider.String(inputs, key), output)
+}
+
+// scriptError is a script that ran and failed (as opposed to one that could not be started).
+type scriptError struct {
+	status string
+	output string
+}
+
+func (e *scriptError) Error() string { return e.status }
+
+func maybeSecret(v resource.PropertyValue, secret bool) resource.PropertyValue {
+	if secret {
+		return resource.MakeSecret(v)
+	}
+	return v
+}
+
+func newID() (string, error) {
+	b := make([]byte, 8)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b), nil
+}
+
+func contains(values []string, v string) bool {
+	for _, value := range values {
+		if value == v {
+			return true
+		}
+	}
+	return false
+}

@@ -1,10 +1,12 @@
 /**
  * A Pulumi program for the command provider plugin's real-engine test: one remote.Command against
- * the test's sshd that records each run in a log file on the "remote" side, and one local.Command,
+ * the test's sshd that records each run in a log file on the "remote" side, one shaped like the
+ * pools' self-join (script on stdin, `update` that records only), and one local.Command,
  * shaped by config `commandtest:*` so successive runs create, update, replace and delete them.
  */
 import * as command from "@pulumi/command";
 import * as pulumi from "@pulumi/pulumi";
+import { RECORD_ONLY_UPDATE } from "../../components/bootstrap/sshConnection";
 
 export function runProgram(): Record<string, pulumi.Output<unknown>> {
   const config = new pulumi.Config("commandtest");
@@ -33,6 +35,15 @@ export function runProgram(): Record<string, pulumi.Output<unknown>> {
       logging: "stderr",
     });
     outputs.remoteStdout = remote.stdout;
+    // The pools' self-join shape: the script on stdin of `bash -s`, re-run only when a trigger changes.
+    new command.remote.Command("join", {
+      connection: remote.connection,
+      create: "bash -s",
+      stdin: `echo "join $NODEFLEET_TEST_RUN" >> ${log}.join`,
+      update: RECORD_ONLY_UPDATE,
+      environment: { NODEFLEET_TEST_RUN: config.require("run") },
+      triggers: [config.require("trigger")],
+    });
   }
   const local = new command.local.Command("local", {
     create: `printf 'local %s' "$NODEFLEET_TEST_RUN"`,

@@ -55,8 +55,11 @@ describe("the command provider plugin on the real engine, against a real sshd", 
       "commandtest:fail": { value: String(settings.fail ?? false) },
     },
   });
-  const logLines = () => (existsSync(log) ? readFileSync(log, "utf8").trim().split("\n") : []);
-  const remoteOps = (run: RunResult) => run.steps.filter((s) => s.type === REMOTE).map((s) => s.op);
+  const linesOf = (file: string) => (existsSync(file) ? readFileSync(file, "utf8").trim().split("\n") : []);
+  const logLines = () => linesOf(log);
+  const joinLines = () => linesOf(`${log}.join`);
+  const opsOf = (run: RunResult, name: string) => run.steps.filter((s) => s.type === REMOTE && s.name === name).map((s) => s.op);
+  const remoteOps = (run: RunResult) => opsOf(run, "remote");
   const failed = (run: RunResult) => JSON.stringify(run.steps.filter((s) => s.error));
 
   before(async function () {
@@ -105,6 +108,7 @@ describe("the command provider plugin on the real engine, against a real sshd", 
     assert.deepEqual(logLines(), ["create r1"]);
     assert.equal(run.outputs.remoteStdout, "hello-1");
     assert.equal(run.outputs.localStdout, "local r1");
+    assert.deepEqual(joinLines(), ["join r1"], "the self-join script ran from stdin");
     const again = await engine.up(stack({ run: "r1", stdin: "hello-1" }));
     assert.deepEqual(remoteOps(again), ["same"]);
     assert.deepEqual(logLines(), ["create r1"], "an unchanged command does not run again");
@@ -116,6 +120,8 @@ describe("the command provider plugin on the real engine, against a real sshd", 
     assert.deepEqual(remoteOps(run), ["update"]);
     assert.deepEqual(logLines(), ["create r1", "update r2 prev=hello-1"]);
     assert.equal(run.outputs.remoteStdout, "hello-2");
+    assert.deepEqual(opsOf(run, "join"), ["update"]);
+    assert.deepEqual(joinLines(), ["join r1"], "a changed script alone is recorded, not run (RECORD_ONLY_UPDATE)");
   });
 
   it("is replaced when a trigger changes: the new command is created, then the old one's `delete` runs", async function () {
@@ -123,6 +129,7 @@ describe("the command provider plugin on the real engine, against a real sshd", 
     assert.equal(run.succeeded, true, failed(run));
     assert.ok(remoteOps(run).includes("replace"), JSON.stringify(remoteOps(run)));
     assert.deepEqual(logLines().slice(2), ["create r2", "delete prev=hello-2"]);
+    assert.deepEqual(joinLines(), ["join r1", "join r2"], "a new trigger runs the current script");
   });
 
   it("refuses a server whose host key is not the pinned one, and runs nothing", async function () {

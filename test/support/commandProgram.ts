@@ -25,9 +25,10 @@ export function runProgram(): Record<string, pulumi.Output<unknown>> {
         hostKey: config.require("hostKey"),
         dialErrorLimit: 2,
       },
-      // Each run appends what ran to the log, then echoes its stdin: the outputs say what the script saw.
-      create: `echo "create $NODEFLEET_TEST_RUN" >> ${log}; cat${exit}`,
-      update: `echo "update $NODEFLEET_TEST_RUN prev=$PULUMI_COMMAND_STDOUT" >> ${log}; cat${exit}`,
+      // Each run appends what ran to the log, writes a line to stderr (the only stream `logging` shows),
+      // then echoes its stdin: the outputs say what the script saw.
+      create: `echo "create $NODEFLEET_TEST_RUN" >> ${log}; echo "to-stderr $NODEFLEET_TEST_RUN" >&2; cat${exit}`,
+      update: `echo "update $NODEFLEET_TEST_RUN prev=$PULUMI_COMMAND_STDOUT" >> ${log}; echo "to-stderr $NODEFLEET_TEST_RUN" >&2; cat${exit}`,
       delete: `echo "delete prev=$PULUMI_COMMAND_STDOUT" >> ${log}`,
       environment: { NODEFLEET_TEST_RUN: config.require("run") },
       stdin: config.getBoolean("secretStdin") ? pulumi.secret(stdin) : stdin,

@@ -11,10 +11,15 @@ import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir, userInfo } from "node:os";
 import { join } from "node:path";
+import * as pulumi from "@pulumi/pulumi";
+import { type EngineEvent, LocalWorkspace } from "@pulumi/pulumi/automation";
 import { AutomationEngine } from "../../../automation/engine/automationEngine";
+import { requirePulumiCommand } from "../../../automation/engine/pulumiCli";
+import { pulumiProcessEnv } from "../../../automation/engine/toolchain";
 import type { RunResult, StackDefinition } from "../../../automation/engine/stackEngine";
 import { freePort } from "../../../automation/local/freePort";
 import { missingTools, skipUnlessAvailable } from "../../support/toolchainRequirement";
+import { runProgram } from "../../support/commandProgram";
 import { until } from "../../support/until";
 
 const PROGRAM = join(__dirname, "..", "..", "support", "commandProgram.js");
@@ -150,6 +155,48 @@ describe("the command provider plugin on the real engine, against a real sshd", 
     assert.match(failed(secret), /update: exited with status 3 on 127\.0\.0\.1 \(the command and its output are withheld: its inputs are secret\)/);
     assert.doesNotMatch(JSON.stringify(secret), /s3cret-stdin/);
     assert.deepEqual(logLines().slice(4), ["update r5 prev=hello-2", "update r6 prev=hello-2"], "both ran; a failed update keeps the last good output");
+  });
+
+  it("shows the script's output under the resource as `pulumi up` runs, unless the script sees a secret", async function () {
+    // The engine's own event stream (AutomationEngine keeps only steps): a workspace of the test's.
+    const workDir = join(dir, "events");
+    mkdirSync(workDir);
+    const config: Record<string, { value: string; secret?: boolean }> = Object.fromEntries(
+      Object.entries(stack({ run: "r7", stdin: "logged-stdin", trigger: "t7" }).config).map(([key, setting]) => [key, { value: String(setting.value), secret: setting.secret === true }]),
+    );
+    const secretKeys = Object.keys(config).filter((key) => config[key]!.secret);
+    const program = async () => {
+      // As the engine passes secret config: into the program's own config store, never through argv.
+      pulumi.runtime.setAllConfig(Object.fromEntries(Object.entries(config).map(([key, { value }]) => [key, value])), secretKeys);
+      return runProgram();
+    };
+    const events = await LocalWorkspace.createOrSelectStack(
+      { stackName: "events", projectName: "nodefleet", program },
+      {
+        workDir,
+        pulumiCommand: await requirePulumiCommand(),
+        envVars: { ...pulumiProcessEnv(join(workDir, "data")), PULUMI_BACKEND_URL: `file://${workDir}`, PULUMI_CONFIG_PASSPHRASE: "command-plugin" },
+      },
+    );
+    const infos: Array<{ urn: string; message: string }> = [];
+    const onEvent = (event: EngineEvent) => {
+      const diag = event.diagnosticEvent;
+      if (diag?.severity === "info" && diag.urn) infos.push({ urn: diag.urn, message: diag.message.trim() });
+    };
+    await events.up({ onEvent });
+    const of = (name: string) => infos.filter((i) => i.urn.endsWith(`::${name}`)).map((i) => i.message);
+    assert.deepEqual(of("remote"), ["to-stderr r7"], `logging: stderr shows stderr's line, not stdout's: ${JSON.stringify(infos)}`);
+    assert.deepEqual(of("local"), ["local r7"], `local.Command shows stdout and stderr by default: ${JSON.stringify(infos)}`);
+    assert.deepEqual(of("join"), [], "the join script writes nothing");
+    // The same stdin, secret: nothing of the script's output is shown.
+    config["commandtest:secretStdin"] = { value: "true" };
+    config["commandtest:stdin"] = { value: "secret-logged-stdin" };
+    secretKeys.push("commandtest:stdin");
+    infos.length = 0;
+    await events.up({ onEvent });
+    assert.deepEqual(of("remote"), [], `a script whose stdin is secret shows nothing: ${JSON.stringify(infos)}`);
+    assert.doesNotMatch(JSON.stringify(infos), /secret-logged-stdin/);
+    await events.destroy();
   });
 
   it("runs `delete` when the command leaves the program", async function () {

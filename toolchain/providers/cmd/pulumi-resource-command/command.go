@@ -17,8 +17,8 @@ import (
 type runner interface {
 	// check validates the inputs only this kind of Command has (connection, dir, interpreter).
 	check(inputs resource.PropertyMap) []*pulumirpc.CheckFailure
-	// run runs script with stdin and the environment, returning what it wrote to stdout and stderr.
-	run(ctx context.Context, inputs resource.PropertyMap, script string, env map[string]string) (stdout, stderr string, err error)
+	// run runs script with stdin and the environment, writing its stdout and stderr to out.
+	run(ctx context.Context, inputs resource.PropertyMap, script string, env map[string]string, out *output) error
 }
 
 // command is remote.Command or local.Command: the lifecycle is the same, only where it runs differs.
@@ -89,8 +89,7 @@ func (c command) Delete(ctx context.Context, _ string, olds resource.PropertyMap
 	if script == "" {
 		return nil
 	}
-	_, _, err := c.runner.run(ctx, olds, script, environment(olds, olds))
-	return describeFailure(olds, "delete", err)
+	return describeFailure(olds, "delete", c.execute(ctx, olds, "delete", script, olds).err)
 }
 
 // runInto runs the script under key and records its output in outs (empty when there is no script);
@@ -98,16 +97,55 @@ func (c command) Delete(ctx context.Context, _ string, olds resource.PropertyMap
 func (c command) runInto(ctx context.Context, outs resource.PropertyMap, key string, previous resource.PropertyMap) error {
 	stdout, stderr := "", ""
 	if script := nativeprovider.String(outs, key); script != "" {
-		var err error
-		stdout, stderr, err = c.runner.run(ctx, outs, script, environment(outs, previous))
-		if err != nil {
-			return describeFailure(outs, key, err)
+		result := c.execute(ctx, outs, key, script, previous)
+		if result.err != nil {
+			return describeFailure(outs, key, result.err)
 		}
+		stdout, stderr = result.stdout, result.stderr
 	}
 	secret := outs[resource.PropertyKey(key)].ContainsSecrets()
 	outs["stdout"] = maybeSecret(resource.NewStringProperty(strings.TrimSuffix(stdout, "\n")), secret)
 	outs["stderr"] = maybeSecret(resource.NewStringProperty(strings.TrimSuffix(stderr, "\n")), secret)
 	return nil
+}
+
+type execution struct {
+	stdout, stderr string
+	err            error
+}
+
+// execute runs the script under key, showing the streams `logging` names (both by default) under the
+// resource as they arrive, unless anything the script sees is secret: a secret never reaches the
+// engine's log, which is kept in clear.
+func (c command) execute(ctx context.Context, inputs resource.PropertyMap, key, script string, previous resource.PropertyMap) execution {
+	logging := nativeprovider.String(inputs, "logging")
+	if logging == "" {
+		logging = "stdoutAndStderr"
+	}
+	if seesSecrets(inputs, key) {
+		logging = "none"
+	}
+	out := newOutput(ctx, logging == "stdout" || logging == "stdoutAndStderr", logging == "stderr" || logging == "stdoutAndStderr")
+	err := c.runner.run(ctx, inputs, script, environment(inputs, previous), out)
+	out.flush()
+	if err != nil {
+		var failed *scriptError
+		if errors.As(err, &failed) {
+			failed.output = out.combined()
+		}
+		return execution{err: err}
+	}
+	return execution{stdout: out.stdout(), stderr: out.stderr()}
+}
+
+// seesSecrets reports whether the script under key, its stdin or its environment is secret.
+func seesSecrets(inputs resource.PropertyMap, key string) bool {
+	for _, k := range []resource.PropertyKey{resource.PropertyKey(key), "stdin", "environment"} {
+		if inputs[k].ContainsSecrets() {
+			return true
+		}
+	}
+	return false
 }
 
 // environment is the resource's `environment`, plus the previous run's output unless addPreviousOutputInEnv is false.
@@ -137,10 +175,8 @@ func describeFailure(inputs resource.PropertyMap, key string, err error) error {
 	if !errors.As(err, &failed) {
 		return fmt.Errorf("%s: %w", key, err)
 	}
-	for _, k := range []resource.PropertyKey{resource.PropertyKey(key), "stdin", "environment"} {
-		if inputs[k].ContainsSecrets() {
-			return fmt.Errorf("%s: %s (the command and its output are withheld: its inputs are secret)", key, failed.status)
-		}
+	if seesSecrets(inputs, key) {
+		return fmt.Errorf("%s: %s (the command and its output are withheld: its inputs are secret)", key, failed.status)
 	}
 	output := failed.output
 	if len(output) > outputTail {

@@ -23,7 +23,7 @@ func (localRunner) check(inputs resource.PropertyMap) []*pulumirpc.CheckFailure 
 	return nil
 }
 
-func (localRunner) run(ctx context.Context, inputs resource.PropertyMap, script string, env map[string]string) (string, string, error) {
+func (localRunner) run(ctx context.Context, inputs resource.PropertyMap, script string, env map[string]string, out *output) error {
 	interpreter := nativeprovider.Strings(inputs, "interpreter")
 	if len(interpreter) == 0 {
 		interpreter = []string{"/bin/sh", "-c"}
@@ -37,14 +37,13 @@ func (localRunner) run(ctx context.Context, inputs resource.PropertyMap, script 
 	if stdin := nativeprovider.String(inputs, "stdin"); stdin != "" {
 		cmd.Stdin = strings.NewReader(stdin)
 	}
-	out := newOutput()
 	cmd.Stdout, cmd.Stderr = out.stdoutWriter(), out.stderrWriter()
 	if err := cmd.Run(); err != nil {
 		var exit *exec.ExitError
 		if errors.As(err, &exit) {
-			return "", "", &scriptError{status: fmt.Sprintf("exited with status %d", exit.ExitCode()), output: out.combined()}
+			return &scriptError{status: fmt.Sprintf("exited with status %d", exit.ExitCode())}
 		}
-		return "", "", err
+		return err
 	}
-	return out.stdout(), out.stderr(), nil
+	return nil
 }

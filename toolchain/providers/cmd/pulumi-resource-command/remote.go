@@ -167,20 +167,20 @@ func permanent(err error) bool {
 	return strings.Contains(message, "host key mismatch") || strings.Contains(message, "unable to authenticate")
 }
 
-func (remoteRunner) run(ctx context.Context, inputs resource.PropertyMap, script string, env map[string]string) (string, string, error) {
+func (remoteRunner) run(ctx context.Context, inputs resource.PropertyMap, script string, env map[string]string, out *output) error {
 	c := connectionOf(inputs)
 	config, err := c.clientConfig()
 	if err != nil {
-		return "", "", err
+		return err
 	}
 	client, err := c.dial(ctx, config)
 	if err != nil {
-		return "", "", err
+		return err
 	}
 	defer client.Close()
 	session, err := client.NewSession()
 	if err != nil {
-		return "", "", fmt.Errorf("opening an SSH session on %s: %w", c.host, err)
+		return fmt.Errorf("opening an SSH session on %s: %w", c.host, err)
 	}
 	defer session.Close()
 	// As upstream: a variable the server does not accept (sshd's AcceptEnv) is dropped, not an error.
@@ -190,7 +190,6 @@ func (remoteRunner) run(ctx context.Context, inputs resource.PropertyMap, script
 	if stdin := nativeprovider.String(inputs, "stdin"); stdin != "" {
 		session.Stdin = strings.NewReader(stdin)
 	}
-	out := newOutput()
 	session.Stdout, session.Stderr = out.stdoutWriter(), out.stderrWriter()
 	done := make(chan error, 1)
 	go func() { done <- session.Run(script) }()
@@ -198,14 +197,14 @@ func (remoteRunner) run(ctx context.Context, inputs resource.PropertyMap, script
 	case err = <-done:
 	case <-ctx.Done():
 		_ = session.Signal(ssh.SIGTERM)
-		return "", "", ctx.Err()
+		return ctx.Err()
 	}
 	if err != nil {
 		var exit *ssh.ExitError
 		if errors.As(err, &exit) {
-			return "", "", &scriptError{status: fmt.Sprintf("exited with status %d on %s", exit.ExitStatus(), c.host), output: out.combined()}
+			return &scriptError{status: fmt.Sprintf("exited with status %d on %s", exit.ExitStatus(), c.host)}
 		}
-		return "", "", fmt.Errorf("running on %s: %w", c.host, err)
+		return fmt.Errorf("running on %s: %w", c.host, err)
 	}
-	return out.stdout(), out.stderr(), nil
+	return nil
 }

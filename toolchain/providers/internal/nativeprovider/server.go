@@ -69,7 +69,7 @@ type Provider struct {
 
 // Serve starts the gRPC server, prints the port for the engine and blocks.
 func Serve(p Provider) {
-	srv := &server{provider: p}
+	srv := &server{provider: p, log: dialEngine(os.Args[1:])}
 	handle, err := rpcutil.ServeWithOptions(rpcutil.ServeOptions{
 		Init: func(s *grpc.Server) error {
 			pulumirpc.RegisterResourceProviderServer(s, srv)
@@ -90,6 +90,7 @@ func Serve(p Provider) {
 type server struct {
 	pulumirpc.UnimplementedResourceProviderServer
 	provider Provider
+	log      *engineLog
 }
 
 var marshalOptions = plugin.MarshalOptions{KeepUnknowns: true, KeepSecrets: true, SkipNulls: true, KeepOutputValues: false}
@@ -282,7 +283,7 @@ func (s *server) Create(ctx context.Context, req *pulumirpc.CreateRequest) (*pul
 	if err != nil {
 		return nil, err
 	}
-	id, outs, err := r.Create(ctx, inputs, req.GetPreview())
+	id, outs, err := r.Create(withLogTarget(ctx, s.log, req.GetUrn()), inputs, req.GetPreview())
 	if err != nil {
 		return nil, initFailed(id, outs, err)
 	}
@@ -306,7 +307,7 @@ func (s *server) Update(ctx context.Context, req *pulumirpc.UpdateRequest) (*pul
 	if err != nil {
 		return nil, err
 	}
-	outs, err := r.Update(ctx, req.GetId(), olds, news, req.GetPreview())
+	outs, err := r.Update(withLogTarget(ctx, s.log, req.GetUrn()), req.GetId(), olds, news, req.GetPreview())
 	if err != nil {
 		return nil, initFailed(req.GetId(), outs, err)
 	}
@@ -366,7 +367,7 @@ func (s *server) Delete(ctx context.Context, req *pulumirpc.DeleteRequest) (*emp
 		if err != nil {
 			return nil, err
 		}
-		if err := deleter.Delete(ctx, req.GetId(), olds); err != nil {
+		if err := deleter.Delete(withLogTarget(ctx, s.log, req.GetUrn()), req.GetId(), olds); err != nil {
 			return nil, err
 		}
 	}

@@ -1,0 +1,57 @@
+package nativeprovider
+
+import (
+	"context"
+	"strings"
+
+	pulumirpc "github.com/pulumi/pulumi/sdk/v3/proto/go"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+)
+
+// engineLog sends a resource's messages to the engine, which shows them under the resource (as
+// `pulumi up` shows upstream providers' output). The engine's address is the plugin's argument.
+type engineLog struct {
+	client pulumirpc.EngineClient
+}
+
+// dialEngine connects to the engine at the first argument that is not a flag; nil without one
+// (a provider started by hand), and then messages are dropped.
+func dialEngine(args []string) *engineLog {
+	for _, arg := range args {
+		if strings.HasPrefix(arg, "-") {
+			continue
+		}
+		conn, err := grpc.NewClient(arg, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			return nil
+		}
+		return &engineLog{client: pulumirpc.NewEngineClient(conn)}
+	}
+	return nil
+}
+
+type logTarget struct {
+	log *engineLog
+	urn string
+}
+
+type logTargetKey struct{}
+
+// withLogTarget lets Log calls under ctx reach the engine, attributed to the resource urn.
+func withLogTarget(ctx context.Context, log *engineLog, urn string) context.Context {
+	if log == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, logTargetKey{}, logTarget{log: log, urn: urn})
+}
+
+// Log shows message under the resource the call is for (an info diagnostic); a failure to
+// deliver it is not the resource's failure.
+func Log(ctx context.Context, message string) {
+	target, ok := ctx.Value(logTargetKey{}).(logTarget)
+	if !ok {
+		return
+	}
+	_, _ = target.log.client.Log(ctx, &pulumirpc.LogRequest{Severity: pulumirpc.LogSeverity_INFO, Message: message, Urn: target.urn})
+}

@@ -122,7 +122,7 @@ func (c command) execute(ctx context.Context, inputs resource.PropertyMap, key, 
 	if logging == "" {
 		logging = "stdoutAndStderr"
 	}
-	if seesSecrets(inputs, key) {
+	if seesSecrets(inputs, key, previous) {
 		logging = "none"
 	}
 	out := newOutput(ctx, logging == "stdout" || logging == "stdoutAndStderr", logging == "stderr" || logging == "stdoutAndStderr")
@@ -132,20 +132,22 @@ func (c command) execute(ctx context.Context, inputs resource.PropertyMap, key, 
 		var failed *scriptError
 		if errors.As(err, &failed) {
 			failed.output = out.combined()
+			failed.secret = seesSecrets(inputs, key, previous)
 		}
 		return execution{err: err}
 	}
 	return execution{stdout: out.stdout(), stderr: out.stderr()}
 }
 
-// seesSecrets reports whether the script under key, its stdin or its environment is secret.
-func seesSecrets(inputs resource.PropertyMap, key string) bool {
+// seesSecrets reports whether the script under key, its stdin, its environment or the previous
+// output it is given (PULUMI_COMMAND_STDOUT/STDERR) is secret.
+func seesSecrets(inputs resource.PropertyMap, key string, previous resource.PropertyMap) bool {
 	for _, k := range []resource.PropertyKey{resource.PropertyKey(key), "stdin", "environment"} {
 		if inputs[k].ContainsSecrets() {
 			return true
 		}
 	}
-	return false
+	return previous != nil && (previous["stdout"].ContainsSecrets() || previous["stderr"].ContainsSecrets())
 }
 
 // environment is the resource's `environment`, plus the previous run's output unless addPreviousOutputInEnv is false.
@@ -175,7 +177,7 @@ func describeFailure(inputs resource.PropertyMap, key string, err error) error {
 	if !errors.As(err, &failed) {
 		return fmt.Errorf("%s: %w", key, err)
 	}
-	if seesSecrets(inputs, key) {
+	if failed.secret {
 		return fmt.Errorf("%s: %s (the command and its output are withheld: its inputs are secret)", key, failed.status)
 	}
 	output := failed.output
@@ -189,6 +191,8 @@ func describeFailure(inputs resource.PropertyMap, key string, err error) error {
 type scriptError struct {
 	status string
 	output string
+	// secret: the script saw a secret, so its command and output are not quoted.
+	secret bool
 }
 
 func (e *scriptError) Error() string { return e.status }

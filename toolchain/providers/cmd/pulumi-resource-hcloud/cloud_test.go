@@ -1,0 +1,45 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// The waits before successive polls, as terraform-provider-hcloud chooses them.
+func TestPollBackoffFollowsUpstream(t *testing.T) {
+	cases := []struct {
+		interval, function string
+		want               []time.Duration
+	}{
+		{"", "", []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 10 * time.Second, 10 * time.Second}},
+		{"", "exponential", []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second}},
+		{"", "constant", []time.Duration{500 * time.Millisecond, 500 * time.Millisecond, 500 * time.Millisecond}},
+		{"100ms", "", []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond}},
+		{"100ms", "constant", []time.Duration{100 * time.Millisecond, 100 * time.Millisecond, 100 * time.Millisecond}},
+		{"20s", "exponential", []time.Duration{20 * time.Second, 40 * time.Second, time.Minute, time.Minute}},
+	}
+	for _, c := range cases {
+		backoff, err := pollBackoff(c.interval, c.function)
+		if err != nil {
+			t.Fatalf("pollBackoff(%q, %q): %v", c.interval, c.function, err)
+		}
+		for retry, want := range c.want {
+			if got := backoff(retry); got != want {
+				t.Errorf("pollBackoff(%q, %q)(%d) = %v, want %v", c.interval, c.function, retry, got, want)
+			}
+		}
+	}
+}
+
+func TestPollBackoffRefusesBadSettingsNamingThem(t *testing.T) {
+	for _, c := range []struct{ interval, function, field string }{
+		{"", "fibonacci", "pollFunction"},
+		{"soon", "", "pollInterval"},
+		{"-1s", "constant", "pollInterval"},
+	} {
+		if _, err := pollBackoff(c.interval, c.function); err == nil || !strings.HasPrefix(err.Error(), c.field+":") {
+			t.Errorf("pollBackoff(%q, %q) = %v, want an error naming %s", c.interval, c.function, err, c.field)
+		}
+	}
+}

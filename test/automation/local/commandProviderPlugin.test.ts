@@ -16,8 +16,9 @@ import { type EngineEvent, LocalWorkspace } from "@pulumi/pulumi/automation";
 import { AutomationEngine } from "../../../automation/engine/automationEngine";
 import { requirePulumiCommand } from "../../../automation/engine/pulumiCli";
 import { pulumiProcessEnv } from "../../../automation/engine/toolchain";
-import type { RunResult, StackDefinition } from "../../../automation/engine/stackEngine";
+import type { ResourceStep, RunResult, StackDefinition, StackEngine } from "../../../automation/engine/stackEngine";
 import { freePort } from "../../../automation/local/freePort";
+import { SimulatedEngine } from "../../../automation/simulated/simulatedEngine";
 import { missingTools, skipUnlessAvailable } from "../../support/toolchainRequirement";
 import { runProgram } from "../../support/commandProgram";
 import { until } from "../../support/until";
@@ -197,6 +198,34 @@ describe("the command provider plugin on the real engine, against a real sshd", 
     assert.deepEqual(of("remote"), [], `a script whose stdin is secret shows nothing: ${JSON.stringify(infos)}`);
     assert.doesNotMatch(JSON.stringify(infos), /secret-logged-stdin/);
     await events.destroy();
+  });
+
+  it("agrees step by step with the simulated engine (SPEC 4): create, no change, update, replace, delete", async function () {
+    const sequence = [
+      { run: "d1", trigger: "d1" },
+      { run: "d1", trigger: "d1" },
+      { run: "d2", trigger: "d1", stdin: "changed" },
+      { run: "d2", trigger: "d2", stdin: "changed" },
+      { run: "d2", trigger: "d2", stdin: "changed", remote: false },
+    ];
+    const describeStep = (s: ResourceStep) => [s.op, s.name, s.keys.length ? `keys=${s.keys.join(",")}` : "", s.replaceKeys?.length ? `replace=${s.replaceKeys.join(",")}` : ""].filter(Boolean).join(" ");
+    const observe = async (on: StackEngine, stackName: string) => {
+      const observed: string[][] = [];
+      for (const settings of sequence) {
+        const result = await on.up({ ...stack(settings), stackName });
+        assert.equal(result.succeeded, true, failed(result));
+        observed.push(result.steps.map(describeStep).sort());
+      }
+      return observed;
+    };
+    const real = await observe(engine, "differential");
+    const simulated = await observe(new SimulatedEngine({ dataDir: join(dir, "simulated"), bootDelayMs: 0, outOfStock: [], failCreateRate: 0, env: {}, logger: silent }), "differential");
+    sequence.forEach((settings, i) => assert.deepEqual(simulated[i], real[i], `run ${i + 1} (${JSON.stringify(settings)})`));
+    // The real engine did what each run is for.
+    assert.ok(real[1]!.every((step) => step.startsWith("same ")), real[1]!.join("; "));
+    assert.ok(real[2]!.some((step) => step.startsWith("update remote ")), real[2]!.join("; "));
+    assert.ok(real[3]!.some((step) => step.startsWith("replace remote ")), real[3]!.join("; "));
+    assert.ok(real[4]!.includes("delete remote"), real[4]!.join("; "));
   });
 
   it("runs `delete` when the command leaves the program", async function () {

@@ -5,5 +5,6 @@
 export function fetchFailureCause(error: unknown): string | undefined {
   const cause = error instanceof Error ? (error.cause as { code?: string; message?: string } | undefined) : undefined;
   if (cause?.code && cause.message && !cause.message.includes(cause.code)) return `${cause.code} (${cause.message})`;
-  return cause?.message ?? cause?.code;
+  // `||`: a refused connection to a name with several addresses is an AggregateError with an empty message.
+  return cause?.message || cause?.code;
 }

@@ -184,7 +184,8 @@ describe("the command provider plugin on the real engine, against a real sshd", 
       const diag = event.diagnosticEvent;
       if (diag?.severity === "info" && diag.urn) infos.push({ urn: diag.urn, message: diag.message.trim() });
     };
-    await events.up({ onEvent });
+    const first = await events.up({ onEvent });
+    assert.equal(first.outputs.remoteStdout?.secret, false);
     const of = (name: string) => infos.filter((i) => i.urn.endsWith(`::${name}`)).map((i) => i.message);
     assert.deepEqual(of("remote"), ["to-stderr r7"], `logging: stderr shows stderr's line, not stdout's: ${JSON.stringify(infos)}`);
     assert.deepEqual(of("local"), ["local r7"], `local.Command shows stdout and stderr by default: ${JSON.stringify(infos)}`);
@@ -194,8 +195,10 @@ describe("the command provider plugin on the real engine, against a real sshd", 
     config["commandtest:stdin"] = { value: "secret-logged-stdin" };
     secretKeys.push("commandtest:stdin");
     infos.length = 0;
-    await events.up({ onEvent });
+    const second = await events.up({ onEvent });
+    assert.equal(logLines().at(-1), "update r7 prev=logged-stdin", "the update ran");
     assert.deepEqual(of("remote"), [], `a script whose stdin is secret shows nothing: ${JSON.stringify(infos)}`);
+    assert.equal(second.outputs.remoteStdout?.secret, true, "what a script with a secret stdin printed is a secret output");
     assert.doesNotMatch(JSON.stringify(infos), /secret-logged-stdin/);
     await events.destroy();
   });

@@ -2,27 +2,25 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"io"
 	"strings"
 	"sync"
-
-	"nodefleet.dev/toolchain/providers/internal/nativeprovider"
 )
 
 // output collects a script's stdout and stderr apart, and both interleaved (what an error quotes),
 // and shows the lines of the streams `logging` names under the resource as they arrive. The two
 // streams are copied by two goroutines (os/exec's, or the SSH session's), hence the lock.
 type output struct {
-	ctx                    context.Context
+	show                   func(line string)
 	mu                     sync.Mutex
 	out, err, interleaved  bytes.Buffer
 	logOut, logErr         bool
 	partialOut, partialErr string
 }
 
-func newOutput(ctx context.Context, logStdout, logStderr bool) *output {
-	return &output{ctx: ctx, logOut: logStdout, logErr: logStderr}
+// newOutput shows each line of the streams asked for with show.
+func newOutput(show func(line string), logStdout, logStderr bool) *output {
+	return &output{show: show, logOut: logStdout, logErr: logStderr}
 }
 
 type streamWriter struct {
@@ -55,7 +53,7 @@ func (o *output) logLines(text string) string {
 		if i < 0 {
 			return text
 		}
-		nativeprovider.Log(o.ctx, text[:i])
+		o.show(text[:i])
 		text = text[i+1:]
 	}
 }
@@ -66,7 +64,7 @@ func (o *output) flush() {
 	defer o.mu.Unlock()
 	for _, rest := range []*string{&o.partialOut, &o.partialErr} {
 		if *rest != "" {
-			nativeprovider.Log(o.ctx, *rest)
+			o.show(*rest)
 			*rest = ""
 		}
 	}

@@ -22,19 +22,15 @@ import (
 type remoteRunner struct{}
 
 func (remoteRunner) check(inputs resource.PropertyMap) []*pulumirpc.CheckFailure {
-	v := inputs["connection"]
-	for v.IsSecret() {
-		v = v.SecretValue().Element
-	}
-	if v.IsComputed() || v.IsOutput() {
+	if v := inputs["connection"]; v.ContainsUnknowns() {
 		return nil
 	}
-	if !v.IsObject() {
+	conn := nativeprovider.Object(inputs, "connection")
+	if conn == nil {
 		return []*pulumirpc.CheckFailure{nativeprovider.Failure("connection", "is required: an object with at least `host`")}
 	}
-	conn := v.ObjectValue()
 	var failures []*pulumirpc.CheckFailure
-	if host := conn["host"]; !host.ContainsUnknowns() && nativeprovider.String(conn, "host") == "" {
+	if nativeprovider.String(conn, "host") == "" {
 		failures = append(failures, nativeprovider.Failure("connection.host", "is required"))
 	}
 	if nativeprovider.Has(conn, "proxy") {
@@ -42,6 +38,12 @@ func (remoteRunner) check(inputs resource.PropertyMap) []*pulumirpc.CheckFailure
 	}
 	if port := conn["port"]; port.IsNumber() && (port.NumberValue() < 1 || port.NumberValue() > 65535) {
 		failures = append(failures, nativeprovider.Failure("connection.port", "must be between 1 and 65535"))
+	}
+	if limit := conn["dialErrorLimit"]; limit.IsNumber() && limit.NumberValue() < -1 {
+		failures = append(failures, nativeprovider.Failure("connection.dialErrorLimit", "must be -1 (no limit) or more"))
+	}
+	if timeout := conn["perDialTimeout"]; timeout.IsNumber() && timeout.NumberValue() < 1 {
+		failures = append(failures, nativeprovider.Failure("connection.perDialTimeout", "must be at least 1 (seconds)"))
 	}
 	return failures
 }
@@ -53,14 +55,7 @@ type connection struct {
 }
 
 func connectionOf(inputs resource.PropertyMap) connection {
-	v := inputs["connection"]
-	for v.IsSecret() {
-		v = v.SecretValue().Element
-	}
-	m := resource.PropertyMap{}
-	if v.IsObject() {
-		m = v.ObjectValue()
-	}
+	m := nativeprovider.Object(inputs, "connection")
 	c := connection{
 		host:               nativeprovider.String(m, "host"),
 		user:               nativeprovider.String(m, "user"),
@@ -93,13 +88,14 @@ func connectionOf(inputs resource.PropertyMap) connection {
 
 // clientConfig authenticates with the private key, the password and the agent given, and checks the
 // server's key against `hostKey` when one is given (any key is accepted without it, as upstream does).
-func (c connection) clientConfig() (*ssh.ClientConfig, error) {
+// The returned function closes the agent's socket, when one was opened.
+func (c connection) clientConfig() (*ssh.ClientConfig, func(), error) {
 	config := &ssh.ClientConfig{User: c.user, HostKeyCallback: ssh.InsecureIgnoreHostKey(), Timeout: time.Duration(c.perDialTimeout) * time.Second}
 	if c.hostKey != "" {
 		key, _, _, _, err := ssh.ParseAuthorizedKey([]byte(c.hostKey))
 		if err != nil {
 			// Never fall back to an unverified connection: a key that cannot be read pins nothing.
-			return nil, fmt.Errorf("connection.hostKey: not an SSH public key (%v)", err)
+			return nil, nil, fmt.Errorf("connection.hostKey: not an SSH public key (%v)", err)
 		}
 		config.HostKeyCallback = ssh.FixedHostKey(key)
 	}
@@ -112,7 +108,7 @@ func (c connection) clientConfig() (*ssh.ClientConfig, error) {
 			signer, err = ssh.ParsePrivateKey([]byte(c.privateKey))
 		}
 		if err != nil {
-			return nil, errors.New("connection.privateKey: not a usable private key (wrong format or passphrase)")
+			return nil, nil, errors.New("connection.privateKey: not a usable private key (wrong format or passphrase)")
 		}
 		config.Auth = append(config.Auth, ssh.PublicKeys(signer))
 	}
@@ -126,30 +122,31 @@ func (c connection) clientConfig() (*ssh.ClientConfig, error) {
 			return answers, nil
 		}))
 	}
+	closeAgent := func() {}
 	if c.agentSocketPath != "" {
 		conn, err := net.Dial("unix", c.agentSocketPath)
 		if err != nil {
-			return nil, fmt.Errorf("connection.agentSocketPath: %v", err)
+			return nil, nil, fmt.Errorf("connection.agentSocketPath: %v", err)
 		}
+		closeAgent = func() { _ = conn.Close() }
 		config.Auth = append(config.Auth, ssh.PublicKeysCallback(agent.NewClient(conn).Signers))
 	}
-	return config, nil
+	return config, closeAgent, nil
 }
 
-// dial connects, retrying a failed dial (a server still booting) up to dialErrorLimit times (-1: no
-// limit) with the SDK's retry backoff; a refused host key or login is not retried.
+// dial connects, retrying any failed dial (a server still booting, its sshd not settled) up to
+// dialErrorLimit times (-1: no limit) with the SDK's retry backoff, as upstream does.
 func (c connection) dial(ctx context.Context, config *ssh.ClientConfig) (*ssh.Client, error) {
 	address := net.JoinHostPort(c.host, strconv.Itoa(c.port))
 	var client *ssh.Client
-	var lastErr error
 	_, _, err := retry.Until(ctx, retry.Acceptor{
 		Accept: func(try int, _ time.Duration) (bool, any, error) {
-			client, lastErr = ssh.Dial("tcp", address, config)
-			if lastErr == nil {
+			var err error
+			if client, err = ssh.Dial("tcp", address, config); err == nil {
 				return true, nil, nil
 			}
-			if permanent(lastErr) || (c.dialErrorLimit >= 0 && try+1 > c.dialErrorLimit) {
-				return true, nil, fmt.Errorf("connecting to %s as %s: %w", address, c.user, lastErr)
+			if c.dialErrorLimit >= 0 && try+1 > c.dialErrorLimit {
+				return true, nil, fmt.Errorf("connecting to %s as %s: %w", address, c.user, err)
 			}
 			return false, nil, nil
 		},
@@ -160,19 +157,15 @@ func (c connection) dial(ctx context.Context, config *ssh.ClientConfig) (*ssh.Cl
 	return client, nil
 }
 
-// permanent reports an SSH handshake refusal another dial would meet again (a host key mismatch, a
-// rejected login), as opposed to a network error of a machine that is not up yet.
-func permanent(err error) bool {
-	message := err.Error()
-	return strings.Contains(message, "host key mismatch") || strings.Contains(message, "unable to authenticate")
-}
-
-func (remoteRunner) run(ctx context.Context, inputs resource.PropertyMap, script string, env map[string]string, out *output) error {
+// run sends the script as the session's command: over the encrypted channel, never in an argument
+// list on this machine (on the server, sshd starts the user's shell with it, as upstream's does).
+func (remoteRunner) run(ctx context.Context, inputs resource.PropertyMap, script string, _ bool, env map[string]string, out *output) error {
 	c := connectionOf(inputs)
-	config, err := c.clientConfig()
+	config, closeAgent, err := c.clientConfig()
 	if err != nil {
 		return err
 	}
+	defer closeAgent()
 	client, err := c.dial(ctx, config)
 	if err != nil {
 		return err

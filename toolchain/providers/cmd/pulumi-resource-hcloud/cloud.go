@@ -50,32 +50,33 @@ func (c *cloud) configure(config resource.PropertyMap) error {
 	return nil
 }
 
-const defaultPollInterval = 500 * time.Millisecond
+const (
+	defaultPollInterval = 500 * time.Millisecond
+	// A server's create action takes about ten seconds: a handful of polls, not one a second against
+	// the project's hourly request budget.
+	pollCap = 10 * time.Second
+)
 
 // pollBackoff is how long to wait before each poll of a running action, as terraform-provider-hcloud
-// chooses it: without a poll interval, 500ms doubling up to 10s (a server's create action takes
-// about ten seconds: a handful of polls, not one a second against the project's hourly budget);
-// with one, that interval doubling (hcloud-go caps it at a minute), or the interval every time
-// when the poll function is "constant" (without an interval: the documented default, 500ms; upstream
-// then ignores the function).
+// chooses it by default: pollInterval (default 500ms) doubling up to 10s, or pollInterval every time
+// with pollFunction "constant". One schedule whether or not the interval is given (so giving the
+// default changes nothing); an interval over 10s is the cap itself.
 func pollBackoff(interval, function string) (hcloud.BackoffFunc, error) {
 	if function != "" && function != "constant" && function != "exponential" {
 		return nil, fmt.Errorf("pollFunction: must be \"constant\" or \"exponential\", not %q", function)
 	}
-	if interval == "" {
-		if function == "constant" {
-			return hcloud.ConstantBackoff(defaultPollInterval), nil
+	base := defaultPollInterval
+	if interval != "" {
+		parsed, err := time.ParseDuration(interval)
+		if err != nil || parsed <= 0 {
+			return nil, fmt.Errorf("pollInterval: must be a positive duration such as 500ms, not %q", interval)
 		}
-		return hcloud.ExponentialBackoffWithOpts(hcloud.ExponentialBackoffOpts{Base: defaultPollInterval, Multiplier: 2, Cap: 10 * time.Second}), nil
-	}
-	parsed, err := time.ParseDuration(interval)
-	if err != nil || parsed <= 0 {
-		return nil, fmt.Errorf("pollInterval: must be a positive duration such as 500ms, not %q", interval)
+		base = parsed
 	}
 	if function == "constant" {
-		return hcloud.ConstantBackoff(parsed), nil
+		return hcloud.ConstantBackoff(base), nil
 	}
-	return hcloud.ExponentialBackoff(2, parsed), nil
+	return hcloud.ExponentialBackoffWithOpts(hcloud.ExponentialBackoffOpts{Base: base, Multiplier: 2, Cap: max(pollCap, base)}), nil
 }
 
 func (c *cloud) api() (*hcloud.Client, error) {

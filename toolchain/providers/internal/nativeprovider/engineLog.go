@@ -15,20 +15,31 @@ type engineLog struct {
 	client pulumirpc.EngineClient
 }
 
-// dialEngine connects to the engine at the first argument that is not a flag; nil without one
-// (a provider started by hand), and then messages are dropped.
+// dialEngine connects to the engine at the plugin's last argument (the engine passes its flags,
+// such as `--tracing <endpoint>`, before it); nil without one (a provider started by hand), and
+// then messages are dropped.
 func dialEngine(args []string) *engineLog {
-	for _, arg := range args {
-		if strings.HasPrefix(arg, "-") {
-			continue
-		}
-		conn, err := grpc.NewClient(arg, grpc.WithTransportCredentials(insecure.NewCredentials()))
-		if err != nil {
-			return nil
-		}
-		return &engineLog{client: pulumirpc.NewEngineClient(conn)}
+	address := engineAddress(args)
+	if address == "" {
+		return nil
 	}
-	return nil
+	conn, err := grpc.NewClient(address, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return nil
+	}
+	return &engineLog{client: pulumirpc.NewEngineClient(conn)}
+}
+
+// engineAddress is the last argument unless it is a flag or a flag's value.
+func engineAddress(args []string) string {
+	if len(args) == 0 {
+		return ""
+	}
+	last := args[len(args)-1]
+	if strings.HasPrefix(last, "-") || (len(args) > 1 && args[len(args)-2] == "--tracing") {
+		return ""
+	}
+	return last
 }
 
 type logTarget struct {

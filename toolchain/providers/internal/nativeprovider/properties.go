@@ -29,6 +29,15 @@ func Bool(m resource.PropertyMap, key string) bool {
 	return false
 }
 
+// Object is the input's nested object (a block such as a connection), unwrapped from its secret;
+// nil when it is absent or not an object.
+func Object(m resource.PropertyMap, key string) resource.PropertyMap {
+	if v := plain(m[resource.PropertyKey(key)]); v.IsObject() {
+		return v.ObjectValue()
+	}
+	return nil
+}
+
 // Has reports whether the input is present and not null.
 func Has(m resource.PropertyMap, key string) bool {
 	v, ok := m[resource.PropertyKey(key)]

@@ -10,10 +10,11 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { AutomationEngine } from "../../../automation/engine/automationEngine";
-import type { ResourceStep, RunResult, StackDefinition, StackEngine } from "../../../automation/engine/stackEngine";
+import type { RunResult, StackDefinition, StackEngine } from "../../../automation/engine/stackEngine";
 import { buildFakeHcloud } from "../../../automation/local/fakeHcloud/fakeHcloudApi";
 import { SimulatedEngine } from "../../../automation/simulated/simulatedEngine";
 import { type HcloudExchange, hcloudOpenApiViolations, recordHcloudExchanges } from "../../support/hcloudOpenApi";
+import { describeStep } from "../../support/stepDescription";
 import type { TestMember, TestProgramArgs } from "../../support/engineTestProgram";
 import { tempDirPerTest } from "../../support/tempDirPerTest";
 import { missingTools, skipUnlessAvailable } from "../../support/toolchainRequirement";
@@ -62,10 +63,8 @@ interface Observed {
 }
 
 function normalise(result: RunResult, ignored: ReadonlySet<string>): Observed {
-  const describe = (s: ResourceStep) =>
-    [s.op, s.name, s.keys.length ? `keys=${s.keys.join(",")}` : "", s.replaceKeys?.length ? `replace=${s.replaceKeys.join(",")}` : "", s.error ? "FAILED" : ""].filter(Boolean).join(" ");
   return {
-    steps: result.steps.filter((s) => !ignored.has(s.name)).map(describe).sort(),
+    steps: result.steps.filter((s) => !ignored.has(s.name)).map(describeStep).sort(),
     succeeded: result.succeeded,
     servers: Object.keys((result.outputs.servers ?? {}) as Record<string, unknown>).length,
   };

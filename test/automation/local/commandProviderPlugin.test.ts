@@ -16,11 +16,12 @@ import { type EngineEvent, LocalWorkspace } from "@pulumi/pulumi/automation";
 import { AutomationEngine } from "../../../automation/engine/automationEngine";
 import { requirePulumiCommand } from "../../../automation/engine/pulumiCli";
 import { pulumiProcessEnv } from "../../../automation/engine/toolchain";
-import type { ResourceStep, RunResult, StackDefinition, StackEngine } from "../../../automation/engine/stackEngine";
+import type { RunResult, StackDefinition, StackEngine } from "../../../automation/engine/stackEngine";
 import { freePort } from "../../../automation/local/freePort";
 import { SimulatedEngine } from "../../../automation/simulated/simulatedEngine";
 import { missingTools, skipUnlessAvailable } from "../../support/toolchainRequirement";
 import { runProgram } from "../../support/commandProgram";
+import { describeStep } from "../../support/stepDescription";
 import { until } from "../../support/until";
 
 const PROGRAM = join(__dirname, "..", "..", "support", "commandProgram.js");
@@ -211,7 +212,6 @@ describe("the command provider plugin on the real engine, against a real sshd", 
       { run: "d2", trigger: "d2", stdin: "changed" },
       { run: "d2", trigger: "d2", stdin: "changed", remote: false },
     ];
-    const describeStep = (s: ResourceStep) => [s.op, s.name, s.keys.length ? `keys=${s.keys.join(",")}` : "", s.replaceKeys?.length ? `replace=${s.replaceKeys.join(",")}` : ""].filter(Boolean).join(" ");
     const observe = async (on: StackEngine, stackName: string) => {
       const observed: string[][] = [];
       for (const settings of sequence) {

@@ -22,6 +22,16 @@ const silent = { info() {}, warn() {}, error() {} };
 
 type Json = Record<string, any>;
 
+/** The test program's stack against the fake at `endpoint`, with hcloud provider settings, at a revision with `count` servers. */
+function resourcesStack(stackName: string, endpoint: string, provider: Record<string, string>, revision: number, count: number): StackDefinition {
+  const settings = Object.fromEntries(Object.entries(provider).map(([key, value]) => [`hcloud:${key}`, { value }]));
+  return {
+    stackName,
+    program: { module: PROGRAM },
+    config: { ...settings, "hcloud:endpoint": { value: endpoint }, "hcloudtest:revision": { value: String(revision) }, "hcloudtest:servers": { value: String(count) } },
+  };
+}
+
 describe("the hcloud provider plugin on the real engine, against the fake Hetzner API", function () {
   this.timeout(300_000);
   let dir: string;
@@ -35,16 +45,7 @@ describe("the hcloud provider plugin on the real engine, against the fake Hetzne
     return (await response.json()) as Json;
   };
   const servers = async (): Promise<Json[]> => (await api("/servers?label_selector=nodefleet.io/cluster=t1")).servers;
-  const stack = (revision: number, count: number): StackDefinition => ({
-    stackName: "hcloud",
-    program: { module: PROGRAM },
-    config: {
-      "hcloud:endpoint": { value: endpoint },
-      "hcloud:pollInterval": { value: "50ms" },
-      "hcloudtest:revision": { value: String(revision) },
-      "hcloudtest:servers": { value: String(count) },
-    },
-  });
+  const stack = (revision: number, count: number) => resourcesStack("hcloud", endpoint, { pollInterval: "50ms" }, revision, count);
   const serverSteps = (run: RunResult) => run.steps.filter((s) => s.type === SERVER).map((s) => s.op);
   const failed = (run: RunResult) => JSON.stringify(run.steps.filter((s) => s.error));
 
@@ -158,12 +159,7 @@ describe("the hcloud provider plugin polls a running action as terraform-provide
     const fake = buildFakeHcloud({ token: TOKEN, stateFile: join(dir, `${name}.json`), actionMs: ACTION_MS });
     const endpoint = await fake.app.listen({ port: 0, host: "127.0.0.1" });
     try {
-      const config = Object.fromEntries(Object.entries(poll).map(([key, value]) => [`hcloud:${key}`, { value }]));
-      const run = await engine.up({
-        stackName: name,
-        program: { module: PROGRAM },
-        config: { ...config, "hcloud:endpoint": { value: endpoint }, "hcloudtest:revision": { value: "1" }, "hcloudtest:servers": { value: "1" } },
-      });
+      const run = await engine.up(resourcesStack(name, endpoint, poll, 1, 1));
       const started = fake.state.actions.length;
       return { polls: started === 0 ? 0 : (fake.requestCounts.get("GET /actions") ?? 0) / started, run };
     } finally {

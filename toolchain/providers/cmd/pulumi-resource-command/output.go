@@ -11,68 +11,61 @@ import (
 // and shows the lines of the streams `logging` names under the resource as they arrive. The two
 // streams are copied by two goroutines (os/exec's, or the SSH session's), hence the lock.
 type output struct {
-	show                   func(line string)
-	mu                     sync.Mutex
-	out, err, interleaved  bytes.Buffer
-	logOut, logErr         bool
-	partialOut, partialErr string
+	show        func(line string)
+	mu          sync.Mutex
+	out, err    stream
+	interleaved bytes.Buffer
+}
+
+// stream is one of a script's two outputs: all of it, and whether its lines are shown, with the
+// unfinished last line until its newline arrives.
+type stream struct {
+	text    bytes.Buffer
+	shown   bool
+	partial string
 }
 
 // newOutput shows each line of the streams asked for with show.
-func newOutput(show func(line string), logStdout, logStderr bool) *output {
-	return &output{show: show, logOut: logStdout, logErr: logStderr}
+func newOutput(show func(line string), showStdout, showStderr bool) *output {
+	return &output{show: show, out: stream{shown: showStdout}, err: stream{shown: showStderr}}
 }
 
 type streamWriter struct {
-	o      *output
-	stderr bool
+	o *output
+	s *stream
 }
 
 func (w streamWriter) Write(p []byte) (int, error) {
 	o := w.o
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if w.stderr {
-		o.err.Write(p)
-		if o.logErr {
-			o.partialErr = o.logLines(o.partialErr + string(p))
+	w.s.text.Write(p)
+	if w.s.shown {
+		text := w.s.partial + string(p)
+		for i := strings.IndexByte(text, '\n'); i >= 0; i = strings.IndexByte(text, '\n') {
+			o.show(text[:i])
+			text = text[i+1:]
 		}
-	} else {
-		o.out.Write(p)
-		if o.logOut {
-			o.partialOut = o.logLines(o.partialOut + string(p))
-		}
+		w.s.partial = text
 	}
 	return o.interleaved.Write(p)
-}
-
-// logLines shows every complete line of text and returns the unfinished rest.
-func (o *output) logLines(text string) string {
-	for {
-		i := strings.IndexByte(text, '\n')
-		if i < 0 {
-			return text
-		}
-		o.show(text[:i])
-		text = text[i+1:]
-	}
 }
 
 // flush shows the last lines when they did not end with a newline.
 func (o *output) flush() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	for _, rest := range []*string{&o.partialOut, &o.partialErr} {
-		if *rest != "" {
-			o.show(*rest)
-			*rest = ""
+	for _, s := range []*stream{&o.out, &o.err} {
+		if s.partial != "" {
+			o.show(s.partial)
+			s.partial = ""
 		}
 	}
 }
 
-func (o *output) stdoutWriter() io.Writer { return streamWriter{o, false} }
-func (o *output) stderrWriter() io.Writer { return streamWriter{o, true} }
+func (o *output) stdoutWriter() io.Writer { return streamWriter{o, &o.out} }
+func (o *output) stderrWriter() io.Writer { return streamWriter{o, &o.err} }
 
-func (o *output) stdout() string   { o.mu.Lock(); defer o.mu.Unlock(); return o.out.String() }
-func (o *output) stderr() string   { o.mu.Lock(); defer o.mu.Unlock(); return o.err.String() }
+func (o *output) stdout() string   { o.mu.Lock(); defer o.mu.Unlock(); return o.out.text.String() }
+func (o *output) stderr() string   { o.mu.Lock(); defer o.mu.Unlock(); return o.err.text.String() }
 func (o *output) combined() string { o.mu.Lock(); defer o.mu.Unlock(); return o.interleaved.String() }

@@ -64,26 +64,25 @@ func connectionOf(inputs resource.PropertyMap) connection {
 		privateKeyPassword: nativeprovider.String(m, "privateKeyPassword"),
 		agentSocketPath:    nativeprovider.String(m, "agentSocketPath"),
 		hostKey:            nativeprovider.String(m, "hostKey"),
-		port:               22,
-		dialErrorLimit:     10,
-		perDialTimeout:     15,
+		port:               intOr(m, "port", 22),
+		dialErrorLimit:     intOr(m, "dialErrorLimit", 10),
+		perDialTimeout:     intOr(m, "perDialTimeout", 15),
 	}
 	if c.user == "" {
 		c.user = "root"
-	}
-	if nativeprovider.Has(m, "port") {
-		c.port = int(nativeprovider.Number(m, "port"))
-	}
-	if nativeprovider.Has(m, "dialErrorLimit") {
-		c.dialErrorLimit = int(nativeprovider.Number(m, "dialErrorLimit"))
-	}
-	if nativeprovider.Has(m, "perDialTimeout") {
-		c.perDialTimeout = int(nativeprovider.Number(m, "perDialTimeout"))
 	}
 	if c.agentSocketPath == "" {
 		c.agentSocketPath = os.Getenv("SSH_AUTH_SOCK")
 	}
 	return c
+}
+
+// intOr is the input's number, or fallback when it is absent (0 is a value: no limit, for example).
+func intOr(m resource.PropertyMap, key string, fallback int) int {
+	if !nativeprovider.Has(m, key) {
+		return fallback
+	}
+	return int(nativeprovider.Number(m, key))
 }
 
 // clientConfig authenticates with the private key, the password and the agent given, and checks the

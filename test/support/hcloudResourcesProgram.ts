@@ -6,6 +6,9 @@
 import * as hcloud from "@pulumi/hcloud";
 import * as pulumi from "@pulumi/pulumi";
 
+/** Server `i`'s user data at a generation (exported: the test checks what the state keeps of it). */
+export const serverUserData = (i: number, generation: number) => `#cloud-config\nhostname: t1-server-${i}\nruncmd: [echo g${generation}]\n`;
+
 export function runProgram(): Record<string, pulumi.Output<unknown>> {
   const config = new pulumi.Config("hcloudtest");
   const revision = config.requireNumber("revision");
@@ -35,7 +38,7 @@ export function runProgram(): Record<string, pulumi.Output<unknown>> {
           serverType: revision >= 2 ? "cpx31" : "cpx21",
           image: "ubuntu-24.04",
           location: "hel1",
-          userData: pulumi.secret(`#cloud-config\nhostname: t1-server-${i}\nruncmd: [echo g${generation}]\n`),
+          userData: pulumi.secret(serverUserData(i, generation)),
           labels: { ...labels, revision: String(revision) },
           firewallIds: [firewall.id.apply(Number)],
           placementGroupId: group.id.apply(Number),
@@ -56,6 +59,7 @@ export function runProgram(): Record<string, pulumi.Output<unknown>> {
   return {
     serverIds: pulumi.all(created.map((s) => s.id)),
     ipv4: pulumi.all(created.map((s) => s.ipv4Address)),
+    userDataStates: pulumi.all(created.map((s) => s.userData)),
     privateIps: pulumi.all(created.map((s) => s.networks.apply((n) => n?.[0]?.ip))),
     gateway: subnet.gateway,
     lookedUpNetworkId: found.apply((f) => f.network.id),

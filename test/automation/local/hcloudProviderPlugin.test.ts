@@ -6,6 +6,7 @@
  * behind Pulumi's back. What the test checks is read back from the API, not from Pulumi's outputs.
  */
 import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -14,6 +15,7 @@ import type { RunResult, StackDefinition } from "../../../automation/engine/stac
 import { type FakeHcloud, buildFakeHcloud } from "../../../automation/local/fakeHcloud/fakeHcloudApi";
 import { type HcloudExchange, hcloudOpenApiViolations, recordHcloudExchanges } from "../../support/hcloudOpenApi";
 import { missingTools, skipUnlessAvailable } from "../../support/toolchainRequirement";
+import { serverUserData } from "../../support/hcloudResourcesProgram";
 
 const PROGRAM = join(__dirname, "..", "..", "support", "hcloudResourcesProgram.js");
 const TOKEN = "p".repeat(64);
@@ -82,6 +84,9 @@ describe("the hcloud provider plugin on the real engine, against the fake Hetzne
     assert.deepEqual([...(run.outputs.serverIds as string[])].sort(), created.map((s) => String(s.id)).sort());
     assert.equal(run.outputs.lookedUpNetworkId, network.id, "getNetwork by name and selector");
     assert.equal(run.outputs.lookedUpFirewallRules, 2, "getFirewall returns the rules");
+    // As upstream's StateFunc: the state keeps the user data's base64 SHA-1, the inputs the text.
+    const sha1 = (text: string) => createHash("sha1").update(text).digest("base64");
+    assert.deepEqual(run.outputs.userDataStates, [sha1(serverUserData(0, 1)), sha1(serverUserData(1, 1))]);
   });
 
   it("updates type, labels, rules and protection in place, keeping the servers", async function () {

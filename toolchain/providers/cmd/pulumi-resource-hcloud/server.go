@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/sha1"
+	"encoding/base64"
 	"fmt"
 	"net"
 	"sort"
@@ -43,7 +45,7 @@ func (server) Check(news resource.PropertyMap) (resource.PropertyMap, []*pulumir
 }
 
 func (s server) Create(ctx context.Context, inputs resource.PropertyMap, preview bool) (string, resource.PropertyMap, error) {
-	outs := inputs.Copy()
+	outs := serverState(inputs)
 	if preview {
 		nativeprovider.Computed(outs, serverComputed...)
 		return "", outs, nil
@@ -108,6 +110,25 @@ func (s server) Create(ctx context.Context, inputs resource.PropertyMap, preview
 	return id, serverOutputs(outs, current), nil
 }
 
+// serverState is what the state records of a server's inputs: the user data as its base64 SHA-1, as
+// upstream's StateFunc does (terraform-provider-hcloud server/resource.go, userDataHashSum). The API
+// never returns user data, the diff compares the inputs (which keep the full text), and a full copy
+// in every member's outputs made each of the engine's whole-state checkpoints larger.
+func serverState(inputs resource.PropertyMap) resource.PropertyMap {
+	outs := inputs.Copy()
+	userData, ok := outs["userData"]
+	if !ok || userData.ContainsUnknowns() || !nativeprovider.Has(outs, "userData") {
+		return outs
+	}
+	sum := sha1.Sum([]byte(nativeprovider.String(outs, "userData"))) //nolint:gosec // a fingerprint, as upstream's
+	hashed := resource.NewStringProperty(base64.StdEncoding.EncodeToString(sum[:]))
+	if userData.ContainsSecrets() {
+		hashed = resource.MakeSecret(hashed)
+	}
+	outs["userData"] = hashed
+	return outs
+}
+
 func publicNet(inputs resource.PropertyMap) *hcloud.ServerCreatePublicNet {
 	nets := nativeprovider.Maps(inputs, "publicNets")
 	if len(nets) == 0 {
@@ -154,7 +175,7 @@ func (s server) protect(ctx context.Context, srv *hcloud.Server, olds, inputs re
 }
 
 func (s server) Update(ctx context.Context, id string, olds, inputs resource.PropertyMap, preview bool) (resource.PropertyMap, error) {
-	outs := inputs.Copy()
+	outs := serverState(inputs)
 	if preview {
 		nativeprovider.Computed(outs, serverComputed...)
 		return outs, nil

@@ -5,7 +5,7 @@
  * PULUMI_BACKEND_URL says otherwise, passphrase secrets, continueOnError, per-resource steps from
  * engine events, AbortSignal cancellation and crash recovery before every run.
  */
-import { mkdirSync } from "node:fs";
+import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import * as pulumi from "@pulumi/pulumi";
 import {
@@ -362,7 +362,10 @@ export class AutomationEngine implements StackEngine {
 
   /** Plain config goes to the stack settings file directly (no CLI process), only when it changed. */
   private async writeStackConfig(stack: Stack, def: StackDefinition): Promise<void> {
-    const settings = await stack.workspace.stackSettings(def.stackName);
+    // A stack its backend already holds, selected from a new data directory (a service moved with a
+    // backend of its own), has no settings file yet: the workspace refuses to read one.
+    const hasSettings = [".yaml", ".yml", ".json"].some((ext) => existsSync(join(stack.workspace.workDir, `Pulumi.${def.stackName}${ext}`)));
+    const settings = hasSettings ? await stack.workspace.stackSettings(def.stackName) : {};
     const config = configStrings(def.config, false);
     if (JSON.stringify(settings.config ?? {}) !== JSON.stringify(config)) {
       await stack.workspace.saveStackSettings(def.stackName, { ...settings, config });

@@ -8,7 +8,7 @@ import { AutomationEngine } from "../../../automation/engine/automationEngine";
 import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { descendantProcesses, killProcesses, processTrees, pulumiProcessesFor } from "../../../automation/engine/cliProcesses";
 import { processAlive } from "../../../automation/simulated/stackLock";
-import { pendingOperations, stackLocks } from "../../../automation/engine/fileBackendState";
+import { fileBackendUrl, pendingOperations, stackLocks } from "../../../automation/engine/fileBackendState";
 import { type ResourceStep, RunCancelledError, RunFailedError, type StackDefinition, type StackEngine } from "../../../automation/engine/stackEngine";
 import { SimulatedEngine } from "../../../automation/simulated/simulatedEngine";
 import { gitStackProgram } from "../../../automation/gitStackProgram";
@@ -329,6 +329,23 @@ for (const engineCase of ENGINES) {
       // nodefleet's own backend writes none.
       assert.equal((await engine.up(stack(members(1)))).succeeded, true);
       assert.deepEqual(readdirSync(join(dataDir(), "state", ".pulumi", "stacks", "nodefleet")).filter((n) => n.endsWith(".attrs")), []);
+    });
+
+    it("takes over a stack its backend already holds from a new data directory (a service moved with its backend)", async function () {
+      if (engineCase.name !== "automation") {
+        console.log("      skipped: the simulated engine keeps its stacks in its data directory");
+        this.skip();
+      }
+      const backend = join(dataDir(), "kept-backend");
+      mkdirSync(backend, { recursive: true });
+      const env = { ...process.env, PULUMI_CONFIG_PASSPHRASE: "contract-tests", PULUMI_BACKEND_URL: fileBackendUrl(backend) };
+      const before = new AutomationEngine({ dataDir: join(dataDir(), "first-home"), env, logger: silent });
+      assert.equal((await before.up(stack(members(1)))).succeeded, true);
+      const moved = new AutomationEngine({ dataDir: join(dataDir(), "second-home"), env, logger: silent });
+      const after = await moved.up(stack(members(2)));
+      assert.equal(after.succeeded, true, JSON.stringify(after.steps.filter((s) => s.error)));
+      assert.equal(serverNames(after).length, 2);
+      assert.deepEqual(stepsOf(after, "create").filter((n) => n.startsWith("m")), memberResources("m1"), "only the new member is created");
     });
 
     it("passes secret config to the program without putting it in CLI arguments or the stack files", async function () {

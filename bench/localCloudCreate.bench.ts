@@ -8,14 +8,19 @@
  * counters. Targets (issue "Local cloud"): at most the batch window + 5 s to the server create, at
  * most 5 Hetzner requests per node. `--boot-delay-ms N` lets the fake's servers take N ms to
  * running, as Hetzner's do (about 10 s): then the steps wait on the cloud, not on this machine.
+ * Each real round also reports the API stack's state size at its peak: the CLI's file backend
+ * writes all of it once per step, serially. `--without-checkpoints` adds a round of the real engine
+ * with upstream's experimental PULUMI_SKIP_CHECKPOINTS (one write at the end; nodefleet never runs
+ * so, since a crash would lose the run's record): what those writes cost, side by side.
  */
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
 import { cpus, tmpdir, totalmem } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { type LocalCloud, startLocalCloud } from "../automation/local/localCloud";
 import type { OperationView } from "../automation/client/nodefleetClient";
 import { SimulatedCloud } from "../automation/simulated/simulatedCloud";
+import { fileBackendDir } from "../automation/engine/fileBackendState";
 import { TOKEN } from "../test/support/apiHarness";
 import { UP, editLocalPools, isReady, poolNodes } from "../test/support/localFleet";
 import { runPulumi } from "../automation/local/localStack";
@@ -32,6 +37,7 @@ const BATCH = { NODEFLEET_BATCH_IDLE_MS: "300", NODEFLEET_BATCH_MAX_MS: "3000" }
  */
 const ROUNDS = [1, 40, 1];
 const BOOT_DELAY_MS = arg("boot-delay-ms", "0");
+const WITHOUT_CHECKPOINTS = process.argv.includes("--without-checkpoints");
 const roundTitle = (round: number, count: number) => `${count} creates${count === 1 ? (round === 0 ? " (first run after start)" : " (after earlier runs)") : ""}`;
 
 interface Timings {
@@ -40,6 +46,8 @@ interface Timings {
   nodeReady: number[];
   /** What `requests()` counted from the creates until the last milestone. */
   requests: number;
+  /** What `peak()` said once every node had every milestone. */
+  peak?: string;
 }
 
 const summary = (values: number[]) => (values.length ? `p50 ${percentile(values, 50).toFixed(2)} s, max ${Math.max(...values).toFixed(2)} s` : "n/a");
@@ -52,6 +60,7 @@ async function measure(
   serverOf: (nodeId: string) => boolean,
   nodeReady?: () => Promise<ReadonlySet<string>>,
   requests: () => number = () => 0,
+  peak?: () => string,
 ): Promise<Timings> {
   const requestsBefore = requests();
   const started = performance.now();
@@ -79,6 +88,7 @@ async function measure(
     50,
   );
   timings.requests = requests() - requestsBefore;
+  timings.peak = peak?.();
   await Promise.all([...pending.keys()].map((id) => serve.client.deleteNode(id)));
   await until("the round's nodes deleted", async () => ((await serve.client.listNodes()).length === 0 ? true : undefined), 900_000);
   return timings;
@@ -96,6 +106,25 @@ function engineRuns(runs: readonly OperationView[]): string {
     .join(", ");
 }
 
+/** Bytes of the API stack's checkpoint in the local cloud's file backend (0 before its first run). */
+function apiStackStateBytes(cloud: LocalCloud): number {
+  const stacks = join(fileBackendDir(cloud.env.PULUMI_BACKEND_URL ?? "") ?? "", ".pulumi", "stacks");
+  let projects: string[] = [];
+  try {
+    projects = readdirSync(stacks);
+  } catch {
+    return 0;
+  }
+  for (const project of projects) {
+    try {
+      return statSync(join(stacks, project, "local-api.json")).size;
+    } catch {
+      // not this project's
+    }
+  }
+  return 0;
+}
+
 const totalRequests = (cloud: LocalCloud) => [...cloud.hcloud.requestCounts.values()].reduce((a, b) => a + b, 0);
 
 async function main(): Promise<void> {
@@ -109,22 +138,27 @@ async function main(): Promise<void> {
     editLocalPools(cloud, (pools) => pools.filter((p) => p.name === POOL));
     await runPulumi(UP, project, cloud.env);
 
-    const real = await startServe(join(dir, "real"), { ...cloud.env, ...BATCH, NODEFLEET_API_TOKENS: `local:${TOKEN}` }, { stack: "local", engine: "automation", cwd: project, clusterId: "local", startTimeoutMs: 180_000 });
-    servers.push(real);
-    await ready(real);
     // Read in-process, not over HTTP: the fake's request counters are what the bench reports.
     const fakeServer = (nodeId: string) => cloud.hcloud.state.servers.some((s) => s.labels["nodefleet.io/node"] === nodeId);
     const nodeReady = async () => new Set((await poolNodes(cloud, POOL)).filter(isReady).map((n) => n.spec.providerID ?? ""));
-    for (const [round, count] of ROUNDS.entries()) {
-      const runsBefore = new Set((await real.client.operations()).map((o) => o.id));
-      const t = await measure(real, count, `real-${round}`, fakeServer, nodeReady, () => totalRequests(cloud));
-      rows.push(`real engine, ${roundTitle(round, count)}: server create ${summary(t.serverCreated)}; RUNNING ${summary(t.running)}; Node Ready ${summary(t.nodeReady)}; ${(t.requests / count).toFixed(1)} Hetzner requests per created node`);
-      rows.push(`  engine runs: ${engineRuns((await real.client.operations()).filter((o) => !runsBefore.has(o.id)))}`);
-    }
+    const stateSize = () => `API stack state ${Math.round(apiStackStateBytes(cloud) / 1024)} KiB`;
+    const realRounds = async (title: string, env: NodeJS.ProcessEnv) => {
+      const serve = await startServe(join(dir, title.replace(/\W+/g, "-")), { ...cloud.env, ...BATCH, ...env, NODEFLEET_API_TOKENS: `local:${TOKEN}` }, { stack: "local", engine: "automation", cwd: project, clusterId: "local", startTimeoutMs: 180_000 });
+      servers.push(serve);
+      await ready(serve);
+      for (const [round, count] of ROUNDS.entries()) {
+        const runsBefore = new Set((await serve.client.operations()).map((o) => o.id));
+        const t = await measure(serve, count, `${servers.length}-${round}`, fakeServer, nodeReady, () => totalRequests(cloud), stateSize);
+        rows.push(`${title}, ${roundTitle(round, count)}: server create ${summary(t.serverCreated)}; RUNNING ${summary(t.running)}; Node Ready ${summary(t.nodeReady)}; ${(t.requests / count).toFixed(1)} Hetzner requests per created node; ${t.peak}`);
+        rows.push(`  engine runs: ${engineRuns((await serve.client.operations()).filter((o) => !runsBefore.has(o.id)))}`);
+      }
+      serve.child.kill("SIGTERM");
+      await serve.exited();
+    };
+    await realRounds("real engine", {});
     const counts = [...cloud.hcloud.requestCounts.entries()].sort((a, b) => b[1] - a[1]).slice(0, 8);
     rows.push(`  busiest Hetzner endpoints: ${counts.map(([k, v]) => `${k} ${v}`).join(", ")}`);
-    real.child.kill("SIGTERM");
-    await real.exited();
+    if (WITHOUT_CHECKPOINTS) await realRounds("real engine without checkpoints", { PULUMI_EXPERIMENTAL: "true", PULUMI_SKIP_CHECKPOINTS: "true" });
 
     const simulatedDir = join(dir, "simulated");
     const simulated = await startServe(simulatedDir, { ...cloud.env, ...BATCH, NODEFLEET_SIM_BOOT_DELAY_MS: BOOT_DELAY_MS, NODEFLEET_API_TOKENS: `local:${TOKEN}` }, { stack: "local", engine: "simulated", cwd: project, clusterId: "local" });

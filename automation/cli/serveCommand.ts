@@ -35,7 +35,7 @@ import { acquireDataDirLock } from "../store/dataDirLock";
 import { databasePath, openDatabase, type Db } from "../store/database";
 import { assertStoreNotLost } from "../store/storeIntegrity";
 import { assertStoreNotLostInCloud } from "../store/storeLostInCloud";
-import { apiStackName } from "../reconciler/apiStack";
+import { apiStackDefinition, apiStackName } from "../reconciler/apiStack";
 
 export interface ServeOptions {
   readonly stack: string;
@@ -185,6 +185,8 @@ export async function serve(options: ServeOptions, env: NodeJS.ProcessEnv = proc
         programConfig = () => withDecryptedSecrets(stack.stackConfig(), decrypted);
       }
       if (hcloud) reclaimer = new OrphanReclaimer({ ...reclaimerOptions, inventory: hcloudInventory(hcloud) });
+      // The API stack's workspace now, while the catalog is read, not on the first create's path.
+      void automation.prepare(apiStackDefinition({ clusterId: fleet.cluster.id, members: [], config: programConfig() }));
     }
     const catalog = new CatalogSource({
       availability,

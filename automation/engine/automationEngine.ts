@@ -489,6 +489,23 @@ export class AutomationEngine implements StackEngine {
     return Object.fromEntries(Object.entries(map).map(([k, v]) => [k, v.value]));
   }
 
+  /**
+   * Selects (or creates) a stack's workspace and writes its settings ahead of its first run (the
+   * service does so at start for its API stack): the CLI processes that takes are then not on the
+   * first create's path, nor are the program's modules loaded by it. A failure is logged and left
+   * to that run, which tries again.
+   */
+  async prepare(def: StackDefinition): Promise<void> {
+    try {
+      // The program's modules as well: its SDKs load slowly the first time.
+      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      require(def.program.module);
+      await this.queue.run(def.stackName, () => this.workspaceStack(def));
+    } catch (error) {
+      this.options.logger?.warn({ stack: def.stackName, err: error instanceof Error ? error.message : String(error) }, "preparing the stack's workspace failed; its first run tries again");
+    }
+  }
+
   up(def: StackDefinition, options: RunOptions = {}): Promise<RunResult> {
     return this.run("up", def, options, async ({ stack, onEvent, signal, program }) => {
       // The Automation API follows every up with `stack output` (twice) and `stack history`; the

@@ -348,6 +348,24 @@ for (const engineCase of ENGINES) {
       assert.deepEqual(stepsOf(after, "create").filter((n) => n.startsWith("m")), memberResources("m1"), "only the new member is created");
     });
 
+    it("prepares a stack's workspace ahead of its first run, and only logs when it cannot", async function () {
+      if (engineCase.name !== "automation") {
+        console.log("      skipped: the simulated engine has no workspace to prepare");
+        this.skip();
+      }
+      const warnings: string[] = [];
+      const home = join(dataDir(), "prepared");
+      const prepared = new AutomationEngine({ dataDir: home, env: { ...process.env, PULUMI_CONFIG_PASSPHRASE: "contract-tests" }, logger: { ...silent, warn: (_record, message) => warnings.push(String(message)) } });
+      await prepared.prepare(stack(members(1)));
+      const settings = readFileSync(join(home, "workspaces", "contract", "Pulumi.contract.yaml"), "utf8");
+      assert.match(settings, /enginetest:members/, "the stack's settings are written before any run");
+      await prepared.prepare({ ...stack(members(1), "elsewhere"), program: { module: join(home, "no-such-program.js"), args: {} } });
+      assert.deepEqual(warnings, ["preparing the stack's workspace failed; its first run tries again"]);
+      const run = await prepared.up(stack(members(1)));
+      assert.equal(run.succeeded, true);
+      assert.deepEqual(stepsOf(run, "create").filter((n) => n.startsWith("m")), memberResources("m0"));
+    });
+
     it("passes secret config to the program without putting it in CLI arguments or the stack files", async function () {
       if (engineCase.name !== "automation") {
         console.log("      skipped: the simulated engine starts no CLI");

@@ -8,7 +8,7 @@
  */
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { findTool } from "../../../automation/engine/toolchain";
@@ -248,6 +248,8 @@ describe("pulumi up --stack local on the local cloud (real engine, real control 
     const waitFor = <T>(what: string, probe: () => Promise<T | undefined>) => until(what, probe, 180_000, () => `serve said:\n${serve.stderr().slice(-3000)}`);
 
     it("turns Karpenter-style creates into servers and Ready Nodes, and deletes back to nothing", async function () {
+      // Prepared at start (its CLI processes off the first create's path), before anything asked for a node.
+      await waitFor("the API stack's workspace prepared", async () => (existsSync(join(dir, "serve", "workspaces", "local-api", "Pulumi.local-api.yaml")) ? true : undefined));
       const ids = ["nodeclaim-local-a", "nodeclaim-local-b"];
       const created = await Promise.all(ids.map((uniqueID) => serve.client.createNode({ uniqueID, pool: "local-burst", instanceType: "cpx21" })));
       const nodeIds = created.map((c) => c.node.nodeID);

@@ -4,6 +4,7 @@
  * the default, announced loudly; it first applies the git stack to the simulated cloud so the API
  * stack's look-ups (network, firewall) resolve. Logs (pino, JSON) go to stderr and carry no secrets.
  */
+import { setTimeout as delay } from "node:timers/promises";
 import { randomBytes } from "node:crypto";
 import * as fs from "node:fs";
 import * as path from "node:path";
@@ -36,6 +37,9 @@ import { databasePath, openDatabase, type Db } from "../store/database";
 import { assertStoreNotLost } from "../store/storeIntegrity";
 import { assertStoreNotLostInCloud } from "../store/storeLostInCloud";
 import { apiStackDefinition, apiStackName } from "../reconciler/apiStack";
+
+/** How long a failed start or a shutdown waits for the API stack workspace's preparation (a CLI process or two). */
+const PREPARE_WAIT_MS = 10_000;
 
 export interface ServeOptions {
   readonly stack: string;
@@ -130,6 +134,9 @@ export async function serve(options: ServeOptions, env: NodeJS.ProcessEnv = proc
   let app: FastifyInstance;
   let reclaimer: OrphanReclaimer | undefined;
   let firstApply: FirstApply | undefined;
+  // The API stack's workspace prepared at start; a failed start or a shutdown waits for it (bounded).
+  let preparing: Promise<void> | undefined;
+  const preparedOrGaveUp = () => Promise.race([preparing, delay(PREPARE_WAIT_MS, undefined, { ref: false })]);
   try {
     const metrics = new ServiceMetrics();
     // One counted client for the lost-store check, the engine's crash-recovery look-ups, the orphan reclaimer and the catalog.
@@ -185,8 +192,9 @@ export async function serve(options: ServeOptions, env: NodeJS.ProcessEnv = proc
         programConfig = () => withDecryptedSecrets(stack.stackConfig(), decrypted);
       }
       if (hcloud) reclaimer = new OrphanReclaimer({ ...reclaimerOptions, inventory: hcloudInventory(hcloud) });
-      // The API stack's workspace now, while the catalog is read, not on the first create's path.
-      void automation.prepare(apiStackDefinition({ clusterId: fleet.cluster.id, members: [], config: programConfig() }));
+      // The API stack's workspace at start, not on the first create's path; a fleet without an
+      // autoscaled pool never runs that stack, and gets none.
+      if (autoscaledPools(fleet).length > 0) preparing = automation.prepare(apiStackDefinition({ clusterId: fleet.cluster.id, members: [], config: programConfig() }));
     }
     const catalog = new CatalogSource({
       availability,
@@ -217,6 +225,7 @@ export async function serve(options: ServeOptions, env: NodeJS.ProcessEnv = proc
     });
   } catch (error) {
     // A failed start leaves nothing held: the store closed, the lock file removed.
+    await preparedOrGaveUp();
     if (database?.open) database.close();
     lock.release();
     throw error;
@@ -228,6 +237,10 @@ export async function serve(options: ServeOptions, env: NodeJS.ProcessEnv = proc
     app.addHook("onReady", async () => r.start());
     app.addHook("onClose", async () => r.stop());
   }
+
+  app.addHook("onClose", async () => {
+    await preparedOrGaveUp();
+  });
 
   let closing = false;
   const shutdown = (signal: string, exitCode = 0) => {

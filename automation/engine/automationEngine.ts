@@ -364,7 +364,8 @@ export class AutomationEngine implements StackEngine {
   private async writeStackConfig(stack: Stack, def: StackDefinition): Promise<void> {
     // A stack its backend already holds, selected from a new data directory (a service moved with a
     // backend of its own), has no settings file yet: the workspace refuses to read one.
-    const hasSettings = [".yaml", ".yml", ".json"].some((ext) => existsSync(join(stack.workspace.workDir, `Pulumi.${def.stackName}${ext}`)));
+    const fileName = `Pulumi.${def.stackName.split("/").pop()}`; // the workspace's own naming: the stack's last segment
+    const hasSettings = [".yaml", ".yml", ".json"].some((ext) => existsSync(join(stack.workspace.workDir, `${fileName}${ext}`)));
     const settings = hasSettings ? await stack.workspace.stackSettings(def.stackName) : {};
     const config = configStrings(def.config, false);
     if (JSON.stringify(settings.config ?? {}) !== JSON.stringify(config)) {
@@ -500,9 +501,14 @@ export class AutomationEngine implements StackEngine {
       // The program's modules as well: its SDKs load slowly the first time.
       // eslint-disable-next-line @typescript-eslint/no-require-imports
       require(def.program.module);
-      await this.queue.run(def.stackName, () => this.workspaceStack(def));
+      await this.queue.run(def.stackName, async () => {
+        // As before a run: a torn sidecar fails every command, selection included.
+        this.repairFileBackend(def.stackName);
+        await this.workspaceStack(def);
+      });
     } catch (error) {
-      this.options.logger?.warn({ stack: def.stackName, err: error instanceof Error ? error.message : String(error) }, "preparing the stack's workspace failed; its first run tries again");
+      const message = redactSecrets(firstLines(error instanceof Error ? error.message : String(error)), def);
+      this.options.logger?.warn({ stack: def.stackName, err: message }, "preparing the stack's workspace failed; its first run tries again");
     }
   }
 

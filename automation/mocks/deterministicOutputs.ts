@@ -4,11 +4,13 @@
  * config are identical and tests can compare them. The simulated engine layers its persistent
  * cloud state on top of this.
  */
+import { createHash } from "node:crypto";
 import type * as pulumi from "@pulumi/pulumi";
 import { sha256Hex } from "../../components/shared/canonicalJson";
 import { ELASTIC_METAL_COMPUTED_OUTPUTS } from "./scalewayLookups";
 import { robotCommandMockOutputs, robotRescueMockOutputs } from "./robotMocks";
 import { documentationIpv4, hashNumber, numericId } from "./seededValues";
+import { isWrappedSecret } from "./secretValues";
 
 const RANDOM_ALPHABET_LOWER = "abcdefghijklmnopqrstuvwxyz";
 const RANDOM_ALPHABET_UPPER = RANDOM_ALPHABET_LOWER.toUpperCase();
@@ -45,6 +47,11 @@ function offsetTimestamp(inputs: Record<string, unknown>): { base: string; rfc33
   return { base, rfc3339: new Date(Date.parse(base) + seconds * 1000).toISOString().replace(/\.000Z$/, "Z") };
 }
 
+/** What the hcloud plugin (as upstream's StateFunc) records of a server's user data: its base64 SHA-1. */
+function userDataHash(value: unknown): unknown {
+  return typeof value === "string" ? createHash("sha1").update(value).digest("base64") : value;
+}
+
 export type OutputsForType = (args: pulumi.runtime.MockResourceArgs) => Record<string, unknown>;
 
 /** Computed outputs per resource type; anything not listed echoes its inputs. */
@@ -53,6 +60,7 @@ export const COMPUTED_OUTPUTS: Record<string, OutputsForType> = {
     ipv4Address: documentationIpv4(a.name),
     ipv6Address: `2001:db8::${hashNumber(a.name, 0xffff).toString(16)}`,
     status: "running",
+    ...(a.inputs.userData === undefined ? {} : { userData: isWrappedSecret(a.inputs.userData) ? { ...a.inputs.userData, value: userDataHash(a.inputs.userData.value) } : userDataHash(a.inputs.userData) }),
   }),
   "random:index/randomString:RandomString": (a) => ({ result: deterministicRandomString(a.name, a.inputs) }),
   "random:index/randomPassword:RandomPassword": (a) => ({ result: deterministicRandomString(a.name, a.inputs) }),

@@ -339,12 +339,15 @@ for (const engineCase of ENGINES) {
       const backend = join(dataDir(), "kept-backend");
       mkdirSync(backend, { recursive: true });
       const env = { ...process.env, PULUMI_CONFIG_PASSPHRASE: "contract-tests", PULUMI_BACKEND_URL: fileBackendUrl(backend) };
+      // A secret in the state too (as the API stack's user data is): the new home decrypts it.
+      const withSecret = (def: StackDefinition): StackDefinition => ({ ...def, config: { ...def.config, "enginetest:token": { value: "kept-secret-value", secret: true } } });
       const before = new AutomationEngine({ dataDir: join(dataDir(), "first-home"), env, logger: silent });
-      assert.equal((await before.up(stack(members(1)))).succeeded, true);
+      assert.equal((await before.up(withSecret(stack(members(1))))).succeeded, true);
       const moved = new AutomationEngine({ dataDir: join(dataDir(), "second-home"), env, logger: silent });
-      const after = await moved.up(stack(members(2)));
+      const after = await moved.up(withSecret(stack(members(2))));
       assert.equal(after.succeeded, true, JSON.stringify(after.steps.filter((s) => s.error)));
       assert.equal(serverNames(after).length, 2);
+      assert.equal(after.outputs.token, "kept-secret-value");
       assert.deepEqual(stepsOf(after, "create").filter((n) => n.startsWith("m")), memberResources("m1"), "only the new member is created");
     });
 

@@ -21,6 +21,8 @@ const PROGRAM = join(__dirname, "..", "..", "support", "hcloudResourcesProgram.j
 const TOKEN = "p".repeat(64);
 const SERVER = "hcloud:index/server:Server";
 const silent = { info() {}, warn() {}, error() {} };
+/** What terraform-provider-hcloud's StateFunc records of a server's user data. */
+const userDataHash = (text: string) => createHash("sha1").update(text).digest("base64");
 
 type Json = Record<string, any>;
 
@@ -85,8 +87,7 @@ describe("the hcloud provider plugin on the real engine, against the fake Hetzne
     assert.equal(run.outputs.lookedUpNetworkId, network.id, "getNetwork by name and selector");
     assert.equal(run.outputs.lookedUpFirewallRules, 2, "getFirewall returns the rules");
     // As upstream's StateFunc: the state keeps the user data's base64 SHA-1, the inputs the text.
-    const sha1 = (text: string) => createHash("sha1").update(text).digest("base64");
-    assert.deepEqual(run.outputs.userDataStates, [sha1(serverUserData(0, 1)), sha1(serverUserData(1, 1))]);
+    assert.deepEqual(run.outputs.userDataStates, [userDataHash(serverUserData(0, 1)), userDataHash(serverUserData(1, 1))]);
   });
 
   it("updates type, labels, rules and protection in place, keeping the servers", async function () {
@@ -104,6 +105,7 @@ describe("the hcloud provider plugin on the real engine, against the fake Hetzne
     }
     const [firewall] = (await api("/firewalls?name=t1-nodes")).firewalls;
     assert.deepEqual(firewall.rules.find((r: Json) => r.port === "10250").source_ips, ["203.0.113.10/32", "203.0.113.11/32"]);
+    assert.deepEqual(run.outputs.userDataStates, [userDataHash(serverUserData(0, 1)), userDataHash(serverUserData(1, 1))], "an update keeps the hash");
   });
 
   it("is refused by the API when it deletes a delete-protected server", async function () {

@@ -120,13 +120,24 @@ func serverState(inputs resource.PropertyMap) resource.PropertyMap {
 	if !ok || userData.ContainsUnknowns() || !nativeprovider.Has(outs, "userData") {
 		return outs
 	}
-	sum := sha1.Sum([]byte(nativeprovider.String(outs, "userData"))) //nolint:gosec // a fingerprint, as upstream's
+	text := nativeprovider.String(outs, "userData")
+	if isUserDataHash(text) {
+		return outs
+	}
+	sum := sha1.Sum([]byte(text)) //nolint:gosec // a fingerprint, as upstream's
 	hashed := resource.NewStringProperty(base64.StdEncoding.EncodeToString(sum[:]))
 	if userData.ContainsSecrets() {
 		hashed = resource.MakeSecret(hashed)
 	}
 	outs["userData"] = hashed
 	return outs
+}
+
+// isUserDataHash tells a recorded hash from user data (which cloud-init wants starting with "#" or
+// a MIME header, never 28 characters of base64 for 20 bytes).
+func isUserDataHash(text string) bool {
+	decoded, err := base64.StdEncoding.DecodeString(text)
+	return len(text) == 28 && err == nil && len(decoded) == sha1.Size
 }
 
 func publicNet(inputs resource.PropertyMap) *hcloud.ServerCreatePublicNet {
@@ -314,7 +325,8 @@ func (s server) Read(ctx context.Context, id string, olds resource.PropertyMap) 
 	if err != nil || found == nil {
 		return nil, false, err
 	}
-	outs := serverOutputs(olds.Copy(), found)
+	// A state recorded before the hash (or adopted after a crash from the inputs) gets it here.
+	outs := serverOutputs(serverState(olds), found)
 	outs["name"] = resource.NewStringProperty(found.Name)
 	outs["labels"] = labelsProperty(found.Labels)
 	if found.ServerType != nil {

@@ -33,6 +33,9 @@ func TestServerStateKeepsUserDataAsItsHash(t *testing.T) {
 	if _, ok := serverState(resource.PropertyMap{})["userData"]; ok {
 		t.Fatal("a server without user data gained one")
 	}
+	if again := serverState(outs)["userData"]; again.SecretValue().Element.StringValue() != want {
+		t.Fatalf("a recorded hash was hashed again: %v", again)
+	}
 	unknown := serverState(resource.PropertyMap{"userData": resource.MakeComputed(resource.NewStringProperty(""))})["userData"]
 	if !unknown.ContainsUnknowns() {
 		t.Fatalf("an unknown user data (preview) became %v", unknown)

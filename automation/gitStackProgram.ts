@@ -20,12 +20,17 @@ export function gitStackProgram(options: { allowMissingKubeconfig: boolean; prev
   };
 }
 
-/** Loads a program module and runs it; the module must export `runProgram(args)`. */
-export async function runProgramReference(program: ProgramReference): Promise<unknown> {
+/** Loads a program module (once: Node caches it); the module must export `runProgram(args)`. */
+export function loadProgram(program: ProgramReference): (args: unknown) => Promise<unknown> {
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const loaded = require(program.module) as { runProgram?: (args: unknown) => Promise<unknown> };
   if (typeof loaded.runProgram !== "function") {
     throw new Error(`${program.module} does not export runProgram(args)`);
   }
-  return loaded.runProgram(program.args);
+  return (args) => loaded.runProgram!(args);
+}
+
+/** Loads a program module and runs it. */
+export async function runProgramReference(program: ProgramReference): Promise<unknown> {
+  return loadProgram(program)(program.args);
 }

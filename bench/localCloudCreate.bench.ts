@@ -13,14 +13,15 @@
  * with upstream's experimental PULUMI_SKIP_CHECKPOINTS (one write at the end; nodefleet never runs
  * so, since a crash would lose the run's record): what those writes cost, side by side.
  */
-import { mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
+import { mkdtempSync, rmSync, statSync } from "node:fs";
 import { cpus, tmpdir, totalmem } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { type LocalCloud, startLocalCloud } from "../automation/local/localCloud";
 import type { OperationView } from "../automation/client/nodefleetClient";
 import { SimulatedCloud } from "../automation/simulated/simulatedCloud";
-import { fileBackendDir } from "../automation/engine/fileBackendState";
+import { fileBackendDir, stackCheckpointFiles } from "../automation/engine/fileBackendState";
+import { apiStackName } from "../automation/reconciler/apiStack";
 import { TOKEN } from "../test/support/apiHarness";
 import { UP, editLocalPools, isReady, poolNodes } from "../test/support/localFleet";
 import { runPulumi } from "../automation/local/localStack";
@@ -108,21 +109,8 @@ function engineRuns(runs: readonly OperationView[]): string {
 
 /** Bytes of the API stack's checkpoint in the local cloud's file backend (0 before its first run). */
 function apiStackStateBytes(cloud: LocalCloud): number {
-  const stacks = join(fileBackendDir(cloud.env.PULUMI_BACKEND_URL ?? "") ?? "", ".pulumi", "stacks");
-  let projects: string[] = [];
-  try {
-    projects = readdirSync(stacks);
-  } catch {
-    return 0;
-  }
-  for (const project of projects) {
-    try {
-      return statSync(join(stacks, project, "local-api.json")).size;
-    } catch {
-      // not this project's
-    }
-  }
-  return 0;
+  const [file] = stackCheckpointFiles(fileBackendDir(cloud.env.PULUMI_BACKEND_URL ?? "") ?? "", apiStackName("local"));
+  return file ? statSync(file).size : 0;
 }
 
 const totalRequests = (cloud: LocalCloud) => [...cloud.hcloud.requestCounts.values()].reduce((a, b) => a + b, 0);

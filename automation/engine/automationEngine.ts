@@ -18,7 +18,7 @@ import {
   type Stack,
   type StepEventMetadata,
 } from "@pulumi/pulumi/automation";
-import { runProgramReference } from "../gitStackProgram";
+import { loadProgram, runProgramReference } from "../gitStackProgram";
 import { killProcesses, processTrees, pulumiProcessesFor } from "./cliProcesses";
 import { recoverStack } from "./crashRecovery";
 import { fileBackendDir, fileBackendUrl, isNodefleetFileBackend, pruneStackHistory, removeTornSidecars } from "./fileBackendState";
@@ -499,8 +499,7 @@ export class AutomationEngine implements StackEngine {
   async prepare(def: StackDefinition): Promise<void> {
     try {
       // The program's modules as well: its SDKs load slowly the first time.
-      // eslint-disable-next-line @typescript-eslint/no-require-imports
-      require(def.program.module);
+      loadProgram(def.program);
       await this.queue.run(def.stackName, async () => {
         // As before a run: a torn sidecar fails every command, selection included.
         this.repairFileBackend(def.stackName);

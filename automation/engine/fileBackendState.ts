@@ -7,7 +7,7 @@
  * each file's `.attrs` sidecar in place, not by rename, so a CLI killed mid-write leaves an empty
  * sidecar on which every later command fails ("failed to load checkpoint: EOF").
  */
-import { readFileSync, readdirSync, rmSync, statSync } from "node:fs";
+import { existsSync, readFileSync, readdirSync, rmSync, statSync } from "node:fs";
 import { hostname } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -116,11 +116,27 @@ export interface PendingOperation {
   };
 }
 
+/** A stack's checkpoint file in a file backend. */
+export function stackCheckpointPath(backendDir: string, project: string, stack: string): string {
+  return join(backendDir, ".pulumi", "stacks", project, `${stack}.json`);
+}
+
+/** The checkpoint files a file backend holds for `stack`, under whichever projects it has. */
+export function stackCheckpointFiles(backendDir: string, stack: string): string[] {
+  let projects: string[];
+  try {
+    projects = readdirSync(join(backendDir, ".pulumi", "stacks"));
+  } catch {
+    return [];
+  }
+  return projects.map((project) => stackCheckpointPath(backendDir, project, stack)).filter((file) => existsSync(file));
+}
+
 /** The pending operations recorded in the stack's checkpoint (empty when the stack has none yet). */
 export function pendingOperations(backendDir: string, project: string, stack: string): PendingOperation[] {
   let raw: string;
   try {
-    raw = readFileSync(join(backendDir, ".pulumi", "stacks", project, `${stack}.json`), "utf8");
+    raw = readFileSync(stackCheckpointPath(backendDir, project, stack), "utf8");
   } catch {
     return [];
   }

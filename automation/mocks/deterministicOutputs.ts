@@ -47,8 +47,9 @@ function offsetTimestamp(inputs: Record<string, unknown>): { base: string; rfc33
   return { base, rfc3339: new Date(Date.parse(base) + seconds * 1000).toISOString().replace(/\.000Z$/, "Z") };
 }
 
-/** What the hcloud plugin (as upstream's StateFunc) records of a server's user data: its base64 SHA-1. */
+/** What the hcloud plugin (as upstream's StateFunc) records of a server's user data: its base64 SHA-1, secret when the input is. */
 function userDataHash(value: unknown): unknown {
+  if (isWrappedSecret(value)) return { ...value, value: userDataHash(value.value) };
   return typeof value === "string" ? createHash("sha1").update(value).digest("base64") : value;
 }
 
@@ -60,7 +61,7 @@ export const COMPUTED_OUTPUTS: Record<string, OutputsForType> = {
     ipv4Address: documentationIpv4(a.name),
     ipv6Address: `2001:db8::${hashNumber(a.name, 0xffff).toString(16)}`,
     status: "running",
-    ...(a.inputs.userData === undefined ? {} : { userData: isWrappedSecret(a.inputs.userData) ? { ...a.inputs.userData, value: userDataHash(a.inputs.userData.value) } : userDataHash(a.inputs.userData) }),
+    ...(a.inputs.userData === undefined ? {} : { userData: userDataHash(a.inputs.userData) }),
   }),
   "random:index/randomString:RandomString": (a) => ({ result: deterministicRandomString(a.name, a.inputs) }),
   "random:index/randomPassword:RandomPassword": (a) => ({ result: deterministicRandomString(a.name, a.inputs) }),

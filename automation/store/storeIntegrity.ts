@@ -12,6 +12,7 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import type Database from "better-sqlite3";
+import { stackCheckpointFiles } from "../engine/fileBackendState";
 
 type Db = Database.Database;
 
@@ -44,13 +45,7 @@ export function engineStateOf(dataDir: string, stackName: string): string[] {
     path.join(dataDir, "simulated-cloud", "stacks", `${stackName}.journal`),
     path.join(dataDir, "workspaces", stackName),
   ];
-  const backendStacks = path.join(dataDir, "state", ".pulumi", "stacks");
-  try {
-    for (const project of fs.readdirSync(backendStacks)) candidates.push(path.join(backendStacks, project, `${stackName}.json`));
-  } catch {
-    // no file backend here
-  }
-  return candidates.filter((file) => fs.existsSync(file));
+  return [...candidates.filter((file) => fs.existsSync(file)), ...stackCheckpointFiles(path.join(dataDir, "state"), stackName)];
 }
 
 /** The database file does not exist or holds nothing: a first start, or a lost store. */

@@ -23,6 +23,8 @@ const SERVER = "hcloud:index/server:Server";
 const silent = { info() {}, warn() {}, error() {} };
 /** What terraform-provider-hcloud's StateFunc records of a server's user data. */
 const userDataHash = (text: string) => createHash("sha1").update(text).digest("base64");
+/** What the state keeps of both servers' user data at generation 1 (revisions 1 and 2). */
+const GENERATION_ONE_USER_DATA = [userDataHash(serverUserData(0, 1)), userDataHash(serverUserData(1, 1))];
 
 type Json = Record<string, any>;
 
@@ -87,7 +89,7 @@ describe("the hcloud provider plugin on the real engine, against the fake Hetzne
     assert.equal(run.outputs.lookedUpNetworkId, network.id, "getNetwork by name and selector");
     assert.equal(run.outputs.lookedUpFirewallRules, 2, "getFirewall returns the rules");
     // As upstream's StateFunc: the state keeps the user data's base64 SHA-1, the inputs the text.
-    assert.deepEqual(run.outputs.userDataStates, [userDataHash(serverUserData(0, 1)), userDataHash(serverUserData(1, 1))]);
+    assert.deepEqual(run.outputs.userDataStates, GENERATION_ONE_USER_DATA);
   });
 
   it("updates type, labels, rules and protection in place, keeping the servers", async function () {
@@ -105,7 +107,7 @@ describe("the hcloud provider plugin on the real engine, against the fake Hetzne
     }
     const [firewall] = (await api("/firewalls?name=t1-nodes")).firewalls;
     assert.deepEqual(firewall.rules.find((r: Json) => r.port === "10250").source_ips, ["203.0.113.10/32", "203.0.113.11/32"]);
-    assert.deepEqual(run.outputs.userDataStates, [userDataHash(serverUserData(0, 1)), userDataHash(serverUserData(1, 1))], "an update keeps the hash");
+    assert.deepEqual(run.outputs.userDataStates, GENERATION_ONE_USER_DATA, "an update keeps the hash");
   });
 
   it("is refused by the API when it deletes a delete-protected server", async function () {

@@ -12,6 +12,9 @@
  * - createKeepAliveLogged: the same with `serve`'s logger at info (to a file): what request logging costs;
  * - createDeleteWrk: the same loop driven by wrk (createDeleteLoop.lua) when wrk is installed: a load
  *   generator in C leaves the service the machine autocannon shares with it (latencies pooled);
+ *   beside it, at each connection count, createDeleteWrkWithoutStore (the service with its claims
+ *   in memory: no SQLite, no fsync, the most any durable store could give) and createDeleteWrkFloor
+ *   (empty routes answering the same requests);
  * - replay: POST the same create again (idempotent, a read);
  * - get: GET one node; list: GET the 100 nodes of a cluster;
  * - floor: one empty Fastify route in the same child process, the same body: what this machine
@@ -56,8 +59,9 @@ class BenchServer {
     });
   }
 
-  async open(batchIdleMs: number, logged = false) {
-    const { port } = (await this.ask({ open: batchIdleMs, logged })) as { port: number };
+  /** A fresh service; `withoutStore`: its claims in memory (MemoryClaimStore: not durable, measurement only). */
+  async open(batchIdleMs: number, logged = false, withoutStore = false) {
+    const { port } = (await this.ask({ open: batchIdleMs, logged, withoutStore })) as { port: number };
     const baseUrl = `http://127.0.0.1:${port}`;
     return { baseUrl, client: new NodefleetClient({ baseUrl, clusterId: "example", token: TOKEN }) };
   }
@@ -130,7 +134,7 @@ async function main(): Promise<void> {
   const names = Array.from({ length: 100 }, (_, i) => `bench-${i}`);
   const created = await Promise.all(names.map((uniqueID) => reads.client.createNode({ uniqueID, pool: "hel1-burst" }, { waitSeconds: 60 })));
   const nodeId = created[0]!.node.nodeID;
-  const report: Record<string, unknown[]> = { create: [], createKeepAlive: [], createKeepAliveLogged: [], createDeleteWrk: [], replay: [], get: [], list: [], floor: [] };
+  const report: Record<string, unknown[]> = { create: [], createKeepAlive: [], createKeepAliveLogged: [], createDeleteWrk: [], createDeleteWrkWithoutStore: [], createDeleteWrkFloor: [], replay: [], get: [], list: [], floor: [] };
   for (const c of only === "" ? levels : []) {
     report.replay!.push(await cannon("POST create replay", c, { url: `${reads.baseUrl}/api/v1/clusters/example/nodes`, method: "POST", headers, body: JSON.stringify({ uniqueID: names[0], pool: "hel1-burst" }) }));
     report.get!.push(await cannon("GET node", c, { url: `${reads.baseUrl}/api/v1/clusters/example/nodes/${nodeId}`, headers }));
@@ -263,31 +267,40 @@ async function main(): Promise<void> {
 
   // The same loop driven by wrk (C, one thread) where it is installed: autocannon's JavaScript takes
   // most of a core on a two-core machine, so there the service shares the machine with its load
-  // generator. Latencies are of creates and deletes together (wrk reports them pooled).
+  // generator. Latencies are of creates and deletes together (wrk reports them pooled). At each
+  // connection count, side by side: the service; the service with its claims in memory (no SQLite,
+  // no fsync: the most any durable store could give); empty routes answering the same requests (the floor).
   const wrk = spawnSync("wrk", ["--version"], { encoding: "utf8" });
   if (wrk.error) report.createDeleteWrk!.push({ skipped: "wrk is not installed (Debian: apt-get install wrk)" });
   else {
+    const script = path.join(__dirname, "..", "..", "bench", "createDeleteLoop.lua");
+    const targets: Array<{ key: string; title: string; open: () => Promise<string> }> = [
+      { key: "createDeleteWrk", title: "service", open: async () => (await server.open(3_600_000)).baseUrl },
+      { key: "createDeleteWrkWithoutStore", title: "service, claims in memory", open: async () => (await server.open(3_600_000, false, true)).baseUrl },
+      { key: "createDeleteWrkFloor", title: "empty routes (floor)", open: () => server.openFloor() },
+    ];
     for (const c of levels) {
-      const service = await server.open(3_600_000);
-      process.stderr.write(`wrk POST create + DELETE (${duration}s, ${c} kept-alive connections)...\n`);
-      const script = path.join(__dirname, "..", "..", "bench", "createDeleteLoop.lua");
-      const { result: run, cpuMs, machineBusyCores } = await measured(server, () => runWrk(["-t1", `-c${c}`, `-d${duration}s`, "-s", script, service.baseUrl, "--", TOKEN, "example", "hel1-burst"]));
-      const { commits, checkpoints } = await server.close();
-      const seconds = run.durationUs / 1e6;
-      report.createDeleteWrk!.push({
-        connections: c,
-        createsPerSecond: Math.round(run.creates / seconds),
-        requestsPerSecond: Math.round(run.requests / seconds),
-        latencyMs: { p50: run.p50Us / 1000, p99: run.p99Us / 1000, max: run.maxUs / 1000 },
-        creates: run.creates,
-        deletes: run.deletes,
-        serverCpuMsPerRequest: perRequest(cpuMs, run.requests),
-        machineBusyCores,
-        commits,
-        checkpoints,
-        failures: run.failures,
-        socketErrors: run.socketErrors,
-      });
+      for (const target of targets) {
+        const baseUrl = await target.open();
+        process.stderr.write(`wrk POST create + DELETE, ${target.title} (${duration}s, ${c} kept-alive connections)...\n`);
+        const { result: run, cpuMs, machineBusyCores } = await measured(server, () => runWrk(["-t1", `-c${c}`, `-d${duration}s`, "-s", script, baseUrl, "--", TOKEN, "example", "hel1-burst"]));
+        const { commits, checkpoints } = await server.close();
+        const seconds = run.durationUs / 1e6;
+        report[target.key]!.push({
+          connections: c,
+          createsPerSecond: Math.round(run.creates / seconds),
+          requestsPerSecond: Math.round(run.requests / seconds),
+          latencyMs: { p50: run.p50Us / 1000, p99: run.p99Us / 1000, max: run.maxUs / 1000 },
+          creates: run.creates,
+          deletes: run.deletes,
+          serverCpuMsPerRequest: perRequest(cpuMs, run.requests),
+          machineBusyCores,
+          commits,
+          checkpoints,
+          failures: run.failures,
+          socketErrors: run.socketErrors,
+        });
+      }
     }
   }
 

@@ -1,12 +1,14 @@
 /**
  * The service under test of apiLoad.bench.ts, in a process of its own (forked by the bench) so
  * that autocannon's own work does not run on the service's event loop, as with a real client.
- * Messages on the IPC channel: `{ open: batchIdleMs, logged? }` starts a fresh service on 127.0.0.1 port 0
+ * Messages on the IPC channel: `{ open: batchIdleMs, logged?, withoutStore? }` starts a fresh service on 127.0.0.1 port 0
  * (answers `{ port }`; `logged`: with `serve`'s logger at info, its lines going to a file in the
- * data directory, instead of no logger), `{ close: true }` stops it (answers `{ commits, checkpoints }`, its group commits and checkpoints),
+ * data directory, instead of no logger; `withoutStore`: its claims in memory (MemoryClaimStore), not
+ * durable: what the service costs apart from its store), `{ close: true }` stops it (answers `{ commits, checkpoints }`, its group commits and checkpoints),
  * `{ cpu: true }` answers `{ cpuMs }`, the CPU time this process has used so far (user and system).
- * `{ floor: true }` starts, instead of a service, one empty Fastify route (`POST /floor`, 201 `{}`):
- * what this machine gives any Fastify service, the floor under the service's own figures.
+ * `{ floor: true }` starts, instead of a service, empty Fastify routes (`POST /floor`, 201 `{}`; and
+ * the create and delete paths with the answers createDeleteLoop.lua reads): what this machine
+ * gives any Fastify service, the floor under the service's own figures.
  * `--cpu-prof` on the bench's command line is passed on to this process.
  */
 import { rmSync } from "node:fs";
@@ -14,14 +16,17 @@ import { join } from "node:path";
 import Fastify, { type FastifyInstance } from "fastify";
 import { parseFleetSpec } from "../components/fleet/fleetSpec";
 import { buildServer } from "../automation/api/server";
+import { acceptEmptyJsonBodies } from "../automation/api/jsonBodyParser";
+import type { Db } from "../automation/store/database";
 import { serviceLogger } from "../automation/cli/serviceLogger";
 import { ServiceMetrics } from "../automation/api/serviceMetrics";
 import { configValues } from "../automation/stackConfigFile";
 import { FakeStackEngine } from "../test/support/fakeStackEngine";
 import { TOKENS, tempDataDir } from "../test/support/apiHarness";
 import { benchConfig } from "./benchSetup";
+import { MemoryClaimStore } from "./memoryClaimStore";
 
-export type ServerRequest = { readonly open: number; readonly logged?: boolean } | { readonly floor: true } | { readonly close: true } | { readonly cpu: true };
+export type ServerRequest = { readonly open: number; readonly logged?: boolean; readonly withoutStore?: boolean } | { readonly floor: true } | { readonly close: true } | { readonly cpu: true };
 export type ServerAnswer =
   | { readonly port: number }
   | { readonly commits: number | undefined; readonly checkpoints: number | undefined }
@@ -32,7 +37,7 @@ const fleet = parseFleetSpec(configValues(config));
 let app: FastifyInstance | undefined;
 let dataDir: string | undefined;
 
-async function open(batchIdleMs: number, logged: boolean): Promise<ServerAnswer> {
+async function open(batchIdleMs: number, logged: boolean, withoutStore: boolean): Promise<ServerAnswer> {
   dataDir = tempDataDir("nodefleet-bench-load-");
   app = await buildServer({
     dataDir,
@@ -45,6 +50,7 @@ async function open(batchIdleMs: number, logged: boolean): Promise<ServerAnswer>
     // One registry of process metrics per fresh service would pile up across rounds.
     metrics: new ServiceMetrics({ defaultMetrics: false }),
     batch: { idleMs: batchIdleMs, maxMs: batchIdleMs },
+    ...(withoutStore ? { claimStore: (database: Db) => new MemoryClaimStore(database) } : {}),
   });
   await app.listen({ host: "127.0.0.1", port: 0 });
   const address = app.server.address();
@@ -53,7 +59,13 @@ async function open(batchIdleMs: number, logged: boolean): Promise<ServerAnswer>
 
 async function floor(): Promise<ServerAnswer> {
   app = Fastify({ logger: false });
+  // As the service does: the loop's DELETEs carry Content-Type: application/json and no body.
+  acceptEmptyJsonBodies(app);
   app.post("/floor", async (_request, reply) => reply.code(201).send({}));
+  // The loop's requests, answered with nothing behind them: a created node's ID (the loop deletes it next), then 202.
+  let created = 0;
+  app.post("/api/v1/clusters/:clusterId/nodes", async (_request, reply) => reply.code(201).send({ node: { nodeID: `floor-${(created += 1)}` } }));
+  app.delete("/api/v1/clusters/:clusterId/nodes/:nodeId", async (_request, reply) => reply.code(202).send({}));
   await app.listen({ host: "127.0.0.1", port: 0 });
   const address = app.server.address();
   return { port: typeof address === "object" && address ? address.port : 0 };
@@ -76,7 +88,7 @@ function cpu(): Promise<ServerAnswer> {
 }
 
 process.on("message", (request: ServerRequest) => {
-  ("open" in request ? open(request.open, request.logged === true) : "floor" in request ? floor() : "cpu" in request ? cpu() : close()).then(
+  ("open" in request ? open(request.open, request.logged === true, request.withoutStore === true) : "floor" in request ? floor() : "cpu" in request ? cpu() : close()).then(
     (answer) => process.send!(answer),
     (error: unknown) => {
       process.stderr.write(`${error instanceof Error ? error.stack : String(error)}\n`);

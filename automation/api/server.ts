@@ -28,6 +28,7 @@ import { ApiError } from "./apiError";
 import { UNAUTHENTICATED_KEY_PREFIX, authPlugin, rateLimitKey } from "./authPlugin";
 import { ClusterService } from "./clusterService";
 import { DEFAULT_HTTP_TIMEOUTS, fastifyTimeoutOptions, type HttpTimeouts } from "./httpTimeouts";
+import { acceptEmptyJsonBodies } from "./jsonBodyParser";
 import { clientErrorHandler, frameworkErrorHandler, registerErrorHandling } from "./errorHandler";
 import { clusterRoutes } from "./routes/clusterRoutes";
 import { nodeRoutes } from "./routes/nodeRoutes";
@@ -78,6 +79,11 @@ export interface BuildServerOptions {
   readonly lock?: DataDirLock;
   /** The store when the caller opened it first (openDatabase with the API stack as engineStack); closed on close. */
   readonly database?: Db;
+  /**
+   * Builds the claim store over the database (default: the SQLite ClaimStore). Benchmarks pass a
+   * stand-in to measure what the service costs without its store; a service never should.
+   */
+  readonly claimStore?: (database: Db) => ClaimStore;
 }
 
 export interface NodefleetContext {
@@ -115,7 +121,7 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
 }
 
 async function compose(options: BuildServerOptions, tokens: readonly TokenEntry[], database: Db, lock: DataDirLock): Promise<FastifyInstance> {
-  const store = new ClaimStore(database);
+  const store = options.claimStore?.(database) ?? new ClaimStore(database);
   const operations = new OperationLog(database);
   const abandoned = operations.abandonUnfinished("the service stopped during this run (crash or kill); its claims are reconciled again");
   const metrics = options.metrics ?? new ServiceMetrics();
@@ -251,13 +257,7 @@ export async function registerRoutes(app: FastifyInstance, deps: RouteDependenci
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   registerErrorHandling(app);
-  // Clients that send Content-Type: application/json on every request, bodyless DELETEs included:
-  // an empty body is no body (a route that needs one still answers 400 ValidationError).
-  const parseJson = app.getDefaultJsonParser("error", "error");
-  app.removeContentTypeParser("application/json");
-  app.addContentTypeParser("application/json", { parseAs: "string" }, (request, body, done) =>
-    body === "" ? done(null, undefined) : parseJson(request, body as string, done),
-  );
+  acceptEmptyJsonBodies(app);
   await app.register(swagger, {
     openapi: openApiDocumentation(),
     transform: openApiTransform,

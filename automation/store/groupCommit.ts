@@ -1,26 +1,24 @@
 /**
- * Group commit: write functions submitted in the same turn of the event loop run in one IMMEDIATE
- * transaction, each in a savepoint of its own (one that throws rolls back alone and rejects alone),
- * and the transaction commits once. Its WAL frames are then synced on libuv's thread pool
- * (walSync.ts); every submitter is answered only after a sync that started after its commit
+ * Group commit: write functions submitted while the previous group's WAL sync runs (or, with none
+ * running, in the same turn of the event loop) run in one IMMEDIATE transaction, each in a savepoint
+ * of its own (one that throws rolls back alone and rejects alone), and the transaction commits once.
+ * Its WAL frames are then synced on libuv's thread pool (walSync.ts) while the event loop goes on
+ * admitting the next group; every submitter is answered only after the sync covering its commit
  * returned, so what it was told is durable (kill -9 and power loss safe).
  *
- * One sync is in flight at a time. Groups keep committing while it runs (their WAL frames are
- * written; nothing is answered), and the next sync covers every group committed meanwhile: the
- * event loop does the next groups' work while the disk syncs the last one, instead of idling
- * until it returns (on a two-core machine at 60 connections, 10-15% more creates per second, p99
- * lower). The slower the disk, the more groups one sync covers. If a COMMIT fails (disk full) every
- * submitter of that group is rejected and nothing of it is kept; if a sync fails, those waiting for
- * it are rejected (their data may not be durable), and so is every later write and durable()
- * (StoreSyncFailedError: only a restart recovers what is on disk).
+ * One sync is in flight at a time, and the next group commits only when it returns: whatever
+ * arrived meanwhile shares one transaction, one write of the pages it touched and one sync, so the
+ * slower the disk, the larger the groups (and the fewer bytes per write), instead of many small
+ * commits queueing for the same sync. If the COMMIT fails (disk full) every submitter of the group
+ * is rejected and nothing of it is kept; if the sync fails, those waiting for it are rejected (their
+ * data may not be durable), and so is every later write and durable() (StoreSyncFailedError: only a
+ * restart recovers what is on disk).
  *
  * The group closes at setImmediate: a lone request waits for no timer.
  *
  * Every `checkpointEveryWrites` writes, once a sync has returned with nothing committed since, the
  * WAL is checkpointed off the event loop (walSync.ts); the next group commits when the database
- * file's sync returns, as after a WAL sync. So that a steady stream of writes cannot put the
- * checkpoint off for ever, once one is due groups wait for the sync in flight instead of committing
- * during it, which leaves the checkpoint its gap.
+ * file's sync returns, as after a WAL sync.
  */
 import type { Statement } from "better-sqlite3";
 import type { Db } from "./database";
@@ -94,9 +92,9 @@ export class GroupCommit {
     });
   }
 
-  /** The next group closes at the next check phase, unless it must wait (its wait's end schedules it). */
+  /** The next group closes at the next check phase, unless a sync or a checkpoint is in flight (its return schedules it). */
   private schedule(): void {
-    if (this.scheduled || this.mustWait() || this.queue.length === 0) return;
+    if (this.scheduled || this.syncingFor || this.checkpointing || this.queue.length === 0) return;
     this.scheduled = true;
     setImmediate(() => this.flush());
   }
@@ -156,17 +154,9 @@ export class GroupCommit {
     );
   }
 
-  /**
-   * A checkpoint's database-file sync is in flight (no write may start the WAL over), or one is due
-   * and a WAL sync is in flight (committing now would leave the checkpoint no gap).
-   */
-  private mustWait(): boolean {
-    return this.checkpointing || (this.syncingFor !== undefined && this.writesSinceCheckpoint >= this.checkpointEveryWrites);
-  }
-
   private flush(): void {
     this.scheduled = false;
-    if (this.mustWait()) return;
+    if (this.syncingFor || this.checkpointing) return;
     const group = this.queue;
     this.queue = [];
     if (group.length === 0) return;

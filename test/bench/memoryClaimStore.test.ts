@@ -5,30 +5,15 @@
 import { strict as assert } from "node:assert";
 import { ClaimStore, type Claim } from "../../automation/store/claimStore";
 import { openDatabase } from "../../automation/store/database";
-import type { MemberSnapshot } from "../../automation/reconciler/memberSnapshot";
 import { MemoryClaimStore } from "../../bench/memoryClaimStore";
 import { tempDataDir } from "../support/apiHarness";
-
-const claim = (nodeId: string, pool: string, placementSlot?: number) => ({
-  clusterId: "example",
-  nodeId,
-  uniqueId: `u-${nodeId}`,
-  requestHash: "h",
-  request: { uniqueID: `u-${nodeId}`, pool },
-  pool,
-  instanceType: "cpx21",
-  zone: "hel1",
-  snapshot: { serverType: "cpx21", location: "hel1", ...(placementSlot === undefined ? {} : { placementSlot }) } as unknown as MemberSnapshot,
-  status: "PENDING" as const,
-  cpuMillis: 2000,
-  memoryMiB: 4096,
-});
+import { newClaim } from "../support/claimFixture";
 
 /** The same writes on a store, then everything the service reads back (timestamps left out: each store takes its own). */
 async function exercise(store: ClaimStore) {
   const versions = [store.claimsVersion];
-  await Promise.all(["a", "b", "c"].map((id, slot) => store.commitTogether(() => store.insert(claim(id, "burst", slot)))));
-  store.transaction(() => store.insert(claim("d", "steady")));
+  await Promise.all(["a", "b", "c"].map((id, slot) => store.commitTogether(() => store.insert(newClaim(id, "burst", slot)))));
+  store.transaction(() => store.insert(newClaim("d", "steady")));
   await store.commitTogether(() => store.update("example", "a", { status: "RUNNING", instanceId: "42", ipv4: "203.0.113.7" }));
   await store.commitTogether(() => store.update("example", "b", { status: "FAILED", failureCode: "ServerLimitExceeded", failureReason: "quota" }));
   store.update("example", "c", { status: "TERMINATING", deleteRequestedAt: "2026-12-02T00:00:00.000Z" });
@@ -59,7 +44,7 @@ describe("the bench's in-memory claim store", () => {
       const expected = await exercise(new ClaimStore(db));
       const actual = await exercise(new MemoryClaimStore(openDatabase(tempDataDir())));
       assert.equal(expected.versionMoved, true);
-      assert.deepEqual(expected.burst.usage, { nodes: 1, cpuMillis: 2000, memoryMiB: 4096 }, "a RUNNING claim occupies; FAILED and GONE do not");
+      assert.deepEqual(expected.burst.usage, { nodes: 1, cpuMillis: 3000, memoryMiB: 4096 }, "a RUNNING claim occupies; FAILED and GONE do not");
       assert.deepEqual(actual, expected);
     } finally {
       db.close();

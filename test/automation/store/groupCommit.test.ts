@@ -7,30 +7,14 @@ import { GroupCommit } from "../../../automation/store/groupCommit";
 import { OperationLog } from "../../../automation/store/operationLog";
 import { StoreSyncFailedError, WalSync, walSyncOf } from "../../../automation/store/walSync";
 import { nodeIdFor } from "../../../automation/api/nodeIdentity";
-import type { MemberSnapshot } from "../../../automation/reconciler/memberSnapshot";
 import { startTestApi, tempDataDir } from "../../support/apiHarness";
+import { newClaim as claim } from "../../support/claimFixture";
 import type { NodefleetApiError } from "../../../automation/client/nodefleetClient";
 
 async function eventuallyTrue(check: () => boolean): Promise<void> {
   for (let attempt = 0; attempt < 200 && !check(); attempt++) await new Promise((resolve) => setTimeout(resolve, 10));
   assert.ok(check(), "condition never held");
 }
-
-const snapshot = { serverType: "cpx21", location: "hel1", placementSlot: 0 } as unknown as MemberSnapshot;
-const claim = (nodeId: string) => ({
-  clusterId: "example",
-  nodeId,
-  uniqueId: `u-${nodeId}`,
-  requestHash: "h",
-  request: {},
-  pool: "hel1-burst",
-  instanceType: "cpx21",
-  zone: "hel1",
-  snapshot,
-  status: "PENDING" as const,
-  cpuMillis: 1,
-  memoryMiB: 1,
-});
 
 /** Holds every WAL fsync (or database-file fsync) of the process until released (or failed), as a slow disk would. */
 function holdFsyncs(method: "sync" | "syncDatabase" = "sync") {

@@ -14,27 +14,8 @@ import { MIGRATIONS, databaseFiles, databasePath, openDatabase } from "../../../
 import { OperationLog } from "../../../automation/store/operationLog";
 import { StoreDamagedError, StoreLostError } from "../../../automation/store/storeIntegrity";
 import { StackStateFile } from "../../../automation/simulated/simulatedCloud";
-import type { MemberSnapshot } from "../../../automation/reconciler/memberSnapshot";
 import { tempDataDir } from "../../support/apiHarness";
-
-const snapshot = { serverType: "cpx21", location: "hel1", placementSlot: 0 } as unknown as MemberSnapshot;
-
-function newClaim(nodeId: string, pool = "hel1-burst") {
-  return {
-    clusterId: "example",
-    nodeId,
-    uniqueId: `u-${nodeId}`,
-    requestHash: "h",
-    request: { uniqueID: `u-${nodeId}`, pool },
-    pool,
-    instanceType: "cpx21",
-    zone: "hel1",
-    snapshot,
-    status: "PENDING" as const,
-    cpuMillis: 3000,
-    memoryMiB: 4096,
-  };
-}
+import { newClaim } from "../../support/claimFixture";
 
 describe("store", () => {
   it("migrates a new database, and reopening it runs nothing twice", () => {
@@ -153,7 +134,7 @@ describe("store", () => {
       assert.equal(store.usage("example", "hel1-burst").nodes, 1, "failed claims hold no server");
       const failed = store.get("example", "k2")!;
       assert.equal(failed.failureReason, "boom");
-      assert.deepEqual(failed.snapshot, snapshot);
+      assert.deepEqual(failed.snapshot, newClaim("k1").snapshot);
       store.update("example", "k1", { status: "GONE", goneAt: "now" });
       assert.deepEqual(store.list("example").map((c) => c.nodeId), ["k2", "k3"]);
       assert.deepEqual(store.list("example", { pool: "other" }).map((c) => c.nodeId), ["k3"]);

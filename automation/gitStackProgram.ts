@@ -23,11 +23,11 @@ export function gitStackProgram(options: { allowMissingKubeconfig: boolean; prev
 /** Loads a program module (once: Node caches it); the module must export `runProgram(args)`. */
 export function loadProgram(program: ProgramReference): (args: unknown) => Promise<unknown> {
   // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const loaded = require(program.module) as { runProgram?: (args: unknown) => Promise<unknown> };
-  if (typeof loaded.runProgram !== "function") {
+  const { runProgram } = require(program.module) as { runProgram?: (args: unknown) => Promise<unknown> };
+  if (typeof runProgram !== "function") {
     throw new Error(`${program.module} does not export runProgram(args)`);
   }
-  return (args) => loaded.runProgram!(args);
+  return runProgram;
 }
 
 /** Loads a program module and runs it. */

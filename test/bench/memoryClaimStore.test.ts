@@ -40,14 +40,17 @@ async function exercise(store: ClaimStore) {
 describe("the bench's in-memory claim store", () => {
   it("reads back what the SQLite claim store reads back after the same writes", async () => {
     const db = openDatabase(tempDataDir());
+    // The in-memory store keeps nothing in its database, but opens one as every claim store does.
+    const unused = openDatabase(tempDataDir());
     try {
       const expected = await exercise(new ClaimStore(db));
-      const actual = await exercise(new MemoryClaimStore(openDatabase(tempDataDir())));
+      const actual = await exercise(new MemoryClaimStore(unused));
       assert.equal(expected.versionMoved, true);
       assert.deepEqual(expected.burst.usage, { nodes: 1, cpuMillis: 3000, memoryMiB: 4096 }, "a RUNNING claim occupies; FAILED and GONE do not");
       assert.deepEqual(actual, expected);
     } finally {
       db.close();
+      unused.close();
     }
   });
 });

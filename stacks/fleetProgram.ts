@@ -12,15 +12,19 @@ import { networkOutput, networkRangeChangeProblem } from "../components/hcloud/c
 import { readyClusterNodeNames } from "../components/kubernetes/nodeReadiness";
 import { type CurrentInPlaceMember, currentInPlaceMembers } from "../components/fleet/inPlaceMembers";
 import { type CurrentElasticMetalMember, currentElasticMetalMembers } from "../components/scaleway/elasticMetalPlan";
+import { NON_SPEC_CONFIG_KEYS, isNodefleetKey } from "../components/fleet/configKeys";
+import { emptyFleetProblem } from "../components/fleet/emptyFleetGuard";
 
-export const FLEET_CONFIG_KEYS = ["nodefleet:cluster", "nodefleet:network", "nodefleet:firewall", "nodefleet:pools"] as const;
-
-/** The raw config values, JSON-decoded where Pulumi stored an object or list; absent keys are left out. */
+/**
+ * The raw config values of every `nodefleet:` key the stack sets, JSON-decoded where Pulumi stored
+ * an object or list. Every key, not only the spec's: a misspelt one (`nodefleet:pool`) must reach
+ * the spec's check to be refused, instead of going unread while the fleet it was meant to declare
+ * is taken as empty. The keys read elsewhere (secrets among them) are left out.
+ */
 export function readRawFleetConfig(): Record<string, unknown> {
   const raw: Record<string, unknown> = {};
-  for (const key of FLEET_CONFIG_KEYS) {
-    const text = pulumi.runtime.getConfig(key);
-    if (text === undefined) continue;
+  for (const [key, text] of Object.entries(pulumi.runtime.allConfig())) {
+    if (!isNodefleetKey(key) || key in NON_SPEC_CONFIG_KEYS) continue;
     try {
       raw[key] = JSON.parse(text);
     } catch {
@@ -96,8 +100,9 @@ export async function runProgram(args: RunProgramOptions = {}): Promise<Record<s
   const kubeconfig = clusterCredentials === undefined ? undefined : pulumi.secret(clusterCredentials);
   const previous = (await args.readPreviousOutputs?.()) ?? {};
   const previousNodes = args.previousNodes ?? previous.nodes;
-  const rangeChange = networkRangeChangeProblem(spec, args.previousNetwork ?? previous.network);
-  if (rangeChange) throw new FleetSpecError([rangeChange]);
+  // Both refused before anything is declared: a changed network range, and an empty fleet over a stack holding members.
+  const refusals = [networkRangeChangeProblem(spec, args.previousNetwork ?? previous.network), emptyFleetProblem(spec, previousNodes)].filter((p): p is string => p !== undefined);
+  if (refusals.length > 0) throw new FleetSpecError(refusals);
   const current = previousNodes !== undefined ? await currentMachinesOf(spec, previousNodes, clusterCredentials) : {};
   const fleet = new Fleet(spec.cluster.id, { spec, kubeconfig, ...current, ...(args.currentHcloudServers ? { currentHcloudServers: args.currentHcloudServers } : {}) });
   return {

@@ -14,6 +14,9 @@ import { isKubeletRestrictedLabel } from "./kubeletLabels";
 import { hostnameFor, staticNodeIds } from "./naming";
 import { repeatedTaintPairs } from "./taints";
 import { DEFAULT_DRAIN_TIMEOUT_SECONDS, DEFAULT_IN_PLACE_MAX_UNAVAILABLE, DEFAULT_ROLLOUT } from "./rolloutPlan";
+import { unknownConfigKeyProblems } from "./configKeys";
+import { ALLOW_EMPTY_FLEET_KEY } from "./emptyFleetGuard";
+import { plainIssueMessage } from "./plainIssueMessages";
 
 /** An RFC 1123 label: cluster ids, pool and node names, hostnames (length is checked separately). */
 export const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
@@ -443,6 +446,13 @@ function selectPoolSchema(raw: unknown) {
   }
 }
 
+/** What a pool of each kind is called in messages ("required for an autoscaled pool"). */
+function poolKindText(raw: unknown): string {
+  const pool = (raw ?? {}) as { provider?: unknown; mode?: unknown };
+  if (pool.provider === "hcloud") return pool.mode === "autoscaled" ? "an autoscaled pool" : "a static hcloud pool";
+  return `a ${String(pool.provider)} pool`;
+}
+
 export type HcloudStaticPool = z.infer<typeof hcloudStaticPoolSchema>;
 export type HcloudAutoscaledPool = z.infer<typeof hcloudAutoscaledPoolSchema>;
 export type HcloudPool = HcloudStaticPool | HcloudAutoscaledPool;
@@ -469,7 +479,14 @@ const anyPoolSchema = z.custom<PoolSpec>().transform((raw, ctx) => {
     });
     return z.NEVER;
   }
-  const result = schema.safeParse(raw);
+  const mode = (raw as { mode?: unknown }).mode;
+  if ((raw as { provider?: unknown }).provider === "hcloud" && mode !== "static" && mode !== "autoscaled") {
+    // Said here: the static schema chosen for it would only name "static" and refuse the autoscaled fields.
+    ctx.addIssue({ code: "custom", path: ["mode"], message: mode === undefined ? "mode is required for an hcloud pool: static or autoscaled" : `mode must be static or autoscaled, not ${JSON.stringify(mode)}` });
+    return z.NEVER;
+  }
+  const kind = poolKindText(raw);
+  const result = schema.safeParse(raw, { error: (issue) => plainIssueMessage(issue, kind) });
   if (!result.success) {
     for (const issue of result.error.issues) ctx.addIssue({ ...issue, code: "custom", path: issue.path, message: issue.message });
     return z.NEVER;
@@ -477,19 +494,33 @@ const anyPoolSchema = z.custom<PoolSpec>().transform((raw, ctx) => {
   return result.data as PoolSpec;
 });
 
-export const fleetConfigSchema = z
-  .object({
-    "nodefleet:cluster": clusterSchema,
-    "nodefleet:network": networkSchema,
-    "nodefleet:firewall": firewallSchema.default(() => firewallSchema.parse({})),
-    "nodefleet:pools": z.array(anyPoolSchema).default([]),
-  })
-  .transform((config) => ({
-    cluster: config["nodefleet:cluster"],
-    network: config["nodefleet:network"],
-    firewall: config["nodefleet:firewall"],
-    pools: config["nodefleet:pools"],
-  }));
+/**
+ * `nodefleet:allowEmptyFleet`: a config that declares no pools may delete the members the stack
+ * holds (emptyFleetGuard.ts). `true`, or the string "true" that `pulumi config set` writes.
+ */
+const allowEmptyFleet = z
+  .union([z.boolean(), z.enum(["true", "false"]).transform((text) => text === "true")], { error: "allowEmptyFleet must be true or false" })
+  .default(false);
+
+/** The stack config's keys: one per top-level setting of the `nodefleet:` namespace. */
+const fleetConfigKeysSchema = z.object({
+  "nodefleet:cluster": clusterSchema,
+  "nodefleet:network": networkSchema,
+  "nodefleet:firewall": firewallSchema.default(() => firewallSchema.parse({})),
+  "nodefleet:pools": z.array(anyPoolSchema).default([]),
+  [ALLOW_EMPTY_FLEET_KEY]: allowEmptyFleet,
+});
+
+/** The keys of the fleet spec (full keys, `nodefleet:pools`); the namespace's other keys are in configKeys.ts. */
+export const FLEET_SPEC_KEYS: readonly string[] = Object.keys(fleetConfigKeysSchema.shape);
+
+export const fleetConfigSchema = fleetConfigKeysSchema.transform((config) => ({
+  cluster: config["nodefleet:cluster"],
+  network: config["nodefleet:network"],
+  firewall: config["nodefleet:firewall"],
+  pools: config["nodefleet:pools"],
+  allowEmptyFleet: config[ALLOW_EMPTY_FLEET_KEY],
+}));
 
 interface RawPool {
   name?: unknown;
@@ -605,10 +636,17 @@ export function formatIssuePath(path: readonly PropertyKey[]): string {
   return text || "(config)";
 }
 
-/** Validates raw stack config values (keyed `nodefleet:cluster`, ...); throws FleetSpecError listing every problem. */
+/**
+ * Validates raw stack config values (keyed `nodefleet:cluster`, ...; keys of other namespaces are
+ * ignored, unknown keys of `nodefleet:` refused); throws FleetSpecError listing every problem.
+ */
 export function parseFleetSpec(rawConfig: Readonly<Record<string, unknown>>): FleetSpec {
-  const result = fleetConfigSchema.safeParse(rawConfig);
-  const problems = [...(result.success ? [] : result.error.issues), ...crossFieldProblems(rawConfig)];
+  const result = fleetConfigSchema.safeParse(rawConfig, { error: (issue) => plainIssueMessage(issue) });
+  const problems = [
+    ...unknownConfigKeyProblems(Object.keys(rawConfig), FLEET_SPEC_KEYS),
+    ...(result.success ? [] : result.error.issues),
+    ...crossFieldProblems(rawConfig),
+  ];
   if (problems.length > 0) {
     throw new FleetSpecError(problems.map((issue) => `${formatIssuePath(issue.path)}: ${issue.message}`));
   }

@@ -164,7 +164,7 @@ describe("fleet spec", () => {
     config["nodefleet:pools"][0].replica = 3;
     delete config["nodefleet:pools"][0].replicas;
     const problems = problemsOf(config);
-    assertProblem(problems, "nodefleet:pools[0]", /Unrecognized key: "replica"/);
+    assertProblem(problems, "nodefleet:pools[0]", /unknown key replica \(did you mean replicas\?\)/);
     assertProblem(problems, "nodefleet:pools[0].replicas", /needs replicas or an explicit nodes list/);
   });
 

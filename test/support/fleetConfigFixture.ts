@@ -8,6 +8,7 @@ import * as path from "node:path";
 import { parse } from "yaml";
 import { type MockRunOptions, type MockRunResult, runUnderMocks } from "../../automation/mocks/runUnderMocks";
 import { runProgram } from "../../stacks/fleetProgram";
+import { FleetSpecError, parseFleetSpec } from "../../components/fleet/fleetSpec";
 
 export const FIXTURE_CLUSTER_ID = "example";
 
@@ -128,4 +129,15 @@ export async function runFleetProgramUnderMocks(
     newResource: options.newResource,
     program: () => runProgram({ allowMissingKubeconfig: true }),
   });
+}
+
+/** The problems parseFleetSpec lists for `config`; none when it is accepted. */
+export function specProblems(config: Record<string, unknown>): string[] {
+  try {
+    parseFleetSpec(config);
+  } catch (error) {
+    if (error instanceof FleetSpecError) return error.problems;
+    throw error;
+  }
+  return [];
 }

@@ -203,12 +203,20 @@ describe("scaling API routes", function () {
       }
     });
 
-    it("answers 404 PoolNotFound for an unknown or static pool", async () => {
+    it("answers 404 PoolNotFound for an unknown or static pool, naming a static pool's mode and listing the autoscaled pools", async () => {
       for (const pool of ["nope", "hel1-general"]) {
         const error = await apiError(api.client.createNode({ uniqueID: `p-${pool}`, pool }));
         assert.equal(error.status, 404);
         assert.equal(error.code, "PoolNotFound");
+        assert.match(error.message, /the autoscaled pools are: hel1-burst$/);
+        assert.deepEqual((error.details as { pools: string[] }).pools, ["hel1-burst"]);
       }
+      const general = await apiError(api.client.createNode({ uniqueID: "p-static", pool: "hel1-general" }));
+      assert.match(general.message, /pool hel1-general of cluster example is a static pool \(provider hcloud, nodefleet:pools\[0\]\)/);
+      assert.deepEqual(general.details, { pool: "hel1-general", mode: "static", provider: "hcloud", pools: ["hel1-burst"] });
+      const typo = await apiError(api.client.createNode({ uniqueID: "p-typo", pool: "hel1-brust" }));
+      assert.match(typo.message, /cluster example has no pool hel1-brust \(did you mean hel1-burst\?\)/);
+      assert.equal(api.app.nodefleet.store.byUniqueId("example", "p-static"), undefined, "nothing was admitted");
     });
 
     it("gives each member of a pool its own placement slot for life, reusing slots of removed members", async () => {

@@ -1,13 +1,16 @@
 /**
  * `nodefleet nodes list|get|create|delete` against a running scaling API, through the typed client
  * the tests use. The token comes from --token, NODEFLEET_API_TOKEN, or the token `serve` generated
- * in the data directory; the cluster from --cluster, NODEFLEET_CLUSTER or the --stack config.
+ * in the data directory (apiTokenSource.ts); the cluster from --cluster, NODEFLEET_CLUSTER or the
+ * --stack config.
  */
-import * as fs from "node:fs";
-import { InvalidArgumentError, type Command } from "commander";
+import { InvalidArgumentError, Option, type Command } from "commander";
 import { NodefleetApiError, NodefleetClient, NodefleetConnectionError, type NodeView } from "../client/nodefleetClient";
 import { configValues, projectRoot, readStackConfigFile } from "../stackConfigFile";
-import { generatedTokenPath } from "./serveCommand";
+import { resolveApiToken, type ApiToken } from "./apiTokenSource";
+import { getNodeByIdOrUniqueId } from "./nodeLookup";
+import { nodeTable } from "./nodeTable";
+import { parseWaitSeconds } from "./waitSecondsOption";
 
 interface ConnectionOptions {
   url: string;
@@ -18,18 +21,22 @@ interface ConnectionOptions {
   json?: boolean;
 }
 
-function clientFrom(options: ConnectionOptions, env: NodeJS.ProcessEnv = process.env): NodefleetClient {
+interface Connection {
+  readonly client: NodefleetClient;
+  readonly token: ApiToken;
+  readonly baseUrl: string;
+}
+
+function connect(options: ConnectionOptions, env: NodeJS.ProcessEnv = process.env): Connection {
   let clusterId = options.cluster ?? env.NODEFLEET_CLUSTER;
   if (!clusterId && options.stack) {
     const cluster = configValues(readStackConfigFile(options.stack, projectRoot()).config)["nodefleet:cluster"] as { id?: string } | undefined;
     clusterId = cluster?.id;
   }
   if (!clusterId) throw new Error("say which cluster: --cluster ID, --stack NAME or NODEFLEET_CLUSTER");
-  let token = options.token ?? env.NODEFLEET_API_TOKEN;
-  const generated = generatedTokenPath(options.dataDir);
-  if (!token && fs.existsSync(generated)) token = fs.readFileSync(generated, "utf8").trim();
-  if (!token) throw new Error(`no API token: pass --token, set NODEFLEET_API_TOKEN, or run serve with this --data-dir (it keeps a generated token in ${generated})`);
-  return new NodefleetClient({ baseUrl: options.url.replace(/\/$/, ""), clusterId, token });
+  const token = resolveApiToken(options, env);
+  const baseUrl = options.url.replace(/\/$/, "");
+  return { client: new NodefleetClient({ baseUrl, clusterId, token: token.token }), token, baseUrl };
 }
 
 function print(options: { json?: boolean }, value: unknown, text: () => string): void {
@@ -84,14 +91,22 @@ function issueLines(details: unknown): string[] {
   return Array.isArray(issues) ? issues.map((i) => `  - ${String(i.path ?? "")}: ${String(i.message ?? "")}`) : [];
 }
 
+/** A refused token (401), reported by where it came from: the token itself is never printed. */
+function tokenLines(error: NodefleetApiError, connection: Connection): string[] {
+  if (error.status !== 401) return [];
+  return [`  the token came from ${connection.token.source}, and the scaling API at ${connection.baseUrl} does not accept it`];
+}
+
 /**
- * API errors print their code, message and validation issues (with --json: the API's error as one
- * JSON document on stdout, details included); an unreachable API prints the URL and the cause.
- * The exit code is 1.
+ * Connects (a missing cluster or token is an error of its own, before any request), then runs the
+ * action. API errors print their code, message, validation issues and, for a 401, where the token
+ * came from (with --json: the API's error as one JSON document on stdout, details included); an
+ * unreachable API prints the URL and the cause. The exit code is 1.
  */
-async function run(options: { json?: boolean }, action: () => Promise<void>): Promise<void> {
+async function run(options: ConnectionOptions, action: (client: NodefleetClient) => Promise<void>): Promise<void> {
+  const connection = connect(options);
   try {
-    await action();
+    await action(connection.client);
   } catch (error) {
     if (error instanceof NodefleetApiError) {
       if (options.json) {
@@ -99,7 +114,7 @@ async function run(options: { json?: boolean }, action: () => Promise<void>): Pr
         const message = error.message.slice(`${status} ${code}: `.length);
         process.stdout.write(`${JSON.stringify({ status, error: { code, message, ...(details === undefined ? {} : { details }) } }, null, 2)}\n`);
       }
-      process.stderr.write(`nodefleet nodes: ${[error.message, ...issueLines(error.details)].join("\n")}\n`);
+      process.stderr.write(`nodefleet nodes: ${[error.message, ...issueLines(error.details), ...tokenLines(error, connection)].join("\n")}\n`);
       process.exitCode = 1;
       return;
     }
@@ -116,19 +131,26 @@ async function run(options: { json?: boolean }, action: () => Promise<void>): Pr
 export function registerNodesCommand(program: Command): void {
   const nodes = program.command("nodes").description("list, inspect, create and delete autoscaled nodes through a running scaling API");
 
-  withConnection(nodes.command("list").description("nodes not yet confirmed gone").option("--pool <name>", "only this pool")).action(
-    (opts: ConnectionOptions & { pool?: string }) =>
-      run(opts, async () => {
-        const list = await clientFrom(opts).listNodes(opts.pool);
-        print(opts, { nodes: list }, () => (list.length === 0 ? "no nodes" : list.map(nodeLine).join("\n")));
-      }),
-  );
+  withConnection(
+    nodes
+      .command("list")
+      .description("nodes not yet confirmed gone, as a table")
+      .option("--pool <name>", "only this pool")
+      .addOption(new Option("-o, --output <format>", "json (as --json), or wide: more columns (private IP, provider ID, instance ID, image, reason)").choices(["json", "wide"])),
+  ).action((opts: ConnectionOptions & { pool?: string; output?: "json" | "wide" }) => {
+    const options = { ...opts, json: opts.json || opts.output === "json" };
+    return run(options, async (client) => {
+      const list = await client.listNodes(opts.pool);
+      print(options, { nodes: list }, () => (list.length === 0 ? "no nodes" : nodeTable(list, { wide: opts.output === "wide" })));
+    });
+  });
 
-  withConnection(nodes.command("get").description("one node").argument("<nodeId>")).action((nodeId: string, opts: ConnectionOptions) =>
-    run(opts, async () => {
-      const node = await clientFrom(opts).getNode(nodeId);
-      print(opts, node, () => nodeDetails(node));
-    }),
+  withConnection(nodes.command("get").description("one node, by its node ID or its uniqueID (the NodeClaim name)").argument("<id>", "node ID or uniqueID")).action(
+    (id: string, opts: ConnectionOptions) =>
+      run(opts, async (client) => {
+        const node = await getNodeByIdOrUniqueId(client, id);
+        print(opts, node, () => nodeDetails(node));
+      }),
   );
 
   withConnection(
@@ -141,11 +163,11 @@ export function registerNodesCommand(program: Command): void {
       .option("--zone <zone>", "location")
       .option("--label <key=value>", "node label (repeatable)", keyValue)
       .option("--taint <key[=value]:effect>", "node taint (repeatable)", taint)
-      .option("--wait-seconds <n>", "wait until RUNNING or FAILED (0-120)", (v) => Number(v)),
+      .option("--wait-seconds <n>", "wait until RUNNING or FAILED (0-120)", parseWaitSeconds),
   ).action(
     (opts: ConnectionOptions & { uniqueId: string; pool: string; instanceType?: string; zone?: string; label?: Record<string, string>; taint?: TaintArg[]; waitSeconds?: number }) =>
-      run(opts, async () => {
-        const { created, node } = await clientFrom(opts).createNode(
+      run(opts, async (client) => {
+        const { created, node } = await client.createNode(
           {
             uniqueID: opts.uniqueId,
             pool: opts.pool,
@@ -162,8 +184,8 @@ export function registerNodesCommand(program: Command): void {
 
   withConnection(nodes.command("delete").description("delete a node (repeat until it is gone)").argument("<nodeId>")).action(
     (nodeId: string, opts: ConnectionOptions) =>
-      run(opts, async () => {
-        const answer = await clientFrom(opts).deleteNode(nodeId);
+      run(opts, async (client) => {
+        const answer = await client.deleteNode(nodeId);
         print(opts, answer, () => `${answer.nodeID}: ${answer.status}`);
       }),
   );

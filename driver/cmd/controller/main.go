@@ -21,6 +21,8 @@ import (
 )
 
 func main() {
+	// Before Karpenter's options read the environment (metricsport.go).
+	defaultMetricsPortUnlessSet()
 	ctx, op := operator.NewOperator()
 
 	// Token Secrets are read only in the driver's own namespace, through a cache of that namespace

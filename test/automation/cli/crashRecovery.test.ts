@@ -175,7 +175,7 @@ describe("crash recovery and shutdown of nodefleet serve (simulated engine)", fu
     try {
       const dataDir = tempDataDir("nodefleet-crash-");
       const port = (busy.address() as net.AddressInfo).port;
-      await assert.rejects(startServe(dataDir, {}, { port }), /exited with 1 before listening:[\s\S]*EADDRINUSE/);
+      await assert.rejects(startServe(dataDir, {}, { port }), /exited with 1 before listening:[\s\S]*is already in use[\s\S]*--port <n>/);
       assert.ok(!fs.existsSync(path.join(dataDir, "nodefleet.lock")), "the lock is released, not left for the next start to break");
       // The git stack is applied only once the service listens: nothing wrote the simulated cloud's state, now or after the lock was released.
       await new Promise((resolve) => setTimeout(resolve, 1000));

@@ -1,0 +1,23 @@
+/**
+ * Which API token `nodefleet nodes` sends, and where it came from: --token, then
+ * NODEFLEET_API_TOKEN, then the token `serve` generated in --data-dir. The source is kept beside
+ * the token so that a refused token (401) can be reported by where it came from, the one thing the
+ * user needs to fix it, without ever printing the token itself.
+ */
+import * as fs from "node:fs";
+import { generatedTokenPath } from "./serveCommand";
+
+export interface ApiToken {
+  readonly token: string;
+  /** For people: `--token`, `NODEFLEET_API_TOKEN` or `the token file <path>`. Never the token. */
+  readonly source: string;
+}
+
+export function resolveApiToken(options: { readonly token?: string; readonly dataDir: string }, env: NodeJS.ProcessEnv): ApiToken {
+  if (options.token) return { token: options.token, source: "--token" };
+  if (env.NODEFLEET_API_TOKEN) return { token: env.NODEFLEET_API_TOKEN, source: "NODEFLEET_API_TOKEN" };
+  const file = generatedTokenPath(options.dataDir);
+  const generated = fs.existsSync(file) ? fs.readFileSync(file, "utf8").trim() : "";
+  if (generated) return { token: generated, source: `the token file ${file}` };
+  throw new Error(`no API token: pass --token, set NODEFLEET_API_TOKEN, or run serve with this --data-dir (it keeps a generated token in ${file})`);
+}

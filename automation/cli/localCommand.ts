@@ -1,12 +1,14 @@
 /**
- * `nodefleet local up|env`: the local cloud in the foreground (until SIGINT/SIGTERM), and the
- * environment that uses it, as shell `export` lines or one JSON document with `--json`.
+ * `nodefleet local up|env|karpenter`: the local cloud in the foreground (until SIGINT/SIGTERM), the
+ * environment that uses it, as shell `export` lines or one JSON document with `--json`, and
+ * Karpenter with nodefleet's driver against it (localKarpenterCommand.ts).
  */
 import { existsSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { type Command, InvalidArgumentError } from "commander";
 import pino from "pino";
 import { shellExport, startLocalCloud } from "../local/localCloud";
+import { readLocalCloudEnv, runLocalKarpenter } from "./localKarpenterCommand";
 
 function parsePort(value: string): number {
   const port = Number(value);
@@ -45,13 +47,24 @@ export function registerLocalCommand(program: Command): void {
     .option("--data-dir <dir>", "the local cloud's data directory", "./.nodefleet")
     .option("--json", "print one JSON document {\"env\": {...}}")
     .action((opts: { dataDir: string; json?: boolean }) => {
-      const file = join(resolve(opts.dataDir), "local", "env.json");
-      let env: Record<string, string>;
-      try {
-        env = (JSON.parse(readFileSync(file, "utf8")) as { env: Record<string, string> }).env;
-      } catch {
-        throw new Error(`${file} does not exist: start the local cloud with \`nodefleet local up\` first`);
-      }
+      const env = readLocalCloudEnv(opts.dataDir);
       process.stdout.write(opts.json ? `${JSON.stringify({ env })}\n` : `${shellExport(env)}\n`);
+    });
+  local
+    .command("karpenter")
+    .description(
+      "run Karpenter with nodefleet's driver against a running `local up` and `serve --stack local --engine automation`, " +
+        "with a NodePool mirroring the local stack's autoscaled pool, in the foreground until Ctrl-C",
+    )
+    .option("--data-dir <dir>", "the local cloud's data directory (as given to `local up`)", "./.nodefleet")
+    .option("--project-dir <dir>", "the project whose stacks/Pulumi.local.yaml `local up` wrote", ".")
+    .option("--url <url>", "the scaling API's base URL, as the driver reaches it", process.env.NODEFLEET_API_URL || "http://127.0.0.1:8080")
+    .option("--token <token>", "API token (default NODEFLEET_API_TOKEN, or the token serve generated in --serve-data-dir)")
+    .option("--serve-data-dir <dir>", "serve's data directory, for the token it generated", "./.nodefleet/serve")
+    .option("--pool <name>", "the autoscaled pool (default: the stack's only one)")
+    .option("--node-pool <name>", "the NodePool's name (default: the pool's)")
+    .option("--consolidate-after <duration>", "the NodePool's consolidateAfter", "30s")
+    .action(async (opts: { dataDir: string; projectDir: string; url: string; token?: string; serveDataDir: string; pool?: string; nodePool?: string; consolidateAfter: string }) => {
+      await runLocalKarpenter(opts);
     });
 }

@@ -2,27 +2,25 @@
  * The whole autoscaling loop on one machine, for the Karpenter end-to-end test and benchmark: the
  * local cloud with the `local` stack applied by the real CLI, `nodefleet serve --engine automation`
  * on it, Karpenter's CRDs, a token Secret, a NodefleetNodeClass and a NodePool mirroring the
- * burst pool's limits, and the toolchain's `nodefleet-karpenter` controller against the real
- * control plane. Everything listens on 127.0.0.1 and stops with `stop()`.
+ * burst pool (automation/local/karpenterObjects.ts, as `nodefleet local karpenter` applies them),
+ * and the toolchain's `nodefleet-karpenter` controller against the real control plane
+ * (automation/local/karpenterController.ts). Everything listens on 127.0.0.1 and stops with `stop()`.
  */
-import { type ChildProcess, spawn } from "node:child_process";
-import { readdirSync, readFileSync, rmSync } from "node:fs";
+import { rmSync } from "node:fs";
 import { join } from "node:path";
-import { parseAllDocuments } from "yaml";
-import { findTool } from "../../automation/engine/toolchain";
-import { freePort } from "../../automation/local/freePort";
+import { parseFleetSpec } from "../../components/fleet/fleetSpec";
+import { type KarpenterController, startKarpenterController } from "../../automation/local/karpenterController";
+import { applyKarpenterObjects, autoscaledPoolOf, inflateDeployment, karpenterObjects, nodeClassReadiness } from "../../automation/local/karpenterObjects";
 import { kube } from "../../automation/local/kubeClient";
 import { type LocalCloud, startLocalCloud } from "../../automation/local/localCloud";
 import { TOKEN } from "./apiHarness";
 import { type HcloudExchange, recordHcloudExchanges } from "./hcloudOpenApi";
 import { type PoolServer, editLocalPool, poolServers } from "./localFleet";
-import { runPulumi } from "../../automation/local/localStack";
+import { LOCAL_STACK, runPulumi } from "../../automation/local/localStack";
+import { configValues, readStackConfigFile } from "../../automation/stackConfigFile";
 import { localStackProject } from "./localStackProject";
 import { until } from "./until";
-import { REPOSITORY_ROOT, type ServeProcess, startServe } from "./serveProcess";
-
-const CRDS = join(REPOSITORY_ROOT, "driver", "charts", "nodefleet-karpenter", "crds");
-const NAMESPACE = "karpenter";
+import { type ServeProcess, startServe } from "./serveProcess";
 
 /** The toolchain pieces the loop needs. */
 export const KARPENTER_LOOP_TOOLS = ["pulumi", "pulumi-language-nodejs", "pulumi-resource-hcloud", "pulumi-resource-kubernetes", "pulumi-resource-random", "pulumi-resource-time", "etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "nodefleet-karpenter"];
@@ -75,10 +73,10 @@ export async function startKarpenterLoop(dir: string, options: KarpenterLoopOpti
     onFakeHcloud: (fake) => recordHcloudExchanges(fake, hcloudExchanges),
   });
   let serve: ServeProcess | undefined;
-  let controller: ChildProcess | undefined;
-  let controllerLog = "";
+  let controller: KarpenterController | undefined;
+  let controllerLog = () => "";
   const stop = async () => {
-    controller?.kill("SIGTERM");
+    await controller?.stop();
     serve?.child.kill("SIGTERM");
     await serve?.exited();
     await cloud.stop();
@@ -91,58 +89,20 @@ export async function startKarpenterLoop(dir: string, options: KarpenterLoopOpti
     const admin = cloud.plane.admin;
     const list = async (path: string) => ((await kube(admin, "GET", path)) as { items: KubeItem[] }).items;
     const waitFor = <T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 300_000) =>
-      until(what, probe, timeoutMs, () => `controller:\n${controllerLog.slice(-4000)}\nserve:\n${served.stderr().slice(-2000)}`);
+      until(what, probe, timeoutMs, () => `controller:\n${controllerLog().slice(-4000)}\nserve:\n${served.stderr().slice(-2000)}`);
 
-    for (const file of readdirSync(CRDS).filter((f) => f.endsWith(".yaml"))) {
-      for (const doc of parseAllDocuments(readFileSync(join(CRDS, file), "utf8"))) {
-        const crd = doc.toJSON() as object | null;
-        if (crd) await kube(admin, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd);
-      }
-    }
-    await waitFor("the CRDs established", async () => {
-      const crds = await list("/apis/apiextensions.k8s.io/v1/customresourcedefinitions");
-      return crds.filter((c) => c.status?.conditions?.some((x) => x.type === "Established" && x.status === "True")).length >= 4 ? true : undefined;
-    }, 60_000);
-    await kube(admin, "POST", "/api/v1/namespaces", { apiVersion: "v1", kind: "Namespace", metadata: { name: NAMESPACE } });
-    await kube(admin, "POST", `/api/v1/namespaces/${NAMESPACE}/secrets`, { apiVersion: "v1", kind: "Secret", metadata: { name: "nodefleet-api-token" }, stringData: { token: TOKEN } });
-    await kube(admin, "POST", "/apis/karpenter.nodefleet.io/v1alpha1/nodefleetnodeclasses", {
-      apiVersion: "karpenter.nodefleet.io/v1alpha1",
-      kind: "NodefleetNodeClass",
-      metadata: { name: "default" },
-      spec: { endpoint: served.baseUrl, clusterID: "local", pool: "local-burst", tokenSecretRef: { name: "nodefleet-api-token", namespace: NAMESPACE, key: "token" } },
-    });
-    await kube(admin, "POST", "/apis/karpenter.sh/v1/nodepools", {
-      apiVersion: "karpenter.sh/v1",
-      kind: "NodePool",
-      metadata: { name: "burst" },
-      spec: {
-        template: {
-          spec: {
-            nodeClassRef: { group: "karpenter.nodefleet.io", kind: "NodefleetNodeClass", name: "default" },
-            requirements: [{ key: "karpenter.sh/capacity-type", operator: "In", values: ["on-demand"] }],
-            expireAfter: "Never",
-          },
-        },
-        // The burst pool's limits in the local stack (maxNodes 10, cpu 40, memoryGiB 80).
-        limits: { nodes: "10", cpu: "40", memory: "80Gi" },
-        disruption: { consolidationPolicy: "WhenEmptyOrUnderutilized", consolidateAfter: options.consolidateAfter ?? "5s" },
-      },
-    });
+    // The burst pool as the stack file declares it: the NodePool mirrors its server types, limits, labels and taints.
+    const burst = autoscaledPoolOf(parseFleetSpec(configValues(readStackConfigFile(LOCAL_STACK, project).config)), "local-burst");
+    await applyKarpenterObjects(
+      admin,
+      karpenterObjects({ pool: burst, clusterId: "local", endpoint: served.baseUrl, token: TOKEN, nodeClassName: "default", nodePoolName: "burst", consolidateAfter: options.consolidateAfter ?? "5s" }),
+    );
 
-    const [metrics, health] = [await freePort(), await freePort()];
-    const started = spawn(findTool("nodefleet-karpenter")!, [], {
-      env: { ...process.env, KUBECONFIG: cloud.plane.adminKubeconfig, SYSTEM_NAMESPACE: NAMESPACE, DISABLE_LEADER_ELECTION: "true", METRICS_PORT: String(metrics), HEALTH_PROBE_PORT: String(health), LOG_LEVEL: "info" },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    controller = started;
-    const keep = (c: Buffer) => (controllerLog = (controllerLog + c.toString()).slice(-200_000));
-    started.stdout!.on("data", keep);
-    started.stderr!.on("data", keep);
+    controller = await startKarpenterController({ kubeconfig: cloud.plane.adminKubeconfig });
+    const started = controller;
+    controllerLog = () => started.log();
 
-    await waitFor("the NodeClass Ready", async () => {
-      const nodeClass = (await kube(admin, "GET", "/apis/karpenter.nodefleet.io/v1alpha1/nodefleetnodeclasses/default")) as KubeItem;
-      return nodeClass.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") ? true : undefined;
-    });
+    await waitFor("the NodeClass Ready", async () => ((await nodeClassReadiness(admin, "default"))?.ready ? true : undefined));
     return {
       cloud,
       serve: served,
@@ -150,20 +110,7 @@ export async function startKarpenterLoop(dir: string, options: KarpenterLoopOpti
       list,
       waitFor,
       async inflate(replicas, cpu) {
-        const deployment = {
-          apiVersion: "apps/v1",
-          kind: "Deployment",
-          metadata: { name: "inflate", namespace: "default" },
-          spec: {
-            replicas,
-            selector: { matchLabels: { app: "inflate" } },
-            template: {
-              metadata: { labels: { app: "inflate" } },
-              spec: { terminationGracePeriodSeconds: 0, containers: [{ name: "inflate", image: "registry.invalid/pause:3.9", resources: { requests: { cpu, memory: "256Mi" } } }] },
-            },
-          },
-        };
-        await kube(admin, "POST", "/apis/apps/v1/namespaces/default/deployments", deployment).catch(() =>
+        await kube(admin, "POST", "/apis/apps/v1/namespaces/default/deployments", inflateDeployment({ replicas, cpu })).catch(() =>
           kube(admin, "PATCH", "/apis/apps/v1/namespaces/default/deployments/inflate", { spec: { replicas } }, "application/merge-patch+json"),
         );
       },

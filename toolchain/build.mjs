@@ -3,7 +3,10 @@
 // control plane, helm) from Go modules alone, one piece at a time (Go builds saturate both cores
 // here), into a cache keyed by each piece's pinned inputs. A cached piece costs a hash and a stat.
 //
-//   node toolchain/build.mjs [--only NAME[,NAME]] [--json]
+//   node toolchain/build.mjs [--only NAME[,NAME]] [--json] [--probe]
+//
+// A run with every piece cached asks no network: blocked pieces are probed at the module proxy only
+// with --probe (or NODEFLEET_TOOLCHAIN_PROBE=1).
 //
 // Output: <cache>/bin/<piece> (symlinks to the keyed builds). <cache> is NODEFLEET_TOOLCHAIN_DIR,
 // default ~/.cache/nodefleet/toolchain. One progress line per piece on stderr; exit 1 when a piece
@@ -23,6 +26,7 @@ const binDir = join(cacheDir, "bin");
 const args = process.argv.slice(2);
 const only = args.includes("--only") ? new Set(args[args.indexOf("--only") + 1].split(",")) : undefined;
 const asJson = args.includes("--json");
+const probeBlocked = args.includes("--probe") || process.env.NODEFLEET_TOOLCHAIN_PROBE === "1";
 
 const { pieces } = JSON.parse(readFileSync(join(toolchainDir, "pieces.json"), "utf8"));
 const lock = JSON.parse(readFileSync(join(repoDir, "package-lock.json"), "utf8"));
@@ -127,6 +131,9 @@ function buildPiece(piece, goVer) {
   const version = pieceVersion(piece);
   const started = Date.now();
   const seconds = () => ((Date.now() - started) / 1000).toFixed(1);
+  if (piece.blocked && !probeBlocked) {
+    return { name: piece.name, version, status: "blocked", seconds: 0, reason: "not built here (`npm run toolchain -- --probe` asks the module proxy again)" };
+  }
   if (piece.blocked) {
     const reasons = piece.blocked.map((m) => m.replace("{version}", version)).map((m) => ({ module: m, error: probe(m) }));
     const served = reasons.find((r) => !r.error);

@@ -15,6 +15,7 @@ import type { Operation, OperationLog } from "../store/operationLog";
 import { admit } from "./admission";
 import { ApiError } from "./apiError";
 import { nodeIdFor } from "./nodeIdentity";
+import { poolNotFoundError } from "./poolNotFound";
 import { createRequestHash, isReplayOf } from "./replayForm";
 import { nodeView } from "./nodeView";
 import type { CreateNodeBody, NodeView } from "./schemas";
@@ -27,6 +28,8 @@ export interface ClusterServiceOptions {
   readonly reconciler: ClusterReconciler;
   readonly catalog: () => ServerTypeCatalog;
   readonly availability: OfferingAvailability;
+  /** Why creates are refused now (the git stack is not applied), or undefined. */
+  readonly refusal?: () => string | undefined;
 }
 
 export function autoscaledPools(fleet: FleetSpec): HcloudAutoscaledPool[] {
@@ -115,11 +118,9 @@ export class ClusterService {
     const existing = store.byUniqueId(this.clusterId, body.uniqueID);
     // The first create (or the delete a Conflict reports) may still wait for its fsync: no answer may outrun it.
     if (existing) return { created: false, node: await this.durably(() => this.replay(existing, body, fleet)) };
-    if (!pool) {
-      throw new ApiError("PoolNotFound", `cluster ${this.clusterId} has no autoscaled pool ${body.pool}`, {
-        pools: autoscaledPools(fleet).map((p) => p.name),
-      });
-    }
+    if (!pool) throw poolNotFoundError(fleet, body.pool);
+    const refusal = this.options.refusal?.();
+    if (refusal) throw new ApiError("Unavailable", refusal);
     const nodeId = nodeIdFor(body.uniqueID);
     const requestHash = createRequestHash(body);
     const outcome = await store.commitTogether((): { earlier: Claim } | { claim: Claim } => {

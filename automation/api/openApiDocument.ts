@@ -5,7 +5,7 @@ import { createJsonSchemaTransform, createJsonSchemaTransformObject } from "fast
 const zodToJsonConfig = { target: "openapi-3.0" } as const;
 
 /** Route schemas to OpenAPI 3.0, named schemas as `$ref`s to their components. */
-export const openApiTransform = createJsonSchemaTransform({ zodToJsonConfig });
+export const openApiTransform: FastifyDynamicSwaggerOptions["transform"] = createJsonSchemaTransform({ zodToJsonConfig });
 
 const componentsOf = createJsonSchemaTransformObject({ zodToJsonConfig });
 const REF = /"#\/components\/schemas\/([^"]+)"/g;

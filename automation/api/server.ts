@@ -15,7 +15,8 @@ import type { FleetSpec } from "../../components/fleet/fleetSpec";
 import { CatalogSource } from "../catalog/catalogSource";
 import { OfferingAvailability } from "../catalog/offeringAvailability";
 import type { StackConfigValue, StackEngine } from "../engine/stackEngine";
-import { apiStackDefinition, apiStackName, type SharedResources } from "../reconciler/apiStack";
+import { apiStackDefinition, apiStackName } from "../reconciler/apiStack";
+import type { GitStackPrerequisites } from "../reconciler/gitStackPrerequisites";
 import type { BatchWindowConfig, RetryConfig } from "../reconciler/batchWindow";
 import { ClusterReconciler } from "../reconciler/clusterReconciler";
 import { ClaimStore } from "../store/claimStore";
@@ -36,6 +37,7 @@ import { probeRoutes, type Readiness } from "./routes/probeRoutes";
 import { ServiceMetrics } from "./serviceMetrics";
 import { openApiComponents, openApiDocumentation, openApiTransform } from "./openApiDocument";
 import { loggedRequest } from "./redactedUrl";
+import { DebugRequestLogs } from "./requestLogController";
 
 export const API_PREFIX = "/api/v1";
 const PROBE_URLS = new Set(["/healthz", "/readyz", "/metrics"]);
@@ -55,8 +57,11 @@ export interface BuildServerOptions {
   readonly batch?: BatchWindowConfig;
   readonly retry?: RetryConfig;
   readonly previewGuard?: boolean;
-  /** Looks up the shared network and firewall once per batch (the automation engine with a Hetzner client); else the program does. */
-  readonly sharedResources?: () => Promise<SharedResources | undefined>;
+  /**
+   * The git stack's network and firewall, looked up once per batch (the automation engine with a
+   * Hetzner client; else the program looks them up); while missing, readyz says so and creates are refused.
+   */
+  readonly prerequisites?: GitStackPrerequisites;
   /** Resolves once the engine can run (the simulated engine first applies the git stack); readyz is 503 until then. */
   readonly engineReady?: Promise<unknown>;
   readonly catalog?: CatalogSource;
@@ -146,7 +151,7 @@ async function compose(options: BuildServerOptions, tokens: readonly TokenEntry[
     operations,
     engine: options.engine,
     stackFor: async (members) => {
-      const shared = members.length > 0 ? await options.sharedResources?.() : undefined;
+      const shared = members.length > 0 ? await options.prerequisites?.resources() : undefined;
       return apiStackDefinition({
         clusterId,
         members,
@@ -174,6 +179,7 @@ async function compose(options: BuildServerOptions, tokens: readonly TokenEntry[
     reconciler,
     catalog: () => catalog.current(),
     availability,
+    ...(options.prerequisites ? { refusal: () => options.prerequisites!.refusal() } : {}),
   });
   const clusters = new Map([[clusterId, service]]);
   metrics.addCluster({ clusterId, nodesByStatus: () => store.countByStatus(clusterId), queueDepth: () => reconciler.queueDepth() });
@@ -183,6 +189,8 @@ async function compose(options: BuildServerOptions, tokens: readonly TokenEntry[
     // serializer is set once, on the service's logger: every request's child logger inherits it
     // (a childLoggerFactory would build and validate a logger per request, even without logging).
     ...(logger ? { loggerInstance: logger.child({}, { serializers: { req: loggedRequest } }) as FastifyBaseLogger } : { logger: false }),
+    // Per-request lines at debug, not info (requestLogController.ts).
+    logController: new DebugRequestLogs(),
     bodyLimit: options.bodyLimit ?? 64 * 1024,
     // Our own 503 in the error shape instead (see the onRequest hook below).
     return503OnClosing: false,
@@ -202,6 +210,8 @@ async function compose(options: BuildServerOptions, tokens: readonly TokenEntry[
     if (engineState === "starting") return { status: "starting", details: { engine: "applying the git stack before the first run" } };
     if (engineState === "failed") return { status: "degraded", details: { engine: engineError } };
     if (!catalog.settled) return { status: "starting", details: { catalog: "reading Hetzner's server types and their availability" } };
+    const notApplied = options.prerequisites?.refusal();
+    if (notApplied) return { status: "degraded", details: { gitStack: notApplied } };
     const degradation = reconciler.degraded;
     if (degradation) return { status: "degraded", details: { [clusterId]: degradation } };
     // No run had anything to do, but the writes fail: creates are answered 503.
@@ -220,6 +230,7 @@ async function compose(options: BuildServerOptions, tokens: readonly TokenEntry[
 
   app.addHook("onReady", async () => {
     catalog.start();
+    options.prerequisites?.start();
     reconciler.start();
     if (abandoned > 0) logger?.warn({ abandoned }, "engine runs were cut short by an unclean stop; their claims are reconciled again");
   });
@@ -236,6 +247,7 @@ async function compose(options: BuildServerOptions, tokens: readonly TokenEntry[
   });
   app.addHook("onClose", async () => {
     catalog.stop();
+    options.prerequisites?.stop();
     await reconciler.stop(options.shutdownGraceMs ?? 30_000);
     database.close();
     lock.release();

@@ -8,11 +8,15 @@ import { registerPreviewCommand } from "./previewCommand";
 import { registerRenderCommand } from "./renderCommand";
 import { registerLocalCommand } from "./localCommand";
 import { registerNodesCommand } from "./nodesCommand";
+import { registerInitCommand } from "./initCommand";
 import { registerServeCommand } from "./serveCommand";
+import { registerCompletionCommand } from "./completion/completionCommand";
+import { packageVersion } from "./packageVersion";
 
 function buildProgram(): Command {
   const program = new Command("nodefleet")
     .description("Kubernetes worker fleets on Hetzner Cloud and Scaleway Elastic Metal, as Pulumi components")
+    .version(packageVersion(), "-V, --version", "print nodefleet's version")
     .showHelpAfterError()
     .exitOverride();
   registerRenderCommand(program);
@@ -20,6 +24,9 @@ function buildProgram(): Command {
   registerServeCommand(program);
   registerNodesCommand(program);
   registerLocalCommand(program);
+  registerInitCommand(program);
+  // Last: it completes the commands registered above.
+  registerCompletionCommand(program);
   return program;
 }
 

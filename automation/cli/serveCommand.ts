@@ -2,13 +2,15 @@
  * `nodefleet serve --stack NAME [--engine automation|simulated] [--data-dir DIR] [--port N] [--host H]`:
  * the scaling API for the cluster of that stack. Without cloud credentials the simulated engine is
  * the default, announced loudly; it first applies the git stack to the simulated cloud so the API
- * stack's look-ups (network, firewall) resolve. Logs (pino, JSON) go to stderr and carry no secrets.
+ * stack's look-ups (network, firewall) resolve. Logs (pino: readable lines at a terminal, JSON lines
+ * otherwise, or as --log-format says) go to stderr and carry no secrets. A port that cannot be
+ * listened on is refused before the data directory is created.
  */
 import { setTimeout as delay } from "node:timers/promises";
 import { randomBytes } from "node:crypto";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { InvalidArgumentError, type Command } from "commander";
+import { InvalidArgumentError, Option, type Command } from "commander";
 import type { FastifyInstance } from "fastify";
 import type { Logger } from "pino";
 import { API_TOKENS_KEY, declaredConfigTokens, loadApiTokens, plainTokenErrors, readRawStackConfig, type ReadSecretConfig } from "../api/apiTokenSources";
@@ -21,13 +23,16 @@ import { withDecryptedSecrets } from "../api/decryptedStackConfig";
 import { StackConfigSource } from "../api/stackConfigSource";
 import { CatalogSource } from "../catalog/catalogSource";
 import { lookUpSharedResources } from "../reconciler/sharedResources";
+import { GitStackPrerequisites } from "../reconciler/gitStackPrerequisites";
 import { OfferingAvailability } from "../catalog/offeringAvailability";
 import { AutomationEngine, DEFAULT_ENGINE_PARALLEL } from "../engine/automationEngine";
 import { HcloudClient } from "../engine/hcloudClient";
 import type { StackEngine } from "../engine/stackEngine";
 import { gitStackProgram } from "../gitStackProgram";
 import { FirstApply } from "./firstApply";
+import { assertCanListen, portProblem } from "./portCheck";
 import { serviceLogger } from "./serviceLogger";
+import { LOG_FORMATS, type LogFormat } from "./logFormat";
 import { OrphanReclaimer, hcloudInventory, simulatedInventory } from "../reconciler/orphanReclaimer";
 import { SIMULATION_BANNER, SimulatedEngine } from "../simulated/simulatedEngine";
 import { projectRoot } from "../stackConfigFile";
@@ -47,6 +52,8 @@ export interface ServeOptions {
   readonly dataDir: string;
   readonly port: number;
   readonly host: string;
+  /** Default: NODEFLEET_LOG_FORMAT, else pretty at a terminal and JSON lines elsewhere (logFormat.ts). */
+  readonly logFormat?: LogFormat;
 }
 
 const CLOUD_CREDENTIALS = ["HCLOUD_TOKEN", "SCW_SECRET_KEY"] as const;
@@ -103,7 +110,7 @@ function staticPoolNames(fleet: FleetSpec): Set<string> {
 }
 
 export async function serve(options: ServeOptions, env: NodeJS.ProcessEnv = process.env): Promise<void> {
-  const logger = serviceLogger(env);
+  const logger = serviceLogger(env, 2, options.logFormat ? { format: options.logFormat } : {});
   const dataDir = path.resolve(options.dataDir);
   // Every configuration error first, before anything touches the data directory.
   const root = projectRoot();
@@ -124,7 +131,10 @@ export async function serve(options: ServeOptions, env: NodeJS.ProcessEnv = proc
     rateLimitPerMinute: intEnv(env, "NODEFLEET_RATE_LIMIT_PER_MINUTE", 6000) || false,
     shutdownGraceMs: intEnv(env, "NODEFLEET_SHUTDOWN_GRACE_MS", 30_000),
     engineParallel: positiveIntEnv(env, "NODEFLEET_ENGINE_PARALLEL", DEFAULT_ENGINE_PARALLEL),
+    prerequisiteRecheckMs: positiveIntEnv(env, "NODEFLEET_PREREQUISITE_RECHECK_MS", 5_000),
   } as const;
+  // The port too: a start that cannot listen must not leave a data directory behind.
+  await assertCanListen(options.host, options.port);
 
   fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   // Before anything touches the directory's state; the store next (its checks and SQLite's OS-level
@@ -215,7 +225,9 @@ export async function serve(options: ServeOptions, env: NodeJS.ProcessEnv = proc
       batch: settings.batch,
       retry: settings.retry,
       ...(firstApply ? { engineReady: firstApply.ready } : {}),
-      ...(kind !== "simulated" && hcloud ? { sharedResources: () => lookUpSharedResources(hcloud, stack.fleet()) } : {}),
+      ...(kind !== "simulated" && hcloud && autoscaledPools(fleet).length > 0
+        ? { prerequisites: new GitStackPrerequisites(() => lookUpSharedResources(hcloud, stack.fleet()), `\`pulumi up --stack ${options.stack}\` in ${root}`, logger, settings.prerequisiteRecheckMs) }
+        : {}),
       catalog,
       availability,
       metrics,
@@ -269,7 +281,7 @@ export async function serve(options: ServeOptions, env: NodeJS.ProcessEnv = proc
     // The reconciler and catalog started in onReady: stop them and release the data directory, or the process lingers.
     firstApply?.abandon();
     await app.close();
-    throw error;
+    throw portProblem(error, options.host, options.port);
   }
   firstApply?.start();
   logger.info({ address, stack: options.stack, cluster: fleet.cluster.id, engine: kind, dataDir }, "nodefleet scaling API listening");
@@ -294,7 +306,17 @@ export function registerServeCommand(program: Command): void {
     .option("--data-dir <dir>", "store, lock, engine state (one service per directory)", "./.nodefleet")
     .option("--port <n>", "port to listen on", parsePort, 8080)
     .option("--host <host>", "address to listen on", "127.0.0.1")
-    .action(async (opts: { stack: string; engine?: "automation" | "simulated"; dataDir: string; port: number; host: string }) => {
-      await serve({ stack: opts.stack, dataDir: opts.dataDir, port: opts.port, host: opts.host, ...(opts.engine ? { engine: opts.engine } : {}) });
+    .addOption(
+      new Option("--log-format <format>", "log lines on stderr: pretty (readable) or json (default: NODEFLEET_LOG_FORMAT, else pretty at a terminal, json otherwise)").choices(LOG_FORMATS),
+    )
+    .action(async (opts: { stack: string; engine?: "automation" | "simulated"; dataDir: string; port: number; host: string; logFormat?: LogFormat }) => {
+      await serve({
+        stack: opts.stack,
+        dataDir: opts.dataDir,
+        port: opts.port,
+        host: opts.host,
+        ...(opts.engine ? { engine: opts.engine } : {}),
+        ...(opts.logFormat ? { logFormat: opts.logFormat } : {}),
+      });
     });
 }

@@ -36,7 +36,7 @@ export function findTool(name: string, env: NodeJS.ProcessEnv = process.env): st
 }
 
 /** The folder of the installed @pulumi/pulumi package (it ships `pulumi-resource-pulumi-nodejs`). */
-function pulumiSdkDir(): string {
+export function pulumiSdkDir(): string {
   return dirname(require.resolve("@pulumi/pulumi/package.json"));
 }
 

@@ -10,7 +10,8 @@ import { join, resolve } from "node:path";
 import { acquireDataDirLock } from "../store/dataDirLock";
 import { fileBackendUrl } from "../engine/fileBackendState";
 import { resolvePassphrase } from "../engine/passphrase";
-import { findTool, pulumiProcessEnv } from "../engine/toolchain";
+import { findTool, pulumiProcessEnv, pulumiSdkDir, toolchainBinDir } from "../engine/toolchain";
+import { localPath } from "./localPath";
 import { knobsFromEnv } from "../simulated/simulationKnobs";
 import { type ControlPlane, controlPlaneBinaries, startControlPlane } from "./controlPlane";
 import { type FakeHcloud, buildFakeHcloud } from "./fakeHcloud/fakeHcloudApi";
@@ -100,8 +101,9 @@ export async function startLocalCloud(options: LocalCloudOptions): Promise<Local
       KUBECONFIG: plane.adminKubeconfig,
       PULUMI_BACKEND_URL: fileBackendUrl(join(dir, "pulumi-state")),
       ...passphrase,
-      // The toolchain and the dynamic-provider plugin on PATH, NODE_PATH, PULUMI_HOME, no downloads.
+      // The dynamic-provider plugin on NODE_PATH, PULUMI_HOME, no downloads; PATH with the toolchain first.
       ...pulumiProcessEnv(dir, env),
+      PATH: localPath(env.PATH ?? "", toolchainBinDir(env), pulumiSdkDir()),
     };
     mkdirSync(join(dir, "pulumi-state"), { recursive: true, mode: 0o700 });
     writeFileSync(join(dir, "env"), `${shellExport(localEnv)}\n`, { mode: 0o600 });

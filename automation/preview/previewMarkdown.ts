@@ -3,6 +3,7 @@
  * PreviewReport. The hidden marker lets the workflow find and update its own comment; the size
  * cap keeps the comment under GitHub's 65,536-character body limit with room to spare.
  */
+import { bookkeepingLine } from "./bookkeepingSteps";
 import type { NodeReplacement, PoolRollout, PoolRow, PreviewReport, StackPreview, StepRow } from "./stackPreview";
 import { IN_PLACE_CHANGES, type InPlaceChange } from "../../components/fleet/rolloutPlan";
 
@@ -139,7 +140,10 @@ function stackSection(stack: StackPreview): string[] {
   if (stack.error) lines.push("The preview failed:", "", ...fenced(stack.error), "");
   if (!stack.succeeded && stack.steps.length === 0) return lines;
 
-  lines.push(summaryLine(stack), "", "### Nodes per pool", "", ...poolTable(stack.pools), "");
+  lines.push(summaryLine(stack), "");
+  const bookkeeping = stack.bookkeeping && bookkeepingLine(stack.bookkeeping);
+  if (bookkeeping) lines.push(bookkeeping, "");
+  lines.push("### Nodes per pool", "", ...poolTable(stack.pools), "");
   if (stack.replacements.length > 0) {
     lines.push("### Servers replaced", "", ...stack.replacements.map(replacementLine), "");
   }

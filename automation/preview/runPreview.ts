@@ -45,7 +45,8 @@ export const SECRET_ENV_VARS = [
   "SCW_SECRET_KEY",
   "PULUMI_CONFIG_PASSPHRASE",
   "PULUMI_ACCESS_TOKEN",
-  "ROBOT_PASSWORD",
+  "HROBOT_PASSWORD",
+  "NODEFLEET_SSH_PRIVATE_KEY",
 ] as const;
 
 export function projectName(root: string): string {

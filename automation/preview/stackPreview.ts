@@ -9,6 +9,7 @@ import { IN_PLACE_CHANGES, type InPlaceChange, type InPlaceRolloutSummary } from
 import type { ChangeSummary, ResourceStep, RunResult, StepOp } from "../engine/stackEngine";
 import { emptySummary } from "../engine/stackEngine";
 import { maskSecretText } from "../render/maskSecrets";
+import { type Bookkeeping, separateBookkeeping } from "./bookkeepingSteps";
 import type { ConfigChange, FleetLayout, PoolLayout } from "./fleetLayout";
 
 /** Resource types that are one node each. */
@@ -123,8 +124,10 @@ export interface StackPreview {
   readonly replacements: readonly NodeReplacement[];
   /** Static pools rolling a fleet-wide change: what this run replaces and how many members remain. */
   readonly rollouts: readonly PoolRollout[];
-  /** Every step except `same`, in engine order. */
+  /** Every step except `same` and the bookkeeping, in engine order. */
   readonly steps: readonly StepRow[];
+  /** Steps that are not changes to the fleet (bookkeepingSteps.ts); absent when there are none. */
+  readonly bookkeeping?: Bookkeeping;
 }
 
 export interface PreviewReport {
@@ -213,7 +216,8 @@ export function buildStackPreview(context: PreviewContext, outcome: { result: Ru
     };
   }
   const { result } = outcome;
-  const steps = result.steps as readonly PreviewStep[];
+  const separated = separateBookkeeping(result.steps as readonly PreviewStep[]);
+  const steps = separated.steps;
   const prefixes = poolPrefixes(steps, context);
 
   // Node counts and server types per pool.
@@ -331,10 +335,21 @@ export function buildStackPreview(context: PreviewContext, outcome: { result: Ru
     error: result.succeeded
       ? null
       : maskSecretText(failed.length > 0 ? failed.map((s) => `${s.name}: ${s.error}`).join("\n") : "the engine reported a failed preview", knownSecrets),
-    summary: { ...emptySummary(), ...result.summary },
+    summary: withoutBookkeeping({ ...emptySummary(), ...result.summary }, separated.bookkeeping),
     pools,
     replacements,
     rollouts: rolloutsIn(result.outputs ?? {}),
     steps: rowsOut,
+    ...(separated.bookkeeping.length > 0 ? { bookkeeping: separated.summary } : {}),
   };
+}
+
+/** The engine's counts less the bookkeeping steps, which count as unchanged. */
+function withoutBookkeeping(summary: ChangeSummary, bookkeeping: readonly PreviewStep[]): ChangeSummary {
+  const out = { ...summary };
+  for (const step of bookkeeping) {
+    out[step.op] = Math.max(0, out[step.op] - 1);
+    out.same += 1;
+  }
+  return out;
 }

@@ -9,10 +9,12 @@ import { clusterFirewallName } from "../../components/hcloud/clusterFirewall";
 import { clusterNetworkName } from "../../components/hcloud/clusterNetwork";
 import type { SharedResources } from "./apiStack";
 
-/** Both by name, or undefined when one is missing: the program's own look-up then fails with the provider's error. */
-export async function lookUpSharedResources(client: HcloudClient, fleet: Pick<FleetSpec, "cluster" | "network">): Promise<SharedResources | undefined> {
-  const [network, firewall] = await Promise.all([client.findNetwork(clusterNetworkName(fleet.cluster, fleet.network)), client.findFirewall(clusterFirewallName(fleet.cluster))]);
-  if (!network || !firewall) return undefined;
+/** Both by name, or the missing ones named (`network <name>`, `firewall <name>`). */
+export async function lookUpSharedResources(client: HcloudClient, fleet: Pick<FleetSpec, "cluster" | "network">): Promise<{ found: SharedResources } | { missing: string[] }> {
+  const networkName = clusterNetworkName(fleet.cluster, fleet.network);
+  const firewallName = clusterFirewallName(fleet.cluster);
+  const [network, firewall] = await Promise.all([client.findNetwork(networkName), client.findFirewall(firewallName)]);
+  if (!network || !firewall) return { missing: [...(network ? [] : [`network ${networkName}`]), ...(firewall ? [] : [`firewall ${firewallName}`])] };
   const pick = (r: typeof network) => ({ id: r.id, name: r.name, labels: { ...r.labels } });
-  return { network: pick(network), firewall: pick(firewall) };
+  return { found: { network: pick(network), firewall: pick(firewall) } };
 }

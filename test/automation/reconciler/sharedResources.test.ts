@@ -26,7 +26,7 @@ describe("shared resources of a batch", () => {
       fleet,
     );
     assert.deepEqual(requests.sort(), ["firewalls?name=c1-nodes", "networks?name=c1-network"]);
-    assert.deepEqual(shared, { network: { id: 7, name: "c1-network", labels: { "nodefleet.io/cluster": "c1" } }, firewall: { id: 9, name: "c1-nodes", labels: {} } });
+    assert.deepEqual(shared, { found: { network: { id: 7, name: "c1-network", labels: { "nodefleet.io/cluster": "c1" } }, firewall: { id: 9, name: "c1-nodes", labels: {} } } });
   });
 
   it("uses the network name the stack config gives", async () => {
@@ -35,8 +35,9 @@ describe("shared resources of a batch", () => {
     assert.ok(requests.includes("networks?name=shared-net"), requests.join(", "));
   });
 
-  it("gives nothing when either is missing", async () => {
-    assert.equal(await lookUpSharedResources(client({ networks: [{ id: 7, name: "c1-network", labels: {} }] }, []), fleet), undefined);
-    assert.equal(await lookUpSharedResources(client({ firewalls: [{ id: 9, name: "c1-nodes", labels: {} }] }, []), fleet), undefined);
+  it("names what is missing", async () => {
+    assert.deepEqual(await lookUpSharedResources(client({ networks: [{ id: 7, name: "c1-network", labels: {} }] }, []), fleet), { missing: ["firewall c1-nodes"] });
+    assert.deepEqual(await lookUpSharedResources(client({ firewalls: [{ id: 9, name: "c1-nodes", labels: {} }] }, []), fleet), { missing: ["network c1-network"] });
+    assert.deepEqual(await lookUpSharedResources(client({}, []), fleet), { missing: ["network c1-network", "firewall c1-nodes"] });
   });
 });

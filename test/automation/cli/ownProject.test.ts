@@ -4,8 +4,8 @@
  * on the local cloud `pulumi preview` of the project's own program against its `local` stack.
  */
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { execFileSync, spawn } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parse } from "yaml";
@@ -14,6 +14,7 @@ import { type LocalCloud, startLocalCloud } from "../../../automation/local/loca
 import { runPulumi } from "../../../automation/local/localStack";
 import { REPOSITORY_ROOT } from "../../support/serveProcess";
 import { missingTools, skipUnlessAvailable } from "../../support/toolchainRequirement";
+import { until } from "../../support/until";
 
 const quiet = { info() {}, warn() {} };
 const template = (over: Partial<Parameters<typeof projectTemplate>[0]> = {}) =>
@@ -97,6 +98,32 @@ describe("nodefleet from the packed tarball in a project of one's own", function
     assert.equal(report.project, "my-fleet", "the project's own Pulumi.yaml");
     assert.ok(report.succeeded);
     assert.ok(report.stacks[0]!.pools.some((p) => p.nodesAfter > 0), JSON.stringify(report.stacks[0]!.pools));
+  });
+
+  it("serve runs the project's stack on its embedded defaults", async function () {
+    // npm's install script would build better-sqlite3's native module; this repository's build stands in.
+    symlinkSync(join(REPOSITORY_ROOT, "node_modules", "better-sqlite3", "build"), join(project, "node_modules", "better-sqlite3", "build"));
+    const serve = spawn("npx", ["--no-install", "nodefleet", "serve", "--stack", "dev", "--engine", "simulated", "--port", "0", "--data-dir", join(dir, "serve")], { cwd: project, stdio: ["ignore", "ignore", "pipe"], detached: true });
+    let stderr = "";
+    serve.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+    try {
+      const url = await until("serve to listen", () => /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(stderr)?.[1], 60_000, () => stderr);
+      const cluster = await until("the dev cluster to be served", async () => {
+        const response = await fetch(`${url}/readyz`);
+        return response.ok ? ((await response.json()) as { status: string }) : undefined;
+      }, 60_000, () => stderr);
+      assert.ok(["ready", "starting", "degraded"].includes(cluster.status), JSON.stringify(cluster));
+      const token = readFileSync(join(dir, "serve", "api-token"), "utf8").trim();
+      const response = await fetch(`${url}/api/v1/clusters/dev`, { headers: { authorization: `Bearer ${token}` } });
+      const body = (await response.json()) as { pools?: Array<{ name: string }> };
+      assert.equal(response.status, 200, JSON.stringify(body));
+      assert.ok(body.pools?.some((p) => p.name === "hel1-burst"), JSON.stringify(body));
+    } finally {
+      if (serve.exitCode === null) {
+        process.kill(-serve.pid!, "SIGTERM");
+        await new Promise((resolve) => serve.once("exit", resolve));
+      }
+    }
   });
 
   describe("on the local cloud (real engine, real control plane)", function () {

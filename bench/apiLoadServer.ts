@@ -16,7 +16,7 @@ import { join } from "node:path";
 import Fastify, { type FastifyInstance } from "fastify";
 import { parseFleetSpec } from "../components/fleet/fleetSpec";
 import { buildServer } from "../automation/api/server";
-import { acceptEmptyJsonBodies } from "../automation/api/jsonBodyParser";
+import { strictJsonBodies } from "../automation/api/jsonBodyParser";
 import type { Db } from "../automation/store/database";
 import { serviceLogger } from "../automation/cli/serviceLogger";
 import { ServiceMetrics } from "../automation/api/serviceMetrics";
@@ -60,7 +60,7 @@ async function open(batchIdleMs: number, logged: boolean, withoutStore: boolean)
 async function floor(): Promise<ServerAnswer> {
   app = Fastify({ logger: false });
   // As the service does: the loop's DELETEs carry Content-Type: application/json and no body.
-  acceptEmptyJsonBodies(app);
+  strictJsonBodies(app);
   app.post("/floor", async (_request, reply) => reply.code(201).send({}));
   // The loop's requests, answered with nothing behind them: a created node's ID (the loop deletes it next), then 202.
   let created = 0;

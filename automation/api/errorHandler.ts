@@ -1,8 +1,9 @@
 /**
  * One error shape for every failure, `{"error": {"code", "message", "details"}}`: our own
- * ApiErrors, zod validation failures, Fastify's body parser errors (malformed JSON 400, oversized
- * 413, wrong media type 415), rate limiting (429) and unknown routes. Nothing a client sends can
- * turn into a 5xx; unexpected errors are logged and answered without internals.
+ * ApiErrors, zod validation failures, the body parser's errors (malformed JSON 400, oversized 413,
+ * wrong media type 415: jsonBodyParser.ts), over-long URLs (414), rate limiting (429) and unknown
+ * routes. Nothing a client sends can turn into a 5xx; unexpected errors are logged and answered
+ * without internals.
  */
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { hasZodFastifySchemaValidationErrors } from "fastify-type-provider-zod";
@@ -32,9 +33,10 @@ export function errorHandler(error: FastifyError | ApiError | Error, request: Fa
   if (error instanceof ApiError) return sendError(reply, error.statusCode, error.code, error.message, error.details);
   if (hasZodFastifySchemaValidationErrors(error)) {
     const where = (error as { validationContext?: string }).validationContext ?? "request";
-    return sendError(reply, 400, "ValidationError", `invalid ${where}`, {
-      issues: error.validation.map((v) => ({ path: `${where}${v.instancePath.replace(/\//g, ".")}`.replace(/\.$/, ""), message: issueMessage(v) })),
-    });
+    const issues = error.validation.map((v) => ({ path: `${where}${v.instancePath.replace(/\//g, ".")}`.replace(/\.$/, ""), message: issueMessage(v) }));
+    // The first issues in the message too: a client that logs only the message (the driver's NodeClaim events) says what was wrong.
+    const listed = issues.slice(0, 3).map((i) => `${i.path}: ${i.message}`).join("; ");
+    return sendError(reply, 400, "ValidationError", `invalid ${where}${listed ? `: ${listed}` : ""}${issues.length > 3 ? "; ..." : ""}`, { issues });
   }
   const fastifyError = error as FastifyError & { statusCode?: number };
   const known = fastifyError.code ? FASTIFY_CODES[fastifyError.code] : undefined;
@@ -66,12 +68,42 @@ export function frameworkErrorHandler(error: FastifyError, _request: FastifyRequ
   return sendError(reply, 400, "BadRequest", "the request could not be routed");
 }
 
+/**
+ * The longest request target (path and query string) the service reads: longer is 414 UriTooLong.
+ * The API's own URLs are under 200 characters. Node's parser refuses a request line and headers
+ * of more than 16 KiB together (maxHeaderSize) before any route sees them: see clientErrorHandler.
+ */
+export const MAX_URL_LENGTH = 4096;
+
+/**
+ * True when `packet`, the data Node's parser held when the head overflowed, starts a request whose
+ * request line alone is longer than a request target may be. Node does not say which part of the
+ * head overflowed; when a long head arrives in several reads, the last of them may hold neither the
+ * request line nor its end, and the answer stays 431.
+ */
+export function requestLineTooLong(packet: Buffer | undefined): boolean {
+  if (!packet) return false;
+  const start = packet.subarray(0, 32).toString("latin1");
+  const method = /^[A-Z]{1,20} /.exec(start);
+  if (!method) return false;
+  const lineEnd = packet.indexOf("\n");
+  return lineEnd < 0 || lineEnd > method[0].length + MAX_URL_LENGTH + " HTTP/1.1\r".length;
+}
+
+/** Refuses an over-long URL first of all, before the rate limit and authentication (whatever the route, unknown ones too). */
+function refuseOverlongUrls(app: FastifyInstance): void {
+  app.addHook("onRequest", async (request) => {
+    if (request.url.length > MAX_URL_LENGTH) throw new ApiError("UriTooLong", `the URL is longer than the ${MAX_URL_LENGTH} characters the service accepts`);
+  });
+}
+
 /** What Node's HTTP parser refuses (bad request line, oversized headers, timeouts), by its error code. */
 const CLIENT_ERRORS: Record<string, { status: number; code: ErrorCode; message: string }> = {
   HPE_HEADER_OVERFLOW: { status: 431, code: "HeadersTooLarge", message: "the request headers are larger than the service accepts" },
   ERR_HTTP_REQUEST_TIMEOUT: { status: 408, code: "RequestTimeout", message: "the request was not received in time" },
   ERR_HTTP_HEADERS_TIMEOUT: { status: 408, code: "RequestTimeout", message: "the request headers were not received in time" },
 };
+const URI_TOO_LONG = { status: 414, code: "UriTooLong" as const, message: `the URL is longer than the ${MAX_URL_LENGTH} characters the service accepts` };
 
 /**
  * Fastify's `clientErrorHandler` option: a request Node's HTTP parser refuses before Fastify sees
@@ -80,7 +112,10 @@ const CLIENT_ERRORS: Record<string, { status: number; code: ErrorCode; message: 
  */
 export function clientErrorHandler(error: NodeJS.ErrnoException, socket: import("node:net").Socket): void {
   if (error.code === "ECONNRESET" || socket.destroyed) return;
-  const known = (error.code && CLIENT_ERRORS[error.code]) || { status: 400, code: "BadRequest", message: "the request is not valid HTTP/1.1" };
+  const overlongUrl = error.code === "HPE_HEADER_OVERFLOW" && requestLineTooLong((error as { rawPacket?: Buffer }).rawPacket);
+  const known = overlongUrl
+    ? URI_TOO_LONG
+    : (error.code && CLIENT_ERRORS[error.code]) || { status: 400, code: "BadRequest" as const, message: "the request is not valid HTTP/1.1" };
   const body = JSON.stringify(errorBody(known.code, known.message));
   if (socket.writable) {
     socket.write(
@@ -91,6 +126,7 @@ export function clientErrorHandler(error: NodeJS.ErrnoException, socket: import(
 }
 
 export function registerErrorHandling(app: FastifyInstance): void {
+  refuseOverlongUrls(app);
   app.setErrorHandler(errorHandler);
   app.setNotFoundHandler((request, reply) => sendError(reply, 404, "RouteNotFound", `no route ${request.method} ${request.url.split("?")[0]!.slice(0, 200)}`));
 }

@@ -29,7 +29,7 @@ import { ApiError } from "./apiError";
 import { UNAUTHENTICATED_KEY_PREFIX, authPlugin, rateLimitKey } from "./authPlugin";
 import { ClusterService } from "./clusterService";
 import { DEFAULT_HTTP_TIMEOUTS, fastifyTimeoutOptions, type HttpTimeouts } from "./httpTimeouts";
-import { acceptEmptyJsonBodies } from "./jsonBodyParser";
+import { strictJsonBodies } from "./jsonBodyParser";
 import { clientErrorHandler, frameworkErrorHandler, registerErrorHandling } from "./errorHandler";
 import { clusterRoutes } from "./routes/clusterRoutes";
 import { nodeRoutes } from "./routes/nodeRoutes";
@@ -269,7 +269,7 @@ export async function registerRoutes(app: FastifyInstance, deps: RouteDependenci
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   registerErrorHandling(app);
-  acceptEmptyJsonBodies(app);
+  strictJsonBodies(app);
   await app.register(swagger, {
     openapi: openApiDocumentation(),
     transform: openApiTransform,

@@ -4,6 +4,8 @@
  * network and firewall of each batch, the local cloud's SSH key). Every request
  * is counted: the project's budget of 3600 requests per hour is shared with every `pulumi up`.
  */
+import { fetchFailureCause } from "../client/fetchFailureCause";
+
 export interface HcloudServer {
   readonly id: number;
   readonly name: string;
@@ -48,10 +50,40 @@ export class HcloudApiError extends Error {
     readonly status: number,
     readonly code: string,
     message: string,
+    /** `GET https://api.hetzner.cloud/v1/servers`: the call that was answered so. */
+    readonly endpoint?: string,
   ) {
-    super(`Hetzner Cloud API ${status} ${code}: ${message}`);
+    super(`Hetzner Cloud API ${status} ${code}: ${message}${endpoint ? ` (${endpoint})` : ""}`);
   }
 }
+
+/**
+ * A call to the Hetzner Cloud API that got no usable answer: no connection, a reset, a DNS
+ * failure, no answer in time, an answer cut short or not JSON. Names the call and the cause, where
+ * fetch itself says only "fetch failed".
+ */
+export class HcloudRequestError extends Error {
+  override readonly name = "HcloudRequestError";
+  constructor(
+    /** `GET https://api.hetzner.cloud/v1/servers` (the query string left out). */
+    readonly endpoint: string,
+    readonly reason: string,
+    options?: { cause?: unknown },
+  ) {
+    super(`Hetzner Cloud API ${endpoint} failed: ${reason}`, options);
+  }
+}
+
+/** Why a fetch, or the reading of its answer, failed, in words: the cause fetch keeps to itself, a timeout. */
+function failureReason(error: unknown, timeoutMs: number): string {
+  if (error instanceof Error && error.name === "TimeoutError") return `no answer within ${timeoutMs / 1000} s`;
+  if (error instanceof Error && error.name === "AbortError") return "the request was aborted";
+  const cause = fetchFailureCause(error);
+  if (cause) return cause;
+  return error instanceof Error ? error.message || error.name : String(error);
+}
+
+const DEFAULT_TIMEOUT_MS = 30_000;
 
 export interface HcloudClientOptions {
   readonly token: string;
@@ -60,6 +92,8 @@ export interface HcloudClientOptions {
   readonly fetch?: typeof fetch;
   /** Called once per HTTP request (for the service's request counter). */
   readonly onRequest?: (method: string, path: string) => void;
+  /** How long one request may take, answer included; default 30 s. */
+  readonly timeoutMs?: number;
 }
 
 export class HcloudClient {
@@ -85,16 +119,33 @@ export class HcloudClient {
   private async request<T>(method: string, path: string, payload?: unknown): Promise<T | undefined> {
     this.requests += 1;
     this.options.onRequest?.(method, path);
-    const response = await this.fetchImpl(`${this.baseUrl}${path}`, {
-      method,
-      headers: { Authorization: `Bearer ${this.options.token}`, Accept: "application/json", ...(payload === undefined ? {} : { "Content-Type": "application/json" }) },
-      ...(payload === undefined ? {} : { body: JSON.stringify(payload) }),
-      // A stalled connection must not hold up recovery or the catalog refresh for ever.
-      signal: AbortSignal.timeout(30_000),
-    });
+    // The token travels in a header, never in the URL: the endpoint (without any user:password@) may be named in any message.
+    const endpoint = `${method} ${this.baseUrl.replace(/\/\/[^/@]*@/, "//")}${path.split("?")[0]}`;
+    const timeoutMs = this.options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    let response: Response;
+    let text: string;
+    try {
+      response = await this.fetchImpl(`${this.baseUrl}${path}`, {
+        method,
+        headers: { Authorization: `Bearer ${this.options.token}`, Accept: "application/json", ...(payload === undefined ? {} : { "Content-Type": "application/json" }) },
+        ...(payload === undefined ? {} : { body: JSON.stringify(payload) }),
+        // A stalled connection must not hold up recovery or the catalog refresh for ever.
+        signal: AbortSignal.timeout(timeoutMs),
+      });
+      text = await response.text();
+    } catch (error) {
+      throw new HcloudRequestError(endpoint, failureReason(error, timeoutMs), { cause: error });
+    }
     if (response.status === 204) return undefined;
-    const body = (await response.json().catch(() => ({}))) as { error?: { code?: string; message?: string } } & T;
-    if (!response.ok) throw new HcloudApiError(response.status, body.error?.code ?? "unknown", body.error?.message ?? response.statusText);
+    let body: ({ error?: { code?: string; message?: string } } & T) | undefined;
+    try {
+      body = JSON.parse(text) as { error?: { code?: string; message?: string } } & T;
+    } catch {
+      body = undefined;
+    }
+    if (!response.ok) throw new HcloudApiError(response.status, body?.error?.code ?? "unknown", body?.error?.message ?? response.statusText, endpoint);
+    // A 2xx without a JSON answer is no answer: an empty list read from it would hide servers.
+    if (body === undefined || body === null || typeof body !== "object") throw new HcloudRequestError(endpoint, `HTTP ${response.status} with an answer that is not a JSON object`);
     return body;
   }
 

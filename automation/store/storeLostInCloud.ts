@@ -9,7 +9,7 @@
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import { fetchFailureCause } from "../client/fetchFailureCause";
-import { HcloudApiError } from "../engine/hcloudClient";
+import { HcloudApiError, HcloudRequestError } from "../engine/hcloudClient";
 import { type ServerInventory, findOrphans } from "../reconciler/orphanReclaimer";
 import { StoreLostError, storeMissingOrEmpty } from "./storeIntegrity";
 
@@ -28,6 +28,8 @@ function transient(error: unknown): boolean {
 
 /** The error's message with its cause (fetch reports only "fetch failed"; the cause says ECONNREFUSED, a timeout...). */
 function describe(error: unknown): string {
+  // HcloudClient's own errors name the call and the cause already.
+  if (error instanceof HcloudRequestError || error instanceof HcloudApiError) return error.message;
   const cause = fetchFailureCause(error);
   return `${error instanceof Error ? error.message : String(error)}${cause ? ` (${cause})` : ""}`;
 }

@@ -10,7 +10,7 @@ import {
   HCLOUD_NETWORK_ZONES,
 } from "./hcloudLocations";
 import { GENERATION_SUFFIX_LENGTH, MAX_SERVER_NAME_LENGTH } from "./generationSuffix";
-import { isKubeletRestrictedLabel } from "./kubeletLabels";
+import { reservedLabels } from "./reservedLabels";
 import { hostnameFor, staticNodeIds } from "./naming";
 import { repeatedTaintPairs } from "./taints";
 import { DEFAULT_DRAIN_TIMEOUT_SECONDS, DEFAULT_IN_PLACE_MAX_UNAVAILABLE, DEFAULT_ROLLOUT } from "./rolloutPlan";
@@ -249,16 +249,9 @@ export const firewallSchema = z.strictObject({
 });
 export type FirewallSpec = z.infer<typeof firewallSchema>;
 
+/** The same rule as a create request's labels (reservedLabels.ts). */
 const poolLabels = labelsSchema.superRefine((labels, ctx) => {
-  for (const key of Object.keys(labels)) {
-    if (isKubeletRestrictedLabel(key)) {
-      ctx.addIssue({
-        code: "custom",
-        path: [key],
-        message: `label ${key} is in the kubernetes.io/k8s.io namespaces, which the kubelet refuses at registration; use node.kubernetes.io/*, kubelet.kubernetes.io/* or another prefix`,
-      });
-    }
-  }
+  for (const { key, message } of reservedLabels(labels)) ctx.addIssue({ code: "custom", path: [key], message });
 });
 
 const poolBase = {

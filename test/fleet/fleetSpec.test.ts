@@ -129,9 +129,22 @@ describe("fleet spec", () => {
       "k8s.io/foo": "no",
     };
     const problems = problemsOf(config);
-    assertProblem(problems, 'nodefleet:pools[0].labels["node-role.kubernetes.io/worker"]', /kubelet refuses/);
-    assertProblem(problems, 'nodefleet:pools[0].labels["k8s.io/foo"]', /kubelet refuses/);
+    assertProblem(problems, 'nodefleet:pools[0].labels["node-role.kubernetes.io/worker"]', /is reserved: .*the kubelet refuses them/);
+    assertProblem(problems, 'nodefleet:pools[0].labels["k8s.io/foo"]', /is reserved: .*the kubelet refuses them/);
     assert.equal(problems.length, 2, problems.join("\n"));
+  });
+
+  it("rejects the labels a create request may not set either (kubernetes.io/hostname, nodefleet.io/), in each pool of the example (static and autoscaled Hetzner Cloud, Elastic Metal)", () => {
+    const config = exampleConfig();
+    const reserved = { "kubernetes.io/hostname": "evil", "nodefleet.io/pool": "other", "foo.kubernetes.io/x": "a", "kubernetes.io/arch": "amd64" };
+    for (const pool of config["nodefleet:pools"]) pool.labels = { ...reserved, "karpenter.nodefleet.io/nodefleetnodeclass": "ok", "topology.kubernetes.io/zone": "hel1" };
+    const problems = problemsOf(config);
+    for (const index of [0, 1, 2]) {
+      assertProblem(problems, `nodefleet:pools[${index}].labels["kubernetes.io/hostname"]`, /label kubernetes\.io\/hostname is reserved: .*Karpenter refuses it/);
+      assertProblem(problems, `nodefleet:pools[${index}].labels["nodefleet.io/pool"]`, /label nodefleet\.io\/pool is reserved: nodefleet\.io\/ labels are set by nodefleet/);
+      assertProblem(problems, `nodefleet:pools[${index}].labels["foo.kubernetes.io/x"]`, /label foo\.kubernetes\.io\/x is reserved/);
+    }
+    assert.equal(problems.length, 9, problems.join("\n"));
   });
 
   it("rejects an unknown provider, naming the known ones", () => {

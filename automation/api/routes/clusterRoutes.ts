@@ -1,5 +1,6 @@
 /** Cluster description, instance types and the engine-run log. */
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
+import { MAX_URL_LENGTH } from "../errorHandler";
 import { clusterParams, clusterSchema, errorResponseSchema, instanceTypeListSchema, operationListSchema } from "../schemas";
 import { clusterService, type ClusterServices } from "./clusterLookup";
 
@@ -8,7 +9,7 @@ const errors = {
   401: errorResponseSchema,
   403: errorResponseSchema,
   404: errorResponseSchema,
-  414: errorResponseSchema.describe("UriTooLong: a path parameter is longer than the service accepts"),
+  414: errorResponseSchema.describe(`UriTooLong: the URL is longer than ${MAX_URL_LENGTH} characters, or a path parameter longer than the service accepts`),
   429: errorResponseSchema,
   503: errorResponseSchema.describe("Unavailable: the service is shutting down or cannot write its store; retry"),
 };

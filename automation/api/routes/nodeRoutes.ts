@@ -2,6 +2,7 @@
 import type { FastifyReply } from "fastify";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { ApiError } from "../apiError";
+import { MAX_URL_LENGTH } from "../errorHandler";
 import {
   clusterParams,
   createNodeBodySchema,
@@ -32,7 +33,7 @@ function serializedOnce() {
 const authErrors = {
   401: errorResponseSchema,
   403: errorResponseSchema,
-  414: errorResponseSchema.describe("UriTooLong: a path parameter is longer than the service accepts"),
+  414: errorResponseSchema.describe(`UriTooLong: the URL is longer than ${MAX_URL_LENGTH} characters, or a path parameter longer than the service accepts`),
   429: errorResponseSchema,
   503: errorResponseSchema.describe("Unavailable: the service is shutting down or cannot write its store; retry"),
 };

@@ -232,18 +232,18 @@ describe("scaling API routes", function () {
       assert.equal(slot(next.node.nodeID), 1);
     });
 
-    it("keeps restricted labels out of the kubelet's arguments but reports them on the node", async () => {
-      const { node } = await api.client.createNode({
-        uniqueID: "labels",
-        pool: "hel1-burst",
-        labels: { "karpenter.sh/nodepool": "default", "kubernetes.io/team": "x", "node.kubernetes.io/lifecycle": "spot" },
-        taints: [{ key: "dedicated", value: "ci", effect: "NoSchedule" }],
-      });
-      assert.equal(node.labels["kubernetes.io/team"], "x");
+    it("hands a create's labels to the kubelet and reports them on the node; labels the kubelet would refuse are refused (reservedLabels.test.ts)", async () => {
+      const labels = { "karpenter.sh/nodepool": "default", "example.com/team": "x", "node.kubernetes.io/lifecycle": "spot" };
+      const { node } = await api.client.createNode({ uniqueID: "labels", pool: "hel1-burst", labels, taints: [{ key: "dedicated", value: "ci", effect: "NoSchedule" }] });
+      assert.equal(node.labels["example.com/team"], "x");
       assert.equal(node.labels["karpenter.sh/nodepool"], "default");
       assert.deepEqual(node.taints.map((t) => t.key), ["workload", "dedicated"]);
       const claim = api.app.nodefleet.store.get("example", node.nodeID)!;
-      assert.deepEqual(claim.snapshot.kubeletLabels, { "karpenter.sh/nodepool": "default", "node.kubernetes.io/lifecycle": "spot" });
+      assert.deepEqual(claim.snapshot.kubeletLabels, labels);
+      const refused = await apiError(api.client.createNode({ uniqueID: "labels-refused", pool: "hel1-burst", labels: { ...labels, "kubernetes.io/team": "x" } }));
+      assert.equal(refused.status, 400);
+      assert.equal(refused.code, "ValidationError");
+      assert.match(refused.message, /label kubernetes\.io\/team is reserved/);
     });
 
     it("enforces maxNodes, cpu and memory limits at admission, counting nodes not yet running", async () => {

@@ -106,7 +106,7 @@ describe("a store lost over the cloud", function () {
     const port = (gone.address() as net.AddressInfo).port;
     await new Promise((resolve) => gone.close(resolve));
     const closed = new HcloudClient({ token: HCLOUD_TOKEN, baseUrl: `http://127.0.0.1:${port}` });
-    await assert.rejects(assertStoreNotLostInCloud(databasePath(tempDataDir()), hcloudInventory(closed), "example", STATIC, { retryDelaysMs: [1, 1] }), /could not be checked: fetch failed \(connect ECONNREFUSED 127\.0\.0\.1:\d+\)/);
+    await assert.rejects(assertStoreNotLostInCloud(databasePath(tempDataDir()), hcloudInventory(closed), "example", STATIC, { retryDelaysMs: [1, 1] }), /could not be checked: Hetzner Cloud API GET http:\/\/127\.0\.0\.1:\d+\/servers failed: connect ECONNREFUSED 127\.0\.0\.1:\d+; start again/);
   });
 
   it("stops `nodefleet serve --engine automation` before it writes anything to the data directory", async () => {

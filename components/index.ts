@@ -36,6 +36,13 @@ export interface FleetArgs {
    */
   readonly currentHcloudServers?: Readonly<Record<string, readonly CurrentHcloudServer[]>>;
   /**
+   * Static Hetzner Cloud pools whose servers an earlier nodefleet recorded without rollouts (so no
+   * current servers are known): their bootstrap tokens are that nodefleet's RandomStrings and are
+   * kept as they are for this run; the next run knows the servers and moves joined ones to
+   * RandomPasswords. Default none.
+   */
+  readonly earlierTokenPools?: readonly string[];
+  /**
    * Per Hetzner Robot pool name, its members at the start of this run (previous `nodes` output plus
    * Node readiness, see fleet/inPlaceMembers.ts `currentInPlaceMembers`): what its rollout starts from.
    * Default none: every member is declared at its wanted generation.
@@ -83,7 +90,9 @@ export class Fleet extends pulumi.ComponentResource {
             {
               cluster,
               pool,
-              members: staticHcloudMembers(cluster, pool),
+              members: args.earlierTokenPools?.includes(pool.name)
+                ? staticHcloudMembers(cluster, pool).map((member) => ({ ...member, bootstrapTokenSecret: "random-string" as const }))
+                : staticHcloudMembers(cluster, pool),
               networkId: this.networkId,
               subnet: this.network.subnet,
               privateSubnet: args.spec.network.subnet,

@@ -41,6 +41,7 @@ export function autoscaledMember(cluster: Pick<ClusterSpec, "id" | "providerIdSc
     sshKeys: t.sshKeys,
     placementSlot: snapshot.placementSlot,
     extraTaints: [UNREGISTERED_TAINT],
+    bootstrapTokenSecret: snapshot.bootstrapTokenSecret ?? "random-string",
     bootstrap: {
       kubelet: t.kubelet,
       ...(t.k0sVersion !== undefined ? { k0sVersion: t.k0sVersion } : {}),

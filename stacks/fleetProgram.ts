@@ -66,11 +66,12 @@ async function currentMachinesOf(
   spec: FleetSpec,
   previousNodes: unknown,
   kubeconfig: string | undefined,
-): Promise<Required<Pick<FleetArgs, "currentHcloudServers" | "currentRobotMembers" | "currentElasticMetalMembers">>> {
+): Promise<Required<Pick<FleetArgs, "currentHcloudServers" | "currentRobotMembers" | "currentElasticMetalMembers" | "earlierTokenPools">>> {
   const nodes = (Array.isArray(previousNodes) ? previousNodes : []) as Array<HcloudNodeOutputValues & Record<string, unknown>>;
   const ready = kubeconfig === undefined ? new Set(nodes.flatMap((n) => [n.nodeName, n.hostname])) : await readyClusterNodeNames(kubeconfig, spec.cluster.id);
-  const current = { currentHcloudServers: {}, currentRobotMembers: {}, currentElasticMetalMembers: {} } as {
+  const current = { currentHcloudServers: {}, currentRobotMembers: {}, currentElasticMetalMembers: {}, earlierTokenPools: [] } as {
     currentHcloudServers: Record<string, CurrentHcloudServer[]>;
+    earlierTokenPools: string[];
     currentRobotMembers: Record<string, CurrentInPlaceMember[]>;
     currentElasticMetalMembers: Record<string, CurrentElasticMetalMember[]>;
   };
@@ -78,6 +79,7 @@ async function currentMachinesOf(
     if (pool.provider === "hcloud" && pool.mode === "static") {
       const servers = currentHcloudServers(nodes, pool.name, ready);
       if (servers) current.currentHcloudServers[pool.name] = servers;
+      else if (nodes.some((n) => n.pool === pool.name)) current.earlierTokenPools.push(pool.name);
     } else if (pool.provider === "hetzner-robot") {
       const members = currentInPlaceMembers(nodes, pool.name, ready);
       if (members) current.currentRobotMembers[pool.name] = members;

@@ -152,6 +152,7 @@ export class ClusterService {
         allocatable: admitted.allocatable,
         templateHash: templateHash(template, admitted.serverType.name),
         placementSlot: freeSlot(occupancy.placementSlots),
+        bootstrapTokenSecret: "random-password",
       };
       const claim = store.insert({
         clusterId: this.clusterId,

@@ -75,6 +75,12 @@ export interface MemberSnapshot {
    * spread placement group floor(slot / 10) and never has to move between groups.
    */
   readonly placementSlot: number;
+  /**
+   * `random-password` for claims admitted since bootstrap token secrets left resource ids; absent in
+   * older claims, whose RandomString token (in clear in the API stack's state) is kept while they
+   * live, since changing it could break a join still under way (docs/security.md).
+   */
+  readonly bootstrapTokenSecret?: "random-password";
 }
 
 /** The member's taints: the pool's and the request's merged by (key, effect), the request's value winning. */

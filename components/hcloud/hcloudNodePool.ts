@@ -239,12 +239,17 @@ export class HcloudNodePool extends pulumi.ComponentResource {
       const plan = wanted.get(step.nodeId);
       const protectedNow = deleteProtection && !step.unprotect;
       const running = current.find((c) => c.nodeId === step.nodeId && c.generation === step.generation);
-      // Without the current servers nothing is known about joins: tokens behave as they always did.
+      // Without the current servers nothing is known about joins: the token is fixed at creation.
+      // An earlier nodefleet's RandomString token (its secret is its id, in clear in the state) is
+      // kept only while its machine may still need it; once the Node has registered its Secret is
+      // gone, so the token moves to a RandomPassword and the server keeps its user data.
       const lifecycle: Pick<BootstrapTokenArgs, "secretSource" | "phase"> =
         args.current === undefined
-          ? {}
+          ? { secretSource: plan?.member.bootstrapTokenSecret ?? "random-password" }
           : running
-            ? { secretSource: running.bootstrapTokenSecret ?? "random-string", phase: { phase: running.ready ? "joined" : "booting" } }
+            ? running.ready
+              ? { secretSource: "random-password", phase: { phase: "joined" } }
+              : { secretSource: running.bootstrapTokenSecret ?? "random-string", phase: { phase: "booting" } }
             : { secretSource: "random-password", phase: { phase: "join", joinMarginMinutes: bootstrapTokenJoinMargin(cluster), now } };
       if (plan && plan.generation === step.generation) {
         this.declareServer(args, plan, { spreadGroup: step.spreadGroup, deleteProtection: protectedNow }, placementGroupId(step.spreadGroup), poolLabels, lifecycle);
@@ -288,7 +293,7 @@ export class HcloudNodePool extends pulumi.ComponentResource {
       member,
       token,
       inputs: { serverType: member.serverType, image: plan.image, location: member.location, sshKeys: [...plan.sshKeys], userData },
-      bootstrapTokenSecret: lifecycle.secretSource ?? "random-string",
+      bootstrapTokenSecret: lifecycle.secretSource ?? "random-password",
       keepsUserData: lifecycle.phase?.phase !== "join",
       placementGroupId,
       poolLabels,
@@ -327,7 +332,7 @@ export class HcloudNodePool extends pulumi.ComponentResource {
       member: identity,
       token,
       inputs: { serverType: running.serverType, location: running.location },
-      bootstrapTokenSecret: lifecycle.secretSource ?? "random-string",
+      bootstrapTokenSecret: lifecycle.secretSource ?? "random-password",
       retained: true,
       placementGroupId,
       poolLabels,

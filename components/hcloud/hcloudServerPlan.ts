@@ -8,6 +8,7 @@ import { generationServerName, generationSuffix } from "../fleet/generationSuffi
 import { staticNodeIds } from "../fleet/naming";
 import { mergeTaints } from "../fleet/taints";
 import { type NodeMember, nodeMember } from "../fleet/nodeMember";
+import type { BootstrapTokenSecretSource } from "../kubernetes/bootstrapToken";
 import { assertHcloudUserDataSize } from "../bootstrap/userDataLimits";
 import { renderWorkerUserData } from "../bootstrap/workerUserData";
 import { type WorkerCluster, type WorkerMemberInput, workerUserDataInputs } from "../bootstrap/workerUserDataInputs";
@@ -31,6 +32,11 @@ export interface HcloudPoolMember extends NodeMember {
   readonly extraTaints?: readonly Taint[];
   /** Versions and kubelet settings frozen for this member. Default: the cluster's current values. */
   readonly bootstrap?: MemberBootstrapSnapshot;
+  /**
+   * Where this member's bootstrap token secret comes from when the pool is given no current servers
+   * (`random-string` only for a member whose token an earlier nodefleet made). Default `random-password`.
+   */
+  readonly bootstrapTokenSecret?: BootstrapTokenSecretSource;
 }
 
 /** The pool template fields the component reads. A parsed `HcloudPool` fits. */

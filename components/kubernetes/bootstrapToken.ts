@@ -30,8 +30,9 @@ export interface BootstrapTokenArgs {
   /**
    * Where the token secret comes from: `random-password` (a RandomPassword, whose value is a secret in
    * state and never its resource id) or `random-string` (a RandomString, whose resource id in state
-   * is the value itself; kept only for tokens created before, since changing it would change their
-   * machines' user data). Default `random-string`.
+   * is the value itself, in clear: Pulumi never encrypts ids). `random-string` is only for a token
+   * made by an earlier nodefleet that a machine still booting may need; see docs/security.md.
+   * Default `random-password`.
    */
   secretSource?: BootstrapTokenSecretSource;
   /** Where the machine is in its join; default none (the token fixed at creation, its Secret kept). */
@@ -114,7 +115,7 @@ export class BootstrapToken extends pulumi.ComponentResource {
 
     const id = new random.RandomString(`${name}-id`, { length: 6, ...TOKEN_CHARSET, keepers }, keep("keepers"));
     const secretResult =
-      (args.secretSource ?? "random-string") === "random-password"
+      (args.secretSource ?? "random-password") === "random-password"
         ? new random.RandomPassword(`${name}-password`, { length: 16, ...TOKEN_CHARSET, keepers }, keep("keepers")).result
         : new random.RandomString(`${name}-secret`, { length: 16, ...TOKEN_CHARSET, keepers }, { ...keep("keepers"), additionalSecretOutputs: ["result"] }).result;
     // A time resource keeps the expiration in state: computing it from "now" would change every run.

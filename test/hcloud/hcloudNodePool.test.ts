@@ -209,7 +209,7 @@ describe("HcloudNodePool under mocks", function () {
     const added = after.resources.filter((r) => !before.resources.some((b) => b.type === r.type && b.name === r.name));
     assert.deepEqual(
       added.map((r) => r.type).sort(),
-      [SERVER, TOKEN, SECRET, "random:index/randomString:RandomString", "random:index/randomString:RandomString", "time:index/offset:Offset"].sort(),
+      [SERVER, TOKEN, SECRET, "random:index/randomString:RandomString", "random:index/randomPassword:RandomPassword", "time:index/offset:Offset"].sort(),
     );
     assert.ok(added.every((r) => r.name.startsWith("example-hel1-general-3-")));
   });

@@ -130,6 +130,29 @@ describe("HcloudNodePool rolling a fleet-wide change across runs (mock runtime)"
     assert.ok(next.resources.some((r) => r.name === `${created}-token-secret-object`), "and its Secret until its Node registers");
   });
 
+  it("moves an earlier RandomString token to a RandomPassword once its Node has registered, keeping the server", async () => {
+    const first = await up("v1.33.4+k0s.0", undefined, { replicas: 2 });
+    const [joinedServer, bootingServer] = servers(first).map((s) => s.name);
+    // As an earlier nodefleet recorded them: no token source, so their tokens are RandomStrings.
+    const earlier = after(first, (n) => n === joinedServer).map(({ bootstrapTokenSecret: _source, ...rest }) => rest);
+    const next = await up("v1.33.4+k0s.0", earlier, { replicas: 2 });
+    // Same names, same generation: nothing replaced (a running server ignores its user data, which the mocks do not record).
+    assert.deepEqual(servers(next).map((s) => s.name), servers(first).map((s) => s.name), "no server replaced");
+    const typeOf = (name: string) => next.resources.find((r) => r.name === name)?.type;
+    assert.equal(typeOf(`${joinedServer}-token-secret`), undefined, "the registered member's RandomString (its secret as id) is gone");
+    assert.equal(typeOf(`${joinedServer}-token-password`), "random:index/randomPassword:RandomPassword");
+    assert.equal(typeOf(`${joinedServer}-token-secret-object`), undefined, "and its Secret too");
+    assert.equal(typeOf(`${bootingServer}-token-secret`), "random:index/randomString:RandomString", "a member still booting keeps the token it joins with");
+    assert.equal(typeOf(`${bootingServer}-token-secret-object`), "kubernetes:core/v1:Secret");
+    assert.deepEqual(
+      nodesOf(next).map((n) => [n.serverName, n.bootstrapTokenSecret]),
+      [
+        [joinedServer, "random-password"],
+        [bootingServer, "random-string"],
+      ],
+    );
+  });
+
   it("declares a pool recorded by a nodefleet without rollouts as before, once, instead of guessing its servers", async () => {
     const first = await up("v1.33.4+k0s.0", undefined, { replicas: 2 });
     const legacy = nodesOf(first).map(({ spreadGroup: _group, deleteProtection: _protection, bootstrapTokenSecret: _secret, ...rest }) => rest);

@@ -45,7 +45,7 @@ describe("BootstrapToken", () => {
     assert.equal(component.type, "nodefleet:kubernetes:BootstrapToken");
     assert.equal(component.custom, false);
     assert.equal(byName(first.resources, "node-a-token-id").type, "random:index/randomString:RandomString");
-    assert.equal(byName(first.resources, "node-a-token-secret").type, "random:index/randomString:RandomString");
+    assert.equal(byName(first.resources, "node-a-token-password").type, "random:index/randomPassword:RandomPassword", "a secret never a resource id");
     assert.equal(byName(first.resources, "node-a-token-expiry").type, "time:index/offset:Offset");
     assert.equal(byName(first.resources, "node-a-token-secret-object").type, SECRET_TYPE);
   });
@@ -53,7 +53,7 @@ describe("BootstrapToken", () => {
   it("draws id and secret from [a-z0-9] only, 6 and 16 characters", () => {
     for (const [role, length] of [
       ["id", 6],
-      ["secret", 16],
+      ["password", 16],
     ] as const) {
       const inputs = byName(first.resources, `node-a-token-${role}`).inputs;
       assert.equal(inputs.length, length);

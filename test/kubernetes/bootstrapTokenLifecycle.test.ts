@@ -57,8 +57,9 @@ describe("BootstrapToken join lifecycle", function () {
     const resources = await declare({ secretSource: "random-password", phase: { phase: "join", joinMarginMinutes: 20, now: 0 } });
     assert.equal(byName(resources, "node-token-password")?.type, "random:index/randomPassword:RandomPassword");
     assert.equal(byName(resources, "node-token-secret"), undefined);
-    const legacy = await declare({});
-    assert.equal(byName(legacy, "node-token-secret")?.type, "random:index/randomString:RandomString", "tokens from before keep their resource");
+    assert.equal(byName(await declare({}), "node-token-password")?.type, "random:index/randomPassword:RandomPassword", "the default");
+    const legacy = await declare({ secretSource: "random-string", phase: { phase: "booting" } });
+    assert.equal(byName(legacy, "node-token-secret")?.type, "random:index/randomString:RandomString", "an earlier token a machine may still need keeps its resource");
   });
 
   it("deletes the token Secret once the Node has registered, and keeps it while the machine boots", async () => {

@@ -118,6 +118,9 @@ describe("robotNodePool: resource graph under mocks", () => {
     }
     const tokens = resources.filter((r) => r.type === "nodefleet:kubernetes:BootstrapToken").map((r) => r.name);
     assert.deepEqual(tokens, members.map((m) => `example-fsn-metal-${m.member.nodeId}-${m.generation}-token`));
+    // The token secret is a RandomPassword's value (a secret in state), never a RandomString's id (in clear).
+    assert.deepEqual(ofType(resources, "random:index/randomPassword:RandomPassword").map((r) => r.name), tokens.map((t) => `${t}-password`));
+    assert.equal(ofType(resources, "random:index/randomString:RandomString").filter((r) => r.name.endsWith("-token-secret")).length, 0);
     assert.equal(resources.find((r) => r.type === "nodefleet:hrobot:NodePool")?.name, "example-fsn-metal");
 
     const rescue = byName(resources, "example-fsn-metal-fsn-metal-a-rescue");

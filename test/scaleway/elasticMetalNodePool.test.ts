@@ -337,8 +337,9 @@ describe("ElasticMetalNodePool under mocks", function () {
     for (const pool of [{ os: "ubuntu_jammy" }, { os: "ubuntu_noble", ...CLOUD_INIT_OFFER }]) {
       for (const cluster of [{}, KUBEADM]) {
         const { resources } = await runPool(spec(pool, cluster));
-        const tokens = ofType(resources, "random:index/randomString:RandomString")
-          .filter((r) => r.name.endsWith("-secret"))
+        assert.deepEqual(ofType(resources, "random:index/randomString:RandomString").filter((r) => r.name.endsWith("-secret")), [], "no token secret as a RandomString (its id)");
+        const tokens = ofType(resources, "random:index/randomPassword:RandomPassword")
+          .filter((r) => r.name.endsWith("-password"))
           .map((r) => String(r.state.result));
         assert.ok(tokens.length > 0);
         const masked = JSON.stringify(resources.map((r) => resolveSecrets(r.inputs, false)));

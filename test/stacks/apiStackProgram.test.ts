@@ -113,6 +113,20 @@ describe("the API stack's program", () => {
     assert.match(userData, /--provider-id=[a-z]+:\/\/\/example\/k000000000001 /);
   });
 
+  it("gives claims admitted now a RandomPassword token and keeps an earlier claim's RandomString", async () => {
+    const config = configValues(exampleConfig());
+    const run = await runApiProgram(config, [
+      { nodeId: "k000000000001", snapshot: { ...snapshotFor(config, "cpx21", 0), bootstrapTokenSecret: "random-password" } },
+      // Admitted by an earlier nodefleet: its machine may still be joining with the token it has.
+      { nodeId: "k000000000002", snapshot: snapshotFor(config, "cpx21", 1) },
+    ]);
+    const tokenResources = run.resources.filter((r) => r.type.startsWith("random:") && !r.name.endsWith("-token-id")).map((r) => [r.type, r.name.replace(/-[a-z0-9]{6}-token/, "-token")]);
+    assert.deepEqual(tokenResources, [
+      ["random:index/randomPassword:RandomPassword", "example-k000000000001-token-password"],
+      ["random:index/randomString:RandomString", "example-k000000000002-token-secret"],
+    ]);
+  });
+
   it("never repeats a (key, effect) in the kubelet's taints: request over pool, and the unregistered taint once", async () => {
     const config = configValues(exampleConfig());
     const snapshot = {

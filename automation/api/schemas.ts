@@ -101,9 +101,9 @@ export const createNodeBodySchema = named(
       requirements: z.array(requirementSchema).max(100).optional().describe("Kubernetes node selector requirements (In, NotIn, Exists, DoesNotExist, Gt, Lt, Gte, Lte)"),
       labels: labelsSchema
         .refine((l) => Object.keys(l).length <= 100, { error: "at most 100 labels" })
-        // The kubernetes.io/k8s.io keys the kubelet may not set, kubernetes.io/hostname and nodefleet.io/ (reservedLabels.ts).
+        // The kubernetes.io/k8s.io keys neither the kubelet nor Karpenter may set, kubernetes.io/hostname and nodefleet.io/ (reservedLabels.ts).
         .superRefine((labels, context) => {
-          for (const { key, message } of reservedLabels(labels)) context.addIssue({ code: "custom", path: [key], message });
+          for (const { key, message } of reservedLabels(labels, "karpenter")) context.addIssue({ code: "custom", path: [key], message });
         })
         .optional()
         .describe("NodeClaim labels; a replay may carry more than the first create. Keys are qualified names as Kubernetes validates them (an optional DNS-subdomain prefix of at most 253 characters and '/', then at most 63 alphanumerics, '-', '_' or '.'), a rule OpenAPI 3.0 cannot state for object keys"),

@@ -22,6 +22,14 @@
  * - `nodefleet` — keys with the prefix `nodefleet.io/` are nodefleet's own (the cluster, pool and
  *   node of a member, the offering labels of catalog/requirements.ts). Only the domain itself:
  *   Karpenter labels a NodeClaim with its NodeClass as `karpenter.nodefleet.io/nodefleetnodeclass`.
+ *
+ * A create request's labels come from a Karpenter NodeClaim, and Karpenter itself puts on the Node
+ * the ones the kubelet may not set (kubeletLabels.ts keeps them out of `--node-labels`). So a
+ * request may also carry Karpenter's exceptions to the Kubernetes namespaces, `[*.]node-restriction
+ * .kubernetes.io/` and `[*.]kops.k8s.io/` (its NodePool label rules, hack/validation/labels.sh of
+ * sigs.k8s.io/karpenter): node-restriction labels are how Karpenter users isolate workloads, and
+ * NodeRestriction's point is that a node cannot set them on itself, which still holds. A pool of
+ * the fleet spec has only the kubelet to label its Nodes at registration, so the kubelet's rule.
  */
 import { isKubeletRestrictedLabel } from "./kubeletLabels";
 
@@ -35,9 +43,24 @@ export interface ReservedLabelRule {
 
 const HOSTNAME = "kubernetes.io/hostname";
 const NODEFLEET_PREFIX = "nodefleet.io/";
+const KARPENTER_APPLIED_DOMAINS = ["node-restriction.kubernetes.io", "kops.k8s.io"];
+
+/**
+ * Who puts the labels on the Node besides the kubelet: `kubelet` alone (a fleet spec pool), or
+ * `karpenter` too (a create request of the scaling API, from a NodeClaim).
+ */
+export type LabelApplier = "kubelet" | "karpenter";
+
+function karpenterApplied(key: string): boolean {
+  const slash = key.indexOf("/");
+  if (slash < 0) return false;
+  const domain = key.slice(0, slash);
+  return KARPENTER_APPLIED_DOMAINS.some((d) => domain === d || domain.endsWith(`.${d}`));
+}
 
 /** The rule `key` breaks, or undefined when a request or a pool may set it. Safe on any string. */
-export function reservedLabelRule(key: string): ReservedLabelRule | undefined {
+export function reservedLabelRule(key: string, applier: LabelApplier = "kubelet"): ReservedLabelRule | undefined {
+  if (applier === "karpenter" && karpenterApplied(key)) return undefined;
   if (key === HOSTNAME) {
     return {
       rule: "hostname",
@@ -49,7 +72,9 @@ export function reservedLabelRule(key: string): ReservedLabelRule | undefined {
       rule: "kubernetes",
       message:
         `label ${key} is reserved: the kubernetes.io and k8s.io namespaces belong to Kubernetes and the kubelet refuses them (NodeRestriction), ` +
-        "except its well-known labels and the node.kubernetes.io/ and kubelet.kubernetes.io/ namespaces; use one of those or a prefix of your own",
+        "except its well-known labels and the node.kubernetes.io/ and kubelet.kubernetes.io/ namespaces" +
+        (applier === "karpenter" ? " (and, set by Karpenter, node-restriction.kubernetes.io/ and kops.k8s.io/)" : "") +
+        "; use one of those or a prefix of your own",
     };
   }
   if (key.startsWith(NODEFLEET_PREFIX)) {
@@ -59,9 +84,9 @@ export function reservedLabelRule(key: string): ReservedLabelRule | undefined {
 }
 
 /** Every reserved key of `labels` with the rule it breaks, in the labels' order. */
-export function reservedLabels(labels: Readonly<Record<string, string>>): Array<{ key: string } & ReservedLabelRule> {
+export function reservedLabels(labels: Readonly<Record<string, string>>, applier: LabelApplier = "kubelet"): Array<{ key: string } & ReservedLabelRule> {
   return Object.keys(labels).flatMap((key) => {
-    const broken = reservedLabelRule(key);
+    const broken = reservedLabelRule(key, applier);
     return broken ? [{ key, ...broken }] : [];
   });
 }

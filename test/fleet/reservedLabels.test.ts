@@ -38,7 +38,7 @@ function expectedRule(key: string): "kubernetes" | "hostname" | "nodefleet" | un
 // DNS-subdomain prefixes and label names, as the schemas accept them.
 const dnsLabel = fc.stringMatching(/^[a-z0-9]([-a-z0-9]{0,8}[a-z0-9])?$/);
 const name = fc.stringMatching(/^[A-Za-z0-9]([-A-Za-z0-9_.]{0,10}[A-Za-z0-9])?$/);
-const reservedDomain = fc.constantFrom("kubernetes.io", "k8s.io", "node.kubernetes.io", "kubelet.kubernetes.io", "beta.kubernetes.io", "topology.kubernetes.io", "nodefleet.io");
+const reservedDomain = fc.constantFrom("kubernetes.io", "k8s.io", "node.kubernetes.io", "kubelet.kubernetes.io", "beta.kubernetes.io", "topology.kubernetes.io", "node-restriction.kubernetes.io", "kops.k8s.io", "nodefleet.io");
 /** Prefixes near the reserved ones: the domains themselves, their subdomains, look-alikes, others. */
 const prefix = fc.oneof(
   reservedDomain,
@@ -129,6 +129,24 @@ describe("reserved label keys (requests and pool labels)", () => {
       }),
       { numRuns: 1000 },
     );
+  });
+
+  it("lets a create request (labels Karpenter applies) use node-restriction.kubernetes.io/ and kops.k8s.io/, and a pool not", () => {
+    for (const k of ["node-restriction.kubernetes.io/team", "a.node-restriction.kubernetes.io/x", "kops.k8s.io/instancegroup", "sub.kops.k8s.io/x"]) {
+      assert.equal(reservedLabelRule(k, "karpenter"), undefined, k);
+      assert.equal(reservedLabelRule(k, "kubelet")?.rule, "kubernetes", k);
+    }
+    // Karpenter's exceptions are the only difference between the two rules.
+    fc.assert(
+      fc.property(key, (k) => {
+        const differs = reservedLabelRule(k, "karpenter")?.rule !== reservedLabelRule(k)?.rule;
+        const domain = k.includes("/") ? k.slice(0, k.indexOf("/")) : "";
+        const exception = ["node-restriction.kubernetes.io", "kops.k8s.io"].some((d) => domain === d || domain.endsWith(`.${d}`));
+        return differs === exception;
+      }),
+      { numRuns: 1000 },
+    );
+    assert.match(reservedLabelRule("k8s.io/x", "karpenter")!.message, /set by Karpenter, node-restriction\.kubernetes\.io\/ and kops\.k8s\.io\//);
   });
 
   it("never throws, whatever the string", () => {

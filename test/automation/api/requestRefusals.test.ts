@@ -52,7 +52,6 @@ describe("requests the scaling API refuses", function () {
       for (const key of [
         "kubernetes.io/team",
         "node-role.kubernetes.io/worker",
-        "node-restriction.kubernetes.io/team",
         "foo.kubernetes.io/bar",
         "topology.kubernetes.io/rack",
         "k8s.io/foo",
@@ -100,6 +99,14 @@ describe("requests the scaling API refuses", function () {
       for (const [key, value] of Object.entries(labels)) assert.equal(node.labels[key], value, key);
     });
 
+    it("accepts Karpenter's node-restriction.kubernetes.io/ and kops.k8s.io/ labels and keeps them from the kubelet (Karpenter sets them)", async () => {
+      const labels = { "node-restriction.kubernetes.io/team": "a", "kops.k8s.io/instancegroup": "b", "example.com/team": "c" };
+      const { node } = await api.client.createNode({ uniqueID: uniqueID("isolation"), pool, labels });
+      const claim = api.app.nodefleet.store.get("example", node.nodeID)!;
+      assert.deepEqual(claim.snapshot.requestLabels, labels);
+      assert.deepEqual(claim.snapshot.kubeletLabels, { "example.com/team": "c" }, "the kubelet would refuse to start with them");
+    });
+
     it("refuses a replay that adds a reserved label (Karpenter's retried Create may add labels, not these)", async () => {
       const id = uniqueID("replay");
       await api.client.createNode({ uniqueID: id, pool, labels: { "karpenter.sh/nodepool": "default" } });
@@ -112,7 +119,7 @@ describe("requests the scaling API refuses", function () {
       this.timeout(60_000);
       const dnsLabel = fc.stringMatching(/^[a-z0-9]([-a-z0-9]{0,6}[a-z0-9])?$/);
       const domain = fc.oneof(
-        fc.constantFrom("kubernetes.io", "k8s.io", "node.kubernetes.io", "kubelet.kubernetes.io", "topology.kubernetes.io", "nodefleet.io", "karpenter.sh", "example.com"),
+        fc.constantFrom("kubernetes.io", "k8s.io", "node.kubernetes.io", "kubelet.kubernetes.io", "topology.kubernetes.io", "node-restriction.kubernetes.io", "kops.k8s.io", "nodefleet.io", "karpenter.sh", "example.com"),
         fc.tuple(dnsLabel, fc.constantFrom("kubernetes.io", "k8s.io", "nodefleet.io", "node.kubernetes.io")).map(([a, b]) => `${a}.${b}`),
       );
       const key = fc.oneof(
@@ -122,7 +129,7 @@ describe("requests the scaling API refuses", function () {
       await fc.assert(
         fc.asyncProperty(key, async (k) => {
           const { status, body } = await post(JSON.stringify({ uniqueID: uniqueID("prop"), pool, labels: { [k]: "v" } }));
-          const reserved = reservedLabelRule(k);
+          const reserved = reservedLabelRule(k, "karpenter");
           if (reserved) {
             assert.equal(status, 400, k);
             assert.ok(body.error.message.includes(reserved.message), body.error.message);

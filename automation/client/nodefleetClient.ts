@@ -13,7 +13,7 @@ import type {
   operationSchema,
   readinessSchema,
 } from "../api/schemas";
-import { fetchFailureCause } from "./fetchFailureCause";
+import { fetchFailureCause } from "../../components/shared/fetchFailureCause";
 
 export type ClusterInfo = z.infer<typeof clusterSchema>;
 export type InstanceType = z.infer<typeof instanceTypeSchema>;

@@ -4,7 +4,7 @@
  * network and firewall of each batch, the local cloud's SSH key). Every request
  * is counted: the project's budget of 3600 requests per hour is shared with every `pulumi up`.
  */
-import { fetchFailureCause } from "../client/fetchFailureCause";
+import { fetchFailureCause } from "../../components/shared/fetchFailureCause";
 
 export interface HcloudServer {
   readonly id: number;

@@ -8,7 +8,7 @@
  * its claim, and it is exactly what the orphan reclaimer would delete under an empty store.
  */
 import { setTimeout as sleep } from "node:timers/promises";
-import { fetchFailureCause } from "../client/fetchFailureCause";
+import { fetchFailureCause } from "../../components/shared/fetchFailureCause";
 import { HcloudApiError, HcloudRequestError } from "../engine/hcloudClient";
 import { type ServerInventory, findOrphans } from "../reconciler/orphanReclaimer";
 import { StoreLostError, storeMissingOrEmpty } from "./storeIntegrity";

@@ -5,8 +5,10 @@
  * 403 `RATE_LIMIT_EXCEEDED` when over the limit: such calls are retried with a bounded backoff.
  *
  * It is used by `pulumi.dynamic` providers, whose code is serialized into the state: it relies only
- * on Node built-ins (global `fetch`, `Buffer`) and captures no module state.
+ * on Node built-ins (global `fetch`, `Buffer`) and one pure helper, and captures no module state.
  */
+
+import { fetchFailureCause } from "../shared/fetchFailureCause";
 
 export const ROBOT_BASE_URL = "https://robot-ws.your-server.de";
 
@@ -167,8 +169,8 @@ export class RobotClient {
           ...(form ? { body: robotFormBody(form) } : {}),
         });
       } catch (err) {
-        // The cause never carries the Authorization header; keep only its message.
-        throw new Error(`${what} failed: ${(err as Error).message}`);
+        // fetch says only "fetch failed"; its cause says why. Neither carries the Authorization header.
+        throw new Error(`${what} failed: ${fetchFailureCause(err) ?? (err as Error).message}`);
       }
       const text = await response.text();
       let body: unknown;

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { createServer } from "node:net";
-import { fetchFailureCause } from "../../../automation/client/fetchFailureCause";
+import { fetchFailureCause } from "../../components/shared/fetchFailureCause";
 
 /** fetch's own error for a request to `url`. */
 async function fetchError(url: string): Promise<unknown> {

@@ -56,6 +56,8 @@ export interface BuildServerOptions {
   readonly programModule?: string;
   readonly batch?: BatchWindowConfig;
   readonly retry?: RetryConfig;
+  /** How long after admission a create's transient failures are retried before it fails (default 30 min). */
+  readonly createDeadlineMs?: number;
   readonly previewGuard?: boolean;
   /**
    * The git stack's network and firewall, looked up once per batch (the automation engine with a
@@ -163,6 +165,7 @@ async function compose(options: BuildServerOptions, tokens: readonly TokenEntry[
     },
     ...(options.batch ? { batch: options.batch } : {}),
     ...(options.retry ? { retry: options.retry } : {}),
+    ...(options.createDeadlineMs !== undefined ? { createDeadlineMs: options.createDeadlineMs } : {}),
     ...(options.previewGuard !== undefined ? { previewGuard: options.previewGuard } : {}),
     ...(options.engineReady ? { ready: options.engineReady } : {}),
     onSoldOut: (serverType, location, reason) => {
@@ -204,12 +207,8 @@ async function compose(options: BuildServerOptions, tokens: readonly TokenEntry[
 
   const syncs = walSyncOf(database);
   syncs.onFailure((failure) => logger?.fatal({ err: failure.message }, "the store cannot trust its disk any more: restart the service"));
-  const readiness = (): Readiness => {
-    if (closing) return { status: "stopping", details: { reason: "the service is shutting down" } };
-    if (syncs.failed) return { status: "stopping", details: { reason: `${syncs.failed.message}: restart the service` } };
-    if (engineState === "starting") return { status: "starting", details: { engine: "applying the git stack before the first run" } };
+  const serving = (): Readiness => {
     if (engineState === "failed") return { status: "degraded", details: { engine: engineError } };
-    if (!catalog.settled) return { status: "starting", details: { catalog: "reading Hetzner's server types and their availability" } };
     const notApplied = options.prerequisites?.refusal();
     if (notApplied) return { status: "degraded", details: { gitStack: notApplied } };
     const degradation = reconciler.degraded;
@@ -218,6 +217,15 @@ async function compose(options: BuildServerOptions, tokens: readonly TokenEntry[
     const writeFailure = store.writeFailure;
     if (writeFailure) return { status: "degraded", details: { store: { reason: `the last write failed: ${writeFailure.reason}`, since: writeFailure.since } } };
     return { status: "ready", details: { engine: options.engine.kind, busy: reconciler.busy } };
+  };
+  const readiness = (): Readiness => {
+    if (closing) return { status: "stopping", details: { reason: "the service is shutting down" } };
+    if (syncs.failed) return { status: "stopping", details: { reason: `${syncs.failed.message}: restart the service` } };
+    if (engineState === "starting") return { status: "starting", details: { engine: "applying the git stack before the first run" } };
+    // Readiness never waits on Hetzner: a catalog not (yet) read is served stale and named here.
+    const stale = catalog.staleness();
+    const state = serving();
+    return stale ? { ...state, details: { ...state.details, catalog: stale } } : state;
   };
   await registerRoutes(app, {
     clusters,

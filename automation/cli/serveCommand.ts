@@ -42,6 +42,7 @@ import { databasePath, openDatabase, type Db } from "../store/database";
 import { assertStoreNotLost } from "../store/storeIntegrity";
 import { assertStoreNotLostInCloud } from "../store/storeLostInCloud";
 import { apiStackDefinition, apiStackName } from "../reconciler/apiStack";
+import { DEFAULT_CREATE_DEADLINE_MS } from "../reconciler/runOutcome";
 
 /** How long a failed start or a shutdown waits for the API stack workspace's preparation (a CLI process or two). */
 const PREPARE_WAIT_MS = 10_000;
@@ -128,6 +129,7 @@ export async function serve(options: ServeOptions, env: NodeJS.ProcessEnv = proc
     orphanIntervalMs: intEnv(env, "NODEFLEET_ORPHAN_INTERVAL_MS", 5 * 60_000),
     batch: { idleMs: intEnv(env, "NODEFLEET_BATCH_IDLE_MS", 1000), maxMs: intEnv(env, "NODEFLEET_BATCH_MAX_MS", 10_000) },
     retry: { initialMs: intEnv(env, "NODEFLEET_RETRY_INITIAL_MS", 2000), maxMs: intEnv(env, "NODEFLEET_RETRY_MAX_MS", 60_000) },
+    createDeadlineMs: positiveIntEnv(env, "NODEFLEET_CREATE_DEADLINE_MS", DEFAULT_CREATE_DEADLINE_MS),
     rateLimitPerMinute: intEnv(env, "NODEFLEET_RATE_LIMIT_PER_MINUTE", 6000) || false,
     shutdownGraceMs: intEnv(env, "NODEFLEET_SHUTDOWN_GRACE_MS", 30_000),
     engineParallel: positiveIntEnv(env, "NODEFLEET_ENGINE_PARALLEL", DEFAULT_ENGINE_PARALLEL),
@@ -224,6 +226,7 @@ export async function serve(options: ServeOptions, env: NodeJS.ProcessEnv = proc
       tokens,
       batch: settings.batch,
       retry: settings.retry,
+      createDeadlineMs: settings.createDeadlineMs,
       ...(firstApply ? { engineReady: firstApply.ready } : {}),
       ...(kind !== "simulated" && hcloud && autoscaledPools(fleet).length > 0
         ? { prerequisites: new GitStackPrerequisites(() => lookUpSharedResources(hcloud, stack.fleet()), `\`pulumi up --stack ${options.stack}\` in ${root}`, logger, settings.prerequisiteRecheckMs) }

@@ -3,7 +3,8 @@
  * kube-apiserver (bootstrap-token authentication, Node authorizer, NodeRestriction),
  * kube-controller-manager (CSR approval and signing with the cluster CA, token cleaner) and
  * kube-scheduler. State and certificates persist in `<dir>`; `stop()` ends the processes, and a
- * later start continues with the same cluster. The bootstrap RBAC a k0s or kubeadm control plane
+ * later start continues with the same cluster. `stopApiServer()` and `startApiServer()` take the
+ * kube-apiserver alone away and back (same port, same etcd), for tests of a control-plane outage. The bootstrap RBAC a k0s or kubeadm control plane
  * installs for joining kubelets is applied on start.
  */
 import { type ChildProcess, spawn } from "node:child_process";
@@ -23,6 +24,10 @@ export interface ControlPlane {
   /** Path of the admin kubeconfig. */
   readonly adminKubeconfig: string;
   stop(): Promise<void>;
+  /** Ends the kube-apiserver only (its port then refuses connections); etcd and the controllers keep running. */
+  stopApiServer(): Promise<void>;
+  /** Starts the kube-apiserver again with the same flags and waits until it is ready. */
+  startApiServer(): Promise<void>;
 }
 
 export class ControlPlaneError extends Error {
@@ -132,12 +137,14 @@ async function stablePorts(dir: string): Promise<{ etcdClient: number; etcdPeer:
 }
 
 /** Refuses ports another process holds, naming them: the components would only exit with a line in their logs. */
-async function assertPortsFree(ports: { etcdClient: number; etcdPeer: number; api: number }, dir: string): Promise<void> {
-  const roles = [
-    ["etcdClient", "etcd's client"],
-    ["etcdPeer", "etcd's peer"],
-    ["api", "kube-apiserver's"],
-  ] as const;
+async function assertPortsFree(ports: { etcdClient: number; etcdPeer: number; api: number }, dir: string, only?: ReadonlyArray<"etcdClient" | "etcdPeer" | "api">): Promise<void> {
+  const roles = (
+    [
+      ["etcdClient", "etcd's client"],
+      ["etcdPeer", "etcd's peer"],
+      ["api", "kube-apiserver's"],
+    ] as const
+  ).filter(([key]) => !only || only.includes(key));
   // Leftovers just killed release their ports as their last threads exit.
   const deadline = Date.now() + 10_000;
   for (const [key, role] of roles) {
@@ -178,22 +185,26 @@ export async function startControlPlane(options: {
   killLeftovers(pidFile);
   await assertPortsFree(ports, dir);
   const processes: ChildProcess[] = [];
+  /** How each component was started, so an outage can be ended by starting the exited ones again. */
+  const commands = new Map<ChildProcess, { name: (typeof BINARIES)[number]; args: string[] }>();
   const start = (name: (typeof BINARIES)[number], args: string[]) => {
     const log = openSync(join(dir, "logs", `${name}.log`), "a");
     const child = spawn(bin[name], args, { stdio: ["ignore", log, log], env: { PATH: env.PATH ?? "" } });
     processes.push(child);
+    commands.set(child, { name, args });
     writeFileSync(pidFile, JSON.stringify(processes.map((p) => ({ pid: p.pid, binary: p.spawnfile }))));
     return child;
   };
+  const end = async (child: ChildProcess) => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+    child.kill("SIGTERM");
+    const timer = setTimeout(() => child.kill("SIGKILL"), 10_000);
+    await exited;
+    clearTimeout(timer);
+  };
   const stop = async () => {
-    for (const child of [...processes].reverse()) {
-      if (child.exitCode !== null) continue;
-      const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-      child.kill("SIGTERM");
-      const timer = setTimeout(() => child.kill("SIGKILL"), 10_000);
-      await exited;
-      clearTimeout(timer);
-    }
+    for (const child of [...processes].reverse()) await end(child);
   };
 
   try {
@@ -206,7 +217,7 @@ export async function startControlPlane(options: {
       `--initial-cluster=default=http://127.0.0.1:${etcdPeer}`,
       "--log-level=warn",
     ]);
-    start("kube-apiserver", [
+    const apiServerArgs = [
       `--etcd-servers=http://127.0.0.1:${etcdClient}`,
       "--bind-address=127.0.0.1",
       "--advertise-address=127.0.0.1",
@@ -223,7 +234,8 @@ export async function startControlPlane(options: {
       "--enable-admission-plugins=NodeRestriction",
       "--allow-privileged=true",
       "--profiling=false",
-    ]);
+    ];
+    let apiServer = start("kube-apiserver", apiServerArgs);
     const admin: KubeIdentity = { server, caPem: readFileSync(pki.caCert, "utf8"), certPem: readFileSync(pki.adminCert, "utf8"), keyPem: readFileSync(pki.adminKey, "utf8") };
     // Both controllers talk to the API server as admin and serve nothing themselves.
     const controllerFlags = [
@@ -246,7 +258,24 @@ export async function startControlPlane(options: {
     start("kube-scheduler", controllerFlags);
     await waitReady(admin, processes, options.readyTimeoutMs ?? 90_000);
     await applyBootstrapRbac(admin);
-    return { server, pki, admin, adminKubeconfig, stop };
+    const stopApiServer = async () => {
+      await end(apiServer);
+    };
+    // The controllers may give up on an API server that is away for long (kube-controller-manager
+    // exits): started again too, as a real control plane's supervisor would.
+    const startApiServer = async () => {
+      const exited = processes.filter((p) => p.exitCode !== null || p.signalCode !== null);
+      if (exited.length === 0) return;
+      if (exited.includes(apiServer)) await assertPortsFree({ etcdClient: 0, etcdPeer: 0, api: apiPort }, dir, ["api"]);
+      for (const child of exited) {
+        processes.splice(processes.indexOf(child), 1);
+        const { name, args } = commands.get(child)!;
+        const restarted = start(name, args);
+        if (child === apiServer) apiServer = restarted;
+      }
+      await waitReady(admin, processes, options.readyTimeoutMs ?? 90_000);
+    };
+    return { server, pki, admin, adminKubeconfig, stop, stopApiServer, startApiServer };
   } catch (error) {
     await stop();
     throw error;

@@ -12,19 +12,30 @@ import type { Claim, ClaimStore } from "../store/claimStore";
 import type { OperationKind, OperationLog } from "../store/operationLog";
 import { DEFAULT_BATCH_WINDOW, DEFAULT_RETRY, retryDelay, windowClosesAt, type BatchWindowConfig, type RetryConfig } from "./batchWindow";
 import { isStorageFailure, storageFailureReason } from "../store/storageFailure";
-import { previewGuardViolations, runOutcome, type GuardViolation } from "./runOutcome";
+import { classifyFailure, sourceName, type FailureSource } from "./failureClass";
+import { DEFAULT_CREATE_DEADLINE_MS, previewGuardViolations, runOutcome, type GuardViolation, type WaitingClaim } from "./runOutcome";
 
 export interface RunObserver {
   runFinished(clusterId: string, kind: OperationKind, result: "succeeded" | "failed", durationMs: number): void;
 }
 
-/** Why the service is degraded: a refused preview (with its violations) or runs that fail as a whole (store or engine). */
+/**
+ * Why the service is degraded: a refused preview (with its violations), runs that fail as a whole
+ * (store or engine), or runs stuck on an API that does not answer (`unreachable`, with the claims
+ * waiting for it).
+ */
 export interface Degradation {
   readonly reason: string;
   readonly operationId?: number;
   readonly violations?: readonly GuardViolation[];
+  readonly unreachable?: FailureSource | "unknown";
+  /** Claims held back by the unreachable API (the first few). */
+  readonly waitingClaims?: readonly string[];
   readonly since: string;
 }
+
+/** Claims named in a degradation; the count says the rest. */
+const NAMED_CLAIMS = 10;
 
 export interface ClusterReconcilerOptions {
   readonly clusterId: string;
@@ -35,6 +46,8 @@ export interface ClusterReconcilerOptions {
   readonly stackFor: (members: readonly Claim[]) => StackDefinition | Promise<StackDefinition>;
   readonly batch?: BatchWindowConfig;
   readonly retry?: RetryConfig;
+  /** How long after admission a create's transient failures are retried before it fails (default 30 min). */
+  readonly createDeadlineMs?: number;
   /** Preview before every up and refuse to replace or delete members that should stay (default true). */
   readonly previewGuard?: boolean;
   /** Resolves when the engine can run (the simulated engine first applies the git stack). */
@@ -178,9 +191,20 @@ export class ClusterReconciler extends EventEmitter {
   }
 
   /** Keeps the first moment of a continuing failure as `since`. */
-  private degrade(reason: string): void {
+  private degrade(reason: string, stuck?: Pick<Degradation, "unreachable" | "waitingClaims">): void {
     const since = this.degradation && !this.degradation.violations ? this.degradation.since : new Date().toISOString();
-    this.degradation = { reason, since };
+    this.degradation = { reason, ...stuck, since };
+  }
+
+  /** A run that went through but left claims waiting on an API that did not answer. */
+  private stuckOn(waiting: readonly WaitingClaim[]): void {
+    const sources = [...new Set(waiting.map((w) => w.source))];
+    const unreachable = sources.length === 1 && sources[0] ? sources[0] : "unknown";
+    const named = waiting.slice(0, NAMED_CLAIMS).map((w) => w.nodeId);
+    this.degrade(
+      `${waiting.length} claim(s) waiting on ${sources.map(sourceName).join(" and ")}, which did not answer (${waiting[0]!.reason}); retrying with backoff until the create's deadline`,
+      { unreachable, waitingClaims: named },
+    );
   }
 
   private changed(nodeIds: readonly string[]): void {
@@ -242,7 +266,8 @@ export class ClusterReconciler extends EventEmitter {
           this.scheduleRetry();
           return;
         }
-        this.degradation = undefined;
+        // The guard's refusal is over; an outage still counts until a run goes through.
+        if (this.degradation?.violations) this.degradation = undefined;
       }
       result = await this.options.engine.up(stack, { signal: this.abort.signal });
     } catch (error) {
@@ -251,14 +276,15 @@ export class ClusterReconciler extends EventEmitter {
         operations.finish(operationId, { result: "abandoned", error: "service stopped during the run; resumed on the next start" });
       } else {
         operations.finish(operationId, { result: "failed", error: message.slice(0, 2000) });
-        this.degrade(`the engine's ${running} failed: ${message.slice(0, 500)}; retrying`);
+        const failure = classifyFailure(message);
+        this.degrade(`the engine's ${running} failed: ${message.slice(0, 500)}; retrying`, failure.transient ? { unreachable: failure.source ?? "unknown" } : undefined);
         this.options.observer?.runFinished(clusterId, running, "failed", Date.now() - started);
         log?.warn({ err: message, kind: running }, "engine run failed");
         this.scheduleRetry();
       }
       return;
     }
-    const outcome = runOutcome({ members, terminating, result, at: store.timestamp() });
+    const outcome = runOutcome({ members, terminating, result, at: store.timestamp(), now: Date.now(), createDeadlineMs: this.options.createDeadlineMs ?? DEFAULT_CREATE_DEADLINE_MS });
     const changed: string[] = [];
     store.transaction(() => {
       for (const update of outcome.updates) {
@@ -278,8 +304,14 @@ export class ClusterReconciler extends EventEmitter {
         ...(failedSteps.length > 0 ? { error: failedSteps.map((s) => `${s.name}: ${s.error}`).join("; ").slice(0, 2000) } : {}),
       });
     });
-    // The run went through and its outcome is stored: whatever degraded the service has passed.
-    this.degradation = undefined;
+    // The run went through and its outcome is stored: whatever degraded the service has passed,
+    // unless claims still wait on an API that did not answer.
+    if (outcome.waiting.length > 0) {
+      this.stuckOn(outcome.waiting);
+      log?.warn({ waiting: outcome.waiting.length, reason: outcome.waiting[0]!.reason }, "claims wait on an unreachable API; retrying");
+    } else {
+      this.degradation = undefined;
+    }
     for (const update of outcome.updates) {
       if (update.soldOut) this.options.onSoldOut?.(update.soldOut.serverType, update.soldOut.location, update.soldOut.reason);
     }

@@ -4,6 +4,7 @@
  */
 import type { ResourceStep, RunResult } from "../engine/stackEngine";
 import type { Claim, ClaimPatch, ClaimStatus } from "../store/claimStore";
+import { classifyFailure, type FailureSource } from "./failureClass";
 
 /** What the API stack's program exports per member (see stacks/autoscaledProgram.ts). */
 export interface MemberOutput {
@@ -51,10 +52,34 @@ export interface ClaimUpdate {
   readonly soldOut?: { serverType: string; location: string; reason: string };
 }
 
+/** A claim a transient failure held back: kept for the next run instead of failed. */
+export interface WaitingClaim {
+  readonly nodeId: string;
+  /** The API that did not answer, when the failure says which. */
+  readonly source: FailureSource | undefined;
+  readonly reason: string;
+}
+
 export interface RunOutcome {
   readonly updates: ClaimUpdate[];
   /** Some claim did not reach its goal without a permanent failure: run again later. */
   readonly retry: boolean;
+  /** Claims whose steps failed only transiently (an unreachable API): what the retry waits out. */
+  readonly waiting: readonly WaitingClaim[];
+}
+
+/** How long after its admission a claim's transient failures are still retried (the engine's run deadline). */
+export const DEFAULT_CREATE_DEADLINE_MS = 30 * 60_000;
+
+/** The failed steps' first transient failure, or undefined when any of them failed for good. */
+function transientFailure(failed: readonly ResourceStep[]): { source: FailureSource | undefined; reason: string } | undefined {
+  let first: { source: FailureSource | undefined; reason: string } | undefined;
+  for (const step of failed) {
+    const failure = classifyFailure(step.error ?? "", step.type);
+    if (!failure.transient) return undefined;
+    first ??= { source: failure.source, reason: `${step.type} ${step.name}: ${failure.signature}` };
+  }
+  return first;
 }
 
 export function runOutcome(input: {
@@ -64,9 +89,16 @@ export function runOutcome(input: {
   readonly terminating: readonly Claim[];
   readonly result: Pick<RunResult, "steps" | "outputs">;
   readonly at: string;
+  /** Epoch ms the run ended; with createDeadlineMs, when transient failures stop being retried. Default: Date.parse(at). */
+  readonly now?: number;
+  /** Default DEFAULT_CREATE_DEADLINE_MS after the claim's admission. */
+  readonly createDeadlineMs?: number;
 }): RunOutcome {
   const outputs = memberOutputs(input.result.outputs);
   const updates: ClaimUpdate[] = [];
+  const waiting: WaitingClaim[] = [];
+  const now = input.now ?? Date.parse(input.at);
+  const deadlineMs = input.createDeadlineMs ?? DEFAULT_CREATE_DEADLINE_MS;
   let retry = false;
   // Failures no claim owns (a placement group, say) fail the new members that got no server through them.
   const claimed = [...input.members, ...input.terminating];
@@ -76,7 +108,17 @@ export function runOutcome(input: {
     const output = outputs[claim.nodeId];
     const failed = own.length > 0 ? own : !output ? shared : [];
     if (claim.status === "PROVISIONING" && failed.length > 0) {
-      const reason = failed.map((s) => `${s.type} ${s.name}: ${s.error}`).join("; ").slice(0, 1000);
+      const transient = transientFailure(failed);
+      // An outage the claim may outlive: the next run tries again, until the create's deadline.
+      const admittedAt = Date.parse(claim.createdAt);
+      const pastDeadline = Number.isFinite(admittedAt) && now - admittedAt > deadlineMs;
+      if (transient && !pastDeadline) {
+        waiting.push({ nodeId: claim.nodeId, ...transient });
+        retry = true;
+        continue;
+      }
+      const errors = failed.map((s) => `${s.type} ${s.name}: ${s.error}`).join("; ");
+      const reason = (transient ? `still failing ${deadlineMs >= 60_000 ? `${Math.round(deadlineMs / 60_000)} min` : `${Math.round(deadlineMs / 1000)} s`} after admission, the create's deadline: ${errors}` : errors).slice(0, 1000);
       const soldOut = failed.some((s) => isSoldOut(s.error ?? ""));
       updates.push({
         nodeId: claim.nodeId,
@@ -105,9 +147,11 @@ export function runOutcome(input: {
       updates.push({ nodeId: claim.nodeId, expectedStatus: "TERMINATING", patch: { status: "GONE", goneAt: input.at } });
     } else {
       retry = true;
+      const transient = transientFailure(failed);
+      if (transient) waiting.push({ nodeId: claim.nodeId, ...transient });
     }
   }
-  return { updates, retry };
+  return { updates, retry, waiting };
 }
 
 export interface GuardViolation {

@@ -2,7 +2,8 @@
  * An in-memory StackEngine for route and reconciler tests: it "runs" the API stack's program by
  * reading its args (the members), keeps one fake server per member and reports create/same/delete
  * steps. Knobs: a run delay, sold-out server types, failing members, transient errors, forced
- * replacements (for the preview guard).
+ * replacements (for the preview guard), and an unreachable cluster API (the member's token Secret
+ * step fails with the given error in each up while it is set).
  */
 import { memberOutputName } from "../../automation/reconciler/runOutcome";
 import type { ResourceStep, RunOptions, RunResult, StackDefinition, StackEngine, StepOp } from "../../automation/engine/stackEngine";
@@ -35,6 +36,8 @@ export class FakeStackEngine implements StackEngine {
   /** Each up/preview call shifts one entry; a string entry throws it as a transient engine error. */
   transientErrors: string[] = [];
   forceReplace = new Set<string>();
+  /** While set, every up fails each new member's bootstrap-token Secret step with this error (and creates no server). */
+  secretError: string | undefined;
   /** Members of every up, in order. */
   readonly upMembers: string[][] = [];
 
@@ -60,6 +63,17 @@ export class FakeStackEngine implements StackEngine {
         continue;
       }
       let error: string | undefined;
+      if (apply && this.secretError !== undefined) {
+        steps.push({
+          op: "create",
+          urn: `urn:pulumi:${stack.stackName}::nodefleet::nodefleet:kubernetes:BootstrapToken$kubernetes:core/v1:Secret::pool-token-${m.nodeId}-secret-object`,
+          type: "kubernetes:core/v1:Secret",
+          name: `pool-token-${m.nodeId}-secret-object`,
+          keys: [],
+          error: this.secretError,
+        });
+        continue;
+      }
       if (apply && this.outOfStock.has(m.snapshot.serverType)) {
         error = `resource_unavailable: server type ${m.snapshot.serverType} is sold out in ${m.snapshot.location}`;
       } else if (apply && this.failNodes.has(m.nodeId)) {

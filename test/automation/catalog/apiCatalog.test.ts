@@ -93,7 +93,7 @@ describe("server-type catalog", () => {
     }
   });
 
-  it("reports starting until the live catalog's first read has finished, so no offering is answered before availability is known", async () => {
+  it("is ready at once while Hetzner holds its first read: the shipped catalog is served, marked stale in /readyz", async () => {
     let release: () => void = () => {};
     const held = new Promise<void>((resolve) => (release = resolve));
     const fetchStub = (async (url: string) => {
@@ -105,30 +105,60 @@ describe("server-type catalog", () => {
     }) as unknown as typeof fetch;
     const availability = new OfferingAvailability();
     const source = new CatalogSource({ client: new HcloudClient({ token: "t", fetch: fetchStub }), availability });
-    assert.equal(source.settled, false);
     const api = await startTestApi({ catalog: source, availability });
     try {
       const before = await api.client.readiness();
-      assert.equal(before.body.status, "starting");
-      assert.match(JSON.stringify(before.body.details), /server types/);
+      assert.equal(before.status, 200);
+      assert.equal(before.body.status, "ready", "readiness does not wait on Hetzner");
+      const stale = (before.body.details as { catalog?: { stale: boolean; serving: string; reason: string } }).catalog;
+      assert.equal(stale?.stale, true);
+      assert.match(stale!.serving, /shipped catalog/);
+      assert.match(stale!.reason, /first read .* has not finished/);
+      assert.ok((await api.client.instanceTypes()).length > 0, "the shipped catalog answers meanwhile");
       release();
       const after = await eventually(async () => {
         const r = await api.client.readiness();
-        return r.body.status === "ready" ? r : undefined;
+        return r.body.status === "ready" && !(r.body.details as { catalog?: unknown }).catalog ? r : undefined;
       });
       assert.equal(after.status, 200);
-      assert.equal(availability.isAvailable("cpx21", "hel1"), false, "the first read's availability is known once ready");
+      assert.equal(availability.isAvailable("cpx21", "hel1"), false, "the read's availability is known once it is fresh");
     } finally {
       release();
       await api.close();
     }
   });
 
-  it("is settled at once without a live client (the shipped catalog), and after a failed first read", async () => {
-    assert.equal(new CatalogSource().settled, true);
-    const failing = new CatalogSource({ client: new HcloudClient({ token: "t", fetch: (async () => new Response("{}", { status: 503 })) as unknown as typeof fetch }) });
-    await failing.refresh();
-    assert.equal(failing.settled, true, "a failed read keeps the shipped catalog and does not hold readiness");
+  it("keeps the last known catalog when Hetzner is rate limited or down, marked stale with the reason, until a read succeeds", async () => {
+    let answer: "ok" | "429" | "down" = "ok";
+    const fetchStub = (async (url: string) => {
+      if (answer === "down") throw new TypeError("fetch failed", { cause: Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:9"), { code: "ECONNREFUSED" }) });
+      if (answer === "429") return new Response(JSON.stringify({ error: { code: "rate_limit_exceeded", message: "limit of 3600 requests per hour reached" } }), { status: 429 });
+      const body = url.includes("/server_types")
+        ? { server_types: [{ id: 1, name: "cpx21", cores: 3, memory: 4, disk: 80, cpu_type: "shared", architecture: "x86", deprecated: false, prices: [{ location: "hel1", price_hourly: { net: "0.0100" } }] }] }
+        : { datacenters: [{ location: { name: "hel1" }, server_types: { supported: [1], available: [1] } }] };
+      return new Response(JSON.stringify({ ...body, meta: { pagination: { next_page: null } } }), { status: 200 });
+    }) as unknown as typeof fetch;
+    const token = "hcloud-token-0123456789abcdef";
+    const source = new CatalogSource({ client: new HcloudClient({ token, fetch: fetchStub }) });
+    assert.equal(new CatalogSource().staleness(), undefined, "without live data the shipped catalog is the intended one");
+    assert.equal(source.staleness()?.stale, true, "not read yet");
+    await source.refresh();
+    assert.equal(source.staleness(), undefined);
+    const live = source.current();
+    assert.match(live.source, /Hetzner Cloud API/);
+    for (const [mode, reason] of [["429", /429 rate_limit_exceeded/], ["down", /ECONNREFUSED/]] as const) {
+      answer = mode;
+      await source.refresh();
+      assert.equal(source.current(), live, `${mode}: the last known catalog is kept`);
+      const stale = source.staleness();
+      assert.equal(stale?.stale, true, mode);
+      assert.match(stale!.serving, /the last read of Hetzner's server types/);
+      assert.match(stale!.reason, reason);
+      assert.ok(!JSON.stringify(stale).includes(token), "no token in what readiness shows");
+    }
+    answer = "ok";
+    await source.refresh();
+    assert.equal(source.staleness(), undefined, "fresh again after a read went through");
   });
 
   it("expires a learned sold-out mark after the configured time", () => {

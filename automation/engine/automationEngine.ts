@@ -3,7 +3,8 @@
  * LocalWorkspace whose workDir persists under the data directory (Pulumi.<stack>.yaml and its
  * encryption salt survive restarts), the file backend `file://<dataDir>/state` unless
  * PULUMI_BACKEND_URL says otherwise, passphrase secrets, continueOnError, per-resource steps from
- * engine events, AbortSignal cancellation and crash recovery before every run.
+ * engine events, AbortSignal cancellation, crash recovery before every run and the plugins of
+ * dead CLIs stopped after it.
  */
 import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
@@ -20,6 +21,7 @@ import {
 } from "@pulumi/pulumi/automation";
 import { loadProgram, runProgramReference } from "../gitStackProgram";
 import { killProcesses, processTrees, pulumiProcessesFor } from "./cliProcesses";
+import { type MarkedProcess, OWNER_MARK, leftoversOfEndedEngines, orphansOf, ownerMark, stopProcesses } from "./leftoverProcesses";
 import { recoverStack } from "./crashRecovery";
 import { fileBackendDir, fileBackendUrl, isNodefleetFileBackend, pruneStackHistory, removeTornSidecars } from "./fileBackendState";
 import { HcloudClient } from "./hcloudClient";
@@ -293,6 +295,8 @@ export class AutomationEngine implements StackEngine {
   private readonly env: NodeJS.ProcessEnv;
   private readonly project: string;
   private readonly backendUrl: string;
+  /** In the environment of every pulumi process the engine starts (see leftoverProcesses.ts). */
+  private readonly mark: string;
   private readonly hcloud?: HcloudClient;
   private readonly processEnv: Record<string, string>;
   private command?: Promise<PulumiCommand>;
@@ -302,7 +306,9 @@ export class AutomationEngine implements StackEngine {
   /** Checks that the pulumi CLI is available (throws PulumiCliMissingError with the install hint). */
   static async create(options: AutomationEngineOptions): Promise<AutomationEngine> {
     const command = options.pulumiCommand ?? (await requirePulumiCommand(options.env ?? process.env));
-    return new AutomationEngine({ ...options, pulumiCommand: command });
+    const engine = new AutomationEngine({ ...options, pulumiCommand: command });
+    await engine.stopLeftovers();
+    return engine;
   }
 
   constructor(private readonly options: AutomationEngineOptions) {
@@ -313,9 +319,10 @@ export class AutomationEngine implements StackEngine {
     // The engine's environment is its runs' environment: provider credentials (HCLOUD_TOKEN,
     // HCLOUD_ENDPOINT) given in options.env reach the CLI and its plugins, not only process.env's.
     const given = Object.entries(options.env ?? {}).filter((entry): entry is [string, string] => entry[1] !== undefined);
-    this.processEnv = { ...Object.fromEntries(given), ...pulumiProcessEnv(options.dataDir, this.env) };
-    this.project = options.project ?? "nodefleet";
     mkdirSync(options.dataDir, { recursive: true, mode: 0o700 });
+    this.mark = ownerMark(options.dataDir);
+    this.processEnv = { ...Object.fromEntries(given), ...pulumiProcessEnv(options.dataDir, this.env), [OWNER_MARK]: this.mark };
+    this.project = options.project ?? "nodefleet";
     const stateDir = join(options.dataDir, "state");
     if (!this.env.PULUMI_BACKEND_URL) mkdirSync(stateDir, { recursive: true, mode: 0o700 });
     this.backendUrl = this.env.PULUMI_BACKEND_URL || fileBackendUrl(stateDir);
@@ -337,6 +344,23 @@ export class AutomationEngine implements StackEngine {
     for (const path of removeTornSidecars(backendDir)) {
       this.options.logger?.warn({ event: "crash_recovery", stack: stackName, file: path }, "removed a metadata sidecar torn by a killed pulumi process");
     }
+  }
+
+  /**
+   * At start: the pulumi processes earlier engines on this data directory left running (a service
+   * SIGKILLed with its CLI leaves the plugins, which run in process groups of their own). An
+   * orphaned CLI still holding the stack's lock goes too; the next run's recovery takes the lock over.
+   */
+  async stopLeftovers(): Promise<MarkedProcess[]> {
+    const stopped = await stopProcesses(leftoversOfEndedEngines(this.options.dataDir));
+    if (stopped.length > 0) this.options.logger?.warn({ event: "leftover_processes", pids: stopped.map((p) => p.pid) }, `stopped ${stopped.length} pulumi process(es) an earlier run of this data directory left running`);
+    return stopped;
+  }
+
+  /** After a run: this engine's processes whose CLI died (killed, or crashed) and left them running. */
+  private async stopOrphans(stackName: string): Promise<void> {
+    const stopped = await stopProcesses(orphansOf(this.mark));
+    if (stopped.length > 0) this.options.logger?.warn({ event: "leftover_processes", stack: stackName, pids: stopped.map((p) => p.pid) }, `stopped ${stopped.length} pulumi plugin process(es) a dead pulumi CLI left running`);
   }
 
   /** The API's stacks on nodefleet's own file backend keep a bounded history (see pruneStackHistory). */
@@ -481,6 +505,7 @@ export class AutomationEngine implements StackEngine {
         }
       } finally {
         stop.dispose();
+        await this.stopOrphans(def.stackName);
       }
     });
   }

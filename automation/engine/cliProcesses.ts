@@ -1,18 +1,39 @@
 /**
  * The pulumi CLI processes this Node process started for one stack, found through /proc (the
  * Automation API does not expose its child processes): used to force-stop a run whose graceful
- * cancellation (SIGINT) did not end it in time.
+ * cancellation (SIGINT) did not end it in time. Also the /proc reads the other process look-ups share.
  */
 import { readFileSync, readdirSync } from "node:fs";
 import { basename } from "node:path";
 
-function parentPid(pid: number): number | undefined {
+/** The fields of /proc/<pid>/stat after the command name (field 3, the state, first); undefined once gone. */
+function statFields(pid: number): string[] | undefined {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+    return stat.slice(stat.lastIndexOf(")") + 2).split(" ");
   } catch {
     return undefined;
   }
+}
+
+export function parentPid(pid: number): number | undefined {
+  const fields = statFields(pid);
+  return fields ? Number(fields[1]) : undefined;
+}
+
+/**
+ * The process's start time (field 22 of /proc/<pid>/stat, clock ticks since boot): with the pid, an
+ * identity a reused pid does not share. Undefined when no such process runs, or only its zombie.
+ */
+export function processStartTime(pid: number): string | undefined {
+  const fields = statFields(pid);
+  return fields && fields[0] !== "Z" ? fields[19] : undefined;
+}
+
+/** The process's group (field 5 of /proc/<pid>/stat). */
+export function processGroup(pid: number): number | undefined {
+  const fields = statFields(pid);
+  return fields ? Number(fields[2]) : undefined;
 }
 
 function commandLine(pid: number): string[] {
@@ -23,7 +44,7 @@ function commandLine(pid: number): string[] {
   }
 }
 
-function processIds(): number[] {
+export function processIds(): number[] {
   try {
     return readdirSync("/proc")
       .filter((n) => /^\d+$/.test(n))

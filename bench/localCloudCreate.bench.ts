@@ -20,7 +20,7 @@ import { performance } from "node:perf_hooks";
 import { type LocalCloud, startLocalCloud } from "../automation/local/localCloud";
 import type { OperationView } from "../automation/client/nodefleetClient";
 import { SimulatedCloud } from "../automation/simulated/simulatedCloud";
-import { fileBackendDir, stackCheckpointFiles } from "../automation/engine/fileBackendState";
+import { stackCheckpointFiles } from "../automation/engine/fileBackendState";
 import { apiStackName } from "../automation/reconciler/apiStack";
 import { TOKEN } from "../test/support/apiHarness";
 import { UP, editLocalPools, isReady, poolNodes } from "../test/support/localFleet";
@@ -117,9 +117,9 @@ function engineRuns(runs: readonly OperationView[]): string {
     .join(", ");
 }
 
-/** Bytes of the API stack's checkpoint in the local cloud's file backend (0 before its first run). */
-function apiStackStateBytes(cloud: LocalCloud): number {
-  const [file] = stackCheckpointFiles(fileBackendDir(cloud.env.PULUMI_BACKEND_URL ?? "") ?? "", apiStackName("local"));
+/** Bytes of the API stack's checkpoint in the service's data directory (0 before its first run). */
+function apiStackStateBytes(dataDir: string): number {
+  const [file] = stackCheckpointFiles(join(dataDir, "state"), apiStackName("local"));
   return file ? statSync(file).size : 0;
 }
 
@@ -139,9 +139,11 @@ async function main(): Promise<void> {
     // Read in-process, not over HTTP: the fake's request counters are what the bench reports.
     const fakeServer = (nodeId: string) => cloud.hcloud.state.servers.some((s) => s.labels["nodefleet.io/node"] === nodeId);
     const nodeReady = async () => new Set((await poolNodes(cloud, POOL)).filter(isReady).map((n) => n.spec.providerID ?? ""));
-    const stateSize = () => `API stack state ${Math.round(apiStackStateBytes(cloud) / 1024)} KiB`;
+    let serveDataDir = "";
+    const stateSize = () => `API stack state ${Math.round(apiStackStateBytes(serveDataDir) / 1024)} KiB`;
     const realRounds = async (title: string, env: NodeJS.ProcessEnv) => {
-      const serve = await startServe(join(dir, title.replace(/\W+/g, "-")), { ...cloud.env, ...BATCH, ...env, NODEFLEET_API_TOKENS: `local:${TOKEN}` }, { stack: "local", engine: "automation", cwd: project, clusterId: "local", startTimeoutMs: 180_000 });
+      serveDataDir = join(dir, title.replace(/\W+/g, "-"));
+      const serve = await startServe(serveDataDir, { ...cloud.env, ...BATCH, ...env, NODEFLEET_API_TOKENS: `local:${TOKEN}` }, { stack: "local", engine: "automation", cwd: project, clusterId: "local", startTimeoutMs: 180_000 });
       servers.push(serve);
       await ready(serve);
       for (const [round, count] of ROUNDS.entries()) {

@@ -1,10 +1,10 @@
 /**
  * The Automation API StackEngine (what users run against real clouds): an inline program in a
  * LocalWorkspace whose workDir persists under the data directory (Pulumi.<stack>.yaml and its
- * encryption salt survive restarts), the file backend `file://<dataDir>/state` unless
- * PULUMI_BACKEND_URL says otherwise, passphrase secrets, continueOnError, per-resource steps from
- * engine events, AbortSignal cancellation, crash recovery before every run and the plugins of
- * dead CLIs stopped after it.
+ * encryption salt survive restarts), the file backend `file://<dataDir>/state` for its own stacks
+ * unless NODEFLEET_API_STACK_BACKEND_URL says otherwise (PULUMI_BACKEND_URL is the git stack's),
+ * passphrase secrets, continueOnError, per-resource steps from engine events, AbortSignal
+ * cancellation, crash recovery before every run and the plugins of dead CLIs stopped after it.
  */
 import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
@@ -29,6 +29,7 @@ import { resolvePassphrase } from "./passphrase";
 import { reportStep, runResult } from "./progressFormat";
 import { requirePulumiCommand } from "./pulumiCli";
 import { StackQueue } from "./stackQueue";
+import { moveStackStateHome } from "./stackStateMove";
 import { pulumiProcessEnv } from "./toolchain";
 import {
   type EngineLogger,
@@ -47,7 +48,7 @@ export interface AutomationEngineOptions {
   readonly dataDir: string;
   /** Pulumi project name. Default `nodefleet`. */
   readonly project?: string;
-  /** Default `process.env` (PULUMI_BACKEND_URL, PULUMI_CONFIG_PASSPHRASE[_FILE], HCLOUD_TOKEN). */
+  /** Default `process.env` (NODEFLEET_API_STACK_BACKEND_URL, PULUMI_BACKEND_URL, PULUMI_CONFIG_PASSPHRASE[_FILE], HCLOUD_TOKEN). */
   readonly env?: NodeJS.ProcessEnv;
   readonly logger?: EngineLogger;
   /** For crash-recovery look-ups; default from HCLOUD_TOKEN. */
@@ -294,7 +295,10 @@ export class AutomationEngine implements StackEngine {
   private readonly queue = new StackQueue();
   private readonly env: NodeJS.ProcessEnv;
   private readonly project: string;
+  /** The backend of the engine's own (data-directory) stacks. */
   private readonly backendUrl: string;
+  /** Where those stacks' state lived before it moved to the data directory (see stackStateMove.ts). */
+  private readonly formerBackendUrl?: string;
   /** In the environment of every pulumi process the engine starts (see leftoverProcesses.ts). */
   private readonly mark: string;
   private readonly hcloud?: HcloudClient;
@@ -323,9 +327,14 @@ export class AutomationEngine implements StackEngine {
     this.mark = ownerMark(options.dataDir);
     this.processEnv = { ...Object.fromEntries(given), ...pulumiProcessEnv(options.dataDir, this.env), [OWNER_MARK]: this.mark };
     this.project = options.project ?? "nodefleet";
+    // Next to the store it must agree with, whatever backend the git stack uses: a backup or a move
+    // of the data directory then carries both, and the lost-store check at start sees the state.
     const stateDir = join(options.dataDir, "state");
-    if (!this.env.PULUMI_BACKEND_URL) mkdirSync(stateDir, { recursive: true, mode: 0o700 });
-    this.backendUrl = this.env.PULUMI_BACKEND_URL || fileBackendUrl(stateDir);
+    const explicit = this.env.NODEFLEET_API_STACK_BACKEND_URL;
+    if (!explicit) mkdirSync(stateDir, { recursive: true, mode: 0o700 });
+    this.backendUrl = explicit || fileBackendUrl(stateDir);
+    const shared = this.env.PULUMI_BACKEND_URL;
+    if (!explicit && shared && shared !== this.backendUrl) this.formerBackendUrl = shared;
     this.hcloud = options.hcloud ?? HcloudClient.fromEnv(this.env);
   }
 
@@ -338,12 +347,18 @@ export class AutomationEngine implements StackEngine {
    * One Stack object per stack for the engine's lifetime: selecting a stack costs a CLI process
    * (each paying the passphrase KDF), so it happens once; each run passes its own program.
    */
-  private repairFileBackend(stackName: string): void {
-    const backendDir = fileBackendDir(this.backendUrl);
+  private repairFileBackend(def: StackDefinition): void {
+    const stackName = def.stackName;
+    const backendDir = fileBackendDir(this.backendOf(def));
     if (!backendDir) return;
     for (const path of removeTornSidecars(backendDir)) {
       this.options.logger?.warn({ event: "crash_recovery", stack: stackName, file: path }, "removed a metadata sidecar torn by a killed pulumi process");
     }
+  }
+
+  /** A git stack's backend is the user's (PULUMI_BACKEND_URL, as for its CLI runs); the engine's own stacks have theirs. */
+  private backendOf(def: StackDefinition): string {
+    return def.projectDir ? this.env.PULUMI_BACKEND_URL || this.backendUrl : this.backendUrl;
   }
 
   /**
@@ -421,6 +436,10 @@ export class AutomationEngine implements StackEngine {
     const workDir = join(this.options.dataDir, "workspaces", def.stackName);
     mkdirSync(workDir, { recursive: true, mode: 0o700 });
     const passphrase = resolvePassphrase(this.options.dataDir, this.env);
+    if (this.formerBackendUrl) {
+      const envVars = { ...this.processEnv, ...passphrase.envVars, ...(this.env.PULUMI_ACCESS_TOKEN ? { PULUMI_ACCESS_TOKEN: this.env.PULUMI_ACCESS_TOKEN } : {}) };
+      await moveStackStateHome({ stackName: def.stackName, project: this.project, workDir, from: this.formerBackendUrl, to: this.backendUrl, envVars, pulumiCommand: await this.pulumiCommand(), logger: this.options.logger });
+    }
     const stack = await LocalWorkspace.createOrSelectStack(
       { stackName: def.stackName, projectName: this.project, program: this.inlineProgram(def) },
       {
@@ -466,7 +485,7 @@ export class AutomationEngine implements StackEngine {
       if (options.signal?.aborted) throw new RunCancelledError();
       const started = Date.now();
       // Before the CLI selects the stack: a torn sidecar fails every command, selection included.
-      this.repairFileBackend(def.stackName);
+      this.repairFileBackend(def);
       const stack = await this.workspaceStack(def);
       const stop = new RunStopper(def.stackName, options.signal, this.options.runDeadlineMs ?? DEFAULT_RUN_DEADLINE_MS, this.options.forceStopAfterMs ?? DEFAULT_FORCE_STOP_MS);
       try {
@@ -474,7 +493,7 @@ export class AutomationEngine implements StackEngine {
           await recoverStack(stack, {
             stackName: def.stackName,
             project: this.project,
-            backendUrl: this.backendUrl,
+            backendUrl: this.backendOf(def),
             hcloud: this.hcloud,
             strategy: this.options.pendingCreateStrategy,
             logger: this.options.logger,
@@ -527,7 +546,7 @@ export class AutomationEngine implements StackEngine {
       loadProgram(def.program);
       await this.queue.run(def.stackName, async () => {
         // As before a run: a torn sidecar fails every command, selection included.
-        this.repairFileBackend(def.stackName);
+        this.repairFileBackend(def);
         await this.workspaceStack(def);
       });
     } catch (error) {

@@ -1,7 +1,7 @@
 /**
  * The lost-store check against the cloud itself. The file check (storeIntegrity.ts) looks for the
  * API stack's engine state in the data directory, but that state may live elsewhere
- * (PULUMI_BACKEND_URL) or be lost together with the whole directory, for example a service
+ * (NODEFLEET_API_STACK_BACKEND_URL) or be lost together with the whole directory, for example a service
  * rescheduled onto an empty volume. The servers the API created still carry their cluster and pool
  * labels, so when the store is missing or empty one label-selector listing tells a first start from
  * a lost store: a server of the cluster outside git's static pools exists only if a store recorded

@@ -317,7 +317,7 @@ for (const engineCase of ENGINES) {
       // An operator's own file:// URL, without nodefleet's metadata=skip: fileblob writes sidecars.
       const backend = join(dataDir(), "operator-backend");
       mkdirSync(backend, { recursive: true });
-      const withSidecars = new AutomationEngine({ dataDir: join(dataDir(), "sidecars"), env: { ...process.env, PULUMI_CONFIG_PASSPHRASE: "contract-tests", PULUMI_BACKEND_URL: `file://${backend}` }, logger: silent });
+      const withSidecars = new AutomationEngine({ dataDir: join(dataDir(), "sidecars"), env: { ...process.env, PULUMI_CONFIG_PASSPHRASE: "contract-tests", NODEFLEET_API_STACK_BACKEND_URL: `file://${backend}` }, logger: silent });
       assert.equal((await withSidecars.up(stack(members(1)))).succeeded, true);
       const sidecar = join(backend, ".pulumi", "stacks", "nodefleet", "contract.json.attrs");
       assert.ok(existsSync(sidecar), "the operator's backend has sidecars");
@@ -331,14 +331,14 @@ for (const engineCase of ENGINES) {
       assert.deepEqual(readdirSync(join(dataDir(), "state", ".pulumi", "stacks", "nodefleet")).filter((n) => n.endsWith(".attrs")), []);
     });
 
-    it("takes over a stack its backend already holds from a new data directory (a service moved with its backend)", async function () {
+    it("takes over a stack its backend already holds from a new data directory (a service moved with NODEFLEET_API_STACK_BACKEND_URL)", async function () {
       if (engineCase.name !== "automation") {
         console.log("      skipped: the simulated engine keeps its stacks in its data directory");
         this.skip();
       }
       const backend = join(dataDir(), "kept-backend");
       mkdirSync(backend, { recursive: true });
-      const env = { ...process.env, PULUMI_CONFIG_PASSPHRASE: "contract-tests", PULUMI_BACKEND_URL: fileBackendUrl(backend) };
+      const env = { ...process.env, PULUMI_CONFIG_PASSPHRASE: "contract-tests", NODEFLEET_API_STACK_BACKEND_URL: fileBackendUrl(backend) };
       // A secret in the state too (as the API stack's user data is): the new home decrypts it.
       const withSecret = (def: StackDefinition): StackDefinition => ({ ...def, config: { ...def.config, "enginetest:token": { value: "kept-secret-value", secret: true } } });
       const before = new AutomationEngine({ dataDir: join(dataDir(), "first-home"), env, logger: silent });

@@ -1,5 +1,5 @@
 /**
- * Fault 1 where the data directory shows nothing: the engine state is remote (PULUMI_BACKEND_URL) or
+ * Fault 1 where the data directory shows nothing: the engine state is remote (NODEFLEET_API_STACK_BACKEND_URL) or
  * went with the directory, and only the cloud shows that a store recorded claims. Run against the
  * fake Hetzner API over HTTP with nodefleet's own Hetzner client, and through `nodefleet serve`.
  */

@@ -1,5 +1,5 @@
 /**
- * Where the API's tokens come from (SPEC §5): NODEFLEET_API_TOKENS (`<clusterId>:<token>` pairs, any
+ * Where the API's tokens come from (docs/design.md §5.2): NODEFLEET_API_TOKENS (`<clusterId>:<token>` pairs, any
  * cluster) and the served stack's secret config `nodefleet:apiTokens` (a list of tokens for that
  * stack's own cluster; several for rotation). Both sources combine.
  *

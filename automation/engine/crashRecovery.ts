@@ -1,5 +1,5 @@
 /**
- * Crash recovery for the automation engine, run before every engine run (SPEC §4), with Pulumi's
+ * Crash recovery for the automation engine, run before every engine run (docs/design.md §4.1), with Pulumi's
  * own mechanisms and, on the file backend, without starting a CLI process when there is nothing to do:
  * 1. a lock left on the stack by a pulumi process of this machine that no longer runs is removed
  *    (read from the lock file itself; a live process's lock is never touched);

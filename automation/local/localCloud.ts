@@ -77,7 +77,7 @@ export async function startLocalCloud(options: LocalCloudOptions): Promise<Local
     const token = fakeApiToken(join(dir, "hcloud-token"));
     // Generated once into the local directory, as the engine does for its data directory.
     const passphrase = resolvePassphrase(dir, {}).envVars;
-    // The simulated cloud's knobs (SPEC §4), when set, shape the fake the same way.
+    // The simulated cloud's knobs (docs/design.md §4.4), when set, shape the fake the same way.
     const knobs = knobsFromEnv(env);
     hcloud = buildFakeHcloud({ token, stateFile: join(dir, "hcloud-state.json"), outOfStock: knobs.outOfStock, bootDelayMs: knobs.bootDelayMs, failCreateRate: knobs.failCreateRate, seed: knobs.seed });
     options.onFakeHcloud?.(hcloud);

@@ -6,7 +6,7 @@
 import { hostAddress, parseIpv4Cidr } from "../../components/shared/cidr";
 import { hashNumber } from "../mocks/seededValues";
 
-/** RFC 5737 documentation ranges: 203.0.113.0/24 first (SPEC §4), then the other two when it is full. */
+/** RFC 5737 documentation ranges: 203.0.113.0/24 first (docs/design.md §4.2), then the other two when it is full. */
 const PUBLIC_RANGES = ["203.0.113", "198.51.100", "192.0.2"];
 const HOSTS_PER_RANGE = 254;
 

@@ -1,5 +1,5 @@
 /**
- * The simulated cloud's fault-injection and timing knobs (SPEC §4), read from the environment
+ * The simulated cloud's fault-injection and timing knobs (docs/design.md §4.4), read from the environment
  * variables exactly as named, each overridable per engine instance (tests set them per engine).
  */
 export interface SimulationKnobs {

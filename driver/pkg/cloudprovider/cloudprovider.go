@@ -1,5 +1,5 @@
 // Package cloudprovider is Karpenter's CloudProvider for nodefleet: a thin client of the scaling
-// API, with no cloud credentials of its own (SPEC §9).
+// API, with no cloud credentials of its own (docs/design.md §9).
 package cloudprovider
 
 import (

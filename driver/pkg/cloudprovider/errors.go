@@ -20,7 +20,7 @@ const (
 // conditionReason is Karpenter's pattern for a condition Reason (and so for a drift reason).
 var conditionReason = regexp.MustCompile(`^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$`)
 
-// createErrorOf maps a failed create by the API's error code (SPEC §9): no room or nothing fitting
+// createErrorOf maps a failed create by the API's error code (docs/design.md §9): no room or nothing fitting
 // makes Karpenter try elsewhere (InsufficientCapacityError), a NodeClass naming a pool or cluster
 // the API does not serve is not ready, any other answer of the API is a CreateError whose reason is
 // the code. Errors that never reached an answer (network, timeouts) stay plain, and are retried.

@@ -11,7 +11,7 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 )
 
-// Node statuses of the API (SPEC §5).
+// Node statuses of the API (docs/design.md §5.3).
 const (
 	statusFailed      = "FAILED"
 	statusTerminating = "TERMINATING"

@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// nodeRef is what a providerID names: `<scheme>:///<clusterId>/<nodeID>` (SPEC §5).
+// nodeRef is what a providerID names: `<scheme>:///<clusterId>/<nodeID>` (docs/design.md §5.3).
 type nodeRef struct {
 	ClusterID string
 	NodeID    string

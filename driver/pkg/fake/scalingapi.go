@@ -1,5 +1,5 @@
 // Package fake is an in-memory scaling API on an httptest server, speaking the generated client's
-// types: the fake the driver's unit tests run against (SPEC §5 behaviour, reduced to what the
+// types: the fake the driver's unit tests run against (docs/design.md §5 behaviour, reduced to what the
 // driver observes), with knobs to answer any error.
 package fake
 

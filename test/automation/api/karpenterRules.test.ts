@@ -1,5 +1,5 @@
 /**
- * The rules of SPEC §5 a Karpenter driver depends on, over real HTTP on 127.0.0.1 (fake engine):
+ * The rules a Karpenter driver depends on (docs/design.md §5.5), over real HTTP on 127.0.0.1 (fake engine):
  * NodeClaim names as uniqueIDs, Gte/Lte and minValues, canonical replay, taint merging, the node
  * object's Karpenter fields, Reason-safe drift and the pool template hash that signals it, offerings at a pool limit, kubelet-accurate
  * capacity and one error code per meaning.

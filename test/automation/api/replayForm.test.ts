@@ -1,4 +1,4 @@
-/** The canonical form a replayed create is recognised by (SPEC §5: requirements and values sorted, labels and taints as sets). */
+/** The canonical form a replayed create is recognised by (docs/design.md §5.5: requirements and values sorted, labels and taints as sets). */
 import { strict as assert } from "node:assert";
 import fc from "fast-check";
 import { createRequestHash, isReplayOf } from "../../../automation/api/replayForm";

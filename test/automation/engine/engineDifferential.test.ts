@@ -1,5 +1,5 @@
 /**
- * The real engine is the reference (SPEC §4): one sequence of the engine contract's scenarios
+ * The real engine is the reference (docs/design.md §4.3): one sequence of the engine contract's scenarios
  * (ups, a preview and a refresh) runs on the automation engine (real pulumi CLI) and on the
  * simulated engine, and their results are compared scenario by scenario: op per resource, changed
  * and replace-forcing keys, failures, and the servers in the outputs. It runs twice: the real engine with cloud-free stand-ins of the servers (quick, no

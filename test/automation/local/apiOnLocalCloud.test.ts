@@ -56,7 +56,7 @@ describe("the scaling API on the automation engine against the local cloud, kill
       env: { ...process.env, NODEFLEET_SIM_OUT_OF_STOCK: SOLD_OUT },
       onFakeHcloud: (fake) => recordHcloudExchanges(fake, exchanges),
     });
-    // Only the autoscaled pool, as shipped (room for 40 claims and more, SPEC §8).
+    // Only the autoscaled pool, as shipped (room for 40 claims and more, docs/design.md §8.3).
     editLocalPools(cloud, (pools) => pools.filter((p) => p.name === POOL));
     await runPulumi(UP, project, cloud.env);
     await start();

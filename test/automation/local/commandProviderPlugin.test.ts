@@ -204,7 +204,7 @@ describe("the command provider plugin on the real engine, against a real sshd", 
     await events.destroy();
   });
 
-  it("agrees step by step with the simulated engine (SPEC 4): create, no change, update, replace, delete", async function () {
+  it("agrees step by step with the simulated engine (docs/design.md §4.3): create, no change, update, replace, delete", async function () {
     const sequence = [
       { run: "d1", trigger: "d1" },
       { run: "d1", trigger: "d1" },

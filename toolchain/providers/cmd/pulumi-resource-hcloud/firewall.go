@@ -186,7 +186,7 @@ func (f firewall) updateApplyTos(ctx context.Context, current *hcloud.Firewall, 
 }
 
 // applyFirewall applies a firewall to resources and waits. Already applied is the wanted state
-// (SPEC §7), e.g. after an interrupted run.
+// (docs/design.md §7.2), e.g. after an interrupted run.
 func (c *cloud) applyFirewall(ctx context.Context, firewallID int64, resources []hcloud.FirewallResource) error {
 	actions, _, err := c.client.Firewall.ApplyResources(ctx, &hcloud.Firewall{ID: firewallID}, resources)
 	if err == nil {

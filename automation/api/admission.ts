@@ -5,7 +5,8 @@
  */
 import type { HcloudAutoscaledPool, KubeletSettings } from "../../components/fleet/fleetSpec";
 import { hcloudRegion } from "../../components/fleet/hcloudLocations";
-import { allocatable, limitExceeded, nodeCapacity, nodeOverheadFor, type NodeResources } from "../catalog/instanceTypes";
+import type { NodeResources } from "../../components/bootstrap/kubeletReservations";
+import { allocatable, limitExceeded, nodeCapacity, nodeOverheadFor } from "../catalog/instanceTypes";
 import type { OfferingAvailability } from "../catalog/offeringAvailability";
 import { offeringLabels, requirementsAllow, unmetMinValues, type Requirement } from "../catalog/requirements";
 import { kubernetesArch, type ServerType, type ServerTypeCatalog } from "../catalog/serverTypes";

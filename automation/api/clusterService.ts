@@ -3,13 +3,14 @@
  * availability checked in the same transaction that commits the claim), reads, deletes, and the
  * cluster and instance-type descriptions. Routes only translate HTTP; this holds the rules.
  */
-import type { FleetSpec, HcloudAutoscaledPool } from "../../components/fleet/fleetSpec";
+import { autoscaledPools, type FleetSpec, type HcloudAutoscaledPool } from "../../components/fleet/fleetSpec";
 import { partitionKubeletLabels } from "../../components/fleet/kubeletLabels";
 import { poolInstanceTypes, type InstanceTypeView } from "../catalog/instanceTypes";
 import type { OfferingAvailability } from "../catalog/offeringAvailability";
 import { findServerType, kubernetesArch, type ServerTypeCatalog } from "../catalog/serverTypes";
 import type { ClusterReconciler } from "../reconciler/clusterReconciler";
-import { poolTemplate, poolTemplateHash, templateHash, type MemberSnapshot, type PoolTemplate } from "../reconciler/memberSnapshot";
+import { poolTemplate, poolTemplateHash, templateHash } from "../reconciler/memberSnapshot";
+import type { MemberSnapshot, PoolTemplate } from "../store/claimSnapshot";
 import type { Claim, ClaimStore } from "../store/claimStore";
 import type { Operation, OperationLog } from "../store/operationLog";
 import { admit } from "./admission";
@@ -30,10 +31,6 @@ export interface ClusterServiceOptions {
   readonly availability: OfferingAvailability;
   /** Why creates are refused now (the git stack is not applied), or undefined. */
   readonly refusal?: () => string | undefined;
-}
-
-export function autoscaledPools(fleet: FleetSpec): HcloudAutoscaledPool[] {
-  return fleet.pools.filter((p): p is HcloudAutoscaledPool => p.provider === "hcloud" && p.mode === "autoscaled");
 }
 
 /** The smallest non-negative integer not in use. */

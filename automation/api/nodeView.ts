@@ -9,7 +9,8 @@ import { hcloudRegion } from "../../components/fleet/hcloudLocations";
 import { providerIdFor } from "../../components/fleet/naming";
 import { OWNERSHIP_LABELS } from "../../components/fleet/nodeMember";
 import { formatResources } from "../catalog/instanceTypes";
-import { drifts, memberTaints, type PoolTemplate } from "../reconciler/memberSnapshot";
+import { drifts, memberTaints } from "../reconciler/memberSnapshot";
+import type { PoolTemplate } from "../store/claimSnapshot";
 import type { Claim, VisibleStatus } from "../store/claimStore";
 import type { NodeView } from "./schemas";
 

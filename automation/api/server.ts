@@ -14,6 +14,7 @@ import type { Logger } from "pino";
 import type { FleetSpec } from "../../components/fleet/fleetSpec";
 import { CatalogSource } from "../catalog/catalogSource";
 import { OfferingAvailability } from "../catalog/offeringAvailability";
+import { engineStateOf } from "../engine/engineState";
 import type { StackConfigValue, StackEngine } from "../engine/stackEngine";
 import { apiStackDefinition, apiStackName } from "../reconciler/apiStack";
 import type { GitStackPrerequisites } from "../reconciler/gitStackPrerequisites";
@@ -113,7 +114,8 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
   const lock = options.lock ?? acquireDataDirLock(options.dataDir);
   let db;
   try {
-    db = options.database ?? openDatabase(options.dataDir, { engineStack: apiStackName(options.fleet().cluster.id) });
+    const engineStack = apiStackName(options.fleet().cluster.id);
+    db = options.database ?? openDatabase(options.dataDir, { engineState: () => engineStateOf(options.dataDir, engineStack) });
   } catch (error) {
     lock.release();
     throw error;

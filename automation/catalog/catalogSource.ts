@@ -6,7 +6,7 @@
  * last-known catalog is served and `staleness()` says so (readiness names it).
  */
 import type { Logger } from "pino";
-import type { HcloudClient } from "../engine/hcloudClient";
+import type { HcloudClient } from "../hcloud/hcloudClient";
 import { hcloudCatalog } from "./hcloudCatalog";
 import type { OfferingAvailability } from "./offeringAvailability";
 import { shippedCatalog, type ServerTypeCatalog } from "./serverTypes";

@@ -3,7 +3,7 @@
  * per-location availability from the datacenters list. Read through the service's one counted
  * client (automation/engine/hcloudClient.ts), so the metrics see the API budget these use.
  */
-import type { HcloudClient, HcloudDatacenter, HcloudServerType } from "../engine/hcloudClient";
+import type { HcloudClient, HcloudDatacenter, HcloudServerType } from "../hcloud/hcloudClient";
 import type { ServerType } from "./serverTypes";
 
 export interface Offering {

@@ -5,18 +5,10 @@
  * (Karpenter marks nodes of a type it no longer sees as drifted).
  */
 import type { HcloudAutoscaledPool, KubeletSettings } from "../../components/fleet/fleetSpec";
-import { nodeOverhead } from "../../components/bootstrap/kubeletReservations";
+import { nodeOverhead, type NodeResources } from "../../components/bootstrap/kubeletReservations";
 import { hcloudRegion } from "../../components/fleet/hcloudLocations";
 import type { OfferingAvailability } from "./offeringAvailability";
 import { kubernetesArch, type ServerType, type ServerTypeCatalog } from "./serverTypes";
-
-/** Resources in integer base units. */
-export interface NodeResources {
-  readonly cpuMillis: number;
-  readonly memoryMiB: number;
-  readonly pods: number;
-  readonly ephemeralStorageMiB: number;
-}
 
 /** Kubernetes resource quantities, as a Node's `status.capacity` spells them. */
 export interface ResourceList {

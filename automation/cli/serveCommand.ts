@@ -16,8 +16,7 @@ import type { Logger } from "pino";
 import { API_TOKENS_KEY, declaredConfigTokens, loadApiTokens, plainTokenErrors, readRawStackConfig, type ReadSecretConfig } from "../api/apiTokenSources";
 import { hashToken, parseApiTokens, type TokenEntry } from "../api/apiTokens";
 import { buildServer } from "../api/server";
-import { autoscaledPools } from "../api/clusterService";
-import type { FleetSpec } from "../../components/fleet/fleetSpec";
+import { autoscaledPools, type FleetSpec } from "../../components/fleet/fleetSpec";
 import { ServiceMetrics } from "../api/serviceMetrics";
 import { withDecryptedSecrets } from "../api/decryptedStackConfig";
 import { StackConfigSource } from "../api/stackConfigSource";
@@ -26,7 +25,8 @@ import { lookUpSharedResources } from "../reconciler/sharedResources";
 import { GitStackPrerequisites } from "../reconciler/gitStackPrerequisites";
 import { OfferingAvailability } from "../catalog/offeringAvailability";
 import { AutomationEngine, DEFAULT_ENGINE_PARALLEL } from "../engine/automationEngine";
-import { HcloudClient } from "../engine/hcloudClient";
+import { HcloudClient } from "../hcloud/hcloudClient";
+import { engineStateOf } from "../engine/engineState";
 import type { StackEngine } from "../engine/stackEngine";
 import { gitStackProgram } from "../gitStackProgram";
 import { FirstApply } from "./firstApply";
@@ -40,7 +40,7 @@ import { walSyncOf } from "../store/walSync";
 import { acquireDataDirLock } from "../store/dataDirLock";
 import { databasePath, openDatabase, type Db } from "../store/database";
 import { assertStoreNotLost } from "../store/storeIntegrity";
-import { assertStoreNotLostInCloud } from "../store/storeLostInCloud";
+import { assertStoreNotLostInCloud } from "../reconciler/storeLostInCloud";
 import { apiStackDefinition, apiStackName } from "../reconciler/apiStack";
 import { DEFAULT_CREATE_DEADLINE_MS } from "../reconciler/runOutcome";
 
@@ -156,7 +156,7 @@ export async function serve(options: ServeOptions, env: NodeJS.ProcessEnv = proc
     // The directory's evidence first (definite, and needs no network); then the real cloud, which
     // outlives the directory and may keep the engine state elsewhere: a store missing over servers
     // the API created (what the orphan reclaimer would delete) is lost, whatever the directory shows.
-    assertStoreNotLost(databasePath(dataDir), dataDir, apiStackName(fleet.cluster.id));
+    assertStoreNotLost(databasePath(dataDir), () => engineStateOf(dataDir, apiStackName(fleet.cluster.id)));
     if (kind === "automation" && hcloud && autoscaledPools(fleet).length > 0) {
       await assertStoreNotLostInCloud(databasePath(dataDir), hcloudInventory(hcloud), fleet.cluster.id, staticPoolNames(fleet));
     }

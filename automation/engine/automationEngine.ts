@@ -24,7 +24,7 @@ import { killProcesses, processTrees, pulumiProcessesFor } from "./cliProcesses"
 import { type MarkedProcess, OWNER_MARK, leftoversOfEndedEngines, orphansOf, ownerMark, stopProcesses } from "./leftoverProcesses";
 import { recoverStack } from "./crashRecovery";
 import { fileBackendDir, fileBackendUrl, isNodefleetFileBackend, pruneStackHistory, removeTornSidecars } from "./fileBackendState";
-import { HcloudClient } from "./hcloudClient";
+import { HcloudClient } from "../hcloud/hcloudClient";
 import { resolvePassphrase } from "./passphrase";
 import { reportStep, runResult } from "./progressFormat";
 import { requirePulumiCommand } from "./pulumiCli";

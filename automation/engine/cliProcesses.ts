@@ -101,3 +101,19 @@ export function killProcesses(pids: readonly number[]): number[] {
   }
   return killed;
 }
+
+/** True while the process runs; a zombie (exited, not yet reaped by an init that never reaps) counts as dead. */
+export function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM";
+  }
+  try {
+    // /proc/<pid>/stat: "pid (comm) state ..."; comm may contain spaces, so read after the last ")".
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) !== "Z";
+  } catch {
+    return true; // no procfs (macOS): signal 0 succeeding is all we know
+  }
+}

@@ -14,7 +14,7 @@
  */
 import type { Deployment, Stack } from "@pulumi/pulumi/automation";
 import { type PendingOperation, fileBackendDir, pendingOperations, removeStaleLocks } from "./fileBackendState";
-import type { HcloudClient, HcloudServer } from "./hcloudClient";
+import type { HcloudClient, HcloudServer } from "../hcloud/hcloudClient";
 import type { EngineLogger } from "./stackEngine";
 
 export type PendingCreateAction =

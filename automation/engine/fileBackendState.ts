@@ -11,7 +11,7 @@ import { existsSync, readFileSync, readdirSync, rmSync, statSync } from "node:fs
 import { hostname } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { processAlive } from "../simulated/stackLock";
+import { processAlive } from "./cliProcesses";
 
 /** The local directory of a `file://` backend URL; undefined for other backends. */
 export function fileBackendDir(backendUrl: string): string | undefined {

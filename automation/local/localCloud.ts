@@ -18,7 +18,7 @@ import { type FakeHcloud, buildFakeHcloud } from "./fakeHcloud/fakeHcloudApi";
 import { NodeAgent, type NodeAgentLogger } from "./nodeAgent";
 import { writeLocalStack } from "./localStack";
 import { ensureLocalSshKey } from "./localSshKey";
-import { HcloudClient } from "../engine/hcloudClient";
+import { HcloudClient } from "../hcloud/hcloudClient";
 
 export interface LocalCloudOptions {
   readonly dataDir: string;

@@ -6,7 +6,7 @@
  * machines: the private half is never kept.
  */
 import { generateKeyPairSync } from "node:crypto";
-import type { HcloudClient } from "../engine/hcloudClient";
+import type { HcloudClient } from "../hcloud/hcloudClient";
 
 /** The key's name in the fake project, as the local stack's pools name it. */
 export const LOCAL_SSH_KEY = "local";

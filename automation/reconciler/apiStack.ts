@@ -4,10 +4,10 @@
  * touches API-created nodes and this stack never touches git's resources.
  */
 import * as path from "node:path";
-import type { HcloudLabelledResource } from "../engine/hcloudClient";
+import type { HcloudLabelledResource } from "../hcloud/hcloudClient";
 import type { StackConfigValue, StackDefinition } from "../engine/stackEngine";
 import type { Claim } from "../store/claimStore";
-import type { MemberSnapshot } from "./memberSnapshot";
+import type { MemberSnapshot } from "../store/claimSnapshot";
 
 /** The network and firewall every autoscaled member attaches to (git's stack owns them), as looked up by name. */
 export interface SharedResources {

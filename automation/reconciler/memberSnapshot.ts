@@ -5,25 +5,9 @@
  * for this member), reported with the differing fields so Karpenter can replace the node gracefully.
  */
 import { canonicalHash, canonicalJson } from "../../components/shared/canonicalJson";
-import type { ClusterSpec, HcloudAutoscaledPool, KubeletSettings, Taint } from "../../components/fleet/fleetSpec";
+import type { ClusterSpec, HcloudAutoscaledPool, Taint } from "../../components/fleet/fleetSpec";
 import { mergeTaints } from "../../components/fleet/taints";
-import type { NodeResources } from "../catalog/instanceTypes";
-
-/** Everything of a pool and its cluster that shapes a member's server and bootstrap. */
-export interface PoolTemplate {
-  readonly pool: string;
-  readonly location: string;
-  readonly serverTypes: readonly string[];
-  readonly image: string;
-  readonly sshKeys: readonly string[];
-  readonly deleteProtection: boolean;
-  readonly labels: Readonly<Record<string, string>>;
-  readonly taints: readonly Taint[];
-  readonly clusterKind: ClusterSpec["kind"];
-  readonly k0sVersion?: string;
-  readonly kubernetesVersion?: string;
-  readonly kubelet: KubeletSettings;
-}
+import type { MemberSnapshot, PoolTemplate } from "../store/claimSnapshot";
 
 // Every create and every node view needs the template of its pool, and hashing it (templateHash,
 // remembered per template object) costs more than the rest of a view: one template per spec object.
@@ -52,35 +36,6 @@ function buildPoolTemplate(cluster: ClusterSpec, pool: HcloudAutoscaledPool): Po
     ...(cluster.kubernetesVersion !== undefined ? { kubernetesVersion: cluster.kubernetesVersion } : {}),
     kubelet: { ...cluster.kubelet },
   };
-}
-
-/** What a claim freezes at admission. */
-export interface MemberSnapshot {
-  readonly template: PoolTemplate;
-  readonly serverType: string;
-  /** kubernetes.io/arch of the server type (absent in claims admitted before it was recorded). */
-  readonly arch?: "amd64" | "arm64";
-  readonly location: string;
-  /** Labels from the request (Karpenter's NodeClaim labels), all of them, as the node object reports them. */
-  readonly requestLabels: Readonly<Record<string, string>>;
-  /** The part of requestLabels the kubelet accepts at registration; restricted ones are left to Karpenter. */
-  readonly kubeletLabels: Readonly<Record<string, string>>;
-  readonly requestTaints: readonly Taint[];
-  readonly capacity: NodeResources;
-  readonly allocatable: NodeResources;
-  /** templateHash(template, serverType) at admission. */
-  readonly templateHash: string;
-  /**
-   * Smallest slot free in the pool at admission, kept for the member's lifetime: the server goes to
-   * spread placement group floor(slot / 10) and never has to move between groups.
-   */
-  readonly placementSlot: number;
-  /**
-   * `random-password` for claims admitted since bootstrap token secrets left resource ids; absent in
-   * older claims, whose RandomString token (in clear in the API stack's state) is kept while they
-   * live, since changing it could break a join still under way (docs/security.md).
-   */
-  readonly bootstrapTokenSecret?: "random-password";
 }
 
 /** The member's taints: the pool's and the request's merged by (key, effect), the request's value winning. */

@@ -6,8 +6,7 @@
  * counted in `nodefleet_orphan_servers_total{cluster,action}`.
  */
 import type { Logger } from "pino";
-import type { ServiceMetrics } from "../api/serviceMetrics";
-import type { HcloudClient } from "../engine/hcloudClient";
+import type { HcloudClient } from "../hcloud/hcloudClient";
 import { OWNERSHIP_LABELS } from "../../components/fleet/nodeMember";
 import type { SimulatedCloud } from "../simulated/simulatedCloud";
 
@@ -34,8 +33,18 @@ export function hcloudInventory(client: HcloudClient): ServerInventory {
   };
 }
 
+/** The counter of cloud API calls (api/serviceMetrics.ts `ServiceMetrics` is one). */
+export interface CloudRequestCounter {
+  cloudRequest(provider: string, operation: string): void;
+}
+
+/** The counter of the reclaimer's decisions, by cluster and action (api/serviceMetrics.ts `ServiceMetrics` has it). */
+export interface OrphanMetrics {
+  readonly orphanDecisions: { inc(labels: { cluster: string; action: OrphanAction }): void };
+}
+
 /** The simulated cloud as an inventory; its calls are counted as provider `simulated`. */
-export function simulatedInventory(cloud: SimulatedCloud, metrics?: Pick<ServiceMetrics, "cloudRequest">): ServerInventory {
+export function simulatedInventory(cloud: SimulatedCloud, metrics?: CloudRequestCounter): ServerInventory {
   return {
     async listClusterServers(clusterId) {
       metrics?.cloudRequest("simulated", "list_servers");
@@ -77,7 +86,7 @@ export interface OrphanReclaimerOptions {
   /** Sweep interval; default 5 min (one list request each: 12 an hour). */
   readonly intervalMs?: number;
   readonly dryRun?: boolean;
-  readonly metrics?: Pick<ServiceMetrics, "orphanDecisions">;
+  readonly metrics?: OrphanMetrics;
   readonly logger?: Logger;
   readonly now?: () => number;
 }

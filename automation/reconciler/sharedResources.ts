@@ -3,7 +3,7 @@
  * Hetzner client, once: the program of the guard's preview and of the up would otherwise each
  * look both up (four requests a batch instead of two), and could see different ones.
  */
-import type { HcloudClient } from "../engine/hcloudClient";
+import type { HcloudClient } from "../hcloud/hcloudClient";
 import type { FleetSpec } from "../../components/fleet/fleetSpec";
 import { clusterFirewallName } from "../../components/hcloud/clusterFirewall";
 import { clusterNetworkName } from "../../components/hcloud/clusterNetwork";

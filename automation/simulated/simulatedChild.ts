@@ -10,7 +10,8 @@ import { runProgramReference } from "../gitStackProgram";
 import { configValues } from "../stackConfigFile";
 import { SimulatedCloud, StackStateFile } from "./simulatedCloud";
 import { SimulatedProvider } from "./simulatedProvider";
-import { acquireStackLock, processAlive } from "./stackLock";
+import { processAlive } from "../engine/cliProcesses";
+import { acquireStackLock } from "./stackLock";
 import type { SimulationKnobs } from "./simulationKnobs";
 
 export interface ChildRequest {

@@ -5,6 +5,7 @@
  */
 import { openSync, readFileSync, rmSync, writeSync, closeSync, mkdirSync } from "node:fs";
 import { dirname, join } from "node:path";
+import { processAlive } from "../engine/cliProcesses";
 import { assertStackName, simulatedCloudDir } from "./simulatedCloud";
 
 export interface LockInfo {
@@ -15,22 +16,6 @@ export interface LockInfo {
 export function stackLockPath(dataDir: string, stack: string): string {
   assertStackName(stack);
   return join(simulatedCloudDir(dataDir), "stacks", `${stack}.lock`);
-}
-
-/** True while the process runs; a zombie (exited, not yet reaped by an init that never reaps) counts as dead. */
-export function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM";
-  }
-  try {
-    // /proc/<pid>/stat: "pid (comm) state ..."; comm may contain spaces, so read after the last ")".
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) !== "Z";
-  } catch {
-    return true; // no procfs (macOS): signal 0 succeeding is all we know
-  }
 }
 
 export function readLock(path: string): LockInfo | undefined {

@@ -3,7 +3,7 @@
  * confirmed gone (then kept as GONE, so a replayed create for a deleted NodeClaim is recognised).
  * Every write is a committed SQLite transaction before the HTTP answer goes out.
  */
-import type { MemberSnapshot } from "../reconciler/memberSnapshot";
+import type { MemberSnapshot } from "./claimSnapshot";
 import type Database from "better-sqlite3";
 import type { Db } from "./database";
 import { GroupCommit } from "./groupCommit";

@@ -95,17 +95,20 @@ function restrictDatabaseFiles(dataDir: string): void {
 }
 
 export interface OpenOptions {
-  /** The stack whose engine state means the store must not be missing or empty (the API stack). */
-  readonly engineStack?: string;
+  /**
+   * The files in which the engine holds the API stack's state (engine/engineState.ts
+   * `engineStateOf`): while there are any, the store must not be missing or empty.
+   */
+  readonly engineState?: () => readonly string[];
 }
 
 /**
- * Opens (or creates) the store: refuses a lost store (missing or empty next to the engine state of
- * `engineStack`) and a damaged one (integrity check of every page) with an error naming the file.
+ * Opens (or creates) the store: refuses a lost store (missing or empty next to the engine state
+ * `engineState` lists) and a damaged one (integrity check of every page) with an error naming the file.
  */
 export function openDatabase(dataDir: string, options: OpenOptions = {}): Db {
   fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
-  if (options.engineStack) assertStoreNotLost(databasePath(dataDir), dataDir, options.engineStack);
+  if (options.engineState) assertStoreNotLost(databasePath(dataDir), options.engineState);
   // Create (never truncate) the file 0600 before SQLite does it with 0644.
   fs.closeSync(fs.openSync(databasePath(dataDir), "a", 0o600));
   const db: Db = new StoreDatabase(databasePath(dataDir), { timeout: 1000 });

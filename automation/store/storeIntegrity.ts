@@ -2,8 +2,8 @@
  * The store is the only record of which servers the API created. Two ways it can silently lie:
  * - lost: `nodefleet.db` is missing or empty while the engine holds state for the API stack (the
  *   file was deleted, truncated, or the directory was restored without it), or while the cloud
- *   holds servers of the autoscaled pools (storeLostInCloud.ts: the engine state may be remote, or
- *   lost with the whole directory). Started that way the service would answer 404 NodeNotFound,
+ *   holds servers of the autoscaled pools (reconciler/storeLostInCloud.ts: the engine state may be
+ *   remote, or lost with the whole directory). Started that way the service would answer 404 NodeNotFound,
  *   which Karpenter reads as "instance gone", for servers that exist, and its orphan reclaimer
  *   would delete them; it refuses to start instead and says how to restore.
  * - damaged: a corrupted page is otherwise found only when a request happens to touch it; the
@@ -12,7 +12,6 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import type Database from "better-sqlite3";
-import { stackCheckpointFiles } from "../engine/fileBackendState";
 
 type Db = Database.Database;
 
@@ -38,16 +37,6 @@ export class StoreDamagedError extends Error {
   }
 }
 
-/** Where the engines keep a stack's state under the data directory (simulated cloud, Automation API workspace and file backend). */
-export function engineStateOf(dataDir: string, stackName: string): string[] {
-  const candidates = [
-    path.join(dataDir, "simulated-cloud", "stacks", `${stackName}.json`),
-    path.join(dataDir, "simulated-cloud", "stacks", `${stackName}.journal`),
-    path.join(dataDir, "workspaces", stackName),
-  ];
-  return [...candidates.filter((file) => fs.existsSync(file)), ...stackCheckpointFiles(path.join(dataDir, "state"), stackName)];
-}
-
 /** The database file does not exist or holds nothing: a first start, or a lost store. */
 export function storeMissingOrEmpty(file: string): boolean {
   try {
@@ -58,10 +47,14 @@ export function storeMissingOrEmpty(file: string): boolean {
   }
 }
 
-/** Throws StoreLostError when the database file is missing or empty while `stackName` has engine state. */
-export function assertStoreNotLost(file: string, dataDir: string, stackName: string): void {
+/**
+ * Throws StoreLostError when the database file is missing or empty while the engine holds state for
+ * the servers the store recorded: `engineState` lists its files (engine/engineState.ts
+ * `engineStateOf`, the API stack's), asked only when the file is missing or empty.
+ */
+export function assertStoreNotLost(file: string, engineState: () => readonly string[]): void {
   if (!storeMissingOrEmpty(file)) return;
-  const state = engineStateOf(dataDir, stackName);
+  const state = engineState();
   if (state.length > 0) throw new StoreLostError(file, `the engine holds state for the servers it recorded (${state.join(", ")})`);
 }
 

@@ -5,6 +5,14 @@
  */
 import type { KubeletSettings } from "../fleet/fleetSpec";
 
+/** A node's resources in integer base units: its capacity, overhead or allocatable (the scaling API's catalog). */
+export interface NodeResources {
+  readonly cpuMillis: number;
+  readonly memoryMiB: number;
+  readonly pods: number;
+  readonly ephemeralStorageMiB: number;
+}
+
 /** Capacity a node does not offer to pods: kube-reserved plus the hard eviction thresholds. */
 export interface NodeOverhead {
   /** kube-reserved CPU, millicores. */

@@ -611,6 +611,11 @@ export function crossFieldProblems(rawConfig: Readonly<Record<string, unknown>>)
 
 export type FleetSpec = z.output<typeof fleetConfigSchema>;
 
+/** The fleet's autoscaled pools (Hetzner Cloud only): the pools whose members the scaling API declares. */
+export function autoscaledPools(fleet: FleetSpec): HcloudAutoscaledPool[] {
+  return fleet.pools.filter((p): p is HcloudAutoscaledPool => p.provider === "hcloud" && p.mode === "autoscaled");
+}
+
 /** Every problem in an invalid stack config, one `path: message` each. */
 export class FleetSpecError extends Error {
   constructor(readonly problems: string[]) {

@@ -12,7 +12,8 @@ import { findServerType, shippedCatalog } from "../../automation/catalog/serverT
 import { resolveSecrets } from "../../automation/mocks/secretValues";
 import { runUnderMocks } from "../../automation/mocks/runUnderMocks";
 import { deterministicOutputs } from "../../automation/mocks/deterministicOutputs";
-import { poolTemplate, templateHash, type MemberSnapshot } from "../../automation/reconciler/memberSnapshot";
+import { poolTemplate, templateHash } from "../../automation/reconciler/memberSnapshot";
+import type { MemberSnapshot } from "../../automation/store/claimSnapshot";
 import { configValues } from "../../automation/stackConfigFile";
 import { parseFleetSpec, type HcloudAutoscaledPool } from "../../components/fleet/fleetSpec";
 import { partitionKubeletLabels } from "../../components/fleet/kubeletLabels";

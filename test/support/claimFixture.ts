@@ -1,4 +1,4 @@
-import type { MemberSnapshot } from "../../automation/reconciler/memberSnapshot";
+import type { MemberSnapshot } from "../../automation/store/claimSnapshot";
 
 /** A PENDING claim of cluster "example" as the store tests insert it (3 vCPU, 4 GiB, its placement slot in the snapshot). */
 export function newClaim(nodeId: string, pool = "hel1-burst", placementSlot = 0) {

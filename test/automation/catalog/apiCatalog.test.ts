@@ -6,7 +6,7 @@
 import { strict as assert } from "node:assert";
 import { CatalogSource } from "../../../automation/catalog/catalogSource";
 import { OfferingAvailability } from "../../../automation/catalog/offeringAvailability";
-import { HcloudClient } from "../../../automation/engine/hcloudClient";
+import { HcloudClient } from "../../../automation/hcloud/hcloudClient";
 import { shippedCatalog } from "../../../automation/catalog/serverTypes";
 import { configValues, projectRoot, readStackConfigFile } from "../../../automation/stackConfigFile";
 import { parseFleetSpec } from "../../../components/fleet/fleetSpec";

@@ -23,7 +23,7 @@ import {
   removeStaleLocks,
   removeTornSidecars,
 } from "../../../automation/engine/fileBackendState";
-import { HcloudClient, type HcloudServer } from "../../../automation/engine/hcloudClient";
+import { HcloudClient, type HcloudServer } from "../../../automation/hcloud/hcloudClient";
 import { resolvePassphrase } from "../../../automation/engine/passphrase";
 import { formatStepLine } from "../../../automation/engine/progressFormat";
 import { PulumiCliMissingError, requirePulumiCommand } from "../../../automation/engine/pulumiCli";

@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { AutomationEngine } from "../../../automation/engine/automationEngine";
 import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { descendantProcesses, killProcesses, processTrees, pulumiProcessesFor } from "../../../automation/engine/cliProcesses";
-import { processAlive } from "../../../automation/simulated/stackLock";
+import { processAlive } from "../../../automation/engine/cliProcesses";
 import { fileBackendUrl, pendingOperations, stackLocks } from "../../../automation/engine/fileBackendState";
 import { type ResourceStep, RunCancelledError, RunFailedError, type StackDefinition, type StackEngine } from "../../../automation/engine/stackEngine";
 import { SimulatedEngine } from "../../../automation/simulated/simulatedEngine";

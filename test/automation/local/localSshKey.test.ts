@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { createPublicKey } from "node:crypto";
 import { join } from "node:path";
-import { HcloudClient } from "../../../automation/engine/hcloudClient";
+import { HcloudClient } from "../../../automation/hcloud/hcloudClient";
 import { buildFakeHcloud, type FakeHcloud } from "../../../automation/local/fakeHcloud/fakeHcloudApi";
 import { LOCAL_SSH_KEY, ensureLocalSshKey, freshEd25519PublicKey } from "../../../automation/local/localSshKey";
 import { tempDataDir } from "../../support/apiHarness";

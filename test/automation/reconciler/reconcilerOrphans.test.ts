@@ -5,7 +5,7 @@
  */
 import { strict as assert } from "node:assert";
 import { ServiceMetrics } from "../../../automation/api/serviceMetrics";
-import { HcloudClient } from "../../../automation/engine/hcloudClient";
+import { HcloudClient } from "../../../automation/hcloud/hcloudClient";
 import { OrphanReclaimer, findOrphans, hcloudInventory, simulatedInventory, type InventoryServer } from "../../../automation/reconciler/orphanReclaimer";
 import { SimulatedCloud } from "../../../automation/simulated/simulatedCloud";
 import { tempDataDir } from "../../support/apiHarness";

@@ -3,7 +3,7 @@
  * request each, and nothing when either is missing (the program's own look-up then reports it).
  */
 import { strict as assert } from "node:assert";
-import { HcloudClient } from "../../../automation/engine/hcloudClient";
+import { HcloudClient } from "../../../automation/hcloud/hcloudClient";
 import { lookUpSharedResources } from "../../../automation/reconciler/sharedResources";
 
 function client(found: { networks?: object[]; firewalls?: object[] }, requests: string[]): HcloudClient {

@@ -8,7 +8,8 @@ import { AddressPool } from "../../../automation/simulated/addressPool";
 import { JournalCorruptError, SimulatedCloud, StackStateFile, hashSecrets, matchesSelector, type SimResource } from "../../../automation/simulated/simulatedCloud";
 import { SimulatedEngine } from "../../../automation/simulated/simulatedEngine";
 import { resolveKnobs } from "../../../automation/simulated/simulationKnobs";
-import { acquireStackLock, processAlive, readLock, stackLockPath } from "../../../automation/simulated/stackLock";
+import { processAlive } from "../../../automation/engine/cliProcesses";
+import { acquireStackLock, readLock, stackLockPath } from "../../../automation/simulated/stackLock";
 import type { StackDefinition } from "../../../automation/engine/stackEngine";
 import { tempDirPerTest } from "../../support/tempDirPerTest";
 

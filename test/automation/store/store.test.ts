@@ -14,6 +14,7 @@ import { MIGRATIONS, databaseFiles, databasePath, openDatabase } from "../../../
 import { OperationLog } from "../../../automation/store/operationLog";
 import { StoreDamagedError, StoreLostError } from "../../../automation/store/storeIntegrity";
 import { StackStateFile } from "../../../automation/simulated/simulatedCloud";
+import { engineStateOf } from "../../../automation/engine/engineState";
 import { tempDataDir } from "../../support/apiHarness";
 import { newClaim } from "../../support/claimFixture";
 
@@ -70,7 +71,7 @@ describe("store", () => {
     it("is refused when nodefleet.db is missing next to the API stack's engine state, naming the file and how to restore", () => {
       const dir = tempDataDir();
       withApiStackState(dir);
-      assert.throws(() => openDatabase(dir, { engineStack: "example-api" }), (error: Error) => {
+      assert.throws(() => openDatabase(dir, { engineState: () => engineStateOf(dir, "example-api") }), (error: Error) => {
         assert.ok(error instanceof StoreLostError, String(error));
         assert.ok(error.message.includes(databasePath(dir)), error.message);
         assert.match(error.message, /missing/);
@@ -83,19 +84,19 @@ describe("store", () => {
 
     it("is refused when nodefleet.db is zero-length next to the API stack's engine state", () => {
       const dir = tempDataDir();
-      const db = openDatabase(dir, { engineStack: "example-api" });
+      const db = openDatabase(dir, { engineState: () => engineStateOf(dir, "example-api") });
       new ClaimStore(db).insert(newClaim("k1"));
       db.close();
       withApiStackState(dir);
       for (const file of databaseFiles(dir).slice(1)) fs.rmSync(file, { force: true });
       fs.truncateSync(databasePath(dir), 0);
-      assert.throws(() => openDatabase(dir, { engineStack: "example-api" }), (error: Error) => error instanceof StoreLostError && /is empty/.test(error.message));
+      assert.throws(() => openDatabase(dir, { engineState: () => engineStateOf(dir, "example-api") }), (error: Error) => error instanceof StoreLostError && /is empty/.test(error.message));
     });
 
     it("is not in the way of a first start (no engine state yet) or of another stack's state", () => {
       const dir = tempDataDir();
       new StackStateFile(dir, "example").compact({ stack: "example", runs: 1, resources: new Map(), outputs: {} });
-      openDatabase(dir, { engineStack: "example-api" }).close();
+      openDatabase(dir, { engineState: () => engineStateOf(dir, "example-api") }).close();
     });
   });
 

@@ -9,9 +9,9 @@
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import { fetchFailureCause } from "../../components/shared/fetchFailureCause";
-import { HcloudApiError, HcloudRequestError } from "../engine/hcloudClient";
-import { type ServerInventory, findOrphans } from "../reconciler/orphanReclaimer";
-import { StoreLostError, storeMissingOrEmpty } from "./storeIntegrity";
+import { HcloudApiError, HcloudRequestError } from "../hcloud/hcloudClient";
+import { type ServerInventory, findOrphans } from "./orphanReclaimer";
+import { StoreLostError, storeMissingOrEmpty } from "../store/storeIntegrity";
 
 /** Names listed in the error before it says how many more there are. */
 const NAMES_SHOWN = 5;

@@ -7,13 +7,13 @@ import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as net from "node:net";
 import { join } from "node:path";
-import { HcloudClient } from "../../../automation/engine/hcloudClient";
+import { HcloudClient } from "../../../automation/hcloud/hcloudClient";
 import { buildFakeHcloud, type FakeHcloud } from "../../../automation/local/fakeHcloud/fakeHcloudApi";
 import { hcloudInventory } from "../../../automation/reconciler/orphanReclaimer";
 import { databasePath } from "../../../automation/store/database";
 import { StackStateFile } from "../../../automation/simulated/simulatedCloud";
 import { StoreLostError } from "../../../automation/store/storeIntegrity";
-import { assertStoreNotLostInCloud } from "../../../automation/store/storeLostInCloud";
+import { assertStoreNotLostInCloud } from "../../../automation/reconciler/storeLostInCloud";
 import { tempDataDir } from "../../support/apiHarness";
 import { startServe } from "../../support/serveProcess";
 

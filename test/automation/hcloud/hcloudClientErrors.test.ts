@@ -7,7 +7,7 @@ import { strict as assert } from "node:assert";
 import * as http from "node:http";
 import type { AddressInfo } from "node:net";
 import * as net from "node:net";
-import { HcloudApiError, HcloudClient, HcloudRequestError } from "../../../automation/engine/hcloudClient";
+import { HcloudApiError, HcloudClient, HcloudRequestError } from "../../../automation/hcloud/hcloudClient";
 
 const TOKEN = "t".repeat(64);
 

@@ -129,7 +129,46 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
   }
 }
 
+/** The service as a list of steps: its parts, the cluster it serves, the HTTP server, readiness, routes and lifecycle. */
 async function compose(options: BuildServerOptions, tokens: readonly TokenEntry[], database: Db, lock: DataDirLock): Promise<FastifyInstance> {
+  const parts = serviceParts(options, database);
+  const { store, operations, metrics, availability, logger } = parts;
+  const clusterId = options.fleet().cluster.id;
+  const engineStart = watchEngineStart(options.engineReady);
+  const { reconciler, clusters } = servedCluster(options, parts, clusterId);
+
+  const app = httpServer(options, logger);
+  const lifecycle = { closing: false };
+  app.decorate("nodefleet", { clusters, metrics, store, operations, availability });
+
+  const syncs = walSyncOf(database);
+  syncs.onFailure((failure) => logger?.fatal({ err: failure.message }, "the store cannot trust its disk any more: restart the service"));
+  await registerRoutes(app, {
+    clusters,
+    metrics,
+    readiness: readinessOf({ options, parts, clusterId, reconciler, engineStart, syncs, lifecycle }),
+    tokens: new TokenVerifier(tokens),
+    rateLimitPerMinute: options.rateLimitPerMinute ?? 6000,
+    unauthenticatedPerMinute: options.unauthenticatedPerMinute ?? 60,
+  });
+  runWithServer(app, { options, parts, reconciler, lifecycle, database, lock });
+  return app;
+}
+
+/** What the cluster and the HTTP layer share, built once over the database. */
+interface ServiceParts {
+  readonly store: ClaimStore;
+  readonly operations: OperationLog;
+  /** Engine runs an unclean stop cut short, marked abandoned at start (their claims are reconciled again). */
+  readonly abandoned: number;
+  readonly metrics: ServiceMetrics;
+  readonly availability: OfferingAvailability;
+  readonly catalog: CatalogSource;
+  readonly logger: Logger | undefined;
+}
+
+/** The store and its operation log, metrics, availability and catalog: the caller's, else the defaults. */
+function serviceParts(options: BuildServerOptions, database: Db): ServiceParts {
   const store = options.claimStore?.(database) ?? new ClaimStore(database);
   const operations = new OperationLog(database);
   const abandoned = operations.abandonUnfinished("the service stopped during this run (crash or kill); its claims are reconciled again");
@@ -137,19 +176,32 @@ async function compose(options: BuildServerOptions, tokens: readonly TokenEntry[
   const availability = options.availability ?? new OfferingAvailability(options.unavailableForMs);
   const catalog = options.catalog ?? new CatalogSource({ availability });
   const logger = options.logger || undefined;
+  return { store, operations, abandoned, metrics, availability, catalog, logger };
+}
 
-  const fleet = options.fleet();
-  const clusterId = fleet.cluster.id;
-  let engineState: "starting" | "ready" | "failed" = options.engineReady ? "starting" : "ready";
-  let engineError: string | undefined;
-  options.engineReady?.then(
-    () => (engineState = "ready"),
+/** The engine's start as readyz reports it: starting until `engineReady` settles, then ready or failed (and why). */
+interface EngineStart {
+  state: "starting" | "ready" | "failed";
+  error?: string;
+}
+
+/** Follows `engineReady`, so readiness can say whether the engine can run yet. */
+function watchEngineStart(engineReady: Promise<unknown> | undefined): EngineStart {
+  const start: EngineStart = { state: engineReady ? "starting" : "ready" };
+  engineReady?.then(
+    () => (start.state = "ready"),
     (error: unknown) => {
-      engineState = "failed";
-      engineError = error instanceof Error ? error.message : String(error);
+      start.state = "failed";
+      start.error = error instanceof Error ? error.message : String(error);
     },
   );
-  const reconciler = new ClusterReconciler({
+  return start;
+}
+
+/** The cluster's reconciler: the API stack per run, sold-out offerings marked unavailable, runs counted. */
+function clusterReconciler(options: BuildServerOptions, parts: ServiceParts, clusterId: string): ClusterReconciler {
+  const { store, operations, metrics, availability, logger } = parts;
+  return new ClusterReconciler({
     clusterId,
     store,
     operations,
@@ -177,6 +229,12 @@ async function compose(options: BuildServerOptions, tokens: readonly TokenEntry[
     observer: metrics,
     ...(logger ? { logger } : {}),
   });
+}
+
+/** The one cluster served: its reconciler and its service, built apart from the HTTP server and counted in the metrics. */
+function servedCluster(options: BuildServerOptions, parts: ServiceParts, clusterId: string): { reconciler: ClusterReconciler; clusters: ReadonlyMap<string, ClusterService> } {
+  const { store, operations, metrics, availability, catalog } = parts;
+  const reconciler = clusterReconciler(options, parts, clusterId);
   const service = new ClusterService(clusterId, {
     fleet: options.fleet,
     store,
@@ -186,10 +244,13 @@ async function compose(options: BuildServerOptions, tokens: readonly TokenEntry[
     availability,
     ...(options.prerequisites ? { refusal: () => options.prerequisites!.refusal() } : {}),
   });
-  const clusters = new Map([[clusterId, service]]);
   metrics.addCluster({ clusterId, nodesByStatus: () => store.countByStatus(clusterId), queueDepth: () => reconciler.queueDepth() });
+  return { reconciler, clusters: new Map([[clusterId, service]]) };
+}
 
-  const app: FastifyInstance = Fastify({
+/** The bare Fastify instance: logging, body limit, timeouts and error handlers, no routes yet. */
+function httpServer(options: BuildServerOptions, logger: Logger | undefined): FastifyInstance {
+  return Fastify({
     // Request logs carry the URL: its query values (a token sent as ?token=) are redacted. The
     // serializer is set once, on the service's logger: every request's child logger inherits it
     // (a childLoggerFactory would build and validate a logger per request, even without logging).
@@ -197,20 +258,31 @@ async function compose(options: BuildServerOptions, tokens: readonly TokenEntry[
     // Per-request lines at debug, not info (requestLogController.ts).
     logController: new DebugRequestLogs(),
     bodyLimit: options.bodyLimit ?? 64 * 1024,
-    // Our own 503 in the error shape instead (see the onRequest hook below).
+    // Our own 503 in the error shape instead (see the onRequest hook in runWithServer).
     return503OnClosing: false,
     frameworkErrors: frameworkErrorHandler,
     clientErrorHandler,
     ...fastifyTimeoutOptions({ ...DEFAULT_HTTP_TIMEOUTS, ...options.httpTimeouts }),
     forceCloseConnections: "idle",
   });
-  let closing = false;
-  app.decorate("nodefleet", { clusters, metrics, store, operations, availability });
+}
 
-  const syncs = walSyncOf(database);
-  syncs.onFailure((failure) => logger?.fatal({ err: failure.message }, "the store cannot trust its disk any more: restart the service"));
+/** What readyz reads: the service's parts and states, each owned elsewhere. */
+interface ReadinessSources {
+  readonly options: BuildServerOptions;
+  readonly parts: ServiceParts;
+  readonly clusterId: string;
+  readonly reconciler: ClusterReconciler;
+  readonly engineStart: EngineStart;
+  readonly syncs: ReturnType<typeof walSyncOf>;
+  readonly lifecycle: { readonly closing: boolean };
+}
+
+/** readyz's answer: stopping, starting, degraded (saying why) or ready, with a stale catalog named. */
+function readinessOf({ options, parts, clusterId, reconciler, engineStart, syncs, lifecycle }: ReadinessSources): () => Readiness {
+  const { store, catalog } = parts;
   const serving = (): Readiness => {
-    if (engineState === "failed") return { status: "degraded", details: { engine: engineError } };
+    if (engineStart.state === "failed") return { status: "degraded", details: { engine: engineStart.error } };
     const notApplied = options.prerequisites?.refusal();
     if (notApplied) return { status: "degraded", details: { gitStack: notApplied } };
     const degradation = reconciler.degraded;
@@ -220,24 +292,23 @@ async function compose(options: BuildServerOptions, tokens: readonly TokenEntry[
     if (writeFailure) return { status: "degraded", details: { store: { reason: `the last write failed: ${writeFailure.reason}`, since: writeFailure.since } } };
     return { status: "ready", details: { engine: options.engine.kind, busy: reconciler.busy } };
   };
-  const readiness = (): Readiness => {
-    if (closing) return { status: "stopping", details: { reason: "the service is shutting down" } };
+  return (): Readiness => {
+    if (lifecycle.closing) return { status: "stopping", details: { reason: "the service is shutting down" } };
     if (syncs.failed) return { status: "stopping", details: { reason: `${syncs.failed.message}: restart the service` } };
-    if (engineState === "starting") return { status: "starting", details: { engine: "applying the git stack before the first run" } };
+    if (engineStart.state === "starting") return { status: "starting", details: { engine: "applying the git stack before the first run" } };
     // Readiness never waits on Hetzner: a catalog not (yet) read is served stale and named here.
     const stale = catalog.staleness();
     const state = serving();
     return stale ? { ...state, details: { ...state.details, catalog: stale } } : state;
   };
-  await registerRoutes(app, {
-    clusters,
-    metrics,
-    readiness,
-    tokens: new TokenVerifier(tokens),
-    rateLimitPerMinute: options.rateLimitPerMinute ?? 6000,
-    unauthenticatedPerMinute: options.unauthenticatedPerMinute ?? 60,
-  });
+}
 
+/** The background parts start when the server is ready and stop when it closes, releasing the store and the lock last. */
+function runWithServer(
+  app: FastifyInstance,
+  { options, parts, reconciler, lifecycle, database, lock }: { options: BuildServerOptions; parts: ServiceParts; reconciler: ClusterReconciler; lifecycle: { closing: boolean }; database: Db; lock: DataDirLock },
+): void {
+  const { catalog, abandoned, logger } = parts;
   app.addHook("onReady", async () => {
     catalog.start();
     options.prerequisites?.start();
@@ -246,12 +317,12 @@ async function compose(options: BuildServerOptions, tokens: readonly TokenEntry[
   });
   // Before in-flight requests are awaited: creates waiting (waitSeconds) answer now instead of holding the shutdown.
   app.addHook("preClose", async () => {
-    closing = true;
+    lifecycle.closing = true;
     reconciler.beginShutdown();
   });
   app.addHook("onRequest", async (request) => {
     // Probes answer for themselves (readyz: 503 "stopping"); everything else gets a 503 in the error shape.
-    if (closing && !PROBE_URLS.has(request.routeOptions.url ?? "")) {
+    if (lifecycle.closing && !PROBE_URLS.has(request.routeOptions.url ?? "")) {
       throw new ApiError("Unavailable", "the service is shutting down; retry against the next instance");
     }
   });
@@ -262,7 +333,6 @@ async function compose(options: BuildServerOptions, tokens: readonly TokenEntry[
     database.close();
     lock.release();
   });
-  return app;
 }
 
 export interface RouteDependencies {

@@ -110,20 +110,40 @@ function staticPoolNames(fleet: FleetSpec): Set<string> {
   return new Set(fleet.pools.filter((pool) => pool.mode === "static").map((pool) => pool.name));
 }
 
+/** The service's start, step by step: configuration, data directory, store and engine, server, signals, port. */
 export async function serve(options: ServeOptions, env: NodeJS.ProcessEnv = process.env): Promise<void> {
   const logger = serviceLogger(env, 2, options.logFormat ? { format: options.logFormat } : {});
   const dataDir = path.resolve(options.dataDir);
-  // Every configuration error first, before anything touches the data directory.
-  const root = projectRoot();
-  const stack = new StackConfigSource(options.stack, root, logger);
-  const fleet = stack.fleet();
-  // Plain tokens in the committed stack file are refused before any engine starts.
-  const rawConfig = readRawStackConfig(stack.path);
-  const refused = plainTokenErrors(declaredConfigTokens(rawConfig), options.stack);
-  if (refused.length > 0) throw new Error(`API tokens: ${refused.join("; ")}`);
-  parseApiTokens(env.NODEFLEET_API_TOKENS);
-  const kind = options.engine ?? (CLOUD_CREDENTIALS.some((name) => env[name]) ? "automation" : "simulated");
-  const settings = {
+  const config = await checkedConfiguration(options, env, logger);
+  fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  // Before anything touches the directory's state; the store next (its checks and SQLite's OS-level
+  // lock), so a second instance or a lost store stops the start before an engine runs.
+  const lock = acquireDataDirLock(dataDir);
+  const service = await startService(options, env, config, dataDir, lock, logger);
+  reclaimOrphansWhileServing(service, config);
+  // A shutdown waits for the API stack's workspace preparation too (bounded).
+  service.app.addHook("onClose", async () => {
+    await service.preparedOrGaveUp();
+  });
+  stopOnSignals(service, logger);
+  await listen(service, options, config, dataDir, logger);
+}
+
+/** What the stack file and the environment decide, checked before anything touches the data directory. */
+interface ServeConfiguration {
+  readonly root: string;
+  readonly stack: StackConfigSource;
+  readonly fleet: FleetSpec;
+  readonly rawConfig: Record<string, unknown>;
+  readonly kind: "automation" | "simulated";
+  readonly settings: ServiceSettings;
+}
+
+type ServiceSettings = ReturnType<typeof serviceSettings>;
+
+/** The service's tuning from NODEFLEET_* variables: read (and refused when malformed) before anything starts. */
+function serviceSettings(env: NodeJS.ProcessEnv) {
+  return {
     unavailableForMs: intEnv(env, "NODEFLEET_UNAVAILABLE_FOR_MS", 30 * 60_000),
     orphanGraceMs: intEnv(env, "NODEFLEET_ORPHAN_GRACE_MS", 30 * 60_000),
     orphanIntervalMs: intEnv(env, "NODEFLEET_ORPHAN_INTERVAL_MS", 5 * 60_000),
@@ -135,17 +155,129 @@ export async function serve(options: ServeOptions, env: NodeJS.ProcessEnv = proc
     engineParallel: positiveIntEnv(env, "NODEFLEET_ENGINE_PARALLEL", DEFAULT_ENGINE_PARALLEL),
     prerequisiteRecheckMs: positiveIntEnv(env, "NODEFLEET_PREREQUISITE_RECHECK_MS", 5_000),
   } as const;
+}
+
+/** Every configuration error first, so a start that would fail leaves no data directory behind. */
+async function checkedConfiguration(options: ServeOptions, env: NodeJS.ProcessEnv, logger: Logger): Promise<ServeConfiguration> {
+  const root = projectRoot();
+  const stack = new StackConfigSource(options.stack, root, logger);
+  const fleet = stack.fleet();
+  // Plain tokens in the committed stack file are refused before any engine starts.
+  const rawConfig = readRawStackConfig(stack.path);
+  const refused = plainTokenErrors(declaredConfigTokens(rawConfig), options.stack);
+  if (refused.length > 0) throw new Error(`API tokens: ${refused.join("; ")}`);
+  parseApiTokens(env.NODEFLEET_API_TOKENS);
+  const kind = options.engine ?? (CLOUD_CREDENTIALS.some((name) => env[name]) ? "automation" : "simulated");
+  const settings = serviceSettings(env);
   // The port too: a start that cannot listen must not leave a data directory behind.
   await assertCanListen(options.host, options.port);
+  return { root, stack, fleet, rawConfig, kind, settings };
+}
 
-  fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
-  // Before anything touches the directory's state; the store next (its checks and SQLite's OS-level
-  // lock), so a second instance or a lost store stops the start before an engine runs.
-  const lock = acquireDataDirLock(dataDir);
+/** A lost store is refused before it is opened, so the service never starts empty over servers it created. */
+async function assertStoreKept(dataDir: string, config: ServeConfiguration, hcloud: HcloudClient | undefined): Promise<void> {
+  const { fleet } = config;
+  // The directory's evidence first (definite, and needs no network); then the real cloud, which
+  // outlives the directory and may keep the engine state elsewhere: a store missing over servers
+  // the API created (what the orphan reclaimer would delete) is lost, whatever the directory shows.
+  assertStoreNotLost(databasePath(dataDir), () => engineStateOf(dataDir, apiStackName(fleet.cluster.id)));
+  if (config.kind === "automation" && hcloud && autoscaledPools(fleet).length > 0) {
+    await assertStoreNotLostInCloud(databasePath(dataDir), hcloudInventory(hcloud), fleet.cluster.id, staticPoolNames(fleet));
+  }
+}
+
+type ReclaimerOptions = Omit<ConstructorParameters<typeof OrphanReclaimer>[0], "inventory">;
+
+/** The orphan reclaimer's settings, the same whichever engine supplies its inventory. */
+function reclaimerOptions(config: ServeConfiguration, env: NodeJS.ProcessEnv, metrics: ServiceMetrics, logger: Logger): ReclaimerOptions {
+  return {
+    clusterId: config.fleet.cluster.id,
+    graceMs: config.settings.orphanGraceMs,
+    intervalMs: config.settings.orphanIntervalMs,
+    dryRun: env.NODEFLEET_ORPHAN_DRY_RUN === "1" || env.NODEFLEET_ORPHAN_DRY_RUN === "true",
+    metrics,
+    logger,
+  };
+}
+
+/** What the chosen engine brings to the service: the engine and what only it can provide. */
+interface EngineWiring {
+  readonly engine: StackEngine;
+  /** The API stack program's config: the stack file's, with the secrets decrypted when the engine can. */
+  readonly programConfig: () => ReturnType<StackConfigSource["stackConfig"]>;
+  readonly readSecretConfig?: ReadSecretConfig;
+  readonly firstApply?: FirstApply;
+  readonly reclaimer?: OrphanReclaimer;
+  /** The API stack's workspace being prepared at start. */
+  readonly preparing?: Promise<void>;
+}
+
+/** What both engines need to build their parts. */
+interface EngineContext {
+  readonly options: ServeOptions;
+  readonly config: ServeConfiguration;
+  readonly dataDir: string;
+  readonly hcloud: HcloudClient | undefined;
+  readonly metrics: ServiceMetrics;
+  readonly reclaimerOptions: ReclaimerOptions;
+  readonly logger: Logger;
+}
+
+/** Without cloud credentials (or asked for): the simulated cloud, announced loudly, with the git stack applied first. */
+function wireSimulatedEngine({ options, config, dataDir, metrics, reclaimerOptions, logger }: EngineContext): EngineWiring {
+  const { stack, settings } = config;
+  if (!options.engine) process.stderr.write("nodefleet serve: no cloud credentials (HCLOUD_TOKEN) found, so the SIMULATED engine is used.\n");
+  process.stderr.write(`\n*** ${SIMULATION_BANNER} ***\n\n`);
+  const simulated = new SimulatedEngine({ dataDir, banner: false, logger });
+  const secured = stack.encryptedPaths;
+  if (secured.length > 0) logger.warn({ paths: secured }, "encrypted config values cannot be read offline; the simulation runs without them");
+  // The git stack first, so the API stack's network and firewall look-ups resolve as against a real cloud.
+  // Started once the service listens, retried until it goes through (firstApply.ts).
+  const firstApply = new FirstApply(() => simulated.up({ stackName: options.stack, program: gitStackProgram({ allowMissingKubeconfig: true }), config: stack.stackConfig() }), settings.retry, logger);
+  const reclaimer = new OrphanReclaimer({ ...reclaimerOptions, inventory: simulatedInventory(simulated.cloud, metrics) });
+  return { engine: simulated, programConfig: () => stack.stackConfig(), firstApply, reclaimer };
+}
+
+/** With cloud credentials: the Automation API engine, which can decrypt the stack's secrets. */
+async function wireAutomationEngine({ options, config, dataDir, hcloud, reclaimerOptions, logger }: EngineContext): Promise<EngineWiring> {
+  const { root, stack, fleet, settings } = config;
+  const automation = await AutomationEngine.create({ dataDir, logger, parallel: settings.engineParallel, ...(hcloud ? { hcloud } : {}) });
+  const gitStack = { stackName: options.stack, program: gitStackProgram({ allowMissingKubeconfig: false }), config: {}, projectDir: root };
+  const readSecretConfig: ReadSecretConfig = async (key) => (await automation.readStackConfig(gitStack))[key];
+  let programConfig = () => stack.stackConfig();
+  if (stack.encryptedPaths.length > 0) {
+    // The API stack's program needs the git stack's secure values (the kubeconfig): decrypted once
+    // here and again whenever the stack file is re-read.
+    let decrypted = await automation.readStackConfig(gitStack);
+    stack.onReread = () => {
+      automation.readStackConfig(gitStack).then(
+        (config) => (decrypted = config),
+        (error: unknown) => logger.error({ err: error instanceof Error ? error.message : String(error) }, "decrypting the changed stack config failed; keeping the last secrets"),
+      );
+    };
+    programConfig = () => withDecryptedSecrets(stack.stackConfig(), decrypted);
+  }
+  const reclaimer = hcloud ? new OrphanReclaimer({ ...reclaimerOptions, inventory: hcloudInventory(hcloud) }) : undefined;
+  // The API stack's workspace at start, not on the first create's path; a fleet without an
+  // autoscaled pool never runs that stack, and gets none.
+  const preparing = autoscaledPools(fleet).length > 0 ? automation.prepare(apiStackDefinition({ clusterId: fleet.cluster.id, members: [], config: programConfig() })) : undefined;
+  return { engine: automation, programConfig, readSecretConfig, ...(reclaimer ? { reclaimer } : {}), ...(preparing ? { preparing } : {}) };
+}
+
+/** A started service: the server and what runs next to it until it closes. */
+interface StartedService {
+  readonly app: FastifyInstance;
+  readonly database: Db;
+  readonly firstApply?: FirstApply;
+  readonly reclaimer?: OrphanReclaimer;
+  /** Waits for the API stack's workspace preparation, at most PREPARE_WAIT_MS. */
+  readonly preparedOrGaveUp: () => Promise<unknown>;
+}
+
+/** The store, the engine, the tokens and the server, in that order; a failed start leaves nothing held. */
+async function startService(options: ServeOptions, env: NodeJS.ProcessEnv, config: ServeConfiguration, dataDir: string, lock: ReturnType<typeof acquireDataDirLock>, logger: Logger): Promise<StartedService> {
+  const { fleet, kind, settings } = config;
   let database: Db | undefined;
-  let app: FastifyInstance;
-  let reclaimer: OrphanReclaimer | undefined;
-  let firstApply: FirstApply | undefined;
   // The API stack's workspace prepared at start; a failed start or a shutdown waits for it (bounded).
   let preparing: Promise<void> | undefined;
   const preparedOrGaveUp = () => Promise.race([preparing, delay(PREPARE_WAIT_MS, undefined, { ref: false })]);
@@ -153,84 +285,33 @@ export async function serve(options: ServeOptions, env: NodeJS.ProcessEnv = proc
     const metrics = new ServiceMetrics();
     // One counted client for the lost-store check, the engine's crash-recovery look-ups, the orphan reclaimer and the catalog.
     const hcloud = HcloudClient.fromEnv(env, (method, urlPath) => metrics.cloudRequest("hcloud", `${method} ${urlPath.split("?")[0]!.replace(/\/\d+/g, "/{id}")}`));
-    // The directory's evidence first (definite, and needs no network); then the real cloud, which
-    // outlives the directory and may keep the engine state elsewhere: a store missing over servers
-    // the API created (what the orphan reclaimer would delete) is lost, whatever the directory shows.
-    assertStoreNotLost(databasePath(dataDir), () => engineStateOf(dataDir, apiStackName(fleet.cluster.id)));
-    if (kind === "automation" && hcloud && autoscaledPools(fleet).length > 0) {
-      await assertStoreNotLostInCloud(databasePath(dataDir), hcloudInventory(hcloud), fleet.cluster.id, staticPoolNames(fleet));
-    }
-    // Both lost-store checks are done: the directory's just above.
+    await assertStoreKept(dataDir, config, hcloud);
     database = openDatabase(dataDir);
     const availability = new OfferingAvailability(settings.unavailableForMs);
-
-    let engine: StackEngine;
-    let readSecretConfig: ReadSecretConfig | undefined;
-    let programConfig = () => stack.stackConfig();
-    const reclaimerOptions = {
-      clusterId: fleet.cluster.id,
-      graceMs: settings.orphanGraceMs,
-      intervalMs: settings.orphanIntervalMs,
-      dryRun: env.NODEFLEET_ORPHAN_DRY_RUN === "1" || env.NODEFLEET_ORPHAN_DRY_RUN === "true",
-      metrics,
-      logger,
-    };
-    if (kind === "simulated") {
-      if (!options.engine) process.stderr.write("nodefleet serve: no cloud credentials (HCLOUD_TOKEN) found, so the SIMULATED engine is used.\n");
-      process.stderr.write(`\n*** ${SIMULATION_BANNER} ***\n\n`);
-      const simulated = new SimulatedEngine({ dataDir, banner: false, logger });
-      engine = simulated;
-      const secured = stack.encryptedPaths;
-      if (secured.length > 0) logger.warn({ paths: secured }, "encrypted config values cannot be read offline; the simulation runs without them");
-      // The git stack first, so the API stack's network and firewall look-ups resolve as against a real cloud.
-      // Started once the service listens, retried until it goes through (firstApply.ts).
-      firstApply = new FirstApply(() => simulated.up({ stackName: options.stack, program: gitStackProgram({ allowMissingKubeconfig: true }), config: stack.stackConfig() }), settings.retry, logger);
-      reclaimer = new OrphanReclaimer({ ...reclaimerOptions, inventory: simulatedInventory(simulated.cloud, metrics) });
-    } else {
-      const automation = await AutomationEngine.create({ dataDir, logger, parallel: settings.engineParallel, ...(hcloud ? { hcloud } : {}) });
-      engine = automation;
-      const gitStack = { stackName: options.stack, program: gitStackProgram({ allowMissingKubeconfig: false }), config: {}, projectDir: root };
-      readSecretConfig = async (key) => (await automation.readStackConfig(gitStack))[key];
-      if (stack.encryptedPaths.length > 0) {
-        // The API stack's program needs the git stack's secure values (the kubeconfig): decrypted once
-        // here and again whenever the stack file is re-read.
-        let decrypted = await automation.readStackConfig(gitStack);
-        stack.onReread = () => {
-          automation.readStackConfig(gitStack).then(
-            (config) => (decrypted = config),
-            (error: unknown) => logger.error({ err: error instanceof Error ? error.message : String(error) }, "decrypting the changed stack config failed; keeping the last secrets"),
-          );
-        };
-        programConfig = () => withDecryptedSecrets(stack.stackConfig(), decrypted);
-      }
-      if (hcloud) reclaimer = new OrphanReclaimer({ ...reclaimerOptions, inventory: hcloudInventory(hcloud) });
-      // The API stack's workspace at start, not on the first create's path; a fleet without an
-      // autoscaled pool never runs that stack, and gets none.
-      if (autoscaledPools(fleet).length > 0) preparing = automation.prepare(apiStackDefinition({ clusterId: fleet.cluster.id, members: [], config: programConfig() }));
-    }
+    const context = { options, config, dataDir, hcloud, metrics, reclaimerOptions: reclaimerOptions(config, env, metrics, logger), logger };
+    const wiring = kind === "simulated" ? wireSimulatedEngine(context) : await wireAutomationEngine(context);
+    preparing = wiring.preparing;
     const catalog = new CatalogSource({
       availability,
       logger,
       ...(hcloud ? { client: hcloud } : {}),
     });
     // The tokens (the stack's secret ones need the engine to decrypt) before the engine applies anything.
-    const tokens = await apiTokens({ stackName: options.stack, clusterId: fleet.cluster.id, rawConfig, dataDir, ...(readSecretConfig ? { readSecretConfig } : {}) }, env, logger);
-
-    app = await buildServer({
+    const { readSecretConfig } = wiring;
+    const tokens = await apiTokens({ stackName: options.stack, clusterId: fleet.cluster.id, rawConfig: config.rawConfig, dataDir, ...(readSecretConfig ? { readSecretConfig } : {}) }, env, logger);
+    const app = await buildServer({
       dataDir,
       lock,
       database,
-      engine,
-      fleet: () => stack.fleet(),
-      stackConfig: () => programConfig(),
+      engine: wiring.engine,
+      fleet: () => config.stack.fleet(),
+      stackConfig: () => wiring.programConfig(),
       tokens,
       batch: settings.batch,
       retry: settings.retry,
       createDeadlineMs: settings.createDeadlineMs,
-      ...(firstApply ? { engineReady: firstApply.ready } : {}),
-      ...(kind !== "simulated" && hcloud && autoscaledPools(fleet).length > 0
-        ? { prerequisites: new GitStackPrerequisites(() => lookUpSharedResources(hcloud, stack.fleet()), `\`pulumi up --stack ${options.stack}\` in ${root}`, logger, settings.prerequisiteRecheckMs) }
-        : {}),
+      ...(wiring.firstApply ? { engineReady: wiring.firstApply.ready } : {}),
+      ...(kind !== "simulated" && hcloud && autoscaledPools(fleet).length > 0 ? { prerequisites: gitStackPrerequisites(options, config, hcloud, logger) } : {}),
       catalog,
       availability,
       metrics,
@@ -238,6 +319,7 @@ export async function serve(options: ServeOptions, env: NodeJS.ProcessEnv = proc
       rateLimitPerMinute: settings.rateLimitPerMinute,
       shutdownGraceMs: settings.shutdownGraceMs,
     });
+    return { app, database, ...(wiring.firstApply ? { firstApply: wiring.firstApply } : {}), ...(wiring.reclaimer ? { reclaimer: wiring.reclaimer } : {}), preparedOrGaveUp };
   } catch (error) {
     // A failed start leaves nothing held: the store closed, the lock file removed.
     await preparedOrGaveUp();
@@ -245,18 +327,26 @@ export async function serve(options: ServeOptions, env: NodeJS.ProcessEnv = proc
     lock.release();
     throw error;
   }
-  if (reclaimer) {
-    const r = reclaimer;
-    r.knownNodes = () => new Set(app.nodefleet.store.list(fleet.cluster.id, { statuses: ["PENDING", "PROVISIONING", "RUNNING", "FAILED", "TERMINATING"] }).map((c) => c.nodeId));
-    r.staticPools = () => staticPoolNames(stack.fleet());
-    app.addHook("onReady", async () => r.start());
-    app.addHook("onClose", async () => r.stop());
-  }
+}
 
-  app.addHook("onClose", async () => {
-    await preparedOrGaveUp();
-  });
+/** With the Hetzner client, the git stack's network and firewall are looked up by the service and their absence refused. */
+function gitStackPrerequisites(options: ServeOptions, config: ServeConfiguration, hcloud: HcloudClient, logger: Logger): GitStackPrerequisites {
+  return new GitStackPrerequisites(() => lookUpSharedResources(hcloud, config.stack.fleet()), `\`pulumi up --stack ${options.stack}\` in ${config.root}`, logger, config.settings.prerequisiteRecheckMs);
+}
 
+/** The reclaimer deletes servers nobody claims: it runs while the server does, told the store's claims and git's static pools. */
+function reclaimOrphansWhileServing(service: StartedService, config: ServeConfiguration): void {
+  const { app, reclaimer: r } = service;
+  if (!r) return;
+  r.knownNodes = () => new Set(app.nodefleet.store.list(config.fleet.cluster.id, { statuses: ["PENDING", "PROVISIONING", "RUNNING", "FAILED", "TERMINATING"] }).map((c) => c.nodeId));
+  r.staticPools = () => staticPoolNames(config.stack.fleet());
+  app.addHook("onReady", async () => r.start());
+  app.addHook("onClose", async () => r.stop());
+}
+
+/** SIGTERM, SIGINT and a failed store sync close the service once, then end the process. */
+function stopOnSignals(service: StartedService, logger: Logger): void {
+  const { app, firstApply } = service;
   let closing = false;
   const shutdown = (signal: string, exitCode = 0) => {
     if (closing) return;
@@ -273,10 +363,14 @@ export async function serve(options: ServeOptions, env: NodeJS.ProcessEnv = proc
     );
   };
   // A failed fsync leaves the disk's content unknown: stop, so that a restart recovers from what is on it.
-  walSyncOf(database!).onFailure(() => shutdown("store sync failed", 1));
+  walSyncOf(service.database).onFailure(() => shutdown("store sync failed", 1));
   process.once("SIGTERM", () => shutdown("SIGTERM"));
   process.once("SIGINT", () => shutdown("SIGINT"));
+}
 
+/** Listens, and only then starts the first apply; a port that turns out taken releases everything. */
+async function listen(service: StartedService, options: ServeOptions, config: ServeConfiguration, dataDir: string, logger: Logger): Promise<void> {
+  const { app, firstApply } = service;
   let address: string;
   try {
     address = await app.listen({ host: options.host, port: options.port });
@@ -287,8 +381,9 @@ export async function serve(options: ServeOptions, env: NodeJS.ProcessEnv = proc
     throw portProblem(error, options.host, options.port);
   }
   firstApply?.start();
-  logger.info({ address, stack: options.stack, cluster: fleet.cluster.id, engine: kind, dataDir }, "nodefleet scaling API listening");
-  process.stderr.write(`nodefleet scaling API for cluster ${fleet.cluster.id} listening on ${address} (engine: ${kind})\n`);
+  const clusterId = config.fleet.cluster.id;
+  logger.info({ address, stack: options.stack, cluster: clusterId, engine: config.kind, dataDir }, "nodefleet scaling API listening");
+  process.stderr.write(`nodefleet scaling API for cluster ${clusterId} listening on ${address} (engine: ${config.kind})\n`);
 }
 
 function parsePort(value: string): number {

@@ -57,6 +57,21 @@ export interface ClusterReconcilerOptions {
   readonly logger?: Logger;
 }
 
+/** One engine run in progress: what it is for, and the operation recording the engine call under way. */
+interface Run {
+  readonly claims: readonly Claim[];
+  readonly affected: readonly string[];
+  readonly members: readonly Claim[];
+  readonly terminating: readonly Claim[];
+  readonly guarded: boolean;
+  readonly signal: AbortSignal;
+  readonly started: number;
+  readonly log: Logger | undefined;
+  /** The guard's preview first, then the up: the guard moves both on. */
+  operationId: number;
+  running: OperationKind;
+}
+
 export class ClusterReconciler extends EventEmitter {
   readonly clusterId: string;
   private readonly batch: BatchWindowConfig;
@@ -211,9 +226,18 @@ export class ClusterReconciler extends EventEmitter {
     if (nodeIds.length > 0) this.emit("claims", nodeIds);
   }
 
+  /** One engine run: its claims marked, then the guard's preview and the up, then their outcome recorded. */
   private async runOnce(): Promise<void> {
     await this.options.ready;
     if (this.stopped) return;
+    const run = this.beginRun();
+    if (!run) return;
+    const result = await this.apply(run);
+    if (result) this.record(run, result);
+  }
+
+  /** Marks what this run is for, in the transaction that records it; undefined when nothing is left to reconcile. */
+  private beginRun(): Run | undefined {
     const { store, operations, clusterId } = this.options;
     // Synchronous from here to the transaction: no request can slip in between reading and marking.
     const claims = store.list(clusterId, { statuses: ["PENDING", "PROVISIONING", "RUNNING", "TERMINATING"] });
@@ -223,16 +247,16 @@ export class ClusterReconciler extends EventEmitter {
       // Nothing left to reconcile (the claims a failing run was for were deleted): no failure holds any more.
       this.degradation = undefined;
       this.failures = 0;
-      return;
+      return undefined;
     }
     const affected = [...pending, ...unfinished].map((c) => c.nodeId);
     const guarded = this.options.previewGuard !== false;
     // Every engine run is an operation: the guard's preview first, then the up it allows (or refuses).
-    let operationId = store.transaction(() => {
+    const operationId = store.transaction(() => {
       for (const claim of pending) store.update(clusterId, claim.nodeId, { status: "PROVISIONING" });
       return operations.start(clusterId, guarded ? "preview" : "up", affected);
     });
-    let running: OperationKind = guarded ? "preview" : "up";
+    const running: OperationKind = guarded ? "preview" : "up";
     this.changed(pending.map((c) => c.nodeId));
     const members = store.list(clusterId, { statuses: ["PROVISIONING", "RUNNING"] }).filter((c) => affected.includes(c.nodeId) || c.status === "RUNNING");
     const terminating = claims.filter((c) => c.status === "TERMINATING");
@@ -241,49 +265,70 @@ export class ClusterReconciler extends EventEmitter {
     const started = Date.now();
     const log = this.options.logger?.child({ cluster: clusterId, operation: operationId });
     log?.info({ members: members.length, creating: pending.length, terminating: terminating.length }, "engine run starting");
-    let result: RunResult;
+    return { claims, affected, members, terminating, guarded, signal: this.abort.signal, started, log, operationId, running };
+  }
+
+  /** The engine's part: the stack, the guard's preview when on, then the up; undefined when refused or failed. */
+  private async apply(run: Run): Promise<RunResult | undefined> {
     try {
-      const stack = await this.options.stackFor(members);
-      if (guarded) {
-        const previewStarted = Date.now();
-        const preview = await this.options.engine.preview(stack, { signal: this.abort.signal });
-        const failedSteps = preview.steps.filter((step) => step.error);
-        operations.finish(operationId, {
-          result: preview.succeeded ? "succeeded" : "failed",
-          summary: preview.summary,
-          ...(failedSteps.length > 0 ? { error: failedSteps.map((step) => `${step.name}: ${step.error}`).join("; ").slice(0, 2000) } : {}),
-        });
-        this.options.observer?.runFinished(clusterId, "preview", preview.succeeded ? "succeeded" : "failed", Date.now() - previewStarted);
-        operationId = operations.start(clusterId, "up", affected);
-        running = "up";
-        const violations = previewGuardViolations(preview.steps, claims);
-        if (violations.length > 0) {
-          const reason = `preview guard refused the run: it would ${violations.map((v) => `${v.op} ${v.name}`).join(", ")}`;
-          operations.finish(operationId, { result: "failed", summary: preview.summary, error: reason, details: { violations } });
-          this.degradation = { reason, operationId, violations, since: new Date().toISOString() };
-          this.options.observer?.runFinished(clusterId, "up", "failed", Date.now() - started);
-          log?.error({ violations }, reason);
-          this.scheduleRetry();
-          return;
-        }
-        // The guard's refusal is over; an outage still counts until a run goes through.
-        if (this.degradation?.violations) this.degradation = undefined;
-      }
-      result = await this.options.engine.up(stack, { signal: this.abort.signal });
+      const stack = await this.options.stackFor(run.members);
+      if (run.guarded && !(await this.guard(run, stack))) return undefined;
+      return await this.options.engine.up(stack, { signal: run.signal });
     } catch (error) {
-      const message = error instanceof Error ? error.message : String(error);
-      if (this.stopped && this.abort.signal.aborted) {
-        operations.finish(operationId, { result: "abandoned", error: "service stopped during the run; resumed on the next start" });
-      } else {
-        operations.finish(operationId, { result: "failed", error: message.slice(0, 2000) });
-        const failure = classifyFailure(message);
-        this.degrade(`the engine's ${running} failed: ${message.slice(0, 500)}; retrying`, failure.transient ? { unreachable: failure.source ?? "unknown" } : undefined);
-        this.options.observer?.runFinished(clusterId, running, "failed", Date.now() - started);
-        log?.warn({ err: message, kind: running }, "engine run failed");
-        this.scheduleRetry();
-      }
+      this.engineCallFailed(run, error);
+      return undefined;
+    }
+  }
+
+  /** Previews the run and refuses it when it would replace or delete members that should stay; true when allowed. */
+  private async guard(run: Run, stack: StackDefinition): Promise<boolean> {
+    const { operations, clusterId } = this.options;
+    const previewStarted = Date.now();
+    const preview = await this.options.engine.preview(stack, { signal: run.signal });
+    const failedSteps = preview.steps.filter((step) => step.error);
+    operations.finish(run.operationId, {
+      result: preview.succeeded ? "succeeded" : "failed",
+      summary: preview.summary,
+      ...(failedSteps.length > 0 ? { error: failedSteps.map((step) => `${step.name}: ${step.error}`).join("; ").slice(0, 2000) } : {}),
+    });
+    this.options.observer?.runFinished(clusterId, "preview", preview.succeeded ? "succeeded" : "failed", Date.now() - previewStarted);
+    run.operationId = operations.start(clusterId, "up", run.affected);
+    run.running = "up";
+    const violations = previewGuardViolations(preview.steps, run.claims);
+    if (violations.length > 0) {
+      const reason = `preview guard refused the run: it would ${violations.map((v) => `${v.op} ${v.name}`).join(", ")}`;
+      operations.finish(run.operationId, { result: "failed", summary: preview.summary, error: reason, details: { violations } });
+      this.degradation = { reason, operationId: run.operationId, violations, since: new Date().toISOString() };
+      this.options.observer?.runFinished(clusterId, "up", "failed", Date.now() - run.started);
+      run.log?.error({ violations }, reason);
+      this.scheduleRetry();
+      return false;
+    }
+    // The guard's refusal is over; an outage still counts until a run goes through.
+    if (this.degradation?.violations) this.degradation = undefined;
+    return true;
+  }
+
+  /** A preview or up that threw: abandoned when the service stopped it, else failed, degraded and retried. */
+  private engineCallFailed(run: Run, error: unknown): void {
+    const { operations, clusterId } = this.options;
+    const message = error instanceof Error ? error.message : String(error);
+    if (this.stopped && run.signal.aborted) {
+      operations.finish(run.operationId, { result: "abandoned", error: "service stopped during the run; resumed on the next start" });
       return;
     }
+    operations.finish(run.operationId, { result: "failed", error: message.slice(0, 2000) });
+    const failure = classifyFailure(message);
+    this.degrade(`the engine's ${run.running} failed: ${message.slice(0, 500)}; retrying`, failure.transient ? { unreachable: failure.source ?? "unknown" } : undefined);
+    this.options.observer?.runFinished(clusterId, run.running, "failed", Date.now() - run.started);
+    run.log?.warn({ err: message, kind: run.running }, "engine run failed");
+    this.scheduleRetry();
+  }
+
+  /** Stores what the up did to each claim and finishes its operation in one transaction, then reports and retries. */
+  private record(run: Run, result: RunResult): void {
+    const { store, operations, clusterId } = this.options;
+    const { members, terminating, started, log } = run;
     const outcome = runOutcome({ members, terminating, result, at: store.timestamp(), now: Date.now(), createDeadlineMs: this.options.createDeadlineMs ?? DEFAULT_CREATE_DEADLINE_MS });
     const changed: string[] = [];
     store.transaction(() => {
@@ -298,7 +343,7 @@ export class ClusterReconciler extends EventEmitter {
         changed.push(update.nodeId);
       }
       const failedSteps = result.steps.filter((s) => s.error);
-      operations.finish(operationId, {
+      operations.finish(run.operationId, {
         result: result.succeeded ? "succeeded" : "failed",
         summary: result.summary,
         ...(failedSteps.length > 0 ? { error: failedSteps.map((s) => `${s.name}: ${s.error}`).join("; ").slice(0, 2000) } : {}),

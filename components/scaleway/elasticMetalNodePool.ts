@@ -191,6 +191,105 @@ export function assertPrivateNetworkNameFree(
  */
 export const RETAINED_ELASTIC_METAL_IGNORED_INPUTS = ["offer", "os", "zone", "cloudInit"] as const;
 
+/** What the pool decided for one member: its bootstrap, generation, rollout action, look-ups and SSH connection. */
+interface MemberContext {
+  readonly method: BootstrapMethod;
+  readonly region: string;
+  readonly generation: string;
+  readonly joinInputs: string;
+  /** The kubelet config hash to declare the re-push with (kubeadm): a retained member's previous one. */
+  readonly kubeletConfigHash?: string;
+  readonly action: InPlaceRolloutStep["action"];
+  readonly poolTags: string[];
+  readonly offerId: pulumi.Output<string>;
+  readonly osId: pulumi.Output<string>;
+  readonly optionId: pulumi.Output<string>;
+  readonly connection: {
+    user: string;
+    port: number;
+    dialErrorLimit: number;
+    perDialTimeout: number;
+    privateKey?: pulumi.Input<string>;
+    agentSocketPath?: string;
+  };
+  readonly runScript: string;
+}
+
+/** What each of one member's resources is declared from: its name prefix and tags, the pool's args, the member and its context. */
+interface MemberScope {
+  readonly prefix: string;
+  readonly args: ElasticMetalNodePoolArgs;
+  readonly member: NodeMember;
+  readonly ctx: MemberContext;
+  readonly nodeTags: string[];
+}
+
+/** The member's address on the private network, with the subnet's prefix length. */
+type PrivateAddress = ReturnType<typeof privateAddressCidr>;
+
+/** An SSH connection that verifies the server's pinned host key. */
+type PinnedConnection = MemberContext["connection"] & { host: pulumi.Output<string>; hostKey: pulumi.Output<string> };
+
+/** Elastic Metal has no provider firewall: the cluster firewall's public rules become the host's nftables rules. */
+function hostFirewallOf(args: ElasticMetalNodePoolArgs) {
+  return { rules: clusterFirewallRules(args.cluster, args.firewall ?? firewallSchema.parse({})), sshPort: args.pool.ssh.port };
+}
+
+type JoinRenderer = (secret: string, address: PrivateAddress, vlanId: PrivateNetworkJoin["vlanId"]) => string;
+
+/** The self-join script, rendered the same for cloud-init and SSH, once the token, address and VLAN are known. */
+function joinScriptRenderer(cluster: ElasticMetalNodePoolArgs["cluster"], member: NodeMember, hostFirewall: ReturnType<typeof hostFirewallOf>): JoinRenderer {
+  // The node registers with its private IPv4 as a label, next to the member's own labels.
+  return (secret, address, vlanId) =>
+    renderWorkerSelfJoinScript(
+      workerUserDataInputs(cluster, {
+        hostname: member.hostname,
+        providerID: member.providerID,
+        labels: { ...member.labels, [PRIVATE_IPV4_LABEL]: address.ipv4 },
+        taints: member.taints,
+        // The IPAM address, up on the VLAN before the kubelet starts, is the node's InternalIP.
+        ...(cluster.nodeAddress !== "public" ? { nodeIp: { address: address.ipv4 } } : {}),
+      }),
+      secret,
+      { vlanId, addressCidr: address.cidr },
+      hostFirewall,
+    );
+}
+
+/** The cloud-init path's copy of the join, which waits for the VLAN id delivered over SSH; a secret. */
+function cloudInitJoin(member: NodeMember, tokenSecret: pulumi.Output<string>, privateAddress: pulumi.Output<PrivateAddress>, renderJoin: JoinRenderer): pulumi.Output<string> {
+  return pulumi.secret(
+    pulumi.all([tokenSecret, privateAddress]).apply(([secret, address]) => {
+      const text = renderSelfJoinCloudConfig(renderJoin(secret, address, "wait"));
+      assertElasticMetalCloudInitSize(member.hostname, text);
+      return text;
+    }),
+  );
+}
+
+/** The join over SSH: on the cloud-init path it first lets cloud-init finish (whose copy normally joined already); a secret. */
+function joinStdin(
+  member: NodeMember,
+  method: BootstrapMethod,
+  tokenSecret: pulumi.Output<string>,
+  privateAddress: pulumi.Output<PrivateAddress>,
+  vlan: pulumi.Output<number | undefined>,
+  renderJoin: JoinRenderer,
+): pulumi.Output<string> {
+  const waitForCloudInit = method === "cloud-init" ? "cloud-init status --wait >/dev/null 2>&1 || true\n" : "";
+  return pulumi.secret(
+    pulumi
+      .all([tokenSecret, privateAddress, vlan])
+      .apply(([secret, address, vlanId]) => waitForCloudInit + renderJoin(secret, address, knownVlan(member, vlanId))),
+  );
+}
+
+/** The VLAN id the server reports, refused while it reports none (the script cannot configure the interface). */
+function knownVlan(member: NodeMember, vlanId: number | undefined): number {
+  if (vlanId === undefined) throw new Error(`node ${member.hostname}: the server reports no VLAN for the private network yet`);
+  return vlanId;
+}
+
 export class ElasticMetalNodePool extends pulumi.ComponentResource {
   readonly privateNetworkId: pulumi.Output<string>;
   readonly servers: scaleway.elasticmetal.Server[] = [];
@@ -294,47 +393,65 @@ export class ElasticMetalNodePool extends pulumi.ComponentResource {
     return network.id;
   }
 
-  private declareMember(
-    name: string,
-    args: ElasticMetalNodePoolArgs,
-    member: NodeMember,
-    ctx: {
-      method: BootstrapMethod;
-      region: string;
-      generation: string;
-      joinInputs: string;
-      /** The kubelet config hash to declare the re-push with (kubeadm): a retained member's previous one. */
-      kubeletConfigHash?: string;
-      action: InPlaceRolloutStep["action"];
-      poolTags: string[];
-      offerId: pulumi.Output<string>;
-      osId: pulumi.Output<string>;
-      optionId: pulumi.Output<string>;
-      connection: {
-        user: string;
-        port: number;
-        dialErrorLimit: number;
-        perDialTimeout: number;
-        privateKey?: pulumi.Input<string>;
-        agentSocketPath?: string;
-      };
-      runScript: string;
-    },
-  ): ElasticMetalNodeOutput {
+  /** One member's resources, one helper each, declared in the order they depend on one another. */
+  private declareMember(name: string, args: ElasticMetalNodePoolArgs, member: NodeMember, ctx: MemberContext): ElasticMetalNodeOutput {
     const { cluster, pool } = args;
-    const prefix = `${name}-${member.nodeId}`;
-    const nodeTags = [...ctx.poolTags, `${OWNERSHIP_LABELS.node}=${member.nodeId}`];
+    const scope: MemberScope = { prefix: `${name}-${member.nodeId}`, args, member, ctx, nodeTags: [...ctx.poolTags, `${OWNERSHIP_LABELS.node}=${member.nodeId}`] };
     const rolloutGeneration = inPlaceRolloutGeneration(ctx);
-    // A retained member's server and join keep what they were created and last ran with (the state's).
-    const retained = ctx.action === "retain";
-    // Its turn: the Node is drained before its server is replaced or its join re-runs.
+    const drain = this.declareUpdateDrain(scope, rolloutGeneration);
+    const { ip, privateAddress } = this.declarePrivateAddress(scope);
+    // Named by generation: a replaced server (offer/OS/zone) gets a fresh token.
+    const token = nodeBootstrapToken(`${scope.prefix}-${ctx.generation}-token`, cluster, member.hostname, this);
+    const hostFirewall = hostFirewallOf(args);
+    const renderJoin = joinScriptRenderer(cluster, member, hostFirewall);
+    const cloudInit = ctx.method === "cloud-init" ? cloudInitJoin(member, token.token, privateAddress, renderJoin) : undefined;
+
+    // Named by member, not generation: a replacement keeps it; removing the member deletes the Node.
+    const nodeRemoval = memberNodeRemoval(member.hostname, args.kubeconfig, this);
+    if (nodeRemoval) this.nodeRemovals.push(nodeRemoval);
+    // The token Secret must exist before the node joins; the Node is deleted only after the server.
+    const server = this.declareServer(scope, ip, cloudInit, [token, ...(nodeRemoval ? [nodeRemoval] : []), ...(drain ? [drain] : [])]);
+    const vlan = this.attachedVlan(server);
+    const host = server.ipv4s.apply((ips) => ips?.[0]?.address ?? "");
+    const { readHostKey, hostKey } = this.declareHostKeyRead(scope, server, host);
+    const pinned = { host, hostKey, ...ctx.connection };
+    const vlanDelivery = ctx.method === "cloud-init" ? this.declareVlanDelivery(scope, server, pinned, vlan, readHostKey) : undefined;
+    const stdin = joinStdin(member, ctx.method, token.token, privateAddress, vlan, renderJoin);
+    const joined = this.declareJoin(scope, server, pinned, stdin, [token, readHostKey, ...(vlanDelivery ? [vlanDelivery] : []), ...(drain ? [drain] : [])]);
+    this.declareHostFirewallReload(scope, server, pinned, hostFirewall, joined);
+    const repush =
+      cluster.kind === "kubeadm" && ctx.kubeletConfigHash !== undefined
+        ? this.declareKubeletConfigRepush(scope, server, pinned, ctx.kubeletConfigHash, joined)
+        : undefined;
+    if (args.kubeconfig !== undefined) this.declareNodeMetadata(scope, args.kubeconfig, privateAddress, rolloutGeneration, [joined, ...(repush ? [repush] : [])]);
+    if (pool.localStorageClass !== undefined && args.kubeconfig !== undefined) this.declareLocalPvcRemoval(scope, pool.localStorageClass, args.kubeconfig, server);
+
+    return {
+      ...nodeOutputIdentity(member),
+      bootstrap: ctx.method,
+      generation: ctx.generation,
+      joinInputs: ctx.joinInputs,
+      serverId: server.id,
+      ipv4: host.apply((h) => h || undefined),
+      privateIpv4: privateAddress.apply((a) => a.ipv4),
+      vlan,
+      hostKey,
+      ...(ctx.kubeletConfigHash !== undefined ? { kubeletConfigHash: ctx.kubeletConfigHash } : {}),
+    };
+  }
+
+  /** Its turn in the rollout: the Node is drained before its server is replaced or its join re-runs. */
+  private declareUpdateDrain({ args, member, ctx }: MemberScope, rolloutGeneration: string): KubernetesNodeUpdateDrain | undefined {
     const drain =
       ctx.action === "update"
-        ? memberUpdateDrain(member.hostname, rolloutGeneration, args.kubeconfig, pool.rollout.drainTimeoutSeconds, this)
+        ? memberUpdateDrain(member.hostname, rolloutGeneration, args.kubeconfig, args.pool.rollout.drainTimeoutSeconds, this)
         : undefined;
     if (drain) this.updateDrains.push(drain);
+    return drain;
+  }
 
-    // The address is known before the server exists: it goes into the kubelet's --node-labels.
+  /** The address is known before the server exists: it goes into the kubelet's --node-labels. */
+  private declarePrivateAddress({ prefix, args, ctx, nodeTags }: MemberScope): { ip: scaleway.ipam.Ip; privateAddress: pulumi.Output<PrivateAddress> } {
     const ip = new scaleway.ipam.Ip(
       `${prefix}-ip`,
       { region: ctx.region, sources: [{ privateNetworkId: this.privateNetworkId }], tags: nodeTags },
@@ -343,45 +460,15 @@ export class ElasticMetalNodePool extends pulumi.ComponentResource {
     );
     const privateAddress = pulumi
       .all([ip.address, ip.addressCidr])
-      .apply(([address, addressCidr]) => privateAddressCidr(addressCidr || address, pool.privateNetwork.subnet));
+      .apply(([address, addressCidr]) => privateAddressCidr(addressCidr || address, args.pool.privateNetwork.subnet));
+    return { ip, privateAddress };
+  }
 
-    // Named by generation: a replaced server (offer/OS/zone) gets a fresh token.
-    const token = nodeBootstrapToken(`${prefix}-${ctx.generation}-token`, cluster, member.hostname, this);
-
-    const kubeletConfig =
-      cluster.kind === "kubeadm" ? renderKubeletConfig({ kubelet: cluster.kubelet, providerID: member.providerID }) : undefined;
-    const hostFirewall = { rules: clusterFirewallRules(cluster, args.firewall ?? firewallSchema.parse({})), sshPort: pool.ssh.port };
-    // The node registers with its private IPv4 as a label, next to the member's own labels.
-    const renderJoin = (secret: string, address: { ipv4: string; cidr: string }, vlanId: PrivateNetworkJoin["vlanId"]): string =>
-      renderWorkerSelfJoinScript(
-        workerUserDataInputs(cluster, {
-          hostname: member.hostname,
-          providerID: member.providerID,
-          labels: { ...member.labels, [PRIVATE_IPV4_LABEL]: address.ipv4 },
-          taints: member.taints,
-          // The IPAM address, up on the VLAN before the kubelet starts, is the node's InternalIP.
-          ...(cluster.nodeAddress !== "public" ? { nodeIp: { address: address.ipv4 } } : {}),
-        }),
-        secret,
-        { vlanId, addressCidr: address.cidr },
-        hostFirewall,
-      );
-
-    const cloudInit =
-      ctx.method === "cloud-init"
-        ? pulumi.secret(
-            pulumi.all([token.token, privateAddress]).apply(([secret, address]) => {
-              const text = renderSelfJoinCloudConfig(renderJoin(secret, address, "wait"));
-              assertElasticMetalCloudInitSize(member.hostname, text);
-              return text;
-            }),
-          )
-        : undefined;
-
-    // Named by member, not generation: a replacement keeps it; removing the member deletes the Node.
-    const nodeRemoval = memberNodeRemoval(member.hostname, args.kubeconfig, this);
-    if (nodeRemoval) this.nodeRemovals.push(nodeRemoval);
-
+  /** The server on the private network, replaced (never surged) when its offer, OS or zone changes. */
+  private declareServer({ prefix, args, member, ctx, nodeTags }: MemberScope, ip: scaleway.ipam.Ip, cloudInit: pulumi.Output<string> | undefined, dependsOn: pulumi.Resource[]): scaleway.elasticmetal.Server {
+    const { pool } = args;
+    // A retained member's server keeps what it was created with (the state's).
+    const retained = ctx.action === "retain";
     const server = new scaleway.elasticmetal.Server(
       prefix,
       {
@@ -398,8 +485,7 @@ export class ElasticMetalNodePool extends pulumi.ComponentResource {
       },
       {
         parent: this,
-        // The token Secret must exist before the node joins; the Node is deleted only after the server.
-        dependsOn: [token, ...(nodeRemoval ? [nodeRemoval] : []), ...(drain ? [drain] : [])],
+        dependsOn,
         replaceOnChanges: [...ELASTIC_METAL_REPLACE_ON_CHANGES],
         // The IPAM address is held by the old server until it is gone.
         deleteBeforeReplace: true,
@@ -409,18 +495,20 @@ export class ElasticMetalNodePool extends pulumi.ComponentResource {
       },
     );
     this.servers.push(server);
+    return server;
+  }
 
-    const vlan = pulumi.all([server.privateNetworks, this.privateNetworkId]).apply(([attached, pnId]) => {
+  /** The VLAN id of the pool's private network on the server, which the join needs for its interface. */
+  private attachedVlan(server: scaleway.elasticmetal.Server): pulumi.Output<number | undefined> {
+    return pulumi.all([server.privateNetworks, this.privateNetworkId]).apply(([attached, pnId]) => {
       const list = attached ?? [];
       const match = list.find((pn) => uuidOf(pn.id) === uuidOf(pnId)) ?? (list.length === 1 ? list[0] : undefined);
       return match?.vlan;
     });
-    const knownVlan = (vlanId: number | undefined): number => {
-      if (vlanId === undefined) throw new Error(`node ${member.hostname}: the server reports no VLAN for the private network yet`);
-      return vlanId;
-    };
-    const host = server.ipv4s.apply((ips) => ips?.[0]?.address ?? "");
+  }
 
+  /** Reads the server's host key once, so every later SSH command verifies it. */
+  private declareHostKeyRead({ prefix, ctx }: MemberScope, server: scaleway.elasticmetal.Server, host: pulumi.Output<string>): { readHostKey: command.remote.Command; hostKey: pulumi.Output<string> } {
     // Trust on first use, once per server: every machine generation (offer, OS, zone) is a new
     // server id, and so a new read. The only connection without a pinned host key; later commands
     // verify it. Nothing else re-reads it (that would trust an unverified key again).
@@ -432,115 +520,108 @@ export class ElasticMetalNodePool extends pulumi.ComponentResource {
     // stdout is always a string from the provider; only a mock runtime without host-key outputs
     // leaves it undefined, and then the pin is a value ssh rejects: fail closed, never unverified.
     const hostKey = readHostKey.stdout.apply((stdout) => (stdout === undefined ? UNREAD_HOST_KEY : parseHostKeyLine(stdout)));
-    const pinned = { host, hostKey, ...ctx.connection };
+    return { readHostKey, hostKey };
+  }
 
-    // The VLAN id, which the cloud-init copy of the script waits for.
-    const vlanDelivery =
-      ctx.method === "cloud-init"
-        ? new command.remote.Command(
-            `${prefix}-vlan`,
-            {
-              connection: pinned,
-              create: ctx.runScript,
-              stdin: vlan.apply((vlanId) => renderVlanIdDelivery(knownVlan(vlanId))),
-              triggers: [server.id],
-              logging: "stderr",
-            },
-            { parent: this, dependsOn: [readHostKey] },
-          )
-        : undefined;
+  /** The VLAN id, which the cloud-init copy of the script waits for. */
+  private declareVlanDelivery({ prefix, member, ctx }: MemberScope, server: scaleway.elasticmetal.Server, pinned: PinnedConnection, vlan: pulumi.Output<number | undefined>, readHostKey: command.remote.Command): command.remote.Command {
+    return new command.remote.Command(
+      `${prefix}-vlan`,
+      {
+        connection: pinned,
+        create: ctx.runScript,
+        stdin: vlan.apply((vlanId) => renderVlanIdDelivery(knownVlan(member, vlanId))),
+        triggers: [server.id],
+        logging: "stderr",
+      },
+      { parent: this, dependsOn: [readHostKey] },
+    );
+  }
 
-    // The self-join over SSH, on both paths; on the cloud-init path it first lets cloud-init finish
-    // (whose copy normally joined already), so this run reports success only once the node joined.
+  /** The self-join over SSH, on both paths: a run reports success only once the node joined. */
+  private declareJoin({ prefix, ctx }: MemberScope, server: scaleway.elasticmetal.Server, pinned: PinnedConnection, stdin: pulumi.Output<string>, dependsOn: pulumi.Resource[]): command.remote.Command {
     // Re-run only on its triggers, a new server or changed join inputs (version, identity; paced by
     // the rollout): the idempotent script then upgrades k0s or the kubelet in place. A script changed
-    // by labels, taints or firewall rules alone runs nothing: they reach the machine below.
-    const joinInputs = ctx.joinInputs;
-    const waitForCloudInit = ctx.method === "cloud-init" ? "cloud-init status --wait >/dev/null 2>&1 || true\n" : "";
-    const joined = new command.remote.Command(
+    // by labels, taints or firewall rules alone runs nothing: they reach the machine through the
+    // host-firewall command and the Node metadata.
+    return new command.remote.Command(
       `${prefix}-join`,
       {
         connection: pinned,
         create: ctx.runScript,
-        stdin: pulumi.secret(
-          pulumi
-            .all([token.token, privateAddress, vlan])
-            .apply(([secret, address, vlanId]) => waitForCloudInit + renderJoin(secret, address, knownVlan(vlanId))),
-        ),
+        stdin,
         update: RECORD_ONLY_UPDATE,
-        triggers: [server.id, joinInputs],
+        triggers: [server.id, ctx.joinInputs],
         logging: "stderr",
       },
       {
         parent: this,
-        dependsOn: [token, readHostKey, ...(vlanDelivery ? [vlanDelivery] : []), ...(drain ? [drain] : [])],
+        dependsOn,
         ...scriptIgnoredUnlessRunning(ctx.action),
       },
     );
-    // Firewall rule changes reach every running member at once (bootstrap/hostFirewallCommand.ts says why that is safe).
+  }
+
+  /** Firewall rule changes reach every running member at once (bootstrap/hostFirewallCommand.ts says why that is safe). */
+  private declareHostFirewallReload({ prefix, ctx }: MemberScope, server: scaleway.elasticmetal.Server, pinned: PinnedConnection, hostFirewall: ReturnType<typeof hostFirewallOf>, joined: command.remote.Command): void {
     new command.remote.Command(
       `${prefix}-host-firewall`,
       hostFirewallCommandArgs({ connection: pinned, runScript: ctx.runScript, hostFirewall, machineId: server.id }),
       { parent: this, dependsOn: [joined] },
     );
+  }
 
-    // kubeadm: the kubelet config and CA re-pushed to the running node, restarting the kubelet when
-    // they changed. Paced like a re-join (its hash is part of the rollout generation): a kubelet
+  /** kubeadm: the kubelet config and CA re-pushed to the running node, restarting the kubelet when they changed. */
+  private declareKubeletConfigRepush(
+    { prefix, args, member, ctx }: MemberScope,
+    server: scaleway.elasticmetal.Server,
+    pinned: PinnedConnection,
+    configHash: string,
+    joined: command.remote.Command,
+  ): command.remote.Command {
+    const kubeletConfig = renderKubeletConfig({ kubelet: args.cluster.kubelet, providerID: member.providerID });
+    // Paced like a re-join (its hash is part of the rollout generation): a kubelet
     // restart re-admits the running pods against the new config, and upstream warns that not every
     // kubelet setting is safe to change on a live node (kubernetes.io "Reconfigure a Node's Kubelet
     // in a Live Cluster"), so the member is drained first and uncordoned only after the re-push.
     // Only its trigger, a new server or config (a retained member keeps its previous one), runs it.
-    const repush =
-      kubeletConfig !== undefined && ctx.kubeletConfigHash !== undefined
-        ? new command.remote.Command(
-            `${prefix}-kubelet-config`,
-            {
-              connection: pinned,
-              create: ctx.runScript,
-              stdin: renderKubeletConfigRepush({ hostname: member.hostname, caCertificate: cluster.caCertificate, kubeletConfig }),
-              update: RECORD_ONLY_UPDATE,
-              triggers: [server.id, ctx.kubeletConfigHash],
-              logging: "stderr",
-            },
-            { parent: this, dependsOn: [joined], ...scriptIgnoredUnlessRunning(ctx.action) },
-          )
-        : undefined;
+    return new command.remote.Command(
+      `${prefix}-kubelet-config`,
+      {
+        connection: pinned,
+        create: ctx.runScript,
+        stdin: renderKubeletConfigRepush({ hostname: member.hostname, caCertificate: args.cluster.caCertificate, kubeletConfig }),
+        update: RECORD_ONLY_UPDATE,
+        triggers: [server.id, configHash],
+        logging: "stderr",
+      },
+      { parent: this, dependsOn: [joined], ...scriptIgnoredUnlessRunning(ctx.action) },
+    );
+  }
 
-    if (args.kubeconfig !== undefined) {
-      new KubernetesNodeMetadata(
-        `${prefix}-node-metadata`,
-        {
-          nodeName: member.hostname,
-          labels: { ...member.labels, [PRIVATE_IPV4_LABEL]: privateAddress.apply((a) => a.ipv4) },
-          taints: member.taints,
-          kubeconfig: args.kubeconfig,
-          // A moved generation also uncordons the drained Node, once its join and re-push ran.
-          generation: rolloutGeneration,
-        },
-        { parent: this, dependsOn: [joined, ...(repush ? [repush] : [])] },
-      );
-    }
+  /** The kubelet applies labels and taints only at registration: the Node's are kept current through the API. */
+  private declareNodeMetadata({ prefix, member }: MemberScope, kubeconfig: pulumi.Input<string>, privateAddress: pulumi.Output<PrivateAddress>, rolloutGeneration: string, dependsOn: pulumi.Resource[]): void {
+    new KubernetesNodeMetadata(
+      `${prefix}-node-metadata`,
+      {
+        nodeName: member.hostname,
+        labels: { ...member.labels, [PRIVATE_IPV4_LABEL]: privateAddress.apply((a) => a.ipv4) },
+        taints: member.taints,
+        kubeconfig,
+        // A moved generation also uncordons the drained Node, once its join and re-push ran.
+        generation: rolloutGeneration,
+      },
+      { parent: this, dependsOn },
+    );
+  }
 
-    if (pool.localStorageClass !== undefined && args.kubeconfig !== undefined) {
-      // Depends on the server, so it is deleted (and reaps the claims) before the server goes.
-      new NodeLocalPvcRemoval(
-        `${prefix}-local-pvcs`,
-        { nodeName: member.hostname, storageClass: pool.localStorageClass, serverId: server.id, kubeconfig: args.kubeconfig },
-        { parent: this, dependsOn: [server] },
-      );
-    }
-
-    return {
-      ...nodeOutputIdentity(member),
-      bootstrap: ctx.method,
-      generation: ctx.generation,
-      joinInputs,
-      serverId: server.id,
-      ipv4: host.apply((h) => h || undefined),
-      privateIpv4: privateAddress.apply((a) => a.ipv4),
-      vlan,
-      hostKey,
-      ...(ctx.kubeletConfigHash !== undefined ? { kubeletConfigHash: ctx.kubeletConfigHash } : {}),
-    };
+  /** With `localStorageClass`, removing or replacing the server deletes the PVCs bound to its local PVs. */
+  private declareLocalPvcRemoval({ prefix, member }: MemberScope, storageClass: string, kubeconfig: pulumi.Input<string>, server: scaleway.elasticmetal.Server): void {
+    // Depends on the server, so it is deleted (and reaps the claims) before the server goes.
+    new NodeLocalPvcRemoval(
+      `${prefix}-local-pvcs`,
+      { nodeName: member.hostname, storageClass, serverId: server.id, kubeconfig },
+      { parent: this, dependsOn: [server] },
+    );
   }
 }

@@ -1,13 +1,11 @@
 /**
  * Scaling API benchmark on loopback with the simulated engine (not part of the test command):
  *   npm run build && node dist/bench/api.bench.js [--engine simulated|fake] [--duration 10] [--connections 50]
- *
- * 1. A burst of 200 creates (100 NodeClaims, each sent twice as Karpenter retries; one Hetzner
- *    network holds at most 100 servers, so the bench stack is the example stack's autoscaled pool
- *    alone with maxNodes 100): per-request latency, engine runs, and the time until all are RUNNING.
+ * 1. A burst of 200 creates (100 NodeClaims, each sent twice as Karpenter retries; the bench stack
+ *    is the example stack's autoscaled pool alone, maxNodes 100, a Hetzner network's most):
+ *    per-request latency, engine runs, and the time until all are RUNNING.
  * 2. autocannon GET (node by id) and POST (idempotent create replay) under concurrent load:
- *    p50/p99 latency and requests per second.
- * Prints one JSON document on stdout; progress on stderr.
+ *    p50/p99 latency and requests per second. Prints one JSON document on stdout; progress on stderr.
  */
 import * as os from "node:os";
 import autocannon from "autocannon";

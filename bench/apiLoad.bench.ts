@@ -1,32 +1,12 @@
 /**
  * Scaling API request latency and throughput on loopback (not part of the test command):
  *   npm run build && node dist/bench/apiLoad.bench.js [--duration 5] [--connections 1,10,60]
- *
- * For each connection count, autocannon drives for `duration` seconds:
- * - create: POST a new uniqueID every request (a durable write each), in rounds of 100 (a pool's
- *   most) against a fresh service with the batch window held open, latencies pooled over --rounds;
- * - createKeepAlive: the same durable creates against one service over kept-alive connections for
- *   `duration` seconds (as Karpenter's client holds its connections), each connection deleting the
- *   node it just created before its next create so the pool never fills; create latencies and
- *   creates per second are reported apart from the deletes';
- * - createKeepAliveLogged: the same with `serve`'s logger at info (to a file): what request logging costs;
- * - createDeleteWrk: the same loop driven by wrk (createDeleteLoop.lua) when wrk is installed: a load
- *   generator in C leaves the service the machine autocannon shares with it (latencies pooled);
- *   beside it, at each connection count, createDeleteWrkWithoutStore (the service with its claims
- *   in memory: no SQLite, no fsync, the most any durable store could give) and createDeleteWrkFloor
- *   (empty routes answering the same requests);
- * - replay: POST the same create again (idempotent, a read);
- * - get: GET one node; list: GET the 100 nodes of a cluster;
- * - floor: one empty Fastify route in the same child process, the same body: what this machine
- *   gives any Fastify service (the service's figures are read against it).
- * The service runs in a child process (apiLoadServer.ts), autocannon in this one.
- * Prints one JSON document on stdout (p50/p99 latency in ms, requests per second, and the service's
- * CPU milliseconds per request, which depend less on what else the machine runs; for creates also
- * the group commits and checkpoints the service made; for autocannon's runs also the load
- * generator's own CPU milliseconds per request and the cores the whole machine kept busy: near the
- * core count, the figure is the machine's, not the service's); progress on stderr.
- * `--cpu-prof [--cpu-prof-dir DIR]` profiles the service process; `--only create` runs the write
- * scenarios alone, `--only wrk` wrk's alone.
+ * For each connection count: the write scenarios (create, createKeepAlive, createKeepAliveLogged
+ * and, with wrk installed, createDeleteWrk beside its WithoutStore and Floor variants) and the read
+ * ones (replay, get, list), against a service in a child process (apiLoadServer.ts), beside an
+ * empty-route floor. `--only create|wrk` runs a subset; `--cpu-prof [--cpu-prof-dir DIR]` profiles
+ * the service. Prints one JSON document on stdout, progress on stderr; bench/README.md says what
+ * each scenario and figure means.
  */
 import { fork, spawn, spawnSync, type ChildProcess } from "node:child_process";
 import * as os from "node:os";

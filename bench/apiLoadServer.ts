@@ -1,15 +1,11 @@
 /**
- * The service under test of apiLoad.bench.ts, in a process of its own (forked by the bench) so
- * that autocannon's own work does not run on the service's event loop, as with a real client.
- * Messages on the IPC channel: `{ open: batchIdleMs, logged?, withoutStore? }` starts a fresh service on 127.0.0.1 port 0
- * (answers `{ port }`; `logged`: with `serve`'s logger at info, its lines going to a file in the
- * data directory, instead of no logger; `withoutStore`: its claims in memory (MemoryClaimStore), not
- * durable: what the service costs apart from its store), `{ close: true }` stops it (answers `{ commits, checkpoints }`, its group commits and checkpoints),
- * `{ cpu: true }` answers `{ cpuMs }`, the CPU time this process has used so far (user and system).
- * `{ floor: true }` starts, instead of a service, empty Fastify routes (`POST /floor`, 201 `{}`; and
- * the create and delete paths with the answers createDeleteLoop.lua reads): what this machine
- * gives any Fastify service, the floor under the service's own figures.
- * `--cpu-prof` on the bench's command line is passed on to this process.
+ * The service under test of apiLoad.bench.ts, in a process of its own (forked by the bench) so that
+ * autocannon's own work does not run on the service's event loop. IPC messages: `{ open:
+ * batchIdleMs, logged?, withoutStore? }` starts a fresh service on 127.0.0.1 port 0 (answers
+ * `{ port }`), `{ floor: true }` empty Fastify routes instead, `{ close: true }` stops it (answers
+ * `{ commits, checkpoints }`), `{ cpu: true }` answers `{ cpuMs }` (user and system). `--cpu-prof`
+ * is passed on from the bench's command line. What `logged`, `withoutStore` and the floor stand
+ * for: bench/README.md.
  */
 import { rmSync } from "node:fs";
 import { join } from "node:path";

@@ -1,17 +1,10 @@
 /**
- * How fast a `POST /nodes` becomes a machine, on the real and on the simulated engine in one run:
- * `nodefleet serve --stack local` with `--engine automation` on the local cloud (real pulumi CLI,
- * nodefleet's hcloud plugin, the fake Hetzner API, the node agent; servers boot at once) and with
- * `--engine simulated`. For 1 (the first run after the start), 40, and again 1 concurrent creates: seconds to the server's create (the
- * fake's server exists; the simulated cloud's server exists), to RUNNING in the API, and, on the
- * real engine, to the Node Ready; and the Hetzner API requests per created node from the fake's
- * counters. Targets (issue "Local cloud"): at most the batch window + 5 s to the server create, at
- * most 5 Hetzner requests per node. `--boot-delay-ms N` lets the fake's servers take N ms to
- * running, as Hetzner's do (about 10 s): then the steps wait on the cloud, not on this machine.
- * Each real round also reports the API stack's state size at its peak: the CLI's file backend
- * writes all of it once per step, serially. `--without-checkpoints` adds a round of the real engine
- * with upstream's experimental PULUMI_SKIP_CHECKPOINTS (one write at the end; nodefleet never runs
- * so, since a crash would lose the run's record): what those writes cost, side by side.
+ * How fast a `POST /nodes` becomes a machine, on the real engine (`nodefleet serve --stack local
+ * --engine automation` on the local cloud) and on the simulated engine, in one run: for 1, 40 and
+ * again 1 concurrent creates, seconds to the server's create, to RUNNING in the API and (real
+ * engine) to the Node Ready, and the Hetzner API requests per created node. `--boot-delay-ms N`
+ * makes the fake's servers take N ms to running; `--without-checkpoints` adds a real round with
+ * upstream's PULUMI_SKIP_CHECKPOINTS. Targets, and what each figure means: bench/README.md.
  */
 import { mkdtempSync, rmSync, statSync } from "node:fs";
 import { cpus, tmpdir, totalmem } from "node:os";

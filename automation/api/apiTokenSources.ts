@@ -1,13 +1,10 @@
 /**
- * Where the API's tokens come from (docs/design.md §5.2): NODEFLEET_API_TOKENS (`<clusterId>:<token>` pairs, any
- * cluster) and the served stack's secret config `nodefleet:apiTokens` (a list of tokens for that
- * stack's own cluster; several for rotation). Both sources combine.
- *
- * The stack file is committed, so a token there must be a Pulumi secret (`secure:`): a plain value
- * is refused at start-up, naming only its config path, never the value. Decrypting needs the stack's
- * secrets provider, i.e. the pulumi CLI through the Automation API; that one step is injected
- * (`ReadSecretConfig`) so everything else here is plain and testable. Without it (the simulated
- * engine) the configured tokens are reported as unusable and the other sources apply.
+ * Where the API's tokens come from (docs/design.md §5.2): NODEFLEET_API_TOKENS (`<clusterId>:<token>`
+ * pairs, any cluster) and the served stack's secret config `nodefleet:apiTokens` (tokens for its own
+ * cluster; several for rotation), combined. A plain (not `secure:`) value in the committed stack
+ * file is refused at start, naming only its config path. Decrypting needs the pulumi CLI, so that
+ * one step is injected (`ReadSecretConfig`) and the rest stays plain and testable; without it (the
+ * simulated engine) the configured tokens are reported unusable and the other sources apply.
  */
 import * as fs from "node:fs";
 import { parse } from "yaml";

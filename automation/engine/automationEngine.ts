@@ -211,9 +211,8 @@ const DEFAULT_HISTORY_TO_KEEP = 20;
 const DEFAULT_FORCE_STOP_MS = 60_000;
 /**
  * The CLI's default is four per core (8 on two cores): a server's create step lasts until Hetzner's
- * action finishes (about 10 s), so a burst of 40 members was created in waves of eight. Measured
- * with the local cloud at a 10 s boot delay, 40 creates: every Node Ready after 32 s instead of
- * 70 s (bench/localCloudCreate.bench.ts --boot-delay-ms 10000). Enough for a full 100-node pool at once.
+ * action finishes, so a burst of 40 members was created in waves of eight (bench/README.md has the
+ * figures, from bench/localCloudCreate.bench.ts). Enough for a full 100-node pool at once.
  */
 export const DEFAULT_ENGINE_PARALLEL = 128;
 const LOCKED_RETRIES = 5;

@@ -1,16 +1,11 @@
 /**
- * Crash recovery for the automation engine, run before every engine run (docs/design.md §4.1), with Pulumi's
- * own mechanisms and, on the file backend, without starting a CLI process when there is nothing to do:
- * 1. a lock left on the stack by a pulumi process of this machine that no longer runs is removed
- *    (read from the lock file itself; a live process's lock is never touched);
- * 2. resources left with pending `creating` operations may exist at the provider without being in
- *    the state. hcloud servers are looked up by name and ownership labels; found ones are adopted
- *    into the state's resources with their id (then `pulumi refresh` reads what the provider has)
- *    or deleted, by choice; the other pending creates are dropped. The adoption edits the exported
- *    state because the CLI's `refresh --import-pending-creates` only relabels the operation as
- *    `importing`, which the refresh's new snapshot then drops (backend/journal.go keeps only
- *    pending creates), so the server would be forgotten and re-created under a taken name.
- * Every step is idempotent, so a crash during recovery is recovered by the next run.
+ * Crash recovery for the automation engine, run before every engine run (docs/design.md §4.1), with
+ * Pulumi's own mechanisms and, on the file backend, without a CLI process when there is nothing to
+ * do: a stack lock left by a pulumi process of this machine that no longer runs is removed; pending
+ * creates are looked up at Hetzner by name and ownership labels and adopted into the exported state
+ * with their id (or deleted), the others dropped. Why not the CLI's `refresh
+ * --import-pending-creates`: docs/engines.md. Every step is idempotent, so a crash during recovery
+ * is recovered by the next run.
  */
 import type { Deployment, Stack } from "@pulumi/pulumi/automation";
 import { type PendingOperation, fileBackendDir, pendingOperations, removeStaleLocks } from "./fileBackendState";

@@ -1,16 +1,11 @@
 /**
- * The local cloud's machines: for every running fake server, the node agent does what cloud-init
- * and the kubelet would do with its user data (read the join token and kubelet flags, TLS-bootstrap,
- * register the Node) and then keeps the Node Ready with status heartbeats and runs its pods
- * (kubeletPods.ts). A server deleted from the
- * fake API stops its heartbeats; the Node object is left to whoever removes it in reality
- * (nodefleet's Node removal). A user data that could not join in reality yields no Node and one log
- * line saying why.
- *
- * A joined machine keeps its kubelet identity (client key and certificate) on its "disk", a file
- * per server in the state directory, as a kubelet keeps /var/lib/kubelet/pki: a restarted local
- * cloud resumes its machines' heartbeats instead of joining them again with tokens that nodefleet
- * has since deleted or that have expired.
+ * The local cloud's machines: for every running fake server, the node agent does what cloud-init and
+ * the kubelet would do with its user data (read the join token and kubelet flags, TLS-bootstrap,
+ * register the Node), then keeps the Node Ready with heartbeats and runs its pods (kubeletPods.ts).
+ * A deleted server stops its heartbeats and leaves its Node to nodefleet's Node removal; user data
+ * that could not join in reality yields no Node and one log line saying why. A joined machine keeps
+ * its kubelet identity in a file per server in the state directory, so a restarted local cloud
+ * resumes its heartbeats instead of joining again with tokens since deleted or expired.
  */
 import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";

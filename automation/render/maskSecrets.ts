@@ -1,13 +1,10 @@
 /**
  * Masks secrets inside rendered text (user data, join scripts) while keeping the rest readable.
  * Several rules, because a secret reaches user data in derived forms (the k0s join token is the
- * bootstrap token inside a gzip+base64 kubeconfig):
- *  - every plain value that the program marked secret elsewhere (tokens, kubeconfigs);
- *  - the content of files a cloud-config writes with mode 0600/0400 (token and key files);
- *  - the body of every `write_file PATH 0600 <<'EOF'` heredoc in a script (self-join scripts write
- *    the join token and the bootstrap kubeconfig this way, see components/bootstrap/shellScript.ts);
- *  - anything shaped like a bootstrap token `<id6>.<secret16>`, and any gzip+base64 blob (`H4sI...`,
- *    the k0s join token's form) wherever else it stands.
+ * bootstrap token inside a gzip+base64 kubeconfig): plain values the program marked secret; the
+ * content of files a cloud-config writes with mode 0600/0400; the body of every `write_file PATH
+ * 0600 <<'EOF'` heredoc (components/bootstrap/shellScript.ts); and anything shaped like a bootstrap
+ * token `<id6>.<secret16>` or a gzip+base64 blob (`H4sI...`) wherever else it stands.
  */
 import { parse, stringify } from "yaml";
 import { SECRET_MASK } from "../mocks/secretValues";

@@ -1,13 +1,10 @@
 /**
- * The simulated cloud's persistent state, in `<dataDir>/simulated-cloud/`:
- * - `stacks/<stack>.json`: the resources each stack's runs created (a snapshot, written atomically:
- *   temp file + rename), plus `stacks/<stack>.journal`: one JSON line per step applied since the
- *   snapshot, so a run killed mid-way leaves exactly the steps it applied (as a real crash would);
- * - `orphans.json`: servers that exist "at the provider" but belong to no stack (injected by tests);
- * - `deleted.json`: ids deleted out-of-band (by the orphan reclaimer or a test), as at a real provider.
- *
- * `SimulatedCloud` is the read side the scaling API polls (servers by label, status after the boot
- * delay) and the hook for out-of-band changes. Nothing here talks to any cloud.
+ * The simulated cloud's persistent state, in `<dataDir>/simulated-cloud/`: `stacks/<stack>.json`,
+ * the resources each stack's runs created (a snapshot, written atomically), and
+ * `stacks/<stack>.journal`, one JSON line per step applied since, so a run killed mid-way leaves
+ * exactly the steps it applied; `orphans.json`, servers "at the provider" that belong to no stack
+ * (injected by tests); `deleted.json`, ids deleted out-of-band. `SimulatedCloud` is the read side
+ * the scaling API polls and the hook for out-of-band changes. Nothing here talks to any cloud.
  */
 import { randomUUID } from "node:crypto";
 import { appendFileSync, existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, truncateSync, writeFileSync } from "node:fs";

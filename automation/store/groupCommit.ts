@@ -1,24 +1,11 @@
 /**
  * Group commit: write functions submitted while the previous group's WAL sync runs (or, with none
- * running, in the same turn of the event loop) run in one IMMEDIATE transaction, each in a savepoint
- * of its own (one that throws rolls back alone and rejects alone), and the transaction commits once.
- * Its WAL frames are then synced on libuv's thread pool (walSync.ts) while the event loop goes on
- * admitting the next group; every submitter is answered only after the sync covering its commit
- * returned, so what it was told is durable (kill -9 and power loss safe).
- *
- * One sync is in flight at a time, and the next group commits only when it returns: whatever
- * arrived meanwhile shares one transaction, one write of the pages it touched and one sync, so the
- * slower the disk, the larger the groups (and the fewer bytes per write), instead of many small
- * commits queueing for the same sync. If the COMMIT fails (disk full) every submitter of the group
- * is rejected and nothing of it is kept; if the sync fails, those waiting for it are rejected (their
- * data may not be durable), and so is every later write and durable() (StoreSyncFailedError: only a
- * restart recovers what is on disk).
- *
- * The group closes at setImmediate: a lone request waits for no timer.
- *
- * Every `checkpointEveryWrites` writes, once a sync has returned with nothing committed since, the
- * WAL is checkpointed off the event loop (walSync.ts); the next group commits when the database
- * file's sync returns, as after a WAL sync.
+ * running, in the same turn of the event loop) run in one IMMEDIATE transaction, a savepoint each
+ * (one that throws rolls back and rejects alone), commit once and share one WAL sync on libuv's
+ * thread pool (walSync.ts). Every submitter is answered only after the sync covering its commit, so
+ * what it was told is durable. A failed COMMIT rejects its group; a failed sync rejects its group and
+ * every later write (StoreSyncFailedError). Why groups grow on a slow disk, and the checkpoints
+ * between groups: automation/README.md (The store's durability).
  */
 import type { Statement } from "better-sqlite3";
 import type { Db } from "./database";

@@ -1,13 +1,11 @@
 /**
  * The store is the only record of which servers the API created. Two ways it can silently lie:
- * - lost: `nodefleet.db` is missing or empty while the engine holds state for the API stack (the
- *   file was deleted, truncated, or the directory was restored without it), or while the cloud
- *   holds servers of the autoscaled pools (reconciler/storeLostInCloud.ts: the engine state may be
- *   remote, or lost with the whole directory). Started that way the service would answer 404 NodeNotFound,
- *   which Karpenter reads as "instance gone", for servers that exist, and its orphan reclaimer
- *   would delete them; it refuses to start instead and says how to restore.
- * - damaged: a corrupted page is otherwise found only when a request happens to touch it; the
- *   whole file is checked at start (PRAGMA quick_check) and damage is reported with the file.
+ * - lost: `nodefleet.db` missing or empty while the engine holds state for the API stack, or while
+ *   the cloud holds servers of the autoscaled pools (reconciler/storeLostInCloud.ts). Started that way, it
+ *   would answer 404 NodeNotFound (Karpenter reads "instance gone") for servers that exist, and the
+ *   orphan reclaimer would delete them: the service refuses to start and says how to restore.
+ * - damaged: a corrupted page is otherwise found only when a request touches it; the whole file is
+ *   checked at start (PRAGMA quick_check) and damage is reported with the file.
  */
 import * as fs from "node:fs";
 import * as path from "node:path";

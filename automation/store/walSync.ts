@@ -1,25 +1,10 @@
 /**
- * Durability of the store's commits, made explicit. The connection runs WAL with synchronous=NORMAL
- * (a COMMIT writes its WAL frames but does not sync them) and the store syncs the WAL file itself
- * after committing: right away for the reconciler's own transactions (the same guarantee as
- * synchronous=FULL), or once per group of client writes on libuv's thread pool (groupCommit.ts), so
- * the event loop keeps admitting the next group while the disk syncs the last one.
- *
- * fdatasync, as SQLite's own synchronous=FULL uses on Linux: it flushes the written pages and the
- * metadata needed to read them back (the file's size), not timestamps. In exclusive locking mode the
- * WAL file lives as long as the connection, so one descriptor is opened at the first sync and kept
- * until the database closes (StoreDatabase.close): a sync is one thread-pool job, not an open, a
- * sync and a close each waiting for a turn of a busy event loop.
- *
- * Checkpoints too (copying the WAL's pages into the database file so the WAL can start over).
- * SQLite's automatic one runs inside the COMMIT that crosses its threshold and fsyncs the WAL and
- * then the database file there, on the event loop, while every request waits. The group commit
- * checkpoints between its groups instead, when every commit is synced (checkpoint()): the pages are
- * copied with synchronous=OFF (the WAL frames they come from are durable already) and the database
- * file is fdatasynced on the thread pool. Until that returns the next write must wait, for it
- * starts the WAL over the frames of pages not yet durable in the database file (a power loss would
- * lose them): group commits wait for the sync, and a writer that cannot wait (a synchronous
- * transaction) syncs the database file itself first (beforeWrite()).
+ * Durability of the store's commits, made explicit. The connection runs WAL with
+ * synchronous=NORMAL and the store fdatasyncs the WAL file itself after committing: right away for
+ * the reconciler's own transactions, or once per group of client writes on libuv's thread pool
+ * (groupCommit.ts), so the event loop keeps admitting the next group while the disk syncs. It also
+ * checkpoints between groups, off the event loop, instead of inside a COMMIT. Why, and what the
+ * next write waits for: automation/README.md (The store's durability).
  */
 import * as fs from "node:fs";
 import type Database from "better-sqlite3";

@@ -1,16 +1,10 @@
 /**
- * The host firewall of bare-metal nodes (Elastic Metal, Robot), which have no provider firewall in
- * front of them: the cluster firewall's public rules (fleet/firewallRules.ts, the same list the
- * Hetzner Cloud firewall gets) as an nftables ruleset, plus SSH for nodefleet's own remote
- * commands. Like a Hetzner Cloud firewall it filters only what arrives on the public NIC: private
- * networks (the Elastic Metal VLAN), loopback and the CNI's interfaces pass untouched.
- *
- * It hooks `prerouting` at the mangle priority, before kube-proxy's DNAT, so NodePorts are filtered
- * like any other port (a rule in `input` would never see DNATed NodePort traffic). Replies to the
- * node's own connections pass by conntrack; DHCP replies (which conntrack does not match) and
- * ICMPv6 (neighbour discovery) are allowed so the public address keeps working. Limits: a CNI that
- * handles NodePorts in eBPF at tc ingress (Cilium's kube-proxy replacement) sees them before
- * netfilter does.
+ * The host firewall of bare-metal nodes (Elastic Metal, Robot), which have no provider firewall: the
+ * cluster firewall's public rules (fleet/firewallRules.ts) as an nftables ruleset, plus SSH for
+ * nodefleet's own commands. It filters only the public NIC (private networks, loopback and the CNI's
+ * interfaces pass) and hooks `prerouting` at the mangle priority, before kube-proxy's DNAT, so
+ * NodePorts are filtered like any other port; conntrack passes replies, and DHCP replies and ICMPv6
+ * are allowed. Its limits: docs/operations.md (Host firewall on bare metal).
  */
 import type { HcloudFirewallRule } from "../fleet/firewallRules";
 import { APT_GET, scriptPrelude } from "./shellScript";

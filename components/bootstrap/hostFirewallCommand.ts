@@ -1,15 +1,11 @@
 /**
  * The inputs of the `-host-firewall` command of a bare-metal member (Robot, Elastic Metal; the pools
- * declare it, this folder declares no resources): it keeps the host
- * firewall of the running machine equal to the cluster firewall's rules. The join loads the same
- * rules before the kubelet first starts; this command carries later rule changes to every member.
- *
- * Not paced by the rollout, on purpose: a rule change is a security change, and reloading it is
- * safe on all members at once. The reload (hostFirewall.ts renderHostFirewallReload) swaps
- * nodefleet's nftables table in one transaction and restarts nothing else, so running pods and
- * established connections are untouched; only new connections the new rules refuse are refused, as
- * a Hetzner Cloud firewall applies a rule change to all its servers at once. Draining would not
- * make a rule that locks out the control plane any safer.
+ * declare it): it keeps the running machine's host firewall equal to the cluster firewall's rules,
+ * which the join loaded before the kubelet first started. Not paced by the rollout, on purpose: a
+ * rule change is a security change, and the reload (hostFirewall.ts renderHostFirewallReload) swaps
+ * nodefleet's nftables table in one transaction and restarts nothing, so it is safe on every member
+ * at once, as a Hetzner Cloud firewall applies a change to all its servers. Draining would not make
+ * a rule that locks out the control plane any safer.
  */
 import type * as command from "@pulumi/command";
 import type * as pulumi from "@pulumi/pulumi";

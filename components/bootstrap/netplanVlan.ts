@@ -1,17 +1,9 @@
 /**
- * The netplan file for an Elastic Metal private network. Scaleway delivers the private network as a
- * tagged VLAN on the primary NIC (not a DHCP'd second interface), so the host needs a VLAN
- * sub-interface carrying the IPAM address.
- *
- * Two netplan rules shape it. `link:` names the parent by its netplan id, which is the kernel name
- * only when the host's file uses it as the id: installers and cloud-init often match the NIC by MAC
- * address (`match:` + `set-name:`) under another id, and a `link:` to an undefined id makes netplan
- * reject every file. So the self-join reads the host's merged netplan definitions (`netplan get
- * ethernets`, netplan's own parser) and picks the one id that covers the primary NIC the way
- * netplan matches devices (NETPLAN_PARENT_ID_PROGRAM), then passes it as a shell expression.
- * (`netplan generate --mapping` is deprecated and does not compare MAC addresses.) And an interface name
- * is at most 15 characters (the kernel's IFNAMSIZ; netplan skips longer ones), which `<nic>.<vlan>`
- * exceeds on NICs such as `enp129s0f0np0`: the VLAN interface is `vlan<id>`, at most 8.
+ * The netplan file for an Elastic Metal private network: Scaleway delivers it as a tagged VLAN on
+ * the primary NIC, so the host needs a VLAN sub-interface carrying the IPAM address. `link:` names
+ * the parent by the netplan id the self-join finds in the host's merged definitions
+ * (NETPLAN_PARENT_ID_PROGRAM), and the interface is `vlan<id>`, since `<nic>.<vlan>` can exceed the
+ * kernel's interface-name limit. Why both: components/bootstrap/README.md (The VLAN netplan file).
  */
 import { stringify } from "yaml";
 

@@ -1,14 +1,11 @@
 /**
  * The self-join bash script: what a node runs (over SSH, or from cloud-init) to join an existing
- * cluster. kubeadm clusters: containerd, kubelet from the pkgs.k8s.io channel of the cluster's
- * version, the bootstrap kubeconfig (TLS bootstrap to `system:node:<name>`), the kubelet config and
- * CA, and a systemd drop-in with the node's identity flags. k0s clusters: the join token file and
- * the same k0s worker bootstrap Hetzner Cloud nodes run (k0sWorkerCloudConfig.ts). On Elastic Metal the private
- * network's VLAN sub-interface is brought up before the kubelet starts.
- *
- * The script is idempotent (a second run converges without changing anything), never traces (it
- * carries the bootstrap token), removes the secrets once the kubelet holds its own credentials, and
- * honours `NODEFLEET_ROOT` as its filesystem root so tests can run it unprivileged.
+ * cluster. kubeadm: containerd and the kubelet from pkgs.k8s.io, the bootstrap kubeconfig, the
+ * kubelet config and CA, a systemd drop-in with the node's identity flags. k0s: the join token file
+ * and the same worker bootstrap as Hetzner Cloud nodes (k0sWorkerCloudConfig.ts). On Elastic Metal
+ * the VLAN sub-interface comes up first. Idempotent, never traces (it carries the bootstrap token),
+ * removes the secrets once the kubelet holds its own credentials, and honours `NODEFLEET_ROOT` as
+ * its filesystem root so tests can run it unprivileged.
  */
 import { DNS_LABEL, type KubeletSettings, type Taint } from "../fleet/fleetSpec";
 import { encodeK0sJoinToken } from "./k0sJoinToken";

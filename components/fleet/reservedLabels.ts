@@ -1,35 +1,11 @@
 /**
  * Label keys that neither a create request of the scaling API nor a pool of the fleet spec may set
- * on a Node: the label would either be refused by the kubelet, claim an identity that is not the
- * node's (a create with `kubernetes.io/hostname: evil` joined a Node under that name), or forge a
- * label nodefleet itself owns. Pure: the API's request schema and the fleet spec's pool labels
- * both ask `reservedLabelRule`, so the two cannot drift apart.
- *
- * The rules, restated from their sources (nothing copied):
- * - `kubernetes` — the `kubernetes.io` and `k8s.io` namespaces, subdomains included, belong to
- *   Kubernetes. Under the NodeRestriction admission plugin (KEP-279) a kubelet may set on its own
- *   Node only the well-known labels and namespaces that k8s.io/kubelet lists as `KubeletLabels`
- *   and `KubeletLabelNamespaces` (pkg/apis/well_known_labels.go): hostname, os and arch (GA and
- *   beta), instance type (GA and beta), topology and failure-domain zone and region, and keys under
- *   `[*.]kubelet.kubernetes.io/` and `[*.]node.kubernetes.io/`. kubeletLabels.ts holds that list;
- *   any other key in these namespaces is reserved, `node-restriction.kubernetes.io/` and
- *   `node-role.kubernetes.io/` among them.
- * - `hostname` — `kubernetes.io/hostname`, although the kubelet may set it, is the kubelet's own
- *   (the node's name): Karpenter v1 lists it as its only `RestrictedLabels` entry
- *   (sigs.k8s.io/karpenter pkg/apis/v1/labels.go) and refuses it in NodePool templates, so it
- *   never reaches a NodeClaim and no request may carry it. Karpenter's other `WellKnownLabels` in
- *   these namespaces (zone, region, instance type, arch, os) are ones the kubelet may set.
- * - `nodefleet` — keys with the prefix `nodefleet.io/` are nodefleet's own (the cluster, pool and
- *   node of a member, the offering labels of catalog/requirements.ts). Only the domain itself:
- *   Karpenter labels a NodeClaim with its NodeClass as `karpenter.nodefleet.io/nodefleetnodeclass`.
- *
- * A create request's labels come from a Karpenter NodeClaim, and Karpenter itself puts on the Node
- * the ones the kubelet may not set (kubeletLabels.ts keeps them out of `--node-labels`). So a
- * request may also carry Karpenter's exceptions to the Kubernetes namespaces, `[*.]node-restriction
- * .kubernetes.io/` and `[*.]kops.k8s.io/` (its NodePool label rules, hack/validation/labels.sh of
- * sigs.k8s.io/karpenter): node-restriction labels are how Karpenter users isolate workloads, and
- * NodeRestriction's point is that a node cannot set them on itself, which still holds. A pool of
- * the fleet spec has only the kubelet to label its Nodes at registration, so the kubelet's rule.
+ * on a Node: keys the kubelet would refuse, `kubernetes.io/hostname` (a create with
+ * `kubernetes.io/hostname: evil` joined a Node under that name) and `nodefleet.io/` (nodefleet's
+ * own). A create request may also carry Karpenter's exceptions (`node-restriction.kubernetes.io/`,
+ * `kops.k8s.io/`), which Karpenter sets on the Node; a pool may not. Pure: the API's request schema
+ * and the fleet spec both ask `reservedLabelRule`, so the two cannot drift apart. The rules and
+ * their sources: components/fleet/README.md (Reserved label keys).
  */
 import { isKubeletRestrictedLabel } from "./kubeletLabels";
 

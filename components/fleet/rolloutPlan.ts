@@ -1,14 +1,11 @@
 /**
  * The rolling replacement of a static pool, as a pure function of what is wanted and what runs now,
- * the way a Cluster API MachineDeployment rolls: each `pulumi up` moves the pool one step, creating
- * at most `maxSurge` servers above the desired count and leaving at most `maxUnavailable` members
- * without a Ready server; an old server goes only once its replacement is Ready (its removal drains
- * it first, see kubernetes/kubernetesNodeRemoval.ts). Running the same inputs again gives the same
- * plan, so a run that failed half-way is simply retried.
- *
- * Within one `pulumi up`, Pulumi creates every new resource before it deletes any removed one, so
- * the servers removed in a run still count at its peak: spread-group and network limits are
- * checked against every server present at the start plus the run's creations.
+ * the way a Cluster API MachineDeployment rolls: each `pulumi up` moves the pool one step, at most
+ * `maxSurge` servers above the desired count and at most `maxUnavailable` members without a Ready
+ * server; an old server goes only once its replacement is Ready (drained first). The same inputs
+ * give the same plan, so a run that failed half-way is simply retried. Within a run Pulumi creates
+ * before it deletes, so spread-group and network limits count every server present at the start
+ * plus the run's creations.
  */
 import { HCLOUD_MAX_SERVERS_PER_NETWORK, HCLOUD_MAX_SERVERS_PER_SPREAD_GROUP } from "./hcloudLocations";
 

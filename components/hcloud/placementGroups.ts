@@ -1,15 +1,10 @@
 /**
- * Spread placement groups for Hetzner Cloud pools. Hetzner puts at most 10 servers in one spread
- * group, and moving a running server into another group needs it powered off, so a member's group
- * must never depend on the other members: it depends only on the member's own placement slot.
- *
- * During a rolling replacement (fleet/rolloutPlan.ts) a new server goes to its slot's group when that
- * has room beside the old server, else to another group with room; each server records its group
- * and keeps it for its lifetime.
- *
- * Slots: a static pool uses the member's position (the replica index for `replicas`, the list
- * position for an explicit `nodes` list); the scaling API gives each autoscaled member the lowest
- * free slot at admission and keeps it, so removals leave holes instead of moving anyone.
+ * Spread placement groups for Hetzner Cloud pools. A spread group holds at most 10 servers and a
+ * running server changes group only powered off, so a member's group depends only on its own
+ * placement slot, never on the other members. In a rolling replacement a new server goes to its
+ * slot's group when that has room beside the old one, else to another with room, and keeps its group
+ * for life. Slots: a static member's position (replica index or list position); an autoscaled
+ * member's lowest free slot at admission, kept, so removals leave holes instead of moving anyone.
  */
 import { HCLOUD_MAX_SERVERS_PER_SPREAD_GROUP } from "../fleet/hcloudLocations";
 

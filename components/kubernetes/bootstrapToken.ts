@@ -1,13 +1,10 @@
 /**
- * One Kubernetes bootstrap token per node: the random id and secret and the expiration live in
- * Pulumi state (stable across runs, fresh for every new resource name), and the token Secret in
- * kube-system lets the node's kubelet authenticate for TLS bootstrap (k0s and kubeadm alike).
- *
- * Its lifecycle follows the machine's (`phase`): before the machine exists the token is renewed
- * whenever less than the join margin of its lifetime would be left when the machine uses it (so a
- * create retried hours later never gets an expired token); once the machine runs, the token is fixed
- * (the machine's user data holds it); once its Node has registered, the Secret is deleted, so the
- * token cannot be used again.
+ * One Kubernetes bootstrap token per node: id, secret and expiration live in Pulumi state (stable
+ * across runs, fresh for every new resource name), and the token Secret in kube-system lets the
+ * kubelet authenticate for TLS bootstrap (k0s and kubeadm alike). Its lifecycle follows the
+ * machine's (`phase`): renewed before the machine exists whenever less than the join margin would be
+ * left when it is used (a create retried hours later never gets an expired token), fixed once the
+ * machine runs (its user data holds it), and its Secret deleted once the Node has registered.
  */
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";

@@ -1,16 +1,10 @@
 /**
- * Drains a Kubernetes Node before the server running it is deleted, the way `kubectl drain` does:
- * cordon (spec.unschedulable), then evict every pod through the Eviction API, so the API server
- * holds back any eviction a PodDisruptionBudget forbids (HTTP 429) and nodefleet retries it until a
- * deadline; DaemonSet pods (their controller would put them straight back) and mirror pods (the
- * kubelet's static pods, which the API cannot remove) are left. A drain that does not finish in
- * time fails, naming the pods still there and why, and the server is not deleted.
- *
- * A `pulumi.dynamic` resource per Node name that depends on its server: Pulumi deletes dependents
- * first, so removing a member (or replacing its server) drains before the server goes; the Node
- * itself is deleted afterwards by its KubernetesNodeRemoval (kubernetesNodeRemoval.ts).
- *
- * A bare-metal member keeps its Node across a reinstall, replacement or re-join, so its drain runs
+ * Drains a Kubernetes Node before the server running it is deleted, as `kubectl drain` does: cordon,
+ * then evict every pod through the Eviction API (PodDisruptionBudgets hold; a 429 is retried until a
+ * deadline), leaving DaemonSet and mirror pods; a drain that does not finish in time fails, naming
+ * the pods left, and the server stays. A `pulumi.dynamic` resource per Node name that depends on its
+ * server, so Pulumi drains before the server goes; the Node is deleted afterwards
+ * (kubernetesNodeRemoval.ts). Bare-metal members keep their Node across a reinstall, so they drain
  * on create instead: KubernetesNodeUpdateDrain, one per generation, which the update depends on.
  */
 import * as pulumi from "@pulumi/pulumi";

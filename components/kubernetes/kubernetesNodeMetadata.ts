@@ -1,17 +1,10 @@
 /**
- * Keeps a running Node's pool labels and taints as declared. The kubelet applies `--node-labels` and
- * `--register-with-taints` only when it first registers the Node, so on bare metal (a member keeps
- * its Node name across reinstalls) a changed label or taint would otherwise never reach it.
- *
- * Create and update wait for the Node to register (bounded), then send one JSON merge patch with the
- * Node's resourceVersion (a concurrent change answers 409 and is retried): labels this resource set
- * before and no longer declares are removed, declared ones set; taints are matched by key and
- * effect, so taints others own (the node lifecycle controller's `node.kubernetes.io/*`) stay.
- * Deleting it changes nothing: removing a member deletes its Node (kubernetesNodeRemoval.ts).
- * When its `generation` moves (the member was drained for a reinstall, replacement or re-join that
- * this resource runs after), the patch also uncordons the Node; an operator's cordon otherwise stays.
- *
- * A `pulumi.dynamic` resource: its provider is serialized into the state and uses only Node built-ins
+ * Keeps a running Node's pool labels and taints as declared: the kubelet applies `--node-labels` and
+ * `--register-with-taints` only at registration, and a bare-metal member keeps its Node name across
+ * reinstalls. Create and update wait for the Node to register, then send one JSON merge patch with
+ * its resourceVersion (a 409 is retried): labels it set and no longer declares are removed; taints
+ * match by key and effect, so others' stay. A moved `generation` also uncordons the Node. Deleting
+ * it changes nothing. A `pulumi.dynamic` resource: its serialized provider uses only Node built-ins
  * (kubernetesApiClient.ts) and the connection details extracted from the kubeconfig.
  */
 import * as pulumi from "@pulumi/pulumi";

@@ -1,13 +1,10 @@
 /**
  * Deletes a Kubernetes Node when the server running it leaves the program, after that server (the
- * server depends on it). One exists per Node name: Elastic Metal and Robot members keep their Node
- * name (`<clusterId>-<nodeId>`) across reinstalls, so a replacement leaves it alone; a Hetzner Cloud
- * Node is named per server generation, so the old generation's removal deletes the old Node once
- * the old server is gone.
- *
- * A `pulumi.dynamic` resource: its provider is serialized into the state, so `delete` only uses
- * Node built-ins (kubernetesApiClient.ts) and the connection details the program extracted from
- * the kubeconfig.
+ * server depends on it). One per Node name: Elastic Metal and Robot members keep their Node name
+ * across reinstalls, so a replacement leaves it alone; a Hetzner Cloud Node is named per server
+ * generation, so the old generation's removal deletes the old Node once the old server is gone. A
+ * `pulumi.dynamic` resource: its serialized provider's `delete` uses only Node built-ins
+ * (kubernetesApiClient.ts) and the connection details the program extracted from the kubeconfig.
  */
 import * as pulumi from "@pulumi/pulumi";
 import { type KubernetesCredentials, kubernetesApiRequest, secretCredentialsJson } from "./kubernetesApiClient";

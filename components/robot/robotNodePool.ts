@@ -1,47 +1,12 @@
 /**
- * `nodefleet:hrobot:NodePool`: pre-bought Hetzner dedicated servers, adopted by Robot server number,
- * installed and joined to an existing cluster (k0s or kubeadm). Per member:
- *
- * 1. `${name}-<node>-rescue` (RobotRescue, a dynamic resource): rescue with the pool's SSH keys, reset;
- * 2. `-hardware`: over SSH to the rescue system, the firmware (UEFI needs an ESP) and `lsblk -J` (the drives installimage gets);
- * 3. `-install`: the rescue install script (autosetup, installimage, reboot); it prints the installed
- *    system's pre-generated host key, which every later connection pins;
- * 4. `-ready`: waits for SSH and cloud-init on the installed system and checks its hostname;
- * 5. `-join`: the self-join script (bootstrap/selfJoinScript.ts) over SSH, with the member's bootstrap token.
- *
- * The rescue system's host key is new on every rescue boot, so it cannot be pinned: the two rescue
- * connections accept any host key. What they carry is no secret (a disk listing; an install script
- * without tokens), and the only thing they return that is trusted, the installed system's host
- * key, is generated there: an attacker able to intercept the rescue connection in those minutes
- * could substitute it (nodefleet has no trusted source for the rescue's key; the README says so).
- * From the installed system on, every connection is pinned.
- *
- * No command ignores changes to its connection, nor to its script when it is replaced: a reinstall
- * (new generation) replaces every command, and they dial the reinstalled system with its new host
- * key and the current scripts. A changed connection
- * alone (a rotated SSH key) updates them in place: the rescue-phase commands then run their
- * `update`, which on the installed system only reads (the disk listing, the host key), never
- * reinstalls. The join re-runs only on its triggers, a reinstall or a changed k0s/kubelet version
- * (the idempotent script upgrades in place), paced by the rollout; a script changed otherwise (labels,
- * taints, firewall rules, a connection) runs nothing (sshConnection.ts RECORD_ONLY_UPDATE). Given a
- * kubeconfig, labels and taints are kept on the running Node through the API
- * (kubernetes/kubernetesNodeMetadata.ts), since the kubelet applies them only at registration; the
- * `-host-firewall` command reloads a changed cluster-firewall rule set on every member at once
- * (bootstrap/hostFirewallCommand.ts: an atomic nftables swap, nothing restarted).
- *
- * Reinstalls and re-joins roll (fleet/rolloutPlan.ts `planInPlaceRollout`): per run at most
- * `rollout.maxUnavailable` members move to their new generation, each drained first (a
- * KubernetesNodeUpdateDrain the rescue and the join depend on) and uncordoned by the Node metadata
- * update after its join. The others are declared as the previous run left them (`current`): their
- * old generation's rescue and token, their old join trigger, and `ignoreChanges` on the scripts and
- * rescue keys, so nothing runs against them until their turn; their connection is never ignored. A
- * member at its wanted generation (`keep`) ignores changes to its join script too: its triggers are
- * the ones it ran with, so it is not replaced this run (fleet/inPlaceMembers.ts scriptIgnoredUnlessRunning).
- *
- * The join loads the cluster firewall's public rules as an nftables host firewall before the kubelet
- * starts (bootstrap/hostFirewall.ts). Not supported: Robot vSwitch / private networks (nodes join
- * over their public address), the Robot webservice firewall, server cancellation (removing a member leaves the server as installed), and
- * kubelet-config re-pushes (a changed config is a new generation, i.e. a reinstall).
+ * `nodefleet:hrobot:NodePool`: pre-bought Hetzner dedicated servers, adopted by Robot server
+ * number, installed and joined to an existing cluster (k0s or kubeadm). Per member: `-rescue`
+ * (RobotRescue: rescue with the pool's keys, reset), `-hardware` and `-install` over SSH to the
+ * rescue (installimage; it prints the installed system's host key), `-ready` and `-join` on the
+ * installed system, then the host-firewall reload and, given a kubeconfig, the Node's metadata.
+ * Rescue connections accept any host key (docs/security.md says why); the installed system's is
+ * pinned. Reinstalls and re-joins roll in place; what reaches a running server, and what is not
+ * supported: components/robot/README.md and docs/operations.md (Hetzner Robot pools).
  */
 import * as command from "@pulumi/command";
 import * as pulumi from "@pulumi/pulumi";

@@ -1,15 +1,11 @@
 /**
  * `pulumi-nodejs:dynamic/nodefleet:RobotRescue`: puts an adopted Robot server into the Linux rescue
- * system: deletes a rescue activation still pending from an earlier attempt (its keys may be stale),
- * activates rescue for the next boot with the pool's SSH key fingerprints, then resets the server
- * along the ladder CAPH uses, with only the reset types the server offers: `sw` (CTRL+ALT+DEL, a
- * clean reboot) while the installed system still answers on SSH, then `hw` (the reset button) when
- * it has not gone down within the wait. `power` is not used: it presses the power button (an ACPI
- * event the OS may ignore, or that switches a running server off), it is no power cycle. Creating
- * it is what starts a (re)install; its outputs give the server's address.
- *
- * A `pulumi.dynamic` resource: the provider is serialized into the state, so it uses only the Robot
- * client (built-ins only) and its inputs. The credentials are a secret input and output.
+ * system: deletes a pending rescue activation (its keys may be stale), activates rescue with the
+ * pool's SSH key fingerprints, then resets along CAPH's ladder with the reset types the server
+ * offers: `sw` (a clean reboot) while the installed system answers on SSH, `hw` when it has not gone
+ * down in time; never `power` (a power-button press, no power cycle). Creating it starts a
+ * (re)install; its outputs give the server's address. A `pulumi.dynamic` resource: its serialized
+ * provider uses only the Robot client and its inputs; the credentials are a secret input and output.
  */
 import * as pulumi from "@pulumi/pulumi";
 import { ROBOT_BASE_URL, RobotClient, type RobotCredentials, type RobotResetType, isRobotNotFound, robotCredentialsFromEnv } from "./robotClient";

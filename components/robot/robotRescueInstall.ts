@@ -1,14 +1,10 @@
 /**
  * The script run in a dedicated server's rescue system to install the OS: write /autosetup
- * (installimageAutosetup.ts, rendered from the firmware and drives the rescue reported with
- * GATHER_HARDWARE_COMMAND), check the firmware is still the one it was rendered for and those drives exist, run `installimage -a -c /autosetup`, and reboot into the new system.
- *
- * The installed system's SSH host key is generated here, in the rescue, and put into the new system
- * by installimage's post-install hook; the script prints its public half (its only stdout line), so
- * the program can pin it for every connection to the installed system (no trust on first use there).
- * The post-install hook also keeps the rescue's authorized_keys (the pool's Robot keys) for root.
- *
- * No secret goes through this script: the join token is only sent to the installed, pinned system.
+ * (installimageAutosetup.ts, from the firmware and drives GATHER_HARDWARE_COMMAND reported), check
+ * the firmware and drives are still those, run `installimage -a -c /autosetup`, and reboot. The
+ * installed system's SSH host key is generated here and put in place by installimage's post-install
+ * hook (which also keeps the pool's Robot keys for root); the script prints its public half, its only
+ * stdout line, so the program pins it from the first connection on. No secret goes through it.
  */
 import { scriptPrelude, shellQuote, writeFileBlock } from "../bootstrap/shellScript";
 import type { Firmware } from "./installimageAutosetup";

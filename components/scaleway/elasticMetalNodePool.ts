@@ -1,49 +1,12 @@
 /**
  * `nodefleet:scaleway:ElasticMetalNodePool`: Scaleway Elastic Metal workers joining an existing
- * cluster (k0s or kubeadm). Per pool: offer/OS/option look-ups and the private network (the one
- * `privateNetwork.id` names, or one the pool creates). Per member: an IPAM address on the private
- * network, a bootstrap token, the server (with the "Private Network" option and `privateNetworks`),
- * and the bootstrap, chosen by the offer (elasticMetalPlan.ts `bootstrapMethod`):
- *
- * - cloud-init, where the offer runs it: the self-join script as `cloudInit`. The VLAN id exists only
- *   once the server does, so it is delivered afterwards over SSH (no secret in it) and the script
- *   waits for it before it starts the kubelet;
- * - otherwise the SSH self-join: `remote.Command` pipes the script to `bash` on the server.
- *
- * On both paths the `-join` command runs the (idempotent) self-join over SSH against the current
- * server: on the cloud-init path it first waits for cloud-init, so a run reports success only once
- * the node has joined, and a later change of its join inputs (elasticMetalPlan.ts
- * `elasticMetalJoinInputs`: the version, API server, CA...) re-runs it to upgrade in place. It runs
- * only on those triggers: a script changed by labels, taints or firewall rules alone runs nothing
- * (bootstrap/sshConnection.ts RECORD_ONLY_UPDATE). Given a kubeconfig, the pool's labels and taints
- * are kept on the running Node through the API (kubernetes/kubernetesNodeMetadata.ts): the kubelet
- * applies them only at registration.
- *
- * Elastic Metal has no provider firewall: the join loads the cluster firewall's public rules as an
- * nftables host firewall (bootstrap/hostFirewall.ts) before the kubelet starts, and the
- * `-host-firewall` command reloads changed rules on every member at once
- * (bootstrap/hostFirewallCommand.ts: an atomic table swap, nothing restarted).
- *
- * Every SSH connection but the first pins the host key: a first command per server reads the
- * server's ed25519 host key (trust on first use), its output is kept in state, and every later
- * command passes it as `connection.hostKey`, so the provider verifies it (ssh.FixedHostKey). No
- * command ignores changes to its connection, nor to its script when its server is replaced: a
- * replaced server is always the one dialled, with the current script. On kubeadm clusters a re-push
- * command keyed on the kubelet-config hash rewrites the config and CA on existing nodes and restarts
- * their kubelet, paced by the rollout (below). Given a kubeconfig, removing a member deletes its
- * Node, and with `localStorageClass` removing or replacing a server deletes the PVCs bound to its
- * local PVs.
- *
- * Replacements (offer, OS, zone), re-joins and kubelet-config re-pushes roll (fleet/rolloutPlan.ts
- * `planInPlaceRollout`): per run at most `rollout.maxUnavailable` members move to their new
- * generation, each drained first (the server and the join depend on a KubernetesNodeUpdateDrain)
- * and uncordoned by the Node metadata update after its join and re-push. The others are declared as the
- * previous run left them (`current`): their offer label and token, their old join and re-push
- * triggers, and `ignoreChanges` on the server's offer/OS/zone/cloud-init and the join and re-push
- * scripts; no connection is ignored. A member at its wanted generation (`keep`) keeps its
- * cloud-init and scripts too: it is not replaced this run (fleet/inPlaceMembers.ts
- * scriptIgnoredUnlessRunning), so a label change touches neither its server nor its commands. No
- * surge: the member's IPAM address and Node name are the old server's until it is gone.
+ * cluster (k0s or kubeadm). Per pool: offer/OS/option look-ups and the private network (attached by
+ * `privateNetwork.id` or created). Per member: an IPAM address, a bootstrap token, the server, the
+ * bootstrap the offer decides (cloud-init or the SSH self-join, elasticMetalPlan.ts
+ * `bootstrapMethod`), SSH commands that pin the host key read on first use, and, given a kubeconfig,
+ * the Node's metadata, removal and local PVCs. Changes roll one member at a time, in place
+ * (fleet/rolloutPlan.ts `planInPlaceRollout`). What reaches a running member, and how:
+ * components/scaleway/README.md; why: docs/operations.md (bare-metal notes).
  */
 import * as command from "@pulumi/command";
 import * as pulumi from "@pulumi/pulumi";

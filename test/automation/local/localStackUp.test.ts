@@ -167,14 +167,14 @@ describe("pulumi up --stack local on the local cloud (real engine, real control 
   it("rolls a fleet-wide change one member at a time: a surge server first, an old one deleted only once its replacement is Ready", async function () {
     const before = new Set((await poolServers(cloud, "local-general")).map((s) => s.name));
     // A new pool label is in every member's user data: each member needs a new server.
-    editLocalPool(cloud, "local-general", (pool) => ((pool.labels as Record<string, string>)["nodefleet.io/revision"] = "2"));
+    editLocalPool(cloud, "local-general", (pool) => ((pool.labels as Record<string, string>)["example.com/revision"] = "2"));
     const rollout = await driveRollout({ cloud, project, pool: "local-general", members: 3, maxSurge: 1, maxUnavailable: 0, isNew: (s) => !before.has(s.name), maxRuns: 8 });
     // The default rollout, step by step: surge one, then delete its predecessor (deletions end a run).
     assert.deepEqual(rollout.serversAfterRun.map((names) => names.length), [4, 3, 4, 3, 4, 3]);
     assert.deepEqual(rollout.deletedByRun.map((names) => names.length), [0, 1, 0, 1, 0, 1]);
     const nodes = (await poolNodes(cloud, "local-general")).filter(isReady);
     assert.equal(nodes.length, 3);
-    assert.ok(nodes.every((n) => n.metadata.labels["nodefleet.io/revision"] === "2"), "every Node has the new label");
+    assert.ok(nodes.every((n) => n.metadata.labels["example.com/revision"] === "2"), "every Node has the new label");
   });
 
   it("scales the static pool 3 -> 5 -> 2: new members join, removed members' servers and Nodes are gone", async function () {

@@ -115,7 +115,7 @@ describe("a 12-member rolling replacement with a PodDisruptionBudget on the loca
       }
     })();
 
-    editLocalPool(cloud, POOL, (pool) => ((pool.labels as Record<string, string>)["nodefleet.io/revision"] = "2"));
+    editLocalPool(cloud, POOL, (pool) => ((pool.labels as Record<string, string>)["example.com/revision"] = "2"));
     const groupPeaks: number[] = [];
     let rollout;
     try {

@@ -71,9 +71,18 @@ async function measure(
       const listed = await serve.client.listNodes();
       const readyNow = nodeReady ? await nodeReady() : new Set<string>();
       for (const [nodeId, providerID] of pending) {
-        if (!created.has(nodeId) && serverOf(nodeId)) created.add(nodeId), timings.serverCreated.push(seconds);
-        if (!running.has(nodeId) && listed.some((n) => n.nodeID === nodeId && n.status === "RUNNING")) running.add(nodeId), timings.running.push(seconds);
-        if (nodeReady && !ready.has(nodeId) && readyNow.has(providerID)) ready.add(nodeId), timings.nodeReady.push(seconds);
+        if (!created.has(nodeId) && serverOf(nodeId)) {
+          created.add(nodeId);
+          timings.serverCreated.push(seconds);
+        }
+        if (!running.has(nodeId) && listed.some((n) => n.nodeID === nodeId && n.status === "RUNNING")) {
+          running.add(nodeId);
+          timings.running.push(seconds);
+        }
+        if (nodeReady && !ready.has(nodeId) && readyNow.has(providerID)) {
+          ready.add(nodeId);
+          timings.nodeReady.push(seconds);
+        }
       }
       return created.size === count && running.size === count && (!nodeReady || ready.size === count) ? true : undefined;
     },

@@ -5,6 +5,7 @@
  * routes. Nothing a client sends can turn into a 5xx; unexpected errors are logged and answered
  * without internals.
  */
+import type { Socket } from "node:net";
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { hasZodFastifySchemaValidationErrors } from "fastify-type-provider-zod";
 import { isStorageFailure, storageFailureReason } from "../store/storageFailure";
@@ -18,7 +19,7 @@ const FASTIFY_CODES: Record<string, { status: number; code: ErrorCode; message?:
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: { status: 400, code: "BadRequest", message: "content-length does not match the body" },
 };
 
-export function sendError(reply: FastifyReply, status: number, code: ErrorCode, message: string, details?: unknown): FastifyReply {
+function sendError(reply: FastifyReply, status: number, code: ErrorCode, message: string, details?: unknown): FastifyReply {
   return reply.code(status).type("application/json").send(errorBody(code, message, details));
 }
 
@@ -29,7 +30,7 @@ function issueMessage(issue: { keyword: string; message?: string | undefined; pa
   return issue.message;
 }
 
-export function errorHandler(error: FastifyError | ApiError | Error, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+function errorHandler(error: FastifyError | ApiError | Error, request: FastifyRequest, reply: FastifyReply): FastifyReply {
   if (error instanceof ApiError) return sendError(reply, error.statusCode, error.code, error.message, error.details);
   if (hasZodFastifySchemaValidationErrors(error)) {
     const where = (error as { validationContext?: string }).validationContext ?? "request";
@@ -110,7 +111,7 @@ const URI_TOO_LONG = { status: 414, code: "UriTooLong" as const, message: `the U
  * it is answered in the error shape too (Fastify's default answers in its own), then the socket is
  * closed, as Node does.
  */
-export function clientErrorHandler(error: NodeJS.ErrnoException, socket: import("node:net").Socket): void {
+export function clientErrorHandler(error: NodeJS.ErrnoException, socket: Socket): void {
   if (error.code === "ECONNRESET" || socket.destroyed) return;
   const overlongUrl = error.code === "HPE_HEADER_OVERFLOW" && requestLineTooLong((error as { rawPacket?: Buffer }).rawPacket);
   const known = overlongUrl

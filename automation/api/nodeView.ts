@@ -14,7 +14,7 @@ import type { PoolTemplate } from "../store/claimSnapshot";
 import type { Claim, VisibleStatus } from "../store/claimStore";
 import type { NodeView } from "./schemas";
 
-export function nodeLabels(
+function nodeLabels(
   cluster: Pick<ClusterSpec, "id">,
   claim: Pick<Claim, "nodeId" | "pool" | "snapshot">,
   arch: string | undefined,

@@ -12,7 +12,7 @@ const byCanonicalJson = <T>(items: readonly T[]): T[] =>
   [...new Map(items.map((item) => [canonicalJson(item), item])).entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, item]) => item);
 
 /** The body without its labels, with requirements, their values and taints sorted and deduplicated (empty lists left out). */
-export function canonicalCreate(body: CreateNodeBody): Omit<CreateNodeBody, "labels"> {
+function canonicalCreate(body: CreateNodeBody): Omit<CreateNodeBody, "labels"> {
   const { labels: _labels, requirements, taints, ...rest } = body;
   return {
     ...rest,

@@ -18,7 +18,7 @@ function named<T extends z.ZodType>(id: string, schema: T): T {
   return schema.meta({ id }) as T;
 }
 
-export const errorCodeSchema = named(
+const errorCodeSchema = named(
   "ErrorCode",
   z.enum(Object.keys(ERROR_CODES) as [ErrorCode, ...ErrorCode[]]).describe("One code per meaning; NodeNotFound is the only code meaning the node is gone"),
 );
@@ -39,7 +39,7 @@ export const clusterParams = z.object({ clusterId: z.string().min(1).max(63) });
 export const nodeParams = clusterParams.extend({ nodeId: z.string().min(1).max(63) });
 
 const quantity = z.string().describe("Kubernetes resource quantity");
-export const resourceListSchema = named(
+const resourceListSchema = named(
   "ResourceList",
   z.object({
     cpu: quantity,
@@ -49,9 +49,9 @@ export const resourceListSchema = named(
   }),
 );
 
-export const NODE_STATUSES = ["PENDING", "PROVISIONING", "RUNNING", "FAILED", "TERMINATING"] as const;
+const NODE_STATUSES = ["PENDING", "PROVISIONING", "RUNNING", "FAILED", "TERMINATING"] as const;
 
-export const requirementSchema = named(
+const requirementSchema = named(
   "Requirement",
   z
     .strictObject({
@@ -82,7 +82,7 @@ export const requirementSchema = named(
     }),
 );
 
-export const taintViewSchema = named("Taint", taintSchema);
+const taintViewSchema = named("Taint", taintSchema);
 
 export const createNodeBodySchema = named(
   "CreateNodeRequest",
@@ -169,7 +169,7 @@ export const listNodesQuerySchema = z.strictObject({ pool: z.string().min(1).max
 export const nodeListSchema = named("NodeList", z.object({ nodes: z.array(nodeSchema) }));
 export const deleteNodeResponseSchema = named("DeleteNodeResponse", z.object({ nodeID: z.string(), status: z.literal("TERMINATING") }));
 
-export const offeringSchema = named(
+const offeringSchema = named(
   "Offering",
   z.object({
     zone: z.string(),
@@ -197,7 +197,7 @@ export const instanceTypeSchema = named(
 );
 export const instanceTypeListSchema = named("InstanceTypeList", z.object({ instanceTypes: z.array(instanceTypeSchema) }));
 
-export const poolSchema = named(
+const poolSchema = named(
   "Pool",
   z.object({
     name: z.string(),

@@ -40,7 +40,7 @@ import { openApiComponents, openApiDocumentation, openApiTransform } from "./ope
 import { loggedRequest } from "./redactedUrl";
 import { DebugRequestLogs } from "./requestLogController";
 
-export const API_PREFIX = "/api/v1";
+const API_PREFIX = "/api/v1";
 const PROBE_URLS = new Set(["/healthz", "/readyz", "/metrics"]);
 
 export interface BuildServerOptions {

@@ -49,7 +49,7 @@ export interface InstanceTypeView {
  * of 4 GiB shows about 3.8 GiB; 7.5 % errs on the low side (as Karpenter's AWS provider's default
  * vmMemoryOverheadPercent), so Karpenter never plans for memory a node will not have.
  */
-export const VM_MEMORY_OVERHEAD_PERMILLE = 75;
+const VM_MEMORY_OVERHEAD_PERMILLE = 75;
 
 /** Hetzner's server types give memory in GiB and disk in decimal GB (10^9 bytes): both to MiB, rounded down. */
 export function nodeCapacity(type: ServerType, kubelet: KubeletSettings): NodeResources {
@@ -125,7 +125,7 @@ function offeringFor(
   };
 }
 
-export function instanceTypeView(
+function instanceTypeView(
   type: ServerType,
   pool: Pick<HcloudAutoscaledPool, "name" | "location">,
   kubelet: KubeletSettings,

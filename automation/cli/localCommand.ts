@@ -3,7 +3,7 @@
  * environment that uses it, as shell `export` lines or one JSON document with `--json`, and
  * Karpenter with nodefleet's driver against it (localKarpenterCommand.ts).
  */
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { type Command, InvalidArgumentError } from "commander";
 import pino from "pino";

@@ -12,7 +12,7 @@ function isLogFormat(value: string): value is LogFormat {
 }
 
 /** `value` as a format, or an error naming where it came from (`--log-format`, `NODEFLEET_LOG_FORMAT`) and the choices. */
-export function parseLogFormat(value: string, source: string): LogFormat {
+function parseLogFormat(value: string, source: string): LogFormat {
   if (isLogFormat(value)) return value;
   throw new Error(`${source} must be one of ${LOG_FORMATS.join(", ")} (got ${JSON.stringify(value)})`);
 }

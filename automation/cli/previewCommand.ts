@@ -17,7 +17,7 @@ import { STACK_CONFIG_NAME, projectRoot } from "../stackConfigFile";
 /** Credentials that mean a real cloud is configured; without them the simulated engine is the default. */
 const CLOUD_CREDENTIALS = ["HCLOUD_TOKEN", "SCW_SECRET_KEY"] as const;
 
-export function defaultEngine(env: NodeJS.ProcessEnv = process.env): EngineKind {
+function defaultEngine(env: NodeJS.ProcessEnv = process.env): EngineKind {
   return CLOUD_CREDENTIALS.some((name) => env[name]) ? "automation" : "simulated";
 }
 

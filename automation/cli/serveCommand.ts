@@ -111,7 +111,7 @@ function staticPoolNames(fleet: FleetSpec): Set<string> {
 }
 
 /** The service's start, step by step: configuration, data directory, store and engine, server, signals, port. */
-export async function serve(options: ServeOptions, env: NodeJS.ProcessEnv = process.env): Promise<void> {
+async function serve(options: ServeOptions, env: NodeJS.ProcessEnv = process.env): Promise<void> {
   const logger = serviceLogger(env, 2, options.logFormat ? { format: options.logFormat } : {});
   const dataDir = path.resolve(options.dataDir);
   const config = await checkedConfiguration(options, env, logger);

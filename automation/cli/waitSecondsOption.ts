@@ -5,7 +5,7 @@
  */
 import { InvalidArgumentError } from "commander";
 
-export const MAX_WAIT_SECONDS = 120;
+const MAX_WAIT_SECONDS = 120;
 
 export function parseWaitSeconds(value: string): number {
   // Decimal digits only, as the API: Number() would also take "0x10", "1e2" and " 5".

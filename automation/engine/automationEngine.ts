@@ -187,7 +187,7 @@ function configStrings(config: StackDefinition["config"], secret: boolean): Reco
 const PROVIDER_NAMESPACES = ["hcloud", "kubernetes", "random", "time", "command", "scaleway"];
 
 /** Refuses secret config for a provider namespace, naming the key and the environment variable route. */
-export function assertNoProviderSecrets(config: StackDefinition["config"]): void {
+function assertNoProviderSecrets(config: StackDefinition["config"]): void {
   for (const [key, entry] of Object.entries(config)) {
     const namespace = key.split(":")[0]!;
     if (entry.secret && PROVIDER_NAMESPACES.includes(namespace)) {
@@ -230,7 +230,7 @@ function firstLines(message: string): string {
 }
 
 /** Removes every secret config value (and its lines, for multi-line values) from a text kept in errors and the operation log. */
-export function redactSecrets(text: string, def: StackDefinition): string {
+function redactSecrets(text: string, def: StackDefinition): string {
   let out = text;
   for (const value of Object.values(configStrings(def.config, true))) {
     for (const fragment of [value, ...value.split("\n").filter((line) => line.trim().length >= 8)]) {

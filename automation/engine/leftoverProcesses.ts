@@ -40,13 +40,13 @@ export function ownerMark(dataDir: string, pid = process.pid): string {
   return `${dataDirKey(dataDir)}:${pid}:${processStartTime(pid) ?? 0}`;
 }
 
-export function parseOwnerMark(value: string): EngineOwner | undefined {
+function parseOwnerMark(value: string): EngineOwner | undefined {
   const match = /^([0-9a-f]{16}):(\d+):(\d+)$/.exec(value);
   return match ? { dir: match[1]!, pid: Number(match[2]), startTime: match[3]! } : undefined;
 }
 
 /** The owner still runs: its pid is alive with the start time the mark recorded. */
-export function ownerAlive(owner: EngineOwner): boolean {
+function ownerAlive(owner: EngineOwner): boolean {
   return processStartTime(owner.pid) === owner.startTime;
 }
 
@@ -69,7 +69,7 @@ function selfAndAncestors(): Set<number> {
 }
 
 /** Every process carrying an owner mark, but this process and its ancestors. */
-export function markedProcesses(): MarkedProcess[] {
+function markedProcesses(): MarkedProcess[] {
   const spared = selfAndAncestors();
   const found: MarkedProcess[] = [];
   for (const pid of processIds()) {

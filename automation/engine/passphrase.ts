@@ -13,7 +13,7 @@ export interface PassphraseSetting {
   readonly envVars: Readonly<Record<string, string>>;
 }
 
-export function passphrasePath(dataDir: string): string {
+function passphrasePath(dataDir: string): string {
   return join(dataDir, "passphrase");
 }
 

@@ -15,7 +15,7 @@ export function formatStepLine(step: ResourceStep, count: number, options: { sim
   return `${prefix}[${counter}] ${OP_SYMBOL[step.op]} ${step.op} ${step.type} ${step.name}${changed}${failed}`;
 }
 
-export function stepLogRecord(step: ResourceStep, count: number, simulated: boolean): Record<string, unknown> {
+function stepLogRecord(step: ResourceStep, count: number, simulated: boolean): Record<string, unknown> {
   return {
     event: "resource_step",
     simulated,
@@ -30,18 +30,8 @@ export function stepLogRecord(step: ResourceStep, count: number, simulated: bool
   };
 }
 
-export function formatSummary(summary: ChangeSummary): string {
-  return (["create", "update", "replace", "delete", "same"] as const).map((op) => `${summary[op]} to ${op}`).join(", ");
-}
-
-export function formatRunResult(result: RunResult): string {
-  const prefix = result.simulated ? "[simulated] " : "";
-  const failed = result.steps.filter((s) => s.error).length;
-  return `${prefix}${result.kind} ${result.succeeded ? "succeeded" : `finished with ${failed} failed step(s)`} in ${result.durationMs} ms: ${formatSummary(result.summary)}`;
-}
-
 /** The change summary of the steps that took effect (failed steps changed nothing). */
-export function summarise(steps: readonly ResourceStep[]): ChangeSummary {
+function summarise(steps: readonly ResourceStep[]): ChangeSummary {
   const summary = emptySummary();
   for (const step of steps) if (!step.error) summary[step.op] += 1;
   return summary;

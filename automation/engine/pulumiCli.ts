@@ -7,7 +7,7 @@ import { basename, dirname } from "node:path";
 import { PulumiCommand } from "@pulumi/pulumi/automation";
 import { TOOLCHAIN_HINT, findTool } from "./toolchain";
 
-export const PULUMI_INSTALL_HINT = `${TOOLCHAIN_HINT}, or install the Pulumi CLI and put \`pulumi\` on PATH`;
+const PULUMI_INSTALL_HINT = `${TOOLCHAIN_HINT}, or install the Pulumi CLI and put \`pulumi\` on PATH`;
 
 export class PulumiCliMissingError extends Error {
   override readonly name = "PulumiCliMissingError";
@@ -17,7 +17,7 @@ export class PulumiCliMissingError extends Error {
 }
 
 /** The absolute path of the `pulumi` the engine would use (no process spawned). */
-export function findPulumiCli(env: NodeJS.ProcessEnv = process.env): string | undefined {
+function findPulumiCli(env: NodeJS.ProcessEnv = process.env): string | undefined {
   return findTool(process.platform === "win32" ? "pulumi.exe" : "pulumi", env);
 }
 

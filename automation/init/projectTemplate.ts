@@ -20,7 +20,7 @@ export interface ProjectTemplateInput {
 }
 
 /** Pulumi project and stack names: what `pulumi stack init` and the stack file name accept. */
-export const PROJECT_NAME = /^[A-Za-z0-9_.-]{1,100}$/;
+const PROJECT_NAME = /^[A-Za-z0-9_.-]{1,100}$/;
 
 export class ProjectTemplateError extends Error {
   override readonly name = "ProjectTemplateError";

@@ -12,7 +12,7 @@ import { findTool } from "../engine/toolchain";
 import { freePort } from "./freePort";
 import { KARPENTER_NAMESPACE } from "./karpenterObjects";
 
-export const KARPENTER_CONTROLLER = "nodefleet-karpenter";
+const KARPENTER_CONTROLLER = "nodefleet-karpenter";
 
 export class KarpenterControllerError extends Error {
   override readonly name = "KarpenterControllerError";

@@ -13,7 +13,7 @@ import type { FleetSpec, HcloudAutoscaledPool, Taint } from "../../components/fl
 import { KubeApiError, type KubeIdentity, kube, kubeCreate } from "./kubeClient";
 
 /** The chart's CRDs (Karpenter's at the pinned version and NodefleetNodeClass), from this package. */
-export const KARPENTER_CRDS_DIR = join(__dirname, "..", "..", "..", "driver", "charts", "nodefleet-karpenter", "crds");
+const KARPENTER_CRDS_DIR = join(__dirname, "..", "..", "..", "driver", "charts", "nodefleet-karpenter", "crds");
 /** The namespace the driver runs for (SYSTEM_NAMESPACE): it reads token Secrets only there. */
 export const KARPENTER_NAMESPACE = "karpenter";
 export const TOKEN_SECRET = "nodefleet-api-token";
@@ -51,7 +51,7 @@ export function karpenterCrds(dir: string = KARPENTER_CRDS_DIR): KubeObject[] {
     .filter((crd): crd is KubeObject => crd !== null && crd.kind === "CustomResourceDefinition");
 }
 
-export function namespaceObject(name: string = KARPENTER_NAMESPACE): KubeObject {
+function namespaceObject(name: string = KARPENTER_NAMESPACE): KubeObject {
   return { apiVersion: "v1", kind: "Namespace", metadata: { name } };
 }
 
@@ -186,7 +186,7 @@ export function objectPath(object: KubeObject): string {
 }
 
 /** Creates or updates `object` to exactly these fields (server-side apply, taking them over from other managers). */
-export async function applyObject(admin: KubeIdentity, object: KubeObject): Promise<void> {
+async function applyObject(admin: KubeIdentity, object: KubeObject): Promise<void> {
   await kube(admin, "PATCH", `${objectPath(object)}?fieldManager=${FIELD_MANAGER}&force=true`, object, "application/apply-patch+yaml");
 }
 
@@ -197,7 +197,7 @@ export async function createObject(admin: KubeIdentity, object: KubeObject): Pro
 }
 
 /** Whether every named CRD reports Established. */
-export async function crdsEstablished(admin: KubeIdentity, names: readonly string[]): Promise<boolean> {
+async function crdsEstablished(admin: KubeIdentity, names: readonly string[]): Promise<boolean> {
   const list = (await kube(admin, "GET", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions")) as {
     items: Array<{ metadata: { name: string }; status?: { conditions?: Array<{ type: string; status: string }> } }>;
   };

@@ -28,7 +28,7 @@ export interface NodeAgentLogger {
  * its type, so Karpenter's view and the Node agree. The agent assumes the default kubelet settings
  * (the user data's reservations are not read back).
  */
-export function serverTypeResources(serverType: string): NodeStatusResources | undefined {
+function serverTypeResources(serverType: string): NodeStatusResources | undefined {
   const type = findServerType(shippedCatalog(), serverType);
   if (!type) return undefined;
   const kubelet = kubeletSchema.parse({});

@@ -17,7 +17,7 @@ const RANDOM_ALPHABET_UPPER = RANDOM_ALPHABET_LOWER.toUpperCase();
 const RANDOM_DIGITS = "0123456789";
 
 /** What random.RandomString would produce, from a seed instead of entropy. */
-export function deterministicRandomString(seed: string, inputs: Record<string, unknown>): string {
+function deterministicRandomString(seed: string, inputs: Record<string, unknown>): string {
   const length = Number(inputs.length ?? 16);
   const alphabet =
     (inputs.lower === false ? "" : RANDOM_ALPHABET_LOWER) +
@@ -37,7 +37,7 @@ export function deterministicRandomString(seed: string, inputs: Record<string, u
 }
 
 /** The fixed clock mock runs use, so timestamps in state are reproducible. */
-export const MOCK_EPOCH = "2026-01-01T00:00:00Z";
+const MOCK_EPOCH = "2026-01-01T00:00:00Z";
 
 function offsetTimestamp(inputs: Record<string, unknown>): { base: string; rfc3339: string } {
   const base = typeof inputs.baseRfc3339 === "string" ? inputs.baseRfc3339 : MOCK_EPOCH;
@@ -56,7 +56,7 @@ function userDataHash(value: unknown): unknown {
 export type OutputsForType = (args: pulumi.runtime.MockResourceArgs) => Record<string, unknown>;
 
 /** Computed outputs per resource type; anything not listed echoes its inputs. */
-export const COMPUTED_OUTPUTS: Record<string, OutputsForType> = {
+const COMPUTED_OUTPUTS: Record<string, OutputsForType> = {
   "hcloud:index/server:Server": (a) => ({
     ipv4Address: documentationIpv4(a.name),
     ipv6Address: `2001:db8::${hashNumber(a.name, 0xffff).toString(16)}`,
@@ -77,7 +77,7 @@ export const COMPUTED_OUTPUTS: Record<string, OutputsForType> = {
 };
 
 /** Ids: numeric for Hetzner resources (their args take numbers), name-derived otherwise. */
-export function deterministicId(args: pulumi.runtime.MockResourceArgs): string {
+function deterministicId(args: pulumi.runtime.MockResourceArgs): string {
   if (args.id) return args.id;
   if (args.type.startsWith("hcloud:")) return numericId(`${args.type}/${args.name}`);
   return `${args.name}-${sha256Hex(`${args.type}/${args.name}`).slice(0, 8)}`;

@@ -77,7 +77,7 @@ function configStrings(config: Readonly<Record<string, unknown>>): Record<string
 }
 
 /** Resolves an Output (or plain value) under the mock runtime. */
-export function resolveOutput<T>(value: pulumi.Input<T>): Promise<pulumi.Unwrap<T>> {
+function resolveOutput<T>(value: pulumi.Input<T>): Promise<pulumi.Unwrap<T>> {
   return new Promise((resolve) => {
     pulumi.output(value).apply((v) => {
       resolve(v as pulumi.Unwrap<T>);
@@ -87,9 +87,10 @@ export function resolveOutput<T>(value: pulumi.Input<T>): Promise<pulumi.Unwrap<
 }
 
 /** Waits for the runtime's outstanding RPCs (resource registrations, invokes) to drain. */
-export async function waitForOutstandingRegistrations(): Promise<void> {
+async function waitForOutstandingRegistrations(): Promise<void> {
   // `waitForRPCs` is the runtime's own drain (used by `disconnect`); marked internal, so fall back
   // to a macrotask turn if a future SDK drops it.
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
   const settings = require("@pulumi/pulumi/runtime/settings") as { waitForRPCs?: () => Promise<void> };
   await new Promise((resolve) => setImmediate(resolve));
   if (typeof settings.waitForRPCs === "function") await settings.waitForRPCs();

@@ -37,7 +37,7 @@ export interface MockPrivateNetwork {
 // are drawn from them. Deterministic: ids and subnets come from names and config.
 const subnetsById = new Map<string, string>();
 
-export function rememberPrivateNetworkSubnet(id: string, subnet: string): void {
+function rememberPrivateNetworkSubnet(id: string, subnet: string): void {
   subnetsById.set(id, subnet);
 }
 

@@ -8,7 +8,7 @@
 import type { ResourceStep } from "../engine/stackEngine";
 
 /** Name of the program's StackReference to its own stack (stacks/ownPreviousOutputs.ts). */
-export const OWN_OUTPUTS_REFERENCE = "nodefleet-previous-run";
+const OWN_OUTPUTS_REFERENCE = "nodefleet-previous-run";
 const STACK_REFERENCE = "pulumi:pulumi:StackReference";
 /** `<server name>-token` and its parts (components/kubernetes/bootstrapToken.ts). */
 const TOKEN_PART = /^(.+)-token(?:-(?:id|secret|password|expiry|secret-object))?$/;

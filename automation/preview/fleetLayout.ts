@@ -72,7 +72,7 @@ function same(a: unknown, b: unknown): boolean {
  * that can force a new server generation, in a stable order. Only the first server type of a
  * static pool is in use, so reordering the rest changes nothing.
  */
-export function regeneratingChanges(
+function regeneratingChanges(
   before: { cluster: FleetSpec["cluster"]; pool: PoolSpec },
   after: { cluster: FleetSpec["cluster"]; pool: PoolSpec },
 ): ConfigChange[] {

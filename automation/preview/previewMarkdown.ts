@@ -12,7 +12,7 @@ export const PREVIEW_MARKER = "<!-- nodefleet-preview -->";
 export const MAX_PREVIEW_CHARS = 60_000;
 
 /** `12345` -> `12,345`, independent of the machine's locale. */
-export function groupDigits(n: number): string {
+function groupDigits(n: number): string {
   return String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ",");
 }
 

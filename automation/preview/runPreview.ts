@@ -49,13 +49,13 @@ export const SECRET_ENV_VARS = [
   "NODEFLEET_SSH_PRIVATE_KEY",
 ] as const;
 
-export function projectName(root: string): string {
+function projectName(root: string): string {
   const document = parse(fs.readFileSync(path.join(root, "Pulumi.yaml"), "utf8")) as { name?: unknown } | null;
   return typeof document?.name === "string" ? document.name : path.basename(root);
 }
 
 /** The stack config file at a git ref; undefined when the stack does not exist there (a new stack). */
-export function stackConfigAtRef(root: string, ref: string, stack: string): string | undefined {
+function stackConfigAtRef(root: string, ref: string, stack: string): string | undefined {
   const relative = path.relative(root, stackConfigPath(stack, root)).split(path.sep).join("/");
   try {
     execFileSync("git", ["rev-parse", "--verify", "--quiet", `${ref}^{commit}`], { cwd: root, stdio: ["ignore", "ignore", "ignore"] });

@@ -13,7 +13,7 @@ import { type Bookkeeping, separateBookkeeping } from "./bookkeepingSteps";
 import type { ConfigChange, FleetLayout, PoolLayout } from "./fleetLayout";
 
 /** Resource types that are one node each. */
-export const SERVER_TYPES: ReadonlySet<string> = new Set(["hcloud:index/server:Server", "scaleway:elasticmetal/server:Server"]);
+const SERVER_TYPES: ReadonlySet<string> = new Set(["hcloud:index/server:Server", "scaleway:elasticmetal/server:Server"]);
 /** Pool components: `nodefleet:hcloud:NodePool`, `nodefleet:scaleway:ElasticMetalPool`, ... */
 const POOL_COMPONENT = /^nodefleet:[^:]+:[A-Za-z]*Pool$/;
 const FLEET_COMPONENT = "nodefleet:index:Fleet";

@@ -29,7 +29,7 @@ export interface AutoscaledProgramArgs {
   readonly members: ReadonlyArray<{ readonly nodeId: string; readonly pool: string; readonly snapshot: MemberSnapshot }>;
 }
 
-export const AUTOSCALED_PROGRAM_MODULE = path.resolve(__dirname, "..", "..", "stacks", "autoscaledProgram.js");
+const AUTOSCALED_PROGRAM_MODULE = path.resolve(__dirname, "..", "..", "stacks", "autoscaledProgram.js");
 
 export function apiStackName(clusterId: string): string {
   return `${clusterId}-api`;

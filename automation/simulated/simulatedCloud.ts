@@ -167,7 +167,7 @@ export class JournalCorruptError extends Error {
  * (a write torn by a crash: the step never completed). An unreadable line with entries after it is
  * damage, not a crash, and skipping it (or everything after it) would silently lose applied steps.
  */
-export function parseJournal(text: string, path: string): JournalEntry[] {
+function parseJournal(text: string, path: string): JournalEntry[] {
   const lines = text.split("\n");
   const entries: JournalEntry[] = [];
   for (let i = 0; i < lines.length; i++) {
@@ -197,7 +197,7 @@ function dropTornTail(path: string): void {
   truncateSync(path, Buffer.byteLength(text.slice(0, text.lastIndexOf("\n") + 1)));
 }
 
-export function applyEntry(state: StackState, entry: JournalEntry): void {
+function applyEntry(state: StackState, entry: JournalEntry): void {
   switch (entry.t) {
     case "put":
       state.resources.set(entry.r.urn, entry.r);
@@ -266,7 +266,7 @@ function firstString(...values: unknown[]): string {
  * `privateIpv4` comes from the server's own `networks` or, when it joins through a separate
  * ServerNetwork resource, from that attachment (pass it in).
  */
-export function serverFromResource(resource: SimResource, stack: string | undefined, now: number, privateIpv4?: string): SimulatedServer | undefined {
+function serverFromResource(resource: SimResource, stack: string | undefined, now: number, privateIpv4?: string): SimulatedServer | undefined {
   const provider = SERVER_TYPES[resource.type];
   if (!provider || !resource.id) return undefined;
   const runningAt = resource.runningAt ?? resource.createdAt;

@@ -61,7 +61,7 @@ function leaves(value: unknown, out: string[] = []): string[] {
 }
 
 /** Every address a resource holds, so new allocations avoid them. */
-export function addressesOf(resource: Pick<SimResource, "outputs">): string[] {
+function addressesOf(resource: Pick<SimResource, "outputs">): string[] {
   const o = resource.outputs;
   const found: string[] = [];
   if (typeof o.ipv4Address === "string") found.push(o.ipv4Address);

@@ -15,7 +15,7 @@ export interface SimulationKnobs {
   readonly seed: string;
 }
 
-export const DEFAULT_BOOT_DELAY_MS = 2000;
+const DEFAULT_BOOT_DELAY_MS = 2000;
 
 function numberFrom(name: string, text: string | undefined, min: number, max: number): number | undefined {
   if (text === undefined || text.trim() === "") return undefined;

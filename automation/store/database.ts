@@ -148,7 +148,7 @@ function syncDirectory(dir: string): void {
   }
 }
 
-export function migrate(db: Db): void {
+function migrate(db: Db): void {
   const version = db.pragma("user_version", { simple: true }) as number;
   if (version > MIGRATIONS.length) {
     throw new Error(`database schema version ${version} is newer than this nodefleet (knows ${MIGRATIONS.length}); upgrade nodefleet`);

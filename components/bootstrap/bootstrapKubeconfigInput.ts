@@ -14,10 +14,10 @@ export interface BootstrapKubeconfigInput {
 }
 
 /** The bootstrap token format (k8s.io/cluster-bootstrap BootstrapTokenPattern). */
-export const BOOTSTRAP_TOKEN_PATTERN = /^[a-z0-9]{6}\.[a-z0-9]{16}$/;
+const BOOTSTRAP_TOKEN_PATTERN = /^[a-z0-9]{6}\.[a-z0-9]{16}$/;
 
 /** Throws unless the token is `<id6>.<secret16>`; the message never contains the token. */
-export function assertBootstrapToken(token: string): void {
+function assertBootstrapToken(token: string): void {
   if (!BOOTSTRAP_TOKEN_PATTERN.test(token)) {
     throw new Error(
       `bootstrap token must be 6 lower-case letters or digits, '.', then 16 lower-case letters or digits (got ${token.length} characters, value not shown)`,

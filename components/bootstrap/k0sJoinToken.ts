@@ -8,8 +8,8 @@ import { stringify } from "yaml";
 import { type BootstrapKubeconfigInput, assertBootstrapKubeconfigInput, bootstrapKubeconfigCluster } from "./bootstrapKubeconfigInput";
 
 /** k0s names cluster and context `k0s`; workers reject join tokens for any user but this one. */
-export const K0S_CONTEXT_NAME = "k0s";
-export const K0S_WORKER_USER = "kubelet-bootstrap";
+const K0S_CONTEXT_NAME = "k0s";
+const K0S_WORKER_USER = "kubelet-bootstrap";
 
 /** The worker bootstrap kubeconfig, field for field as k0s writes it. */
 export function k0sJoinKubeconfig(input: BootstrapKubeconfigInput): string {

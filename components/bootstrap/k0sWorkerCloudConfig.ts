@@ -71,7 +71,7 @@ function validate(input: K0sWorkerBootstrapInput): void {
  * The kubelet flags k0s passes through. The node name is pinned with --hostname-override (k0s reads
  * it from here too), so it never depends on what the image or DHCP made of the hostname.
  */
-export function k0sKubeletExtraArgs(input: Pick<K0sWorkerBootstrapInput, "providerID" | "hostname" | "kubelet">): string {
+function k0sKubeletExtraArgs(input: Pick<K0sWorkerBootstrapInput, "providerID" | "hostname" | "kubelet">): string {
   return [`--provider-id=${input.providerID}`, `--hostname-override=${input.hostname}`, ...kubeletReservationFlags(input.kubelet)].join(" ");
 }
 

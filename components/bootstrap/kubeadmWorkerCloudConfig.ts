@@ -9,7 +9,7 @@ import { SELF_JOIN_SCRIPT_PATH, renderWorkerSelfJoinScript } from "./selfJoinScr
 import type { KubeadmWorkerUserDataInputs } from "./workerUserDataInputs";
 
 /** Elastic Metal's cloudInit limit (provider docs: at most 127,998 characters). */
-export const ELASTIC_METAL_MAX_CLOUD_INIT_CHARS = 127_998;
+const ELASTIC_METAL_MAX_CLOUD_INIT_CHARS = 127_998;
 
 /** Wraps a self-join script (kubeadm, or k0s with a private network on Elastic Metal) as `#cloud-config`. */
 export function renderSelfJoinCloudConfig(selfJoinScript: string): string {

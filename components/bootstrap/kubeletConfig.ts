@@ -19,8 +19,8 @@ export const KUBELET_PATHS = {
 } as const;
 
 /** kubeadm's defaults; clusters with another service CIDR or domain set `kubelet.clusterDNS`/`clusterDomain`. */
-export const DEFAULT_CLUSTER_DNS = ["10.96.0.10"] as const;
-export const DEFAULT_CLUSTER_DOMAIN = "cluster.local";
+const DEFAULT_CLUSTER_DNS = ["10.96.0.10"] as const;
+const DEFAULT_CLUSTER_DOMAIN = "cluster.local";
 
 /**
  * systemd-resolved's list of the real upstream servers. With resolved running, /etc/resolv.conf
@@ -29,7 +29,7 @@ export const DEFAULT_CLUSTER_DOMAIN = "cluster.local";
  * the kubelet here when systemd-resolved is active, and at /etc/resolv.conf otherwise.
  */
 export const RESOLVED_UPSTREAM_RESOLV_CONF = "/run/systemd/resolve/resolv.conf";
-export const PLAIN_RESOLV_CONF = "/etc/resolv.conf";
+const PLAIN_RESOLV_CONF = "/etc/resolv.conf";
 
 export interface KubeletConfigInput {
   /** Reservations and max pods (through kubeletReservationConfig, the one source of node overhead). */
@@ -89,7 +89,7 @@ kubelet_resolv_conf=${shellQuote(PLAIN_RESOLV_CONF)}
 if systemctl is-active --quiet systemd-resolved; then
   kubelet_resolv_conf=${shellQuote(RESOLVED_UPSTREAM_RESOLV_CONF)}
 fi
-write_file ${shellQuote(KUBELET_PATHS.config)} 0644 < <(sed -e "s|^resolvConf: .*\$|resolvConf: \${kubelet_resolv_conf}|" <<'${delimiter}'
+write_file ${shellQuote(KUBELET_PATHS.config)} 0644 < <(sed -e "s|^resolvConf: .*$|resolvConf: \${kubelet_resolv_conf}|" <<'${delimiter}'
 ${text}${delimiter}
 )`;
 }

@@ -7,7 +7,7 @@
  */
 import { nearestName } from "../shared/nearestName";
 
-export const NODEFLEET_NAMESPACE = "nodefleet";
+const NODEFLEET_NAMESPACE = "nodefleet";
 
 /**
  * Keys of the namespace that are not fleet spec input but are read elsewhere: valid in a stack's

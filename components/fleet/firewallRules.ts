@@ -7,11 +7,11 @@
  */
 import type { ClusterSpec, FirewallSpec } from "./fleetSpec";
 
-export const ANYWHERE = ["0.0.0.0/0", "::/0"] as const;
-export const KUBELET_PORT = "10250";
+const ANYWHERE = ["0.0.0.0/0", "::/0"] as const;
+const KUBELET_PORT = "10250";
 /** Cilium's WireGuard transparent encryption; packets are authenticated by the peers' keys. */
-export const CILIUM_WIREGUARD_PORT = "51871";
-export const NODEPORT_RANGE = "30000-32767";
+const CILIUM_WIREGUARD_PORT = "51871";
+const NODEPORT_RANGE = "30000-32767";
 
 export interface HcloudFirewallRule {
   readonly direction: "in";

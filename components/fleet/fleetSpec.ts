@@ -218,7 +218,7 @@ function isFirewallPort(text: string): boolean {
 
 const PORT_PROTOCOLS: readonly string[] = ["tcp", "udp"];
 
-export const firewallRuleSchema = z
+const firewallRuleSchema = z
   .strictObject({
     /** Shown in the Hetzner console; default `extra rule <n> from nodefleet:firewall`. */
     description: z.string().max(255).optional(),
@@ -239,7 +239,6 @@ export const firewallRuleSchema = z
       ctx.addIssue({ code: "custom", path: ["port"], message: `port is only allowed for tcp and udp, not for ${rule.protocol}` });
     }
   });
-export type FirewallRuleSpec = z.infer<typeof firewallRuleSchema>;
 
 export const firewallSchema = z.strictObject({
   /** Sources allowed to reach NodePorts 30000-32767/tcp (IPv4 or IPv6 CIDRs); none by default. */
@@ -301,7 +300,7 @@ const drainTimeoutSeconds = z
   .max(3600, { error: "drainTimeoutSeconds must be at most 3600" })
   .default(DEFAULT_DRAIN_TIMEOUT_SECONDS);
 
-export const rolloutSchema = z
+const rolloutSchema = z
   .strictObject({
     maxSurge: rolloutCount("maxSurge").default(DEFAULT_ROLLOUT.maxSurge),
     maxUnavailable: rolloutCount("maxUnavailable").default(DEFAULT_ROLLOUT.maxUnavailable),
@@ -336,14 +335,13 @@ export const hcloudStaticPoolSchema = z
     rollout: rolloutSchema.default(() => ({ ...DEFAULT_ROLLOUT, drainTimeoutSeconds: DEFAULT_DRAIN_TIMEOUT_SECONDS })),
   });
 
-export const poolLimitsSchema = z.strictObject({
+const poolLimitsSchema = z.strictObject({
   maxNodes: z.number().int().min(1, { error: "maxNodes must be at least 1" }).max(HCLOUD_MAX_SERVERS_PER_NETWORK, {
     error: `maxNodes must be at most ${HCLOUD_MAX_SERVERS_PER_NETWORK}`,
   }),
   cpu: z.number().int().positive().optional(),
   memoryGiB: z.number().positive().optional(),
 });
-export type PoolLimits = z.infer<typeof poolLimitsSchema>;
 
 export const hcloudAutoscaledPoolSchema = z.strictObject({
   ...hcloudCommon,
@@ -351,7 +349,7 @@ export const hcloudAutoscaledPoolSchema = z.strictObject({
   limits: poolLimitsSchema,
 });
 
-export const SCALEWAY_BOOTSTRAP_METHODS = ["auto", "cloud-init", "ssh"] as const;
+const SCALEWAY_BOOTSTRAP_METHODS = ["auto", "cloud-init", "ssh"] as const;
 export const scalewayElasticMetalPoolSchema = z.strictObject({
   ...poolBase,
   provider: z.literal("scaleway-elastic-metal"),
@@ -423,7 +421,7 @@ export const hetznerRobotPoolSchema = z.strictObject({
   rollout: inPlaceRolloutSchema("Robot servers are fixed machines, so nothing can be added beside them"),
 });
 
-export const POOL_PROVIDERS = ["hcloud", "scaleway-elastic-metal", "hetzner-robot"] as const;
+const POOL_PROVIDERS = ["hcloud", "scaleway-elastic-metal", "hetzner-robot"] as const;
 
 function selectPoolSchema(raw: unknown) {
   const pool = (raw ?? {}) as { provider?: unknown; mode?: unknown };
@@ -452,7 +450,6 @@ export type HcloudPool = HcloudStaticPool | HcloudAutoscaledPool;
 export type ScalewayElasticMetalPool = z.infer<typeof scalewayElasticMetalPoolSchema>;
 export type HetznerRobotPool = z.infer<typeof hetznerRobotPoolSchema>;
 export type PoolSpec = HcloudPool | ScalewayElasticMetalPool | HetznerRobotPool;
-export type StaticPool = HcloudStaticPool | ScalewayElasticMetalPool;
 
 /**
  * A pool is dispatched on `provider` (then `mode`) so that its errors name its own fields rather
@@ -551,7 +548,7 @@ function longestNameProblem(clusterId: string, poolName: string, pool: RawPool):
  * Rules that span several fields or pools. They read the raw config defensively so that they are
  * reported together with the per-field problems, not only once everything else is valid.
  */
-export function crossFieldProblems(rawConfig: Readonly<Record<string, unknown>>): Array<{ path: PropertyKey[]; message: string }> {
+function crossFieldProblems(rawConfig: Readonly<Record<string, unknown>>): Array<{ path: PropertyKey[]; message: string }> {
   const problems: Array<{ path: PropertyKey[]; message: string }> = [];
   const pools = Array.isArray(rawConfig["nodefleet:pools"]) ? (rawConfig["nodefleet:pools"] as RawPool[]) : [];
   const network = rawConfig["nodefleet:network"] as { zone?: unknown } | undefined;

@@ -12,7 +12,6 @@ export const HCLOUD_LOCATION_ZONES: Readonly<Record<string, string>> = {
 };
 
 export const HCLOUD_NETWORK_ZONES = ["eu-central", "us-east", "us-west", "ap-southeast"] as const;
-export type HcloudNetworkZone = (typeof HCLOUD_NETWORK_ZONES)[number];
 
 /** Hetzner's limits that shape placement and validation. Source: https://docs.hetzner.com/cloud/placement-groups/overview and .../networks/overview */
 export const HCLOUD_MAX_SERVERS_PER_SPREAD_GROUP = 10;

@@ -119,7 +119,7 @@ export interface HcloudNodeOutput extends NodeOutput {
  * Replace-forcing inputs of a server kept at its old generation: the engine keeps their values from
  * the state, so the running server is left as it is (its generation is what it was created with).
  */
-export const RETAINED_SERVER_IGNORED_INPUTS = ["userData", "image", "serverType", "sshKeys", "location"] as const;
+const RETAINED_SERVER_IGNORED_INPUTS = ["userData", "image", "serverType", "sshKeys", "location"] as const;
 
 /**
  * The previous run's node outputs of one pool plus Node readiness: what the next run's `current` is.

@@ -64,12 +64,12 @@ export function joinWindow(ttlMinutes: number, joinMarginMinutes: number, now: n
 }
 
 /** The token Secret's namespace and type, fixed by the bootstrap token authenticator. */
-export const BOOTSTRAP_TOKEN_NAMESPACE = "kube-system";
-export const BOOTSTRAP_TOKEN_SECRET_TYPE = "bootstrap.kubernetes.io/token";
+const BOOTSTRAP_TOKEN_NAMESPACE = "kube-system";
+const BOOTSTRAP_TOKEN_SECRET_TYPE = "bootstrap.kubernetes.io/token";
 export const KUBEADM_NODE_TOKEN_GROUP = "system:bootstrappers:kubeadm:default-node-token";
 
 /** The Secret's string data for a token, as the bootstrap token authenticator reads it. */
-export function bootstrapTokenSecretData(
+function bootstrapTokenSecretData(
   kind: BootstrapTokenArgs["clusterKind"],
   fields: { tokenId: string; tokenSecret: string; expiration: string; description: string },
 ): Record<string, string> {

@@ -4,6 +4,7 @@
  * JSON string), and the serialized provider's `delete` talks to the API server with Node built-ins.
  */
 import { readFileSync } from "node:fs";
+import type { IncomingMessage } from "node:http";
 import * as pulumi from "@pulumi/pulumi";
 import { parseDocument } from "yaml";
 
@@ -133,7 +134,7 @@ export async function kubernetesApiRequest(
           ? { ca: creds.caPem, cert: creds.clientCertPem, key: creds.clientKeyPem, rejectUnauthorized: creds.insecureSkipTlsVerify !== true }
           : {}),
       },
-      (response: import("node:http").IncomingMessage) => {
+      (response: IncomingMessage) => {
         let text = "";
         response.setEncoding("utf8");
         response.on("data", (chunk: string) => {

@@ -12,7 +12,7 @@ interface NodeItem {
 }
 
 /** Names of the Nodes in a Node list whose Ready condition is True. */
-export function readyNodeNamesIn(nodeList: unknown): Set<string> {
+function readyNodeNamesIn(nodeList: unknown): Set<string> {
   const items = ((nodeList as { items?: unknown } | null)?.items ?? []) as NodeItem[];
   const ready = new Set<string>();
   for (const node of Array.isArray(items) ? items : []) {

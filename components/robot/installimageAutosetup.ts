@@ -35,7 +35,7 @@ export const GATHER_HARDWARE_COMMAND =
   "printf '{\"firmware\":\"%s\",\"lsblk\":' \"$firmware\"; lsblk -J -b -d -o NAME,TYPE,SIZE,RM,RO; printf '}\\n'";
 
 /** installimage's minimum for the EFI system partition. */
-export const ESP_SIZE = "256M";
+const ESP_SIZE = "256M";
 
 /** Smallest disk installimage is given: the root filesystem needs room for images and logs. */
 export const MIN_INSTALL_DISK_BYTES = 20 * 1024 ** 3;
@@ -88,7 +88,7 @@ export interface AutosetupInput {
   readonly firmware: Firmware;
 }
 
-export function installimageImagePath(image: string): string {
+function installimageImagePath(image: string): string {
   const path = INSTALLIMAGE_UBUNTU_IMAGES[image];
   if (path === undefined) {
     throw new Error(`image ${image} is not an installimage Ubuntu image nodefleet knows (${Object.keys(INSTALLIMAGE_UBUNTU_IMAGES).join(", ")})`);

@@ -7,9 +7,9 @@
  */
 
 /** The rescue system's hostname. */
-export const RESCUE_HOSTNAME = "rescue";
+const RESCUE_HOSTNAME = "rescue";
 /** Present only in the rescue system: the NFS root with installimage and the images. */
-export const RESCUE_MARKER = "/root/.oldroot/nfs";
+const RESCUE_MARKER = "/root/.oldroot/nfs";
 
 /** POSIX sh (one line, so it also prefixes a single remote command): exits 1 unless this is the rescue system. */
 export const RESCUE_SYSTEM_CHECK =

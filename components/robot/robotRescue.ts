@@ -7,6 +7,7 @@
  * (re)install; its outputs give the server's address. A `pulumi.dynamic` resource: its serialized
  * provider uses only the Robot client and its inputs; the credentials are a secret input and output.
  */
+import type * as Net from "node:net";
 import * as pulumi from "@pulumi/pulumi";
 import { ROBOT_BASE_URL, RobotClient, type RobotCredentials, type RobotResetType, isRobotNotFound, robotCredentialsFromEnv } from "./robotClient";
 
@@ -38,7 +39,7 @@ export function rescueResetLadder(offered: readonly string[]): RobotResetType[] 
 }
 
 /** How long a step of the ladder waits for the installed system to go down before the next one. */
-export const RESET_WAIT_SECONDS = 180;
+const RESET_WAIT_SECONDS = 180;
 
 export interface ResetLadderIo {
   /** Robot's reset call. */
@@ -101,7 +102,8 @@ export const robotRescueProvider: pulumi.dynamic.ResourceProvider = {
     await client.activateRescue(inputs.serverNumber, inputs.fingerprints);
     const ip = server.server_ip ?? "";
     // Built-ins only: the provider is serialized into the state.
-    const net = require("node:net") as typeof import("node:net");
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const net = require("node:net") as typeof Net;
     const probe = inputs.probe ? /^(.+):(\d+)$/.exec(inputs.probe) : null;
     const probeHost = probe ? probe[1] : ip;
     const probePort = probe ? Number(probe[2]) : 22;

@@ -11,7 +11,7 @@ import type { Firmware } from "./installimageAutosetup";
 import { RESCUE_SYSTEM_CHECK } from "./rescueSystemCheck";
 
 /** Where the rescue system keeps installimage (the interactive alias is not set in `ssh host cmd`). */
-export const RESCUE_INSTALLIMAGE = "/root/.oldroot/nfs/install/installimage";
+const RESCUE_INSTALLIMAGE = "/root/.oldroot/nfs/install/installimage";
 
 /** How the install script is run (stdin); the argument only names the step in the process list. */
 export const RESCUE_INSTALL_COMMAND = "bash -s nodefleet-rescue-install";

@@ -8,7 +8,7 @@
  * To update: `scw baremetal offer list zone=fr-par-2 -o json | jq -r '.[] | [.name, (.tags | join(","))] | @tsv'`
  * and copy each offer's tags below. An offer missing here is treated as having no cloud-init tag.
  */
-export const ELASTIC_METAL_OFFER_TAGS: Readonly<Record<string, readonly string[]>> = {
+const ELASTIC_METAL_OFFER_TAGS: Readonly<Record<string, readonly string[]>> = {
   "EM-A215R-HDD": ["install-system-v2", "cloud-init", "new"],
   "EM-A610R-NVME": ["new", "install-system-v2", "cloud-init"],
   // Only its cloud-init tag is known (Scaleway's cloud-init example server uses this offer).
@@ -21,7 +21,7 @@ export const ELASTIC_METAL_OFFER_TAGS: Readonly<Record<string, readonly string[]
 };
 
 /** The tag Scaleway puts on offers whose OS installer passes the server's `cloudInit` to cloud-init. */
-export const CLOUD_INIT_OFFER_TAG = "cloud-init";
+const CLOUD_INIT_OFFER_TAG = "cloud-init";
 
 /** Whether the offer is known to run cloud-init (its tags include `cloud-init`). */
 export function offerRunsCloudInit(offer: string, tags: Readonly<Record<string, readonly string[]>> = ELASTIC_METAL_OFFER_TAGS): boolean {

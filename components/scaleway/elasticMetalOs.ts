@@ -13,7 +13,7 @@ export interface ElasticMetalOs {
   readonly netplan: boolean;
 }
 
-export const ELASTIC_METAL_OSES: Readonly<Record<string, ElasticMetalOs>> = {
+const ELASTIC_METAL_OSES: Readonly<Record<string, ElasticMetalOs>> = {
   ubuntu_noble: { name: "Ubuntu", version: "24.04 LTS (Noble Numbat)", sshUser: "ubuntu", netplan: true },
   ubuntu_jammy: { name: "Ubuntu", version: "22.04 LTS (Jammy Jellyfish)", sshUser: "ubuntu", netplan: true },
   ubuntu_focal: { name: "Ubuntu", version: "20.04 LTS (Focal Fossa)", sshUser: "ubuntu", netplan: true },

@@ -25,7 +25,7 @@ export function parseIpv4Cidr(text: string): Ipv4Cidr | undefined {
   return { network, prefix };
 }
 
-export function ipv4ToNumber(octets: readonly number[]): number {
+function ipv4ToNumber(octets: readonly number[]): number {
   return ((octets[0] << 24) | (octets[1] << 16) | (octets[2] << 8) | octets[3]) >>> 0;
 }
 

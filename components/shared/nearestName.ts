@@ -25,7 +25,7 @@ export function editDistance(a: string, b: string): number {
  * characters (at least one), so `pool` -> `pools` and `netwrok` -> `network` are suggested but
  * `foo` -> `pools` is not (a far-fetched suggestion misleads more than none).
  */
-export function isCloseEnough(name: string, candidate: string, distance: number): boolean {
+function isCloseEnough(name: string, candidate: string, distance: number): boolean {
   return distance <= Math.max(1, Math.floor(0.4 * Math.max(name.length, candidate.length)));
 }
 

@@ -42,7 +42,7 @@ describe("host firewall (bare metal)", () => {
     assert.match(text, /counter drop comment "everything else on the public NIC"\n {2}\}\n\}\n$/);
     for (const rule of RULES) assert.ok(text.includes(rule.description.replace(/[^A-Za-z0-9 ,.()/:_+-]/g, " ").slice(0, 120)), rule.description);
     assert.doesNotMatch(text, /[`$\\]/, "descriptions cannot inject shell syntax");
-    assert.match(text, /comment "metrics  scraper   rm -rf  HOME  id "$/m, "nor nft syntax (quotes, semicolons)");
+    assert.match(text, /comment "metrics {2}scraper {3}rm -rf {2}HOME {2}id "$/m, "nor nft syntax (quotes, semicolons)");
     assert.throws(() => renderHostFirewall({ rules: RULES, publicInterface: "eno1; flush ruleset" }), /neither an interface name/);
   });
 

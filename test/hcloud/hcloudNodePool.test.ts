@@ -133,7 +133,6 @@ describe("HcloudNodePool under mocks", function () {
 
     it("creates one bootstrap token Secret per node, through the fleet's Kubernetes provider, matching its user data", () => {
       const secrets = ofType(resources, SECRET);
-      const provider = ofType(resources, "pulumi:providers:kubernetes")[0];
       const servers = ofType(resources, SERVER);
       assert.equal(secrets.length, servers.length);
       const tokens = new Set<string>();

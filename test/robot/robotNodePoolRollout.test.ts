@@ -15,7 +15,6 @@ import { runProgram } from "../../stacks/fleetProgram";
 import { clusterConfig, rawFleetConfig } from "../support/fleetConfigFixture";
 import { tokenKubeconfig } from "../support/tokenKubeconfig";
 
-const RESCUE = "pulumi-nodejs:dynamic/nodefleet:RobotRescue";
 const UPDATE_DRAIN = "pulumi-nodejs:dynamic/nodefleet:KubernetesNodeUpdateDrain";
 const METADATA = "pulumi-nodejs:dynamic/nodefleet:KubernetesNodeMetadata";
 const FINGERPRINT = "15:28:b0:03:95:f0:77:b3:10:56:15:6b:77:22:a5:bb";

@@ -36,7 +36,10 @@ const LOCAL_REPLACE_KEYS = ["userData", "image", "location"];
 /** A cloud-free stand-in for a server: fails like a sold-out type when its serverType contains "soldout". */
 const localServerProvider: pulumi.dynamic.ResourceProvider = {
   async create(inputs) {
-    const trace = (event: string) => inputs.createTrace && require("node:fs").appendFileSync(String(inputs.createTrace), `${event} ${Date.now()}\n`);
+    const trace = (event: string) => {
+      // eslint-disable-next-line @typescript-eslint/no-require-imports -- serialized into the state: built-ins only, required at run time
+      if (inputs.createTrace) require("node:fs").appendFileSync(String(inputs.createTrace), `${event} ${Date.now()}\n`);
+    };
     trace("start");
     if (inputs.createDelayMs) await new Promise((resolve) => setTimeout(resolve, Number(inputs.createDelayMs)));
     trace("end");

@@ -50,7 +50,7 @@ export function assertShellcheckClean(script: string): void {
   });
 }
 
-export const NETPLAN_INSTALL_HINT = "install it with `apt-get install netplan.io`";
+const NETPLAN_INSTALL_HINT = "install it with `apt-get install netplan.io`";
 
 /** The real netplan CLI's path (the tests' shims delegate to it); throws with how to get it. */
 export function netplanBinary(): string {

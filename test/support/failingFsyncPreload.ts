@@ -3,7 +3,7 @@
  * receives SIGUSR2, its next asynchronous fdatasync fails with EIO, as a failing disk would report
  * it. Start-up syncs (synchronous) are untouched, so the service starts normally first.
  */
-import * as fs from "node:fs";
+import type * as fs from "node:fs";
 
 // The module object itself (an `import * as` namespace is read-only): what walSync.ts calls through.
 const fsModule = module.require("node:fs") as { fdatasync: typeof fs.fdatasync };

@@ -10,7 +10,7 @@ import { type MockRunOptions, type MockRunResult, runUnderMocks } from "../../au
 import { runProgram } from "../../stacks/fleetProgram";
 import { FleetSpecError, parseFleetSpec } from "../../components/fleet/fleetSpec";
 
-export const FIXTURE_CLUSTER_ID = "example";
+const FIXTURE_CLUSTER_ID = "example";
 
 /** A syntactically valid PEM block (the control plane's CA is not a secret). */
 export const FIXTURE_CA_CERTIFICATE = [

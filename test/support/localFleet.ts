@@ -91,7 +91,7 @@ export async function poolNodes(cloud: LocalCloud, pool: string): Promise<PoolNo
 export const isReady = (node: PoolNode) => node.status.conditions?.some((c) => c.type === "Ready" && c.status === "True") === true;
 
 /** Names of the Ready Nodes among `servers` (a Node is named as its server). */
-export async function readyServerNames(cloud: LocalCloud, pool: string, servers: readonly PoolServer[]): Promise<Set<string>> {
+async function readyServerNames(cloud: LocalCloud, pool: string, servers: readonly PoolServer[]): Promise<Set<string>> {
   const ready = new Set((await poolNodes(cloud, pool)).filter(isReady).map((n) => n.metadata.name));
   return new Set(servers.filter((s) => ready.has(s.name)).map((s) => s.name));
 }

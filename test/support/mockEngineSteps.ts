@@ -20,7 +20,7 @@ export interface SteppedMockRun<T> extends MockRunResult<T> {
 type Recorded = Pick<MockRunResult<unknown>, "resources">;
 
 /** `runUnderMocks` with deterministic outputs, recording each resource's `ignoreChanges`. */
-export async function runRecordingIgnoreChanges<T>(options: Omit<MockRunOptions<T>, "newResource">): Promise<SteppedMockRun<T>> {
+async function runRecordingIgnoreChanges<T>(options: Omit<MockRunOptions<T>, "newResource">): Promise<SteppedMockRun<T>> {
   const ignoreChanges = new Map<string, readonly string[]>();
   const run = await runUnderMocks({
     ...options,

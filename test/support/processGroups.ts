@@ -20,7 +20,7 @@ export function killGroup(pgid: number, signal: NodeJS.Signals): void {
 }
 
 /** SIGKILLs the tracked groups and every descendant of this process; synchronous, for `exit`. */
-export function reapAll(): void {
+function reapAll(): void {
   const below = descendantProcesses(process.pid);
   for (const pgid of groups) killGroup(pgid, "SIGKILL");
   groups.clear();

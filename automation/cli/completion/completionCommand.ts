@@ -11,7 +11,7 @@ import { zshCompletion } from "./zshCompletion";
 const SCRIPTS = { bash: bashCompletion, zsh: zshCompletion } as const;
 type Shell = keyof typeof SCRIPTS;
 
-export function completionScript(program: Command, shell: Shell): string {
+function completionScript(program: Command, shell: Shell): string {
   return SCRIPTS[shell](completionTree(program));
 }
 

@@ -4,7 +4,7 @@
  */
 export type LabelPredicate = (labels: Readonly<Record<string, string>>) => boolean;
 
-export class LabelSelectorError extends Error {
+class LabelSelectorError extends Error {
   override readonly name = "LabelSelectorError";
 }
 

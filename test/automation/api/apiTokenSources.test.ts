@@ -22,10 +22,8 @@ import {
   type TokenSources,
 } from "../../../automation/api/apiTokenSources";
 import { TokenVerifier } from "../../../automation/api/apiTokens";
-import { AutomationEngine } from "../../../automation/engine/automationEngine";
 import { missingTools, skipUnlessAvailable } from "../../support/toolchainRequirement";
 import { NodefleetApiError, NodefleetClient } from "../../../automation/client/nodefleetClient";
-import { gitStackProgram } from "../../../automation/gitStackProgram";
 import { tempDataDir } from "../../support/apiHarness";
 import { passphraseProject } from "../../support/passphraseProject";
 import { BIN, REPOSITORY_ROOT } from "../../support/serveProcess";

@@ -61,6 +61,7 @@ describe("the service's log format", function () {
     assert.match(shown, /INFO.*: hello from the service/, shown);
     assert.ok(!shown.startsWith("{"), `a readable line, not JSON: ${shown}`);
     assert.doesNotMatch(shown, /sekret/);
+    // eslint-disable-next-line no-control-regex -- ESC is the start of a colour code
     assert.doesNotMatch(shown, /\x1b\[/, "NO_COLOR: no colour codes");
   });
 

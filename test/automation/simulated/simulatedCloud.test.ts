@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import fc from "fast-check";
 import { AddressPool } from "../../../automation/simulated/addressPool";
-import { JournalCorruptError, SimulatedCloud, StackStateFile, hashSecrets, matchesSelector, type SimResource } from "../../../automation/simulated/simulatedCloud";
+import { JournalCorruptError, StackStateFile, hashSecrets, matchesSelector, type SimResource } from "../../../automation/simulated/simulatedCloud";
 import { SimulatedEngine } from "../../../automation/simulated/simulatedEngine";
 import { resolveKnobs } from "../../../automation/simulated/simulationKnobs";
 import { processAlive } from "../../../automation/engine/cliProcesses";

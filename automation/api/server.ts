@@ -39,6 +39,7 @@ import { ServiceMetrics } from "./serviceMetrics";
 import { openApiComponents, openApiDocumentation, openApiTransform } from "./openApiDocument";
 import { loggedRequest } from "./redactedUrl";
 import { DebugRequestLogs } from "./requestLogController";
+import { errorMessage } from "../../components/shared/errorMessage";
 
 const API_PREFIX = "/api/v1";
 const PROBE_URLS = new Set(["/healthz", "/readyz", "/metrics"]);
@@ -192,7 +193,7 @@ function watchEngineStart(engineReady: Promise<unknown> | undefined): EngineStar
     () => (start.state = "ready"),
     (error: unknown) => {
       start.state = "failed";
-      start.error = error instanceof Error ? error.message : String(error);
+      start.error = errorMessage(error);
     },
   );
   return start;

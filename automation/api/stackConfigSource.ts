@@ -11,6 +11,7 @@ import { parseFleetSpec, type FleetSpec } from "../../components/fleet/fleetSpec
 import type { StackConfigValue } from "../engine/stackEngine";
 import { configValues, readStackConfigFile } from "../stackConfigFile";
 import { API_TOKENS_KEY } from "./apiTokenSources";
+import { errorMessage } from "../../components/shared/errorMessage";
 
 function programConfig(config: Record<string, StackConfigValue>): Record<string, StackConfigValue> {
   return Object.fromEntries(Object.entries(config).filter(([key]) => key !== API_TOKENS_KEY));
@@ -53,7 +54,7 @@ export class StackConfigSource {
       this.logger?.info({ stack: this.stackName }, "stack config re-read");
       this.onReread?.();
     } catch (error) {
-      this.logger?.error({ stack: this.stackName, err: error instanceof Error ? error.message : String(error) }, "stack config changed but is invalid; keeping the last valid one");
+      this.logger?.error({ stack: this.stackName, err: errorMessage(error) }, "stack config changed but is invalid; keeping the last valid one");
     }
   }
 

@@ -10,6 +10,7 @@ import type { HcloudClient } from "../hcloud/hcloudClient";
 import { hcloudCatalog } from "./hcloudCatalog";
 import type { OfferingAvailability } from "./offeringAvailability";
 import { shippedCatalog, type ServerTypeCatalog } from "./serverTypes";
+import { errorMessage } from "../../components/shared/errorMessage";
 
 /** Why the catalog served is not Hetzner's current one, for /readyz. */
 export interface CatalogStaleness {
@@ -75,7 +76,7 @@ export class CatalogSource {
       this.failure = undefined;
     } catch (error) {
       // Keep the last known catalog: stale prices beat refusing every create.
-      const reason = error instanceof Error ? error.message : String(error);
+      const reason = errorMessage(error);
       this.failure = { reason, since: this.failure?.since ?? new Date().toISOString(), attempts: (this.failure?.attempts ?? 0) + 1 };
       this.options.logger?.warn({ err: reason, attempt: this.failure.attempts }, "refreshing the Hetzner catalog failed; serving the last known catalog, marked stale");
     }

@@ -6,6 +6,7 @@
  */
 import type { Logger } from "pino";
 import { type RetryConfig, retryDelay } from "../reconciler/batchWindow";
+import { errorMessage } from "../../components/shared/errorMessage";
 
 export class FirstApply {
   /** Resolves once the git stack is applied; rejects only when abandoned. */
@@ -34,7 +35,7 @@ export class FirstApply {
       (error: unknown) => {
         this.attempts += 1;
         const delayMs = retryDelay(this.attempts, this.retryConfig);
-        this.logger.error({ err: error instanceof Error ? error.message : String(error), attempt: this.attempts, delayMs }, "applying the git stack to the simulated cloud failed; retrying");
+        this.logger.error({ err: errorMessage(error), attempt: this.attempts, delayMs }, "applying the git stack to the simulated cloud failed; retrying");
         this.retry = setTimeout(() => this.start(), delayMs);
       },
     );

@@ -18,6 +18,7 @@ import { kubeIdentityFromKubeconfig } from "../local/kubeconfigIdentity";
 import { LOCAL_STACK } from "../local/localStack";
 import { configValues, readStackConfigFile, stackConfigPath } from "../stackConfigFile";
 import { generatedTokenPath } from "./serveCommand";
+import { errorMessage } from "../../components/shared/errorMessage";
 
 export interface LocalKarpenterOptions {
   readonly dataDir: string;
@@ -51,7 +52,7 @@ const say = (line: string) => process.stderr.write(`nodefleet local karpenter: $
 
 export async function runLocalKarpenter(options: LocalKarpenterOptions, env: NodeJS.ProcessEnv = process.env): Promise<void> {
   const problems: string[] = [];
-  const problem = (error: unknown) => problems.push(error instanceof Error ? error.message : String(error));
+  const problem = (error: unknown) => problems.push(errorMessage(error));
 
   try {
     karpenterControllerBinary(env);

@@ -12,6 +12,7 @@ import { registerInitCommand } from "./initCommand";
 import { registerServeCommand } from "./serveCommand";
 import { registerCompletionCommand } from "./completion/completionCommand";
 import { packageVersion } from "./packageVersion";
+import { errorMessage } from "../../components/shared/errorMessage";
 
 function buildProgram(): Command {
   const program = new Command("nodefleet")
@@ -37,7 +38,7 @@ function reportError(error: unknown): number {
     process.stderr.write(`${error.message}\n`);
     return 2;
   }
-  const message = error instanceof Error ? error.message : String(error);
+  const message = errorMessage(error);
   process.stderr.write(`nodefleet: ${message}\n`);
   if (process.env.NODEFLEET_DEBUG && error instanceof Error && error.stack) process.stderr.write(`${error.stack}\n`);
   return 1;

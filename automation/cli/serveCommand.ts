@@ -43,6 +43,7 @@ import { assertStoreNotLost } from "../store/storeIntegrity";
 import { assertStoreNotLostInCloud } from "../reconciler/storeLostInCloud";
 import { apiStackDefinition, apiStackName } from "../reconciler/apiStack";
 import { DEFAULT_CREATE_DEADLINE_MS } from "../reconciler/runOutcome";
+import { errorMessage } from "../../components/shared/errorMessage";
 
 /** How long a failed start or a shutdown waits for the API stack workspace's preparation (a CLI process or two). */
 const PREPARE_WAIT_MS = 10_000;
@@ -252,7 +253,7 @@ async function wireAutomationEngine({ options, config, dataDir, hcloud, reclaime
     stack.onReread = () => {
       automation.readStackConfig(gitStack).then(
         (config) => (decrypted = config),
-        (error: unknown) => logger.error({ err: error instanceof Error ? error.message : String(error) }, "decrypting the changed stack config failed; keeping the last secrets"),
+        (error: unknown) => logger.error({ err: errorMessage(error) }, "decrypting the changed stack config failed; keeping the last secrets"),
       );
     };
     programConfig = () => withDecryptedSecrets(stack.stackConfig(), decrypted);
@@ -357,7 +358,7 @@ function stopOnSignals(service: StartedService, logger: Logger): void {
     app.close().then(
       () => process.exit(exitCode),
       (error: unknown) => {
-        logger.error({ err: error instanceof Error ? error.message : String(error) }, "shutdown failed");
+        logger.error({ err: errorMessage(error) }, "shutdown failed");
         process.exit(1);
       },
     );

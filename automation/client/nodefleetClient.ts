@@ -14,6 +14,7 @@ import type {
   readinessSchema,
 } from "../api/schemas";
 import { fetchFailureCause } from "../../components/shared/fetchFailureCause";
+import { errorMessage } from "../../components/shared/errorMessage";
 
 export type ClusterInfo = z.infer<typeof clusterSchema>;
 export type InstanceType = z.infer<typeof instanceTypeSchema>;
@@ -40,7 +41,7 @@ export class NodefleetConnectionError extends Error {
 /** fetch reports every network failure as "fetch failed"; what went wrong is in its cause. */
 function failureReason(error: unknown, timeoutMs: number): string {
   if (error instanceof Error && (error.name === "TimeoutError" || error.name === "AbortError")) return `no answer within ${timeoutMs} ms`;
-  return fetchFailureCause(error) ?? (error instanceof Error ? error.message : String(error));
+  return fetchFailureCause(error) ?? (errorMessage(error));
 }
 
 export interface ClientOptions {

@@ -42,6 +42,7 @@ import {
   type StackEngine,
   type StepOp,
 } from "./stackEngine";
+import { errorMessage } from "../../components/shared/errorMessage";
 
 export interface AutomationEngineOptions {
   /** Data directory: workspaces, the default file backend, the generated passphrase, run markers. */
@@ -549,7 +550,7 @@ export class AutomationEngine implements StackEngine {
         await this.workspaceStack(def);
       });
     } catch (error) {
-      const message = redactSecrets(firstLines(error instanceof Error ? error.message : String(error)), def);
+      const message = redactSecrets(firstLines(errorMessage(error)), def);
       this.options.logger?.warn({ stack: def.stackName, err: message }, "preparing the stack's workspace failed; its first run tries again");
     }
   }

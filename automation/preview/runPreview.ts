@@ -20,6 +20,7 @@ import type { PreviousRunOutputs } from "../../stacks/fleetProgram";
 import { type StackConfigFile, configValues, parseStackConfig, readStackConfigFile, stackConfigPath } from "../stackConfigFile";
 import { configChangesByPool, fleetLayout } from "./fleetLayout";
 import { type PreviewReport, type StackPreview, buildStackPreview, previewReport } from "./stackPreview";
+import { errorMessage } from "../../components/shared/errorMessage";
 
 export type EngineKind = "automation" | "simulated";
 
@@ -109,10 +110,6 @@ async function previousOutputsOf(engine: StackEngine, def: StackDefinition): Pro
   }
 }
 
-function message(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
-
 async function previewStack(stack: string, options: RunPreviewOptions, project: string): Promise<StackPreview> {
   const say = options.progress ?? (() => undefined);
   const context = { project, stack, engine: options.engine, baseRef: options.baseRef, knownSecrets: knownSecrets() };
@@ -155,7 +152,7 @@ async function previewStack(stack: string, options: RunPreviewOptions, project: 
     say(`[${stack}] ${result.succeeded ? "done" : "failed"}: ${Object.entries(result.summary).map(([op, n]) => `${n} ${op}`).join(", ")}`);
     return buildStackPreview(fullContext, { result });
   } catch (error) {
-    const failed = buildStackPreview(context, { error: message(error) });
+    const failed = buildStackPreview(context, { error: errorMessage(error) });
     say(`[${stack}] preview failed: ${failed.error}`);
     return failed;
   } finally {

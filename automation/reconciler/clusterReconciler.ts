@@ -14,6 +14,7 @@ import { DEFAULT_BATCH_WINDOW, DEFAULT_RETRY, retryDelay, windowClosesAt, type B
 import { isStorageFailure, storageFailureReason } from "../store/storageFailure";
 import { classifyFailure, sourceName, type FailureSource } from "./failureClass";
 import { DEFAULT_CREATE_DEADLINE_MS, previewGuardViolations, runOutcome, type GuardViolation, type WaitingClaim } from "./runOutcome";
+import { errorMessage } from "../../components/shared/errorMessage";
 
 export interface RunObserver {
   runFinished(clusterId: string, kind: OperationKind, result: "succeeded" | "failed", durationMs: number): void;
@@ -146,7 +147,7 @@ export class ClusterReconciler extends EventEmitter {
     this.current = this.runOnce()
       .catch((error: unknown) => {
         // The store failed (disk full, I/O error) or something unforeseen: degraded, and retried with backoff.
-        const message = isStorageFailure(error) ? storageFailureReason(error) : error instanceof Error ? error.message : String(error);
+        const message = isStorageFailure(error) ? storageFailureReason(error) : errorMessage(error);
         this.degrade(`reconciling failed: ${message.slice(0, 500)}; retrying`);
         this.options.logger?.error({ err: error, cluster: this.clusterId }, "reconcile failed");
         this.scheduleRetry();
@@ -312,7 +313,7 @@ export class ClusterReconciler extends EventEmitter {
   /** A preview or up that threw: abandoned when the service stopped it, else failed, degraded and retried. */
   private engineCallFailed(run: Run, error: unknown): void {
     const { operations, clusterId } = this.options;
-    const message = error instanceof Error ? error.message : String(error);
+    const message = errorMessage(error);
     if (this.stopped && run.signal.aborted) {
       operations.finish(run.operationId, { result: "abandoned", error: "service stopped during the run; resumed on the next start" });
       return;

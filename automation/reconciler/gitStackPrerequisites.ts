@@ -6,6 +6,7 @@
  * again every `recheckMs` while something is missing, so it turns ready by itself after the apply.
  */
 import type { SharedResources } from "./apiStack";
+import { errorMessage } from "../../components/shared/errorMessage";
 
 export interface SharedResourcesLookUp {
   /** Both resources, or the names of the missing ones (`network local-network`, `firewall local-nodes`). */
@@ -61,7 +62,7 @@ export class GitStackPrerequisites {
   private check(): Promise<unknown> {
     this.checking ??= this.resources()
       .catch((error: unknown) => {
-        this.logger?.warn({ err: error instanceof Error ? error.message : String(error) }, "could not look up the git stack's network and firewall; looking again");
+        this.logger?.warn({ err: errorMessage(error) }, "could not look up the git stack's network and firewall; looking again");
         this.schedule();
       })
       .finally(() => (this.checking = undefined));

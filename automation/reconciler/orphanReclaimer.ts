@@ -9,6 +9,7 @@ import type { Logger } from "pino";
 import type { HcloudClient } from "../hcloud/hcloudClient";
 import { OWNERSHIP_LABELS } from "../../components/fleet/nodeMember";
 import type { SimulatedCloud } from "../simulated/simulatedCloud";
+import { errorMessage } from "../../components/shared/errorMessage";
 
 export interface InventoryServer {
   readonly id: string;
@@ -131,7 +132,7 @@ export class OrphanReclaimer {
           this.firstSeen.delete(server.id);
           decision = { server, action: "deleted", reason: "unknown server past the grace period" };
         } catch (error) {
-          decision = { server, action: "failed", reason: `delete failed: ${error instanceof Error ? error.message : String(error)}` };
+          decision = { server, action: "failed", reason: `delete failed: ${errorMessage(error)}` };
         }
       }
       metrics?.orphanDecisions.inc({ cluster: clusterId, action: decision.action });
@@ -150,7 +151,7 @@ export class OrphanReclaimer {
       if (this.sweeping) return;
       this.sweeping = this.sweep()
         .catch((error: unknown) => {
-          this.options.logger?.warn({ err: error instanceof Error ? error.message : String(error) }, "orphan sweep failed");
+          this.options.logger?.warn({ err: errorMessage(error) }, "orphan sweep failed");
           return [];
         })
         .finally(() => (this.sweeping = undefined));

@@ -12,6 +12,7 @@ import { fetchFailureCause } from "../../components/shared/fetchFailureCause";
 import { HcloudApiError, HcloudRequestError } from "../hcloud/hcloudClient";
 import { type ServerInventory, findOrphans } from "./orphanReclaimer";
 import { StoreLostError, storeMissingOrEmpty } from "../store/storeIntegrity";
+import { errorMessage } from "../../components/shared/errorMessage";
 
 /** Names listed in the error before it says how many more there are. */
 const NAMES_SHOWN = 5;
@@ -31,7 +32,7 @@ function describe(error: unknown): string {
   // HcloudClient's own errors name the call and the cause already.
   if (error instanceof HcloudRequestError || error instanceof HcloudApiError) return error.message;
   const cause = fetchFailureCause(error);
-  return `${error instanceof Error ? error.message : String(error)}${cause ? ` (${cause})` : ""}`;
+  return `${errorMessage(error)}${cause ? ` (${cause})` : ""}`;
 }
 
 /**

@@ -13,6 +13,7 @@ import { SimulatedProvider } from "./simulatedProvider";
 import { processAlive } from "../engine/cliProcesses";
 import { acquireStackLock } from "./stackLock";
 import type { SimulationKnobs } from "./simulationKnobs";
+import { errorMessage } from "../../components/shared/errorMessage";
 
 export interface ChildRequest {
   readonly kind: "up" | "preview";
@@ -132,7 +133,7 @@ async function run(request: ChildRequest): Promise<void> {
     })]);
     outputs = (result.outputs ?? {}) as Record<string, unknown>;
   } catch (error) {
-    failure = error instanceof Error ? error.message : String(error);
+    failure = errorMessage(error);
   }
   if (failure === undefined) provider.finish(outputs);
   if (request.kind === "up") file.compact(state);
@@ -147,7 +148,7 @@ if (require.main === module) {
     run(request).then(
       () => process.exit(0),
       async (error: unknown) => {
-        await send({ type: "failed", message: error instanceof Error ? error.message : String(error), steps: [] });
+        await send({ type: "failed", message: errorMessage(error), steps: [] });
         process.exit(1);
       },
     );

@@ -8,6 +8,7 @@
  */
 import * as fs from "node:fs";
 import type Database from "better-sqlite3";
+import { errorMessage } from "../../components/shared/errorMessage";
 
 /**
  * A sync of the store's files failed. After that, what reached the disk is unknown: Linux may drop
@@ -20,7 +21,7 @@ export class StoreSyncFailedError extends Error {
   readonly code = "NODEFLEET_SYNC_FAILED";
   constructor(readonly syncError: unknown) {
     const code = (syncError as { code?: unknown } | undefined)?.code;
-    super(`a sync of the store's files failed (${typeof code === "string" ? code : syncError instanceof Error ? syncError.message : String(syncError)}): what reached the disk is unknown until the service restarts and recovers from it`);
+    super(`a sync of the store's files failed (${typeof code === "string" ? code : errorMessage(syncError)}): what reached the disk is unknown until the service restarts and recovers from it`);
   }
 }
 

@@ -48,6 +48,7 @@ import { type PrivateNetworkJoin, renderVlanIdDelivery, renderWorkerSelfJoinScri
 import { workerUserDataInputs } from "../bootstrap/workerUserDataInputs";
 import { READ_HOST_KEY_COMMAND, RECORD_ONLY_UPDATE, UNREAD_HOST_KEY, parseHostKeyLine, sshAuth } from "../bootstrap/sshConnection";
 import { hostFirewallCommandArgs } from "../bootstrap/hostFirewallCommand";
+import { errorMessage } from "../shared/errorMessage";
 
 export interface ElasticMetalNodePoolArgs {
   /** The cluster the nodes join: id, kind, apiServer, CA, versions, kubelet settings, token TTL. */
@@ -114,7 +115,7 @@ const PRIVATE_NETWORK_NOT_FOUND = /no element found with the name/;
  * outage, a permission or a duplicate name), which must stop the run instead of creating a duplicate.
  */
 export function isPrivateNetworkNotFound(error: unknown): boolean {
-  return PRIVATE_NETWORK_NOT_FOUND.test(error instanceof Error ? error.message : String(error));
+  return PRIVATE_NETWORK_NOT_FOUND.test(errorMessage(error));
 }
 
 /** The look-up's network, undefined when none has the name; any other failure is rethrown, naming the pool. */

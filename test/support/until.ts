@@ -1,4 +1,6 @@
 /** Polling with a deadline, for tests and benchmarks that wait on real processes. */
+import { errorMessage } from "../../components/shared/errorMessage";
+
 /**
  * Polls `probe` until it yields a value; a probe that throws counts as not yet. The error names what
  * was awaited, the probe's last error and `context()`.
@@ -14,7 +16,7 @@ export async function until<T>(what: string, probe: () => Promise<T | undefined>
       last = error;
     }
     if (Date.now() > deadline) {
-      const reason = last === undefined ? "" : ` (last error: ${last instanceof Error ? last.message : String(last)})`;
+      const reason = last === undefined ? "" : ` (last error: ${errorMessage(last)})`;
       throw new Error(`timed out waiting for ${what}${reason}${context() ? `:\n${context()}` : ""}`);
     }
     await new Promise((r) => setTimeout(r, intervalMs));

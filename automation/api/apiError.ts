@@ -29,10 +29,10 @@ export const ERROR_CODES = {
 export type ErrorCode = keyof typeof ERROR_CODES;
 
 export class ApiError extends Error {
+  override readonly name = "ApiError";
   readonly statusCode: number;
   constructor(readonly code: ErrorCode, message: string, readonly details?: unknown) {
     super(message);
-    this.name = "ApiError";
     this.statusCode = ERROR_CODES[code];
   }
 }

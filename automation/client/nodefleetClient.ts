@@ -24,17 +24,17 @@ export type ReadinessView = z.infer<typeof readinessSchema>;
 export type { CreateNodeBody, NodeView };
 
 export class NodefleetApiError extends Error {
+  override readonly name = "NodefleetApiError";
   constructor(readonly status: number, readonly code: string, message: string, readonly details?: unknown) {
     super(`${status} ${code}: ${message}`);
-    this.name = "NodefleetApiError";
   }
 }
 
 /** The request never got an HTTP answer (refused, reset, DNS, timeout): names the URL and the cause. */
 export class NodefleetConnectionError extends Error {
+  override readonly name = "NodefleetConnectionError";
   constructor(readonly method: string, readonly url: string, readonly reason: string) {
     super(`${method} ${url} got no answer: ${reason}`);
-    this.name = "NodefleetConnectionError";
   }
 }
 

@@ -152,13 +152,13 @@ export class StackStateFile {
 }
 
 export class JournalCorruptError extends Error {
+  override readonly name = "JournalCorruptError";
   constructor(readonly path: string, readonly line: number, readonly following: number) {
     super(
       `simulated cloud journal ${path} is damaged: line ${line} is not a journal entry and ${following} entr${following === 1 ? "y follows" : "ies follow"} it, ` +
         "so the steps applied after it cannot be trusted; restore the data directory from a backup, " +
         `or remove line ${line} by hand once you have checked which steps it recorded, then start again`,
     );
-    this.name = "JournalCorruptError";
   }
 }
 

@@ -14,6 +14,7 @@ import type Database from "better-sqlite3";
 type Db = Database.Database;
 
 export class StoreLostError extends Error {
+  override readonly name = "StoreLostError";
   /** `evidence`: what shows the store had records, e.g. "the engine holds state for the servers it recorded (<files>)". */
   constructor(readonly file: string, readonly evidence: string) {
     super(
@@ -21,17 +22,16 @@ export class StoreLostError extends Error {
         `Restore ${path.basename(file)} (with its -wal file, if any) from a backup into ${path.dirname(file)}; ` +
         "to give those servers up deliberately, delete them and the API stack's engine state first",
     );
-    this.name = "StoreLostError";
   }
 }
 
 export class StoreDamagedError extends Error {
+  override readonly name = "StoreDamagedError";
   constructor(readonly file: string, readonly problems: readonly string[]) {
     super(
       `the store ${file} is damaged (${problems.slice(0, 5).join("; ")}${problems.length > 5 ? `; and ${problems.length - 5} more` : ""}); ` +
         `stop the service and restore ${path.basename(file)} from a backup (or try \`sqlite3 ${file} .recover\` into a new file)`,
     );
-    this.name = "StoreDamagedError";
   }
 }
 

@@ -615,9 +615,9 @@ export function autoscaledPools(fleet: FleetSpec): HcloudAutoscaledPool[] {
 
 /** Every problem in an invalid stack config, one `path: message` each. */
 export class FleetSpecError extends Error {
+  override readonly name = "FleetSpecError";
   constructor(readonly problems: string[]) {
     super(`invalid nodefleet stack config:\n${problems.map((p) => `  - ${p}`).join("\n")}`);
-    this.name = "FleetSpecError";
   }
 }
 

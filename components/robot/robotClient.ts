@@ -67,7 +67,9 @@ export class RobotApiError extends Error {
   ) {
     super(message);
     // Set explicitly: closure serialization turns classes into functions that call Error without
-    // it initialising `this`, so the message would be lost in a serialized dynamic provider.
+    // it initialising `this`, so the message would be lost in a serialized dynamic provider. The
+    // name too, in the constructor: the serialized copy drops class fields (`override readonly
+    // name = ...`, how the other errors name themselves).
     this.message = message;
     this.name = "RobotApiError";
   }

@@ -2,7 +2,6 @@
 import type { FastifyReply } from "fastify";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { ApiError } from "../apiError";
-import { MAX_URL_LENGTH } from "../errorHandler";
 import {
   clusterParams,
   createNodeBodySchema,
@@ -15,6 +14,7 @@ import {
   nodeSchema,
 } from "../schemas";
 import { clusterService, type ClusterServices } from "./clusterLookup";
+import { errorResponses } from "./errorResponses";
 
 /**
  * Answers with the serialisation of `value()` made by the route's own serializer (zod checks the
@@ -29,14 +29,6 @@ function serializedOnce() {
     return reply.type("application/json; charset=utf-8").send(json);
   };
 }
-
-const authErrors = {
-  401: errorResponseSchema,
-  403: errorResponseSchema,
-  414: errorResponseSchema.describe(`UriTooLong: the URL is longer than ${MAX_URL_LENGTH} characters, or a path parameter longer than the service accepts`),
-  429: errorResponseSchema,
-  503: errorResponseSchema.describe("Unavailable: the service is shutting down or cannot write its store; retry"),
-};
 
 export const nodeRoutes: FastifyPluginAsyncZod<{ clusters: ClusterServices }> = async (app, { clusters }) => {
   const answerNode = serializedOnce();
@@ -54,8 +46,7 @@ export const nodeRoutes: FastifyPluginAsyncZod<{ clusters: ClusterServices }> = 
         response: {
           200: nodeSchema.describe("The node of an earlier create with the same uniqueID and body"),
           201: nodeSchema.describe("The node was accepted (status PENDING unless waitSeconds was given)"),
-          400: errorResponseSchema,
-          ...authErrors,
+          ...errorResponses,
           404: errorResponseSchema.describe("PoolNotFound or ClusterNotFound"),
           409: errorResponseSchema.describe("Conflict (uniqueID reused with another body) or InsufficientCapacity"),
           413: errorResponseSchema,
@@ -92,7 +83,7 @@ export const nodeRoutes: FastifyPluginAsyncZod<{ clusters: ClusterServices }> = 
         tags: ["nodes"],
         summary: "Get a node (Karpenter Get)",
         params: nodeParams,
-        response: { 200: nodeSchema, 400: errorResponseSchema, ...authErrors, 404: errorResponseSchema.describe("NodeNotFound once the server is confirmed gone") },
+        response: { 200: nodeSchema, ...errorResponses, 404: errorResponseSchema.describe("NodeNotFound once the server is confirmed gone") },
       },
     },
     async (request, reply) => {
@@ -110,7 +101,7 @@ export const nodeRoutes: FastifyPluginAsyncZod<{ clusters: ClusterServices }> = 
         summary: "List the nodes of the autoscaled pools not yet confirmed gone (Karpenter List)",
         params: clusterParams,
         querystring: listNodesQuerySchema,
-        response: { 200: nodeListSchema, 400: errorResponseSchema, ...authErrors, 404: errorResponseSchema },
+        response: { 200: nodeListSchema, ...errorResponses },
       },
     },
     async (request, reply) => {
@@ -129,8 +120,7 @@ export const nodeRoutes: FastifyPluginAsyncZod<{ clusters: ClusterServices }> = 
         params: nodeParams,
         response: {
           202: deleteNodeResponseSchema,
-          400: errorResponseSchema,
-          ...authErrors,
+          ...errorResponses,
           404: errorResponseSchema.describe("NodeNotFound once the server is confirmed gone"),
         },
       },

@@ -150,9 +150,8 @@ class StepCollector {
     }
     const completed = event.resOutputsEvent?.metadata;
     if (completed && !this.usePreEvents) this.engineSteps.push({ op: completed.op, urn: completed.urn });
-    const root = event.resOutputsEvent?.metadata;
-    if (root?.type === "pulumi:pulumi:Stack" && root.new) this.stackOutputs = root.new.outputs ?? {};
-    const metadata = this.usePreEvents ? event.resourcePreEvent?.metadata : event.resOutputsEvent?.metadata;
+    if (completed?.type === "pulumi:pulumi:Stack" && completed.new) this.stackOutputs = completed.new.outputs ?? {};
+    const metadata = this.usePreEvents ? event.resourcePreEvent?.metadata : completed;
     if (metadata) this.add(stepFromMetadata(metadata));
     const failed = event.resOpFailedEvent?.metadata;
     if (failed) this.add(stepFromMetadata(failed, this.diagnostics.get(failed.urn) ?? `${failed.op} failed`));
@@ -343,10 +342,7 @@ export class AutomationEngine implements StackEngine {
     return this.queue.depth(stack);
   }
 
-  /**
-   * One Stack object per stack for the engine's lifetime: selecting a stack costs a CLI process
-   * (each paying the passphrase KDF), so it happens once; each run passes its own program.
-   */
+  /** Before the stack is selected: removes the metadata sidecars a killed pulumi process left torn on its file backend. */
   private repairFileBackend(def: StackDefinition): void {
     const stackName = def.stackName;
     const backendDir = fileBackendDir(this.backendOf(def));
@@ -386,6 +382,10 @@ export class AutomationEngine implements StackEngine {
     if (removed > 0) this.options.logger?.debug?.({ stack: stackName, removed }, "pruned the stack's update history");
   }
 
+  /**
+   * One Stack object per stack for the engine's lifetime: selecting a stack costs a CLI process
+   * (each paying the passphrase KDF), so it happens once; each run passes its own program.
+   */
   private async workspaceStack(def: StackDefinition): Promise<Stack> {
     const key = `${def.projectDir ?? ""}\0${def.stackName}`;
     let stack = this.stacks.get(key);

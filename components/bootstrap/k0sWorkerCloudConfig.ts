@@ -91,8 +91,7 @@ function installArgLines(input: K0sWorkerBootstrapInput): string[] {
 /**
  * The bootstrap script (bash). It holds no secret: it only passes the token file's path to k0s.
  * NODEFLEET_ROOT prefixes every path it touches so tests can run it in a scratch directory.
- */
-/**
+ *
  * `upgradeInPlace`: on a machine where k0sworker is installed, replace the binary with the pinned
  * version when it differs and restart the worker (the SSH self-join, which re-runs on a version
  * change). Cloud-init runs once per server, so its copy leaves that out and its text stays as is.

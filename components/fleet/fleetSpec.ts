@@ -286,12 +286,6 @@ const hcloudCommon = {
 const rolloutCount = (field: string) =>
   z.number({ error: `${field} must be a whole number of 0 or more` }).int({ error: `${field} must be a whole number of 0 or more` }).min(0, { error: `${field} must be a whole number of 0 or more` });
 
-/**
- * How a fleet-wide change rolls through a static Hetzner Cloud pool (fleet/rolloutPlan.ts): at most
- * `maxSurge` servers above the member count (default 1) and at most `maxUnavailable` members without
- * a Ready server (default 0), like a MachineDeployment; each `pulumi up` moves the rollout one step.
- * A departing server is drained for at most `drainTimeoutSeconds` (default 600).
- */
 /** Seconds a departing server's drain may take (evictions a PodDisruptionBudget refuses are retried) before the run fails and keeps the server. Default 600. */
 const drainTimeoutSeconds = z
   .number()
@@ -300,6 +294,12 @@ const drainTimeoutSeconds = z
   .max(3600, { error: "drainTimeoutSeconds must be at most 3600" })
   .default(DEFAULT_DRAIN_TIMEOUT_SECONDS);
 
+/**
+ * How a fleet-wide change rolls through a static Hetzner Cloud pool (fleet/rolloutPlan.ts): at most
+ * `maxSurge` servers above the member count (default 1) and at most `maxUnavailable` members without
+ * a Ready server (default 0), like a MachineDeployment; each `pulumi up` moves the rollout one step.
+ * A departing server is drained for at most `drainTimeoutSeconds` (default 600).
+ */
 const rolloutSchema = z
   .strictObject({
     maxSurge: rolloutCount("maxSurge").default(DEFAULT_ROLLOUT.maxSurge),

@@ -42,9 +42,9 @@ function childEnv(): NodeJS.ProcessEnv {
 
 /**
  * The base ref's nodes have joined (the simulated cloud's servers count as Ready), so the run after
- * deletes their bootstrap token Secrets, and nothing else.
+ * deletes their bootstrap token Secrets, and nothing else. Their going is bookkeeping, explained
+ * apart: not a delete of the fleet.
  */
-/** The joined nodes' token Secrets going are bookkeeping, explained apart: not a delete of the fleet. */
 function assertJoinedTokensAreBookkeeping(stack: { steps: ReadonlyArray<{ op: string }>; summary: { delete: number }; bookkeeping?: { revokedJoinTokens: number } }, nodes: number): void {
   assert.deepEqual(stack.steps.filter((s) => s.op === "delete"), []);
   assert.equal(stack.summary.delete, 0);

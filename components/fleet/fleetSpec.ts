@@ -409,7 +409,11 @@ export const hetznerRobotPoolSchema = z.strictObject({
    * `nodefleet:sshPrivateKey` or NODEFLEET_SSH_PRIVATE_KEY (else ssh-agent).
    */
   sshKeyFingerprints: z
-    .array(z.string().regex(/^[0-9a-f]{2}(:[0-9a-f]{2}){15}$/, { error: "sshKeyFingerprints entries must be MD5 fingerprints such as 15:28:b0:03:95:f0:77:b3:10:56:15:6b:77:22:a5:bb" }))
+    .array(
+      z.string().regex(/^[0-9a-f]{2}(:[0-9a-f]{2}){15}$/, {
+        error: "sshKeyFingerprints entries must be MD5 fingerprints such as 15:28:b0:03:95:f0:77:b3:10:56:15:6b:77:22:a5:bb",
+      }),
+    )
     .min(1, { error: "sshKeyFingerprints needs at least one Robot SSH key fingerprint" }),
   /** The Ubuntu image installimage installs. */
   image: z.enum(["ubuntu-24.04", "ubuntu-22.04"]).default("ubuntu-24.04"),

@@ -141,11 +141,14 @@ export class BootstrapToken extends pulumi.ComponentResource {
                 labels: { "app.kubernetes.io/managed-by": "nodefleet" },
               },
               type: BOOTSTRAP_TOKEN_SECRET_TYPE,
-              stringData: pulumi
-                .all([id.result, secretValue, expiry.rfc3339])
-                .apply(([tokenIdValue, tokenSecretValue, expiration]) =>
-                  bootstrapTokenSecretData(args.clusterKind, { tokenId: tokenIdValue, tokenSecret: tokenSecretValue, expiration, description }),
-                ),
+              stringData: pulumi.all([id.result, secretValue, expiry.rfc3339]).apply(([tokenIdValue, tokenSecretValue, expiration]) =>
+                bootstrapTokenSecretData(args.clusterKind, {
+                  tokenId: tokenIdValue,
+                  tokenSecret: tokenSecretValue,
+                  expiration,
+                  description,
+                }),
+              ),
             },
             { parent: this },
           );

@@ -189,7 +189,9 @@ describe("HcloudNodePool rolling a fleet-wide change across runs (mock runtime)"
     const api = http.createServer((req, res) => {
       const ok = req.url === `/api/v1/nodes?labelSelector=${encodeURIComponent("nodefleet.io/cluster=example")}` && req.headers.authorization === "Bearer t0ken";
       res.writeHead(ok ? 200 : 404, { "content-type": "application/json" }).end(
-        JSON.stringify({ items: readyNames.map((name) => ({ metadata: { name }, status: { conditions: [{ type: "Ready", status: "True" }] } })) }),
+        JSON.stringify({
+          items: readyNames.map((name) => ({ metadata: { name }, status: { conditions: [{ type: "Ready", status: "True" }] } })),
+        }),
       );
     });
     await new Promise<void>((resolve) => api.listen(0, "127.0.0.1", resolve));

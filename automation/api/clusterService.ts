@@ -3,7 +3,7 @@
  * availability checked in the same transaction that commits the claim), reads, deletes, and the
  * cluster and instance-type descriptions. Routes only translate HTTP; this holds the rules.
  */
-import { autoscaledPools, type FleetSpec, type HcloudAutoscaledPool } from "../../components/fleet/fleetSpec";
+import { autoscaledPools, type FleetSpec } from "../../components/fleet/fleetSpec";
 import { partitionKubeletLabels } from "../../components/fleet/kubeletLabels";
 import { poolInstanceTypes, type InstanceTypeView } from "../catalog/instanceTypes";
 import type { OfferingAvailability } from "../catalog/offeringAvailability";

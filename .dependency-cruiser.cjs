@@ -119,7 +119,8 @@ module.exports = {
     },
     {
       name: "automation-stacks-types-only",
-      comment: "of stacks/, automation/ may import the types of the git stack program's arguments (stacks/fleetProgram.ts) and nothing that runs",
+      comment:
+        "of stacks/, automation/ may import the types of the git stack program's arguments (stacks/fleetProgram.ts) and nothing that runs",
       severity: "error",
       from: { path: "^automation/" },
       to: { path: "^stacks/fleetProgram\\.ts$", dependencyTypesNot: ["type-only"] },

@@ -9,7 +9,11 @@ import type { ProgramReference } from "./engine/stackEngine";
  * `previousNodes` and `previousNetwork`: the stack's last `nodes` and `network` outputs, so that
  * static pools roll changes step by step and a changed network range is refused (stacks/fleetProgram.ts).
  */
-export function gitStackProgram(options: { allowMissingKubeconfig: boolean; previousNodes?: unknown; previousNetwork?: unknown }): ProgramReference {
+export function gitStackProgram(options: {
+  allowMissingKubeconfig: boolean;
+  previousNodes?: unknown;
+  previousNetwork?: unknown;
+}): ProgramReference {
   return {
     module: path.resolve(__dirname, "..", "stacks", "fleetProgram.js"),
     args: {

@@ -74,7 +74,10 @@ class BenchServer {
  * Runs one load and what it cost: the service's CPU milliseconds, this process's (autocannon's;
  * not a child's such as wrk) and the cores the whole machine kept busy meanwhile.
  */
-async function measured<T>(server: BenchServer, load: () => Promise<T>): Promise<{ result: T; cpuMs: number; loadCpuMs: number; machineBusyCores: number }> {
+async function measured<T>(
+  server: BenchServer,
+  load: () => Promise<T>,
+): Promise<{ result: T; cpuMs: number; loadCpuMs: number; machineBusyCores: number }> {
   const cpuBefore = await server.cpuMs();
   const machineBefore = machineCpuTimes();
   const loadBefore = process.cpuUsage();
@@ -112,11 +115,31 @@ async function main(): Promise<void> {
   // Reads and replays against 100 RUNNING nodes.
   const reads = await server.open(20);
   const names = Array.from({ length: 100 }, (_, i) => `bench-${i}`);
-  const created = await Promise.all(names.map((uniqueID) => reads.client.createNode({ uniqueID, pool: "hel1-burst" }, { waitSeconds: 60 })));
+  const created = await Promise.all(
+    names.map((uniqueID) => reads.client.createNode({ uniqueID, pool: "hel1-burst" }, { waitSeconds: 60 })),
+  );
   const nodeId = created[0]!.node.nodeID;
-  const report: Record<string, unknown[]> = { create: [], createKeepAlive: [], createKeepAliveLogged: [], createDeleteWrk: [], createDeleteWrkWithoutStore: [], createDeleteWrkFloor: [], replay: [], get: [], list: [], floor: [] };
+  const report: Record<string, unknown[]> = {
+    create: [],
+    createKeepAlive: [],
+    createKeepAliveLogged: [],
+    createDeleteWrk: [],
+    createDeleteWrkWithoutStore: [],
+    createDeleteWrkFloor: [],
+    replay: [],
+    get: [],
+    list: [],
+    floor: [],
+  };
   for (const c of only === "" ? levels : []) {
-    report.replay!.push(await cannon("POST create replay", c, { url: `${reads.baseUrl}/api/v1/clusters/example/nodes`, method: "POST", headers, body: JSON.stringify({ uniqueID: names[0], pool: "hel1-burst" }) }));
+    report.replay!.push(
+      await cannon("POST create replay", c, {
+        url: `${reads.baseUrl}/api/v1/clusters/example/nodes`,
+        method: "POST",
+        headers,
+        body: JSON.stringify({ uniqueID: names[0], pool: "hel1-burst" }),
+      }),
+    );
     report.get!.push(await cannon("GET node", c, { url: `${reads.baseUrl}/api/v1/clusters/example/nodes/${nodeId}`, headers }));
     report.list!.push(await cannon("GET nodes (100)", c, { url: `${reads.baseUrl}/api/v1/clusters/example/nodes`, headers }));
   }
@@ -150,7 +173,9 @@ async function main(): Promise<void> {
             headers,
             connections: c,
             amount: 100,
-            requests: [{ setupRequest: (request) => ({ ...request, body: JSON.stringify({ uniqueID: `load-${next++}`, pool: "hel1-burst" }) }) }],
+            requests: [
+              { setupRequest: (request) => ({ ...request, body: JSON.stringify({ uniqueID: `load-${next++}`, pool: "hel1-burst" }) }) },
+            ],
           },
           (error, done) => (error ? reject(error) : resolve(done)),
         );
@@ -185,49 +210,61 @@ async function main(): Promise<void> {
   // Creates over kept-alive connections: each connection creates a node, deletes it (a PENDING
   // claim is gone at once, so at most one node per connection holds a place in the pool), and so on;
   // once without a logger, once with `serve`'s (two info lines per request, written synchronously).
-  for (const [scenario, c] of (writes ? levels : []).flatMap((c) => [["createKeepAlive", c], ["createKeepAliveLogged", c]] as const)) {
+  for (const [scenario, c] of (writes ? levels : []).flatMap(
+    (c) =>
+      [
+        ["createKeepAlive", c],
+        ["createKeepAliveLogged", c],
+      ] as const,
+  )) {
     const service = await server.open(3_600_000, scenario === "createKeepAliveLogged");
     let next = 0;
     const uniqueIdOf = new Map<unknown, string>();
     const answered = new Map<unknown, number>();
     const creates: number[] = [];
     const deletes: number[] = [];
-    process.stderr.write(`autocannon POST create + DELETE (${duration}s, ${c} kept-alive connections${scenario === "createKeepAliveLogged" ? ", logged" : ""})...\n`);
-    const { result, cpuMs, loadCpuMs, machineBusyCores } = await measured(server, () => new Promise<autocannon.Result>((resolve, reject) => {
-      const tracker = autocannon(
-        {
-          url: `${service.baseUrl}/api/v1/clusters/example/nodes`,
-          headers,
-          connections: c,
-          duration,
-          requests: [
+    process.stderr.write(
+      `autocannon POST create + DELETE (${duration}s, ${c} kept-alive connections${scenario === "createKeepAliveLogged" ? ", logged" : ""})...\n`,
+    );
+    const { result, cpuMs, loadCpuMs, machineBusyCores } = await measured(
+      server,
+      () =>
+        new Promise<autocannon.Result>((resolve, reject) => {
+          const tracker = autocannon(
             {
-              method: "POST",
-              setupRequest: (request, context) => {
-                const uniqueID = `keepalive-${next++}`;
-                uniqueIdOf.set(context, uniqueID);
-                return { ...request, body: JSON.stringify({ uniqueID, pool: "hel1-burst" }) };
-              },
+              url: `${service.baseUrl}/api/v1/clusters/example/nodes`,
+              headers,
+              connections: c,
+              duration,
+              requests: [
+                {
+                  method: "POST",
+                  setupRequest: (request, context) => {
+                    const uniqueID = `keepalive-${next++}`;
+                    uniqueIdOf.set(context, uniqueID);
+                    return { ...request, body: JSON.stringify({ uniqueID, pool: "hel1-burst" }) };
+                  },
+                },
+                {
+                  method: "DELETE",
+                  setupRequest: (request, context) => ({
+                    ...request,
+                    body: undefined,
+                    path: `/api/v1/clusters/example/nodes/${nodeIdFor(uniqueIdOf.get(context)!)}`,
+                  }),
+                },
+              ],
             },
-            {
-              method: "DELETE",
-              setupRequest: (request, context) => ({
-                ...request,
-                body: undefined,
-                path: `/api/v1/clusters/example/nodes/${nodeIdFor(uniqueIdOf.get(context)!)}`,
-              }),
-            },
-          ],
-        },
-        (error, done) => (error ? reject(error) : resolve(done)),
-      );
-      // One request at a time per connection, so its answers alternate: create, delete, create...
-      tracker.on("response", (client, _status, _bytes, ms) => {
-        const n = answered.get(client) ?? 0;
-        answered.set(client, n + 1);
-        (n % 2 === 0 ? creates : deletes).push(ms);
-      });
-    }));
+            (error, done) => (error ? reject(error) : resolve(done)),
+          );
+          // One request at a time per connection, so its answers alternate: create, delete, create...
+          tracker.on("response", (client, _status, _bytes, ms) => {
+            const n = answered.get(client) ?? 0;
+            answered.set(client, n + 1);
+            (n % 2 === 0 ? creates : deletes).push(ms);
+          });
+        }),
+    );
     const { commits, checkpoints } = await server.close();
     report[scenario]!.push({
       connections: c,
@@ -256,14 +293,24 @@ async function main(): Promise<void> {
     const script = path.join(__dirname, "..", "..", "bench", "createDeleteLoop.lua");
     const targets: Array<{ key: string; title: string; open: () => Promise<string> }> = [
       { key: "createDeleteWrk", title: "service", open: async () => (await server.open(3_600_000)).baseUrl },
-      { key: "createDeleteWrkWithoutStore", title: "service, claims in memory", open: async () => (await server.open(3_600_000, false, true)).baseUrl },
+      {
+        key: "createDeleteWrkWithoutStore",
+        title: "service, claims in memory",
+        open: async () => (await server.open(3_600_000, false, true)).baseUrl,
+      },
       { key: "createDeleteWrkFloor", title: "empty routes (floor)", open: () => server.openFloor() },
     ];
     for (const c of levels) {
       for (const target of targets) {
         const baseUrl = await target.open();
         process.stderr.write(`wrk POST create + DELETE, ${target.title} (${duration}s, ${c} kept-alive connections)...\n`);
-        const { result: run, cpuMs, machineBusyCores } = await measured(server, () => runWrk(["-t1", `-c${c}`, `-d${duration}s`, "-s", script, baseUrl, "--", TOKEN, "example", "hel1-burst"]));
+        const {
+          result: run,
+          cpuMs,
+          machineBusyCores,
+        } = await measured(server, () =>
+          runWrk(["-t1", `-c${c}`, `-d${duration}s`, "-s", script, baseUrl, "--", TOKEN, "example", "hel1-burst"]),
+        );
         const { commits, checkpoints } = await server.close();
         const seconds = run.durationUs / 1e6;
         report[target.key]!.push({
@@ -288,11 +335,20 @@ async function main(): Promise<void> {
   // answers faster than this; the targets are read against it.
   for (const c of writes ? levels : []) {
     const floorUrl = await server.openFloor();
-    report.floor!.push(await cannon("POST empty Fastify route (floor)", c, { url: `${floorUrl}/floor`, method: "POST", headers, body: JSON.stringify({ uniqueID: "floor", pool: "hel1-burst" }) }));
+    report.floor!.push(
+      await cannon("POST empty Fastify route (floor)", c, {
+        url: `${floorUrl}/floor`,
+        method: "POST",
+        headers,
+        body: JSON.stringify({ uniqueID: "floor", pool: "hel1-burst" }),
+      }),
+    );
     await server.close();
   }
   await server.exit();
-  process.stdout.write(`${JSON.stringify({ machine: { cpus: os.cpus().length, node: process.version }, durationSeconds: duration, ...report }, null, 2)}\n`);
+  process.stdout.write(
+    `${JSON.stringify({ machine: { cpus: os.cpus().length, node: process.version }, durationSeconds: duration, ...report }, null, 2)}\n`,
+  );
 }
 
 interface WrkResult {

@@ -22,7 +22,11 @@ import { TOKENS, tempDataDir } from "../test/support/apiHarness";
 import { benchConfig } from "./benchSetup";
 import { MemoryClaimStore } from "./memoryClaimStore";
 
-export type ServerRequest = { readonly open: number; readonly logged?: boolean; readonly withoutStore?: boolean } | { readonly floor: true } | { readonly close: true } | { readonly cpu: true };
+export type ServerRequest =
+  | { readonly open: number; readonly logged?: boolean; readonly withoutStore?: boolean }
+  | { readonly floor: true }
+  | { readonly close: true }
+  | { readonly cpu: true };
 export type ServerAnswer =
   | { readonly port: number }
   | { readonly commits: number | undefined; readonly checkpoints: number | undefined }
@@ -60,7 +64,9 @@ async function floor(): Promise<ServerAnswer> {
   app.post("/floor", async (_request, reply) => reply.code(201).send({}));
   // The loop's requests, answered with nothing behind them: a created node's ID (the loop deletes it next), then 202.
   let created = 0;
-  app.post("/api/v1/clusters/:clusterId/nodes", async (_request, reply) => reply.code(201).send({ node: { nodeID: `floor-${(created += 1)}` } }));
+  app.post("/api/v1/clusters/:clusterId/nodes", async (_request, reply) =>
+    reply.code(201).send({ node: { nodeID: `floor-${(created += 1)}` } }),
+  );
   app.delete("/api/v1/clusters/:clusterId/nodes/:nodeId", async (_request, reply) => reply.code(202).send({}));
   await app.listen({ host: "127.0.0.1", port: 0 });
   const address = app.server.address();
@@ -84,7 +90,14 @@ function cpu(): Promise<ServerAnswer> {
 }
 
 process.on("message", (request: ServerRequest) => {
-  ("open" in request ? open(request.open, request.logged === true, request.withoutStore === true) : "floor" in request ? floor() : "cpu" in request ? cpu() : close()).then(
+  ("open" in request
+    ? open(request.open, request.logged === true, request.withoutStore === true)
+    : "floor" in request
+      ? floor()
+      : "cpu" in request
+        ? cpu()
+        : close()
+  ).then(
     (answer) => process.send!(answer),
     (error: unknown) => {
       process.stderr.write(`${error instanceof Error ? error.stack : String(error)}\n`);

@@ -12,7 +12,9 @@ export function arg(name: string, fallback: string): string {
 /** The example stack's Hetzner Cloud autoscaled pool alone, no static servers: it may use the whole network (100). */
 export function benchConfig(): Record<string, StackConfigValue> {
   const config = structuredClone(readStackConfigFile("example", projectRoot()).config);
-  const pools = (config["nodefleet:pools"]!.value as Array<Record<string, unknown>>).filter((p) => p.provider === "hcloud" && p.mode === "autoscaled");
+  const pools = (config["nodefleet:pools"]!.value as Array<Record<string, unknown>>).filter(
+    (p) => p.provider === "hcloud" && p.mode === "autoscaled",
+  );
   config["nodefleet:pools"] = { value: pools };
   pools.find((p) => p.name === "hel1-burst")!.limits = { maxNodes: 100 };
   return config;

@@ -29,7 +29,10 @@ function countingToolchain(root: string): { env: NodeJS.ProcessEnv; invocations:
   chmodSync(join(bin, "pulumi"), 0o755);
   for (const name of readdirSync(toolchainBinDir())) if (name !== "pulumi") symlinkSync(join(toolchainBinDir(), name), join(bin, name));
   // Only the counting wrapper may be found: PATH loses every directory with a pulumi of its own.
-  const path = (process.env.PATH ?? "").split(":").filter((dir) => findTool("pulumi", { PATH: dir, NODEFLEET_TOOLCHAIN_DIR: "/nonexistent" }) === undefined).join(":");
+  const path = (process.env.PATH ?? "")
+    .split(":")
+    .filter((dir) => findTool("pulumi", { PATH: dir, NODEFLEET_TOOLCHAIN_DIR: "/nonexistent" }) === undefined)
+    .join(":");
   return {
     env: { ...process.env, PATH: path, NODEFLEET_TOOLCHAIN_DIR: root, PULUMI_CONFIG_PASSPHRASE: "bench" },
     invocations: () => readFileSync(log, "utf8").split("\n").filter(Boolean),
@@ -88,10 +91,13 @@ async function measure(name: "real" | "simulated"): Promise<Row[]> {
 }
 
 async function main(): Promise<void> {
-  process.stdout.write(`machine: ${cpus().length} x ${cpus()[0]?.model ?? "cpu"}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, node ${process.version}\n`);
+  process.stdout.write(
+    `machine: ${cpus().length} x ${cpus()[0]?.model ?? "cpu"}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, node ${process.version}\n`,
+  );
   const rows = [...(await measure("real")), ...(await measure("simulated"))];
   process.stdout.write(`${"engine".padEnd(10)} ${"batch".padEnd(24)} ${"seconds".padStart(8)}  cli processes\n`);
-  for (const r of rows) process.stdout.write(`${r.engine.padEnd(10)} ${r.batch.padEnd(24)} ${r.seconds.toFixed(2).padStart(8)}  ${r.cliProcesses}\n`);
+  for (const r of rows)
+    process.stdout.write(`${r.engine.padEnd(10)} ${r.batch.padEnd(24)} ${r.seconds.toFixed(2).padStart(8)}  ${r.cliProcesses}\n`);
 }
 
 main().catch((error: unknown) => {

@@ -24,22 +24,37 @@ async function apiRequests(baseUrl: string): Promise<number> {
 
 async function main(): Promise<void> {
   process.stdout.write(`machine: ${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB\n`);
-  const loop = await startKarpenterLoop(mkdtempSync(join(tmpdir(), "nodefleet-karpenter-bench-")), { bootDelayMs: 0, consolidateAfter: "5s" });
+  const loop = await startKarpenterLoop(mkdtempSync(join(tmpdir(), "nodefleet-karpenter-bench-")), {
+    bootDelayMs: 0,
+    consolidateAfter: "5s",
+  });
   try {
     for (const pods of [20, 100]) {
       const requestsBefore = await apiRequests(loop.serve.baseUrl);
       const started = performance.now();
       await loop.inflate(pods, "300m");
-      await loop.waitFor(`${pods} pods Running`, async () => {
-        const running = (await loop.list("/api/v1/namespaces/default/pods?labelSelector=app%3Dinflate")).filter((p) => p.status?.phase === "Running");
-        return running.length === pods ? true : undefined;
-      }, 900_000);
+      await loop.waitFor(
+        `${pods} pods Running`,
+        async () => {
+          const running = (await loop.list("/api/v1/namespaces/default/pods?labelSelector=app%3Dinflate")).filter(
+            (p) => p.status?.phase === "Running",
+          );
+          return running.length === pods ? true : undefined;
+        },
+        900_000,
+      );
       const seconds = (performance.now() - started) / 1000;
       const claims = (await loop.list("/apis/karpenter.sh/v1/nodeclaims")).length;
       const requests = (await apiRequests(loop.serve.baseUrl)) - requestsBefore;
-      process.stdout.write(`${pods} pods: all Running after ${seconds.toFixed(1)} s on ${claims} NodeClaims; ${requests} API requests, ${(requests / Math.max(1, claims)).toFixed(1)} per NodeClaim\n`);
+      process.stdout.write(
+        `${pods} pods: all Running after ${seconds.toFixed(1)} s on ${claims} NodeClaims; ${requests} API requests, ${(requests / Math.max(1, claims)).toFixed(1)} per NodeClaim\n`,
+      );
       await loop.inflate(0, "300m");
-      await loop.waitFor("consolidated to no NodeClaims", async () => ((await loop.list("/apis/karpenter.sh/v1/nodeclaims")).length === 0 ? true : undefined), 900_000);
+      await loop.waitFor(
+        "consolidated to no NodeClaims",
+        async () => ((await loop.list("/apis/karpenter.sh/v1/nodeclaims")).length === 0 ? true : undefined),
+        900_000,
+      );
     }
   } finally {
     await kube(loop.cloud.plane.admin, "DELETE", "/apis/apps/v1/namespaces/default/deployments/inflate").catch(() => undefined);

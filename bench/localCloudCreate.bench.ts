@@ -32,7 +32,8 @@ const BATCH = { NODEFLEET_BATCH_IDLE_MS: "300", NODEFLEET_BATCH_MAX_MS: "3000" }
 const ROUNDS = [1, 40, 1];
 const BOOT_DELAY_MS = arg("boot-delay-ms", "0");
 const WITHOUT_CHECKPOINTS = process.argv.includes("--without-checkpoints");
-const roundTitle = (round: number, count: number) => `${count} creates${count === 1 ? (round === 0 ? " (first run after start)" : " (after earlier runs)") : ""}`;
+const roundTitle = (round: number, count: number) =>
+  `${count} creates${count === 1 ? (round === 0 ? " (first run after start)" : " (after earlier runs)") : ""}`;
 
 interface Timings {
   serverCreated: number[];
@@ -44,7 +45,8 @@ interface Timings {
   peak?: string;
 }
 
-const summary = (values: number[]) => (values.length ? `p50 ${percentile(values, 50).toFixed(2)} s, max ${Math.max(...values).toFixed(2)} s` : "n/a");
+const summary = (values: number[]) =>
+  values.length ? `p50 ${percentile(values, 50).toFixed(2)} s, max ${Math.max(...values).toFixed(2)} s` : "n/a";
 
 /** Polls every 50 ms until every node has each milestone; `serverOf` says whether a node's server exists yet. */
 async function measure(
@@ -58,7 +60,9 @@ async function measure(
 ): Promise<Timings> {
   const requestsBefore = requests();
   const started = performance.now();
-  const answers = await Promise.all(Array.from({ length: count }, (_, i) => serve.client.createNode({ uniqueID: `${round}-${i}`, pool: POOL, instanceType: "cpx31" })));
+  const answers = await Promise.all(
+    Array.from({ length: count }, (_, i) => serve.client.createNode({ uniqueID: `${round}-${i}`, pool: POOL, instanceType: "cpx31" })),
+  );
   const pending = new Map(answers.map((a) => [a.node.nodeID, a.node.providerID]));
   const timings: Timings = { serverCreated: [], running: [], nodeReady: [], requests: 0 };
   const created = new Set<string>();
@@ -128,10 +132,19 @@ function apiStackStateBytes(dataDir: string): number {
 const totalRequests = (cloud: LocalCloud) => [...cloud.hcloud.requestCounts.values()].reduce((a, b) => a + b, 0);
 
 async function main(): Promise<void> {
-  process.stdout.write(`machine: ${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB; batch idle ${BATCH.NODEFLEET_BATCH_IDLE_MS} ms, max ${BATCH.NODEFLEET_BATCH_MAX_MS} ms; boot delay ${BOOT_DELAY_MS} ms; engine parallel ${process.env.NODEFLEET_ENGINE_PARALLEL ?? "default"}\n`);
+  process.stdout.write(
+    `machine: ${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB; batch idle ${BATCH.NODEFLEET_BATCH_IDLE_MS} ms, max ${BATCH.NODEFLEET_BATCH_MAX_MS} ms; boot delay ${BOOT_DELAY_MS} ms; engine parallel ${process.env.NODEFLEET_ENGINE_PARALLEL ?? "default"}\n`,
+  );
   const dir = mkdtempSync(join(tmpdir(), "nodefleet-local-create-bench-"));
   const project = localStackProject(join(dir, "project"));
-  const cloud = await startLocalCloud({ dataDir: join(dir, "data"), hcloudPort: 0, agentIntervalMs: 200, logger: { info() {}, warn() {} }, projectDir: project, env: { ...process.env, NODEFLEET_SIM_BOOT_DELAY_MS: BOOT_DELAY_MS } });
+  const cloud = await startLocalCloud({
+    dataDir: join(dir, "data"),
+    hcloudPort: 0,
+    agentIntervalMs: 200,
+    logger: { info() {}, warn() {} },
+    projectDir: project,
+    env: { ...process.env, NODEFLEET_SIM_BOOT_DELAY_MS: BOOT_DELAY_MS },
+  });
   const servers: ServeProcess[] = [];
   const rows: string[] = [];
   try {
@@ -145,13 +158,19 @@ async function main(): Promise<void> {
     const stateSize = () => `API stack state ${Math.round(apiStackStateBytes(serveDataDir) / 1024)} KiB`;
     const realRounds = async (title: string, env: NodeJS.ProcessEnv) => {
       serveDataDir = join(dir, title.replace(/\W+/g, "-"));
-      const serve = await startServe(serveDataDir, { ...cloud.env, ...BATCH, ...env, NODEFLEET_API_TOKENS: `local:${TOKEN}` }, { stack: "local", engine: "automation", cwd: project, clusterId: "local", startTimeoutMs: 180_000 });
+      const serve = await startServe(
+        serveDataDir,
+        { ...cloud.env, ...BATCH, ...env, NODEFLEET_API_TOKENS: `local:${TOKEN}` },
+        { stack: "local", engine: "automation", cwd: project, clusterId: "local", startTimeoutMs: 180_000 },
+      );
       servers.push(serve);
       await ready(serve);
       for (const [round, count] of ROUNDS.entries()) {
         const runsBefore = new Set((await serve.client.operations()).map((o) => o.id));
         const t = await measure(serve, count, `${servers.length}-${round}`, fakeServer, nodeReady, () => totalRequests(cloud), stateSize);
-        rows.push(`${title}, ${roundTitle(round, count)}: server create ${summary(t.serverCreated)}; RUNNING ${summary(t.running)}; Node Ready ${summary(t.nodeReady)}; ${(t.requests / count).toFixed(1)} Hetzner requests per created node; ${t.peak}`);
+        rows.push(
+          `${title}, ${roundTitle(round, count)}: server create ${summary(t.serverCreated)}; RUNNING ${summary(t.running)}; Node Ready ${summary(t.nodeReady)}; ${(t.requests / count).toFixed(1)} Hetzner requests per created node; ${t.peak}`,
+        );
         rows.push(`  engine runs: ${engineRuns((await serve.client.operations()).filter((o) => !runsBefore.has(o.id)))}`);
       }
       serve.child.kill("SIGTERM");
@@ -160,16 +179,23 @@ async function main(): Promise<void> {
     await realRounds("real engine", {});
     const counts = [...cloud.hcloud.requestCounts.entries()].sort((a, b) => b[1] - a[1]).slice(0, 8);
     rows.push(`  busiest Hetzner endpoints: ${counts.map(([k, v]) => `${k} ${v}`).join(", ")}`);
-    if (WITHOUT_CHECKPOINTS) await realRounds("real engine without checkpoints", { PULUMI_EXPERIMENTAL: "true", PULUMI_SKIP_CHECKPOINTS: "true" });
+    if (WITHOUT_CHECKPOINTS)
+      await realRounds("real engine without checkpoints", { PULUMI_EXPERIMENTAL: "true", PULUMI_SKIP_CHECKPOINTS: "true" });
 
     const simulatedDir = join(dir, "simulated");
-    const simulated = await startServe(simulatedDir, { ...cloud.env, ...BATCH, NODEFLEET_SIM_BOOT_DELAY_MS: BOOT_DELAY_MS, NODEFLEET_API_TOKENS: `local:${TOKEN}` }, { stack: "local", engine: "simulated", cwd: project, clusterId: "local" });
+    const simulated = await startServe(
+      simulatedDir,
+      { ...cloud.env, ...BATCH, NODEFLEET_SIM_BOOT_DELAY_MS: BOOT_DELAY_MS, NODEFLEET_API_TOKENS: `local:${TOKEN}` },
+      { stack: "local", engine: "simulated", cwd: project, clusterId: "local" },
+    );
     servers.push(simulated);
     await ready(simulated);
     const simulatedServer = (nodeId: string) => new SimulatedCloud(simulatedDir).listServers({ "nodefleet.io/node": nodeId }).length > 0;
     for (const [round, count] of ROUNDS.entries()) {
       const t = await measure(simulated, count, `simulated-${round}`, simulatedServer);
-      rows.push(`simulated engine, ${roundTitle(round, count)}: server create ${summary(t.serverCreated)}; RUNNING ${summary(t.running)} (no Node: no machines)`);
+      rows.push(
+        `simulated engine, ${roundTitle(round, count)}: server create ${summary(t.serverCreated)}; RUNNING ${summary(t.running)} (no Node: no machines)`,
+      );
     }
   } finally {
     for (const serve of servers) {

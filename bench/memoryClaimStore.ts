@@ -3,7 +3,15 @@
  * API costs when its store costs nothing (no SQLite, no fsync), an upper bound no durable store can
  * pass. Not durable, not crash-safe; nothing but the bench builds one.
  */
-import { CLAIM_STATUSES, ClaimStore, OCCUPYING_STATUSES, type Claim, type ClaimPatch, type ClaimStatus, type PoolUsage } from "../automation/store/claimStore";
+import {
+  CLAIM_STATUSES,
+  ClaimStore,
+  OCCUPYING_STATUSES,
+  type Claim,
+  type ClaimPatch,
+  type ClaimStatus,
+  type PoolUsage,
+} from "../automation/store/claimStore";
 
 type MutableClaim = { -readonly [K in keyof Claim]: Claim[K] };
 
@@ -68,7 +76,10 @@ export class MemoryClaimStore extends ClaimStore {
   override list(clusterId: string, filter: { pool?: string; statuses?: readonly ClaimStatus[] } = {}): Claim[] {
     const statuses = filter.statuses ?? CLAIM_STATUSES.filter((status) => status !== "GONE");
     return [...this.byNode.values()]
-      .filter((claim) => claim.clusterId === clusterId && statuses.includes(claim.status) && (filter.pool === undefined || claim.pool === filter.pool))
+      .filter(
+        (claim) =>
+          claim.clusterId === clusterId && statuses.includes(claim.status) && (filter.pool === undefined || claim.pool === filter.pool),
+      )
       .map((claim) => ({ ...claim }));
   }
 

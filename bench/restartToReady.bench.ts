@@ -49,14 +49,20 @@ async function main(): Promise<void> {
       fake.app.addHook("onRequest", async (_request, reply) => {
         if (condition === "slowed") await new Promise((resolve) => setTimeout(resolve, SLOW_MS));
         if (condition === "hanging") await hanging;
-        if (condition === "rate-limited") return reply.code(429).send({ error: { code: "rate_limit_exceeded", message: "limit of 3600 requests per hour reached" } });
+        if (condition === "rate-limited")
+          return reply.code(429).send({ error: { code: "rate_limit_exceeded", message: "limit of 3600 requests per hour reached" } });
         return undefined;
       }),
   });
   const down = `http://127.0.0.1:${await freePort()}/v1`;
   const dataDir = join(dir, "serve");
-  const env = (c: Condition) => ({ ...cloud.env, NODEFLEET_API_TOKENS: `local:${TOKEN}`, ...(c === "down" ? { HCLOUD_ENDPOINT: down } : {}) });
-  const start = (c: Condition) => startServe(dataDir, env(c), { stack: "local", engine: "automation", cwd: project, clusterId: "local", startTimeoutMs: 180_000 });
+  const env = (c: Condition) => ({
+    ...cloud.env,
+    NODEFLEET_API_TOKENS: `local:${TOKEN}`,
+    ...(c === "down" ? { HCLOUD_ENDPOINT: down } : {}),
+  });
+  const start = (c: Condition) =>
+    startServe(dataDir, env(c), { stack: "local", engine: "automation", cwd: project, clusterId: "local", startTimeoutMs: 180_000 });
   let serve: ServeProcess | undefined;
   const rows: string[] = [];
   try {
@@ -64,7 +70,12 @@ async function main(): Promise<void> {
     await runPulumi(UP, project, cloud.env);
     serve = await start("normal");
     const { node } = await serve.client.createNode({ uniqueID: "before-restarts", pool: POOL, instanceType: "cpx21" });
-    await until("the node RUNNING", async () => ((await serve!.client.getNode(node.nodeID)).status === "RUNNING" ? true : undefined), 300_000, () => serve!.stderr().slice(-2000));
+    await until(
+      "the node RUNNING",
+      async () => ((await serve!.client.getNode(node.nodeID)).status === "RUNNING" ? true : undefined),
+      300_000,
+      () => serve!.stderr().slice(-2000),
+    );
 
     const samples = new Map<Condition, Sample[]>(CONDITIONS.map((c) => [c, []]));
     for (let round = 0; round < ROUNDS; round++) {
@@ -79,23 +90,38 @@ async function main(): Promise<void> {
           const response = await fetch(`${serve!.baseUrl}/readyz`);
           return { status: response.status, body: (await response.json()) as { status: string; details?: { catalog?: unknown } } };
         };
-        const atReady = await until(`ready (${c})`, async () => {
-          const r = await readiness();
-          return r.status === 200 && r.body.status === "ready" ? r : undefined;
-        }, 300_000, () => serve!.stderr().slice(-2000), 50);
+        const atReady = await until(
+          `ready (${c})`,
+          async () => {
+            const r = await readiness();
+            return r.status === 200 && r.body.status === "ready" ? r : undefined;
+          },
+          300_000,
+          () => serve!.stderr().slice(-2000),
+          50,
+        );
         const ready = seconds();
-        const fresh = await until(`a fresh catalog (${c})`, async () => ((await readiness()).body.details?.catalog === undefined ? seconds() : seconds() > 30 ? -1 : undefined), 60_000, () => "", 100);
+        const fresh = await until(
+          `a fresh catalog (${c})`,
+          async () => ((await readiness()).body.details?.catalog === undefined ? seconds() : seconds() > 30 ? -1 : undefined),
+          60_000,
+          () => "",
+          100,
+        );
         samples.get(c)!.push({ ready, ...(fresh >= 0 ? { fresh } : {}), staleAtReady: atReady.body.details?.catalog !== undefined });
         // Hanging calls answer now, so the fake can close at the end.
         releaseHanging();
       }
     }
     condition = "normal";
-    const s = (values: number[]) => (values.length ? `median ${percentile(values, 50).toFixed(2)} s, max ${Math.max(...values).toFixed(2)} s` : "none within 30 s");
+    const s = (values: number[]) =>
+      values.length ? `median ${percentile(values, 50).toFixed(2)} s, max ${Math.max(...values).toFixed(2)} s` : "none within 30 s";
     for (const c of CONDITIONS) {
       const list = samples.get(c)!;
       const fresh = list.flatMap((x) => (x.fresh === undefined ? [] : [x.fresh]));
-      rows.push(`${c.padEnd(12)} restart-to-ready ${s(list.map((x) => x.ready))} (catalog stale at ready: ${list.filter((x) => x.staleAtReady).length}/${list.length}); catalog fresh ${s(fresh)}`);
+      rows.push(
+        `${c.padEnd(12)} restart-to-ready ${s(list.map((x) => x.ready))} (catalog stale at ready: ${list.filter((x) => x.staleAtReady).length}/${list.length}); catalog fresh ${s(fresh)}`,
+      );
     }
   } finally {
     releaseHanging();
@@ -106,7 +132,9 @@ async function main(): Promise<void> {
     await cloud.stop();
     rmSync(dir, { recursive: true, force: true });
   }
-  process.stdout.write(`machine: ${cpus().length} cores; ${ROUNDS} SIGKILL restarts per condition, 1 RUNNING node in the store; slowed = ${SLOW_MS} ms per Hetzner call\n${rows.join("\n")}\n`);
+  process.stdout.write(
+    `machine: ${cpus().length} cores; ${ROUNDS} SIGKILL restarts per condition, 1 RUNNING node in the store; slowed = ${SLOW_MS} ms per Hetzner call\n${rows.join("\n")}\n`,
+  );
 }
 
 void main().catch((error: unknown) => {

@@ -43,13 +43,16 @@ async function measure(nodes: number): Promise<{ nodes: number; resources: numbe
 async function main(): Promise<void> {
   const cpu = cpus();
   console.log(`simulated up from empty (SIMULATION: no cloud involved)`);
-  console.log(`machine: ${cpu[0]?.model ?? "unknown CPU"}, ${cpu.length} cores, ${(totalmem() / 2 ** 30).toFixed(1)} GiB RAM, node ${process.version}, ${process.platform}`);
+  console.log(
+    `machine: ${cpu[0]?.model ?? "unknown CPU"}, ${cpu.length} cores, ${(totalmem() / 2 ** 30).toFixed(1)} GiB RAM, node ${process.version}, ${process.platform}`,
+  );
   const rows = [];
   for (const nodes of SIZES) rows.push(await measure(nodes));
   console.log("");
   console.log("| nodes | resources | time (s) | child peak RSS (MiB) | servers listed |");
   console.log("| ---: | ---: | ---: | ---: | ---: |");
-  for (const r of rows) console.log(`| ${r.nodes} | ${r.resources} | ${r.seconds.toFixed(2)} | ${r.peakRssMiB.toFixed(0)} | ${r.servers} |`);
+  for (const r of rows)
+    console.log(`| ${r.nodes} | ${r.resources} | ${r.seconds.toFixed(2)} | ${r.peakRssMiB.toFixed(0)} | ${r.servers} |`);
 }
 
 main().catch((error: Error) => {

@@ -24,7 +24,11 @@ import { readRawFleetConfig } from "./fleetProgram";
 export const UNREGISTERED_TAINT: Taint = { key: "karpenter.sh/unregistered", effect: "NoExecute" };
 
 /** A member exactly as its snapshot describes it (nothing from the current pool template). */
-export function autoscaledMember(cluster: Pick<ClusterSpec, "id" | "providerIdScheme">, nodeId: string, snapshot: MemberSnapshot): HcloudPoolMember {
+export function autoscaledMember(
+  cluster: Pick<ClusterSpec, "id" | "providerIdScheme">,
+  nodeId: string,
+  snapshot: MemberSnapshot,
+): HcloudPoolMember {
   const t = snapshot.template;
   return {
     ...nodeMember(
@@ -59,7 +63,10 @@ export function membersByPool(
   const pools = new Map<string, { pool: HcloudPoolTemplate; members: HcloudPoolMember[] }>();
   for (const m of [...members].sort((a, b) => (a.nodeId < b.nodeId ? -1 : 1))) {
     const t = m.snapshot.template;
-    const entry = pools.get(m.pool) ?? { pool: { name: t.pool, image: t.image, sshKeys: [], deleteProtection: t.deleteProtection }, members: [] };
+    const entry = pools.get(m.pool) ?? {
+      pool: { name: t.pool, image: t.image, sshKeys: [], deleteProtection: t.deleteProtection },
+      members: [],
+    };
     entry.members.push(autoscaledMember(cluster, m.nodeId, m.snapshot));
     pools.set(m.pool, entry);
   }
@@ -70,7 +77,12 @@ export function membersByPool(
  * A looked-up network or firewall must carry this cluster's ownership label: a same-named one from
  * another cluster (or made by hand) is refused instead of having servers attached to it.
  */
-export function assertClusterOwned(kind: "network" | "firewall", name: string | undefined, labels: Readonly<Record<string, string>> | undefined, clusterId: string): void {
+export function assertClusterOwned(
+  kind: "network" | "firewall",
+  name: string | undefined,
+  labels: Readonly<Record<string, string>> | undefined,
+  clusterId: string,
+): void {
   const owner = labels?.[OWNERSHIP_LABELS.cluster];
   if (owner !== clusterId) {
     throw new Error(
@@ -83,7 +95,8 @@ export async function runProgram(args: AutoscaledProgramArgs): Promise<Record<st
   const spec = parseFleetSpec(readRawFleetConfig());
   const { kubeconfig: stackKubeconfig, ...cluster } = spec.cluster;
   // From the environment only when members need it: a run that removes the last members mints nothing.
-  const kubeconfig = args.members.length > 0 ? clusterKubeconfig(spec.cluster, { optional: args.allowMissingKubeconfig === true }) : stackKubeconfig;
+  const kubeconfig =
+    args.members.length > 0 ? clusterKubeconfig(spec.cluster, { optional: args.allowMissingKubeconfig === true }) : stackKubeconfig;
   if (kubeconfig === undefined && !args.allowMissingKubeconfig && args.members.length > 0) {
     throw new FleetSpecError(["nodefleet:cluster.kubeconfig: is required to mint bootstrap tokens for autoscaled nodes"]);
   }
@@ -98,7 +111,9 @@ export async function runProgram(args: AutoscaledProgramArgs): Promise<Record<st
     assertClusterOwned("network", network.name, network.labels, cluster.id);
     const firewall = args.shared?.firewall ?? (await hcloud.getFirewall({ name: clusterFirewallName(cluster) }));
     assertClusterOwned("firewall", firewall.name, firewall.labels, cluster.id);
-    const kubernetes = new k8s.Provider(`${cluster.id}-api-kubernetes`, { kubeconfig: kubeconfig === undefined ? "" : pulumi.secret(kubeconfig) });
+    const kubernetes = new k8s.Provider(`${cluster.id}-api-kubernetes`, {
+      kubeconfig: kubeconfig === undefined ? "" : pulumi.secret(kubeconfig),
+    });
     for (const group of groups) {
       const pool = new HcloudNodePool(
         `${cluster.id}-${group.pool.name}`,
@@ -113,11 +128,13 @@ export async function runProgram(args: AutoscaledProgramArgs): Promise<Record<st
         { providers: [kubernetes] },
       );
       for (const node of pool.nodes) {
-        outputs[memberOutputName(node.nodeId)] = pulumi.all([node.serverId, node.ipv4, node.privateIpv4]).apply(([serverId, ipv4, privateIpv4]) => ({
-          serverId,
-          ipv4,
-          ...(privateIpv4 !== undefined ? { privateIpv4 } : {}),
-        }));
+        outputs[memberOutputName(node.nodeId)] = pulumi
+          .all([node.serverId, node.ipv4, node.privateIpv4])
+          .apply(([serverId, ipv4, privateIpv4]) => ({
+            serverId,
+            ipv4,
+            ...(privateIpv4 !== undefined ? { privateIpv4 } : {}),
+          }));
       }
     }
   }

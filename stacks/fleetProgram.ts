@@ -68,7 +68,10 @@ async function currentMachinesOf(
   kubeconfig: string | undefined,
 ): Promise<Required<Pick<FleetArgs, "currentHcloudServers" | "currentRobotMembers" | "currentElasticMetalMembers" | "earlierTokenPools">>> {
   const nodes = (Array.isArray(previousNodes) ? previousNodes : []) as Array<HcloudNodeOutputValues & Record<string, unknown>>;
-  const ready = kubeconfig === undefined ? new Set(nodes.flatMap((n) => [n.nodeName, n.hostname])) : await readyClusterNodeNames(kubeconfig, spec.cluster.id);
+  const ready =
+    kubeconfig === undefined
+      ? new Set(nodes.flatMap((n) => [n.nodeName, n.hostname]))
+      : await readyClusterNodeNames(kubeconfig, spec.cluster.id);
   const current = { currentHcloudServers: {}, currentRobotMembers: {}, currentElasticMetalMembers: {}, earlierTokenPools: [] } as {
     currentHcloudServers: Record<string, CurrentHcloudServer[]>;
     earlierTokenPools: string[];
@@ -103,10 +106,18 @@ export async function runProgram(args: RunProgramOptions = {}): Promise<Record<s
   const previous = (await args.readPreviousOutputs?.()) ?? {};
   const previousNodes = args.previousNodes ?? previous.nodes;
   // Both refused before anything is declared: a changed network range, and an empty fleet over a stack holding members.
-  const refusals = [networkRangeChangeProblem(spec, args.previousNetwork ?? previous.network), emptyFleetProblem(spec, previousNodes)].filter((p): p is string => p !== undefined);
+  const refusals = [
+    networkRangeChangeProblem(spec, args.previousNetwork ?? previous.network),
+    emptyFleetProblem(spec, previousNodes),
+  ].filter((p): p is string => p !== undefined);
   if (refusals.length > 0) throw new FleetSpecError(refusals);
   const current = previousNodes !== undefined ? await currentMachinesOf(spec, previousNodes, clusterCredentials) : {};
-  const fleet = new Fleet(spec.cluster.id, { spec, kubeconfig, ...current, ...(args.currentHcloudServers ? { currentHcloudServers: args.currentHcloudServers } : {}) });
+  const fleet = new Fleet(spec.cluster.id, {
+    spec,
+    kubeconfig,
+    ...current,
+    ...(args.currentHcloudServers ? { currentHcloudServers: args.currentHcloudServers } : {}),
+  });
   return {
     clusterId: spec.cluster.id,
     nodes: fleet.nodes,

@@ -8,7 +8,9 @@ import * as pulumi from "@pulumi/pulumi";
 import type { PreviousRunOutputs } from "./fleetProgram";
 
 export async function ownPreviousOutputs(): Promise<PreviousRunOutputs> {
-  const self = new pulumi.StackReference("nodefleet-previous-run", { name: `${pulumi.getOrganization()}/${pulumi.getProject()}/${pulumi.getStack()}` });
+  const self = new pulumi.StackReference("nodefleet-previous-run", {
+    name: `${pulumi.getOrganization()}/${pulumi.getProject()}/${pulumi.getStack()}`,
+  });
   const [nodes, network] = await Promise.all([self.getOutputDetails("nodes"), self.getOutputDetails("network")]);
   return { nodes: nodes.value ?? nodes.secretValue, network: network.value ?? network.secretValue };
 }

@@ -103,9 +103,16 @@ describe("Fleet under mocks", function () {
     // eslint-disable-next-line @typescript-eslint/no-require-imports
     const entry = require("../stacks/index") as () => Promise<Record<string, unknown>>;
     let error: unknown;
-    const run = await runUnderMocks({ stack: "test", config: rawFleetConfig(), program: () => entry().catch((e: unknown) => ((error = e), {})) });
+    const run = await runUnderMocks({
+      stack: "test",
+      config: rawFleetConfig(),
+      program: () => entry().catch((e: unknown) => ((error = e), {})),
+    });
     assert.ok(pulumi.RunError.isInstance(error), `a RunError (printed without a stack trace), got ${String(error)}`);
-    assert.match((error as Error).message, /nodefleet:cluster\.kubeconfig: .*pulumi config set --secret --path 'nodefleet:cluster\.kubeconfig'/);
+    assert.match(
+      (error as Error).message,
+      /nodefleet:cluster\.kubeconfig: .*pulumi config set --secret --path 'nodefleet:cluster\.kubeconfig'/,
+    );
     assert.equal(run.resources.length, 0, "nothing is registered");
   });
 

@@ -13,7 +13,18 @@
 // that is not marked blocked fails to build, naming the piece and the go command's own error.
 import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync } from "node:fs";
+import {
+  chmodSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+} from "node:fs";
 import { homedir, tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -49,7 +60,8 @@ function go(goArgs, cwd) {
 
 function goVersion() {
   const result = go(["env", "GOVERSION"], repoDir);
-  if (result.error || result.status !== 0) throw new Error("the go command is not available: install Go (1.26 or newer) and put it on PATH");
+  if (result.error || result.status !== 0)
+    throw new Error("the go command is not available: install Go (1.26 or newer) and put it on PATH");
   return result.stdout.trim();
 }
 
@@ -132,14 +144,18 @@ function buildPiece(piece, goVer) {
   const started = Date.now();
   const seconds = () => ((Date.now() - started) / 1000).toFixed(1);
   if (piece.blocked && !probeBlocked) {
-    return { name: piece.name, version, status: "blocked", seconds: 0, reason: "not built here (`npm run toolchain -- --probe` asks the module proxy again)" };
+    return {
+      name: piece.name,
+      version,
+      status: "blocked",
+      seconds: 0,
+      reason: "not built here (`npm run toolchain -- --probe` asks the module proxy again)",
+    };
   }
   if (piece.blocked) {
     const reasons = piece.blocked.map((m) => m.replace("{version}", version)).map((m) => ({ module: m, error: probe(m) }));
     const served = reasons.find((r) => !r.error);
-    const reason = served
-      ? `${served.module} is now served: add a wrapper module for it`
-      : reasons.map((r) => r.error).join("; ");
+    const reason = served ? `${served.module} is now served: add a wrapper module for it` : reasons.map((r) => r.error).join("; ");
     return { name: piece.name, version, status: "blocked", seconds: Number(seconds()), reason };
   }
   const key = cacheKey(piece, version, goVer);

@@ -77,7 +77,10 @@ export function admit(input: {
       considered: named,
     });
   }
-  const unmet = unmetMinValues(requirements, candidates.map((c) => c.labels));
+  const unmet = unmetMinValues(
+    requirements,
+    candidates.map((c) => c.labels),
+  );
   if (unmet.length > 0) {
     throw new ApiError(
       "NoCompatibleInstanceType",

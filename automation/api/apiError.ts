@@ -31,7 +31,11 @@ export type ErrorCode = keyof typeof ERROR_CODES;
 export class ApiError extends Error {
   override readonly name = "ApiError";
   readonly statusCode: number;
-  constructor(readonly code: ErrorCode, message: string, readonly details?: unknown) {
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly details?: unknown,
+  ) {
     super(message);
     this.statusCode = ERROR_CODES[code];
   }

@@ -67,10 +67,7 @@ export function plainTokenErrors(declaration: ConfigTokenDeclaration, stackName:
 }
 
 /** The decrypted tokens, or the problems with them (by path, never by value). */
-function decryptedTokens(
-  declaration: ConfigTokenDeclaration,
-  decrypted: DecryptedConfigValue,
-): { tokens: string[]; errors: string[] } {
+function decryptedTokens(declaration: ConfigTokenDeclaration, decrypted: DecryptedConfigValue): { tokens: string[]; errors: string[] } {
   let values: unknown[];
   if (declaration.shape === "single") {
     values = [decrypted.value];
@@ -147,7 +144,9 @@ export function combineApiTokens(input: TokenSourceInput): TokenSources {
           "tokens come from NODEFLEET_API_TOKENS or the token generated in the data directory",
       );
     } else if (!input.decrypted) {
-      errors.push(`${API_TOKENS_KEY} of stack ${input.stackName} could not be read through the Automation API${input.readError ? `: ${input.readError}` : ""}`);
+      errors.push(
+        `${API_TOKENS_KEY} of stack ${input.stackName} could not be read through the Automation API${input.readError ? `: ${input.readError}` : ""}`,
+      );
     } else {
       const { tokens, errors: tokenErrors } = decryptedTokens(declaration, input.decrypted);
       errors.push(...tokenErrors);
@@ -183,7 +182,12 @@ export async function loadApiTokens(
     } catch (error) {
       const stderr = (error as { commandResult?: { stderr?: unknown } }).commandResult?.stderr;
       // Never the CLI's stdout, nor a JSON parser's excerpt of it: either could hold decrypted values.
-      readError = typeof stderr === "string" ? stderr.trim() : error instanceof SyntaxError ? "the pulumi CLI's output was not JSON" : (error as Error).message;
+      readError =
+        typeof stderr === "string"
+          ? stderr.trim()
+          : error instanceof SyntaxError
+            ? "the pulumi CLI's output was not JSON"
+            : (error as Error).message;
     }
   }
   return combineApiTokens({ ...input, canDecrypt: readSecretConfig !== undefined, decrypted, readError });

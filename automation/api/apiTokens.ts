@@ -29,9 +29,7 @@ export function parseApiTokens(spec: string | undefined): TokenEntry[] {
       const clusterId = colon > 0 ? pair.slice(0, colon).trim() : "";
       const token = colon > 0 ? pair.slice(colon + 1).trim() : "";
       if (!clusterId || token.length < 16) {
-        throw new Error(
-          `NODEFLEET_API_TOKENS entry ${index + 1} must be <clusterId>:<token> with a token of at least 16 characters`,
-        );
+        throw new Error(`NODEFLEET_API_TOKENS entry ${index + 1} must be <clusterId>:<token> with a token of at least 16 characters`);
       }
       entries.push({ clusterId, hash: hashToken(token) });
     });

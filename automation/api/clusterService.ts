@@ -53,7 +53,10 @@ export class ClusterService {
       }
     | undefined;
 
-  constructor(readonly clusterId: string, private readonly options: ClusterServiceOptions) {}
+  constructor(
+    readonly clusterId: string,
+    private readonly options: ClusterServiceOptions,
+  ) {}
 
   get reconciler(): ClusterReconciler {
     return this.options.reconciler;
@@ -176,7 +179,9 @@ export class ClusterService {
   /** Compared with the stored first body, not its hash: claims admitted before the canonical form keep their replays. */
   private replay(existing: Claim, body: CreateNodeBody, fleet: FleetSpec): NodeView {
     if (!isReplayOf(existing.request as CreateNodeBody, body)) {
-      throw new ApiError("Conflict", `uniqueID ${existing.uniqueId} was already used with a different request`, { nodeID: existing.nodeId });
+      throw new ApiError("Conflict", `uniqueID ${existing.uniqueId} was already used with a different request`, {
+        nodeID: existing.nodeId,
+      });
     }
     if (existing.status === "GONE") {
       throw new ApiError("Conflict", `uniqueID ${existing.uniqueId} belonged to node ${existing.nodeId}, which has been deleted`, {
@@ -199,7 +204,8 @@ export class ClusterService {
   /** The cached views when no claim, not the fleet spec and not the catalog changed since they were made. */
   private freshViews(fleet: FleetSpec) {
     const views = this.views;
-    const fresh = views && views.version === this.options.store.claimsVersion && views.fleet === fleet && views.catalog === this.options.catalog();
+    const fresh =
+      views && views.version === this.options.store.claimsVersion && views.fleet === fleet && views.catalog === this.options.catalog();
     return fresh ? views : undefined;
   }
 

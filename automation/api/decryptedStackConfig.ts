@@ -17,7 +17,10 @@ function parsed(value: string): unknown {
 }
 
 /** `plain` with every secret value of `decrypted` (full keys) put in, marked secret; API tokens stay out. */
-export function withDecryptedSecrets(plain: Readonly<Record<string, StackConfigValue>>, decrypted: ConfigMap): Record<string, StackConfigValue> {
+export function withDecryptedSecrets(
+  plain: Readonly<Record<string, StackConfigValue>>,
+  decrypted: ConfigMap,
+): Record<string, StackConfigValue> {
   const out: Record<string, StackConfigValue> = { ...plain };
   for (const [key, entry] of Object.entries(decrypted)) {
     if (!entry.secret || key === API_TOKENS_KEY) continue;

@@ -14,13 +14,20 @@ import { ApiError, errorBody, type ErrorCode } from "./apiError";
 const FASTIFY_CODES: Record<string, { status: number; code: ErrorCode; message?: string }> = {
   FST_ERR_CTP_BODY_TOO_LARGE: { status: 413, code: "PayloadTooLarge", message: "request body is larger than the service accepts" },
   FST_ERR_CTP_INVALID_MEDIA_TYPE: { status: 415, code: "UnsupportedMediaType", message: "only application/json bodies are accepted" },
-  FST_ERR_CTP_EMPTY_JSON_BODY: { status: 400, code: "MalformedJson", message: "body cannot be empty when content-type is application/json" },
+  FST_ERR_CTP_EMPTY_JSON_BODY: {
+    status: 400,
+    code: "MalformedJson",
+    message: "body cannot be empty when content-type is application/json",
+  },
   FST_ERR_CTP_INVALID_JSON_BODY: { status: 400, code: "MalformedJson", message: "request body is not valid JSON" },
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: { status: 400, code: "BadRequest", message: "content-length does not match the body" },
 };
 
 function sendError(reply: FastifyReply, status: number, code: ErrorCode, message: string, details?: unknown): FastifyReply {
-  return reply.code(status).type("application/json").send(errorBody(code, message, details));
+  return reply
+    .code(status)
+    .type("application/json")
+    .send(errorBody(code, message, details));
 }
 
 /** zod reports a bad record key as "Invalid key in record": the rule the key broke is in its nested issues. */
@@ -34,10 +41,18 @@ function errorHandler(error: FastifyError | ApiError | Error, request: FastifyRe
   if (error instanceof ApiError) return sendError(reply, error.statusCode, error.code, error.message, error.details);
   if (hasZodFastifySchemaValidationErrors(error)) {
     const where = (error as { validationContext?: string }).validationContext ?? "request";
-    const issues = error.validation.map((v) => ({ path: `${where}${v.instancePath.replace(/\//g, ".")}`.replace(/\.$/, ""), message: issueMessage(v) }));
+    const issues = error.validation.map((v) => ({
+      path: `${where}${v.instancePath.replace(/\//g, ".")}`.replace(/\.$/, ""),
+      message: issueMessage(v),
+    }));
     // The first issues in the message too: a client that logs only the message (the driver's NodeClaim events) says what was wrong.
-    const listed = issues.slice(0, 3).map((i) => `${i.path}: ${i.message}`).join("; ");
-    return sendError(reply, 400, "ValidationError", `invalid ${where}${listed ? `: ${listed}` : ""}${issues.length > 3 ? "; ..." : ""}`, { issues });
+    const listed = issues
+      .slice(0, 3)
+      .map((i) => `${i.path}: ${i.message}`)
+      .join("; ");
+    return sendError(reply, 400, "ValidationError", `invalid ${where}${listed ? `: ${listed}` : ""}${issues.length > 3 ? "; ..." : ""}`, {
+      issues,
+    });
   }
   const fastifyError = error as FastifyError & { statusCode?: number };
   const known = fastifyError.code ? FASTIFY_CODES[fastifyError.code] : undefined;
@@ -64,7 +79,8 @@ function errorHandler(error: FastifyError | ApiError | Error, request: FastifyRe
  * otherwise be answered in Fastify's own shape.
  */
 export function frameworkErrorHandler(error: FastifyError, _request: FastifyRequest, reply: FastifyReply): FastifyReply {
-  if (error.code === "FST_ERR_MAX_PARAM_LENGTH") return sendError(reply, 414, "UriTooLong", "a path parameter is longer than the service accepts");
+  if (error.code === "FST_ERR_MAX_PARAM_LENGTH")
+    return sendError(reply, 414, "UriTooLong", "a path parameter is longer than the service accepts");
   if (error.code === "FST_ERR_BAD_URL") return sendError(reply, 400, "BadRequest", "the path is not valid percent-encoded UTF-8");
   return sendError(reply, 400, "BadRequest", "the request could not be routed");
 }
@@ -94,7 +110,8 @@ export function requestLineTooLong(packet: Buffer | undefined): boolean {
 /** Refuses an over-long URL first of all, before the rate limit and authentication (whatever the route, unknown ones too). */
 function refuseOverlongUrls(app: FastifyInstance): void {
   app.addHook("onRequest", async (request) => {
-    if (request.url.length > MAX_URL_LENGTH) throw new ApiError("UriTooLong", `the URL is longer than the ${MAX_URL_LENGTH} characters the service accepts`);
+    if (request.url.length > MAX_URL_LENGTH)
+      throw new ApiError("UriTooLong", `the URL is longer than the ${MAX_URL_LENGTH} characters the service accepts`);
   });
 }
 
@@ -104,7 +121,11 @@ const CLIENT_ERRORS: Record<string, { status: number; code: ErrorCode; message: 
   ERR_HTTP_REQUEST_TIMEOUT: { status: 408, code: "RequestTimeout", message: "the request was not received in time" },
   ERR_HTTP_HEADERS_TIMEOUT: { status: 408, code: "RequestTimeout", message: "the request headers were not received in time" },
 };
-const URI_TOO_LONG = { status: 414, code: "UriTooLong" as const, message: `the URL is longer than the ${MAX_URL_LENGTH} characters the service accepts` };
+const URI_TOO_LONG = {
+  status: 414,
+  code: "UriTooLong" as const,
+  message: `the URL is longer than the ${MAX_URL_LENGTH} characters the service accepts`,
+};
 
 /**
  * Fastify's `clientErrorHandler` option: a request Node's HTTP parser refuses before Fastify sees
@@ -116,7 +137,11 @@ export function clientErrorHandler(error: NodeJS.ErrnoException, socket: Socket)
   const overlongUrl = error.code === "HPE_HEADER_OVERFLOW" && requestLineTooLong((error as { rawPacket?: Buffer }).rawPacket);
   const known = overlongUrl
     ? URI_TOO_LONG
-    : (error.code && CLIENT_ERRORS[error.code]) || { status: 400, code: "BadRequest" as const, message: "the request is not valid HTTP/1.1" };
+    : (error.code && CLIENT_ERRORS[error.code]) || {
+        status: 400,
+        code: "BadRequest" as const,
+        message: "the request is not valid HTTP/1.1",
+      };
   const body = JSON.stringify(errorBody(known.code, known.message));
   if (socket.writable) {
     socket.write(
@@ -129,5 +154,7 @@ export function clientErrorHandler(error: NodeJS.ErrnoException, socket: Socket)
 export function registerErrorHandling(app: FastifyInstance): void {
   refuseOverlongUrls(app);
   app.setErrorHandler(errorHandler);
-  app.setNotFoundHandler((request, reply) => sendError(reply, 404, "RouteNotFound", `no route ${request.method} ${request.url.split("?")[0]!.slice(0, 200)}`));
+  app.setNotFoundHandler((request, reply) =>
+    sendError(reply, 404, "RouteNotFound", `no route ${request.method} ${request.url.split("?")[0]!.slice(0, 200)}`),
+  );
 }

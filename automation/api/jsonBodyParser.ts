@@ -66,7 +66,8 @@ export function jsonKeyProblems(text: string, root = "body", limit = 10): JsonKe
         if (frame.keys.has(key)) found.push(`the key ${shown(key)} appears more than once in the same object; each key may appear once`);
         frame.keys.add(key);
         if (key === "__proto__") found.push(`the key "__proto__" is not accepted: it would set an object's prototype`);
-        if (key === "prototype" && frame.viaKey === "constructor") found.push(`a "prototype" key under a "constructor" key is not accepted: it would reach an object's prototype`);
+        if (key === "prototype" && frame.viaKey === "constructor")
+          found.push(`a "prototype" key under a "constructor" key is not accepted: it would reach an object's prototype`);
         for (const message of found) {
           problems.push({ path: pathOf(root, stack), message });
           if (problems.length >= limit) return problems;
@@ -115,8 +116,14 @@ export function strictJsonBodies(app: FastifyInstance): void {
       return done(new ApiError("MalformedJson", "request body is not valid JSON"), undefined);
     }
     if (problems.length > 0) {
-      const listed = problems.slice(0, 3).map((p) => `${p.path}: ${p.message}`).join("; ");
-      return done(new ApiError("ValidationError", `invalid body: ${listed}${problems.length > 3 ? "; ..." : ""}`, { issues: problems }), undefined);
+      const listed = problems
+        .slice(0, 3)
+        .map((p) => `${p.path}: ${p.message}`)
+        .join("; ");
+      return done(
+        new ApiError("ValidationError", `invalid body: ${listed}${problems.length > 3 ? "; ..." : ""}`, { issues: problems }),
+        undefined,
+      );
     }
     done(null, value);
   });

@@ -64,8 +64,6 @@ export function nodeView(
     ...(failed && claim.failureCode !== undefined ? { failureCode: claim.failureCode } : {}),
     ...(failed && claim.failureReason !== undefined ? { failureReason: claim.failureReason } : {}),
     drifted: drift.length > 0,
-    ...(drift.length > 0
-      ? { driftReason: drift.map((d) => d.reason).join(","), driftDetails: drift.map((d) => d.detail).join("; ") }
-      : {}),
+    ...(drift.length > 0 ? { driftReason: drift.map((d) => d.reason).join(","), driftDetails: drift.map((d) => d.detail).join("; ") } : {}),
   };
 }

@@ -28,7 +28,10 @@ export const openApiComponents: SwaggerTransformObject = (input) => {
     }
   };
   visit({ ...document, components: { ...document.components, schemas: {} } });
-  return { ...document, components: { ...document.components, schemas: Object.fromEntries(Object.entries(schemas).filter(([name]) => used.has(name))) } } as ReturnType<SwaggerTransformObject>;
+  return {
+    ...document,
+    components: { ...document.components, schemas: Object.fromEntries(Object.entries(schemas).filter(([name]) => used.has(name))) },
+  } as ReturnType<SwaggerTransformObject>;
 };
 
 export function openApiDocumentation(): NonNullable<FastifyDynamicSwaggerOptions["openapi"]> {
@@ -37,7 +40,7 @@ export function openApiDocumentation(): NonNullable<FastifyDynamicSwaggerOptions
     info: {
       title: "nodefleet scaling API",
       description:
-        "Creates and deletes autoscaled Kubernetes worker nodes for a Karpenter CloudProvider driver. Every error has the shape {\"error\": {\"code\", \"message\", \"details\"}}.",
+        'Creates and deletes autoscaled Kubernetes worker nodes for a Karpenter CloudProvider driver. Every error has the shape {"error": {"code", "message", "details"}}.',
       version: "1.0.0",
     },
     servers: [{ url: "http://127.0.0.1:8080" }],

@@ -9,7 +9,9 @@ import { canonicalHash, canonicalJson } from "../../components/shared/canonicalJ
 import type { CreateNodeBody } from "./schemas";
 
 const byCanonicalJson = <T>(items: readonly T[]): T[] =>
-  [...new Map(items.map((item) => [canonicalJson(item), item])).entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, item]) => item);
+  [...new Map(items.map((item) => [canonicalJson(item), item])).entries()]
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([, item]) => item);
 
 /** The body without its labels, with requirements, their values and taints sorted and deduplicated (empty lists left out). */
 function canonicalCreate(body: CreateNodeBody): Omit<CreateNodeBody, "labels"> {
@@ -17,7 +19,11 @@ function canonicalCreate(body: CreateNodeBody): Omit<CreateNodeBody, "labels"> {
   return {
     ...rest,
     ...(requirements !== undefined && requirements.length > 0
-      ? { requirements: byCanonicalJson(requirements.map((r) => (r.values !== undefined ? { ...r, values: [...new Set(r.values)].sort() } : r))) }
+      ? {
+          requirements: byCanonicalJson(
+            requirements.map((r) => (r.values !== undefined ? { ...r, values: [...new Set(r.values)].sort() } : r)),
+          ),
+        }
       : {}),
     ...(taints !== undefined && taints.length > 0 ? { taints: byCanonicalJson(taints) } : {}),
   };

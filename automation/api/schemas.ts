@@ -20,7 +20,9 @@ function named<T extends z.ZodType>(id: string, schema: T): T {
 
 const errorCodeSchema = named(
   "ErrorCode",
-  z.enum(Object.keys(ERROR_CODES) as [ErrorCode, ...ErrorCode[]]).describe("One code per meaning; NodeNotFound is the only code meaning the node is gone"),
+  z
+    .enum(Object.keys(ERROR_CODES) as [ErrorCode, ...ErrorCode[]])
+    .describe("One code per meaning; NodeNotFound is the only code meaning the node is gone"),
 );
 export const errorResponseSchema = named(
   "Error",
@@ -92,13 +94,18 @@ export const createNodeBodySchema = named(
         .string()
         .max(DNS_SUBDOMAIN_MAX, { error: `uniqueID must be at most ${DNS_SUBDOMAIN_MAX} characters` })
         .regex(DNS_SUBDOMAIN, {
-          error: "uniqueID must be a DNS subdomain: lower-case letters, digits, '-' and '.', each dot-separated part starting and ending with a letter or digit",
+          error:
+            "uniqueID must be a DNS subdomain: lower-case letters, digits, '-' and '.', each dot-separated part starting and ending with a letter or digit",
         })
         .describe("The NodeClaim name (a Kubernetes object name); creates with the same uniqueID are idempotent"),
       pool: z.string().min(1).max(63).describe("An autoscaled pool of the cluster"),
       instanceType: z.string().min(1).max(63).optional().describe("Server type; the cheapest available fitting type when absent"),
       zone: z.string().min(1).max(63).optional().describe("Hetzner location, e.g. hel1"),
-      requirements: z.array(requirementSchema).max(100).optional().describe("Kubernetes node selector requirements (In, NotIn, Exists, DoesNotExist, Gt, Lt, Gte, Lte)"),
+      requirements: z
+        .array(requirementSchema)
+        .max(100)
+        .optional()
+        .describe("Kubernetes node selector requirements (In, NotIn, Exists, DoesNotExist, Gt, Lt, Gte, Lte)"),
       labels: labelsSchema
         .refine((l) => Object.keys(l).length <= 100, { error: "at most 100 labels" })
         // The kubernetes.io/k8s.io keys neither the kubelet nor Karpenter may set, kubernetes.io/hostname and nodefleet.io/ (reservedLabels.ts).
@@ -106,7 +113,9 @@ export const createNodeBodySchema = named(
           for (const { key, message } of reservedLabels(labels, "karpenter")) context.addIssue({ code: "custom", path: [key], message });
         })
         .optional()
-        .describe("NodeClaim labels; a replay may carry more than the first create. Keys are qualified names as Kubernetes validates them (an optional DNS-subdomain prefix of at most 253 characters and '/', then at most 63 alphanumerics, '-', '_' or '.'), a rule OpenAPI 3.0 cannot state for object keys"),
+        .describe(
+          "NodeClaim labels; a replay may carry more than the first create. Keys are qualified names as Kubernetes validates them (an optional DNS-subdomain prefix of at most 253 characters and '/', then at most 63 alphanumerics, '-', '_' or '.'), a rule OpenAPI 3.0 cannot state for object keys",
+        ),
       taints: taintListSchema
         .max(50)
         .optional()
@@ -134,33 +143,35 @@ export const createNodeQuerySchema = z.strictObject({
 export const nodeSchema = named(
   "Node",
   z.object({
-  nodeID: z.string(),
-  providerID: z.string(),
-  status: z.enum(NODE_STATUSES),
-  instanceID: z.string().nullable(),
-  pool: z.string(),
-  instanceType: z.string(),
-  zone: z.string(),
-  ipv4: z.string().nullable(),
-  privateIpv4: z.string().nullable(),
-  capacity: resourceListSchema,
-  allocatable: resourceListSchema,
-  imageID: z.string().describe("The image the server boots (Karpenter's NodeClaim status.imageID)"),
-  labels: z
-    .record(z.string(), z.string())
-    .describe("Every label the Node carries, including instance-type, zone, region, arch, os and capacity-type"),
-  taints: z.array(taintViewSchema).describe("The pool's and the request's taints merged by (key, effect)"),
-  createdAt: z.string(),
-  updatedAt: z.string(),
-  failureCode: z.string().optional().describe("FAILED only: InsufficientCapacity (the offering is sold out) or CreateFailed"),
-  failureReason: z.string().optional().describe("FAILED only: what went wrong, for people"),
-  drifted: z.boolean(),
-  driftReason: z
-    .string()
-    .regex(DRIFT_REASON)
-    .optional()
-    .describe("A Kubernetes condition Reason naming what drifted, e.g. ServerTypeDrift or ImageDrift,LabelsDrift (Karpenter's IsDrifted)"),
-  driftDetails: z.string().optional().describe("The drifted fields with their old and new values, for people"),
+    nodeID: z.string(),
+    providerID: z.string(),
+    status: z.enum(NODE_STATUSES),
+    instanceID: z.string().nullable(),
+    pool: z.string(),
+    instanceType: z.string(),
+    zone: z.string(),
+    ipv4: z.string().nullable(),
+    privateIpv4: z.string().nullable(),
+    capacity: resourceListSchema,
+    allocatable: resourceListSchema,
+    imageID: z.string().describe("The image the server boots (Karpenter's NodeClaim status.imageID)"),
+    labels: z
+      .record(z.string(), z.string())
+      .describe("Every label the Node carries, including instance-type, zone, region, arch, os and capacity-type"),
+    taints: z.array(taintViewSchema).describe("The pool's and the request's taints merged by (key, effect)"),
+    createdAt: z.string(),
+    updatedAt: z.string(),
+    failureCode: z.string().optional().describe("FAILED only: InsufficientCapacity (the offering is sold out) or CreateFailed"),
+    failureReason: z.string().optional().describe("FAILED only: what went wrong, for people"),
+    drifted: z.boolean(),
+    driftReason: z
+      .string()
+      .regex(DRIFT_REASON)
+      .optional()
+      .describe(
+        "A Kubernetes condition Reason naming what drifted, e.g. ServerTypeDrift or ImageDrift,LabelsDrift (Karpenter's IsDrifted)",
+      ),
+    driftDetails: z.string().optional().describe("The drifted fields with their old and new values, for people"),
   }),
 );
 export type NodeView = z.infer<typeof nodeSchema>;
@@ -175,7 +186,9 @@ const offeringSchema = named(
     zone: z.string(),
     capacityType: z.literal("on-demand"),
     price: z.number().describe("EUR per hour, net"),
-    available: z.boolean().describe("false while sold out, not sold in the zone, or while the pool has no room for this type under its limits"),
+    available: z
+      .boolean()
+      .describe("false while sold out, not sold in the zone, or while the pool has no room for this type under its limits"),
   }),
 );
 export const instanceTypeSchema = named(
@@ -208,7 +221,9 @@ const poolSchema = named(
     usage: z.object({ nodes: z.number(), cpu: z.number(), memoryGiB: z.number() }),
     templateHash: z
       .string()
-      .describe("Fingerprint of the pool's current template: it changes with anything that could drift the pool's nodes, so a driver re-checks their drift then"),
+      .describe(
+        "Fingerprint of the pool's current template: it changes with anything that could drift the pool's nodes, so a driver re-checks their drift then",
+      ),
   }),
 );
 export const clusterSchema = named(
@@ -221,19 +236,20 @@ export const clusterSchema = named(
   }),
 );
 
-export const operationSchema = named("Operation", z.object({
-  id: z.number(),
-  kind: z.enum(["up", "refresh", "preview"]),
-  startedAt: z.string(),
-  finishedAt: z.string().optional(),
-  result: z.enum(["running", "succeeded", "failed", "abandoned"]),
-  summary: z
-    .object({ create: z.number(), update: z.number(), replace: z.number(), delete: z.number(), same: z.number() })
-    .optional(),
-  nodes: z.array(z.string()),
-  error: z.string().optional(),
-  details: z.unknown().optional(),
-}));
+export const operationSchema = named(
+  "Operation",
+  z.object({
+    id: z.number(),
+    kind: z.enum(["up", "refresh", "preview"]),
+    startedAt: z.string(),
+    finishedAt: z.string().optional(),
+    result: z.enum(["running", "succeeded", "failed", "abandoned"]),
+    summary: z.object({ create: z.number(), update: z.number(), replace: z.number(), delete: z.number(), same: z.number() }).optional(),
+    nodes: z.array(z.string()),
+    error: z.string().optional(),
+    details: z.unknown().optional(),
+  }),
+);
 export const operationListSchema = named("OperationList", z.object({ operations: z.array(operationSchema) }));
 
 export const healthSchema = named("Health", z.object({ status: z.literal("ok") }));

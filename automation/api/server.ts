@@ -131,7 +131,12 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
 }
 
 /** The service as a list of steps: its parts, the cluster it serves, the HTTP server, readiness, routes and lifecycle. */
-async function compose(options: BuildServerOptions, tokens: readonly TokenEntry[], database: Db, lock: DataDirLock): Promise<FastifyInstance> {
+async function compose(
+  options: BuildServerOptions,
+  tokens: readonly TokenEntry[],
+  database: Db,
+  lock: DataDirLock,
+): Promise<FastifyInstance> {
   const parts = serviceParts(options, database);
   const { store, operations, metrics, availability, logger } = parts;
   const clusterId = options.fleet().cluster.id;
@@ -233,7 +238,11 @@ function clusterReconciler(options: BuildServerOptions, parts: ServiceParts, clu
 }
 
 /** The one cluster served: its reconciler and its service, built apart from the HTTP server and counted in the metrics. */
-function servedCluster(options: BuildServerOptions, parts: ServiceParts, clusterId: string): { reconciler: ClusterReconciler; clusters: ReadonlyMap<string, ClusterService> } {
+function servedCluster(
+  options: BuildServerOptions,
+  parts: ServiceParts,
+  clusterId: string,
+): { reconciler: ClusterReconciler; clusters: ReadonlyMap<string, ClusterService> } {
   const { store, operations, metrics, availability, catalog } = parts;
   const reconciler = clusterReconciler(options, parts, clusterId);
   const service = new ClusterService(clusterId, {
@@ -290,7 +299,11 @@ function readinessOf({ options, parts, clusterId, reconciler, engineStart, syncs
     if (degradation) return { status: "degraded", details: { [clusterId]: degradation } };
     // No run had anything to do, but the writes fail: creates are answered 503.
     const writeFailure = store.writeFailure;
-    if (writeFailure) return { status: "degraded", details: { store: { reason: `the last write failed: ${writeFailure.reason}`, since: writeFailure.since } } };
+    if (writeFailure)
+      return {
+        status: "degraded",
+        details: { store: { reason: `the last write failed: ${writeFailure.reason}`, since: writeFailure.since } },
+      };
     return { status: "ready", details: { engine: options.engine.kind, busy: reconciler.busy } };
   };
   return (): Readiness => {
@@ -307,7 +320,21 @@ function readinessOf({ options, parts, clusterId, reconciler, engineStart, syncs
 /** The background parts start when the server is ready and stop when it closes, releasing the store and the lock last. */
 function runWithServer(
   app: FastifyInstance,
-  { options, parts, reconciler, lifecycle, database, lock }: { options: BuildServerOptions; parts: ServiceParts; reconciler: ClusterReconciler; lifecycle: { closing: boolean }; database: Db; lock: DataDirLock },
+  {
+    options,
+    parts,
+    reconciler,
+    lifecycle,
+    database,
+    lock,
+  }: {
+    options: BuildServerOptions;
+    parts: ServiceParts;
+    reconciler: ClusterReconciler;
+    lifecycle: { closing: boolean };
+    database: Db;
+    lock: DataDirLock;
+  },
 ): void {
   const { catalog, abandoned, logger } = parts;
   app.addHook("onReady", async () => {
@@ -382,7 +409,12 @@ export async function registerRoutes(app: FastifyInstance, deps: RouteDependenci
       await api.register(rateLimit, {
         // Not per route: route hooks run after the authentication hook, so failed authentications would never count.
         global: false,
-        max: (_request, key) => (key.startsWith(UNAUTHENTICATED_KEY_PREFIX) ? deps.unauthenticatedPerMinute : perToken === false ? Number.MAX_SAFE_INTEGER : perToken),
+        max: (_request, key) =>
+          key.startsWith(UNAUTHENTICATED_KEY_PREFIX)
+            ? deps.unauthenticatedPerMinute
+            : perToken === false
+              ? Number.MAX_SAFE_INTEGER
+              : perToken,
         timeWindow: 60_000,
         keyGenerator: keyOf,
         errorResponseBuilder: (request, context) => ({

@@ -27,7 +27,11 @@ export class StackConfigSource {
   onReread?: () => void;
 
   /** Throws (with every problem listed) when the stack's config is invalid at start-up. */
-  constructor(readonly stackName: string, private readonly root: string, private readonly logger?: Logger) {
+  constructor(
+    readonly stackName: string,
+    private readonly root: string,
+    private readonly logger?: Logger,
+  ) {
     const file = readStackConfigFile(stackName, root);
     this.path = file.path;
     this.encryptedPaths = file.encryptedPaths;
@@ -48,13 +52,19 @@ export class StackConfigSource {
     try {
       const file = readStackConfigFile(this.stackName, this.root);
       const spec = parseFleetSpec(configValues(file.config));
-      if (spec.cluster.id !== this.spec.cluster.id) throw new Error(`the cluster id changed from ${this.spec.cluster.id} to ${spec.cluster.id}; restart the service to serve another cluster`);
+      if (spec.cluster.id !== this.spec.cluster.id)
+        throw new Error(
+          `the cluster id changed from ${this.spec.cluster.id} to ${spec.cluster.id}; restart the service to serve another cluster`,
+        );
       this.spec = spec;
       this.config = programConfig(file.config);
       this.logger?.info({ stack: this.stackName }, "stack config re-read");
       this.onReread?.();
     } catch (error) {
-      this.logger?.error({ stack: this.stackName, err: errorMessage(error) }, "stack config changed but is invalid; keeping the last valid one");
+      this.logger?.error(
+        { stack: this.stackName, err: errorMessage(error) },
+        "stack config changed but is invalid; keeping the last valid one",
+      );
     }
   }
 

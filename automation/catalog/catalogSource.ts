@@ -55,11 +55,15 @@ export class CatalogSource {
    */
   staleness(): CatalogStaleness | undefined {
     if (!this.live || (this.lastSuccess && !this.failure)) return undefined;
-    const serving = this.lastSuccess ? `the last read of Hetzner's server types, ${this.lastSuccess}` : "the shipped catalog (hcloudCatalog.json): no availability known, sold-out types look available";
+    const serving = this.lastSuccess
+      ? `the last read of Hetzner's server types, ${this.lastSuccess}`
+      : "the shipped catalog (hcloudCatalog.json): no availability known, sold-out types look available";
     return {
       stale: true,
       serving,
-      reason: this.failure ? `reading Hetzner's server types failed: ${this.failure.reason}; trying again` : "the first read of Hetzner's server types has not finished",
+      reason: this.failure
+        ? `reading Hetzner's server types failed: ${this.failure.reason}; trying again`
+        : "the first read of Hetzner's server types has not finished",
       since: this.failure?.since ?? this.createdAt,
     };
   }
@@ -78,7 +82,10 @@ export class CatalogSource {
       // Keep the last known catalog: stale prices beat refusing every create.
       const reason = errorMessage(error);
       this.failure = { reason, since: this.failure?.since ?? new Date().toISOString(), attempts: (this.failure?.attempts ?? 0) + 1 };
-      this.options.logger?.warn({ err: reason, attempt: this.failure.attempts }, "refreshing the Hetzner catalog failed; serving the last known catalog, marked stale");
+      this.options.logger?.warn(
+        { err: reason, attempt: this.failure.attempts },
+        "refreshing the Hetzner catalog failed; serving the last known catalog, marked stale",
+      );
     }
   }
 

@@ -68,7 +68,10 @@ export interface PoolHeadroom {
 }
 
 /** Which limit another node of this capacity would break, if any. */
-export function limitExceeded(capacity: Pick<NodeResources, "cpuMillis" | "memoryMiB">, { limits, usage }: PoolHeadroom): "maxNodes" | "cpu" | "memoryGiB" | undefined {
+export function limitExceeded(
+  capacity: Pick<NodeResources, "cpuMillis" | "memoryMiB">,
+  { limits, usage }: PoolHeadroom,
+): "maxNodes" | "cpu" | "memoryGiB" | undefined {
   if (usage.nodes + 1 > limits.maxNodes) return "maxNodes";
   if (limits.cpu !== undefined && usage.cpuMillis + capacity.cpuMillis > limits.cpu * 1000) return "cpu";
   if (limits.memoryGiB !== undefined && usage.memoryMiB + capacity.memoryMiB > limits.memoryGiB * 1024) return "memoryGiB";
@@ -109,12 +112,7 @@ export function formatResources(r: NodeResources): ResourceList {
  * offering is unavailable anyway). An offering is also unavailable while the pool has no room for
  * another node of the type, so Karpenter does not keep choosing it and getting InsufficientCapacity.
  */
-function offeringFor(
-  type: ServerType,
-  location: string,
-  availability: OfferingAvailability | undefined,
-  fitsLimits: boolean,
-): Offering {
+function offeringFor(type: ServerType, location: string, availability: OfferingAvailability | undefined, fitsLimits: boolean): Offering {
   const here = type.prices.find((p) => p.location === location);
   const price = here?.priceHourlyNet ?? Math.min(...type.prices.map((p) => p.priceHourlyNet), Number.POSITIVE_INFINITY);
   return {

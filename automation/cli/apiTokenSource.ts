@@ -19,5 +19,7 @@ export function resolveApiToken(options: { readonly token?: string; readonly dat
   const file = generatedTokenPath(options.dataDir);
   const generated = fs.existsSync(file) ? fs.readFileSync(file, "utf8").trim() : "";
   if (generated) return { token: generated, source: `the token file ${file}` };
-  throw new Error(`no API token: pass --token, set NODEFLEET_API_TOKEN, or run serve with this --data-dir (it keeps a generated token in ${file})`);
+  throw new Error(
+    `no API token: pass --token, set NODEFLEET_API_TOKEN, or run serve with this --data-dir (it keeps a generated token in ${file})`,
+  );
 }

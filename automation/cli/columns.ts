@@ -6,6 +6,10 @@ const GAP = "   ";
 
 export function columns(headers: readonly string[], rows: ReadonlyArray<readonly string[]>): string {
   const widths = headers.map((header, i) => Math.max(header.length, ...rows.map((row) => (row[i] ?? "").length)));
-  const line = (cells: readonly string[]) => cells.map((cell, i) => cell.padEnd(widths[i]!)).join(GAP).trimEnd();
+  const line = (cells: readonly string[]) =>
+    cells
+      .map((cell, i) => cell.padEnd(widths[i]!))
+      .join(GAP)
+      .trimEnd();
   return [line(headers), ...rows.map(line)].join("\n");
 }

@@ -35,7 +35,10 @@ export class FirstApply {
       (error: unknown) => {
         this.attempts += 1;
         const delayMs = retryDelay(this.attempts, this.retryConfig);
-        this.logger.error({ err: errorMessage(error), attempt: this.attempts, delayMs }, "applying the git stack to the simulated cloud failed; retrying");
+        this.logger.error(
+          { err: errorMessage(error), attempt: this.attempts, delayMs },
+          "applying the git stack to the simulated cloud failed; retrying",
+        );
         this.retry = setTimeout(() => this.start(), delayMs);
       },
     );

@@ -35,7 +35,10 @@ export function registerInitCommand(program: Command): void {
         ...(hasPackageJson ? {} : { nodefleetDependency: `^${version}` }),
       });
       const existing = Object.keys(files).filter((file) => existsSync(join(target, file)));
-      if (existing.length > 0) throw new Error(`init: ${existing.join(", ")} already exist${existing.length === 1 ? "s" : ""} in ${target}; nothing was written (choose an empty directory)`);
+      if (existing.length > 0)
+        throw new Error(
+          `init: ${existing.join(", ")} already exist${existing.length === 1 ? "s" : ""} in ${target}; nothing was written (choose an empty directory)`,
+        );
       for (const [file, text] of Object.entries(files)) {
         mkdirSync(dirname(join(target, file)), { recursive: true });
         writeFileSync(join(target, file), text);

@@ -24,17 +24,26 @@ export function registerLocalCommand(program: Command): void {
     .option("--data-dir <dir>", "where the local cloud keeps its state (under <dir>/local)", "./.nodefleet")
     .option("--hcloud-port <n>", "port of the fake Hetzner API", parsePort, 8081)
     .option("--project-dir <dir>", "the Pulumi project that gets the generated stacks/Pulumi.local.yaml", ".")
-    .option("--json", "print the environment as one JSON document {\"env\": {...}}")
+    .option("--json", 'print the environment as one JSON document {"env": {...}}')
     .action(async (opts: { dataDir: string; hcloudPort: number; projectDir: string; json?: boolean }) => {
       const logger = pino({ name: "nodefleet-local", level: process.env.NODEFLEET_LOG_LEVEL ?? "info" }, pino.destination(2));
       process.stderr.write("nodefleet local: starting the fake Hetzner API, the control plane and the node agent...\n");
       const projectDir = resolve(opts.projectDir);
       const hasProject = existsSync(join(projectDir, "Pulumi.yaml"));
-      if (!hasProject) process.stderr.write(`nodefleet local: ${projectDir} has no Pulumi.yaml, so no local stack is written (--project-dir)\n`);
-      const cloud = await startLocalCloud({ dataDir: opts.dataDir, hcloudPort: opts.hcloudPort, logger, ...(hasProject ? { projectDir } : {}) });
-      if (cloud.stackFile) process.stderr.write(`nodefleet local: stack \`local\` in ${cloud.stackFile}: run \`pulumi up --stack local\`\n`);
+      if (!hasProject)
+        process.stderr.write(`nodefleet local: ${projectDir} has no Pulumi.yaml, so no local stack is written (--project-dir)\n`);
+      const cloud = await startLocalCloud({
+        dataDir: opts.dataDir,
+        hcloudPort: opts.hcloudPort,
+        logger,
+        ...(hasProject ? { projectDir } : {}),
+      });
+      if (cloud.stackFile)
+        process.stderr.write(`nodefleet local: stack \`local\` in ${cloud.stackFile}: run \`pulumi up --stack local\`\n`);
       process.stdout.write(opts.json ? `${JSON.stringify({ env: cloud.env })}\n` : `${shellExport(cloud.env)}\n`);
-      process.stderr.write(`nodefleet local: ready; the environment is also in ${join(resolve(opts.dataDir), "local", "env")} (source it). Ctrl-C stops.\n`);
+      process.stderr.write(
+        `nodefleet local: ready; the environment is also in ${join(resolve(opts.dataDir), "local", "env")} (source it). Ctrl-C stops.\n`,
+      );
       await new Promise<void>((done) => {
         const stop = () => void cloud.stop().then(done, done);
         process.once("SIGINT", stop);
@@ -45,7 +54,7 @@ export function registerLocalCommand(program: Command): void {
     .command("env")
     .description("print the environment of the local cloud last started in this data directory")
     .option("--data-dir <dir>", "the local cloud's data directory", "./.nodefleet")
-    .option("--json", "print one JSON document {\"env\": {...}}")
+    .option("--json", 'print one JSON document {"env": {...}}')
     .action((opts: { dataDir: string; json?: boolean }) => {
       const env = readLocalCloudEnv(opts.dataDir);
       process.stdout.write(opts.json ? `${JSON.stringify({ env })}\n` : `${shellExport(env)}\n`);
@@ -64,7 +73,18 @@ export function registerLocalCommand(program: Command): void {
     .option("--pool <name>", "the autoscaled pool (default: the stack's only one)")
     .option("--node-pool <name>", "the NodePool's name (default: the pool's)")
     .option("--consolidate-after <duration>", "the NodePool's consolidateAfter", "30s")
-    .action(async (opts: { dataDir: string; projectDir: string; url: string; token?: string; serveDataDir: string; pool?: string; nodePool?: string; consolidateAfter: string }) => {
-      await runLocalKarpenter(opts);
-    });
+    .action(
+      async (opts: {
+        dataDir: string;
+        projectDir: string;
+        url: string;
+        token?: string;
+        serveDataDir: string;
+        pool?: string;
+        nodePool?: string;
+        consolidateAfter: string;
+      }) => {
+        await runLocalKarpenter(opts);
+      },
+    );
 }

@@ -12,7 +12,17 @@ import { join, relative, resolve } from "node:path";
 import { type HcloudAutoscaledPool, parseFleetSpec } from "../../components/fleet/fleetSpec";
 import { NodefleetApiError, NodefleetClient, NodefleetConnectionError } from "../client/nodefleetClient";
 import { karpenterControllerBinary, startKarpenterController, takeOverPidFile } from "../local/karpenterController";
-import { KARPENTER_NAMESPACE, TOKEN_SECRET, applyKarpenterObjects, autoscaledPoolOf, createObject, inflateDeployment, karpenterCrds, karpenterObjects, nodeClassReadiness } from "../local/karpenterObjects";
+import {
+  KARPENTER_NAMESPACE,
+  TOKEN_SECRET,
+  applyKarpenterObjects,
+  autoscaledPoolOf,
+  createObject,
+  inflateDeployment,
+  karpenterCrds,
+  karpenterObjects,
+  nodeClassReadiness,
+} from "../local/karpenterObjects";
 import { type KubeIdentity, kube } from "../local/kubeClient";
 import { kubeIdentityFromKubeconfig } from "../local/kubeconfigIdentity";
 import { LOCAL_STACK } from "../local/localStack";
@@ -81,7 +91,9 @@ export async function runLocalKarpenter(options: LocalKarpenterOptions, env: Nod
     try {
       await kube(identity, "GET", "/readyz");
     } catch (error) {
-      throw new Error(`the local cloud's control plane at ${identity.server} does not answer (${(error as Error).message}): start \`nodefleet local up --data-dir ${shown(dataDir)}\` (it runs in the foreground)`);
+      throw new Error(
+        `the local cloud's control plane at ${identity.server} does not answer (${(error as Error).message}): start \`nodefleet local up --data-dir ${shown(dataDir)}\` (it runs in the foreground)`,
+      );
     }
     admin = identity;
   } catch (error) {
@@ -102,25 +114,42 @@ export async function runLocalKarpenter(options: LocalKarpenterOptions, env: Nod
   }
 
   const generated = generatedTokenPath(resolve(options.serveDataDir));
-  const tokenSource = options.token ? "--token" : env.NODEFLEET_API_TOKEN ? "NODEFLEET_API_TOKEN" : existsSync(generated) ? generated : undefined;
+  const tokenSource = options.token
+    ? "--token"
+    : env.NODEFLEET_API_TOKEN
+      ? "NODEFLEET_API_TOKEN"
+      : existsSync(generated)
+        ? generated
+        : undefined;
   const token = options.token ?? (env.NODEFLEET_API_TOKEN || (existsSync(generated) ? readFileSync(generated, "utf8").trim() : undefined));
   const url = options.url.replace(/\/+$/, "");
   const serveHint = `start \`nodefleet serve --stack local --engine automation\` (see README, "Try it locally") or point --url/NODEFLEET_API_URL at it`;
   if (!token) {
-    problems.push(`no API token for the scaling API: pass --token or set NODEFLEET_API_TOKEN to the token \`serve\` accepts for cluster ${clusterId} (NODEFLEET_API_TOKENS="${clusterId}:<token>")`);
+    problems.push(
+      `no API token for the scaling API: pass --token or set NODEFLEET_API_TOKEN to the token \`serve\` accepts for cluster ${clusterId} (NODEFLEET_API_TOKENS="${clusterId}:<token>")`,
+    );
   } else {
     const client = new NodefleetClient({ baseUrl: url, clusterId, token, timeoutMs: 10_000 });
     try {
       const cluster = await client.getCluster();
       if (pool && !cluster.pools.some((p) => p.name === pool!.name)) {
-        problems.push(`the scaling API at ${url} serves no pool ${pool.name} in cluster ${clusterId} (it serves: ${cluster.pools.map((p) => p.name).join(", ") || "none"}): is it serving the same project's stack ${LOCAL_STACK}?`);
+        problems.push(
+          `the scaling API at ${url} serves no pool ${pool.name} in cluster ${clusterId} (it serves: ${cluster.pools.map((p) => p.name).join(", ") || "none"}): is it serving the same project's stack ${LOCAL_STACK}?`,
+        );
       }
       const readiness = await client.readiness().catch(() => undefined);
-      if (readiness && readiness.body.status !== "ready") say(`warning: the scaling API is ${readiness.body.status}${readiness.body.details ? `: ${JSON.stringify(readiness.body.details)}` : ""}`);
+      if (readiness && readiness.body.status !== "ready")
+        say(
+          `warning: the scaling API is ${readiness.body.status}${readiness.body.details ? `: ${JSON.stringify(readiness.body.details)}` : ""}`,
+        );
     } catch (error) {
       if (error instanceof NodefleetConnectionError) problems.push(`no scaling API answers at ${url} (${error.reason}): ${serveHint}`);
-      else if (error instanceof NodefleetApiError && error.status === 401) problems.push(`the scaling API at ${url} refused the token from ${tokenSource} (401): use the token \`serve\` accepts for cluster ${clusterId}`);
-      else if (error instanceof NodefleetApiError && error.status === 404) problems.push(`the scaling API at ${url} serves no cluster ${clusterId} (${error.message}): ${serveHint}`);
+      else if (error instanceof NodefleetApiError && error.status === 401)
+        problems.push(
+          `the scaling API at ${url} refused the token from ${tokenSource} (401): use the token \`serve\` accepts for cluster ${clusterId}`,
+        );
+      else if (error instanceof NodefleetApiError && error.status === 404)
+        problems.push(`the scaling API at ${url} serves no cluster ${clusterId} (${error.message}): ${serveHint}`);
       else problem(error);
     }
   }
@@ -132,7 +161,15 @@ export async function runLocalKarpenter(options: LocalKarpenterOptions, env: Nod
   const autoscaled = pool;
   const plane = admin;
   const nodePoolName = options.nodePool ?? autoscaled.name;
-  const objects = karpenterObjects({ pool: autoscaled, clusterId, endpoint: url, token, nodeClassName: autoscaled.name, nodePoolName, consolidateAfter: options.consolidateAfter });
+  const objects = karpenterObjects({
+    pool: autoscaled,
+    clusterId,
+    endpoint: url,
+    token,
+    nodeClassName: autoscaled.name,
+    nodePoolName,
+    consolidateAfter: options.consolidateAfter,
+  });
   say(`applying to the local cloud's control plane at ${plane.server}...`);
   await applyKarpenterObjects(plane, objects);
   const inflate = inflateDeployment({ replicas: 0, cpu: "1", nodePool: nodePoolName, taints: autoscaled.taints });
@@ -148,7 +185,11 @@ export async function runLocalKarpenter(options: LocalKarpenterOptions, env: Nod
       `  CustomResourceDefinitions ${objects.crds.map((c) => c.metadata.name).join(", ")}`,
       `  Namespace ${KARPENTER_NAMESPACE}, Secret ${KARPENTER_NAMESPACE}/${TOKEN_SECRET} (the API token from ${tokenSource})`,
       `  NodefleetNodeClass ${autoscaled.name}: endpoint ${url}, cluster ${clusterId}, pool ${autoscaled.name}`,
-      `  NodePool ${nodePoolName}: instance types ${autoscaled.serverTypes.join(", ")}; limits ${Object.entries(limits).map(([k, v]) => `${k} ${v}`).join(", ")}; labels ${labels.join(", ") || "none"}; taints ${taints.join(", ") || "none"}; consolidateAfter ${options.consolidateAfter}`,
+      `  NodePool ${nodePoolName}: instance types ${autoscaled.serverTypes.join(", ")}; limits ${Object.entries(limits)
+        .map(([k, v]) => `${k} ${v}`)
+        .join(
+          ", ",
+        )}; labels ${labels.join(", ") || "none"}; taints ${taints.join(", ") || "none"}; consolidateAfter ${options.consolidateAfter}`,
       `  Deployment default/inflate (created with 0 replicas if missing: pods of 1 CPU on NodePool ${nodePoolName})`,
       "",
     ].join("\n"),
@@ -190,7 +231,10 @@ export async function runLocalKarpenter(options: LocalKarpenterOptions, env: Nod
       }
       await new Promise((r) => setTimeout(r, 500));
     }
-    if (!stopping && controller.child.exitCode === null) say(`warning: NodefleetNodeClass ${autoscaled.name} is not Ready after 120 s${last?.message ? `: ${last.message}` : ""} (${kubectl} get nfnc -o yaml)`);
+    if (!stopping && controller.child.exitCode === null)
+      say(
+        `warning: NodefleetNodeClass ${autoscaled.name} is not Ready after 120 s${last?.message ? `: ${last.message}` : ""} (${kubectl} get nfnc -o yaml)`,
+      );
   })();
 
   const outcome = await Promise.race([stopped.then(() => "stopped" as const), controller.exited]);
@@ -200,5 +244,7 @@ export async function runLocalKarpenter(options: LocalKarpenterOptions, env: Nod
     if (!stopping) throw new Error(`nodefleet-karpenter exited (${outcome}) on its own; its log above says why`);
   }
   await stopped;
-  say(`stopped. The CRDs, NodeClass, NodePool and any nodes Karpenter made stay; run \`nodefleet local karpenter\` again to have Karpenter manage them (its NodeClaims keep finalizers until it does).`);
+  say(
+    `stopped. The CRDs, NodeClass, NodePool and any nodes Karpenter made stay; run \`nodefleet local karpenter\` again to have Karpenter manage them (its NodeClaims keep finalizers until it does).`,
+  );
 }

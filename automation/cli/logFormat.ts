@@ -17,7 +17,11 @@ function parseLogFormat(value: string, source: string): LogFormat {
   throw new Error(`${source} must be one of ${LOG_FORMATS.join(", ")} (got ${JSON.stringify(value)})`);
 }
 
-export function chooseLogFormat(choice: { readonly flag?: LogFormat; readonly env: NodeJS.ProcessEnv; readonly toTerminal: boolean }): LogFormat {
+export function chooseLogFormat(choice: {
+  readonly flag?: LogFormat;
+  readonly env: NodeJS.ProcessEnv;
+  readonly toTerminal: boolean;
+}): LogFormat {
   if (choice.flag) return choice.flag;
   const fromEnv = choice.env.NODEFLEET_LOG_FORMAT;
   if (fromEnv !== undefined && fromEnv !== "") return parseLogFormat(fromEnv, "NODEFLEET_LOG_FORMAT");

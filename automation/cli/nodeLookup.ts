@@ -26,6 +26,10 @@ export async function getNodeByIdOrUniqueId(client: NodefleetClient, id: string)
     return await client.getNode(derived);
   } catch (error) {
     if (!notFound(error)) throw error;
-    throw new NodefleetApiError(404, "NodeNotFound", `no node has the ID or the uniqueID ${id} (as a uniqueID its node ID would be ${derived})`);
+    throw new NodefleetApiError(
+      404,
+      "NodeNotFound",
+      `no node has the ID or the uniqueID ${id} (as a uniqueID its node ID would be ${derived})`,
+    );
   }
 }

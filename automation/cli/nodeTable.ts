@@ -13,7 +13,9 @@ interface Column {
 
 /** The status and what qualifies it, kubectl style: "RUNNING,Drifted", "FAILED,InsufficientCapacity". */
 function status(node: NodeView): string {
-  return [node.status, node.status === "FAILED" ? node.failureCode : undefined, node.drifted ? "Drifted" : undefined].filter(Boolean).join(",");
+  return [node.status, node.status === "FAILED" ? node.failureCode : undefined, node.drifted ? "Drifted" : undefined]
+    .filter(Boolean)
+    .join(",");
 }
 
 const NARROW: readonly Column[] = [

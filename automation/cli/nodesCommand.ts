@@ -30,7 +30,8 @@ interface Connection {
 function connect(options: ConnectionOptions, env: NodeJS.ProcessEnv = process.env): Connection {
   let clusterId = options.cluster ?? env.NODEFLEET_CLUSTER;
   if (!clusterId && options.stack) {
-    const cluster = configValues(readStackConfigFile(options.stack, projectRoot()).config)["nodefleet:cluster"] as { id?: string } | undefined;
+    const cluster = configValues(readStackConfigFile(options.stack, projectRoot()).config)["nodefleet:cluster"] as
+      { id?: string } | undefined;
     clusterId = cluster?.id;
   }
   if (!clusterId) throw new Error("say which cluster: --cluster ID, --stack NAME or NODEFLEET_CLUSTER");
@@ -44,7 +45,9 @@ function print(options: { json?: boolean }, value: unknown, text: () => string):
 }
 
 function nodeLine(n: NodeView): string {
-  return [n.nodeID, n.status, n.pool, n.instanceType, n.zone, n.ipv4 ?? "-", n.drifted ? "drifted" : "", n.failureReason ?? ""].join("\t").trimEnd();
+  return [n.nodeID, n.status, n.pool, n.instanceType, n.zone, n.ipv4 ?? "-", n.drifted ? "drifted" : "", n.failureReason ?? ""]
+    .join("\t")
+    .trimEnd();
 }
 
 function nodeDetails(n: NodeView): string {
@@ -112,14 +115,19 @@ async function run(options: ConnectionOptions, action: (client: NodefleetClient)
       if (options.json) {
         const { status, code, details } = error;
         const message = error.message.slice(`${status} ${code}: `.length);
-        process.stdout.write(`${JSON.stringify({ status, error: { code, message, ...(details === undefined ? {} : { details }) } }, null, 2)}\n`);
+        process.stdout.write(
+          `${JSON.stringify({ status, error: { code, message, ...(details === undefined ? {} : { details }) } }, null, 2)}\n`,
+        );
       }
-      process.stderr.write(`nodefleet nodes: ${[error.message, ...issueLines(error.details), ...tokenLines(error, connection)].join("\n")}\n`);
+      process.stderr.write(
+        `nodefleet nodes: ${[error.message, ...issueLines(error.details), ...tokenLines(error, connection)].join("\n")}\n`,
+      );
       process.exitCode = 1;
       return;
     }
     if (error instanceof NodefleetConnectionError) {
-      if (options.json) process.stdout.write(`${JSON.stringify({ error: { code: "Unreachable", message: error.message, url: error.url } }, null, 2)}\n`);
+      if (options.json)
+        process.stdout.write(`${JSON.stringify({ error: { code: "Unreachable", message: error.message, url: error.url } }, null, 2)}\n`);
       process.stderr.write(`nodefleet nodes: cannot reach the scaling API: ${error.message}\n`);
       process.exitCode = 1;
       return;
@@ -136,7 +144,12 @@ export function registerNodesCommand(program: Command): void {
       .command("list")
       .description("nodes not yet confirmed gone, as a table")
       .option("--pool <name>", "only this pool")
-      .addOption(new Option("-o, --output <format>", "json (as --json), or wide: more columns (private IP, provider ID, instance ID, image, reason)").choices(["json", "wide"])),
+      .addOption(
+        new Option(
+          "-o, --output <format>",
+          "json (as --json), or wide: more columns (private IP, provider ID, instance ID, image, reason)",
+        ).choices(["json", "wide"]),
+      ),
   ).action((opts: ConnectionOptions & { pool?: string; output?: "json" | "wide" }) => {
     const options = { ...opts, json: opts.json || opts.output === "json" };
     return run(options, async (client) => {
@@ -145,12 +158,16 @@ export function registerNodesCommand(program: Command): void {
     });
   });
 
-  withConnection(nodes.command("get").description("one node, by its node ID or its uniqueID (the NodeClaim name)").argument("<id>", "node ID or uniqueID")).action(
-    (id: string, opts: ConnectionOptions) =>
-      run(opts, async (client) => {
-        const node = await getNodeByIdOrUniqueId(client, id);
-        print(opts, node, () => nodeDetails(node));
-      }),
+  withConnection(
+    nodes
+      .command("get")
+      .description("one node, by its node ID or its uniqueID (the NodeClaim name)")
+      .argument("<id>", "node ID or uniqueID"),
+  ).action((id: string, opts: ConnectionOptions) =>
+    run(opts, async (client) => {
+      const node = await getNodeByIdOrUniqueId(client, id);
+      print(opts, node, () => nodeDetails(node));
+    }),
   );
 
   withConnection(
@@ -165,7 +182,17 @@ export function registerNodesCommand(program: Command): void {
       .option("--taint <key[=value]:effect>", "node taint (repeatable)", taint)
       .option("--wait-seconds <n>", "wait until RUNNING or FAILED (0-120)", parseWaitSeconds),
   ).action(
-    (opts: ConnectionOptions & { uniqueId: string; pool: string; instanceType?: string; zone?: string; label?: Record<string, string>; taint?: TaintArg[]; waitSeconds?: number }) =>
+    (
+      opts: ConnectionOptions & {
+        uniqueId: string;
+        pool: string;
+        instanceType?: string;
+        zone?: string;
+        label?: Record<string, string>;
+        taint?: TaintArg[];
+        waitSeconds?: number;
+      },
+    ) =>
       run(opts, async (client) => {
         const { created, node } = await client.createNode(
           {

@@ -10,9 +10,16 @@ import * as net from "node:net";
 /** The error for a failed listen, worded with the option to change; other errors are answered unchanged. */
 export function portProblem(error: unknown, host: string, port: number): unknown {
   const code = (error as NodeJS.ErrnoException | undefined)?.code;
-  if (code === "EADDRINUSE") return new Error(`--port ${port}: ${host}:${port} is already in use (another nodefleet serve or another program); pick a free port with --port <n>`);
-  if (code === "EACCES") return new Error(`--port ${port}: this user may not listen on ${host}:${port} (ports below 1024 need privileges); pick another with --port <n>`);
-  if (code === "EADDRNOTAVAIL") return new Error(`--host ${host}: no interface of this machine has that address; pick another with --host <address>`);
+  if (code === "EADDRINUSE")
+    return new Error(
+      `--port ${port}: ${host}:${port} is already in use (another nodefleet serve or another program); pick a free port with --port <n>`,
+    );
+  if (code === "EACCES")
+    return new Error(
+      `--port ${port}: this user may not listen on ${host}:${port} (ports below 1024 need privileges); pick another with --port <n>`,
+    );
+  if (code === "EADDRNOTAVAIL")
+    return new Error(`--host ${host}: no interface of this machine has that address; pick another with --host <address>`);
   return error;
 }
 

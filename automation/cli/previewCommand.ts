@@ -51,10 +51,10 @@ export function registerPreviewCommand(program: Command): void {
     .option("--markdown <file>", "also write the Markdown to this file (the pull request comment)")
     .option("--json", "print one JSON document on stdout instead of Markdown", false)
     .addOption(
-      new Option("--engine <kind>", "engine: automation (real clouds, needs the pulumi CLI) or simulated; default: automation when HCLOUD_TOKEN or SCW_SECRET_KEY is set").choices([
-        "automation",
-        "simulated",
-      ]),
+      new Option(
+        "--engine <kind>",
+        "engine: automation (real clouds, needs the pulumi CLI) or simulated; default: automation when HCLOUD_TOKEN or SCW_SECRET_KEY is set",
+      ).choices(["automation", "simulated"]),
     )
     .option("--data-dir <dir>", "engine data directory (state, simulated cloud); default $NODEFLEET_DATA_DIR or .nodefleet in the project")
     .option("--base-ref <ref>", "git ref whose stack config is the before (simulated engine: applied to a scratch simulated cloud first)")

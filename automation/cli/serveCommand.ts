@@ -13,7 +13,14 @@ import * as path from "node:path";
 import { InvalidArgumentError, Option, type Command } from "commander";
 import type { FastifyInstance } from "fastify";
 import type { Logger } from "pino";
-import { API_TOKENS_KEY, declaredConfigTokens, loadApiTokens, plainTokenErrors, readRawStackConfig, type ReadSecretConfig } from "../api/apiTokenSources";
+import {
+  API_TOKENS_KEY,
+  declaredConfigTokens,
+  loadApiTokens,
+  plainTokenErrors,
+  readRawStackConfig,
+  type ReadSecretConfig,
+} from "../api/apiTokenSources";
 import { hashToken, parseApiTokens, type TokenEntry } from "../api/apiTokens";
 import { buildServer } from "../api/server";
 import { autoscaledPools, type FleetSpec } from "../../components/fleet/fleetSpec";
@@ -86,7 +93,13 @@ export function generatedTokenPath(dataDir: string): string {
  * token file's path are logged, never a token.
  */
 async function apiTokens(
-  options: { stackName: string; clusterId: string; rawConfig: Record<string, unknown>; dataDir: string; readSecretConfig?: ReadSecretConfig },
+  options: {
+    stackName: string;
+    clusterId: string;
+    rawConfig: Record<string, unknown>;
+    dataDir: string;
+    readSecretConfig?: ReadSecretConfig;
+  },
   env: NodeJS.ProcessEnv,
   logger: Logger,
 ): Promise<TokenEntry[]> {
@@ -102,7 +115,10 @@ async function apiTokens(
   }
   const file = generatedTokenPath(options.dataDir);
   if (!fs.existsSync(file)) fs.writeFileSync(file, `${randomBytes(24).toString("base64url")}\n`, { mode: 0o600, flag: "wx" });
-  logger.warn({ tokenFile: file }, `neither NODEFLEET_API_TOKENS nor ${API_TOKENS_KEY} yields a token: using a generated token for this cluster, stored in the data directory`);
+  logger.warn(
+    { tokenFile: file },
+    `neither NODEFLEET_API_TOKENS nor ${API_TOKENS_KEY} yields a token: using a generated token for this cluster, stored in the data directory`,
+  );
   return [{ clusterId: options.clusterId, hash: hashToken(fs.readFileSync(file, "utf8").trim()) }];
 }
 
@@ -227,14 +243,21 @@ interface EngineContext {
 /** Without cloud credentials (or asked for): the simulated cloud, announced loudly, with the git stack applied first. */
 function wireSimulatedEngine({ options, config, dataDir, metrics, reclaimerOptions, logger }: EngineContext): EngineWiring {
   const { stack, settings } = config;
-  if (!options.engine) process.stderr.write("nodefleet serve: no cloud credentials (HCLOUD_TOKEN) found, so the SIMULATED engine is used.\n");
+  if (!options.engine)
+    process.stderr.write("nodefleet serve: no cloud credentials (HCLOUD_TOKEN) found, so the SIMULATED engine is used.\n");
   process.stderr.write(`\n*** ${SIMULATION_BANNER} ***\n\n`);
   const simulated = new SimulatedEngine({ dataDir, banner: false, logger });
   const secured = stack.encryptedPaths;
-  if (secured.length > 0) logger.warn({ paths: secured }, "encrypted config values cannot be read offline; the simulation runs without them");
+  if (secured.length > 0)
+    logger.warn({ paths: secured }, "encrypted config values cannot be read offline; the simulation runs without them");
   // The git stack first, so the API stack's network and firewall look-ups resolve as against a real cloud.
   // Started once the service listens, retried until it goes through (firstApply.ts).
-  const firstApply = new FirstApply(() => simulated.up({ stackName: options.stack, program: gitStackProgram({ allowMissingKubeconfig: true }), config: stack.stackConfig() }), settings.retry, logger);
+  const firstApply = new FirstApply(
+    () =>
+      simulated.up({ stackName: options.stack, program: gitStackProgram({ allowMissingKubeconfig: true }), config: stack.stackConfig() }),
+    settings.retry,
+    logger,
+  );
   const reclaimer = new OrphanReclaimer({ ...reclaimerOptions, inventory: simulatedInventory(simulated.cloud, metrics) });
   return { engine: simulated, programConfig: () => stack.stackConfig(), firstApply, reclaimer };
 }
@@ -253,7 +276,8 @@ async function wireAutomationEngine({ options, config, dataDir, hcloud, reclaime
     stack.onReread = () => {
       automation.readStackConfig(gitStack).then(
         (config) => (decrypted = config),
-        (error: unknown) => logger.error({ err: errorMessage(error) }, "decrypting the changed stack config failed; keeping the last secrets"),
+        (error: unknown) =>
+          logger.error({ err: errorMessage(error) }, "decrypting the changed stack config failed; keeping the last secrets"),
       );
     };
     programConfig = () => withDecryptedSecrets(stack.stackConfig(), decrypted);
@@ -261,7 +285,10 @@ async function wireAutomationEngine({ options, config, dataDir, hcloud, reclaime
   const reclaimer = hcloud ? new OrphanReclaimer({ ...reclaimerOptions, inventory: hcloudInventory(hcloud) }) : undefined;
   // The API stack's workspace at start, not on the first create's path; a fleet without an
   // autoscaled pool never runs that stack, and gets none.
-  const preparing = autoscaledPools(fleet).length > 0 ? automation.prepare(apiStackDefinition({ clusterId: fleet.cluster.id, members: [], config: programConfig() })) : undefined;
+  const preparing =
+    autoscaledPools(fleet).length > 0
+      ? automation.prepare(apiStackDefinition({ clusterId: fleet.cluster.id, members: [], config: programConfig() }))
+      : undefined;
   return { engine: automation, programConfig, readSecretConfig, ...(reclaimer ? { reclaimer } : {}), ...(preparing ? { preparing } : {}) };
 }
 
@@ -276,7 +303,14 @@ interface StartedService {
 }
 
 /** The store, the engine, the tokens and the server, in that order; a failed start leaves nothing held. */
-async function startService(options: ServeOptions, env: NodeJS.ProcessEnv, config: ServeConfiguration, dataDir: string, lock: ReturnType<typeof acquireDataDirLock>, logger: Logger): Promise<StartedService> {
+async function startService(
+  options: ServeOptions,
+  env: NodeJS.ProcessEnv,
+  config: ServeConfiguration,
+  dataDir: string,
+  lock: ReturnType<typeof acquireDataDirLock>,
+  logger: Logger,
+): Promise<StartedService> {
   const { fleet, kind, settings } = config;
   let database: Db | undefined;
   // The API stack's workspace prepared at start; a failed start or a shutdown waits for it (bounded).
@@ -285,7 +319,9 @@ async function startService(options: ServeOptions, env: NodeJS.ProcessEnv, confi
   try {
     const metrics = new ServiceMetrics();
     // One counted client for the lost-store check, the engine's crash-recovery look-ups, the orphan reclaimer and the catalog.
-    const hcloud = HcloudClient.fromEnv(env, (method, urlPath) => metrics.cloudRequest("hcloud", `${method} ${urlPath.split("?")[0]!.replace(/\/\d+/g, "/{id}")}`));
+    const hcloud = HcloudClient.fromEnv(env, (method, urlPath) =>
+      metrics.cloudRequest("hcloud", `${method} ${urlPath.split("?")[0]!.replace(/\/\d+/g, "/{id}")}`),
+    );
     await assertStoreKept(dataDir, config, hcloud);
     database = openDatabase(dataDir);
     const availability = new OfferingAvailability(settings.unavailableForMs);
@@ -299,7 +335,17 @@ async function startService(options: ServeOptions, env: NodeJS.ProcessEnv, confi
     });
     // The tokens (the stack's secret ones need the engine to decrypt) before the engine applies anything.
     const { readSecretConfig } = wiring;
-    const tokens = await apiTokens({ stackName: options.stack, clusterId: fleet.cluster.id, rawConfig: config.rawConfig, dataDir, ...(readSecretConfig ? { readSecretConfig } : {}) }, env, logger);
+    const tokens = await apiTokens(
+      {
+        stackName: options.stack,
+        clusterId: fleet.cluster.id,
+        rawConfig: config.rawConfig,
+        dataDir,
+        ...(readSecretConfig ? { readSecretConfig } : {}),
+      },
+      env,
+      logger,
+    );
     const app = await buildServer({
       dataDir,
       lock,
@@ -312,7 +358,9 @@ async function startService(options: ServeOptions, env: NodeJS.ProcessEnv, confi
       retry: settings.retry,
       createDeadlineMs: settings.createDeadlineMs,
       ...(wiring.firstApply ? { engineReady: wiring.firstApply.ready } : {}),
-      ...(kind !== "simulated" && hcloud && autoscaledPools(fleet).length > 0 ? { prerequisites: gitStackPrerequisites(options, config, hcloud, logger) } : {}),
+      ...(kind !== "simulated" && hcloud && autoscaledPools(fleet).length > 0
+        ? { prerequisites: gitStackPrerequisites(options, config, hcloud, logger) }
+        : {}),
       catalog,
       availability,
       metrics,
@@ -320,7 +368,13 @@ async function startService(options: ServeOptions, env: NodeJS.ProcessEnv, confi
       rateLimitPerMinute: settings.rateLimitPerMinute,
       shutdownGraceMs: settings.shutdownGraceMs,
     });
-    return { app, database, ...(wiring.firstApply ? { firstApply: wiring.firstApply } : {}), ...(wiring.reclaimer ? { reclaimer: wiring.reclaimer } : {}), preparedOrGaveUp };
+    return {
+      app,
+      database,
+      ...(wiring.firstApply ? { firstApply: wiring.firstApply } : {}),
+      ...(wiring.reclaimer ? { reclaimer: wiring.reclaimer } : {}),
+      preparedOrGaveUp,
+    };
   } catch (error) {
     // A failed start leaves nothing held: the store closed, the lock file removed.
     await preparedOrGaveUp();
@@ -331,15 +385,30 @@ async function startService(options: ServeOptions, env: NodeJS.ProcessEnv, confi
 }
 
 /** With the Hetzner client, the git stack's network and firewall are looked up by the service and their absence refused. */
-function gitStackPrerequisites(options: ServeOptions, config: ServeConfiguration, hcloud: HcloudClient, logger: Logger): GitStackPrerequisites {
-  return new GitStackPrerequisites(() => lookUpSharedResources(hcloud, config.stack.fleet()), `\`pulumi up --stack ${options.stack}\` in ${config.root}`, logger, config.settings.prerequisiteRecheckMs);
+function gitStackPrerequisites(
+  options: ServeOptions,
+  config: ServeConfiguration,
+  hcloud: HcloudClient,
+  logger: Logger,
+): GitStackPrerequisites {
+  return new GitStackPrerequisites(
+    () => lookUpSharedResources(hcloud, config.stack.fleet()),
+    `\`pulumi up --stack ${options.stack}\` in ${config.root}`,
+    logger,
+    config.settings.prerequisiteRecheckMs,
+  );
 }
 
 /** The reclaimer deletes servers nobody claims: it runs while the server does, told the store's claims and git's static pools. */
 function reclaimOrphansWhileServing(service: StartedService, config: ServeConfiguration): void {
   const { app, reclaimer: r } = service;
   if (!r) return;
-  r.knownNodes = () => new Set(app.nodefleet.store.list(config.fleet.cluster.id, { statuses: ["PENDING", "PROVISIONING", "RUNNING", "FAILED", "TERMINATING"] }).map((c) => c.nodeId));
+  r.knownNodes = () =>
+    new Set(
+      app.nodefleet.store
+        .list(config.fleet.cluster.id, { statuses: ["PENDING", "PROVISIONING", "RUNNING", "FAILED", "TERMINATING"] })
+        .map((c) => c.nodeId),
+    );
   r.staticPools = () => staticPoolNames(config.stack.fleet());
   app.addHook("onReady", async () => r.start());
   app.addHook("onClose", async () => r.stop());
@@ -370,7 +439,13 @@ function stopOnSignals(service: StartedService, logger: Logger): void {
 }
 
 /** Listens, and only then starts the first apply; a port that turns out taken releases everything. */
-async function listen(service: StartedService, options: ServeOptions, config: ServeConfiguration, dataDir: string, logger: Logger): Promise<void> {
+async function listen(
+  service: StartedService,
+  options: ServeOptions,
+  config: ServeConfiguration,
+  dataDir: string,
+  logger: Logger,
+): Promise<void> {
   const { app, firstApply } = service;
   let address: string;
   try {
@@ -406,16 +481,28 @@ export function registerServeCommand(program: Command): void {
     .option("--port <n>", "port to listen on", parsePort, 8080)
     .option("--host <host>", "address to listen on", "127.0.0.1")
     .addOption(
-      new Option("--log-format <format>", "log lines on stderr: pretty (readable) or json (default: NODEFLEET_LOG_FORMAT, else pretty at a terminal, json otherwise)").choices(LOG_FORMATS),
+      new Option(
+        "--log-format <format>",
+        "log lines on stderr: pretty (readable) or json (default: NODEFLEET_LOG_FORMAT, else pretty at a terminal, json otherwise)",
+      ).choices(LOG_FORMATS),
     )
-    .action(async (opts: { stack: string; engine?: "automation" | "simulated"; dataDir: string; port: number; host: string; logFormat?: LogFormat }) => {
-      await serve({
-        stack: opts.stack,
-        dataDir: opts.dataDir,
-        port: opts.port,
-        host: opts.host,
-        ...(opts.engine ? { engine: opts.engine } : {}),
-        ...(opts.logFormat ? { logFormat: opts.logFormat } : {}),
-      });
-    });
+    .action(
+      async (opts: {
+        stack: string;
+        engine?: "automation" | "simulated";
+        dataDir: string;
+        port: number;
+        host: string;
+        logFormat?: LogFormat;
+      }) => {
+        await serve({
+          stack: opts.stack,
+          dataDir: opts.dataDir,
+          port: opts.port,
+          host: opts.host,
+          ...(opts.engine ? { engine: opts.engine } : {}),
+          ...(opts.logFormat ? { logFormat: opts.logFormat } : {}),
+        });
+      },
+    );
 }

@@ -37,7 +37,11 @@ function prettyStream(destination: LogDestination, env: NodeJS.ProcessEnv): Dest
   });
 }
 
-export function serviceLogger(env: NodeJS.ProcessEnv, destination: LogDestination = 2, options: { readonly format?: LogFormat } = {}): Logger {
+export function serviceLogger(
+  env: NodeJS.ProcessEnv,
+  destination: LogDestination = 2,
+  options: { readonly format?: LogFormat } = {},
+): Logger {
   const format = chooseLogFormat({ ...(options.format ? { flag: options.format } : {}), env, toTerminal: isTerminal(destination) });
   return pino(
     { name: "nodefleet", level: env.NODEFLEET_LOG_LEVEL ?? "info", redact: REDACTED_PATHS },

@@ -25,7 +25,12 @@ export type { CreateNodeBody, NodeView };
 
 export class NodefleetApiError extends Error {
   override readonly name = "NodefleetApiError";
-  constructor(readonly status: number, readonly code: string, message: string, readonly details?: unknown) {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly details?: unknown,
+  ) {
     super(`${status} ${code}: ${message}`);
   }
 }
@@ -33,7 +38,11 @@ export class NodefleetApiError extends Error {
 /** The request never got an HTTP answer (refused, reset, DNS, timeout): names the URL and the cause. */
 export class NodefleetConnectionError extends Error {
   override readonly name = "NodefleetConnectionError";
-  constructor(readonly method: string, readonly url: string, readonly reason: string) {
+  constructor(
+    readonly method: string,
+    readonly url: string,
+    readonly reason: string,
+  ) {
     super(`${method} ${url} got no answer: ${reason}`);
   }
 }
@@ -41,7 +50,7 @@ export class NodefleetConnectionError extends Error {
 /** fetch reports every network failure as "fetch failed"; what went wrong is in its cause. */
 function failureReason(error: unknown, timeoutMs: number): string {
   if (error instanceof Error && (error.name === "TimeoutError" || error.name === "AbortError")) return `no answer within ${timeoutMs} ms`;
-  return fetchFailureCause(error) ?? (errorMessage(error));
+  return fetchFailureCause(error) ?? errorMessage(error);
 }
 
 export interface ClientOptions {
@@ -63,7 +72,10 @@ export class NodefleetClient {
 
   /** Sends a request as is (tests use it for malformed bodies and odd headers). */
   async raw(method: string, path: string, init: { body?: string; headers?: Record<string, string> } = {}): Promise<RawResponse> {
-    const headers: Record<string, string> = { ...(this.options.token ? { authorization: `Bearer ${this.options.token}` } : {}), ...init.headers };
+    const headers: Record<string, string> = {
+      ...(this.options.token ? { authorization: `Bearer ${this.options.token}` } : {}),
+      ...init.headers,
+    };
     const response = await fetch(`${this.options.baseUrl}${path}`, {
       method,
       headers,

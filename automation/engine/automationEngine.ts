@@ -104,7 +104,9 @@ function changedKeys(metadata: StepEventMetadata): string[] {
   const olds = metadata.old?.inputs ?? {};
   const news = metadata.new?.inputs ?? {};
   if (!metadata.old || !metadata.new || metadata.op === "same") return [];
-  return [...new Set([...Object.keys(olds), ...Object.keys(news)])].filter((k) => JSON.stringify(olds[k]) !== JSON.stringify(news[k])).sort();
+  return [...new Set([...Object.keys(olds), ...Object.keys(news)])]
+    .filter((k) => JSON.stringify(olds[k]) !== JSON.stringify(news[k]))
+    .sort();
 }
 
 /**
@@ -191,7 +193,9 @@ function assertNoProviderSecrets(config: StackDefinition["config"]): void {
   for (const [key, entry] of Object.entries(config)) {
     const namespace = key.split(":")[0]!;
     if (entry.secret && PROVIDER_NAMESPACES.includes(namespace)) {
-      throw new Error(`config ${key}: a provider's secret setting cannot be passed as a secret value through the automation engine (it would not reach the provider); set it in the environment of \`nodefleet serve\` instead (e.g. HCLOUD_TOKEN)`);
+      throw new Error(
+        `config ${key}: a provider's secret setting cannot be passed as a secret value through the automation engine (it would not reach the provider); set it in the environment of \`nodefleet serve\` instead (e.g. HCLOUD_TOKEN)`,
+      );
     }
   }
 }
@@ -278,7 +282,8 @@ class RunStopper {
         // The CLI's plugins (providers, the dynamic-provider host) with it: killed alone, it would leave them running for good.
         const clis = pulumiProcessesFor(this.stackName);
         const killed = killProcesses(processTrees(clis));
-        if (killed.some((pid) => clis.includes(pid))) this.why = `${why}; the pulumi CLI did not stop within ${Math.round(this.forceAfterMs / 1000)} s and was killed (the next run recovers its lock and pending operations)`;
+        if (killed.some((pid) => clis.includes(pid)))
+          this.why = `${why}; the pulumi CLI did not stop within ${Math.round(this.forceAfterMs / 1000)} s and was killed (the next run recovers its lock and pending operations)`;
       }, this.forceAfterMs),
     );
   }
@@ -317,7 +322,8 @@ export class AutomationEngine implements StackEngine {
   constructor(private readonly options: AutomationEngineOptions) {
     this.env = options.env ?? process.env;
     this.parallel = options.parallel ?? DEFAULT_ENGINE_PARALLEL;
-    if (!Number.isInteger(this.parallel) || this.parallel < 1) throw new RangeError(`parallel must be a positive whole number, got ${this.parallel}`);
+    if (!Number.isInteger(this.parallel) || this.parallel < 1)
+      throw new RangeError(`parallel must be a positive whole number, got ${this.parallel}`);
     if (options.pulumiCommand) this.command = Promise.resolve(options.pulumiCommand);
     // The engine's environment is its runs' environment: provider credentials (HCLOUD_TOKEN,
     // HCLOUD_ENDPOINT) given in options.env reach the CLI and its plugins, not only process.env's.
@@ -348,7 +354,10 @@ export class AutomationEngine implements StackEngine {
     const backendDir = fileBackendDir(this.backendOf(def));
     if (!backendDir) return;
     for (const path of removeTornSidecars(backendDir)) {
-      this.options.logger?.warn({ event: "crash_recovery", stack: stackName, file: path }, "removed a metadata sidecar torn by a killed pulumi process");
+      this.options.logger?.warn(
+        { event: "crash_recovery", stack: stackName, file: path },
+        "removed a metadata sidecar torn by a killed pulumi process",
+      );
     }
   }
 
@@ -364,14 +373,22 @@ export class AutomationEngine implements StackEngine {
    */
   async stopLeftovers(): Promise<MarkedProcess[]> {
     const stopped = await stopProcesses(leftoversOfEndedEngines(this.options.dataDir));
-    if (stopped.length > 0) this.options.logger?.warn({ event: "leftover_processes", pids: stopped.map((p) => p.pid) }, `stopped ${stopped.length} pulumi process(es) an earlier run of this data directory left running`);
+    if (stopped.length > 0)
+      this.options.logger?.warn(
+        { event: "leftover_processes", pids: stopped.map((p) => p.pid) },
+        `stopped ${stopped.length} pulumi process(es) an earlier run of this data directory left running`,
+      );
     return stopped;
   }
 
   /** After a run: this engine's processes whose CLI died (killed, or crashed) and left them running. */
   private async stopOrphans(stackName: string): Promise<void> {
     const stopped = await stopProcesses(orphansOf(this.mark));
-    if (stopped.length > 0) this.options.logger?.warn({ event: "leftover_processes", stack: stackName, pids: stopped.map((p) => p.pid) }, `stopped ${stopped.length} pulumi plugin process(es) a dead pulumi CLI left running`);
+    if (stopped.length > 0)
+      this.options.logger?.warn(
+        { event: "leftover_processes", stack: stackName, pids: stopped.map((p) => p.pid) },
+        `stopped ${stopped.length} pulumi plugin process(es) a dead pulumi CLI left running`,
+      );
   }
 
   /** The API's stacks on nodefleet's own file backend keep a bounded history (see pruneStackHistory). */
@@ -437,8 +454,21 @@ export class AutomationEngine implements StackEngine {
     mkdirSync(workDir, { recursive: true, mode: 0o700 });
     const passphrase = resolvePassphrase(this.options.dataDir, this.env);
     if (this.formerBackendUrl) {
-      const envVars = { ...this.processEnv, ...passphrase.envVars, ...(this.env.PULUMI_ACCESS_TOKEN ? { PULUMI_ACCESS_TOKEN: this.env.PULUMI_ACCESS_TOKEN } : {}) };
-      await moveStackStateHome({ stackName: def.stackName, project: this.project, workDir, from: this.formerBackendUrl, to: this.backendUrl, envVars, pulumiCommand: await this.pulumiCommand(), logger: this.options.logger });
+      const envVars = {
+        ...this.processEnv,
+        ...passphrase.envVars,
+        ...(this.env.PULUMI_ACCESS_TOKEN ? { PULUMI_ACCESS_TOKEN: this.env.PULUMI_ACCESS_TOKEN } : {}),
+      };
+      await moveStackStateHome({
+        stackName: def.stackName,
+        project: this.project,
+        workDir,
+        from: this.formerBackendUrl,
+        to: this.backendUrl,
+        envVars,
+        pulumiCommand: await this.pulumiCommand(),
+        logger: this.options.logger,
+      });
     }
     const stack = await LocalWorkspace.createOrSelectStack(
       { stackName: def.stackName, projectName: this.project, program: this.inlineProgram(def) },
@@ -487,7 +517,12 @@ export class AutomationEngine implements StackEngine {
       // Before the CLI selects the stack: a torn sidecar fails every command, selection included.
       this.repairFileBackend(def);
       const stack = await this.workspaceStack(def);
-      const stop = new RunStopper(def.stackName, options.signal, this.options.runDeadlineMs ?? DEFAULT_RUN_DEADLINE_MS, this.options.forceStopAfterMs ?? DEFAULT_FORCE_STOP_MS);
+      const stop = new RunStopper(
+        def.stackName,
+        options.signal,
+        this.options.runDeadlineMs ?? DEFAULT_RUN_DEADLINE_MS,
+        this.options.forceStopAfterMs ?? DEFAULT_FORCE_STOP_MS,
+      );
       try {
         for (let attempt = 1; ; attempt++) {
           await recoverStack(stack, {
@@ -498,20 +533,29 @@ export class AutomationEngine implements StackEngine {
             strategy: this.options.pendingCreateStrategy,
             logger: this.options.logger,
           });
-          const collector = new StepCollector(kind === "preview", (step, count) => reportStep(step, count, options, this.options.logger, false));
+          const collector = new StepCollector(kind === "preview", (step, count) =>
+            reportStep(step, count, options, this.options.logger, false),
+          );
           try {
             await operation({ stack, onEvent: collector.onEvent, signal: stop.signal, program: this.inlineProgram(def) });
           } catch (error) {
             if (stop.signal.aborted) throw new RunCancelledError(`${kind} of stack ${def.stackName} ${stop.reason()}`);
             if (error instanceof ConcurrentUpdateError && attempt < LOCKED_RETRIES) {
               // Another live pulumi process holds the stack (a person's `pulumi up`, say): wait for it.
-              this.options.logger?.warn({ event: "stack_locked", stack: def.stackName, attempt }, `stack ${def.stackName} is locked by another pulumi process; retrying`);
+              this.options.logger?.warn(
+                { event: "stack_locked", stack: def.stackName, attempt },
+                `stack ${def.stackName} is locked by another pulumi process; retrying`,
+              );
               await delay(lockedRetryDelayMs(attempt));
               continue;
             }
             const steps = collector.finalSteps();
             // continueOnError: the CLI exits non-zero when some resources failed; that is a result, not a crash.
-            if (!steps.some((s) => s.error)) throw new RunFailedError(`${kind} of stack ${def.stackName} failed: ${redactSecrets(firstLines((error as Error).message), def)}`, steps);
+            if (!steps.some((s) => s.error))
+              throw new RunFailedError(
+                `${kind} of stack ${def.stackName} failed: ${redactSecrets(firstLines((error as Error).message), def)}`,
+                steps,
+              );
           }
           const steps = collector.finalSteps().map((step) => (step.error ? { ...step, error: redactSecrets(step.error, def) } : step));
           // The root stack's outputs arrive as an engine event; secret ones are masked there, and
@@ -551,7 +595,10 @@ export class AutomationEngine implements StackEngine {
       });
     } catch (error) {
       const message = redactSecrets(firstLines(errorMessage(error)), def);
-      this.options.logger?.warn({ stack: def.stackName, err: message }, "preparing the stack's workspace failed; its first run tries again");
+      this.options.logger?.warn(
+        { stack: def.stackName, err: message },
+        "preparing the stack's workspace failed; its first run tries again",
+      );
     }
   }
 

@@ -75,7 +75,7 @@ export function descendantProcesses(pid: number): number[] {
     if (parent !== undefined) children.set(parent, [...(children.get(parent) ?? []), child]);
   }
   const below: number[] = [];
-  for (let queue = [pid]; queue.length > 0; ) {
+  for (let queue = [pid]; queue.length > 0;) {
     const next = children.get(queue.shift()!) ?? [];
     below.push(...next);
     queue.push(...next);

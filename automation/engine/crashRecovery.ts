@@ -42,14 +42,19 @@ export async function planPendingCreates(
     }
     const name = op.resource.inputs?.name;
     if (op.resource.type !== HCLOUD_SERVER || typeof name !== "string") {
-      actions.push({ action: "clear", urn: op.resource.urn, reason: `pending create of ${op.resource.type} (not looked up; the next up creates it again)` });
+      actions.push({
+        action: "clear",
+        urn: op.resource.urn,
+        reason: `pending create of ${op.resource.type} (not looked up; the next up creates it again)`,
+      });
       continue;
     }
     const wanted = plainLabels(op.resource.inputs?.labels);
     const servers = await findByName(name);
     const ours = servers.find((s) => Object.entries(wanted).every(([k, v]) => s.labels[k] === v));
     if (ours) actions.push({ action: strategy, urn: op.resource.urn, server: ours });
-    else if (servers.length > 0) actions.push({ action: "clear", urn: op.resource.urn, reason: `a server named ${name} exists without our labels; left alone` });
+    else if (servers.length > 0)
+      actions.push({ action: "clear", urn: op.resource.urn, reason: `a server named ${name} exists without our labels; left alone` });
     else actions.push({ action: "clear", urn: op.resource.urn, reason: `server ${name} was never created` });
   }
   return actions;
@@ -82,12 +87,22 @@ export interface RecoverableDeployment {
  * until the refresh reads the server). Appended last, after everything it can depend on.
  */
 export function adoptPendingCreates(deployment: RecoverableDeployment, actions: readonly PendingCreateAction[]): RecoverableDeployment {
-  const imports = new Map(actions.filter((a): a is Extract<PendingCreateAction, { action: "import" }> => a.action === "import").map((a) => [a.urn, a.server]));
+  const imports = new Map(
+    actions.filter((a): a is Extract<PendingCreateAction, { action: "import" }> => a.action === "import").map((a) => [a.urn, a.server]),
+  );
   const pending = deployment.pending_operations ?? [];
   const adopted = pending
     .filter((op) => op.type === "creating" && imports.has(op.resource.urn))
-    .map((op) => ({ ...op.resource, id: String(imports.get(op.resource.urn)!.id), outputs: { ...op.resource.inputs, ...op.resource.outputs } }));
-  return { ...deployment, resources: [...(deployment.resources ?? []), ...adopted], pending_operations: pending.filter((op) => op.type !== "creating") };
+    .map((op) => ({
+      ...op.resource,
+      id: String(imports.get(op.resource.urn)!.id),
+      outputs: { ...op.resource.inputs, ...op.resource.outputs },
+    }));
+  return {
+    ...deployment,
+    resources: [...(deployment.resources ?? []), ...adopted],
+    pending_operations: pending.filter((op) => op.type !== "creating"),
+  };
 }
 
 export async function recoverStack(stack: Stack, options: RecoveryOptions): Promise<RecoveryReport> {
@@ -100,7 +115,10 @@ export async function recoverStack(stack: Stack, options: RecoveryOptions): Prom
     const removed = removeStaleLocks(backendDir, options.project, options.stackName);
     removedStaleLocks = removed.length;
     for (const lock of removed) {
-      log?.warn({ event: "crash_recovery", stack: options.stackName, deadPid: lock.pid, since: lock.timestamp }, "removed the stack lock of a pulumi process that no longer runs");
+      log?.warn(
+        { event: "crash_recovery", stack: options.stackName, deadPid: lock.pid, since: lock.timestamp },
+        "removed the stack lock of a pulumi process that no longer runs",
+      );
     }
     pending = pendingOperations(backendDir, options.project, options.stackName);
   } else {
@@ -118,7 +136,13 @@ export async function recoverStack(stack: Stack, options: RecoveryOptions): Prom
   for (const action of actions) {
     if (action.action === "delete") await hcloud!.deleteServer(action.server.id);
     log?.warn(
-      { event: "crash_recovery", stack: options.stackName, urn: action.urn, action: action.action, ...(action.action === "clear" ? { reason: action.reason } : { serverId: action.server.id }) },
+      {
+        event: "crash_recovery",
+        stack: options.stackName,
+        urn: action.urn,
+        action: action.action,
+        ...(action.action === "clear" ? { reason: action.reason } : { serverId: action.server.id }),
+      },
       `pending operation on ${action.urn}: ${action.action}`,
     );
   }
@@ -128,7 +152,9 @@ export async function recoverStack(stack: Stack, options: RecoveryOptions): Prom
     // Reads every resource back, the adopted servers included; clears the other pending operations.
     await stack.refresh();
   } catch (error) {
-    throw new Error(`crash recovery of stack ${options.stackName}: pulumi refresh failed: ${(error as Error).message.trim().split("\n").slice(-15).join("\n")}`);
+    throw new Error(
+      `crash recovery of stack ${options.stackName}: pulumi refresh failed: ${(error as Error).message.trim().split("\n").slice(-15).join("\n")}`,
+    );
   }
   return { removedStaleLocks, actions };
 }

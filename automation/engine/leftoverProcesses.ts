@@ -121,5 +121,7 @@ export function orphansOf(mark: string): MarkedProcess[] {
   const owner = parseOwnerMark(mark);
   if (!owner) return [];
   const below = new Set(descendantProcesses(process.pid));
-  return markedProcesses().filter((p) => p.owner.dir === owner.dir && p.owner.pid === owner.pid && p.owner.startTime === owner.startTime && !below.has(p.pid));
+  return markedProcesses().filter(
+    (p) => p.owner.dir === owner.dir && p.owner.pid === owner.pid && p.owner.startTime === owner.startTime && !below.has(p.pid),
+  );
 }

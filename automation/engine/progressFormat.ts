@@ -10,7 +10,12 @@ const OP_SYMBOL: Record<ResourceStep["op"], string> = { create: "+", update: "~"
 export function formatStepLine(step: ResourceStep, count: number, options: { simulated: boolean; total?: number }): string {
   const prefix = options.simulated ? "[simulated] " : "";
   const counter = options.total ? `${count}/${options.total}` : String(count);
-  const changed = step.op === "replace" && step.replaceKeys?.length ? ` (replace: ${step.replaceKeys.join(", ")})` : step.keys.length ? ` (${step.keys.join(", ")})` : "";
+  const changed =
+    step.op === "replace" && step.replaceKeys?.length
+      ? ` (replace: ${step.replaceKeys.join(", ")})`
+      : step.keys.length
+        ? ` (${step.keys.join(", ")})`
+        : "";
   const failed = step.error ? ` FAILED: ${step.error}` : "";
   return `${prefix}[${counter}] ${OP_SYMBOL[step.op]} ${step.op} ${step.type} ${step.name}${changed}${failed}`;
 }
@@ -41,7 +46,13 @@ function summarise(steps: readonly ResourceStep[]): ChangeSummary {
  * Hands a step to the caller's `onStep` and logs it: failures as warnings, changes as info, unchanged
  * resources at debug (so a large `same` run does not flood the service log).
  */
-export function reportStep(step: ResourceStep, count: number, options: RunOptions, logger: EngineLogger | undefined, simulated: boolean): void {
+export function reportStep(
+  step: ResourceStep,
+  count: number,
+  options: RunOptions,
+  logger: EngineLogger | undefined,
+  simulated: boolean,
+): void {
   options.onStep?.(step, count);
   if (!logger) return;
   const line = formatStepLine(step, count, { simulated });
@@ -58,5 +69,13 @@ export function runResult(
   started: number,
   simulated: boolean,
 ): RunResult {
-  return { kind, summary: summarise(steps), steps, outputs, succeeded: steps.every((s) => !s.error), durationMs: Date.now() - started, simulated };
+  return {
+    kind,
+    summary: summarise(steps),
+    steps,
+    outputs,
+    succeeded: steps.every((s) => !s.error),
+    durationMs: Date.now() - started,
+    simulated,
+  };
 }

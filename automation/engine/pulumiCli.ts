@@ -12,7 +12,9 @@ const PULUMI_INSTALL_HINT = `${TOOLCHAIN_HINT}, or install the Pulumi CLI and pu
 export class PulumiCliMissingError extends Error {
   override readonly name = "PulumiCliMissingError";
   constructor(detail?: string) {
-    super(`the automation engine needs the pulumi CLI, which was not found${detail ? ` (${detail})` : ""}: ${PULUMI_INSTALL_HINT}. Without it, use --engine simulated.`);
+    super(
+      `the automation engine needs the pulumi CLI, which was not found${detail ? ` (${detail})` : ""}: ${PULUMI_INSTALL_HINT}. Without it, use --engine simulated.`,
+    );
   }
 }
 

@@ -86,4 +86,3 @@ export async function moveStackStateHome(move: StackStateMove): Promise<boolean>
     rmSync(oldDir, { recursive: true, force: true });
   }
 }
-

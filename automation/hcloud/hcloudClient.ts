@@ -109,7 +109,9 @@ export class HcloudClient {
   /** From HCLOUD_TOKEN, or undefined when no token is configured. */
   static fromEnv(env: NodeJS.ProcessEnv = process.env, onRequest?: HcloudClientOptions["onRequest"]): HcloudClient | undefined {
     // HCLOUD_ENDPOINT is the hcloud provider's own setting: the service talks to the same API it does.
-    return env.HCLOUD_TOKEN ? new HcloudClient({ token: env.HCLOUD_TOKEN, onRequest, ...(env.HCLOUD_ENDPOINT ? { baseUrl: env.HCLOUD_ENDPOINT } : {}) }) : undefined;
+    return env.HCLOUD_TOKEN
+      ? new HcloudClient({ token: env.HCLOUD_TOKEN, onRequest, ...(env.HCLOUD_ENDPOINT ? { baseUrl: env.HCLOUD_ENDPOINT } : {}) })
+      : undefined;
   }
 
   get requestCount(): number {
@@ -127,7 +129,11 @@ export class HcloudClient {
     try {
       response = await this.fetchImpl(`${this.baseUrl}${path}`, {
         method,
-        headers: { Authorization: `Bearer ${this.options.token}`, Accept: "application/json", ...(payload === undefined ? {} : { "Content-Type": "application/json" }) },
+        headers: {
+          Authorization: `Bearer ${this.options.token}`,
+          Accept: "application/json",
+          ...(payload === undefined ? {} : { "Content-Type": "application/json" }),
+        },
         ...(payload === undefined ? {} : { body: JSON.stringify(payload) }),
         // A stalled connection must not hold up recovery or the catalog refresh for ever.
         signal: AbortSignal.timeout(timeoutMs),
@@ -143,9 +149,11 @@ export class HcloudClient {
     } catch {
       body = undefined;
     }
-    if (!response.ok) throw new HcloudApiError(response.status, body?.error?.code ?? "unknown", body?.error?.message ?? response.statusText, endpoint);
+    if (!response.ok)
+      throw new HcloudApiError(response.status, body?.error?.code ?? "unknown", body?.error?.message ?? response.statusText, endpoint);
     // A 2xx without a JSON answer is no answer: an empty list read from it would hide servers.
-    if (body === undefined || body === null || typeof body !== "object") throw new HcloudRequestError(endpoint, `HTTP ${response.status} with an answer that is not a JSON object`);
+    if (body === undefined || body === null || typeof body !== "object")
+      throw new HcloudRequestError(endpoint, `HTTP ${response.status} with an answer that is not a JSON object`);
     return body;
   }
 
@@ -154,7 +162,10 @@ export class HcloudClient {
     const items: T[] = [];
     for (let page = 1; ; page++) {
       const params = new URLSearchParams({ page: String(page), per_page: "50", ...query });
-      const body = await this.request<Record<string, T[] | undefined> & { meta?: { pagination?: { next_page: number | null } } }>("GET", `${path}?${params}`);
+      const body = await this.request<Record<string, T[] | undefined> & { meta?: { pagination?: { next_page: number | null } } }>(
+        "GET",
+        `${path}?${params}`,
+      );
       items.push(...(body?.[key] ?? []));
       if (!body?.meta?.pagination?.next_page) return items;
     }

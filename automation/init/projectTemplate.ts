@@ -45,8 +45,10 @@ function stackConfig(input: ProjectTemplateInput): string {
 
 /** Relative path to file text. Throws ProjectTemplateError naming the input and the rule. */
 export function projectTemplate(input: ProjectTemplateInput): Record<string, string> {
-  if (!PROJECT_NAME.test(input.projectName)) throw new ProjectTemplateError(`--name ${JSON.stringify(input.projectName)}: a project name is 1-100 letters, digits, '_', '.' or '-'`);
-  if (!PROJECT_NAME.test(input.stackName)) throw new ProjectTemplateError(`--stack ${JSON.stringify(input.stackName)}: a stack name is 1-100 letters, digits, '_', '.' or '-'`);
+  if (!PROJECT_NAME.test(input.projectName))
+    throw new ProjectTemplateError(`--name ${JSON.stringify(input.projectName)}: a project name is 1-100 letters, digits, '_', '.' or '-'`);
+  if (!PROJECT_NAME.test(input.stackName))
+    throw new ProjectTemplateError(`--stack ${JSON.stringify(input.stackName)}: a stack name is 1-100 letters, digits, '_', '.' or '-'`);
   const files: Record<string, string> = {
     "Pulumi.yaml": stringify({
       name: input.projectName,
@@ -63,16 +65,34 @@ export function projectTemplate(input: ProjectTemplateInput): Record<string, str
       "",
     ].join("\n"),
     "tsconfig.json": `${JSON.stringify(
-      { compilerOptions: { target: "ES2022", module: "commonjs", moduleResolution: "node", strict: true, esModuleInterop: true, skipLibCheck: true, noEmit: true }, files: ["index.ts"] },
+      {
+        compilerOptions: {
+          target: "ES2022",
+          module: "commonjs",
+          moduleResolution: "node",
+          strict: true,
+          esModuleInterop: true,
+          skipLibCheck: true,
+          noEmit: true,
+        },
+        files: ["index.ts"],
+      },
       null,
       2,
     )}\n`,
     [`stacks/Pulumi.${input.stackName}.yaml`]: stackConfig(input),
     ".github/workflows/preview.yml": input.previewWorkflow.replace(/^(\s*PREVIEW_STACKS:).*$/m, `$1 ${input.stackName}`),
-    ".gitignore": ["node_modules/", ".nodefleet/", "# Written by `nodefleet local up` for one machine.", "stacks/Pulumi.local.yaml", ""].join("\n"),
+    ".gitignore": [
+      "node_modules/",
+      ".nodefleet/",
+      "# Written by `nodefleet local up` for one machine.",
+      "stacks/Pulumi.local.yaml",
+      "",
+    ].join("\n"),
   };
   if (input.nodefleetDependency) {
-    files["package.json"] = `${JSON.stringify({ name: input.projectName.toLowerCase(), private: true, dependencies: { nodefleet: input.nodefleetDependency } }, null, 2)}\n`;
+    files["package.json"] =
+      `${JSON.stringify({ name: input.projectName.toLowerCase(), private: true, dependencies: { nodefleet: input.nodefleetDependency } }, null, 2)}\n`;
   }
   return files;
 }

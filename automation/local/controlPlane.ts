@@ -36,7 +36,6 @@ export class ControlPlaneError extends Error {
 
 const BINARIES = ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"] as const;
 
-
 /** The control plane's binaries from the toolchain; throws naming the missing ones and the fix. */
 export function controlPlaneBinaries(env: NodeJS.ProcessEnv): Record<(typeof BINARIES)[number], string> {
   const found = Object.fromEntries(BINARIES.map((name) => [name, findTool(name, env)]));
@@ -51,7 +50,15 @@ function kubeconfigYaml(server: string, pki: ClusterPki, user: { cert: string; k
     apiVersion: "v1",
     kind: "Config",
     clusters: [{ name: "local", cluster: { server, "certificate-authority-data": readFileSync(pki.caCert).toString("base64") } }],
-    users: [{ name: "admin", user: { "client-certificate-data": readFileSync(user.cert).toString("base64"), "client-key-data": readFileSync(user.key).toString("base64") } }],
+    users: [
+      {
+        name: "admin",
+        user: {
+          "client-certificate-data": readFileSync(user.cert).toString("base64"),
+          "client-key-data": readFileSync(user.key).toString("base64"),
+        },
+      },
+    ],
     contexts: [{ name: "local", context: { cluster: "local", user: "admin" } }],
     "current-context": "local",
   });
@@ -93,7 +100,8 @@ async function waitReady(admin: KubeIdentity, processes: ChildProcess[], timeout
   let last = "";
   while (Date.now() < deadline) {
     const dead = processes.find((p) => p.exitCode !== null);
-    if (dead) throw new ControlPlaneError(`${dead.spawnfile} exited with code ${dead.exitCode} (see its log in the control-plane directory)`);
+    if (dead)
+      throw new ControlPlaneError(`${dead.spawnfile} exited with code ${dead.exitCode} (see its log in the control-plane directory)`);
     try {
       await kube(admin, "GET", "/readyz");
       return;
@@ -110,7 +118,11 @@ async function applyBootstrapRbac(admin: KubeIdentity): Promise<void> {
   const bindings = [
     ["nodefleet:kubelet-bootstrap", "system:node-bootstrapper", "system:bootstrappers"],
     ["nodefleet:node-autoapprove-bootstrap", "system:certificates.k8s.io:certificatesigningrequests:nodeclient", "system:bootstrappers"],
-    ["nodefleet:node-autoapprove-certificate-rotation", "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient", "system:nodes"],
+    [
+      "nodefleet:node-autoapprove-certificate-rotation",
+      "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient",
+      "system:nodes",
+    ],
   ];
   for (const [name, role, group] of bindings) {
     await kubeCreate(admin, "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", {
@@ -137,7 +149,11 @@ async function stablePorts(dir: string): Promise<{ etcdClient: number; etcdPeer:
 }
 
 /** Refuses ports another process holds, naming them: the components would only exit with a line in their logs. */
-async function assertPortsFree(ports: { etcdClient: number; etcdPeer: number; api: number }, dir: string, only?: ReadonlyArray<"etcdClient" | "etcdPeer" | "api">): Promise<void> {
+async function assertPortsFree(
+  ports: { etcdClient: number; etcdPeer: number; api: number },
+  dir: string,
+  only?: ReadonlyArray<"etcdClient" | "etcdPeer" | "api">,
+): Promise<void> {
   const roles = (
     [
       ["etcdClient", "etcd's client"],
@@ -236,7 +252,12 @@ export async function startControlPlane(options: {
       "--profiling=false",
     ];
     let apiServer = start("kube-apiserver", apiServerArgs);
-    const admin: KubeIdentity = { server, caPem: readFileSync(pki.caCert, "utf8"), certPem: readFileSync(pki.adminCert, "utf8"), keyPem: readFileSync(pki.adminKey, "utf8") };
+    const admin: KubeIdentity = {
+      server,
+      caPem: readFileSync(pki.caCert, "utf8"),
+      certPem: readFileSync(pki.adminCert, "utf8"),
+      keyPem: readFileSync(pki.adminKey, "utf8"),
+    };
     // Both controllers talk to the API server as admin and serve nothing themselves.
     const controllerFlags = [
       `--kubeconfig=${adminKubeconfig}`,

@@ -21,7 +21,10 @@ export class KarpenterControllerError extends Error {
 /** The controller binary, or an error saying how to build it. */
 export function karpenterControllerBinary(env: NodeJS.ProcessEnv = process.env): string {
   const binary = findTool(KARPENTER_CONTROLLER, env);
-  if (!binary) throw new KarpenterControllerError(`${KARPENTER_CONTROLLER} is not on PATH or in the toolchain cache: run \`npm run toolchain\` (it builds Karpenter's controllers with nodefleet's driver)`);
+  if (!binary)
+    throw new KarpenterControllerError(
+      `${KARPENTER_CONTROLLER} is not on PATH or in the toolchain cache: run \`npm run toolchain\` (it builds Karpenter's controllers with nodefleet's driver)`,
+    );
   return binary;
 }
 
@@ -81,7 +84,9 @@ export function takeOverPidFile(file: string): void {
   }
   if (!runs(record.pid, record.binary)) return;
   if (record.owner !== process.pid && isProcessAlive(record.owner)) {
-    throw new KarpenterControllerError(`${KARPENTER_CONTROLLER} already runs here (pid ${record.pid}, started by pid ${record.owner}); stop that one first (Ctrl-C where it runs)`);
+    throw new KarpenterControllerError(
+      `${KARPENTER_CONTROLLER} already runs here (pid ${record.pid}, started by pid ${record.owner}); stop that one first (Ctrl-C where it runs)`,
+    );
   }
   try {
     process.kill(record.pid, "SIGKILL");

@@ -33,17 +33,27 @@ export function autoscaledPoolOf(fleet: FleetSpec, name?: string): HcloudAutosca
   const names = autoscaled.map((p) => p.name).join(", ") || "none";
   if (name === undefined) {
     if (autoscaled.length === 1) return autoscaled[0]!;
-    throw new Error(autoscaled.length === 0 ? "the stack has no autoscaled pool (mode: autoscaled) for Karpenter to scale" : `the stack has several autoscaled pools (${names}): say which with --pool`);
+    throw new Error(
+      autoscaled.length === 0
+        ? "the stack has no autoscaled pool (mode: autoscaled) for Karpenter to scale"
+        : `the stack has several autoscaled pools (${names}): say which with --pool`,
+    );
   }
   const pool = fleet.pools.find((p) => p.name === name);
   if (!pool) throw new Error(`the stack has no pool ${name}; its autoscaled pools: ${names}`);
-  if (!autoscaled.includes(pool as HcloudAutoscaledPool)) throw new Error(`pool ${name} is ${"mode" in pool ? pool.mode : "static"}, not autoscaled: Karpenter needs an autoscaled pool (this stack's: ${names})`);
+  if (!autoscaled.includes(pool as HcloudAutoscaledPool))
+    throw new Error(
+      `pool ${name} is ${"mode" in pool ? pool.mode : "static"}, not autoscaled: Karpenter needs an autoscaled pool (this stack's: ${names})`,
+    );
   return pool as HcloudAutoscaledPool;
 }
 
 /** Every CRD document in `dir` (default: the chart's). */
 export function karpenterCrds(dir: string = KARPENTER_CRDS_DIR): KubeObject[] {
-  if (!existsSync(dir)) throw new Error(`the chart's CRDs are not at ${dir}: run nodefleet from a checkout of its repository (driver/ is not in the npm package)`);
+  if (!existsSync(dir))
+    throw new Error(
+      `the chart's CRDs are not at ${dir}: run nodefleet from a checkout of its repository (driver/ is not in the npm package)`,
+    );
   return readdirSync(dir)
     .filter((f) => f.endsWith(".yaml"))
     .sort()
@@ -146,7 +156,12 @@ export interface InflateOptions {
 
 /** `inflate` in `default`: pause pods that request `cpu` and 256Mi each, for Karpenter to make room for. */
 export function inflateDeployment(options: InflateOptions): KubeObject {
-  const tolerations = (options.taints ?? []).map((t) => ({ key: t.key, operator: t.value !== undefined ? "Equal" : "Exists", ...(t.value !== undefined ? { value: t.value } : {}), effect: t.effect }));
+  const tolerations = (options.taints ?? []).map((t) => ({
+    key: t.key,
+    operator: t.value !== undefined ? "Equal" : "Exists",
+    ...(t.value !== undefined ? { value: t.value } : {}),
+    effect: t.effect,
+  }));
   return {
     apiVersion: "apps/v1",
     kind: "Deployment",
@@ -160,7 +175,9 @@ export function inflateDeployment(options: InflateOptions): KubeObject {
           terminationGracePeriodSeconds: 0,
           ...(options.nodePool !== undefined ? { nodeSelector: { "karpenter.sh/nodepool": options.nodePool } } : {}),
           ...(tolerations.length > 0 ? { tolerations } : {}),
-          containers: [{ name: "inflate", image: "registry.invalid/pause:3.9", resources: { requests: { cpu: options.cpu, memory: "256Mi" } } }],
+          containers: [
+            { name: "inflate", image: "registry.invalid/pause:3.9", resources: { requests: { cpu: options.cpu, memory: "256Mi" } } },
+          ],
         },
       },
     },
@@ -201,7 +218,11 @@ async function crdsEstablished(admin: KubeIdentity, names: readonly string[]): P
   const list = (await kube(admin, "GET", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions")) as {
     items: Array<{ metadata: { name: string }; status?: { conditions?: Array<{ type: string; status: string }> } }>;
   };
-  const established = new Set(list.items.filter((c) => c.status?.conditions?.some((x) => x.type === "Established" && x.status === "True")).map((c) => c.metadata.name));
+  const established = new Set(
+    list.items
+      .filter((c) => c.status?.conditions?.some((x) => x.type === "Established" && x.status === "True"))
+      .map((c) => c.metadata.name),
+  );
   return names.every((n) => established.has(n));
 }
 
@@ -223,13 +244,30 @@ export interface KarpenterObjects {
 }
 
 /** The objects for `pool` of the cluster `clusterId` served at `endpoint` with `token`. */
-export function karpenterObjects(options: { pool: HcloudAutoscaledPool; clusterId: string; endpoint: string; token: string; nodeClassName: string; nodePoolName: string; consolidateAfter?: string }): KarpenterObjects {
+export function karpenterObjects(options: {
+  pool: HcloudAutoscaledPool;
+  clusterId: string;
+  endpoint: string;
+  token: string;
+  nodeClassName: string;
+  nodePoolName: string;
+  consolidateAfter?: string;
+}): KarpenterObjects {
   return {
     crds: karpenterCrds(),
     namespace: namespaceObject(),
     secret: tokenSecret(options.token),
-    nodeClass: nodeClass({ name: options.nodeClassName, endpoint: options.endpoint, clusterId: options.clusterId, pool: options.pool.name }),
-    nodePool: nodePool(options.pool, { name: options.nodePoolName, nodeClassName: options.nodeClassName, ...(options.consolidateAfter ? { consolidateAfter: options.consolidateAfter } : {}) }),
+    nodeClass: nodeClass({
+      name: options.nodeClassName,
+      endpoint: options.endpoint,
+      clusterId: options.clusterId,
+      pool: options.pool.name,
+    }),
+    nodePool: nodePool(options.pool, {
+      name: options.nodePoolName,
+      nodeClassName: options.nodeClassName,
+      ...(options.consolidateAfter ? { consolidateAfter: options.consolidateAfter } : {}),
+    }),
   };
 }
 

@@ -26,7 +26,13 @@ export class KubeApiError extends Error {
 type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
 
 /** One request; resolves the parsed JSON answer, rejects with KubeApiError on a non-2xx status. */
-export function kube(identity: KubeIdentity, method: Method, path: string, body?: unknown, patchType = "application/merge-patch+json"): Promise<unknown> {
+export function kube(
+  identity: KubeIdentity,
+  method: Method,
+  path: string,
+  body?: unknown,
+  patchType = "application/merge-patch+json",
+): Promise<unknown> {
   const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
   const headers: Record<string, string> = { Accept: "application/json" };
   if (identity.token) headers.Authorization = `Bearer ${identity.token}`;
@@ -36,23 +42,33 @@ export function kube(identity: KubeIdentity, method: Method, path: string, body?
   }
   const url = new URL(path, identity.server);
   return new Promise((resolve, reject) => {
-    const req = request(url, { method, headers, ca: identity.caPem, cert: identity.certPem, key: identity.keyPem, timeout: 30_000 }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on("data", (chunk: Buffer) => chunks.push(chunk));
-      res.on("end", () => {
-        const text = Buffer.concat(chunks).toString("utf8");
-        let parsed: unknown = undefined;
-        try {
-          parsed = text ? JSON.parse(text) : undefined;
-        } catch {
-          parsed = text;
-        }
-        const status = res.statusCode ?? 0;
-        if (status >= 200 && status < 300) return resolve(parsed);
-        const status_ = parsed as { reason?: string; message?: string } | undefined;
-        reject(new KubeApiError(status, status_?.reason ?? "", `${method} ${url.pathname}: HTTP ${status}: ${status_?.message ?? text.slice(0, 200)}`));
-      });
-    });
+    const req = request(
+      url,
+      { method, headers, ca: identity.caPem, cert: identity.certPem, key: identity.keyPem, timeout: 30_000 },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on("data", (chunk: Buffer) => chunks.push(chunk));
+        res.on("end", () => {
+          const text = Buffer.concat(chunks).toString("utf8");
+          let parsed: unknown = undefined;
+          try {
+            parsed = text ? JSON.parse(text) : undefined;
+          } catch {
+            parsed = text;
+          }
+          const status = res.statusCode ?? 0;
+          if (status >= 200 && status < 300) return resolve(parsed);
+          const status_ = parsed as { reason?: string; message?: string } | undefined;
+          reject(
+            new KubeApiError(
+              status,
+              status_?.reason ?? "",
+              `${method} ${url.pathname}: HTTP ${status}: ${status_?.message ?? text.slice(0, 200)}`,
+            ),
+          );
+        });
+      },
+    );
     req.on("timeout", () => req.destroy(new Error(`${method} ${url.pathname}: timed out after 30 s`)));
     req.on("error", reject);
     if (payload) req.write(payload);

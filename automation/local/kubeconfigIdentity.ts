@@ -32,5 +32,11 @@ export function kubeIdentityFromKubeconfig(file: string): KubeIdentity {
   if (!caPem) throw new Error(`${file} has no certificate authority for ${cluster.server}`);
   const certPem = pem(user, "client-certificate");
   const keyPem = pem(user, "client-key");
-  return { server: cluster.server, caPem, ...(certPem ? { certPem } : {}), ...(keyPem ? { keyPem } : {}), ...(user.token ? { token: user.token } : {}) };
+  return {
+    server: cluster.server,
+    caPem,
+    ...(certPem ? { certPem } : {}),
+    ...(keyPem ? { keyPem } : {}),
+    ...(user.token ? { token: user.token } : {}),
+  };
 }

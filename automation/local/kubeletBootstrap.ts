@@ -67,10 +67,28 @@ const statusOf = (error: unknown) => (error instanceof KubeApiError ? error.stat
 function nodeKeyAndCsr(nodeName: string): { keyPem: string; csrPem: string } {
   const dir = mkdtempSync(join(tmpdir(), "nodefleet-kubelet-"));
   try {
-    execFileSync("openssl", ["req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", "node.key", "-out", "node.csr", "-subj", `/O=system:nodes/CN=system:node:${nodeName}`], {
-      cwd: dir,
-      stdio: ["ignore", "ignore", "pipe"],
-    });
+    execFileSync(
+      "openssl",
+      [
+        "req",
+        "-new",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+        "-keyout",
+        "node.key",
+        "-out",
+        "node.csr",
+        "-subj",
+        `/O=system:nodes/CN=system:node:${nodeName}`,
+      ],
+      {
+        cwd: dir,
+        stdio: ["ignore", "ignore", "pipe"],
+      },
+    );
     return { keyPem: readFileSync(join(dir, "node.key"), "utf8"), csrPem: readFileSync(join(dir, "node.csr"), "utf8") };
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -85,11 +103,19 @@ async function requestCertificate(join_: KubeletJoin, csrPem: string): Promise<s
       apiVersion: "certificates.k8s.io/v1",
       kind: "CertificateSigningRequest",
       metadata: { generateName: "node-csr-" },
-      spec: { request: Buffer.from(csrPem).toString("base64"), signerName: "kubernetes.io/kube-apiserver-client-kubelet", usages: ["digital signature", "client auth"] },
+      spec: {
+        request: Buffer.from(csrPem).toString("base64"),
+        signerName: "kubernetes.io/kube-apiserver-client-kubelet",
+        usages: ["digital signature", "client auth"],
+      },
     })) as { metadata: { name: string } };
     name = created.metadata.name;
   } catch (error) {
-    throw new KubeletJoinError("csr", `the API server refused the bootstrap token's certificate request: ${(error as Error).message}`, statusOf(error));
+    throw new KubeletJoinError(
+      "csr",
+      `the API server refused the bootstrap token's certificate request: ${(error as Error).message}`,
+      statusOf(error),
+    );
   }
   const deadline = Date.now() + (join_.certificateTimeoutMs ?? 60_000);
   while (Date.now() < deadline) {
@@ -98,7 +124,8 @@ async function requestCertificate(join_: KubeletJoin, csrPem: string): Promise<s
     };
     const denied = csr.status?.conditions?.find((c) => c.type === "Denied" || c.type === "Failed");
     // A denial is the control plane's answer, not a condition that passes.
-    if (denied) throw new KubeletJoinError("certificate", `certificate request ${name} ${denied.type.toLowerCase()}: ${denied.message ?? ""}`, 403);
+    if (denied)
+      throw new KubeletJoinError("certificate", `certificate request ${name} ${denied.type.toLowerCase()}: ${denied.message ?? ""}`, 403);
     if (csr.status?.certificate) return Buffer.from(csr.status.certificate, "base64").toString("utf8");
     await new Promise((r) => setTimeout(r, 200));
   }
@@ -114,18 +141,32 @@ export async function joinAsKubelet(request: KubeletJoin): Promise<KubeIdentity>
     await kube(node, "POST", "/api/v1/nodes", {
       apiVersion: "v1",
       kind: "Node",
-      metadata: { name: request.nodeName, labels: { "kubernetes.io/hostname": request.nodeName, "kubernetes.io/os": "linux", ...request.labels } },
-      spec: { providerID: request.providerID, taints: request.taints.map((t) => ({ key: t.key, ...(t.value !== undefined ? { value: t.value } : {}), effect: t.effect })) },
+      metadata: {
+        name: request.nodeName,
+        labels: { "kubernetes.io/hostname": request.nodeName, "kubernetes.io/os": "linux", ...request.labels },
+      },
+      spec: {
+        providerID: request.providerID,
+        taints: request.taints.map((t) => ({ key: t.key, ...(t.value !== undefined ? { value: t.value } : {}), effect: t.effect })),
+      },
     });
   } catch (error) {
     if (!(error instanceof KubeApiError && error.status === 409)) {
-      throw new KubeletJoinError("register", `registering Node ${request.nodeName} was refused: ${(error as Error).message}`, statusOf(error));
+      throw new KubeletJoinError(
+        "register",
+        `registering Node ${request.nodeName} was refused: ${(error as Error).message}`,
+        statusOf(error),
+      );
     }
     // As a kubelet whose Node exists already (a machine that joined before and lost its state):
     // it is registered, if it is the same machine's.
     const existing = (await kube(node, "GET", `/api/v1/nodes/${request.nodeName}`)) as { spec?: { providerID?: string } };
     if (existing.spec?.providerID !== request.providerID) {
-      throw new KubeletJoinError("register", `Node ${request.nodeName} exists with providerID ${existing.spec?.providerID ?? "(none)"}, not ${request.providerID}`, 409);
+      throw new KubeletJoinError(
+        "register",
+        `Node ${request.nodeName} exists with providerID ${existing.spec?.providerID ?? "(none)"}, not ${request.providerID}`,
+        409,
+      );
     }
   }
   await reportReady(node, request.nodeName, request.resources, request.kubeletVersion);
@@ -133,7 +174,12 @@ export async function joinAsKubelet(request: KubeletJoin): Promise<KubeIdentity>
 }
 
 /** The kubelet's status heartbeat: Ready, with the node's capacity. */
-export async function reportReady(node: KubeIdentity, nodeName: string, resources: NodeStatusResources = DEFAULT_RESOURCES, kubeletVersion?: string): Promise<void> {
+export async function reportReady(
+  node: KubeIdentity,
+  nodeName: string,
+  resources: NodeStatusResources = DEFAULT_RESOURCES,
+  kubeletVersion?: string,
+): Promise<void> {
   const now = new Date().toISOString();
   try {
     await kube(
@@ -142,7 +188,16 @@ export async function reportReady(node: KubeIdentity, nodeName: string, resource
       `/api/v1/nodes/${nodeName}/status`,
       {
         status: {
-          conditions: [{ type: "Ready", status: "True", reason: "KubeletReady", message: "nodefleet local node agent", lastHeartbeatTime: now, lastTransitionTime: now }],
+          conditions: [
+            {
+              type: "Ready",
+              status: "True",
+              reason: "KubeletReady",
+              message: "nodefleet local node agent",
+              lastHeartbeatTime: now,
+              lastTransitionTime: now,
+            },
+          ],
           capacity: resources.capacity,
           allocatable: resources.allocatable,
           ...(kubeletVersion ? { nodeInfo: { kubeletVersion } } : {}),

@@ -24,10 +24,19 @@ export async function syncNodePods(node: KubeIdentity, nodeName: string): Promis
     try {
       if (pod.metadata.deletionTimestamp) {
         // The kubelet's final delete: grace 0, preconditioned on the uid so a new pod of the same name survives.
-        await kube(node, "DELETE", path, { kind: "DeleteOptions", apiVersion: "v1", gracePeriodSeconds: 0, preconditions: { uid: pod.metadata.uid } });
+        await kube(node, "DELETE", path, {
+          kind: "DeleteOptions",
+          apiVersion: "v1",
+          gracePeriodSeconds: 0,
+          preconditions: { uid: pod.metadata.uid },
+        });
         deleted++;
       } else if (pod.status.phase === "Pending" || pod.status.phase === undefined) {
-        const ready = ["Initialized", "PodReadyToStartContainers", "ContainersReady", "Ready", "PodScheduled"].map((type) => ({ type, status: "True", lastTransitionTime: now }));
+        const ready = ["Initialized", "PodReadyToStartContainers", "ContainersReady", "Ready", "PodScheduled"].map((type) => ({
+          type,
+          status: "True",
+          lastTransitionTime: now,
+        }));
         await kube(
           node,
           "PATCH",
@@ -37,7 +46,15 @@ export async function syncNodePods(node: KubeIdentity, nodeName: string): Promis
               phase: "Running",
               startTime: now,
               conditions: ready,
-              containerStatuses: pod.spec.containers.map((c) => ({ name: c.name, image: c.image, imageID: "", ready: true, started: true, restartCount: 0, state: { running: { startedAt: now } } })),
+              containerStatuses: pod.spec.containers.map((c) => ({
+                name: c.name,
+                image: c.image,
+                imageID: "",
+                ready: true,
+                started: true,
+                restartCount: 0,
+                state: { running: { startedAt: now } },
+              })),
             },
           },
           "application/strategic-merge-patch+json",

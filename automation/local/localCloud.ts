@@ -79,7 +79,14 @@ export async function startLocalCloud(options: LocalCloudOptions): Promise<Local
     const passphrase = resolvePassphrase(dir, {}).envVars;
     // The simulated cloud's knobs (docs/design.md §4.4), when set, shape the fake the same way.
     const knobs = knobsFromEnv(env);
-    hcloud = buildFakeHcloud({ token, stateFile: join(dir, "hcloud-state.json"), outOfStock: knobs.outOfStock, bootDelayMs: knobs.bootDelayMs, failCreateRate: knobs.failCreateRate, seed: knobs.seed });
+    hcloud = buildFakeHcloud({
+      token,
+      stateFile: join(dir, "hcloud-state.json"),
+      outOfStock: knobs.outOfStock,
+      bootDelayMs: knobs.bootDelayMs,
+      failCreateRate: knobs.failCreateRate,
+      seed: knobs.seed,
+    });
     options.onFakeHcloud?.(hcloud);
     const port = options.hcloudPort ?? 8081;
     let address: string;
@@ -93,7 +100,10 @@ export async function startLocalCloud(options: LocalCloudOptions): Promise<Local
     // The admin kubeconfig beside env, where `kubectl --kubeconfig <dataDir>/local/admin.kubeconfig` finds it.
     plane = await startControlPlane({ dir: join(dir, "control-plane"), env, adminKubeconfig: join(dir, "admin.kubeconfig") });
     const fake = hcloud;
-    agent = new NodeAgent(() => fake.state.servers, options.logger, { intervalMs: options.agentIntervalMs ?? 2000, stateDir: join(dir, "machines") });
+    agent = new NodeAgent(() => fake.state.servers, options.logger, {
+      intervalMs: options.agentIntervalMs ?? 2000,
+      stateDir: join(dir, "machines"),
+    });
     agent.start();
     const localEnv: Record<string, string> = {
       HCLOUD_ENDPOINT: `${address}`,

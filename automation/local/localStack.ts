@@ -18,7 +18,9 @@ import { LOCAL_SSH_KEY } from "./localSshKey";
 export const LOCAL_STACK = "local";
 
 /** The fleet of the local stack. The taint and label show that the node agent registers them. */
-export function localFleetConfig(plane: Pick<ControlPlane, "server"> & { readonly admin: { readonly caPem: string } }): Record<string, unknown> {
+export function localFleetConfig(
+  plane: Pick<ControlPlane, "server"> & { readonly admin: { readonly caPem: string } },
+): Record<string, unknown> {
   return {
     "nodefleet:cluster": {
       id: "local",
@@ -77,7 +79,9 @@ export function runPulumi(args: string[], cwd: string, env: Record<string, strin
     child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
     child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
     child.on("error", reject);
-    child.on("exit", (code) => (code === 0 ? resolvePromise(output) : reject(new Error(`pulumi ${args.join(" ")} exited ${code}:\n${output.trim().slice(-4000)}`))));
+    child.on("exit", (code) =>
+      code === 0 ? resolvePromise(output) : reject(new Error(`pulumi ${args.join(" ")} exited ${code}:\n${output.trim().slice(-4000)}`)),
+    );
     child.stdin.end(stdin ?? "");
   });
 }
@@ -87,11 +91,20 @@ export function runPulumi(args: string[], cwd: string, env: Record<string, strin
  * was written by an older nodefleet (a kubeconfig secret), and creates the stack in the local
  * backend. Returns the file's path.
  */
-export async function writeLocalStack(projectDir: string, plane: Pick<ControlPlane, "server"> & { readonly admin: { readonly caPem: string } }, env: Record<string, string>): Promise<string> {
+export async function writeLocalStack(
+  projectDir: string,
+  plane: Pick<ControlPlane, "server"> & { readonly admin: { readonly caPem: string } },
+  env: Record<string, string>,
+): Promise<string> {
   const file = join(projectDir, "stacks", `Pulumi.${LOCAL_STACK}.yaml`);
   const config = localFleetConfig(plane);
   const current = existsSync(file) ? readFileSync(file, "utf8") : "";
-  if (current.includes(plane.server) && current.includes("kubeconfigFromEnvironment: true") && current.includes(plane.admin.caPem.split("\n")[1] ?? "-")) return file;
+  if (
+    current.includes(plane.server) &&
+    current.includes("kubeconfigFromEnvironment: true") &&
+    current.includes(plane.admin.caPem.split("\n")[1] ?? "-")
+  )
+    return file;
   const header = "# Written by `nodefleet local up` for this machine's local cloud (git-ignored); edit the pools freely.\n";
   writeFileSync(file, header + stringify({ config }), { mode: 0o600 });
   await runPulumi(["stack", "select", "--create", LOCAL_STACK], projectDir, env);

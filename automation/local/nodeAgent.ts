@@ -118,8 +118,12 @@ export class NodeAgent {
           if (server.status !== "running" || machine?.state === "joining" || machine?.state === "refused") return;
           const joined = machine?.state === "joined" ? machine : this.resume(server);
           if (joined) {
-            await reportReady(joined.identity, joined.nodeName, joined.resources, joined.kubeletVersion).catch((error: Error) => this.logger.warn({ serverId: server.id, err: error.message }, "heartbeat failed"));
-            await syncNodePods(joined.identity, joined.nodeName).catch((error: Error) => this.logger.warn({ serverId: server.id, err: error.message }, "pod sync failed"));
+            await reportReady(joined.identity, joined.nodeName, joined.resources, joined.kubeletVersion).catch((error: Error) =>
+              this.logger.warn({ serverId: server.id, err: error.message }, "heartbeat failed"),
+            );
+            await syncNodePods(joined.identity, joined.nodeName).catch((error: Error) =>
+              this.logger.warn({ serverId: server.id, err: error.message }, "pod sync failed"),
+            );
             return;
           }
           await this.join(server);
@@ -136,7 +140,13 @@ export class NodeAgent {
       const intent = readK0sWorkerUserData(server.userData);
       const resources = serverTypeResources(server.serverType);
       const identity = await joinAsKubelet({ ...intent, nodeName: intent.hostname, ...(resources ? { resources } : {}) });
-      const joined: JoinedMachine = { state: "joined", nodeName: intent.hostname, identity, kubeletVersion: intent.kubeletVersion, ...(resources ? { resources } : {}) };
+      const joined: JoinedMachine = {
+        state: "joined",
+        nodeName: intent.hostname,
+        identity,
+        kubeletVersion: intent.kubeletVersion,
+        ...(resources ? { resources } : {}),
+      };
       this.machines.set(server.id, joined);
       this.writeDisk(server, joined);
       this.logger.info({ serverId: server.id, server: server.name, node: intent.hostname, providerID: intent.providerID }, "node joined");
@@ -189,6 +199,7 @@ export class NodeAgent {
   private forgetDeletedDisks(): void {
     if (!this.stateDir || !existsSync(this.stateDir)) return;
     const ids = new Set(this.servers().map((s) => `${s.id}.json`));
-    for (const name of readdirSync(this.stateDir)) if (name.endsWith(".json") && !ids.has(name)) rmSync(join(this.stateDir, name), { force: true });
+    for (const name of readdirSync(this.stateDir))
+      if (name.endsWith(".json") && !ids.has(name)) rmSync(join(this.stateDir, name), { force: true });
   }
 }

@@ -28,7 +28,28 @@ function openssl(args: string[], cwd: string): void {
 function issue(dir: string, name: string, subject: string, ext: string): void {
   writeFileSync(join(dir, `${name}.ext`), `[ext]\n${ext}\n`);
   openssl(["req", "-new", "-newkey", "rsa:2048", "-nodes", "-keyout", `${name}.key`, "-out", `${name}.csr`, "-subj", subject], dir);
-  openssl(["x509", "-req", "-in", `${name}.csr`, "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial", "-days", "3650", "-out", `${name}.crt`, "-extfile", `${name}.ext`, "-extensions", "ext"], dir);
+  openssl(
+    [
+      "x509",
+      "-req",
+      "-in",
+      `${name}.csr`,
+      "-CA",
+      "ca.crt",
+      "-CAkey",
+      "ca.key",
+      "-CAcreateserial",
+      "-days",
+      "3650",
+      "-out",
+      `${name}.crt`,
+      "-extfile",
+      `${name}.ext`,
+      "-extensions",
+      "ext",
+    ],
+    dir,
+  );
 }
 
 export function ensurePki(dir: string): ClusterPki {
@@ -45,9 +66,40 @@ export function ensurePki(dir: string): ClusterPki {
     serviceAccountPub: join(dir, "sa.pub"),
   };
   if (existsSync(pki.serviceAccountPub)) return pki;
-  openssl(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.crt", "-days", "3650", "-subj", "/CN=nodefleet-local-ca", "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign,digitalSignature"], dir);
-  issue(dir, "apiserver", "/CN=kube-apiserver", "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\nsubjectAltName=IP:127.0.0.1,IP:10.96.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc");
-  issue(dir, "admin", "/O=system:masters/CN=nodefleet-admin", "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=clientAuth");
+  openssl(
+    [
+      "req",
+      "-x509",
+      "-newkey",
+      "rsa:2048",
+      "-nodes",
+      "-keyout",
+      "ca.key",
+      "-out",
+      "ca.crt",
+      "-days",
+      "3650",
+      "-subj",
+      "/CN=nodefleet-local-ca",
+      "-addext",
+      "basicConstraints=critical,CA:TRUE",
+      "-addext",
+      "keyUsage=critical,keyCertSign,cRLSign,digitalSignature",
+    ],
+    dir,
+  );
+  issue(
+    dir,
+    "apiserver",
+    "/CN=kube-apiserver",
+    "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\nsubjectAltName=IP:127.0.0.1,IP:10.96.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc",
+  );
+  issue(
+    dir,
+    "admin",
+    "/O=system:masters/CN=nodefleet-admin",
+    "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=clientAuth",
+  );
   openssl(["genrsa", "-out", "sa.key", "2048"], dir);
   openssl(["rsa", "-in", "sa.key", "-pubout", "-out", "sa.pub"], dir);
   return pki;

@@ -81,8 +81,10 @@ export function readK0sWorkerUserData(userData: string): WorkerJoinIntent {
   }
   const cluster = kubeconfig.clusters?.[0]?.cluster;
   const user = kubeconfig.users?.[0];
-  if (!cluster?.server || !cluster["certificate-authority-data"]) throw new UserDataError("the join token's kubeconfig has no server or CA");
-  if (user?.name !== "kubelet-bootstrap" || !user.user.token) throw new UserDataError("the join token's user is not kubelet-bootstrap with a token (k0s refuses it)");
+  if (!cluster?.server || !cluster["certificate-authority-data"])
+    throw new UserDataError("the join token's kubeconfig has no server or CA");
+  if (user?.name !== "kubelet-bootstrap" || !user.user.token)
+    throw new UserDataError("the join token's user is not kubelet-bootstrap with a token (k0s refuses it)");
 
   const k0sVersion = /^k0s_version='?(v\d+\.\d+\.\d+\+k0s)\.\d+'?$/m.exec(script)?.[1];
   if (!k0sVersion) throw new UserDataError("the join script names no k0s version");

@@ -41,8 +41,7 @@ const MOCK_EPOCH = "2026-01-01T00:00:00Z";
 
 function offsetTimestamp(inputs: Record<string, unknown>): { base: string; rfc3339: string } {
   const base = typeof inputs.baseRfc3339 === "string" ? inputs.baseRfc3339 : MOCK_EPOCH;
-  const minutes =
-    Number(inputs.offsetMinutes ?? 0) + 60 * Number(inputs.offsetHours ?? 0) + 1440 * Number(inputs.offsetDays ?? 0);
+  const minutes = Number(inputs.offsetMinutes ?? 0) + 60 * Number(inputs.offsetHours ?? 0) + 1440 * Number(inputs.offsetDays ?? 0);
   const seconds = Number(inputs.offsetSeconds ?? 0) + minutes * 60;
   return { base, rfc3339: new Date(Date.parse(base) + seconds * 1000).toISOString().replace(/\.000Z$/, "Z") };
 }
@@ -71,7 +70,8 @@ const COMPUTED_OUTPUTS: Record<string, OutputsForType> = {
   },
   "time:index/static:Static": (a) => ({ rfc3339: typeof a.inputs.rfc3339 === "string" ? a.inputs.rfc3339 : MOCK_EPOCH }),
   // The Robot pool's disk listing and install output, else the Elastic Metal host-key read (its stdout is pinned).
-  "command:remote:Command": (a) => robotCommandMockOutputs(a) ?? ELASTIC_METAL_COMPUTED_OUTPUTS["command:remote:Command"](a, deterministicId(a)),
+  "command:remote:Command": (a) =>
+    robotCommandMockOutputs(a) ?? ELASTIC_METAL_COMPUTED_OUTPUTS["command:remote:Command"](a, deterministicId(a)),
   // The Hetzner Robot pool's rescue resource (a dynamic resource): the server's address.
   "pulumi-nodejs:dynamic/nodefleet:RobotRescue": robotRescueMockOutputs,
 };

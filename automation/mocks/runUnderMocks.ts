@@ -39,7 +39,8 @@ interface RegisterRequest {
  * `type::name` as each registration arrives, before the mocks are asked.
  */
 function recordIgnoreChanges(into: Map<string, readonly string[]>): void {
-  const monitor = pulumi.runtime.getMonitor() as unknown as { registerResource?: (req: RegisterRequest, cb: unknown) => unknown } | undefined;
+  const monitor = pulumi.runtime.getMonitor() as unknown as
+    { registerResource?: (req: RegisterRequest, cb: unknown) => unknown } | undefined;
   const original = monitor?.registerResource;
   if (!monitor || typeof original !== "function") return;
   monitor.registerResource = (req: RegisterRequest, cb: unknown) => {
@@ -71,9 +72,7 @@ export interface MockRunResult<T> {
 }
 
 function configStrings(config: Readonly<Record<string, unknown>>): Record<string, string> {
-  return Object.fromEntries(
-    Object.entries(config).map(([key, value]) => [key, typeof value === "string" ? value : JSON.stringify(value)]),
-  );
+  return Object.fromEntries(Object.entries(config).map(([key, value]) => [key, typeof value === "string" ? value : JSON.stringify(value)]));
 }
 
 /** Resolves an Output (or plain value) under the mock runtime. */

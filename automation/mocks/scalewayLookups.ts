@@ -18,12 +18,30 @@ export function mockUuid(seed: string): string {
 }
 
 /** A few real offer shapes (Scaleway's catalogue), enough for renders and tests. */
-const OFFERS: Readonly<Record<string, { cores: number; threads: number; memoryGiB: number; disks: Array<{ capacity: number; type: string }> }>> = {
+const OFFERS: Readonly<
+  Record<string, { cores: number; threads: number; memoryGiB: number; disks: Array<{ capacity: number; type: string }> }>
+> = {
   "EM-B220E-NVME": { cores: 6, threads: 12, memoryGiB: 64, disks: [{ capacity: 2_000_000_000_000, type: "NVMe" }] },
   "EM-I220E-NVME": { cores: 8, threads: 16, memoryGiB: 64, disks: [{ capacity: 1_000_000_000_000, type: "NVMe" }] },
   "EM-A115X-SSD": { cores: 4, threads: 8, memoryGiB: 32, disks: [{ capacity: 1_000_000_000_000, type: "SSD" }] },
-  "EM-A610R-NVME": { cores: 6, threads: 12, memoryGiB: 32, disks: [{ capacity: 1_024_209_543_168, type: "NVMe" }, { capacity: 1_024_209_543_168, type: "NVMe" }] },
-  "EM-A116X-SSD": { cores: 4, threads: 4, memoryGiB: 32, disks: [{ capacity: 1_024_209_543_168, type: "SSD" }, { capacity: 1_024_209_543_168, type: "SSD" }] },
+  "EM-A610R-NVME": {
+    cores: 6,
+    threads: 12,
+    memoryGiB: 32,
+    disks: [
+      { capacity: 1_024_209_543_168, type: "NVMe" },
+      { capacity: 1_024_209_543_168, type: "NVMe" },
+    ],
+  },
+  "EM-A116X-SSD": {
+    cores: 4,
+    threads: 4,
+    memoryGiB: 32,
+    disks: [
+      { capacity: 1_024_209_543_168, type: "SSD" },
+      { capacity: 1_024_209_543_168, type: "SSD" },
+    ],
+  },
 };
 
 export interface MockPrivateNetwork {

@@ -22,7 +22,9 @@ export interface Bookkeeping {
 
 /** Splits `steps` into the reviewable ones and the bookkeeping, which it summarises. */
 export function separateBookkeeping<S extends ResourceStep>(steps: readonly S[]): { steps: S[]; bookkeeping: S[]; summary: Bookkeeping } {
-  const keptServers = new Set(steps.filter((s) => s.type.endsWith("/server:Server") && s.op !== "delete" && s.op !== "replace").map((s) => s.name));
+  const keptServers = new Set(
+    steps.filter((s) => s.type.endsWith("/server:Server") && s.op !== "delete" && s.op !== "replace").map((s) => s.name),
+  );
   const revoked = new Set<string>();
   const kept: S[] = [];
   const bookkeeping: S[] = [];
@@ -37,13 +39,20 @@ export function separateBookkeeping<S extends ResourceStep>(steps: readonly S[])
       kept.push(step);
     }
   }
-  return { steps: kept, bookkeeping, summary: { revokedJoinTokens: revoked.size, ownOutputsReference: bookkeeping.some((s) => s.type === STACK_REFERENCE) } };
+  return {
+    steps: kept,
+    bookkeeping,
+    summary: { revokedJoinTokens: revoked.size, ownOutputsReference: bookkeeping.some((s) => s.type === STACK_REFERENCE) },
+  };
 }
 
 /** The sentence a preview prints for the bookkeeping, or undefined when there is none. */
 export function bookkeepingLine(summary: Bookkeeping): string | undefined {
   const parts: string[] = [];
-  if (summary.revokedJoinTokens > 0) parts.push(`${summary.revokedJoinTokens === 1 ? "the join token of 1 node that has" : `the join tokens of ${summary.revokedJoinTokens} nodes that have`} joined ${summary.revokedJoinTokens === 1 ? "is" : "are"} revoked`);
+  if (summary.revokedJoinTokens > 0)
+    parts.push(
+      `${summary.revokedJoinTokens === 1 ? "the join token of 1 node that has" : `the join tokens of ${summary.revokedJoinTokens} nodes that have`} joined ${summary.revokedJoinTokens === 1 ? "is" : "are"} revoked`,
+    );
   if (summary.ownOutputsReference) parts.push(`the program's read of its own last outputs (${OWN_OUTPUTS_REFERENCE}) is not needed here`);
   return parts.length === 0 ? undefined : `Not counted as changes: ${parts.join("; ")}.`;
 }

@@ -59,7 +59,16 @@ const POOL_FIELD_INPUT: Readonly<Record<string, string>> = {
   sshKeyIds: "sshKeys",
 };
 /** Fields that decide how many members there are or are updated in place: never a new generation. */
-const POOL_FIELDS_WITHOUT_REGENERATION = new Set(["name", "provider", "mode", "replicas", "nodes", "limits", "deleteProtection", "rollout"]);
+const POOL_FIELDS_WITHOUT_REGENERATION = new Set([
+  "name",
+  "provider",
+  "mode",
+  "replicas",
+  "nodes",
+  "limits",
+  "deleteProtection",
+  "rollout",
+]);
 /** Cluster fields rendered into user data (everything except secrets and the ones the program does not render). */
 const CLUSTER_FIELDS_WITHOUT_REGENERATION = new Set(["kubeconfig", "bootstrapTokenTtlMinutes", "bootstrapTokenJoinMarginMinutes"]);
 

@@ -58,12 +58,15 @@ function poolTable(pools: readonly PoolRow[]): string[] {
   return [
     "| Pool | Nodes before → after | Server types |",
     "| --- | --- | --- |",
-    ...pools.map((row) => `| ${code(row.pool)}${row.change === "kept" ? "" : ` (${row.change})`} | ${countCell(row)} | ${typesCell(row)} |`),
+    ...pools.map(
+      (row) => `| ${code(row.pool)}${row.change === "kept" ? "" : ` (${row.change})`} | ${countCell(row)} | ${typesCell(row)} |`,
+    ),
   ];
 }
 
 function reason(r: NodeReplacement): string {
-  if (r.forcedBy.length === 0) return "forced by an input Hetzner cannot change in place (location, image, server type, ssh keys or user data)";
+  if (r.forcedBy.length === 0)
+    return "forced by an input Hetzner cannot change in place (location, image, server type, ssh keys or user data)";
   const inputs = r.forcedBy
     .map((input) =>
       input === "serverType" && r.serverTypeBefore && r.serverTypeAfter && r.serverTypeBefore !== r.serverTypeAfter
@@ -100,7 +103,8 @@ function rolloutLines(r: PoolRollout): string[] {
   const lines = [`- pool ${code(r.pool)}: ${plural(r.remaining, "member")} still to replace after this run`];
   if (r.replacing.length > 0) lines.push(`  - replacing now (new server created beside the old one): ${r.replacing.map(code).join(", ")}`);
   if (r.removing.length > 0) lines.push(`  - drained and deleted (replacement Ready): ${r.removing.map(code).join(", ")}`);
-  if (r.unprotecting.length > 0) lines.push(`  - delete protection lifted, deleted by the next run: ${r.unprotecting.map(code).join(", ")}`);
+  if (r.unprotecting.length > 0)
+    lines.push(`  - delete protection lifted, deleted by the next run: ${r.unprotecting.map(code).join(", ")}`);
   if (r.waiting) lines.push(`  - waiting: ${r.waiting}`);
   return lines;
 }

@@ -104,7 +104,10 @@ function definition(stack: string, file: StackConfigFile, engine: EngineKind, pr
 async function previousOutputsOf(engine: StackEngine, def: StackDefinition): Promise<PreviousRunOutputs> {
   try {
     const outputs = await engine.outputs(def);
-    return { ...(Array.isArray(outputs.nodes) ? { nodes: outputs.nodes } : {}), ...(outputs.network !== undefined ? { network: outputs.network } : {}) };
+    return {
+      ...(Array.isArray(outputs.nodes) ? { nodes: outputs.nodes } : {}),
+      ...(outputs.network !== undefined ? { network: outputs.network } : {}),
+    };
   } catch {
     return {};
   }
@@ -123,7 +126,9 @@ async function previewStack(stack: string, options: RunPreviewOptions, project: 
       const text = stackConfigAtRef(options.root, options.baseRef, stack);
       beforeFile = text === undefined ? undefined : parseStackConfig(stack, stackConfigPath(stack, options.root), text);
       beforeSpec = specOf(beforeFile);
-      say(`[${stack}] before: ${text === undefined ? `no stacks/Pulumi.${stack}.yaml at ${options.baseRef} (a new stack)` : `the config at ${options.baseRef}`}`);
+      say(
+        `[${stack}] before: ${text === undefined ? `no stacks/Pulumi.${stack}.yaml at ${options.baseRef} (a new stack)` : `the config at ${options.baseRef}`}`,
+      );
     }
     const fullContext = {
       ...context,
@@ -144,12 +149,19 @@ async function previewStack(stack: string, options: RunPreviewOptions, project: 
     } else {
       engine = await options.createEngine(options.engine, options.dataDir, false);
     }
-    say(`[${stack}] preview with the ${options.engine} engine${options.engine === "simulated" ? " (SIMULATED: no cloud is contacted)" : ""}`);
+    say(
+      `[${stack}] preview with the ${options.engine} engine${options.engine === "simulated" ? " (SIMULATED: no cloud is contacted)" : ""}`,
+    );
     const previous = await previousOutputsOf(engine, definition(stack, after, options.engine));
     const result = await engine.preview(definition(stack, after, options.engine, previous), {
-      onStep: (step: ResourceStep, count: number) => say(`[${stack}] ${String(count).padStart(4)} ${step.op.padEnd(7)} ${step.type} ${step.name}`),
+      onStep: (step: ResourceStep, count: number) =>
+        say(`[${stack}] ${String(count).padStart(4)} ${step.op.padEnd(7)} ${step.type} ${step.name}`),
     });
-    say(`[${stack}] ${result.succeeded ? "done" : "failed"}: ${Object.entries(result.summary).map(([op, n]) => `${n} ${op}`).join(", ")}`);
+    say(
+      `[${stack}] ${result.succeeded ? "done" : "failed"}: ${Object.entries(result.summary)
+        .map(([op, n]) => `${n} ${op}`)
+        .join(", ")}`,
+    );
     return buildStackPreview(fullContext, { result });
   } catch (error) {
     const failed = buildStackPreview(context, { error: errorMessage(error) });

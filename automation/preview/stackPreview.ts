@@ -99,14 +99,18 @@ export function rolloutsIn(outputs: Readonly<Record<string, unknown>>): PoolRoll
       if (r.inPlace === true) {
         const updating = (Array.isArray(r.updating) ? (r.updating as unknown[]) : []).flatMap((u) => {
           const { nodeId, change } = (u ?? {}) as { nodeId?: unknown; change?: unknown };
-          return typeof nodeId === "string" && IN_PLACE_CHANGES.includes(change as InPlaceChange) ? [{ nodeId, change: change as InPlaceChange }] : [];
+          return typeof nodeId === "string" && IN_PLACE_CHANGES.includes(change as InPlaceChange)
+            ? [{ nodeId, change: change as InPlaceChange }]
+            : [];
         });
         return { ...common, inPlace: true, updating };
       }
       return { ...common, replacing: strings(r.replacing), removing: strings(r.removing), unprotecting: strings(r.unprotecting) };
     })
     .filter((r) =>
-      "inPlace" in r ? r.remaining > 0 || r.updating.length > 0 : r.remaining > 0 || r.replacing.length > 0 || r.removing.length > 0 || r.unprotecting.length > 0,
+      "inPlace" in r
+        ? r.remaining > 0 || r.updating.length > 0
+        : r.remaining > 0 || r.replacing.length > 0 || r.removing.length > 0 || r.unprotecting.length > 0,
     );
 }
 
@@ -334,7 +338,10 @@ export function buildStackPreview(context: PreviewContext, outcome: { result: Ru
     succeeded: result.succeeded,
     error: result.succeeded
       ? null
-      : maskSecretText(failed.length > 0 ? failed.map((s) => `${s.name}: ${s.error}`).join("\n") : "the engine reported a failed preview", knownSecrets),
+      : maskSecretText(
+          failed.length > 0 ? failed.map((s) => `${s.name}: ${s.error}`).join("\n") : "the engine reported a failed preview",
+          knownSecrets,
+        ),
     summary: withoutBookkeeping({ ...emptySummary(), ...result.summary }, separated.bookkeeping),
     pools,
     replacements,

@@ -259,7 +259,9 @@ export class ClusterReconciler extends EventEmitter {
     });
     const running: OperationKind = guarded ? "preview" : "up";
     this.changed(pending.map((c) => c.nodeId));
-    const members = store.list(clusterId, { statuses: ["PROVISIONING", "RUNNING"] }).filter((c) => affected.includes(c.nodeId) || c.status === "RUNNING");
+    const members = store
+      .list(clusterId, { statuses: ["PROVISIONING", "RUNNING"] })
+      .filter((c) => affected.includes(c.nodeId) || c.status === "RUNNING");
     const terminating = claims.filter((c) => c.status === "TERMINATING");
     this.runs += 1;
     this.abort = new AbortController();
@@ -290,7 +292,14 @@ export class ClusterReconciler extends EventEmitter {
     operations.finish(run.operationId, {
       result: preview.succeeded ? "succeeded" : "failed",
       summary: preview.summary,
-      ...(failedSteps.length > 0 ? { error: failedSteps.map((step) => `${step.name}: ${step.error}`).join("; ").slice(0, 2000) } : {}),
+      ...(failedSteps.length > 0
+        ? {
+            error: failedSteps
+              .map((step) => `${step.name}: ${step.error}`)
+              .join("; ")
+              .slice(0, 2000),
+          }
+        : {}),
     });
     this.options.observer?.runFinished(clusterId, "preview", preview.succeeded ? "succeeded" : "failed", Date.now() - previewStarted);
     run.operationId = operations.start(clusterId, "up", run.affected);
@@ -320,7 +329,10 @@ export class ClusterReconciler extends EventEmitter {
     }
     operations.finish(run.operationId, { result: "failed", error: message.slice(0, 2000) });
     const failure = classifyFailure(message);
-    this.degrade(`the engine's ${run.running} failed: ${message.slice(0, 500)}; retrying`, failure.transient ? { unreachable: failure.source ?? "unknown" } : undefined);
+    this.degrade(
+      `the engine's ${run.running} failed: ${message.slice(0, 500)}; retrying`,
+      failure.transient ? { unreachable: failure.source ?? "unknown" } : undefined,
+    );
     this.options.observer?.runFinished(clusterId, run.running, "failed", Date.now() - run.started);
     run.log?.warn({ err: message, kind: run.running }, "engine run failed");
     this.scheduleRetry();
@@ -330,14 +342,22 @@ export class ClusterReconciler extends EventEmitter {
   private record(run: Run, result: RunResult): void {
     const { store, operations, clusterId } = this.options;
     const { members, terminating, started, log } = run;
-    const outcome = runOutcome({ members, terminating, result, at: store.timestamp(), now: Date.now(), createDeadlineMs: this.options.createDeadlineMs ?? DEFAULT_CREATE_DEADLINE_MS });
+    const outcome = runOutcome({
+      members,
+      terminating,
+      result,
+      at: store.timestamp(),
+      now: Date.now(),
+      createDeadlineMs: this.options.createDeadlineMs ?? DEFAULT_CREATE_DEADLINE_MS,
+    });
     const changed: string[] = [];
     store.transaction(() => {
       for (const update of outcome.updates) {
         const current = store.get(clusterId, update.nodeId);
         if (current?.status !== update.expectedStatus) {
           // A DELETE arrived during the run: keep TERMINATING, but remember what the run created.
-          if (current?.status === "TERMINATING" && update.patch.instanceId) store.update(clusterId, update.nodeId, { instanceId: update.patch.instanceId });
+          if (current?.status === "TERMINATING" && update.patch.instanceId)
+            store.update(clusterId, update.nodeId, { instanceId: update.patch.instanceId });
           continue;
         }
         store.update(clusterId, update.nodeId, update.patch);
@@ -347,7 +367,14 @@ export class ClusterReconciler extends EventEmitter {
       operations.finish(run.operationId, {
         result: result.succeeded ? "succeeded" : "failed",
         summary: result.summary,
-        ...(failedSteps.length > 0 ? { error: failedSteps.map((s) => `${s.name}: ${s.error}`).join("; ").slice(0, 2000) } : {}),
+        ...(failedSteps.length > 0
+          ? {
+              error: failedSteps
+                .map((s) => `${s.name}: ${s.error}`)
+                .join("; ")
+                .slice(0, 2000),
+            }
+          : {}),
       });
     });
     // The run went through and its outcome is stored: whatever degraded the service has passed,

@@ -9,8 +9,7 @@
 export type FailureSource = "controlPlane" | "cloudApi";
 
 export type FailureClass =
-  | { readonly transient: true; readonly source: FailureSource | undefined; readonly signature: string }
-  | { readonly transient: false };
+  { readonly transient: true; readonly source: FailureSource | undefined; readonly signature: string } | { readonly transient: false };
 
 /**
  * What an answer that is no answer looks like, from Go's net/http and client-go (the providers),
@@ -19,11 +18,20 @@ export type FailureClass =
  */
 const TRANSIENT: ReadonlyArray<readonly [string, RegExp]> = [
   ["connection refused", /connection refused|ECONNREFUSED/i],
-  ["connection reset", /connection reset|ECONNRESET|broken pipe|EPIPE|socket hang up|client connection lost|server sent GOAWAY|use of closed network connection/i],
+  [
+    "connection reset",
+    /connection reset|ECONNRESET|broken pipe|EPIPE|socket hang up|client connection lost|server sent GOAWAY|use of closed network connection/i,
+  ],
   ["unexpected end of answer", /unexpected EOF|: EOF\b/i],
   ["TLS handshake timeout", /TLS handshake timeout/i],
-  ["timeout", /i\/o timeout|context deadline exceeded|Client\.Timeout exceeded|ETIMEDOUT|timed out|timeout awaiting|no answer within|\(timeout[,)]/i],
-  ["unreachable", /no route to host|EHOSTUNREACH|ENETUNREACH|network is unreachable|cluster is unreachable|temporary failure in name resolution|EAI_AGAIN/i],
+  [
+    "timeout",
+    /i\/o timeout|context deadline exceeded|Client\.Timeout exceeded|ETIMEDOUT|timed out|timeout awaiting|no answer within|\(timeout[,)]/i,
+  ],
+  [
+    "unreachable",
+    /no route to host|EHOSTUNREACH|ENETUNREACH|network is unreachable|cluster is unreachable|temporary failure in name resolution|EAI_AGAIN/i,
+  ],
   ["overloaded (429)", /too many requests|rate.?limit|\b429\b/i],
   [
     "server error (5xx)",
@@ -64,5 +72,9 @@ export function transientStatus(status: number): boolean {
 
 /** In words, for logs and /readyz: `the cluster's API (kube-apiserver)`. */
 export function sourceName(source: FailureSource | undefined): string {
-  return source === "controlPlane" ? "the cluster's API (kube-apiserver)" : source === "cloudApi" ? "the Hetzner Cloud API" : "an API the run depends on";
+  return source === "controlPlane"
+    ? "the cluster's API (kube-apiserver)"
+    : source === "cloudApi"
+      ? "the Hetzner Cloud API"
+      : "an API the run depends on";
 }

@@ -82,7 +82,8 @@ export class GitStackPrerequisites {
     const before = this.missing;
     this.missing = missing && missing.length > 0 ? missing : undefined;
     if (this.missing) this.schedule();
-    if (this.missing && before?.join() !== this.missing.join()) this.logger?.warn({ missing: this.missing, command: this.applyCommand }, this.describe(this.missing));
+    if (this.missing && before?.join() !== this.missing.join())
+      this.logger?.warn({ missing: this.missing, command: this.applyCommand }, this.describe(this.missing));
     if (!this.missing && before) this.logger?.info({}, "the git stack's network and firewall exist now; creates are accepted");
   }
 }

@@ -70,7 +70,11 @@ export interface OrphanDecision {
 }
 
 /** Servers neither the store nor git's stack knows. */
-export function findOrphans(servers: readonly InventoryServer[], knownNodes: ReadonlySet<string>, staticPools: ReadonlySet<string>): InventoryServer[] {
+export function findOrphans(
+  servers: readonly InventoryServer[],
+  knownNodes: ReadonlySet<string>,
+  staticPools: ReadonlySet<string>,
+): InventoryServer[] {
   return servers.filter((s) => {
     const node = s.labels[OWNERSHIP_LABELS.node];
     const pool = s.labels[OWNERSHIP_LABELS.pool];

@@ -118,7 +118,11 @@ export function runOutcome(input: {
         continue;
       }
       const errors = failed.map((s) => `${s.type} ${s.name}: ${s.error}`).join("; ");
-      const reason = (transient ? `still failing ${deadlineMs >= 60_000 ? `${Math.round(deadlineMs / 60_000)} min` : `${Math.round(deadlineMs / 1000)} s`} after admission, the create's deadline: ${errors}` : errors).slice(0, 1000);
+      const reason = (
+        transient
+          ? `still failing ${deadlineMs >= 60_000 ? `${Math.round(deadlineMs / 60_000)} min` : `${Math.round(deadlineMs / 1000)} s`} after admission, the create's deadline: ${errors}`
+          : errors
+      ).slice(0, 1000);
       const soldOut = failed.some((s) => isSoldOut(s.error ?? ""));
       updates.push({
         nodeId: claim.nodeId,

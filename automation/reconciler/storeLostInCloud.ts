@@ -68,6 +68,10 @@ export async function assertStoreNotLostInCloud(
     .map((server) => server.name)
     .sort();
   if (created.length === 0) return;
-  const shown = created.slice(0, NAMES_SHOWN).join(", ") + (created.length > NAMES_SHOWN ? ` and ${created.length - NAMES_SHOWN} more` : "");
-  throw new StoreLostError(file, `Hetzner Cloud holds ${created.length} server(s) of cluster ${clusterId} outside git's static pools (${shown})`);
+  const shown =
+    created.slice(0, NAMES_SHOWN).join(", ") + (created.length > NAMES_SHOWN ? ` and ${created.length - NAMES_SHOWN} more` : "");
+  throw new StoreLostError(
+    file,
+    `Hetzner Cloud holds ${created.length} server(s) of cluster ${clusterId} outside git's static pools (${shown})`,
+  );
 }

@@ -70,9 +70,7 @@ function nodeNameOf(resource: RecordedResource): string {
 export async function renderStack(stackName: string, options: { showSecrets?: boolean; root?: string } = {}): Promise<RenderResult> {
   const showSecrets = options.showSecrets ?? false;
   const file = readStackConfigFile(stackName, options.root);
-  const notes = file.encryptedPaths.map(
-    (p) => `${p} is encrypted (secure:) and cannot be read offline; rendered without it`,
-  );
+  const notes = file.encryptedPaths.map((p) => `${p} is encrypted (secure:) and cannot be read offline; rendered without it`);
   const run = await runUnderMocks({
     stack: stackName,
     config: configValues(file.config),

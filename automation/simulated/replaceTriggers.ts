@@ -22,7 +22,8 @@ export interface ReplaceTriggerEntry {
 }
 
 /** The engine replaces a dynamic resource on the properties its provider's diff lists in `replaces`. */
-const DYNAMIC_DIFF = "https://www.pulumi.com/docs/reference/pkg/nodejs/pulumi/pulumi/interfaces/provider.DiffResult.html (replaces: the properties triggering a replacement)";
+const DYNAMIC_DIFF =
+  "https://www.pulumi.com/docs/reference/pkg/nodejs/pulumi/pulumi/interfaces/provider.DiffResult.html (replaces: the properties triggering a replacement)";
 
 const HCLOUD_TF = "https://github.com/hetznercloud/terraform-provider-hcloud/blob/main/internal";
 
@@ -105,7 +106,8 @@ export const REPLACE_TRIGGERS: Readonly<Record<string, ReplaceTriggerEntry>> = {
   // triggers and base_rfc3339 replace (a new base timestamp is saved); offset_* are recomputed in place.
   "time:index/offset:Offset": {
     properties: ["triggers", "baseRfc3339"],
-    source: "https://registry.terraform.io/providers/hashicorp/time/latest/docs/resources/offset (triggers: a change saves a new base timestamp)",
+    source:
+      "https://registry.terraform.io/providers/hashicorp/time/latest/docs/resources/offset (triggers: a change saves a new base timestamp)",
   },
   "time:index/static:Static": {
     properties: ["triggers", "rfc3339"],
@@ -118,11 +120,13 @@ export const REPLACE_TRIGGERS: Readonly<Record<string, ReplaceTriggerEntry>> = {
   // Kubernetes objects are identified by namespace/name; a Secret's type is immutable (API validation).
   "kubernetes:core/v1:Secret": {
     properties: ["metadata.name", "metadata.namespace", "type"],
-    source: "https://www.pulumi.com/registry/packages/kubernetes/api-docs/core/v1/secret/ and https://kubernetes.io/docs/concepts/configuration/secret/#secret-types (type is immutable)",
+    source:
+      "https://www.pulumi.com/registry/packages/kubernetes/api-docs/core/v1/secret/ and https://kubernetes.io/docs/concepts/configuration/secret/#secret-types (type is immutable)",
   },
   "kubernetes:core/v1:ConfigMap": {
     properties: ["metadata.name", "metadata.namespace"],
-    source: "https://www.pulumi.com/registry/packages/kubernetes/how-to-guides/managing-resources-with-server-side-apply/ (name/namespace identify the object)",
+    source:
+      "https://www.pulumi.com/registry/packages/kubernetes/how-to-guides/managing-resources-with-server-side-apply/ (name/namespace identify the object)",
   },
   // remote/local Command: `triggers` replaces; create/update/delete/connection changes run `update` in place.
   "command:remote:Command": {

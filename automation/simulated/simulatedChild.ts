@@ -72,7 +72,11 @@ async function run(request: ChildRequest): Promise<void> {
   Error.stackTraceLimit = 3;
   const lock = request.kind === "up" ? acquireStackLock(request.dataDir, request.stack) : undefined;
   if (lock?.staleHolder) {
-    await send({ type: "log", level: "warn", message: `removed the stale lock of dead process ${lock.staleHolder.pid} (a previous run crashed)` });
+    await send({
+      type: "log",
+      level: "warn",
+      message: `removed the stale lock of dead process ${lock.staleHolder.pid} (a previous run crashed)`,
+    });
   }
   const file = new StackStateFile(request.dataDir, request.stack);
   const state = file.load();
@@ -118,19 +122,22 @@ async function run(request: ChildRequest): Promise<void> {
   process.on("unhandledRejection", (reason) => fatal(reason));
   let outputs: Record<string, unknown> = {};
   try {
-    const result = await Promise.race([fatalError, runUnderMocks({
-      stack: request.stack,
-      project: request.project,
-      config: configValues(request.config),
-      secretKeys: Object.entries(request.config)
-        .filter(([, v]) => v.secret)
-        .map(([k]) => k),
-      record: false,
-      newResource: guarded((args) => provider.newResource(args)),
-      // A failed look-up rejects only that invoke: programs may catch it (adopt-or-create).
-      call: (args) => provider.call(args),
-      program: () => runProgramReference(request.program),
-    })]);
+    const result = await Promise.race([
+      fatalError,
+      runUnderMocks({
+        stack: request.stack,
+        project: request.project,
+        config: configValues(request.config),
+        secretKeys: Object.entries(request.config)
+          .filter(([, v]) => v.secret)
+          .map(([k]) => k),
+        record: false,
+        newResource: guarded((args) => provider.newResource(args)),
+        // A failed look-up rejects only that invoke: programs may catch it (adopt-or-create).
+        call: (args) => provider.call(args),
+        program: () => runProgramReference(request.program),
+      }),
+    ]);
     outputs = (result.outputs ?? {}) as Record<string, unknown>;
   } catch (error) {
     failure = errorMessage(error);

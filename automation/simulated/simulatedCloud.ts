@@ -50,7 +50,16 @@ type JournalEntry =
 
 /** The shape a journal line must have to be applied (valid JSON of another shape is damage too). */
 const journalEntrySchema = z.discriminatedUnion("t", [
-  z.object({ t: z.literal("put"), r: z.looseObject({ urn: z.string(), type: z.string(), name: z.string(), inputs: z.record(z.string(), z.unknown()), outputs: z.record(z.string(), z.unknown()) }) }),
+  z.object({
+    t: z.literal("put"),
+    r: z.looseObject({
+      urn: z.string(),
+      type: z.string(),
+      name: z.string(),
+      inputs: z.record(z.string(), z.unknown()),
+      outputs: z.record(z.string(), z.unknown()),
+    }),
+  }),
   z.object({ t: z.literal("del"), urn: z.string() }),
   z.object({ t: z.literal("outputs"), outputs: z.record(z.string(), z.unknown()) }),
   z.object({ t: z.literal("runs"), runs: z.number().int().nonnegative() }),
@@ -100,7 +109,10 @@ export class StackStateFile {
   readonly snapshotPath: string;
   readonly journalPath: string;
 
-  constructor(readonly dataDir: string, readonly stack: string) {
+  constructor(
+    readonly dataDir: string,
+    readonly stack: string,
+  ) {
     assertStackName(stack);
     const dir = join(simulatedCloudDir(dataDir), "stacks");
     mkdirSync(dir, { recursive: true, mode: 0o700 });
@@ -153,7 +165,11 @@ export class StackStateFile {
 
 export class JournalCorruptError extends Error {
   override readonly name = "JournalCorruptError";
-  constructor(readonly path: string, readonly line: number, readonly following: number) {
+  constructor(
+    readonly path: string,
+    readonly line: number,
+    readonly following: number,
+  ) {
     super(
       `simulated cloud journal ${path} is damaged: line ${line} is not a journal entry and ${following} entr${following === 1 ? "y follows" : "ies follow"} it, ` +
         "so the steps applied after it cannot be trusted; restore the data directory from a backup, " +
@@ -251,7 +267,9 @@ function labelsOf(resource: SimResource): Record<string, string> {
   const tags = resource.inputs.tags;
   if (Array.isArray(tags)) {
     return Object.fromEntries(
-      tags.filter((t): t is string => typeof t === "string").map((t) => (t.includes("=") ? [t.slice(0, t.indexOf("=")), t.slice(t.indexOf("=") + 1)] : [t, ""])),
+      tags
+        .filter((t): t is string => typeof t === "string")
+        .map((t) => (t.includes("=") ? [t.slice(0, t.indexOf("=")), t.slice(t.indexOf("=") + 1)] : [t, ""])),
     );
   }
   return {};
@@ -266,7 +284,12 @@ function firstString(...values: unknown[]): string {
  * `privateIpv4` comes from the server's own `networks` or, when it joins through a separate
  * ServerNetwork resource, from that attachment (pass it in).
  */
-function serverFromResource(resource: SimResource, stack: string | undefined, now: number, privateIpv4?: string): SimulatedServer | undefined {
+function serverFromResource(
+  resource: SimResource,
+  stack: string | undefined,
+  now: number,
+  privateIpv4?: string,
+): SimulatedServer | undefined {
   const provider = SERVER_TYPES[resource.type];
   if (!provider || !resource.id) return undefined;
   const runningAt = resource.runningAt ?? resource.createdAt;
@@ -282,7 +305,9 @@ function serverFromResource(resource: SimResource, stack: string | undefined, no
     status: Date.parse(runningAt) <= now ? "running" : "initializing",
     createdAt: resource.createdAt,
     runningAt,
-    ipv4: firstString(o.ipv4Address, Array.isArray(o.ips) ? (o.ips[0] as Record<string, unknown> | undefined)?.address : undefined) || undefined,
+    ipv4:
+      firstString(o.ipv4Address, Array.isArray(o.ips) ? (o.ips[0] as Record<string, unknown> | undefined)?.address : undefined) ||
+      undefined,
     privateIpv4: firstString(o.privateIpv4, privateIpv4) || undefined,
     stack,
     urn: stack ? resource.urn : undefined,
@@ -290,7 +315,10 @@ function serverFromResource(resource: SimResource, stack: string | undefined, no
 }
 
 /** hcloud label selector: `k=v`, `k!=v`, `k`, `!k`, comma-separated (all must hold); or an object of k=v. */
-export function matchesSelector(labels: Readonly<Record<string, string>>, selector: string | Readonly<Record<string, string>> | undefined): boolean {
+export function matchesSelector(
+  labels: Readonly<Record<string, string>>,
+  selector: string | Readonly<Record<string, string>> | undefined,
+): boolean {
   if (selector === undefined) return true;
   if (typeof selector !== "string") return Object.entries(selector).every(([k, v]) => labels[k] === v);
   return selector
@@ -302,7 +330,14 @@ export function matchesSelector(labels: Readonly<Record<string, string>>, select
       const ne = term.indexOf("!=");
       if (ne > 0) return labels[term.slice(0, ne)] !== term.slice(ne + 2);
       const eq = term.indexOf("=");
-      if (eq > 0) return labels[term.slice(0, eq).trim()] === term.slice(eq + 1).replace(/^=/, "").trim();
+      if (eq > 0)
+        return (
+          labels[term.slice(0, eq).trim()] ===
+          term
+            .slice(eq + 1)
+            .replace(/^=/, "")
+            .trim()
+        );
       return term in labels;
     });
 }
@@ -341,7 +376,9 @@ export class SimulatedCloud {
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
     }
-    const stacks = new Set(names.filter((n) => n.endsWith(".json") || n.endsWith(".journal")).map((n) => n.replace(/\.(json|journal)$/, "")));
+    const stacks = new Set(
+      names.filter((n) => n.endsWith(".json") || n.endsWith(".journal")).map((n) => n.replace(/\.(json|journal)$/, "")),
+    );
     return [...stacks].filter((s) => STACK_NAME.test(s)).sort();
   }
 
@@ -408,7 +445,12 @@ export class SimulatedCloud {
       inputs:
         provider === "hcloud"
           ? { name: spec.name, labels: { ...spec.labels }, serverType: spec.serverType ?? "cpx21", location: spec.location ?? "hel1" }
-          : { name: spec.name, tags: Object.entries(spec.labels ?? {}).map(([k, v]) => `${k}=${v}`), offer: spec.serverType ?? "EM-A115X-SSD", zone: spec.location ?? "fr-par-2" },
+          : {
+              name: spec.name,
+              tags: Object.entries(spec.labels ?? {}).map(([k, v]) => `${k}=${v}`),
+              offer: spec.serverType ?? "EM-A115X-SSD",
+              zone: spec.location ?? "fr-par-2",
+            },
       outputs: {},
       createdAt: created,
       updatedAt: created,

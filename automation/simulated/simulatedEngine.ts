@@ -107,7 +107,13 @@ export class SimulatedEngine implements StackEngine {
             state.resources.delete(resource.urn);
             file.append({ t: "del", urn: resource.urn });
           }
-          const step: ResourceStep = { op: gone ? "delete" : "same", urn: resource.urn, type: resource.type, name: resource.name, keys: [] };
+          const step: ResourceStep = {
+            op: gone ? "delete" : "same",
+            urn: resource.urn,
+            type: resource.type,
+            name: resource.name,
+            keys: [],
+          };
           steps.push(step);
           reportStep(step, steps.length, options, this.options.logger, true);
         }
@@ -138,7 +144,11 @@ export class SimulatedEngine implements StackEngine {
       parentPid: process.pid,
     };
     return new Promise<RunResult>((resolve, reject) => {
-      const child: ChildProcess = fork(CHILD_MODULE, [], { execArgv: [], stdio: ["ignore", "pipe", "pipe", "ipc"], serialization: "advanced" });
+      const child: ChildProcess = fork(CHILD_MODULE, [], {
+        execArgv: [],
+        stdio: ["ignore", "pipe", "pipe", "ipc"],
+        serialization: "advanced",
+      });
       const steps: ResourceStep[] = [];
       let stderrTail = "";
       let settled = false;
@@ -154,7 +164,9 @@ export class SimulatedEngine implements StackEngine {
         options.signal?.removeEventListener("abort", onAbort);
         outcome();
       };
-      child.stdout?.on("data", (chunk: Buffer) => this.options.logger?.debug?.({ event: "program_output", simulated: true }, chunk.toString("utf8").trimEnd()));
+      child.stdout?.on("data", (chunk: Buffer) =>
+        this.options.logger?.debug?.({ event: "program_output", simulated: true }, chunk.toString("utf8").trimEnd()),
+      );
       child.stderr?.on("data", (chunk: Buffer) => {
         stderrTail = (stderrTail + chunk.toString("utf8")).slice(-2000);
       });
@@ -174,11 +186,15 @@ export class SimulatedEngine implements StackEngine {
             finish(() => resolve(runResult(kind, message.steps, message.outputs, started, true)));
             break;
           case "failed":
-            finish(() => reject(new RunFailedError(`[simulated] ${kind} of stack ${stack.stackName} failed: ${message.message}`, message.steps)));
+            finish(() =>
+              reject(new RunFailedError(`[simulated] ${kind} of stack ${stack.stackName} failed: ${message.message}`, message.steps)),
+            );
             break;
         }
       });
-      child.on("error", (error) => finish(() => reject(new RunFailedError(`[simulated] could not start the engine process: ${error.message}`, steps))));
+      child.on("error", (error) =>
+        finish(() => reject(new RunFailedError(`[simulated] could not start the engine process: ${error.message}`, steps))),
+      );
       // "close" comes after the IPC channel drained, so a final "done" message is never missed.
       child.on("close", (code, signal) => {
         if (cancelled) releaseLockOf(this.options.dataDir, stack.stackName, child.pid ?? -1);
@@ -189,8 +205,16 @@ export class SimulatedEngine implements StackEngine {
           }
           const how = signal ? `was killed by ${signal}` : `exited with code ${code}`;
           const detail = stderrTail.trim() ? `: ${stderrTail.trim().split("\n").slice(-3).join(" | ")}` : "";
-          this.options.logger?.error({ event: "simulated_engine_crash", simulated: true, stack: stack.stackName, code, signal, steps: steps.length }, "engine process died mid-run");
-          reject(new RunFailedError(`[simulated] the engine process ${how} mid-run after ${steps.length} step(s); the stack keeps what was applied${detail}`, steps));
+          this.options.logger?.error(
+            { event: "simulated_engine_crash", simulated: true, stack: stack.stackName, code, signal, steps: steps.length },
+            "engine process died mid-run",
+          );
+          reject(
+            new RunFailedError(
+              `[simulated] the engine process ${how} mid-run after ${steps.length} step(s); the stack keeps what was applied${detail}`,
+              steps,
+            ),
+          );
         });
       });
       child.send(request);

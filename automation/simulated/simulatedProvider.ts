@@ -69,7 +69,8 @@ function addressesOf(resource: Pick<SimResource, "outputs">): string[] {
   if (typeof o.privateIpv4 === "string") found.push(o.privateIpv4);
   if (typeof o.address === "string") found.push(o.address.split("/")[0]);
   for (const n of Array.isArray(o.networks) ? o.networks : []) if (typeof asRecord(n).ip === "string") found.push(asRecord(n).ip as string);
-  for (const ip of Array.isArray(o.ips) ? o.ips : []) if (typeof asRecord(ip).address === "string") found.push(asRecord(ip).address as string);
+  for (const ip of Array.isArray(o.ips) ? o.ips : [])
+    if (typeof asRecord(ip).address === "string") found.push(asRecord(ip).address as string);
   return found;
 }
 
@@ -128,7 +129,9 @@ export class SimulatedProvider {
 
     let error =
       this.dependencyFailure(liveInputs) ??
-      (this.ctx.mode === "up" && custom && (decision.op === "create" || decision.op === "replace") ? this.createFailure(args, urn) : undefined);
+      (this.ctx.mode === "up" && custom && (decision.op === "create" || decision.op === "replace")
+        ? this.createFailure(args, urn)
+        : undefined);
     let resource: SimResource | undefined;
     if (!error) {
       try {
@@ -276,7 +279,12 @@ export class SimulatedProvider {
       if (inputs.id !== undefined && inputs.id !== null && String(inputs.id) !== r.id) return false;
       if (typeof inputs.name === "string" && r.inputs.name !== inputs.name) return false;
       // As the provider: with a name, with_selector is not consulted.
-      if (typeof inputs.name !== "string" && typeof inputs.withSelector === "string" && !matchesSelector(asRecord(r.inputs.labels) as Record<string, string>, inputs.withSelector)) return false;
+      if (
+        typeof inputs.name !== "string" &&
+        typeof inputs.withSelector === "string" &&
+        !matchesSelector(asRecord(r.inputs.labels) as Record<string, string>, inputs.withSelector)
+      )
+        return false;
       return true;
     });
     if (!match) throw new Error(`simulated cloud: ${token} found nothing for ${JSON.stringify(inputs)}`);
@@ -294,7 +302,7 @@ export class SimulatedProvider {
     const provider = SERVER_TYPES[args.type];
     if (!provider) return undefined;
     const inputs = asRecord(args.inputs);
-    const kind = provider === "hcloud" ? String(inputs.serverType) : this.offerNames.get(String(inputs.offer)) ?? String(inputs.offer);
+    const kind = provider === "hcloud" ? String(inputs.serverType) : (this.offerNames.get(String(inputs.offer)) ?? String(inputs.offer));
     const where = String(inputs.location ?? inputs.datacenter ?? inputs.zone ?? "its location");
     if (this.ctx.knobs.outOfStock.includes(kind) || (provider === "scaleway" && this.ctx.knobs.outOfStock.includes(String(inputs.offer)))) {
       return `[simulated] creating server ${args.name}: ${kind} is sold out in ${where}: error during placement (resource_unavailable)`;
@@ -309,7 +317,8 @@ export class SimulatedProvider {
   private freshId(type: string, name: string, inputs: Record<string, unknown>, generation: number): string | undefined {
     const seed = `${this.ctx.stack}/${type}/${name}#${generation}`;
     if (type === "hcloud:index/networkSubnet:NetworkSubnet") return `${inputs.networkId}-${inputs.ipRange}`;
-    if (type === "hcloud:index/serverNetwork:ServerNetwork") return `${inputs.serverId}-${inputs.networkId ?? String(inputs.subnetId).split("-")[0]}`;
+    if (type === "hcloud:index/serverNetwork:ServerNetwork")
+      return `${inputs.serverId}-${inputs.networkId ?? String(inputs.subnetId).split("-")[0]}`;
     if (type.startsWith("hcloud:")) return numericId(seed);
     if (type === "scaleway:network/privateNetwork:PrivateNetwork" && typeof inputs.name === "string") {
       // The id getPrivateNetwork reports for that name, so look-ups and creations agree.
@@ -325,7 +334,10 @@ export class SimulatedProvider {
   /** The private range servers joining this hcloud network get addresses from. */
   private subnetOf(networkId: unknown): string {
     const subnet = this.findKnown(
-      (r) => r.type === "hcloud:index/networkSubnet:NetworkSubnet" && String(r.inputs.networkId) === String(networkId) && typeof r.inputs.ipRange === "string",
+      (r) =>
+        r.type === "hcloud:index/networkSubnet:NetworkSubnet" &&
+        String(r.inputs.networkId) === String(networkId) &&
+        typeof r.inputs.ipRange === "string",
     );
     return (subnet?.inputs.ipRange as string | undefined) ?? this.ctx.defaultSubnet ?? DEFAULT_PRIVATE_SUBNET;
   }
@@ -356,9 +368,20 @@ export class SimulatedProvider {
         const networks = (Array.isArray(inputs.networks) ? inputs.networks : []).map((raw) => {
           const n = asRecord(raw);
           const kept = prevNetworks.find((p) => String(p.networkId) === String(n.networkId));
-          const ip = typeof n.ip === "string" && n.ip !== "" ? n.ip : typeof kept?.ip === "string" ? kept.ip : this.pool.private(this.subnetOf(n.networkId), `${key}/${n.networkId}`);
+          const ip =
+            typeof n.ip === "string" && n.ip !== ""
+              ? n.ip
+              : typeof kept?.ip === "string"
+                ? kept.ip
+                : this.pool.private(this.subnetOf(n.networkId), `${key}/${n.networkId}`);
           this.pool.markUsed(ip);
-          return { ...n, ip, macAddress: `86:00:00:${sha256Hex(`${key}/${n.networkId}`).slice(0, 6).replace(/(..)(..)(..)/, "$1:$2:$3")}` };
+          return {
+            ...n,
+            ip,
+            macAddress: `86:00:00:${sha256Hex(`${key}/${n.networkId}`)
+              .slice(0, 6)
+              .replace(/(..)(..)(..)/, "$1:$2:$3")}`,
+          };
         });
         return {
           ...computed,
@@ -373,8 +396,18 @@ export class SimulatedProvider {
         const networkId = inputs.networkId ?? String(inputs.subnetId ?? "").split("-")[0];
         const fromSubnet = typeof inputs.subnetId === "string" ? inputs.subnetId.slice(inputs.subnetId.indexOf("-") + 1) : undefined;
         const ip =
-          typeof inputs.ip === "string" && inputs.ip !== "" ? inputs.ip : typeof prev?.ip === "string" ? prev.ip : this.pool.private(fromSubnet ?? this.subnetOf(networkId), key);
-        return { ip, networkId, macAddress: `86:00:01:${sha256Hex(key).slice(0, 6).replace(/(..)(..)(..)/, "$1:$2:$3")}` };
+          typeof inputs.ip === "string" && inputs.ip !== ""
+            ? inputs.ip
+            : typeof prev?.ip === "string"
+              ? prev.ip
+              : this.pool.private(fromSubnet ?? this.subnetOf(networkId), key);
+        return {
+          ip,
+          networkId,
+          macAddress: `86:00:01:${sha256Hex(key)
+            .slice(0, 6)
+            .replace(/(..)(..)(..)/, "$1:$2:$3")}`,
+        };
       }
       case "hcloud:index/networkSubnet:NetworkSubnet": {
         const cidr = typeof inputs.ipRange === "string" ? parseIpv4Cidr(inputs.ipRange) : undefined;
@@ -389,7 +422,8 @@ export class SimulatedProvider {
         return { ...computed, ips: [ip], ipv4s: [ip], offerName: this.offerNames.get(String(inputs.offer)) ?? inputs.offer };
       }
       case "scaleway:ipam/ip:Ip": {
-        const kept = typeof inputs.address === "string" ? inputs.address.split("/")[0] : typeof prev?.address === "string" ? prev.address : undefined;
+        const kept =
+          typeof inputs.address === "string" ? inputs.address.split("/")[0] : typeof prev?.address === "string" ? prev.address : undefined;
         const source = asRecord(Array.isArray(inputs.sources) ? inputs.sources[0] : undefined);
         const subnet = this.scalewaySubnetOf(source.privateNetworkId);
         const address = kept ?? this.pool.private(subnet, key);

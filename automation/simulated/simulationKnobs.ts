@@ -31,7 +31,9 @@ export function knobsFromEnv(env: NodeJS.ProcessEnv): Partial<SimulationKnobs> {
   return {
     bootDelayMs: numberFrom("NODEFLEET_SIM_BOOT_DELAY_MS", env.NODEFLEET_SIM_BOOT_DELAY_MS, 0, 86_400_000),
     failCreateRate: numberFrom("NODEFLEET_SIM_FAIL_CREATE_RATE", env.NODEFLEET_SIM_FAIL_CREATE_RATE, 0, 1),
-    outOfStock: env.NODEFLEET_SIM_OUT_OF_STOCK?.split(",").map((s) => s.trim()).filter((s) => s.length > 0),
+    outOfStock: env.NODEFLEET_SIM_OUT_OF_STOCK?.split(",")
+      .map((s) => s.trim())
+      .filter((s) => s.length > 0),
     crashAfterSteps: crash === undefined ? undefined : Math.floor(crash),
     seed: env.NODEFLEET_SIM_SEED || undefined,
   };

@@ -25,7 +25,14 @@ export function deepEqual(a: unknown, b: unknown): boolean {
   if (a === b) return true;
   if (typeof a !== typeof b || a === null || b === null || typeof a !== "object") {
     // Pulumi hands numbers and their string form interchangeably for ids; do not count that as a change.
-    return typeof a !== "object" && typeof b !== "object" && a !== undefined && b !== undefined && String(a) === String(b) && (typeof a === "number" || typeof b === "number");
+    return (
+      typeof a !== "object" &&
+      typeof b !== "object" &&
+      a !== undefined &&
+      b !== undefined &&
+      String(a) === String(b) &&
+      (typeof a === "number" || typeof b === "number")
+    );
   }
   if (Array.isArray(a) !== Array.isArray(b)) return false;
   if (Array.isArray(a)) {
@@ -77,6 +84,9 @@ export function decideStep(
 }
 
 /** Previous resources not declared any more, in reverse creation order (dependents go first). */
-export function planDeletes<T extends { readonly urn: string }>(previousInCreationOrder: readonly T[], declaredUrns: ReadonlySet<string>): T[] {
+export function planDeletes<T extends { readonly urn: string }>(
+  previousInCreationOrder: readonly T[],
+  declaredUrns: ReadonlySet<string>,
+): T[] {
   return previousInCreationOrder.filter((r) => !declaredUrns.has(r.urn)).reverse();
 }

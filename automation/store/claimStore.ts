@@ -136,7 +136,10 @@ export class ClaimStore {
   /** Prepared statements by SQL text (preparing costs more than running most of these). */
   private readonly statements = new Map<string, Database.Statement>();
 
-  constructor(private readonly db: Db, private readonly now: () => Date = () => new Date()) {
+  constructor(
+    private readonly db: Db,
+    private readonly now: () => Date = () => new Date(),
+  ) {
     this.group = new GroupCommit(db);
   }
 
@@ -164,7 +167,8 @@ export class ClaimStore {
   /** A write went through (no error), or failed: for want of storage, it is the store's condition until one goes through. */
   private noteWrite(error?: unknown): void {
     if (error === undefined) this.lastWriteFailure = undefined;
-    else if (isStorageFailure(error)) this.lastWriteFailure = { reason: storageFailureReason(error), since: this.lastWriteFailure?.since ?? this.timestamp() };
+    else if (isStorageFailure(error))
+      this.lastWriteFailure = { reason: storageFailureReason(error), since: this.lastWriteFailure?.since ?? this.timestamp() };
   }
 
   /** Resolves once every commit so far is durable. */
@@ -215,34 +219,32 @@ export class ClaimStore {
   /** Inserts the claim; returns it as stored (built from what was written: no read back). */
   insert(claim: Omit<Claim, "createdAt" | "updatedAt">): Claim {
     const at = this.timestamp();
-    this
-      .prepare(
-        `INSERT INTO claims (cluster_id, node_id, unique_id, request_hash, request_json, pool, instance_type, zone, snapshot_json,
+    this.prepare(
+      `INSERT INTO claims (cluster_id, node_id, unique_id, request_hash, request_json, pool, instance_type, zone, snapshot_json,
            status, failure_code, failure_reason, instance_id, ipv4, private_ipv4, cpu_millis, memory_mib, created_at, updated_at, placement_slot)
          VALUES (@cluster_id, @node_id, @unique_id, @request_hash, @request_json, @pool, @instance_type, @zone, @snapshot_json,
            @status, @failure_code, @failure_reason, @instance_id, @ipv4, @private_ipv4, @cpu_millis, @memory_mib, @at, @at, @placement_slot)`,
-      )
-      .run({
-        cluster_id: claim.clusterId,
-        node_id: claim.nodeId,
-        unique_id: claim.uniqueId,
-        request_hash: claim.requestHash,
-        request_json: JSON.stringify(claim.request),
-        pool: claim.pool,
-        instance_type: claim.instanceType,
-        zone: claim.zone,
-        snapshot_json: JSON.stringify(claim.snapshot),
-        status: claim.status,
-        failure_code: claim.failureCode ?? null,
-        failure_reason: claim.failureReason ?? null,
-        instance_id: claim.instanceId ?? null,
-        ipv4: claim.ipv4 ?? null,
-        private_ipv4: claim.privateIpv4 ?? null,
-        cpu_millis: claim.cpuMillis,
-        memory_mib: claim.memoryMiB,
-        placement_slot: typeof claim.snapshot.placementSlot === "number" ? claim.snapshot.placementSlot : null,
-        at,
-      });
+    ).run({
+      cluster_id: claim.clusterId,
+      node_id: claim.nodeId,
+      unique_id: claim.uniqueId,
+      request_hash: claim.requestHash,
+      request_json: JSON.stringify(claim.request),
+      pool: claim.pool,
+      instance_type: claim.instanceType,
+      zone: claim.zone,
+      snapshot_json: JSON.stringify(claim.snapshot),
+      status: claim.status,
+      failure_code: claim.failureCode ?? null,
+      failure_reason: claim.failureReason ?? null,
+      instance_id: claim.instanceId ?? null,
+      ipv4: claim.ipv4 ?? null,
+      private_ipv4: claim.privateIpv4 ?? null,
+      cpu_millis: claim.cpuMillis,
+      memory_mib: claim.memoryMiB,
+      placement_slot: typeof claim.snapshot.placementSlot === "number" ? claim.snapshot.placementSlot : null,
+      at,
+    });
     this.version += 1;
     return { ...claim, createdAt: at, updatedAt: at };
   }
@@ -254,22 +256,22 @@ export class ClaimStore {
 
   /** The claim's status alone (no row decoded): what a delete decides by. */
   status(clusterId: string, nodeId: string): ClaimStatus | undefined {
-    return this.prepare("SELECT status FROM claims WHERE cluster_id = ? AND node_id = ?").pluck().get(clusterId, nodeId) as ClaimStatus | undefined;
+    return this.prepare("SELECT status FROM claims WHERE cluster_id = ? AND node_id = ?").pluck().get(clusterId, nodeId) as
+      ClaimStatus | undefined;
   }
 
   byUniqueId(clusterId: string, uniqueId: string): Claim | undefined {
-    const row = this.prepare("SELECT * FROM claims WHERE cluster_id = ? AND unique_id = ?").get(clusterId, uniqueId) as ClaimRow | undefined;
+    const row = this.prepare("SELECT * FROM claims WHERE cluster_id = ? AND unique_id = ?").get(clusterId, uniqueId) as
+      ClaimRow | undefined;
     return row && fromRow(row);
   }
 
   list(clusterId: string, filter: { pool?: string; statuses?: readonly ClaimStatus[] } = {}): Claim[] {
     const statuses = filter.statuses ?? CLAIM_STATUSES.filter((s) => s !== "GONE");
-    const rows = this
-      .prepare(
-        `SELECT * FROM claims WHERE cluster_id = ? AND status IN (${statuses.map(() => "?").join(",")})
+    const rows = this.prepare(
+      `SELECT * FROM claims WHERE cluster_id = ? AND status IN (${statuses.map(() => "?").join(",")})
          ${filter.pool !== undefined ? "AND pool = ?" : ""} ORDER BY created_at, node_id`,
-      )
-      .all(clusterId, ...statuses, ...(filter.pool !== undefined ? [filter.pool] : [])) as ClaimRow[];
+    ).all(clusterId, ...statuses, ...(filter.pool !== undefined ? [filter.pool] : [])) as ClaimRow[];
     return rows.map(fromRow);
   }
 
@@ -281,7 +283,12 @@ export class ClaimStore {
   update(clusterId: string, nodeId: string, patch: ClaimPatch): void {
     const keys = PATCH_KEYS.filter((key) => patch[key] !== undefined);
     const sets = [...keys.map((key) => `${PATCH_COLUMNS[key]} = ?`), "updated_at = ?"];
-    this.prepare(`UPDATE claims SET ${sets.join(", ")} WHERE cluster_id = ? AND node_id = ?`).run(...keys.map((key) => patch[key]), this.timestamp(), clusterId, nodeId);
+    this.prepare(`UPDATE claims SET ${sets.join(", ")} WHERE cluster_id = ? AND node_id = ?`).run(
+      ...keys.map((key) => patch[key]),
+      this.timestamp(),
+      clusterId,
+      nodeId,
+    );
     this.version += 1;
   }
 
@@ -290,12 +297,10 @@ export class ClaimStore {
    * (a column beside the snapshot). One pass over the pool index: admission reads both on every create.
    */
   occupancy(clusterId: string, pool: string): { usage: PoolUsage; placementSlots: number[] } {
-    const row = this
-      .prepare(
-        `SELECT COUNT(*) AS nodes, COALESCE(SUM(cpu_millis), 0) AS cpu, COALESCE(SUM(memory_mib), 0) AS mem, group_concat(placement_slot) AS slots
+    const row = this.prepare(
+      `SELECT COUNT(*) AS nodes, COALESCE(SUM(cpu_millis), 0) AS cpu, COALESCE(SUM(memory_mib), 0) AS mem, group_concat(placement_slot) AS slots
          FROM claims WHERE cluster_id = ? AND pool = ? AND status IN (${OCCUPYING_STATUSES.map(() => "?").join(",")})`,
-      )
-      .get(clusterId, pool, ...OCCUPYING_STATUSES) as { nodes: number; cpu: number; mem: number; slots: string | null };
+    ).get(clusterId, pool, ...OCCUPYING_STATUSES) as { nodes: number; cpu: number; mem: number; slots: string | null };
     return {
       usage: { nodes: row.nodes, cpuMillis: row.cpu, memoryMiB: row.mem },
       // group_concat leaves out the claims without a slot (NULL).

@@ -18,7 +18,10 @@ export interface LockOwner {
 
 export class DataDirLockedError extends Error {
   override readonly name = "DataDirLockedError";
-  constructor(readonly dataDir: string, readonly owner: LockOwner) {
+  constructor(
+    readonly dataDir: string,
+    readonly owner: LockOwner,
+  ) {
     super(
       `data directory ${dataDir} is in use by another nodefleet service (pid ${owner.pid} on ${owner.hostname}, started ${owner.startedAt}); ` +
         "stop that instance or start this one with another --data-dir",

@@ -50,7 +50,10 @@ export class GroupCommit {
   private readonly release: Statement;
   private readonly rollbackTo: Statement;
 
-  constructor(private readonly db: Db, options: GroupCommitOptions = {}) {
+  constructor(
+    private readonly db: Db,
+    options: GroupCommitOptions = {},
+  ) {
     this.wal = walSyncOf(db);
     this.checkpointEveryWrites = options.checkpointEveryWrites ?? 1000;
     this.savepoint = db.prepare("SAVEPOINT group_write");
@@ -98,7 +101,8 @@ export class GroupCommit {
 
   /** Checkpoints when enough was written and every commit is synced; the next group waits for its database-file sync. */
   private startCheckpoint(): void {
-    if (this.writesSinceCheckpoint < this.checkpointEveryWrites || this.syncingFor || this.undurable.length > 0 || this.checkpointing) return;
+    if (this.writesSinceCheckpoint < this.checkpointEveryWrites || this.syncingFor || this.undurable.length > 0 || this.checkpointing)
+      return;
     let synced: Promise<void>;
     try {
       synced = this.wal.checkpoint();

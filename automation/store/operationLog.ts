@@ -54,7 +54,10 @@ function fromRow(row: OperationRow): Operation {
 }
 
 export class OperationLog {
-  constructor(private readonly db: Db, private readonly now: () => Date = () => new Date()) {}
+  constructor(
+    private readonly db: Db,
+    private readonly now: () => Date = () => new Date(),
+  ) {}
 
   /**
    * A write, durable when it returns (walSync.ts): an operation recorded as started or finished
@@ -75,7 +78,10 @@ export class OperationLog {
     return Number(info.lastInsertRowid);
   }
 
-  finish(id: number, outcome: { result: Exclude<OperationResult, "running">; summary?: ChangeSummary; error?: string; details?: unknown }): void {
+  finish(
+    id: number,
+    outcome: { result: Exclude<OperationResult, "running">; summary?: ChangeSummary; error?: string; details?: unknown },
+  ): void {
     this.write(
       "UPDATE operations SET finished_at = ?, result = ?, summary_json = ?, error = ?, details_json = ? WHERE id = ?",
       this.now().toISOString(),
@@ -89,7 +95,11 @@ export class OperationLog {
 
   /** Marks runs cut short by a crash; returns how many. */
   abandonUnfinished(reason: string): number {
-    return this.write("UPDATE operations SET result = 'abandoned', finished_at = ?, error = ? WHERE result = 'running'", this.now().toISOString(), reason).changes;
+    return this.write(
+      "UPDATE operations SET result = 'abandoned', finished_at = ?, error = ? WHERE result = 'running'",
+      this.now().toISOString(),
+      reason,
+    ).changes;
   }
 
   list(clusterId: string, limit = 500): Operation[] {

@@ -15,7 +15,11 @@ export function isStorageFailure(error: unknown): boolean {
 export function storageFailureReason(error: unknown): string {
   const code = String((error as { code?: unknown }).code);
   // After a failed fsync the write may or may not be on disk: a replay with the same uniqueID is the safe retry.
-  if (code === "NODEFLEET_SYNC_FAILED") return "the data directory's disk failed to persist a write, so the service stops until a restart recovers what is on disk; whether this request was recorded is unknown";
-  const what = code === "SQLITE_FULL" || code === "ENOSPC" || code === "EDQUOT" ? "the disk of the data directory is full" : `the data directory cannot be written (${code})`;
+  if (code === "NODEFLEET_SYNC_FAILED")
+    return "the data directory's disk failed to persist a write, so the service stops until a restart recovers what is on disk; whether this request was recorded is unknown";
+  const what =
+    code === "SQLITE_FULL" || code === "ENOSPC" || code === "EDQUOT"
+      ? "the disk of the data directory is full"
+      : `the data directory cannot be written (${code})`;
   return `${what}; nothing was recorded`;
 }

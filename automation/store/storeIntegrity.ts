@@ -16,7 +16,10 @@ type Db = Database.Database;
 export class StoreLostError extends Error {
   override readonly name = "StoreLostError";
   /** `evidence`: what shows the store had records, e.g. "the engine holds state for the servers it recorded (<files>)". */
-  constructor(readonly file: string, readonly evidence: string) {
+  constructor(
+    readonly file: string,
+    readonly evidence: string,
+  ) {
     super(
       `the store ${file} is ${fs.existsSync(file) ? "empty" : "missing"}, but ${evidence}; starting with an empty store would report those servers as gone. ` +
         `Restore ${path.basename(file)} (with its -wal file, if any) from a backup into ${path.dirname(file)}; ` +
@@ -27,7 +30,10 @@ export class StoreLostError extends Error {
 
 export class StoreDamagedError extends Error {
   override readonly name = "StoreDamagedError";
-  constructor(readonly file: string, readonly problems: readonly string[]) {
+  constructor(
+    readonly file: string,
+    readonly problems: readonly string[],
+  ) {
     super(
       `the store ${file} is damaged (${problems.slice(0, 5).join("; ")}${problems.length > 5 ? `; and ${problems.length - 5} more` : ""}); ` +
         `stop the service and restore ${path.basename(file)} from a backup (or try \`sqlite3 ${file} .recover\` into a new file)`,

@@ -21,7 +21,9 @@ export class StoreSyncFailedError extends Error {
   readonly code = "NODEFLEET_SYNC_FAILED";
   constructor(readonly syncError: unknown) {
     const code = (syncError as { code?: unknown } | undefined)?.code;
-    super(`a sync of the store's files failed (${typeof code === "string" ? code : errorMessage(syncError)}): what reached the disk is unknown until the service restarts and recovers from it`);
+    super(
+      `a sync of the store's files failed (${typeof code === "string" ? code : errorMessage(syncError)}): what reached the disk is unknown until the service restarts and recovers from it`,
+    );
   }
 }
 
@@ -39,7 +41,10 @@ export class WalSync {
   private failure: StoreSyncFailedError | undefined;
   private readonly failureListeners: Array<(failure: StoreSyncFailedError) => void> = [];
 
-  constructor(readonly walPath: string, private readonly db?: Database.Database) {}
+  constructor(
+    readonly walPath: string,
+    private readonly db?: Database.Database,
+  ) {}
 
   private descriptor(): number {
     if (this.fd === undefined) {

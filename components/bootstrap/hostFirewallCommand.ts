@@ -28,5 +28,11 @@ export interface HostFirewallCommandArgs {
  * machine replaces it. Declare it after the member's join (which loads the same rules first).
  */
 export function hostFirewallCommandArgs(args: HostFirewallCommandArgs): command.remote.CommandArgs {
-  return { connection: args.connection, create: args.runScript, stdin: renderHostFirewallReload(args.hostFirewall), triggers: [args.machineId], logging: "stderr" };
+  return {
+    connection: args.connection,
+    create: args.runScript,
+    stdin: renderHostFirewallReload(args.hostFirewall),
+    triggers: [args.machineId],
+    logging: "stderr",
+  };
 }

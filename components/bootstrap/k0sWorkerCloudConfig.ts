@@ -61,7 +61,9 @@ function validate(input: K0sWorkerBootstrapInput): void {
   if (!/^\S+$/.test(input.providerID)) throw new Error("providerID must be non-empty and contain no whitespace");
   const problems = [
     ...(labelsSchema.safeParse(input.labels).error?.issues ?? []).map((i) => `${formatIssuePath(["labels", ...i.path])}: ${i.message}`),
-    ...(taintSchema.array().safeParse(input.taints).error?.issues ?? []).map((i) => `${formatIssuePath(["taints", ...i.path])}: ${i.message}`),
+    ...(taintSchema.array().safeParse(input.taints).error?.issues ?? []).map(
+      (i) => `${formatIssuePath(["taints", ...i.path])}: ${i.message}`,
+    ),
   ];
   if (problems.length > 0) throw new Error(`invalid node labels or taints:\n${problems.join("\n")}`);
   if (input.nodeIp) assertNodeIpSource(input.nodeIp);
@@ -72,7 +74,9 @@ function validate(input: K0sWorkerBootstrapInput): void {
  * it from here too), so it never depends on what the image or DHCP made of the hostname.
  */
 function k0sKubeletExtraArgs(input: Pick<K0sWorkerBootstrapInput, "providerID" | "hostname" | "kubelet">): string {
-  return [`--provider-id=${input.providerID}`, `--hostname-override=${input.hostname}`, ...kubeletReservationFlags(input.kubelet)].join(" ");
+  return [`--provider-id=${input.providerID}`, `--hostname-override=${input.hostname}`, ...kubeletReservationFlags(input.kubelet)].join(
+    " ",
+  );
 }
 
 /** The arguments after `k0s install`; `$token_file` is a variable of the bootstrap script. */
@@ -147,10 +151,10 @@ export function renderK0sWorkerBootstrapScript(input: K0sWorkerBootstrapInput, u
     '  expected="$(pinned_sha256 "$arch")"',
     '  if [ -z "$expected" ]; then',
     '    fetch "${release_url}/sha256sums.txt" "${workdir}/sha256sums.txt"',
-    "    expected=\"$(awk -v asset=\"$asset\" '$2 == asset || $2 == \"*\" asset { print $1; exit }' \"${workdir}/sha256sums.txt\")\"",
+    '    expected="$(awk -v asset="$asset" \'$2 == asset || $2 == "*" asset { print $1; exit }\' "${workdir}/sha256sums.txt")"',
     '    [ -n "$expected" ] || fail "no checksum for ${asset} in sha256sums.txt"',
     "  fi",
-    "  actual=\"$(sha256sum \"${workdir}/k0s\" | awk '{ print $1 }')\"",
+    '  actual="$(sha256sum "${workdir}/k0s" | awk \'{ print $1 }\')"',
     '  [ "$actual" = "$expected" ] || fail "checksum mismatch for ${asset}: expected ${expected}, got ${actual}"',
     '  install -D -m 0755 "${workdir}/k0s" "$k0s_bin"',
     "}",
@@ -170,7 +174,11 @@ export function renderK0sWorkerBootstrapScript(input: K0sWorkerBootstrapInput, u
         ]
       : ['  log "k0sworker is installed already; skipping download and install"']),
     "else",
-    ...(input.nodeIp ? renderNodeIpDiscovery(input.nodeIp).split("\n").map((line) => (line === "" ? line : `  ${line}`)) : []),
+    ...(input.nodeIp
+      ? renderNodeIpDiscovery(input.nodeIp)
+          .split("\n")
+          .map((line) => (line === "" ? line : `  ${line}`))
+      : []),
     "  install_k0s",
     "  install_args=(",
     ...installArgLines(input).map((line) => `  ${line}`),

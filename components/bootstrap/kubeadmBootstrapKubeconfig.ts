@@ -22,9 +22,7 @@ export function renderBootstrapKubeconfig(input: BootstrapKubeconfigInput): stri
         cluster: bootstrapKubeconfigCluster(input),
       },
     ],
-    contexts: [
-      { name: KUBEADM_BOOTSTRAP_CONTEXT, context: { cluster: KUBEADM_CLUSTER_NAME, user: KUBEADM_BOOTSTRAP_USER } },
-    ],
+    contexts: [{ name: KUBEADM_BOOTSTRAP_CONTEXT, context: { cluster: KUBEADM_CLUSTER_NAME, user: KUBEADM_BOOTSTRAP_USER } }],
     "current-context": KUBEADM_BOOTSTRAP_CONTEXT,
     preferences: {},
     users: [{ name: KUBEADM_BOOTSTRAP_USER, user: { token: input.token } }],

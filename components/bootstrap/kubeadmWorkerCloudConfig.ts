@@ -14,9 +14,7 @@ const ELASTIC_METAL_MAX_CLOUD_INIT_CHARS = 127_998;
 /** Wraps a self-join script (kubeadm, or k0s with a private network on Elastic Metal) as `#cloud-config`. */
 export function renderSelfJoinCloudConfig(selfJoinScript: string): string {
   const config = {
-    write_files: [
-      { path: SELF_JOIN_SCRIPT_PATH, owner: "root:root", permissions: "0700", content: selfJoinScript },
-    ],
+    write_files: [{ path: SELF_JOIN_SCRIPT_PATH, owner: "root:root", permissions: "0700", content: selfJoinScript }],
     runcmd: [["bash", SELF_JOIN_SCRIPT_PATH]],
   };
   return `#cloud-config\n${stringify(config, { lineWidth: 0 })}`;

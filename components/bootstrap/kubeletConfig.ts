@@ -81,7 +81,8 @@ export function kubeletConfigHash(renderedConfig: string): string {
  * from the rendered text, so the re-push hash still follows the rendered config.
  */
 export function writeKubeletConfigBlock(renderedConfig: string): string {
-  if (!/^resolvConf: .*$/m.test(renderedConfig)) throw new Error("the kubelet config has no top-level resolvConf line to adapt to the host");
+  if (!/^resolvConf: .*$/m.test(renderedConfig))
+    throw new Error("the kubelet config has no top-level resolvConf line to adapt to the host");
   const text = renderedConfig.endsWith("\n") ? renderedConfig : `${renderedConfig}\n`;
   const delimiter = heredocDelimiter(text, "NODEFLEET_KUBELET_CONFIG");
   return `# kubeadm's rule: with systemd-resolved the kubelet reads its upstream list, never the 127.0.0.53 stub

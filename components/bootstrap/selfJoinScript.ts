@@ -13,7 +13,15 @@ import { renderBootstrapKubeconfig } from "./kubeadmBootstrapKubeconfig";
 import { KUBELET_PATHS, renderKubeletConfig, writeKubeletConfigBlock } from "./kubeletConfig";
 import { K0S_BOOTSTRAP_SCRIPT_PATH, K0S_KUBELET_CONF, K0S_TOKEN_FILE, renderK0sWorkerBootstrapScript } from "./k0sWorkerCloudConfig";
 import { kubeletNodeLabelsArg, kubeletTaintsArg } from "./kubeletRegistrationArgs";
-import { NETPLAN_ID, NETPLAN_PARENT_ID_PROGRAM, NETPLAN_VLAN_PATH, assertVlanId, isIpv4WithPrefix, renderNetplanVlan, vlanInterfaceName } from "./netplanVlan";
+import {
+  NETPLAN_ID,
+  NETPLAN_PARENT_ID_PROGRAM,
+  NETPLAN_VLAN_PATH,
+  assertVlanId,
+  isIpv4WithPrefix,
+  renderNetplanVlan,
+  vlanInterfaceName,
+} from "./netplanVlan";
 import { type NodeIpSource, assertNodeIpSource, renderNodeIpDiscovery } from "./nodeIp";
 import { type HostFirewallInput, renderHostFirewallSection } from "./hostFirewall";
 import { APT_GET, heredocDelimiter, scriptPrelude, shellQuote, writeFileBlock } from "./shellScript";
@@ -178,7 +186,8 @@ function kubeadmSection(input: KubeadmSelfJoinInput): string {
   // specifier. No `$`, backquote or backslash either: the drop-in is an expanding heredoc, for the
   // --node-ip found on the host.
   for (const flag of flags) {
-    if (/[\s%"'\\$`]/.test(flag)) throw new Error(`kubelet flag ${JSON.stringify(flag.split("=")[0])} has characters systemd would misread`);
+    if (/[\s%"'\\$`]/.test(flag))
+      throw new Error(`kubelet flag ${JSON.stringify(flag.split("=")[0])} has characters systemd would misread`);
   }
   const nodeIpFlag = input.nodeIp ? " --node-ip=${node_ip}" : "";
   const dropIn = `[Service]
@@ -240,8 +249,12 @@ fi
 before=$CHANGED
 ${writeFileBlock(KUBELET_PATHS.clientCA, "0644", input.caCertificate)}
 ${writeKubeletConfigBlock(input.kubeletConfig)}
-${input.nodeIp ? `${renderNodeIpDiscovery(input.nodeIp)}
-` : ""}write_file ${shellQuote(KUBELET_PATHS.dropIn)} 0644 <<${dropInDelimiter}
+${
+  input.nodeIp
+    ? `${renderNodeIpDiscovery(input.nodeIp)}
+`
+    : ""
+}write_file ${shellQuote(KUBELET_PATHS.dropIn)} 0644 <<${dropInDelimiter}
 ${dropIn}${dropInDelimiter}
 if [ ! -s "$R${KUBELET_PATHS.kubeconfig}" ]; then
 ${writeFileBlock(KUBELET_PATHS.bootstrapKubeconfig, "0600", input.bootstrapKubeconfig)}
@@ -267,17 +280,20 @@ log "joined as ${input.hostname}"`;
  * once the kubelet has its own kubeconfig), the same one Hetzner Cloud nodes run from cloud-init.
  */
 function k0sSection(input: K0sSelfJoinInput): string {
-  const bootstrap = renderK0sWorkerBootstrapScript({
-    k0sVersion: input.k0sVersion,
-    ...(input.k0sSha256 ? { k0sSha256: input.k0sSha256 } : {}),
-    joinToken: input.joinToken,
-    hostname: input.hostname,
-    providerID: input.providerID,
-    labels: input.labels,
-    taints: input.taints,
-    kubelet: input.kubelet,
-    ...(input.nodeIp ? { nodeIp: input.nodeIp } : {}),
-  }, true);
+  const bootstrap = renderK0sWorkerBootstrapScript(
+    {
+      k0sVersion: input.k0sVersion,
+      ...(input.k0sSha256 ? { k0sSha256: input.k0sSha256 } : {}),
+      joinToken: input.joinToken,
+      hostname: input.hostname,
+      providerID: input.providerID,
+      labels: input.labels,
+      taints: input.taints,
+      kubelet: input.kubelet,
+      ...(input.nodeIp ? { nodeIp: input.nodeIp } : {}),
+    },
+    true,
+  );
   // A joined node gets no token, but runs the bootstrap again: it upgrades k0s to the pinned version.
   return `# --- k0s worker: the join token (root-only, first join only) and the k0s worker bootstrap
 if [ -s "$R${K0S_KUBELET_CONF}" ]; then

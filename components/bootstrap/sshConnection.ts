@@ -20,7 +20,10 @@ export const UNREAD_HOST_KEY = "host-key-not-read";
 export const READ_HOST_KEY_COMMAND = "cat /etc/ssh/ssh_host_ed25519_key.pub";
 
 /** The SSH login for nodefleet's remote commands . */
-export function sshAuth(args: { readonly sshPrivateKey?: pulumi.Input<string> }): { privateKey?: pulumi.Input<string>; agentSocketPath?: string } {
+export function sshAuth(args: { readonly sshPrivateKey?: pulumi.Input<string> }): {
+  privateKey?: pulumi.Input<string>;
+  agentSocketPath?: string;
+} {
   if (args.sshPrivateKey !== undefined) return { privateKey: pulumi.secret(args.sshPrivateKey) };
   const fromConfig = new pulumi.Config("nodefleet").getSecret("sshPrivateKey");
   if (fromConfig !== undefined) return { privateKey: fromConfig };

@@ -61,7 +61,11 @@ export type WorkerUserDataInputs = K0sWorkerUserDataInputs | KubeadmWorkerUserDa
  */
 function registrationLabels(labels: Readonly<Record<string, string>>): Record<string, string> {
   const { accepted } = partitionKubeletLabels(labels);
-  return Object.fromEntries(Object.keys(accepted).sort().map((key) => [key, accepted[key]]));
+  return Object.fromEntries(
+    Object.keys(accepted)
+      .sort()
+      .map((key) => [key, accepted[key]]),
+  );
 }
 
 export function workerUserDataInputs(cluster: WorkerCluster, member: WorkerMemberInput): WorkerUserDataInputs {

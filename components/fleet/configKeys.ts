@@ -29,14 +29,20 @@ export function isNodefleetKey(key: string): boolean {
  * One problem per key of the `nodefleet:` namespace that is neither a spec key (`specKeys`, full
  * keys such as `nodefleet:pools`) nor one of NON_SPEC_CONFIG_KEYS, naming the nearest valid key.
  */
-export function unknownConfigKeyProblems(keys: Iterable<string>, specKeys: readonly string[]): Array<{ path: PropertyKey[]; message: string }> {
+export function unknownConfigKeyProblems(
+  keys: Iterable<string>,
+  specKeys: readonly string[],
+): Array<{ path: PropertyKey[]; message: string }> {
   const known = [...specKeys, ...Object.keys(NON_SPEC_CONFIG_KEYS)];
   const prefix = `${NODEFLEET_NAMESPACE}:`;
   const problems: Array<{ path: PropertyKey[]; message: string }> = [];
   for (const key of keys) {
     if (!isNodefleetKey(key) || known.includes(key)) continue;
     // Compared without the namespace, which every key shares: it would make any two keys look alike.
-    const nearest = nearestName(key.slice(prefix.length), known.map((k) => k.slice(prefix.length)));
+    const nearest = nearestName(
+      key.slice(prefix.length),
+      known.map((k) => k.slice(prefix.length)),
+    );
     const hint = nearest === undefined ? "" : ` (did you mean ${prefix}${nearest}?)`;
     problems.push({ path: [key], message: `unknown key in the ${NODEFLEET_NAMESPACE} namespace${hint}; the keys are ${known.join(", ")}` });
   }

@@ -23,7 +23,10 @@ function membersByPool(previousNodes: unknown): Map<string, number> {
  * Why this run may not go ahead, as `path: message`, or undefined when it may: the config declares
  * no pools, the previous `nodes` output holds members, and `allowEmptyFleet` is not set.
  */
-export function emptyFleetProblem(spec: { readonly pools: readonly unknown[]; readonly allowEmptyFleet: boolean }, previousNodes: unknown): string | undefined {
+export function emptyFleetProblem(
+  spec: { readonly pools: readonly unknown[]; readonly allowEmptyFleet: boolean },
+  previousNodes: unknown,
+): string | undefined {
   if (spec.pools.length > 0 || spec.allowEmptyFleet) return undefined;
   const counts = membersByPool(previousNodes);
   const members = [...counts.values()].reduce((sum, n) => sum + n, 0);

@@ -21,10 +21,7 @@ export interface HcloudFirewallRule {
   readonly description: string;
 }
 
-export function clusterFirewallRules(
-  cluster: Pick<ClusterSpec, "controlPlaneAddresses">,
-  firewall: FirewallSpec,
-): HcloudFirewallRule[] {
+export function clusterFirewallRules(cluster: Pick<ClusterSpec, "controlPlaneAddresses">, firewall: FirewallSpec): HcloudFirewallRule[] {
   const rules: HcloudFirewallRule[] = [
     {
       direction: "in",

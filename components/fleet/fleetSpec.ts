@@ -4,11 +4,7 @@
  */
 import { z } from "zod";
 import { cidrContains, isIpv6Cidr, parseIpv4Cidr } from "../shared/cidr";
-import {
-  HCLOUD_LOCATION_ZONES,
-  HCLOUD_MAX_SERVERS_PER_NETWORK,
-  HCLOUD_NETWORK_ZONES,
-} from "./hcloudLocations";
+import { HCLOUD_LOCATION_ZONES, HCLOUD_MAX_SERVERS_PER_NETWORK, HCLOUD_NETWORK_ZONES } from "./hcloudLocations";
 import { GENERATION_SUFFIX_LENGTH, MAX_SERVER_NAME_LENGTH } from "./generationSuffix";
 import { reservedLabels } from "./reservedLabels";
 import { hostnameFor, staticNodeIds } from "./naming";
@@ -66,7 +62,11 @@ export type Taint = z.infer<typeof taintSchema>;
 export const taintListSchema = z.array(taintSchema).superRefine((taints, ctx) => {
   for (const index of repeatedTaintPairs(taints)) {
     const { key, effect } = taints[index]!;
-    ctx.addIssue({ code: "custom", path: [index], message: `taint ${key}:${effect} repeats the (key, effect) of an earlier taint; a Node may carry each pair once` });
+    ctx.addIssue({
+      code: "custom",
+      path: [index],
+      message: `taint ${key}:${effect} repeats the (key, effect) of an earlier taint; a Node may carry each pair once`,
+    });
   }
 });
 
@@ -85,9 +85,15 @@ export const kubeletSchema = z.strictObject({
   /** Ephemeral storage reserved, in GiB. */
   reservedEphemeralStorageGiB: z.number().int().min(0).default(1),
   /** kubeadm clusters: cluster DNS service addresses for the KubeletConfiguration (default 10.96.0.10). */
-  clusterDNS: z.array(z.string().regex(/^\d{1,3}(\.\d{1,3}){3}$/, { error: "clusterDNS entries must be IPv4 addresses" })).min(1).optional(),
+  clusterDNS: z
+    .array(z.string().regex(/^\d{1,3}(\.\d{1,3}){3}$/, { error: "clusterDNS entries must be IPv4 addresses" }))
+    .min(1)
+    .optional(),
   /** kubeadm clusters: the cluster domain for the KubeletConfiguration (default cluster.local). */
-  clusterDomain: z.string().regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/, { error: "clusterDomain must be a DNS name such as cluster.local" }).optional(),
+  clusterDomain: z
+    .string()
+    .regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/, { error: "clusterDomain must be a DNS name such as cluster.local" })
+    .optional(),
 });
 export type KubeletSettings = z.infer<typeof kubeletSchema>;
 
@@ -99,11 +105,9 @@ export const clusterSchema = z
     apiServer: z
       .string()
       .regex(/^https:\/\/[^\s/]+(:\d+)?\/?$/, { error: "apiServer must be an https:// URL such as https://203.0.113.10:6443" }),
-    caCertificate: z
-      .string()
-      .regex(/-----BEGIN CERTIFICATE-----[\s\S]+-----END CERTIFICATE-----/, {
-        error: "caCertificate must be a PEM certificate (-----BEGIN CERTIFICATE----- ... -----END CERTIFICATE-----)",
-      }),
+    caCertificate: z.string().regex(/-----BEGIN CERTIFICATE-----[\s\S]+-----END CERTIFICATE-----/, {
+      error: "caCertificate must be a PEM certificate (-----BEGIN CERTIFICATE----- ... -----END CERTIFICATE-----)",
+    }),
     /** Kubeconfig with rights to create bootstrap-token Secrets; a secret. Optional for render and simulation. */
     kubeconfig: z.string().min(1).optional(),
     /**
@@ -125,20 +129,26 @@ export const clusterSchema = z
      * cosign signature), and set them here. An architecture without a pin is checked against the
      * release's sha256sums.txt.
      */
-    k0sSha256: z.partialRecord(z.enum(["amd64", "arm64"]), z.string().regex(/^[a-f0-9]{64}$/, { error: "k0sSha256 values must be 64 hex digits" })).optional(),
+    k0sSha256: z
+      .partialRecord(z.enum(["amd64", "arm64"]), z.string().regex(/^[a-f0-9]{64}$/, { error: "k0sSha256 values must be 64 hex digits" }))
+      .optional(),
     /**
      * `pinned` (default): k0sSha256 is required. `release`: no pin needed; nodes check the binary
      * against the release's own sha256sums.txt, downloaded from the same place as the binary (this
      * guards against a damaged download, not against a tampered release).
      */
     k0sChecksums: z.enum(["pinned", "release"], { error: "k0sChecksums must be pinned or release" }).default("pinned"),
-    kubernetesVersion: z
-      .string()
-      .regex(KUBERNETES_VERSION, { error: "kubernetesVersion must look like v1.33.4" })
-      .optional(),
-    controlPlaneAddresses: z.array(cidr("controlPlaneAddresses entries")).min(1, { error: "controlPlaneAddresses needs at least one CIDR" }),
+    kubernetesVersion: z.string().regex(KUBERNETES_VERSION, { error: "kubernetesVersion must look like v1.33.4" }).optional(),
+    controlPlaneAddresses: z
+      .array(cidr("controlPlaneAddresses entries"))
+      .min(1, { error: "controlPlaneAddresses needs at least one CIDR" }),
     /** Bootstrap token lifetime in minutes (default 60). */
-    bootstrapTokenTtlMinutes: z.number().int().min(10).max(24 * 60).default(60),
+    bootstrapTokenTtlMinutes: z
+      .number()
+      .int()
+      .min(10)
+      .max(24 * 60)
+      .default(60),
     /**
      * Minutes of lifetime a bootstrap token must have left when a new machine gets it: the install
      * and join time, longer for bare metal. A token that would have less is replaced before the
@@ -158,7 +168,11 @@ export const clusterSchema = z
   })
   .superRefine((cluster, ctx) => {
     if (cluster.kubeconfig !== undefined && cluster.kubeconfigFromEnvironment === true) {
-      ctx.addIssue({ code: "custom", path: ["kubeconfigFromEnvironment"], message: "kubeconfigFromEnvironment and kubeconfig exclude each other: the kubeconfig comes from one place" });
+      ctx.addIssue({
+        code: "custom",
+        path: ["kubeconfigFromEnvironment"],
+        message: "kubeconfigFromEnvironment and kubeconfig exclude each other: the kubeconfig comes from one place",
+      });
     }
     if (cluster.kind === "k0s" && !cluster.k0sVersion) {
       ctx.addIssue({ code: "custom", path: ["k0sVersion"], message: "k0sVersion is required when kind is k0s" });
@@ -170,7 +184,10 @@ export const clusterSchema = z
         message: `k0sSha256 is required when kind is k0s: the sha256 of k0s-${cluster.k0sVersion ?? "<k0sVersion>"}-amd64 (and -arm64 if used) from that release's sha256sums.txt, so nodes verify the binary against a value you pinned; or set k0sChecksums: release to check against the release's own file`,
       });
     }
-    if (cluster.bootstrapTokenJoinMarginMinutes !== undefined && cluster.bootstrapTokenJoinMarginMinutes >= cluster.bootstrapTokenTtlMinutes) {
+    if (
+      cluster.bootstrapTokenJoinMarginMinutes !== undefined &&
+      cluster.bootstrapTokenJoinMarginMinutes >= cluster.bootstrapTokenTtlMinutes
+    ) {
       ctx.addIssue({
         code: "custom",
         path: ["bootstrapTokenJoinMarginMinutes"],
@@ -225,7 +242,7 @@ const firewallRuleSchema = z
     protocol: z.enum(["tcp", "udp", "icmp", "esp", "gre"], { error: "protocol must be tcp, udp, icmp, esp or gre" }),
     /** A port, a range "30000-32767" or "any"; required for tcp and udp, refused for the others (Hetzner's rule). */
     port: z
-      .string({ error: "port must be a string such as \"443\"" })
+      .string({ error: 'port must be a string such as "443"' })
       .refine(isFirewallPort, { error: "port must be a number from 1 to 65535, an ascending range like 30000-32767, or any" })
       .optional(),
     /** Inbound sources, IPv4 or IPv6 CIDRs; at least one. */
@@ -234,7 +251,11 @@ const firewallRuleSchema = z
   .superRefine((rule, ctx) => {
     const takesPort = PORT_PROTOCOLS.includes(rule.protocol);
     if (takesPort && rule.port === undefined) {
-      ctx.addIssue({ code: "custom", path: ["port"], message: `port is required for protocol ${rule.protocol} (a number, a range like 30000-32767, or any)` });
+      ctx.addIssue({
+        code: "custom",
+        path: ["port"],
+        message: `port is required for protocol ${rule.protocol} (a number, a range like 30000-32767, or any)`,
+      });
     } else if (!takesPort && rule.port !== undefined) {
       ctx.addIssue({ code: "custom", path: ["port"], message: `port is only allowed for tcp and udp, not for ${rule.protocol}` });
     }
@@ -284,7 +305,10 @@ const hcloudCommon = {
 };
 
 const rolloutCount = (field: string) =>
-  z.number({ error: `${field} must be a whole number of 0 or more` }).int({ error: `${field} must be a whole number of 0 or more` }).min(0, { error: `${field} must be a whole number of 0 or more` });
+  z
+    .number({ error: `${field} must be a whole number of 0 or more` })
+    .int({ error: `${field} must be a whole number of 0 or more` })
+    .min(0, { error: `${field} must be a whole number of 0 or more` });
 
 /** Seconds a departing server's drain may take (evictions a PodDisruptionBudget refuses are retried) before the run fails and keeps the server. Default 600. */
 const drainTimeoutSeconds = z
@@ -306,7 +330,9 @@ const rolloutSchema = z
     maxUnavailable: rolloutCount("maxUnavailable").default(DEFAULT_ROLLOUT.maxUnavailable),
     drainTimeoutSeconds,
   })
-  .refine((r) => r.maxSurge + r.maxUnavailable > 0, { error: "maxSurge and maxUnavailable cannot both be 0 (no member could ever be replaced)" });
+  .refine((r) => r.maxSurge + r.maxUnavailable > 0, {
+    error: "maxSurge and maxUnavailable cannot both be 0 (no member could ever be replaced)",
+  });
 
 /**
  * How a change that reinstalls, replaces or re-joins members rolls through a bare-metal pool
@@ -326,19 +352,22 @@ function inPlaceRolloutSchema(why: string) {
     .default(() => ({ maxUnavailable: DEFAULT_IN_PLACE_MAX_UNAVAILABLE, drainTimeoutSeconds: DEFAULT_DRAIN_TIMEOUT_SECONDS }));
 }
 
-export const hcloudStaticPoolSchema = z
-  .strictObject({
-    ...hcloudCommon,
-    mode: z.literal("static"),
-    replicas: replicas.optional(),
-    nodes: nodeNames.optional(),
-    rollout: rolloutSchema.default(() => ({ ...DEFAULT_ROLLOUT, drainTimeoutSeconds: DEFAULT_DRAIN_TIMEOUT_SECONDS })),
-  });
+export const hcloudStaticPoolSchema = z.strictObject({
+  ...hcloudCommon,
+  mode: z.literal("static"),
+  replicas: replicas.optional(),
+  nodes: nodeNames.optional(),
+  rollout: rolloutSchema.default(() => ({ ...DEFAULT_ROLLOUT, drainTimeoutSeconds: DEFAULT_DRAIN_TIMEOUT_SECONDS })),
+});
 
 const poolLimitsSchema = z.strictObject({
-  maxNodes: z.number().int().min(1, { error: "maxNodes must be at least 1" }).max(HCLOUD_MAX_SERVERS_PER_NETWORK, {
-    error: `maxNodes must be at most ${HCLOUD_MAX_SERVERS_PER_NETWORK}`,
-  }),
+  maxNodes: z
+    .number()
+    .int()
+    .min(1, { error: "maxNodes must be at least 1" })
+    .max(HCLOUD_MAX_SERVERS_PER_NETWORK, {
+      error: `maxNodes must be at most ${HCLOUD_MAX_SERVERS_PER_NETWORK}`,
+    }),
   cpu: z.number().int().positive().optional(),
   memoryGiB: z.number().positive().optional(),
 });
@@ -354,7 +383,8 @@ export const scalewayElasticMetalPoolSchema = z.strictObject({
   ...poolBase,
   provider: z.literal("scaleway-elastic-metal"),
   mode: z.literal("static", {
-    error: "mode must be static: autoscaled pools are only supported for provider hcloud (bare-metal installs take longer than Karpenter's 15-minute registration timeout)",
+    error:
+      "mode must be static: autoscaled pools are only supported for provider hcloud (bare-metal installs take longer than Karpenter's 15-minute registration timeout)",
   }),
   zone: z.string().regex(/^[a-z]{2}-[a-z]{3}-\d$/, { error: "zone must be a Scaleway zone such as fr-par-2" }),
   offer: z.string().min(1, { error: "offer is required (an Elastic Metal offer name such as EM-B220E-NVME)" }),
@@ -367,7 +397,12 @@ export const scalewayElasticMetalPoolSchema = z.strictObject({
      * `subnet`. Without it the pool creates the network `name`, and refuses to when a network of
      * that name that it did not create exists.
      */
-    id: z.string().regex(/^([a-z]{2}-[a-z]{3}\/)?[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/, { error: "privateNetwork.id must be a Scaleway private network id such as fr-par/11111111-2222-4333-a444-555555555555" }).optional(),
+    id: z
+      .string()
+      .regex(/^([a-z]{2}-[a-z]{3}\/)?[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/, {
+        error: "privateNetwork.id must be a Scaleway private network id such as fr-par/11111111-2222-4333-a444-555555555555",
+      })
+      .optional(),
   }),
   replicas: replicas.optional(),
   nodes: nodeNames.optional(),
@@ -378,7 +413,9 @@ export const scalewayElasticMetalPoolSchema = z.strictObject({
   /** Node-local storage class whose PVCs are removed with the node. */
   localStorageClass: z.string().min(1).optional(),
   /** How offer, OS, zone and version changes roll: one member at a time by default (see inPlaceRolloutSchema). */
-  rollout: inPlaceRolloutSchema("an Elastic Metal member keeps its private address and Node name, so its new server is ordered only once the old one is released"),
+  rollout: inPlaceRolloutSchema(
+    "an Elastic Metal member keeps its private address and Node name, so its new server is ordered only once the old one is released",
+  ),
   /**
    * SSH for the self-join, the VLAN id delivery and kubelet-config re-pushes. The private key comes
    * from secret config `nodefleet:sshPrivateKey` or NODEFLEET_SSH_PRIVATE_KEY (else ssh-agent).
@@ -386,7 +423,10 @@ export const scalewayElasticMetalPoolSchema = z.strictObject({
    */
   ssh: z
     .strictObject({
-      user: z.string().regex(/^[a-z_][a-z0-9_-]{0,31}$/, { error: "ssh.user must be a Unix user name" }).optional(),
+      user: z
+        .string()
+        .regex(/^[a-z_][a-z0-9_-]{0,31}$/, { error: "ssh.user must be a Unix user name" })
+        .optional(),
       port: z.number().int().min(1).max(65535).default(22),
     })
     .default(() => ({ port: 22 })),
@@ -396,12 +436,15 @@ export const hetznerRobotPoolSchema = z.strictObject({
   ...poolBase,
   provider: z.literal("hetzner-robot"),
   mode: z.literal("static", {
-    error: "mode must be static: autoscaled pools are only supported for provider hcloud (bare-metal installs take longer than Karpenter's 15-minute registration timeout)",
+    error:
+      "mode must be static: autoscaled pools are only supported for provider hcloud (bare-metal installs take longer than Karpenter's 15-minute registration timeout)",
   }),
   servers: z
     .array(z.strictObject({ serverNumber: z.number().int().positive(), name: dnsLabel("servers[].name", 20) }))
     .min(1)
-    .refine((servers) => new Set(servers.map((s) => s.serverNumber)).size === servers.length, { error: "servers[].serverNumber entries must be unique" })
+    .refine((servers) => new Set(servers.map((s) => s.serverNumber)).size === servers.length, {
+      error: "servers[].serverNumber entries must be unique",
+    })
     .refine((servers) => new Set(servers.map((s) => s.name)).size === servers.length, { error: "servers[].name entries must be unique" }),
   /**
    * MD5 fingerprints (`15:28:b0:...`) of SSH keys deposited in Robot: the rescue system and the
@@ -418,9 +461,16 @@ export const hetznerRobotPoolSchema = z.strictObject({
   /** The Ubuntu image installimage installs. */
   image: z.enum(["ubuntu-24.04", "ubuntu-22.04"]).default("ubuntu-24.04"),
   /** The nodes' topology.kubernetes.io/zone label, e.g. the data centre (fsn1). */
-  location: z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, { error: "location must be a lowercase label such as fsn1" }).default("hetzner-robot"),
+  location: z
+    .string()
+    .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, { error: "location must be a lowercase label such as fsn1" })
+    .default("hetzner-robot"),
   /** The nodes' node.kubernetes.io/instance-type label, e.g. the Robot product (AX41-NVMe). */
-  serverType: z.string().regex(/^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/, { error: "serverType must be a label value such as AX41-NVMe" }).max(63).default("dedicated"),
+  serverType: z
+    .string()
+    .regex(/^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/, { error: "serverType must be a label value such as AX41-NVMe" })
+    .max(63)
+    .default("dedicated"),
   /** How reinstalls and version re-joins roll: one server at a time by default (see inPlaceRolloutSchema). */
   rollout: inPlaceRolloutSchema("Robot servers are fixed machines, so nothing can be added beside them"),
 });
@@ -476,7 +526,14 @@ const anyPoolSchema = z.custom<PoolSpec>().transform((raw, ctx) => {
   const mode = (raw as { mode?: unknown }).mode;
   if ((raw as { provider?: unknown }).provider === "hcloud" && mode !== "static" && mode !== "autoscaled") {
     // Said here: the static schema chosen for it would only name "static" and refuse the autoscaled fields.
-    ctx.addIssue({ code: "custom", path: ["mode"], message: mode === undefined ? "mode is required for an hcloud pool: static or autoscaled" : `mode must be static or autoscaled, not ${JSON.stringify(mode)}` });
+    ctx.addIssue({
+      code: "custom",
+      path: ["mode"],
+      message:
+        mode === undefined
+          ? "mode is required for an hcloud pool: static or autoscaled"
+          : `mode must be static or autoscaled, not ${JSON.stringify(mode)}`,
+    });
     return z.NEVER;
   }
   const kind = poolKindText(raw);
@@ -534,7 +591,8 @@ interface RawPool {
  */
 function longestNameProblem(clusterId: string, poolName: string, pool: RawPool): string | undefined {
   const nodes = Array.isArray(pool.nodes) && pool.nodes.every((n) => typeof n === "string") ? (pool.nodes as string[]) : undefined;
-  const replicas = typeof pool.replicas === "number" && Number.isInteger(pool.replicas) && pool.replicas > 0 ? Math.min(pool.replicas, 1000) : 0;
+  const replicas =
+    typeof pool.replicas === "number" && Number.isInteger(pool.replicas) && pool.replicas > 0 ? Math.min(pool.replicas, 1000) : 0;
   const nodeIds = nodes ? staticNodeIds({ name: poolName, nodes }) : staticNodeIds({ name: poolName, replicas });
   const longest = nodeIds.map((nodeId) => hostnameFor({ id: clusterId }, nodeId)).sort((a, b) => b.length - a.length)[0];
   if (longest === undefined) return undefined;
@@ -566,7 +624,10 @@ function crossFieldProblems(rawConfig: Readonly<Record<string, unknown>>): Array
     if (typeof pool.name === "string") {
       const first = seen.get(pool.name);
       if (first !== undefined) {
-        problems.push({ path: [...path, "name"], message: `pool name ${pool.name} is already used by nodefleet:pools[${first}]; pool names must be unique` });
+        problems.push({
+          path: [...path, "name"],
+          message: `pool name ${pool.name} is already used by nodefleet:pools[${first}]; pool names must be unique`,
+        });
       } else {
         seen.set(pool.name, index);
       }
@@ -590,7 +651,12 @@ function crossFieldProblems(rawConfig: Readonly<Record<string, unknown>>): Array
         });
       }
     }
-    if (pool.provider === "hetzner-robot" && typeof clusterId === "string" && typeof pool.name === "string" && Array.isArray(pool.servers)) {
+    if (
+      pool.provider === "hetzner-robot" &&
+      typeof clusterId === "string" &&
+      typeof pool.name === "string" &&
+      Array.isArray(pool.servers)
+    ) {
       const nodes = pool.servers.map((s) => (s as { name?: unknown } | null)?.name).filter((n): n is string => typeof n === "string");
       const problem = longestNameProblem(clusterId, pool.name, { ...pool, nodes });
       if (problem) problems.push({ path: [...path, "servers"], message: problem });

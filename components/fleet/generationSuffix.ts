@@ -26,7 +26,10 @@ export interface GenerationInputs {
 /** `[a-z0-9]{6}` from the canonical hash of a value: how every server generation is named. */
 export function generationHash(value: unknown): string {
   const digest = canonicalHash(value);
-  return BigInt(`0x${digest.slice(0, 16)}`).toString(36).padStart(GENERATION_SUFFIX_LENGTH, "0").slice(-GENERATION_SUFFIX_LENGTH);
+  return BigInt(`0x${digest.slice(0, 16)}`)
+    .toString(36)
+    .padStart(GENERATION_SUFFIX_LENGTH, "0")
+    .slice(-GENERATION_SUFFIX_LENGTH);
 }
 
 /** `[a-z0-9]{6}`, a pure function of the replace-forcing inputs. */

@@ -53,7 +53,10 @@ export function currentInPlaceMembers<Extra extends object = object>(
   previousNodes: ReadonlyArray<Record<string, unknown>>,
   pool: string,
   readyNodeNames: ReadonlySet<string>,
-  extra: { readonly fields: readonly string[]; readonly read: (node: Readonly<Record<string, string>>) => Extra } = { fields: [], read: () => ({}) as Extra },
+  extra: { readonly fields: readonly string[]; readonly read: (node: Readonly<Record<string, string>>) => Extra } = {
+    fields: [],
+    read: () => ({}) as Extra,
+  },
 ): Array<CurrentInPlaceMember & Extra> | undefined {
   const nodes = previousNodes.filter((n) => n.pool === pool);
   const fields = ["nodeId", "hostname", "generation", "joinInputs", ...extra.fields];

@@ -7,10 +7,17 @@
  */
 import type { PoolSpec } from "./fleetSpec";
 
-export function serversOutsidePool(pools: readonly PoolSpec[], current: Readonly<Record<string, readonly unknown[]>>, poolName: string): number {
+export function serversOutsidePool(
+  pools: readonly PoolSpec[],
+  current: Readonly<Record<string, readonly unknown[]>>,
+  poolName: string,
+): number {
   const otherStatic = Object.entries(current)
     .filter(([other]) => other !== poolName)
     .reduce((n, [, servers]) => n + servers.length, 0);
-  const autoscaled = pools.reduce((n, pool) => (pool.provider === "hcloud" && pool.mode === "autoscaled" ? n + pool.limits.maxNodes : n), 0);
+  const autoscaled = pools.reduce(
+    (n, pool) => (pool.provider === "hcloud" && pool.mode === "autoscaled" ? n + pool.limits.maxNodes : n),
+    0,
+  );
   return otherStatic + autoscaled;
 }

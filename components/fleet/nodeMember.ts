@@ -75,11 +75,7 @@ export interface MemberTemplate {
 }
 
 /** Builds a member from its pool template; nodefleet's labels come last so a pool cannot spoof them. */
-export function nodeMember(
-  cluster: Pick<ClusterSpec, "id" | "providerIdScheme">,
-  template: MemberTemplate,
-  nodeId: string,
-): NodeMember {
+export function nodeMember(cluster: Pick<ClusterSpec, "id" | "providerIdScheme">, template: MemberTemplate, nodeId: string): NodeMember {
   return {
     nodeId,
     hostname: hostnameFor(cluster, nodeId),

@@ -44,7 +44,9 @@ function bound(issue: RawIssue & { origin?: unknown; inclusive?: unknown }, valu
       return side === "at least" && Number(value) === 1 && !exclusive ? "must not be empty" : `must be ${comparison} ${value} characters`;
     case "array":
     case "set":
-      return side === "at least" && Number(value) === 1 && !exclusive ? "needs at least one entry" : `must have ${comparison} ${value} entries`;
+      return side === "at least" && Number(value) === 1 && !exclusive
+        ? "needs at least one entry"
+        : `must have ${comparison} ${value} entries`;
     default:
       return `must be ${comparison} ${value}`;
   }
@@ -68,13 +70,17 @@ export function plainIssueMessage(issue: RawIssue, requiredFor?: string): string
       return `${each.join("; ")}${known.length > 0 ? `; the keys here are ${known.join(", ")}` : ""}`;
     }
     case "invalid_value":
-      return issue.values.length === 1 ? `must be ${JSON.stringify(issue.values[0])}` : `must be one of ${issue.values.map((v) => JSON.stringify(v)).join(", ")}`;
+      return issue.values.length === 1
+        ? `must be ${JSON.stringify(issue.values[0])}`
+        : `must be one of ${issue.values.map((v) => JSON.stringify(v)).join(", ")}`;
     case "too_small":
       return bound(issue, issue.minimum, "at least");
     case "too_big":
       return bound(issue, issue.maximum, "at most");
     case "invalid_format":
-      return issue.format === "regex" && typeof issue.pattern === "string" ? `must match the pattern ${issue.pattern}` : `must be a valid ${issue.format}`;
+      return issue.format === "regex" && typeof issue.pattern === "string"
+        ? `must match the pattern ${issue.pattern}`
+        : `must be a valid ${issue.format}`;
     default:
       return undefined;
   }

@@ -60,7 +60,10 @@ export function reservedLabelRule(key: string, applier: LabelApplier = "kubelet"
 }
 
 /** Every reserved key of `labels` with the rule it breaks, in the labels' order. */
-export function reservedLabels(labels: Readonly<Record<string, string>>, applier: LabelApplier = "kubelet"): Array<{ key: string } & ReservedLabelRule> {
+export function reservedLabels(
+  labels: Readonly<Record<string, string>>,
+  applier: LabelApplier = "kubelet",
+): Array<{ key: string } & ReservedLabelRule> {
   return Object.keys(labels).flatMap((key) => {
     const broken = reservedLabelRule(key, applier);
     return broken ? [{ key, ...broken }] : [];

@@ -223,7 +223,8 @@ export function planRollout(
     for (let i = 0; i < x.length; i++) if (x[i] !== y[i]) return x[i] < y[i] ? -1 : 1;
     return 0;
   });
-  const finished = (m: DesiredRolloutMember) => servers.every((s) => s.nodeId !== m.nodeId || s.generation === m.generation) && servers.some((s) => s.nodeId === m.nodeId);
+  const finished = (m: DesiredRolloutMember) =>
+    servers.every((s) => s.nodeId !== m.nodeId || s.generation === m.generation) && servers.some((s) => s.nodeId === m.nodeId);
   return {
     servers,
     removals,
@@ -289,7 +290,8 @@ export function planInPlaceRollout(
   assertRolloutSettings({ maxSurge: 0, maxUnavailable });
   const running = new Map<string, CurrentInPlaceMember>();
   for (const c of current) {
-    if (running.has(c.nodeId)) throw new Error(`member ${c.nodeId} is recorded twice among the current members; a bare-metal member has one machine`);
+    if (running.has(c.nodeId))
+      throw new Error(`member ${c.nodeId} is recorded twice among the current members; a bare-metal member has one machine`);
     running.set(c.nodeId, c);
   }
   const members = [...desired].sort(bySlot);
@@ -302,7 +304,8 @@ export function planInPlaceRollout(
     if (previous === undefined) steps.set(member.nodeId, { nodeId: member.nodeId, generation: member.generation, action: "install" });
     else {
       if (!previous.ready) unavailable++;
-      if (previous.generation === member.generation) steps.set(member.nodeId, { nodeId: member.nodeId, generation: member.generation, action: "keep" });
+      if (previous.generation === member.generation)
+        steps.set(member.nodeId, { nodeId: member.nodeId, generation: member.generation, action: "keep" });
       else candidates.push({ member, previous, oldReady: previous.ready });
     }
   }
@@ -354,7 +357,11 @@ export interface InPlaceRolloutSummary {
 }
 
 /** The summary of `plan` for `pool`; `changeOf` says how an updated member changes. */
-export function inPlaceRolloutSummary(pool: string, plan: InPlaceRolloutPlan, changeOf: (nodeId: string) => InPlaceChange): InPlaceRolloutSummary {
+export function inPlaceRolloutSummary(
+  pool: string,
+  plan: InPlaceRolloutPlan,
+  changeOf: (nodeId: string) => InPlaceChange,
+): InPlaceRolloutSummary {
   return {
     pool,
     inPlace: true,

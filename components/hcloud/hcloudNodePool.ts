@@ -7,8 +7,19 @@
  */
 import * as hcloud from "@pulumi/hcloud";
 import * as pulumi from "@pulumi/pulumi";
-import { type BootstrapTokenArgs, type BootstrapTokenSecretSource, bootstrapTokenJoinMargin, nodeBootstrapToken } from "../kubernetes/bootstrapToken";
-import { type HcloudPoolCluster, type HcloudPoolMember, type HcloudPoolTemplate, type PlannedHcloudServer, planHcloudServers } from "./hcloudServerPlan";
+import {
+  type BootstrapTokenArgs,
+  type BootstrapTokenSecretSource,
+  bootstrapTokenJoinMargin,
+  nodeBootstrapToken,
+} from "../kubernetes/bootstrapToken";
+import {
+  type HcloudPoolCluster,
+  type HcloudPoolMember,
+  type HcloudPoolTemplate,
+  type PlannedHcloudServer,
+  planHcloudServers,
+} from "./hcloudServerPlan";
 import { type NodeOutput, OWNERSHIP_LABELS, nodeOutputIdentity } from "../fleet/nodeMember";
 import { type KubernetesNodeRemoval, memberNodeRemoval } from "../kubernetes/kubernetesNodeRemoval";
 import { type CurrentRolloutServer, DEFAULT_ROLLOUT, type RolloutPlan, type RolloutSettings, planRollout } from "../fleet/rolloutPlan";
@@ -166,7 +177,6 @@ export interface HcloudPoolRolloutSummary {
   readonly waiting?: string;
 }
 
-
 /**
  * `nodefleet:hcloud:NodePool`. Bootstrap tokens create Kubernetes Secrets: give the component a
  * Kubernetes provider through `providers` (the Fleet does).
@@ -252,10 +262,25 @@ export class HcloudNodePool extends pulumi.ComponentResource {
               : { secretSource: running.bootstrapTokenSecret ?? "random-string", phase: { phase: "booting" } }
             : { secretSource: "random-password", phase: { phase: "join", joinMarginMinutes: bootstrapTokenJoinMargin(cluster), now } };
       if (plan && plan.generation === step.generation) {
-        this.declareServer(args, plan, { spreadGroup: step.spreadGroup, deleteProtection: protectedNow }, placementGroupId(step.spreadGroup), poolLabels, lifecycle);
+        this.declareServer(
+          args,
+          plan,
+          { spreadGroup: step.spreadGroup, deleteProtection: protectedNow },
+          placementGroupId(step.spreadGroup),
+          poolLabels,
+          lifecycle,
+        );
       } else {
-        if (!running) throw new Error(`pool ${pool.name}: the rollout kept server ${serverKey(step)}, which is not among the current servers`);
-        this.declareRetainedServer(args, running, { deleteProtection: protectedNow }, placementGroupId(step.spreadGroup), poolLabels, lifecycle);
+        if (!running)
+          throw new Error(`pool ${pool.name}: the rollout kept server ${serverKey(step)}, which is not among the current servers`);
+        this.declareRetainedServer(
+          args,
+          running,
+          { deleteProtection: protectedNow },
+          placementGroupId(step.spreadGroup),
+          poolLabels,
+          lifecycle,
+        );
       }
     }
     this.registerOutputs({ nodes: this.nodes, rollout: this.rolloutSummary });
@@ -382,7 +407,11 @@ export class HcloudNodePool extends pulumi.ComponentResource {
       {
         parent: this,
         dependsOn: [machine.token, ...(args.subnet ? [args.subnet] : []), ...(nodeRemoval ? [nodeRemoval] : [])],
-        ...(machine.retained ? { ignoreChanges: [...RETAINED_SERVER_IGNORED_INPUTS] } : machine.keepsUserData ? { ignoreChanges: ["userData"] } : {}),
+        ...(machine.retained
+          ? { ignoreChanges: [...RETAINED_SERVER_IGNORED_INPUTS] }
+          : machine.keepsUserData
+            ? { ignoreChanges: ["userData"] }
+            : {}),
       },
     );
     this.servers.push(server);

@@ -46,10 +46,7 @@ export type HcloudPoolTemplate = Pick<HcloudPool, "name" | "image"> & Partial<Pi
 export type HcloudPoolCluster = Omit<ClusterSpec, "kubeconfig">;
 
 /** The members of a static pool: `staticNodeIds` order, the pool's first server type, slot = position. */
-export function staticHcloudMembers(
-  cluster: Pick<ClusterSpec, "id" | "providerIdScheme">,
-  pool: HcloudStaticPool,
-): HcloudPoolMember[] {
+export function staticHcloudMembers(cluster: Pick<ClusterSpec, "id" | "providerIdScheme">, pool: HcloudStaticPool): HcloudPoolMember[] {
   const template = {
     pool: pool.name,
     serverType: pool.serverTypes[0],
@@ -141,4 +138,3 @@ export function planHcloudServers(
     };
   });
 }
-

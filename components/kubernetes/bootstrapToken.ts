@@ -51,14 +51,19 @@ export type BootstrapTokenPhase =
   | { readonly phase: "joined" };
 
 /** The join margin of a cluster: its `bootstrapTokenJoinMarginMinutes`, else 20 minutes or half the TTL when that is less. */
-export function bootstrapTokenJoinMargin(cluster: { readonly bootstrapTokenTtlMinutes: number; readonly bootstrapTokenJoinMarginMinutes?: number }): number {
+export function bootstrapTokenJoinMargin(cluster: {
+  readonly bootstrapTokenTtlMinutes: number;
+  readonly bootstrapTokenJoinMarginMinutes?: number;
+}): number {
   return cluster.bootstrapTokenJoinMarginMinutes ?? Math.min(20, Math.floor(cluster.bootstrapTokenTtlMinutes / 2));
 }
 
 /** The renewal window a token of this join belongs to; throws, naming the field, when the margin leaves no window. */
 export function joinWindow(ttlMinutes: number, joinMarginMinutes: number, now: number): number {
   if (!Number.isInteger(joinMarginMinutes) || joinMarginMinutes < 1 || joinMarginMinutes >= ttlMinutes) {
-    throw new Error(`bootstrapTokenJoinMarginMinutes must be a whole number from 1 to bootstrapTokenTtlMinutes - 1 (${ttlMinutes - 1}), got ${joinMarginMinutes}`);
+    throw new Error(
+      `bootstrapTokenJoinMarginMinutes must be a whole number from 1 to bootstrapTokenTtlMinutes - 1 (${ttlMinutes - 1}), got ${joinMarginMinutes}`,
+    );
   }
   return Math.floor(now / ((ttlMinutes - joinMarginMinutes) * 60_000));
 }
@@ -114,7 +119,11 @@ export class BootstrapToken extends pulumi.ComponentResource {
     const secretResult =
       (args.secretSource ?? "random-password") === "random-password"
         ? new random.RandomPassword(`${name}-password`, { length: 16, ...TOKEN_CHARSET, keepers }, keep("keepers")).result
-        : new random.RandomString(`${name}-secret`, { length: 16, ...TOKEN_CHARSET, keepers }, { ...keep("keepers"), additionalSecretOutputs: ["result"] }).result;
+        : new random.RandomString(
+            `${name}-secret`,
+            { length: 16, ...TOKEN_CHARSET, keepers },
+            { ...keep("keepers"), additionalSecretOutputs: ["result"] },
+          ).result;
     // A time resource keeps the expiration in state: computing it from "now" would change every run.
     const expiry = new time.Offset(
       `${name}-expiry`,
@@ -153,7 +162,12 @@ export class BootstrapToken extends pulumi.ComponentResource {
             { parent: this },
           );
 
-    this.registerOutputs({ tokenId: this.tokenId, token: this.token, expiration: this.expiration, ...(this.secret ? { secret: this.secret } : {}) });
+    this.registerOutputs({
+      tokenId: this.tokenId,
+      token: this.token,
+      expiration: this.expiration,
+      ...(this.secret ? { secret: this.secret } : {}),
+    });
   }
 }
 
@@ -165,5 +179,9 @@ export function nodeBootstrapToken(
   parent: pulumi.Resource,
   lifecycle: Pick<BootstrapTokenArgs, "secretSource" | "phase"> = {},
 ): BootstrapToken {
-  return new BootstrapToken(name, { clusterKind: cluster.kind, ttlMinutes: cluster.bootstrapTokenTtlMinutes, nodeName, ...lifecycle }, { parent });
+  return new BootstrapToken(
+    name,
+    { clusterKind: cluster.kind, ttlMinutes: cluster.bootstrapTokenTtlMinutes, nodeName, ...lifecycle },
+    { parent },
+  );
 }

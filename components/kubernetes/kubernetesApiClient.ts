@@ -60,9 +60,14 @@ export function kubeconfigCredentials(kubeconfig: string): KubernetesCredentials
   if (!context) throw new Error(`the kubeconfig has no context ${JSON.stringify(contextName ?? "")}`);
   const cluster = doc.clusters?.find((c) => c.name === context.cluster)?.cluster;
   const user = doc.users?.find((u) => u.name === context.user)?.user ?? {};
-  if (!cluster || typeof cluster.server !== "string") throw new Error(`the kubeconfig has no server for cluster ${JSON.stringify(context.cluster)}`);
+  if (!cluster || typeof cluster.server !== "string")
+    throw new Error(`the kubeconfig has no server for cluster ${JSON.stringify(context.cluster)}`);
   const token =
-    typeof user.token === "string" ? user.token : typeof user.tokenFile === "string" ? readFileSync(user.tokenFile, "utf8").trim() : undefined;
+    typeof user.token === "string"
+      ? user.token
+      : typeof user.tokenFile === "string"
+        ? readFileSync(user.tokenFile, "utf8").trim()
+        : undefined;
   const clientCertPem = dataOrFile(user, "client-certificate-data", "client-certificate");
   const clientKeyPem = dataOrFile(user, "client-key-data", "client-key");
   if (!token && !(clientCertPem && clientKeyPem)) {
@@ -131,7 +136,12 @@ export async function kubernetesApiRequest(
         headers,
         timeout: 30_000,
         ...(url.protocol === "https:"
-          ? { ca: creds.caPem, cert: creds.clientCertPem, key: creds.clientKeyPem, rejectUnauthorized: creds.insecureSkipTlsVerify !== true }
+          ? {
+              ca: creds.caPem,
+              cert: creds.clientCertPem,
+              key: creds.clientKeyPem,
+              rejectUnauthorized: creds.insecureSkipTlsVerify !== true,
+            }
           : {}),
       },
       (response: IncomingMessage) => {

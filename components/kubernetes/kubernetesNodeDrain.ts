@@ -44,7 +44,8 @@ export function drainSelection(podList: unknown): DrainSelection {
     if (!meta?.name || !meta.namespace) continue;
     const ref = { namespace: meta.namespace, name: meta.name, uid: meta.uid ?? "" };
     if (meta.annotations?.["kubernetes.io/config.mirror"] !== undefined) skipped.push({ ...ref, reason: "mirror" });
-    else if ((meta.ownerReferences ?? []).some((o) => o.controller === true && o.kind === "DaemonSet")) skipped.push({ ...ref, reason: "daemonset" });
+    else if ((meta.ownerReferences ?? []).some((o) => o.controller === true && o.kind === "DaemonSet"))
+      skipped.push({ ...ref, reason: "daemonset" });
     else evict.push({ ...ref, priority: pod.spec?.priority ?? 0 });
   }
   const key = (p: DrainPod) => `${p.namespace}/${p.name}`;
@@ -80,7 +81,8 @@ export async function drainKubernetesNode(credentialsJson: string, nodeName: str
   }
   const creds = JSON.parse(credentialsJson) as KubernetesCredentials;
   const nodePath = `/api/v1/nodes/${encodeURIComponent(nodeName)}`;
-  const node = (await kubernetesApiRequest(creds, "GET", nodePath, `reading Kubernetes Node ${nodeName}`)) as { spec?: { unschedulable?: boolean } } | undefined;
+  const node = (await kubernetesApiRequest(creds, "GET", nodePath, `reading Kubernetes Node ${nodeName}`)) as
+    { spec?: { unschedulable?: boolean } } | undefined;
   if (node === undefined) return { evicted: [], skipped: [] };
   const setUnschedulable = (unschedulable: boolean) =>
     kubernetesApiRequest(creds, "PATCH", nodePath, `${unschedulable ? "cordoning" : "uncordoning"} Kubernetes Node ${nodeName}`, {
@@ -95,7 +97,8 @@ export async function drainKubernetesNode(credentialsJson: string, nodeName: str
     if (!cordonedHere) throw error;
     const uncordoned = await setUnschedulable(false).then(
       () => "; the Node is schedulable again until the next run drains it",
-      (uncordonError: unknown) => `; uncordoning it again failed too (${(uncordonError as Error).message}): run kubectl uncordon ${nodeName}`,
+      (uncordonError: unknown) =>
+        `; uncordoning it again failed too (${(uncordonError as Error).message}): run kubectl uncordon ${nodeName}`,
     );
     throw Object.assign(new Error(`${(error as Error).message}${uncordoned}`), { status: (error as { status?: number }).status });
   }
@@ -136,7 +139,8 @@ async function evictAll(creds: KubernetesCredentials, nodeName: string, options:
       }
     }
     for (const [key, pod] of terminating) {
-      const now = (await kubernetesApiRequest(creds, "GET", podPath(pod), `reading pod ${key}`)) as { metadata?: { uid?: string } } | undefined;
+      const now = (await kubernetesApiRequest(creds, "GET", podPath(pod), `reading pod ${key}`)) as
+        { metadata?: { uid?: string } } | undefined;
       if (now === undefined || (pod.uid && now.metadata?.uid !== pod.uid)) terminating.delete(key);
     }
     if (pending.size === 0 && terminating.size === 0) return { evicted, skipped: selection.skipped.map(label) };
@@ -200,7 +204,8 @@ export interface KubernetesNodeDrainArgs {
 export class KubernetesNodeDrain extends pulumi.dynamic.Resource {
   constructor(name: string, args: KubernetesNodeDrainArgs, opts?: pulumi.CustomResourceOptions) {
     const timeoutSeconds = args.timeoutSeconds ?? DEFAULT_DRAIN_TIMEOUT_SECONDS;
-    if (!Number.isInteger(timeoutSeconds) || timeoutSeconds < 1) throw new Error(`${name}: drainTimeoutSeconds must be a whole number of seconds, at least 1`);
+    if (!Number.isInteger(timeoutSeconds) || timeoutSeconds < 1)
+      throw new Error(`${name}: drainTimeoutSeconds must be a whole number of seconds, at least 1`);
     const credentials = secretCredentialsJson(args.kubeconfig, `node ${args.nodeName}: it cannot be drained on removal`);
     super(
       nodeDrainProvider,
@@ -226,7 +231,11 @@ export function memberNodeDrain(
 ): KubernetesNodeDrain | undefined {
   return kubeconfig === undefined
     ? undefined
-    : new KubernetesNodeDrain(`${nodeName}-drain`, { nodeName, kubeconfig, ...(timeoutSeconds !== undefined ? { timeoutSeconds } : {}) }, { parent, dependsOn: [server] });
+    : new KubernetesNodeDrain(
+        `${nodeName}-drain`,
+        { nodeName, kubeconfig, ...(timeoutSeconds !== undefined ? { timeoutSeconds } : {}) },
+        { parent, dependsOn: [server] },
+      );
 }
 
 interface NodeUpdateDrainState extends NodeDrainState {
@@ -265,7 +274,8 @@ export interface KubernetesNodeUpdateDrainArgs extends KubernetesNodeDrainArgs {
 export class KubernetesNodeUpdateDrain extends pulumi.dynamic.Resource {
   constructor(name: string, args: KubernetesNodeUpdateDrainArgs, opts?: pulumi.CustomResourceOptions) {
     const timeoutSeconds = args.timeoutSeconds ?? DEFAULT_DRAIN_TIMEOUT_SECONDS;
-    if (!Number.isInteger(timeoutSeconds) || timeoutSeconds < 1) throw new Error(`${name}: drainTimeoutSeconds must be a whole number of seconds, at least 1`);
+    if (!Number.isInteger(timeoutSeconds) || timeoutSeconds < 1)
+      throw new Error(`${name}: drainTimeoutSeconds must be a whole number of seconds, at least 1`);
     const credentials = secretCredentialsJson(args.kubeconfig, `node ${args.nodeName}: it cannot be drained before its update`);
     super(
       nodeUpdateDrainProvider,

@@ -83,17 +83,21 @@ function movedGeneration(olds: NodeMetadataState | undefined, news: NodeMetadata
 /** GETs the Node until it exists, then patches it; retried on a resourceVersion conflict. */
 async function convergeNode(olds: NodeMetadataState | undefined, news: NodeMetadataState): Promise<void> {
   if (!news.credentials) {
-    throw new Error(`cannot set the labels and taints of Kubernetes Node ${news.nodeName}: no usable kubeconfig (token or client-certificate user) was configured`);
+    throw new Error(
+      `cannot set the labels and taints of Kubernetes Node ${news.nodeName}: no usable kubeconfig (token or client-certificate user) was configured`,
+    );
   }
   const creds = JSON.parse(news.credentials) as KubernetesCredentials;
   const path = `/api/v1/nodes/${encodeURIComponent(news.nodeName)}`;
   const deadline = Date.now() + news.registrationTimeoutSeconds * 1000;
   const previous = olds ? { labels: olds.labels, taints: olds.taints } : undefined;
-  for (let conflicts = 0; ; ) {
+  for (let conflicts = 0; ;) {
     const node = (await kubernetesApiRequest(creds, "GET", path, `reading Kubernetes Node ${news.nodeName}`)) as NodeObject | undefined;
     if (node === undefined) {
       if (Date.now() > deadline) {
-        throw new Error(`Kubernetes Node ${news.nodeName} did not register within ${news.registrationTimeoutSeconds}s, so its labels and taints were not set`);
+        throw new Error(
+          `Kubernetes Node ${news.nodeName} did not register within ${news.registrationTimeoutSeconds}s, so its labels and taints were not set`,
+        );
       }
       await new Promise((resolve) => setTimeout(resolve, 10_000));
       continue;
@@ -101,7 +105,10 @@ async function convergeNode(olds: NodeMetadataState | undefined, news: NodeMetad
     const patch = nodeMetadataPatch(node, previous, { labels: news.labels, taints: news.taints }, movedGeneration(olds, news));
     if (patch === undefined) return;
     try {
-      await kubernetesApiRequest(creds, "PATCH", path, `patching the labels and taints of Kubernetes Node ${news.nodeName}`, { contentType: "application/merge-patch+json", value: patch });
+      await kubernetesApiRequest(creds, "PATCH", path, `patching the labels and taints of Kubernetes Node ${news.nodeName}`, {
+        contentType: "application/merge-patch+json",
+        value: patch,
+      });
       return;
     } catch (error) {
       conflicts += 1;

@@ -57,8 +57,18 @@ export interface KubernetesNodeRemovalArgs {
 /** `pulumi-nodejs:dynamic/nodefleet:KubernetesNodeRemoval`: deleting it deletes the Node. */
 export class KubernetesNodeRemoval extends pulumi.dynamic.Resource {
   constructor(name: string, args: KubernetesNodeRemovalArgs, opts?: pulumi.CustomResourceOptions) {
-    const credentials = secretCredentialsJson(args.kubeconfig, `node ${args.nodeName}: its Node will not be deleted on removal (delete it with kubectl)`);
-    super(nodeRemovalProvider, name, { nodeName: args.nodeName, credentials }, { ...opts, additionalSecretOutputs: ["credentials"] }, "nodefleet", "KubernetesNodeRemoval");
+    const credentials = secretCredentialsJson(
+      args.kubeconfig,
+      `node ${args.nodeName}: its Node will not be deleted on removal (delete it with kubectl)`,
+    );
+    super(
+      nodeRemovalProvider,
+      name,
+      { nodeName: args.nodeName, credentials },
+      { ...opts, additionalSecretOutputs: ["credentials"] },
+      "nodefleet",
+      "KubernetesNodeRemoval",
+    );
   }
 }
 

@@ -20,7 +20,9 @@ interface PvListItem {
   spec?: {
     storageClassName?: string;
     claimRef?: { namespace?: string; name?: string };
-    nodeAffinity?: { required?: { nodeSelectorTerms?: Array<{ matchExpressions?: Array<{ key?: string; operator?: string; values?: string[] }> }> } };
+    nodeAffinity?: {
+      required?: { nodeSelectorTerms?: Array<{ matchExpressions?: Array<{ key?: string; operator?: string; values?: string[] }> }> };
+    };
   };
 }
 
@@ -46,7 +48,9 @@ export function nodeLocalClaims(pvList: unknown, nodeName: string, storageClass:
 /** Deletes the node's local-volume claims; returns what it deleted. */
 export async function removeNodeLocalClaims(credentialsJson: string, nodeName: string, storageClass: string): Promise<ClaimRef[]> {
   if (!credentialsJson) {
-    throw new Error(`cannot remove node ${nodeName}'s ${storageClass} claims: no usable kubeconfig was configured when the node was declared`);
+    throw new Error(
+      `cannot remove node ${nodeName}'s ${storageClass} claims: no usable kubeconfig was configured when the node was declared`,
+    );
   }
   const creds = JSON.parse(credentialsJson) as KubernetesCredentials;
   const claims = nodeLocalClaims(await kubernetesApiRequest(creds, "GET", "/api/v1/persistentvolumes"), nodeName, storageClass);

@@ -26,5 +26,7 @@ function readyNodeNamesIn(nodeList: unknown): Set<string> {
 export async function readyClusterNodeNames(kubeconfig: string, clusterId: string): Promise<Set<string>> {
   const creds = kubeconfigCredentials(kubeconfig);
   const selector = encodeURIComponent(`${OWNERSHIP_LABELS.cluster}=${clusterId}`);
-  return readyNodeNamesIn(await kubernetesApiRequest(creds, "GET", `/api/v1/nodes?labelSelector=${selector}`, `listing the Nodes of cluster ${clusterId}`));
+  return readyNodeNamesIn(
+    await kubernetesApiRequest(creds, "GET", `/api/v1/nodes?labelSelector=${selector}`, `listing the Nodes of cluster ${clusterId}`),
+  );
 }

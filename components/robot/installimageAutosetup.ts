@@ -32,7 +32,7 @@ export type Firmware = "uefi" | "bios";
 export const GATHER_HARDWARE_COMMAND =
   `${RESCUE_SYSTEM_CHECK}; ` +
   "if [ -d /sys/firmware/efi ]; then firmware=uefi; else firmware=bios; fi; " +
-  "printf '{\"firmware\":\"%s\",\"lsblk\":' \"$firmware\"; lsblk -J -b -d -o NAME,TYPE,SIZE,RM,RO; printf '}\\n'";
+  'printf \'{"firmware":"%s","lsblk":\' "$firmware"; lsblk -J -b -d -o NAME,TYPE,SIZE,RM,RO; printf \'}\\n\'';
 
 /** installimage's minimum for the EFI system partition. */
 const ESP_SIZE = "256M";
@@ -91,7 +91,9 @@ export interface AutosetupInput {
 function installimageImagePath(image: string): string {
   const path = INSTALLIMAGE_UBUNTU_IMAGES[image];
   if (path === undefined) {
-    throw new Error(`image ${image} is not an installimage Ubuntu image nodefleet knows (${Object.keys(INSTALLIMAGE_UBUNTU_IMAGES).join(", ")})`);
+    throw new Error(
+      `image ${image} is not an installimage Ubuntu image nodefleet knows (${Object.keys(INSTALLIMAGE_UBUNTU_IMAGES).join(", ")})`,
+    );
   }
   return path;
 }
@@ -101,14 +103,16 @@ function installimageImagePath(image: string): string {
  * ext3 /boot and an ext4 / on the rest.
  */
 export function renderAutosetup(input: AutosetupInput): string {
-  if (input.drives.length < 1 || input.drives.length > 2) throw new Error(`installimage gets one or two drives, not ${input.drives.length}`);
+  if (input.drives.length < 1 || input.drives.length > 2)
+    throw new Error(`installimage gets one or two drives, not ${input.drives.length}`);
   for (const drive of input.drives) {
     if (!/^\/dev\/[a-z0-9]+$/.test(drive)) throw new Error(`drive ${JSON.stringify(drive)} is not a whole-disk device path`);
   }
   if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(input.hostname) || input.hostname.length > 63) {
     throw new Error(`hostname ${JSON.stringify(input.hostname)} is not a DNS label`);
   }
-  if (input.firmware !== "uefi" && input.firmware !== "bios") throw new Error(`firmware ${JSON.stringify(input.firmware)} must be uefi or bios`);
+  if (input.firmware !== "uefi" && input.firmware !== "bios")
+    throw new Error(`firmware ${JSON.stringify(input.firmware)} must be uefi or bios`);
   const mirrored = input.drives.length === 2;
   return [
     ...input.drives.map((drive, i) => `DRIVE${i + 1} ${drive}`),

@@ -127,11 +127,10 @@ export class RobotClient {
 
   /** Activates the Linux rescue system for the next boot, with the given Robot SSH key fingerprints (MD5). */
   async activateRescue(serverNumber: number, authorizedKeyFingerprints: readonly string[]): Promise<RobotRescue> {
-    const { rescue } = await this.request<{ rescue: RobotRescue & { password?: unknown } }>(
-      "POST",
-      `/boot/${serverNumber}/rescue`,
-      { os: "linux", authorized_key: authorizedKeyFingerprints },
-    );
+    const { rescue } = await this.request<{ rescue: RobotRescue & { password?: unknown } }>("POST", `/boot/${serverNumber}/rescue`, {
+      os: "linux",
+      authorized_key: authorizedKeyFingerprints,
+    });
     // The root password Robot generates is dropped here so that it can reach no state or log.
     const { password: _dropped, ...withoutPassword } = rescue;
     return withoutPassword;

@@ -130,7 +130,8 @@ export class RobotNodePool extends pulumi.ComponentResource {
       const wanted = planned.get(step.nodeId) as RobotMember;
       const previous = current.get(step.nodeId);
       // Kept at its previous generation: the install and join it last ran with, unchanged.
-      const declared = step.action === "retain" && previous ? { ...wanted, generation: previous.generation, joinInputs: previous.joinInputs } : wanted;
+      const declared =
+        step.action === "retain" && previous ? { ...wanted, generation: previous.generation, joinInputs: previous.joinInputs } : wanted;
       this.nodes.push(this.declareMember(name, args, declared, step.action, credentials, connection));
     }
     this.registerOutputs({ nodes: this.nodes, rollout: this.rolloutSummary });
@@ -158,7 +159,9 @@ export class RobotNodePool extends pulumi.ComponentResource {
     if (nodeRemoval) this.nodeRemovals.push(nodeRemoval);
     // Its turn: the Node is drained before the rescue (a reinstall) or the join (a re-join) runs.
     const drain =
-      action === "update" ? memberUpdateDrain(member.hostname, rolloutGeneration, args.kubeconfig, pool.rollout.drainTimeoutSeconds, this) : undefined;
+      action === "update"
+        ? memberUpdateDrain(member.hostname, rolloutGeneration, args.kubeconfig, pool.rollout.drainTimeoutSeconds, this)
+        : undefined;
     if (drain) this.updateDrains.push(drain);
 
     const rescue = new RobotRescue(
@@ -185,7 +188,13 @@ export class RobotNodePool extends pulumi.ComponentResource {
     const hardware = new command.remote.Command(
       `${prefix}-hardware`,
       // update: a changed connection alone re-reads the disks (read-only wherever it lands).
-      { connection: rescueConnection, create: GATHER_HARDWARE_COMMAND, update: GATHER_HARDWARE_COMMAND, triggers: [rescue.id, generation], logging: "stderr" },
+      {
+        connection: rescueConnection,
+        create: GATHER_HARDWARE_COMMAND,
+        update: GATHER_HARDWARE_COMMAND,
+        triggers: [rescue.id, generation],
+        logging: "stderr",
+      },
       { parent: this, dependsOn: [rescue] },
     );
     const install = new command.remote.Command(
@@ -242,7 +251,13 @@ export class RobotNodePool extends pulumi.ComponentResource {
       // Labels and taints converge on every member now; a moved generation also uncordons the drained Node.
       new KubernetesNodeMetadata(
         `${prefix}-node-metadata`,
-        { nodeName: member.hostname, labels: member.labels, taints: member.taints, kubeconfig: args.kubeconfig, generation: rolloutGeneration },
+        {
+          nodeName: member.hostname,
+          labels: member.labels,
+          taints: member.taints,
+          kubeconfig: args.kubeconfig,
+          generation: rolloutGeneration,
+        },
         { parent: this, dependsOn: [joined] },
       );
     }

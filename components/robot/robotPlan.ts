@@ -25,7 +25,12 @@ export interface RobotMember {
 
 /** The inputs a re-run of the self-join applies to a joined node: its version. */
 function withoutInPlaceInputs(userData: WorkerUserDataInputs): Record<string, unknown> {
-  const { k0sVersion: _k0s, k0sSha256: _sha, kubernetesVersion: _kubeadm, ...installed } = joinConvergedInputs(userData) as Record<string, unknown>;
+  const {
+    k0sVersion: _k0s,
+    k0sSha256: _sha,
+    kubernetesVersion: _kubeadm,
+    ...installed
+  } = joinConvergedInputs(userData) as Record<string, unknown>;
   return installed;
 }
 

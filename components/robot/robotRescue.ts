@@ -9,7 +9,14 @@
  */
 import type * as Net from "node:net";
 import * as pulumi from "@pulumi/pulumi";
-import { ROBOT_BASE_URL, RobotClient, type RobotCredentials, type RobotResetType, isRobotNotFound, robotCredentialsFromEnv } from "./robotClient";
+import {
+  ROBOT_BASE_URL,
+  RobotClient,
+  type RobotCredentials,
+  type RobotResetType,
+  isRobotNotFound,
+  robotCredentialsFromEnv,
+} from "./robotClient";
 
 export interface RobotRescueState {
   serverNumber: number;
@@ -33,7 +40,9 @@ export interface RobotRescueState {
 export function rescueResetLadder(offered: readonly string[]): RobotResetType[] {
   const ladder = (["sw", "hw"] as const).filter((type) => offered.includes(type));
   if (ladder.length === 0) {
-    throw new Error(`the server offers neither an sw nor an hw reset (only ${offered.join(", ") || "none"}); reset it by hand after rescue activation`);
+    throw new Error(
+      `the server offers neither an sw nor an hw reset (only ${offered.join(", ") || "none"}); reset it by hand after rescue activation`,
+    );
   }
   return ladder;
 }
@@ -179,7 +188,9 @@ export class RobotRescue extends pulumi.dynamic.Resource {
   declare readonly resetType: pulumi.Output<string>;
 
   constructor(name: string, args: RobotRescueArgs, opts?: pulumi.CustomResourceOptions) {
-    const credentials = pulumi.secret(pulumi.output(args.credentials).apply((c) => (c ? JSON.stringify({ user: c.user, password: c.password }) : "")));
+    const credentials = pulumi.secret(
+      pulumi.output(args.credentials).apply((c) => (c ? JSON.stringify({ user: c.user, password: c.password }) : "")),
+    );
     super(
       robotRescueProvider,
       name,

@@ -129,7 +129,9 @@ export async function settlePrivateNetworkLookup<T>(
   } catch (error) {
     if (isPrivateNetworkNotFound(error)) return undefined;
     const reason = error instanceof Error && error.message ? error.message : String(error);
-    throw new Error(`pool ${pool.name}: looking up private network ${pool.privateNetwork.name} in ${region} failed, so none is created: ${reason}`);
+    throw new Error(
+      `pool ${pool.name}: looking up private network ${pool.privateNetwork.name} in ${region} failed, so none is created: ${reason}`,
+    );
   }
 }
 
@@ -202,7 +204,11 @@ function hostFirewallOf(args: ElasticMetalNodePoolArgs) {
 type JoinRenderer = (secret: string, address: PrivateAddress, vlanId: PrivateNetworkJoin["vlanId"]) => string;
 
 /** The self-join script, rendered the same for cloud-init and SSH, once the token, address and VLAN are known. */
-function joinScriptRenderer(cluster: ElasticMetalNodePoolArgs["cluster"], member: NodeMember, hostFirewall: ReturnType<typeof hostFirewallOf>): JoinRenderer {
+function joinScriptRenderer(
+  cluster: ElasticMetalNodePoolArgs["cluster"],
+  member: NodeMember,
+  hostFirewall: ReturnType<typeof hostFirewallOf>,
+): JoinRenderer {
   // The node registers with its private IPv4 as a label, next to the member's own labels.
   return (secret, address, vlanId) =>
     renderWorkerSelfJoinScript(
@@ -221,7 +227,12 @@ function joinScriptRenderer(cluster: ElasticMetalNodePoolArgs["cluster"], member
 }
 
 /** The cloud-init path's copy of the join, which waits for the VLAN id delivered over SSH; a secret. */
-function cloudInitJoin(member: NodeMember, tokenSecret: pulumi.Output<string>, privateAddress: pulumi.Output<PrivateAddress>, renderJoin: JoinRenderer): pulumi.Output<string> {
+function cloudInitJoin(
+  member: NodeMember,
+  tokenSecret: pulumi.Output<string>,
+  privateAddress: pulumi.Output<PrivateAddress>,
+  renderJoin: JoinRenderer,
+): pulumi.Output<string> {
   return pulumi.secret(
     pulumi.all([tokenSecret, privateAddress]).apply(([secret, address]) => {
       const text = renderSelfJoinCloudConfig(renderJoin(secret, address, "wait"));
@@ -275,7 +286,8 @@ export class ElasticMetalNodePool extends pulumi.ComponentResource {
     // No member, no bootstrap to fit (a pool scaled to zero needs no SSH key).
     const method = members.length > 0 ? bootstrapMethod(pool) : "ssh";
     if (cluster.kind === "k0s" && !cluster.k0sVersion) throw new Error(`pool ${pool.name}: k0sVersion is required for k0s clusters`);
-    if (cluster.kind === "kubeadm" && !cluster.kubernetesVersion) throw new Error(`pool ${pool.name}: kubernetesVersion is required for kubeadm clusters`);
+    if (cluster.kind === "kubeadm" && !cluster.kubernetesVersion)
+      throw new Error(`pool ${pool.name}: kubernetesVersion is required for kubeadm clusters`);
     const poolTags = [`${OWNERSHIP_LABELS.cluster}=${cluster.id}`, `${OWNERSHIP_LABELS.pool}=${pool.name}`];
     // What each member should run: its server, its join and (kubeadm) its re-pushed kubelet config.
     const wantedOf = new Map<string, Omit<CurrentInPlaceMember, "nodeId" | "ready">>(
@@ -284,7 +296,9 @@ export class ElasticMetalNodePool extends pulumi.ComponentResource {
         {
           generation,
           joinInputs: elasticMetalJoinInputs(cluster, m),
-          ...(cluster.kind === "kubeadm" ? { kubeletConfigHash: kubeletConfigHash(renderKubeletConfig({ kubelet: cluster.kubelet, providerID: m.providerID })) } : {}),
+          ...(cluster.kind === "kubeadm"
+            ? { kubeletConfigHash: kubeletConfigHash(renderKubeletConfig({ kubelet: cluster.kubelet, providerID: m.providerID })) }
+            : {}),
         },
       ]),
     );
@@ -316,24 +330,30 @@ export class ElasticMetalNodePool extends pulumi.ComponentResource {
       // Kept at its previous generation: the server (offer, OS, zone) and the join it last ran with.
       const kept = step.action === "retain" && previous !== undefined ? previous : undefined;
       const member = kept
-        ? nodeMember(cluster, { pool: pool.name, serverType: kept.offer, location: kept.zone, labels: pool.labels, taints: pool.taints }, step.nodeId)
+        ? nodeMember(
+            cluster,
+            { pool: pool.name, serverType: kept.offer, location: kept.zone, labels: pool.labels, taints: pool.taints },
+            step.nodeId,
+          )
         : (byNodeId.get(step.nodeId) as NodeMember);
       const wanted = wantedOf.get(step.nodeId)!;
-      this.nodes.push(this.declareMember(name, args, member, {
-        method,
-        region,
-        generation: kept?.generation ?? wanted.generation,
-        joinInputs: kept?.joinInputs ?? wanted.joinInputs,
-        // A member recorded before its config was: the wanted one (as it was re-pushed unpaced then).
-        ...(wanted.kubeletConfigHash !== undefined ? { kubeletConfigHash: kept?.kubeletConfigHash ?? wanted.kubeletConfigHash } : {}),
-        action: step.action,
-        poolTags,
-        offerId: offer.apply((o) => o.offerId ?? uuidOf(o.id)),
-        osId: osImage.apply((o) => o.osId ?? uuidOf(o.id)),
-        optionId: privateNetworkOption.apply((o) => o.optionId ?? uuidOf(o.id)),
-        connection: { user: sshUser, port: pool.ssh.port, dialErrorLimit: 60, perDialTimeout: 30, ...auth },
-        runScript,
-      }));
+      this.nodes.push(
+        this.declareMember(name, args, member, {
+          method,
+          region,
+          generation: kept?.generation ?? wanted.generation,
+          joinInputs: kept?.joinInputs ?? wanted.joinInputs,
+          // A member recorded before its config was: the wanted one (as it was re-pushed unpaced then).
+          ...(wanted.kubeletConfigHash !== undefined ? { kubeletConfigHash: kept?.kubeletConfigHash ?? wanted.kubeletConfigHash } : {}),
+          action: step.action,
+          poolTags,
+          offerId: offer.apply((o) => o.offerId ?? uuidOf(o.id)),
+          osId: osImage.apply((o) => o.osId ?? uuidOf(o.id)),
+          optionId: privateNetworkOption.apply((o) => o.optionId ?? uuidOf(o.id)),
+          connection: { user: sshUser, port: pool.ssh.port, dialErrorLimit: 60, perDialTimeout: 30, ...auth },
+          runScript,
+        }),
+      );
     }
     this.registerOutputs({ privateNetworkId: this.privateNetworkId, nodes: this.nodes, rollout: this.rolloutSummary });
   }
@@ -344,7 +364,11 @@ export class ElasticMetalNodePool extends pulumi.ComponentResource {
    * network of that name or a failed look-up fails the run and nothing is created.
    */
   private declarePrivateNetwork(name: string, pool: ScalewayElasticMetalPool, region: string, poolTags: string[]): pulumi.Output<string> {
-    const lookup = settlePrivateNetworkLookup(pool, region, scaleway.network.getPrivateNetwork({ name: pool.privateNetwork.name, region }, { parent: this }));
+    const lookup = settlePrivateNetworkLookup(
+      pool,
+      region,
+      scaleway.network.getPrivateNetwork({ name: pool.privateNetwork.name, region }, { parent: this }),
+    );
     const checkedName = pulumi.output(lookup).apply((found) => {
       assertPrivateNetworkNameFree(pool, poolTags, found);
       return pool.privateNetwork.name;
@@ -360,7 +384,13 @@ export class ElasticMetalNodePool extends pulumi.ComponentResource {
   /** One member's resources, one helper each, declared in the order they depend on one another. */
   private declareMember(name: string, args: ElasticMetalNodePoolArgs, member: NodeMember, ctx: MemberContext): ElasticMetalNodeOutput {
     const { cluster, pool } = args;
-    const scope: MemberScope = { prefix: `${name}-${member.nodeId}`, args, member, ctx, nodeTags: [...ctx.poolTags, `${OWNERSHIP_LABELS.node}=${member.nodeId}`] };
+    const scope: MemberScope = {
+      prefix: `${name}-${member.nodeId}`,
+      args,
+      member,
+      ctx,
+      nodeTags: [...ctx.poolTags, `${OWNERSHIP_LABELS.node}=${member.nodeId}`],
+    };
     const rolloutGeneration = inPlaceRolloutGeneration(ctx);
     const drain = this.declareUpdateDrain(scope, rolloutGeneration);
     const { ip, privateAddress } = this.declarePrivateAddress(scope);
@@ -381,14 +411,21 @@ export class ElasticMetalNodePool extends pulumi.ComponentResource {
     const pinned = { host, hostKey, ...ctx.connection };
     const vlanDelivery = ctx.method === "cloud-init" ? this.declareVlanDelivery(scope, server, pinned, vlan, readHostKey) : undefined;
     const stdin = joinStdin(member, ctx.method, token.token, privateAddress, vlan, renderJoin);
-    const joined = this.declareJoin(scope, server, pinned, stdin, [token, readHostKey, ...(vlanDelivery ? [vlanDelivery] : []), ...(drain ? [drain] : [])]);
+    const joined = this.declareJoin(scope, server, pinned, stdin, [
+      token,
+      readHostKey,
+      ...(vlanDelivery ? [vlanDelivery] : []),
+      ...(drain ? [drain] : []),
+    ]);
     this.declareHostFirewallReload(scope, server, pinned, hostFirewall, joined);
     const repush =
       cluster.kind === "kubeadm" && ctx.kubeletConfigHash !== undefined
         ? this.declareKubeletConfigRepush(scope, server, pinned, ctx.kubeletConfigHash, joined)
         : undefined;
-    if (args.kubeconfig !== undefined) this.declareNodeMetadata(scope, args.kubeconfig, privateAddress, rolloutGeneration, [joined, ...(repush ? [repush] : [])]);
-    if (pool.localStorageClass !== undefined && args.kubeconfig !== undefined) this.declareLocalPvcRemoval(scope, pool.localStorageClass, args.kubeconfig, server);
+    if (args.kubeconfig !== undefined)
+      this.declareNodeMetadata(scope, args.kubeconfig, privateAddress, rolloutGeneration, [joined, ...(repush ? [repush] : [])]);
+    if (pool.localStorageClass !== undefined && args.kubeconfig !== undefined)
+      this.declareLocalPvcRemoval(scope, pool.localStorageClass, args.kubeconfig, server);
 
     return {
       ...nodeOutputIdentity(member),
@@ -415,7 +452,10 @@ export class ElasticMetalNodePool extends pulumi.ComponentResource {
   }
 
   /** The address is known before the server exists: it goes into the kubelet's --node-labels. */
-  private declarePrivateAddress({ prefix, args, ctx, nodeTags }: MemberScope): { ip: scaleway.ipam.Ip; privateAddress: pulumi.Output<PrivateAddress> } {
+  private declarePrivateAddress({ prefix, args, ctx, nodeTags }: MemberScope): {
+    ip: scaleway.ipam.Ip;
+    privateAddress: pulumi.Output<PrivateAddress>;
+  } {
     const ip = new scaleway.ipam.Ip(
       `${prefix}-ip`,
       { region: ctx.region, sources: [{ privateNetworkId: this.privateNetworkId }], tags: nodeTags },
@@ -429,7 +469,12 @@ export class ElasticMetalNodePool extends pulumi.ComponentResource {
   }
 
   /** The server on the private network, replaced (never surged) when its offer, OS or zone changes. */
-  private declareServer({ prefix, args, member, ctx, nodeTags }: MemberScope, ip: scaleway.ipam.Ip, cloudInit: pulumi.Output<string> | undefined, dependsOn: pulumi.Resource[]): scaleway.elasticmetal.Server {
+  private declareServer(
+    { prefix, args, member, ctx, nodeTags }: MemberScope,
+    ip: scaleway.ipam.Ip,
+    cloudInit: pulumi.Output<string> | undefined,
+    dependsOn: pulumi.Resource[],
+  ): scaleway.elasticmetal.Server {
     const { pool } = args;
     // A retained member's server keeps what it was created with (the state's).
     const retained = ctx.action === "retain";
@@ -455,7 +500,11 @@ export class ElasticMetalNodePool extends pulumi.ComponentResource {
         deleteBeforeReplace: true,
         // A member at its wanted generation keeps the cloud-init it was installed with: it runs only
         // at install, and a label, taint or firewall change must not touch the server.
-        ...(retained ? { ignoreChanges: [...RETAINED_ELASTIC_METAL_IGNORED_INPUTS] } : ctx.action === "keep" ? { ignoreChanges: ["cloudInit"] } : {}),
+        ...(retained
+          ? { ignoreChanges: [...RETAINED_ELASTIC_METAL_IGNORED_INPUTS] }
+          : ctx.action === "keep"
+            ? { ignoreChanges: ["cloudInit"] }
+            : {}),
       },
     );
     this.servers.push(server);
@@ -472,7 +521,11 @@ export class ElasticMetalNodePool extends pulumi.ComponentResource {
   }
 
   /** Reads the server's host key once, so every later SSH command verifies it. */
-  private declareHostKeyRead({ prefix, ctx }: MemberScope, server: scaleway.elasticmetal.Server, host: pulumi.Output<string>): { readHostKey: command.remote.Command; hostKey: pulumi.Output<string> } {
+  private declareHostKeyRead(
+    { prefix, ctx }: MemberScope,
+    server: scaleway.elasticmetal.Server,
+    host: pulumi.Output<string>,
+  ): { readHostKey: command.remote.Command; hostKey: pulumi.Output<string> } {
     // Trust on first use, once per server: every machine generation (offer, OS, zone) is a new
     // server id, and so a new read. The only connection without a pinned host key; later commands
     // verify it. Nothing else re-reads it (that would trust an unverified key again).
@@ -488,7 +541,13 @@ export class ElasticMetalNodePool extends pulumi.ComponentResource {
   }
 
   /** The VLAN id, which the cloud-init copy of the script waits for. */
-  private declareVlanDelivery({ prefix, member, ctx }: MemberScope, server: scaleway.elasticmetal.Server, pinned: PinnedConnection, vlan: pulumi.Output<number | undefined>, readHostKey: command.remote.Command): command.remote.Command {
+  private declareVlanDelivery(
+    { prefix, member, ctx }: MemberScope,
+    server: scaleway.elasticmetal.Server,
+    pinned: PinnedConnection,
+    vlan: pulumi.Output<number | undefined>,
+    readHostKey: command.remote.Command,
+  ): command.remote.Command {
     return new command.remote.Command(
       `${prefix}-vlan`,
       {
@@ -503,7 +562,13 @@ export class ElasticMetalNodePool extends pulumi.ComponentResource {
   }
 
   /** The self-join over SSH, on both paths: a run reports success only once the node joined. */
-  private declareJoin({ prefix, ctx }: MemberScope, server: scaleway.elasticmetal.Server, pinned: PinnedConnection, stdin: pulumi.Output<string>, dependsOn: pulumi.Resource[]): command.remote.Command {
+  private declareJoin(
+    { prefix, ctx }: MemberScope,
+    server: scaleway.elasticmetal.Server,
+    pinned: PinnedConnection,
+    stdin: pulumi.Output<string>,
+    dependsOn: pulumi.Resource[],
+  ): command.remote.Command {
     // Re-run only on its triggers, a new server or changed join inputs (version, identity; paced by
     // the rollout): the idempotent script then upgrades k0s or the kubelet in place. A script changed
     // by labels, taints or firewall rules alone runs nothing: they reach the machine through the
@@ -527,7 +592,13 @@ export class ElasticMetalNodePool extends pulumi.ComponentResource {
   }
 
   /** Firewall rule changes reach every running member at once (bootstrap/hostFirewallCommand.ts says why that is safe). */
-  private declareHostFirewallReload({ prefix, ctx }: MemberScope, server: scaleway.elasticmetal.Server, pinned: PinnedConnection, hostFirewall: ReturnType<typeof hostFirewallOf>, joined: command.remote.Command): void {
+  private declareHostFirewallReload(
+    { prefix, ctx }: MemberScope,
+    server: scaleway.elasticmetal.Server,
+    pinned: PinnedConnection,
+    hostFirewall: ReturnType<typeof hostFirewallOf>,
+    joined: command.remote.Command,
+  ): void {
     new command.remote.Command(
       `${prefix}-host-firewall`,
       hostFirewallCommandArgs({ connection: pinned, runScript: ctx.runScript, hostFirewall, machineId: server.id }),
@@ -564,7 +635,13 @@ export class ElasticMetalNodePool extends pulumi.ComponentResource {
   }
 
   /** The kubelet applies labels and taints only at registration: the Node's are kept current through the API. */
-  private declareNodeMetadata({ prefix, member }: MemberScope, kubeconfig: pulumi.Input<string>, privateAddress: pulumi.Output<PrivateAddress>, rolloutGeneration: string, dependsOn: pulumi.Resource[]): void {
+  private declareNodeMetadata(
+    { prefix, member }: MemberScope,
+    kubeconfig: pulumi.Input<string>,
+    privateAddress: pulumi.Output<PrivateAddress>,
+    rolloutGeneration: string,
+    dependsOn: pulumi.Resource[],
+  ): void {
     new KubernetesNodeMetadata(
       `${prefix}-node-metadata`,
       {
@@ -580,7 +657,12 @@ export class ElasticMetalNodePool extends pulumi.ComponentResource {
   }
 
   /** With `localStorageClass`, removing or replacing the server deletes the PVCs bound to its local PVs. */
-  private declareLocalPvcRemoval({ prefix, member }: MemberScope, storageClass: string, kubeconfig: pulumi.Input<string>, server: scaleway.elasticmetal.Server): void {
+  private declareLocalPvcRemoval(
+    { prefix, member }: MemberScope,
+    storageClass: string,
+    kubeconfig: pulumi.Input<string>,
+    server: scaleway.elasticmetal.Server,
+  ): void {
     // Depends on the server, so it is deleted (and reaps the claims) before the server goes.
     new NodeLocalPvcRemoval(
       `${prefix}-local-pvcs`,

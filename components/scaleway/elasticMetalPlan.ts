@@ -104,7 +104,9 @@ export function elasticMetalJoinInputs(
   cluster: WorkerCluster & Pick<ClusterSpec, "nodeAddress">,
   member: Pick<NodeMember, "hostname" | "providerID">,
 ): string {
-  const converged = joinConvergedInputs(workerUserDataInputs(cluster, { hostname: member.hostname, providerID: member.providerID, labels: {}, taints: [] }));
+  const converged = joinConvergedInputs(
+    workerUserDataInputs(cluster, { hostname: member.hostname, providerID: member.providerID, labels: {}, taints: [] }),
+  );
   const { kubelet: _repushed, ...withoutKubelet } = converged;
   return canonicalHash({ ...(cluster.kind === "kubeadm" ? withoutKubelet : converged), nodeAddress: cluster.nodeAddress });
 }
@@ -127,5 +129,8 @@ export function currentElasticMetalMembers(
   pool: string,
   readyNodeNames: ReadonlySet<string>,
 ): CurrentElasticMetalMember[] | undefined {
-  return currentInPlaceMembers(previousNodes, pool, readyNodeNames, { fields: ["serverType", "location"], read: (n) => ({ offer: n.serverType!, zone: n.location! }) });
+  return currentInPlaceMembers(previousNodes, pool, readyNodeNames, {
+    fields: ["serverType", "location"],
+    read: (n) => ({ offer: n.serverType!, zone: n.location! }),
+  });
 }

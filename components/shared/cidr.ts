@@ -39,7 +39,7 @@ function prefixMask(prefix: number): number {
 
 /** True when `inner` lies entirely inside `outer`. */
 export function cidrContains(outer: Ipv4Cidr, inner: Ipv4Cidr): boolean {
-  return inner.prefix >= outer.prefix && ((inner.network & prefixMask(outer.prefix)) >>> 0) === outer.network;
+  return inner.prefix >= outer.prefix && (inner.network & prefixMask(outer.prefix)) >>> 0 === outer.network;
 }
 
 /** The n-th usable host address of a CIDR (n = 1 is the first after the network address). */

@@ -15,7 +15,9 @@ async function exercise(store: ClaimStore) {
   await Promise.all(["a", "b", "c"].map((id, slot) => store.commitTogether(() => store.insert(newClaim(id, "burst", slot)))));
   store.transaction(() => store.insert(newClaim("d", "steady")));
   await store.commitTogether(() => store.update("example", "a", { status: "RUNNING", instanceId: "42", ipv4: "203.0.113.7" }));
-  await store.commitTogether(() => store.update("example", "b", { status: "FAILED", failureCode: "ServerLimitExceeded", failureReason: "quota" }));
+  await store.commitTogether(() =>
+    store.update("example", "b", { status: "FAILED", failureCode: "ServerLimitExceeded", failureReason: "quota" }),
+  );
   store.update("example", "c", { status: "TERMINATING", deleteRequestedAt: "2026-12-02T00:00:00.000Z" });
   store.update("example", "c", { status: "GONE", goneAt: "2026-12-02T00:01:00.000Z", ipv4: null });
   versions.push(store.claimsVersion);
@@ -46,7 +48,11 @@ describe("the bench's in-memory claim store", () => {
       const expected = await exercise(new ClaimStore(db));
       const actual = await exercise(new MemoryClaimStore(unused));
       assert.equal(expected.versionMoved, true);
-      assert.deepEqual(expected.burst.usage, { nodes: 1, cpuMillis: 3000, memoryMiB: 4096 }, "a RUNNING claim occupies; FAILED and GONE do not");
+      assert.deepEqual(
+        expected.burst.usage,
+        { nodes: 1, cpuMillis: 3000, memoryMiB: 4096 },
+        "a RUNNING claim occupies; FAILED and GONE do not",
+      );
       assert.deepEqual(actual, expected);
     } finally {
       db.close();

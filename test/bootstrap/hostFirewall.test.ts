@@ -1,7 +1,13 @@
 import { strict as assert } from "node:assert";
 import { firewallSchema } from "../../components/fleet/fleetSpec";
 import { clusterFirewallRules } from "../../components/fleet/firewallRules";
-import { HOST_FIREWALL_PATH, HOST_FIREWALL_UNIT, HOST_FIREWALL_UNIT_PATH, renderHostFirewall, renderHostFirewallReload } from "../../components/bootstrap/hostFirewall";
+import {
+  HOST_FIREWALL_PATH,
+  HOST_FIREWALL_UNIT,
+  HOST_FIREWALL_UNIT_PATH,
+  renderHostFirewall,
+  renderHostFirewallReload,
+} from "../../components/bootstrap/hostFirewall";
 import { renderSelfJoinScript } from "../../components/bootstrap/selfJoinScript";
 import { assertNftRulesetValid, assertShellcheckClean } from "../support/externalLinters";
 import { FakeNode } from "../support/nodeShims";
@@ -20,7 +26,9 @@ const FIREWALL = firewallSchema.parse({
 const RULES = clusterFirewallRules(CLUSTER, FIREWALL);
 
 function k0sJoin(hostFirewall = { rules: RULES, sshPort: 22 }): string {
-  return renderSelfJoinScript(k0sSelfJoinInput({ hostname: "example-fsn-metal-a", providerID: "nodefleet:///example/fsn-metal-a", hostFirewall }));
+  return renderSelfJoinScript(
+    k0sSelfJoinInput({ hostname: "example-fsn-metal-a", providerID: "nodefleet:///example/fsn-metal-a", hostFirewall }),
+  );
 }
 
 describe("host firewall (bare metal)", () => {
@@ -31,7 +39,11 @@ describe("host firewall (bare metal)", () => {
 
   it("carries the same public rules as the Hetzner Cloud firewall, on the public NIC only, and drops the rest", () => {
     const text = renderHostFirewall({ rules: RULES, publicInterface: "eno1" });
-    assert.match(text, /type filter hook prerouting priority mangle; policy accept;/, "before kube-proxy's DNAT, so NodePorts are filtered too");
+    assert.match(
+      text,
+      /type filter hook prerouting priority mangle; policy accept;/,
+      "before kube-proxy's DNAT, so NodePorts are filtered too",
+    );
     assert.match(text, /^ {4}iifname != "eno1" accept$/m);
     assert.match(text, /ip saddr \{ 203\.0\.113\.10\/32, 198\.51\.100\.0\/24 \} tcp dport 10250 accept/);
     assert.match(text, /ip saddr \{ 0\.0\.0\.0\/0 \} udp dport 51871 accept/);
@@ -40,7 +52,8 @@ describe("host firewall (bare metal)", () => {
     assert.match(text, /ip6 saddr \{ 2001:db8::\/32 \} tcp dport 30000-32767 accept/);
     assert.match(text, /tcp dport 22 accept/, "nodefleet's own SSH stays reachable");
     assert.match(text, /counter drop comment "everything else on the public NIC"\n {2}\}\n\}\n$/);
-    for (const rule of RULES) assert.ok(text.includes(rule.description.replace(/[^A-Za-z0-9 ,.()/:_+-]/g, " ").slice(0, 120)), rule.description);
+    for (const rule of RULES)
+      assert.ok(text.includes(rule.description.replace(/[^A-Za-z0-9 ,.()/:_+-]/g, " ").slice(0, 120)), rule.description);
     assert.doesNotMatch(text, /[`$\\]/, "descriptions cannot inject shell syntax");
     assert.match(text, /comment "metrics {2}scraper {3}rm -rf {2}HOME {2}id "$/m, "nor nft syntax (quotes, semicolons)");
     assert.throws(() => renderHostFirewall({ rules: RULES, publicInterface: "eno1; flush ruleset" }), /neither an interface name/);
@@ -76,11 +89,19 @@ describe("host firewall (bare metal)", () => {
       assertShellcheckClean(same);
       const unchanged = node.run(same);
       assert.equal(unchanged.status, 0, unchanged.stderr);
-      assert.deepEqual(unchanged.calls.filter((c) => c.includes("restart")), [], "the rules it already runs: no reload");
+      assert.deepEqual(
+        unchanged.calls.filter((c) => c.includes("restart")),
+        [],
+        "the rules it already runs: no reload",
+      );
       const opened = [...RULES, { ...RULES[0]!, port: "8443", description: "a new rule" }];
       const changed = node.run(renderHostFirewallReload({ rules: opened, sshPort: 22 }));
       assert.equal(changed.status, 0, changed.stderr);
-      assert.deepEqual(changed.calls.filter((c) => /restart|k0s|kubelet/.test(c)), [`systemctl restart ${HOST_FIREWALL_UNIT}`], changed.calls.join("\n"));
+      assert.deepEqual(
+        changed.calls.filter((c) => /restart|k0s|kubelet/.test(c)),
+        [`systemctl restart ${HOST_FIREWALL_UNIT}`],
+        changed.calls.join("\n"),
+      );
       assert.match(node.read(HOST_FIREWALL_PATH), /tcp dport 8443 accept comment "a new rule"/);
       assertNftRulesetValid(node.read(HOST_FIREWALL_PATH));
     } finally {

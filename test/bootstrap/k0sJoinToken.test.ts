@@ -86,7 +86,9 @@ describe("k0s join token", () => {
     const server = fc
       .tuple(fc.domain(), fc.option(fc.integer({ min: 1, max: 65535 }), { nil: undefined }))
       .map(([host, port]) => `https://${host}${port === undefined ? "" : `:${port}`}`);
-    const ca = fc.base64String({ minLength: 4, maxLength: 400 }).map((body) => `-----BEGIN CERTIFICATE-----\n${body}\n-----END CERTIFICATE-----\n`);
+    const ca = fc
+      .base64String({ minLength: 4, maxLength: 400 })
+      .map((body) => `-----BEGIN CERTIFICATE-----\n${body}\n-----END CERTIFICATE-----\n`);
     fc.assert(
       fc.property(token, server, ca, (t, s, c) => {
         const input = { apiServer: s, caCertificate: c, token: t };

@@ -49,7 +49,8 @@ function maxInput(): K0sWorkerBootstrapInput {
   const labels: Record<string, string> = {};
   for (let i = 0; i < 64; i++) labels[`team-${i}.platform.example.com/${"k".repeat(50)}${i}`] = `${"v".repeat(60)}${i}`.slice(0, 63);
   const taints: Taint[] = [];
-  for (let i = 0; i < 32; i++) taints.push({ key: `taints.example.com/${"t".repeat(40)}${i}`, value: "v".repeat(63), effect: "NoSchedule" });
+  for (let i = 0; i < 32; i++)
+    taints.push({ key: `taints.example.com/${"t".repeat(40)}${i}`, value: "v".repeat(63), effect: "NoSchedule" });
   return baseInput({
     labels,
     taints,
@@ -90,9 +91,13 @@ function scriptOf(userData: string): string {
 function installArgv(script: string): string[] {
   const block = /^ {2}install_args=\($[\s\S]*?^ {2}\)$/m.exec(script);
   assert.ok(block, "the script builds install_args");
-  const result = spawnSync("bash", ["-c", `set -euo pipefail\ntoken_file=/etc/k0s/join-token\n${block[0]}\nprintf '%s\\0' "\${install_args[@]}"`], {
-    encoding: "utf8",
-  });
+  const result = spawnSync(
+    "bash",
+    ["-c", `set -euo pipefail\ntoken_file=/etc/k0s/join-token\n${block[0]}\nprintf '%s\\0' "\${install_args[@]}"`],
+    {
+      encoding: "utf8",
+    },
+  );
   assert.equal(result.status, 0, result.stderr);
   return result.stdout.split("\0").slice(0, -1);
 }
@@ -195,9 +200,12 @@ describe("k0s worker cloud-config", () => {
 
   it("bash receives exactly the labels and taints for any valid input (property)", () => {
     const name = fc.stringMatching(/^[A-Za-z0-9]([-A-Za-z0-9_.]{0,20}[A-Za-z0-9])?$/);
-    const prefix = fc.option(fc.constantFrom("example.com", "karpenter.sh", "node-role.kubernetes.io", "kubernetes.io", "k8s.io", "node.kubernetes.io"), {
-      nil: undefined,
-    });
+    const prefix = fc.option(
+      fc.constantFrom("example.com", "karpenter.sh", "node-role.kubernetes.io", "kubernetes.io", "k8s.io", "node.kubernetes.io"),
+      {
+        nil: undefined,
+      },
+    );
     const key = fc.tuple(prefix, name).map(([p, n]) => (p === undefined ? n : `${p}/${n}`));
     const value = fc.oneof(fc.constant(""), name);
     const effect = fc.constantFrom("NoSchedule", "PreferNoSchedule", "NoExecute") as fc.Arbitrary<Taint["effect"]>;
@@ -372,7 +380,10 @@ describe("k0s worker bootstrap script, run against shims", function () {
     assert.ok(install.includes("--labels") && install.includes("--taints") && install.includes("--kubelet-extra-args"));
     const order = first.calls.map((c) => (c[0] === "k0s" ? `k0s ${c[1]}` : c[0]));
     assert.ok(order.indexOf("k0s install") < order.indexOf("k0s start"));
-    assert.ok(first.calls.some((c) => c[0] === "token-present-at-start"), "the token is still there when k0s starts");
+    assert.ok(
+      first.calls.some((c) => c[0] === "token-present-at-start"),
+      "the token is still there when k0s starts",
+    );
     assert.equal(statSync(k0sPath()).mode & 0o777, 0o755);
     assert.equal(existsSync(tokenPath()), false, "the token is removed after kubelet.conf appeared");
     assert.ok(!first.stderr.includes(JOIN_TOKEN.slice(0, 24)));
@@ -401,19 +412,34 @@ describe("k0s worker bootstrap script, run against shims", function () {
     assert.match(upgrade.stderr, /upgrading k0s from v1\.32\.8\+k0s\.0 to v1\.33\.4\+k0s\.0/);
     const urls = upgrade.calls.filter((c) => c[0] === "curl").map((c) => c.at(-1));
     assert.deepEqual(urls, ["https://github.com/k0sproject/k0s/releases/download/v1.33.4%2Bk0s.0/k0s-v1.33.4+k0s.0-amd64"]);
-    assert.ok(upgrade.calls.some((c) => c[0] === "systemctl" && c[1] === "restart" && c[2] === "k0sworker"), "k0sworker restarted");
-    assert.equal(upgrade.calls.some((c) => c[0] === "k0s" && c[1] === "install"), false, "no reinstall: the worker keeps its credentials");
+    assert.ok(
+      upgrade.calls.some((c) => c[0] === "systemctl" && c[1] === "restart" && c[2] === "k0sworker"),
+      "k0sworker restarted",
+    );
+    assert.equal(
+      upgrade.calls.some((c) => c[0] === "k0s" && c[1] === "install"),
+      false,
+      "no reinstall: the worker keeps its credentials",
+    );
     assert.equal(existsSync(tokenPath()), false);
 
     const cloudInitCopy = applyWriteFiles(box, renderK0sWorkerCloudConfig(baseInput({ k0sSha256: { amd64: box.fakeK0sSha256 } })));
     const once = runScript(box, cloudInitCopy, { FAKE_K0S_VERSION: "v1.32.8+k0s.0" });
-    assert.equal(once.calls.some((c) => c[0] === "curl"), false, "cloud-init's copy runs once per server and never upgrades");
+    assert.equal(
+      once.calls.some((c) => c[0] === "curl"),
+      false,
+      "cloud-init's copy runs once per server and never upgrades",
+    );
 
     const tampered = writeScript("f".repeat(64));
     const refused = runScript(box, tampered, { FAKE_K0S_VERSION: "v1.32.8+k0s.0" });
     assert.notEqual(refused.status, 0);
     assert.match(refused.stderr, /checksum mismatch/);
-    assert.equal(refused.calls.some((c) => c[0] === "systemctl" && c[1] === "restart"), false, "nothing restarted on a bad binary");
+    assert.equal(
+      refused.calls.some((c) => c[0] === "systemctl" && c[1] === "restart"),
+      false,
+      "nothing restarted on a bad binary",
+    );
   });
 
   it("verifies against the release's sha256sums.txt when no checksum is pinned (arm64)", () => {

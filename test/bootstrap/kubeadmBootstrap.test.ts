@@ -111,7 +111,10 @@ describe("kubeadm clusters: bootstrap tokens and bootstrap kubeconfigs", functio
       const text = bootstrapKubeconfigIn(scriptOf(b.text));
       assert.ok(text, `${b.resource}: the script writes the bootstrap kubeconfig`);
       const kubeconfig = parse(text);
-      assert.deepEqual(kubeconfig.clusters.map((c: { name: string }) => c.name), [KUBEADM_CLUSTER_NAME]);
+      assert.deepEqual(
+        kubeconfig.clusters.map((c: { name: string }) => c.name),
+        [KUBEADM_CLUSTER_NAME],
+      );
       assert.equal(kubeconfig.clusters[0].cluster.server, API_SERVER);
       assert.equal(Buffer.from(kubeconfig.clusters[0].cluster["certificate-authority-data"], "base64").toString(), FIXTURE_CA_CERTIFICATE);
       assert.equal(kubeconfig["current-context"], KUBEADM_BOOTSTRAP_CONTEXT);
@@ -148,11 +151,18 @@ describe("kubeadm clusters: bootstrap tokens and bootstrap kubeconfigs", functio
       const kubeconfig = bootstrapKubeconfigIn(script);
       if (kubeconfig !== undefined) assert.equal(kubeconfig.trim(), "[secret]", b.resource);
     }
-    assert.ok(masked.bootstraps.some((b) => bootstrapKubeconfigIn(scriptOf(b.text)) !== undefined), "masked scripts keep their shape");
+    assert.ok(
+      masked.bootstraps.some((b) => bootstrapKubeconfigIn(scriptOf(b.text)) !== undefined),
+      "masked scripts keep their shape",
+    );
   });
 
   it("renders the bootstrap kubeconfig offline and refuses a malformed token without echoing it", () => {
-    const text = renderBootstrapKubeconfig({ apiServer: API_SERVER, caCertificate: FIXTURE_CA_CERTIFICATE, token: "abcdef.0123456789abcdef" });
+    const text = renderBootstrapKubeconfig({
+      apiServer: API_SERVER,
+      caCertificate: FIXTURE_CA_CERTIFICATE,
+      token: "abcdef.0123456789abcdef",
+    });
     const doc = parse(text);
     assert.equal(doc.kind, "Config");
     assert.equal(doc.users[0].name, KUBEADM_BOOTSTRAP_USER);
@@ -161,6 +171,9 @@ describe("kubeadm clusters: bootstrap tokens and bootstrap kubeconfigs", functio
       () => renderBootstrapKubeconfig({ apiServer: API_SERVER, caCertificate: FIXTURE_CA_CERTIFICATE, token: "NOT-A-TOKEN-xyz" }),
       (e: Error) => /bootstrap token must be/.test(e.message) && !e.message.includes("NOT-A-TOKEN"),
     );
-    assert.throws(() => renderBootstrapKubeconfig({ apiServer: "http://x", caCertificate: FIXTURE_CA_CERTIFICATE, token: "abcdef.0123456789abcdef" }), /https/);
+    assert.throws(
+      () => renderBootstrapKubeconfig({ apiServer: "http://x", caCertificate: FIXTURE_CA_CERTIFICATE, token: "abcdef.0123456789abcdef" }),
+      /https/,
+    );
   });
 });

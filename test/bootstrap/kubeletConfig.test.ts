@@ -2,7 +2,12 @@ import { strict as assert } from "node:assert";
 import fc from "fast-check";
 import { parse } from "yaml";
 import { kubeletSchema } from "../../components/fleet/fleetSpec";
-import { KUBELET_PATHS, RESOLVED_UPSTREAM_RESOLV_CONF, kubeletConfigHash, renderKubeletConfig } from "../../components/bootstrap/kubeletConfig";
+import {
+  KUBELET_PATHS,
+  RESOLVED_UPSTREAM_RESOLV_CONF,
+  kubeletConfigHash,
+  renderKubeletConfig,
+} from "../../components/bootstrap/kubeletConfig";
 import { kubeletReservationConfig } from "../../components/bootstrap/kubeletReservations";
 import { kubeletSettingsArbitrary } from "../support/kubeletSettingsArbitrary";
 

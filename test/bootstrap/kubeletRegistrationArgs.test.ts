@@ -34,7 +34,10 @@ describe("kubelet registration args", () => {
       fc.property(fc.dictionary(key, fc.stringMatching(/^[a-z0-9]{0,8}$/)), (labels) => {
         const arg = kubeletNodeLabelsArg(labels);
         const keys = arg === "" ? [] : arg.split(",").map((pair) => pair.split("=")[0]!);
-        assert.deepEqual(keys, Object.keys(labels).filter((k) => !isKubeletRestrictedLabel(k)));
+        assert.deepEqual(
+          keys,
+          Object.keys(labels).filter((k) => !isKubeletRestrictedLabel(k)),
+        );
       }),
     );
   });

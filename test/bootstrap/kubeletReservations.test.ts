@@ -33,18 +33,21 @@ describe("kubelet reservations", () => {
         assert.equal(flags[0], `--max-pods=${config.maxPods}`);
         // Parse the flags back the way the kubelet does (comma-separated pairs).
         const kubeReserved = Object.fromEntries(
-          flags[1].replace("--kube-reserved=", "").split(",").map((p) => p.split("=") as [string, string]),
+          flags[1]
+            .replace("--kube-reserved=", "")
+            .split(",")
+            .map((p) => p.split("=") as [string, string]),
         );
         const evictionHard = Object.fromEntries(
-          flags[2].replace("--eviction-hard=", "").split(",").map((p) => p.split("<") as [string, string]),
+          flags[2]
+            .replace("--eviction-hard=", "")
+            .split(",")
+            .map((p) => p.split("<") as [string, string]),
         );
         assert.deepEqual(kubeReserved, config.kubeReserved);
         assert.deepEqual(evictionHard, config.evictionHard);
         assert.equal(parseInt(config.kubeReserved.cpu, 10), overhead.cpuMillis);
-        assert.equal(
-          parseInt(config.kubeReserved.memory, 10) + parseInt(config.evictionHard["memory.available"], 10),
-          overhead.memoryMiB,
-        );
+        assert.equal(parseInt(config.kubeReserved.memory, 10) + parseInt(config.evictionHard["memory.available"], 10), overhead.memoryMiB);
         assert.equal(parseInt(config.kubeReserved["ephemeral-storage"], 10) * 1024, overhead.ephemeralStorageMiB);
         assert.equal(parseInt(config.evictionHard["nodefs.available"], 10), overhead.ephemeralStorageEvictionPercent);
         for (const flag of flags) assert.doesNotMatch(flag, /\s/, "k0s splits --kubelet-extra-args on whitespace");

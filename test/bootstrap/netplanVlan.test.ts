@@ -159,7 +159,11 @@ describe("netplan VLAN file", () => {
         const rejected = netplanGenerate(root);
         assert.notEqual(rejected.status, 0);
         assert.match(rejected.output, /interface 'enp129s0f0np0' is not defined/);
-        writeFileSync(join(root, NETPLAN_VLAN_PATH), renderNetplanVlan({ parentId: layout.netplanId, vlanId: 1234, addressCidr: "172.16.0.5/22" }), { mode: 0o600 });
+        writeFileSync(
+          join(root, NETPLAN_VLAN_PATH),
+          renderNetplanVlan({ parentId: layout.netplanId, vlanId: 1234, addressCidr: "172.16.0.5/22" }),
+          { mode: 0o600 },
+        );
         const accepted = netplanGenerate(root);
         assert.equal(accepted.status, 0, accepted.output);
       } finally {

@@ -10,7 +10,13 @@ import { FakeNode } from "../support/nodeShims";
 import { k0sSelfJoinInput } from "../support/selfJoinInput";
 
 const CA = "-----BEGIN CERTIFICATE-----\nMIIBexampleCA\n-----END CERTIFICATE-----\n";
-const KUBELET = { maxPods: 110, reservedCpuMillis: 100, reservedMemoryMiB: 512, evictionHardMemoryMiB: 100, reservedEphemeralStorageGiB: 1 };
+const KUBELET = {
+  maxPods: 110,
+  reservedCpuMillis: 100,
+  reservedMemoryMiB: 512,
+  evictionHardMemoryMiB: 100,
+  reservedEphemeralStorageGiB: 1,
+};
 const PROVIDER_ID = "nodefleet:///example/hel1-0";
 /** `ip -o -4 addr show scope global` on a Hetzner Cloud server: public address first, private network second. */
 const HCLOUD_ADDRESSES = [
@@ -19,7 +25,15 @@ const HCLOUD_ADDRESSES = [
 ].join("\n");
 
 function k0sJoin(overrides: Partial<K0sSelfJoinInput> = {}): string {
-  return renderSelfJoinScript(k0sSelfJoinInput({ kubelet: KUBELET, hostname: "example-hel1-0", providerID: PROVIDER_ID, nodeIp: { subnet: "10.0.1.0/24" }, ...overrides }));
+  return renderSelfJoinScript(
+    k0sSelfJoinInput({
+      kubelet: KUBELET,
+      hostname: "example-hel1-0",
+      providerID: PROVIDER_ID,
+      nodeIp: { subnet: "10.0.1.0/24" },
+      ...overrides,
+    }),
+  );
 }
 
 function kubeadmJoin(overrides: Partial<KubeadmSelfJoinInput> = {}): string {
@@ -27,7 +41,11 @@ function kubeadmJoin(overrides: Partial<KubeadmSelfJoinInput> = {}): string {
     kind: "kubeadm",
     kubernetesVersion: "v1.33.4",
     caCertificate: CA,
-    bootstrapKubeconfig: renderBootstrapKubeconfig({ apiServer: "https://203.0.113.10:6443", caCertificate: CA, token: "abcdef.0123456789abcdef" }),
+    bootstrapKubeconfig: renderBootstrapKubeconfig({
+      apiServer: "https://203.0.113.10:6443",
+      caCertificate: CA,
+      token: "abcdef.0123456789abcdef",
+    }),
     kubeletConfig: renderKubeletConfig({ kubelet: KUBELET, providerID: PROVIDER_ID }),
     hostname: "example-kura-0",
     providerID: PROVIDER_ID,

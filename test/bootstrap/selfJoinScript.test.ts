@@ -7,7 +7,10 @@ import { renderSelfJoinCloudConfig } from "../../components/bootstrap/kubeadmWor
 import { KUBELET_PATHS, renderKubeletConfig } from "../../components/bootstrap/kubeletConfig";
 import { renderKubeletConfigRepush } from "../../components/bootstrap/kubeletConfigRepush";
 import { NETPLAN_VLAN_PATH } from "../../components/bootstrap/netplanVlan";
-import { K0S_KUBELET_CONF as K0S_KUBELET_KUBECONFIG, K0S_TOKEN_FILE as K0S_TOKEN_PATH } from "../../components/bootstrap/k0sWorkerCloudConfig";
+import {
+  K0S_KUBELET_CONF as K0S_KUBELET_KUBECONFIG,
+  K0S_TOKEN_FILE as K0S_TOKEN_PATH,
+} from "../../components/bootstrap/k0sWorkerCloudConfig";
 import {
   SELF_JOIN_SCRIPT_PATH,
   VLAN_ID_PATH,
@@ -22,7 +25,13 @@ import { k0sSelfJoinInput } from "../support/selfJoinInput";
 
 const CA = "-----BEGIN CERTIFICATE-----\nMIIBexampleCA\n-----END CERTIFICATE-----\n";
 const TOKEN = "abcdef.0123456789abcdef";
-const KUBELET = { maxPods: 110, reservedCpuMillis: 100, reservedMemoryMiB: 512, evictionHardMemoryMiB: 100, reservedEphemeralStorageGiB: 1 };
+const KUBELET = {
+  maxPods: 110,
+  reservedCpuMillis: 100,
+  reservedMemoryMiB: 512,
+  evictionHardMemoryMiB: 100,
+  reservedEphemeralStorageGiB: 1,
+};
 const PROVIDER_ID = "nodefleet:///example/kura-0";
 
 function kubeadmInput(overrides: Partial<KubeadmSelfJoinInput> = {}): KubeadmSelfJoinInput {
@@ -67,7 +76,9 @@ describe("self-join script", () => {
       assertShellcheckClean(renderSelfJoinScript(kubeadmInput({ privateNetwork: undefined, taints: [], labels: {} })));
       assertShellcheckClean(renderSelfJoinScript(k0sInput()));
       assertShellcheckClean(renderSelfJoinScript(k0sInput({ privateNetwork: { vlanId: 7, addressCidr: "10.1.0.9/24" } })));
-      assertShellcheckClean(renderKubeletConfigRepush({ hostname: "example-kura-0", caCertificate: CA, kubeletConfig: kubeadmInput().kubeletConfig }));
+      assertShellcheckClean(
+        renderKubeletConfigRepush({ hostname: "example-kura-0", caCertificate: CA, kubeletConfig: kubeadmInput().kubeletConfig }),
+      );
     });
 
     it("never traces and runs in strict mode", () => {
@@ -86,7 +97,9 @@ describe("self-join script", () => {
     });
 
     it("registers only the labels the kubelet accepts, and no empty --node-labels flag", () => {
-      const restricted = renderSelfJoinScript(kubeadmInput({ labels: { "nodefleet.io/pool": "kura", "node-role.kubernetes.io/cache": "" } }));
+      const restricted = renderSelfJoinScript(
+        kubeadmInput({ labels: { "nodefleet.io/pool": "kura", "node-role.kubernetes.io/cache": "" } }),
+      );
       assert.match(restricted, /--node-labels=nodefleet\.io\/pool=kura /);
       assert.doesNotMatch(restricted, /node-role\.kubernetes\.io/);
       const onlyRestricted = renderSelfJoinScript(kubeadmInput({ labels: { "node-role.kubernetes.io/cache": "" }, taints: [] }));
@@ -126,7 +139,10 @@ describe("self-join script", () => {
       assert.ok(run.calls.includes("apt-get -o DPkg::Lock::Timeout=1800 update -q"), run.calls.join("\n"));
       // Created under the script's umask 077, yet readable for apt's unprivileged _apt user.
       assert.equal(mode(node, "/etc/apt/keyrings"), 0o755);
-      assert.match(node.read("/etc/apt/sources.list.d/nodefleet-kubernetes.list"), /https:\/\/pkgs\.k8s\.io\/core:\/stable:\/v1\.33\/deb\//);
+      assert.match(
+        node.read("/etc/apt/sources.list.d/nodefleet-kubernetes.list"),
+        /https:\/\/pkgs\.k8s\.io\/core:\/stable:\/v1\.33\/deb\//,
+      );
       assert.match(node.read("/etc/containerd/config.toml"), /SystemdCgroup = true/);
       assert.match(node.read("/etc/fstab"), /^# \/swap\.img none swap/m);
 
@@ -215,7 +231,10 @@ describe("self-join script", () => {
       assert.ok(install, run.calls.join("\n"));
       assert.match(install, /--labels nodefleet\.io\/pool=kura /);
       assert.match(install, /--taints tuist\.dev\/runner-cache=true:NoSchedule /);
-      assert.match(install, /--kubelet-extra-args --provider-id=nodefleet:\/\/\/example\/kura-0 --hostname-override=example-kura-0 --max-pods=110/);
+      assert.match(
+        install,
+        /--kubelet-extra-args --provider-id=nodefleet:\/\/\/example\/kura-0 --hostname-override=example-kura-0 --max-pods=110/,
+      );
       assert.ok(indexOfCall(run.calls, "netplan apply") < indexOfCall(run.calls, "k0s start"));
       assert.ok(node.exists(K0S_KUBELET_KUBECONFIG));
       assert.equal(node.exists(K0S_TOKEN_PATH), false, "join token must be removed");
@@ -223,7 +242,11 @@ describe("self-join script", () => {
       const second = node.run(script);
       assert.equal(second.status, 0, second.stderr);
       assert.equal(indexOfCall(second.calls, "curl"), -1);
-      assert.deepEqual(second.calls.filter((c) => c.startsWith("k0s")), ["k0s version"], "only the version check");
+      assert.deepEqual(
+        second.calls.filter((c) => c.startsWith("k0s")),
+        ["k0s version"],
+        "only the version check",
+      );
       assert.equal(node.exists(K0S_TOKEN_PATH), false);
     });
 

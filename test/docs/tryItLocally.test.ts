@@ -31,7 +31,22 @@ describe("docs/local-cloud.md, run as written from a clean checkout (real engine
   };
 
   before(async function () {
-    skipUnlessAvailable(this, missingTools("pulumi", "pulumi-language-nodejs", "pulumi-resource-hcloud", "pulumi-resource-kubernetes", "pulumi-resource-random", "pulumi-resource-time", "etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl"));
+    skipUnlessAvailable(
+      this,
+      missingTools(
+        "pulumi",
+        "pulumi-language-nodejs",
+        "pulumi-resource-hcloud",
+        "pulumi-resource-kubernetes",
+        "pulumi-resource-random",
+        "pulumi-resource-time",
+        "etcd",
+        "kube-apiserver",
+        "kube-controller-manager",
+        "kube-scheduler",
+        "kubectl",
+      ),
+    );
     dir = cleanCheckout(mkdtempSync(join(tmpdir(), "nodefleet-docs-")));
     session = new ShellSession(dir, readerEnvironment());
     for (const block of blocks) {
@@ -47,7 +62,18 @@ describe("docs/local-cloud.md, run as written from a clean checkout (real engine
 
   it("has the blocks this test expects (the page and the test change together)", function () {
     assert.ok(blocks.filter((b) => b.background).length >= 3, "local up, serve and local karpenter run in their own terminals");
-    for (const fragment of ["pulumi preview --stack local", "pulumi up --stack local", "nodes create", "local karpenter", "scale deployment inflate", "local env"]) assert.ok(blocks.some((b) => b.script.includes(fragment)), fragment);
+    for (const fragment of [
+      "pulumi preview --stack local",
+      "pulumi up --stack local",
+      "nodes create",
+      "local karpenter",
+      "scale deployment inflate",
+      "local env",
+    ])
+      assert.ok(
+        blocks.some((b) => b.script.includes(fragment)),
+        fragment,
+      );
   });
 
   it("previews the network, firewall, placement group, three servers and three tokens from the repository's Pulumi.yaml", function () {
@@ -61,7 +87,9 @@ describe("docs/local-cloud.md, run as written from a clean checkout (real engine
   });
 
   it("brings three Ready Nodes of the static pool with pulumi up", function () {
-    const nodes = ran("kubectl get nodes -o wide").split("\n").filter((line) => /\sReady\s/.test(line));
+    const nodes = ran("kubectl get nodes -o wide")
+      .split("\n")
+      .filter((line) => /\sReady\s/.test(line));
     assert.ok(nodes.length >= 3, nodes.join("\n"));
   });
 
@@ -103,4 +131,3 @@ function processesMentioning(dir: string): string[] {
   }
   return found;
 }
-

@@ -9,7 +9,6 @@ import { FLEET_SPEC_KEYS, FleetSpecError, parseFleetSpec } from "../../component
 import { API_TOKENS_KEY } from "../../automation/api/apiTokenSources";
 import { rawFleetConfig, runFleetProgramUnderMocks, specProblems } from "../support/fleetConfigFixture";
 
-
 /** The fixture with `nodefleet:pools` under another key. */
 function withPoolsAt(key: string): Record<string, unknown> {
   const { "nodefleet:pools": pools, ...rest } = rawFleetConfig();
@@ -20,11 +19,19 @@ describe("nodefleet: config keys", () => {
   it("refuses nodefleet:pool, naming nodefleet:pools", () => {
     const problems = specProblems(withPoolsAt("nodefleet:pool"));
     assert.equal(problems.length, 1, problems.join("\n"));
-    assert.match(problems[0]!, /^nodefleet:pool: unknown key in the nodefleet namespace \(did you mean nodefleet:pools\?\); the keys are nodefleet:cluster, /);
+    assert.match(
+      problems[0]!,
+      /^nodefleet:pool: unknown key in the nodefleet namespace \(did you mean nodefleet:pools\?\); the keys are nodefleet:cluster, /,
+    );
   });
 
   it("refuses every unknown key at once, with a suggestion only where one is close", () => {
-    const problems = specProblems({ ...rawFleetConfig(), "nodefleet:netwrok": {}, "nodefleet:allowEmptyFleets": true, "nodefleet:xyzzy": 1 });
+    const problems = specProblems({
+      ...rawFleetConfig(),
+      "nodefleet:netwrok": {},
+      "nodefleet:allowEmptyFleets": true,
+      "nodefleet:xyzzy": 1,
+    });
     assert.equal(problems.length, 3, problems.join("\n"));
     assert.match(problems[0]!, /^nodefleet:netwrok: unknown key .*\(did you mean nodefleet:network\?\)/);
     assert.match(problems[1]!, /^nodefleet:allowEmptyFleets: unknown key .*\(did you mean nodefleet:allowEmptyFleet\?\)/);
@@ -32,7 +39,13 @@ describe("nodefleet: config keys", () => {
   });
 
   it("accepts the spec's keys, the keys read outside the spec, and other namespaces", () => {
-    const config = { ...rawFleetConfig(), "nodefleet:allowEmptyFleet": false, "hcloud:token": "x", "pulumi:tags": {}, "aws:region": "eu-central-1" };
+    const config = {
+      ...rawFleetConfig(),
+      "nodefleet:allowEmptyFleet": false,
+      "hcloud:token": "x",
+      "pulumi:tags": {},
+      "aws:region": "eu-central-1",
+    };
     for (const key of Object.keys(NON_SPEC_CONFIG_KEYS)) (config as Record<string, unknown>)[key] = "value";
     assert.doesNotThrow(() => parseFleetSpec(config));
     assert.deepEqual(unknownConfigKeyProblems(Object.keys(config), FLEET_SPEC_KEYS), []);
@@ -51,7 +64,8 @@ describe("nodefleet: config keys", () => {
           return { id: `${args.name}-id`, state: args.inputs };
         },
       }),
-      (error: Error) => error instanceof FleetSpecError && /nodefleet:pool: unknown key .*did you mean nodefleet:pools\?/.test(error.message),
+      (error: Error) =>
+        error instanceof FleetSpecError && /nodefleet:pool: unknown key .*did you mean nodefleet:pools\?/.test(error.message),
     );
     assert.equal(declared, 0, "no resource was registered");
   });

@@ -23,18 +23,27 @@ describe("an empty fleet over a stack holding members", function () {
   it("is refused, naming the members it would delete and the setting that allows it", () => {
     const previous = [node("hel1-general", 0), node("hel1-general", 1), node("fsn-metal", 0)];
     const problem = emptyFleetProblem({ pools: [], allowEmptyFleet: false }, previous) ?? "";
-    assert.match(problem, /^nodefleet:pools: no pools are declared \(the key is missing or empty\), but the stack's last update holds 3 members \(hel1-general: 2, fsn-metal: 1\), which this run would delete/);
+    assert.match(
+      problem,
+      /^nodefleet:pools: no pools are declared \(the key is missing or empty\), but the stack's last update holds 3 members \(hel1-general: 2, fsn-metal: 1\), which this run would delete/,
+    );
     assert.ok(problem.includes(`set ${ALLOW_EMPTY_FLEET_KEY}: true`), problem);
   });
 
   it("is refused exactly when no pool is declared, the previous run has members and the setting is off", () => {
     fc.assert(
-      fc.property(fc.nat({ max: 3 }), fc.nat({ max: 5 }), fc.boolean(), fc.constantFrom(undefined, null, {}, "x"), (pools, members, allow, notAList) => {
-        const spec = { pools: Array.from({ length: pools }, (_, i) => ({ name: `p${i}` })), allowEmptyFleet: allow };
-        const previous = Array.from({ length: members }, (_, i) => node("a", i));
-        assert.equal(emptyFleetProblem(spec, previous) !== undefined, pools === 0 && members > 0 && !allow);
-        assert.equal(emptyFleetProblem(spec, notAList), undefined, "a first run (no previous nodes) is never refused");
-      }),
+      fc.property(
+        fc.nat({ max: 3 }),
+        fc.nat({ max: 5 }),
+        fc.boolean(),
+        fc.constantFrom(undefined, null, {}, "x"),
+        (pools, members, allow, notAList) => {
+          const spec = { pools: Array.from({ length: pools }, (_, i) => ({ name: `p${i}` })), allowEmptyFleet: allow };
+          const previous = Array.from({ length: members }, (_, i) => node("a", i));
+          assert.equal(emptyFleetProblem(spec, previous) !== undefined, pools === 0 && members > 0 && !allow);
+          assert.equal(emptyFleetProblem(spec, notAList), undefined, "a first run (no previous nodes) is never refused");
+        },
+      ),
     );
   });
 
@@ -45,7 +54,8 @@ describe("an empty fleet over a stack holding members", function () {
     assert.equal(parseFleetSpec({ ...rawFleetConfig(), [ALLOW_EMPTY_FLEET_KEY]: "false" }).allowEmptyFleet, false);
     assert.throws(
       () => parseFleetSpec({ ...rawFleetConfig(), [ALLOW_EMPTY_FLEET_KEY]: "yes" }),
-      (error: Error) => error instanceof FleetSpecError && error.problems.includes("nodefleet:allowEmptyFleet: allowEmptyFleet must be true or false"),
+      (error: Error) =>
+        error instanceof FleetSpecError && error.problems.includes("nodefleet:allowEmptyFleet: allowEmptyFleet must be true or false"),
     );
   });
 
@@ -55,19 +65,41 @@ describe("an empty fleet over a stack holding members", function () {
       const raw = structuredClone(stackFileConfig("example"));
       edit(raw);
       const config = Object.fromEntries(Object.entries(raw).map(([key, value]) => [key, { value }]));
-      return { stackName: "example", program: gitStackProgram({ allowMissingKubeconfig: true, ...(previousNodes !== undefined ? { previousNodes } : {}) }), config };
+      return {
+        stackName: "example",
+        program: gitStackProgram({ allowMissingKubeconfig: true, ...(previousNodes !== undefined ? { previousNodes } : {}) }),
+        config,
+      };
     };
     const first = await engine.up(definition(() => undefined));
     assert.equal(first.succeeded, true);
-    const servers = engine.cloud.listServers("").map((s) => s.id).sort();
+    const servers = engine.cloud
+      .listServers("")
+      .map((s) => s.id)
+      .sort();
     assert.ok(servers.length > 0);
 
-    for (const empty of [(raw: Record<string, unknown>) => (raw["nodefleet:pools"] = []), (raw: Record<string, unknown>) => delete raw["nodefleet:pools"]]) {
-      await assert.rejects(engine.up(definition(empty, first.outputs.nodes)), /nodefleet:pools: no pools are declared .*nodefleet:allowEmptyFleet: true/s);
-      assert.deepEqual(engine.cloud.listServers("").map((s) => s.id).sort(), servers, "nothing was deleted");
+    for (const empty of [
+      (raw: Record<string, unknown>) => (raw["nodefleet:pools"] = []),
+      (raw: Record<string, unknown>) => delete raw["nodefleet:pools"],
+    ]) {
+      await assert.rejects(
+        engine.up(definition(empty, first.outputs.nodes)),
+        /nodefleet:pools: no pools are declared .*nodefleet:allowEmptyFleet: true/s,
+      );
+      assert.deepEqual(
+        engine.cloud
+          .listServers("")
+          .map((s) => s.id)
+          .sort(),
+        servers,
+        "nothing was deleted",
+      );
     }
 
-    const emptied = await engine.up(definition((raw) => ((raw["nodefleet:pools"] = []), (raw[ALLOW_EMPTY_FLEET_KEY] = true)), first.outputs.nodes));
+    const emptied = await engine.up(
+      definition((raw) => ((raw["nodefleet:pools"] = []), (raw[ALLOW_EMPTY_FLEET_KEY] = true)), first.outputs.nodes),
+    );
     assert.equal(emptied.succeeded, true);
     assert.deepEqual(engine.cloud.listServers(""), [], "asked for explicitly, the fleet is emptied");
   });

@@ -38,7 +38,13 @@ describe("cluster firewall rules", () => {
       }),
     );
     assert.equal(rules.length, 5);
-    assert.deepEqual(rules[3], { direction: "in", protocol: "tcp", port: "22", sourceIps: ["192.0.2.10/32"], description: "ssh from the bastion" });
+    assert.deepEqual(rules[3], {
+      direction: "in",
+      protocol: "tcp",
+      port: "22",
+      sourceIps: ["192.0.2.10/32"],
+      description: "ssh from the bastion",
+    });
     assert.equal(rules[4].protocol, "esp");
     assert.equal(rules[4].port, undefined);
     assert.match(rules[4].description, /extra rule 2/);

@@ -136,12 +136,26 @@ describe("fleet spec", () => {
 
   it("rejects the labels a create request may not set either (kubernetes.io/hostname, nodefleet.io/), in each pool of the example (static and autoscaled Hetzner Cloud, Elastic Metal)", () => {
     const config = exampleConfig();
-    const reserved = { "kubernetes.io/hostname": "evil", "nodefleet.io/pool": "other", "foo.kubernetes.io/x": "a", "kubernetes.io/arch": "amd64" };
-    for (const pool of config["nodefleet:pools"]) pool.labels = { ...reserved, "karpenter.nodefleet.io/nodefleetnodeclass": "ok", "topology.kubernetes.io/zone": "hel1" };
+    const reserved = {
+      "kubernetes.io/hostname": "evil",
+      "nodefleet.io/pool": "other",
+      "foo.kubernetes.io/x": "a",
+      "kubernetes.io/arch": "amd64",
+    };
+    for (const pool of config["nodefleet:pools"])
+      pool.labels = { ...reserved, "karpenter.nodefleet.io/nodefleetnodeclass": "ok", "topology.kubernetes.io/zone": "hel1" };
     const problems = problemsOf(config);
     for (const index of [0, 1, 2]) {
-      assertProblem(problems, `nodefleet:pools[${index}].labels["kubernetes.io/hostname"]`, /label kubernetes\.io\/hostname is reserved: .*Karpenter refuses it/);
-      assertProblem(problems, `nodefleet:pools[${index}].labels["nodefleet.io/pool"]`, /label nodefleet\.io\/pool is reserved: nodefleet\.io\/ labels are set by nodefleet/);
+      assertProblem(
+        problems,
+        `nodefleet:pools[${index}].labels["kubernetes.io/hostname"]`,
+        /label kubernetes\.io\/hostname is reserved: .*Karpenter refuses it/,
+      );
+      assertProblem(
+        problems,
+        `nodefleet:pools[${index}].labels["nodefleet.io/pool"]`,
+        /label nodefleet\.io\/pool is reserved: nodefleet\.io\/ labels are set by nodefleet/,
+      );
       assertProblem(problems, `nodefleet:pools[${index}].labels["foo.kubernetes.io/x"]`, /label foo\.kubernetes\.io\/x is reserved/);
     }
     assert.equal(problems.length, 9, problems.join("\n"));
@@ -150,12 +164,19 @@ describe("fleet spec", () => {
   it("rejects an unknown provider, naming the known ones", () => {
     const config = exampleConfig();
     config["nodefleet:pools"][0].provider = "aws";
-    assertProblem(problemsOf(config), "nodefleet:pools[0].provider", /"aws" is not known; use one of hcloud, scaleway-elastic-metal, hetzner-robot/);
+    assertProblem(
+      problemsOf(config),
+      "nodefleet:pools[0].provider",
+      /"aws" is not known; use one of hcloud, scaleway-elastic-metal, hetzner-robot/,
+    );
   });
 
   it("rejects bad taints", () => {
     const config = exampleConfig();
-    config["nodefleet:pools"][1].taints = [{ key: "a b", effect: "NoSchedule" }, { key: "ok", effect: "Sometimes" }];
+    config["nodefleet:pools"][1].taints = [
+      { key: "a b", effect: "NoSchedule" },
+      { key: "ok", effect: "Sometimes" },
+    ];
     const problems = problemsOf(config);
     assertProblem(problems, "nodefleet:pools[1].taints[0].key", /qualified name/);
     assertProblem(problems, "nodefleet:pools[1].taints[1].effect", /NoSchedule, PreferNoSchedule, NoExecute/);
@@ -241,7 +262,11 @@ describe("fleet spec", () => {
     config["nodefleet:pools"][0].replicas = undefined;
     config["nodefleet:pools"][0].nodes = ["short", "n".repeat(10)];
     delete config["nodefleet:pools"][0].replicas;
-    assertProblem(problemsOf(config), "nodefleet:pools[0].name", new RegExp(`node ${"a".repeat(20)}-${"p".repeat(30)}-${"n".repeat(10)} is 62 characters: .* longer than 63`));
+    assertProblem(
+      problemsOf(config),
+      "nodefleet:pools[0].name",
+      new RegExp(`node ${"a".repeat(20)}-${"p".repeat(30)}-${"n".repeat(10)} is 62 characters: .* longer than 63`),
+    );
     const scaleway = exampleConfig();
     scaleway["nodefleet:cluster"].id = "a".repeat(20);
     scaleway["nodefleet:pools"][2].name = "s".repeat(30);

@@ -2,7 +2,12 @@ import { strict as assert } from "node:assert";
 import fc from "fast-check";
 import { parseFleetSpec, type HcloudStaticPool } from "../../components/fleet/fleetSpec";
 import { canonicalHash, canonicalJson, sha256Hex } from "../../components/shared/canonicalJson";
-import { GENERATION_SUFFIX_LENGTH, generationServerName, generationSuffix, type GenerationInputs } from "../../components/fleet/generationSuffix";
+import {
+  GENERATION_SUFFIX_LENGTH,
+  generationServerName,
+  generationSuffix,
+  type GenerationInputs,
+} from "../../components/fleet/generationSuffix";
 import { planHcloudServers, staticHcloudMembers } from "../../components/hcloud/hcloudServerPlan";
 import { hcloudStaticPoolConfig, rawFleetConfig } from "../support/fleetConfigFixture";
 
@@ -45,7 +50,11 @@ describe("generation suffix", () => {
     fc.assert(
       fc.property(field, fc.string({ minLength: 1, maxLength: 12 }), (key, value) => {
         const changed: GenerationInputs =
-          key === "sshKeys" ? { ...base, sshKeys: [...base.sshKeys, value] } : key === "userData" ? { ...base, userData: { ...(base.userData as object), extra: value } } : { ...base, [key]: `${base[key]}-${value}` };
+          key === "sshKeys"
+            ? { ...base, sshKeys: [...base.sshKeys, value] }
+            : key === "userData"
+              ? { ...base, userData: { ...(base.userData as object), extra: value } }
+              : { ...base, [key]: `${base[key]}-${value}` };
         assert.notEqual(generationSuffix(changed), generationSuffix(base), `changing ${key}`);
       }),
     );

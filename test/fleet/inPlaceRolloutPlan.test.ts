@@ -16,7 +16,11 @@ const installed = (count: number, generation = "aaaaaa", ready = true): CurrentI
   Array.from({ length: count }, (_, i) => ({ nodeId: `metal-${i}`, generation, ready }));
 
 /** The next run's members once `plan` ran: updated and installed members at their new generation, Ready when `becomeReady` says so. */
-function applyPlan(plan: InPlaceRolloutPlan, before: readonly CurrentInPlaceMember[], becomeReady: (nodeId: string) => boolean): CurrentInPlaceMember[] {
+function applyPlan(
+  plan: InPlaceRolloutPlan,
+  before: readonly CurrentInPlaceMember[],
+  becomeReady: (nodeId: string) => boolean,
+): CurrentInPlaceMember[] {
   return plan.members.map((s) => {
     const previous = before.find((c) => c.nodeId === s.nodeId);
     if ((s.action === "keep" || s.action === "retain") && previous) return { ...previous, ready: previous.ready || becomeReady(s.nodeId) };
@@ -56,7 +60,10 @@ describe("planInPlaceRollout (bare metal: no surge, drain then reinstall or re-j
     assert.equal(DEFAULT_IN_PLACE_MAX_UNAVAILABLE, 1);
     assert.deepEqual(updatedPerRun, [["metal-0"], ["metal-1"], ["metal-2"], ["metal-3"], ["metal-4"], ["metal-5"]]);
     const first = planInPlaceRollout(wanted(6), installed(6));
-    assert.deepEqual(first.members.map((m) => [m.action, m.generation]), [["update", "bbbbbb"], ...Array(5).fill(["retain", "aaaaaa"])]);
+    assert.deepEqual(
+      first.members.map((m) => [m.action, m.generation]),
+      [["update", "bbbbbb"], ...Array(5).fill(["retain", "aaaaaa"])],
+    );
     assert.equal(first.remaining, 5);
     assert.equal(first.waiting, "maxUnavailable 1 reached");
   });
@@ -73,7 +80,10 @@ describe("planInPlaceRollout (bare metal: no surge, drain then reinstall or re-j
 
   it("installs new members, reports members that left, and refuses a member recorded twice or maxUnavailable 0", () => {
     const plan = planInPlaceRollout(wanted(2), [...installed(1, "bbbbbb"), { nodeId: "metal-7", generation: "aaaaaa", ready: true }]);
-    assert.deepEqual(plan.members.map((m) => m.action), ["keep", "install"]);
+    assert.deepEqual(
+      plan.members.map((m) => m.action),
+      ["keep", "install"],
+    );
     assert.deepEqual(plan.removals, [{ nodeId: "metal-7", generation: "aaaaaa" }]);
     assert.equal(plan.waiting, undefined);
     assert.throws(() => planInPlaceRollout(wanted(1), [...installed(1), ...installed(1)]), /metal-0 is recorded twice/);
@@ -97,15 +107,31 @@ describe("planInPlaceRollout (bare metal: no surge, drain then reinstall or re-j
     fc.assert(
       fc.property(scenarioArb, ({ desired, current, maxUnavailable }) => {
         const plan = planInPlaceRollout(desired, current, maxUnavailable);
-        assert.deepEqual(plan.members.map((m) => m.nodeId), desired.map((m) => m.nodeId));
+        assert.deepEqual(
+          plan.members.map((m) => m.nodeId),
+          desired.map((m) => m.nodeId),
+        );
         for (const step of plan.members) {
           const previous = current.find((c) => c.nodeId === step.nodeId);
           const want = desired.find((m) => m.nodeId === step.nodeId)!.generation;
-          const expected = previous === undefined ? "install" : previous.generation === want ? "keep" : plan.updating.includes(step.nodeId) ? "update" : "retain";
+          const expected =
+            previous === undefined
+              ? "install"
+              : previous.generation === want
+                ? "keep"
+                : plan.updating.includes(step.nodeId)
+                  ? "update"
+                  : "retain";
           assert.equal(step.action, expected);
           assert.equal(step.generation, step.action === "retain" ? previous!.generation : want);
         }
-        assert.deepEqual(plan.removals.map((r) => r.nodeId), current.filter((c) => !desired.some((m) => m.nodeId === c.nodeId)).map((c) => c.nodeId).sort());
+        assert.deepEqual(
+          plan.removals.map((r) => r.nodeId),
+          current
+            .filter((c) => !desired.some((m) => m.nodeId === c.nodeId))
+            .map((c) => c.nodeId)
+            .sort(),
+        );
         assert.equal(plan.remaining, plan.members.filter((m) => m.action === "retain").length);
         assert.equal(plan.waiting !== undefined, plan.remaining > 0);
         // Broken members never wait behind a Ready one.
@@ -129,21 +155,28 @@ describe("planInPlaceRollout (bare metal: no surge, drain then reinstall or re-j
 
   it("updates every member eventually across repeated runs, and never undoes its own step", () => {
     fc.assert(
-      fc.property(scenarioArb, fc.array(fc.boolean(), { minLength: 8, maxLength: 8 }), ({ desired, current, maxUnavailable }, slowJoins) => {
-        let state = current;
-        // A member's Node may take a run longer to become Ready; after that every Node comes up.
-        for (let run = 0; run < desired.length + 3; run++) {
-          const plan = planInPlaceRollout(desired, state, maxUnavailable);
-          const next = applyPlan(plan, state, (id) => run > 0 || !slowJoins[Number(id.split("-")[1]) % slowJoins.length]);
-          for (const c of state) {
-            const after = next.find((n) => n.nodeId === c.nodeId);
-            const want = desired.find((m) => m.nodeId === c.nodeId)?.generation;
-            if (after && c.generation === want) assert.equal(after.generation, want, `${c.nodeId} went back`);
+      fc.property(
+        scenarioArb,
+        fc.array(fc.boolean(), { minLength: 8, maxLength: 8 }),
+        ({ desired, current, maxUnavailable }, slowJoins) => {
+          let state = current;
+          // A member's Node may take a run longer to become Ready; after that every Node comes up.
+          for (let run = 0; run < desired.length + 3; run++) {
+            const plan = planInPlaceRollout(desired, state, maxUnavailable);
+            const next = applyPlan(plan, state, (id) => run > 0 || !slowJoins[Number(id.split("-")[1]) % slowJoins.length]);
+            for (const c of state) {
+              const after = next.find((n) => n.nodeId === c.nodeId);
+              const want = desired.find((m) => m.nodeId === c.nodeId)?.generation;
+              if (after && c.generation === want) assert.equal(after.generation, want, `${c.nodeId} went back`);
+            }
+            state = next;
           }
-          state = next;
-        }
-        assert.deepEqual(state.map((s) => s.generation), desired.map((m) => m.generation));
-      }),
+          assert.deepEqual(
+            state.map((s) => s.generation),
+            desired.map((m) => m.generation),
+          );
+        },
+      ),
     );
   });
 });
@@ -156,7 +189,11 @@ describe("in-place rollout generation (fleet/inPlaceMembers.ts)", () => {
       fc.property(member, fc.stringMatching(/^[0-9a-f]{64}$/), fc.stringMatching(/^[0-9a-f]{64}$/), (m, config, other) => {
         assert.equal(inPlaceRolloutGeneration(m), generationHash({ generation: m.generation, joinInputs: m.joinInputs }));
         assert.notEqual(inPlaceRolloutGeneration({ ...m, kubeletConfigHash: config }), inPlaceRolloutGeneration(m));
-        if (config !== other) assert.notEqual(inPlaceRolloutGeneration({ ...m, kubeletConfigHash: config }), inPlaceRolloutGeneration({ ...m, kubeletConfigHash: other }));
+        if (config !== other)
+          assert.notEqual(
+            inPlaceRolloutGeneration({ ...m, kubeletConfigHash: config }),
+            inPlaceRolloutGeneration({ ...m, kubeletConfigHash: other }),
+          );
       }),
     );
   });

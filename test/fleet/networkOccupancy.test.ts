@@ -9,7 +9,8 @@ import { serversOutsidePool } from "../../components/fleet/networkOccupancy";
 import { planRollout } from "../../components/fleet/rolloutPlan";
 
 const staticPool = (name: string) => ({ name, provider: "hcloud", mode: "static" }) as unknown as PoolSpec;
-const autoscaledPool = (name: string, maxNodes: number) => ({ name, provider: "hcloud", mode: "autoscaled", limits: { maxNodes } }) as unknown as PoolSpec;
+const autoscaledPool = (name: string, maxNodes: number) =>
+  ({ name, provider: "hcloud", mode: "autoscaled", limits: { maxNodes } }) as unknown as PoolSpec;
 const robotPool = (name: string) => ({ name, provider: "hetzner-robot" }) as unknown as PoolSpec;
 const servers = (count: number) => Array.from({ length: count }, (_, i) => ({ i }));
 
@@ -23,21 +24,35 @@ describe("network occupancy of a static pool's rollout", () => {
   it("leaves no surge room when static replicas and autoscaled maxNodes fill the network", () => {
     const pools = [staticPool("a"), autoscaledPool("burst", 40)];
     const desired = Array.from({ length: 60 }, (_, i) => ({ nodeId: `a-${i}`, generation: "new", placementSlot: i }));
-    const current = desired.map((m) => ({ nodeId: m.nodeId, generation: "old", ready: true, spreadGroup: Math.floor(m.placementSlot / 10) }));
-    const plan = planRollout(desired, current, { maxSurge: 2, maxUnavailable: 0 }, { serversOutsidePool: serversOutsidePool(pools, { a: current }, "a") });
+    const current = desired.map((m) => ({
+      nodeId: m.nodeId,
+      generation: "old",
+      ready: true,
+      spreadGroup: Math.floor(m.placementSlot / 10),
+    }));
+    const plan = planRollout(
+      desired,
+      current,
+      { maxSurge: 2, maxUnavailable: 0 },
+      { serversOutsidePool: serversOutsidePool(pools, { a: current }, "a") },
+    );
     assert.equal(plan.servers.filter((s) => s.action === "create").length, 0, "no server beyond the 100 the network holds");
     assert.match(String(plan.waiting), /the network holds 100 servers/);
   });
 
   it("never counts fewer than the autoscaled pools' maxNodes", () => {
     fc.assert(
-      fc.property(fc.array(fc.integer({ min: 1, max: 100 }), { maxLength: 4 }), fc.array(fc.integer({ min: 0, max: 50 }), { maxLength: 4 }), (maxNodes, staticCounts) => {
-        const pools = [...maxNodes.map((m, i) => autoscaledPool(`auto-${i}`, m)), ...staticCounts.map((_, i) => staticPool(`s-${i}`))];
-        const current = Object.fromEntries(staticCounts.map((c, i) => [`s-${i}`, servers(c)]));
-        const own = staticCounts.length > 0 ? "s-0" : "none";
-        const expected = maxNodes.reduce((a, b) => a + b, 0) + staticCounts.slice(own === "s-0" ? 1 : 0).reduce((a, b) => a + b, 0);
-        assert.equal(serversOutsidePool(pools, current, own), expected);
-      }),
+      fc.property(
+        fc.array(fc.integer({ min: 1, max: 100 }), { maxLength: 4 }),
+        fc.array(fc.integer({ min: 0, max: 50 }), { maxLength: 4 }),
+        (maxNodes, staticCounts) => {
+          const pools = [...maxNodes.map((m, i) => autoscaledPool(`auto-${i}`, m)), ...staticCounts.map((_, i) => staticPool(`s-${i}`))];
+          const current = Object.fromEntries(staticCounts.map((c, i) => [`s-${i}`, servers(c)]));
+          const own = staticCounts.length > 0 ? "s-0" : "none";
+          const expected = maxNodes.reduce((a, b) => a + b, 0) + staticCounts.slice(own === "s-0" ? 1 : 0).reduce((a, b) => a + b, 0);
+          assert.equal(serversOutsidePool(pools, current, own), expected);
+        },
+      ),
     );
   });
 });

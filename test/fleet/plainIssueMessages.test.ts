@@ -11,8 +11,11 @@ const ZOD_WORDING = /Invalid input|expected \w+, received|Unrecognized key|Too (
 
 /** Every path to a value in `value` (objects and lists included), parents first. */
 function pathsOf(value: unknown, at: Array<string | number> = []): Array<Array<string | number>> {
-  const children =
-    Array.isArray(value) ? value.map((v, i) => pathsOf(v, [...at, i])) : typeof value === "object" && value !== null ? Object.entries(value).map(([k, v]) => pathsOf(v, [...at, k])) : [];
+  const children = Array.isArray(value)
+    ? value.map((v, i) => pathsOf(v, [...at, i]))
+    : typeof value === "object" && value !== null
+      ? Object.entries(value).map(([k, v]) => pathsOf(v, [...at, k]))
+      : [];
   return [...(at.length > 0 ? [at] : []), ...children.flat()];
 }
 
@@ -48,7 +51,10 @@ describe("config problems in plain words", () => {
     const problems = specProblems(config);
     assert.ok(problems.includes('nodefleet:pools[1].mode: mode must be static or autoscaled, not "auto"'), problems.join("\n"));
     assert.ok(problems.includes("nodefleet:pools[0].image: must not be empty"), problems.join("\n"));
-    assert.ok(problems.some((p) => p.startsWith("nodefleet:pools[0]: unknown key replica (did you mean replicas?); the keys here are name, ")), problems.join("\n"));
+    assert.ok(
+      problems.some((p) => p.startsWith("nodefleet:pools[0]: unknown key replica (did you mean replicas?); the keys here are name, ")),
+      problems.join("\n"),
+    );
     config["nodefleet:pools"][1].mode = "autoscaled";
     assert.ok(specProblems(config).includes('nodefleet:pools[1].limits.maxNodes: must be a number, not the string "90"'));
   });
@@ -60,7 +66,8 @@ describe("config problems in plain words", () => {
       for (const replacement of [undefined, null, 7, 2.5, -1, "", "text", true, [], {}, [{}]]) {
         const problems = specProblems(withValueAt(example, path, replacement));
         if (problems.length > 0) refused += 1;
-        for (const problem of problems) assert.doesNotMatch(problem, ZOD_WORDING, `${JSON.stringify(path)} = ${JSON.stringify(replacement)}: ${problem}`);
+        for (const problem of problems)
+          assert.doesNotMatch(problem, ZOD_WORDING, `${JSON.stringify(path)} = ${JSON.stringify(replacement)}: ${problem}`);
       }
     }
     assert.ok(refused > 100, `${refused} broken configs were refused`);

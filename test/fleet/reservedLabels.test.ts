@@ -38,7 +38,17 @@ function expectedRule(key: string): "kubernetes" | "hostname" | "nodefleet" | un
 // DNS-subdomain prefixes and label names, as the schemas accept them.
 const dnsLabel = fc.stringMatching(/^[a-z0-9]([-a-z0-9]{0,8}[a-z0-9])?$/);
 const name = fc.stringMatching(/^[A-Za-z0-9]([-A-Za-z0-9_.]{0,10}[A-Za-z0-9])?$/);
-const reservedDomain = fc.constantFrom("kubernetes.io", "k8s.io", "node.kubernetes.io", "kubelet.kubernetes.io", "beta.kubernetes.io", "topology.kubernetes.io", "node-restriction.kubernetes.io", "kops.k8s.io", "nodefleet.io");
+const reservedDomain = fc.constantFrom(
+  "kubernetes.io",
+  "k8s.io",
+  "node.kubernetes.io",
+  "kubelet.kubernetes.io",
+  "beta.kubernetes.io",
+  "topology.kubernetes.io",
+  "node-restriction.kubernetes.io",
+  "kops.k8s.io",
+  "nodefleet.io",
+);
 /** Prefixes near the reserved ones: the domains themselves, their subdomains, look-alikes, others. */
 const prefix = fc.oneof(
   reservedDomain,
@@ -105,7 +115,10 @@ describe("reserved label keys (requests and pool labels)", () => {
   for (const k of accepted) it(`accepts ${k}`, () => assert.equal(reservedLabelRule(k), undefined));
 
   it("agrees with the rule as Kubernetes, Karpenter and nodefleet state it, on keys near every reserved namespace", () => {
-    fc.assert(fc.property(key, (k) => reservedLabelRule(k)?.rule === expectedRule(k)), { numRuns: 2000 });
+    fc.assert(
+      fc.property(key, (k) => reservedLabelRule(k)?.rule === expectedRule(k)),
+      { numRuns: 2000 },
+    );
   });
 
   it("names the key and its rule in every refusal", () => {
@@ -113,7 +126,11 @@ describe("reserved label keys (requests and pool labels)", () => {
       fc.property(key, (k) => {
         const broken = reservedLabelRule(k);
         if (!broken) return true;
-        const says = { hostname: /Karpenter refuses/, kubernetes: /kubernetes\.io and k8s\.io namespaces.*NodeRestriction/, nodefleet: /nodefleet\.io\/ labels/ }[broken.rule];
+        const says = {
+          hostname: /Karpenter refuses/,
+          kubernetes: /kubernetes\.io and k8s\.io namespaces.*NodeRestriction/,
+          nodefleet: /nodefleet\.io\/ labels/,
+        }[broken.rule];
         return broken.message.startsWith(`label ${k} is reserved: `) && says.test(broken.message);
       }),
       { numRuns: 1000 },
@@ -132,7 +149,12 @@ describe("reserved label keys (requests and pool labels)", () => {
   });
 
   it("lets a create request (labels Karpenter applies) use node-restriction.kubernetes.io/ and kops.k8s.io/, and a pool not", () => {
-    for (const k of ["node-restriction.kubernetes.io/team", "a.node-restriction.kubernetes.io/x", "kops.k8s.io/instancegroup", "sub.kops.k8s.io/x"]) {
+    for (const k of [
+      "node-restriction.kubernetes.io/team",
+      "a.node-restriction.kubernetes.io/x",
+      "kops.k8s.io/instancegroup",
+      "sub.kops.k8s.io/x",
+    ]) {
       assert.equal(reservedLabelRule(k, "karpenter"), undefined, k);
       assert.equal(reservedLabelRule(k, "kubelet")?.rule, "kubernetes", k);
     }
@@ -146,14 +168,19 @@ describe("reserved label keys (requests and pool labels)", () => {
       }),
       { numRuns: 1000 },
     );
-    assert.match(reservedLabelRule("k8s.io/x", "karpenter")!.message, /set by Karpenter, node-restriction\.kubernetes\.io\/ and kops\.k8s\.io\//);
+    assert.match(
+      reservedLabelRule("k8s.io/x", "karpenter")!.message,
+      /set by Karpenter, node-restriction\.kubernetes\.io\/ and kops\.k8s\.io\//,
+    );
   });
 
   it("never throws, whatever the string", () => {
-    fc.assert(fc.property(fc.string({ unit: "binary", maxLength: 300 }), (k) => {
-      reservedLabelRule(k);
-      return true;
-    }));
+    fc.assert(
+      fc.property(fc.string({ unit: "binary", maxLength: 300 }), (k) => {
+        reservedLabelRule(k);
+        return true;
+      }),
+    );
   });
 
   it("lists exactly the reserved keys of a label map, in its order", () => {

@@ -38,7 +38,8 @@ function applyPlan(
 ): CurrentRolloutServer[] {
   return plan.servers.map((s) => {
     const existing = before.find((c) => c.nodeId === s.nodeId && c.generation === s.generation);
-    if (s.action === "keep" && existing) return { ...existing, ready: existing.ready || becomeReady(s.nodeId), ...(s.unprotect ? { deleteProtection: false } : {}) };
+    if (s.action === "keep" && existing)
+      return { ...existing, ready: existing.ready || becomeReady(s.nodeId), ...(s.unprotect ? { deleteProtection: false } : {}) };
     return { nodeId: s.nodeId, generation: s.generation, ready: becomeReady(s.nodeId), spreadGroup: s.spreadGroup };
   });
 }
@@ -46,7 +47,8 @@ function applyPlan(
 /** Peak servers per spread group during a run: everything present at the start plus the creations. */
 function peakGroups(before: readonly CurrentRolloutServer[], plan: RolloutPlan): Map<number, number> {
   const counts = new Map<number, number>();
-  for (const s of [...before, ...plan.servers.filter((p) => p.action === "create")]) counts.set(s.spreadGroup, (counts.get(s.spreadGroup) ?? 0) + 1);
+  for (const s of [...before, ...plan.servers.filter((p) => p.action === "create")])
+    counts.set(s.spreadGroup, (counts.get(s.spreadGroup) ?? 0) + 1);
   return counts;
 }
 
@@ -64,10 +66,18 @@ const scenarioArb = fc
     size: fc.integer({ min: 0, max: 35 }),
     settings: settingsArb,
     outside: fc.integer({ min: 0, max: 70 }),
-    states: fc.array(fc.record({ shape: fc.constantFrom("old", "new", "both", "none"), oldReady: fc.boolean(), newReady: fc.boolean(), protect: fc.boolean() }), {
-      minLength: 35,
-      maxLength: 35,
-    }),
+    states: fc.array(
+      fc.record({
+        shape: fc.constantFrom("old", "new", "both", "none"),
+        oldReady: fc.boolean(),
+        newReady: fc.boolean(),
+        protect: fc.boolean(),
+      }),
+      {
+        minLength: 35,
+        maxLength: 35,
+      },
+    ),
   })
   .map(({ size, settings, outside, states }) => {
     const desired = wantedPool(size);
@@ -75,8 +85,10 @@ const scenarioArb = fc
     desired.forEach((m, i) => {
       const st = states[i];
       const group = Math.floor(m.placementSlot / GROUP);
-      if (st.shape === "old" || st.shape === "both") current.push({ nodeId: m.nodeId, generation: "aaaaaa", ready: st.oldReady, spreadGroup: group, deleteProtection: st.protect });
-      if (st.shape === "new" || st.shape === "both") current.push({ nodeId: m.nodeId, generation: m.generation, ready: st.newReady, spreadGroup: group });
+      if (st.shape === "old" || st.shape === "both")
+        current.push({ nodeId: m.nodeId, generation: "aaaaaa", ready: st.oldReady, spreadGroup: group, deleteProtection: st.protect });
+      if (st.shape === "new" || st.shape === "both")
+        current.push({ nodeId: m.nodeId, generation: m.generation, ready: st.newReady, spreadGroup: group });
     });
     // Respect the limits at the start: a real pool never begins above them.
     const perGroup = new Map<number, number>();
@@ -106,7 +118,10 @@ describe("rollout planner", () => {
     // The replacement is not Ready yet: nothing more happens.
     current = applyPlan(first, current, () => false);
     const waiting = planRollout(desired, current);
-    assert.deepEqual(waiting.servers, first.servers.map((s) => ({ ...s, action: "keep" })));
+    assert.deepEqual(
+      waiting.servers,
+      first.servers.map((s) => ({ ...s, action: "keep" })),
+    );
     assert.equal(waiting.removals.length, 0);
     assert.match(String(waiting.waiting), /maxSurge 1 reached/);
 
@@ -117,9 +132,16 @@ describe("rollout planner", () => {
     assert.deepEqual(removing.removals, [{ nodeId: "pool-0", generation: "aaaaaa", reason: "replaced" }]);
     assert.deepEqual(removing.replacing, []);
     assert.equal(removing.remaining, 11);
-    const next = planRollout(desired, applyPlan(removing, current, () => true));
+    const next = planRollout(
+      desired,
+      applyPlan(removing, current, () => true),
+    );
     assert.deepEqual(next.replacing, ["pool-1"]);
-    assert.deepEqual(next.servers.find((s) => s.action === "create"), { nodeId: "pool-1", generation: "bbbbbb", spreadGroup: 0, action: "create", unprotect: false }, "pool-0 left group 0: room again");
+    assert.deepEqual(
+      next.servers.find((s) => s.action === "create"),
+      { nodeId: "pool-1", generation: "bbbbbb", spreadGroup: 0, action: "create", unprotect: false },
+      "pool-0 left group 0: room again",
+    );
   });
 
   it("lifts delete protection of exactly the server to remove, one run before removing it", () => {
@@ -141,10 +163,23 @@ describe("rollout planner", () => {
     const settings = { maxSurge: 0, maxUnavailable: 2 };
     const current = runningPool(4);
     const plan = planRollout(desired, current, settings);
-    assert.deepEqual(plan.removals.map((r) => [r.nodeId, r.reason]), [["pool-0", "unavailable"], ["pool-1", "unavailable"]]);
+    assert.deepEqual(
+      plan.removals.map((r) => [r.nodeId, r.reason]),
+      [
+        ["pool-0", "unavailable"],
+        ["pool-1", "unavailable"],
+      ],
+    );
     assert.equal(plan.servers.filter((s) => s.action === "create").length, 0);
-    const next = planRollout(desired, applyPlan(plan, current, () => true), settings);
-    assert.deepEqual(next.servers.filter((s) => s.action === "create").map((s) => s.nodeId), ["pool-0", "pool-1"]);
+    const next = planRollout(
+      desired,
+      applyPlan(plan, current, () => true),
+      settings,
+    );
+    assert.deepEqual(
+      next.servers.filter((s) => s.action === "create").map((s) => s.nodeId),
+      ["pool-0", "pool-1"],
+    );
   });
 
   it("waits at the network limit instead of exceeding it", () => {
@@ -155,8 +190,14 @@ describe("rollout planner", () => {
 
   it("refuses settings that could never replace anything, naming the field", () => {
     assert.throws(() => assertRolloutSettings({ maxSurge: 0, maxUnavailable: 0 }), /rollout: maxSurge and maxUnavailable cannot both be 0/);
-    assert.throws(() => assertRolloutSettings({ maxSurge: -1, maxUnavailable: 1 }), /rollout\.maxSurge must be a whole number of 0 or more/);
-    assert.throws(() => assertRolloutSettings({ maxSurge: 1, maxUnavailable: 0.5 }, "pools[0].rollout"), /pools\[0\]\.rollout\.maxUnavailable/);
+    assert.throws(
+      () => assertRolloutSettings({ maxSurge: -1, maxUnavailable: 1 }),
+      /rollout\.maxSurge must be a whole number of 0 or more/,
+    );
+    assert.throws(
+      () => assertRolloutSettings({ maxSurge: 1, maxUnavailable: 0.5 }, "pools[0].rollout"),
+      /pools\[0\]\.rollout\.maxUnavailable/,
+    );
   });
 
   it("never creates more than maxSurge servers above the desired count", () => {
@@ -164,8 +205,11 @@ describe("rollout planner", () => {
       fc.property(scenarioArb, ({ desired, current, settings, outside }) => {
         const plan = planRollout(desired, current, settings, { serversOutsidePool: outside });
         const replacementCreates = plan.servers.filter((s) => s.action === "create" && current.some((c) => c.nodeId === s.nodeId));
-        const peak = current.filter((c) => desired.some((m) => m.nodeId === c.nodeId)).length + plan.servers.filter((s) => s.action === "create").length;
-        if (replacementCreates.length > 0) assert.ok(peak <= desired.length + settings.maxSurge, `peak ${peak} of ${desired.length} + ${settings.maxSurge}`);
+        const peak =
+          current.filter((c) => desired.some((m) => m.nodeId === c.nodeId)).length +
+          plan.servers.filter((s) => s.action === "create").length;
+        if (replacementCreates.length > 0)
+          assert.ok(peak <= desired.length + settings.maxSurge, `peak ${peak} of ${desired.length} + ${settings.maxSurge}`);
       }),
     );
   });
@@ -179,7 +223,9 @@ describe("rollout planner", () => {
           ready: s.action === "keep" && current.some((c) => c.nodeId === s.nodeId && c.generation === s.generation && c.ready),
         }));
         const before = withoutReadyServer(desired, current);
-        const lost = desired.filter((m) => current.some((c) => c.nodeId === m.nodeId && c.ready) && !after.some((s) => s.nodeId === m.nodeId && s.ready));
+        const lost = desired.filter(
+          (m) => current.some((c) => c.nodeId === m.nodeId && c.ready) && !after.some((s) => s.nodeId === m.nodeId && s.ready),
+        );
         assert.ok(before + lost.length <= Math.max(settings.maxUnavailable, before), `lost ${lost.length} with ${before} already down`);
         // An old server that was Ready goes only when its member keeps a Ready server, or within maxUnavailable.
         assert.ok(lost.length <= settings.maxUnavailable);
@@ -193,7 +239,8 @@ describe("rollout planner", () => {
         const plan = planRollout(desired, current, settings, { serversOutsidePool: outside });
         const created = plan.servers.filter((s) => s.action === "create");
         const peak = peakGroups(current, plan);
-        for (const s of created) assert.ok((peak.get(s.spreadGroup) ?? 0) <= GROUP, `group ${s.spreadGroup} holds ${peak.get(s.spreadGroup)}`);
+        for (const s of created)
+          assert.ok((peak.get(s.spreadGroup) ?? 0) <= GROUP, `group ${s.spreadGroup} holds ${peak.get(s.spreadGroup)}`);
         if (created.length > 0) assert.ok(outside + current.length + created.length <= NETWORK);
         // A kept server never changes group.
         for (const s of plan.servers.filter((p) => p.action === "keep")) {
@@ -208,7 +255,12 @@ describe("rollout planner", () => {
       fc.property(scenarioArb, fc.boolean(), ({ desired, current, settings, outside }, ready) => {
         const plan = planRollout(desired, current, settings, { serversOutsidePool: outside });
         assert.deepEqual(planRollout([...desired].reverse(), [...current].reverse(), settings, { serversOutsidePool: outside }), plan);
-        const next = planRollout(desired, applyPlan(plan, current, () => ready), settings, { serversOutsidePool: outside });
+        const next = planRollout(
+          desired,
+          applyPlan(plan, current, () => ready),
+          settings,
+          { serversOutsidePool: outside },
+        );
         for (const created of plan.servers.filter((s) => s.action === "create")) {
           assert.ok(
             next.servers.some((s) => s.nodeId === created.nodeId && s.generation === created.generation),
@@ -221,20 +273,26 @@ describe("rollout planner", () => {
 
   it("replaces every member eventually across repeated runs, whatever the settings and pool size", () => {
     fc.assert(
-      fc.property(fc.integer({ min: 0, max: 60 }), settingsArb, fc.boolean(), fc.integer({ min: 0, max: 30 }), (size, settings, protect, outside) => {
-        const desired = wantedPool(size);
-        let current = runningPool(size, "aaaaaa", protect);
-        let plan = planRollout(desired, current, settings, { serversOutsidePool: outside });
-        let runs = 1;
-        // Every created server becomes Ready before the next run.
-        while (plan.remaining > 0 || plan.removals.length > 0 || plan.servers.some((s) => s.unprotect)) {
-          current = applyPlan(plan, current, () => true);
-          plan = planRollout(desired, current, settings, { serversOutsidePool: outside });
-          assert.ok(++runs <= 4 * size + 4, `still ${plan.remaining} to go after ${runs} runs`);
-        }
-        const finalServers = applyPlan(plan, current, () => true);
-        assert.deepEqual(finalServers.map((s) => [s.nodeId, s.generation]).sort(), desired.map((m) => [m.nodeId, m.generation]).sort());
-      }),
+      fc.property(
+        fc.integer({ min: 0, max: 60 }),
+        settingsArb,
+        fc.boolean(),
+        fc.integer({ min: 0, max: 30 }),
+        (size, settings, protect, outside) => {
+          const desired = wantedPool(size);
+          let current = runningPool(size, "aaaaaa", protect);
+          let plan = planRollout(desired, current, settings, { serversOutsidePool: outside });
+          let runs = 1;
+          // Every created server becomes Ready before the next run.
+          while (plan.remaining > 0 || plan.removals.length > 0 || plan.servers.some((s) => s.unprotect)) {
+            current = applyPlan(plan, current, () => true);
+            plan = planRollout(desired, current, settings, { serversOutsidePool: outside });
+            assert.ok(++runs <= 4 * size + 4, `still ${plan.remaining} to go after ${runs} runs`);
+          }
+          const finalServers = applyPlan(plan, current, () => true);
+          assert.deepEqual(finalServers.map((s) => [s.nodeId, s.generation]).sort(), desired.map((m) => [m.nodeId, m.generation]).sort());
+        },
+      ),
     );
   });
 });

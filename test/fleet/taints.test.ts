@@ -27,9 +27,15 @@ describe("taints by (key, effect)", () => {
   });
 
   it("keeps the base list's order when nothing repeats", () => {
-    const base: Taint[] = [{ key: "b", effect: "NoSchedule" }, { key: "a", value: "x", effect: "NoExecute" }];
+    const base: Taint[] = [
+      { key: "b", effect: "NoSchedule" },
+      { key: "a", value: "x", effect: "NoExecute" },
+    ];
     assert.deepEqual(mergeTaints(base, []), base);
-    assert.deepEqual(mergeTaints(base, [{ key: "b", value: "y", effect: "NoSchedule" }]), [{ key: "b", value: "y", effect: "NoSchedule" }, base[1]]);
+    assert.deepEqual(mergeTaints(base, [{ key: "b", value: "y", effect: "NoSchedule" }]), [
+      { key: "b", value: "y", effect: "NoSchedule" },
+      base[1],
+    ]);
   });
 
   it("refuses a pool whose taints repeat a (key, effect) pair, naming the taint", () => {
@@ -39,6 +45,9 @@ describe("taints by (key, effect)", () => {
       { key: "dedicated", value: "a", effect: "NoSchedule" },
       { key: "dedicated", value: "b", effect: "NoSchedule" },
     ];
-    assert.throws(() => parseFleetSpec({ ...values, "nodefleet:pools": pools }), /pools\[0\]\.taints\[1\]: taint dedicated:NoSchedule repeats/);
+    assert.throws(
+      () => parseFleetSpec({ ...values, "nodefleet:pools": pools }),
+      /pools\[0\]\.taints\[1\]: taint dedicated:NoSchedule repeats/,
+    );
   });
 });

@@ -208,7 +208,14 @@ describe("HcloudNodePool under mocks", function () {
     const added = after.resources.filter((r) => !before.resources.some((b) => b.type === r.type && b.name === r.name));
     assert.deepEqual(
       added.map((r) => r.type).sort(),
-      [SERVER, TOKEN, SECRET, "random:index/randomString:RandomString", "random:index/randomPassword:RandomPassword", "time:index/offset:Offset"].sort(),
+      [
+        SERVER,
+        TOKEN,
+        SECRET,
+        "random:index/randomString:RandomString",
+        "random:index/randomPassword:RandomPassword",
+        "time:index/offset:Offset",
+      ].sort(),
     );
     assert.ok(added.every((r) => r.name.startsWith("example-hel1-general-3-")));
   });
@@ -225,7 +232,12 @@ describe("HcloudNodePool under mocks", function () {
   it("gives the old and new server of a replacement different Node names and the same providerID; the old Node's removal targets the old name", async () => {
     const kubeconfig = tokenKubeconfig("t0ken");
     const run = (pool: Record<string, unknown>) =>
-      runUnderMocks({ stack: "test", config: rawFleetConfig({ cluster: { kubeconfig }, pools: [hcloudStaticPoolConfig({ replicas: 1, ...pool })] }), secretKeys: ["nodefleet:cluster"], program: () => runProgram() });
+      runUnderMocks({
+        stack: "test",
+        config: rawFleetConfig({ cluster: { kubeconfig }, pools: [hcloudStaticPoolConfig({ replicas: 1, ...pool })] }),
+        secretKeys: ["nodefleet:cluster"],
+        program: () => runProgram(),
+      });
     const before = await run({});
     const after = await run({ image: "ubuntu-22.04" });
     const [oldServer] = ofType(before.resources, SERVER);
@@ -245,7 +257,10 @@ describe("HcloudNodePool under mocks", function () {
     assert.equal(oldRemoval.name, `${oldServer.name}-node-removal`);
     assert.equal(oldRemoval.inputs.nodeName, oldServer.name, "the old generation's removal deletes the old Node");
     assert.equal(newRemoval.inputs.nodeName, newServer.name);
-    assert.ok(!removals(after).some((r) => r.name === oldRemoval.name), "the old removal leaves the program, so Pulumi deletes it (and its Node)");
+    assert.ok(
+      !removals(after).some((r) => r.name === oldRemoval.name),
+      "the old removal leaves the program, so Pulumi deletes it (and its Node)",
+    );
   });
 
   it("keeps names when only in-place inputs change (delete protection)", async () => {
@@ -309,7 +324,10 @@ describe("HcloudNodePool under mocks", function () {
     assert.ok(isWrappedSecret(provider.inputs.kubeconfig));
     assert.equal(plain({ k: provider.inputs.kubeconfig }).k, kubeconfig);
     for (const r of withKubeconfig.resources) {
-      assert.ok(!JSON.stringify(resolveSecrets(r.inputs, false)).includes("very-secret"), `${r.type} ${r.name} keeps the kubeconfig secret`);
+      assert.ok(
+        !JSON.stringify(resolveSecrets(r.inputs, false)).includes("very-secret"),
+        `${r.type} ${r.name} keeps the kubeconfig secret`,
+      );
     }
   });
 });

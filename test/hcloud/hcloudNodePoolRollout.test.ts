@@ -9,7 +9,12 @@ import type { AddressInfo } from "node:net";
 import type { MockRunResult } from "../../automation/mocks/runUnderMocks";
 import { runUnderMocks } from "../../automation/mocks/runUnderMocks";
 import { resolveSecrets } from "../../automation/mocks/secretValues";
-import { type CurrentHcloudServer, type HcloudNodeOutputValues, type HcloudPoolRolloutSummary, currentHcloudServers } from "../../components/hcloud/hcloudNodePool";
+import {
+  type CurrentHcloudServer,
+  type HcloudNodeOutputValues,
+  type HcloudPoolRolloutSummary,
+  currentHcloudServers,
+} from "../../components/hcloud/hcloudNodePool";
 import { runProgram } from "../../stacks/fleetProgram";
 import { clusterConfig, hcloudStaticPoolConfig, rawFleetConfig } from "../support/fleetConfigFixture";
 import { tokenKubeconfig } from "../support/tokenKubeconfig";
@@ -29,7 +34,11 @@ function config(k0sVersion: string, pool: Record<string, unknown> = {}) {
   });
 }
 
-async function up(k0sVersion: string, current: readonly CurrentHcloudServer[] | undefined, pool: Record<string, unknown> = {}): Promise<Run> {
+async function up(
+  k0sVersion: string,
+  current: readonly CurrentHcloudServer[] | undefined,
+  pool: Record<string, unknown> = {},
+): Promise<Run> {
   return runUnderMocks({
     stack: "test",
     config: config(k0sVersion, pool),
@@ -96,8 +105,14 @@ describe("HcloudNodePool rolling a fleet-wide change across runs (mock runtime)"
         assert.ok(replacement?.ready, `example-${c.nodeId}-${c.generation} is removed only after its replacement is Ready`);
       }
       // Every server has its drain and Node removal, named by generation.
-      const drains = run.resources.filter((r) => r.type === DRAIN).map((r) => r.name).sort();
-      const removals = run.resources.filter((r) => r.type === REMOVAL).map((r) => r.name).sort();
+      const drains = run.resources
+        .filter((r) => r.type === DRAIN)
+        .map((r) => r.name)
+        .sort();
+      const removals = run.resources
+        .filter((r) => r.type === REMOVAL)
+        .map((r) => r.name)
+        .sort();
       assert.deepEqual(drains, declared.map((s) => `${s.name}-drain`).sort());
       assert.deepEqual(removals, declared.map((s) => `${s.name}-node-removal`).sort());
 
@@ -107,8 +122,18 @@ describe("HcloudNodePool rolling a fleet-wide change across runs (mock runtime)"
       assert.ok(++runs <= 30, `rollout still going after ${runs} runs`);
     }
     assert.equal(runs, 25, "12 surges and 12 removals, one step each, then a run with nothing left");
-    assert.deepEqual(seenSummaries[0], { pool: POOL, replacing: ["hel1-general-0"], removing: [], unprotecting: [], remaining: 12, waiting: "maxSurge 1 reached" });
-    assert.deepEqual(seenSummaries[1].removing, [...oldNames].filter((n) => n.startsWith("example-hel1-general-0-")));
+    assert.deepEqual(seenSummaries[0], {
+      pool: POOL,
+      replacing: ["hel1-general-0"],
+      removing: [],
+      unprotecting: [],
+      remaining: 12,
+      waiting: "maxSurge 1 reached",
+    });
+    assert.deepEqual(
+      seenSummaries[1].removing,
+      [...oldNames].filter((n) => n.startsWith("example-hel1-general-0-")),
+    );
     const final = servers(run);
     assert.equal(final.length, 12);
     for (const s of final) assert.ok(!oldNames.has(s.name), `${s.name} is of the new generation`);
@@ -116,7 +141,11 @@ describe("HcloudNodePool rolling a fleet-wide change across runs (mock runtime)"
 
   it("gives each server to create a fresh RandomPassword token, and deletes the token Secret of registered Nodes", async () => {
     const first = await up("v1.33.4+k0s.0", undefined, { replicas: 2 });
-    const surge = await up("v1.34.1+k0s.0", after(first, () => true), { replicas: 2 });
+    const surge = await up(
+      "v1.34.1+k0s.0",
+      after(first, () => true),
+      { replicas: 2 },
+    );
     const created = servers(surge).find((s) => !servers(first).some((f) => f.name === s.name))!.name;
     const secretObjects = surge.resources.filter((r) => r.type === "kubernetes:core/v1:Secret").map((r) => r.name);
     assert.deepEqual(secretObjects, [`${created}-token-secret-object`], "only the server still to join has a token Secret");
@@ -125,9 +154,19 @@ describe("HcloudNodePool rolling a fleet-wide change across runs (mock runtime)"
     assert.match(String((password?.inputs.keepers as Record<string, unknown>).joinWindow), /^\d+$/);
     const node = nodesOf(surge).find((n) => n.serverName === created);
     assert.equal(node?.bootstrapTokenSecret, "random-password", "recorded, so the next run keeps this token's resource");
-    const next = await up("v1.34.1+k0s.0", after(surge, (n) => n !== created), { replicas: 2 });
-    assert.ok(next.resources.some((r) => r.name === `${created}-token-password`), "a booting server keeps its token");
-    assert.ok(next.resources.some((r) => r.name === `${created}-token-secret-object`), "and its Secret until its Node registers");
+    const next = await up(
+      "v1.34.1+k0s.0",
+      after(surge, (n) => n !== created),
+      { replicas: 2 },
+    );
+    assert.ok(
+      next.resources.some((r) => r.name === `${created}-token-password`),
+      "a booting server keeps its token",
+    );
+    assert.ok(
+      next.resources.some((r) => r.name === `${created}-token-secret-object`),
+      "and its Secret until its Node registers",
+    );
   });
 
   it("moves an earlier RandomString token to a RandomPassword once its Node has registered, keeping the server", async () => {
@@ -137,12 +176,20 @@ describe("HcloudNodePool rolling a fleet-wide change across runs (mock runtime)"
     const earlier = after(first, (n) => n === joinedServer).map(({ bootstrapTokenSecret: _source, ...rest }) => rest);
     const next = await up("v1.33.4+k0s.0", earlier, { replicas: 2 });
     // Same names, same generation: nothing replaced (a running server ignores its user data, which the mocks do not record).
-    assert.deepEqual(servers(next).map((s) => s.name), servers(first).map((s) => s.name), "no server replaced");
+    assert.deepEqual(
+      servers(next).map((s) => s.name),
+      servers(first).map((s) => s.name),
+      "no server replaced",
+    );
     const typeOf = (name: string) => next.resources.find((r) => r.name === name)?.type;
     assert.equal(typeOf(`${joinedServer}-token-secret`), undefined, "the registered member's RandomString (its secret as id) is gone");
     assert.equal(typeOf(`${joinedServer}-token-password`), "random:index/randomPassword:RandomPassword");
     assert.equal(typeOf(`${joinedServer}-token-secret-object`), undefined, "and its Secret too");
-    assert.equal(typeOf(`${bootingServer}-token-secret`), "random:index/randomString:RandomString", "a member still booting keeps the token it joins with");
+    assert.equal(
+      typeOf(`${bootingServer}-token-secret`),
+      "random:index/randomString:RandomString",
+      "a member still booting keeps the token it joins with",
+    );
     assert.equal(typeOf(`${bootingServer}-token-secret-object`), "kubernetes:core/v1:Secret");
     assert.deepEqual(
       nodesOf(next).map((n) => [n.serverName, n.bootstrapTokenSecret]),
@@ -155,16 +202,23 @@ describe("HcloudNodePool rolling a fleet-wide change across runs (mock runtime)"
 
   it("declares a pool recorded by a nodefleet without rollouts as before, once, instead of guessing its servers", async () => {
     const first = await up("v1.33.4+k0s.0", undefined, { replicas: 2 });
-    const legacy = nodesOf(first).map(({ spreadGroup: _group, deleteProtection: _protection, bootstrapTokenSecret: _secret, ...rest }) => rest);
+    const legacy = nodesOf(first).map(
+      ({ spreadGroup: _group, deleteProtection: _protection, bootstrapTokenSecret: _secret, ...rest }) => rest,
+    );
     assert.equal(currentHcloudServers(legacy, POOL, new Set()), undefined);
     // A stand-in API server on 127.0.0.1 that refuses the Node list: the run fails, clearly, naming the cluster.
-    const api = http.createServer((_req, res) => res.writeHead(403, { "content-type": "application/json" }).end('{"message":"nodes is forbidden"}'));
+    const api = http.createServer((_req, res) =>
+      res.writeHead(403, { "content-type": "application/json" }).end('{"message":"nodes is forbidden"}'),
+    );
     await new Promise<void>((resolve) => api.listen(0, "127.0.0.1", resolve));
     try {
       const server = `http://127.0.0.1:${(api.address() as AddressInfo).port}`;
       const run = await runUnderMocks({
         stack: "test",
-        config: rawFleetConfig({ cluster: clusterConfig({ kubeconfig: tokenKubeconfig("t0ken", server) }), pools: [hcloudStaticPoolConfig({ replicas: 2 })] }),
+        config: rawFleetConfig({
+          cluster: clusterConfig({ kubeconfig: tokenKubeconfig("t0ken", server) }),
+          pools: [hcloudStaticPoolConfig({ replicas: 2 })],
+        }),
         secretKeys: ["nodefleet:cluster"],
         program: () => runProgram({ previousNodes: legacy }).catch((e: unknown) => ({ error: String(e) })),
       });
@@ -179,15 +233,24 @@ describe("HcloudNodePool rolling a fleet-wide change across runs (mock runtime)"
       config: rawFleetConfig({ pools: [hcloudStaticPoolConfig({ replicas: 2 })] }),
       program: () => runProgram({ previousNodes: legacy, allowMissingKubeconfig: true }),
     });
-    assert.deepEqual(servers(simulated).map((s) => s.name), servers(first).map((s) => s.name), "same servers, nothing rolled or renamed");
-    assert.ok(simulated.resources.some((r) => r.name.endsWith("-token-secret")), "the existing tokens keep their resources");
+    assert.deepEqual(
+      servers(simulated).map((s) => s.name),
+      servers(first).map((s) => s.name),
+      "same servers, nothing rolled or renamed",
+    );
+    assert.ok(
+      simulated.resources.some((r) => r.name.endsWith("-token-secret")),
+      "the existing tokens keep their resources",
+    );
     assert.ok(!simulated.resources.some((r) => r.name.endsWith("-token-password")));
   });
 
   it("rolls from the previous nodes output and the cluster's Ready Nodes (runProgram({ previousNodes }))", async () => {
     let readyNames: string[] = [];
     const api = http.createServer((req, res) => {
-      const ok = req.url === `/api/v1/nodes?labelSelector=${encodeURIComponent("nodefleet.io/cluster=example")}` && req.headers.authorization === "Bearer t0ken";
+      const ok =
+        req.url === `/api/v1/nodes?labelSelector=${encodeURIComponent("nodefleet.io/cluster=example")}` &&
+        req.headers.authorization === "Bearer t0ken";
       res.writeHead(ok ? 200 : 404, { "content-type": "application/json" }).end(
         JSON.stringify({
           items: readyNames.map((name) => ({ metadata: { name }, status: { conditions: [{ type: "Ready", status: "True" }] } })),
@@ -214,7 +277,12 @@ describe("HcloudNodePool rolling a fleet-wide change across runs (mock runtime)"
       assert.deepEqual([summaryOf(waiting).removing, summaryOf(waiting).waiting], [[], "maxSurge 1 reached"]);
       readyNames = nodesOf(surge).map((n) => n.nodeName);
       const removing = await run("v1.34.1+k0s.0", surge.outputs.nodes);
-      assert.deepEqual(summaryOf(removing).removing, nodesOf(first).filter((n) => n.nodeId === "hel1-general-0").map((n) => n.serverName));
+      assert.deepEqual(
+        summaryOf(removing).removing,
+        nodesOf(first)
+          .filter((n) => n.nodeId === "hel1-general-0")
+          .map((n) => n.serverName),
+      );
     } finally {
       await new Promise((resolve) => api.close(resolve));
     }
@@ -226,8 +294,19 @@ describe("HcloudNodePool rolling a fleet-wide change across runs (mock runtime)"
     const surge = await up("v1.34.1+k0s.0", start, { replicas: 3 });
     const newName = servers(surge).find((s) => !servers(first).some((f) => f.name === s.name))?.name;
     assert.ok(newName);
-    const waiting = await up("v1.34.1+k0s.0", after(surge, (n) => n !== newName), { replicas: 3 });
-    assert.deepEqual(servers(waiting).map((s) => s.name).sort(), servers(surge).map((s) => s.name).sort());
+    const waiting = await up(
+      "v1.34.1+k0s.0",
+      after(surge, (n) => n !== newName),
+      { replicas: 3 },
+    );
+    assert.deepEqual(
+      servers(waiting)
+        .map((s) => s.name)
+        .sort(),
+      servers(surge)
+        .map((s) => s.name)
+        .sort(),
+    );
     assert.match(String(summaryOf(waiting).waiting), /maxSurge 1 reached/);
     assert.deepEqual(summaryOf(waiting).removing, []);
   });
@@ -235,8 +314,16 @@ describe("HcloudNodePool rolling a fleet-wide change across runs (mock runtime)"
   it("lifts delete protection only on the server it is about to remove", async () => {
     const pool = { replicas: 3, deleteProtection: true };
     const first = await up("v1.33.4+k0s.0", undefined, pool);
-    const surge = await up("v1.34.1+k0s.0", after(first, () => true), pool);
-    const unprotect = await up("v1.34.1+k0s.0", after(surge, () => true), pool);
+    const surge = await up(
+      "v1.34.1+k0s.0",
+      after(first, () => true),
+      pool,
+    );
+    const unprotect = await up(
+      "v1.34.1+k0s.0",
+      after(surge, () => true),
+      pool,
+    );
     const [lifted] = summaryOf(unprotect).unprotecting;
     assert.match(lifted, /^example-hel1-general-0-/);
     for (const s of servers(unprotect)) {
@@ -244,7 +331,11 @@ describe("HcloudNodePool rolling a fleet-wide change across runs (mock runtime)"
       assert.equal(s.inputs.deleteProtection, expected, s.name);
       assert.equal(s.inputs.rebuildProtection, expected, s.name);
     }
-    const removed = await up("v1.34.1+k0s.0", after(unprotect, () => true), pool);
+    const removed = await up(
+      "v1.34.1+k0s.0",
+      after(unprotect, () => true),
+      pool,
+    );
     assert.deepEqual(summaryOf(removed).removing, [lifted]);
     assert.ok(!servers(removed).some((s) => s.name === lifted));
   });
@@ -252,7 +343,11 @@ describe("HcloudNodePool rolling a fleet-wide change across runs (mock runtime)"
   it("rolls maxSurge servers at once when allowed", async () => {
     const pool = { rollout: { maxSurge: 3 } };
     const first = await up("v1.33.4+k0s.0", undefined, pool);
-    const surge = await up("v1.34.1+k0s.0", after(first, () => true), pool);
+    const surge = await up(
+      "v1.34.1+k0s.0",
+      after(first, () => true),
+      pool,
+    );
     assert.equal(servers(surge).length, 15);
     assert.deepEqual(summaryOf(surge).replacing, ["hel1-general-0", "hel1-general-1", "hel1-general-2"]);
   });
@@ -271,7 +366,10 @@ describe("HcloudNodePool rolling a fleet-wide change across runs (mock runtime)"
       config: config("v1.33.4+k0s.0", { rollout: { drainTimeoutSeconds: 0 } }),
       program: () => runProgram({ allowMissingKubeconfig: true }).catch((e: unknown) => ({ error: String(e) })),
     });
-    assert.match(String(tooShort.outputs.error), /nodefleet:pools\[0\]\.rollout\.drainTimeoutSeconds: drainTimeoutSeconds must be at least 1/);
+    assert.match(
+      String(tooShort.outputs.error),
+      /nodefleet:pools\[0\]\.rollout\.drainTimeoutSeconds: drainTimeoutSeconds must be at least 1/,
+    );
   });
 
   it("drains departing servers for the pool's drainTimeoutSeconds (default 600)", async () => {

@@ -25,6 +25,9 @@ describe("Hetzner Cloud servers without SSH keys", function () {
     const keyless = (await warningsFor({ sshKeys: [] })).filter((w) => /root password/.test(w));
     assert.equal(keyless.length, 1, "one warning per pool");
     assert.match(keyless[0], /pool hel1-general: .*-0, .*-1 get no SSH key, so Hetzner sets a root password and e-mails it/);
-    assert.deepEqual((await warningsFor({ sshKeys: ["ops"] })).filter((w) => /root password/.test(w)), []);
+    assert.deepEqual(
+      (await warningsFor({ sshKeys: ["ops"] })).filter((w) => /root password/.test(w)),
+      [],
+    );
   });
 });

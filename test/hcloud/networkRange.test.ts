@@ -35,14 +35,28 @@ describe("the cluster network's range", function () {
       const raw = structuredClone(stackFileConfig("example")) as Record<string, Record<string, unknown>>;
       raw["nodefleet:network"] = { ...raw["nodefleet:network"], ipRange };
       const config = Object.fromEntries(Object.entries(raw).map(([key, value]) => [key, { value }]));
-      return { stackName: "example", program: gitStackProgram({ allowMissingKubeconfig: true, ...(previousNetwork !== undefined ? { previousNetwork } : {}) }), config };
+      return {
+        stackName: "example",
+        program: gitStackProgram({ allowMissingKubeconfig: true, ...(previousNetwork !== undefined ? { previousNetwork } : {}) }),
+        config,
+      };
     };
     const first = await engine.up(definition("10.0.0.0/16"));
     assert.equal(first.succeeded, true);
     assert.deepEqual(first.outputs.network, { ipRange: "10.0.0.0/16" }, "the run records its range for the next one");
-    const servers = engine.cloud.listServers("").map((s) => s.id).sort();
+    const servers = engine.cloud
+      .listServers("")
+      .map((s) => s.id)
+      .sort();
     await assert.rejects(engine.up(definition("10.0.0.0/15", first.outputs.network)), /nodefleet:network\.ipRange: cannot change/);
-    assert.deepEqual(engine.cloud.listServers("").map((s) => s.id).sort(), servers, "nothing was replaced");
+    assert.deepEqual(
+      engine.cloud
+        .listServers("")
+        .map((s) => s.id)
+        .sort(),
+      servers,
+      "nothing was replaced",
+    );
     const again = await engine.up(definition("10.0.0.0/16", first.outputs.network));
     assert.equal(again.succeeded, true);
     assert.equal(again.summary.create + again.summary.replace + again.summary.delete, 0);

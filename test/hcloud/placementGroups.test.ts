@@ -30,7 +30,10 @@ describe("placement groups", () => {
         (i) => i,
       );
       assert.equal(chunks.length, groups);
-      assert.deepEqual(chunks.map((c) => c.members.length).reduce((a, b) => a + b, 0), count);
+      assert.deepEqual(
+        chunks.map((c) => c.members.length).reduce((a, b) => a + b, 0),
+        count,
+      );
     });
   }
 
@@ -39,8 +42,14 @@ describe("placement groups", () => {
       fc.property(uniqueSlots, (slots) => {
         const groups = chunkIntoSpreadGroups(slots, (s) => s);
         for (const g of groups) assert.ok(g.members.length <= HCLOUD_MAX_SERVERS_PER_SPREAD_GROUP && g.members.length > 0);
-        assert.deepEqual(groups.flatMap((g) => g.members).sort((a, b) => a - b), [...slots].sort((a, b) => a - b));
-        assert.deepEqual(groups.map((g) => g.index), [...new Set(groups.map((g) => g.index))].sort((a, b) => a - b));
+        assert.deepEqual(
+          groups.flatMap((g) => g.members).sort((a, b) => a - b),
+          [...slots].sort((a, b) => a - b),
+        );
+        assert.deepEqual(
+          groups.map((g) => g.index),
+          [...new Set(groups.map((g) => g.index))].sort((a, b) => a - b),
+        );
       }),
     );
   });

@@ -28,7 +28,12 @@ interface CruiseOptions {
   [option: string]: unknown;
 }
 interface DependencyCruiser {
-  cruise(files: string[], options: CruiseOptions, resolveOptions?: object, transpileOptions?: { tsConfig?: unknown }): Promise<{ output: unknown }>;
+  cruise(
+    files: string[],
+    options: CruiseOptions,
+    resolveOptions?: object,
+    transpileOptions?: { tsConfig?: unknown },
+  ): Promise<{ output: unknown }>;
 }
 
 // dependency-cruiser is an ES module only; the tests are compiled to CommonJS, whose import() tsc
@@ -40,7 +45,9 @@ async function dependencyCruiser(): Promise<{ cruiser: DependencyCruiser; option
   const { default: extractDepcruiseOptions } = await importModule<{ default: (file: string) => Promise<CruiseOptions> }>(
     "dependency-cruiser/config-utl/extract-depcruise-options",
   );
-  const { default: extractTSConfig } = await importModule<{ default: (file: string) => unknown }>("dependency-cruiser/config-utl/extract-ts-config");
+  const { default: extractTSConfig } = await importModule<{ default: (file: string) => unknown }>(
+    "dependency-cruiser/config-utl/extract-ts-config",
+  );
   return { cruiser, options: await extractDepcruiseOptions(CONFIG), tsConfig: extractTSConfig(TSCONFIG) };
 }
 
@@ -59,11 +66,20 @@ describe("import rules", function () {
 
   it("hold for components/, automation/, stacks/, bin/, bench/ and test/support/: no import breaks a rule, none closes a cycle", async () => {
     const { cruiser, options, tsConfig } = await dependencyCruiser();
-    const { output } = await cruiser.cruise(SOURCES, { ...options, baseDir: ROOT, tsConfig: { fileName: TSCONFIG } }, undefined, { tsConfig });
+    const { output } = await cruiser.cruise(SOURCES, { ...options, baseDir: ROOT, tsConfig: { fileName: TSCONFIG } }, undefined, {
+      tsConfig,
+    });
     const violations = violationsOf(output);
-    if (violations.length > 0) assert.fail(`${violations.length} import(s) break the rules of .dependency-cruiser.cjs:\n  ${violations.join("\n  ")}`);
+    if (violations.length > 0)
+      assert.fail(`${violations.length} import(s) break the rules of .dependency-cruiser.cjs:\n  ${violations.join("\n  ")}`);
     const modules = (output as { modules: Array<{ source: string }> }).modules.map((m) => m.source);
-    for (const expected of ["components/index.ts", "automation/cli/main.ts", "automation/hcloud/hcloudClient.ts", "stacks/autoscaledProgram.ts", "test/support/apiHarness.ts"]) {
+    for (const expected of [
+      "components/index.ts",
+      "automation/cli/main.ts",
+      "automation/hcloud/hcloudClient.ts",
+      "stacks/autoscaledProgram.ts",
+      "test/support/apiHarness.ts",
+    ]) {
       assert.ok(modules.includes(expected), `${expected} was cruised`);
     }
   });

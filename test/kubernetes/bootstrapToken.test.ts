@@ -8,7 +8,11 @@ const SECRET_TYPE = "kubernetes:core/v1:Secret";
 
 function program() {
   const provider = new k8s.Provider("cluster", { kubeconfig: "unused-under-mocks" });
-  const k0s = new BootstrapToken("node-a-token", { clusterKind: "k0s", ttlMinutes: 60, nodeName: "example-a" }, { providers: { kubernetes: provider } });
+  const k0s = new BootstrapToken(
+    "node-a-token",
+    { clusterKind: "k0s", ttlMinutes: 60, nodeName: "example-a" },
+    { providers: { kubernetes: provider } },
+  );
   const kubeadm = new BootstrapToken(
     "node-b-token",
     { clusterKind: "kubeadm", ttlMinutes: 90, nodeName: "example-b", description: "for node b" },
@@ -45,7 +49,11 @@ describe("BootstrapToken", () => {
     assert.equal(component.type, "nodefleet:kubernetes:BootstrapToken");
     assert.equal(component.custom, false);
     assert.equal(byName(first.resources, "node-a-token-id").type, "random:index/randomString:RandomString");
-    assert.equal(byName(first.resources, "node-a-token-password").type, "random:index/randomPassword:RandomPassword", "a secret never a resource id");
+    assert.equal(
+      byName(first.resources, "node-a-token-password").type,
+      "random:index/randomPassword:RandomPassword",
+      "a secret never a resource id",
+    );
     assert.equal(byName(first.resources, "node-a-token-expiry").type, "time:index/offset:Offset");
     assert.equal(byName(first.resources, "node-a-token-secret-object").type, SECRET_TYPE);
   });

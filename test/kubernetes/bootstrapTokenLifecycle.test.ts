@@ -38,7 +38,11 @@ describe("BootstrapToken join lifecycle", function () {
     const later = await join(windowStart + 40 * 60_000);
     assert.notDeepEqual(byName(later, "node-token-password")?.inputs.keepers, first);
     assert.deepEqual(byName(later, "node-token-id")?.inputs.keepers, byName(later, "node-token-password")?.inputs.keepers);
-    assert.deepEqual(byName(later, "node-token-expiry")?.inputs.triggers, byName(later, "node-token-password")?.inputs.keepers, "the expiry restarts with the token");
+    assert.deepEqual(
+      byName(later, "node-token-expiry")?.inputs.triggers,
+      byName(later, "node-token-password")?.inputs.keepers,
+      "the expiry restarts with the token",
+    );
     // Hours later (a retried create), the token is a new one.
     assert.notDeepEqual(await keepersAt(start + 5 * HOUR), first);
   });
@@ -50,7 +54,10 @@ describe("BootstrapToken join lifecycle", function () {
       const created = window * 40 * 60_000;
       assert.ok(now - created < 40 * 60_000 && now >= created, "a token of the current window has at least 20 of its 60 minutes left");
     }
-    assert.throws(() => joinWindow(60, 60, 0), /bootstrapTokenJoinMarginMinutes must be a whole number from 1 to bootstrapTokenTtlMinutes - 1 \(59\), got 60/);
+    assert.throws(
+      () => joinWindow(60, 60, 0),
+      /bootstrapTokenJoinMarginMinutes must be a whole number from 1 to bootstrapTokenTtlMinutes - 1 \(59\), got 60/,
+    );
   });
 
   it("keeps the secret out of resource ids: a RandomPassword, not a RandomString, for new tokens", async () => {
@@ -59,7 +66,11 @@ describe("BootstrapToken join lifecycle", function () {
     assert.equal(byName(resources, "node-token-secret"), undefined);
     assert.equal(byName(await declare({}), "node-token-password")?.type, "random:index/randomPassword:RandomPassword", "the default");
     const legacy = await declare({ secretSource: "random-string", phase: { phase: "booting" } });
-    assert.equal(byName(legacy, "node-token-secret")?.type, "random:index/randomString:RandomString", "an earlier token a machine may still need keeps its resource");
+    assert.equal(
+      byName(legacy, "node-token-secret")?.type,
+      "random:index/randomString:RandomString",
+      "an earlier token a machine may still need keeps its resource",
+    );
   });
 
   it("deletes the token Secret once the Node has registered, and keeps it while the machine boots", async () => {
@@ -80,9 +91,11 @@ describe("BootstrapToken join lifecycle", function () {
 
   it("refuses a join margin that is not below the token lifetime, naming the field", () => {
     assert.throws(
-      () => parseFleetSpec(rawFleetConfig({ cluster: clusterConfig({ bootstrapTokenTtlMinutes: 30, bootstrapTokenJoinMarginMinutes: 30 }) })),
+      () =>
+        parseFleetSpec(rawFleetConfig({ cluster: clusterConfig({ bootstrapTokenTtlMinutes: 30, bootstrapTokenJoinMarginMinutes: 30 }) })),
       (e: unknown) =>
-        e instanceof FleetSpecError && e.problems.some((p) => /nodefleet:cluster\.bootstrapTokenJoinMarginMinutes: .*below bootstrapTokenTtlMinutes \(30\)/.test(p)),
+        e instanceof FleetSpecError &&
+        e.problems.some((p) => /nodefleet:cluster\.bootstrapTokenJoinMarginMinutes: .*below bootstrapTokenTtlMinutes \(30\)/.test(p)),
     );
   });
 });

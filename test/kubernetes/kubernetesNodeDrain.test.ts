@@ -10,7 +10,12 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { KubernetesCredentials } from "../../components/kubernetes/kubernetesApiClient";
-import { drainKubernetesNode, drainSelection, nodeDrainProvider, nodeUpdateDrainProvider } from "../../components/kubernetes/kubernetesNodeDrain";
+import {
+  drainKubernetesNode,
+  drainSelection,
+  nodeDrainProvider,
+  nodeUpdateDrainProvider,
+} from "../../components/kubernetes/kubernetesNodeDrain";
 import { readyClusterNodeNames } from "../../components/kubernetes/nodeReadiness";
 import { readFileSync } from "node:fs";
 import { type ControlPlane, startControlPlane } from "../../automation/local/controlPlane";
@@ -30,12 +35,26 @@ describe("drainSelection", () => {
         pod("batch", {}, { priority: -10 }),
         pod("agent", { ownerReferences: [{ kind: "DaemonSet", controller: true }] }),
         pod("static", { annotations: { "kubernetes.io/config.mirror": "abc" } }),
-        pod("owned-by-rs", { ownerReferences: [{ kind: "ReplicaSet", controller: true }, { kind: "DaemonSet", controller: false }] }),
+        pod("owned-by-rs", {
+          ownerReferences: [
+            { kind: "ReplicaSet", controller: true },
+            { kind: "DaemonSet", controller: false },
+          ],
+        }),
         { metadata: { name: "no-namespace" } },
       ],
     });
-    assert.deepEqual(selection.evict.map((p) => p.name), ["batch", "owned-by-rs", "web"]);
-    assert.deepEqual(selection.skipped.map((p) => [p.name, p.reason]), [["agent", "daemonset"], ["static", "mirror"]]);
+    assert.deepEqual(
+      selection.evict.map((p) => p.name),
+      ["batch", "owned-by-rs", "web"],
+    );
+    assert.deepEqual(
+      selection.skipped.map((p) => [p.name, p.reason]),
+      [
+        ["agent", "daemonset"],
+        ["static", "mirror"],
+      ],
+    );
     assert.deepEqual(drainSelection(null), { evict: [], skipped: [] });
   });
 });
@@ -48,9 +67,14 @@ describe("drainKubernetesNode on a real control plane", function () {
   const NS = "drain-test";
   const NODE = "drain-a";
 
-  const get = (path: string) => kube(plane.admin, "GET", path).catch((e: unknown) => (e instanceof KubeApiError && e.status === 404 ? undefined : Promise.reject(e)));
+  const get = (path: string) =>
+    kube(plane.admin, "GET", path).catch((e: unknown) => (e instanceof KubeApiError && e.status === 404 ? undefined : Promise.reject(e)));
   const podNames = async () =>
-    ((await kube(plane.admin, "GET", `/api/v1/pods?fieldSelector=spec.nodeName%3D${NODE}`)) as { items: Array<{ metadata: { name: string } }> }).items
+    (
+      (await kube(plane.admin, "GET", `/api/v1/pods?fieldSelector=spec.nodeName%3D${NODE}`)) as {
+        items: Array<{ metadata: { name: string } }>;
+      }
+    ).items
       .map((p) => p.metadata.name)
       .sort();
   async function until<T>(what: string, probe: () => Promise<T | undefined>, ms = 90_000): Promise<T> {
@@ -69,7 +93,13 @@ describe("drainKubernetesNode on a real control plane", function () {
     });
     const now = new Date().toISOString();
     await kube(plane.admin, "PATCH", `/api/v1/namespaces/${NS}/pods/${name}/status`, {
-      status: { phase: "Running", conditions: [{ type: "Ready", status: "True", lastTransitionTime: now }, { type: "PodScheduled", status: "True", lastTransitionTime: now }] },
+      status: {
+        phase: "Running",
+        conditions: [
+          { type: "Ready", status: "True", lastTransitionTime: now },
+          { type: "PodScheduled", status: "True", lastTransitionTime: now },
+        ],
+      },
     });
   }
 
@@ -77,18 +107,27 @@ describe("drainKubernetesNode on a real control plane", function () {
     skipUnlessAvailable(this, missingTools("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"));
     dir = mkdtempSync(join(tmpdir(), "nodefleet-drain-"));
     plane = await startControlPlane({ dir: join(dir, "control-plane") });
-    const creds: KubernetesCredentials = { server: plane.server, caPem: plane.admin.caPem, clientCertPem: plane.admin.certPem, clientKeyPem: plane.admin.keyPem };
+    const creds: KubernetesCredentials = {
+      server: plane.server,
+      caPem: plane.admin.caPem,
+      clientCertPem: plane.admin.certPem,
+      clientKeyPem: plane.admin.keyPem,
+    };
     credentials = JSON.stringify(creds);
 
     await kube(plane.admin, "POST", "/api/v1/namespaces", { metadata: { name: NS } });
-    await until("the namespace's default service account", async () => ((await get(`/api/v1/namespaces/${NS}/serviceaccounts/default`)) ? true : undefined));
+    await until("the namespace's default service account", async () =>
+      (await get(`/api/v1/namespaces/${NS}/serviceaccounts/default`)) ? true : undefined,
+    );
     await kube(plane.admin, "POST", "/api/v1/nodes", { metadata: { name: NODE, labels: { "drain-test": "true" } } });
     const now = new Date().toISOString();
     await kube(plane.admin, "PATCH", `/api/v1/nodes/${NODE}/status`, {
       status: {
         capacity: { cpu: "4", memory: "8Gi", pods: "110" },
         allocatable: { cpu: "4", memory: "8Gi", pods: "110" },
-        conditions: [{ type: "Ready", status: "True", reason: "KubeletReady", message: "test", lastHeartbeatTime: now, lastTransitionTime: now }],
+        conditions: [
+          { type: "Ready", status: "True", reason: "KubeletReady", message: "test", lastHeartbeatTime: now, lastTransitionTime: now },
+        ],
       },
     });
     // A real DaemonSet: its controller makes the pod and the scheduler binds it to the Node.
@@ -116,7 +155,9 @@ describe("drainKubernetesNode on a real control plane", function () {
     });
     await until("the DaemonSet pod on the Node", async () => ((await podNames()).some((n) => n.startsWith("agent-")) ? true : undefined));
     await until("the budget to allow one disruption", async () => {
-      const pdb = (await get(`/apis/policy/v1/namespaces/${NS}/poddisruptionbudgets/web`)) as { status?: { disruptionsAllowed?: number; currentHealthy?: number } };
+      const pdb = (await get(`/apis/policy/v1/namespaces/${NS}/poddisruptionbudgets/web`)) as {
+        status?: { disruptionsAllowed?: number; currentHealthy?: number };
+      };
       return pdb.status?.disruptionsAllowed === 1 && pdb.status.currentHealthy === 2 ? true : undefined;
     });
   });
@@ -148,15 +189,25 @@ describe("drainKubernetesNode on a real control plane", function () {
     await watch;
     const cordonedAt = seen.findIndex((s) => s.unschedulable);
     assert.ok(cordonedAt >= 0, "cordoned while draining");
-    assert.ok(seen.slice(0, cordonedAt).every((s) => s.pods === seen[0]!.pods), "no pod left before the Node was cordoned");
+    assert.ok(
+      seen.slice(0, cordonedAt).every((s) => s.pods === seen[0]!.pods),
+      "no pod left before the Node was cordoned",
+    );
     const node = (await get(`/api/v1/nodes/${NODE}`)) as { spec: { unschedulable?: boolean } };
-    assert.notEqual(node.spec.unschedulable, true, "a failed drain gives the Node back to the scheduler (a reverted rollout leaves no cordon behind)");
+    assert.notEqual(
+      node.spec.unschedulable,
+      true,
+      "a failed drain gives the Node back to the scheduler (a reverted rollout leaves no cordon behind)",
+    );
     const left = await podNames();
     assert.ok(!left.includes("solo"), "a pod without a budget is evicted");
     assert.ok(!left.includes("web-1"), "the budget allows one of the two web pods to go");
     assert.ok(left.includes("web-2"), "the budget keeps the other");
     assert.ok(left.includes("static-proxy"), "mirror pods are left");
-    assert.ok(left.some((n) => n.startsWith("agent-")), "DaemonSet pods are left");
+    assert.ok(
+      left.some((n) => n.startsWith("agent-")),
+      "DaemonSet pods are left",
+    );
   });
 
   it("finishes once the budget allows it, from its serialized provider as the engine runs it on delete", async () => {
@@ -166,7 +217,10 @@ describe("drainKubernetesNode on a real control plane", function () {
     });
     const left = await podNames();
     assert.ok(!left.includes("web-2"));
-    assert.deepEqual(left.filter((n) => !n.startsWith("agent-")), ["static-proxy"]);
+    assert.deepEqual(
+      left.filter((n) => !n.startsWith("agent-")),
+      ["static-proxy"],
+    );
     const result = await drainKubernetesNode(credentials, NODE, { timeoutSeconds: 10 });
     assert.deepEqual(result.evicted, [], "a drained Node has nothing left to evict");
     assert.equal(result.skipped.length, 2);
@@ -193,7 +247,10 @@ describe("drainKubernetesNode on a real control plane", function () {
       metadata: { name: "guarded" },
       spec: { maxUnavailable: 0, selector: { matchLabels: { app: "guarded" } } },
     });
-    await assert.rejects(drainKubernetesNode(credentials, "cordoned-by-hand", { timeoutSeconds: 3, pollIntervalMs: 500 }), (e: Error) => !/schedulable again/.test(e.message));
+    await assert.rejects(
+      drainKubernetesNode(credentials, "cordoned-by-hand", { timeoutSeconds: 3, pollIntervalMs: 500 }),
+      (e: Error) => !/schedulable again/.test(e.message),
+    );
     const node = (await get("/api/v1/nodes/cordoned-by-hand")) as { spec: { unschedulable?: boolean } };
     assert.equal(node.spec.unschedulable, true, "cordoned before the drain, cordoned after it");
   });
@@ -205,10 +262,16 @@ describe("drainKubernetesNode on a real control plane", function () {
   // What a rollout waits for, read from the same API server: the cluster's own Ready Nodes.
   it("reads which of the cluster's Nodes are Ready (what the rollout waits for)", async () => {
     const now = new Date().toISOString();
-    for (const [name, cluster, ready] of [["rollout-ready", "example", "True"], ["rollout-booting", "example", "False"], ["other-cluster", "other", "True"]] as const) {
+    for (const [name, cluster, ready] of [
+      ["rollout-ready", "example", "True"],
+      ["rollout-booting", "example", "False"],
+      ["other-cluster", "other", "True"],
+    ] as const) {
       await kube(plane.admin, "POST", "/api/v1/nodes", { metadata: { name, labels: { "nodefleet.io/cluster": cluster } } });
       await kube(plane.admin, "PATCH", `/api/v1/nodes/${name}/status`, {
-        status: { conditions: [{ type: "Ready", status: ready, reason: "Test", message: "test", lastHeartbeatTime: now, lastTransitionTime: now }] },
+        status: {
+          conditions: [{ type: "Ready", status: ready, reason: "Test", message: "test", lastHeartbeatTime: now, lastTransitionTime: now }],
+        },
       });
     }
     const ready = await readyClusterNodeNames(readFileSync(plane.adminKubeconfig, "utf8"), "example");
@@ -216,6 +279,9 @@ describe("drainKubernetesNode on a real control plane", function () {
   });
 
   it("fails clearly without a usable kubeconfig", async () => {
-    await assert.rejects(drainKubernetesNode("", NODE, { timeoutSeconds: 5 }), /cannot drain Kubernetes Node drain-a: no usable kubeconfig/);
+    await assert.rejects(
+      drainKubernetesNode("", NODE, { timeoutSeconds: 5 }),
+      /cannot drain Kubernetes Node drain-a: no usable kubeconfig/,
+    );
   });
 });

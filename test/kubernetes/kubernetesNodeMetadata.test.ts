@@ -26,7 +26,8 @@ async function fakeApi(node: FakeNode, options: { registerAfter?: number; confli
     req.on("end", () => {
       const body = text ? JSON.parse(text) : undefined;
       requests.push({ method: req.method ?? "", body, contentType: req.headers["content-type"] });
-      const send = (status: number, value: unknown) => res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(value));
+      const send = (status: number, value: unknown) =>
+        res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(value));
       if (req.method === "GET" && req.url?.startsWith("/api/v1/pods?")) return send(200, { items: [] });
       if (req.url !== `/api/v1/nodes/${node.metadata.name}`) return send(404, { message: "not found" });
       if (req.method === "GET") {
@@ -65,7 +66,11 @@ const NOT_READY = { key: "node.kubernetes.io/not-ready", effect: "NoExecute" };
 
 function registeredNode(): FakeNode {
   return {
-    metadata: { name: "example-kura-0", resourceVersion: "7", labels: { "kubernetes.io/hostname": "example-kura-0", "team.example.com/owner": "ops" } },
+    metadata: {
+      name: "example-kura-0",
+      resourceVersion: "7",
+      labels: { "kubernetes.io/hostname": "example-kura-0", "team.example.com/owner": "ops" },
+    },
     spec: { taints: [NOT_READY, { key: "tuist.dev/runner-cache", value: "true", effect: "NoSchedule" }] },
   };
 }
@@ -90,9 +95,18 @@ describe("Kubernetes Node labels and taints (KubernetesNodeMetadata)", function 
 
     it("answers nothing to do once the Node carries what is declared", () => {
       const node = registeredNode();
-      const declared = { labels: { "team.example.com/owner": "ops" }, taints: [{ key: "tuist.dev/runner-cache", value: "true", effect: "NoSchedule" as const }] };
+      const declared = {
+        labels: { "team.example.com/owner": "ops" },
+        taints: [{ key: "tuist.dev/runner-cache", value: "true", effect: "NoSchedule" as const }],
+      };
       assert.equal(nodeMetadataPatch(node, declared, declared), undefined);
-      assert.ok(nodeMetadataPatch(node, declared, { ...declared, taints: [{ key: "tuist.dev/runner-cache", value: "false", effect: "NoSchedule" as const }] }), "a changed taint value is a change");
+      assert.ok(
+        nodeMetadataPatch(node, declared, {
+          ...declared,
+          taints: [{ key: "tuist.dev/runner-cache", value: "false", effect: "NoSchedule" as const }],
+        }),
+        "a changed taint value is a change",
+      );
     });
   });
 
@@ -112,10 +126,18 @@ describe("Kubernetes Node labels and taints (KubernetesNodeMetadata)", function 
           const created = await provider.create(inputs);
           assert.equal(created.id, "example-kura-0");
         });
-        assert.deepEqual(api.requests.map((r) => r.method), ["GET", "GET", "PATCH"], "one miss while the node registers, then one patch");
+        assert.deepEqual(
+          api.requests.map((r) => r.method),
+          ["GET", "GET", "PATCH"],
+          "one miss while the node registers, then one patch",
+        );
         assert.equal(api.requests[2].contentType, "application/merge-patch+json");
         assert.equal(node.metadata.labels["nodefleet.io/pool"], "kura");
-        assert.equal(node.metadata.labels["node-role.kubernetes.io/cache"], "", "a label the kubelet may not set itself is set through the API");
+        assert.equal(
+          node.metadata.labels["node-role.kubernetes.io/cache"],
+          "",
+          "a label the kubelet may not set itself is set through the API",
+        );
         assert.equal(node.metadata.labels["team.example.com/owner"], "ops", "labels others set stay");
         assert.deepEqual(node.spec.taints, [NOT_READY, { key: "tuist.dev/runner-cache", value: "true", effect: "NoSchedule" }]);
       } finally {
@@ -141,7 +163,11 @@ describe("Kubernetes Node labels and taints (KubernetesNodeMetadata)", function 
           assert.deepEqual([diff.changes, diff.replaces], [true, []]);
           await provider.update!("example-kura-0", olds, news);
         });
-        assert.deepEqual(api.requests.map((r) => r.method), ["GET", "PATCH", "GET", "PATCH"], "409, read again, patch again");
+        assert.deepEqual(
+          api.requests.map((r) => r.method),
+          ["GET", "PATCH", "GET", "PATCH"],
+          "409, read again, patch again",
+        );
         assert.equal("example.com/tier" in node.metadata.labels, false);
         assert.equal(node.metadata.labels["example.com/tier2"], "x");
         assert.deepEqual(node.spec.taints, [NOT_READY, { key: "tuist.dev/runner-cache", effect: "NoExecute" }]);
@@ -154,11 +180,26 @@ describe("Kubernetes Node labels and taints (KubernetesNodeMetadata)", function 
       const node = registeredNode();
       const api = await fakeApi(node);
       try {
-        const declared = { nodeName: "example-kura-0", credentials: api.credentials, labels: {}, taints: [], registrationTimeoutSeconds: 60 };
+        const declared = {
+          nodeName: "example-kura-0",
+          credentials: api.credentials,
+          labels: {},
+          taints: [],
+          registrationTimeoutSeconds: 60,
+        };
         await withSerializedProvider(nodeUpdateDrainProvider, async (provider) => {
-          const created = await provider.create({ nodeName: "example-kura-0", generation: "bbbbbb", timeoutSeconds: 30, credentials: api.credentials });
+          const created = await provider.create({
+            nodeName: "example-kura-0",
+            generation: "bbbbbb",
+            timeoutSeconds: 30,
+            credentials: api.credentials,
+          });
           assert.equal(created.id, "example-kura-0-bbbbbb");
-          const diff = await provider.diff!("example-kura-0-bbbbbb", { nodeName: "example-kura-0", generation: "bbbbbb" }, { nodeName: "example-kura-0", generation: "cccccc" });
+          const diff = await provider.diff!(
+            "example-kura-0-bbbbbb",
+            { nodeName: "example-kura-0", generation: "bbbbbb" },
+            { nodeName: "example-kura-0", generation: "cccccc" },
+          );
           assert.deepEqual(diff.replaces, ["generation"], "the next generation drains again");
         });
         assert.equal(node.spec.unschedulable, true, "drained: cordoned");
@@ -171,7 +212,11 @@ describe("Kubernetes Node labels and taints (KubernetesNodeMetadata)", function 
           node.spec.unschedulable = true; // an operator cordons it
           await provider.update!("example-kura-0", moved, { ...moved, labels: { "example.com/tier": "x" } });
           assert.equal(node.spec.unschedulable, true, "a label change leaves the operator's cordon");
-          await provider.update!("example-kura-0", { ...declared }, { ...declared, labels: { "example.com/tier": "y" }, generation: "bbbbbb" });
+          await provider.update!(
+            "example-kura-0",
+            { ...declared },
+            { ...declared, labels: { "example.com/tier": "y" }, generation: "bbbbbb" },
+          );
           assert.equal(node.spec.unschedulable, true, "so does the first run that records a generation");
         });
       } finally {
@@ -190,11 +235,20 @@ describe("Kubernetes Node labels and taints (KubernetesNodeMetadata)", function 
       try {
         await withSerializedProvider(nodeMetadataProvider, async (provider) => {
           await assert.rejects(
-            provider.create({ nodeName: "example-kura-0", credentials: api.credentials, labels: { a: "b" }, taints: [], registrationTimeoutSeconds: 0 }),
+            provider.create({
+              nodeName: "example-kura-0",
+              credentials: api.credentials,
+              labels: { a: "b" },
+              taints: [],
+              registrationTimeoutSeconds: 0,
+            }),
             /Kubernetes Node example-kura-0 did not register within 0s/,
           );
         });
-        assert.equal(api.requests.some((r) => r.method === "PATCH"), false);
+        assert.equal(
+          api.requests.some((r) => r.method === "PATCH"),
+          false,
+        );
       } finally {
         await api.close();
       }

@@ -154,7 +154,15 @@ describe("Kubernetes node removal", function () {
       assert.equal(JSON.parse(String(resolveSecrets(r.inputs.credentials, true))).token, "very-secret");
     }
 
-    const rendered = await runUnderMocks({ stack: "test", config: rawFleetConfig(), program: () => runProgram({ allowMissingKubeconfig: true }) });
-    assert.equal(rendered.resources.filter((r) => r.type.startsWith("pulumi-nodejs:dynamic")).length, 0, "nothing to delete with in render");
+    const rendered = await runUnderMocks({
+      stack: "test",
+      config: rawFleetConfig(),
+      program: () => runProgram({ allowMissingKubeconfig: true }),
+    });
+    assert.equal(
+      rendered.resources.filter((r) => r.type.startsWith("pulumi-nodejs:dynamic")).length,
+      0,
+      "nothing to delete with in render",
+    );
   });
 });

@@ -11,7 +11,11 @@ function pv(name: string, storageClass: string | undefined, claim: [string, stri
       ...(storageClass ? { storageClassName: storageClass } : {}),
       ...(claim ? { claimRef: { namespace: claim[0], name: claim[1] } } : {}),
       ...(hosts
-        ? { nodeAffinity: { required: { nodeSelectorTerms: [{ matchExpressions: [{ key: "kubernetes.io/hostname", operator: "In", values: hosts }] }] } } }
+        ? {
+            nodeAffinity: {
+              required: { nodeSelectorTerms: [{ matchExpressions: [{ key: "kubernetes.io/hostname", operator: "In", values: hosts }] }] },
+            },
+          }
         : {}),
     },
   };
@@ -103,7 +107,12 @@ describe("node-local PVC removal", () => {
     try {
       await withSerializedProvider(nodeLocalPvcRemovalProvider, async (provider) => {
         const credentials = JSON.stringify({ server: api.url, token: "t" });
-        await provider.delete!("example-kura-1/x", { nodeName: "example-kura-1", storageClass: "scw-local-nvme", serverId: "x", credentials });
+        await provider.delete!("example-kura-1/x", {
+          nodeName: "example-kura-1",
+          storageClass: "scw-local-nvme",
+          serverId: "x",
+          credentials,
+        });
       });
       assert.deepEqual(api.seen, [
         "GET /api/v1/persistentvolumes Bearer t",

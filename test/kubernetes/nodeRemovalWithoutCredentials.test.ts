@@ -29,14 +29,23 @@ describe("Node removal with an unusable kubeconfig (exec plugin)", function () {
     try {
       const { resources } = await runUnderMocks({
         stack: "test",
-        program: () => ({ r: new KubernetesNodeRemoval("n-node-removal", { nodeName: "example-kura-0", kubeconfig: EXEC_KUBECONFIG }).urn }),
+        program: () => ({
+          r: new KubernetesNodeRemoval("n-node-removal", { nodeName: "example-kura-0", kubeconfig: EXEC_KUBECONFIG }).urn,
+        }),
       });
       credentials = String(resolveSecrets(resources.find((r) => r.name === "n-node-removal")?.inputs.credentials, true));
     } finally {
       log.warn = original;
     }
     assert.equal(credentials, "");
-    assert.ok(warnings.some((w) => /node example-kura-0: its Node will not be deleted on removal \(delete it with kubectl\): .*neither a token nor a client certificate/.test(w)), warnings.join("\n"));
+    assert.ok(
+      warnings.some((w) =>
+        /node example-kura-0: its Node will not be deleted on removal \(delete it with kubectl\): .*neither a token nor a client certificate/.test(
+          w,
+        ),
+      ),
+      warnings.join("\n"),
+    );
     await withSerializedProvider(nodeRemovalProvider, async (provider) => {
       await provider.delete!("example-kura-0", { nodeName: "example-kura-0", credentials: "" });
     });

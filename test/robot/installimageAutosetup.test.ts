@@ -29,7 +29,12 @@ const lsblk = (devices: Array<Record<string, unknown>>) => JSON.stringify({ bloc
 
 describe("installimageAutosetup", () => {
   it("renders a mirrored two-drive autosetup", () => {
-    const text = renderAutosetup({ drives: ["/dev/nvme0n1", "/dev/nvme1n1"], hostname: "c1-robot-a", image: "ubuntu-24.04", firmware: "bios" });
+    const text = renderAutosetup({
+      drives: ["/dev/nvme0n1", "/dev/nvme1n1"],
+      hostname: "c1-robot-a",
+      image: "ubuntu-24.04",
+      firmware: "bios",
+    });
     assert.equal(
       text,
       [
@@ -48,7 +53,10 @@ describe("installimageAutosetup", () => {
   });
 
   it("gathers nothing on a host that is not the rescue system (the reset did not take, or another machine answers)", () => {
-    for (const [name, marker] of [["c1-robot-a", true], ["rescue", false]] as const) {
+    for (const [name, marker] of [
+      ["c1-robot-a", true],
+      ["rescue", false],
+    ] as const) {
       const host = rescueHost(name);
       try {
         if (!marker) fs.rmSync(path.join(host.root, "root/.oldroot"), { recursive: true });
@@ -63,7 +71,12 @@ describe("installimageAutosetup", () => {
   });
 
   it("gives a UEFI server the EFI system partition installimage requires, first and at its 256 MiB minimum", () => {
-    const text = renderAutosetup({ drives: ["/dev/nvme0n1", "/dev/nvme1n1"], hostname: "c1-robot-a", image: "ubuntu-24.04", firmware: "uefi" });
+    const text = renderAutosetup({
+      drives: ["/dev/nvme0n1", "/dev/nvme1n1"],
+      hostname: "c1-robot-a",
+      image: "ubuntu-24.04",
+      firmware: "uefi",
+    });
     const parts = text.split("\n").filter((l) => l.startsWith("PART "));
     assert.deepEqual(parts, ["PART /boot/efi esp 256M", "PART /boot ext3 1024M", "PART / ext4 all"]);
     const bios = renderAutosetup({ drives: ["/dev/nvme0n1"], hostname: "c1-robot-a", image: "ubuntu-24.04", firmware: "bios" });
@@ -88,11 +101,23 @@ describe("installimageAutosetup", () => {
   });
 
   it("turns software RAID off for a single drive and refuses bad input", () => {
-    assert.match(renderAutosetup({ drives: ["/dev/sda"], hostname: "n", image: "ubuntu-22.04", firmware: "bios" }), /^DRIVE1 \/dev\/sda\nSWRAID 0\n/);
+    assert.match(
+      renderAutosetup({ drives: ["/dev/sda"], hostname: "n", image: "ubuntu-22.04", firmware: "bios" }),
+      /^DRIVE1 \/dev\/sda\nSWRAID 0\n/,
+    );
     assert.throws(() => renderAutosetup({ drives: [], hostname: "n", image: "ubuntu-24.04", firmware: "bios" }), /one or two drives/);
-    assert.throws(() => renderAutosetup({ drives: ["/dev/sda; reboot"], hostname: "n", image: "ubuntu-24.04", firmware: "bios" }), /not a whole-disk/);
-    assert.throws(() => renderAutosetup({ drives: ["/dev/sda"], hostname: "Bad_Host", image: "ubuntu-24.04", firmware: "bios" }), /DNS label/);
-    assert.throws(() => renderAutosetup({ drives: ["/dev/sda"], hostname: "n", image: "debian-12", firmware: "bios" }), /not an installimage Ubuntu image/);
+    assert.throws(
+      () => renderAutosetup({ drives: ["/dev/sda; reboot"], hostname: "n", image: "ubuntu-24.04", firmware: "bios" }),
+      /not a whole-disk/,
+    );
+    assert.throws(
+      () => renderAutosetup({ drives: ["/dev/sda"], hostname: "Bad_Host", image: "ubuntu-24.04", firmware: "bios" }),
+      /DNS label/,
+    );
+    assert.throws(
+      () => renderAutosetup({ drives: ["/dev/sda"], hostname: "n", image: "debian-12", firmware: "bios" }),
+      /not an installimage Ubuntu image/,
+    );
   });
 
   it("selects the two smallest fixed disks, skipping removable, read-only, tiny and virtual devices", () => {
@@ -122,7 +147,9 @@ describe("installimageAutosetup", () => {
     });
     fc.assert(
       fc.property(fc.uniqueArray(device, { selector: (d) => d.name, maxLength: 7 }), (devices) => {
-        const eligible = devices.filter((d) => d.type === "disk" && !d.rm && !d.ro && d.size >= MIN_INSTALL_DISK_BYTES && !/^(loop|ram|zram)/.test(d.name));
+        const eligible = devices.filter(
+          (d) => d.type === "disk" && !d.rm && !d.ro && d.size >= MIN_INSTALL_DISK_BYTES && !/^(loop|ram|zram)/.test(d.name),
+        );
         if (eligible.length === 0) {
           assert.throws(() => selectInstallDrives(lsblk(devices)));
           return;

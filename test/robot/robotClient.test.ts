@@ -67,7 +67,10 @@ describe("robotClient", () => {
   it("gives up on RATE_LIMIT_EXCEEDED after the bounded retries", async () => {
     robot.rateLimitNext = 10;
     const c = client({ maxRetries: 2 });
-    await assert.rejects(c.getServer(321), (err: unknown) => err instanceof RobotApiError && err.status === 403 && err.code === "RATE_LIMIT_EXCEEDED");
+    await assert.rejects(
+      c.getServer(321),
+      (err: unknown) => err instanceof RobotApiError && err.status === 403 && err.code === "RATE_LIMIT_EXCEEDED",
+    );
     assert.equal(c.requestCount, 3);
   });
 
@@ -83,7 +86,10 @@ describe("robotClient", () => {
       assert.ok(!text.includes(password) && !text.includes(encoded), `error leaks the password: ${text}`);
       return true;
     };
-    await assert.rejects(client({ password }).getServer(321), (err: unknown) => err instanceof RobotApiError && err.status === 401 && check(err));
+    await assert.rejects(
+      client({ password }).getServer(321),
+      (err: unknown) => err instanceof RobotApiError && err.status === 401 && check(err),
+    );
     // Connection failures too.
     const closed = robot.baseUrl;
     await robot.close();

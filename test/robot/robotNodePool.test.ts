@@ -64,12 +64,20 @@ async function runPool(pool: Record<string, unknown> = {}, cluster: Record<strin
   const spec = parseFleetSpec(rawFleetConfig({ cluster, pools: [robotPoolConfig(pool)] }));
   return runUnderMocks({
     stack: "test",
-    config: { "nodefleet:sshPrivateKey": SSH_KEY, "nodefleet:hrobotUser": FAKE_ROBOT_USER, "nodefleet:hrobotPassword": FAKE_ROBOT_PASSWORD },
+    config: {
+      "nodefleet:sshPrivateKey": SSH_KEY,
+      "nodefleet:hrobotUser": FAKE_ROBOT_USER,
+      "nodefleet:hrobotPassword": FAKE_ROBOT_PASSWORD,
+    },
     secretKeys: ["nodefleet:sshPrivateKey", "nodefleet:hrobotPassword"],
     program: () => {
       const { kubeconfig: _k, ...c } = spec.cluster;
       const robotPool = spec.pools[0] as HetznerRobotPool;
-      const component = new RobotNodePool("example-fsn-metal", { cluster: c, pool: robotPool, ...(extra.kubeconfig ? { kubeconfig: extra.kubeconfig } : {}) });
+      const component = new RobotNodePool("example-fsn-metal", {
+        cluster: c,
+        pool: robotPool,
+        ...(extra.kubeconfig ? { kubeconfig: extra.kubeconfig } : {}),
+      });
       return { nodes: component.nodes };
     },
   });
@@ -97,10 +105,29 @@ describe("robotNodePool: fleet spec", () => {
     };
     assert.match(problems({ sshKeyFingerprints: ["SHA256:abc"] }), /sshKeyFingerprints\[0\]: .*MD5 fingerprints/);
     assert.match(problems({ sshKeyFingerprints: [] }), /sshKeyFingerprints: .*at least one/);
-    assert.match(problems({ servers: [{ serverNumber: 1, name: "a" }, { serverNumber: 1, name: "b" }] }), /servers: servers\[\]\.serverNumber entries must be unique/);
-    assert.match(problems({ servers: [{ serverNumber: 1, name: "a" }, { serverNumber: 2, name: "a" }] }), /servers\[\]\.name entries must be unique/);
+    assert.match(
+      problems({
+        servers: [
+          { serverNumber: 1, name: "a" },
+          { serverNumber: 1, name: "b" },
+        ],
+      }),
+      /servers: servers\[\]\.serverNumber entries must be unique/,
+    );
+    assert.match(
+      problems({
+        servers: [
+          { serverNumber: 1, name: "a" },
+          { serverNumber: 2, name: "a" },
+        ],
+      }),
+      /servers\[\]\.name entries must be unique/,
+    );
     assert.match(problems({ mode: "autoscaled" }), /mode: mode must be static/);
-    assert.match(problems({ servers: [{ serverNumber: 1, name: "a".repeat(20) }] }, { id: "c".repeat(40) }), /servers: node .* more than the 63/);
+    assert.match(
+      problems({ servers: [{ serverNumber: 1, name: "a".repeat(20) }] }, { id: "c".repeat(40) }),
+      /servers: node .* more than the 63/,
+    );
   });
 });
 
@@ -117,9 +144,15 @@ describe("robotNodePool: resource graph under mocks", () => {
       assert.equal(ofType(resources, REMOTE).filter((r) => r.name.endsWith(`-${role}`)).length, 2, role);
     }
     const tokens = resources.filter((r) => r.type === "nodefleet:kubernetes:BootstrapToken").map((r) => r.name);
-    assert.deepEqual(tokens, members.map((m) => `example-fsn-metal-${m.member.nodeId}-${m.generation}-token`));
+    assert.deepEqual(
+      tokens,
+      members.map((m) => `example-fsn-metal-${m.member.nodeId}-${m.generation}-token`),
+    );
     // The token secret is a RandomPassword's value (a secret in state), never a RandomString's id (in clear).
-    assert.deepEqual(ofType(resources, "random:index/randomPassword:RandomPassword").map((r) => r.name), tokens.map((t) => `${t}-password`));
+    assert.deepEqual(
+      ofType(resources, "random:index/randomPassword:RandomPassword").map((r) => r.name),
+      tokens.map((t) => `${t}-password`),
+    );
     assert.equal(ofType(resources, "random:index/randomString:RandomString").filter((r) => r.name.endsWith("-token-secret")).length, 0);
     assert.equal(resources.find((r) => r.type === "nodefleet:hrobot:NodePool")?.name, "example-fsn-metal");
 
@@ -145,7 +178,10 @@ describe("robotNodePool: resource graph under mocks", () => {
       assert.equal(connection.host, mockRobotServerIp(321));
       assert.equal(connection.user, "root");
       assert.equal(connection.hostKey, undefined, "the rescue system's key changes every boot");
-      assert.ok(isWrappedSecret((rescueSide.inputs.connection as Record<string, unknown>).privateKey) || containsSecret(rescueSide.inputs.connection));
+      assert.ok(
+        isWrappedSecret((rescueSide.inputs.connection as Record<string, unknown>).privateKey) ||
+          containsSecret(rescueSide.inputs.connection),
+      );
     }
     const expectedKey = mockEd25519HostKey("example-fsn-metal-fsn-metal-a-install");
     for (const installed of [ready, join]) {
@@ -162,7 +198,11 @@ describe("robotNodePool: resource graph under mocks", () => {
     const script = plain<string>(install.inputs.stdin);
     assert.ok(MOCK_ROBOT_HARDWARE.includes("nvme0n1") && MOCK_ROBOT_HARDWARE.includes('"firmware":"uefi"'));
     assert.match(script, /DRIVE1 \/dev\/nvme0n1\nDRIVE2 \/dev\/nvme1n1\nSWRAID 1\n/);
-    assert.match(script, /HOSTNAME example-fsn-metal-b\nPART \/boot\/efi esp 256M\nPART \/boot ext3 1024M\n/, "the UEFI server gets its ESP");
+    assert.match(
+      script,
+      /HOSTNAME example-fsn-metal-b\nPART \/boot\/efi esp 256M\nPART \/boot ext3 1024M\n/,
+      "the UEFI server gets its ESP",
+    );
     assert.match(script, /if \[ "\$firmware" != 'uefi' \]/, "the install checks the firmware it was rendered for");
     assert.match(script, /HOSTNAME example-fsn-metal-b\n/);
     assert.match(script, /IMAGE \/root\/\.oldroot\/nfs\/images\/Ubuntu-2404-noble-amd64-base\.tar\.gz/);
@@ -238,9 +278,18 @@ describe("robotNodePool: resource graph under mocks", () => {
       secretKeys: ["nodefleet:sshPrivateKey"],
       program: () => {
         const { kubeconfig: _k, ...c } = spec.cluster;
-        new RobotNodePool("example-fsn-metal", { cluster: c, pool: spec.pools[0] as HetznerRobotPool }, {
-          transformations: [(a) => { options.set(a.name, a.opts as { ignoreChanges?: string[] }); return undefined; }],
-        });
+        new RobotNodePool(
+          "example-fsn-metal",
+          { cluster: c, pool: spec.pools[0] as HetznerRobotPool },
+          {
+            transformations: [
+              (a) => {
+                options.set(a.name, a.opts as { ignoreChanges?: string[] });
+                return undefined;
+              },
+            ],
+          },
+        );
         return {};
       },
     });
@@ -271,7 +320,10 @@ describe("robotNodePool: resource graph under mocks", () => {
       config: rawFleetConfig({ pools: [robotPoolConfig({ servers: [{ serverNumber: 777, name: "solo" }] })] }),
       program: () => runProgram({ allowMissingKubeconfig: true }),
     });
-    assert.deepEqual(ofType(resources, RESCUE).map((r) => r.name), ["example-fsn-metal-fsn-metal-solo-rescue"]);
+    assert.deepEqual(
+      ofType(resources, RESCUE).map((r) => r.name),
+      ["example-fsn-metal-fsn-metal-solo-rescue"],
+    );
     // No Robot credentials configured (render): declared with an empty, still secret, value.
     const rescue = ofType(resources, RESCUE)[0];
     assert.ok(isWrappedSecret(rescue.inputs.credentials));

@@ -56,7 +56,10 @@ describe("RobotNodePool rolling reinstalls and re-joins across runs (mock runtim
   it("re-joins one server per run on a new k0s version (default maxUnavailable 1), the others keep their join", async () => {
     const first = await up("v1.33.4+k0s.0", undefined);
     const before = nodesOf(first);
-    assert.ok(before.every((n) => typeof n.joinInputs === "string" && n.joinInputs.length === 64), "every node records its join");
+    assert.ok(
+      before.every((n) => typeof n.joinInputs === "string" && n.joinInputs.length === 64),
+      "every node records its join",
+    );
     assert.deepEqual(summaryOf(first), { pool: POOL, inPlace: true, updating: [], remaining: 0 }, "a first run installs, nothing to roll");
 
     let previous: unknown = first.outputs.nodes;
@@ -67,7 +70,10 @@ describe("RobotNodePool rolling reinstalls and re-joins across runs (mock runtim
       const nodes = nodesOf(next);
       if (summary.updating.length === 0 && summary.remaining === 0) break;
       perRun.push(summary.updating.map((u) => u.nodeId));
-      assert.ok(summary.updating.every((u) => u.change === "re-join"), "a version changes no install");
+      assert.ok(
+        summary.updating.every((u) => u.change === "re-join"),
+        "a version changes no install",
+      );
       const updated = new Set(perRun.flat());
       for (const nodeId of NODE_IDS) {
         const node = nodes.find((n) => n.nodeId === nodeId)!;
@@ -86,7 +92,11 @@ describe("RobotNodePool rolling reinstalls and re-joins across runs (mock runtim
       if (summary.remaining > 0) assert.equal(summary.waiting, "maxUnavailable 1 reached");
       previous = next.outputs.nodes;
     }
-    assert.deepEqual(perRun, NODE_IDS.map((id) => [id]), "one member per run, in order, each exactly once");
+    assert.deepEqual(
+      perRun,
+      NODE_IDS.map((id) => [id]),
+      "one member per run, in order, each exactly once",
+    );
   });
 
   it("reinstalls one server per run on a new image, two with maxUnavailable 2, and never gives a waiting member a new token", async () => {
@@ -99,13 +109,19 @@ describe("RobotNodePool rolling reinstalls and re-joins across runs (mock runtim
     const tokens = reimaged.resources.filter((r) => r.name.endsWith("-token") && r.name.startsWith(`example-${POOL}-`)).map((r) => r.name);
     for (const id of NODE_IDS.slice(1)) {
       const generation = old.find((n) => n.nodeId === id)!.generation;
-      assert.ok(tokens.some((t) => t.startsWith(`example-${POOL}-${id}-${generation}-token`)), `${id} keeps its token`);
+      assert.ok(
+        tokens.some((t) => t.startsWith(`example-${POOL}-${id}-${generation}-token`)),
+        `${id} keeps its token`,
+      );
     }
     const install = (run: Run, id: string) => plain<string>(byName(run.resources, `example-${POOL}-${id}-install`).inputs.stdin);
     assert.match(install(reimaged, `${POOL}-s0`), /Ubuntu-2204-jammy/);
 
     const faster = await up("v1.33.4+k0s.0", first.outputs.nodes, { image: "ubuntu-22.04", rollout: { maxUnavailable: 2 } });
-    assert.deepEqual(summaryOf(faster)?.updating.map((u) => u.nodeId), [`${POOL}-s0`, `${POOL}-s1`]);
+    assert.deepEqual(
+      summaryOf(faster)?.updating.map((u) => u.nodeId),
+      [`${POOL}-s0`, `${POOL}-s1`],
+    );
     assert.equal(summaryOf(faster)?.remaining, 4);
   });
 
@@ -121,7 +137,12 @@ describe("RobotNodePool rolling reinstalls and re-joins across runs (mock runtim
     const spec = parseFleetSpec(rawFleetConfig({ cluster: clusterConfig({ k0sVersion: "v1.33.4+k0s.0" }), pools: [robotPool()] }));
     const { kubeconfig: _k, ...cluster } = spec.cluster;
     const pool = spec.pools[0] as HetznerRobotPool;
-    const current: CurrentInPlaceMember[] = robotMembers(cluster, pool).map((m) => ({ nodeId: m.member.nodeId, generation: m.generation, joinInputs: m.joinInputs, ready: true }));
+    const current: CurrentInPlaceMember[] = robotMembers(cluster, pool).map((m) => ({
+      nodeId: m.member.nodeId,
+      generation: m.generation,
+      joinInputs: m.joinInputs,
+      ready: true,
+    }));
     const wanted = robotMembers({ ...cluster, k0sVersion: "v1.33.5+k0s.0" }, { ...pool, image: "ubuntu-22.04" });
     const options = new Map<string, { dependsOn?: unknown; ignoreChanges?: string[] }>();
     const { resources } = await runUnderMocks({
@@ -131,8 +152,20 @@ describe("RobotNodePool rolling reinstalls and re-joins across runs (mock runtim
       program: () => {
         const component = new RobotNodePool(
           `example-${POOL}`,
-          { cluster: { ...cluster, k0sVersion: "v1.33.5+k0s.0" }, pool: { ...pool, image: "ubuntu-22.04" }, current, kubeconfig: tokenKubeconfig("t0ken") },
-          { transformations: [(a) => { options.set(a.name, a.opts as { dependsOn?: unknown; ignoreChanges?: string[] }); return undefined; }] },
+          {
+            cluster: { ...cluster, k0sVersion: "v1.33.5+k0s.0" },
+            pool: { ...pool, image: "ubuntu-22.04" },
+            current,
+            kubeconfig: tokenKubeconfig("t0ken"),
+          },
+          {
+            transformations: [
+              (a) => {
+                options.set(a.name, a.opts as { dependsOn?: unknown; ignoreChanges?: string[] });
+                return undefined;
+              },
+            ],
+          },
         );
         return { drains: component.updateDrains.map((d) => d.urn) };
       },
@@ -140,7 +173,11 @@ describe("RobotNodePool rolling reinstalls and re-joins across runs (mock runtim
     const first = NODE_IDS[0];
     const generation = inPlaceRolloutGeneration(wanted[0]);
     const drains = resources.filter((r) => r.type === UPDATE_DRAIN);
-    assert.deepEqual(drains.map((d) => d.name), [`example-${first}-${generation}-drain`], "only the member whose turn it is is drained");
+    assert.deepEqual(
+      drains.map((d) => d.name),
+      [`example-${first}-${generation}-drain`],
+      "only the member whose turn it is is drained",
+    );
     assert.deepEqual(plain<Record<string, unknown>>(drains[0].inputs).nodeName, `example-${first}`);
     assert.equal(plain<Record<string, unknown>>(drains[0].inputs).timeoutSeconds, 600);
     const dependsOnDrain = (name: string) => {
@@ -154,16 +191,25 @@ describe("RobotNodePool rolling reinstalls and re-joins across runs (mock runtim
 
     for (const [index, id] of NODE_IDS.entries()) {
       if (index === 0) {
-        for (const part of ["rescue", "install", "join"]) assert.deepEqual(options.get(`example-${POOL}-${id}-${part}`)?.ignoreChanges ?? [], [], `${id}-${part} ignores nothing`);
+        for (const part of ["rescue", "install", "join"])
+          assert.deepEqual(options.get(`example-${POOL}-${id}-${part}`)?.ignoreChanges ?? [], [], `${id}-${part} ignores nothing`);
         continue;
       }
       assert.ok(!dependsOnDrain(`example-${POOL}-${id}-rescue`) && !dependsOnDrain(`example-${POOL}-${id}-join`), `${id} is not drained`);
-      assert.equal(byName(resources, `example-${POOL}-${id}-rescue`).inputs.generation, current[index].generation, `${id} is not reinstalled`);
+      assert.equal(
+        byName(resources, `example-${POOL}-${id}-rescue`).inputs.generation,
+        current[index].generation,
+        `${id} is not reinstalled`,
+      );
       assert.deepEqual(options.get(`example-${POOL}-${id}-join`)?.ignoreChanges, ["stdin"], `${id} keeps the join script it ran`);
       assert.deepEqual(options.get(`example-${POOL}-${id}-install`)?.ignoreChanges, ["stdin"]);
       assert.deepEqual(options.get(`example-${POOL}-${id}-rescue`)?.ignoreChanges, ["serverNumber", "fingerprints"]);
       assert.equal(metadata(id).generation, inPlaceRolloutGeneration(current[index]));
-      assert.equal(plain<Record<string, string>>(metadata(id).labels)["topology.kubernetes.io/zone"], "hetzner-robot", "labels converge on every member at once");
+      assert.equal(
+        plain<Record<string, string>>(metadata(id).labels)["topology.kubernetes.io/zone"],
+        "hetzner-robot",
+        "labels converge on every member at once",
+      );
     }
     assert.equal(resources.filter((r) => r.type === METADATA).length, NODE_IDS.length);
   });

@@ -44,7 +44,9 @@ async function up(change: Change, previous?: Run): Promise<Run> {
   const spec = parseFleetSpec(
     rawFleetConfig({
       cluster: clusterConfig({ k0sVersion: change.k0sVersion ?? "v1.33.4+k0s.0" }),
-      pools: [{ name: POOL, provider: "hetzner-robot", mode: "static", servers: SERVERS, sshKeyFingerprints: [FINGERPRINT], ...change.pool }],
+      pools: [
+        { name: POOL, provider: "hetzner-robot", mode: "static", servers: SERVERS, sshKeyFingerprints: [FINGERPRINT], ...change.pool },
+      ],
     }),
   );
   const { kubeconfig: _k, ...cluster } = spec.cluster;
@@ -80,10 +82,21 @@ describe("RobotNodePool changes that reach running members (mock runtime, engine
     const upgraded = await up({ k0sVersion: "v1.33.5+k0s.0", pool: { rollout: { maxUnavailable: 2 } } }, first);
     const steps = engineSteps(first, upgraded);
     const joins = steps.filter((s) => s.endsWith("-join"));
-    assert.deepEqual(joins, NODE_IDS.slice(0, 2).map((id) => `replace ${PREFIX}${id}-join`), `joins: ${joins.join(", ")}`);
+    assert.deepEqual(
+      joins,
+      NODE_IDS.slice(0, 2).map((id) => `replace ${PREFIX}${id}-join`),
+      `joins: ${joins.join(", ")}`,
+    );
     assert.equal(steps.filter((s) => s.includes("-drain")).length, 2, "each drained first");
-    assert.deepEqual(steps.filter((s) => /-(rescue|hardware|install|ready|host-firewall)$/.test(s)), [], "no reinstall, no firewall reload");
-    assert.deepEqual(upgraded.outputs.rollout.updating.map((u) => u.change), ["re-join", "re-join"]);
+    assert.deepEqual(
+      steps.filter((s) => /-(rescue|hardware|install|ready|host-firewall)$/.test(s)),
+      [],
+      "no reinstall, no firewall reload",
+    );
+    assert.deepEqual(
+      upgraded.outputs.rollout.updating.map((u) => u.change),
+      ["re-join", "re-join"],
+    );
     assert.equal(upgraded.outputs.rollout.remaining, 4);
   });
 });

@@ -30,7 +30,11 @@ describe("robotRemediation", () => {
     assert.equal(robotResetTypeFor("ssh-reboot"), undefined);
     assert.deepEqual(
       REMEDIATION_LADDER.map((r) => [r.step, r.waitMs / MIN]),
-      [["ssh-reboot", 5], ["sw-reset", 10], ["hw-reset", 10]],
+      [
+        ["ssh-reboot", 5],
+        ["sw-reset", 10],
+        ["hw-reset", 10],
+      ],
     );
   });
 

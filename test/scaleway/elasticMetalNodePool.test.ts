@@ -4,8 +4,19 @@ import { type RecordedResource, runUnderMocks } from "../../automation/mocks/run
 import { type MockPrivateNetwork, scalewayLookup } from "../../automation/mocks/scalewayLookups";
 import { mockEd25519HostKey } from "../../automation/mocks/seededValues";
 import { containsSecret, isWrappedSecret, resolveSecrets } from "../../automation/mocks/secretValues";
-import { ELASTIC_METAL_REPLACE_ON_CHANGES, IPAM_IP_REPLACE_ON_CHANGES, PRIVATE_IPV4_LABEL, bootstrapMethod, elasticMetalGeneration } from "../../components/scaleway/elasticMetalPlan";
-import { ElasticMetalNodePool, assertPrivateNetworkNameFree, isPrivateNetworkNotFound, settlePrivateNetworkLookup } from "../../components/scaleway/elasticMetalNodePool";
+import {
+  ELASTIC_METAL_REPLACE_ON_CHANGES,
+  IPAM_IP_REPLACE_ON_CHANGES,
+  PRIVATE_IPV4_LABEL,
+  bootstrapMethod,
+  elasticMetalGeneration,
+} from "../../components/scaleway/elasticMetalPlan";
+import {
+  ElasticMetalNodePool,
+  assertPrivateNetworkNameFree,
+  isPrivateNetworkNotFound,
+  settlePrivateNetworkLookup,
+} from "../../components/scaleway/elasticMetalNodePool";
 import { READ_HOST_KEY_COMMAND, parseHostKeyLine } from "../../components/bootstrap/sshConnection";
 import { type FleetSpec, parseFleetSpec } from "../../components/fleet/fleetSpec";
 import { kubeletConfigHash, renderKubeletConfig } from "../../components/bootstrap/kubeletConfig";
@@ -46,7 +57,12 @@ interface Recorded {
 
 async function runPool(
   fleet: FleetSpec,
-  extra: { privateNetworks?: MockPrivateNetwork[]; kubeconfig?: string; sshPrivateKey?: string; call?: (args: pulumi.runtime.MockCallArgs) => Record<string, unknown> } = {},
+  extra: {
+    privateNetworks?: MockPrivateNetwork[];
+    kubeconfig?: string;
+    sshPrivateKey?: string;
+    call?: (args: pulumi.runtime.MockCallArgs) => Record<string, unknown>;
+  } = {},
 ): Promise<Recorded> {
   const options = new Map<string, pulumi.CustomResourceOptions>();
   const { resources, calls } = await runUnderMocks({
@@ -92,7 +108,10 @@ describe("ElasticMetalNodePool under mocks", function () {
       assert.equal(remote.filter((r) => r.name.endsWith("-join")).length, replicas);
       assert.equal(remote.filter((r) => r.name.endsWith("-kubelet-config")).length, 0, "k0s clusters get no kubelet re-push");
       const names = ofType(resources, SERVER).map((s) => plain(s.inputs).name);
-      assert.deepEqual(names, Array.from({ length: replicas }, (_, i) => `example-kura-scw-fr-par-${i}`));
+      assert.deepEqual(
+        names,
+        Array.from({ length: replicas }, (_, i) => `example-kura-scw-fr-par-${i}`),
+      );
     });
   }
 
@@ -142,13 +161,27 @@ describe("ElasticMetalNodePool under mocks", function () {
     assert.equal(ofType(attached.resources, PRIVATE_NETWORK).length, 0);
     assert.equal(attached.calls.filter((c) => c.token === "scaleway:network/getPrivateNetwork:getPrivateNetwork").length, 0);
     assert.equal((plain(ofType(attached.resources, SERVER)[0].inputs).privateNetworks as Array<{ id: string }>)[0].id, id);
-    assert.throws(() => spec({ privateNetwork: { name: "runner-cache", subnet: "172.16.0.0/22", id: "runner-cache" } }), /privateNetwork\.id must be a Scaleway private network id/);
+    assert.throws(
+      () => spec({ privateNetwork: { name: "runner-cache", subnet: "172.16.0.0/22", id: "runner-cache" } }),
+      /privateNetwork\.id must be a Scaleway private network id/,
+    );
   });
 
   it("tells a missing network from a failed look-up: only the provider's not-found creates, a foreign network of the name is refused", async () => {
     // The provider's data source answers a name nobody has with datasource.FindExact's words.
-    assert.equal(isPrivateNetworkNotFound(new Error("invocation of scaleway:network/getPrivateNetwork:getPrivateNetwork returned an error: no element found with the name runner-cache")), true);
-    for (const failure of ["scaleway-sdk-go: http error 503 Service Unavailable", "multiple elements found with the name runner-cache", "scaleway-sdk-go: insufficient permissions"]) {
+    assert.equal(
+      isPrivateNetworkNotFound(
+        new Error(
+          "invocation of scaleway:network/getPrivateNetwork:getPrivateNetwork returned an error: no element found with the name runner-cache",
+        ),
+      ),
+      true,
+    );
+    for (const failure of [
+      "scaleway-sdk-go: http error 503 Service Unavailable",
+      "multiple elements found with the name runner-cache",
+      "scaleway-sdk-go: insufficient permissions",
+    ]) {
       assert.equal(isPrivateNetworkNotFound(new Error(failure)), false, failure);
     }
     const pool = { name: "kura-scw-fr-par", privateNetwork: { name: "runner-cache", subnet: "172.16.0.0/22" } };
@@ -163,7 +196,10 @@ describe("ElasticMetalNodePool under mocks", function () {
 
   it("a failed look-up (not a not-found) fails the network's declaration, so a transient error creates no duplicate", async () => {
     const pool = { name: "kura", privateNetwork: { name: "runner-cache", subnet: "172.16.0.0/22" } };
-    assert.equal(await settlePrivateNetworkLookup(pool, "fr-par", Promise.reject(new Error("no element found with the name runner-cache"))), undefined);
+    assert.equal(
+      await settlePrivateNetworkLookup(pool, "fr-par", Promise.reject(new Error("no element found with the name runner-cache"))),
+      undefined,
+    );
     assert.deepEqual(await settlePrivateNetworkLookup(pool, "fr-par", Promise.resolve({ id: "fr-par/a" })), { id: "fr-par/a" });
     await assert.rejects(
       settlePrivateNetworkLookup(pool, "fr-par", Promise.reject(new Error("scaleway-sdk-go: http error 503 Service Unavailable"))),
@@ -175,22 +211,46 @@ describe("ElasticMetalNodePool under mocks", function () {
   });
 
   it("keeps declaring the network it created once the look-up finds it (tagged as this pool's)", async () => {
-    const ours = [{ name: "runner-cache", region: "fr-par", subnet: "172.16.0.0/22", tags: ["nodefleet.io/cluster=example", "nodefleet.io/pool=kura-scw-fr-par"] }];
+    const ours = [
+      {
+        name: "runner-cache",
+        region: "fr-par",
+        subnet: "172.16.0.0/22",
+        tags: ["nodefleet.io/cluster=example", "nodefleet.io/pool=kura-scw-fr-par"],
+      },
+    ];
     const { resources } = await runPool(spec({ replicas: 1 }), { privateNetworks: ours });
     assert.equal(ofType(resources, PRIVATE_NETWORK).length, 1);
   });
 
   it("chooses cloud-init or the SSH self-join by the offer's cloud-init tag, not the OS; `bootstrap` overrides where it fits", async () => {
-    const pool = (p: Record<string, unknown>) => ({ name: "kura", bootstrap: "auto" as const, os: "ubuntu_jammy", offer: "EM-B220E-NVME", sshKeyIds: [SSH_KEY_ID], ...p });
+    const pool = (p: Record<string, unknown>) => ({
+      name: "kura",
+      bootstrap: "auto" as const,
+      os: "ubuntu_jammy",
+      offer: "EM-B220E-NVME",
+      sshKeyIds: [SSH_KEY_ID],
+      ...p,
+    });
     for (const os of ["ubuntu_noble", "ubuntu_jammy"]) {
       assert.equal(bootstrapMethod(pool({ os, offer: "EM-A610R-NVME" })), "cloud-init", `${os} on a cloud-init offer`);
       assert.equal(bootstrapMethod(pool({ os, offer: "EM-A116X-SSD" })), "ssh", `${os} on an offer without the tag`);
     }
-    assert.equal(bootstrapMethod(pool({ offer: "EM-B220E-NVME" })), "ssh", "an offer with unknown tags takes the path that works everywhere");
+    assert.equal(
+      bootstrapMethod(pool({ offer: "EM-B220E-NVME" })),
+      "ssh",
+      "an offer with unknown tags takes the path that works everywhere",
+    );
     assert.equal(bootstrapMethod(pool({ offer: "EM-A610R-NVME", bootstrap: "ssh" })), "ssh");
     assert.equal(bootstrapMethod(pool({ offer: "EM-X1-NEW", bootstrap: "cloud-init" }), { "EM-X1-NEW": ["cloud-init"] }), "cloud-init");
-    assert.throws(() => bootstrapMethod(pool({ offer: "EM-A116X-SSD", bootstrap: "cloud-init" })), /pool kura: bootstrap is cloud-init, but offer EM-A116X-SSD has no cloud-init tag/);
-    assert.throws(() => bootstrapMethod(pool({ offer: "EM-A610R-NVME", sshKeyIds: [] })), /pool kura: sshKeyIds is empty, so no bootstrap fits/);
+    assert.throws(
+      () => bootstrapMethod(pool({ offer: "EM-A116X-SSD", bootstrap: "cloud-init" })),
+      /pool kura: bootstrap is cloud-init, but offer EM-A116X-SSD has no cloud-init tag/,
+    );
+    assert.throws(
+      () => bootstrapMethod(pool({ offer: "EM-A610R-NVME", sshKeyIds: [] })),
+      /pool kura: sshKeyIds is empty, so no bootstrap fits/,
+    );
     assert.throws(() => bootstrapMethod(pool({ bootstrap: "ssh", sshKeyIds: [] })), /no bootstrap fits/);
     await assert.rejects(runPool(spec({ sshKeyIds: [] })), /sshKeyIds is empty, so no bootstrap fits/);
     const empty = await runPool(spec({ sshKeyIds: [], replicas: 0 }));
@@ -209,10 +269,17 @@ describe("ElasticMetalNodePool under mocks", function () {
     const ip = ofType(ssh.resources, IPAM_IP)[0];
     assert.ok(script.includes(`${PRIVATE_IPV4_LABEL}=${ip.state.address}`), "the node registers with its private IPv4 label");
     assert.ok(script.includes(`- ${ip.state.addressCidr}`), "the VLAN interface carries the IPAM address");
-    assert.match(script, new RegExp(`^\\s*node_ip=${String(ip.state.address).replace(/\./g, "\\.")}$`, "m"), "the IPAM address is the kubelet's --node-ip");
+    assert.match(
+      script,
+      new RegExp(`^\\s*node_ip=${String(ip.state.address).replace(/\./g, "\\.")}$`, "m"),
+      "the IPAM address is the kubelet's --node-ip",
+    );
     assert.match(script, /--node-ip=\$\{node_ip\}/);
     assert.match(script, /tcp dport 10250 accept/, "the cluster firewall's rules become the host firewall");
-    assert.ok(script.indexOf("systemctl restart nodefleet-firewall.service") < script.indexOf("k0s worker: the join token"), "loaded before the kubelet");
+    assert.ok(
+      script.indexOf("systemctl restart nodefleet-firewall.service") < script.indexOf("k0s worker: the join token"),
+      "loaded before the kubelet",
+    );
     assert.equal(ssh.resources.filter((r) => r.name.endsWith("-vlan")).length, 0);
 
     for (const os of ["ubuntu_noble", "ubuntu_jammy"]) {
@@ -294,7 +361,8 @@ describe("ElasticMetalNodePool under mocks", function () {
     assert.deepEqual([...(opts?.replaceOnChanges ?? [])].sort(), ["offer", "os", "zone"]);
     assert.equal(opts?.deleteBeforeReplace, true, "the IPAM address moves to the new server");
 
-    const generation = (pool: Record<string, unknown>) => elasticMetalGeneration({ zone: "fr-par-2", offer: "EM-B220E-NVME", os: "ubuntu_jammy", ...pool });
+    const generation = (pool: Record<string, unknown>) =>
+      elasticMetalGeneration({ zone: "fr-par-2", offer: "EM-B220E-NVME", os: "ubuntu_jammy", ...pool });
     const tokenName = (r: Recorded) => ofType(r.resources, TOKEN)[0].name;
     assert.ok(tokenName(base).includes(generation({})));
     for (const change of [{ offer: "EM-I220E-NVME" }, { os: "ubuntu_noble" }, { zone: "fr-par-1" }]) {
@@ -337,7 +405,11 @@ describe("ElasticMetalNodePool under mocks", function () {
     for (const pool of [{ os: "ubuntu_jammy" }, { os: "ubuntu_noble", ...CLOUD_INIT_OFFER }]) {
       for (const cluster of [{}, KUBEADM]) {
         const { resources } = await runPool(spec(pool, cluster));
-        assert.deepEqual(ofType(resources, "random:index/randomString:RandomString").filter((r) => r.name.endsWith("-secret")), [], "no token secret as a RandomString (its id)");
+        assert.deepEqual(
+          ofType(resources, "random:index/randomString:RandomString").filter((r) => r.name.endsWith("-secret")),
+          [],
+          "no token secret as a RandomString (its id)",
+        );
         const tokens = ofType(resources, "random:index/randomPassword:RandomPassword")
           .filter((r) => r.name.endsWith("-password"))
           .map((r) => String(r.state.result));
@@ -384,16 +456,26 @@ describe("ElasticMetalNodePool under mocks", function () {
     assert.deepEqual(base.options.get(metadata.name)?.dependsOn !== undefined, true);
 
     const relabelled = await runPool(spec({ labels: { "example.com/tier": "cache" }, taints: [] }), { kubeconfig });
-    const relabelledInputs = plain<{ labels: Record<string, string>; taints: unknown[] }>(byName(relabelled.resources, "-node-metadata").inputs);
+    const relabelledInputs = plain<{ labels: Record<string, string>; taints: unknown[] }>(
+      byName(relabelled.resources, "-node-metadata").inputs,
+    );
     assert.equal(relabelledInputs.labels["example.com/tier"], "cache");
     assert.deepEqual(relabelledInputs.taints, []);
     const serverOf = (r: Recorded) => plain(ofType(r.resources, SERVER)[0].inputs);
     assert.deepEqual(serverOf(relabelled), serverOf(base), "a label or taint change keeps the server");
-    assert.deepEqual(byName(relabelled.resources, "-join").inputs.triggers, byName(base.resources, "-join").inputs.triggers, "and does not re-run the join, which cannot relabel");
+    assert.deepEqual(
+      byName(relabelled.resources, "-join").inputs.triggers,
+      byName(base.resources, "-join").inputs.triggers,
+      "and does not re-run the join, which cannot relabel",
+    );
 
     const upgraded = await runPool(spec({}, { k0sVersion: "v1.33.5+k0s.0" }), { kubeconfig });
     assert.deepEqual(serverOf(upgraded), serverOf(base), "a version change keeps the server");
-    assert.notDeepEqual(byName(upgraded.resources, "-join").inputs.triggers, byName(base.resources, "-join").inputs.triggers, "the join re-runs and upgrades in place");
+    assert.notDeepEqual(
+      byName(upgraded.resources, "-join").inputs.triggers,
+      byName(base.resources, "-join").inputs.triggers,
+      "the join re-runs and upgrades in place",
+    );
     assert.match(String(plain({ s: byName(upgraded.resources, "-join").inputs.stdin }).s), /k0s_version='v1\.33\.5\+k0s\.0'/);
 
     const rendered = await runPool(spec({}));

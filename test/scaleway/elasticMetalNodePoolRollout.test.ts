@@ -34,7 +34,10 @@ type NodeValues = { nodeId: string; serverType: string; generation: string; join
 async function up(previousNodes: unknown, pool: Record<string, unknown> = {}, k0sVersion = "v1.33.4+k0s.0"): Promise<Run> {
   return runUnderMocks({
     stack: "test",
-    config: { ...rawFleetConfig({ cluster: clusterConfig({ k0sVersion }), pools: [elasticMetalPoolConfig({ replicas: 4, ...pool })] }), "nodefleet:sshPrivateKey": SSH_KEY },
+    config: {
+      ...rawFleetConfig({ cluster: clusterConfig({ k0sVersion }), pools: [elasticMetalPoolConfig({ replicas: 4, ...pool })] }),
+      "nodefleet:sshPrivateKey": SSH_KEY,
+    },
     secretKeys: ["nodefleet:sshPrivateKey"],
     program: () => runProgram({ allowMissingKubeconfig: true, ...(previousNodes !== undefined ? { previousNodes } : {}) }),
   });
@@ -76,7 +79,10 @@ describe("ElasticMetalNodePool rolling replacements and re-joins across runs (mo
       assert.equal(summary.remaining, NODE_IDS.length - moved.size);
       previous = next.outputs.nodes;
     }
-    assert.deepEqual(perRun, NODE_IDS.map((id) => [id]));
+    assert.deepEqual(
+      perRun,
+      NODE_IDS.map((id) => [id]),
+    );
   });
 
   it("re-joins one member per run on a new k0s version, never replacing a server", async () => {
@@ -94,7 +100,10 @@ describe("ElasticMetalNodePool rolling replacements and re-joins across runs (mo
 
   it("refuses a surge (the member keeps its address and Node name) and maxUnavailable 0, naming the field", () => {
     const parse = (rollout: unknown) => () => parseFleetSpec(rawFleetConfig({ pools: [elasticMetalPoolConfig({ rollout })] }));
-    assert.throws(parse({ maxSurge: 1 }), /rollout\.maxSurge: maxSurge must be 0 \(or left out\): an Elastic Metal member keeps its private address/);
+    assert.throws(
+      parse({ maxSurge: 1 }),
+      /rollout\.maxSurge: maxSurge must be 0 \(or left out\): an Elastic Metal member keeps its private address/,
+    );
     assert.throws(parse({ maxUnavailable: 0 }), /rollout\.maxUnavailable: maxUnavailable must be at least 1/);
   });
 
@@ -121,40 +130,76 @@ describe("ElasticMetalNodePool rolling replacements and re-joins across runs (mo
         const component = new ElasticMetalNodePool(
           `example-${POOL}`,
           { cluster, pool: { ...wantedPool, offer: "EM-I220E-NVME" }, current, kubeconfig: tokenKubeconfig("t0ken") },
-          { transformations: [(a) => { options.set(a.name, a.opts); return undefined; }] },
+          {
+            transformations: [
+              (a) => {
+                options.set(a.name, a.opts);
+                return undefined;
+              },
+            ],
+          },
         );
         return { nodes: component.nodes, rollout: component.rolloutSummary };
       },
     });
     const [first, ...others] = current;
-    const wantedGeneration = inPlaceRolloutGeneration({ generation: elasticMetalGeneration({ ...wantedPool, offer: "EM-I220E-NVME" }), joinInputs: first.joinInputs });
+    const wantedGeneration = inPlaceRolloutGeneration({
+      generation: elasticMetalGeneration({ ...wantedPool, offer: "EM-I220E-NVME" }),
+      joinInputs: first.joinInputs,
+    });
     const drains = resources.filter((r) => r.type === UPDATE_DRAIN);
-    assert.deepEqual(drains.map((d) => d.name), [`example-${first.nodeId}-${wantedGeneration}-drain`]);
+    assert.deepEqual(
+      drains.map((d) => d.name),
+      [`example-${first.nodeId}-${wantedGeneration}-drain`],
+    );
     const dependsOnDrain = (name: string) =>
-      ([] as unknown[]).concat(options.get(name)?.dependsOn ?? []).some((d) => (d as object).constructor?.name === "KubernetesNodeUpdateDrain");
+      ([] as unknown[])
+        .concat(options.get(name)?.dependsOn ?? [])
+        .some((d) => (d as object).constructor?.name === "KubernetesNodeUpdateDrain");
     assert.ok(dependsOnDrain(`example-${POOL}-${first.nodeId}`), "the server is replaced only after the drain");
     assert.ok(dependsOnDrain(`example-${POOL}-${first.nodeId}-join`));
     assert.deepEqual(options.get(`example-${POOL}-${first.nodeId}`)?.ignoreChanges ?? [], []);
-    const metadata = (nodeId: string) => plain<{ labels: Record<string, string>; generation: string }>(
-      resources.find((r) => r.name === `example-${POOL}-${nodeId}-node-metadata`)!.inputs,
-    );
+    const metadata = (nodeId: string) =>
+      plain<{ labels: Record<string, string>; generation: string }>(
+        resources.find((r) => r.name === `example-${POOL}-${nodeId}-node-metadata`)!.inputs,
+      );
     assert.equal(metadata(first.nodeId).generation, wantedGeneration, "uncordoned after the join");
     assert.equal(metadata(first.nodeId).labels["node.kubernetes.io/instance-type"], "EM-I220E-NVME");
     for (const member of others) {
       assert.ok(!dependsOnDrain(`example-${POOL}-${member.nodeId}`), `${member.nodeId} is not drained`);
       assert.deepEqual(options.get(`example-${POOL}-${member.nodeId}`)?.ignoreChanges, [...RETAINED_ELASTIC_METAL_IGNORED_INPUTS]);
       assert.deepEqual(options.get(`example-${POOL}-${member.nodeId}-join`)?.ignoreChanges, ["stdin"]);
-      assert.ok(resources.some((r) => r.name === `example-${POOL}-${member.nodeId}-${oldGeneration}-token`), `${member.nodeId} keeps its token`);
+      assert.ok(
+        resources.some((r) => r.name === `example-${POOL}-${member.nodeId}-${oldGeneration}-token`),
+        `${member.nodeId} keeps its token`,
+      );
       assert.equal(metadata(member.nodeId).labels["node.kubernetes.io/instance-type"], "EM-B220E-NVME", "its Node keeps the offer it runs");
       assert.equal(metadata(member.nodeId).generation, inPlaceRolloutGeneration(member));
     }
     const nodes = plain<NodeValues[]>(outputs.nodes);
-    assert.deepEqual(nodes.map((n) => n.serverType), ["EM-I220E-NVME", "EM-B220E-NVME", "EM-B220E-NVME"]);
-    assert.deepEqual(plain(outputs.rollout), { pool: POOL, inPlace: true, updating: [{ nodeId: first.nodeId, change: "replace" }], remaining: 2, waiting: "maxUnavailable 1 reached" });
+    assert.deepEqual(
+      nodes.map((n) => n.serverType),
+      ["EM-I220E-NVME", "EM-B220E-NVME", "EM-B220E-NVME"],
+    );
+    assert.deepEqual(plain(outputs.rollout), {
+      pool: POOL,
+      inPlace: true,
+      updating: [{ nodeId: first.nodeId, change: "replace" }],
+      remaining: 2,
+      waiting: "maxUnavailable 1 reached",
+    });
   });
 
   it("reads the previous run's members, and none from a nodefleet that did not record generations", () => {
-    const node = { pool: POOL, nodeId: `${POOL}-0`, hostname: `example-${POOL}-0`, generation: "aaaaaa", joinInputs: "f".repeat(64), serverType: "EM-B220E-NVME", location: "fr-par-2" };
+    const node = {
+      pool: POOL,
+      nodeId: `${POOL}-0`,
+      hostname: `example-${POOL}-0`,
+      generation: "aaaaaa",
+      joinInputs: "f".repeat(64),
+      serverType: "EM-B220E-NVME",
+      location: "fr-par-2",
+    };
     assert.deepEqual(currentElasticMetalMembers([node], POOL, new Set([node.hostname])), [
       { nodeId: node.nodeId, generation: "aaaaaa", joinInputs: "f".repeat(64), offer: "EM-B220E-NVME", zone: "fr-par-2", ready: true },
     ]);

@@ -43,7 +43,9 @@ type Run = SteppedMockRun<Outputs>;
 
 /** One run of the pool as `change` wants it, starting from `previous` (a run's outputs) when given. */
 async function up(change: Change, previous?: Run, options: Map<string, pulumi.CustomResourceOptions> = new Map()): Promise<Run> {
-  const spec = parseFleetSpec(rawFleetConfig({ cluster: clusterConfig(change.cluster), pools: [elasticMetalPoolConfig({ replicas: 3, ...change.pool })] }));
+  const spec = parseFleetSpec(
+    rawFleetConfig({ cluster: clusterConfig(change.cluster), pools: [elasticMetalPoolConfig({ replicas: 3, ...change.pool })] }),
+  );
   const { kubeconfig: _k, ...cluster } = spec.cluster;
   const reported = previous ? reportedNodes(previous) : undefined;
   const current = reported ? currentElasticMetalMembers(reported.nodes, POOL, reported.ready) : undefined;
@@ -57,7 +59,14 @@ async function up(change: Change, previous?: Run, options: Map<string, pulumi.Cu
         firewall: firewallSchema.parse(change.firewall ?? {}),
         ...(current ? { current } : {}),
       },
-      { transformations: [(a) => { options.set(a.name, a.opts); return undefined; }] },
+      {
+        transformations: [
+          (a) => {
+            options.set(a.name, a.opts);
+            return undefined;
+          },
+        ],
+      },
     );
     return { nodes: pool.nodes, rollout: pool.rolloutSummary } as unknown as pulumi.Input<Outputs>;
   }) as Promise<Run>;
@@ -70,7 +79,10 @@ const dependsOnNames = (options: Map<string, pulumi.CustomResourceOptions>, name
 describe("ElasticMetalNodePool changes that reach running members (mock runtime, engine steps between runs)", function () {
   this.timeout(600_000);
 
-  for (const [path, offer] of [["SSH self-join", {}], ["cloud-init", { offer: "EM-A610R-NVME", os: "ubuntu_noble" }]] as const) {
+  for (const [path, offer] of [
+    ["SSH self-join", {}],
+    ["cloud-init", { offer: "EM-A610R-NVME", os: "ubuntu_noble" }],
+  ] as const) {
     it(`a label or taint change patches every Node and runs no join, no server change, no drain (${path})`, async () => {
       const first = await up({ pool: offer });
       assertOnlyNodePatches(first, await up({ pool: { ...offer, ...ADDED_LABELS } }, first), MEMBERS);
@@ -86,9 +98,19 @@ describe("ElasticMetalNodePool changes that reach running members (mock runtime,
     const first = await up({});
     const upgraded = await up({ cluster: { k0sVersion: "v1.33.5+k0s.0" } }, first);
     const steps = engineSteps(first, upgraded);
-    assert.deepEqual(steps.filter((s) => s.endsWith("-join")), [`replace ${PREFIX}${NODE_IDS[0]}-join`]);
-    assert.deepEqual(steps.filter((s) => s.includes("-drain")).map((s) => s.split(" ")[0]), ["create"]);
-    assert.deepEqual(steps.filter((s) => /-(hostkey|vlan|host-firewall)$/.test(s) || s.endsWith(`${PREFIX}${NODE_IDS[0]}`)), [], "no server change");
+    assert.deepEqual(
+      steps.filter((s) => s.endsWith("-join")),
+      [`replace ${PREFIX}${NODE_IDS[0]}-join`],
+    );
+    assert.deepEqual(
+      steps.filter((s) => s.includes("-drain")).map((s) => s.split(" ")[0]),
+      ["create"],
+    );
+    assert.deepEqual(
+      steps.filter((s) => /-(hostkey|vlan|host-firewall)$/.test(s) || s.endsWith(`${PREFIX}${NODE_IDS[0]}`)),
+      [],
+      "no server change",
+    );
     assert.deepEqual(upgraded.outputs.rollout.updating, [{ nodeId: NODE_IDS[0], change: "re-join" }]);
     assert.equal(upgraded.outputs.rollout.remaining, 2);
   });
@@ -98,8 +120,16 @@ describe("ElasticMetalNodePool changes that reach running members (mock runtime,
     const options = new Map<string, pulumi.CustomResourceOptions>();
     const tuned = await up({ cluster: { ...KUBEADM, kubelet: { maxPods: 200 } } }, first, options);
     const steps = engineSteps(first, tuned);
-    assert.deepEqual(steps.filter((s) => s.endsWith("-kubelet-config")), [`replace ${PREFIX}${NODE_IDS[0]}-kubelet-config`], steps.join(", "));
-    assert.deepEqual(steps.filter((s) => /^replace .*-join$/.test(s)), [], "no re-join for a kubelet config");
+    assert.deepEqual(
+      steps.filter((s) => s.endsWith("-kubelet-config")),
+      [`replace ${PREFIX}${NODE_IDS[0]}-kubelet-config`],
+      steps.join(", "),
+    );
+    assert.deepEqual(
+      steps.filter((s) => /^replace .*-join$/.test(s)),
+      [],
+      "no re-join for a kubelet config",
+    );
     // Its join script holds the config too: the update records it and runs the no-op.
     assert.equal(inputsOf(tuned, `${PREFIX}${NODE_IDS[0]}-join`).update, RECORD_ONLY_UPDATE);
     assert.equal(steps.filter((s) => s.includes("-drain")).length, 1, "the member is drained first");
@@ -108,7 +138,10 @@ describe("ElasticMetalNodePool changes that reach running members (mock runtime,
     assert.equal(tuned.outputs.rollout.waiting, "maxUnavailable 1 reached");
     assert.match(String(inputsOf(tuned, `${PREFIX}${NODE_IDS[0]}-kubelet-config`).stdin), /maxPods: 200/);
     const repush = `${PREFIX}${NODE_IDS[0]}-kubelet-config`;
-    assert.ok(dependsOnNames(options, repush).some((n) => n?.endsWith("-join")), "the re-push runs after the join, which waits for the drain");
+    assert.ok(
+      dependsOnNames(options, repush).some((n) => n?.endsWith("-join")),
+      "the re-push runs after the join, which waits for the drain",
+    );
     assert.ok(dependsOnNames(options, `${PREFIX}${NODE_IDS[0]}-node-metadata`).includes(repush), "the uncordon waits for the re-push");
     const nodes = resolveSecrets(tuned.outputs.nodes, true) as Array<{ nodeId: string; kubeletConfigHash: string }>;
     const before = resolveSecrets(first.outputs.nodes, true) as Array<{ nodeId: string; kubeletConfigHash: string }>;

@@ -1,6 +1,15 @@
 import { strict as assert } from "node:assert";
 import fc from "fast-check";
-import { cidrContains, cidrContainsAddress, cidrsOverlap, hostAddress, isIpv6Cidr, lowestFreeHost, numberToIpv4, parseIpv4Cidr } from "../../components/shared/cidr";
+import {
+  cidrContains,
+  cidrContainsAddress,
+  cidrsOverlap,
+  hostAddress,
+  isIpv6Cidr,
+  lowestFreeHost,
+  numberToIpv4,
+  parseIpv4Cidr,
+} from "../../components/shared/cidr";
 
 describe("IPv4 CIDR", () => {
   it("parses valid CIDRs and rejects invalid ones", () => {
@@ -17,13 +26,18 @@ describe("IPv4 CIDR", () => {
 
   it("containment is consistent with prefix arithmetic", () => {
     fc.assert(
-      fc.property(fc.integer({ min: 0, max: 0xffffffff }), fc.integer({ min: 0, max: 32 }), fc.integer({ min: 0, max: 32 }), (addr, a, b) => {
-        const [outerPrefix, innerPrefix] = a <= b ? [a, b] : [b, a];
-        const mask = (p: number) => (p === 0 ? 0 : (0xffffffff << (32 - p)) >>> 0);
-        const outer = parseIpv4Cidr(`${numberToIpv4((addr & mask(outerPrefix)) >>> 0)}/${outerPrefix}`)!;
-        const inner = parseIpv4Cidr(`${numberToIpv4((addr & mask(innerPrefix)) >>> 0)}/${innerPrefix}`)!;
-        return cidrContains(outer, inner) && cidrContains(inner, outer) === (outerPrefix === innerPrefix);
-      }),
+      fc.property(
+        fc.integer({ min: 0, max: 0xffffffff }),
+        fc.integer({ min: 0, max: 32 }),
+        fc.integer({ min: 0, max: 32 }),
+        (addr, a, b) => {
+          const [outerPrefix, innerPrefix] = a <= b ? [a, b] : [b, a];
+          const mask = (p: number) => (p === 0 ? 0 : (0xffffffff << (32 - p)) >>> 0);
+          const outer = parseIpv4Cidr(`${numberToIpv4((addr & mask(outerPrefix)) >>> 0)}/${outerPrefix}`)!;
+          const inner = parseIpv4Cidr(`${numberToIpv4((addr & mask(innerPrefix)) >>> 0)}/${innerPrefix}`)!;
+          return cidrContains(outer, inner) && cidrContains(inner, outer) === (outerPrefix === innerPrefix);
+        },
+      ),
     );
   });
 
@@ -39,28 +53,41 @@ describe("IPv4 CIDR", () => {
 
   it("an address lies in a CIDR exactly when its /32 does, and two CIDRs overlap exactly when they share an address", () => {
     fc.assert(
-      fc.property(fc.integer({ min: 0, max: 0xffffffff }), fc.integer({ min: 0, max: 0xffffffff }), fc.integer({ min: 0, max: 32 }), fc.integer({ min: 0, max: 32 }), (x, y, p, q) => {
-        const a = cidrOf(x, p);
-        const b = cidrOf(y, q);
-        const inside = cidrContainsAddress(a, numberToIpv4(y));
-        // The smaller block's network address is shared iff they overlap.
-        const [small, large] = a.prefix >= b.prefix ? [a, b] : [b, a];
-        return inside === (((y & mask(p)) >>> 0) === a.network) && cidrsOverlap(a, b) === cidrContainsAddress(large, numberToIpv4(small.network));
-      }),
+      fc.property(
+        fc.integer({ min: 0, max: 0xffffffff }),
+        fc.integer({ min: 0, max: 0xffffffff }),
+        fc.integer({ min: 0, max: 32 }),
+        fc.integer({ min: 0, max: 32 }),
+        (x, y, p, q) => {
+          const a = cidrOf(x, p);
+          const b = cidrOf(y, q);
+          const inside = cidrContainsAddress(a, numberToIpv4(y));
+          // The smaller block's network address is shared iff they overlap.
+          const [small, large] = a.prefix >= b.prefix ? [a, b] : [b, a];
+          return (
+            inside === ((y & mask(p)) >>> 0 === a.network) && cidrsOverlap(a, b) === cidrContainsAddress(large, numberToIpv4(small.network))
+          );
+        },
+      ),
     );
     assert.equal(cidrContainsAddress(parseIpv4Cidr("10.0.0.0/8")!, "not an address"), false);
   });
 
   it("the lowest free host is the smallest usable address not taken, and none once all are taken", () => {
     fc.assert(
-      fc.property(fc.integer({ min: 0, max: 0xffffffff }), fc.integer({ min: 24, max: 30 }), fc.array(fc.integer({ min: 1, max: 254 }), { maxLength: 300 }), (addr, prefix, picks) => {
-        const cidr = cidrOf(addr, prefix);
-        const hosts = 2 ** (32 - prefix) - 2;
-        const taken = new Set(picks.filter((n) => n <= hosts).map((n) => hostAddress(cidr, n)));
-        const free = lowestFreeHost(cidr, taken);
-        const expected = Array.from({ length: hosts }, (_, i) => hostAddress(cidr, i + 1)).find((h) => !taken.has(h));
-        return free === expected;
-      }),
+      fc.property(
+        fc.integer({ min: 0, max: 0xffffffff }),
+        fc.integer({ min: 24, max: 30 }),
+        fc.array(fc.integer({ min: 1, max: 254 }), { maxLength: 300 }),
+        (addr, prefix, picks) => {
+          const cidr = cidrOf(addr, prefix);
+          const hosts = 2 ** (32 - prefix) - 2;
+          const taken = new Set(picks.filter((n) => n <= hosts).map((n) => hostAddress(cidr, n)));
+          const free = lowestFreeHost(cidr, taken);
+          const expected = Array.from({ length: hosts }, (_, i) => hostAddress(cidr, i + 1)).find((h) => !taken.has(h));
+          return free === expected;
+        },
+      ),
     );
     const tiny = parseIpv4Cidr("10.0.0.0/30")!;
     assert.equal(lowestFreeHost(tiny, new Set(["10.0.0.1", "10.0.0.2"])), undefined);

@@ -21,11 +21,17 @@ describe("fetchFailureCause", function () {
         server.close(() => resolve(picked));
       });
     });
-    assert.match(fetchFailureCause(await fetchError(`http://127.0.0.1:${port}/`)) ?? "", new RegExp(`^connect ECONNREFUSED 127\\.0\\.0\\.1:${port}$`));
+    assert.match(
+      fetchFailureCause(await fetchError(`http://127.0.0.1:${port}/`)) ?? "",
+      new RegExp(`^connect ECONNREFUSED 127\\.0\\.0\\.1:${port}$`),
+    );
   });
 
   it("gives the code when the cause has no message (every address of a name refused: an AggregateError)", function () {
-    const cause = Object.assign(new AggregateError([new Error("connect ECONNREFUSED ::1:80"), new Error("connect ECONNREFUSED 127.0.0.1:80")], ""), { code: "ECONNREFUSED" });
+    const cause = Object.assign(
+      new AggregateError([new Error("connect ECONNREFUSED ::1:80"), new Error("connect ECONNREFUSED 127.0.0.1:80")], ""),
+      { code: "ECONNREFUSED" },
+    );
     assert.equal(fetchFailureCause(new TypeError("fetch failed", { cause })), "ECONNREFUSED");
   });
 

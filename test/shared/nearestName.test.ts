@@ -4,7 +4,10 @@ import fc from "fast-check";
 import { editDistance, nearestName } from "../../components/shared/nearestName";
 
 const name = fc.string({ unit: fc.constantFrom(..."abcdefghijklmnopqrstuvwxyz:-".split("")), minLength: 0, maxLength: 14 });
-const names = fc.uniqueArray(name.filter((n) => n.length >= 3), { minLength: 1, maxLength: 8 });
+const names = fc.uniqueArray(
+  name.filter((n) => n.length >= 3),
+  { minLength: 1, maxLength: 8 },
+);
 
 /** One insertion, deletion or substitution at `at`. */
 function oneEdit(text: string, kind: number, at: number, letter: string): string {
@@ -42,7 +45,8 @@ describe("nearest name", () => {
   it("offers a name itself, and always one of the candidates at the least distance", () => {
     fc.assert(
       fc.property(names, name, (candidates, typed) => {
-        for (const candidate of candidates) assert.equal(editDistance(nearestName(candidate, candidates)!.toLowerCase(), candidate.toLowerCase()), 0);
+        for (const candidate of candidates)
+          assert.equal(editDistance(nearestName(candidate, candidates)!.toLowerCase(), candidate.toLowerCase()), 0);
         const suggestion = nearestName(typed, candidates);
         if (suggestion === undefined) return;
         assert.ok(candidates.includes(suggestion));
@@ -54,13 +58,20 @@ describe("nearest name", () => {
 
   it("finds a candidate of three or more characters again after any single-character typo", () => {
     fc.assert(
-      fc.property(names, fc.nat(), fc.integer({ min: 0, max: 2 }), fc.nat(), fc.constantFrom(..."abcxyz-".split("")), (candidates, pick, kind, at, letter) => {
-        const meant = candidates[pick % candidates.length]!;
-        const typed = oneEdit(meant, kind, at, letter);
-        const suggestion = nearestName(typed, candidates);
-        assert.ok(suggestion !== undefined, `${typed} (from ${meant}) gets a suggestion among ${candidates.join(", ")}`);
-        assert.ok(editDistance(typed.toLowerCase(), suggestion.toLowerCase()) <= 1);
-      }),
+      fc.property(
+        names,
+        fc.nat(),
+        fc.integer({ min: 0, max: 2 }),
+        fc.nat(),
+        fc.constantFrom(..."abcxyz-".split("")),
+        (candidates, pick, kind, at, letter) => {
+          const meant = candidates[pick % candidates.length]!;
+          const typed = oneEdit(meant, kind, at, letter);
+          const suggestion = nearestName(typed, candidates);
+          assert.ok(suggestion !== undefined, `${typed} (from ${meant}) gets a suggestion among ${candidates.join(", ")}`);
+          assert.ok(editDistance(typed.toLowerCase(), suggestion.toLowerCase()) <= 1);
+        },
+      ),
     );
   });
 });

@@ -20,7 +20,12 @@ import { partitionKubeletLabels } from "../../components/fleet/kubeletLabels";
 import { assertClusterOwned, runProgram } from "../../stacks/autoscaledProgram";
 import { exampleConfig } from "../support/apiHarness";
 
-function snapshotFor(config: Record<string, unknown>, serverType: string, slot: number, requestLabels: Record<string, string> = {}): MemberSnapshot {
+function snapshotFor(
+  config: Record<string, unknown>,
+  serverType: string,
+  slot: number,
+  requestLabels: Record<string, string> = {},
+): MemberSnapshot {
   const spec = parseFleetSpec(config);
   const pool = spec.pools.find((p) => p.name === "hel1-burst") as HcloudAutoscaledPool;
   const template = poolTemplate(spec.cluster, pool);
@@ -40,7 +45,11 @@ function snapshotFor(config: Record<string, unknown>, serverType: string, slot: 
   };
 }
 
-async function runApiProgram(config: Record<string, unknown>, members: Array<{ nodeId: string; snapshot: MemberSnapshot }>, owner = "example") {
+async function runApiProgram(
+  config: Record<string, unknown>,
+  members: Array<{ nodeId: string; snapshot: MemberSnapshot }>,
+  owner = "example",
+) {
   return runUnderMocks({
     stack: "example-api",
     config,
@@ -57,7 +66,11 @@ describe("the API stack's program", () => {
     const members = [
       {
         nodeId: "k000000000001",
-        snapshot: snapshotFor(config, "cpx21", 0, { "karpenter.sh/nodepool": "default", "kubernetes.io/team": "x", "node-role.kubernetes.io/burst": "" }),
+        snapshot: snapshotFor(config, "cpx21", 0, {
+          "karpenter.sh/nodepool": "default",
+          "kubernetes.io/team": "x",
+          "node-role.kubernetes.io/burst": "",
+        }),
       },
       { nodeId: "k000000000002", snapshot: snapshotFor(config, "cpx31", 1) },
     ];
@@ -91,8 +104,14 @@ describe("the API stack's program", () => {
   it("refuses a network or firewall of the right name that is not labelled as this cluster's", async () => {
     const config = configValues(exampleConfig());
     const members = [{ nodeId: "k000000000001", snapshot: snapshotFor(config, "cpx21", 0) }];
-    await assert.rejects(runApiProgram(config, members, "other-cluster"), /the Hetzner network .* is not labelled nodefleet\.io\/cluster=example \(it belongs to other-cluster\)/);
-    assert.throws(() => assertClusterOwned("firewall", "fw", {}, "example"), /firewall fw is not labelled nodefleet\.io\/cluster=example \(no such label\)/);
+    await assert.rejects(
+      runApiProgram(config, members, "other-cluster"),
+      /the Hetzner network .* is not labelled nodefleet\.io\/cluster=example \(it belongs to other-cluster\)/,
+    );
+    assert.throws(
+      () => assertClusterOwned("firewall", "fw", {}, "example"),
+      /firewall fw is not labelled nodefleet\.io\/cluster=example \(no such label\)/,
+    );
     assert.doesNotThrow(() => assertClusterOwned("firewall", "fw", { "nodefleet.io/cluster": "example" }, "example"));
   });
 
@@ -121,7 +140,9 @@ describe("the API stack's program", () => {
       // Admitted by an earlier nodefleet: its machine may still be joining with the token it has.
       { nodeId: "k000000000002", snapshot: snapshotFor(config, "cpx21", 1) },
     ]);
-    const tokenResources = run.resources.filter((r) => r.type.startsWith("random:") && !r.name.endsWith("-token-id")).map((r) => [r.type, r.name.replace(/-[a-z0-9]{6}-token/, "-token")]);
+    const tokenResources = run.resources
+      .filter((r) => r.type.startsWith("random:") && !r.name.endsWith("-token-id"))
+      .map((r) => [r.type, r.name.replace(/-[a-z0-9]{6}-token/, "-token")]);
     assert.deepEqual(tokenResources, [
       ["random:index/randomPassword:RandomPassword", "example-k000000000001-token-password"],
       ["random:index/randomString:RandomString", "example-k000000000002-token-secret"],

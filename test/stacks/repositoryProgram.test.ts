@@ -18,7 +18,17 @@ describe("pulumi preview --stack example from the repository (real CLI)", functi
   let dir: string;
 
   before(function () {
-    skipUnlessAvailable(this, missingTools("pulumi", "pulumi-language-nodejs", "pulumi-resource-kubernetes", "pulumi-resource-hcloud", "pulumi-resource-random", "pulumi-resource-time"));
+    skipUnlessAvailable(
+      this,
+      missingTools(
+        "pulumi",
+        "pulumi-language-nodejs",
+        "pulumi-resource-kubernetes",
+        "pulumi-resource-hcloud",
+        "pulumi-resource-random",
+        "pulumi-resource-time",
+      ),
+    );
     dir = mkdtempSync(join(tmpdir(), "nodefleet-example-"));
   });
 
@@ -29,7 +39,12 @@ describe("pulumi preview --stack example from the repository (real CLI)", functi
   it("runs stacks/index.ts, which asks for the cluster's kubeconfig", async function () {
     const checkout = cleanCheckout(join(dir, "checkout"));
     mkdirSync(join(dir, "state"));
-    const env = { ...(readerEnvironment() as Record<string, string>), ...pulumiProcessEnv(join(dir, "home")), PULUMI_BACKEND_URL: `file://${join(dir, "state")}`, PULUMI_CONFIG_PASSPHRASE: "example" };
+    const env = {
+      ...(readerEnvironment() as Record<string, string>),
+      ...pulumiProcessEnv(join(dir, "home")),
+      PULUMI_BACKEND_URL: `file://${join(dir, "state")}`,
+      PULUMI_CONFIG_PASSPHRASE: "example",
+    };
     await runPulumi(["stack", "init", "example", "--non-interactive"], checkout, env);
     await assert.rejects(runPulumi(["preview", "--stack", "example", "--non-interactive"], checkout, env), (error: Error) => {
       assert.match(error.message, /nodefleet:cluster\.kubeconfig: is required to mint bootstrap tokens/);

@@ -11,7 +11,10 @@ import { dirname, join } from "node:path";
 import { REPOSITORY_ROOT } from "./serveProcess";
 
 export function cleanCheckout(dir: string): string {
-  const listed = execFileSync("git", ["ls-files", "-z", "--cached", "--others", "--exclude-standard"], { cwd: REPOSITORY_ROOT, encoding: "utf8" });
+  const listed = execFileSync("git", ["ls-files", "-z", "--cached", "--others", "--exclude-standard"], {
+    cwd: REPOSITORY_ROOT,
+    encoding: "utf8",
+  });
   for (const file of new Set(listed.split("\0").filter(Boolean))) {
     const from = join(REPOSITORY_ROOT, file);
     // Deleted in the working tree but still in the index: not part of the checkout.

@@ -49,7 +49,9 @@ const localServerProvider: pulumi.dynamic.ResourceProvider = {
     return { id: `local-${inputs.name}`, outs: { ...inputs, ipv4Address: "203.0.113.200" } };
   },
   async diff(_id, olds, news) {
-    const keys = [...new Set([...Object.keys(olds), ...Object.keys(news)])].filter((k) => k !== "ipv4Address" && JSON.stringify(olds[k]) !== JSON.stringify(news[k]));
+    const keys = [...new Set([...Object.keys(olds), ...Object.keys(news)])].filter(
+      (k) => k !== "ipv4Address" && JSON.stringify(olds[k]) !== JSON.stringify(news[k]),
+    );
     return { changes: keys.length > 0, replaces: keys.filter((k) => LOCAL_REPLACE_KEYS.includes(k)) };
   },
   async update(_id, olds, news) {
@@ -67,7 +69,11 @@ class LocalServer extends pulumi.dynamic.Resource {
 }
 
 class TestMemberComponent extends pulumi.ComponentResource {
-  readonly server: { readonly id: pulumi.Output<string>; readonly name: pulumi.Output<string>; readonly ipv4Address: pulumi.Output<string> };
+  readonly server: {
+    readonly id: pulumi.Output<string>;
+    readonly name: pulumi.Output<string>;
+    readonly ipv4Address: pulumi.Output<string>;
+  };
 
   constructor(
     name: string,
@@ -94,7 +100,15 @@ class TestMemberComponent extends pulumi.ComponentResource {
     };
     this.server =
       args.mode === "local"
-        ? new LocalServer(`${name}-server`, { ...common, ...(args.member.createDelayMs ? { createDelayMs: args.member.createDelayMs } : {}), ...(args.member.createTrace ? { createTrace: args.member.createTrace } : {}) }, serverOptions)
+        ? new LocalServer(
+            `${name}-server`,
+            {
+              ...common,
+              ...(args.member.createDelayMs ? { createDelayMs: args.member.createDelayMs } : {}),
+              ...(args.member.createTrace ? { createTrace: args.member.createTrace } : {}),
+            },
+            serverOptions,
+          )
         : new hcloud.Server(`${name}-server`, { ...common, networks: [{ networkId: args.networkId! }] }, serverOptions);
     this.registerOutputs({ serverId: this.server.id });
   }
@@ -113,7 +127,11 @@ export function runProgram(args: TestProgramArgs = {}): Record<string, pulumi.Ou
     if (config.getBoolean("throwWithToken")) throw new Error(`cannot parse kubeconfig: ${config.require("token")}`);
     return { servers: serverTable(servers), ...(token ? { token } : {}) };
   }
-  const network = new hcloud.Network(`${prefix}net`, { name: `${prefix}${cluster}`, ipRange: "10.0.0.0/16", labels: { "nodefleet.io/cluster": cluster } });
+  const network = new hcloud.Network(`${prefix}net`, {
+    name: `${prefix}${cluster}`,
+    ipRange: "10.0.0.0/16",
+    labels: { "nodefleet.io/cluster": cluster },
+  });
   const subnet = new hcloud.NetworkSubnet(`${prefix}subnet`, {
     networkId: network.id.apply(Number),
     type: "cloud",
@@ -123,7 +141,11 @@ export function runProgram(args: TestProgramArgs = {}): Record<string, pulumi.Ou
   });
   const servers = members.map(
     (member) =>
-      new TestMemberComponent(`${prefix}${member.name}`, { member, networkId: network.id.apply(Number), cluster, mode: "hcloud" }, { dependsOn: [subnet] }).server,
+      new TestMemberComponent(
+        `${prefix}${member.name}`,
+        { member, networkId: network.id.apply(Number), cluster, mode: "hcloud" },
+        { dependsOn: [subnet] },
+      ).server,
   );
   return { networkId: network.id, servers: serverTable(servers) };
 }

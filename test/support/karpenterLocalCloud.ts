@@ -10,7 +10,13 @@ import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { parseFleetSpec } from "../../components/fleet/fleetSpec";
 import { type KarpenterController, startKarpenterController } from "../../automation/local/karpenterController";
-import { applyKarpenterObjects, autoscaledPoolOf, inflateDeployment, karpenterObjects, nodeClassReadiness } from "../../automation/local/karpenterObjects";
+import {
+  applyKarpenterObjects,
+  autoscaledPoolOf,
+  inflateDeployment,
+  karpenterObjects,
+  nodeClassReadiness,
+} from "../../automation/local/karpenterObjects";
 import { kube } from "../../automation/local/kubeClient";
 import { type LocalCloud, startLocalCloud } from "../../automation/local/localCloud";
 import { TOKEN } from "./apiHarness";
@@ -23,12 +29,29 @@ import { until } from "./until";
 import { type ServeProcess, startServe } from "./serveProcess";
 
 /** The toolchain pieces the loop needs. */
-export const KARPENTER_LOOP_TOOLS = ["pulumi", "pulumi-language-nodejs", "pulumi-resource-hcloud", "pulumi-resource-kubernetes", "pulumi-resource-random", "pulumi-resource-time", "etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "nodefleet-karpenter"];
+export const KARPENTER_LOOP_TOOLS = [
+  "pulumi",
+  "pulumi-language-nodejs",
+  "pulumi-resource-hcloud",
+  "pulumi-resource-kubernetes",
+  "pulumi-resource-random",
+  "pulumi-resource-time",
+  "etcd",
+  "kube-apiserver",
+  "kube-controller-manager",
+  "kube-scheduler",
+  "nodefleet-karpenter",
+];
 
 export interface KubeItem {
   metadata: { name: string; labels?: Record<string, string>; finalizers?: string[]; deletionTimestamp?: string };
   spec?: { providerID?: string; nodeName?: string; taints?: Array<{ key: string }> };
-  status?: { phase?: string; providerID?: string; nodeName?: string; conditions?: Array<{ type: string; status: string; reason?: string }> };
+  status?: {
+    phase?: string;
+    providerID?: string;
+    nodeName?: string;
+    conditions?: Array<{ type: string; status: string; reason?: string }>;
+  };
 }
 
 /** A fake API server of the burst pool; its `nodefleet.io/node` label is the API's nodeID. */
@@ -50,7 +73,6 @@ export interface KarpenterLoop {
   stop(): Promise<void>;
 }
 
-
 export interface KarpenterLoopOptions {
   /** Server types the fake API has sold out (NODEFLEET_SIM_OUT_OF_STOCK). */
   readonly outOfStock?: string;
@@ -69,7 +91,11 @@ export async function startKarpenterLoop(dir: string, options: KarpenterLoopOpti
     agentIntervalMs: 300,
     logger: { info() {}, warn() {} },
     projectDir: project,
-    env: { ...process.env, NODEFLEET_SIM_OUT_OF_STOCK: options.outOfStock ?? "", ...(options.bootDelayMs !== undefined ? { NODEFLEET_SIM_BOOT_DELAY_MS: String(options.bootDelayMs) } : {}) },
+    env: {
+      ...process.env,
+      NODEFLEET_SIM_OUT_OF_STOCK: options.outOfStock ?? "",
+      ...(options.bootDelayMs !== undefined ? { NODEFLEET_SIM_BOOT_DELAY_MS: String(options.bootDelayMs) } : {}),
+    },
     onFakeHcloud: (fake) => recordHcloudExchanges(fake, hcloudExchanges),
   });
   let serve: ServeProcess | undefined;
@@ -84,7 +110,11 @@ export async function startKarpenterLoop(dir: string, options: KarpenterLoopOpti
   };
   try {
     await runPulumi(["up", "--stack", "local", "--yes", "--skip-preview", "--non-interactive"], project, cloud.env);
-    serve = await startServe(join(dir, "serve"), { ...cloud.env, NODEFLEET_BATCH_IDLE_MS: "300", NODEFLEET_API_TOKENS: `local:${TOKEN}` }, { stack: "local", engine: "automation", cwd: project, clusterId: "local", startTimeoutMs: 120_000 });
+    serve = await startServe(
+      join(dir, "serve"),
+      { ...cloud.env, NODEFLEET_BATCH_IDLE_MS: "300", NODEFLEET_API_TOKENS: `local:${TOKEN}` },
+      { stack: "local", engine: "automation", cwd: project, clusterId: "local", startTimeoutMs: 120_000 },
+    );
     const served = serve;
     const admin = cloud.plane.admin;
     const list = async (path: string) => ((await kube(admin, "GET", path)) as { items: KubeItem[] }).items;
@@ -95,7 +125,15 @@ export async function startKarpenterLoop(dir: string, options: KarpenterLoopOpti
     const burst = autoscaledPoolOf(parseFleetSpec(configValues(readStackConfigFile(LOCAL_STACK, project).config)), "local-burst");
     await applyKarpenterObjects(
       admin,
-      karpenterObjects({ pool: burst, clusterId: "local", endpoint: served.baseUrl, token: TOKEN, nodeClassName: "default", nodePoolName: "burst", consolidateAfter: options.consolidateAfter ?? "5s" }),
+      karpenterObjects({
+        pool: burst,
+        clusterId: "local",
+        endpoint: served.baseUrl,
+        token: TOKEN,
+        nodeClassName: "default",
+        nodePoolName: "burst",
+        consolidateAfter: options.consolidateAfter ?? "5s",
+      }),
     );
 
     controller = await startKarpenterController({ kubeconfig: cloud.plane.adminKubeconfig });
@@ -111,7 +149,13 @@ export async function startKarpenterLoop(dir: string, options: KarpenterLoopOpti
       waitFor,
       async inflate(replicas, cpu) {
         await kube(admin, "POST", "/apis/apps/v1/namespaces/default/deployments", inflateDeployment({ replicas, cpu })).catch(() =>
-          kube(admin, "PATCH", "/apis/apps/v1/namespaces/default/deployments/inflate", { spec: { replicas } }, "application/merge-patch+json"),
+          kube(
+            admin,
+            "PATCH",
+            "/apis/apps/v1/namespaces/default/deployments/inflate",
+            { spec: { replicas } },
+            "application/merge-patch+json",
+          ),
         );
       },
       burstServers: () => poolServers(cloud, "local-burst"),

@@ -24,7 +24,11 @@ export interface PoolServer {
 export interface PoolNode {
   metadata: { name: string; labels: Record<string, string> };
   spec: { providerID?: string; unschedulable?: boolean; taints?: Array<{ key: string; value?: string; effect: string }> };
-  status: { conditions?: Array<{ type: string; status: string }>; nodeInfo?: { kubeletVersion?: string }; allocatable?: Record<string, string> };
+  status: {
+    conditions?: Array<{ type: string; status: string }>;
+    nodeInfo?: { kubeletVersion?: string };
+    allocatable?: Record<string, string>;
+  };
 }
 
 type PoolDocument = Record<string, unknown> & { name: string };
@@ -72,7 +76,7 @@ export async function hcloudGet(cloud: LocalCloud, path: string): Promise<Record
 /** Every server of the fake API, page after page, whatever its labels: what an orphan check compares. */
 export async function allServers(cloud: LocalCloud): Promise<PoolServer[]> {
   const servers: PoolServer[] = [];
-  for (let page: number | null = 1; page !== null; ) {
+  for (let page: number | null = 1; page !== null;) {
     const body = await hcloudGet(cloud, `/servers?page=${page}&per_page=25`);
     servers.push(...(body.servers as PoolServer[]));
     page = (body.meta as { pagination: { next_page: number | null } }).pagination.next_page;
@@ -85,7 +89,9 @@ export async function poolServers(cloud: LocalCloud, pool: string): Promise<Pool
 }
 
 export async function poolNodes(cloud: LocalCloud, pool: string): Promise<PoolNode[]> {
-  return ((await kube(cloud.plane.admin, "GET", `/api/v1/nodes?labelSelector=node.kubernetes.io%2Fpool%3D${pool}`)) as { items: PoolNode[] }).items;
+  return (
+    (await kube(cloud.plane.admin, "GET", `/api/v1/nodes?labelSelector=node.kubernetes.io%2Fpool%3D${pool}`)) as { items: PoolNode[] }
+  ).items;
 }
 
 export const isReady = (node: PoolNode) => node.status.conditions?.some((c) => c.type === "Ready" && c.status === "True") === true;
@@ -98,11 +104,15 @@ async function readyServerNames(cloud: LocalCloud, pool: string, servers: readon
 
 /** Waits until every server of the pool has a Ready Node; returns the servers. */
 export async function allPoolServersReady(cloud: LocalCloud, pool: string, timeoutMs = 180_000): Promise<PoolServer[]> {
-  return until(`every ${pool} server's Node Ready`, async () => {
-    const servers = await poolServers(cloud, pool);
-    const ready = await readyServerNames(cloud, pool, servers);
-    return servers.every((s) => ready.has(s.name)) ? servers : undefined;
-  }, timeoutMs);
+  return until(
+    `every ${pool} server's Node Ready`,
+    async () => {
+      const servers = await poolServers(cloud, pool);
+      const ready = await readyServerNames(cloud, pool, servers);
+      return servers.every((s) => ready.has(s.name)) ? servers : undefined;
+    },
+    timeoutMs,
+  );
 }
 
 export const UP = ["up", "--stack", "local", "--yes", "--skip-preview", "--non-interactive"];
@@ -148,14 +158,20 @@ export async function driveRollout(drive: RolloutDrive): Promise<RolloutObservat
     const deleted = before.filter((s) => !after.some((a) => a.id === s.id));
     deletedByRun.push(deleted.map((s) => s.name).sort());
 
-    assert.ok(after.length <= drive.members + drive.maxSurge, `run ${run}: ${after.length} servers, at most ${drive.members} + maxSurge ${drive.maxSurge}`);
+    assert.ok(
+      after.length <= drive.members + drive.maxSurge,
+      `run ${run}: ${after.length} servers, at most ${drive.members} + maxSurge ${drive.maxSurge}`,
+    );
     for (const gone of deleted) {
       const member = gone.labels["nodefleet.io/node"];
       const replacement = before.find((s) => s.id !== gone.id && s.labels["nodefleet.io/node"] === member && drive.isNew(s));
       assert.ok(replacement && readyBefore.has(replacement.name), `run ${run} deleted ${gone.name} only after its replacement was Ready`);
     }
     const readyMembers = new Set(after.filter((s) => readyBefore.has(s.name)).map((s) => s.labels["nodefleet.io/node"]));
-    assert.ok(readyMembers.size >= drive.members - drive.maxUnavailable, `run ${run}: ${readyMembers.size} members Ready, at least ${drive.members} - maxUnavailable ${drive.maxUnavailable}`);
+    assert.ok(
+      readyMembers.size >= drive.members - drive.maxUnavailable,
+      `run ${run}: ${readyMembers.size} members Ready, at least ${drive.members} - maxUnavailable ${drive.maxUnavailable}`,
+    );
     await drive.afterRun?.(run, after);
 
     if (after.length === drive.members && after.every(drive.isNew)) {

@@ -12,6 +12,9 @@ import { REPOSITORY_ROOT } from "./serveProcess";
 export function localStackProject(dir: string): string {
   mkdirSync(join(dir, "stacks"), { recursive: true });
   const settings = parse(readFileSync(join(REPOSITORY_ROOT, "Pulumi.yaml"), "utf8")) as Record<string, unknown>;
-  writeFileSync(join(dir, "Pulumi.yaml"), JSON.stringify({ ...settings, runtime: "nodejs", main: join(REPOSITORY_ROOT, "dist", "stacks", "index.js") }));
+  writeFileSync(
+    join(dir, "Pulumi.yaml"),
+    JSON.stringify({ ...settings, runtime: "nodejs", main: join(REPOSITORY_ROOT, "dist", "stacks", "index.js") }),
+  );
   return dir;
 }

@@ -52,7 +52,11 @@ export function shellBlocks(markdown: string): ShellBlock[] {
       if (pending) throw new Error(`line ${pending.line}: a docs-test directive must stand before a shell block`);
       continue;
     }
-    blocks.push({ line: start + 1, script: body.join("\n"), ...(pending ? { background: readiness(pending.directive, pending.line) } : {}) });
+    blocks.push({
+      line: start + 1,
+      script: body.join("\n"),
+      ...(pending ? { background: readiness(pending.directive, pending.line) } : {}),
+    });
     pending = undefined;
   }
   return blocks;

@@ -6,7 +6,12 @@
  * bare-metal pools' in-place-change tests share.
  */
 import { strict as assert } from "node:assert";
-import { type MockResourceArgsWithOptions, type MockRunOptions, type MockRunResult, runUnderMocks } from "../../automation/mocks/runUnderMocks";
+import {
+  type MockResourceArgsWithOptions,
+  type MockRunOptions,
+  type MockRunResult,
+  runUnderMocks,
+} from "../../automation/mocks/runUnderMocks";
 import { deterministicOutputs } from "../../automation/mocks/deterministicOutputs";
 import { resolveSecrets } from "../../automation/mocks/secretValues";
 import { decideStep } from "../../automation/simulated/stepDiff";
@@ -53,7 +58,10 @@ export function declaredInputs(run: Recorded, name: string): Record<string, unkn
 }
 
 /** A label and a taint the pools in the in-place-change tests add. */
-export const ADDED_LABELS = { labels: { "example.com/team": "build" }, taints: [{ key: "example.com/dedicated", value: "ci", effect: "NoSchedule" }] };
+export const ADDED_LABELS = {
+  labels: { "example.com/team": "build" },
+  taints: [{ key: "example.com/dedicated", value: "ci", effect: "NoSchedule" }],
+};
 /** A cluster-firewall change: NodePorts opened to one range. */
 export const OPENED_NODE_PORTS = { nodePortSources: ["198.51.100.0/24"] };
 
@@ -64,7 +72,11 @@ const rolloutOf = (run: InPlaceRun) => (run.outputs as { rollout: { updating: re
 /** After ADDED_LABELS, the engine would patch each member's Node (`<member>-node-metadata`) and step nothing else, and nothing rolls. */
 export function assertOnlyNodePatches(before: InPlaceRun, after: InPlaceRun, members: readonly string[]): void {
   const steps = engineSteps(before, after);
-  assert.deepEqual(steps, members.map((m) => `update ${m}-node-metadata`), `only the Node patches: ${steps.join(", ")}`);
+  assert.deepEqual(
+    steps,
+    members.map((m) => `update ${m}-node-metadata`),
+    `only the Node patches: ${steps.join(", ")}`,
+  );
   assert.deepEqual([rolloutOf(after).updating, rolloutOf(after).remaining], [[], 0], "nothing to roll");
   for (const member of members) {
     const metadata = declaredInputs(after, `${member}-node-metadata`);
@@ -76,7 +88,11 @@ export function assertOnlyNodePatches(before: InPlaceRun, after: InPlaceRun, mem
 /** After OPENED_NODE_PORTS, the engine would update each member's `-host-firewall` (the reload, with the new rule) and step nothing else. */
 export function assertOnlyHostFirewallReloads(before: InPlaceRun, after: InPlaceRun, members: readonly string[]): void {
   const steps = engineSteps(before, after);
-  assert.deepEqual(steps, members.map((m) => `update ${m}-host-firewall`), `only the host firewalls: ${steps.join(", ")}`);
+  assert.deepEqual(
+    steps,
+    members.map((m) => `update ${m}-host-firewall`),
+    `only the host firewalls: ${steps.join(", ")}`,
+  );
   for (const member of members) {
     const script = String(declaredInputs(after, `${member}-host-firewall`).stdin);
     assert.match(script, /ip saddr \{ 198\.51\.100\.0\/24 \} tcp dport 30000-32767 accept/, `${member} gets the new rule`);
@@ -91,7 +107,12 @@ const MOCK_SSH_KEY = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAA
 
 /** `runRecordingIgnoreChanges` of a bare-metal pool's program, with an SSH key configured. */
 export function runPoolRecordingIgnoreChanges<T>(program: () => T): Promise<SteppedMockRun<T>> {
-  return runRecordingIgnoreChanges({ stack: "test", config: { "nodefleet:sshPrivateKey": MOCK_SSH_KEY }, secretKeys: ["nodefleet:sshPrivateKey"], program });
+  return runRecordingIgnoreChanges({
+    stack: "test",
+    config: { "nodefleet:sshPrivateKey": MOCK_SSH_KEY },
+    secretKeys: ["nodefleet:sshPrivateKey"],
+    program,
+  });
 }
 
 /** The `nodes` a run reported, and their hostnames as the Ready Nodes (the next run's `current` is read from both). */

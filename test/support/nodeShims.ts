@@ -126,7 +126,9 @@ export class FakeNode {
         ...env,
       },
     });
-    const calls = readFileSync(this.log, "utf8").split("\n").filter((l) => l.length > 0);
+    const calls = readFileSync(this.log, "utf8")
+      .split("\n")
+      .filter((l) => l.length > 0);
     return { status: result.status ?? -1, stdout: result.stdout, stderr: result.stderr, calls };
   }
 

@@ -12,9 +12,17 @@ export interface CliResult {
   readonly stderr: string;
 }
 
-export function runNodefleet(args: readonly string[], env: Record<string, string> = {}, options: { readonly timeoutMs?: number } = {}): Promise<CliResult> {
+export function runNodefleet(
+  args: readonly string[],
+  env: Record<string, string> = {},
+  options: { readonly timeoutMs?: number } = {},
+): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { cwd: REPOSITORY_ROOT, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, [BIN, ...args], {
+      cwd: REPOSITORY_ROOT,
+      env: { ...process.env, ...env },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));

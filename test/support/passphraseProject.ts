@@ -28,7 +28,10 @@ export async function passphraseProject(project: string, stackName: string, stac
   fs.writeFileSync(path.join(project, "Pulumi.yaml"), "name: nodefleet\nruntime: nodejs\nstackConfigDir: stacks\n");
   if (stackFile) fs.writeFileSync(path.join(project, "stacks", `Pulumi.${stackName}.yaml`), stackFile);
   const backend = `file://${path.join(project, "state")}`;
-  const engine = await AutomationEngine.create({ dataDir: path.join(project, "data"), env: { ...process.env, PULUMI_BACKEND_URL: backend, PULUMI_CONFIG_PASSPHRASE: PASSPHRASE } });
+  const engine = await AutomationEngine.create({
+    dataDir: path.join(project, "data"),
+    env: { ...process.env, PULUMI_BACKEND_URL: backend, PULUMI_CONFIG_PASSPHRASE: PASSPHRASE },
+  });
   const def = { stackName, program: gitStackProgram({ allowMissingKubeconfig: true }), config: {}, projectDir: project };
   await engine.readStackConfig(def); // creates the stack and its encryption salt
   const workspace = await LocalWorkspace.create({

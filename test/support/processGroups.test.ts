@@ -26,8 +26,18 @@ describe("a test runner stopped mid-suite", function () {
         const pidsFile = join(dir, "pids.json");
         const mocha = spawn(
           process.execPath,
-          [join(REPOSITORY_ROOT, "node_modules", "mocha", "bin", "mocha.js"), "--no-config", "--require", join(REPOSITORY_ROOT, "dist", "test", "support", "reapOnExit.js"), join(REPOSITORY_ROOT, "dist", "test", "fixtures", "reaper", "startsProcesses.fixture.js")],
-          { cwd: REPOSITORY_ROOT, env: { ...process.env, REAPER_PIDS_FILE: pidsFile, REAPER_DATA_DIR: join(dir, "data") }, stdio: "ignore" },
+          [
+            join(REPOSITORY_ROOT, "node_modules", "mocha", "bin", "mocha.js"),
+            "--no-config",
+            "--require",
+            join(REPOSITORY_ROOT, "dist", "test", "support", "reapOnExit.js"),
+            join(REPOSITORY_ROOT, "dist", "test", "fixtures", "reaper", "startsProcesses.fixture.js"),
+          ],
+          {
+            cwd: REPOSITORY_ROOT,
+            env: { ...process.env, REAPER_PIDS_FILE: pidsFile, REAPER_DATA_DIR: join(dir, "data") },
+            stdio: "ignore",
+          },
         );
         const exited = new Promise((resolve) => mocha.once("exit", resolve));
         await until("the suite to start its processes", () => (existsSync(pidsFile) ? true : undefined), 60_000);
@@ -35,7 +45,13 @@ describe("a test runner stopped mid-suite", function () {
         assert.ok(started.every(alive), "all running before the stop");
         mocha.kill(signal);
         await exited;
-        await until("every process the suite started to be gone", () => (started.some(alive) ? undefined : true), 10_000, () => `still running: ${started.filter(alive).join(", ")}`, 100);
+        await until(
+          "every process the suite started to be gone",
+          () => (started.some(alive) ? undefined : true),
+          10_000,
+          () => `still running: ${started.filter(alive).join(", ")}`,
+          100,
+        );
       } finally {
         rmSync(dir, { recursive: true, force: true });
       }

@@ -10,7 +10,9 @@ const PREFIXES = ["NODEFLEET_", "PULUMI_", "HCLOUD_", "SCW_", "HROBOT_", "npm_"]
 const NAMES = ["KUBECONFIG", "INIT_CWD"];
 
 export function readerEnvironment(env: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
-  const kept = Object.fromEntries(Object.entries(env).filter(([name]) => !NAMES.includes(name) && !PREFIXES.some((p) => name.startsWith(p))));
+  const kept = Object.fromEntries(
+    Object.entries(env).filter(([name]) => !NAMES.includes(name) && !PREFIXES.some((p) => name.startsWith(p))),
+  );
   // The toolchain cache stays where the code looks for it (a reader's home), just not on PATH.
   if (env.NODEFLEET_TOOLCHAIN_DIR) kept.NODEFLEET_TOOLCHAIN_DIR = env.NODEFLEET_TOOLCHAIN_DIR;
   const toolchain = toolchainBinDir(env);

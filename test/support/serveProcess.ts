@@ -34,7 +34,17 @@ export interface ServeOptions {
 }
 
 export async function startServe(dataDir: string, env: Record<string, string> = {}, options: ServeOptions = {}): Promise<ServeProcess> {
-  const args = [BIN, "serve", "--stack", options.stack ?? "example", "--data-dir", dataDir, "--port", String(options.port ?? 0), ...(options.engine ? ["--engine", options.engine] : [])];
+  const args = [
+    BIN,
+    "serve",
+    "--stack",
+    options.stack ?? "example",
+    "--data-dir",
+    dataDir,
+    "--port",
+    String(options.port ?? 0),
+    ...(options.engine ? ["--engine", options.engine] : []),
+  ];
   const child = spawn(process.execPath, args, {
     cwd: options.cwd ?? REPOSITORY_ROOT,
     env: {

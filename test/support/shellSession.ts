@@ -44,7 +44,12 @@ export class ShellSession {
   }
 
   private spawnBlock(block: ShellBlock, saveExports: boolean): ChildProcess {
-    const child = spawn("bash", ["-c", this.wrap(block, saveExports)], { cwd: this.cwd, env: this.env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn("bash", ["-c", this.wrap(block, saveExports)], {
+      cwd: this.cwd,
+      env: this.env,
+      detached: true,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     trackGroup(child.pid!);
     return child;
   }
@@ -59,7 +64,10 @@ export class ShellSession {
     const code = await new Promise<number | null>((resolve) => child.once("close", resolve));
     clearTimeout(timer);
     untrackGroup(child.pid!);
-    if (code !== 0) throw new Error(`the block at line ${block.line} exited with ${code}:\n${block.script}\n--- output ---\n${output}${this.backgroundOutput()}`);
+    if (code !== 0)
+      throw new Error(
+        `the block at line ${block.line} exited with ${code}:\n${block.script}\n--- output ---\n${output}${this.backgroundOutput()}`,
+      );
     if (existsSync(join(this.stateDir, `exports-${this.exports + 1}`))) this.exports++;
     return { block, output };
   }
@@ -75,7 +83,8 @@ export class ShellSession {
     const deadline = Date.now() + timeoutMs;
     while (!(await isReady(entry, readiness))) {
       if (entry.exited) throw new Error(`the background block at line ${block.line} exited before it was ready:\n${entry.output}`);
-      if (Date.now() > deadline) throw new Error(`the background block at line ${block.line} was not ready within ${timeoutMs / 1000} s:\n${entry.output}`);
+      if (Date.now() > deadline)
+        throw new Error(`the background block at line ${block.line} was not ready within ${timeoutMs / 1000} s:\n${entry.output}`);
       await new Promise((r) => setTimeout(r, 500));
     }
   }

@@ -5,7 +5,13 @@ import { errorMessage } from "../../components/shared/errorMessage";
  * Polls `probe` until it yields a value; a probe that throws counts as not yet. The error names what
  * was awaited, the probe's last error and `context()`.
  */
-export async function until<T>(what: string, probe: () => Promise<T | undefined> | T | undefined, timeoutMs: number, context: () => string = () => "", intervalMs = 500): Promise<T> {
+export async function until<T>(
+  what: string,
+  probe: () => Promise<T | undefined> | T | undefined,
+  timeoutMs: number,
+  context: () => string = () => "",
+  intervalMs = 500,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   for (;;) {

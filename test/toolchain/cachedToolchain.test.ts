@@ -15,7 +15,23 @@ describe("npm run toolchain when everything is cached", function () {
   this.timeout(300_000);
 
   it("reports each piece cached and asks the module proxy nothing", async function () {
-    skipUnlessAvailable(this, missingTools("pulumi", "pulumi-language-nodejs", "pulumi-resource-hcloud", "pulumi-resource-command", "pulumi-resource-kubernetes", "pulumi-resource-random", "pulumi-resource-time", "etcd", "kube-apiserver", "kubectl", "helm", "nodefleet-karpenter"));
+    skipUnlessAvailable(
+      this,
+      missingTools(
+        "pulumi",
+        "pulumi-language-nodejs",
+        "pulumi-resource-hcloud",
+        "pulumi-resource-command",
+        "pulumi-resource-kubernetes",
+        "pulumi-resource-random",
+        "pulumi-resource-time",
+        "etcd",
+        "kube-apiserver",
+        "kubectl",
+        "helm",
+        "nodefleet-karpenter",
+      ),
+    );
     const asked: string[] = [];
     const proxy = createServer((request, response) => {
       asked.push(request.url ?? "");
@@ -26,8 +42,11 @@ describe("npm run toolchain when everything is cached", function () {
       const url = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
       // Asynchronously: the proxy on this event loop must be able to answer (and count) while it runs.
       const run = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) =>
-        execFile(process.execPath, [join(REPOSITORY_ROOT, "toolchain", "build.mjs"), "--json"], { cwd: REPOSITORY_ROOT, env: { ...process.env, GOPROXY: url, GOSUMDB: "off" }, timeout: 240_000 }, (error, stdout, stderr) =>
-          resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+        execFile(
+          process.execPath,
+          [join(REPOSITORY_ROOT, "toolchain", "build.mjs"), "--json"],
+          { cwd: REPOSITORY_ROOT, env: { ...process.env, GOPROXY: url, GOSUMDB: "off" }, timeout: 240_000 },
+          (error, stdout, stderr) => resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, stdout, stderr }),
         ),
       );
       assert.equal(run.code, 0, run.stderr);

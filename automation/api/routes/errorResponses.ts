@@ -10,7 +10,9 @@ export const errorResponses = {
   401: errorResponseSchema,
   403: errorResponseSchema,
   404: errorResponseSchema,
-  414: errorResponseSchema.describe(`UriTooLong: the URL is longer than ${MAX_URL_LENGTH} characters, or a path parameter longer than the service accepts`),
+  414: errorResponseSchema.describe(
+    `UriTooLong: the URL is longer than ${MAX_URL_LENGTH} characters, or a path parameter longer than the service accepts`,
+  ),
   429: errorResponseSchema,
   503: errorResponseSchema.describe("Unavailable: the service is shutting down or cannot write its store; retry"),
 };

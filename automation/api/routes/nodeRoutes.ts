@@ -83,7 +83,11 @@ export const nodeRoutes: FastifyPluginAsyncZod<{ clusters: ClusterServices }> = 
         tags: ["nodes"],
         summary: "Get a node (Karpenter Get)",
         params: nodeParams,
-        response: { 200: nodeSchema, ...errorResponses, 404: errorResponseSchema.describe("NodeNotFound once the server is confirmed gone") },
+        response: {
+          200: nodeSchema,
+          ...errorResponses,
+          404: errorResponseSchema.describe("NodeNotFound once the server is confirmed gone"),
+        },
       },
     },
     async (request, reply) => {

@@ -10,7 +10,10 @@ export interface Readiness {
 export const probeRoutes: FastifyPluginAsyncZod<{ readiness: () => Readiness }> = async (app, { readiness }) => {
   app.get(
     "/healthz",
-    { schema: { operationId: "getHealth", tags: ["probes"], summary: "The process is up", response: { 200: healthSchema } }, logLevel: "warn" },
+    {
+      schema: { operationId: "getHealth", tags: ["probes"], summary: "The process is up", response: { 200: healthSchema } },
+      logLevel: "warn",
+    },
     async () => ({ status: "ok" as const }),
   );
   app.get(
@@ -19,7 +22,8 @@ export const probeRoutes: FastifyPluginAsyncZod<{ readiness: () => Readiness }> 
       schema: {
         operationId: "getReadiness",
         tags: ["probes"],
-        summary: "200 once the store is open and the engine can run (degraded is still ready: deletes must keep working); 503 while starting or stopping",
+        summary:
+          "200 once the store is open and the engine can run (degraded is still ready: deletes must keep working); 503 while starting or stopping",
         response: { 200: readinessSchema, 503: readinessSchema },
       },
       logLevel: "warn",

@@ -33,7 +33,8 @@ export interface CompletionCommand {
 const SHELL_SAFE_WORD = /^[A-Za-z0-9_.@%+=,/-]+$/;
 
 function shellSafe(word: string, what: string): string {
-  if (!SHELL_SAFE_WORD.test(word)) throw new Error(`${what} ${JSON.stringify(word)} cannot be completed: use letters, digits and _.@%+=,/- only`);
+  if (!SHELL_SAFE_WORD.test(word))
+    throw new Error(`${what} ${JSON.stringify(word)} cannot be completed: use letters, digits and _.@%+=,/- only`);
   return word;
 }
 
@@ -51,7 +52,9 @@ function commandOf(command: Command, path: readonly string[]): CompletionCommand
     description: command.description(),
     options: help.visibleOptions(command).map(optionOf),
     subcommands: help.visibleCommands(command).map((sub) => commandOf(sub, [...path, shellSafe(sub.name(), "command")])),
-    argumentChoices: command.registeredArguments.flatMap((argument) => (argument.argChoices ?? []).map((choice) => shellSafe(choice, "argument choice"))),
+    argumentChoices: command.registeredArguments.flatMap((argument) =>
+      (argument.argChoices ?? []).map((choice) => shellSafe(choice, "argument choice")),
+    ),
   };
 }
 

@@ -9,7 +9,16 @@
  */
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import { hashNumber } from "../../mocks/seededValues";
-import { FAKE_IMAGES, datacenterJson, imageJson, locationJson, locationNames, pricingJson, serverTypeJson, serverTypeNames } from "./fakeHcloudCatalog";
+import {
+  FAKE_IMAGES,
+  datacenterJson,
+  imageJson,
+  locationJson,
+  locationNames,
+  pricingJson,
+  serverTypeJson,
+  serverTypeNames,
+} from "./fakeHcloudCatalog";
 import { registerCollections } from "./fakeHcloudCollections";
 import { type FakeHcloudContext, HcloudError, filtered, idParam, notFound, page, queryValues } from "./fakeHcloudContext";
 import { registerServers } from "./fakeHcloudServers";
@@ -74,7 +83,16 @@ export function buildFakeHcloud(options: FakeHcloudOptions): FakeHcloud {
     const done = now >= action.finishesAt;
     const progress = Math.min(99, Math.floor(((now - started) / Math.max(1, action.finishesAt - started)) * 100));
     const status = !done ? "running" : action.error ? "error" : "success";
-    return { id: action.id, command: action.command, status, progress: done ? 100 : progress, started: action.started, finished: done ? new Date(action.finishesAt).toISOString() : null, resources: action.resources, error: done && action.error ? action.error : null };
+    return {
+      id: action.id,
+      command: action.command,
+      status,
+      progress: done ? 100 : progress,
+      started: action.started,
+      finished: done ? new Date(action.finishesAt).toISOString() : null,
+      resources: action.resources,
+      error: done && action.error ? action.error : null,
+    };
   };
   const failCreateRate = options.failCreateRate ?? 0;
   const seed = options.seed ?? "nodefleet";
@@ -84,7 +102,8 @@ export function buildFakeHcloud(options: FakeHcloudOptions): FakeHcloud {
     actionMs,
     bootDelayMs: options.bootDelayMs ?? 2 * actionMs,
     createFails: (name, id) => failCreateRate > 0 && hashNumber(`${seed}/${name}/${id}`, 1_000_000) < failCreateRate * 1_000_000,
-    startAction: (command, resources, { durationMs, ...outcome } = {}) => actionJson(state.addAction(command, resources, durationMs ?? actionMs, outcome)),
+    startAction: (command, resources, { durationMs, ...outcome } = {}) =>
+      actionJson(state.addAction(command, resources, durationMs ?? actionMs, outcome)),
   };
 
   app.addHook("onRequest", async (request: FastifyRequest, reply: FastifyReply) => {
@@ -104,22 +123,48 @@ export function buildFakeHcloud(options: FakeHcloudOptions): FakeHcloud {
   });
 
   app.setErrorHandler((error: Error, _request, reply) => {
-    if (error instanceof HcloudError) return reply.status(error.status).send({ error: { code: error.code, message: error.message, details: error.details } });
+    if (error instanceof HcloudError)
+      return reply.status(error.status).send({ error: { code: error.code, message: error.message, details: error.details } });
     const status = (error as { statusCode?: number }).statusCode ?? 500;
-    if (status >= 500) return reply.status(500).send({ error: { code: "server_error", message: "internal error of the fake Hetzner API", details: {} } });
+    if (status >= 500)
+      return reply.status(500).send({ error: { code: "server_error", message: "internal error of the fake Hetzner API", details: {} } });
     const code = (error as { code?: string }).code?.startsWith("FST_ERR_CTP") ? "json_error" : "invalid_input";
     return reply.status(status).send({ error: { code, message: error.message, details: {} } });
   });
-  app.setNotFoundHandler((request, reply) => reply.status(404).send({ error: { code: "not_found", message: `${request.method} ${request.url.split("?")[0]} not found`, details: {} } }));
+  app.setNotFoundHandler((request, reply) =>
+    reply
+      .status(404)
+      .send({ error: { code: "not_found", message: `${request.method} ${request.url.split("?")[0]} not found`, details: {} } }),
+  );
 
-  app.get("/server_types", async (request) => page(request, "server_types", filtered(request, serverTypeNames().map((name) => ({ name }))), (t) => serverTypeJson(t.name)));
+  app.get("/server_types", async (request) =>
+    page(
+      request,
+      "server_types",
+      filtered(
+        request,
+        serverTypeNames().map((name) => ({ name })),
+      ),
+      (t) => serverTypeJson(t.name),
+    ),
+  );
   app.get("/server_types/:id", async (request) => {
     const id = idParam(request);
     const name = serverTypeNames()[id - 1];
     if (!name) throw notFound("server type", id);
     return { server_type: serverTypeJson(name) };
   });
-  app.get("/locations", async (request) => page(request, "locations", filtered(request, locationNames().map((name) => ({ name }))), (l) => locationJson(l.name)));
+  app.get("/locations", async (request) =>
+    page(
+      request,
+      "locations",
+      filtered(
+        request,
+        locationNames().map((name) => ({ name })),
+      ),
+      (l) => locationJson(l.name),
+    ),
+  );
   app.get("/locations/:id", async (request) => {
     const id = idParam(request);
     const name = locationNames()[id - 1];
@@ -133,13 +178,24 @@ export function buildFakeHcloud(options: FakeHcloudOptions): FakeHcloud {
     return { datacenter: datacenterJson(name, soldOut) };
   });
   app.get("/datacenters", async (request) => ({
-    ...page(request, "datacenters", filtered(request, locationNames().map((name) => ({ name: `${name}-dc1`, location: name }))), (d) => datacenterJson(d.location, soldOut)),
+    ...page(
+      request,
+      "datacenters",
+      filtered(
+        request,
+        locationNames().map((name) => ({ name: `${name}-dc1`, location: name })),
+      ),
+      (d) => datacenterJson(d.location, soldOut),
+    ),
     recommendation: Number(datacenterJson("fsn1", soldOut)?.id),
   }));
   app.get("/images", async (request) => {
     const [architecture] = queryValues(request, "architecture");
     const types = queryValues(request, "type");
-    const images = filtered(request, FAKE_IMAGES.map((image) => ({ ...image, labels: {} }))).filter((i) => (architecture === undefined || i.architecture === architecture) && (types.length === 0 || types.includes("system")));
+    const images = filtered(
+      request,
+      FAKE_IMAGES.map((image) => ({ ...image, labels: {} })),
+    ).filter((i) => (architecture === undefined || i.architecture === architecture) && (types.length === 0 || types.includes("system")));
     return page(request, "images", images, imageJson);
   });
   app.get("/images/:id", async (request) => {
@@ -169,7 +225,12 @@ export function buildFakeHcloud(options: FakeHcloudOptions): FakeHcloud {
   app.get("/actions", async (request) => listActions(request, () => true));
   app.get("/actions/:id", async (request) => getAction(idParam(request), () => true));
   // hcloud-go's per-resource action clients: `/{kind}/actions[/{id}]` and `/{kind}/{id}/actions[/{action_id}]`.
-  for (const [kind, type] of [["servers", "server"], ["networks", "network"], ["firewalls", "firewall"], ["images", "image"]] as const) {
+  for (const [kind, type] of [
+    ["servers", "server"],
+    ["networks", "network"],
+    ["firewalls", "firewall"],
+    ["images", "image"],
+  ] as const) {
     const ofType = (a: FakeAction) => a.resources.some((r) => r.type === type);
     const ofResource = (id: number) => (a: FakeAction) => a.resources.some((r) => r.type === type && r.id === id);
     app.get(`/${kind}/actions`, async (request) => listActions(request, ofType));

@@ -61,7 +61,9 @@ export function serverTypeJson(name: string): Record<string, unknown> | undefine
     include_traffic: INCLUDED_TRAFFIC_BYTES,
     included_traffic: INCLUDED_TRAFFIC_BYTES,
     // Where the type is offered (hcloud-go's ServerType.Locations).
-    locations: t.prices.filter((p) => locationJson(p.location)).map((p) => ({ id: Number(locationJson(p.location)!.id), name: p.location, deprecation: null })),
+    locations: t.prices
+      .filter((p) => locationJson(p.location))
+      .map((p) => ({ id: Number(locationJson(p.location)!.id), name: p.location, deprecation: null })),
   };
 }
 
@@ -79,14 +81,25 @@ export function locationName(idOrName: unknown): string | undefined {
 export function locationJson(name: string): Record<string, unknown> | undefined {
   const city = CITIES[name];
   if (!city) return undefined;
-  return { id: locationNames().indexOf(name) + 1, name, description: `${city[1]} DC Park 1`, country: city[0], city: city[1], latitude: city[2], longitude: city[3], network_zone: HCLOUD_LOCATION_ZONES[name] };
+  return {
+    id: locationNames().indexOf(name) + 1,
+    name,
+    description: `${city[1]} DC Park 1`,
+    country: city[0],
+    city: city[1],
+    latitude: city[2],
+    longitude: city[3],
+    network_zone: HCLOUD_LOCATION_ZONES[name],
+  };
 }
 
 /** One datacenter per location, `<location>-dc1`, selling every catalog type priced there. */
 export function datacenterJson(location: string, soldOut: ReadonlySet<string>): Record<string, unknown> | undefined {
   const loc = locationJson(location);
   if (!loc) return undefined;
-  const supported = shippedCatalog().serverTypes.map((t, i) => ({ t, id: i + 1 })).filter(({ t }) => t.prices.some((p) => p.location === location));
+  const supported = shippedCatalog()
+    .serverTypes.map((t, i) => ({ t, id: i + 1 }))
+    .filter(({ t }) => t.prices.some((p) => p.location === location));
   return {
     id: Number(loc.id),
     name: `${location}-dc1`,
@@ -155,7 +168,11 @@ export function imageJson(image: FakeImage): Record<string, unknown> {
 export function pricingJson(): Record<string, unknown> {
   const locations = locationNames();
   const perLocation = (monthly: number, hourly?: number) =>
-    locations.map((location) => ({ location, ...(hourly === undefined ? {} : { price_hourly: price(hourly) }), price_monthly: price(monthly) }));
+    locations.map((location) => ({
+      location,
+      ...(hourly === undefined ? {} : { price_hourly: price(hourly) }),
+      price_monthly: price(monthly),
+    }));
   return {
     currency: "EUR",
     vat_rate: (VAT * 100).toFixed(2),
@@ -176,6 +193,12 @@ export function pricingJson(): Record<string, unknown> {
       const t = serverTypeJson(name)!;
       return { id: t.id, name, prices: t.prices };
     }),
-    load_balancer_types: [{ id: 1, name: "lb11", prices: perLocation(5.39, 0.0086).map((p) => ({ ...p, included_traffic: INCLUDED_TRAFFIC_BYTES, price_per_tb_traffic: price(1) })) }],
+    load_balancer_types: [
+      {
+        id: 1,
+        name: "lb11",
+        prices: perLocation(5.39, 0.0086).map((p) => ({ ...p, included_traffic: INCLUDED_TRAFFIC_BYTES, price_per_tb_traffic: price(1) })),
+      },
+    ],
   };
 }

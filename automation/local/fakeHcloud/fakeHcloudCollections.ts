@@ -6,9 +6,28 @@
  */
 import { createHash } from "node:crypto";
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import { type Ipv4Cidr, cidrContains, cidrContainsAddress, cidrsOverlap, hostAddress, parseIpv4Cidr } from "../../../components/shared/cidr";
+import {
+  type Ipv4Cidr,
+  cidrContains,
+  cidrContainsAddress,
+  cidrsOverlap,
+  hostAddress,
+  parseIpv4Cidr,
+} from "../../../components/shared/cidr";
 import { HCLOUD_MAX_SUBNETS_PER_NETWORK, HCLOUD_NETWORK_ZONES } from "../../../components/fleet/hcloudLocations";
-import { type FakeHcloudContext, HcloudError, bodyOf, booleanField, filtered, idParam, invalidInput, labelsField, notFound, page, uniquenessError } from "./fakeHcloudContext";
+import {
+  type FakeHcloudContext,
+  HcloudError,
+  bodyOf,
+  booleanField,
+  filtered,
+  idParam,
+  invalidInput,
+  labelsField,
+  notFound,
+  page,
+  uniquenessError,
+} from "./fakeHcloudContext";
 import type { FakeHcloudState, FakeObject, FakeServer } from "./fakeHcloudState";
 import { parseLabelSelector } from "./labelSelector";
 
@@ -22,7 +41,6 @@ interface Subnet {
   gateway: string;
   vswitch_id: number | null;
 }
-
 
 export function serversInPlacementGroup(state: FakeHcloudState, group: number): number[] {
   return state.servers.filter((s) => s.placementGroup === group).map((s) => s.id);
@@ -81,7 +99,8 @@ function registerCollection(app: FastifyInstance, ctx: FakeHcloudContext, spec: 
     return object;
   };
   const checkName = (name: unknown, except?: number) => {
-    if (typeof name !== "string" || name.length === 0 || name.length > 128) throw invalidInput("name", "Missing data for required field, or longer than 128 characters.");
+    if (typeof name !== "string" || name.length === 0 || name.length > 128)
+      throw invalidInput("name", "Missing data for required field, or longer than 128 characters.");
     if (ctx.state.objects(kind).some((o) => o.name === name && o.id !== except)) throw uniquenessError(spec.singular);
   };
   app.get(spec.path, async (request) => page(request, kind, filtered(request, ctx.state.objects(kind)), render));
@@ -107,7 +126,8 @@ function registerCollection(app: FastifyInstance, ctx: FakeHcloudContext, spec: 
   });
   app.delete(`${spec.path}/:id`, async (request, reply) => {
     const object = find(request);
-    if ((object.protection as { delete?: boolean } | undefined)?.delete) throw new HcloudError(403, "protected", `${spec.singular} ${object.id} is delete protected`);
+    if ((object.protection as { delete?: boolean } | undefined)?.delete)
+      throw new HcloudError(403, "protected", `${spec.singular} ${object.id} is delete protected`);
     spec.beforeDelete?.(object);
     ctx.state.removeObject(kind, object.id);
     reply.status(204);
@@ -117,7 +137,12 @@ function registerCollection(app: FastifyInstance, ctx: FakeHcloudContext, spec: 
 }
 
 /** A POST `/{collection}/{id}/actions/{name}` route answering 201. */
-function objectAction(app: FastifyInstance, path: string, find: (request: FastifyRequest) => FakeObject, run: (object: FakeObject, body: Record<string, unknown>) => Record<string, unknown>): void {
+function objectAction(
+  app: FastifyInstance,
+  path: string,
+  find: (request: FastifyRequest) => FakeObject,
+  run: (object: FakeObject, body: Record<string, unknown>) => Record<string, unknown>,
+): void {
   app.post(path, async (request, reply) => {
     const object = find(request);
     const answer = run(object, bodyOf(request));
@@ -128,7 +153,8 @@ function objectAction(app: FastifyInstance, path: string, find: (request: Fastif
 
 function ipRangeField(body: Record<string, unknown>, field: string): Ipv4Cidr {
   const range = typeof body[field] === "string" ? parseIpv4Cidr(body[field]) : undefined;
-  if (!range || range.prefix > 30) throw invalidInput(field, "must be an IPv4 network in CIDR notation with a prefix of at most /30, e.g. 10.0.0.0/16");
+  if (!range || range.prefix > 30)
+    throw invalidInput(field, "must be an IPv4 network in CIDR notation with a prefix of at most /30, e.g. 10.0.0.0/16");
   return range;
 }
 
@@ -136,12 +162,21 @@ function registerNetworks(app: FastifyInstance, ctx: FakeHcloudContext): void {
   const { state } = ctx;
   /** A subnet from a body, checked against the network's range and its other subnets. */
   const subnet = (networkRange: Ipv4Cidr, existing: readonly Subnet[], body: Record<string, unknown>, field = ""): Subnet => {
-    if (body.type !== "cloud" && body.type !== "server" && body.type !== "vswitch") throw invalidInput(`${field}type`, "Must be one of: cloud, server, vswitch.");
-    if (typeof body.network_zone !== "string" || !(HCLOUD_NETWORK_ZONES as readonly string[]).includes(body.network_zone)) throw invalidInput(`${field}network_zone`, `Must be one of: ${HCLOUD_NETWORK_ZONES.join(", ")}.`);
+    if (body.type !== "cloud" && body.type !== "server" && body.type !== "vswitch")
+      throw invalidInput(`${field}type`, "Must be one of: cloud, server, vswitch.");
+    if (typeof body.network_zone !== "string" || !(HCLOUD_NETWORK_ZONES as readonly string[]).includes(body.network_zone))
+      throw invalidInput(`${field}network_zone`, `Must be one of: ${HCLOUD_NETWORK_ZONES.join(", ")}.`);
     const range = ipRangeField(body, "ip_range");
     if (!cidrContains(networkRange, range)) throw invalidInput(`${field}ip_range`, "must lie within the network's ip_range");
-    if (existing.some((s) => cidrsOverlap(parseIpv4Cidr(s.ip_range)!, range))) throw new HcloudError(409, "networks_overlap", `subnet ${String(body.ip_range)} overlaps another subnet of the network`);
-    return { type: body.type, ip_range: String(body.ip_range), network_zone: body.network_zone, gateway: hostAddress(networkRange, 1), vswitch_id: typeof body.vswitch_id === "number" ? body.vswitch_id : null };
+    if (existing.some((s) => cidrsOverlap(parseIpv4Cidr(s.ip_range)!, range)))
+      throw new HcloudError(409, "networks_overlap", `subnet ${String(body.ip_range)} overlaps another subnet of the network`);
+    return {
+      type: body.type,
+      ip_range: String(body.ip_range),
+      network_zone: body.network_zone,
+      gateway: hostAddress(networkRange, 1),
+      vswitch_id: typeof body.vswitch_id === "number" ? body.vswitch_id : null,
+    };
   };
   const find = registerCollection(app, ctx, {
     path: "/networks",
@@ -151,17 +186,28 @@ function registerNetworks(app: FastifyInstance, ctx: FakeHcloudContext): void {
       const given = body.subnets ?? [];
       if (!Array.isArray(given)) throw invalidInput("subnets", "must be a list");
       const subnets = given.reduce<Subnet[]>((out, s: Record<string, unknown>) => [...out, subnet(range, out, s ?? {}, "subnets.")], []);
-      return { ip_range: body.ip_range, subnets, routes: [], protection: { delete: false }, expose_routes_to_vswitch: booleanField(body, "expose_routes_to_vswitch") ?? false };
+      return {
+        ip_range: body.ip_range,
+        subnets,
+        routes: [],
+        protection: { delete: false },
+        expose_routes_to_vswitch: booleanField(body, "expose_routes_to_vswitch") ?? false,
+      };
     },
-    render: (o) => ({ servers: state.servers.filter((s) => s.privateNets.some((p) => p.network === o.id)).map((s) => s.id), load_balancers: [] }),
+    render: (o) => ({
+      servers: state.servers.filter((s) => s.privateNets.some((p) => p.network === o.id)).map((s) => s.id),
+      load_balancers: [],
+    }),
     beforeDelete: (network) => {
       // Hetzner detaches the servers of a deleted network.
-      for (const server of state.servers.filter((s) => s.privateNets.some((p) => p.network === network.id))) state.updateServer(server.id, { privateNets: server.privateNets.filter((p) => p.network !== network.id) });
+      for (const server of state.servers.filter((s) => s.privateNets.some((p) => p.network === network.id)))
+        state.updateServer(server.id, { privateNets: server.privateNets.filter((p) => p.network !== network.id) });
     },
   });
   const action = (network: FakeObject, command: string) => ({ action: ctx.startAction(command, [{ id: network.id, type: "network" }]) });
   objectAction(app, "/networks/:id/actions/add_subnet", find, (network, body) => {
-    if ((network.subnets as Subnet[]).length >= HCLOUD_MAX_SUBNETS_PER_NETWORK) throw new HcloudError(403, "resource_limit_exceeded", `network ${network.id} already has ${HCLOUD_MAX_SUBNETS_PER_NETWORK} subnets`);
+    if ((network.subnets as Subnet[]).length >= HCLOUD_MAX_SUBNETS_PER_NETWORK)
+      throw new HcloudError(403, "resource_limit_exceeded", `network ${network.id} already has ${HCLOUD_MAX_SUBNETS_PER_NETWORK} subnets`);
     const added = subnet(parseIpv4Cidr(String(network.ip_range))!, network.subnets as Subnet[], body);
     state.putObject("networks", { ...network, subnets: [...(network.subnets as Subnet[]), added] });
     return action(network, "add_subnet");
@@ -170,7 +216,8 @@ function registerNetworks(app: FastifyInstance, ctx: FakeHcloudContext): void {
     const subnets = network.subnets as Subnet[];
     if (!subnets.some((s) => s.ip_range === body.ip_range)) throw invalidInput("ip_range", "no subnet of the network has this ip_range");
     const range = parseIpv4Cidr(String(body.ip_range))!;
-    if (state.servers.some((s) => s.privateNets.some((p) => p.network === network.id && cidrContainsAddress(range, p.ip)))) throw new HcloudError(409, "resource_in_use", `subnet ${String(body.ip_range)} still has servers attached`);
+    if (state.servers.some((s) => s.privateNets.some((p) => p.network === network.id && cidrContainsAddress(range, p.ip))))
+      throw new HcloudError(409, "resource_in_use", `subnet ${String(body.ip_range)} still has servers attached`);
     state.putObject("networks", { ...network, subnets: subnets.filter((s) => s.ip_range !== body.ip_range) });
     return action(network, "delete_subnet");
   });
@@ -182,8 +229,13 @@ function registerNetworks(app: FastifyInstance, ctx: FakeHcloudContext): void {
   objectAction(app, "/networks/:id/actions/change_ip_range", find, (network, body) => {
     const range = ipRangeField(body, "ip_range");
     // Hetzner only lets a network's range grow.
-    if (!cidrContains(range, parseIpv4Cidr(String(network.ip_range))!)) throw invalidInput("ip_range", "the new ip_range must contain the current one (a network can only be enlarged)");
-    state.putObject("networks", { ...network, ip_range: body.ip_range, subnets: (network.subnets as Subnet[]).map((s) => ({ ...s, gateway: hostAddress(range, 1) })) });
+    if (!cidrContains(range, parseIpv4Cidr(String(network.ip_range))!))
+      throw invalidInput("ip_range", "the new ip_range must contain the current one (a network can only be enlarged)");
+    state.putObject("networks", {
+      ...network,
+      ip_range: body.ip_range,
+      subnets: (network.subnets as Subnet[]).map((s) => ({ ...s, gateway: hostAddress(range, 1) })),
+    });
     return action(network, "change_ip_range");
   });
 }
@@ -195,12 +247,22 @@ function registerFirewalls(app: FastifyInstance, ctx: FakeHcloudContext): void {
     if (!Array.isArray(given)) throw invalidInput("rules", "must be a list");
     return given.map((rule: Record<string, unknown>, i) => {
       if (rule?.direction !== "in" && rule?.direction !== "out") throw invalidInput(`rules[${i}].direction`, "Must be one of: in, out.");
-      if (!["tcp", "udp", "icmp", "esp", "gre"].includes(String(rule.protocol))) throw invalidInput(`rules[${i}].protocol`, "Must be one of: tcp, udp, icmp, esp, gre.");
-      if ((rule.protocol === "tcp" || rule.protocol === "udp") && typeof rule.port !== "string") throw invalidInput(`rules[${i}].port`, "is required for tcp and udp");
+      if (!["tcp", "udp", "icmp", "esp", "gre"].includes(String(rule.protocol)))
+        throw invalidInput(`rules[${i}].protocol`, "Must be one of: tcp, udp, icmp, esp, gre.");
+      if ((rule.protocol === "tcp" || rule.protocol === "udp") && typeof rule.port !== "string")
+        throw invalidInput(`rules[${i}].port`, "is required for tcp and udp");
       const ips = rule.direction === "in" ? "source_ips" : "destination_ips";
-      if (!Array.isArray(rule[ips]) || (rule[ips] as unknown[]).length === 0) throw invalidInput(`rules[${i}].${ips}`, `is required for direction ${rule.direction}`);
+      if (!Array.isArray(rule[ips]) || (rule[ips] as unknown[]).length === 0)
+        throw invalidInput(`rules[${i}].${ips}`, `is required for direction ${rule.direction}`);
       // A rule without a port (icmp, esp, gre) has none in the answer either.
-      return { direction: rule.direction, protocol: rule.protocol, ...(typeof rule.port === "string" ? { port: rule.port } : {}), source_ips: rule.source_ips ?? [], destination_ips: rule.destination_ips ?? [], description: rule.description ?? null };
+      return {
+        direction: rule.direction,
+        protocol: rule.protocol,
+        ...(typeof rule.port === "string" ? { port: rule.port } : {}),
+        source_ips: rule.source_ips ?? [],
+        destination_ips: rule.destination_ips ?? [],
+        description: rule.description ?? null,
+      };
     });
   };
   const targets = (body: Record<string, unknown>, field: string): FirewallTarget[] => {
@@ -226,21 +288,40 @@ function registerFirewalls(app: FastifyInstance, ctx: FakeHcloudContext): void {
       throw invalidInput(`${field}.type`, "Must be one of: server, label_selector.");
     });
   };
-  const sameTarget = (a: FirewallTarget, b: FirewallTarget) => (a.type === "server" ? b.type === "server" && a.server.id === b.server.id : b.type === "label_selector" && a.label_selector.selector === b.label_selector.selector);
+  const sameTarget = (a: FirewallTarget, b: FirewallTarget) =>
+    a.type === "server"
+      ? b.type === "server" && a.server.id === b.server.id
+      : b.type === "label_selector" && a.label_selector.selector === b.label_selector.selector;
   const applyActions = (firewall: FakeObject, applied: FirewallTarget[], command: string) =>
-    applied.map((t) => ctx.startAction(command, [{ id: firewall.id, type: "firewall" }, ...(t.type === "server" ? [{ id: t.server.id, type: "server" }] : [])]));
+    applied.map((t) =>
+      ctx.startAction(command, [
+        { id: firewall.id, type: "firewall" },
+        ...(t.type === "server" ? [{ id: t.server.id, type: "server" }] : []),
+      ]),
+    );
   const find = registerCollection(app, ctx, {
     path: "/firewalls",
     singular: "firewall",
     create: (body) => ({ rules: rules(body), applied_to: targets(body, "apply_to") }),
     render: (o) => ({
       applied_to: targetsOf(o).map((t) =>
-        t.type === "server" ? t : { ...t, applied_to_resources: state.servers.filter((s) => targetMatches(t, s)).map((s) => ({ type: "server", server: { id: s.id } })) },
+        t.type === "server"
+          ? t
+          : {
+              ...t,
+              applied_to_resources: state.servers.filter((s) => targetMatches(t, s)).map((s) => ({ type: "server", server: { id: s.id } })),
+            },
       ),
     }),
-    createAnswer: (o) => ({ actions: [ctx.startAction("set_firewall_rules", [{ id: o.id, type: "firewall" }]), ...applyActions(o, targetsOf(o), "apply_firewall")] }),
+    createAnswer: (o) => ({
+      actions: [
+        ctx.startAction("set_firewall_rules", [{ id: o.id, type: "firewall" }]),
+        ...applyActions(o, targetsOf(o), "apply_firewall"),
+      ],
+    }),
     beforeDelete: (firewall) => {
-      if (state.servers.some((s) => targetsOf(firewall).some((t) => targetMatches(t, s)))) throw new HcloudError(409, "resource_in_use", `firewall ${firewall.id} is still applied to servers`);
+      if (state.servers.some((s) => targetsOf(firewall).some((t) => targetMatches(t, s))))
+        throw new HcloudError(409, "resource_in_use", `firewall ${firewall.id} is still applied to servers`);
     },
   });
   objectAction(app, "/firewalls/:id/actions/set_rules", find, (firewall, body) => {
@@ -252,7 +333,12 @@ function registerFirewalls(app: FastifyInstance, ctx: FakeHcloudContext): void {
     if (body.apply_to === undefined) throw invalidInput("apply_to", "Missing data for required field.");
     const added = targets(body, "apply_to");
     const already = added.find((t) => targetsOf(firewall).some((e) => sameTarget(e, t)));
-    if (already) throw new HcloudError(409, "firewall_already_applied", `firewall ${firewall.id} is already applied to this ${already.type === "server" ? `server ${already.server.id}` : "label selector"}`);
+    if (already)
+      throw new HcloudError(
+        409,
+        "firewall_already_applied",
+        `firewall ${firewall.id} is already applied to this ${already.type === "server" ? `server ${already.server.id}` : "label selector"}`,
+      );
     state.putObject("firewalls", { ...firewall, applied_to: [...targetsOf(firewall), ...added] });
     return { actions: applyActions(firewall, added, "apply_firewall") };
   });
@@ -260,7 +346,12 @@ function registerFirewalls(app: FastifyInstance, ctx: FakeHcloudContext): void {
     if (body.remove_from === undefined) throw invalidInput("remove_from", "Missing data for required field.");
     const removed = targets(body, "remove_from");
     const absent = removed.find((t) => !targetsOf(firewall).some((e) => sameTarget(e, t)));
-    if (absent) throw new HcloudError(409, "firewall_already_removed", `firewall ${firewall.id} is not applied to this ${absent.type === "server" ? `server ${absent.server.id}` : "label selector"}`);
+    if (absent)
+      throw new HcloudError(
+        409,
+        "firewall_already_removed",
+        `firewall ${firewall.id} is not applied to this ${absent.type === "server" ? `server ${absent.server.id}` : "label selector"}`,
+      );
     state.putObject("firewalls", { ...firewall, applied_to: targetsOf(firewall).filter((e) => !removed.some((t) => sameTarget(e, t))) });
     return { actions: applyActions(firewall, removed, "remove_firewall") };
   });
@@ -283,10 +374,17 @@ export function registerCollections(app: FastifyInstance, ctx: FakeHcloudContext
     path: "/ssh_keys",
     singular: "ssh_key",
     create: (body) => {
-      if (typeof body.public_key !== "string" || !/^(ssh-(ed25519|rsa)|ecdsa-sha2-nistp(256|384|521)) [A-Za-z0-9+/=]+/.test(body.public_key)) throw invalidInput("public_key", "must be an OpenSSH public key");
+      if (
+        typeof body.public_key !== "string" ||
+        !/^(ssh-(ed25519|rsa)|ecdsa-sha2-nistp(256|384|521)) [A-Za-z0-9+/=]+/.test(body.public_key)
+      )
+        throw invalidInput("public_key", "must be an OpenSSH public key");
       const fingerprint = sshFingerprint(body.public_key);
       // Hetzner keeps one entry per key, too.
-      if (ctx.state.objects("ssh_keys").some((k) => k.fingerprint === fingerprint)) throw new HcloudError(409, "uniqueness_error", "SSH key with the same fingerprint already exists", { fields: [{ name: "public_key", messages: ["is already used"] }] });
+      if (ctx.state.objects("ssh_keys").some((k) => k.fingerprint === fingerprint))
+        throw new HcloudError(409, "uniqueness_error", "SSH key with the same fingerprint already exists", {
+          fields: [{ name: "public_key", messages: ["is already used"] }],
+        });
       return { public_key: body.public_key, fingerprint };
     },
   });

@@ -29,14 +29,17 @@ export function notFound(kind: string, id: unknown): HcloudError {
 }
 
 export function uniquenessError(kind: string): HcloudError {
-  return new HcloudError(409, "uniqueness_error", `${kind} name is already used`, { fields: [{ name: "name", messages: ["is already used"] }] });
+  return new HcloudError(409, "uniqueness_error", `${kind} name is already used`, {
+    fields: [{ name: "name", messages: ["is already used"] }],
+  });
 }
 
 /** The request body as an object (a body-less POST is `{}`). */
 export function bodyOf(request: FastifyRequest): Record<string, unknown> {
   const body = request.body;
   if (body === undefined || body === null) return {};
-  if (typeof body !== "object" || Array.isArray(body)) throw new HcloudError(400, "invalid_input", "the request body must be a JSON object");
+  if (typeof body !== "object" || Array.isArray(body))
+    throw new HcloudError(400, "invalid_input", "the request body must be a JSON object");
   return body as Record<string, unknown>;
 }
 
@@ -73,7 +76,8 @@ export function booleanField(body: Record<string, unknown>, field: string): bool
 /** A required integer id body field. */
 export function idField(body: Record<string, unknown>, field: string): number {
   const value = body[field];
-  if (typeof value !== "number" || !Number.isSafeInteger(value) || value <= 0) throw invalidInput(field, "Missing data for required field, or not a positive integer.");
+  if (typeof value !== "number" || !Number.isSafeInteger(value) || value <= 0)
+    throw invalidInput(field, "Missing data for required field, or not a positive integer.");
   return value;
 }
 
@@ -85,7 +89,16 @@ export function page<T>(request: FastifyRequest, key: string, items: readonly T[
   const slice = items.slice((current - 1) * perPage, current * perPage);
   return {
     [key]: slice.map(render),
-    meta: { pagination: { page: current, per_page: perPage, previous_page: current > 1 ? current - 1 : null, next_page: current < last ? current + 1 : null, last_page: last, total_entries: items.length } },
+    meta: {
+      pagination: {
+        page: current,
+        per_page: perPage,
+        previous_page: current > 1 ? current - 1 : null,
+        next_page: current < last ? current + 1 : null,
+        last_page: last,
+        total_entries: items.length,
+      },
+    },
   };
 }
 
@@ -118,5 +131,9 @@ export interface FakeHcloudContext {
   readonly bootDelayMs: number;
   /** Whether the create of this server fails (NODEFLEET_SIM_FAIL_CREATE_RATE, seeded). */
   readonly createFails: (serverName: string, serverId: number) => boolean;
-  readonly startAction: (command: string, resources: FakeAction["resources"], options?: { durationMs?: number } & Pick<FakeAction, "serverStatus" | "error">) => Record<string, unknown>;
+  readonly startAction: (
+    command: string,
+    resources: FakeAction["resources"],
+    options?: { durationMs?: number } & Pick<FakeAction, "serverStatus" | "error">,
+  ) => Record<string, unknown>;
 }

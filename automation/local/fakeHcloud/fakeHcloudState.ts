@@ -7,7 +7,8 @@
 import { existsSync, readFileSync } from "node:fs";
 import { writeFileAtomic } from "../../simulated/simulatedCloud";
 
-export type FakeServerStatus = "initializing" | "starting" | "running" | "stopping" | "off" | "deleting" | "migrating" | "rebuilding" | "unknown";
+export type FakeServerStatus =
+  "initializing" | "starting" | "running" | "stopping" | "off" | "deleting" | "migrating" | "rebuilding" | "unknown";
 
 /** A server's attachment to a private network. */
 export interface FakePrivateNet {
@@ -70,7 +71,13 @@ const KEPT_ACTIONS = 5000;
 /** State files written before servers carried their private IPs and firewalls lived on firewalls. */
 function migrated(state: Persisted): Persisted {
   for (const server of state.servers as Array<FakeServer & { networks?: number[]; firewalls?: number[] }>) {
-    if (!server.privateNets) server.privateNets = (server.networks ?? []).map((network, i) => ({ network, ip: `10.0.1.${(server.id % 250) + 2 + i}`, alias_ips: [], mac_address: macAddress(server.id, i) }));
+    if (!server.privateNets)
+      server.privateNets = (server.networks ?? []).map((network, i) => ({
+        network,
+        ip: `10.0.1.${(server.id % 250) + 2 + i}`,
+        alias_ips: [],
+        mac_address: macAddress(server.id, i),
+      }));
     server.ipv6 ??= null;
     delete server.networks;
     delete server.firewalls;
@@ -88,7 +95,9 @@ export class FakeHcloudState {
   private state: Persisted;
 
   constructor(private readonly file: string) {
-    this.state = existsSync(file) ? migrated(JSON.parse(readFileSync(file, "utf8")) as Persisted) : { nextId: 1000, servers: [], actions: [] };
+    this.state = existsSync(file)
+      ? migrated(JSON.parse(readFileSync(file, "utf8")) as Persisted)
+      : { nextId: 1000, servers: [], actions: [] };
   }
 
   private save(): void {
@@ -177,8 +186,20 @@ export class FakeHcloudState {
     return this.state.actions.filter((a) => a.finishesAt > now && a.resources.some((r) => r.type === type && r.id === id));
   }
 
-  addAction(command: string, resources: FakeAction["resources"], durationMs: number, outcome: Pick<FakeAction, "serverStatus" | "error"> = {}): FakeAction {
-    const action: FakeAction = { id: this.newId(), command, resources, started: new Date().toISOString(), finishesAt: Date.now() + durationMs, ...outcome };
+  addAction(
+    command: string,
+    resources: FakeAction["resources"],
+    durationMs: number,
+    outcome: Pick<FakeAction, "serverStatus" | "error"> = {},
+  ): FakeAction {
+    const action: FakeAction = {
+      id: this.newId(),
+      command,
+      resources,
+      started: new Date().toISOString(),
+      finishesAt: Date.now() + durationMs,
+      ...outcome,
+    };
     this.state.actions.push(action);
     if (this.state.actions.length > KEPT_ACTIONS) this.settleAndForgetOldest();
     this.save();

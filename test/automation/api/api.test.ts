@@ -12,7 +12,16 @@ import { nodeOverhead } from "../../../components/bootstrap/kubeletReservations"
 import { nodeIdFor } from "../../../automation/api/nodeIdentity";
 import { configValues } from "../../../automation/stackConfigFile";
 import { FakeStackEngine } from "../../support/fakeStackEngine";
-import { OTHER_CLUSTER_TOKEN, ROTATED_TOKEN, TOKEN, apiError, eventually, exampleConfig, startTestApi, type TestApi } from "../../support/apiHarness";
+import {
+  OTHER_CLUSTER_TOKEN,
+  ROTATED_TOKEN,
+  TOKEN,
+  apiError,
+  eventually,
+  exampleConfig,
+  startTestApi,
+  type TestApi,
+} from "../../support/apiHarness";
 
 function assertErrorShape(body: unknown, code?: string): void {
   const error = (body as { error?: { code?: unknown; message?: unknown } }).error;
@@ -42,7 +51,10 @@ describe("scaling API routes", function () {
       assert.equal(cluster.id, "example");
       assert.equal(cluster.kind, "k0s");
       assert.equal(cluster.providerIdScheme, "nodefleet");
-      assert.deepEqual(cluster.pools.map((p) => p.name), ["hel1-burst"]);
+      assert.deepEqual(
+        cluster.pools.map((p) => p.name),
+        ["hel1-burst"],
+      );
       const pool = cluster.pools[0]!;
       assert.equal(pool.limits.maxNodes, 90);
       // cpx31: 8 GiB, of which the kubelet sees 7577 MiB (less the VM overhead); limits count what the kubelet reports.
@@ -53,7 +65,10 @@ describe("scaling API routes", function () {
   describe("GET /clusters/{clusterId}/instance-types", () => {
     it("lists every server type of the pool in order with capacity, overhead from nodeOverhead and priced offerings", async () => {
       const types = await api.client.instanceTypes();
-      assert.deepEqual(types.map((t) => t.name), ["cpx21", "cpx31", "cpx41", "ccx23"]);
+      assert.deepEqual(
+        types.map((t) => t.name),
+        ["cpx21", "cpx31", "cpx41", "ccx23"],
+      );
       const kubelet = parseFleetSpec(configValues(api.config)).cluster.kubelet;
       const overhead = nodeOverhead(kubelet);
       for (const t of types) {
@@ -125,7 +140,11 @@ describe("scaling API routes", function () {
         { uniqueID: "arm", pool: "hel1-burst", requirements: [{ key: "kubernetes.io/arch", operator: "In" as const, values: ["arm64"] }] },
         { uniqueID: "zone", pool: "hel1-burst", zone: "fsn1" },
         { uniqueID: "type", pool: "hel1-burst", instanceType: "cax11" },
-        { uniqueID: "cpu", pool: "hel1-burst", requirements: [{ key: "nodefleet.io/instance-cpu", operator: "Gt" as const, values: ["64"] }] },
+        {
+          uniqueID: "cpu",
+          pool: "hel1-burst",
+          requirements: [{ key: "nodefleet.io/instance-cpu", operator: "Gt" as const, values: ["64"] }],
+        },
       ]) {
         const error = await apiError(api.client.createNode(body));
         assert.equal(error.status, 422, body.uniqueID);
@@ -196,7 +215,11 @@ describe("scaling API routes", function () {
       // Well-known keys, with and without a prefix, still pass validation.
       for (const key of ["kubernetes.io/arch", "nodefleet.io/instance-cpu", "karpenter.sh/capacity-type", "zone"]) {
         const response = await api.client.raw("POST", NODES, {
-          body: JSON.stringify({ uniqueID: `good-key-${key.replace(/[^a-z0-9]/g, "-")}`, pool: "hel1-burst", requirements: [{ key, operator: "Exists" }] }),
+          body: JSON.stringify({
+            uniqueID: `good-key-${key.replace(/[^a-z0-9]/g, "-")}`,
+            pool: "hel1-burst",
+            requirements: [{ key, operator: "Exists" }],
+          }),
           headers: json,
         });
         assert.notEqual(response.status, 400, `${key}: ${JSON.stringify(response.body)}`);
@@ -224,7 +247,8 @@ describe("scaling API routes", function () {
       await api.close();
       api = await startTestApi({ engine, batch: { idleMs: 60_000, maxMs: 60_000 } });
       const ids = [];
-      for (const uniqueID of ["slot-a", "slot-b", "slot-c"]) ids.push((await api.client.createNode({ uniqueID, pool: "hel1-burst" })).node.nodeID);
+      for (const uniqueID of ["slot-a", "slot-b", "slot-c"])
+        ids.push((await api.client.createNode({ uniqueID, pool: "hel1-burst" })).node.nodeID);
       const slot = (id: string) => api.app.nodefleet.store.get("example", id)!.snapshot.placementSlot;
       assert.deepEqual(ids.map(slot), [0, 1, 2]);
       await api.client.deleteNode(ids[1]!);
@@ -234,13 +258,23 @@ describe("scaling API routes", function () {
 
     it("hands a create's labels to the kubelet and reports them on the node; labels the kubelet would refuse are refused (reservedLabels.test.ts)", async () => {
       const labels = { "karpenter.sh/nodepool": "default", "example.com/team": "x", "node.kubernetes.io/lifecycle": "spot" };
-      const { node } = await api.client.createNode({ uniqueID: "labels", pool: "hel1-burst", labels, taints: [{ key: "dedicated", value: "ci", effect: "NoSchedule" }] });
+      const { node } = await api.client.createNode({
+        uniqueID: "labels",
+        pool: "hel1-burst",
+        labels,
+        taints: [{ key: "dedicated", value: "ci", effect: "NoSchedule" }],
+      });
       assert.equal(node.labels["example.com/team"], "x");
       assert.equal(node.labels["karpenter.sh/nodepool"], "default");
-      assert.deepEqual(node.taints.map((t) => t.key), ["workload", "dedicated"]);
+      assert.deepEqual(
+        node.taints.map((t) => t.key),
+        ["workload", "dedicated"],
+      );
       const claim = api.app.nodefleet.store.get("example", node.nodeID)!;
       assert.deepEqual(claim.snapshot.kubeletLabels, labels);
-      const refused = await apiError(api.client.createNode({ uniqueID: "labels-refused", pool: "hel1-burst", labels: { ...labels, "kubernetes.io/team": "x" } }));
+      const refused = await apiError(
+        api.client.createNode({ uniqueID: "labels-refused", pool: "hel1-burst", labels: { ...labels, "kubernetes.io/team": "x" } }),
+      );
       assert.equal(refused.status, 400);
       assert.equal(refused.code, "ValidationError");
       assert.match(refused.message, /label kubernetes\.io\/team is reserved/);
@@ -329,8 +363,14 @@ describe("scaling API routes", function () {
         return n.status === "RUNNING" ? n : undefined;
       });
       assert.equal(running.instanceID, engine.servers.get(node.nodeID)!.serverId);
-      assert.deepEqual((await api.client.listNodes()).map((n) => n.nodeID), [node.nodeID]);
-      assert.deepEqual((await api.client.listNodes("hel1-burst")).map((n) => n.nodeID), [node.nodeID]);
+      assert.deepEqual(
+        (await api.client.listNodes()).map((n) => n.nodeID),
+        [node.nodeID],
+      );
+      assert.deepEqual(
+        (await api.client.listNodes("hel1-burst")).map((n) => n.nodeID),
+        [node.nodeID],
+      );
       assert.deepEqual(await api.client.listNodes("other"), []);
       assert.deepEqual(await api.client.deleteNode(node.nodeID), { nodeID: node.nodeID, status: "TERMINATING" });
       assert.deepEqual(await api.client.deleteNode(node.nodeID), { nodeID: node.nodeID, status: "TERMINATING" });
@@ -359,7 +399,10 @@ describe("scaling API routes", function () {
       const { node } = await api.client.createNode({ uniqueID: "op", pool: "hel1-burst" }, { waitSeconds: 30 });
       const operations = await api.client.operations();
       // Newest first: the up, and before it the preview the guard ran.
-      assert.deepEqual(operations.map((o) => o.kind), ["up", "preview"]);
+      assert.deepEqual(
+        operations.map((o) => o.kind),
+        ["up", "preview"],
+      );
       assert.ok(operations[1]!.id < operations[0]!.id);
       for (const op of operations) {
         assert.equal(op.result, "succeeded");
@@ -377,7 +420,12 @@ describe("scaling API routes", function () {
 
   describe("authentication", () => {
     it("answers 401 without a token, with an unknown token or a non-bearer scheme", async () => {
-      for (const headers of [{}, { authorization: "Bearer wrong-token-0123456789" }, { authorization: `Basic ${TOKEN}` }, { authorization: "Bearer" }]) {
+      for (const headers of [
+        {},
+        { authorization: "Bearer wrong-token-0123456789" },
+        { authorization: `Basic ${TOKEN}` },
+        { authorization: "Bearer" },
+      ]) {
         const response = await api.client.raw("GET", "/api/v1/clusters/example", { headers: { authorization: "", ...headers } });
         assert.equal(response.status, 401, JSON.stringify(headers));
         assertErrorShape(response.body, "Unauthorized");
@@ -445,7 +493,10 @@ describe("scaling API routes", function () {
       const malformed = await api.client.raw("POST", NODES, { body: '{"uniqueID": ', headers: json });
       assert.equal(malformed.status, 400);
       assertErrorShape(malformed.body, "MalformedJson");
-      const oversized = await api.client.raw("POST", NODES, { body: JSON.stringify({ uniqueID: "x", pad: "a".repeat(200_000) }), headers: json });
+      const oversized = await api.client.raw("POST", NODES, {
+        body: JSON.stringify({ uniqueID: "x", pad: "a".repeat(200_000) }),
+        headers: json,
+      });
       assert.equal(oversized.status, 413);
       assertErrorShape(oversized.body, "PayloadTooLarge");
       const text = await api.client.raw("POST", NODES, { body: "<node/>", headers: { "content-type": "application/xml" } });
@@ -484,22 +535,39 @@ describe("scaling API routes", function () {
 
     it("refuses a label key whose prefix is longer than 253 characters, naming the rule", async () => {
       // A DNS subdomain of n characters (n <= 255), in labels of at most 63.
-      const prefix = (n: number) => Array.from({ length: 4 }, () => "a".repeat(63)).join(".").slice(0, n);
+      const prefix = (n: number) =>
+        Array.from({ length: 4 }, () => "a".repeat(63))
+          .join(".")
+          .slice(0, n);
       const tooLong = prefix(254);
       assert.equal(tooLong.length, 254);
-      const refused = await api.client.raw("POST", NODES, { body: JSON.stringify({ uniqueID: "long-prefix", pool: "hel1-burst", labels: { [`${tooLong}/team`]: "a" } }), headers: json });
+      const refused = await api.client.raw("POST", NODES, {
+        body: JSON.stringify({ uniqueID: "long-prefix", pool: "hel1-burst", labels: { [`${tooLong}/team`]: "a" } }),
+        headers: json,
+      });
       assert.equal(refused.status, 400);
       assertErrorShape(refused.body, "ValidationError");
       assert.match(JSON.stringify(refused.body), /prefixes .*at most 253 characters/);
       const longest = prefix(253);
       assert.equal(longest.length, 253);
-      const accepted = await api.client.raw("POST", NODES, { body: JSON.stringify({ uniqueID: "longest-prefix", pool: "hel1-burst", labels: { [`${longest}/team`]: "a" } }), headers: json });
+      const accepted = await api.client.raw("POST", NODES, {
+        body: JSON.stringify({ uniqueID: "longest-prefix", pool: "hel1-burst", labels: { [`${longest}/team`]: "a" } }),
+        headers: json,
+      });
       assert.equal(accepted.status, 201, JSON.stringify(accepted.body));
     });
 
     it("accepts waitSeconds only as decimal digits: 0x10, empty, ' 5', 1e2 and repeats are 400 naming the field", async () => {
       const body = JSON.stringify({ uniqueID: "wait-syntax", pool: "hel1-burst" });
-      for (const query of ["waitSeconds=0x10", "waitSeconds=", "waitSeconds=%205", "waitSeconds=1e2", "waitSeconds=5.0", "waitSeconds=1&waitSeconds=2", "waitSeconds=121"]) {
+      for (const query of [
+        "waitSeconds=0x10",
+        "waitSeconds=",
+        "waitSeconds=%205",
+        "waitSeconds=1e2",
+        "waitSeconds=5.0",
+        "waitSeconds=1&waitSeconds=2",
+        "waitSeconds=121",
+      ]) {
         const response = await api.client.raw("POST", `${NODES}?${query}`, { body, headers: json });
         assert.equal(response.status, 400, `${query} -> ${response.status}`);
         assertErrorShape(response.body, "ValidationError");
@@ -532,9 +600,16 @@ describe("scaling API routes", function () {
       this.timeout(60_000);
       await fc.assert(
         fc.asyncProperty(
-          fc.oneof(fc.string(), fc.json(), fc.jsonValue().map((v) => JSON.stringify(v))),
+          fc.oneof(
+            fc.string(),
+            fc.json(),
+            fc.jsonValue().map((v) => JSON.stringify(v)),
+          ),
           fc.constantFrom("POST", "DELETE", "GET"),
-          fc.oneof(fc.constant(""), fc.string({ maxLength: 20 }).map((s) => `/${encodeURIComponent(s)}`)),
+          fc.oneof(
+            fc.constant(""),
+            fc.string({ maxLength: 20 }).map((s) => `/${encodeURIComponent(s)}`),
+          ),
           async (body, method, suffix) => {
             const response = await api.client.raw(method, `${NODES}${suffix}`, method === "GET" ? {} : { body, headers: json });
             assert.ok(response.status < 500, `${method} ${suffix} ${body} -> ${response.status}`);
@@ -552,7 +627,18 @@ describe("scaling API routes", function () {
       const raw = fc.oneof(
         fc.string({ maxLength: 30 }),
         fc.string({ unit: fc.constantFrom("%", "f", "0", "a", "-", "/", "?", "&", "=", "[", "]", ".", "é", "\u0000"), maxLength: 40 }),
-        fc.constantFrom("%", "%zz", "%c3%28", "a".repeat(300), "..", "%2e%2e", "pool[]=x", "waitSeconds=-1", "waitSeconds=121", "waitSeconds=1e9"),
+        fc.constantFrom(
+          "%",
+          "%zz",
+          "%c3%28",
+          "a".repeat(300),
+          "..",
+          "%2e%2e",
+          "pool[]=x",
+          "waitSeconds=-1",
+          "waitSeconds=121",
+          "waitSeconds=1e9",
+        ),
       );
       const routes = [
         ["GET", "/api/v1/clusters/{c}"],
@@ -643,16 +729,21 @@ describe("node identity", () => {
     const dnsLabel = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
     fc.assert(
       // Any Kubernetes object name (a DNS subdomain of at most 253 characters).
-      fc.property(fc.stringMatching(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?){0,3}$/).filter((id) => id.length <= 253), (uniqueID) => {
-        const nodeId = nodeIdFor(uniqueID);
-        assert.equal(nodeIdFor(uniqueID), nodeId, "stable");
-        const hostname = hostnameFor({ id: longestClusterId }, nodeId);
-        assert.match(hostname, dnsLabel);
-        assert.ok(hostname.length <= 63);
-        const serverName = generationServerName(hostname, "zzzzzz".slice(0, GENERATION_SUFFIX_LENGTH));
-        assert.match(serverName, dnsLabel);
-        assert.ok(serverName.length <= 63);
-      }),
+      fc.property(
+        fc
+          .stringMatching(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?){0,3}$/)
+          .filter((id) => id.length <= 253),
+        (uniqueID) => {
+          const nodeId = nodeIdFor(uniqueID);
+          assert.equal(nodeIdFor(uniqueID), nodeId, "stable");
+          const hostname = hostnameFor({ id: longestClusterId }, nodeId);
+          assert.match(hostname, dnsLabel);
+          assert.ok(hostname.length <= 63);
+          const serverName = generationServerName(hostname, "zzzzzz".slice(0, GENERATION_SUFFIX_LENGTH));
+          assert.match(serverName, dnsLabel);
+          assert.ok(serverName.length <= 63);
+        },
+      ),
     );
   });
 });
@@ -683,7 +774,6 @@ describe("rate limiting", () => {
       await api.close();
     }
   });
-
 
   it("limits requests per token with 429 RateLimited in the error shape, other tokens unaffected", async () => {
     const api = await startTestApi({ rateLimitPerMinute: 3 });

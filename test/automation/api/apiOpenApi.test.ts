@@ -18,7 +18,8 @@ describe("OpenAPI document", () => {
     };
     const paths = doc.paths;
     const create = paths["/api/v1/clusters/{clusterId}/nodes"]!.post!;
-    for (const code of ["200", "201", "400", "401", "403", "404", "409", "413", "422", "429"]) assert.ok(create.responses[code], `POST nodes ${code}`);
+    for (const code of ["200", "201", "400", "401", "403", "404", "409", "413", "422", "429"])
+      assert.ok(create.responses[code], `POST nodes ${code}`);
     assert.ok(paths["/api/v1/clusters/{clusterId}/nodes"]!.get);
     assert.ok(paths["/api/v1/clusters/{clusterId}/nodes/{nodeId}"]!.get!.responses["404"]);
     assert.ok(paths["/api/v1/clusters/{clusterId}/nodes/{nodeId}"]!.delete!.responses["202"]);
@@ -38,7 +39,9 @@ describe("OpenAPI document", () => {
 
   it("names every route by a stable operationId (the Go driver's client methods)", async () => {
     const doc = (await generateOpenApiDocument()) as { paths: Record<string, Record<string, { operationId?: string }>> };
-    const ids = Object.entries(doc.paths).flatMap(([url, methods]) => Object.entries(methods).map(([method, op]) => [`${method.toUpperCase()} ${url}`, op.operationId]));
+    const ids = Object.entries(doc.paths).flatMap(([url, methods]) =>
+      Object.entries(methods).map(([method, op]) => [`${method.toUpperCase()} ${url}`, op.operationId]),
+    );
     assert.deepEqual(Object.fromEntries(ids), {
       "GET /healthz": "getHealth",
       "GET /readyz": "getReadiness",
@@ -58,7 +61,23 @@ describe("OpenAPI document", () => {
       components: { schemas: Record<string, { enum?: string[]; properties?: Record<string, unknown> }> };
     };
     const schemas = doc.components.schemas;
-    for (const name of ["Node", "NodeList", "CreateNodeRequestInput", "RequirementInput", "Taint", "ResourceList", "InstanceType", "InstanceTypeList", "Offering", "Cluster", "Pool", "DeleteNodeResponse", "Error", "ErrorCode", "OperationList"]) {
+    for (const name of [
+      "Node",
+      "NodeList",
+      "CreateNodeRequestInput",
+      "RequirementInput",
+      "Taint",
+      "ResourceList",
+      "InstanceType",
+      "InstanceTypeList",
+      "Offering",
+      "Cluster",
+      "Pool",
+      "DeleteNodeResponse",
+      "Error",
+      "ErrorCode",
+      "OperationList",
+    ]) {
       assert.ok(schemas[name], `component schema ${name}`);
     }
     const ref = (value: unknown) => JSON.stringify(value).match(/#\/components\/schemas\/(\w+)/)?.[1];
@@ -69,8 +88,15 @@ describe("OpenAPI document", () => {
     assert.equal(ref(nodes.get!.responses["200"]), "NodeList");
     assert.equal(ref(doc.paths["/api/v1/clusters/{clusterId}/instance-types"]!.get!.responses["200"]), "InstanceTypeList");
     assert.deepEqual(schemas.ErrorCode!.enum, Object.keys(ERROR_CODES), "the error codes are an enum the driver can switch on");
-    for (const field of ["failureCode", "imageID", "driftReason", "driftDetails"]) assert.ok(schemas.Node!.properties![field], `Node.${field}`);
-    const unused = Object.keys(schemas).filter((name) => !JSON.stringify({ ...doc, components: { schemas: Object.fromEntries(Object.entries(schemas).filter(([n]) => n !== name)) } }).includes(`"#/components/schemas/${name}"`));
+    for (const field of ["failureCode", "imageID", "driftReason", "driftDetails"])
+      assert.ok(schemas.Node!.properties![field], `Node.${field}`);
+    const unused = Object.keys(schemas).filter(
+      (name) =>
+        !JSON.stringify({
+          ...doc,
+          components: { schemas: Object.fromEntries(Object.entries(schemas).filter(([n]) => n !== name)) },
+        }).includes(`"#/components/schemas/${name}"`),
+    );
     assert.deepEqual(unused, [], "every component schema is used");
   });
 });

@@ -20,9 +20,24 @@ async function simulatedApi(knobs: { outOfStock?: string[]; failCreateRate?: num
   const pools = config["nodefleet:pools"]!.value as Array<{ provider: string }>;
   config["nodefleet:pools"] = { value: pools.filter((p) => p.provider === "hcloud") };
   // env: {} so the suite's own environment cannot inject faults; the knobs are given explicitly.
-  const engine = new SimulatedEngine({ dataDir, banner: false, env: {}, bootDelayMs: 50, outOfStock: knobs.outOfStock ?? [], failCreateRate: knobs.failCreateRate ?? 0 });
+  const engine = new SimulatedEngine({
+    dataDir,
+    banner: false,
+    env: {},
+    bootDelayMs: 50,
+    outOfStock: knobs.outOfStock ?? [],
+    failCreateRate: knobs.failCreateRate ?? 0,
+  });
   const engineReady = engine.up({ stackName: "example", program: gitStackProgram({ allowMissingKubeconfig: true }), config });
-  const api = await startTestApi({ engine, dataDir, config, engineReady, batch: { idleMs: 100, maxMs: 1000 }, retry: { initialMs: 200, maxMs: 1000 }, ...extra });
+  const api = await startTestApi({
+    engine,
+    dataDir,
+    config,
+    engineReady,
+    batch: { idleMs: 100, maxMs: 1000 },
+    retry: { initialMs: 200, maxMs: 1000 },
+    ...extra,
+  });
   await engineReady;
   return { api, engine };
 }
@@ -55,7 +70,10 @@ describe("scaling API on the simulated engine", function () {
     assert.match(next.node.ipv4 ?? "", /^203\.0\.113\./);
     assert.match(next.node.privateIpv4 ?? "", /^10\.0\.1\./);
     const servers = sim.engine.cloud.listServers("nodefleet.io/pool=hel1-burst");
-    assert.deepEqual(servers.map((s) => s.labels["nodefleet.io/node"]), [next.node.nodeID]);
+    assert.deepEqual(
+      servers.map((s) => s.labels["nodefleet.io/node"]),
+      [next.node.nodeID],
+    );
   });
 
   it("fails members whose create fails with a reason, and enforces the pool limit counting nodes not yet running", async () => {
@@ -65,11 +83,18 @@ describe("scaling API on the simulated engine", function () {
     pools.find((p) => p.name === "hel1-burst")!.limits = { maxNodes: 2 };
     const a = await api.client.createNode({ uniqueID: "fail-a", pool: "hel1-burst" });
     await api.client.createNode({ uniqueID: "fail-b", pool: "hel1-burst" });
-    await assert.rejects(api.client.createNode({ uniqueID: "fail-c", pool: "hel1-burst" }), (e: unknown) => e instanceof NodefleetApiError && e.code === "InsufficientCapacity");
-    const failed = await eventually(async () => {
-      const node = await api!.client.getNode(a.node.nodeID);
-      return node.status === "FAILED" ? node : undefined;
-    }, 600, 200);
+    await assert.rejects(
+      api.client.createNode({ uniqueID: "fail-c", pool: "hel1-burst" }),
+      (e: unknown) => e instanceof NodefleetApiError && e.code === "InsufficientCapacity",
+    );
+    const failed = await eventually(
+      async () => {
+        const node = await api!.client.getNode(a.node.nodeID);
+        return node.status === "FAILED" ? node : undefined;
+      },
+      600,
+      200,
+    );
     assert.ok(failed.failureReason && failed.failureReason.length > 0);
     // Failed members hold no server, so they no longer count against the limit.
     const c = await api.client.createNode({ uniqueID: "fail-c", pool: "hel1-burst" });
@@ -94,10 +119,17 @@ describe("scaling API on the simulated engine", function () {
     assert.equal(operations[0]!.result, "succeeded");
     assert.equal(operations[0]!.summary!.replace + operations[0]!.summary!.delete, 0, "nothing replaced or deleted");
     const serverAfter = sim.engine.cloud.listServers(`nodefleet.io/node=${node.nodeID}`);
-    assert.deepEqual(serverAfter.map((s) => [s.id, s.name]), serverBefore.map((s) => [s.id, s.name]));
+    assert.deepEqual(
+      serverAfter.map((s) => [s.id, s.name]),
+      serverBefore.map((s) => [s.id, s.name]),
+    );
     const drifted = await api.client.getNode(node.nodeID);
     assert.equal(drifted.drifted, true);
-    for (const reason of [/image: ubuntu-24\.04 -> ubuntu-22\.04/, /k0sVersion: v1\.33\.4\+k0s\.0 -> v1\.34\.1\+k0s\.0/, /serverTypes: cpx21 is no longer allowed/]) {
+    for (const reason of [
+      /image: ubuntu-24\.04 -> ubuntu-22\.04/,
+      /k0sVersion: v1\.33\.4\+k0s\.0 -> v1\.34\.1\+k0s\.0/,
+      /serverTypes: cpx21 is no longer allowed/,
+    ]) {
       assert.match(drifted.driftDetails ?? "", reason);
     }
     assert.equal(drifted.driftReason, "ServerTypeDrift,ImageDrift,K0sVersionDrift");
@@ -114,14 +146,22 @@ describe("scaling API on the simulated engine", function () {
     const before = sim.engine.cloud.listServers("nodefleet.io/pool=hel1-burst").map((s) => s.id);
     process.env.NODEFLEET_TEST_FORCE_IMAGE = "debian-12";
     const second = await api.client.createNode({ uniqueID: "after-bug", pool: "hel1-burst" });
-    const ready = await eventually(async () => {
-      const r = await api!.client.readiness();
-      return r.body.status === "degraded" ? r : undefined;
-    }, 600, 200);
+    const ready = await eventually(
+      async () => {
+        const r = await api!.client.readiness();
+        return r.body.status === "degraded" ? r : undefined;
+      },
+      600,
+      200,
+    );
     assert.match(JSON.stringify(ready.body.details), /preview guard refused the run: it would (replace|delete) example-/);
     const refused = (await api.client.operations()).find((o) => o.result === "failed")!;
     assert.match(refused.error ?? "", new RegExp(node.nodeID));
-    assert.deepEqual(sim.engine.cloud.listServers("nodefleet.io/pool=hel1-burst").map((s) => s.id), before, "nothing was replaced or created");
+    assert.deepEqual(
+      sim.engine.cloud.listServers("nodefleet.io/pool=hel1-burst").map((s) => s.id),
+      before,
+      "nothing was replaced or created",
+    );
     assert.notEqual((await api.client.getNode(second.node.nodeID)).status, "RUNNING");
   });
 });

@@ -50,7 +50,12 @@ const base = { stackName: "example", clusterId: "example" };
 describe("API token sources", () => {
   describe("combineApiTokens", () => {
     it("without the config key, takes NODEFLEET_API_TOKENS for every cluster it names", () => {
-      const sources = combineApiTokens({ ...base, rawConfig: {}, envTokens: `example:${ENV_TOKEN},other:${OTHER_TOKEN}`, canDecrypt: true });
+      const sources = combineApiTokens({
+        ...base,
+        rawConfig: {},
+        envTokens: `example:${ENV_TOKEN},other:${OTHER_TOKEN}`,
+        canDecrypt: true,
+      });
       assert.deepEqual(sources.errors, []);
       assert.equal(clusterOf(sources, ENV_TOKEN), "example");
       assert.equal(clusterOf(sources, OTHER_TOKEN), "other");
@@ -134,22 +139,33 @@ describe("API token sources", () => {
 
     it("reports every plain element of any list, and only those (property)", () => {
       fc.assert(
-        fc.property(fc.array(fc.oneof(fc.constant("secure"), fc.string({ minLength: 16, maxLength: 40 })), { maxLength: 8 }), (elements) => {
-          const raw = elements.map((e, i) => (e === "secure" ? secure(i) : e));
-          const declaration = declaredConfigTokens({ [API_TOKENS_KEY]: raw });
-          const plainIndices = elements.flatMap((e, i) => (e === "secure" ? [] : [i]));
-          assert.deepEqual(declaration.plainPaths, plainIndices.map((i) => `${API_TOKENS_KEY}[${i}]`));
-          assert.equal(declaration.secretCount, elements.length - plainIndices.length);
-          const sources = combineApiTokens({ ...base, rawConfig: { [API_TOKENS_KEY]: raw }, envTokens: undefined, canDecrypt: false });
-          assert.equal(sources.errors.length, plainIndices.length > 0 ? 1 : 0);
-          for (const i of plainIndices) assert.ok(!sources.errors[0]!.includes(elements[i]!), "a plain value was echoed");
-        }),
+        fc.property(
+          fc.array(fc.oneof(fc.constant("secure"), fc.string({ minLength: 16, maxLength: 40 })), { maxLength: 8 }),
+          (elements) => {
+            const raw = elements.map((e, i) => (e === "secure" ? secure(i) : e));
+            const declaration = declaredConfigTokens({ [API_TOKENS_KEY]: raw });
+            const plainIndices = elements.flatMap((e, i) => (e === "secure" ? [] : [i]));
+            assert.deepEqual(
+              declaration.plainPaths,
+              plainIndices.map((i) => `${API_TOKENS_KEY}[${i}]`),
+            );
+            assert.equal(declaration.secretCount, elements.length - plainIndices.length);
+            const sources = combineApiTokens({ ...base, rawConfig: { [API_TOKENS_KEY]: raw }, envTokens: undefined, canDecrypt: false });
+            assert.equal(sources.errors.length, plainIndices.length > 0 ? 1 : 0);
+            for (const i of plainIndices) assert.ok(!sources.errors[0]!.includes(elements[i]!), "a plain value was echoed");
+          },
+        ),
         { numRuns: 200 },
       );
     });
 
     it("without a way to decrypt, says the configured tokens are unusable and keeps the env tokens", () => {
-      const sources = combineApiTokens({ ...base, rawConfig: { [API_TOKENS_KEY]: [secure(0), secure(1)] }, envTokens: `example:${ENV_TOKEN}`, canDecrypt: false });
+      const sources = combineApiTokens({
+        ...base,
+        rawConfig: { [API_TOKENS_KEY]: [secure(0), secure(1)] },
+        envTokens: `example:${ENV_TOKEN}`,
+        canDecrypt: false,
+      });
       assert.deepEqual(sources.errors, []);
       assert.equal(sources.notices.length, 1);
       assert.match(sources.notices[0]!, /stacks\/Pulumi\.example\.yaml sets nodefleet:apiTokens \(2 secret tokens\)/);
@@ -203,7 +219,10 @@ describe("API token sources", () => {
       const plain = await loadApiTokens({ ...base, rawConfig: { [API_TOKENS_KEY]: [PLAIN_TOKEN] }, envTokens: undefined }, reader.read);
       assert.deepEqual(reader.keys, [], "a stack file with plain tokens is refused without decrypting it");
       assert.equal(plain.errors.length, 1);
-      const secret = await loadApiTokens({ ...base, rawConfig: { [API_TOKENS_KEY]: [secure(0)] }, envTokens: `example:${ENV_TOKEN}` }, reader.read);
+      const secret = await loadApiTokens(
+        { ...base, rawConfig: { [API_TOKENS_KEY]: [secure(0)] }, envTokens: `example:${ENV_TOKEN}` },
+        reader.read,
+      );
       assert.deepEqual(reader.keys, [API_TOKENS_KEY]);
       assert.deepEqual(secret.counts, { env: 1, stackConfig: 1 });
       assert.equal(clusterOf(secret, CONFIG_TOKEN), "example");
@@ -213,9 +232,15 @@ describe("API token sources", () => {
       const failure = Object.assign(new Error(`code: 255\n stdout: ${CONFIG_TOKEN}\n stderr: error: incorrect passphrase`), {
         commandResult: { stdout: CONFIG_TOKEN, stderr: "error: incorrect passphrase\n", code: 255 },
       });
-      const sources = await loadApiTokens({ ...base, rawConfig: { [API_TOKENS_KEY]: [secure(0)] }, envTokens: undefined }, fakeReader(failure).read);
+      const sources = await loadApiTokens(
+        { ...base, rawConfig: { [API_TOKENS_KEY]: [secure(0)] }, envTokens: undefined },
+        fakeReader(failure).read,
+      );
       assert.equal(sources.errors.length, 1);
-      assert.match(sources.errors[0]!, /nodefleet:apiTokens of stack example could not be read through the Automation API: error: incorrect passphrase$/);
+      assert.match(
+        sources.errors[0]!,
+        /nodefleet:apiTokens of stack example could not be read through the Automation API: error: incorrect passphrase$/,
+      );
       assert.ok(!sources.errors[0]!.includes(CONFIG_TOKEN));
       assert.equal(sources.needsGeneratedToken, false);
     });
@@ -246,7 +271,10 @@ describe("API token sources", () => {
       const rawConfig = readRawStackConfig(path.join(project, "stacks", "Pulumi.tokens.yaml"));
       assert.equal(declaredConfigTokens(rawConfig).secretCount, 2);
       assert.ok(!fs.readFileSync(path.join(project, "stacks", "Pulumi.tokens.yaml"), "utf8").includes(CONFIG_TOKEN));
-      const sources = await loadApiTokens({ stackName: "tokens", clusterId: "example", rawConfig, envTokens: undefined }, async (key) => (await engine.readStackConfig(def))[key]);
+      const sources = await loadApiTokens(
+        { stackName: "tokens", clusterId: "example", rawConfig, envTokens: undefined },
+        async (key) => (await engine.readStackConfig(def))[key],
+      );
       assert.deepEqual(sources.errors, []);
       assert.equal(clusterOf(sources, CONFIG_TOKEN), "example");
       assert.equal(clusterOf(sources, ROTATED_CONFIG_TOKEN), "example");
@@ -267,11 +295,23 @@ describe("API token sources", () => {
     }
 
     function runServe(project: string, env: Record<string, string>) {
-      const child = spawn(process.execPath, [BIN, "serve", "--stack", "tokens", "--engine", "simulated", "--data-dir", path.join(project, "data"), "--port", "0"], {
-        cwd: project,
-        env: { ...process.env, HCLOUD_TOKEN: "", SCW_SECRET_KEY: "", NODEFLEET_API_TOKENS: "", NODEFLEET_LOG_LEVEL: "warn", NODEFLEET_SIM_BOOT_DELAY_MS: "100", ...env },
-        stdio: ["ignore", "ignore", "pipe"],
-      });
+      const child = spawn(
+        process.execPath,
+        [BIN, "serve", "--stack", "tokens", "--engine", "simulated", "--data-dir", path.join(project, "data"), "--port", "0"],
+        {
+          cwd: project,
+          env: {
+            ...process.env,
+            HCLOUD_TOKEN: "",
+            SCW_SECRET_KEY: "",
+            NODEFLEET_API_TOKENS: "",
+            NODEFLEET_LOG_LEVEL: "warn",
+            NODEFLEET_SIM_BOOT_DELAY_MS: "100",
+            ...env,
+          },
+          stdio: ["ignore", "ignore", "pipe"],
+        },
+      );
       let stderr = "";
       child.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
       const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
@@ -306,10 +346,16 @@ describe("API token sources", () => {
             reject(new Error(`serve exited with ${code}:\n${serve.stderr()}`));
           });
         });
-        assert.match(serve.stderr(), /sets nodefleet:apiTokens \(2 secret tokens\), but secret config cannot be decrypted without the pulumi CLI/);
+        assert.match(
+          serve.stderr(),
+          /sets nodefleet:apiTokens \(2 secret tokens\), but secret config cannot be decrypted without the pulumi CLI/,
+        );
         const cluster = await new NodefleetClient({ baseUrl, clusterId: "example", token: ENV_TOKEN }).getCluster();
         assert.equal(cluster.id, "example");
-        await assert.rejects(new NodefleetClient({ baseUrl, clusterId: "example", token: CONFIG_TOKEN }).getCluster(), (error: unknown) => error instanceof NodefleetApiError && error.status === 401);
+        await assert.rejects(
+          new NodefleetClient({ baseUrl, clusterId: "example", token: CONFIG_TOKEN }).getCluster(),
+          (error: unknown) => error instanceof NodefleetApiError && error.status === 401,
+        );
       } finally {
         serve.child.kill("SIGTERM");
         await serve.exited;

@@ -15,13 +15,19 @@ import { type WaitFor, awaitRunning, claimNames, createClaims, deleteUntilGone }
 async function karpenterConformance(api: TestApi, count: number): Promise<{ createRuns: number; deleteRuns: number }> {
   // Get, and each repeated Delete, every 300 ms.
   const waitFor: WaitFor = (_what, probe) => eventually(probe, 400, 300);
-  const nodeIds = await createClaims(api.client, claimNames("default", count), { pool: "hel1-burst", labels: { "karpenter.sh/nodepool": "default" } });
+  const nodeIds = await createClaims(api.client, claimNames("default", count), {
+    pool: "hel1-burst",
+    labels: { "karpenter.sh/nodepool": "default" },
+  });
   await awaitRunning(api.client, nodeIds, waitFor, "nodefleet:///example/");
   const ups = async () => (await api.client.operations()).filter((o) => o.kind === "up").length;
   const createRuns = await ups();
   await deleteUntilGone(api.client, nodeIds, waitFor);
   const operations = await api.client.operations();
-  assert.ok(operations.every((o) => o.result === "succeeded"), JSON.stringify(operations.map((o) => o.result)));
+  assert.ok(
+    operations.every((o) => o.result === "succeeded"),
+    JSON.stringify(operations.map((o) => o.result)),
+  );
   return { createRuns, deleteRuns: (await ups()) - createRuns };
 }
 
@@ -49,7 +55,9 @@ describe("Karpenter-style conformance", function () {
     const dataDir = tempDataDir("nodefleet-conformance-");
     const config = exampleConfig();
     // The Hetzner Cloud side of the example stack (the API stack's look-ups need its network and firewall).
-    config["nodefleet:pools"] = { value: (config["nodefleet:pools"]!.value as Array<{ provider: string }>).filter((p) => p.provider === "hcloud") };
+    config["nodefleet:pools"] = {
+      value: (config["nodefleet:pools"]!.value as Array<{ provider: string }>).filter((p) => p.provider === "hcloud"),
+    };
     const engine = new SimulatedEngine({ dataDir, banner: false, env: {}, bootDelayMs: 50 });
     const engineReady = engine.up({ stackName: "example", program: gitStackProgram({ allowMissingKubeconfig: true }), config });
     api = await startTestApi({ engine, dataDir, config, engineReady, batch: { idleMs: 500, maxMs: 5000 } });

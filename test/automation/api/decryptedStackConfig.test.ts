@@ -33,7 +33,11 @@ describe("the git stack's secure values for the API stack", function () {
 
   it("decrypts a passphrase-encrypted nodefleet:cluster.kubeconfig of a project stack through the real CLI", async function () {
     skipUnlessAvailable(this, missingTools("pulumi", "pulumi-language-nodejs"));
-    const { project, engine, def, setConfig } = await passphraseProject(tempDataDir("nodefleet-decrypt-project-"), "fleet", stringify({ config: stackFileConfig("example") }));
+    const { project, engine, def, setConfig } = await passphraseProject(
+      tempDataDir("nodefleet-decrypt-project-"),
+      "fleet",
+      stringify({ config: stackFileConfig("example") }),
+    );
     const kubeconfig = "apiVersion: v1\nkind: Config\nusers: [{name: admin, user: {token: not-in-clear-0123456789}}]\n";
     await setConfig("nodefleet:cluster.kubeconfig", kubeconfig, true);
     assert.ok(!fs.readFileSync(path.join(project, "stacks", "Pulumi.fleet.yaml"), "utf8").includes("not-in-clear"));

@@ -78,7 +78,10 @@ describe("JSON body key checks", () => {
     assert.deepEqual(jsonKeyProblems('{"labels":{"a":"1","\\u0061":"2"}}'), [
       { path: "body.labels.a", message: 'the key "a" appears more than once in the same object; each key may appear once' },
     ]);
-    assert.deepEqual(jsonKeyProblems('{"requirements":[{"key":"a"},{"key":"b","key":"c"}]}').map((p) => p.path), ["body.requirements.1.key"]);
+    assert.deepEqual(
+      jsonKeyProblems('{"requirements":[{"key":"a"},{"key":"b","key":"c"}]}').map((p) => p.path),
+      ["body.requirements.1.key"],
+    );
     assert.match(jsonKeyProblems('{"labels":{"__proto__":"x"}}')[0]!.message, /"__proto__" is not accepted/);
     assert.equal(jsonKeyProblems('{"labels":{"__proto__":"x"}}')[0]!.path, "body.labels.__proto__");
     assert.equal(jsonKeyProblems('{"constructor":{"prototype":{"x":1}}}')[0]!.path, "body.constructor.prototype");

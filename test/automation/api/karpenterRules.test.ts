@@ -33,7 +33,9 @@ describe("scaling API rules a Karpenter driver depends on", function () {
   it("takes any NodeClaim name as uniqueID: a DNS subdomain with dots, up to 253 characters", async () => {
     const dotted = await api.client.createNode({ uniqueID: "team.default-x7k2q", pool });
     assert.equal(dotted.node.nodeID, nodeIdFor("team.default-x7k2q"));
-    const longest = Array.from({ length: 4 }, () => "a".repeat(63)).join(".").slice(0, 253);
+    const longest = Array.from({ length: 4 }, () => "a".repeat(63))
+      .join(".")
+      .slice(0, 253);
     assert.equal(longest.length, 253);
     assert.equal((await createStatus({ uniqueID: longest, pool })).status, 201);
     for (const uniqueID of [`${longest}a`, "Upper.case", "a..b", ".a", "a.", "a_b", "-a"]) {
@@ -51,7 +53,9 @@ describe("scaling API rules a Karpenter driver depends on", function () {
     assert.equal(gte.node.instanceType, "cpx31");
     const lte = await api.client.createNode({ uniqueID: "lte", pool, requirements: [{ key: cpu, operator: "Lte", values: ["3"] }] });
     assert.equal(lte.node.instanceType, "cpx21");
-    const none = await apiError(api.client.createNode({ uniqueID: "gte-none", pool, requirements: [{ key: cpu, operator: "Gte", values: ["9"] }] }));
+    const none = await apiError(
+      api.client.createNode({ uniqueID: "gte-none", pool, requirements: [{ key: cpu, operator: "Gte", values: ["9"] }] }),
+    );
     assert.equal(none.code, "NoCompatibleInstanceType");
     for (const values of [[], ["4", "5"], ["four"]]) {
       const { status, body } = await createStatus({ uniqueID: "bad-gte", pool, requirements: [{ key: cpu, operator: "Lte", values }] });
@@ -74,7 +78,10 @@ describe("scaling API rules a Karpenter driver depends on", function () {
       { key: type, operator: "Exists", minValues: 2 },
       { key: "nodefleet.io/instance-cpu", operator: "Gt", values: ["4"] },
     ];
-    assert.equal((await apiError(api.client.createNode({ uniqueID: "min-narrowed", pool, requirements: narrowed }))).code, "NoCompatibleInstanceType");
+    assert.equal(
+      (await apiError(api.client.createNode({ uniqueID: "min-narrowed", pool, requirements: narrowed }))).code,
+      "NoCompatibleInstanceType",
+    );
     const { status } = await createStatus({ uniqueID: "min-zero", pool, requirements: [{ key: type, operator: "Exists", minValues: 0 }] });
     assert.equal(status, 400);
   });
@@ -173,7 +180,11 @@ describe("scaling API rules a Karpenter driver depends on", function () {
 
   it("reports failureCode beside failureReason on a FAILED node", async () => {
     const { node } = await api.client.createNode({ uniqueID: "fails", pool });
-    api.app.nodefleet.store.update("example", node.nodeID, { status: "FAILED", failureCode: "CreateFailed", failureReason: "server create failed" });
+    api.app.nodefleet.store.update("example", node.nodeID, {
+      status: "FAILED",
+      failureCode: "CreateFailed",
+      failureReason: "server create failed",
+    });
     const failed = await api.client.getNode(node.nodeID);
     assert.equal(failed.failureCode, "CreateFailed");
     assert.equal(failed.failureReason, "server create failed");

@@ -26,21 +26,33 @@ const body: fc.Arbitrary<CreateNodeBody> = fc.record({
 /** The same body with lists and values shuffled, labels re-ordered and extra labels added. */
 const reshuffled = (b: CreateNodeBody, extra: Record<string, string>) =>
   fc
-    .tuple(fc.shuffledSubarray(b.requirements!, { minLength: b.requirements!.length }), fc.shuffledSubarray(b.taints!, { minLength: b.taints!.length }))
+    .tuple(
+      fc.shuffledSubarray(b.requirements!, { minLength: b.requirements!.length }),
+      fc.shuffledSubarray(b.taints!, { minLength: b.taints!.length }),
+    )
     .chain(([requirements, taints]) =>
-      fc.tuple(...requirements.map((r) => fc.shuffledSubarray(r.values!, { minLength: r.values!.length }).map((values) => ({ ...r, values })))).map((shuffled) => ({
-        ...b,
-        requirements: shuffled,
-        taints,
-        labels: Object.fromEntries(Object.entries({ ...extra, ...b.labels }).reverse()),
-      })),
+      fc
+        .tuple(
+          ...requirements.map((r) => fc.shuffledSubarray(r.values!, { minLength: r.values!.length }).map((values) => ({ ...r, values }))),
+        )
+        .map((shuffled) => ({
+          ...b,
+          requirements: shuffled,
+          taints,
+          labels: Object.fromEntries(Object.entries({ ...extra, ...b.labels }).reverse()),
+        })),
     );
 
 describe("replay form of a create", () => {
   it("recognises a replay with requirements, values and taints in any order and labels added", () => {
     fc.assert(
       fc.property(
-        body.chain((b) => fc.tuple(fc.constant(b), fc.dictionary(fc.constantFrom("added", "karpenter.sh/nodepool"), fc.constant("x")).chain((extra) => reshuffled(b, extra)))),
+        body.chain((b) =>
+          fc.tuple(
+            fc.constant(b),
+            fc.dictionary(fc.constantFrom("added", "karpenter.sh/nodepool"), fc.constant("x")).chain((extra) => reshuffled(b, extra)),
+          ),
+        ),
         ([first, again]) => {
           assert.ok(isReplayOf(first, again));
           assert.equal(createRequestHash(first), createRequestHash(again));
@@ -51,14 +63,17 @@ describe("replay form of a create", () => {
 
   it("is not a replay when a label of the first create changed or went, or a requirement differs", () => {
     fc.assert(
-      fc.property(body.filter((b) => Object.keys(b.labels!).length > 0), (first) => {
-        const [key, value] = Object.entries(first.labels!)[0]!;
-        assert.equal(isReplayOf(first, { ...first, labels: { ...first.labels, [key]: `${value}x` } }), false);
-        const { [key]: _dropped, ...rest } = first.labels!;
-        assert.equal(isReplayOf(first, { ...first, labels: rest }), false);
-        assert.equal(isReplayOf(first, { ...first, requirements: [...first.requirements!, { key: "new", operator: "Exists" }] }), false);
-        assert.equal(isReplayOf(first, { ...first, instanceType: "cpx31" }), false);
-      }),
+      fc.property(
+        body.filter((b) => Object.keys(b.labels!).length > 0),
+        (first) => {
+          const [key, value] = Object.entries(first.labels!)[0]!;
+          assert.equal(isReplayOf(first, { ...first, labels: { ...first.labels, [key]: `${value}x` } }), false);
+          const { [key]: _dropped, ...rest } = first.labels!;
+          assert.equal(isReplayOf(first, { ...first, labels: rest }), false);
+          assert.equal(isReplayOf(first, { ...first, requirements: [...first.requirements!, { key: "new", operator: "Exists" }] }), false);
+          assert.equal(isReplayOf(first, { ...first, instanceType: "cpx31" }), false);
+        },
+      ),
     );
   });
 

@@ -67,9 +67,16 @@ describe("requests the scaling API refuses", function () {
         assert.equal(admitted(id), false, key);
       }
       // Several at once: each named.
-      const error = await apiError(api.client.createNode({ uniqueID: uniqueID("several"), pool, labels: { "kubernetes.io/hostname": "a", "k8s.io/b": "c", "nodefleet.io/d": "e" } }));
+      const error = await apiError(
+        api.client.createNode({
+          uniqueID: uniqueID("several"),
+          pool,
+          labels: { "kubernetes.io/hostname": "a", "k8s.io/b": "c", "nodefleet.io/d": "e" },
+        }),
+      );
       const issues = (error.details as { issues: Array<{ message: string }> }).issues.map((i) => i.message).join("\n");
-      for (const key of ["kubernetes.io/hostname", "k8s.io/b", "nodefleet.io/d"]) assert.ok(issues.includes(`label ${key} is reserved`), issues);
+      for (const key of ["kubernetes.io/hostname", "k8s.io/b", "nodefleet.io/d"])
+        assert.ok(issues.includes(`label ${key} is reserved`), issues);
     });
 
     it("accepts the well-known labels a kubelet may set (but hostname), its own namespaces, Karpenter's and other prefixes, and hands them to the kubelet", async () => {
@@ -110,7 +117,9 @@ describe("requests the scaling API refuses", function () {
     it("refuses a replay that adds a reserved label (Karpenter's retried Create may add labels, not these)", async () => {
       const id = uniqueID("replay");
       await api.client.createNode({ uniqueID: id, pool, labels: { "karpenter.sh/nodepool": "default" } });
-      const again = await apiError(api.client.createNode({ uniqueID: id, pool, labels: { "karpenter.sh/nodepool": "default", "kubernetes.io/hostname": "evil" } }));
+      const again = await apiError(
+        api.client.createNode({ uniqueID: id, pool, labels: { "karpenter.sh/nodepool": "default", "kubernetes.io/hostname": "evil" } }),
+      );
       assert.equal(again.status, 400);
       assert.equal(again.code, "ValidationError");
     });
@@ -119,7 +128,18 @@ describe("requests the scaling API refuses", function () {
       this.timeout(60_000);
       const dnsLabel = fc.stringMatching(/^[a-z0-9]([-a-z0-9]{0,6}[a-z0-9])?$/);
       const domain = fc.oneof(
-        fc.constantFrom("kubernetes.io", "k8s.io", "node.kubernetes.io", "kubelet.kubernetes.io", "topology.kubernetes.io", "node-restriction.kubernetes.io", "kops.k8s.io", "nodefleet.io", "karpenter.sh", "example.com"),
+        fc.constantFrom(
+          "kubernetes.io",
+          "k8s.io",
+          "node.kubernetes.io",
+          "kubelet.kubernetes.io",
+          "topology.kubernetes.io",
+          "node-restriction.kubernetes.io",
+          "kops.k8s.io",
+          "nodefleet.io",
+          "karpenter.sh",
+          "example.com",
+        ),
         fc.tuple(dnsLabel, fc.constantFrom("kubernetes.io", "k8s.io", "nodefleet.io", "node.kubernetes.io")).map(([a, b]) => `${a}.${b}`),
       );
       const key = fc.oneof(
@@ -148,14 +168,20 @@ describe("requests the scaling API refuses", function () {
         [`{"uniqueID":"p1","pool":"${pool}","__proto__":{"polluted":"yes"}}`, "body.__proto__"],
         [`{"uniqueID":"p2","pool":"${pool}","labels":{"__proto__":{"polluted":"yes"}}}`, "body.labels.__proto__"],
         [`{"uniqueID":"p3","pool":"${pool}","labels":{"\\u005f_proto__":"x"}}`, "body.labels.__proto__"],
-        [`{"uniqueID":"p4","pool":"${pool}","requirements":[{"key":"a","operator":"Exists","__proto__":{"polluted":"yes"}}]}`, "body.requirements.0.__proto__"],
+        [
+          `{"uniqueID":"p4","pool":"${pool}","requirements":[{"key":"a","operator":"Exists","__proto__":{"polluted":"yes"}}]}`,
+          "body.requirements.0.__proto__",
+        ],
         [`{"uniqueID":"p5","pool":"${pool}","constructor":{"prototype":{"polluted":"yes"}}}`, "body.constructor.prototype"],
       ];
       for (const [text, path] of bodies) {
         const { status, body } = await post(text);
         assert.equal(status, 400, text);
         assert.equal(body.error.code, "ValidationError", text);
-        assert.deepEqual(body.error.details?.issues?.map((i) => i.path), [path]);
+        assert.deepEqual(
+          body.error.details?.issues?.map((i) => i.path),
+          [path],
+        );
         assert.ok(body.error.message.includes(path), body.error.message);
       }
       for (const id of ["p1", "p2", "p3", "p4", "p5"]) assert.equal(admitted(id), false, id);
@@ -172,19 +198,29 @@ describe("requests the scaling API refuses", function () {
         [`{"uniqueID":"d2","pool":"${pool}","pool":"${pool}"}`, "body.pool", '"pool"'],
         [`{"uniqueID":"d3","\\u0070ool":"${pool}","pool":"${pool}"}`, "body.pool", '"pool"'],
         [`{"uniqueID":"d4","pool":"${pool}","labels":{"a":"1","b":"2","a":"3"}}`, "body.labels.a", '"a"'],
-        [`{"uniqueID":"d5","pool":"${pool}","requirements":[{"key":"a","operator":"Exists"},{"key":"b","operator":"Exists","operator":"In"}]}`, "body.requirements.1.operator", '"operator"'],
+        [
+          `{"uniqueID":"d5","pool":"${pool}","requirements":[{"key":"a","operator":"Exists"},{"key":"b","operator":"Exists","operator":"In"}]}`,
+          "body.requirements.1.operator",
+          '"operator"',
+        ],
         [`{"uniqueID":"d6","uniqueID":"d6b","pool":"${pool}"}`, "body.uniqueID", '"uniqueID"'],
       ];
       for (const [text, path, key] of cases) {
         const { status, body } = await post(text);
         assert.equal(status, 400, text);
         assert.equal(body.error.code, "ValidationError", text);
-        assert.deepEqual(body.error.details?.issues?.map((i) => i.path), [path], text);
+        assert.deepEqual(
+          body.error.details?.issues?.map((i) => i.path),
+          [path],
+          text,
+        );
         assert.ok(body.error.message.includes(`${path}: the key ${key} appears more than once`), body.error.message);
       }
       for (const id of ["d1", "d2", "d3", "d4", "d5", "d6", "d6b"]) assert.equal(admitted(id), false, id);
       // The same key in two objects is no repeat.
-      const fine = await post(`{"uniqueID":"d7","pool":"${pool}","requirements":[{"key":"kubernetes.io/arch","operator":"Exists"},{"key":"kubernetes.io/os","operator":"Exists"}]}`);
+      const fine = await post(
+        `{"uniqueID":"d7","pool":"${pool}","requirements":[{"key":"kubernetes.io/arch","operator":"Exists"},{"key":"kubernetes.io/os","operator":"Exists"}]}`,
+      );
       assert.equal(fine.status, 201, JSON.stringify(fine.body));
     });
 
@@ -196,7 +232,9 @@ describe("requests the scaling API refuses", function () {
       const deep = await post(`{"uniqueID":"deep","pool":"${pool}","labels":${"[".repeat(20_000)}${"]".repeat(20_000)}}`);
       assert.equal(deep.status, 400);
       assert.equal(deep.body.error.code, "ValidationError");
-      const deepProto = await post(`{"uniqueID":"deep2","pool":"${pool}","labels":${"[".repeat(20_000)}{"__proto__":1}${"]".repeat(20_000)}}`);
+      const deepProto = await post(
+        `{"uniqueID":"deep2","pool":"${pool}","labels":${"[".repeat(20_000)}{"__proto__":1}${"]".repeat(20_000)}}`,
+      );
       assert.equal(deepProto.status, 400);
       assert.ok(JSON.stringify(deepProto.body).length < 2000, "the path of a deep key is cut short");
     });
@@ -216,10 +254,17 @@ describe("requests the scaling API refuses", function () {
       await fc.assert(
         fc.asyncProperty(fc.array(member, { maxLength: 4 }), fc.nat(), async (extra, at) => {
           const id = uniqueID("splice");
-          const members: Array<[string, string]> = [["uniqueID", JSON.stringify(id)], ["pool", `"${pool}"`]];
+          const members: Array<[string, string]> = [
+            ["uniqueID", JSON.stringify(id)],
+            ["pool", `"${pool}"`],
+          ];
           members.splice(at % (members.length + 1), 0, ...extra);
           const text = `{${members.map(([k, v]) => `${JSON.stringify(k)}:${v}`).join(",")}}`;
-          const refusedKeys = new Set(members.map(([k]) => k)).size < members.length || text.includes('"__proto__"') || text.includes('"prototype"') || text.includes('"a":"1","a"');
+          const refusedKeys =
+            new Set(members.map(([k]) => k)).size < members.length ||
+            text.includes('"__proto__"') ||
+            text.includes('"prototype"') ||
+            text.includes('"a":"1","a"');
           const { status, body } = await post(text);
           assert.ok(status < 500, `${text} -> ${status}`);
           if (refusedKeys) {
@@ -237,13 +282,26 @@ describe("requests the scaling API refuses", function () {
   describe("media types", () => {
     it("answers a body that is not application/json 415 UnsupportedMediaType on a body route, whatever else it is", async () => {
       const body = JSON.stringify({ uniqueID: "media", pool });
-      for (const type of ["text/plain", "text/plain; charset=utf-8", "application/xml", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", "application/merge-patch+json", "application/jsonx", "???"]) {
+      for (const type of [
+        "text/plain",
+        "text/plain; charset=utf-8",
+        "application/xml",
+        "application/x-www-form-urlencoded",
+        "multipart/form-data; boundary=x",
+        "application/merge-patch+json",
+        "application/jsonx",
+        "???",
+      ]) {
         const response = await post(body, { "content-type": type });
         assert.equal(response.status, 415, type);
         assert.equal(response.body.error.code, "UnsupportedMediaType", type);
       }
       // No Content-Type at all: fetch sends a Blob without one.
-      const bare = await fetch(`${api.baseUrl}${NODES}`, { method: "POST", body: new Blob([body]), headers: { authorization: `Bearer ${TOKEN}` } });
+      const bare = await fetch(`${api.baseUrl}${NODES}`, {
+        method: "POST",
+        body: new Blob([body]),
+        headers: { authorization: `Bearer ${TOKEN}` },
+      });
       assert.equal(bare.status, 415);
       assert.equal(((await bare.json()) as ErrorAnswer).error.code, "UnsupportedMediaType");
       assert.equal(admitted("media"), false);

@@ -33,16 +33,36 @@ describe("server-type catalog", () => {
     const fetchStub = (async (url: string) => {
       requests.push(new URL(url).pathname);
       const body = url.includes("/server_types")
-        ? { server_types: [{ id: 1, name: "cpx21", cores: 3, memory: 4, disk: 80, cpu_type: "shared", architecture: "x86", deprecated: false, prices: [{ location: "hel1", price_hourly: { net: "0.0100" } }] }] }
+        ? {
+            server_types: [
+              {
+                id: 1,
+                name: "cpx21",
+                cores: 3,
+                memory: 4,
+                disk: 80,
+                cpu_type: "shared",
+                architecture: "x86",
+                deprecated: false,
+                prices: [{ location: "hel1", price_hourly: { net: "0.0100" } }],
+              },
+            ],
+          }
         : { datacenters: [{ location: { name: "hel1" }, server_types: { supported: [1], available: [] } }] };
       return new Response(JSON.stringify({ ...body, meta: { pagination: { next_page: null } } }), { status: 200 });
     }) as unknown as typeof fetch;
     let counted = 0;
     const availability = new OfferingAvailability();
-    const source = new CatalogSource({ client: new HcloudClient({ token: "t", fetch: fetchStub, onRequest: () => counted++ }), availability });
+    const source = new CatalogSource({
+      client: new HcloudClient({ token: "t", fetch: fetchStub, onRequest: () => counted++ }),
+      availability,
+    });
     await source.refresh();
     assert.equal(counted, 2);
-    assert.deepEqual(source.current().serverTypes.map((t) => [t.name, t.prices[0]!.priceHourlyNet]), [["cpx21", 0.01]]);
+    assert.deepEqual(
+      source.current().serverTypes.map((t) => [t.name, t.prices[0]!.priceHourlyNet]),
+      [["cpx21", 0.01]],
+    );
     assert.equal(availability.isAvailable("cpx21", "hel1"), false);
 
     const api = await startTestApi({ catalog: source, availability });
@@ -52,7 +72,10 @@ describe("server-type catalog", () => {
       assert.equal(cpx21.offerings[0]!.price, 0.01);
       assert.equal(cpx21.offerings[0]!.available, false);
       assert.ok(!types.some((t) => t.name === "cpx31"), "types the live catalog does not have are left out, not invented");
-      await assert.rejects(api.client.createNode({ uniqueID: "x", pool: "hel1-burst" }), (e: unknown) => e instanceof NodefleetApiError && e.code === "InsufficientCapacity");
+      await assert.rejects(
+        api.client.createNode({ uniqueID: "x", pool: "hel1-burst" }),
+        (e: unknown) => e instanceof NodefleetApiError && e.code === "InsufficientCapacity",
+      );
     } finally {
       await api.close();
     }
@@ -82,7 +105,13 @@ describe("server-type catalog", () => {
     const api = await startTestApi({ catalog: source, availability });
     try {
       const types = await api.client.instanceTypes();
-      assert.deepEqual(types.map((t) => [t.name, t.offerings[0]!.available]), [["cpx21", true], ["cpx31", false]]);
+      assert.deepEqual(
+        types.map((t) => [t.name, t.offerings[0]!.available]),
+        [
+          ["cpx21", true],
+          ["cpx31", false],
+        ],
+      );
       await assert.rejects(
         api.client.createNode({ uniqueID: "deprecated", pool: "hel1-burst", instanceType: "cpx31" }),
         (e: unknown) => e instanceof NodefleetApiError && e.code === "InsufficientCapacity",
@@ -99,7 +128,21 @@ describe("server-type catalog", () => {
     const fetchStub = (async (url: string) => {
       await held;
       const body = url.includes("/server_types")
-        ? { server_types: [{ id: 1, name: "cpx21", cores: 3, memory: 4, disk: 80, cpu_type: "shared", architecture: "x86", deprecated: false, prices: [{ location: "hel1", price_hourly: { net: "0.0100" } }] }] }
+        ? {
+            server_types: [
+              {
+                id: 1,
+                name: "cpx21",
+                cores: 3,
+                memory: 4,
+                disk: 80,
+                cpu_type: "shared",
+                architecture: "x86",
+                deprecated: false,
+                prices: [{ location: "hel1", price_hourly: { net: "0.0100" } }],
+              },
+            ],
+          }
         : { datacenters: [{ location: { name: "hel1" }, server_types: { supported: [1], available: [] } }] };
       return new Response(JSON.stringify({ ...body, meta: { pagination: { next_page: null } } }), { status: 200 });
     }) as unknown as typeof fetch;
@@ -131,10 +174,31 @@ describe("server-type catalog", () => {
   it("keeps the last known catalog when Hetzner is rate limited or down, marked stale with the reason, until a read succeeds", async () => {
     let answer: "ok" | "429" | "down" = "ok";
     const fetchStub = (async (url: string) => {
-      if (answer === "down") throw new TypeError("fetch failed", { cause: Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:9"), { code: "ECONNREFUSED" }) });
-      if (answer === "429") return new Response(JSON.stringify({ error: { code: "rate_limit_exceeded", message: "limit of 3600 requests per hour reached" } }), { status: 429 });
+      if (answer === "down")
+        throw new TypeError("fetch failed", {
+          cause: Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:9"), { code: "ECONNREFUSED" }),
+        });
+      if (answer === "429")
+        return new Response(
+          JSON.stringify({ error: { code: "rate_limit_exceeded", message: "limit of 3600 requests per hour reached" } }),
+          { status: 429 },
+        );
       const body = url.includes("/server_types")
-        ? { server_types: [{ id: 1, name: "cpx21", cores: 3, memory: 4, disk: 80, cpu_type: "shared", architecture: "x86", deprecated: false, prices: [{ location: "hel1", price_hourly: { net: "0.0100" } }] }] }
+        ? {
+            server_types: [
+              {
+                id: 1,
+                name: "cpx21",
+                cores: 3,
+                memory: 4,
+                disk: 80,
+                cpu_type: "shared",
+                architecture: "x86",
+                deprecated: false,
+                prices: [{ location: "hel1", price_hourly: { net: "0.0100" } }],
+              },
+            ],
+          }
         : { datacenters: [{ location: { name: "hel1" }, server_types: { supported: [1], available: [1] } }] };
       return new Response(JSON.stringify({ ...body, meta: { pagination: { next_page: null } } }), { status: 200 });
     }) as unknown as typeof fetch;
@@ -146,7 +210,10 @@ describe("server-type catalog", () => {
     assert.equal(source.staleness(), undefined);
     const live = source.current();
     assert.match(live.source, /Hetzner Cloud API/);
-    for (const [mode, reason] of [["429", /429 rate_limit_exceeded/], ["down", /ECONNREFUSED/]] as const) {
+    for (const [mode, reason] of [
+      ["429", /429 rate_limit_exceeded/],
+      ["down", /ECONNREFUSED/],
+    ] as const) {
       answer = mode;
       await source.refresh();
       assert.equal(source.current(), live, `${mode}: the last known catalog is kept`);

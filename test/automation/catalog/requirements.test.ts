@@ -8,7 +8,8 @@ describe("node selector requirements", () => {
     fc.assert(
       fc.property(fc.integer({ min: -1000, max: 1000 }), fc.integer({ min: -1000, max: 1000 }), (label, bound) => {
         const labels = { n: String(label) };
-        const allows = (operator: "Gt" | "Lt" | "Gte" | "Lte", value: number) => requirementAllows({ key: "n", operator, values: [String(value)] }, labels);
+        const allows = (operator: "Gt" | "Lt" | "Gte" | "Lte", value: number) =>
+          requirementAllows({ key: "n", operator, values: [String(value)] }, labels);
         assert.equal(allows("Gte", bound), allows("Gt", bound - 1));
         assert.equal(allows("Lte", bound), allows("Lt", bound + 1));
         assert.equal(allows("Gte", bound), label >= bound);
@@ -17,9 +18,14 @@ describe("node selector requirements", () => {
   });
 
   it("reports minValues the fitting offerings do not reach, and ignores keys no offering defines", () => {
-    const offerings = [{ type: "a", arch: "amd64" }, { type: "b", arch: "amd64" }];
+    const offerings = [
+      { type: "a", arch: "amd64" },
+      { type: "b", arch: "amd64" },
+    ];
     assert.deepEqual(unmetMinValues([{ key: "type", operator: "Exists", minValues: 2 }], offerings), []);
-    assert.deepEqual(unmetMinValues([{ key: "arch", operator: "Exists", minValues: 2 }], offerings), [{ key: "arch", minValues: 2, found: 1 }]);
+    assert.deepEqual(unmetMinValues([{ key: "arch", operator: "Exists", minValues: 2 }], offerings), [
+      { key: "arch", minValues: 2, found: 1 },
+    ]);
     assert.deepEqual(unmetMinValues([{ key: "example.com/team", operator: "In", values: ["x"], minValues: 2 }], offerings), []);
   });
 });

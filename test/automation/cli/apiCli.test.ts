@@ -9,7 +9,10 @@ const BIN = path.resolve(__dirname, "..", "..", "..", "..", "bin", "nodefleet.js
 
 function nodefleet(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [BIN, ...args], { cwd: path.resolve(__dirname, "..", "..", "..", ".."), env: { ...process.env, ...env } });
+    const child = spawn(process.execPath, [BIN, ...args], {
+      cwd: path.resolve(__dirname, "..", "..", "..", ".."),
+      env: { ...process.env, ...env },
+    });
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (c: Buffer) => (stdout += c.toString()));
@@ -29,9 +32,31 @@ describe("nodefleet nodes", function () {
   it("creates, gets, lists and deletes with --json, one JSON document each", async () => {
     const common = ["--url", api.baseUrl, "--cluster", "example", "--json"];
     const env = { NODEFLEET_API_TOKEN: TOKEN };
-    const created = await nodefleet(["nodes", "create", ...common, "--unique-id", "cli-node", "--pool", "hel1-burst", "--label", "team=a", "--taint", "gpu=true:NoSchedule", "--wait-seconds", "30"], env);
+    const created = await nodefleet(
+      [
+        "nodes",
+        "create",
+        ...common,
+        "--unique-id",
+        "cli-node",
+        "--pool",
+        "hel1-burst",
+        "--label",
+        "team=a",
+        "--taint",
+        "gpu=true:NoSchedule",
+        "--wait-seconds",
+        "30",
+      ],
+      env,
+    );
     assert.equal(created.code, 0, created.stderr);
-    const node = JSON.parse(created.stdout) as { nodeID: string; status: string; labels: Record<string, string>; taints: Array<{ key: string }> };
+    const node = JSON.parse(created.stdout) as {
+      nodeID: string;
+      status: string;
+      labels: Record<string, string>;
+      taints: Array<{ key: string }>;
+    };
     assert.equal(node.nodeID, nodeIdFor("cli-node"));
     assert.equal(node.status, "RUNNING");
     assert.equal(node.labels.team, "a");
@@ -39,7 +64,10 @@ describe("nodefleet nodes", function () {
     const got = await nodefleet(["nodes", "get", node.nodeID, ...common], env);
     assert.equal((JSON.parse(got.stdout) as { nodeID: string }).nodeID, node.nodeID);
     const listed = await nodefleet(["nodes", "list", ...common, "--pool", "hel1-burst"], env);
-    assert.deepEqual((JSON.parse(listed.stdout) as { nodes: Array<{ nodeID: string }> }).nodes.map((n) => n.nodeID), [node.nodeID]);
+    assert.deepEqual(
+      (JSON.parse(listed.stdout) as { nodes: Array<{ nodeID: string }> }).nodes.map((n) => n.nodeID),
+      [node.nodeID],
+    );
     const deleted = await nodefleet(["nodes", "delete", node.nodeID, ...common], env);
     assert.deepEqual(JSON.parse(deleted.stdout), { nodeID: node.nodeID, status: "TERMINATING" });
   });
@@ -56,7 +84,10 @@ describe("nodefleet nodes", function () {
     const document = JSON.parse(json.stdout) as { status: number; error: { code: string; details: { issues: Array<{ path: string }> } } };
     assert.equal(document.status, 400);
     assert.equal(document.error.code, "ValidationError");
-    assert.deepEqual(document.error.details.issues.map((i) => i.path), ["body.uniqueID"]);
+    assert.deepEqual(
+      document.error.details.issues.map((i) => i.path),
+      ["body.uniqueID"],
+    );
   });
 
   it("names the URL and the cause when the API cannot be reached, instead of 'fetch failed'", async () => {
@@ -71,10 +102,14 @@ describe("nodefleet nodes", function () {
   });
 
   it("prints the API's error code and exits 1 on an API error; says how to get a token without one", async () => {
-    const missing = await nodefleet(["nodes", "get", "k000000000000", "--url", api.baseUrl, "--cluster", "example"], { NODEFLEET_API_TOKEN: TOKEN });
+    const missing = await nodefleet(["nodes", "get", "k000000000000", "--url", api.baseUrl, "--cluster", "example"], {
+      NODEFLEET_API_TOKEN: TOKEN,
+    });
     assert.equal(missing.code, 1);
     assert.match(missing.stderr, /404 NodeNotFound/);
-    const noToken = await nodefleet(["nodes", "list", "--url", api.baseUrl, "--cluster", "example", "--data-dir", "/nonexistent"], { NODEFLEET_API_TOKEN: "" });
+    const noToken = await nodefleet(["nodes", "list", "--url", api.baseUrl, "--cluster", "example", "--data-dir", "/nonexistent"], {
+      NODEFLEET_API_TOKEN: "",
+    });
     assert.notEqual(noToken.code, 0);
     assert.match(noToken.stderr, /no API token/);
   });

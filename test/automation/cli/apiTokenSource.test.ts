@@ -18,11 +18,20 @@ describe("the API token of nodefleet nodes", function () {
     const dataDir = tempDataDir("nodefleet-token-");
     const file = path.join(dataDir, "api-token");
     fs.writeFileSync(file, "from-the-file\n");
-    assert.deepEqual(resolveApiToken({ token: "from-the-flag", dataDir }, { NODEFLEET_API_TOKEN: "from-the-env" }), { token: "from-the-flag", source: "--token" });
-    assert.deepEqual(resolveApiToken({ dataDir }, { NODEFLEET_API_TOKEN: "from-the-env" }), { token: "from-the-env", source: "NODEFLEET_API_TOKEN" });
+    assert.deepEqual(resolveApiToken({ token: "from-the-flag", dataDir }, { NODEFLEET_API_TOKEN: "from-the-env" }), {
+      token: "from-the-flag",
+      source: "--token",
+    });
+    assert.deepEqual(resolveApiToken({ dataDir }, { NODEFLEET_API_TOKEN: "from-the-env" }), {
+      token: "from-the-env",
+      source: "NODEFLEET_API_TOKEN",
+    });
     assert.deepEqual(resolveApiToken({ dataDir }, {}), { token: "from-the-file", source: `the token file ${file}` });
     fs.rmSync(file);
-    assert.throws(() => resolveApiToken({ dataDir }, {}), /no API token: pass --token, set NODEFLEET_API_TOKEN, or run serve with this --data-dir/);
+    assert.throws(
+      () => resolveApiToken({ dataDir }, {}),
+      /no API token: pass --token, set NODEFLEET_API_TOKEN, or run serve with this --data-dir/,
+    );
   });
 
   describe("refused by the API (401)", () => {
@@ -32,12 +41,16 @@ describe("the API token of nodefleet nodes", function () {
     });
     after(async () => api.close());
 
-    const list = (extra: string[], env: Record<string, string>) => runNodefleet(["nodes", "list", "--url", api.baseUrl, "--cluster", "example", ...extra], env);
+    const list = (extra: string[], env: Record<string, string>) =>
+      runNodefleet(["nodes", "list", "--url", api.baseUrl, "--cluster", "example", ...extra], env);
 
     function assertNamesTheSource(result: { code: number | null; stderr: string; stdout: string }, source: string): void {
       assert.equal(result.code, 1);
       assert.match(result.stderr, /401 Unauthorized/);
-      assert.ok(result.stderr.includes(`the token came from ${source}, and the scaling API at ${api.baseUrl} does not accept it`), result.stderr);
+      assert.ok(
+        result.stderr.includes(`the token came from ${source}, and the scaling API at ${api.baseUrl} does not accept it`),
+        result.stderr,
+      );
       assert.ok(!`${result.stderr}${result.stdout}`.includes(REFUSED), "the token itself is never printed");
     }
 
@@ -52,7 +65,10 @@ describe("the API token of nodefleet nodes", function () {
     it("names the generated token file's path", async () => {
       const dataDir = tempDataDir("nodefleet-token-");
       fs.writeFileSync(path.join(dataDir, "api-token"), `${REFUSED}\n`, { mode: 0o600 });
-      assertNamesTheSource(await list(["--data-dir", dataDir], { NODEFLEET_API_TOKEN: "" }), `the token file ${path.join(dataDir, "api-token")}`);
+      assertNamesTheSource(
+        await list(["--data-dir", dataDir], { NODEFLEET_API_TOKEN: "" }),
+        `the token file ${path.join(dataDir, "api-token")}`,
+      );
     });
   });
 });

@@ -22,7 +22,8 @@ type Pool = Record<string, unknown>;
 function childEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   const env = { ...process.env };
   for (const key of Object.keys(env)) {
-    if (key.startsWith("NODEFLEET_") || ["HCLOUD_TOKEN", "SCW_ACCESS_KEY", "SCW_SECRET_KEY", "PULUMI_BACKEND_URL"].includes(key)) delete env[key];
+    if (key.startsWith("NODEFLEET_") || ["HCLOUD_TOKEN", "SCW_ACCESS_KEY", "SCW_SECRET_KEY", "PULUMI_BACKEND_URL"].includes(key))
+      delete env[key];
   }
   return { ...env, ...extra };
 }
@@ -33,7 +34,11 @@ function nodefleet(args: string[], cwd: string, env: Record<string, string> = {}
 }
 
 /** As `nodefleet`, without blocking this process: the API it talks to runs in it. */
-function nodefleetAsync(args: string[], cwd: string, env: Record<string, string> = {}): Promise<{ status: number | null; stdout: string; stderr: string }> {
+function nodefleetAsync(
+  args: string[],
+  cwd: string,
+  env: Record<string, string> = {},
+): Promise<{ status: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, [BIN, ...args], { cwd, env: childEnv(env) });
     let stdout = "";
@@ -61,9 +66,13 @@ describe("bad input to the CLI: a clear error, nothing changed", function () {
   this.timeout(300_000);
   let project: string;
 
-  const writeStack = (stack: string, document: StackDocument) => fs.writeFileSync(path.join(project, "stacks", `Pulumi.${stack}.yaml`), stringify(document));
+  const writeStack = (stack: string, document: StackDocument) =>
+    fs.writeFileSync(path.join(project, "stacks", `Pulumi.${stack}.yaml`), stringify(document));
   const git = (...args: string[]) =>
-    execFileSync("git", ["-c", "user.name=nodefleet-test", "-c", "user.email=test@example.invalid", ...args], { cwd: project, stdio: "pipe" });
+    execFileSync("git", ["-c", "user.name=nodefleet-test", "-c", "user.email=test@example.invalid", ...args], {
+      cwd: project,
+      stdio: "pipe",
+    });
 
   before(() => {
     project = tempDataDir("nodefleet-bad-input-");
@@ -99,7 +108,10 @@ describe("bad input to the CLI: a clear error, nothing changed", function () {
       const result = nodefleet(["preview", "--stack", "prod", "--engine", "simulated", "--data-dir", dataDir, "--json"], project);
       assert.equal(result.status, 1);
       const report = JSON.parse(result.stdout) as PreviewReport;
-      assert.deepEqual(report.stacks.map((s) => [s.stack, s.succeeded]), [["prod", false]]);
+      assert.deepEqual(
+        report.stacks.map((s) => [s.stack, s.succeeded]),
+        [["prod", false]],
+      );
       assert.match(report.stacks[0]!.error ?? "", unknown);
       assert.match(result.stderr, unknown);
       assertNothingWritten(dataDir);
@@ -107,7 +119,9 @@ describe("bad input to the CLI: a clear error, nothing changed", function () {
 
     it("serve names the stacks that exist before it takes the data directory", () => {
       const dataDir = path.join(project, "serve-data");
-      const result = nodefleet(["serve", "--stack", "prod", "--data-dir", dataDir, "--port", "0"], project, { NODEFLEET_API_TOKENS: `example:${TOKEN}` });
+      const result = nodefleet(["serve", "--stack", "prod", "--data-dir", dataDir, "--port", "0"], project, {
+        NODEFLEET_API_TOKENS: `example:${TOKEN}`,
+      });
       assert.equal(result.status, 1);
       assert.match(result.stderr, unknown);
       assertNothingWritten(dataDir);
@@ -131,14 +145,19 @@ describe("bad input to the CLI: a clear error, nothing changed", function () {
     });
 
     it("preview fails with it", () => {
-      const result = nodefleet(["preview", "--stack", "typo", "--engine", "simulated", "--data-dir", path.join(project, "preview-typo"), "--json"], project);
+      const result = nodefleet(
+        ["preview", "--stack", "typo", "--engine", "simulated", "--data-dir", path.join(project, "preview-typo"), "--json"],
+        project,
+      );
       assert.equal(result.status, 1);
       assert.match((JSON.parse(result.stdout) as PreviewReport).stacks[0]!.error ?? "", didYouMean);
     });
 
     it("serve refuses to start with it, writing nothing", () => {
       const dataDir = path.join(project, "serve-typo");
-      const result = nodefleet(["serve", "--stack", "typo", "--data-dir", dataDir, "--port", "0"], project, { NODEFLEET_API_TOKENS: `example:${TOKEN}` });
+      const result = nodefleet(["serve", "--stack", "typo", "--data-dir", dataDir, "--port", "0"], project, {
+        NODEFLEET_API_TOKENS: `example:${TOKEN}`,
+      });
       assert.equal(result.status, 2, "an invalid stack config exits 2");
       assert.match(result.stderr, didYouMean);
       const left = fs.existsSync(dataDir) ? fs.readdirSync(dataDir) : [];
@@ -148,9 +167,28 @@ describe("bad input to the CLI: a clear error, nothing changed", function () {
 
   describe("no pools over a stack holding members", () => {
     it("preview refuses an empty and a missing pool list, naming nodefleet:allowEmptyFleet, and previews the deletes once it is set", () => {
-      const refused = /nodefleet:pools: no pools are declared \(the key is missing or empty\), but the stack's last update holds 3 members \(hel1-general: 3\).*set nodefleet:allowEmptyFleet: true/s;
-      const preview = () => nodefleet(["preview", "--stack", "example", "--engine", "simulated", "--base-ref", "HEAD", "--data-dir", path.join(project, "preview-empty"), "--json"], project);
-      for (const edit of [(d: StackDocument) => (d.config["nodefleet:pools"] = []), (d: StackDocument) => delete d.config["nodefleet:pools"]]) {
+      const refused =
+        /nodefleet:pools: no pools are declared \(the key is missing or empty\), but the stack's last update holds 3 members \(hel1-general: 3\).*set nodefleet:allowEmptyFleet: true/s;
+      const preview = () =>
+        nodefleet(
+          [
+            "preview",
+            "--stack",
+            "example",
+            "--engine",
+            "simulated",
+            "--base-ref",
+            "HEAD",
+            "--data-dir",
+            path.join(project, "preview-empty"),
+            "--json",
+          ],
+          project,
+        );
+      for (const edit of [
+        (d: StackDocument) => (d.config["nodefleet:pools"] = []),
+        (d: StackDocument) => delete d.config["nodefleet:pools"],
+      ]) {
         const document = exampleDocument();
         edit(document);
         writeStack("example", document);
@@ -165,7 +203,10 @@ describe("bad input to the CLI: a clear error, nothing changed", function () {
       const result = preview();
       assert.equal(result.status, 0, result.stderr);
       const stack = (JSON.parse(result.stdout) as PreviewReport).stacks[0]!;
-      assert.ok(stack.steps.some((s) => s.op === "delete" && s.type === "hcloud:index/server:Server"), "asked for explicitly, the servers' deletes are previewed");
+      assert.ok(
+        stack.steps.some((s) => s.op === "delete" && s.type === "hcloud:index/server:Server"),
+        "asked for explicitly, the servers' deletes are previewed",
+      );
     });
   });
 
@@ -188,10 +229,24 @@ describe("bad input to the CLI: a clear error, nothing changed", function () {
     after(async () => api?.close());
 
     it("names the pool's mode and lists the autoscaled pools; nothing is admitted", async () => {
-      const args = ["nodes", "create", "--url", api.baseUrl, "--cluster", "example", "--unique-id", "static-pool-node", "--pool", "hel1-general"];
+      const args = [
+        "nodes",
+        "create",
+        "--url",
+        api.baseUrl,
+        "--cluster",
+        "example",
+        "--unique-id",
+        "static-pool-node",
+        "--pool",
+        "hel1-general",
+      ];
       const result = await nodefleetAsync(args, REPOSITORY_ROOT, { NODEFLEET_API_TOKEN: TOKEN });
       assert.equal(result.status, 1);
-      assert.match(result.stderr, /404 PoolNotFound: pool hel1-general of cluster example is a static pool \(provider hcloud, nodefleet:pools\[0\]\).*the autoscaled pools are: hel1-burst/);
+      assert.match(
+        result.stderr,
+        /404 PoolNotFound: pool hel1-general of cluster example is a static pool \(provider hcloud, nodefleet:pools\[0\]\).*the autoscaled pools are: hel1-burst/,
+      );
       assert.equal(api.app.nodefleet.store.byUniqueId("example", "static-pool-node"), undefined);
     });
   });

@@ -22,7 +22,12 @@ function helpCommands(help: string): string[] {
 function bashCompletes(script: string, words: readonly string[]): string[] {
   const run = spawnSync(
     "bash",
-    ["-c", `source "$1"; COMP_WORDS=(${words.map((w) => `'${w}'`).join(" ")}); COMP_CWORD=${words.length - 1}; _nodefleet_completion; printf '%s\\n' "\${COMPREPLY[@]}"`, "bash", script],
+    [
+      "-c",
+      `source "$1"; COMP_WORDS=(${words.map((w) => `'${w}'`).join(" ")}); COMP_CWORD=${words.length - 1}; _nodefleet_completion; printf '%s\\n' "\${COMPREPLY[@]}"`,
+      "bash",
+      script,
+    ],
     { encoding: "utf8" },
   );
   assert.equal(run.status, 0, run.stderr);
@@ -39,7 +44,13 @@ function zshCompletes(script: string, words: readonly string[]): string[] {
   ].join("\n");
   const run = spawnSync(
     "zsh",
-    ["-f", "-c", `${stubs}\nsource "$1"\nwords=(${words.map((w) => `'${w}'`).join(" ")}); CURRENT=${words.length}; _nodefleet`, "zsh", script],
+    [
+      "-f",
+      "-c",
+      `${stubs}\nsource "$1"\nwords=(${words.map((w) => `'${w}'`).join(" ")}); CURRENT=${words.length}; _nodefleet`,
+      "zsh",
+      script,
+    ],
     { encoding: "utf8" },
   );
   assert.equal(run.status, 0, run.stderr);
@@ -69,7 +80,10 @@ describe("nodefleet completion", function () {
     const syntax = spawnSync("bash", ["-n", script], { encoding: "utf8" });
     assert.equal(syntax.status, 0, syntax.stderr);
 
-    assert.ok(commands.length >= 6 && commands.includes("serve") && commands.includes("completion"), `commands from --help: ${commands.join(", ")}`);
+    assert.ok(
+      commands.length >= 6 && commands.includes("serve") && commands.includes("completion"),
+      `commands from --help: ${commands.join(", ")}`,
+    );
     assert.deepEqual(bashCompletes(script, ["nodefleet", ""]).sort(), [...commands].sort());
     assert.deepEqual(bashCompletes(script, ["nodefleet", "nodes", "l"]), ["list"]);
     assert.deepEqual(bashCompletes(script, ["nodefleet", "nodes", "list", "-o", ""]), ["json", "wide"]);

@@ -112,7 +112,10 @@ describe("crash recovery and shutdown of nodefleet serve (simulated engine)", fu
     assert.deepEqual([...servers.keys()].sort(), [...remaining].sort(), "one server per live claim, none for deleted ones");
     for (const [node, count] of servers) assert.equal(count, 1, `node ${node} has ${count} servers`);
     const operations = await serve.client.operations();
-    assert.ok(operations.some((o) => o.result === "abandoned"), "the run cut short by the kill is recorded as abandoned");
+    assert.ok(
+      operations.some((o) => o.result === "abandoned"),
+      "the run cut short by the kill is recorded as abandoned",
+    );
   });
 
   it("shuts down on SIGTERM, finishing or abandoning the run in progress, and resumes it after a restart", async () => {
@@ -127,7 +130,10 @@ describe("crash recovery and shutdown of nodefleet serve (simulated engine)", fu
     serve = await startServe(dataDir);
     await allRunning(serve.client, [node.nodeID]);
     const operations = await serve.client.operations();
-    assert.ok(operations.every((o) => o.result !== "running"), JSON.stringify(operations));
+    assert.ok(
+      operations.every((o) => o.result !== "running"),
+      JSON.stringify(operations),
+    );
     assert.equal(operations[0]!.result, "succeeded");
     assert.equal(serversByNode(dataDir).get(node.nodeID), 1);
   });
@@ -135,10 +141,14 @@ describe("crash recovery and shutdown of nodefleet serve (simulated engine)", fu
   it("serve --stack example on a fresh data directory becomes ready, and a second instance on it refuses to start, saying why", async () => {
     const dataDir = tempDataDir("nodefleet-crash-");
     serve = await startServe(dataDir);
-    const ready = await eventually(async () => {
-      const r = await serve!.client.readiness();
-      return r.status === 200 ? r : undefined;
-    }, 300, 200);
+    const ready = await eventually(
+      async () => {
+        const r = await serve!.client.readiness();
+        return r.status === 200 ? r : undefined;
+      },
+      300,
+      200,
+    );
     assert.equal(ready.body.status, "ready", JSON.stringify(ready.body));
     await assert.rejects(startServe(dataDir), /in use by another nodefleet service \(pid \d+/);
   });

@@ -20,7 +20,8 @@ function read(...parts: string[]): string {
 function serveDefaultPort(): number {
   const program = new Command("nodefleet");
   registerServeCommand(program);
-  const port = program.commands.find((command) => command.name() === "serve")?.options.find((option) => option.long === "--port")?.defaultValue as unknown;
+  const port = program.commands.find((command) => command.name() === "serve")?.options.find((option) => option.long === "--port")
+    ?.defaultValue as unknown;
   assert.equal(typeof port, "number", "serve declares a default --port");
   return port as number;
 }
@@ -35,6 +36,10 @@ describe("the driver's default metrics port", () => {
     assert.ok(inCode, "driver/cmd/controller/metricsport.go declares defaultMetricsPort");
     assert.deepEqual([inChart, inManifestEnv, inManifestPort], [inCode, inCode, inCode]);
     assert.notEqual(Number(inCode), serveDefaultPort());
-    assert.match(read("cmd", "controller", "main.go"), /defaultMetricsPortUnlessSet\(\)\n\tctx, op := operator\.NewOperator\(\)/, "the default is set before Karpenter reads its options");
+    assert.match(
+      read("cmd", "controller", "main.go"),
+      /defaultMetricsPortUnlessSet\(\)\n\tctx, op := operator\.NewOperator\(\)/,
+      "the default is set before Karpenter reads its options",
+    );
   });
 });

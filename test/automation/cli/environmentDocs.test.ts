@@ -65,12 +65,21 @@ describe("docs/environment.md", () => {
   it("documents every environment variable the sources read", () => {
     const read = variablesRead();
     // The grep must see the reads it is meant to see, or an empty result would pass.
-    for (const known of ["NODEFLEET_API_TOKENS", "NODEFLEET_LOG_FORMAT", "NODEFLEET_BATCH_IDLE_MS", "NODEFLEET_ROOT", "NODEFLEET_SIM_BOOT_DELAY_MS", "HCLOUD_TOKEN"]) {
+    for (const known of [
+      "NODEFLEET_API_TOKENS",
+      "NODEFLEET_LOG_FORMAT",
+      "NODEFLEET_BATCH_IDLE_MS",
+      "NODEFLEET_ROOT",
+      "NODEFLEET_SIM_BOOT_DELAY_MS",
+      "HCLOUD_TOKEN",
+    ]) {
       assert.ok(read.has(known), `the grep finds ${known}`);
     }
     assert.ok(!read.has("NODEFLEET_EOF"), "a heredoc delimiter is not a variable read");
     const names = documented();
-    const missing = [...read.keys()].filter((name) => !names.has(name)).map((name) => `${name} (read in ${[...new Set(read.get(name))].join(", ")})`);
+    const missing = [...read.keys()]
+      .filter((name) => !names.has(name))
+      .map((name) => `${name} (read in ${[...new Set(read.get(name))].join(", ")})`);
     assert.deepEqual(missing, [], `add these to the table in docs/environment.md: ${missing.join("; ")}`);
   });
 
@@ -78,6 +87,10 @@ describe("docs/environment.md", () => {
     const page = fs.readFileSync(path.join(REPOSITORY_ROOT, "docs", "environment.md"), "utf8");
     const rows = page.split("\n").filter((line) => line.startsWith("| `"));
     const names = rows.flatMap((row) => [...row.split("|")[1]!.matchAll(/`([A-Z][A-Z0-9_]*)`/g)].map((m) => m[1]!));
-    assert.deepEqual(names.filter((name, i) => names.indexOf(name) !== i), [], "a variable in two rows");
+    assert.deepEqual(
+      names.filter((name, i) => names.indexOf(name) !== i),
+      [],
+      "a variable in two rows",
+    );
   });
 });

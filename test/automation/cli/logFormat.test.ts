@@ -29,14 +29,20 @@ describe("the service's log format", function () {
     assert.equal(chooseLogFormat({ env: { NODEFLEET_LOG_FORMAT: "pretty" }, toTerminal: false }), "pretty");
     assert.equal(chooseLogFormat({ env: {}, toTerminal: true }), "pretty");
     assert.equal(chooseLogFormat({ env: { NODEFLEET_LOG_FORMAT: "" }, toTerminal: false }), "json");
-    assert.throws(() => chooseLogFormat({ env: { NODEFLEET_LOG_FORMAT: "text" }, toTerminal: false }), /NODEFLEET_LOG_FORMAT must be one of json, pretty \(got "text"\)/);
+    assert.throws(
+      () => chooseLogFormat({ env: { NODEFLEET_LOG_FORMAT: "text" }, toTerminal: false }),
+      /NODEFLEET_LOG_FORMAT must be one of json, pretty \(got "text"\)/,
+    );
   });
 
   it("writes readable lines, redacted and synchronous, when pretty is asked for", () => {
     const file = path.join(tempDataDir("nodefleet-pretty-"), "service.log");
     const logger = serviceLogger({ NODEFLEET_LOG_LEVEL: "info" }, file, { format: "pretty" });
     logger.debug("below the level");
-    logger.info({ req: { headers: { authorization: "Bearer sekret-header" } }, cluster: { token: "sekret-token" } }, "nodefleet scaling API listening");
+    logger.info(
+      { req: { headers: { authorization: "Bearer sekret-header" } }, cluster: { token: "sekret-token" } },
+      "nodefleet scaling API listening",
+    );
     // In the file as soon as info() returns.
     const text = fs.readFileSync(file, "utf8");
     const lines = text.trim().split("\n");
@@ -48,7 +54,10 @@ describe("the service's log format", function () {
   });
 
   it("writes JSON lines when stderr is not a terminal, and readable lines when it is", function () {
-    const piped = spawnSync(process.execPath, ["-e", LOG_ONE_ENTRY], { encoding: "utf8", env: { ...process.env, NODEFLEET_LOG_FORMAT: "" } });
+    const piped = spawnSync(process.execPath, ["-e", LOG_ONE_ENTRY], {
+      encoding: "utf8",
+      env: { ...process.env, NODEFLEET_LOG_FORMAT: "" },
+    });
     const entry = JSON.parse(piped.stderr.trim()) as { msg: string; cluster: { token: string } };
     assert.equal(entry.msg, "hello from the service");
     assert.equal(entry.cluster.token, "[Redacted]");
@@ -56,7 +65,10 @@ describe("the service's log format", function () {
     if (!hasScript()) this.skip();
     // script(1) runs the command on a pseudo-terminal: stderr is a terminal there, as in a shell.
     const command = `${JSON.stringify(process.execPath)} -e ${JSON.stringify(LOG_ONE_ENTRY).replace(/\$/g, "\\$")}`;
-    const atTerminal = spawnSync("script", ["-qec", command, "/dev/null"], { encoding: "utf8", env: { ...process.env, NODEFLEET_LOG_FORMAT: "", NO_COLOR: "1" } });
+    const atTerminal = spawnSync("script", ["-qec", command, "/dev/null"], {
+      encoding: "utf8",
+      env: { ...process.env, NODEFLEET_LOG_FORMAT: "", NO_COLOR: "1" },
+    });
     const shown = atTerminal.stdout.replace(/\r/g, "").trim();
     assert.match(shown, /INFO.*: hello from the service/, shown);
     assert.ok(!shown.startsWith("{"), `a readable line, not JSON: ${shown}`);

@@ -49,7 +49,16 @@ function cellsUnder(header: string, row: string): string[] {
 describe("nodes list as a table", () => {
   const nodes = [
     node({}),
-    node({ nodeID: "k00000000000a", status: "FAILED", failureCode: "InsufficientCapacity", failureReason: "cx22 is sold out in hel1", ipv4: null, privateIpv4: null, instanceID: null, instanceType: "ccx63-long-name" }),
+    node({
+      nodeID: "k00000000000a",
+      status: "FAILED",
+      failureCode: "InsufficientCapacity",
+      failureReason: "cx22 is sold out in hel1",
+      ipv4: null,
+      privateIpv4: null,
+      instanceID: null,
+      instanceType: "ccx63-long-name",
+    }),
   ];
 
   it("has a header and aligned columns, empty cells shown as -", () => {
@@ -57,7 +66,15 @@ describe("nodes list as a table", () => {
     assert.deepEqual(rest, []);
     assert.match(header!, /^NODE ID {3,}STATUS {3,}POOL {3,}INSTANCE TYPE {3,}ZONE {3,}IPV4 {3,}AGE$/);
     assert.deepEqual(cellsUnder(header!, first!), ["k000000000001", "RUNNING", "hel1-burst", "cx22", "hel1", "203.0.113.1", "5m"]);
-    assert.deepEqual(cellsUnder(header!, second!), ["k00000000000a", "FAILED,InsufficientCapacity", "hel1-burst", "ccx63-long-name", "hel1", "-", "5m"]);
+    assert.deepEqual(cellsUnder(header!, second!), [
+      "k00000000000a",
+      "FAILED,InsufficientCapacity",
+      "hel1-burst",
+      "ccx63-long-name",
+      "hel1",
+      "-",
+      "5m",
+    ]);
   });
 
   it("-o wide adds the private IP, provider ID, instance ID, image and the failure reason", () => {
@@ -69,7 +86,10 @@ describe("nodes list as a table", () => {
 
   it("says a node's age as kubectl does", () => {
     const ago = (seconds: number) => humanAge(new Date(NOW.getTime() - seconds * 1000), NOW);
-    assert.deepEqual([ago(0), ago(45), ago(200), ago(600), ago(3 * 3600 + 60), ago(30 * 3600), ago(3 * 86400 + 4 * 3600), ago(40 * 86400)], ["0s", "45s", "3m20s", "10m", "3h1m", "30h", "3d4h", "40d"]);
+    assert.deepEqual(
+      [ago(0), ago(45), ago(200), ago(600), ago(3 * 3600 + 60), ago(30 * 3600), ago(3 * 86400 + 4 * 3600), ago(40 * 86400)],
+      ["0s", "45s", "3m20s", "10m", "3h1m", "30h", "3d4h", "40d"],
+    );
   });
 });
 
@@ -101,7 +121,10 @@ describe("nodefleet nodes list -o and nodes get by uniqueID", function () {
     assert.ok(wide.stdout.includes(created.providerID), wide.stdout);
     const json = await runNodefleet(["nodes", "list", ...connection(), "-o", "json"], env);
     assert.equal(json.code, 0, json.stderr);
-    assert.deepEqual((JSON.parse(json.stdout) as { nodes: NodeView[] }).nodes.map((n) => n.nodeID), [created.nodeID]);
+    assert.deepEqual(
+      (JSON.parse(json.stdout) as { nodes: NodeView[] }).nodes.map((n) => n.nodeID),
+      [created.nodeID],
+    );
   });
 
   it("gets a node by its uniqueID (the NodeClaim name), and says neither matched when none does", async () => {

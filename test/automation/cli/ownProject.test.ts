@@ -36,7 +36,10 @@ describe("nodefleet init: the project template", function () {
     assert.match(files["index.ts"]!, /import \{ fleetStackProgram \} from "nodefleet";\s+export = fleetStackProgram;/);
     const config = (parse(files["stacks/Pulumi.prod.yaml"]!) as { config: Record<string, any> }).config;
     assert.equal(config["nodefleet:cluster"].id, "prod");
-    assert.ok(config["nodefleet:pools"].length > 0 && config["nodefleet:pools"].every((p: { provider: string }) => p.provider === "hcloud"), "Hetzner Cloud pools only");
+    assert.ok(
+      config["nodefleet:pools"].length > 0 && config["nodefleet:pools"].every((p: { provider: string }) => p.provider === "hcloud"),
+      "Hetzner Cloud pools only",
+    );
     assert.match(files[".github/workflows/preview.yml"]!, /^\s*PREVIEW_STACKS: prod$/m);
     assert.match(files[".gitignore"]!, /^stacks\/Pulumi\.local\.yaml$/m);
     assert.equal(files["package.json"], undefined, "no package.json unless asked for");
@@ -44,8 +47,14 @@ describe("nodefleet init: the project template", function () {
   });
 
   it("refuses a project or stack name Pulumi would not take, naming the option", function () {
-    assert.throws(() => template({ projectName: "my fleet" }), (e: unknown) => e instanceof ProjectTemplateError && /--name "my fleet"/.test(e.message));
-    assert.throws(() => template({ stackName: "../prod" }), (e: unknown) => e instanceof ProjectTemplateError && /--stack "\.\.\/prod"/.test(e.message));
+    assert.throws(
+      () => template({ projectName: "my fleet" }),
+      (e: unknown) => e instanceof ProjectTemplateError && /--name "my fleet"/.test(e.message),
+    );
+    assert.throws(
+      () => template({ stackName: "../prod" }),
+      (e: unknown) => e instanceof ProjectTemplateError && /--stack "\.\.\/prod"/.test(e.message),
+    );
   });
 });
 
@@ -53,18 +62,25 @@ describe("nodefleet from the packed tarball in a project of one's own", function
   this.timeout(900_000);
   let dir: string;
   let project: string;
-  const npx = (args: string[], env: NodeJS.ProcessEnv = process.env) => execFileSync("npx", ["--no-install", "nodefleet", ...args], { cwd: project, env, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+  const npx = (args: string[], env: NodeJS.ProcessEnv = process.env) =>
+    execFileSync("npx", ["--no-install", "nodefleet", ...args], { cwd: project, env, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
 
   before(function () {
     dir = mkdtempSync(join(tmpdir(), "nodefleet-own-project-"));
     // `npm test` has just built dist/; packing must not build again.
     execFileSync("npm", ["pack", "--ignore-scripts", "--pack-destination", dir], { cwd: REPOSITORY_ROOT, stdio: "ignore" });
-    const tarball = join(dir, readdirSync(dir).find((f) => f.endsWith(".tgz"))!);
+    const tarball = join(
+      dir,
+      readdirSync(dir).find((f) => f.endsWith(".tgz"))!,
+    );
     project = join(dir, "my-fleet");
     mkdirSync(project);
     writeFileSync(join(project, "package.json"), JSON.stringify({ name: "my-fleet", private: true }));
     // Scripts off: better-sqlite3's native build is for `serve`, which this test does not start.
-    execFileSync("npm", ["install", tarball, "--ignore-scripts", "--prefer-offline", "--no-audit", "--no-fund"], { cwd: project, stdio: "ignore" });
+    execFileSync("npm", ["install", tarball, "--ignore-scripts", "--prefer-offline", "--no-audit", "--no-fund"], {
+      cwd: project,
+      stdio: "ignore",
+    });
   });
 
   after(function () {
@@ -73,7 +89,12 @@ describe("nodefleet from the packed tarball in a project of one's own", function
 
   it("ships the license package.json names, the compiled library with its types, and the CLI", function () {
     const installed = join(project, "node_modules", "nodefleet");
-    const pkg = JSON.parse(readFileSync(join(installed, "package.json"), "utf8")) as { license: string; main: string; types: string; private?: boolean };
+    const pkg = JSON.parse(readFileSync(join(installed, "package.json"), "utf8")) as {
+      license: string;
+      main: string;
+      types: string;
+      private?: boolean;
+    };
     assert.equal(pkg.private, undefined);
     assert.equal(pkg.license, "Apache-2.0");
     assert.match(readFileSync(join(installed, "LICENSE"), "utf8"), /Apache License\s+Version 2\.0/);
@@ -88,36 +109,63 @@ describe("nodefleet from the packed tarball in a project of one's own", function
   it("init writes the project, refuses to overwrite it, and render shows the stack's fleet", function () {
     assert.match(npx(["init", "--stack", "dev"]), /wrote Pulumi\.yaml, index\.ts/);
     assert.ok(existsSync(join(project, "stacks", "Pulumi.dev.yaml")));
-    assert.throws(() => npx(["init", "--stack", "dev"]), (e: { stderr?: string }) => /already exist.*nothing was written/.test(e.stderr ?? ""));
+    assert.throws(
+      () => npx(["init", "--stack", "dev"]),
+      (e: { stderr?: string }) => /already exist.*nothing was written/.test(e.stderr ?? ""),
+    );
     const rendered = JSON.parse(npx(["render", "--stack", "dev", "--json"])) as { resources: Array<{ type: string }> };
     assert.ok(rendered.resources.filter((r) => r.type === "hcloud:index/server:Server").length >= 1, "the static pool's servers");
   });
 
   it("nodefleet preview (simulated) previews the project's stack", function () {
-    const report = JSON.parse(npx(["preview", "--stack", "dev", "--engine", "simulated", "--json"])) as { project: string; succeeded: boolean; stacks: Array<{ pools: Array<{ pool: string; nodesAfter: number }> }> };
+    const report = JSON.parse(npx(["preview", "--stack", "dev", "--engine", "simulated", "--json"])) as {
+      project: string;
+      succeeded: boolean;
+      stacks: Array<{ pools: Array<{ pool: string; nodesAfter: number }> }>;
+    };
     assert.equal(report.project, "my-fleet", "the project's own Pulumi.yaml");
     assert.ok(report.succeeded);
-    assert.ok(report.stacks[0]!.pools.some((p) => p.nodesAfter > 0), JSON.stringify(report.stacks[0]!.pools));
+    assert.ok(
+      report.stacks[0]!.pools.some((p) => p.nodesAfter > 0),
+      JSON.stringify(report.stacks[0]!.pools),
+    );
   });
 
   it("serve runs the project's stack on its embedded defaults", async function () {
     // npm's install script would build better-sqlite3's native module; this repository's build stands in.
     symlinkSync(join(REPOSITORY_ROOT, "node_modules", "better-sqlite3", "build"), join(project, "node_modules", "better-sqlite3", "build"));
-    const serve = spawn("npx", ["--no-install", "nodefleet", "serve", "--stack", "dev", "--engine", "simulated", "--port", "0", "--data-dir", join(dir, "serve")], { cwd: project, stdio: ["ignore", "ignore", "pipe"], detached: true });
+    const serve = spawn(
+      "npx",
+      ["--no-install", "nodefleet", "serve", "--stack", "dev", "--engine", "simulated", "--port", "0", "--data-dir", join(dir, "serve")],
+      { cwd: project, stdio: ["ignore", "ignore", "pipe"], detached: true },
+    );
     let stderr = "";
     serve.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
     try {
-      const url = await until("serve to listen", () => /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(stderr)?.[1], 60_000, () => stderr);
-      const cluster = await until("the dev cluster to be served", async () => {
-        const response = await fetch(`${url}/readyz`);
-        return response.ok ? ((await response.json()) as { status: string }) : undefined;
-      }, 60_000, () => stderr);
+      const url = await until(
+        "serve to listen",
+        () => /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(stderr)?.[1],
+        60_000,
+        () => stderr,
+      );
+      const cluster = await until(
+        "the dev cluster to be served",
+        async () => {
+          const response = await fetch(`${url}/readyz`);
+          return response.ok ? ((await response.json()) as { status: string }) : undefined;
+        },
+        60_000,
+        () => stderr,
+      );
       assert.ok(["ready", "starting", "degraded"].includes(cluster.status), JSON.stringify(cluster));
       const token = readFileSync(join(dir, "serve", "api-token"), "utf8").trim();
       const response = await fetch(`${url}/api/v1/clusters/dev`, { headers: { authorization: `Bearer ${token}` } });
       const body = (await response.json()) as { pools?: Array<{ name: string }> };
       assert.equal(response.status, 200, JSON.stringify(body));
-      assert.ok(body.pools?.some((p) => p.name === "hel1-burst"), JSON.stringify(body));
+      assert.ok(
+        body.pools?.some((p) => p.name === "hel1-burst"),
+        JSON.stringify(body),
+      );
     } finally {
       if (serve.exitCode === null) {
         process.kill(-serve.pid!, "SIGTERM");
@@ -130,7 +178,21 @@ describe("nodefleet from the packed tarball in a project of one's own", function
     let cloud: LocalCloud;
 
     before(async function () {
-      skipUnlessAvailable(this, missingTools("pulumi", "pulumi-language-nodejs", "pulumi-resource-hcloud", "pulumi-resource-kubernetes", "pulumi-resource-random", "pulumi-resource-time", "etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"));
+      skipUnlessAvailable(
+        this,
+        missingTools(
+          "pulumi",
+          "pulumi-language-nodejs",
+          "pulumi-resource-hcloud",
+          "pulumi-resource-kubernetes",
+          "pulumi-resource-random",
+          "pulumi-resource-time",
+          "etcd",
+          "kube-apiserver",
+          "kube-controller-manager",
+          "kube-scheduler",
+        ),
+      );
       cloud = await startLocalCloud({ dataDir: join(dir, "data"), hcloudPort: 0, logger: quiet, projectDir: project });
     });
 

@@ -38,7 +38,10 @@ describe("request logs", function () {
     assert.equal(lines.filter((l) => l.msg === "incoming request").length, 2);
     const completed = lines.filter((l) => l.msg === "request completed");
     assert.equal(completed.length, 2);
-    assert.ok(lines.every((l) => l.level === 20), JSON.stringify(lines));
+    assert.ok(
+      lines.every((l) => l.level === 20),
+      JSON.stringify(lines),
+    );
     assert.deepEqual(completed.map((l) => l.res?.statusCode).sort(), [200, 200]);
   });
 });

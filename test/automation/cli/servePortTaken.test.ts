@@ -22,7 +22,10 @@ describe("nodefleet serve on a taken port", function () {
   it("the check itself: a taken port is refused naming --port; a free one and port 0 pass", async () => {
     const taken = await occupyPort();
     try {
-      await assert.rejects(assertCanListen("127.0.0.1", taken.port), new RegExp(`--port ${taken.port}: 127\\.0\\.0\\.1:${taken.port} is already in use.*--port <n>`));
+      await assert.rejects(
+        assertCanListen("127.0.0.1", taken.port),
+        new RegExp(`--port ${taken.port}: 127\\.0\\.0\\.1:${taken.port} is already in use.*--port <n>`),
+      );
     } finally {
       await taken.release();
     }

@@ -17,7 +17,15 @@ function serveUntilExit(dataDir: string, env: Record<string, string>): Promise<{
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [BIN, "serve", "--stack", "example", "--data-dir", dataDir, "--port", "0"], {
       cwd: REPOSITORY_ROOT,
-      env: { ...process.env, HCLOUD_TOKEN: "", SCW_SECRET_KEY: "", NODEFLEET_API_TOKENS: `example:${TOKEN}`, NODEFLEET_LOG_LEVEL: "warn", NODEFLEET_SIM_BOOT_DELAY_MS: "100", ...env },
+      env: {
+        ...process.env,
+        HCLOUD_TOKEN: "",
+        SCW_SECRET_KEY: "",
+        NODEFLEET_API_TOKENS: `example:${TOKEN}`,
+        NODEFLEET_LOG_LEVEL: "warn",
+        NODEFLEET_SIM_BOOT_DELAY_MS: "100",
+        ...env,
+      },
       stdio: ["ignore", "ignore", "pipe"],
     });
     let stderr = "";

@@ -9,9 +9,16 @@ describe("the service's logger", () => {
     const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "nodefleet-logger-")), "service.log");
     const logger = serviceLogger({ NODEFLEET_LOG_LEVEL: "info" }, file);
     logger.debug("below the level");
-    logger.info({ req: { headers: { authorization: "Bearer sekret-header" } }, cluster: { token: "sekret-token", kubeconfig: "sekret-kubeconfig" } }, "request");
+    logger.info(
+      { req: { headers: { authorization: "Bearer sekret-header" } }, cluster: { token: "sekret-token", kubeconfig: "sekret-kubeconfig" } },
+      "request",
+    );
     // Synchronous: the line is in the file as soon as info() returns.
-    const lines = fs.readFileSync(file, "utf8").trim().split("\n").map((line) => JSON.parse(line) as Record<string, unknown>);
+    const lines = fs
+      .readFileSync(file, "utf8")
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
     assert.equal(lines.length, 1, "debug is below info");
     assert.equal(lines[0]!.name, "nodefleet");
     assert.equal(lines[0]!.msg, "request");

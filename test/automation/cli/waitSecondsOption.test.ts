@@ -12,7 +12,8 @@ describe("nodes create --wait-seconds", function () {
 
   it("takes whole numbers of seconds from 0 to 120, written in decimal digits", () => {
     assert.deepEqual(["0", "30", "120"].map(parseWaitSeconds), [0, 30, 120]);
-    for (const bad of ["121", "500", "-1", "1.5", "abc", "", " 5", "0x10", "1e2"]) assert.throws(() => parseWaitSeconds(bad), RULE, JSON.stringify(bad));
+    for (const bad of ["121", "500", "-1", "1.5", "abc", "", " 5", "0x10", "1e2"])
+      assert.throws(() => parseWaitSeconds(bad), RULE, JSON.stringify(bad));
   });
 
   it("is refused by the CLI, naming the option and the range, with no request sent", async () => {
@@ -25,7 +26,22 @@ describe("nodes create --wait-seconds", function () {
     try {
       const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
       const result = await runNodefleet(
-        ["nodes", "create", "--url", url, "--cluster", "example", "--token", "any-token-0123456789abcdef", "--unique-id", "claim", "--pool", "hel1-burst", "--wait-seconds", "500"],
+        [
+          "nodes",
+          "create",
+          "--url",
+          url,
+          "--cluster",
+          "example",
+          "--token",
+          "any-token-0123456789abcdef",
+          "--unique-id",
+          "claim",
+          "--pool",
+          "hel1-burst",
+          "--wait-seconds",
+          "500",
+        ],
         { NODEFLEET_API_TOKEN: "" },
       );
       assert.notEqual(result.code, 0);

@@ -29,25 +29,44 @@ function stack(count: number): StackDefinition {
   return {
     stackName: "api",
     program: { module: PROGRAM_MODULE, args: { mode: "local" } },
-    config: { "enginetest:members": { value: members(count) }, "enginetest:cluster": { value: "home" }, "enginetest:token": { value: "kept-secret-value", secret: true } },
+    config: {
+      "enginetest:members": { value: members(count) },
+      "enginetest:cluster": { value: "home" },
+      "enginetest:token": { value: "kept-secret-value", secret: true },
+    },
   };
 }
 
 /** Every file under `dir` (relative), empty when it does not exist. */
 function files(dir: string, prefix = ""): string[] {
   if (!existsSync(dir)) return [];
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? files(join(dir, e.name), `${prefix}${e.name}/`) : [`${prefix}${e.name}`]));
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? files(join(dir, e.name), `${prefix}${e.name}/`) : [`${prefix}${e.name}`],
+  );
 }
 
-const created = (result: { steps: ReadonlyArray<{ op: string; name: string }> }) => result.steps.filter((s) => s.op === "create" && s.name.startsWith("m")).map((s) => s.name).sort();
+const created = (result: { steps: ReadonlyArray<{ op: string; name: string }> }) =>
+  result.steps
+    .filter((s) => s.op === "create" && s.name.startsWith("m"))
+    .map((s) => s.name)
+    .sort();
 
 describe("the automation engine's own stacks keep their state in the data directory", function () {
   this.timeout(600_000);
   const dir = tempDirPerTest("nodefleet-state-home-");
   const warnings: Array<{ event?: unknown; message: string }> = [];
-  const logger = { info() {}, error() {}, warn: (record: Record<string, unknown>, message?: string) => warnings.push({ event: record.event, message: String(message) }) };
+  const logger = {
+    info() {},
+    error() {},
+    warn: (record: Record<string, unknown>, message?: string) => warnings.push({ event: record.event, message: String(message) }),
+  };
   const engineWith = (env: Record<string, string>, historyToKeep?: number) =>
-    new AutomationEngine({ dataDir: join(dir(), "data"), env: { ...process.env, PULUMI_CONFIG_PASSPHRASE: PASSPHRASE, ...env }, logger, ...(historyToKeep ? { historyToKeep } : {}) });
+    new AutomationEngine({
+      dataDir: join(dir(), "data"),
+      env: { ...process.env, PULUMI_CONFIG_PASSPHRASE: PASSPHRASE, ...env },
+      logger,
+      ...(historyToKeep ? { historyToKeep } : {}),
+    });
   const shared = () => join(dir(), "git-stack-backend");
   const dataState = () => join(dir(), "data", "state", ".pulumi");
 
@@ -63,14 +82,22 @@ describe("the automation engine's own stacks keep their state in the data direct
     const engine = engineWith({ PULUMI_BACKEND_URL: fileBackendUrl(shared()) }, 2);
     for (const count of [1, 2, 1]) assert.equal((await engine.up(stack(count))).succeeded, true);
     // (Asking it whether it holds an earlier version's copy leaves the backend's meta.yaml.)
-    assert.deepEqual(files(shared()).filter((f) => f !== ".pulumi/meta.yaml"), [], "nothing of the API stack in the git stack's backend");
+    assert.deepEqual(
+      files(shared()).filter((f) => f !== ".pulumi/meta.yaml"),
+      [],
+      "nothing of the API stack in the git stack's backend",
+    );
     const stateFiles = files(dataState());
     assert.ok(stateFiles.includes("stacks/nodefleet/api.json"), stateFiles.join(", "));
     // The CLI copies the previous checkpoint there on every save (its integrity-check fallback): one file, kept.
     assert.ok(stateFiles.includes("stacks/nodefleet/api.json.bak"), stateFiles.join(", "));
     const history = stateFiles.filter((f) => f.startsWith("history/nodefleet/api/"));
     assert.equal(new Set(history.map((f) => /-(\d+)\./.exec(f)?.[1])).size, 2, history.join(", "));
-    assert.deepEqual(stateFiles.filter((f) => f.startsWith("backups/")), [], "no checkpoint backups");
+    assert.deepEqual(
+      stateFiles.filter((f) => f.startsWith("backups/")),
+      [],
+      "no checkpoint backups",
+    );
   });
 
   it("moves a stack an earlier version kept in PULUMI_BACKEND_URL there, once, and runs on from it", async function () {
@@ -82,15 +109,26 @@ describe("the automation engine's own stacks keep their state in the data direct
     const upgraded = engineWith({ PULUMI_BACKEND_URL: fileBackendUrl(shared()) });
     const after = await upgraded.up(stack(2));
     assert.equal(after.succeeded, true, JSON.stringify(after.steps.filter((s) => s.error)));
-    assert.deepEqual(created(after), ["m1", "m1-server", "m1-suffix"], "only the new member is created: the state moved with its resources");
+    assert.deepEqual(
+      created(after),
+      ["m1", "m1-server", "m1-suffix"],
+      "only the new member is created: the state moved with its resources",
+    );
     assert.equal(after.outputs.token, "kept-secret-value", "its secrets decrypt in the new home");
     assert.ok(files(dataState()).includes("stacks/nodefleet/api.json"));
-    assert.deepEqual(files(join(shared(), ".pulumi", "stacks")).filter((f) => f.endsWith(".json")), [], "no second, stale copy left in the old backend");
+    assert.deepEqual(
+      files(join(shared(), ".pulumi", "stacks")).filter((f) => f.endsWith(".json")),
+      [],
+      "no second, stale copy left in the old backend",
+    );
     assert.deepEqual(warnings.filter((w) => w.event === "state_moved").length, 1, JSON.stringify(warnings));
 
     const restarted = engineWith({ PULUMI_BACKEND_URL: fileBackendUrl(shared()) });
     const again = await restarted.up(stack(2));
-    assert.ok(again.steps.every((s) => s.op === "same"), JSON.stringify(again.summary));
+    assert.ok(
+      again.steps.every((s) => s.op === "same"),
+      JSON.stringify(again.summary),
+    );
     assert.deepEqual(warnings.filter((w) => w.event === "state_moved").length, 1, "moved once");
   });
 

@@ -31,11 +31,23 @@ import { StackQueue } from "../../../automation/engine/stackQueue";
 import { tempDirPerTest } from "../../support/tempDirPerTest";
 
 function server(id: number, name: string, labels: Record<string, string>): HcloudServer {
-  return { id, name, labels, status: "running", created: "2026-01-01T00:00:00Z", server_type: { name: "cpx21" }, public_net: { ipv4: { ip: "203.0.113.9" }, ipv6: null }, private_net: [] };
+  return {
+    id,
+    name,
+    labels,
+    status: "running",
+    created: "2026-01-01T00:00:00Z",
+    server_type: { name: "cpx21" },
+    public_net: { ipv4: { ip: "203.0.113.9" }, ipv6: null },
+    private_net: [],
+  };
 }
 
 function pendingServer(urn: string, name: string, labels: Record<string, string>): PendingOperation {
-  return { type: "creating", resource: { urn, type: "hcloud:index/server:Server", custom: true, inputs: { name, labels, serverType: "cpx21" } } };
+  return {
+    type: "creating",
+    resource: { urn, type: "hcloud:index/server:Server", custom: true, inputs: { name, labels, serverType: "cpx21" } },
+  };
 }
 
 describe("automation engine parts", function () {
@@ -70,11 +82,25 @@ describe("automation engine parts", function () {
     });
 
     it("applies the plan to the exported state: imported servers join the resources with their id, every pending create leaves", async function () {
-      const pending = [pendingServer("urn:a", "c1-a", ours), pendingServer("urn:b", "c1-b", ours), { type: "updating", resource: { urn: "urn:u", type: "hcloud:index/server:Server", inputs: {} } }];
+      const pending = [
+        pendingServer("urn:a", "c1-a", ours),
+        pendingServer("urn:b", "c1-b", ours),
+        { type: "updating", resource: { urn: "urn:u", type: "hcloud:index/server:Server", inputs: {} } },
+      ];
       const actions = await planPendingCreates(pending, async (name) => (name === "c1-a" ? [server(42, "c1-a", ours)] : []), "import");
       const existing = { urn: "urn:stack", type: "pulumi:pulumi:Stack", custom: false };
       const edited = adoptPendingCreates({ resources: [existing], pending_operations: pending, manifest: { version: "v" } }, actions);
-      assert.deepEqual(edited.resources, [existing, { urn: "urn:a", type: "hcloud:index/server:Server", custom: true, id: "42", inputs: { name: "c1-a", labels: ours, serverType: "cpx21" }, outputs: { name: "c1-a", labels: ours, serverType: "cpx21" } }]);
+      assert.deepEqual(edited.resources, [
+        existing,
+        {
+          urn: "urn:a",
+          type: "hcloud:index/server:Server",
+          custom: true,
+          id: "42",
+          inputs: { name: "c1-a", labels: ours, serverType: "cpx21" },
+          outputs: { name: "c1-a", labels: ours, serverType: "cpx21" },
+        },
+      ]);
       assert.deepEqual(edited.pending_operations, [pending[2]], "the pending creates are gone; the refresh clears the rest");
       assert.deepEqual(edited.manifest, { version: "v" });
     });
@@ -90,16 +116,28 @@ describe("automation engine parts", function () {
       try {
         const locks = join(dir, ".pulumi", "locks", "organization", "nodefleet", "s1");
         mkdirSync(locks, { recursive: true });
-        writeFileSync(join(locks, "dead.json"), JSON.stringify({ pid: 2 ** 22 + 4242, hostname: hostname(), username: "u", timestamp: "t" }));
+        writeFileSync(
+          join(locks, "dead.json"),
+          JSON.stringify({ pid: 2 ** 22 + 4242, hostname: hostname(), username: "u", timestamp: "t" }),
+        );
         writeFileSync(join(locks, "live.json"), JSON.stringify({ pid: process.pid, hostname: hostname(), username: "u", timestamp: "t" }));
-        writeFileSync(join(locks, "remote.json"), JSON.stringify({ pid: 2 ** 22 + 4242, hostname: "another-host", username: "u", timestamp: "t" }));
-        assert.deepEqual(removeStaleLocks(dir, "nodefleet", "s1").map((l) => l.path), [join(locks, "dead.json")]);
+        writeFileSync(
+          join(locks, "remote.json"),
+          JSON.stringify({ pid: 2 ** 22 + 4242, hostname: "another-host", username: "u", timestamp: "t" }),
+        );
+        assert.deepEqual(
+          removeStaleLocks(dir, "nodefleet", "s1").map((l) => l.path),
+          [join(locks, "dead.json")],
+        );
         assert.deepEqual(readdirSync(locks).sort(), ["live.json", "remote.json"]);
 
         assert.deepEqual(pendingOperations(dir, "nodefleet", "s1"), [], "no checkpoint yet");
         mkdirSync(join(dir, ".pulumi", "stacks", "nodefleet"), { recursive: true });
         const op = pendingServer("urn:a", "c1-a", ours);
-        writeFileSync(join(dir, ".pulumi", "stacks", "nodefleet", "s1.json"), JSON.stringify({ version: 3, checkpoint: { latest: { resources: [], pending_operations: [op] } } }));
+        writeFileSync(
+          join(dir, ".pulumi", "stacks", "nodefleet", "s1.json"),
+          JSON.stringify({ version: 3, checkpoint: { latest: { resources: [], pending_operations: [op] } } }),
+        );
         assert.deepEqual(pendingOperations(dir, "nodefleet", "s1"), [op]);
       } finally {
         rmSync(dir, { recursive: true, force: true });
@@ -143,7 +181,10 @@ describe("automation engine parts", function () {
         }
         assert.equal(pruneStackHistory(dir, "nodefleet", "c-api", 2), 6);
         const newest = stamps.slice(2);
-        assert.deepEqual(readdirSync(history).sort(), newest.flatMap((s) => [`c-api-${s}.checkpoint.json`, `c-api-${s}.history.json`]).sort());
+        assert.deepEqual(
+          readdirSync(history).sort(),
+          newest.flatMap((s) => [`c-api-${s}.checkpoint.json`, `c-api-${s}.history.json`]).sort(),
+        );
         assert.deepEqual(readdirSync(backups).sort(), newest.map((s) => `c-api.${s}.json`).sort());
         assert.equal(readdirSync(other).length, 4, "another stack's history is untouched");
         assert.equal(pruneStackHistory(dir, "nodefleet", "c-api", 2), 0, "idempotent");
@@ -169,7 +210,9 @@ describe("automation engine parts", function () {
         res.setHeader("content-type", "application/json");
         if (req.method === "GET" && url.pathname === "/servers") {
           const page = Number(url.searchParams.get("page"));
-          res.end(JSON.stringify({ servers: [server(page, `s${page}`, {})], meta: { pagination: { next_page: page < 2 ? page + 1 : null } } }));
+          res.end(
+            JSON.stringify({ servers: [server(page, `s${page}`, {})], meta: { pagination: { next_page: page < 2 ? page + 1 : null } } }),
+          );
         } else if (req.method === "DELETE" && url.pathname === "/servers/404") {
           res.statusCode = 404;
           res.end(JSON.stringify({ error: { code: "not_found", message: "server not found" } }));
@@ -192,7 +235,10 @@ describe("automation engine parts", function () {
       const counted: string[] = [];
       const client = new HcloudClient({ token: "t0ken", baseUrl, onRequest: (m, p) => counted.push(`${m} ${p}`) });
       const servers = await client.listServers({ labelSelector: "nodefleet.io/cluster=c1", name: "s" });
-      assert.deepEqual(servers.map((s) => s.id), [1, 2]);
+      assert.deepEqual(
+        servers.map((s) => s.id),
+        [1, 2],
+      );
       assert.equal(client.requestCount, 2);
       assert.equal(counted.length, 2);
       assert.match(seen[0], /label_selector=nodefleet.io%2Fcluster%3Dc1/);
@@ -224,8 +270,13 @@ describe("automation engine parts", function () {
     });
 
     it("prefers the operator's PULUMI_CONFIG_PASSPHRASE, then PULUMI_CONFIG_PASSPHRASE_FILE", function () {
-      assert.equal(resolvePassphrase(dataDir(), { PULUMI_CONFIG_PASSPHRASE: "p", PULUMI_CONFIG_PASSPHRASE_FILE: "/f" }).source, "PULUMI_CONFIG_PASSPHRASE");
-      assert.deepEqual(resolvePassphrase(dataDir(), { PULUMI_CONFIG_PASSPHRASE_FILE: "/f" }).envVars, { PULUMI_CONFIG_PASSPHRASE_FILE: "/f" });
+      assert.equal(
+        resolvePassphrase(dataDir(), { PULUMI_CONFIG_PASSPHRASE: "p", PULUMI_CONFIG_PASSPHRASE_FILE: "/f" }).source,
+        "PULUMI_CONFIG_PASSPHRASE",
+      );
+      assert.deepEqual(resolvePassphrase(dataDir(), { PULUMI_CONFIG_PASSPHRASE_FILE: "/f" }).envVars, {
+        PULUMI_CONFIG_PASSPHRASE_FILE: "/f",
+      });
     });
   });
 
@@ -248,7 +299,13 @@ describe("automation engine parts", function () {
 
   describe("engine events to steps", function () {
     const meta = (op: string, extra: Partial<StepEventMetadata> = {}): StepEventMetadata =>
-      ({ op, urn: "urn:pulumi:s::p::hcloud:index/server:Server::m0-server", type: "hcloud:index/server:Server", provider: "", ...extra }) as StepEventMetadata;
+      ({
+        op,
+        urn: "urn:pulumi:s::p::hcloud:index/server:Server::m0-server",
+        type: "hcloud:index/server:Server",
+        provider: "",
+        ...extra,
+      }) as StepEventMetadata;
 
     it("collapses replacement halves and hides engine plumbing", function () {
       assert.deepEqual(stepFromMetadata(meta("replace", { diffs: ["userData", "labels"], keys: ["userData"] })), {
@@ -301,9 +358,22 @@ describe("automation engine parts", function () {
 
   describe("progress lines", function () {
     it("show the running count, the op, the changed keys, and say when it is a simulation", function () {
-      const step = { op: "replace" as const, urn: "u", type: "hcloud:index/server:Server", name: "m0-server", keys: ["labels", "userData"], replaceKeys: ["userData"] };
-      assert.equal(formatStepLine(step, 3, { simulated: true, total: 9 }), "[simulated] [3/9] +- replace hcloud:index/server:Server m0-server (replace: userData)");
-      assert.equal(formatStepLine({ ...step, op: "create", keys: [], replaceKeys: undefined, error: "sold out" }, 1, { simulated: false }), "[1] + create hcloud:index/server:Server m0-server FAILED: sold out");
+      const step = {
+        op: "replace" as const,
+        urn: "u",
+        type: "hcloud:index/server:Server",
+        name: "m0-server",
+        keys: ["labels", "userData"],
+        replaceKeys: ["userData"],
+      };
+      assert.equal(
+        formatStepLine(step, 3, { simulated: true, total: 9 }),
+        "[simulated] [3/9] +- replace hcloud:index/server:Server m0-server (replace: userData)",
+      );
+      assert.equal(
+        formatStepLine({ ...step, op: "create", keys: [], replaceKeys: undefined, error: "sold out" }, 1, { simulated: false }),
+        "[1] + create hcloud:index/server:Server m0-server FAILED: sold out",
+      );
     });
   });
 });

@@ -18,7 +18,11 @@ function definition(edit: (config: Record<string, unknown>) => void, previousNod
   const raw = structuredClone(stackFileConfig("example"));
   edit(raw);
   const config = Object.fromEntries(Object.entries(raw).map(([key, value]) => [key, { value }]));
-  return { stackName: "example", program: gitStackProgram({ allowMissingKubeconfig: true, ...(previousNodes !== undefined ? { previousNodes } : {}) }), config };
+  return {
+    stackName: "example",
+    program: gitStackProgram({ allowMissingKubeconfig: true, ...(previousNodes !== undefined ? { previousNodes } : {}) }),
+    config,
+  };
 }
 
 describe("simulated engine: a bare-metal rollout across runs (stacks/Pulumi.example.yaml)", function () {
@@ -28,7 +32,9 @@ describe("simulated engine: a bare-metal rollout across runs (stacks/Pulumi.exam
   it("re-joins one Elastic Metal member per run on a new k0s version; the others' resources stay `same`", async () => {
     const engine = new SimulatedEngine({ dataDir: dataDir(), bootDelayMs: 0, env: {}, logger: silent });
     const twoMembers = (raw: Record<string, unknown>) => {
-      raw["nodefleet:pools"] = (raw["nodefleet:pools"] as Array<Record<string, unknown>>).map((p) => (p.name === EM_POOL ? { ...p, replicas: 2 } : p));
+      raw["nodefleet:pools"] = (raw["nodefleet:pools"] as Array<Record<string, unknown>>).map((p) =>
+        p.name === EM_POOL ? { ...p, replicas: 2 } : p,
+      );
     };
     const first = await engine.up(definition(twoMembers));
     assert.equal(first.succeeded, true, JSON.stringify(first.steps.filter((s) => s.error)));
@@ -39,8 +45,13 @@ describe("simulated engine: a bare-metal rollout across runs (stacks/Pulumi.exam
     const second = await engine.up(definition(upgrade, first.outputs.nodes));
     assert.equal(second.succeeded, true, JSON.stringify(second.steps.filter((s) => s.error)));
     const changed = (run: typeof second, member: string) =>
-      run.steps.filter((s) => s.op !== "same" && s.name.startsWith(`example-${EM_POOL}-${member}`)).map((s) => `${s.op} ${s.name.slice(`example-${EM_POOL}-`.length)}`);
-    assert.ok(changed(second, `${EM_POOL}-0`).some((s) => /^replace .*-join$/.test(s)), `the first member re-joins: ${changed(second, `${EM_POOL}-0`).join(", ")}`);
+      run.steps
+        .filter((s) => s.op !== "same" && s.name.startsWith(`example-${EM_POOL}-${member}`))
+        .map((s) => `${s.op} ${s.name.slice(`example-${EM_POOL}-`.length)}`);
+    assert.ok(
+      changed(second, `${EM_POOL}-0`).some((s) => /^replace .*-join$/.test(s)),
+      `the first member re-joins: ${changed(second, `${EM_POOL}-0`).join(", ")}`,
+    );
     assert.deepEqual(changed(second, `${EM_POOL}-1`), [], "the second waits, untouched");
     const rollout = (second.outputs.rollout as Array<{ pool: string; remaining: number }>).find((r) => r.pool === EM_POOL);
     assert.equal(rollout?.remaining, 1);
@@ -48,23 +59,37 @@ describe("simulated engine: a bare-metal rollout across runs (stacks/Pulumi.exam
     const third = await engine.up(definition(upgrade, second.outputs.nodes));
     assert.equal(third.succeeded, true);
     assert.deepEqual(changed(third, `${EM_POOL}-0`), [], "the first is done");
-    assert.ok(changed(third, `${EM_POOL}-1`).some((s) => /^replace .*-join$/.test(s)), "now the second re-joins");
+    assert.ok(
+      changed(third, `${EM_POOL}-1`).some((s) => /^replace .*-join$/.test(s)),
+      "now the second re-joins",
+    );
     const fourth = await engine.up(definition(upgrade, third.outputs.nodes));
     // The Hetzner Cloud pool rolls the version too, by surging; the Elastic Metal pool is done.
-    assert.deepEqual(fourth.steps.filter((s) => s.op !== "same" && s.name.startsWith(`example-${EM_POOL}`)).map((s) => `${s.op} ${s.name}`), [], "converged: nothing to do");
+    assert.deepEqual(
+      fourth.steps.filter((s) => s.op !== "same" && s.name.startsWith(`example-${EM_POOL}`)).map((s) => `${s.op} ${s.name}`),
+      [],
+      "converged: nothing to do",
+    );
   });
 
   it("a label or taint change steps nothing on the Elastic Metal machines; a firewall change updates only each member's host-firewall command", async () => {
     const engine = new SimulatedEngine({ dataDir: dataDir(), bootDelayMs: 0, env: {}, logger: silent });
     const pool = (edit: (p: Record<string, unknown>) => Record<string, unknown>) => (raw: Record<string, unknown>) => {
-      raw["nodefleet:pools"] = (raw["nodefleet:pools"] as Array<Record<string, unknown>>).map((p) => (p.name === EM_POOL ? edit({ ...p, replicas: 2 }) : p));
+      raw["nodefleet:pools"] = (raw["nodefleet:pools"] as Array<Record<string, unknown>>).map((p) =>
+        p.name === EM_POOL ? edit({ ...p, replicas: 2 }) : p,
+      );
     };
     const twoMembers = pool((p) => p);
     const first = await engine.up(definition(twoMembers));
     assert.equal(first.succeeded, true, JSON.stringify(first.steps.filter((s) => s.error)));
-    const changed = (run: typeof first) => run.steps.filter((s) => s.op !== "same" && s.name.startsWith(`example-${EM_POOL}`)).map((s) => `${s.op} ${s.name}`);
+    const changed = (run: typeof first) =>
+      run.steps.filter((s) => s.op !== "same" && s.name.startsWith(`example-${EM_POOL}`)).map((s) => `${s.op} ${s.name}`);
 
-    const relabel = pool((p) => ({ ...p, labels: { "example.com/team": "build" }, taints: [{ key: "example.com/dedicated", value: "ci", effect: "NoSchedule" }] }));
+    const relabel = pool((p) => ({
+      ...p,
+      labels: { "example.com/team": "build" },
+      taints: [{ key: "example.com/dedicated", value: "ci", effect: "NoSchedule" }],
+    }));
     const relabelled = await engine.up(definition(relabel, first.outputs.nodes));
     assert.equal(relabelled.succeeded, true);
     // Without a kubeconfig (simulation) there is no Node to patch; with one, only the Node metadata updates.
@@ -76,8 +101,14 @@ describe("simulated engine: a bare-metal rollout across runs (stacks/Pulumi.exam
     };
     const reloaded = await engine.up(definition(opened, relabelled.outputs.nodes));
     assert.equal(reloaded.succeeded, true);
-    assert.deepEqual(changed(reloaded), [0, 1].map((i) => `update example-${EM_POOL}-${EM_POOL}-${i}-host-firewall`), "every member at once, nothing else");
-    const rollout = (reloaded.outputs.rollout as Array<{ pool: string; updating: unknown[]; remaining: number }>).find((r) => r.pool === EM_POOL);
+    assert.deepEqual(
+      changed(reloaded),
+      [0, 1].map((i) => `update example-${EM_POOL}-${EM_POOL}-${i}-host-firewall`),
+      "every member at once, nothing else",
+    );
+    const rollout = (reloaded.outputs.rollout as Array<{ pool: string; updating: unknown[]; remaining: number }>).find(
+      (r) => r.pool === EM_POOL,
+    );
     assert.deepEqual([rollout?.updating, rollout?.remaining], [[], 0], "no rollout step for either");
   });
 
@@ -91,7 +122,10 @@ describe("simulated engine: a bare-metal rollout across runs (stacks/Pulumi.exam
           provider: "hetzner-robot",
           mode: "static",
           image,
-          servers: [{ serverNumber: 321, name: "a" }, { serverNumber: 654, name: "b" }],
+          servers: [
+            { serverNumber: 321, name: "a" },
+            { serverNumber: 654, name: "b" },
+          ],
           sshKeyFingerprints: ["15:28:b0:03:95:f0:77:b3:10:56:15:6b:77:22:a5:bb"],
         },
       ];
@@ -101,11 +135,19 @@ describe("simulated engine: a bare-metal rollout across runs (stacks/Pulumi.exam
     const second = await engine.up(definition(robot("ubuntu-22.04"), first.outputs.nodes));
     assert.equal(second.succeeded, true, JSON.stringify(second.steps.filter((s) => s.error)));
     const changed = (run: typeof second, member: string) =>
-      run.steps.filter((s) => s.op !== "same" && s.name.startsWith(`example-fsn-metal-${member}-`)).map((s) => `${s.op} ${s.name.slice("example-fsn-metal-".length)}`);
-    assert.ok(changed(second, "fsn-metal-a").some((s) => s === "replace fsn-metal-a-rescue"), `a is reinstalled: ${changed(second, "fsn-metal-a").join(", ")}`);
+      run.steps
+        .filter((s) => s.op !== "same" && s.name.startsWith(`example-fsn-metal-${member}-`))
+        .map((s) => `${s.op} ${s.name.slice("example-fsn-metal-".length)}`);
+    assert.ok(
+      changed(second, "fsn-metal-a").some((s) => s === "replace fsn-metal-a-rescue"),
+      `a is reinstalled: ${changed(second, "fsn-metal-a").join(", ")}`,
+    );
     assert.deepEqual(changed(second, "fsn-metal-b"), [], "b waits, untouched");
     const third = await engine.up(definition(robot("ubuntu-22.04"), second.outputs.nodes));
     assert.deepEqual(changed(third, "fsn-metal-a"), []);
-    assert.ok(changed(third, "fsn-metal-b").some((s) => s === "replace fsn-metal-b-rescue"), "then b");
+    assert.ok(
+      changed(third, "fsn-metal-b").some((s) => s === "replace fsn-metal-b-rescue"),
+      "then b",
+    );
   });
 });

@@ -9,7 +9,13 @@ import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 
 import { descendantProcesses, killProcesses, processTrees, pulumiProcessesFor } from "../../../automation/engine/cliProcesses";
 import { processAlive } from "../../../automation/engine/cliProcesses";
 import { fileBackendUrl, pendingOperations, stackLocks } from "../../../automation/engine/fileBackendState";
-import { type ResourceStep, RunCancelledError, RunFailedError, type StackDefinition, type StackEngine } from "../../../automation/engine/stackEngine";
+import {
+  type ResourceStep,
+  RunCancelledError,
+  RunFailedError,
+  type StackDefinition,
+  type StackEngine,
+} from "../../../automation/engine/stackEngine";
 import { SimulatedEngine } from "../../../automation/simulated/simulatedEngine";
 import { gitStackProgram } from "../../../automation/gitStackProgram";
 import type { TestMember, TestProgramArgs } from "../../support/engineTestProgram";
@@ -45,7 +51,8 @@ const ENGINES: EngineCase[] = [
   {
     name: "automation",
     unavailable: () => missingTools("pulumi", "pulumi-resource-random"),
-    create: (dataDir) => new AutomationEngine({ dataDir, env: { ...process.env, PULUMI_CONFIG_PASSPHRASE: "contract-tests" }, logger: silent }),
+    create: (dataDir) =>
+      new AutomationEngine({ dataDir, env: { ...process.env, PULUMI_CONFIG_PASSPHRASE: "contract-tests" }, logger: silent }),
     programArgs: { mode: "local" },
     canInjectCrash: false,
   },
@@ -56,7 +63,10 @@ function members(count: number, overrides: Partial<Record<number, Partial<TestMe
 }
 
 function stepsOf(result: { steps: readonly ResourceStep[] }, op: ResourceStep["op"]): string[] {
-  return result.steps.filter((s) => s.op === op).map((s) => s.name).sort();
+  return result.steps
+    .filter((s) => s.op === op)
+    .map((s) => s.name)
+    .sort();
 }
 
 /** The three resources each member declares (component, random suffix, server). */
@@ -96,10 +106,16 @@ for (const engineCase of ENGINES) {
       assert.equal(result.kind, "up");
       assert.equal(result.succeeded, true);
       assert.equal(result.simulated, engineCase.name === "simulated");
-      assert.deepEqual(stepsOf(result, "create").filter((n) => n.startsWith("m")), memberResources("m0", "m1"));
+      assert.deepEqual(
+        stepsOf(result, "create").filter((n) => n.startsWith("m")),
+        memberResources("m0", "m1"),
+      );
       assert.equal(result.summary.create, result.steps.length);
       assert.equal(result.summary.same + result.summary.update + result.summary.replace + result.summary.delete, 0);
-      assert.deepEqual(counts, result.steps.map((_, i) => i + 1));
+      assert.deepEqual(
+        counts,
+        result.steps.map((_, i) => i + 1),
+      );
       assert.equal(serverNames(result).length, 2);
     });
 
@@ -107,7 +123,10 @@ for (const engineCase of ENGINES) {
       const first = await engine.up(stack(members(2)));
       const second = await engine.up(stack(members(2)));
       assert.equal(second.steps.length, first.steps.length);
-      assert.ok(second.steps.every((s) => s.op === "same"), JSON.stringify(second.summary));
+      assert.ok(
+        second.steps.every((s) => s.op === "same"),
+        JSON.stringify(second.summary),
+      );
       assert.deepEqual(second.outputs, first.outputs);
     });
 
@@ -116,12 +135,20 @@ for (const engineCase of ENGINES) {
         console.log("      skipped: the simulated engine keeps no Pulumi update history");
         this.skip();
       }
-      engine = new AutomationEngine({ dataDir: dataDir(), env: { ...process.env, PULUMI_CONFIG_PASSPHRASE: "contract-tests" }, logger: silent, historyToKeep: 2 });
+      engine = new AutomationEngine({
+        dataDir: dataDir(),
+        env: { ...process.env, PULUMI_CONFIG_PASSPHRASE: "contract-tests" },
+        logger: silent,
+        historyToKeep: 2,
+      });
       for (const count of [1, 2, 1]) assert.equal((await engine.up(stack(members(count)))).succeeded, true);
       const history = join(dataDir(), "state", ".pulumi", "history", "nodefleet", "contract");
       const updates = new Set(readdirSync(history).map((name) => /-(\d+)\./.exec(name)?.[1]));
       assert.equal(updates.size, 2, readdirSync(history).join(", "));
-      assert.ok(readdirSync(history).some((name) => name.endsWith(".checkpoint.json")), "each kept update has its state copy");
+      assert.ok(
+        readdirSync(history).some((name) => name.endsWith(".checkpoint.json")),
+        "each kept update has its state copy",
+      );
       const backups = join(dataDir(), "state", ".pulumi", "backups", "nodefleet", "contract");
       assert.deepEqual(existsSync(backups) ? readdirSync(backups) : [], [], "no checkpoint backups are written");
     });
@@ -209,17 +236,26 @@ for (const engineCase of ENGINES) {
         engine.up(stack(members(3))),
         engine.preview(stack(members(3))),
       ]);
-      assert.deepEqual(stepsOf(first, "create").filter((n) => n.startsWith("m")), memberResources("m0", "m1"));
+      assert.deepEqual(
+        stepsOf(first, "create").filter((n) => n.startsWith("m")),
+        memberResources("m0", "m1"),
+      );
       // The second run saw the first run's result: only the new member is created.
       assert.deepEqual(stepsOf(second, "create"), memberResources("m2"));
-      assert.ok(preview.steps.every((s) => s.op === "same"), "the preview ran after both ups");
+      assert.ok(
+        preview.steps.every((s) => s.op === "same"),
+        "the preview ran after both ups",
+      );
     });
 
     it("lets one failing member fail without stopping the others", async function () {
       const result = await engine.up(stack(members(3, { 1: { serverType: SOLD_OUT } })));
       assert.equal(result.succeeded, false);
       const failed = result.steps.filter((s) => s.error);
-      assert.deepEqual(failed.map((s) => s.name), ["m1-server"]);
+      assert.deepEqual(
+        failed.map((s) => s.name),
+        ["m1-server"],
+      );
       assert.match(failed[0].error!, /resource_unavailable/);
       const created = result.steps.filter((s) => s.op === "create" && !s.error).map((s) => s.name);
       assert.ok(created.includes("m0-server") && created.includes("m2-server"), created.join(","));
@@ -244,7 +280,9 @@ for (const engineCase of ENGINES) {
       // Kill the CLI once the state records creates in flight (pending operations), as a crash would find it.
       const watcher = setInterval(() => {
         // Servers, not the instant random suffixes: their pending create lasts the create delay.
-        const creating = pendingOperations(backend, "nodefleet", "contract").filter((op) => op.type === "creating" && op.resource.urn.endsWith("-server"));
+        const creating = pendingOperations(backend, "nodefleet", "contract").filter(
+          (op) => op.type === "creating" && op.resource.urn.endsWith("-server"),
+        );
         if (killed.length === 0 && creating.length > 0) {
           // The CLI and its plugins, as the crash of their process group would (plugins left alone would run for good).
           killed = killProcesses(processTrees(pulumiProcessesFor("contract")));
@@ -257,7 +295,10 @@ for (const engineCase of ENGINES) {
       }
       assert.ok(killed.length > 0, "the pulumi CLI was found and killed");
       assert.equal(stackLocks(backend, "nodefleet", "contract").length, 1, "the killed CLI left its lock");
-      assert.ok(pendingOperations(backend, "nodefleet", "contract").some((op) => op.type === "creating" && op.resource.urn.endsWith("-server")), "and pending creates");
+      assert.ok(
+        pendingOperations(backend, "nodefleet", "contract").some((op) => op.type === "creating" && op.resource.urn.endsWith("-server")),
+        "and pending creates",
+      );
 
       const converged = await engine.up(stack(members(4)));
       assert.equal(converged.succeeded, true, JSON.stringify(converged.steps.filter((s) => s.error)));
@@ -265,7 +306,10 @@ for (const engineCase of ENGINES) {
       assert.deepEqual(pendingOperations(backend, "nodefleet", "contract"), []);
       assert.equal(serverNames(converged).length, 4);
       const again = await engine.up(stack(members(4)));
-      assert.ok(again.steps.every((s) => s.op === "same"), JSON.stringify(again.summary));
+      assert.ok(
+        again.steps.every((s) => s.op === "same"),
+        JSON.stringify(again.summary),
+      );
     });
 
     it("refreshes: every resource is read back and, with nothing changed outside, stays the same", async function () {
@@ -273,10 +317,7 @@ for (const engineCase of ENGINES) {
       const refreshed = await engine.refresh(stack(members(2)));
       assert.equal(refreshed.kind, "refresh");
       assert.equal(refreshed.succeeded, true);
-      assert.deepEqual(
-        refreshed.steps.map((s) => `${s.op} ${s.name}`).sort(),
-        created.steps.map((s) => `same ${s.name}`).sort(),
-      );
+      assert.deepEqual(refreshed.steps.map((s) => `${s.op} ${s.name}`).sort(), created.steps.map((s) => `same ${s.name}`).sort());
     });
 
     it("abandons a run past its deadline: SIGINT first, then the CLI is killed, and the next up converges", async function () {
@@ -294,16 +335,29 @@ for (const engineCase of ENGINES) {
       const started = Date.now();
       const run = stuck.up(stack(members(2).map((m) => ({ ...m, createDelayMs: 40_000 }))));
       // The CLI's own children (its provider plugins) while the run hangs: they must go with it.
-      const plugins = await until("the stuck CLI's plugins", () => {
-        const below = pulumiProcessesFor("contract").flatMap((pid) => descendantProcesses(pid));
-        return below.length > 0 ? below : undefined;
-      }, 20_000, () => "", 100);
+      const plugins = await until(
+        "the stuck CLI's plugins",
+        () => {
+          const below = pulumiProcessesFor("contract").flatMap((pid) => descendantProcesses(pid));
+          return below.length > 0 ? below : undefined;
+        },
+        20_000,
+        () => "",
+        100,
+      );
       await assert.rejects(
         run,
-        (error: unknown) => error instanceof RunCancelledError && /abandoned after its 4 s deadline/.test(error.message) && /was killed/.test(error.message),
+        (error: unknown) =>
+          error instanceof RunCancelledError && /abandoned after its 4 s deadline/.test(error.message) && /was killed/.test(error.message),
       );
       assert.ok(Date.now() - started < 30_000, "the run did not wait for its 40 s creates");
-      await until("the plugins gone with the CLI", () => (plugins.every((pid) => !processAlive(pid)) ? true : undefined), 10_000, () => `still running: ${plugins.filter(processAlive).join(", ")}`, 100);
+      await until(
+        "the plugins gone with the CLI",
+        () => (plugins.every((pid) => !processAlive(pid)) ? true : undefined),
+        10_000,
+        () => `still running: ${plugins.filter(processAlive).join(", ")}`,
+        100,
+      );
       const converged = await engine.up(stack(members(2)));
       assert.equal(converged.succeeded, true);
       assert.equal(serverNames(converged).length, 2);
@@ -317,7 +371,11 @@ for (const engineCase of ENGINES) {
       // An operator's own file:// URL, without nodefleet's metadata=skip: fileblob writes sidecars.
       const backend = join(dataDir(), "operator-backend");
       mkdirSync(backend, { recursive: true });
-      const withSidecars = new AutomationEngine({ dataDir: join(dataDir(), "sidecars"), env: { ...process.env, PULUMI_CONFIG_PASSPHRASE: "contract-tests", NODEFLEET_API_STACK_BACKEND_URL: `file://${backend}` }, logger: silent });
+      const withSidecars = new AutomationEngine({
+        dataDir: join(dataDir(), "sidecars"),
+        env: { ...process.env, PULUMI_CONFIG_PASSPHRASE: "contract-tests", NODEFLEET_API_STACK_BACKEND_URL: `file://${backend}` },
+        logger: silent,
+      });
       assert.equal((await withSidecars.up(stack(members(1)))).succeeded, true);
       const sidecar = join(backend, ".pulumi", "stacks", "nodefleet", "contract.json.attrs");
       assert.ok(existsSync(sidecar), "the operator's backend has sidecars");
@@ -328,7 +386,10 @@ for (const engineCase of ENGINES) {
       assert.equal(serverNames(after).length, 2);
       // nodefleet's own backend writes none.
       assert.equal((await engine.up(stack(members(1)))).succeeded, true);
-      assert.deepEqual(readdirSync(join(dataDir(), "state", ".pulumi", "stacks", "nodefleet")).filter((n) => n.endsWith(".attrs")), []);
+      assert.deepEqual(
+        readdirSync(join(dataDir(), "state", ".pulumi", "stacks", "nodefleet")).filter((n) => n.endsWith(".attrs")),
+        [],
+      );
     });
 
     it("takes over a stack its backend already holds from a new data directory (a service moved with NODEFLEET_API_STACK_BACKEND_URL)", async function () {
@@ -340,7 +401,10 @@ for (const engineCase of ENGINES) {
       mkdirSync(backend, { recursive: true });
       const env = { ...process.env, PULUMI_CONFIG_PASSPHRASE: "contract-tests", NODEFLEET_API_STACK_BACKEND_URL: fileBackendUrl(backend) };
       // A secret in the state too (as the API stack's user data is): the new home decrypts it.
-      const withSecret = (def: StackDefinition): StackDefinition => ({ ...def, config: { ...def.config, "enginetest:token": { value: "kept-secret-value", secret: true } } });
+      const withSecret = (def: StackDefinition): StackDefinition => ({
+        ...def,
+        config: { ...def.config, "enginetest:token": { value: "kept-secret-value", secret: true } },
+      });
       const before = new AutomationEngine({ dataDir: join(dataDir(), "first-home"), env, logger: silent });
       assert.equal((await before.up(withSecret(stack(members(1))))).succeeded, true);
       const moved = new AutomationEngine({ dataDir: join(dataDir(), "second-home"), env, logger: silent });
@@ -348,7 +412,11 @@ for (const engineCase of ENGINES) {
       assert.equal(after.succeeded, true, JSON.stringify(after.steps.filter((s) => s.error)));
       assert.equal(serverNames(after).length, 2);
       assert.equal(after.outputs.token, "kept-secret-value");
-      assert.deepEqual(stepsOf(after, "create").filter((n) => n.startsWith("m")), memberResources("m1"), "only the new member is created");
+      assert.deepEqual(
+        stepsOf(after, "create").filter((n) => n.startsWith("m")),
+        memberResources("m1"),
+        "only the new member is created",
+      );
     });
 
     it("prepares a stack's workspace ahead of its first run, and only logs when it cannot", async function () {
@@ -358,7 +426,11 @@ for (const engineCase of ENGINES) {
       }
       const warnings: string[] = [];
       const home = join(dataDir(), "prepared");
-      const prepared = new AutomationEngine({ dataDir: home, env: { ...process.env, PULUMI_CONFIG_PASSPHRASE: "contract-tests" }, logger: { ...silent, warn: (_record, message) => warnings.push(String(message)) } });
+      const prepared = new AutomationEngine({
+        dataDir: home,
+        env: { ...process.env, PULUMI_CONFIG_PASSPHRASE: "contract-tests" },
+        logger: { ...silent, warn: (_record, message) => warnings.push(String(message)) },
+      });
       await prepared.prepare(stack(members(1)));
       const settings = readFileSync(join(home, "workspaces", "contract", "Pulumi.contract.yaml"), "utf8");
       assert.match(settings, /enginetest:members/, "the stack's settings are written before any run");
@@ -366,7 +438,10 @@ for (const engineCase of ENGINES) {
       assert.deepEqual(warnings, ["preparing the stack's workspace failed; its first run tries again"]);
       const run = await prepared.up(stack(members(1)));
       assert.equal(run.succeeded, true);
-      assert.deepEqual(stepsOf(run, "create").filter((n) => n.startsWith("m")), memberResources("m0"));
+      assert.deepEqual(
+        stepsOf(run, "create").filter((n) => n.startsWith("m")),
+        memberResources("m0"),
+      );
     });
 
     it("passes secret config to the program without putting it in CLI arguments or the stack files", async function () {
@@ -387,7 +462,10 @@ for (const engineCase of ENGINES) {
       }, 20);
       let result;
       try {
-        result = await engine.up({ ...stack(members(1)), config: { ...stack(members(1)).config, "enginetest:token": { value: secret, secret: true } } });
+        result = await engine.up({
+          ...stack(members(1)),
+          config: { ...stack(members(1)).config, "enginetest:token": { value: secret, secret: true } },
+        });
       } finally {
         clearInterval(timer);
       }
@@ -399,7 +477,11 @@ for (const engineCase of ENGINES) {
       for (const file of files(dataDir())) assert.ok(!readFileSync(file, "utf8").includes(secret), `${file} holds the secret in clear`);
 
       // An error quoting the secret is redacted before it is kept (run errors reach GET /operations).
-      const failing = { ...stack(members(1)).config, "enginetest:token": { value: secret, secret: true }, "enginetest:throwWithToken": { value: "true" } };
+      const failing = {
+        ...stack(members(1)).config,
+        "enginetest:token": { value: secret, secret: true },
+        "enginetest:throwWithToken": { value: "true" },
+      };
       await assert.rejects(engine.up({ ...stack(members(1)), config: failing }), (error: unknown) => {
         assert.ok(error instanceof RunFailedError);
         assert.ok(!error.message.includes(secret), error.message);
@@ -414,7 +496,10 @@ for (const engineCase of ENGINES) {
         this.skip();
       }
       const crashing = engineCase.create(dataDir(), { crashAfterSteps: 12 });
-      await assert.rejects(crashing.up(stack(members(4))), (error: unknown) => error instanceof RunFailedError && /mid-run/.test(error.message));
+      await assert.rejects(
+        crashing.up(stack(members(4))),
+        (error: unknown) => error instanceof RunFailedError && /mid-run/.test(error.message),
+      );
       const cloud = (engine as SimulatedEngine).cloud;
       const partial = cloud.listServers("nodefleet.io/cluster=contract");
       assert.ok(partial.length < 4, `the crash left a partial fleet (${partial.length} servers)`);
@@ -426,7 +511,11 @@ for (const engineCase of ENGINES) {
       assert.equal(servers.length, 4);
       assert.equal(new Set(servers.map((s) => s.labels["nodefleet.io/member"])).size, 4, "no duplicate member");
       assert.equal(new Set(servers.map((s) => s.name)).size, 4, "no duplicate name");
-      for (const s of partial) assert.ok(servers.some((t) => t.id === s.id), `server ${s.name} created before the crash was kept`);
+      for (const s of partial)
+        assert.ok(
+          servers.some((t) => t.id === s.id),
+          `server ${s.name} created before the crash was kept`,
+        );
     });
   });
 }
@@ -446,7 +535,12 @@ describe("automation engine: resource operations at once", function () {
     const dir = join(dataDir(), `parallel-${parallel ?? "default"}`);
     mkdirSync(dir, { recursive: true });
     const trace = join(dir, "creates.log");
-    const engine = new AutomationEngine({ dataDir: dir, env: { ...process.env, PULUMI_CONFIG_PASSPHRASE: "contract-tests" }, logger: silent, ...(parallel ? { parallel } : {}) });
+    const engine = new AutomationEngine({
+      dataDir: dir,
+      env: { ...process.env, PULUMI_CONFIG_PASSPHRASE: "contract-tests" },
+      logger: silent,
+      ...(parallel ? { parallel } : {}),
+    });
     const memberList = members(MEMBERS).map((m) => ({ ...m, createDelayMs: 3000, createTrace: trace }));
     const result = await engine.up({
       stackName: "parallel",
@@ -491,7 +585,10 @@ describe("simulated engine with the real fleet program (stacks/Pulumi.example.ya
     const servers = engine.cloud.listServers("nodefleet.io/cluster=example");
     const hcloud = servers.filter((s) => s.provider === "hcloud");
     assert.equal(hcloud.length, 3, "the static hel1-general pool has 3 replicas; the autoscaled pool starts empty");
-    assert.ok(hcloud.every((s) => /^10\.0\.1\.\d+$/.test(s.privateIpv4 ?? "")), "private addresses come from the configured subnet");
+    assert.ok(
+      hcloud.every((s) => /^10\.0\.1\.\d+$/.test(s.privateIpv4 ?? "")),
+      "private addresses come from the configured subnet",
+    );
     const second = await engine.up(definition);
     assert.deepEqual(
       second.steps.filter((s) => s.op !== "same").map((s) => `${s.op} ${s.name}`),

@@ -49,10 +49,18 @@ const scenarios = (soldOut: string): ReadonlyArray<{ name: string; kind?: "previ
   { name: "user data change replaces one", members: members(3, { 0: { userData: V2 } }) },
   { name: "server type change updates one", members: members(3, { 0: { userData: V2 }, 1: { serverType: "cpx31" } }) },
   { name: "scale down to two", members: members(2, { 0: { userData: V2 }, 1: { serverType: "cpx31" } }) },
-  { name: "one sold-out member fails, the other is created", members: members(4, { 0: { userData: V2 }, 1: { serverType: "cpx31" }, 2: { serverType: soldOut } }) },
+  {
+    name: "one sold-out member fails, the other is created",
+    members: members(4, { 0: { userData: V2 }, 1: { serverType: "cpx31" }, 2: { serverType: soldOut } }),
+  },
   {
     name: "an ignored user data change leaves the server as it is",
-    members: members(4, { 0: { userData: V2 }, 1: { serverType: "cpx31" }, 2: { serverType: soldOut }, 3: { userData: "#cloud-config\nruncmd: [echo v3]\n", keepUserData: true } }),
+    members: members(4, {
+      0: { userData: V2 },
+      1: { serverType: "cpx31" },
+      2: { serverType: soldOut },
+      3: { userData: "#cloud-config\nruncmd: [echo v3]\n", keepUserData: true },
+    }),
   },
 ];
 
@@ -64,7 +72,10 @@ interface Observed {
 
 function normalise(result: RunResult, ignored: ReadonlySet<string>): Observed {
   return {
-    steps: result.steps.filter((s) => !ignored.has(s.name)).map(describeStep).sort(),
+    steps: result.steps
+      .filter((s) => !ignored.has(s.name))
+      .map(describeStep)
+      .sort(),
     succeeded: result.succeeded,
     servers: Object.keys((result.outputs.servers ?? {}) as Record<string, unknown>).length,
   };
@@ -88,7 +99,11 @@ async function runScenarios(engine: StackEngine, run: ScenarioRun): Promise<Obse
       program: { module: PROGRAM_MODULE, args: run.programArgs },
       config: { ...run.config, "enginetest:members": { value: scenario.members }, "enginetest:cluster": { value: "differential" } },
     };
-    const result = await (scenario.kind === "preview" ? engine.preview(stack) : scenario.kind === "refresh" ? engine.refresh(stack) : engine.up(stack));
+    const result = await (scenario.kind === "preview"
+      ? engine.preview(stack)
+      : scenario.kind === "refresh"
+        ? engine.refresh(stack)
+        : engine.up(stack));
     assert.equal(result.kind, scenario.kind ?? "up", scenario.name);
     observed.push(normalise(result, run.ignored));
   }
@@ -108,15 +123,27 @@ function assertAgree(real: Observed[], simulated: Observed[]): void {
   const steps = (name: string) => real[all.findIndex((s) => s.name === name)]!.steps;
   const previewed = steps("a preview of three applies nothing");
   assert.ok(previewed.includes("create m2-server"), previewed.join("; "));
-  assert.ok(steps("no change").every((s) => s.startsWith("same ")), steps("no change").join("; "));
+  assert.ok(
+    steps("no change").every((s) => s.startsWith("same ")),
+    steps("no change").join("; "),
+  );
   assert.ok(steps("scale up to three").includes("create m2-server"), steps("scale up to three").join("; "));
   const refreshed = steps("a refresh reads every resource back unchanged");
   assert.ok(refreshed.includes("same m2-server") && refreshed.every((s) => s.startsWith("same ")), refreshed.join("; "));
-  assert.ok(steps("user data change replaces one").some((s) => /^replace m0-server .*replace=userData/.test(s)), steps("user data change replaces one").join("; "));
-  assert.ok(steps("server type change updates one").includes("update m1-server keys=serverType"), steps("server type change updates one").join("; "));
+  assert.ok(
+    steps("user data change replaces one").some((s) => /^replace m0-server .*replace=userData/.test(s)),
+    steps("user data change replaces one").join("; "),
+  );
+  assert.ok(
+    steps("server type change updates one").includes("update m1-server keys=serverType"),
+    steps("server type change updates one").join("; "),
+  );
   assert.ok(steps("scale down to two").includes("delete m2-server"), steps("scale down to two").join("; "));
   const soldOut = steps("one sold-out member fails, the other is created");
-  assert.ok(soldOut.some((s) => s.startsWith("create m2-server") && s.endsWith("FAILED")), soldOut.join("; "));
+  assert.ok(
+    soldOut.some((s) => s.startsWith("create m2-server") && s.endsWith("FAILED")),
+    soldOut.join("; "),
+  );
   const ignored = steps("an ignored user data change leaves the server as it is");
   assert.ok(ignored.includes("same m3-server") && ignored.includes("same m3-suffix"), ignored.join("; "));
   // The exception above, asserted: on the real engine a failed member collapses the one-map output.
@@ -133,22 +160,39 @@ describe("engine differential: the simulated engine agrees with the real one", f
   it("gives the same steps, failures and servers for every scenario (real engine with cloud-free stand-ins)", async function () {
     skipUnlessAvailable(this, missingTools("pulumi", "pulumi-resource-random"));
     const real = await runScenarios(
-      new AutomationEngine({ dataDir: join(dataDir(), "real"), env: { ...process.env, PULUMI_CONFIG_PASSPHRASE: "differential" }, logger: silent }),
+      new AutomationEngine({
+        dataDir: join(dataDir(), "real"),
+        env: { ...process.env, PULUMI_CONFIG_PASSPHRASE: "differential" },
+        logger: silent,
+      }),
       { programArgs: { mode: "local" }, soldOut: SOLD_OUT, ignored: SIMULATED_ONLY },
     );
-    const simulated = await runScenarios(simulatedEngine(join(dataDir(), "simulated"), SOLD_OUT), { programArgs: { mode: "hcloud" }, soldOut: SOLD_OUT, ignored: SIMULATED_ONLY });
+    const simulated = await runScenarios(simulatedEngine(join(dataDir(), "simulated"), SOLD_OUT), {
+      programArgs: { mode: "hcloud" },
+      soldOut: SOLD_OUT,
+      ignored: SIMULATED_ONLY,
+    });
     assertAgree(real, simulated);
   });
 
   it("gives the same on the local cloud: the real engine with the hcloud plugin against the fake Hetzner API, network and subnet included", async function () {
     skipUnlessAvailable(this, missingTools("pulumi", "pulumi-resource-random", "pulumi-resource-hcloud"));
-    const fake = buildFakeHcloud({ token: HCLOUD_TOKEN, stateFile: join(dataDir(), "hcloud.json"), actionMs: 50, outOfStock: [SOLD_OUT_ON_LOCAL_CLOUD] });
+    const fake = buildFakeHcloud({
+      token: HCLOUD_TOKEN,
+      stateFile: join(dataDir(), "hcloud.json"),
+      actionMs: 50,
+      outOfStock: [SOLD_OUT_ON_LOCAL_CLOUD],
+    });
     const exchanges: HcloudExchange[] = [];
     recordHcloudExchanges(fake, exchanges);
     const endpoint = await fake.app.listen({ port: 0, host: "127.0.0.1" });
     try {
       const real = await runScenarios(
-        new AutomationEngine({ dataDir: join(dataDir(), "real"), env: { ...process.env, PULUMI_CONFIG_PASSPHRASE: "differential", HCLOUD_TOKEN }, logger: silent }),
+        new AutomationEngine({
+          dataDir: join(dataDir(), "real"),
+          env: { ...process.env, PULUMI_CONFIG_PASSPHRASE: "differential", HCLOUD_TOKEN },
+          logger: silent,
+        }),
         {
           programArgs: { mode: "hcloud" },
           soldOut: SOLD_OUT_ON_LOCAL_CLOUD,
@@ -163,7 +207,9 @@ describe("engine differential: the simulated engine agrees with the real one", f
       });
       assertAgree(real, simulated);
       // The servers the real engine's outputs name are the ones the fake Hetzner API holds.
-      const response = await fetch(`${endpoint}/servers?label_selector=nodefleet.io/cluster=differential`, { headers: { Authorization: `Bearer ${HCLOUD_TOKEN}` } });
+      const response = await fetch(`${endpoint}/servers?label_selector=nodefleet.io/cluster=differential`, {
+        headers: { Authorization: `Bearer ${HCLOUD_TOKEN}` },
+      });
       const held = ((await response.json()) as { servers: Array<{ name: string }> }).servers.map((s) => s.name);
       assert.equal(held.length, 3, `m0, m1 and m3 run, the sold-out m2 does not: ${held.join(", ")}`);
       assert.deepEqual(exchanges.flatMap(hcloudOpenApiViolations), []);

@@ -43,19 +43,34 @@ describe("leftover pulumi processes", function () {
     const elsewhere = sleeper(`${"0".repeat(16)}:${DEAD_PID}:1`);
     const unmarked = spawn("sleep", ["600"], { stdio: "ignore" });
     children.push(unmarked);
-    await until("the sleepers started", async () => (children.every((c) => processStartTime(c.pid!) !== undefined) ? true : undefined), 10_000, () => "", 20);
+    await until(
+      "the sleepers started",
+      async () => (children.every((c) => processStartTime(c.pid!) !== undefined) ? true : undefined),
+      10_000,
+      () => "",
+      20,
+    );
 
     const found = leftoversOfEndedEngines(dir()).map((p) => p.pid);
     assert.deepEqual(found.sort(), [ofDeadEngine.pid!, ofReusedPid.pid!].sort());
     await stopProcesses(leftoversOfEndedEngines(dir()));
     assert.ok(!running(ofDeadEngine) && !running(ofReusedPid), "the dead engine's processes are gone");
-    assert.ok(running(ofLiveEngine) && running(elsewhere) && running(unmarked), "a live engine's, another directory's and unmarked processes run on");
+    assert.ok(
+      running(ofLiveEngine) && running(elsewhere) && running(unmarked),
+      "a live engine's, another directory's and unmarked processes run on",
+    );
   });
 
   it("never signals a pid whose start time is not the one it was found with", async function () {
     const key = dataDirKey(dir());
     const child = sleeper(`${key}:${DEAD_PID}:1`);
-    await until("the sleeper started", async () => (running(child) ? true : undefined), 10_000, () => "", 20);
+    await until(
+      "the sleeper started",
+      async () => (running(child) ? true : undefined),
+      10_000,
+      () => "",
+      20,
+    );
     const [found] = leftoversOfEndedEngines(dir());
     assert.equal(found?.pid, child.pid);
     // As if the process had ended and its pid been given to another.
@@ -74,11 +89,18 @@ describe("leftover pulumi processes of the real engine", function () {
   });
 
   it("stops the plugins of a CLI SIGKILLed mid-run once the run ends", async function () {
-    const engine = new AutomationEngine({ dataDir: dir(), env: { ...process.env, PULUMI_CONFIG_PASSPHRASE: "leftovers" }, logger: { info() {}, warn() {}, error() {} } });
+    const engine = new AutomationEngine({
+      dataDir: dir(),
+      env: { ...process.env, PULUMI_CONFIG_PASSPHRASE: "leftovers" },
+      logger: { info() {}, warn() {}, error() {} },
+    });
     const def: StackDefinition = {
       stackName: "leftovers",
       program: { module: PROGRAM_MODULE, args: { mode: "local" } },
-      config: { "enginetest:members": { value: [{ name: "m0", serverType: "cpx21", createDelayMs: 60_000 }] }, "enginetest:cluster": { value: "leftovers" } },
+      config: {
+        "enginetest:members": { value: [{ name: "m0", serverType: "cpx21", createDelayMs: 60_000 }] },
+        "enginetest:cluster": { value: "leftovers" },
+      },
     };
     const run = engine.up(def);
     run.catch(() => undefined);
@@ -88,7 +110,9 @@ describe("leftover pulumi processes of the real engine", function () {
       async () => {
         const clis = pulumiProcessesFor("leftovers");
         const below = clis.flatMap((pid) => descendantProcesses(pid));
-        return clis.length === 1 && below.length >= 2 ? ([clis[0]!, below.map((pid) => ({ pid, startTime: processStartTime(pid) }))] as const) : undefined;
+        return clis.length === 1 && below.length >= 2
+          ? ([clis[0]!, below.map((pid) => ({ pid, startTime: processStartTime(pid) }))] as const)
+          : undefined;
       },
       60_000,
       () => "",

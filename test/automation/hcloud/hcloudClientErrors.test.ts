@@ -12,7 +12,9 @@ import { HcloudApiError, HcloudClient, HcloudRequestError } from "../../../autom
 const TOKEN = "t".repeat(64);
 
 /** A server answering every request with `handle`; closed after the test. */
-async function serve(handle: (request: http.IncomingMessage, response: http.ServerResponse) => void): Promise<{ baseUrl: string; close: () => Promise<void> }> {
+async function serve(
+  handle: (request: http.IncomingMessage, response: http.ServerResponse) => void,
+): Promise<{ baseUrl: string; close: () => Promise<void> }> {
   const server = http.createServer(handle);
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const { port } = server.address() as AddressInfo;
@@ -50,7 +52,9 @@ describe("Hetzner Cloud API failures", function () {
     await new Promise<void>((resolve) => gone.listen(0, "127.0.0.1", resolve));
     const { port } = gone.address() as AddressInfo;
     await new Promise((resolve) => gone.close(resolve));
-    const error = await failure(new HcloudClient({ token: TOKEN, baseUrl: `http://127.0.0.1:${port}/v1` }).listServers({ labelSelector: "nodefleet.io/cluster=c1" }));
+    const error = await failure(
+      new HcloudClient({ token: TOKEN, baseUrl: `http://127.0.0.1:${port}/v1` }).listServers({ labelSelector: "nodefleet.io/cluster=c1" }),
+    );
     assert.ok(error instanceof HcloudRequestError);
     assert.equal(error.message, `Hetzner Cloud API GET http://127.0.0.1:${port}/v1/servers failed: connect ECONNREFUSED 127.0.0.1:${port}`);
     assert.equal(error.endpoint, `GET http://127.0.0.1:${port}/v1/servers`);
@@ -58,10 +62,17 @@ describe("Hetzner Cloud API failures", function () {
 
   it("names a DNS failure by its code and message", async () => {
     const fetchStub = (async () => {
-      throw new TypeError("fetch failed", { cause: Object.assign(new Error("getaddrinfo ENOTFOUND api.example.invalid"), { code: "ENOTFOUND" }) });
+      throw new TypeError("fetch failed", {
+        cause: Object.assign(new Error("getaddrinfo ENOTFOUND api.example.invalid"), { code: "ENOTFOUND" }),
+      });
     }) as unknown as typeof fetch;
-    const error = await failure(new HcloudClient({ token: TOKEN, baseUrl: "https://api.example.invalid/v1", fetch: fetchStub }).listServerTypes());
-    assert.equal(error.message, "Hetzner Cloud API GET https://api.example.invalid/v1/server_types failed: getaddrinfo ENOTFOUND api.example.invalid");
+    const error = await failure(
+      new HcloudClient({ token: TOKEN, baseUrl: "https://api.example.invalid/v1", fetch: fetchStub }).listServerTypes(),
+    );
+    assert.equal(
+      error.message,
+      "Hetzner Cloud API GET https://api.example.invalid/v1/server_types failed: getaddrinfo ENOTFOUND api.example.invalid",
+    );
   });
 
   it("names a call that got no answer in time", async () => {
@@ -91,7 +102,10 @@ describe("Hetzner Cloud API failures", function () {
     });
     closers.push(html.close);
     const htmlError = await failure(new HcloudClient({ token: TOKEN, baseUrl: html.baseUrl }).listServers({}));
-    assert.equal(htmlError.message, `Hetzner Cloud API GET ${html.baseUrl}/servers failed: HTTP 200 with an answer that is not a JSON object`);
+    assert.equal(
+      htmlError.message,
+      `Hetzner Cloud API GET ${html.baseUrl}/servers failed: HTTP 200 with an answer that is not a JSON object`,
+    );
   });
 
   it("names the endpoint of an error answer, keeping its status and code", async () => {
@@ -113,9 +127,13 @@ describe("Hetzner Cloud API failures", function () {
 
   it("leaves credentials in the base URL out of the endpoint it names", async () => {
     const fetchStub = (async () => {
-      throw new TypeError("fetch failed", { cause: Object.assign(new Error("connect ECONNREFUSED 10.0.0.1:443"), { code: "ECONNREFUSED" }) });
+      throw new TypeError("fetch failed", {
+        cause: Object.assign(new Error("connect ECONNREFUSED 10.0.0.1:443"), { code: "ECONNREFUSED" }),
+      });
     }) as unknown as typeof fetch;
-    const error = await failure(new HcloudClient({ token: TOKEN, baseUrl: "https://user:secret@hcloud.example/v1", fetch: fetchStub }).listServers({}));
+    const error = await failure(
+      new HcloudClient({ token: TOKEN, baseUrl: "https://user:secret@hcloud.example/v1", fetch: fetchStub }).listServers({}),
+    );
     assert.ok(!error.message.includes("secret"), error.message);
     assert.match(error.message, /GET https:\/\/hcloud\.example\/v1\/servers failed/);
   });

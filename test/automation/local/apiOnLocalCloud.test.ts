@@ -38,13 +38,32 @@ describe("the scaling API on the automation engine against the local cloud, kill
   const exchanges: HcloudExchange[] = [];
 
   const start = async () =>
-    (serve = await startServe(join(dir, "serve"), { ...cloud.env, NODEFLEET_BATCH_IDLE_MS: "300", NODEFLEET_API_TOKENS: `local:${TOKEN}` }, { stack: "local", engine: "automation", cwd: project, clusterId: "local", startTimeoutMs: 180_000 }));
-  const waitFor = <T>(what: string, probe: () => Promise<T | undefined>, intervalMs = 500) => until(what, probe, 600_000, () => `serve said:\n${serve?.stderr().slice(-3000)}`, intervalMs);
+    (serve = await startServe(
+      join(dir, "serve"),
+      { ...cloud.env, NODEFLEET_BATCH_IDLE_MS: "300", NODEFLEET_API_TOKENS: `local:${TOKEN}` },
+      { stack: "local", engine: "automation", cwd: project, clusterId: "local", startTimeoutMs: 180_000 },
+    ));
+  const waitFor = <T>(what: string, probe: () => Promise<T | undefined>, intervalMs = 500) =>
+    until(what, probe, 600_000, () => `serve said:\n${serve?.stderr().slice(-3000)}`, intervalMs);
   // Karpenter's pace for the 40 claims' Gets and repeated Deletes (each poll is 40 requests).
   const karpenterPace = <T>(what: string, probe: () => Promise<T | undefined>) => waitFor(what, probe, 1000);
 
   before(async function () {
-    skipUnlessAvailable(this, missingTools("pulumi", "pulumi-language-nodejs", "pulumi-resource-hcloud", "pulumi-resource-kubernetes", "pulumi-resource-random", "pulumi-resource-time", "etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"));
+    skipUnlessAvailable(
+      this,
+      missingTools(
+        "pulumi",
+        "pulumi-language-nodejs",
+        "pulumi-resource-hcloud",
+        "pulumi-resource-kubernetes",
+        "pulumi-resource-random",
+        "pulumi-resource-time",
+        "etcd",
+        "kube-apiserver",
+        "kube-controller-manager",
+        "kube-scheduler",
+      ),
+    );
     dir = mkdtempSync(join(tmpdir(), "nodefleet-api-local-"));
     project = localStackProject(join(dir, "project"));
     cloud = await startLocalCloud({
@@ -71,7 +90,8 @@ describe("the scaling API on the automation engine against the local cloud, kill
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  const createBatch = (prefix: string, count: number) => createClaims(serve!.client, claimNames(prefix, count), { pool: POOL, instanceType: "cpx31" });
+  const createBatch = (prefix: string, count: number) =>
+    createClaims(serve!.client, claimNames(prefix, count), { pool: POOL, instanceType: "cpx31" });
 
   it("refuses a sold-out type as InsufficientCapacity before any run", async function () {
     // Once the service has read the fake's availability (its catalog refresh), as Karpenter reads the offerings.
@@ -80,7 +100,10 @@ describe("the scaling API on the automation engine against the local cloud, kill
       const soldOut = types.filter((t) => t.pool === POOL && t.name === SOLD_OUT);
       return soldOut.length > 0 && soldOut.every((t) => t.offerings.every((o) => !o.available)) ? true : undefined;
     });
-    await assert.rejects(serve!.client.createNode({ uniqueID: "sold-out", pool: POOL, instanceType: SOLD_OUT }), (error: unknown) => error instanceof NodefleetApiError && error.status === 409 && error.code === "InsufficientCapacity");
+    await assert.rejects(
+      serve!.client.createNode({ uniqueID: "sold-out", pool: POOL, instanceType: SOLD_OUT }),
+      (error: unknown) => error instanceof NodefleetApiError && error.status === 409 && error.code === "InsufficientCapacity",
+    );
   });
 
   it("converges 40 claims to one server and one Ready Node each after a kill before and a kill during a run", async function () {
@@ -88,36 +111,56 @@ describe("the scaling API on the automation engine against the local cloud, kill
     const first = await createBatch("first", 20);
     await crashWithChildren(serve!);
     const firstIds = new Set(first);
-    assert.deepEqual((await allServers(cloud)).filter((s) => firstIds.has(s.labels["nodefleet.io/node"]!)), [], "the first kill came before any of the batch's servers was created");
+    assert.deepEqual(
+      (await allServers(cloud)).filter((s) => firstIds.has(s.labels["nodefleet.io/node"]!)),
+      [],
+      "the first kill came before any of the batch's servers was created",
+    );
     await start();
 
     // 2. Killed while the run for the second batch is creating its servers.
     const second = await createBatch("second", 20);
     const secondIds = new Set(second);
-    await until("part of the second batch in the fake Hetzner API", async () => ((await poolServers(cloud, POOL)).some((s) => secondIds.has(s.labels["nodefleet.io/node"]!)) ? true : undefined), 300_000, () => serve!.stderr().slice(-3000));
+    await until(
+      "part of the second batch in the fake Hetzner API",
+      async () => ((await poolServers(cloud, POOL)).some((s) => secondIds.has(s.labels["nodefleet.io/node"]!)) ? true : undefined),
+      300_000,
+      () => serve!.stderr().slice(-3000),
+    );
     await crashWithChildren(serve!);
     await start();
 
     const ids = [...first, ...second];
     // The kill left creates in flight: recovery found their servers and adopted them into the state.
-    await waitFor("crash recovery adopting the servers of interrupted creates", async () => (/"action":"import"/.test(serve!.stderr()) ? true : undefined));
+    await waitFor("crash recovery adopting the servers of interrupted creates", async () =>
+      /"action":"import"/.test(serve!.stderr()) ? true : undefined,
+    );
     const running = await awaitRunning(serve!.client, ids, karpenterPace, "nodefleet:///local/");
     assert.deepEqual((await serve!.client.listNodes()).map((n) => n.nodeID).sort(), [...ids].sort(), "the store holds exactly the claims");
 
     // All of the fake's servers, every page, labelled or not: an orphan of any kind would show.
     const servers = await allServers(cloud);
     const perNode = new Map<string, number>();
-    for (const server of servers) perNode.set(server.labels["nodefleet.io/node"]!, (perNode.get(server.labels["nodefleet.io/node"]!) ?? 0) + 1);
+    for (const server of servers)
+      perNode.set(server.labels["nodefleet.io/node"]!, (perNode.get(server.labels["nodefleet.io/node"]!) ?? 0) + 1);
     assert.deepEqual([...perNode.keys()].sort(), [...ids].sort(), "the fake's servers are the store's nodes: no orphan");
     for (const [node, count] of perNode) assert.equal(count, 1, `${node} has ${count} servers`);
-    for (const node of running) assert.equal(node.instanceID, String(servers.find((s) => s.labels["nodefleet.io/node"] === node.nodeID)!.id), `${node.nodeID}'s instanceID is its server`);
+    for (const node of running)
+      assert.equal(
+        node.instanceID,
+        String(servers.find((s) => s.labels["nodefleet.io/node"] === node.nodeID)!.id),
+        `${node.nodeID}'s instanceID is its server`,
+      );
 
     await waitFor("a Ready Node per claim", async () => {
       const ready = (await poolNodes(cloud, POOL)).filter(isReady).map((n) => n.spec.providerID);
       return running.every((n) => ready.includes(n.providerID)) ? true : undefined;
     });
     const operations = await serve!.client.operations();
-    assert.ok(operations.some((o) => o.result === "abandoned"), "the run cut short by the kill is recorded as abandoned");
+    assert.ok(
+      operations.some((o) => o.result === "abandoned"),
+      "the run cut short by the kill is recorded as abandoned",
+    );
   });
 
   it("deletes them all, repeated until 404: no server and no Node left", async function () {

@@ -31,7 +31,21 @@ describe("creates during a kube-apiserver outage (real engine, local cloud)", fu
   let serve: ServeProcess | undefined;
 
   before(async function () {
-    skipUnlessAvailable(this, missingTools("pulumi", "pulumi-language-nodejs", "pulumi-resource-hcloud", "pulumi-resource-kubernetes", "pulumi-resource-random", "pulumi-resource-time", "etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"));
+    skipUnlessAvailable(
+      this,
+      missingTools(
+        "pulumi",
+        "pulumi-language-nodejs",
+        "pulumi-resource-hcloud",
+        "pulumi-resource-kubernetes",
+        "pulumi-resource-random",
+        "pulumi-resource-time",
+        "etcd",
+        "kube-apiserver",
+        "kube-controller-manager",
+        "kube-scheduler",
+      ),
+    );
     dir = mkdtempSync(join(tmpdir(), "nodefleet-apiserver-outage-"));
     const project = localStackProject(join(dir, "project"));
     cloud = await startLocalCloud({ dataDir: join(dir, "data"), hcloudPort: 0, agentIntervalMs: 1000, logger: quiet, projectDir: project });
@@ -39,7 +53,14 @@ describe("creates during a kube-apiserver outage (real engine, local cloud)", fu
     await runPulumi(UP, project, cloud.env);
     serve = await startServe(
       join(dir, "serve"),
-      { ...cloud.env, NODEFLEET_API_TOKENS: `local:${TOKEN}`, NODEFLEET_BATCH_IDLE_MS: "300", NODEFLEET_RETRY_INITIAL_MS: "1000", NODEFLEET_RETRY_MAX_MS: "4000", NODEFLEET_LOG_LEVEL: "info" },
+      {
+        ...cloud.env,
+        NODEFLEET_API_TOKENS: `local:${TOKEN}`,
+        NODEFLEET_BATCH_IDLE_MS: "300",
+        NODEFLEET_RETRY_INITIAL_MS: "1000",
+        NODEFLEET_RETRY_MAX_MS: "4000",
+        NODEFLEET_LOG_LEVEL: "info",
+      },
       { stack: "local", engine: "automation", cwd: project, clusterId: "local", startTimeoutMs: 180_000 },
     );
   });
@@ -64,10 +85,17 @@ describe("creates during a kube-apiserver outage (real engine, local cloud)", fu
       }
     };
 
-    await until("the service ready", async () => ((await client.readiness()).body.status === "ready" ? true : undefined), 120_000, context, 250);
+    await until(
+      "the service ready",
+      async () => ((await client.readiness()).body.status === "ready" ? true : undefined),
+      120_000,
+      context,
+      250,
+    );
     await cloud.plane.stopApiServer();
     const stoppedAt = Date.now();
-    for (const uniqueID of CLAIMS) nodeIds.set(uniqueID, (await client.createNode({ uniqueID, pool: POOL, instanceType: "cpx21" })).node.nodeID);
+    for (const uniqueID of CLAIMS)
+      nodeIds.set(uniqueID, (await client.createNode({ uniqueID, pool: POOL, instanceType: "cpx21" })).node.nodeID);
     const ids = new Set(nodeIds.values());
 
     // The outage lasts until a run for these claims has met it (and at least OUTAGE_MS).
@@ -98,7 +126,10 @@ describe("creates during a kube-apiserver outage (real engine, local cloud)", fu
       context,
     );
     for (const [claim, statuses] of seen) {
-      assert.ok(![...statuses].some((s) => s.startsWith("FAILED")), `${claim} after a ${outageSeconds} s outage went through ${[...statuses].join(" -> ")}`);
+      assert.ok(
+        ![...statuses].some((s) => s.startsWith("FAILED")),
+        `${claim} after a ${outageSeconds} s outage went through ${[...statuses].join(" -> ")}`,
+      );
     }
     const local = (degraded as { local?: { unreachable?: string; reason?: string } } | undefined)?.local;
     assert.equal(local?.unreachable, "controlPlane", `readyz during the outage: ${JSON.stringify(degraded)}`);

@@ -29,7 +29,18 @@ describe("bootstrap tokens on the real engine and a real control plane", functio
   let plane: ControlPlane;
 
   before(async function () {
-    skipUnlessAvailable(this, missingTools("pulumi", "pulumi-resource-kubernetes", "pulumi-resource-random", "pulumi-resource-time", "etcd", "kube-apiserver", "kube-controller-manager"));
+    skipUnlessAvailable(
+      this,
+      missingTools(
+        "pulumi",
+        "pulumi-resource-kubernetes",
+        "pulumi-resource-random",
+        "pulumi-resource-time",
+        "etcd",
+        "kube-apiserver",
+        "kube-controller-manager",
+      ),
+    );
     dir = mkdtempSync(join(tmpdir(), "nodefleet-bootstrap-e2e-"));
     plane = await startControlPlane({ dir: join(dir, "control-plane") });
   });
@@ -40,7 +51,11 @@ describe("bootstrap tokens on the real engine and a real control plane", functio
   });
 
   it("joins a node with the rendered k0s join token, keeps the token stable, and revokes it with the node", async function () {
-    const engine = new AutomationEngine({ dataDir: join(dir, "data"), env: { ...process.env, PULUMI_CONFIG_PASSPHRASE: "bootstrap-e2e" }, logger: silent });
+    const engine = new AutomationEngine({
+      dataDir: join(dir, "data"),
+      env: { ...process.env, PULUMI_CONFIG_PASSPHRASE: "bootstrap-e2e" },
+      logger: silent,
+    });
     const stack = (nodes: string[]): StackDefinition => ({
       stackName: "bootstrap",
       program: { module: PROGRAM },
@@ -53,9 +68,14 @@ describe("bootstrap tokens on the real engine and a real control plane", functio
     });
     const first = await engine.up(stack(["local-a1", "local-a2"]));
     assert.equal(first.succeeded, true, JSON.stringify(first.steps.filter((s) => s.error)));
-    assert.ok(first.steps.some((s) => s.op === "create" && s.type === "kubernetes:core/v1:Secret"), "the token Secrets were created by the Kubernetes provider");
+    assert.ok(
+      first.steps.some((s) => s.op === "create" && s.type === "kubernetes:core/v1:Secret"),
+      "the token Secrets were created by the Kubernetes provider",
+    );
 
-    const kubeconfig = parse(decodeK0sJoinToken(String(first.outputs["joinToken-local-a1"]))) as { users: Array<{ name: string; user: { token: string } }> };
+    const kubeconfig = parse(decodeK0sJoinToken(String(first.outputs["joinToken-local-a1"]))) as {
+      users: Array<{ name: string; user: { token: string } }>;
+    };
     assert.equal(kubeconfig.users[0]!.name, "kubelet-bootstrap");
     const token = kubeconfig.users[0]!.user.token;
     const request = (nodeName: string, bootstrapToken: string) => ({
@@ -78,19 +98,28 @@ describe("bootstrap tokens on the real engine and a real control plane", functio
       hostname: "local-a2",
       providerID: "cnap:///local/k0123456789ab",
       labels: { "node.kubernetes.io/pool": "burst", "karpenter.sh/nodepool": "default" },
-      taints: [{ key: "workload", value: "batch", effect: "NoSchedule" }, { key: "karpenter.sh/unregistered", effect: "NoExecute" }],
+      taints: [
+        { key: "workload", value: "batch", effect: "NoSchedule" },
+        { key: "karpenter.sh/unregistered", effect: "NoExecute" },
+      ],
       kubelet: kubeletSchema.parse({}),
     });
     const intent = readK0sWorkerUserData(userData);
     await joinAsKubelet({ ...intent, nodeName: intent.hostname });
-    const fromUserData = (await kube(plane.admin, "GET", "/api/v1/nodes/local-a2")) as { metadata: { labels: Record<string, string> }; spec: { providerID: string; taints: Array<{ key: string; value?: string; effect: string }> } };
+    const fromUserData = (await kube(plane.admin, "GET", "/api/v1/nodes/local-a2")) as {
+      metadata: { labels: Record<string, string> };
+      spec: { providerID: string; taints: Array<{ key: string; value?: string; effect: string }> };
+    };
     assert.equal(fromUserData.spec.providerID, "cnap:///local/k0123456789ab");
     assert.equal(fromUserData.metadata.labels["karpenter.sh/nodepool"], "default");
     assert.ok(fromUserData.spec.taints.some((t) => t.key === "workload" && t.value === "batch" && t.effect === "NoSchedule"));
     assert.ok(fromUserData.spec.taints.some((t) => t.key === "karpenter.sh/unregistered" && t.effect === "NoExecute"));
 
     const second = await engine.up(stack(["local-a1", "local-a2"]));
-    assert.ok(second.steps.every((s) => s.op === "same"), JSON.stringify(second.summary));
+    assert.ok(
+      second.steps.every((s) => s.op === "same"),
+      JSON.stringify(second.summary),
+    );
     assert.equal(second.outputs["joinToken-local-a1"], first.outputs["joinToken-local-a1"], "the token is stable across runs");
     assert.equal(second.outputs["expiration-local-a1"], first.outputs["expiration-local-a1"]);
 
@@ -100,13 +129,21 @@ describe("bootstrap tokens on the real engine and a real control plane", functio
     const deadline = Date.now() + 15_000;
     let revoked = false;
     while (!revoked && Date.now() < deadline) {
-      revoked = await kube({ server: plane.server, caPem: plane.admin.caPem, token }, "POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews", { apiVersion: "authentication.k8s.io/v1", kind: "SelfSubjectReview" }).then(
+      revoked = await kube(
+        { server: plane.server, caPem: plane.admin.caPem, token },
+        "POST",
+        "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+        { apiVersion: "authentication.k8s.io/v1", kind: "SelfSubjectReview" },
+      ).then(
         () => false,
         (error: unknown) => /HTTP 401/.test((error as Error).message),
       );
       if (!revoked) await new Promise((r) => setTimeout(r, 250));
     }
     assert.ok(revoked, "the deleted node's token stops authenticating");
-    await assert.rejects(joinAsKubelet(request("local-a1b", token)), (error: unknown) => error instanceof KubeletJoinError && error.stage === "csr");
+    await assert.rejects(
+      joinAsKubelet(request("local-a1b", token)),
+      (error: unknown) => error instanceof KubeletJoinError && error.stage === "csr",
+    );
   });
 });

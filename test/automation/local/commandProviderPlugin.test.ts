@@ -45,7 +45,15 @@ describe("the command provider plugin on the real engine, against a real sshd", 
   let host: { privateKey: string; publicKey: string };
   let log: string;
 
-  const stack = (settings: { run: string; stdin?: string; trigger?: string; remote?: boolean; secretStdin?: boolean; fail?: boolean; hostKey?: string }): StackDefinition => ({
+  const stack = (settings: {
+    run: string;
+    stdin?: string;
+    trigger?: string;
+    remote?: boolean;
+    secretStdin?: boolean;
+    fail?: boolean;
+    hostKey?: string;
+  }): StackDefinition => ({
     stackName: "command",
     program: { module: PROGRAM },
     config: {
@@ -70,7 +78,11 @@ describe("the command provider plugin on the real engine, against a real sshd", 
   const failed = (run: RunResult) => JSON.stringify(run.steps.filter((s) => s.error));
 
   before(async function () {
-    skipUnlessAvailable(this, missingTools("pulumi", "pulumi-resource-command") ?? (existsSync(SSHD) ? undefined : `${SSHD} not installed (Debian: apt-get install openssh-server)`));
+    skipUnlessAvailable(
+      this,
+      missingTools("pulumi", "pulumi-resource-command") ??
+        (existsSync(SSHD) ? undefined : `${SSHD} not installed (Debian: apt-get install openssh-server)`),
+    );
     dir = mkdtempSync(join(tmpdir(), "nodefleet-command-plugin-"));
     log = join(dir, "remote.log");
     host = keyPair(join(dir, "host_ed25519"));
@@ -99,9 +111,18 @@ describe("the command provider plugin on the real engine, against a real sshd", 
     sshd = spawn(SSHD, ["-D", "-e", "-f", join(dir, "sshd_config")], { stdio: ["ignore", "ignore", "pipe"] });
     let sshdLog = "";
     sshd.stderr!.on("data", (chunk: Buffer) => (sshdLog += chunk.toString()));
-    await until("sshd to listen", () => sshdLog.includes("Server listening") || sshd!.exitCode !== null || undefined, 10_000, () => sshdLog);
+    await until(
+      "sshd to listen",
+      () => sshdLog.includes("Server listening") || sshd!.exitCode !== null || undefined,
+      10_000,
+      () => sshdLog,
+    );
     assert.equal(sshd.exitCode, null, `sshd exited: ${sshdLog}`);
-    engine = new AutomationEngine({ dataDir: join(dir, "data"), env: { ...process.env, PULUMI_CONFIG_PASSPHRASE: "command-plugin" }, logger: silent });
+    engine = new AutomationEngine({
+      dataDir: join(dir, "data"),
+      env: { ...process.env, PULUMI_CONFIG_PASSPHRASE: "command-plugin" },
+      logger: silent,
+    });
   });
 
   after(function () {
@@ -154,9 +175,16 @@ describe("the command provider plugin on the real engine, against a real sshd", 
     assert.match(failed(plain), /update: exited with status 3 on 127\.0\.0\.1: running .*plain-stdin/s);
     const secret = await engine.up(stack({ run: "r6", stdin: "s3cret-stdin", trigger: "t2", fail: true, secretStdin: true }));
     assert.equal(secret.succeeded, false);
-    assert.match(failed(secret), /update: exited with status 3 on 127\.0\.0\.1 \(the command and its output are withheld: its inputs are secret\)/);
+    assert.match(
+      failed(secret),
+      /update: exited with status 3 on 127\.0\.0\.1 \(the command and its output are withheld: its inputs are secret\)/,
+    );
     assert.doesNotMatch(JSON.stringify(secret), /s3cret-stdin/);
-    assert.deepEqual(logLines().slice(4), ["update r5 prev=hello-2", "update r6 prev=hello-2"], "both ran; a failed update keeps the last good output");
+    assert.deepEqual(
+      logLines().slice(4),
+      ["update r5 prev=hello-2", "update r6 prev=hello-2"],
+      "both ran; a failed update keeps the last good output",
+    );
   });
 
   it("shows the script's output under the resource as `pulumi up` runs, unless the script sees a secret", async function () {
@@ -164,7 +192,10 @@ describe("the command provider plugin on the real engine, against a real sshd", 
     const workDir = join(dir, "events");
     mkdirSync(workDir);
     const config: Record<string, { value: string; secret?: boolean }> = Object.fromEntries(
-      Object.entries(stack({ run: "r7", stdin: "logged-stdin", trigger: "t7" }).config).map(([key, setting]) => [key, { value: String(setting.value), secret: setting.secret === true }]),
+      Object.entries(stack({ run: "r7", stdin: "logged-stdin", trigger: "t7" }).config).map(([key, setting]) => [
+        key,
+        { value: String(setting.value), secret: setting.secret === true },
+      ]),
     );
     const secretKeys = Object.keys(config).filter((key) => config[key]!.secret);
     const program = async () => {
@@ -177,7 +208,11 @@ describe("the command provider plugin on the real engine, against a real sshd", 
       {
         workDir,
         pulumiCommand: await requirePulumiCommand(),
-        envVars: { ...pulumiProcessEnv(join(workDir, "data")), PULUMI_BACKEND_URL: `file://${workDir}`, PULUMI_CONFIG_PASSPHRASE: "command-plugin" },
+        envVars: {
+          ...pulumiProcessEnv(join(workDir, "data")),
+          PULUMI_BACKEND_URL: `file://${workDir}`,
+          PULUMI_CONFIG_PASSPHRASE: "command-plugin",
+        },
       },
     );
     const infos: Array<{ urn: string; message: string }> = [];
@@ -222,12 +257,24 @@ describe("the command provider plugin on the real engine, against a real sshd", 
       return observed;
     };
     const real = await observe(engine, "differential");
-    const simulated = await observe(new SimulatedEngine({ dataDir: join(dir, "simulated"), bootDelayMs: 0, outOfStock: [], failCreateRate: 0, env: {}, logger: silent }), "differential");
+    const simulated = await observe(
+      new SimulatedEngine({ dataDir: join(dir, "simulated"), bootDelayMs: 0, outOfStock: [], failCreateRate: 0, env: {}, logger: silent }),
+      "differential",
+    );
     sequence.forEach((settings, i) => assert.deepEqual(simulated[i], real[i], `run ${i + 1} (${JSON.stringify(settings)})`));
     // The real engine did what each run is for.
-    assert.ok(real[1]!.every((step) => step.startsWith("same ")), real[1]!.join("; "));
-    assert.ok(real[2]!.some((step) => step.startsWith("update remote ")), real[2]!.join("; "));
-    assert.ok(real[3]!.some((step) => step.startsWith("replace remote ")), real[3]!.join("; "));
+    assert.ok(
+      real[1]!.every((step) => step.startsWith("same ")),
+      real[1]!.join("; "),
+    );
+    assert.ok(
+      real[2]!.some((step) => step.startsWith("update remote ")),
+      real[2]!.join("; "),
+    );
+    assert.ok(
+      real[3]!.some((step) => step.startsWith("replace remote ")),
+      real[3]!.join("; "),
+    );
     assert.ok(real[4]!.includes("delete remote"), real[4]!.join("; "));
   });
 

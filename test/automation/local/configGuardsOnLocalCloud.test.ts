@@ -36,7 +36,22 @@ describe("config guards on the local cloud (real engine): a typo never deletes a
   }
 
   before(async function () {
-    skipUnlessAvailable(this, missingTools("pulumi", "pulumi-language-nodejs", "pulumi-resource-hcloud", "pulumi-resource-kubernetes", "pulumi-resource-random", "pulumi-resource-time", "etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl"));
+    skipUnlessAvailable(
+      this,
+      missingTools(
+        "pulumi",
+        "pulumi-language-nodejs",
+        "pulumi-resource-hcloud",
+        "pulumi-resource-kubernetes",
+        "pulumi-resource-random",
+        "pulumi-resource-time",
+        "etcd",
+        "kube-apiserver",
+        "kube-controller-manager",
+        "kube-scheduler",
+        "kubectl",
+      ),
+    );
     dir = mkdtempSync(join(tmpdir(), "nodefleet-config-guards-"));
     project = localStackProject(join(dir, "project"));
     cloud = await startLocalCloud({ dataDir: join(dir, "data"), hcloudPort: 0, agentIntervalMs: 300, logger: quiet, projectDir: project });
@@ -57,7 +72,8 @@ describe("config guards on the local cloud (real engine): a typo never deletes a
     const before = await serverIds();
     assert.equal(before.length, 3, "the local stack's static pool is applied");
     editLocalPools(cloud, () => []);
-    const refused = /nodefleet:pools: no pools are declared \(the key is missing or empty\), but the stack's last update holds 3 members \(local-general: 3\)[\s\S]*set nodefleet:allowEmptyFleet: true/;
+    const refused =
+      /nodefleet:pools: no pools are declared \(the key is missing or empty\), but the stack's last update holds 3 members \(local-general: 3\)[\s\S]*set nodefleet:allowEmptyFleet: true/;
     await assert.rejects(runPulumi(PREVIEW, project, cloud.env), refused);
     await assert.rejects(runPulumi(UP, project, cloud.env), refused);
     assert.deepEqual(await serverIds(), before, "no server was deleted");

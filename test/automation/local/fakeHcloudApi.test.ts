@@ -34,13 +34,26 @@ describe("fake Hetzner Cloud API", function () {
   }
 
   const call = async (url: string, method: string, path: string, body?: unknown) => {
-    const response = await fetch(`${url}${path}`, { method, headers: { Authorization: `Bearer ${TOKEN}`, ...(body ? { "Content-Type": "application/json" } : {}) }, ...(body ? { body: JSON.stringify(body) } : {}) });
+    const response = await fetch(`${url}${path}`, {
+      method,
+      headers: { Authorization: `Bearer ${TOKEN}`, ...(body ? { "Content-Type": "application/json" } : {}) },
+      ...(body ? { body: JSON.stringify(body) } : {}),
+    });
     const text = await response.text();
     return { status: response.status, headers: response.headers, body: (text ? JSON.parse(text) : {}) as Record<string, any> };
   };
   const api = (method: string, path: string, body?: unknown) => call(baseUrl, method, path, body);
   const createServer = (name: string, labels: Record<string, string>, serverType = "cx22") =>
-    api("POST", "/servers", { name, server_type: serverType, image: "ubuntu-24.04", location: "hel1", labels, user_data: "#cloud-config\n{}\n", networks: [networkId], firewalls: [{ firewall: firewallId }] });
+    api("POST", "/servers", {
+      name,
+      server_type: serverType,
+      image: "ubuntu-24.04",
+      location: "hel1",
+      labels,
+      user_data: "#cloud-config\n{}\n",
+      networks: [networkId],
+      firewalls: [{ firewall: firewallId }],
+    });
   /** What hcloud-go's ActionClient.WaitFor does: poll `GET /actions?id=…&sort=status&sort=id` until none runs. */
   const waitFor = async (...actions: Array<{ id: number; status: string }>) => {
     let running = actions.filter((a) => a.status === "running").map((a) => a.id);
@@ -59,8 +72,19 @@ describe("fake Hetzner Cloud API", function () {
   before(async function () {
     dir = mkdtempSync(join(tmpdir(), "nodefleet-fake-hcloud-"));
     await start();
-    networkId = (await api("POST", "/networks", { name: "base", ip_range: "10.0.0.0/16", subnets: [{ type: "cloud", network_zone: "eu-central", ip_range: "10.0.1.0/24" }] })).body.network.id;
-    firewallId = (await api("POST", "/firewalls", { name: "base", rules: [{ direction: "in", protocol: "tcp", port: "22", source_ips: ["0.0.0.0/0"] }] })).body.firewall.id;
+    networkId = (
+      await api("POST", "/networks", {
+        name: "base",
+        ip_range: "10.0.0.0/16",
+        subnets: [{ type: "cloud", network_zone: "eu-central", ip_range: "10.0.1.0/24" }],
+      })
+    ).body.network.id;
+    firewallId = (
+      await api("POST", "/firewalls", {
+        name: "base",
+        rules: [{ direction: "in", protocol: "tcp", port: "22", source_ips: ["0.0.0.0/0"] }],
+      })
+    ).body.firewall.id;
   });
 
   after(async function () {
@@ -73,12 +97,21 @@ describe("fake Hetzner Cloud API", function () {
     assert.equal(created.status, 201);
     assert.equal(created.body.action.command, "create_server");
     assert.equal(created.body.action.status, "running");
-    assert.deepEqual(created.body.next_actions.map((a: { command: string }) => a.command), ["start_server"]);
+    assert.deepEqual(
+      created.body.next_actions.map((a: { command: string }) => a.command),
+      ["start_server"],
+    );
     assert.equal(created.body.server.status, "initializing");
     assert.equal(created.body.server.locked, true, "a server is locked while its actions run");
     const id = created.body.server.id as number;
     const finished = await waitFor(created.body.action, ...created.body.next_actions);
-    assert.deepEqual(finished.map((a) => [a.status, a.progress]), [["success", 100], ["success", 100]]);
+    assert.deepEqual(
+      finished.map((a) => [a.status, a.progress]),
+      [
+        ["success", 100],
+        ["success", 100],
+      ],
+    );
     assert.ok(finished.every((a) => typeof a.finished === "string"));
     const server = (await api("GET", `/servers/${id}`)).body.server;
     assert.equal(server.status, "running");
@@ -123,34 +156,80 @@ describe("fake Hetzner Cloud API", function () {
     assert.notEqual(ipOf(a), ipOf(b), "no two servers share an IP");
     assert.match(a.private_net[0].mac_address, /^([0-9a-f]{2}:){5}[0-9a-f]{2}$/);
     assert.deepEqual(a.private_net[0].alias_ips, []);
-    const other = (await api("POST", "/networks", { name: "c4-other", ip_range: "10.8.0.0/16", subnets: [{ type: "cloud", network_zone: "eu-central", ip_range: "10.8.0.0/24" }] })).body.network;
+    const other = (
+      await api("POST", "/networks", {
+        name: "c4-other",
+        ip_range: "10.8.0.0/16",
+        subnets: [{ type: "cloud", network_zone: "eu-central", ip_range: "10.8.0.0/24" }],
+      })
+    ).body.network;
     await waitFor(createdA.action, ...createdA.next_actions, createdB.action, ...createdB.next_actions);
-    const attach = await api("POST", `/servers/${a.id}/actions/attach_to_network`, { network: other.id, ip: "10.8.0.7", alias_ips: ["10.8.0.8"] });
+    const attach = await api("POST", `/servers/${a.id}/actions/attach_to_network`, {
+      network: other.id,
+      ip: "10.8.0.7",
+      alias_ips: ["10.8.0.8"],
+    });
     assert.equal(attach.status, 201);
     assert.equal(attach.body.action.command, "attach_to_network");
     const attached = (await api("GET", `/servers/${a.id}`)).body.server;
-    assert.deepEqual(attached.private_net.find((p: { network: number }) => p.network === other.id), { network: other.id, ip: "10.8.0.7", alias_ips: ["10.8.0.8"], mac_address: attached.private_net[1].mac_address });
+    assert.deepEqual(
+      attached.private_net.find((p: { network: number }) => p.network === other.id),
+      { network: other.id, ip: "10.8.0.7", alias_ips: ["10.8.0.8"], mac_address: attached.private_net[1].mac_address },
+    );
     assert.deepEqual((await api("GET", `/networks/${other.id}`)).body.network.servers, [a.id]);
     await waitFor(attach.body.action);
     const taken = await api("POST", `/servers/${b.id}/actions/attach_to_network`, { network: other.id, ip: "10.8.0.8" });
     assert.equal(taken.body.error.code, "ip_not_available", "an alias IP is taken too");
-    const aliases = await api("POST", `/servers/${a.id}/actions/change_alias_ips`, { network: other.id, alias_ips: ["10.8.0.8", "10.8.0.9"] });
+    const aliases = await api("POST", `/servers/${a.id}/actions/change_alias_ips`, {
+      network: other.id,
+      alias_ips: ["10.8.0.8", "10.8.0.9"],
+    });
     assert.equal(aliases.status, 201);
     await waitFor(aliases.body.action);
     assert.deepEqual((await api("GET", `/servers/${a.id}`)).body.server.private_net[1].alias_ips, ["10.8.0.8", "10.8.0.9"]);
-    assert.equal((await api("POST", `/servers/${a.id}/actions/change_alias_ips`, { network: other.id, alias_ips: ["10.8.0.7"] })).body.error.code, "ip_not_available", "the server's own IP is no alias");
-    assert.equal((await api("POST", `/servers/${a.id}/actions/attach_to_network`, { network: other.id })).body.error.code, "server_already_attached");
+    assert.equal(
+      (await api("POST", `/servers/${a.id}/actions/change_alias_ips`, { network: other.id, alias_ips: ["10.8.0.7"] })).body.error.code,
+      "ip_not_available",
+      "the server's own IP is no alias",
+    );
+    assert.equal(
+      (await api("POST", `/servers/${a.id}/actions/attach_to_network`, { network: other.id })).body.error.code,
+      "server_already_attached",
+    );
     const detach = await api("POST", `/servers/${a.id}/actions/detach_from_network`, { network: other.id });
     assert.equal(detach.status, 201);
     assert.equal((await api("GET", `/servers/${a.id}`)).body.server.private_net.length, 1);
-    const fresh = (await api("POST", "/networks", { name: "c4-fresh", ip_range: "10.7.0.0/16", subnets: [{ type: "cloud", network_zone: "eu-central", ip_range: "10.7.1.0/24" }] })).body.network;
-    const first = await api("POST", "/servers", { name: "c4-first", server_type: "cx22", image: "ubuntu-24.04", location: "hel1", networks: [fresh.id] });
+    const fresh = (
+      await api("POST", "/networks", {
+        name: "c4-fresh",
+        ip_range: "10.7.0.0/16",
+        subnets: [{ type: "cloud", network_zone: "eu-central", ip_range: "10.7.1.0/24" }],
+      })
+    ).body.network;
+    const first = await api("POST", "/servers", {
+      name: "c4-first",
+      server_type: "cx22",
+      image: "ubuntu-24.04",
+      location: "hel1",
+      networks: [fresh.id],
+    });
     assert.equal(first.body.server.private_net[0].ip, "10.7.1.2", "the subnet's first address is its gateway");
-    assert.equal((await api("POST", `/servers/${b.id}/actions/attach_to_network`, { network: fresh.id, ip: "10.7.1.1" })).body.error.code, "ip_not_available");
-    const publicIps = (await api("GET", "/servers?per_page=50")).body.servers.map((s: { public_net: { ipv4: { ip: string } } }) => s.public_net.ipv4.ip);
+    assert.equal(
+      (await api("POST", `/servers/${b.id}/actions/attach_to_network`, { network: fresh.id, ip: "10.7.1.1" })).body.error.code,
+      "ip_not_available",
+    );
+    const publicIps = (await api("GET", "/servers?per_page=50")).body.servers.map(
+      (s: { public_net: { ipv4: { ip: string } } }) => s.public_net.ipv4.ip,
+    );
     assert.equal(new Set(publicIps).size, publicIps.length, "no two servers share a public IP");
     const bare = (await api("POST", "/networks", { name: "c4-bare", ip_range: "10.9.0.0/16" })).body.network;
-    const noSubnet = await api("POST", "/servers", { name: "c4-c", server_type: "cx22", image: "ubuntu-24.04", location: "hel1", networks: [bare.id] });
+    const noSubnet = await api("POST", "/servers", {
+      name: "c4-c",
+      server_type: "cx22",
+      image: "ubuntu-24.04",
+      location: "hel1",
+      networks: [bare.id],
+    });
     assert.equal(noSubnet.body.error.code, "no_subnet_available");
     assert.equal((await api("GET", "/servers?name=c4-c")).body.servers.length, 0, "a refused create leaves nothing behind");
   });
@@ -170,7 +249,10 @@ describe("fake Hetzner Cloud API", function () {
     assert.equal((await api("POST", `/servers/${id}/actions/change_protection`, { delete: false, rebuild: true })).status, 400);
     await waitFor((await api("POST", `/servers/${id}/actions/change_protection`, { delete: false, rebuild: false })).body.action);
 
-    assert.equal((await api("POST", `/servers/${id}/actions/change_type`, { server_type: "cx32", upgrade_disk: false })).body.error.code, "server_not_stopped");
+    assert.equal(
+      (await api("POST", `/servers/${id}/actions/change_type`, { server_type: "cx32", upgrade_disk: false })).body.error.code,
+      "server_not_stopped",
+    );
     const off = await api("POST", `/servers/${id}/actions/poweroff`);
     assert.equal(off.body.action.command, "stop_server");
     await waitFor(off.body.action);
@@ -187,7 +269,8 @@ describe("fake Hetzner Cloud API", function () {
     const on = await api("POST", `/servers/${id}/actions/poweron`);
     await waitFor(on.body.action);
     assert.equal((await api("GET", `/servers/${id}`)).body.server.status, "running");
-    for (const action of ["reboot", "reset", "shutdown"]) await waitFor((await api("POST", `/servers/${id}/actions/${action}`)).body.action);
+    for (const action of ["reboot", "reset", "shutdown"])
+      await waitFor((await api("POST", `/servers/${id}/actions/${action}`)).body.action);
     assert.equal((await api("GET", `/servers/${id}`)).body.server.status, "off", "shutdown stops the server");
     await waitFor((await api("POST", `/servers/${id}/actions/poweron`)).body.action);
     const rebuild = await api("POST", `/servers/${id}/actions/rebuild`, { image: "debian-12" });
@@ -219,7 +302,8 @@ describe("fake Hetzner Cloud API", function () {
     record(slow);
     const url = await slow.app.listen({ port: 0, host: "127.0.0.1" });
     try {
-      const id = (await call(url, "POST", "/servers", { name: "slow-1", server_type: "cx22", image: "ubuntu-24.04", location: "fsn1" })).body.server.id as number;
+      const id = (await call(url, "POST", "/servers", { name: "slow-1", server_type: "cx22", image: "ubuntu-24.04", location: "fsn1" }))
+        .body.server.id as number;
       assert.equal((await call(url, "GET", `/servers/${id}`)).body.server.status, "running", "boot delay 0");
       const off = await call(url, "POST", `/servers/${id}/actions/poweroff`);
       assert.equal(off.status, 201);
@@ -228,7 +312,11 @@ describe("fake Hetzner Cloud API", function () {
       assert.ok(action.progress < 100);
       const server = (await call(url, "GET", `/servers/${id}`)).body.server;
       assert.deepEqual([server.status, server.locked], ["stopping", true]);
-      for (const [name, body] of [["poweron", undefined], ["change_protection", { delete: true }], ["change_type", { server_type: "cx32", upgrade_disk: false }]] as const) {
+      for (const [name, body] of [
+        ["poweron", undefined],
+        ["change_protection", { delete: true }],
+        ["change_type", { server_type: "cx32", upgrade_disk: false }],
+      ] as const) {
         const refused = await call(url, "POST", `/servers/${id}/actions/${name}`, body);
         assert.deepEqual([refused.status, refused.body.error.code], [423, "locked"], name);
       }
@@ -248,8 +336,15 @@ describe("fake Hetzner Cloud API", function () {
     assert.equal(ok.headers.get("ratelimit-limit"), "3600");
     assert.ok(Number(ok.headers.get("ratelimit-remaining")) < 3600);
     assert.ok(Number(ok.headers.get("ratelimit-reset")) >= Math.floor(Date.now() / 1000));
-    await assert.rejects(new HcloudClient({ token: "b".repeat(64), baseUrl }).listServers({}), (error: unknown) => error instanceof HcloudApiError && error.status === 401);
-    const malformed = await fetch(`${baseUrl}/servers`, { method: "POST", headers: { Authorization: `Bearer ${TOKEN}`, "Content-Type": "application/json" }, body: "{" });
+    await assert.rejects(
+      new HcloudClient({ token: "b".repeat(64), baseUrl }).listServers({}),
+      (error: unknown) => error instanceof HcloudApiError && error.status === 401,
+    );
+    const malformed = await fetch(`${baseUrl}/servers`, {
+      method: "POST",
+      headers: { Authorization: `Bearer ${TOKEN}`, "Content-Type": "application/json" },
+      body: "{",
+    });
     assert.equal(malformed.status, 400);
     assert.equal(((await malformed.json()) as { error: { code: string } }).error.code, "json_error");
   });
@@ -261,8 +356,14 @@ describe("fake Hetzner Cloud API", function () {
     try {
       const answers = [];
       for (let i = 0; i < 4; i++) answers.push(await call(url, "GET", "/servers"));
-      assert.deepEqual(answers.map((a) => a.status), [200, 200, 200, 429]);
-      assert.deepEqual(answers.map((a) => a.headers.get("ratelimit-remaining")), ["2", "1", "0", "0"]);
+      assert.deepEqual(
+        answers.map((a) => a.status),
+        [200, 200, 200, 429],
+      );
+      assert.deepEqual(
+        answers.map((a) => a.headers.get("ratelimit-remaining")),
+        ["2", "1", "0", "0"],
+      );
       assert.equal(answers[3]!.body.error.code, "rate_limit_exceeded");
       assert.ok(Number(answers[3]!.headers.get("ratelimit-reset")) > Math.floor(Date.now() / 1000), "the reset lies ahead");
     } finally {
@@ -289,7 +390,12 @@ describe("fake Hetzner Cloud API", function () {
     record(instant);
     const instantUrl = await instant.app.listen({ port: 0, host: "127.0.0.1" });
     try {
-      const created = await call(instantUrl, "POST", "/servers", { name: "k-2", server_type: "cx22", image: "ubuntu-24.04", location: "fsn1" });
+      const created = await call(instantUrl, "POST", "/servers", {
+        name: "k-2",
+        server_type: "cx22",
+        image: "ubuntu-24.04",
+        location: "fsn1",
+      });
       assert.equal((await call(instantUrl, "GET", `/servers/${created.body.server.id}`)).body.server.status, "running");
       assert.equal(instant.state.server(created.body.server.id)?.status, "running");
     } finally {
@@ -299,7 +405,32 @@ describe("fake Hetzner Cloud API", function () {
 
   it("reads a state file written before servers kept their private IPs and firewalls lived on firewalls", async function () {
     const file = join(dir, "old.json");
-    writeFileSync(file, JSON.stringify({ nextId: 5, servers: [{ id: 3, name: "old", status: "running", created: "2026-01-01T00:00:00Z", labels: {}, serverType: "cx22", location: "hel1", image: "ubuntu-24.04", userData: "", ipv4: "203.0.113.5", networks: [2], firewalls: [4], placementGroup: null, deleteProtection: false, rebuildProtection: false }], actions: [] }));
+    writeFileSync(
+      file,
+      JSON.stringify({
+        nextId: 5,
+        servers: [
+          {
+            id: 3,
+            name: "old",
+            status: "running",
+            created: "2026-01-01T00:00:00Z",
+            labels: {},
+            serverType: "cx22",
+            location: "hel1",
+            image: "ubuntu-24.04",
+            userData: "",
+            ipv4: "203.0.113.5",
+            networks: [2],
+            firewalls: [4],
+            placementGroup: null,
+            deleteProtection: false,
+            rebuildProtection: false,
+          },
+        ],
+        actions: [],
+      }),
+    );
     const old = buildFakeHcloud({ token: TOKEN, stateFile: file });
     record(old);
     const url = await old.app.listen({ port: 0, host: "127.0.0.1" });
@@ -317,48 +448,115 @@ describe("fake Hetzner Cloud API", function () {
     const network = await api("POST", "/networks", { name: "c3", ip_range: "10.1.0.0/16", labels: { "nodefleet.io/cluster": "c3" } });
     assert.equal(network.status, 201);
     const nid = network.body.network.id as number;
-    const subnet = await api("POST", `/networks/${nid}/actions/add_subnet`, { type: "cloud", network_zone: "eu-central", ip_range: "10.1.1.0/24" });
+    const subnet = await api("POST", `/networks/${nid}/actions/add_subnet`, {
+      type: "cloud",
+      network_zone: "eu-central",
+      ip_range: "10.1.1.0/24",
+    });
     assert.equal(subnet.status, 201);
-    assert.deepEqual((await api("GET", `/networks/${nid}`)).body.network.subnets.map((s: { ip_range: string; gateway: string }) => [s.ip_range, s.gateway]), [["10.1.1.0/24", "10.1.0.1"]]);
-    assert.equal((await api("POST", `/networks/${nid}/actions/add_subnet`, { type: "cloud", network_zone: "eu-central", ip_range: "10.2.0.0/24" })).status, 400, "a subnet outside the network");
-    assert.equal((await api("POST", `/networks/${nid}/actions/add_subnet`, { type: "cloud", network_zone: "eu-central", ip_range: "10.1.1.0/25" })).body.error.code, "networks_overlap");
+    assert.deepEqual(
+      (await api("GET", `/networks/${nid}`)).body.network.subnets.map((s: { ip_range: string; gateway: string }) => [
+        s.ip_range,
+        s.gateway,
+      ]),
+      [["10.1.1.0/24", "10.1.0.1"]],
+    );
+    assert.equal(
+      (await api("POST", `/networks/${nid}/actions/add_subnet`, { type: "cloud", network_zone: "eu-central", ip_range: "10.2.0.0/24" }))
+        .status,
+      400,
+      "a subnet outside the network",
+    );
+    assert.equal(
+      (await api("POST", `/networks/${nid}/actions/add_subnet`, { type: "cloud", network_zone: "eu-central", ip_range: "10.1.1.0/25" }))
+        .body.error.code,
+      "networks_overlap",
+    );
     await api("POST", `/networks/${nid}/actions/add_subnet`, { type: "cloud", network_zone: "eu-central", ip_range: "10.1.2.0/24" });
     assert.equal((await api("POST", `/networks/${nid}/actions/delete_subnet`, { ip_range: "10.1.2.0/24" })).status, 201);
     assert.equal((await api("GET", `/networks/${nid}`)).body.network.subnets.length, 1);
-    assert.equal((await api("POST", `/networks/${nid}/actions/change_ip_range`, { ip_range: "10.1.0.0/24" })).status, 400, "a network only grows");
+    assert.equal(
+      (await api("POST", `/networks/${nid}/actions/change_ip_range`, { ip_range: "10.1.0.0/24" })).status,
+      400,
+      "a network only grows",
+    );
     assert.equal((await api("POST", `/networks/${nid}/actions/change_ip_range`, { ip_range: "10.0.0.0/8" })).status, 201);
     assert.equal((await api("GET", `/networks/${nid}`)).body.network.ip_range, "10.0.0.0/8");
     assert.equal((await api("POST", `/networks/${nid}/actions/change_protection`, { delete: true })).status, 201);
     assert.equal((await api("DELETE", `/networks/${nid}`)).body.error.code, "protected");
     await api("POST", `/networks/${nid}/actions/change_protection`, { delete: false });
-    assert.equal((await api("PUT", `/networks/${nid}`, { name: "c3-renamed", labels: { "nodefleet.io/cluster": "c3", v: "2" } })).body.network.name, "c3-renamed");
+    assert.equal(
+      (await api("PUT", `/networks/${nid}`, { name: "c3-renamed", labels: { "nodefleet.io/cluster": "c3", v: "2" } })).body.network.name,
+      "c3-renamed",
+    );
     assert.equal((await api("GET", "/networks?label_selector=nodefleet.io/cluster%3Dc3,v%3D2")).body.networks.length, 1);
     assert.equal((await api("POST", "/networks", { name: "c3-renamed", ip_range: "10.1.0.0/16" })).body.error.code, "uniqueness_error");
     assert.equal((await api("PUT", `/networks/${nid}`, { name: "base" })).body.error.code, "uniqueness_error");
 
-    const firewall = await api("POST", "/firewalls", { name: "c3-nodes", labels: {}, rules: [{ direction: "in", protocol: "tcp", port: "10250", source_ips: ["203.0.113.10/32"] }] });
+    const firewall = await api("POST", "/firewalls", {
+      name: "c3-nodes",
+      labels: {},
+      rules: [{ direction: "in", protocol: "tcp", port: "10250", source_ips: ["203.0.113.10/32"] }],
+    });
     assert.equal(firewall.status, 201);
     const fid = firewall.body.firewall.id as number;
     assert.equal(firewall.body.firewall.rules[0].port, "10250");
-    const rules = await api("POST", `/firewalls/${fid}/actions/set_rules`, { rules: [{ direction: "in", protocol: "icmp", source_ips: ["0.0.0.0/0", "::/0"] }] });
+    const rules = await api("POST", `/firewalls/${fid}/actions/set_rules`, {
+      rules: [{ direction: "in", protocol: "icmp", source_ips: ["0.0.0.0/0", "::/0"] }],
+    });
     assert.equal(rules.status, 201);
     assert.equal((await api("GET", `/firewalls/${fid}`)).body.firewall.rules[0].protocol, "icmp");
-    assert.equal((await api("POST", `/firewalls/${fid}/actions/set_rules`, { rules: [{ direction: "in", protocol: "tcp", source_ips: ["0.0.0.0/0"] }] })).status, 400, "tcp needs a port");
+    assert.equal(
+      (
+        await api("POST", `/firewalls/${fid}/actions/set_rules`, {
+          rules: [{ direction: "in", protocol: "tcp", source_ips: ["0.0.0.0/0"] }],
+        })
+      ).status,
+      400,
+      "tcp needs a port",
+    );
     const server = (await createServer("c3-fw", { tier: "web" })).body.server;
-    assert.deepEqual(server.public_net.firewalls.map((f: { id: number }) => f.id), [firewallId]);
-    const applied = await api("POST", `/firewalls/${fid}/actions/apply_to_resources`, { apply_to: [{ type: "server", server: { id: server.id } }, { type: "label_selector", label_selector: { selector: "tier=web" } }] });
+    assert.deepEqual(
+      server.public_net.firewalls.map((f: { id: number }) => f.id),
+      [firewallId],
+    );
+    const applied = await api("POST", `/firewalls/${fid}/actions/apply_to_resources`, {
+      apply_to: [
+        { type: "server", server: { id: server.id } },
+        { type: "label_selector", label_selector: { selector: "tier=web" } },
+      ],
+    });
     assert.equal(applied.status, 201);
     assert.equal(applied.body.actions.length, 2);
     const fw = (await api("GET", `/firewalls/${fid}`)).body.firewall;
     assert.deepEqual(fw.applied_to[0], { type: "server", server: { id: server.id } });
     assert.deepEqual(fw.applied_to[1].applied_to_resources, [{ type: "server", server: { id: server.id } }]);
-    assert.deepEqual((await api("GET", `/servers/${server.id}`)).body.server.public_net.firewalls.map((f: { id: number }) => f.id), [firewallId, fid]);
-    assert.equal((await api("POST", `/firewalls/${fid}/actions/apply_to_resources`, { apply_to: [{ type: "server", server: { id: server.id } }] })).body.error.code, "firewall_already_applied");
+    assert.deepEqual(
+      (await api("GET", `/servers/${server.id}`)).body.server.public_net.firewalls.map((f: { id: number }) => f.id),
+      [firewallId, fid],
+    );
+    assert.equal(
+      (await api("POST", `/firewalls/${fid}/actions/apply_to_resources`, { apply_to: [{ type: "server", server: { id: server.id } }] }))
+        .body.error.code,
+      "firewall_already_applied",
+    );
     assert.equal((await api("DELETE", `/firewalls/${fid}`)).body.error.code, "resource_in_use");
-    const removed = await api("POST", `/firewalls/${fid}/actions/remove_from_resources`, { remove_from: [{ type: "server", server: { id: server.id } }, { type: "label_selector", label_selector: { selector: "tier=web" } }] });
+    const removed = await api("POST", `/firewalls/${fid}/actions/remove_from_resources`, {
+      remove_from: [
+        { type: "server", server: { id: server.id } },
+        { type: "label_selector", label_selector: { selector: "tier=web" } },
+      ],
+    });
     assert.equal(removed.status, 201);
     assert.deepEqual((await api("GET", `/firewalls/${fid}`)).body.firewall.applied_to, []);
-    assert.equal((await api("POST", `/firewalls/${fid}/actions/remove_from_resources`, { remove_from: [{ type: "server", server: { id: server.id } }] })).body.error.code, "firewall_already_removed");
+    assert.equal(
+      (
+        await api("POST", `/firewalls/${fid}/actions/remove_from_resources`, {
+          remove_from: [{ type: "server", server: { id: server.id } }],
+        })
+      ).body.error.code,
+      "firewall_already_removed",
+    );
     assert.equal((await api("PUT", `/firewalls/${fid}`, { name: "c3-nodes-2", labels: { a: "b" } })).body.firewall.name, "c3-nodes-2");
     assert.equal((await api("POST", "/firewalls", { name: "c3-nodes-2" })).body.error.code, "uniqueness_error");
 
@@ -366,14 +564,30 @@ describe("fake Hetzner Cloud API", function () {
     assert.equal(group.status, 201);
     const groupId = group.body.placement_group.id as number;
     for (let i = 0; i < 10; i++) {
-      const created = await api("POST", "/servers", { name: `c3-${i}`, server_type: "cx22", image: "ubuntu-24.04", location: "hel1", placement_group: groupId, networks: [nid] });
+      const created = await api("POST", "/servers", {
+        name: `c3-${i}`,
+        server_type: "cx22",
+        image: "ubuntu-24.04",
+        location: "hel1",
+        placement_group: groupId,
+        networks: [nid],
+      });
       assert.equal(created.status, 201);
     }
-    const eleventh = await api("POST", "/servers", { name: "c3-10", server_type: "cx22", image: "ubuntu-24.04", location: "hel1", placement_group: groupId });
+    const eleventh = await api("POST", "/servers", {
+      name: "c3-10",
+      server_type: "cx22",
+      image: "ubuntu-24.04",
+      location: "hel1",
+      placement_group: groupId,
+    });
     assert.equal(eleventh.status, 412);
     assert.equal(eleventh.body.error.code, "placement_error");
     assert.equal((await api("GET", `/placement_groups/${groupId}`)).body.placement_group.servers.length, 10);
-    assert.equal((await api("PUT", `/placement_groups/${groupId}`, { name: "c3-spread-a", labels: { k: "v" } })).body.placement_group.name, "c3-spread-a");
+    assert.equal(
+      (await api("PUT", `/placement_groups/${groupId}`, { name: "c3-spread-a", labels: { k: "v" } })).body.placement_group.name,
+      "c3-spread-a",
+    );
     assert.equal((await api("POST", "/placement_groups", { name: "c3-spread-a", type: "spread" })).body.error.code, "uniqueness_error");
 
     const key = await api("POST", "/ssh_keys", { name: "ops", public_key: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIG1 ops@example" });
@@ -383,9 +597,15 @@ describe("fake Hetzner Cloud API", function () {
     const unknownKey = await api("POST", "/servers", { name: "c3-nokey", ...withKey, ssh_keys: ["424242"] });
     assert.equal(unknownKey.body.error.details.fields[0].name, "ssh_keys");
     assert.match(key.body.ssh_key.fingerprint, /^([0-9a-f]{2}:){15}[0-9a-f]{2}$/);
-    assert.equal((await api("POST", "/ssh_keys", { name: "ops", public_key: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIG2 other" })).body.error.code, "uniqueness_error");
+    assert.equal(
+      (await api("POST", "/ssh_keys", { name: "ops", public_key: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIG2 other" })).body.error.code,
+      "uniqueness_error",
+    );
     assert.equal((await api("PUT", `/ssh_keys/${key.body.ssh_key.id}`, { name: "ops-2" })).body.ssh_key.name, "ops-2");
-    const removedKey = await fetch(`${baseUrl}/ssh_keys/${key.body.ssh_key.id}`, { method: "DELETE", headers: { Authorization: `Bearer ${TOKEN}` } });
+    const removedKey = await fetch(`${baseUrl}/ssh_keys/${key.body.ssh_key.id}`, {
+      method: "DELETE",
+      headers: { Authorization: `Bearer ${TOKEN}` },
+    });
     assert.equal(removedKey.status, 204);
     assert.equal((await api("GET", `/ssh_keys/${key.body.ssh_key.id}`)).status, 404);
   });
@@ -401,14 +621,20 @@ describe("fake Hetzner Cloud API", function () {
     assert.equal(arm64.status, 201);
     assert.equal(arm64.body.server.image.architecture, "arm", "an arm server boots the arm image");
     const x86 = (await api("GET", "/images?name=ubuntu-24.04&architecture=x86")).body.images[0];
-    assert.equal((await api("POST", "/servers", { name: "c6-mismatch", server_type: "cax11", image: String(x86.id), location: "fsn1" })).status, 400, "an x86 image id for an arm type");
+    assert.equal(
+      (await api("POST", "/servers", { name: "c6-mismatch", server_type: "cax11", image: String(x86.id), location: "fsn1" })).status,
+      400,
+      "an x86 image id for an arm type",
+    );
     assert.equal((await api("GET", "/locations/3")).body.location.id, 3);
     assert.equal((await api("GET", "/datacenters/3")).body.datacenter.location.id, 3);
     assert.equal((await api("GET", "/locations/99")).status, 404);
     const pricing = (await api("GET", "/pricing")).body.pricing;
     assert.equal(pricing.currency, "EUR");
     const cx22 = pricing.server_types.find((t: { name: string }) => t.name === "cx22");
-    assert.ok(cx22.prices.some((p: { location: string; price_hourly: { net: string } }) => p.location === "hel1" && Number(p.price_hourly.net) > 0));
+    assert.ok(
+      cx22.prices.some((p: { location: string; price_hourly: { net: string } }) => p.location === "hel1" && Number(p.price_hourly.net) > 0),
+    );
   });
 
   it("serves the per-resource action look-ups of hcloud-go's action clients", async function () {
@@ -432,11 +658,43 @@ describe("fake Hetzner Cloud API", function () {
     const url = await limits.app.listen({ port: 0, host: "127.0.0.1" });
     try {
       const network = (await call(url, "POST", "/networks", { name: "big", ip_range: "10.0.0.0/8" })).body.network;
-      for (let i = 0; i < 50; i++) assert.equal((await call(url, "POST", `/networks/${network.id}/actions/add_subnet`, { type: "cloud", network_zone: "eu-central", ip_range: `10.${i}.0.0/16` })).status, 201);
-      const fiftyFirst = await call(url, "POST", `/networks/${network.id}/actions/add_subnet`, { type: "cloud", network_zone: "eu-central", ip_range: "10.200.0.0/16" });
+      for (let i = 0; i < 50; i++)
+        assert.equal(
+          (
+            await call(url, "POST", `/networks/${network.id}/actions/add_subnet`, {
+              type: "cloud",
+              network_zone: "eu-central",
+              ip_range: `10.${i}.0.0/16`,
+            })
+          ).status,
+          201,
+        );
+      const fiftyFirst = await call(url, "POST", `/networks/${network.id}/actions/add_subnet`, {
+        type: "cloud",
+        network_zone: "eu-central",
+        ip_range: "10.200.0.0/16",
+      });
       assert.equal(fiftyFirst.body.error.code, "resource_limit_exceeded");
-      for (let i = 0; i < 100; i++) assert.equal((await call(url, "POST", "/servers", { name: `m-${i}`, server_type: "cx22", image: "ubuntu-24.04", location: "fsn1", networks: [network.id] })).status, 201);
-      const hundredFirst = await call(url, "POST", "/servers", { name: "m-100", server_type: "cx22", image: "ubuntu-24.04", location: "fsn1", networks: [network.id] });
+      for (let i = 0; i < 100; i++)
+        assert.equal(
+          (
+            await call(url, "POST", "/servers", {
+              name: `m-${i}`,
+              server_type: "cx22",
+              image: "ubuntu-24.04",
+              location: "fsn1",
+              networks: [network.id],
+            })
+          ).status,
+          201,
+        );
+      const hundredFirst = await call(url, "POST", "/servers", {
+        name: "m-100",
+        server_type: "cx22",
+        image: "ubuntu-24.04",
+        location: "fsn1",
+        networks: [network.id],
+      });
       assert.equal(hundredFirst.body.error.code, "resource_limit_exceeded");
       const key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIG9 ops@example";
       assert.equal((await call(url, "POST", "/ssh_keys", { name: "k1", public_key: key })).status, 201);
@@ -455,28 +713,102 @@ describe("fake Hetzner Cloud API", function () {
       return { status: response.statusCode, body: response.json() as Record<string, any> };
     };
     try {
-      const network = (await inject("POST", "/networks", { name: "n", ip_range: "10.0.0.0/16", subnets: [{ type: "cloud", network_zone: "eu-central", ip_range: "10.0.1.0/24" }] })).body.network;
+      const network = (
+        await inject("POST", "/networks", {
+          name: "n",
+          ip_range: "10.0.0.0/16",
+          subnets: [{ type: "cloud", network_zone: "eu-central", ip_range: "10.0.1.0/24" }],
+        })
+      ).body.network;
       const firewall = (await inject("POST", "/firewalls", { name: "f" })).body.firewall;
-      const server = (await inject("POST", "/servers", { name: "s", server_type: "cx22", image: "ubuntu-24.04", location: "fsn1", networks: [network.id] })).body.server;
+      const server = (
+        await inject("POST", "/servers", {
+          name: "s",
+          server_type: "cx22",
+          image: "ubuntu-24.04",
+          location: "fsn1",
+          networks: [network.id],
+        })
+      ).body.server;
       const routes: Array<["POST" | "PUT", string]> = [
         ["POST", "/servers"],
         ["PUT", `/servers/${server.id}`],
-        ...["change_protection", "change_type", "rebuild", "attach_to_network", "detach_from_network", "add_to_placement_group", "poweron"].map((a): ["POST", string] => ["POST", `/servers/${server.id}/actions/${a}`]),
+        ...[
+          "change_protection",
+          "change_type",
+          "rebuild",
+          "attach_to_network",
+          "detach_from_network",
+          "add_to_placement_group",
+          "poweron",
+        ].map((a): ["POST", string] => ["POST", `/servers/${server.id}/actions/${a}`]),
         ["POST", "/networks"],
         ["PUT", `/networks/${network.id}`],
-        ...["add_subnet", "delete_subnet", "change_protection", "change_ip_range"].map((a): ["POST", string] => ["POST", `/networks/${network.id}/actions/${a}`]),
+        ...["add_subnet", "delete_subnet", "change_protection", "change_ip_range"].map((a): ["POST", string] => [
+          "POST",
+          `/networks/${network.id}/actions/${a}`,
+        ]),
         ["POST", "/firewalls"],
-        ...["set_rules", "apply_to_resources", "remove_from_resources"].map((a): ["POST", string] => ["POST", `/firewalls/${firewall.id}/actions/${a}`]),
+        ...["set_rules", "apply_to_resources", "remove_from_resources"].map((a): ["POST", string] => [
+          "POST",
+          `/firewalls/${firewall.id}/actions/${a}`,
+        ]),
         ["POST", "/placement_groups"],
         ["POST", "/ssh_keys"],
       ];
-      const field = fc.oneof(fc.constantFrom("name", "ip_range", "network_zone", "type", "subnets", "rules", "apply_to", "remove_from", "server_type", "image", "location", "networks", "firewalls", "placement_group", "labels", "network", "ip", "alias_ips", "delete", "rebuild", "upgrade_disk", "public_key", "public_net", "user_data"), fc.string());
-      const value = fc.oneof(fc.jsonValue(), fc.constantFrom("10.0.0.0/8", "10.0.1.0/24", "cx22", "ubuntu-24.04", "fsn1", "eu-central", "cloud", "spread", [{ type: "server", server: { id: 1 } }], [{ direction: "in", protocol: "tcp" }]));
+      const field = fc.oneof(
+        fc.constantFrom(
+          "name",
+          "ip_range",
+          "network_zone",
+          "type",
+          "subnets",
+          "rules",
+          "apply_to",
+          "remove_from",
+          "server_type",
+          "image",
+          "location",
+          "networks",
+          "firewalls",
+          "placement_group",
+          "labels",
+          "network",
+          "ip",
+          "alias_ips",
+          "delete",
+          "rebuild",
+          "upgrade_disk",
+          "public_key",
+          "public_net",
+          "user_data",
+        ),
+        fc.string(),
+      );
+      const value = fc.oneof(
+        fc.jsonValue(),
+        fc.constantFrom(
+          "10.0.0.0/8",
+          "10.0.1.0/24",
+          "cx22",
+          "ubuntu-24.04",
+          "fsn1",
+          "eu-central",
+          "cloud",
+          "spread",
+          [{ type: "server", server: { id: 1 } }],
+          [{ direction: "in", protocol: "tcp" }],
+        ),
+      );
       await fc.assert(
-        fc.asyncProperty(fc.constantFrom(...routes), fc.oneof(fc.dictionary(field, value), fc.jsonValue()), async ([method, url], payload) => {
-          const answer = await inject(method, url, payload);
-          return answer.status < 500 && (answer.status < 400 || typeof answer.body.error?.code === "string");
-        }),
+        fc.asyncProperty(
+          fc.constantFrom(...routes),
+          fc.oneof(fc.dictionary(field, value), fc.jsonValue()),
+          async ([method, url], payload) => {
+            const answer = await inject(method, url, payload);
+            return answer.status < 500 && (answer.status < 400 || typeof answer.body.error?.code === "string");
+          },
+        ),
         { numRuns: 300 },
       );
     } finally {
@@ -485,7 +817,17 @@ describe("fake Hetzner Cloud API", function () {
   });
 
   it("counts requests per endpoint, the new ones included", function () {
-    for (const route of ["GET /actions", "GET /actions/{id}", "GET /servers/{id}/actions", "PUT /servers/{id}", "POST /servers/{id}/actions/poweroff", "POST /firewalls/{id}/actions/apply_to_resources", "POST /networks/{id}/actions/add_subnet", "GET /images", "GET /pricing"]) {
+    for (const route of [
+      "GET /actions",
+      "GET /actions/{id}",
+      "GET /servers/{id}/actions",
+      "PUT /servers/{id}",
+      "POST /servers/{id}/actions/poweroff",
+      "POST /firewalls/{id}/actions/apply_to_resources",
+      "POST /networks/{id}/actions/add_subnet",
+      "GET /images",
+      "GET /pricing",
+    ]) {
       assert.ok((fake.requestCounts.get(route) ?? 0) > 0, route);
     }
   });
@@ -495,7 +837,10 @@ describe("fake Hetzner Cloud API", function () {
     await fake.app.close();
     await start();
     const after = (await api("GET", "/servers?label_selector=nodefleet.io/cluster%3Dc2&per_page=50")).body.servers;
-    assert.deepEqual(after.map((s: { private_net: unknown }) => s.private_net), before.map((s: { private_net: unknown }) => s.private_net));
+    assert.deepEqual(
+      after.map((s: { private_net: unknown }) => s.private_net),
+      before.map((s: { private_net: unknown }) => s.private_net),
+    );
     assert.ok(after.length > 0);
   });
 

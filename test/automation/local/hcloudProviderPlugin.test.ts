@@ -29,12 +29,23 @@ const GENERATION_ONE_USER_DATA = [userDataHash(serverUserData(0, 1)), userDataHa
 type Json = Record<string, any>;
 
 /** The test program's stack against the fake at `endpoint`, with hcloud provider settings, at a revision with `count` servers. */
-function resourcesStack(stackName: string, endpoint: string, provider: Record<string, string>, revision: number, count: number): StackDefinition {
+function resourcesStack(
+  stackName: string,
+  endpoint: string,
+  provider: Record<string, string>,
+  revision: number,
+  count: number,
+): StackDefinition {
   const settings = Object.fromEntries(Object.entries(provider).map(([key, value]) => [`hcloud:${key}`, { value }]));
   return {
     stackName,
     program: { module: PROGRAM },
-    config: { ...settings, "hcloud:endpoint": { value: endpoint }, "hcloudtest:revision": { value: String(revision) }, "hcloudtest:servers": { value: String(count) } },
+    config: {
+      ...settings,
+      "hcloud:endpoint": { value: endpoint },
+      "hcloudtest:revision": { value: String(revision) },
+      "hcloudtest:servers": { value: String(count) },
+    },
   };
 }
 
@@ -61,7 +72,11 @@ describe("the hcloud provider plugin on the real engine, against the fake Hetzne
     fake = buildFakeHcloud({ token: TOKEN, stateFile: join(dir, "hcloud.json"), actionMs: 50 });
     recordHcloudExchanges(fake, exchanges);
     endpoint = await fake.app.listen({ port: 0, host: "127.0.0.1" });
-    engine = new AutomationEngine({ dataDir: join(dir, "data"), env: { ...process.env, PULUMI_CONFIG_PASSPHRASE: "hcloud-plugin", HCLOUD_TOKEN: TOKEN }, logger: silent });
+    engine = new AutomationEngine({
+      dataDir: join(dir, "data"),
+      env: { ...process.env, PULUMI_CONFIG_PASSPHRASE: "hcloud-plugin", HCLOUD_TOKEN: TOKEN },
+      logger: silent,
+    });
   });
 
   after(async function () {
@@ -73,7 +88,10 @@ describe("the hcloud provider plugin on the real engine, against the fake Hetzne
     const run = await engine.up(stack(1, 2));
     assert.equal(run.succeeded, true, failed(run));
     const [network] = (await api("/networks?name=t1-network")).networks;
-    assert.deepEqual(network.subnets.map((s: Json) => s.ip_range), ["10.0.1.0/24"]);
+    assert.deepEqual(
+      network.subnets.map((s: Json) => s.ip_range),
+      ["10.0.1.0/24"],
+    );
     const [firewall] = (await api("/firewalls?name=t1-nodes")).firewalls;
     assert.equal(firewall.rules.length, 2);
     const created = await servers();
@@ -83,7 +101,10 @@ describe("the hcloud provider plugin on the real engine, against the fake Hetzne
     for (const server of created) {
       assert.equal(server.server_type.name, "cpx21");
       assert.equal(server.labels.revision, "1");
-      assert.ok(server.private_net.some((n: Json) => n.network === network.id), "attached to the network at create");
+      assert.ok(
+        server.private_net.some((n: Json) => n.network === network.id),
+        "attached to the network at create",
+      );
     }
     assert.deepEqual([...(run.outputs.serverIds as string[])].sort(), created.map((s) => String(s.id)).sort());
     assert.equal(run.outputs.lookedUpNetworkId, network.id, "getNetwork by name and selector");
@@ -126,7 +147,10 @@ describe("the hcloud provider plugin on the real engine, against the fake Hetzne
     assert.deepEqual(serverSteps(run), ["replace", "replace"]);
     const after = (await servers()).map((s) => s.id);
     assert.equal(after.length, 2);
-    assert.ok(after.every((id) => !before.includes(id)), "both servers are new");
+    assert.ok(
+      after.every((id) => !before.includes(id)),
+      "both servers are new",
+    );
   });
 
   it("notices on refresh a server deleted outside Pulumi, and deletes everything on scale to zero", async function () {
@@ -134,7 +158,10 @@ describe("the hcloud provider plugin on the real engine, against the fake Hetzne
     const response = await fetch(`${endpoint}/servers/${victim.id}`, { method: "DELETE", headers: { Authorization: `Bearer ${TOKEN}` } });
     assert.equal(response.status, 200);
     const refresh = await engine.refresh(stack(3, 2));
-    assert.ok(refresh.steps.some((s) => s.type === SERVER && s.op === "delete"), JSON.stringify(refresh.steps.map((s) => [s.op, s.name])));
+    assert.ok(
+      refresh.steps.some((s) => s.type === SERVER && s.op === "delete"),
+      JSON.stringify(refresh.steps.map((s) => [s.op, s.name])),
+    );
     const down = await engine.up(stack(3, 0));
     assert.equal(down.succeeded, true, failed(down));
     assert.equal((await servers()).length, 0);
@@ -156,7 +183,11 @@ describe("the hcloud provider plugin polls a running action as terraform-provide
   before(function () {
     skipUnlessAvailable(this, missingTools("pulumi", "pulumi-resource-hcloud"));
     dir = mkdtempSync(join(tmpdir(), "nodefleet-hcloud-poll-"));
-    engine = new AutomationEngine({ dataDir: join(dir, "data"), env: { ...process.env, PULUMI_CONFIG_PASSPHRASE: "hcloud-poll", HCLOUD_TOKEN: TOKEN }, logger: silent });
+    engine = new AutomationEngine({
+      dataDir: join(dir, "data"),
+      env: { ...process.env, PULUMI_CONFIG_PASSPHRASE: "hcloud-poll", HCLOUD_TOKEN: TOKEN },
+      logger: silent,
+    });
   });
 
   after(function () {
@@ -180,7 +211,8 @@ describe("the hcloud provider plugin polls a running action as terraform-provide
     const constant = await pollsPerAction("constant", { pollInterval: "100ms", pollFunction: "constant" });
     const exponential = await pollsPerAction("exponential", { pollInterval: "100ms" });
     const byDefault = await pollsPerAction("default", {});
-    for (const { run } of [constant, exponential, byDefault]) assert.equal(run.succeeded, true, JSON.stringify(run.steps.filter((s) => s.error)));
+    for (const { run } of [constant, exponential, byDefault])
+      assert.equal(run.succeeded, true, JSON.stringify(run.steps.filter((s) => s.error)));
     // 2 s of action: every 100ms is about 20 polls (fewer when polls answer slowly); 100, 200, 400,
     // 800ms about 5; 500ms, 1s, 2s about 3.
     assert.ok(constant.polls >= 12, `constant: ${constant.polls} polls per action`);
@@ -190,6 +222,9 @@ describe("the hcloud provider plugin polls a running action as terraform-provide
 
   it("refuses a poll function it does not know, naming the setting", async function () {
     // The provider's configure fails, so the CLI's up fails as a whole (the engine rejects with its output).
-    await assert.rejects(pollsPerAction("unknown", { pollFunction: "fibonacci" }), /pollFunction: must be "constant" or "exponential", not "fibonacci"/);
+    await assert.rejects(
+      pollsPerAction("unknown", { pollFunction: "fibonacci" }),
+      /pollFunction: must be "constant" or "exponential", not "fibonacci"/,
+    );
   });
 });

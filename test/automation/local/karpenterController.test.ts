@@ -10,7 +10,12 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { KarpenterControllerError, karpenterControllerBinary, startKarpenterController, takeOverPidFile } from "../../../automation/local/karpenterController";
+import {
+  KarpenterControllerError,
+  karpenterControllerBinary,
+  startKarpenterController,
+  takeOverPidFile,
+} from "../../../automation/local/karpenterController";
 import { until } from "../../support/until";
 
 /** Writes its environment to `<dir>/env-<pid>`, then waits; exits 0 on SIGTERM. */
@@ -53,12 +58,23 @@ describe("the nodefleet-karpenter process", function () {
   it("runs with the admin kubeconfig, its namespace, no leader election and free ports; stop() leaves no process or pid file", async function () {
     const pidFile = join(dir, "karpenter.json");
     let output = "";
-    const controller = await startKarpenterController({ kubeconfig: "/tmp/admin.kubeconfig", env, pidFile, onOutput: (c) => (output += c.toString()) });
+    const controller = await startKarpenterController({
+      kubeconfig: "/tmp/admin.kubeconfig",
+      env,
+      pidFile,
+      onOutput: (c) => (output += c.toString()),
+    });
     const pid = controller.child.pid!;
-    const settings = await until("the stand-in's environment", () => {
-      const file = join(bin, `env-${pid}`);
-      return existsSync(file) && readFileSync(file, "utf8").includes("HEALTH_PROBE_PORT") ? readFileSync(file, "utf8") : undefined;
-    }, 10_000, () => output, 50);
+    const settings = await until(
+      "the stand-in's environment",
+      () => {
+        const file = join(bin, `env-${pid}`);
+        return existsSync(file) && readFileSync(file, "utf8").includes("HEALTH_PROBE_PORT") ? readFileSync(file, "utf8") : undefined;
+      },
+      10_000,
+      () => output,
+      50,
+    );
     assert.match(settings, /^KUBECONFIG=\/tmp\/admin\.kubeconfig$/m);
     assert.match(settings, /^SYSTEM_NAMESPACE=karpenter$/m);
     assert.match(settings, /^DISABLE_LEADER_ELECTION=true$/m);
@@ -67,7 +83,13 @@ describe("the nodefleet-karpenter process", function () {
     assert.match(settings, new RegExp(`^HEALTH_PROBE_PORT=${controller.healthPort}$`, "m"));
     assert.notEqual(controller.metricsPort, controller.healthPort);
     assert.ok(![8080, 8081].includes(controller.metricsPort), "not Karpenter's default, the scaling API's port");
-    await until("its output", () => (controller.log().includes("controller started") ? true : undefined), 10_000, () => output, 50);
+    await until(
+      "its output",
+      () => (controller.log().includes("controller started") ? true : undefined),
+      10_000,
+      () => output,
+      50,
+    );
     assert.ok(output.includes("controller started"), "onOutput sees what it writes");
     assert.deepEqual(JSON.parse(readFileSync(pidFile, "utf8")), { pid, binary: join(bin, "nodefleet-karpenter"), owner: process.pid });
 
@@ -87,20 +109,33 @@ describe("the nodefleet-karpenter process", function () {
     await new Promise((resolve) => owner.once("exit", resolve));
     writeFileSync(pidFile, JSON.stringify({ pid: leftover.pid, binary, owner: owner.pid }));
     const controller = await startKarpenterController({ kubeconfig: "/tmp/admin.kubeconfig", env, pidFile });
-    await until("the leftover killed", () => (alive(leftover.pid!) ? undefined : true), 10_000, () => "", 50);
+    await until(
+      "the leftover killed",
+      () => (alive(leftover.pid!) ? undefined : true),
+      10_000,
+      () => "",
+      50,
+    );
 
     // Now another live process owns the running controller: a second start is refused.
     const liveOwner = spawn("/bin/sleep", ["30"]);
     others.push(liveOwner);
     writeFileSync(pidFile, JSON.stringify({ pid: controller.child.pid, binary, owner: liveOwner.pid }));
-    assert.throws(() => takeOverPidFile(pidFile), (error: unknown) => error instanceof KarpenterControllerError && /already runs here \(pid \d+, started by pid \d+\)/.test(error.message));
+    assert.throws(
+      () => takeOverPidFile(pidFile),
+      (error: unknown) =>
+        error instanceof KarpenterControllerError && /already runs here \(pid \d+, started by pid \d+\)/.test(error.message),
+    );
     await assert.rejects(startKarpenterController({ kubeconfig: "/tmp/admin.kubeconfig", env, pidFile }), KarpenterControllerError);
     assert.ok(alive(controller.child.pid!), "the live controller is left alone");
     await controller.stop();
   });
 
   it("names the missing binary and the command that builds it", function () {
-    assert.throws(() => karpenterControllerBinary({ PATH: "/usr/bin:/bin", NODEFLEET_TOOLCHAIN_DIR: join(dir, "none") }), /nodefleet-karpenter is not on PATH or in the toolchain cache: run `npm run toolchain`/);
+    assert.throws(
+      () => karpenterControllerBinary({ PATH: "/usr/bin:/bin", NODEFLEET_TOOLCHAIN_DIR: join(dir, "none") }),
+      /nodefleet-karpenter is not on PATH or in the toolchain cache: run `npm run toolchain`/,
+    );
     assert.equal(karpenterControllerBinary(env), join(bin, "nodefleet-karpenter"));
   });
 });

@@ -29,7 +29,15 @@ import { FIXTURE_CA_CERTIFICATE } from "../../support/fleetConfigFixture";
 const localFleet = () => parseFleetSpec(localFleetConfig({ server: "https://127.0.0.1:6443", admin: { caPem: FIXTURE_CA_CERTIFICATE } }));
 
 type NodePoolSpec = {
-  template: { metadata?: { labels?: Record<string, string> }; spec: { nodeClassRef: unknown; requirements: Array<{ key: string; operator: string; values: string[] }>; taints?: unknown[]; expireAfter: string } };
+  template: {
+    metadata?: { labels?: Record<string, string> };
+    spec: {
+      nodeClassRef: unknown;
+      requirements: Array<{ key: string; operator: string; values: string[] }>;
+      taints?: unknown[];
+      expireAfter: string;
+    };
+  };
   limits: Record<string, string>;
   disruption: { consolidationPolicy: string; consolidateAfter: string };
 };
@@ -97,27 +105,59 @@ describe("Karpenter objects built from a stack's autoscaled pool", function () {
 
   it("builds the whole set for a pool: the chart's CRDs, namespace, Secret, NodeClass and NodePool", function () {
     const pool = autoscaledPoolOf(localFleet(), "local-burst");
-    const objects = karpenterObjects({ pool, clusterId: "local", endpoint: "http://127.0.0.1:9999", token: "t", nodeClassName: "default", nodePoolName: "burst", consolidateAfter: "5s" });
+    const objects = karpenterObjects({
+      pool,
+      clusterId: "local",
+      endpoint: "http://127.0.0.1:9999",
+      token: "t",
+      nodeClassName: "default",
+      nodePoolName: "burst",
+      consolidateAfter: "5s",
+    });
     assert.deepEqual(
       objects.crds.map((c) => c.metadata.name),
-      ["capacitybuffers.autoscaling.x-k8s.io", "nodefleetnodeclasses.karpenter.nodefleet.io", "nodeclaims.karpenter.sh", "nodeoverlays.karpenter.sh", "nodepools.karpenter.sh"],
+      [
+        "capacitybuffers.autoscaling.x-k8s.io",
+        "nodefleetnodeclasses.karpenter.nodefleet.io",
+        "nodeclaims.karpenter.sh",
+        "nodeoverlays.karpenter.sh",
+        "nodepools.karpenter.sh",
+      ],
     );
     assert.equal(karpenterCrds().length, 5);
     assert.equal((objects.nodeClass.spec as { pool: string }).pool, "local-burst");
     assert.equal(objects.nodePool.metadata.name, "burst");
-    assert.deepEqual((objects.nodePool.spec as NodePoolSpec).template.spec.nodeClassRef, { group: "karpenter.nodefleet.io", kind: "NodefleetNodeClass", name: "default" });
+    assert.deepEqual((objects.nodePool.spec as NodePoolSpec).template.spec.nodeClassRef, {
+      group: "karpenter.nodefleet.io",
+      kind: "NodefleetNodeClass",
+      name: "default",
+    });
     assert.equal((objects.nodePool.spec as NodePoolSpec).disruption.consolidateAfter, "5s");
     assert.equal(objectPath(objects.nodePool), "/apis/karpenter.sh/v1/nodepools/burst");
     assert.equal(objectPath(objects.nodeClass), "/apis/karpenter.nodefleet.io/v1alpha1/nodefleetnodeclasses/default");
     assert.equal(objectPath(objects.secret), `/api/v1/namespaces/${KARPENTER_NAMESPACE}/secrets/${TOKEN_SECRET}`);
     assert.equal(objectPath(objects.namespace), `/api/v1/namespaces/${KARPENTER_NAMESPACE}`);
-    assert.equal(objectPath(objects.crds[0]!), "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/capacitybuffers.autoscaling.x-k8s.io");
+    assert.equal(
+      objectPath(objects.crds[0]!),
+      "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/capacitybuffers.autoscaling.x-k8s.io",
+    );
     assert.equal(objectPath(inflateDeployment({ replicas: 0, cpu: "1" })), "/apis/apps/v1/namespaces/default/deployments/inflate");
   });
 
   it("keeps the inflate pods on the NodePool, tolerating the pool's taints", function () {
-    const deployment = inflateDeployment({ replicas: 5, cpu: "1", nodePool: "batch", taints: [{ key: "workload", value: "batch", effect: "NoSchedule" }, { key: "spot", effect: "NoExecute" }] });
-    const pod = (deployment.spec as { replicas: number; template: { spec: { nodeSelector?: unknown; tolerations?: unknown; containers: Array<{ resources: unknown }> } } });
+    const deployment = inflateDeployment({
+      replicas: 5,
+      cpu: "1",
+      nodePool: "batch",
+      taints: [
+        { key: "workload", value: "batch", effect: "NoSchedule" },
+        { key: "spot", effect: "NoExecute" },
+      ],
+    });
+    const pod = deployment.spec as {
+      replicas: number;
+      template: { spec: { nodeSelector?: unknown; tolerations?: unknown; containers: Array<{ resources: unknown }> } };
+    };
     assert.equal(pod.replicas, 5);
     assert.deepEqual(pod.template.spec.nodeSelector, { "karpenter.sh/nodepool": "batch" });
     assert.deepEqual(pod.template.spec.tolerations, [
@@ -133,7 +173,10 @@ describe("Karpenter objects built from a stack's autoscaled pool", function () {
   describe("choosing the pool", function () {
     it("names the autoscaled pools when the one asked for is static or unknown", function () {
       const fleet = localFleet();
-      assert.throws(() => autoscaledPoolOf(fleet, "local-general"), /pool local-general is static, not autoscaled: Karpenter needs an autoscaled pool \(this stack's: local-burst\)/);
+      assert.throws(
+        () => autoscaledPoolOf(fleet, "local-general"),
+        /pool local-general is static, not autoscaled: Karpenter needs an autoscaled pool \(this stack's: local-burst\)/,
+      );
       assert.throws(() => autoscaledPoolOf(fleet, "burst"), /no pool burst; its autoscaled pools: local-burst/);
     });
 
@@ -161,7 +204,10 @@ describe("kubeIdentityFromKubeconfig", function () {
       stringify({
         apiVersion: "v1",
         kind: "Config",
-        clusters: [{ name: "other", cluster: { server: "https://203.0.113.1" } }, { name: "local", cluster }],
+        clusters: [
+          { name: "other", cluster: { server: "https://203.0.113.1" } },
+          { name: "local", cluster },
+        ],
         users: [{ name: "admin", user }],
         contexts: [{ name: "local", context: { cluster: "local", user: "admin" } }],
         "current-context": "local",
@@ -172,7 +218,10 @@ describe("kubeIdentityFromKubeconfig", function () {
 
   it("reads the current context's server, CA and client certificate from inline data", function () {
     const b64 = (text: string) => Buffer.from(text).toString("base64");
-    const file = kubeconfig({ server: "https://127.0.0.1:6443", "certificate-authority-data": b64("CA") }, { "client-certificate-data": b64("CERT"), "client-key-data": b64("KEY") });
+    const file = kubeconfig(
+      { server: "https://127.0.0.1:6443", "certificate-authority-data": b64("CA") },
+      { "client-certificate-data": b64("CERT"), "client-key-data": b64("KEY") },
+    );
     assert.deepEqual(kubeIdentityFromKubeconfig(file), { server: "https://127.0.0.1:6443", caPem: "CA", certPem: "CERT", keyPem: "KEY" });
   });
 

@@ -42,7 +42,8 @@ const nodeIdOf = (nodeClaim: KubeItem) => nodeClaim.status!.providerID!.split("/
  * deleting, until the cloud has accepted the instance's deletion (InstanceTerminating).
  */
 const disrupting = (nodeClaim: KubeItem) =>
-  (isTrue(nodeClaim, "DisruptionReason") || nodeClaim.metadata.deletionTimestamp !== undefined) && !isTrue(nodeClaim, "InstanceTerminating");
+  (isTrue(nodeClaim, "DisruptionReason") || nodeClaim.metadata.deletionTimestamp !== undefined) &&
+  !isTrue(nodeClaim, "InstanceTerminating");
 
 describe("Karpenter's controllers with nodefleet's driver scaling the local cloud", function () {
   this.timeout(900_000);
@@ -60,14 +61,22 @@ describe("Karpenter's controllers with nodefleet's driver scaling the local clou
 
   it("turns 20 pending pods into NodeClaims, servers and Nodes of another type than the sold-out one, and runs them all", async function () {
     await loop.inflate(PODS, "700m");
-    const running = await loop.waitFor(`${PODS} pods Running`, async () => {
-      const pods = (await loop.list("/api/v1/namespaces/default/pods?labelSelector=app%3Dinflate")).filter((p) => p.status?.phase === "Running");
-      return pods.length === PODS ? pods : undefined;
-    }, 600_000);
+    const running = await loop.waitFor(
+      `${PODS} pods Running`,
+      async () => {
+        const pods = (await loop.list("/api/v1/namespaces/default/pods?labelSelector=app%3Dinflate")).filter(
+          (p) => p.status?.phase === "Running",
+        );
+        return pods.length === PODS ? pods : undefined;
+      },
+      600_000,
+    );
     const nodeClaims = await loop.list("/apis/karpenter.sh/v1/nodeclaims");
     assert.ok(nodeClaims.length >= 3 && nodeClaims.length <= 6, `${nodeClaims.length} NodeClaims for ${PODS} pods of 700m`);
     const nodes = new Set(running.map((p) => p.spec!.nodeName!));
-    const registered = (await loop.list("/api/v1/nodes?labelSelector=karpenter.sh%2Fnodepool%3Dburst")).filter((n) => nodes.has(n.metadata.name));
+    const registered = (await loop.list("/api/v1/nodes?labelSelector=karpenter.sh%2Fnodepool%3Dburst")).filter((n) =>
+      nodes.has(n.metadata.name),
+    );
     assert.equal(registered.length, nodes.size, "every pod runs on a Node Karpenter launched");
     for (const node of registered) {
       assert.match(node.spec!.providerID ?? "", /^nodefleet:\/\/\/local\//);
@@ -79,9 +88,17 @@ describe("Karpenter's controllers with nodefleet's driver scaling the local clou
 
   it("consolidates the empty nodes away once the pods are gone: servers deleted, finalizers released", async function () {
     await kube(loop.cloud.plane.admin, "DELETE", "/apis/apps/v1/namespaces/default/deployments/inflate");
-    await loop.waitFor("no NodeClaims", async () => ((await loop.list("/apis/karpenter.sh/v1/nodeclaims")).length === 0 ? true : undefined), 600_000);
+    await loop.waitFor(
+      "no NodeClaims",
+      async () => ((await loop.list("/apis/karpenter.sh/v1/nodeclaims")).length === 0 ? true : undefined),
+      600_000,
+    );
     await loop.waitFor("no burst servers", async () => ((await loop.burstServers()).length === 0 ? true : undefined), 120_000);
-    await loop.waitFor("no burst Nodes", async () => ((await loop.list("/api/v1/nodes?labelSelector=karpenter.sh%2Fnodepool%3Dburst")).length === 0 ? true : undefined), 120_000);
+    await loop.waitFor(
+      "no burst Nodes",
+      async () => ((await loop.list("/api/v1/nodes?labelSelector=karpenter.sh%2Fnodepool%3Dburst")).length === 0 ? true : undefined),
+      120_000,
+    );
   });
 
   it("replaces the nodes a NodePool template change drifted one at a time (budget nodes: 1) by NodeClaims of the new template", async function () {
@@ -90,10 +107,14 @@ describe("Karpenter's controllers with nodefleet's driver scaling the local clou
     await mergePatch(NODEPOOL, { spec: { disruption: { budgets: [{ nodes: "1" }] } } });
     // One pod of 2 CPUs per cpx31 (allocatable under 4 CPUs): a drifted node's pod fits only on a replacement.
     await loop.inflate(DRIFTING, "2");
-    await loop.waitFor(`${DRIFTING} pods Running on ${DRIFTING} nodes`, async () => {
-      const pods = (await loop.list(INFLATE_PODS)).filter((p) => p.status?.phase === "Running");
-      return pods.length === DRIFTING && new Set(pods.map((p) => p.spec!.nodeName)).size === DRIFTING ? true : undefined;
-    }, 600_000);
+    await loop.waitFor(
+      `${DRIFTING} pods Running on ${DRIFTING} nodes`,
+      async () => {
+        const pods = (await loop.list(INFLATE_PODS)).filter((p) => p.status?.phase === "Running");
+        return pods.length === DRIFTING && new Set(pods.map((p) => p.spec!.nodeName)).size === DRIFTING ? true : undefined;
+      },
+      600_000,
+    );
     await replacedOneByOne({
       change: () => mergePatch(NODEPOOL, { spec: { template: { metadata: { labels: { [NODEPOOL_LABEL]: "v2" } } } } }),
       reason: "NodePoolDrifted",
@@ -103,7 +124,8 @@ describe("Karpenter's controllers with nodefleet's driver scaling the local clou
 
   it("replaces the nodes the API reports drifted after the pool's labels changed in the stack file, one at a time, through the driver's IsDrifted", async function () {
     this.timeout(DRIFT_CASE_TIMEOUT_MS);
-    const templateHash = async () => ((await kube(loop.cloud.plane.admin, "GET", NODECLASS)) as { status?: { poolTemplateHash?: string } }).status?.poolTemplateHash;
+    const templateHash = async () =>
+      ((await kube(loop.cloud.plane.admin, "GET", NODECLASS)) as { status?: { poolTemplateHash?: string } }).status?.poolTemplateHash;
     const before = await templateHash();
     assert.match(before ?? "", /^[0-9a-f]{16}$/, "the NodeClass records the pool's template hash");
     await replacedOneByOne({
@@ -129,7 +151,11 @@ describe("Karpenter's controllers with nodefleet's driver scaling the local clou
     assert.equal(old.size, DRIFTING, "one NodeClaim per pod");
     const oldNodes = new Set([...old.values()].map((c) => c.status!.nodeName));
     const oldNodeIds = new Set([...old.values()].map(nodeIdOf));
-    assert.equal((await loop.burstServers()).filter((s) => oldNodeIds.has(s.labels["nodefleet.io/node"]!)).length, DRIFTING, "a server per NodeClaim");
+    assert.equal(
+      (await loop.burstServers()).filter((s) => oldNodeIds.has(s.labels["nodefleet.io/node"]!)).length,
+      DRIFTING,
+      "a server per NodeClaim",
+    );
 
     const started = Date.now();
     await options.change();
@@ -138,19 +164,23 @@ describe("Karpenter's controllers with nodefleet's driver scaling the local clou
     const replaced: string[] = [];
     const timeline: string[] = [];
     let mostAtOnce = 0;
-    const current = await loop.waitFor(`every ${options.reason} NodeClaim replaced`, async () => {
-      const claims = await loop.list(NODECLAIMS);
-      const remaining = claims.filter((c) => old.has(c.metadata.name));
-      for (const c of remaining) {
-        if (isTrue(c, "Drifted") && !drifted.has(c.metadata.name)) drifted.set(c.metadata.name, condition(c, "Drifted")!.reason);
-      }
-      const now = remaining.filter(disrupting).map((c) => c.metadata.name);
-      for (const name of now) if (!replaced.includes(name)) replaced.push(name);
-      mostAtOnce = Math.max(mostAtOnce, now.length);
-      const step = `${claims.length} NodeClaims, ${drifted.size} seen drifted, replacing [${now.join(", ")}], old left ${remaining.length}`;
-      if (timeline.at(-1)?.endsWith(step) !== true) timeline.push(`${Math.round((Date.now() - started) / 1000)}s: ${step}`);
-      return remaining.length === 0 ? claims : undefined;
-    }, 1_200_000);
+    const current = await loop.waitFor(
+      `every ${options.reason} NodeClaim replaced`,
+      async () => {
+        const claims = await loop.list(NODECLAIMS);
+        const remaining = claims.filter((c) => old.has(c.metadata.name));
+        for (const c of remaining) {
+          if (isTrue(c, "Drifted") && !drifted.has(c.metadata.name)) drifted.set(c.metadata.name, condition(c, "Drifted")!.reason);
+        }
+        const now = remaining.filter(disrupting).map((c) => c.metadata.name);
+        for (const name of now) if (!replaced.includes(name)) replaced.push(name);
+        mostAtOnce = Math.max(mostAtOnce, now.length);
+        const step = `${claims.length} NodeClaims, ${drifted.size} seen drifted, replacing [${now.join(", ")}], old left ${remaining.length}`;
+        if (timeline.at(-1)?.endsWith(step) !== true) timeline.push(`${Math.round((Date.now() - started) / 1000)}s: ${step}`);
+        return remaining.length === 0 ? claims : undefined;
+      },
+      1_200_000,
+    );
     const story = `\n${timeline.join("\n")}`;
 
     assert.deepEqual([...drifted.keys()].sort(), [...old.keys()].sort(), `every old NodeClaim observed Drifted${story}`);
@@ -164,16 +194,23 @@ describe("Karpenter's controllers with nodefleet's driver scaling the local clou
     }
 
     const newNodes = new Set(current.map((c) => c.status!.nodeName));
-    await loop.waitFor(`${DRIFTING} pods Running on the replacements`, async () => {
-      const pods = (await loop.list(INFLATE_PODS)).filter((p) => p.status?.phase === "Running");
-      return pods.length === DRIFTING && pods.every((p) => newNodes.has(p.spec!.nodeName)) ? true : undefined;
-    }, 600_000);
+    await loop.waitFor(
+      `${DRIFTING} pods Running on the replacements`,
+      async () => {
+        const pods = (await loop.list(INFLATE_PODS)).filter((p) => p.status?.phase === "Running");
+        return pods.length === DRIFTING && pods.every((p) => newNodes.has(p.spec!.nodeName)) ? true : undefined;
+      },
+      600_000,
+    );
     for (const node of await loop.list("/api/v1/nodes?labelSelector=karpenter.sh%2Fnodepool%3Dburst")) {
       assert.ok(!oldNodes.has(node.metadata.name), `old Node ${node.metadata.name} is gone`);
       assert.equal(node.metadata.labels?.[labelKey], labelValue, `Node ${node.metadata.name} carries the new template's label`);
     }
-    await loop.waitFor("the old servers gone from the fake API", async () =>
-      (await loop.burstServers()).some((s) => oldNodeIds.has(s.labels["nodefleet.io/node"]!)) ? undefined : true, 120_000);
+    await loop.waitFor(
+      "the old servers gone from the fake API",
+      async () => ((await loop.burstServers()).some((s) => oldNodeIds.has(s.labels["nodefleet.io/node"]!)) ? undefined : true),
+      120_000,
+    );
   }
 
   it("exchanged with the fake Hetzner API only what Hetzner's OpenAPI document allows, all along the loop", function () {

@@ -59,7 +59,12 @@ describe("local control plane and kubelet bootstrap (real kube-apiserver)", func
     });
 
   it("joins with a valid token: the Node has its providerID, labels and taints, is Ready, and acts as system:node:<name>", async function () {
-    await kube(plane.admin, "POST", "/api/v1/namespaces/kube-system/secrets", bootstrapTokenSecret("abcdef", "0123456789abcdef", new Date(Date.now() + 3600_000)));
+    await kube(
+      plane.admin,
+      "POST",
+      "/api/v1/namespaces/kube-system/secrets",
+      bootstrapTokenSecret("abcdef", "0123456789abcdef", new Date(Date.now() + 3600_000)),
+    );
     const identity: KubeIdentity = await join_("abcdef.0123456789abcdef", "local-n1", { "node.kubernetes.io/pool": "burst" });
     const node = (await kube(plane.admin, "GET", "/api/v1/nodes/local-n1")) as {
       metadata: { labels: Record<string, string> };
@@ -69,9 +74,15 @@ describe("local control plane and kubelet bootstrap (real kube-apiserver)", func
     assert.equal(node.spec.providerID, "cnap:///local/local-n1");
     assert.equal(node.metadata.labels["node.kubernetes.io/pool"], "burst");
     // The node lifecycle controller may add its own not-ready taint until it has seen the node Ready.
-    assert.ok(node.spec.taints.some((t) => `${t.key}:${t.effect}` === "karpenter.sh/unregistered:NoExecute"), JSON.stringify(node.spec.taints));
+    assert.ok(
+      node.spec.taints.some((t) => `${t.key}:${t.effect}` === "karpenter.sh/unregistered:NoExecute"),
+      JSON.stringify(node.spec.taints),
+    );
     assert.equal(node.status.conditions.find((c) => c.type === "Ready")?.status, "True");
-    const review = (await kube(identity, "POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews", { apiVersion: "authentication.k8s.io/v1", kind: "SelfSubjectReview" })) as {
+    const review = (await kube(identity, "POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews", {
+      apiVersion: "authentication.k8s.io/v1",
+      kind: "SelfSubjectReview",
+    })) as {
       status: { userInfo: { username: string; groups: string[] } };
     };
     assert.equal(review.status.userInfo.username, "system:node:local-n1");
@@ -81,24 +92,47 @@ describe("local control plane and kubelet bootstrap (real kube-apiserver)", func
   });
 
   it("never yields a Node for an expired or unknown token", async function () {
-    await kube(plane.admin, "POST", "/api/v1/namespaces/kube-system/secrets", bootstrapTokenSecret("expird", "0123456789abcdef", new Date(Date.now() - 60_000)));
+    await kube(
+      plane.admin,
+      "POST",
+      "/api/v1/namespaces/kube-system/secrets",
+      bootstrapTokenSecret("expird", "0123456789abcdef", new Date(Date.now() - 60_000)),
+    );
     for (const token of ["expird.0123456789abcdef", "nosuch.0123456789abcdef"]) {
-      await assert.rejects(join_(token, "local-bad"), (error: unknown) => error instanceof KubeletJoinError && error.stage === "csr" && /HTTP 401/.test(error.message) && !error.transient);
+      await assert.rejects(
+        join_(token, "local-bad"),
+        (error: unknown) =>
+          error instanceof KubeletJoinError && error.stage === "csr" && /HTTP 401/.test(error.message) && !error.transient,
+      );
     }
     await assert.rejects(kube(plane.admin, "GET", "/api/v1/nodes/local-bad"), /HTTP 404/);
   });
 
   it("refuses a label NodeRestriction forbids, as a kubelet would be refused", async function () {
-    await kube(plane.admin, "POST", "/api/v1/namespaces/kube-system/secrets", bootstrapTokenSecret("lbltst", "0123456789abcdef", new Date(Date.now() + 3600_000)));
+    await kube(
+      plane.admin,
+      "POST",
+      "/api/v1/namespaces/kube-system/secrets",
+      bootstrapTokenSecret("lbltst", "0123456789abcdef", new Date(Date.now() + 3600_000)),
+    );
     await assert.rejects(
       join_("lbltst.0123456789abcdef", "local-n2", { "node-role.kubernetes.io/worker": "" }),
-      (error: unknown) => error instanceof KubeletJoinError && error.stage === "register" && /HTTP 403/.test(error.message) && !error.transient,
+      (error: unknown) =>
+        error instanceof KubeletJoinError && error.stage === "register" && /HTTP 403/.test(error.message) && !error.transient,
     );
   });
 
   it("tells an unreachable API server (which a kubelet retries) from a refusal", async function () {
     await assert.rejects(
-      joinAsKubelet({ server: "https://127.0.0.1:1", caPem: plane.admin.caPem, bootstrapToken: "unreach.0123456789abcdef", nodeName: "local-unreachable", providerID: "cnap:///local/local-unreachable", labels: {}, taints: [] }),
+      joinAsKubelet({
+        server: "https://127.0.0.1:1",
+        caPem: plane.admin.caPem,
+        bootstrapToken: "unreach.0123456789abcdef",
+        nodeName: "local-unreachable",
+        providerID: "cnap:///local/local-unreachable",
+        labels: {},
+        taints: [],
+      }),
       (error: unknown) => error instanceof KubeletJoinError && error.stage === "csr" && error.status === undefined && error.transient,
     );
     assert.equal(new KubeletJoinError("csr", "busy", 503).transient, true);
@@ -107,7 +141,12 @@ describe("local control plane and kubelet bootstrap (real kube-apiserver)", func
   });
 
   it("runs the pods bound to its Node and confirms their deletion, as a kubelet does, and only its own", async function () {
-    await kube(plane.admin, "POST", "/api/v1/namespaces/kube-system/secrets", bootstrapTokenSecret("podtst", "0123456789abcdef", new Date(Date.now() + 3600_000)));
+    await kube(
+      plane.admin,
+      "POST",
+      "/api/v1/namespaces/kube-system/secrets",
+      bootstrapTokenSecret("podtst", "0123456789abcdef", new Date(Date.now() + 3600_000)),
+    );
     const node = await join_("podtst.0123456789abcdef", "local-p1");
     const pod = (name: string, nodeName: string) => ({
       apiVersion: "v1",
@@ -118,15 +157,23 @@ describe("local control plane and kubelet bootstrap (real kube-apiserver)", func
     await kube(plane.admin, "POST", "/api/v1/namespaces/default/pods", pod("mine", "local-p1"));
     await kube(plane.admin, "POST", "/api/v1/namespaces/default/pods", pod("elsewhere", "local-other"));
     assert.deepEqual(await syncNodePods(node, "local-p1"), { started: 1, deleted: 0 });
-    const running = (await kube(plane.admin, "GET", "/api/v1/namespaces/default/pods/mine")) as { status: { phase: string; conditions: Array<{ type: string; status: string }> } };
+    const running = (await kube(plane.admin, "GET", "/api/v1/namespaces/default/pods/mine")) as {
+      status: { phase: string; conditions: Array<{ type: string; status: string }> };
+    };
     assert.equal(running.status.phase, "Running");
     assert.ok(running.status.conditions.some((c) => c.type === "Ready" && c.status === "True"));
     const other = (await kube(plane.admin, "GET", "/api/v1/namespaces/default/pods/elsewhere")) as { status: { phase: string } };
     assert.equal(other.status.phase, "Pending", "another node's pod is not this kubelet's");
 
     // A graceful delete leaves the pod terminating until its kubelet confirms it.
-    await kube(plane.admin, "DELETE", "/api/v1/namespaces/default/pods/mine", { kind: "DeleteOptions", apiVersion: "v1", gracePeriodSeconds: 30 });
-    const terminating = (await kube(plane.admin, "GET", "/api/v1/namespaces/default/pods/mine")) as { metadata: { deletionTimestamp?: string } };
+    await kube(plane.admin, "DELETE", "/api/v1/namespaces/default/pods/mine", {
+      kind: "DeleteOptions",
+      apiVersion: "v1",
+      gracePeriodSeconds: 30,
+    });
+    const terminating = (await kube(plane.admin, "GET", "/api/v1/namespaces/default/pods/mine")) as {
+      metadata: { deletionTimestamp?: string };
+    };
     assert.ok(terminating.metadata.deletionTimestamp);
     assert.deepEqual(await syncNodePods(node, "local-p1"), { started: 0, deleted: 1 });
     await assert.rejects(kube(plane.admin, "GET", "/api/v1/namespaces/default/pods/mine"), /HTTP 404/);

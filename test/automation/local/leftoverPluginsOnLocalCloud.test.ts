@@ -46,14 +46,39 @@ describe("plugins a SIGKILLed service left running, on the local cloud", functio
   let serve: ServeProcess | undefined;
 
   const start = async () =>
-    (serve = await startServe(join(dir, "serve"), { ...cloud.env, NODEFLEET_BATCH_IDLE_MS: "300", NODEFLEET_API_TOKENS: `local:${TOKEN}` }, { stack: "local", engine: "automation", cwd: project, clusterId: "local", startTimeoutMs: 180_000 }));
+    (serve = await startServe(
+      join(dir, "serve"),
+      { ...cloud.env, NODEFLEET_BATCH_IDLE_MS: "300", NODEFLEET_API_TOKENS: `local:${TOKEN}` },
+      { stack: "local", engine: "automation", cwd: project, clusterId: "local", startTimeoutMs: 180_000 },
+    ));
 
   before(async function () {
-    skipUnlessAvailable(this, missingTools("pulumi", "pulumi-language-nodejs", "pulumi-resource-hcloud", "pulumi-resource-kubernetes", "pulumi-resource-random", "pulumi-resource-time", "etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"));
+    skipUnlessAvailable(
+      this,
+      missingTools(
+        "pulumi",
+        "pulumi-language-nodejs",
+        "pulumi-resource-hcloud",
+        "pulumi-resource-kubernetes",
+        "pulumi-resource-random",
+        "pulumi-resource-time",
+        "etcd",
+        "kube-apiserver",
+        "kube-controller-manager",
+        "kube-scheduler",
+      ),
+    );
     dir = mkdtempSync(join(tmpdir(), "nodefleet-leftover-plugins-"));
     project = localStackProject(join(dir, "project"));
     // Servers take 20 s to boot: the run's create, and its CLI with the plugins, are live for that long.
-    cloud = await startLocalCloud({ dataDir: join(dir, "data"), hcloudPort: 0, agentIntervalMs: 1000, logger: quiet, projectDir: project, env: { ...process.env, NODEFLEET_SIM_BOOT_DELAY_MS: "20000" } });
+    cloud = await startLocalCloud({
+      dataDir: join(dir, "data"),
+      hcloudPort: 0,
+      agentIntervalMs: 1000,
+      logger: quiet,
+      projectDir: project,
+      env: { ...process.env, NODEFLEET_SIM_BOOT_DELAY_MS: "20000" },
+    });
     editLocalPools(cloud, (pools) => pools.filter((p) => p.name === POOL));
     await runPulumi(UP, project, cloud.env);
     await start();
@@ -75,7 +100,11 @@ describe("plugins a SIGKILLed service left running, on the local cloud", functio
     const recorded = await until(
       "the run's pulumi CLI and hcloud plugin",
       async () => {
-        const below = descendantProcesses(first.child.pid!).map((pid) => ({ pid, startTime: processStartTime(pid) ?? "", command: commandName(pid) }));
+        const below = descendantProcesses(first.child.pid!).map((pid) => ({
+          pid,
+          startTime: processStartTime(pid) ?? "",
+          command: commandName(pid),
+        }));
         const creating = (await poolServers(cloud, POOL)).length > 0;
         return creating && below.some((p) => p.command === "pulumi-resource-hcloud") ? below.filter((p) => p.startTime !== "") : undefined;
       },
@@ -104,6 +133,10 @@ describe("plugins a SIGKILLed service left running, on the local cloud", functio
       () => second.stderr().slice(-3000),
       1000,
     );
-    assert.equal((await poolServers(cloud, POOL)).filter((s) => s.labels["nodefleet.io/node"] === node.nodeID).length, 1, "one server for the claim");
+    assert.equal(
+      (await poolServers(cloud, POOL)).filter((s) => s.labels["nodefleet.io/node"] === node.nodeID).length,
+      1,
+      "one server for the claim",
+    );
   });
 });

@@ -42,7 +42,13 @@ describe("local cloud: fake Hetzner API, real control plane, node agent", functi
   before(async function () {
     skipUnlessAvailable(this, missingTools("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"));
     dir = mkdtempSync(join(tmpdir(), "nodefleet-local-cloud-"));
-    cloud = await startLocalCloud({ dataDir: dir, hcloudPort: 0, agentIntervalMs: 200, logger: { info() {}, warn: (record) => warnings.push(JSON.stringify(record)) }, onFakeHcloud: (fake) => recordHcloudExchanges(fake, exchanges) });
+    cloud = await startLocalCloud({
+      dataDir: dir,
+      hcloudPort: 0,
+      agentIntervalMs: 200,
+      logger: { info() {}, warn: (record) => warnings.push(JSON.stringify(record)) },
+      onFakeHcloud: (fake) => recordHcloudExchanges(fake, exchanges),
+    });
   });
 
   after(async function () {
@@ -63,19 +69,28 @@ describe("local cloud: fake Hetzner API, real control plane, node agent", functi
   }
 
   async function createServer(name: string, bootstrapToken: string, edit: (userData: string) => string = (u) => u): Promise<number> {
-    const userData = edit(renderK0sWorkerCloudConfig({
-      k0sVersion: "v1.33.4+k0s.0",
-      joinToken: encodeK0sJoinToken({ apiServer: cloud.plane.server, caCertificate: cloud.plane.admin.caPem, token: bootstrapToken }),
-      hostname: name,
-      providerID: `cnap:///local/${name}`,
-      labels: { "node.kubernetes.io/pool": "general" },
-      taints: [{ key: "workload", value: "batch", effect: "NoSchedule" }],
-      kubelet: kubeletSchema.parse({}),
-    }));
+    const userData = edit(
+      renderK0sWorkerCloudConfig({
+        k0sVersion: "v1.33.4+k0s.0",
+        joinToken: encodeK0sJoinToken({ apiServer: cloud.plane.server, caCertificate: cloud.plane.admin.caPem, token: bootstrapToken }),
+        hostname: name,
+        providerID: `cnap:///local/${name}`,
+        labels: { "node.kubernetes.io/pool": "general" },
+        taints: [{ key: "workload", value: "batch", effect: "NoSchedule" }],
+        kubelet: kubeletSchema.parse({}),
+      }),
+    );
     const response = await fetch(`${cloud.env.HCLOUD_ENDPOINT}/servers`, {
       method: "POST",
       headers: { Authorization: `Bearer ${cloud.env.HCLOUD_TOKEN}`, "Content-Type": "application/json" },
-      body: JSON.stringify({ name, server_type: "cx22", image: "ubuntu-24.04", location: "hel1", user_data: userData, labels: { "nodefleet.io/cluster": "local" } }),
+      body: JSON.stringify({
+        name,
+        server_type: "cx22",
+        image: "ubuntu-24.04",
+        location: "hel1",
+        user_data: userData,
+        labels: { "nodefleet.io/cluster": "local" },
+      }),
     });
     assert.equal(response.status, 201);
     return ((await response.json()) as { server: { id: number } }).server.id;
@@ -86,7 +101,11 @@ describe("local cloud: fake Hetzner API, real control plane, node agent", functi
     assert.deepEqual(written.env, cloud.env);
     assert.match(readFileSync(join(dir, "local", "env"), "utf8"), /^export HCLOUD_ENDPOINT='http:\/\/127\.0\.0\.1:\d+'$/m);
     assert.equal(cloud.env.HCLOUD_TOKEN!.length, 64, "the hcloud provider requires a 64-character token");
-    assert.equal(cloud.env.KUBECONFIG, join(dir, "local", "admin.kubeconfig"), "the admin kubeconfig is in the data directory, as `kubectl --kubeconfig .nodefleet/local/admin.kubeconfig` expects");
+    assert.equal(
+      cloud.env.KUBECONFIG,
+      join(dir, "local", "admin.kubeconfig"),
+      "the admin kubeconfig is in the data directory, as `kubectl --kubeconfig .nodefleet/local/admin.kubeconfig` expects",
+    );
     assert.ok(existsSync(cloud.env.KUBECONFIG!));
     await assert.rejects(startLocalCloud({ dataDir: dir, hcloudPort: 0, logger: quiet }), DataDirLockedError);
   });
@@ -94,7 +113,11 @@ describe("local cloud: fake Hetzner API, real control plane, node agent", functi
   it("turns a server with nodefleet's user data into a Ready Node, and stops its kubelet when the server is deleted", async function () {
     const serverId = await createServer("local-w1", await token("aaaaaa", 3600_000));
     const node = await until("Node local-w1 Ready", async () => {
-      const n = (await kube(cloud.plane.admin, "GET", "/api/v1/nodes/local-w1")) as { spec: { providerID: string; taints?: Array<{ key: string }> }; metadata: { labels: Record<string, string> }; status: { conditions?: Array<{ type: string; status: string }> } };
+      const n = (await kube(cloud.plane.admin, "GET", "/api/v1/nodes/local-w1")) as {
+        spec: { providerID: string; taints?: Array<{ key: string }> };
+        metadata: { labels: Record<string, string> };
+        status: { conditions?: Array<{ type: string; status: string }> };
+      };
       return n.status.conditions?.some((c) => c.type === "Ready" && c.status === "True") ? n : undefined;
     });
     assert.equal(node.spec.providerID, "cnap:///local/local-w1");
@@ -102,7 +125,10 @@ describe("local cloud: fake Hetzner API, real control plane, node agent", functi
     assert.ok(node.spec.taints?.some((t) => t.key === "workload"));
     assert.equal(cloud.agent.machine(serverId)?.state, "joined");
 
-    const deleted = await fetch(`${cloud.env.HCLOUD_ENDPOINT}/servers/${serverId}`, { method: "DELETE", headers: { Authorization: `Bearer ${cloud.env.HCLOUD_TOKEN}` } });
+    const deleted = await fetch(`${cloud.env.HCLOUD_ENDPOINT}/servers/${serverId}`, {
+      method: "DELETE",
+      headers: { Authorization: `Bearer ${cloud.env.HCLOUD_TOKEN}` },
+    });
     assert.equal(deleted.status, 200);
     await until("the agent to forget the server", async () => (cloud.agent.machine(serverId) === undefined ? true : undefined));
     // The agent deletes nothing by itself: the Node object stays for nodefleet's Node removal.
@@ -112,21 +138,34 @@ describe("local cloud: fake Hetzner API, real control plane, node agent", functi
   it("never makes a Node of user data that could not join in reality, and says why", async function () {
     const expired = await createServer("local-w2", await token("bbbbbb", -60_000));
     // nodefleet's renderer never passes a label the kubelet may not set; a hand-edited user data can.
-    const refusedLabel = await createServer("local-w3", await token("cccccc", 3600_000), (u) => u.replace("--labels 'node.kubernetes.io/pool=general", "--labels 'node-role.kubernetes.io/worker=,node.kubernetes.io/pool=general"));
+    const refusedLabel = await createServer("local-w3", await token("cccccc", 3600_000), (u) =>
+      u.replace("--labels 'node.kubernetes.io/pool=general", "--labels 'node-role.kubernetes.io/worker=,node.kubernetes.io/pool=general"),
+    );
     for (const id of [expired, refusedLabel]) {
-      await until(`server ${id} refused`, async () => (cloud.agent.machine(id)?.state === "refused" ? true : undefined)).catch(async (error: Error) => {
-        const csrs = (await kube(cloud.plane.admin, "GET", "/apis/certificates.k8s.io/v1/certificatesigningrequests")) as { items: Array<{ spec: { username: string }; status: unknown }> };
-        throw new Error(`${error.message}: machine ${JSON.stringify(cloud.agent.machine(id))}; CSRs ${JSON.stringify(csrs.items.map((c) => [c.spec.username, c.status]))}`);
-      });
+      await until(`server ${id} refused`, async () => (cloud.agent.machine(id)?.state === "refused" ? true : undefined)).catch(
+        async (error: Error) => {
+          const csrs = (await kube(cloud.plane.admin, "GET", "/apis/certificates.k8s.io/v1/certificatesigningrequests")) as {
+            items: Array<{ spec: { username: string }; status: unknown }>;
+          };
+          throw new Error(
+            `${error.message}: machine ${JSON.stringify(cloud.agent.machine(id))}; CSRs ${JSON.stringify(csrs.items.map((c) => [c.spec.username, c.status]))}`,
+          );
+        },
+      );
     }
     assert.match((cloud.agent.machine(expired) as { reason: string }).reason, /refused the bootstrap token/);
     assert.match((cloud.agent.machine(refusedLabel) as { reason: string }).reason, /registering Node local-w3 was refused/);
     for (const name of ["local-w2", "local-w3"]) await assert.rejects(kube(cloud.plane.admin, "GET", `/api/v1/nodes/${name}`), /HTTP 404/);
-    assert.ok(warnings.some((w) => w.includes("local-w2")), "the agent logged why");
+    assert.ok(
+      warnings.some((w) => w.includes("local-w2")),
+      "the agent logged why",
+    );
   });
 
   const readyHeartbeat = async (name: string): Promise<number | undefined> => {
-    const n = (await kube(cloud.plane.admin, "GET", `/api/v1/nodes/${name}`)) as { status: { conditions?: Array<{ type: string; status: string; lastHeartbeatTime?: string }> } };
+    const n = (await kube(cloud.plane.admin, "GET", `/api/v1/nodes/${name}`)) as {
+      status: { conditions?: Array<{ type: string; status: string; lastHeartbeatTime?: string }> };
+    };
     const ready = n.status.conditions?.find((c) => c.type === "Ready" && c.status === "True");
     return ready?.lastHeartbeatTime ? Date.parse(ready.lastHeartbeatTime) : undefined;
   };
@@ -150,11 +189,21 @@ describe("local cloud: fake Hetzner API, real control plane, node agent", functi
     const restarted = Date.now();
     // Heartbeats carry whole seconds.
     await new Promise((r) => setTimeout(r, 1100));
-    cloud = await startLocalCloud({ dataDir: dir, hcloudPort: 0, agentIntervalMs: 200, logger: { info() {}, warn: (record) => warnings.push(JSON.stringify(record)) } });
-    const servers = (await (await fetch(`${cloud.env.HCLOUD_ENDPOINT}/servers`, { headers: { Authorization: `Bearer ${cloud.env.HCLOUD_TOKEN}` } })).json()) as { servers: Array<{ name: string }> };
+    cloud = await startLocalCloud({
+      dataDir: dir,
+      hcloudPort: 0,
+      agentIntervalMs: 200,
+      logger: { info() {}, warn: (record) => warnings.push(JSON.stringify(record)) },
+    });
+    const servers = (await (
+      await fetch(`${cloud.env.HCLOUD_ENDPOINT}/servers`, { headers: { Authorization: `Bearer ${cloud.env.HCLOUD_TOKEN}` } })
+    ).json()) as { servers: Array<{ name: string }> };
     assert.deepEqual(servers.servers.map((s) => s.name).sort(), ["local-w2", "local-w3", "local-w4", "local-w5"]);
     await kube(cloud.plane.admin, "GET", "/api/v1/nodes/local-w1");
-    for (const [name, id] of [["local-w4", kept], ["local-w5", rejoined]] as const) {
+    for (const [name, id] of [
+      ["local-w4", kept],
+      ["local-w5", rejoined],
+    ] as const) {
       await until(`a heartbeat of ${name} after the restart`, async () => ((await readyHeartbeat(name))! > restarted ? true : undefined));
       assert.equal(cloud.agent.machine(id)?.state, "joined", `${name}: ${JSON.stringify(cloud.agent.machine(id))}`);
     }
@@ -163,7 +212,9 @@ describe("local cloud: fake Hetzner API, real control plane, node agent", functi
   it("comes back after `nodefleet local up` was killed: the processes it left are stopped and the cluster is kept", async function () {
     await cloud.stop();
     // A project directory without Pulumi.yaml: no stack file is written (not into this repository's stacks/).
-    const child = spawn(process.execPath, [BIN, "local", "up", "--data-dir", dir, "--hcloud-port", "0", "--project-dir", dir], { stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, [BIN, "local", "up", "--data-dir", dir, "--hcloud-port", "0", "--project-dir", dir], {
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     await new Promise<void>((ready, failed) => {
       let stderr = "";
       child.stderr.on("data", (chunk: Buffer) => {
@@ -175,9 +226,15 @@ describe("local cloud: fake Hetzner API, real control plane, node agent", functi
     const left = JSON.parse(readFileSync(join(dir, "local", "control-plane", "pids.json"), "utf8")) as Array<{ pid: number }>;
     child.kill("SIGKILL");
     await new Promise((r) => child.once("exit", r));
-    assert.ok(left.every(({ pid }) => existsSync(`/proc/${pid}`)), "the killed process left its control plane running");
+    assert.ok(
+      left.every(({ pid }) => existsSync(`/proc/${pid}`)),
+      "the killed process left its control plane running",
+    );
     cloud = await startLocalCloud({ dataDir: dir, hcloudPort: 0, agentIntervalMs: 200, logger: quiet });
-    assert.ok(left.every(({ pid }) => !existsSync(`/proc/${pid}`) || readFileSync(`/proc/${pid}/stat`, "utf8").includes(") Z ")), "the leftovers were stopped");
+    assert.ok(
+      left.every(({ pid }) => !existsSync(`/proc/${pid}`) || readFileSync(`/proc/${pid}/stat`, "utf8").includes(") Z ")),
+      "the leftovers were stopped",
+    );
     await kube(cloud.plane.admin, "GET", "/api/v1/nodes/local-w1");
   });
 });

@@ -31,7 +31,10 @@ describe("local cloud: bad input", function () {
   });
 
   it("names a busy port for the fake Hetzner API, and releases its lock", async function () {
-    await assert.rejects(startLocalCloud({ dataDir: dir, hcloudPort: busyPort, logger: quiet }), (error: unknown) => error instanceof LocalCloudError && error.message.includes(`127.0.0.1:${busyPort}`));
+    await assert.rejects(
+      startLocalCloud({ dataDir: dir, hcloudPort: busyPort, logger: quiet }),
+      (error: unknown) => error instanceof LocalCloudError && error.message.includes(`127.0.0.1:${busyPort}`),
+    );
     // The failed start released the data directory: the next attempt gets past the lock (and fails on the port again).
     await assert.rejects(startLocalCloud({ dataDir: dir, hcloudPort: busyPort, logger: quiet }), LocalCloudError);
   });
@@ -40,15 +43,28 @@ describe("local cloud: bad input", function () {
     skipUnlessAvailable(this, missingTools("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"));
     // The cluster of this data directory listened there before; now another process does.
     mkdirSync(join(dir, "local", "control-plane"), { recursive: true });
-    writeFileSync(join(dir, "local", "control-plane", "ports.json"), JSON.stringify({ etcdClient: await freePort(), etcdPeer: await freePort(), api: busyPort }));
-    await assert.rejects(startLocalCloud({ dataDir: dir, hcloudPort: 0, logger: quiet }), (error: unknown) => error instanceof ControlPlaneError && error.message.includes(`127.0.0.1:${busyPort}, the control plane's kube-apiserver's port`));
-    await assert.rejects(startLocalCloud({ dataDir: dir, hcloudPort: 0, logger: quiet }), ControlPlaneError, "the failed start released the data directory");
+    writeFileSync(
+      join(dir, "local", "control-plane", "ports.json"),
+      JSON.stringify({ etcdClient: await freePort(), etcdPeer: await freePort(), api: busyPort }),
+    );
+    await assert.rejects(
+      startLocalCloud({ dataDir: dir, hcloudPort: 0, logger: quiet }),
+      (error: unknown) =>
+        error instanceof ControlPlaneError && error.message.includes(`127.0.0.1:${busyPort}, the control plane's kube-apiserver's port`),
+    );
+    await assert.rejects(
+      startLocalCloud({ dataDir: dir, hcloudPort: 0, logger: quiet }),
+      ControlPlaneError,
+      "the failed start released the data directory",
+    );
   });
 
   it("says to run `npm run toolchain` when the control plane's binaries are missing", async function () {
     await assert.rejects(
       startControlPlane({ dir: join(dir, "cp"), env: { PATH: "/nonexistent", NODEFLEET_TOOLCHAIN_DIR: join(dir, "no-toolchain") } }),
-      (error: unknown) => error instanceof ControlPlaneError && /etcd, kube-apiserver, kube-controller-manager, kube-scheduler not found: run `npm run toolchain`/.test(error.message),
+      (error: unknown) =>
+        error instanceof ControlPlaneError &&
+        /etcd, kube-apiserver, kube-controller-manager, kube-scheduler not found: run `npm run toolchain`/.test(error.message),
     );
   });
 

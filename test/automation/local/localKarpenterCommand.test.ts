@@ -42,7 +42,13 @@ describe("nodefleet local karpenter", function () {
       new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve, reject) => {
         const child = spawn(process.execPath, [BIN, "local", "karpenter", ...args], {
           cwd: dir,
-          env: { ...process.env, PATH: "/usr/bin:/bin", NODEFLEET_TOOLCHAIN_DIR: join(dir, "no-toolchain"), NODEFLEET_API_TOKEN: "", NODEFLEET_API_URL: "" },
+          env: {
+            ...process.env,
+            PATH: "/usr/bin:/bin",
+            NODEFLEET_TOOLCHAIN_DIR: join(dir, "no-toolchain"),
+            NODEFLEET_API_TOKEN: "",
+            NODEFLEET_API_URL: "",
+          },
           stdio: ["ignore", "pipe", "pipe"],
         });
         let stdout = "";
@@ -61,7 +67,10 @@ describe("nodefleet local karpenter", function () {
     const project = () => {
       const projectDir = join(dir, "project");
       mkdirSync(join(projectDir, "stacks"), { recursive: true });
-      writeFileSync(join(projectDir, "stacks", "Pulumi.local.yaml"), stringify({ config: localFleetConfig({ server: "https://127.0.0.1:6443", admin: { caPem: FIXTURE_CA_CERTIFICATE } }) }));
+      writeFileSync(
+        join(projectDir, "stacks", "Pulumi.local.yaml"),
+        stringify({ config: localFleetConfig({ server: "https://127.0.0.1:6443", admin: { caPem: FIXTURE_CA_CERTIFICATE } }) }),
+      );
       return projectDir;
     };
 
@@ -74,31 +83,49 @@ describe("nodefleet local karpenter", function () {
       assert.match(stderr, /nodefleet-karpenter is not on PATH or in the toolchain cache: run `npm run toolchain`/);
       assert.match(stderr, /local\/env\.json does not exist: start the local cloud with `nodefleet local up` first/);
       assert.match(stderr, /stacks\/Pulumi\.local\.yaml does not exist: `nodefleet local up --project-dir \.` writes it/);
-      assert.match(stderr, new RegExp(`no scaling API answers at http://127\\.0\\.0\\.1:${port} \\(.+\\): start \`nodefleet serve --stack local --engine automation\``));
+      assert.match(
+        stderr,
+        new RegExp(
+          `no scaling API answers at http://127\\.0\\.0\\.1:${port} \\(.+\\): start \`nodefleet serve --stack local --engine automation\``,
+        ),
+      );
       assert.ok(!existsSync(join(dir, ".nodefleet", "local", "karpenter.json")), "no controller recorded");
     });
 
     it("asks for the API token when neither --token, NODEFLEET_API_TOKEN nor serve's generated token is there", async function () {
       const { status, stderr } = await run("--project-dir", project());
       assert.equal(status, 1, stderr);
-      assert.match(stderr, /no API token for the scaling API: pass --token or set NODEFLEET_API_TOKEN .* cluster local \(NODEFLEET_API_TOKENS="local:<token>"\)/);
+      assert.match(
+        stderr,
+        /no API token for the scaling API: pass --token or set NODEFLEET_API_TOKEN .* cluster local \(NODEFLEET_API_TOKENS="local:<token>"\)/,
+      );
     });
 
     it("names a local cloud that was started but is not running any more", async function () {
       const kubeconfig = join(dir, "admin.kubeconfig");
       const port = await freePort();
       const b64 = (text: string) => Buffer.from(text).toString("base64");
-      writeFileSync(kubeconfig, stringify({
-        clusters: [{ name: "local", cluster: { server: `https://127.0.0.1:${port}`, "certificate-authority-data": b64(FIXTURE_CA_CERTIFICATE) } }],
-        users: [{ name: "admin", user: { token: "x" } }],
-        contexts: [{ name: "local", context: { cluster: "local", user: "admin" } }],
-        "current-context": "local",
-      }));
+      writeFileSync(
+        kubeconfig,
+        stringify({
+          clusters: [
+            { name: "local", cluster: { server: `https://127.0.0.1:${port}`, "certificate-authority-data": b64(FIXTURE_CA_CERTIFICATE) } },
+          ],
+          users: [{ name: "admin", user: { token: "x" } }],
+          contexts: [{ name: "local", context: { cluster: "local", user: "admin" } }],
+          "current-context": "local",
+        }),
+      );
       mkdirSync(join(dir, "data", "local"), { recursive: true });
       writeFileSync(join(dir, "data", "local", "env.json"), JSON.stringify({ env: { KUBECONFIG: kubeconfig } }));
       const { status, stderr } = await run("--data-dir", "data", "--token", "t");
       assert.equal(status, 1, stderr);
-      assert.match(stderr, new RegExp(`the local cloud's control plane at https://127\\.0\\.0\\.1:${port} does not answer .*: start \`nodefleet local up --data-dir data\``));
+      assert.match(
+        stderr,
+        new RegExp(
+          `the local cloud's control plane at https://127\\.0\\.0\\.1:${port} does not answer .*: start \`nodefleet local up --data-dir data\``,
+        ),
+      );
     });
 
     it("refuses a static pool, naming the autoscaled ones, and names a token the API refuses", async function () {
@@ -110,7 +137,10 @@ describe("nodefleet local karpenter", function () {
       const url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
       const { status, stderr } = await run("--project-dir", project(), "--pool", "local-general", "--url", url, "--token", "wrong");
       assert.equal(status, 1, stderr);
-      assert.match(stderr, /stack local: pool local-general is static, not autoscaled: Karpenter needs an autoscaled pool \(this stack's: local-burst\)/);
+      assert.match(
+        stderr,
+        /stack local: pool local-general is static, not autoscaled: Karpenter needs an autoscaled pool \(this stack's: local-burst\)/,
+      );
       assert.match(stderr, new RegExp(`the scaling API at ${url.replace(/\./g, "\\.")} refused the token from --token \\(401\\)`));
     });
   });
@@ -127,9 +157,19 @@ describe("nodefleet local karpenter", function () {
       skipUnlessAvailable(this, missingTools(...KARPENTER_LOOP_TOOLS));
       dir = mkdtempSync(join(tmpdir(), "nodefleet-local-karpenter-"));
       project = localStackProject(join(dir, "project"));
-      cloud = await startLocalCloud({ dataDir: join(dir, "data"), hcloudPort: 0, agentIntervalMs: 300, logger: { info() {}, warn() {} }, projectDir: project });
+      cloud = await startLocalCloud({
+        dataDir: join(dir, "data"),
+        hcloudPort: 0,
+        agentIntervalMs: 300,
+        logger: { info() {}, warn() {} },
+        projectDir: project,
+      });
       await runPulumi(["up", "--stack", "local", "--yes", "--skip-preview", "--non-interactive"], project, cloud.env);
-      serve = await startServe(join(dir, "serve"), { ...cloud.env, NODEFLEET_BATCH_IDLE_MS: "300", NODEFLEET_API_TOKENS: `local:${TOKEN}` }, { stack: "local", engine: "automation", cwd: project, clusterId: "local", startTimeoutMs: 120_000 });
+      serve = await startServe(
+        join(dir, "serve"),
+        { ...cloud.env, NODEFLEET_BATCH_IDLE_MS: "300", NODEFLEET_API_TOKENS: `local:${TOKEN}` },
+        { stack: "local", engine: "automation", cwd: project, clusterId: "local", startTimeoutMs: 120_000 },
+      );
     });
 
     after(async function () {
@@ -156,11 +196,15 @@ describe("nodefleet local karpenter", function () {
 
     /** Starts the command as a user would (in the project, the token in NODEFLEET_API_TOKEN); resolves once the NodeClass is Ready. */
     async function startCommand() {
-      const child = spawn(process.execPath, [BIN, "local", "karpenter", "--data-dir", join(dir, "data"), "--url", serve!.baseUrl, "--consolidate-after", "5s"], {
-        cwd: project,
-        env: { ...process.env, NODEFLEET_API_TOKEN: TOKEN },
-        stdio: ["ignore", "pipe", "pipe"],
-      });
+      const child = spawn(
+        process.execPath,
+        [BIN, "local", "karpenter", "--data-dir", join(dir, "data"), "--url", serve!.baseUrl, "--consolidate-after", "5s"],
+        {
+          cwd: project,
+          env: { ...process.env, NODEFLEET_API_TOKEN: TOKEN },
+          stdio: ["ignore", "pipe", "pipe"],
+        },
+      );
       command = child;
       let stdout = "";
       let stderr = "";
@@ -169,7 +213,12 @@ describe("nodefleet local karpenter", function () {
       const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
       const output = () => `stdout:\n${stdout}\nstderr:\n${stderr.slice(-4000)}`;
       await Promise.race([
-        until("the NodeClass Ready", () => (/is Ready: Karpenter scales pool local-burst/.test(stdout) ? true : undefined), 240_000, output),
+        until(
+          "the NodeClass Ready",
+          () => (/is Ready: Karpenter scales pool local-burst/.test(stdout) ? true : undefined),
+          240_000,
+          output,
+        ),
         exited.then((code) => Promise.reject(new Error(`the command exited with ${code}:\n${output()}`))),
       ]);
       const pid = Number(/nodefleet-karpenter running \(pid (\d+)/.exec(stdout)?.[1]);
@@ -191,21 +240,39 @@ describe("nodefleet local karpenter", function () {
       const run = await startCommand();
       const stdout = run.stdout();
       assert.match(stdout, /NodefleetNodeClass local-burst: endpoint http:\/\/127\.0\.0\.1:\d+, cluster local, pool local-burst/);
-      assert.match(stdout, /NodePool local-burst: instance types cpx21, cpx31; limits nodes 50, cpu 200, memory 400Gi; labels node\.kubernetes\.io\/pool=local-burst; taints none/);
+      assert.match(
+        stdout,
+        /NodePool local-burst: instance types cpx21, cpx31; limits nodes 50, cpu 200, memory 400Gi; labels node\.kubernetes\.io\/pool=local-burst; taints none/,
+      );
       assert.match(stdout, /Try: kubectl --kubeconfig \S+admin\.kubeconfig scale deployment inflate --replicas 5/);
       const admin = cloud!.plane.admin;
-      const nodePool = (await kube(admin, "GET", "/apis/karpenter.sh/v1/nodepools/local-burst")) as { spec: { limits: Record<string, string> } };
+      const nodePool = (await kube(admin, "GET", "/apis/karpenter.sh/v1/nodepools/local-burst")) as {
+        spec: { limits: Record<string, string> };
+      };
       assert.deepEqual(nodePool.spec.limits, { nodes: "50", cpu: "200", memory: "400Gi" });
 
       // As the hint says: scale the inflate Deployment the command created with 0 replicas.
-      await kube(admin, "PATCH", "/apis/apps/v1/namespaces/default/deployments/inflate", { spec: { replicas: 2 } }, "application/merge-patch+json");
+      await kube(
+        admin,
+        "PATCH",
+        "/apis/apps/v1/namespaces/default/deployments/inflate",
+        { spec: { replicas: 2 } },
+        "application/merge-patch+json",
+      );
       const list = async (path: string) => ((await kube(admin, "GET", path)) as { items: KubeItem[] }).items;
-      const node = await until("a NodeClaim Ready as a Ready Node", async () => {
-        const claim = (await list("/apis/karpenter.sh/v1/nodeclaims")).find((c) => c.status?.conditions?.some((x) => x.type === "Ready" && x.status === "True"));
-        if (!claim?.status?.nodeName) return undefined;
-        const found = (await kube(admin, "GET", `/api/v1/nodes/${claim.status.nodeName}`)) as KubeItem;
-        return found.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") ? found : undefined;
-      }, 600_000, run.output);
+      const node = await until(
+        "a NodeClaim Ready as a Ready Node",
+        async () => {
+          const claim = (await list("/apis/karpenter.sh/v1/nodeclaims")).find((c) =>
+            c.status?.conditions?.some((x) => x.type === "Ready" && x.status === "True"),
+          );
+          if (!claim?.status?.nodeName) return undefined;
+          const found = (await kube(admin, "GET", `/api/v1/nodes/${claim.status.nodeName}`)) as KubeItem;
+          return found.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") ? found : undefined;
+        },
+        600_000,
+        run.output,
+      );
       assert.equal(node.metadata.labels?.["karpenter.sh/nodepool"], "local-burst");
       assert.equal(node.metadata.labels?.["node.kubernetes.io/pool"], "local-burst");
       assert.match(node.spec?.providerID ?? "", /^nodefleet:\/\/\/local\//);
@@ -215,7 +282,9 @@ describe("nodefleet local karpenter", function () {
 
     it("applies the same objects again on a second run, keeping the user's replicas, and SIGTERM stops it too", async function () {
       const run = await startCommand();
-      const deployment = (await kube(cloud!.plane.admin, "GET", "/apis/apps/v1/namespaces/default/deployments/inflate")) as { spec: { replicas: number } };
+      const deployment = (await kube(cloud!.plane.admin, "GET", "/apis/apps/v1/namespaces/default/deployments/inflate")) as {
+        spec: { replicas: number };
+      };
       assert.equal(deployment.spec.replicas, 2, "the inflate Deployment is created only when missing");
       await stopCommand(run, "SIGTERM");
     });

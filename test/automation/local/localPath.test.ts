@@ -7,7 +7,15 @@ describe("PATH of the local cloud's environment", function () {
   const sdk = "/repo/node_modules/@pulumi/pulumi";
 
   it("puts the toolchain first and drops what npm and npx added for the command", function () {
-    const caller = ["/repo/node_modules/.bin", "/node_modules/.bin", "/home/u/.npm/_npx/1a2b/node_modules/.bin", "/usr/lib/node_modules/npm/node_modules/@npmcli/run-script/lib/node-gyp-bin", "/usr/local/bin", "/usr/bin", toolchain].join(":");
+    const caller = [
+      "/repo/node_modules/.bin",
+      "/node_modules/.bin",
+      "/home/u/.npm/_npx/1a2b/node_modules/.bin",
+      "/usr/lib/node_modules/npm/node_modules/@npmcli/run-script/lib/node-gyp-bin",
+      "/usr/local/bin",
+      "/usr/bin",
+      toolchain,
+    ].join(":");
     assert.equal(localPath(caller, toolchain, sdk), [toolchain, sdk, "/usr/local/bin", "/usr/bin"].join(":"));
   });
 

@@ -17,7 +17,7 @@ const TOKEN = "e".repeat(64);
 /** The fields of an OpenSSH public key blob: each a big-endian length and that many bytes. */
 function blobFields(blob: Buffer): Buffer[] {
   const fields: Buffer[] = [];
-  for (let at = 0; at < blob.length; ) {
+  for (let at = 0; at < blob.length;) {
     const length = blob.readUInt32BE(at);
     fields.push(blob.subarray(at + 4, at + 4 + length));
     at += 4 + length;
@@ -56,8 +56,15 @@ describe("the local cloud's SSH key", function () {
     await ensureLocalSshKey(client);
     await ensureLocalSshKey(client);
     const keys = fake.state.objects("ssh_keys");
-    assert.deepEqual(keys.map((k) => k.name), [LOCAL_SSH_KEY], "one key, not one per start");
-    assert.deepEqual(exchanges.map((e) => `${e.method} ${e.route} ${e.status}`), ["GET /ssh_keys 200", "POST /ssh_keys 201", "GET /ssh_keys 200"]);
+    assert.deepEqual(
+      keys.map((k) => k.name),
+      [LOCAL_SSH_KEY],
+      "one key, not one per start",
+    );
+    assert.deepEqual(
+      exchanges.map((e) => `${e.method} ${e.route} ${e.status}`),
+      ["GET /ssh_keys 200", "POST /ssh_keys 201", "GET /ssh_keys 200"],
+    );
     assert.deepEqual(exchanges.flatMap(hcloudOpenApiViolations), []);
   });
 });

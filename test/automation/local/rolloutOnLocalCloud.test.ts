@@ -12,7 +12,16 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { kube } from "../../../automation/local/kubeClient";
 import { type LocalCloud, startLocalCloud } from "../../../automation/local/localCloud";
-import { UP, allPoolServersReady, driveRollout, editLocalPool, editLocalPools, hcloudGet, poolNodes, poolServers } from "../../support/localFleet";
+import {
+  UP,
+  allPoolServersReady,
+  driveRollout,
+  editLocalPool,
+  editLocalPools,
+  hcloudGet,
+  poolNodes,
+  poolServers,
+} from "../../support/localFleet";
 import { runPulumi } from "../../../automation/local/localStack";
 import { localStackProject } from "../../support/localStackProject";
 import { type HcloudExchange, hcloudOpenApiViolations, recordHcloudExchanges } from "../../support/hcloudOpenApi";
@@ -37,10 +46,31 @@ describe("a 12-member rolling replacement with a PodDisruptionBudget on the loca
   const exchanges: HcloudExchange[] = [];
 
   before(async function () {
-    skipUnlessAvailable(this, missingTools("pulumi", "pulumi-language-nodejs", "pulumi-resource-hcloud", "pulumi-resource-kubernetes", "pulumi-resource-random", "pulumi-resource-time", "etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"));
+    skipUnlessAvailable(
+      this,
+      missingTools(
+        "pulumi",
+        "pulumi-language-nodejs",
+        "pulumi-resource-hcloud",
+        "pulumi-resource-kubernetes",
+        "pulumi-resource-random",
+        "pulumi-resource-time",
+        "etcd",
+        "kube-apiserver",
+        "kube-controller-manager",
+        "kube-scheduler",
+      ),
+    );
     dir = mkdtempSync(join(tmpdir(), "nodefleet-rollout-12-"));
     project = localStackProject(join(dir, "project"));
-    cloud = await startLocalCloud({ dataDir: join(dir, "data"), hcloudPort: 0, agentIntervalMs: 500, logger: { info() {}, warn() {} }, projectDir: project, onFakeHcloud: (fake) => recordHcloudExchanges(fake, exchanges) });
+    cloud = await startLocalCloud({
+      dataDir: join(dir, "data"),
+      hcloudPort: 0,
+      agentIntervalMs: 500,
+      logger: { info() {}, warn() {} },
+      projectDir: project,
+      onFakeHcloud: (fake) => recordHcloudExchanges(fake, exchanges),
+    });
     editLocalPools(cloud, (pools) => pools.filter((p) => p.name === POOL));
     editLocalPool(cloud, POOL, (pool) => {
       pool.replicas = MEMBERS;
@@ -53,8 +83,10 @@ describe("a 12-member rolling replacement with a PodDisruptionBudget on the loca
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  const pods = async () => ((await kube(cloud.plane.admin, "GET", "/api/v1/namespaces/default/pods?labelSelector=app%3Dspread")) as { items: PodItem[] }).items;
-  const healthy = (pod: PodItem) => !pod.metadata.deletionTimestamp && pod.status.conditions?.some((c) => c.type === "Ready" && c.status === "True") === true;
+  const pods = async () =>
+    ((await kube(cloud.plane.admin, "GET", "/api/v1/namespaces/default/pods?labelSelector=app%3Dspread")) as { items: PodItem[] }).items;
+  const healthy = (pod: PodItem) =>
+    !pod.metadata.deletionTimestamp && pod.status.conditions?.some((c) => c.type === "Ready" && c.status === "True") === true;
 
   it("creates 12 members and puts one pod on each under a budget of one disruption", async function () {
     await runPulumi(UP, project, cloud.env);
@@ -79,16 +111,26 @@ describe("a 12-member rolling replacement with a PodDisruptionBudget on the loca
           spec: {
             terminationGracePeriodSeconds: 0,
             tolerations: [{ key: "nodefleet.io/local", operator: "Exists", effect: "NoSchedule" }],
-            affinity: { podAntiAffinity: { requiredDuringSchedulingIgnoredDuringExecution: [{ labelSelector: { matchLabels: { app: "spread" } }, topologyKey: "kubernetes.io/hostname" }] } },
+            affinity: {
+              podAntiAffinity: {
+                requiredDuringSchedulingIgnoredDuringExecution: [
+                  { labelSelector: { matchLabels: { app: "spread" } }, topologyKey: "kubernetes.io/hostname" },
+                ],
+              },
+            },
             containers: [{ name: "app", image: "registry.invalid/pause:3.9", resources: { requests: { cpu: "100m", memory: "64Mi" } } }],
           },
         },
       },
     });
-    const running = await until("a healthy pod on each of the 12 nodes", async () => {
-      const items = (await pods()).filter(healthy);
-      return items.length === MEMBERS ? items : undefined;
-    }, 180_000);
+    const running = await until(
+      "a healthy pod on each of the 12 nodes",
+      async () => {
+        const items = (await pods()).filter(healthy);
+        return items.length === MEMBERS ? items : undefined;
+      },
+      180_000,
+    );
     assert.equal(new Set(running.map((p) => p.spec.nodeName)).size, MEMBERS, "one pod per node");
   });
 
@@ -128,7 +170,9 @@ describe("a 12-member rolling replacement with a PodDisruptionBudget on the loca
         isNew: (s) => !oldNames.has(s.name),
         maxRuns: 12,
         afterRun: async () => {
-          const groups = (await hcloudGet(cloud, `/placement_groups?label_selector=nodefleet.io/pool=${POOL}`)).placement_groups as Array<{ servers: number[] }>;
+          const groups = (await hcloudGet(cloud, `/placement_groups?label_selector=nodefleet.io/pool=${POOL}`)).placement_groups as Array<{
+            servers: number[];
+          }>;
           groupPeaks.push(Math.max(...groups.map((g) => g.servers.length)));
         },
       });
@@ -138,23 +182,43 @@ describe("a 12-member rolling replacement with a PodDisruptionBudget on the loca
     }
 
     // Surge: a run creates at most 3 new servers; deletes only what is replaced and Ready.
-    assert.ok(Math.max(...rollout.serversAfterRun.map((names) => names.length)) === MEMBERS + ROLLOUT.maxSurge, `surged to 15: ${rollout.serversAfterRun.map((n) => n.length).join(", ")}`);
-    assert.ok(rollout.serversAfterRun.length >= 2 * Math.ceil(MEMBERS / ROLLOUT.maxSurge), `a few at a time: ${rollout.serversAfterRun.length} runs`);
-    assert.ok(groupPeaks.every((peak) => peak <= 10), `no spread group above 10: ${groupPeaks.join(", ")}`);
+    assert.ok(
+      Math.max(...rollout.serversAfterRun.map((names) => names.length)) === MEMBERS + ROLLOUT.maxSurge,
+      `surged to 15: ${rollout.serversAfterRun.map((n) => n.length).join(", ")}`,
+    );
+    assert.ok(
+      rollout.serversAfterRun.length >= 2 * Math.ceil(MEMBERS / ROLLOUT.maxSurge),
+      `a few at a time: ${rollout.serversAfterRun.length} runs`,
+    );
+    assert.ok(
+      groupPeaks.every((peak) => peak <= 10),
+      `no spread group above 10: ${groupPeaks.join(", ")}`,
+    );
     const deleted = rollout.deletedByRun.flat();
     assert.deepEqual([...deleted].sort(), [...oldNames].sort(), "every old server deleted, once");
     // Drain: every old Node was cordoned before it went; the budget held throughout.
     const oldNodesSeen = [...oldNames].filter((name) => seenNodes.has(name));
     assert.equal(oldNodesSeen.length, MEMBERS);
-    assert.deepEqual(oldNodesSeen.filter((name) => !cordoned.has(name)), [], "each departing Node was cordoned first");
-    assert.ok(fewestHealthy >= MEMBERS - 1, `the PodDisruptionBudget (maxUnavailable 1) held: at least ${MEMBERS - 1} healthy pods at every look, fewest ${fewestHealthy}`);
+    assert.deepEqual(
+      oldNodesSeen.filter((name) => !cordoned.has(name)),
+      [],
+      "each departing Node was cordoned first",
+    );
+    assert.ok(
+      fewestHealthy >= MEMBERS - 1,
+      `the PodDisruptionBudget (maxUnavailable 1) held: at least ${MEMBERS - 1} healthy pods at every look, fewest ${fewestHealthy}`,
+    );
 
     const after = await poolServers(cloud, POOL);
     assert.equal(after.length, MEMBERS);
-    const running = await until("12 healthy pods on the new nodes", async () => {
-      const items = (await pods()).filter(healthy);
-      return items.length === MEMBERS && items.every((p) => after.some((s) => s.name === p.spec.nodeName)) ? items : undefined;
-    }, 120_000);
+    const running = await until(
+      "12 healthy pods on the new nodes",
+      async () => {
+        const items = (await pods()).filter(healthy);
+        return items.length === MEMBERS && items.every((p) => after.some((s) => s.name === p.spec.nodeName)) ? items : undefined;
+      },
+      120_000,
+    );
     assert.equal(new Set(running.map((p) => p.spec.nodeName)).size, MEMBERS);
   });
 

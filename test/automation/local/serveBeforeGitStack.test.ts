@@ -28,7 +28,21 @@ describe("serve before the git stack is applied (real engine, local cloud)", fun
   let serve: ServeProcess | undefined;
 
   before(async function () {
-    skipUnlessAvailable(this, missingTools("pulumi", "pulumi-language-nodejs", "pulumi-resource-hcloud", "pulumi-resource-kubernetes", "pulumi-resource-random", "pulumi-resource-time", "etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"));
+    skipUnlessAvailable(
+      this,
+      missingTools(
+        "pulumi",
+        "pulumi-language-nodejs",
+        "pulumi-resource-hcloud",
+        "pulumi-resource-kubernetes",
+        "pulumi-resource-random",
+        "pulumi-resource-time",
+        "etcd",
+        "kube-apiserver",
+        "kube-controller-manager",
+        "kube-scheduler",
+      ),
+    );
     dir = mkdtempSync(join(tmpdir(), "nodefleet-serve-first-"));
     project = localStackProject(join(dir, "project"));
     cloud = await startLocalCloud({ dataDir: join(dir, "data"), hcloudPort: 0, logger: quiet, projectDir: project });
@@ -77,7 +91,12 @@ describe("serve before the git stack is applied (real engine, local cloud)", fun
 
   it("turns ready by itself once the git stack is applied, and then creates", async function () {
     await runPulumi(UP, project, cloud.env);
-    await until("readyz to turn ready", async () => (((await (await fetch(`${serve!.baseUrl}/readyz`)).json()) as { status: string }).status === "ready" ? true : undefined), 60_000, () => serve!.stderr().slice(-2000));
+    await until(
+      "readyz to turn ready",
+      async () => (((await (await fetch(`${serve!.baseUrl}/readyz`)).json()) as { status: string }).status === "ready" ? true : undefined),
+      60_000,
+      () => serve!.stderr().slice(-2000),
+    );
     const { created, node } = await serve!.client.createNode({ uniqueID: "after-apply", pool: "local-burst" });
     assert.equal(created, true);
     const running = await until(

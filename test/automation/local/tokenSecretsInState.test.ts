@@ -42,7 +42,21 @@ describe("bootstrap token secrets in the Pulumi state on the local cloud (real e
   const seen = new Map<string, string>();
 
   before(async function () {
-    skipUnlessAvailable(this, missingTools("pulumi", "pulumi-language-nodejs", "pulumi-resource-hcloud", "pulumi-resource-kubernetes", "pulumi-resource-random", "pulumi-resource-time", "etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"));
+    skipUnlessAvailable(
+      this,
+      missingTools(
+        "pulumi",
+        "pulumi-language-nodejs",
+        "pulumi-resource-hcloud",
+        "pulumi-resource-kubernetes",
+        "pulumi-resource-random",
+        "pulumi-resource-time",
+        "etcd",
+        "kube-apiserver",
+        "kube-controller-manager",
+        "kube-scheduler",
+      ),
+    );
     dir = mkdtempSync(join(tmpdir(), "nodefleet-token-state-"));
     project = localStackProject(join(dir, "project"));
     cloud = await startLocalCloud({ dataDir: join(dir, "data"), hcloudPort: 0, agentIntervalMs: 500, logger: quiet, projectDir: project });
@@ -95,12 +109,26 @@ describe("bootstrap token secrets in the Pulumi state on the local cloud (real e
   });
 
   it("keeps them out of both stacks' state after a scale-up through the API", async function () {
-    serve = await startServe(join(dir, "serve"), { ...cloud.env, NODEFLEET_BATCH_IDLE_MS: "300", NODEFLEET_API_TOKENS: `local:${TOKEN}` }, { stack: "local", engine: "automation", cwd: project, clusterId: "local", startTimeoutMs: 180_000 });
+    serve = await startServe(
+      join(dir, "serve"),
+      { ...cloud.env, NODEFLEET_BATCH_IDLE_MS: "300", NODEFLEET_API_TOKENS: `local:${TOKEN}` },
+      { stack: "local", engine: "automation", cwd: project, clusterId: "local", startTimeoutMs: 180_000 },
+    );
     const before = seen.size;
     const ids = await createClaims(serve.client, ["token-a", "token-b"], { pool: BURST, instanceType: "cpx21" });
     // Read while the new members boot: their Secrets go once their Nodes register and a run follows.
-    await until("the API members' token Secrets", async () => ((await recordTokenSecrets(), seen.size >= before + 2) ? true : undefined), 300_000, () => serve!.stderr().slice(-3000));
-    await awaitRunning(serve.client, ids, (what, probe) => until(what, probe, 600_000, () => serve!.stderr().slice(-3000), 1000), "nodefleet:///local/");
+    await until(
+      "the API members' token Secrets",
+      async () => ((await recordTokenSecrets(), seen.size >= before + 2) ? true : undefined),
+      300_000,
+      () => serve!.stderr().slice(-3000),
+    );
+    await awaitRunning(
+      serve.client,
+      ids,
+      (what, probe) => until(what, probe, 600_000, () => serve!.stderr().slice(-3000), 1000),
+      "nodefleet:///local/",
+    );
     await recordTokenSecrets();
     assertNoSecretInState("after the API scale-up");
   });

@@ -15,7 +15,10 @@ function userData(overrides: Partial<Parameters<typeof renderK0sWorkerCloudConfi
     hostname: "c1-k0123456789ab",
     providerID: "cnap:///c1/k0123456789ab",
     labels: { "node.kubernetes.io/pool": "burst", "example.com/team": "a" },
-    taints: [{ key: "workload", value: "batch", effect: "NoSchedule" }, { key: "karpenter.sh/unregistered", effect: "NoExecute" }],
+    taints: [
+      { key: "workload", value: "batch", effect: "NoSchedule" },
+      { key: "karpenter.sh/unregistered", effect: "NoExecute" },
+    ],
     kubelet: kubeletSchema.parse({}),
     ...overrides,
   });
@@ -32,7 +35,10 @@ describe("node agent: reading a worker's user data", function () {
       providerID: "cnap:///c1/k0123456789ab",
       kubeletVersion: "v1.33.4+k0s",
       labels: { "node.kubernetes.io/pool": "burst", "example.com/team": "a" },
-      taints: [{ key: "workload", value: "batch", effect: "NoSchedule" }, { key: "karpenter.sh/unregistered", effect: "NoExecute" }],
+      taints: [
+        { key: "workload", value: "batch", effect: "NoSchedule" },
+        { key: "karpenter.sh/unregistered", effect: "NoExecute" },
+      ],
     });
   });
 
@@ -51,7 +57,11 @@ describe("node agent: reading a worker's user data", function () {
       ["no provider id", good.replace("--provider-id=cnap:///c1/k0123456789ab ", ""), /no --provider-id/],
     ];
     for (const [what, text, message] of cases) {
-      assert.throws(() => readK0sWorkerUserData(text), (error: unknown) => error instanceof UserDataError && message.test(error.message), what);
+      assert.throws(
+        () => readK0sWorkerUserData(text),
+        (error: unknown) => error instanceof UserDataError && message.test(error.message),
+        what,
+      );
     }
   });
 });

@@ -6,7 +6,12 @@ import { deterministicOutputs } from "../../../automation/mocks/deterministicOut
 /** Pulumi's wire form of a secret, as the mock runtime hands inputs over. */
 const secret = (value: unknown) => ({ "4dabf18193072939515e22adb298388d": "1b47061264138c4ac30d75fd1eb44270", value });
 const server = (inputs: Record<string, unknown>) =>
-  deterministicOutputs({ type: "hcloud:index/server:Server", name: "w1", inputs, custom: true } as unknown as pulumi.runtime.MockResourceArgs).state;
+  deterministicOutputs({
+    type: "hcloud:index/server:Server",
+    name: "w1",
+    inputs,
+    custom: true,
+  } as unknown as pulumi.runtime.MockResourceArgs).state;
 
 describe("deterministic outputs of the simulated engine", function () {
   it("record a server's user data as the hcloud plugin does: its base64 SHA-1, secret when the input is", function () {

@@ -28,21 +28,41 @@ describe("preview bookkeeping: steps that are not changes to the fleet", functio
     const separated = separateBookkeeping(steps);
     assert.deepEqual(separated.summary, { revokedJoinTokens: 1, ownOutputsReference: true });
     assert.equal(separated.bookkeeping.length, 6);
-    assert.ok(separated.steps.some((s) => s.name === `${removed}-token-secret-object`), "a removed member's token delete stays a change");
+    assert.ok(
+      separated.steps.some((s) => s.name === `${removed}-token-secret-object`),
+      "a removed member's token delete stays a change",
+    );
     assert.ok(!separated.steps.some((s) => s.name.startsWith(`${joined}-token`)));
   });
 
   it("explains them in one line, and an unchanged fleet previews as no change", function () {
     assert.equal(bookkeepingLine({ revokedJoinTokens: 0, ownOutputsReference: false }), undefined);
-    const unchanged = [step("same", "hcloud:index/server:Server", joined), ...tokenParts(joined, "delete"), step("delete", "pulumi:pulumi:StackReference", "nodefleet-previous-run")];
+    const unchanged = [
+      step("same", "hcloud:index/server:Server", joined),
+      ...tokenParts(joined, "delete"),
+      step("delete", "pulumi:pulumi:StackReference", "nodefleet-previous-run"),
+    ];
     const preview = buildStackPreview(
       { project: "p", stack: "s", engine: "automation" },
-      { result: { kind: "preview", summary: { create: 0, update: 0, replace: 0, delete: 6, same: 1 }, steps: unchanged, outputs: {}, succeeded: true, durationMs: 1, simulated: false } as never },
+      {
+        result: {
+          kind: "preview",
+          summary: { create: 0, update: 0, replace: 0, delete: 6, same: 1 },
+          steps: unchanged,
+          outputs: {},
+          succeeded: true,
+          durationMs: 1,
+          simulated: false,
+        } as never,
+      },
     );
     assert.deepEqual(preview.summary, { create: 0, update: 0, replace: 0, delete: 0, same: 7 });
     assert.deepEqual(preview.steps, []);
     const markdown = formatPreviewMarkdown(previewReport([preview]));
     assert.match(markdown, /\*\*Changes:\*\* 0 to create, 0 to update, 0 to replace, 0 to delete/);
-    assert.match(markdown, /Not counted as changes: the join token of 1 node that has joined is revoked; the program's read of its own last outputs \(nodefleet-previous-run\) is not needed here\./);
+    assert.match(
+      markdown,
+      /Not counted as changes: the join token of 1 node that has joined is revoked; the program's read of its own last outputs \(nodefleet-previous-run\) is not needed here\./,
+    );
   });
 });

@@ -35,7 +35,8 @@ function exampleDocument(): StackDocument {
 function childEnv(): NodeJS.ProcessEnv {
   const env = { ...process.env };
   for (const key of Object.keys(env)) {
-    if (key.startsWith("NODEFLEET_") || ["HCLOUD_TOKEN", "SCW_ACCESS_KEY", "SCW_SECRET_KEY", "PULUMI_BACKEND_URL"].includes(key)) delete env[key];
+    if (key.startsWith("NODEFLEET_") || ["HCLOUD_TOKEN", "SCW_ACCESS_KEY", "SCW_SECRET_KEY", "PULUMI_BACKEND_URL"].includes(key))
+      delete env[key];
   }
   return env;
 }
@@ -45,8 +46,14 @@ function childEnv(): NodeJS.ProcessEnv {
  * deletes their bootstrap token Secrets, and nothing else. Their going is bookkeeping, explained
  * apart: not a delete of the fleet.
  */
-function assertJoinedTokensAreBookkeeping(stack: { steps: ReadonlyArray<{ op: string }>; summary: { delete: number }; bookkeeping?: { revokedJoinTokens: number } }, nodes: number): void {
-  assert.deepEqual(stack.steps.filter((s) => s.op === "delete"), []);
+function assertJoinedTokensAreBookkeeping(
+  stack: { steps: ReadonlyArray<{ op: string }>; summary: { delete: number }; bookkeeping?: { revokedJoinTokens: number } },
+  nodes: number,
+): void {
+  assert.deepEqual(
+    stack.steps.filter((s) => s.op === "delete"),
+    [],
+  );
   assert.equal(stack.summary.delete, 0);
   assert.equal(stack.bookkeeping?.revokedJoinTokens, nodes);
 }
@@ -56,7 +63,10 @@ describe("nodefleet preview (as a process, simulated engine, --base-ref)", funct
   let project: string;
 
   const git = (...args: string[]) =>
-    execFileSync("git", ["-c", "user.name=nodefleet-test", "-c", "user.email=test@example.invalid", ...args], { cwd: project, stdio: "pipe" });
+    execFileSync("git", ["-c", "user.name=nodefleet-test", "-c", "user.email=test@example.invalid", ...args], {
+      cwd: project,
+      stdio: "pipe",
+    });
 
   function writeStack(stack: string, document: StackDocument): void {
     fs.writeFileSync(path.join(project, "stacks", `Pulumi.${stack}.yaml`), stringify(document));
@@ -68,7 +78,8 @@ describe("nodefleet preview (as a process, simulated engine, --base-ref)", funct
     return document;
   }
 
-  const editPool = (name: string, edit: (pool: Pool) => Pool) => (pools: Pool[]) => pools.map((p) => (p.name === name ? edit({ ...p }) : p));
+  const editPool = (name: string, edit: (pool: Pool) => Pool) => (pools: Pool[]) =>
+    pools.map((p) => (p.name === name ? edit({ ...p }) : p));
 
   function preview(stacks: string[]) {
     const markdownFile = path.join(project, "preview.md");
@@ -115,7 +126,15 @@ describe("nodefleet preview (as a process, simulated engine, --base-ref)", funct
       "example",
       withPools((pools) => [
         ...pools,
-        { name: "nbg1-extra", provider: "hcloud", mode: "static", replicas: 2, location: "nbg1", serverTypes: ["cpx21"], image: "ubuntu-24.04" },
+        {
+          name: "nbg1-extra",
+          provider: "hcloud",
+          mode: "static",
+          replicas: 2,
+          location: "nbg1",
+          serverTypes: ["cpx21"],
+          image: "ubuntu-24.04",
+        },
       ]),
     );
     const run = preview(["example"]);
@@ -145,11 +164,24 @@ describe("nodefleet preview (as a process, simulated engine, --base-ref)", funct
     assert.equal(run.status, 0, run.stderr);
     const stack = report(run).stacks[0];
     const general = stack.pools.find((p) => p.pool === "hel1-general");
-    assert.deepEqual(general && [general.nodesBefore, general.nodesAfter, general.serverTypesBefore, general.serverTypesAfter], [3, 4, ["cpx31"], ["cpx31", "cpx41"]]);
+    assert.deepEqual(general && [general.nodesBefore, general.nodesAfter, general.serverTypesBefore, general.serverTypesAfter], [
+      3,
+      4,
+      ["cpx31"],
+      ["cpx31", "cpx41"],
+    ]);
     assert.equal(stack.replacements.length, 0, "no member is replaced all at once");
-    assert.deepEqual(stack.rollouts, [{ pool: "hel1-general", replacing: ["hel1-general-0"], removing: [], unprotecting: [], remaining: 3, waiting: "maxSurge 1 reached" }]);
-    assert.ok(!stack.steps.some((s) => s.type === "hcloud:index/server:Server" && s.op !== "create"), "the old servers are left as they are");
-    assert.match(run.markdown, /### Rolling replacement[\s\S]*3 members still to replace after this run[\s\S]*replacing now .*`hel1-general-0`/);
+    assert.deepEqual(stack.rollouts, [
+      { pool: "hel1-general", replacing: ["hel1-general-0"], removing: [], unprotecting: [], remaining: 3, waiting: "maxSurge 1 reached" },
+    ]);
+    assert.ok(
+      !stack.steps.some((s) => s.type === "hcloud:index/server:Server" && s.op !== "create"),
+      "the old servers are left as they are",
+    );
+    assert.match(
+      run.markdown,
+      /### Rolling replacement[\s\S]*3 members still to replace after this run[\s\S]*replacing now .*`hel1-general-0`/,
+    );
     assertPreviewGolden("e2e-change-server-type", run.markdown, "the command's Markdown");
   });
 
@@ -162,9 +194,16 @@ describe("nodefleet preview (as a process, simulated engine, --base-ref)", funct
     assert.equal(run.status, 0, run.stderr);
     const stack = report(run).stacks[0];
     const servers = stack.steps.filter((s) => s.type === "hcloud:index/server:Server");
-    assert.deepEqual(servers.map((s) => s.op), ["create"], "one surge server; the kept ones are unchanged");
+    assert.deepEqual(
+      servers.map((s) => s.op),
+      ["create"],
+      "one surge server; the kept ones are unchanged",
+    );
     assert.match(servers[0].name, /^example-hel1-general-0-[a-z0-9]{6}$/);
-    assert.deepEqual(stack.rollouts.map((r) => [r.pool, "replacing" in r ? r.replacing : undefined, r.remaining]), [["hel1-general", ["hel1-general-0"], 3]]);
+    assert.deepEqual(
+      stack.rollouts.map((r) => [r.pool, "replacing" in r ? r.replacing : undefined, r.remaining]),
+      [["hel1-general", ["hel1-general-0"], 3]],
+    );
     assert.doesNotMatch(run.stdout + run.markdown + run.stderr, BOOTSTRAP_TOKEN_TEXT, "no bootstrap token anywhere");
     assertPreviewGolden("e2e-change-user-data", run.markdown, "the command's Markdown");
   });
@@ -174,7 +213,11 @@ describe("nodefleet preview (as a process, simulated engine, --base-ref)", funct
       name: "fsn-metal",
       provider: "hetzner-robot",
       mode: "static",
-      servers: [{ serverNumber: 321, name: "a" }, { serverNumber: 654, name: "b" }, { serverNumber: 987, name: "c" }],
+      servers: [
+        { serverNumber: 321, name: "a" },
+        { serverNumber: 654, name: "b" },
+        { serverNumber: 987, name: "c" },
+      ],
       sshKeyFingerprints: ["15:28:b0:03:95:f0:77:b3:10:56:15:6b:77:22:a5:bb"],
     };
     const full = parse(fs.readFileSync(path.join(REPO, "stacks", "Pulumi.example.yaml"), "utf8")) as StackDocument;
@@ -185,30 +228,65 @@ describe("nodefleet preview (as a process, simulated engine, --base-ref)", funct
       );
       return document;
     };
-    writeStack("example", bareMetal((p) => p));
+    writeStack(
+      "example",
+      bareMetal((p) => p),
+    );
     git("commit", "--quiet", "-am", "bare-metal base");
     try {
-      writeStack("example", bareMetal((p) => (p.provider === "hetzner-robot" ? { ...p, image: "ubuntu-22.04" } : { ...p, os: "ubuntu_noble" })));
+      writeStack(
+        "example",
+        bareMetal((p) => (p.provider === "hetzner-robot" ? { ...p, image: "ubuntu-22.04" } : { ...p, os: "ubuntu_noble" })),
+      );
       const run = preview(["example"]);
       assert.equal(run.status, 0, run.stderr);
       const stack = report(run).stacks[0];
       assert.deepEqual(stack.rollouts, [
-        { pool: "kura-scw-fr-par", inPlace: true, updating: [{ nodeId: "kura-scw-fr-par-0", change: "replace" }], remaining: 1, waiting: "maxUnavailable 1 reached" },
-        { pool: "fsn-metal", inPlace: true, updating: [{ nodeId: "fsn-metal-a", change: "reinstall" }], remaining: 2, waiting: "maxUnavailable 1 reached" },
+        {
+          pool: "kura-scw-fr-par",
+          inPlace: true,
+          updating: [{ nodeId: "kura-scw-fr-par-0", change: "replace" }],
+          remaining: 1,
+          waiting: "maxUnavailable 1 reached",
+        },
+        {
+          pool: "fsn-metal",
+          inPlace: true,
+          updating: [{ nodeId: "fsn-metal-a", change: "reinstall" }],
+          remaining: 2,
+          waiting: "maxUnavailable 1 reached",
+        },
       ]);
       const rescues = stack.steps.filter((s) => s.type === "pulumi-nodejs:dynamic/nodefleet:RobotRescue");
-      assert.deepEqual(rescues.map((s) => [s.op, s.name]), [["replace", "example-fsn-metal-fsn-metal-a-rescue"]], "only the first server is reinstalled");
+      assert.deepEqual(
+        rescues.map((s) => [s.op, s.name]),
+        [["replace", "example-fsn-metal-fsn-metal-a-rescue"]],
+        "only the first server is reinstalled",
+      );
       const servers = stack.steps.filter((s) => s.type === "scaleway:elasticmetal/server:Server");
-      assert.deepEqual(servers.map((s) => [s.op, s.name]), [["replace", "example-kura-scw-fr-par-kura-scw-fr-par-0"]], "only the first server is replaced");
-      assert.match(run.markdown, /- pool `fsn-metal`: 2 members still to update after this run\n {2}- drained, then reinstalled now: `fsn-metal-a`\n {2}- waiting: maxUnavailable 1 reached/);
-      assert.match(run.markdown, /- pool `kura-scw-fr-par`: 1 member still to update after this run\n {2}- drained, then its server released and a new one ordered now: `kura-scw-fr-par-0`/);
+      assert.deepEqual(
+        servers.map((s) => [s.op, s.name]),
+        [["replace", "example-kura-scw-fr-par-kura-scw-fr-par-0"]],
+        "only the first server is replaced",
+      );
+      assert.match(
+        run.markdown,
+        /- pool `fsn-metal`: 2 members still to update after this run\n {2}- drained, then reinstalled now: `fsn-metal-a`\n {2}- waiting: maxUnavailable 1 reached/,
+      );
+      assert.match(
+        run.markdown,
+        /- pool `kura-scw-fr-par`: 1 member still to update after this run\n {2}- drained, then its server released and a new one ordered now: `kura-scw-fr-par-0`/,
+      );
     } finally {
       git("reset", "--quiet", "--hard", "HEAD~1");
     }
   });
 
   it("removes a pool", () => {
-    writeStack("example", withPools((pools) => pools.filter((p) => p.name !== "hel1-general")));
+    writeStack(
+      "example",
+      withPools((pools) => pools.filter((p) => p.name !== "hel1-general")),
+    );
     const run = preview(["example"]);
     assert.equal(run.status, 0, run.stderr);
     const stack = report(run).stacks[0];
@@ -229,7 +307,14 @@ describe("nodefleet preview (as a process, simulated engine, --base-ref)", funct
       const run = preview(["example", "fresh", "broken"]);
       assert.equal(run.status, 1, "a failed stack makes the command exit non-zero");
       const doc = report(run); // exactly one JSON document on stdout
-      assert.deepEqual(doc.stacks.map((s) => [s.stack, s.succeeded]), [["example", true], ["fresh", true], ["broken", false]]);
+      assert.deepEqual(
+        doc.stacks.map((s) => [s.stack, s.succeeded]),
+        [
+          ["example", true],
+          ["fresh", true],
+          ["broken", false],
+        ],
+      );
       const fresh_ = doc.stacks[1];
       assert.equal(fresh_.summary.same + fresh_.summary.delete, 0, "nothing exists before a stack new at the base ref");
       assert.match(doc.stacks[2].error ?? "", /subnet/);

@@ -10,7 +10,13 @@ import { type FleetSpec, parseFleetSpec } from "../../../components/fleet/fleetS
 import { type ResourceStep, type RunResult, type StepOp, emptySummary } from "../../../automation/engine/stackEngine";
 import { configChangesByPool, fleetLayout } from "../../../automation/preview/fleetLayout";
 import { MAX_PREVIEW_CHARS, PREVIEW_MARKER, capMarkdown, formatPreviewMarkdown } from "../../../automation/preview/previewMarkdown";
-import { type PreviewContext, type StackPreview, buildStackPreview, previewReport, rolloutsIn } from "../../../automation/preview/stackPreview";
+import {
+  type PreviewContext,
+  type StackPreview,
+  buildStackPreview,
+  previewReport,
+  rolloutsIn,
+} from "../../../automation/preview/stackPreview";
 import { inPlaceRolloutSummary, planInPlaceRollout } from "../../../components/fleet/rolloutPlan";
 import { configValues, readStackConfigFile } from "../../../automation/stackConfigFile";
 import { BOOTSTRAP_TOKEN_TEXT, assertPreviewGolden } from "../../support/previewGolden";
@@ -71,7 +77,12 @@ function fleetBase(op: StepOp = "same"): ResourceStep[] {
 const GENERAL = ["example-hel1-general-0-m5mckb", "example-hel1-general-1-y3kyon", "example-hel1-general-2-1u34ss"];
 
 /** A pool's component, placement groups and servers; deletes are listed last, in reverse, as engines do. */
-function poolSteps(pool: string, members: Array<[StepOp, string]>, componentOp: StepOp = "same", groupOp: StepOp = componentOp): ResourceStep[] {
+function poolSteps(
+  pool: string,
+  members: Array<[StepOp, string]>,
+  componentOp: StepOp = "same",
+  groupOp: StepOp = componentOp,
+): ResourceStep[] {
   const live = members.filter(([op]) => op !== "delete");
   const gone = members.filter(([op]) => op === "delete");
   return [
@@ -111,12 +122,30 @@ function single(preview: StackPreview): string {
 function addPool(): StackPreview {
   const after = withPools((pools) => [
     ...pools,
-    { name: "nbg1-extra", provider: "hcloud", mode: "static", replicas: 2, location: "nbg1", serverTypes: ["cpx21"], image: "ubuntu-24.04" },
+    {
+      name: "nbg1-extra",
+      provider: "hcloud",
+      mode: "static",
+      replicas: 2,
+      location: "nbg1",
+      serverTypes: ["cpx21"],
+      image: "ubuntu-24.04",
+    },
   ]);
   const steps = [
     ...fleetBase(),
-    ...poolSteps("hel1-general", GENERAL.map((n) => ["same", n] as [StepOp, string])),
-    ...poolSteps("nbg1-extra", [["create", "example-nbg1-extra-0-q8w3ke"], ["create", "example-nbg1-extra-1-z0p4rt"]], "create"),
+    ...poolSteps(
+      "hel1-general",
+      GENERAL.map((n) => ["same", n] as [StepOp, string]),
+    ),
+    ...poolSteps(
+      "nbg1-extra",
+      [
+        ["create", "example-nbg1-extra-0-q8w3ke"],
+        ["create", "example-nbg1-extra-1-z0p4rt"],
+      ],
+      "create",
+    ),
   ];
   return buildStackPreview(context(exampleSpec(), after), { result: runResult(steps) });
 }
@@ -149,11 +178,22 @@ function regenerate(after: FleetSpec): StackPreview {
 
 const changeServerType = () => regenerate(withPools(editPool("hel1-general", (p) => ({ ...p, serverTypes: ["cpx41", "cpx31"] }))));
 const changeUserData = () =>
-  regenerate(withPools(editPool("hel1-general", (p) => ({ ...p, labels: { "node.kubernetes.io/pool": "hel1-general", "example.com/team": "web" } }))));
+  regenerate(
+    withPools(
+      editPool("hel1-general", (p) => ({ ...p, labels: { "node.kubernetes.io/pool": "hel1-general", "example.com/team": "web" } })),
+    ),
+  );
 
 function removePool(): StackPreview {
   const after = withPools((pools) => pools.filter((p) => p.name !== "hel1-general"));
-  const steps = [...fleetBase(), ...poolSteps("hel1-general", GENERAL.map((n) => ["delete", n] as [StepOp, string]), "delete")];
+  const steps = [
+    ...fleetBase(),
+    ...poolSteps(
+      "hel1-general",
+      GENERAL.map((n) => ["delete", n] as [StepOp, string]),
+      "delete",
+    ),
+  ];
   return buildStackPreview(context(exampleSpec(), after), { result: runResult(steps) });
 }
 
@@ -224,29 +264,47 @@ describe("preview Markdown (pure formatter)", () => {
     ];
     const preview = buildStackPreview(context(undefined, exampleSpec(), { baseRef: undefined }), { result: runResult(steps) });
     const markdown = single(preview);
-    assert.match(markdown, /\| replace \| `hcloud:index\/networkSubnet:NetworkSubnet` \| `example-network-subnet` \| `ipRange` \*\*\(forces replacement\)\*\* \|/);
-    assert.match(markdown, /\| replace \| `hcloud:index\/server:Server` \| `example-hel1-general-0-m5mckb` \| `userData` \*\*\(forces replacement\)\*\*, `labels` \|/);
-    assert.deepEqual(preview.replacements.map((r) => [r.kind, r.forcedBy]), [["replace", ["userData"]]]);
+    assert.match(
+      markdown,
+      /\| replace \| `hcloud:index\/networkSubnet:NetworkSubnet` \| `example-network-subnet` \| `ipRange` \*\*\(forces replacement\)\*\* \|/,
+    );
+    assert.match(
+      markdown,
+      /\| replace \| `hcloud:index\/server:Server` \| `example-hel1-general-0-m5mckb` \| `userData` \*\*\(forces replacement\)\*\*, `labels` \|/,
+    );
+    assert.deepEqual(
+      preview.replacements.map((r) => [r.kind, r.forcedBy]),
+      [["replace", ["userData"]]],
+    );
     assertPreviewGolden("replace-step", markdown, "the formatter's output");
   });
 
   it("a bare-metal pool's rollout: which members are drained and reinstalled, re-joined or re-pushed now, and how many remain", () => {
-    const members = (generation: string) => Array.from({ length: 6 }, (_, i) => ({ nodeId: `fsn-metal-s${i}`, generation, placementSlot: i }));
+    const members = (generation: string) =>
+      Array.from({ length: 6 }, (_, i) => ({ nodeId: `fsn-metal-s${i}`, generation, placementSlot: i }));
     const running = members("aaaaaa").map((m) => ({ nodeId: m.nodeId, generation: m.generation, ready: true }));
     const robot = inPlaceRolloutSummary("fsn-metal", planInPlaceRollout(members("bbbbbb"), running, 3), (id) =>
       id.endsWith("s0") ? "reinstall" : id.endsWith("s1") ? "re-join" : "kubelet-config",
     );
     const finished = inPlaceRolloutSummary("kura", planInPlaceRollout(members("aaaaaa"), running), () => "replace");
     const outputs = { rollout: [robot, finished, { pool: "broken", inPlace: true, updating: [{ nodeId: 7, change: "explode" }] }] };
-    assert.deepEqual(rolloutsIn(outputs), [
-      {
-        pool: "fsn-metal",
-        inPlace: true,
-        updating: [{ nodeId: "fsn-metal-s0", change: "reinstall" }, { nodeId: "fsn-metal-s1", change: "re-join" }, { nodeId: "fsn-metal-s2", change: "kubelet-config" }],
-        remaining: 3,
-        waiting: "maxUnavailable 3 reached",
-      },
-    ], "a finished pool and malformed entries are left out");
+    assert.deepEqual(
+      rolloutsIn(outputs),
+      [
+        {
+          pool: "fsn-metal",
+          inPlace: true,
+          updating: [
+            { nodeId: "fsn-metal-s0", change: "reinstall" },
+            { nodeId: "fsn-metal-s1", change: "re-join" },
+            { nodeId: "fsn-metal-s2", change: "kubelet-config" },
+          ],
+          remaining: 3,
+          waiting: "maxUnavailable 3 reached",
+        },
+      ],
+      "a finished pool and malformed entries are left out",
+    );
     const preview = buildStackPreview(context(exampleSpec(), exampleSpec()), { result: runResult([...fleetBase()], { outputs }) });
     const markdown = single(preview);
     assert.match(
@@ -256,9 +314,14 @@ describe("preview Markdown (pure formatter)", () => {
   });
 
   it("without any config, still counts nodes per pool by their names", () => {
-    const steps = [...fleetBase(), ...poolSteps("hel1-general", [...GENERAL.slice(0, 2).map((n) => ["same", n] as [StepOp, string]), ["delete", GENERAL[2]]])];
+    const steps = [
+      ...fleetBase(),
+      ...poolSteps("hel1-general", [...GENERAL.slice(0, 2).map((n) => ["same", n] as [StepOp, string]), ["delete", GENERAL[2]]]),
+    ];
     const preview = buildStackPreview(context(undefined, undefined, { baseRef: undefined }), { result: runResult(steps) });
-    assert.deepEqual(preview.pools, [{ pool: "hel1-general", change: "kept", nodesBefore: 3, nodesAfter: 2, serverTypesBefore: [], serverTypesAfter: [] }]);
+    assert.deepEqual(preview.pools, [
+      { pool: "hel1-general", change: "kept", nodesBefore: 3, nodesAfter: 2, serverTypesBefore: [], serverTypesAfter: [] },
+    ]);
     assert.match(single(preview), /^\| `hel1-general` \| 3 → 2 \(-1\) \| \? \|$/m, "unknown types shown as ?");
   });
 });
@@ -290,9 +353,15 @@ describe("preview Markdown: secrets, size, several stacks, failures", () => {
 
   it("cuts output above 60,000 characters at a line, saying how much was left out", () => {
     // 600 nodes created: far more than 60,000 characters of step table.
-    const members = Array.from({ length: 600 }, (_, i) => ["create", `example-hel1-general-${i}-${String(i).padStart(6, "0")}`] as [StepOp, string]);
+    const members = Array.from(
+      { length: 600 },
+      (_, i) => ["create", `example-hel1-general-${i}-${String(i).padStart(6, "0")}`] as [StepOp, string],
+    );
     // More members than a valid config allows on one network: the formatter must not care.
-    const layout = { clusterId: "example", pools: [{ name: "hel1-general", provider: "hcloud" as const, mode: "static" as const, serverTypes: ["cpx31"] }] };
+    const layout = {
+      clusterId: "example",
+      pools: [{ name: "hel1-general", provider: "hcloud" as const, mode: "static" as const, serverTypes: ["cpx31"] }],
+    };
     const preview = buildStackPreview(context(undefined, undefined, { after: layout, before: { clusterId: "example", pools: [] } }), {
       result: runResult([...fleetBase(), ...poolSteps("hel1-general", members, "create")]),
     });
@@ -312,7 +381,11 @@ describe("preview Markdown: secrets, size, several stacks, failures", () => {
   });
 
   it("cap property: within the limit, a prefix of the input cut at a line, fences balanced, exact left-out count", () => {
-    const line = fc.oneof(fc.constant("```text"), fc.constant("```"), fc.string({ maxLength: 120 }).map((s) => s.replace(/\n/g, " ")));
+    const line = fc.oneof(
+      fc.constant("```text"),
+      fc.constant("```"),
+      fc.string({ maxLength: 120 }).map((s) => s.replace(/\n/g, " ")),
+    );
     fc.assert(
       fc.property(fc.array(line, { maxLength: 200 }), fc.integer({ min: 400, max: 5000 }), (lines, max) => {
         const text = lines.join("\n");
@@ -354,7 +427,10 @@ describe("preview Markdown: secrets, size, several stacks, failures", () => {
     const ok = scalePool();
     const failed = buildStackPreview(
       { project: "nodefleet", stack: "production", engine: "simulated", baseRef: "origin/main" },
-      { error: "invalid nodefleet stack config:\n  - nodefleet:pools[0].location: location ash is in network zone us-east, outside the network's zone eu-central" },
+      {
+        error:
+          "invalid nodefleet stack config:\n  - nodefleet:pools[0].location: location ash is in network zone us-east, outside the network's zone eu-central",
+      },
     );
     const report = previewReport([ok, failed]);
     assert.equal(report.succeeded, false);

@@ -49,7 +49,21 @@ const PERMANENT = [
 ];
 
 /** How Pulumi and the providers wrap a step's error around the cause. */
-const wrapper = fc.array(fc.constantFrom("error:", "1 error occurred:", "* creating Secret:", "\n", "  ", "updating urn:pulumi:local-api::nodefleet::kubernetes:core/v1:Secret::tok:", "resource", "step"), { maxLength: 4 }).map((parts) => parts.join(" "));
+const wrapper = fc
+  .array(
+    fc.constantFrom(
+      "error:",
+      "1 error occurred:",
+      "* creating Secret:",
+      "\n",
+      "  ",
+      "updating urn:pulumi:local-api::nodefleet::kubernetes:core/v1:Secret::tok:",
+      "resource",
+      "step",
+    ),
+    { maxLength: 4 },
+  )
+  .map((parts) => parts.join(" "));
 
 describe("failure classes of engine steps", () => {
   it("retries what an unreachable, slow or overloaded API reports, and names the signature", () => {
@@ -76,15 +90,26 @@ describe("failure classes of engine steps", () => {
 
   it("lets a permanent refusal win when one step's message also reports a transient error", () => {
     fc.assert(
-      fc.property(fc.constantFrom(...TRANSIENT), fc.constantFrom(...PERMANENT.filter((m) => m !== "boom" && m !== "" && !m.includes("simulated failure"))), wrapper, (transient, permanent, glue) => {
-        assert.equal(classifyFailure(`${transient}${glue}; ${permanent}`).transient, false);
-        assert.equal(classifyFailure(`${permanent}${glue}; ${transient}`).transient, false);
-      }),
+      fc.property(
+        fc.constantFrom(...TRANSIENT),
+        fc.constantFrom(...PERMANENT.filter((m) => m !== "boom" && m !== "" && !m.includes("simulated failure"))),
+        wrapper,
+        (transient, permanent, glue) => {
+          assert.equal(classifyFailure(`${transient}${glue}; ${permanent}`).transient, false);
+          assert.equal(classifyFailure(`${permanent}${glue}; ${transient}`).transient, false);
+        },
+      ),
     );
   });
 
   it("never throws, whatever the text", () => {
-    fc.assert(fc.property(fc.string({ unit: "binary" }), fc.option(fc.string()), (message, type) => void classifyFailure(message, type ?? undefined)));
+    fc.assert(
+      fc.property(
+        fc.string({ unit: "binary" }),
+        fc.option(fc.string()),
+        (message, type) => void classifyFailure(message, type ?? undefined),
+      ),
+    );
   });
 
   it("names the API a failure waited on: the resource type first, else the message", () => {
@@ -97,6 +122,8 @@ describe("failure classes of engine steps", () => {
   });
 
   it("retries HTTP 429 and 5xx answers and nothing else", () => {
-    fc.assert(fc.property(fc.integer({ min: 100, max: 599 }), (status) => assert.equal(transientStatus(status), status === 429 || status >= 500)));
+    fc.assert(
+      fc.property(fc.integer({ min: 100, max: 599 }), (status) => assert.equal(transientStatus(status), status === 429 || status >= 500)),
+    );
   });
 });

@@ -6,7 +6,11 @@ const found = { found: { network: { id: 1, name: "c1-network", labels: {} }, fir
 
 function recordingLogger() {
   const lines: string[] = [];
-  return { lines, warn: (_: object, message: string) => lines.push(`warn ${message}`), info: (_: object, message: string) => lines.push(`info ${message}`) };
+  return {
+    lines,
+    warn: (_: object, message: string) => lines.push(`warn ${message}`),
+    info: (_: object, message: string) => lines.push(`info ${message}`),
+  };
 }
 
 describe("the git stack's network and firewall as the API stack's prerequisites", function () {
@@ -25,13 +29,37 @@ describe("the git stack's network and firewall as the API stack's prerequisites"
     );
     try {
       prerequisites.start();
-      await until("prerequisites.refusal() !== undefined", () => (prerequisites.refusal() !== undefined) || undefined, 2000, () => "", 10);
-      assert.equal(prerequisites.refusal(), "the git stack is not applied: network c1-network and firewall c1-nodes are missing in the Hetzner project; run `pulumi up --stack c1` in /srv/fleet");
-      await until("lookUps >= 3", () => (lookUps >= 3) || undefined, 2000, () => "", 10);
+      await until(
+        "prerequisites.refusal() !== undefined",
+        () => prerequisites.refusal() !== undefined || undefined,
+        2000,
+        () => "",
+        10,
+      );
+      assert.equal(
+        prerequisites.refusal(),
+        "the git stack is not applied: network c1-network and firewall c1-nodes are missing in the Hetzner project; run `pulumi up --stack c1` in /srv/fleet",
+      );
+      await until(
+        "lookUps >= 3",
+        () => lookUps >= 3 || undefined,
+        2000,
+        () => "",
+        10,
+      );
       assert.equal(logger.lines.filter((l) => l.startsWith("warn")).length, 1, "the same absence is logged once");
       applied = true;
-      await until("prerequisites.refusal() === undefined", () => (prerequisites.refusal() === undefined) || undefined, 2000, () => "", 10);
-      assert.ok(logger.lines.some((l) => l.startsWith("info")), logger.lines.join("\n"));
+      await until(
+        "prerequisites.refusal() === undefined",
+        () => prerequisites.refusal() === undefined || undefined,
+        2000,
+        () => "",
+        10,
+      );
+      assert.ok(
+        logger.lines.some((l) => l.startsWith("info")),
+        logger.lines.join("\n"),
+      );
       const settled = lookUps;
       await new Promise((r) => setTimeout(r, 100));
       assert.equal(lookUps, settled, "no more look-ups once both exist");
@@ -56,7 +84,13 @@ describe("the git stack's network and firewall as the API stack's prerequisites"
     try {
       assert.equal(prerequisites.refusal(), undefined);
       prerequisites.start();
-      await until("prerequisites.refusal() !== undefined", () => (prerequisites.refusal() !== undefined) || undefined, 2000, () => "", 10);
+      await until(
+        "prerequisites.refusal() !== undefined",
+        () => prerequisites.refusal() !== undefined || undefined,
+        2000,
+        () => "",
+        10,
+      );
       assert.match(prerequisites.refusal()!, /firewall c1-nodes is missing/);
     } finally {
       prerequisites.stop();

@@ -29,20 +29,29 @@ const claim = (nodeId: string, status: Claim["status"]): Claim =>
 describe("reconciler: pure parts", () => {
   it("closes the batch window after idleMs of quiet, but never later than maxMs after the first change", () => {
     fc.assert(
-      fc.property(fc.nat(100_000), fc.nat(20_000), fc.integer({ min: 1, max: 5000 }), fc.integer({ min: 1, max: 20_000 }), (first, gap, idleMs, maxMs) => {
-        const last = first + gap;
-        const closes = windowClosesAt(first, last, { idleMs, maxMs });
-        assert.ok(closes <= last + idleMs);
-        assert.ok(closes <= first + Math.max(idleMs, maxMs));
-        assert.ok(closes >= Math.min(last + idleMs, first + Math.max(idleMs, maxMs)));
-      }),
+      fc.property(
+        fc.nat(100_000),
+        fc.nat(20_000),
+        fc.integer({ min: 1, max: 5000 }),
+        fc.integer({ min: 1, max: 20_000 }),
+        (first, gap, idleMs, maxMs) => {
+          const last = first + gap;
+          const closes = windowClosesAt(first, last, { idleMs, maxMs });
+          assert.ok(closes <= last + idleMs);
+          assert.ok(closes <= first + Math.max(idleMs, maxMs));
+          assert.ok(closes >= Math.min(last + idleMs, first + Math.max(idleMs, maxMs)));
+        },
+      ),
     );
     assert.equal(windowClosesAt(0, 500, { idleMs: 1000, maxMs: 10_000 }), 1500);
     assert.equal(windowClosesAt(0, 9500, { idleMs: 1000, maxMs: 10_000 }), 10_000);
   });
 
   it("backs off exponentially up to the cap", () => {
-    assert.deepEqual([1, 2, 3, 4, 5, 6, 7].map((a) => retryDelay(a, { initialMs: 2000, maxMs: 60_000 })), [2000, 4000, 8000, 16000, 32000, 60000, 60000]);
+    assert.deepEqual(
+      [1, 2, 3, 4, 5, 6, 7].map((a) => retryDelay(a, { initialMs: 2000, maxMs: 60_000 })),
+      [2000, 4000, 8000, 16000, 32000, 60000, 60000],
+    );
     fc.assert(fc.property(fc.integer({ min: 1, max: 1000 }), (a) => retryDelay(a, { initialMs: 10, maxMs: 500 }) <= 500));
   });
 
@@ -52,7 +61,11 @@ describe("reconciler: pure parts", () => {
   });
 
   it("turns a run into claim updates: RUNNING with outputs, FAILED with a reason, sold out, gone", () => {
-    const members = [claim("k000000000001", "PROVISIONING"), claim("k000000000002", "PROVISIONING"), claim("k000000000003", "PROVISIONING")];
+    const members = [
+      claim("k000000000001", "PROVISIONING"),
+      claim("k000000000002", "PROVISIONING"),
+      claim("k000000000003", "PROVISIONING"),
+    ];
     const outcome = runOutcome({
       members,
       terminating: [claim("k000000000009", "TERMINATING")],
@@ -88,7 +101,11 @@ describe("reconciler: pure parts", () => {
       result: {
         steps: [step("create", "srv-k000000000001"), step("create", "srv-k000000000002", "boom")],
         // What a real continue-on-error up returns: the failed member's output never became known.
-        outputs: { clusterId: "c1", "member-k000000000001": { serverId: "7" }, "member-k000000000002": "04da6b54-80e4-46f7-96ec-b56ff0331ba9" },
+        outputs: {
+          clusterId: "c1",
+          "member-k000000000001": { serverId: "7" },
+          "member-k000000000002": "04da6b54-80e4-46f7-96ec-b56ff0331ba9",
+        },
       },
       at: "t",
     });
@@ -102,7 +119,10 @@ describe("reconciler: pure parts", () => {
     const outcome = runOutcome({
       members: [claim("k000000000001", "PROVISIONING"), claim("k000000000002", "RUNNING")],
       terminating: [],
-      result: { steps: [step("create", "c1-burst-spread-0", "placement group limit reached")], outputs: { "member-k000000000002": { serverId: "8" } } },
+      result: {
+        steps: [step("create", "c1-burst-spread-0", "placement group limit reached")],
+        outputs: { "member-k000000000002": { serverId: "8" } },
+      },
       at: "t",
     });
     const byNode = new Map(outcome.updates.map((u) => [u.nodeId, u.patch]));
@@ -133,7 +153,10 @@ describe("reconciler: pure parts", () => {
       step("create", "srv-k000000000004"),
     ];
     const violations = previewGuardViolations(steps, claims);
-    assert.deepEqual(violations.map((v) => v.name), ["srv-k000000000001", "some-unknown-server"]);
+    assert.deepEqual(
+      violations.map((v) => v.name),
+      ["srv-k000000000001", "some-unknown-server"],
+    );
     assert.equal(violations[0]!.nodeId, "k000000000001");
   });
 });
@@ -166,7 +189,9 @@ describe("reconciler: behaviour", function () {
     engine = new FakeStackEngine();
     engine.delayMs = 100;
     api = await startTestApi({ engine, batch: { idleMs: 100, maxMs: 1000 } });
-    const results = await Promise.all(Array.from({ length: 60 }, (_, i) => api.client.createNode({ uniqueID: `burst-${i}`, pool: "hel1-burst" })));
+    const results = await Promise.all(
+      Array.from({ length: 60 }, (_, i) => api.client.createNode({ uniqueID: `burst-${i}`, pool: "hel1-burst" })),
+    );
     assert.ok(results.every((r) => r.created && r.node.status === "PENDING"));
     for (const r of results) await waitForStatus(r.node.nodeID, "RUNNING");
     assert.ok(engine.ups <= 3, `expected a handful of runs, got ${engine.ups}`);
@@ -180,7 +205,9 @@ describe("reconciler: behaviour", function () {
     api = await startTestApi({ engine, batch: { idleMs: 300, maxMs: 3000 } });
     const first = await api.client.createNode({ uniqueID: "first", pool: "hel1-burst" });
     await waitForStatus(first.node.nodeID, "PROVISIONING");
-    const later = await Promise.all(Array.from({ length: 10 }, (_, i) => api.client.createNode({ uniqueID: `later-${i}`, pool: "hel1-burst" })));
+    const later = await Promise.all(
+      Array.from({ length: 10 }, (_, i) => api.client.createNode({ uniqueID: `later-${i}`, pool: "hel1-burst" })),
+    );
     for (const r of later) await waitForStatus(r.node.nodeID, "RUNNING");
     assert.equal(engine.upMembers.length, 2);
     assert.equal(engine.upMembers[1]!.length, 11);
@@ -269,7 +296,7 @@ describe("reconciler: behaviour", function () {
     assert.match(JSON.stringify(degraded.body.details), new RegExp(`replace pool-server-${node.nodeID}`));
     const refused = (await api.client.operations()).find((o) => o.result === "failed")!;
     assert.match(refused.error ?? "", /preview guard/);
-    assert.equal(((refused.details as { violations: Array<{ nodeId: string }> }).violations[0]!).nodeId, node.nodeID);
+    assert.equal((refused.details as { violations: Array<{ nodeId: string }> }).violations[0]!.nodeId, node.nodeID);
     assert.ok(["PENDING", "PROVISIONING"].includes((await api.client.getNode(second.node.nodeID)).status));
     assert.equal(engine.servers.get(node.nodeID)!.serverId, (await api.client.getNode(node.nodeID)).instanceID, "not replaced");
     engine.forceReplace.clear();
@@ -301,7 +328,13 @@ describe("reconciler: behaviour", function () {
     assert.equal(claims.get("example", node.nodeID)!.snapshot.template.image, "ubuntu-24.04", "the running member keeps its snapshot");
     assert.equal(engine.servers.get(node.nodeID)!.serverId, (await api.client.getNode(node.nodeID)).instanceID);
     const listed = await api.client.listNodes();
-    assert.deepEqual(listed.map((n) => [n.nodeID, n.drifted]).sort(), [[node.nodeID, true], [fresh.node.nodeID, false]].sort());
+    assert.deepEqual(
+      listed.map((n) => [n.nodeID, n.drifted]).sort(),
+      [
+        [node.nodeID, true],
+        [fresh.node.nodeID, false],
+      ].sort(),
+    );
   });
 
   it("reconciles what a previous process left unfinished when it starts on the same data directory", async () => {

@@ -76,7 +76,11 @@ describe("reconciler on a full disk", function () {
 
   it("reports degraded while the engine's runs fail as a whole (ENOSPC writing its state), and recovers", async () => {
     engine = new FakeStackEngine();
-    engine.transientErrors = ["ENOSPC: no space left on device, write", "ENOSPC: no space left on device, write", "ENOSPC: no space left on device, write"];
+    engine.transientErrors = [
+      "ENOSPC: no space left on device, write",
+      "ENOSPC: no space left on device, write",
+      "ENOSPC: no space left on device, write",
+    ];
     api = await startTestApi({ engine, retry: { initialMs: 200, maxMs: 400 } });
     const { node } = await api.client.createNode({ uniqueID: "engine-full", pool: "hel1-burst" });
     const degraded = await eventually(async () => {

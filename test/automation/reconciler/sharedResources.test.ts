@@ -22,11 +22,22 @@ describe("shared resources of a batch", () => {
   it("finds the cluster's network and firewall by name in one request each", async () => {
     const requests: string[] = [];
     const shared = await lookUpSharedResources(
-      client({ networks: [{ id: 7, name: "c1-network", labels: { "nodefleet.io/cluster": "c1" } }], firewalls: [{ id: 9, name: "c1-nodes", labels: {} }] }, requests),
+      client(
+        {
+          networks: [{ id: 7, name: "c1-network", labels: { "nodefleet.io/cluster": "c1" } }],
+          firewalls: [{ id: 9, name: "c1-nodes", labels: {} }],
+        },
+        requests,
+      ),
       fleet,
     );
     assert.deepEqual(requests.sort(), ["firewalls?name=c1-nodes", "networks?name=c1-network"]);
-    assert.deepEqual(shared, { found: { network: { id: 7, name: "c1-network", labels: { "nodefleet.io/cluster": "c1" } }, firewall: { id: 9, name: "c1-nodes", labels: {} } } });
+    assert.deepEqual(shared, {
+      found: {
+        network: { id: 7, name: "c1-network", labels: { "nodefleet.io/cluster": "c1" } },
+        firewall: { id: 9, name: "c1-nodes", labels: {} },
+      },
+    });
   });
 
   it("uses the network name the stack config gives", async () => {
@@ -36,8 +47,12 @@ describe("shared resources of a batch", () => {
   });
 
   it("names what is missing", async () => {
-    assert.deepEqual(await lookUpSharedResources(client({ networks: [{ id: 7, name: "c1-network", labels: {} }] }, []), fleet), { missing: ["firewall c1-nodes"] });
-    assert.deepEqual(await lookUpSharedResources(client({ firewalls: [{ id: 9, name: "c1-nodes", labels: {} }] }, []), fleet), { missing: ["network c1-network"] });
+    assert.deepEqual(await lookUpSharedResources(client({ networks: [{ id: 7, name: "c1-network", labels: {} }] }, []), fleet), {
+      missing: ["firewall c1-nodes"],
+    });
+    assert.deepEqual(await lookUpSharedResources(client({ firewalls: [{ id: 9, name: "c1-nodes", labels: {} }] }, []), fleet), {
+      missing: ["network c1-network"],
+    });
     assert.deepEqual(await lookUpSharedResources(client({}, []), fleet), { missing: ["network c1-network", "firewall c1-nodes"] });
   });
 });

@@ -41,10 +41,22 @@ describe("a store lost over the cloud", function () {
     endpoint = await fake.app.listen({ host: "127.0.0.1", port: 0 });
     inventory = hcloudInventory(new HcloudClient({ token: HCLOUD_TOKEN, baseUrl: endpoint }));
     // Cluster "example": one server the API created (autoscaled pool) and one of git's static pool.
-    await createServer("example-burst-a1", { "nodefleet.io/cluster": "example", "nodefleet.io/pool": "hel1-burst", "nodefleet.io/node": "a1" });
-    await createServer("example-general-0", { "nodefleet.io/cluster": "example", "nodefleet.io/pool": "hel1-general", "nodefleet.io/node": "g0" });
+    await createServer("example-burst-a1", {
+      "nodefleet.io/cluster": "example",
+      "nodefleet.io/pool": "hel1-burst",
+      "nodefleet.io/node": "a1",
+    });
+    await createServer("example-general-0", {
+      "nodefleet.io/cluster": "example",
+      "nodefleet.io/pool": "hel1-general",
+      "nodefleet.io/node": "g0",
+    });
     // Cluster "static-only": git's servers alone.
-    await createServer("static-general-0", { "nodefleet.io/cluster": "static-only", "nodefleet.io/pool": "hel1-general", "nodefleet.io/node": "s0" });
+    await createServer("static-general-0", {
+      "nodefleet.io/cluster": "static-only",
+      "nodefleet.io/pool": "hel1-general",
+      "nodefleet.io/node": "s0",
+    });
   });
 
   after(async () => {
@@ -56,13 +68,19 @@ describe("a store lost over the cloud", function () {
     await assert.rejects(assertStoreNotLostInCloud(file, inventory, "example", STATIC), (error: Error) => {
       assert.ok(error instanceof StoreLostError, String(error));
       assert.ok(error.message.includes(file), error.message);
-      assert.match(error.message, /is missing, but Hetzner Cloud holds 1 server\(s\) of cluster example outside git's static pools \(example-burst-a1\)/);
+      assert.match(
+        error.message,
+        /is missing, but Hetzner Cloud holds 1 server\(s\) of cluster example outside git's static pools \(example-burst-a1\)/,
+      );
       assert.match(error.message, /Restore nodefleet\.db/);
       return true;
     });
     // An empty file is as lost as a missing one.
     fs.writeFileSync(file, "");
-    await assert.rejects(assertStoreNotLostInCloud(file, inventory, "example", STATIC), (error: Error) => error instanceof StoreLostError && /is empty/.test(error.message));
+    await assert.rejects(
+      assertStoreNotLostInCloud(file, inventory, "example", STATIC),
+      (error: Error) => error instanceof StoreLostError && /is empty/.test(error.message),
+    );
   });
 
   it("lets a first start through: only servers of static pools, or none, for the cluster", async () => {
@@ -81,11 +99,14 @@ describe("a store lost over the cloud", function () {
     const wrongToken = "0".repeat(64);
     let calls = 0;
     const client = new HcloudClient({ token: wrongToken, baseUrl: endpoint, onRequest: () => (calls += 1) });
-    await assert.rejects(assertStoreNotLostInCloud(databasePath(tempDataDir()), hcloudInventory(client), "example", STATIC, { retryDelaysMs: [1, 1] }), (error: Error) => {
-      assert.match(error.message, /could not be checked: Hetzner Cloud API 401 unauthorized.*; start again once the Hetzner API answers/);
-      assert.ok(!error.message.includes(wrongToken), error.message);
-      return true;
-    });
+    await assert.rejects(
+      assertStoreNotLostInCloud(databasePath(tempDataDir()), hcloudInventory(client), "example", STATIC, { retryDelaysMs: [1, 1] }),
+      (error: Error) => {
+        assert.match(error.message, /could not be checked: Hetzner Cloud API 401 unauthorized.*; start again once the Hetzner API answers/);
+        assert.ok(!error.message.includes(wrongToken), error.message);
+        return true;
+      },
+    );
     assert.equal(calls, 1, "a 401 is not retried");
   });
 
@@ -94,11 +115,15 @@ describe("a store lost over the cloud", function () {
     const flaky = {
       listClusterServers: async () => {
         calls += 1;
-        if (calls < 3) throw new TypeError("fetch failed", { cause: Object.assign(new Error("connect ECONNREFUSED"), { code: "ECONNREFUSED" }) });
+        if (calls < 3)
+          throw new TypeError("fetch failed", { cause: Object.assign(new Error("connect ECONNREFUSED"), { code: "ECONNREFUSED" }) });
         return inventory.listClusterServers("example");
       },
     };
-    await assert.rejects(assertStoreNotLostInCloud(databasePath(tempDataDir()), flaky, "example", STATIC, { retryDelaysMs: [1, 1] }), StoreLostError);
+    await assert.rejects(
+      assertStoreNotLostInCloud(databasePath(tempDataDir()), flaky, "example", STATIC, { retryDelaysMs: [1, 1] }),
+      StoreLostError,
+    );
     assert.equal(calls, 3, "answered on the third attempt");
     // A port nothing listens on any more.
     const gone = net.createServer();
@@ -106,15 +131,24 @@ describe("a store lost over the cloud", function () {
     const port = (gone.address() as net.AddressInfo).port;
     await new Promise((resolve) => gone.close(resolve));
     const closed = new HcloudClient({ token: HCLOUD_TOKEN, baseUrl: `http://127.0.0.1:${port}` });
-    await assert.rejects(assertStoreNotLostInCloud(databasePath(tempDataDir()), hcloudInventory(closed), "example", STATIC, { retryDelaysMs: [1, 1] }), /could not be checked: Hetzner Cloud API GET http:\/\/127\.0\.0\.1:\d+\/servers failed: connect ECONNREFUSED 127\.0\.0\.1:\d+; start again/);
+    await assert.rejects(
+      assertStoreNotLostInCloud(databasePath(tempDataDir()), hcloudInventory(closed), "example", STATIC, { retryDelaysMs: [1, 1] }),
+      /could not be checked: Hetzner Cloud API GET http:\/\/127\.0\.0\.1:\d+\/servers failed: connect ECONNREFUSED 127\.0\.0\.1:\d+; start again/,
+    );
   });
 
   it("stops `nodefleet serve --engine automation` before it writes anything to the data directory", async () => {
     const dataDir = tempDataDir("nodefleet-lost-cloud-serve-");
     const started = startServe(dataDir, { HCLOUD_TOKEN, HCLOUD_ENDPOINT: endpoint }, { engine: "automation" });
     // A service that wrongly starts is stopped, so that the failure does not keep the test run alive.
-    started.then((serve) => serve.child.kill("SIGKILL"), () => undefined);
-    await assert.rejects(started, /exited with 1 before listening:[\s\S]*Hetzner Cloud holds 1 server\(s\) of cluster example outside git's static pools \(example-burst-a1\)/);
+    started.then(
+      (serve) => serve.child.kill("SIGKILL"),
+      () => undefined,
+    );
+    await assert.rejects(
+      started,
+      /exited with 1 before listening:[\s\S]*Hetzner Cloud holds 1 server\(s\) of cluster example outside git's static pools \(example-burst-a1\)/,
+    );
     assert.deepEqual(fs.readdirSync(dataDir), [], "no store, no lock, no engine state");
   });
 
@@ -122,9 +156,15 @@ describe("a store lost over the cloud", function () {
     const dataDir = tempDataDir("nodefleet-lost-cloud-serve-");
     new StackStateFile(dataDir, "example-api").compact({ stack: "example-api", runs: 1, resources: new Map(), outputs: {} });
     const started = startServe(dataDir, { HCLOUD_TOKEN, HCLOUD_ENDPOINT: "http://127.0.0.1:9" }, { engine: "automation" });
-    started.then((serve) => serve.child.kill("SIGKILL"), () => undefined);
+    started.then(
+      (serve) => serve.child.kill("SIGKILL"),
+      () => undefined,
+    );
     await assert.rejects(started, (error: Error) => {
-      assert.match(error.message, /exited with 1 before listening:[\s\S]*is missing, but the engine holds state for the servers it recorded/);
+      assert.match(
+        error.message,
+        /exited with 1 before listening:[\s\S]*is missing, but the engine holds state for the servers it recorded/,
+      );
       assert.doesNotMatch(error.message, /could not be checked/);
       return true;
     });

@@ -13,22 +13,46 @@ import { eventually, startTestApi, type TestApi } from "../../support/apiHarness
 
 const SECRET = "kubernetes:core/v1:Secret";
 const HANDSHAKE = `creating resource: Post "https://127.0.0.1:36443/api/v1/namespaces/kube-system/secrets": net/http: TLS handshake timeout`;
-const secretStep = (nodeId: string, error: string): ResourceStep => ({ op: "create", urn: `urn:pulumi:s::p::${SECRET}::tok-${nodeId}-secret-object`, type: SECRET, name: `tok-${nodeId}-secret-object`, keys: [], error });
-const claim = (nodeId: string, createdAt: string): Claim => ({ nodeId, status: "PROVISIONING", instanceType: "cpx21", zone: "hel1", createdAt }) as unknown as Claim;
+const secretStep = (nodeId: string, error: string): ResourceStep => ({
+  op: "create",
+  urn: `urn:pulumi:s::p::${SECRET}::tok-${nodeId}-secret-object`,
+  type: SECRET,
+  name: `tok-${nodeId}-secret-object`,
+  keys: [],
+  error,
+});
+const claim = (nodeId: string, createdAt: string): Claim =>
+  ({ nodeId, status: "PROVISIONING", instanceType: "cpx21", zone: "hel1", createdAt }) as unknown as Claim;
 
 describe("transient failures of creates: pure outcome", () => {
   const admitted = "2026-01-01T00:00:00.000Z";
   const at = (minutes: number) => Date.parse(admitted) + minutes * 60_000;
 
   it("keeps a claim whose steps failed only transiently for the next run, and says which API it waits on", () => {
-    const outcome = runOutcome({ members: [claim("k000000000001", admitted)], terminating: [], result: { steps: [secretStep("k000000000001", HANDSHAKE)], outputs: {} }, at: admitted, now: at(1), createDeadlineMs: 30 * 60_000 });
+    const outcome = runOutcome({
+      members: [claim("k000000000001", admitted)],
+      terminating: [],
+      result: { steps: [secretStep("k000000000001", HANDSHAKE)], outputs: {} },
+      at: admitted,
+      now: at(1),
+      createDeadlineMs: 30 * 60_000,
+    });
     assert.deepEqual(outcome.updates, [], "not FAILED");
     assert.equal(outcome.retry, true);
-    assert.deepEqual(outcome.waiting, [{ nodeId: "k000000000001", source: "controlPlane", reason: `${SECRET} tok-k000000000001-secret-object: TLS handshake timeout` }]);
+    assert.deepEqual(outcome.waiting, [
+      { nodeId: "k000000000001", source: "controlPlane", reason: `${SECRET} tok-k000000000001-secret-object: TLS handshake timeout` },
+    ]);
   });
 
   it("fails it once the create's deadline has passed, saying it kept failing", () => {
-    const outcome = runOutcome({ members: [claim("k000000000001", admitted)], terminating: [], result: { steps: [secretStep("k000000000001", HANDSHAKE)], outputs: {} }, at: admitted, now: at(31), createDeadlineMs: 30 * 60_000 });
+    const outcome = runOutcome({
+      members: [claim("k000000000001", admitted)],
+      terminating: [],
+      result: { steps: [secretStep("k000000000001", HANDSHAKE)], outputs: {} },
+      at: admitted,
+      now: at(31),
+      createDeadlineMs: 30 * 60_000,
+    });
     assert.equal(outcome.updates[0]!.patch.status, "FAILED");
     assert.equal(outcome.updates[0]!.patch.failureCode, "CreateFailed");
     assert.match(String(outcome.updates[0]!.patch.failureReason), /still failing 30 min after admission.*TLS handshake timeout/);
@@ -36,8 +60,17 @@ describe("transient failures of creates: pure outcome", () => {
   });
 
   it("fails it at once when one of its failures is permanent", () => {
-    const steps = [secretStep("k000000000001", HANDSHAKE), { ...secretStep("k000000000001", `secrets "bootstrap-token-x" already exists`), name: "other-k000000000001" }];
-    const outcome = runOutcome({ members: [claim("k000000000001", admitted)], terminating: [], result: { steps, outputs: {} }, at: admitted, now: at(1) });
+    const steps = [
+      secretStep("k000000000001", HANDSHAKE),
+      { ...secretStep("k000000000001", `secrets "bootstrap-token-x" already exists`), name: "other-k000000000001" },
+    ];
+    const outcome = runOutcome({
+      members: [claim("k000000000001", admitted)],
+      terminating: [],
+      result: { steps, outputs: {} },
+      at: admitted,
+      now: at(1),
+    });
     assert.equal(outcome.updates[0]!.patch.status, "FAILED");
   });
 });

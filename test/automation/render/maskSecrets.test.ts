@@ -109,7 +109,10 @@ describe("render secret masking", () => {
   });
 
   it("masks values known to be secret wherever they appear, longest first", () => {
-    assert.equal(maskSecretText("a kubeconfig-secret-long and kubeconfig-secret", ["kubeconfig-secret", "kubeconfig-secret-long"]), "a [secret] and [secret]");
+    assert.equal(
+      maskSecretText("a kubeconfig-secret-long and kubeconfig-secret", ["kubeconfig-secret", "kubeconfig-secret-long"]),
+      "a [secret] and [secret]",
+    );
     assert.equal(maskSecretText("short abc stays", ["abc"]), "short abc stays", "values under 8 characters would mask too much");
   });
 });

@@ -37,10 +37,7 @@ describe("nodefleet render (as a process)", function () {
     const servers = doc.resources.filter((r: { type: string }) => r.type === "hcloud:index/server:Server");
     assert.equal(servers.length, 3, "hel1-general has 3 replicas");
     const hcloudBootstraps = doc.bootstraps.filter((b: { type: string }) => b.type === "hcloud:index/server:Server");
-    assert.deepEqual(
-      hcloudBootstraps.map((b: { node: string }) => b.node).sort(),
-      ["hel1-general-0", "hel1-general-1", "hel1-general-2"],
-    );
+    assert.deepEqual(hcloudBootstraps.map((b: { node: string }) => b.node).sort(), ["hel1-general-0", "hel1-general-1", "hel1-general-2"]);
     for (const b of hcloudBootstraps) assert.match(b.text, /^#cloud-config/);
   });
 
@@ -98,7 +95,12 @@ describe("nodefleet render (as a process)", function () {
     doc.config["nodefleet:cluster"].kubeconfigFromEnvironment = true;
     fs.writeFileSync(path.join(root, "stacks", "Pulumi.fromenv.yaml"), stringify(doc));
     const { KUBECONFIG: _unset, ...env } = process.env;
-    const result = spawnSync(process.execPath, [CLI, "render", "--stack", "fromenv"], { cwd: root, env, encoding: "utf8", timeout: 60_000 });
+    const result = spawnSync(process.execPath, [CLI, "render", "--stack", "fromenv"], {
+      cwd: root,
+      env,
+      encoding: "utf8",
+      timeout: 60_000,
+    });
     assert.equal(result.status, 0, result.stderr);
     assert.match(result.stdout, /hcloud:index\/server:Server/);
   });

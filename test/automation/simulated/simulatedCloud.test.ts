@@ -5,7 +5,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import fc from "fast-check";
 import { AddressPool } from "../../../automation/simulated/addressPool";
-import { JournalCorruptError, StackStateFile, hashSecrets, matchesSelector, type SimResource } from "../../../automation/simulated/simulatedCloud";
+import {
+  JournalCorruptError,
+  StackStateFile,
+  hashSecrets,
+  matchesSelector,
+  type SimResource,
+} from "../../../automation/simulated/simulatedCloud";
 import { SimulatedEngine } from "../../../automation/simulated/simulatedEngine";
 import { resolveKnobs } from "../../../automation/simulated/simulationKnobs";
 import { processAlive } from "../../../automation/engine/cliProcesses";
@@ -17,7 +23,19 @@ const PROGRAM_MODULE = join(__dirname, "..", "..", "support", "engineTestProgram
 const silent = { info() {}, warn() {}, error() {} };
 
 function resource(urn: string, extra: Partial<SimResource> = {}): SimResource {
-  return { urn, type: "random:index/randomString:RandomString", name: urn, custom: true, id: urn, inputs: {}, outputs: {}, createdAt: "2026-01-01T00:00:00Z", updatedAt: "2026-01-01T00:00:00Z", generation: 0, ...extra };
+  return {
+    urn,
+    type: "random:index/randomString:RandomString",
+    name: urn,
+    custom: true,
+    id: urn,
+    inputs: {},
+    outputs: {},
+    createdAt: "2026-01-01T00:00:00Z",
+    updatedAt: "2026-01-01T00:00:00Z",
+    generation: 0,
+    ...extra,
+  };
 }
 
 function stack(count: number, stackName = "cloudtest"): StackDefinition {
@@ -50,13 +68,16 @@ describe("simulated cloud", function () {
       file.append({ t: "put", r: resource("a") });
       appendFileSync(file.journalPath, "{not json\n");
       file.append({ t: "put", r: resource("b") });
-      assert.throws(() => file.load(), (error: Error) => {
-        assert.ok(error instanceof JournalCorruptError);
-        assert.ok(error.message.includes(file.journalPath), error.message);
-        assert.match(error.message, /line 2 .*1 entry follows/);
-        assert.match(error.message, /restore/);
-        return true;
-      });
+      assert.throws(
+        () => file.load(),
+        (error: Error) => {
+          assert.ok(error instanceof JournalCorruptError);
+          assert.ok(error.message.includes(file.journalPath), error.message);
+          assert.match(error.message, /line 2 .*1 entry follows/);
+          assert.match(error.message, /restore/);
+          return true;
+        },
+      );
     });
 
     it("refuses a line in the middle that is JSON but not a journal entry (null, a number, an unknown kind), as damage", function () {
@@ -65,7 +86,11 @@ describe("simulated cloud", function () {
         file.append({ t: "put", r: resource("a") });
         appendFileSync(file.journalPath, `${damaged}\n`);
         file.append({ t: "put", r: resource("b") });
-        assert.throws(() => file.load(), (error: Error) => error instanceof JournalCorruptError && /line 2 /.test(error.message), damaged);
+        assert.throws(
+          () => file.load(),
+          (error: Error) => error instanceof JournalCorruptError && /line 2 /.test(error.message),
+          damaged,
+        );
       }
     });
 
@@ -95,7 +120,10 @@ describe("simulated cloud", function () {
       const wrapped = { "4dabf18193072939515e22adb298388d": "1b47061264138c4ac30d75fd1eb44270", value: "hunter2" };
       const stored = JSON.stringify(hashSecrets({ token: wrapped, plain: "ok" }));
       assert.ok(!stored.includes("hunter2"));
-      assert.notEqual(JSON.stringify(hashSecrets({ token: { ...wrapped, value: "other" } })), JSON.stringify(hashSecrets({ token: wrapped })));
+      assert.notEqual(
+        JSON.stringify(hashSecrets({ token: { ...wrapped, value: "other" } })),
+        JSON.stringify(hashSecrets({ token: wrapped })),
+      );
     });
 
     it("rejects stack names that could escape the state directory", function () {
@@ -123,7 +151,11 @@ describe("simulated cloud", function () {
           const pool = new AddressPool();
           const pub = keys.map((k) => pool.public(k));
           const priv = keys.map((k) => pool.private("10.0.1.0/24", k));
-          return new Set(pub).size === keys.length && new Set(priv).size === keys.length && priv.every((a) => /^10\.0\.1\.\d+$/.test(a) && a !== "10.0.1.1");
+          return (
+            new Set(pub).size === keys.length &&
+            new Set(priv).size === keys.length &&
+            priv.every((a) => /^10\.0\.1\.\d+$/.test(a) && a !== "10.0.1.1")
+          );
         }),
         { numRuns: 30 },
       );
@@ -132,14 +164,28 @@ describe("simulated cloud", function () {
     it("is deterministic: the same keys in the same order get the same addresses", function () {
       const a = new AddressPool();
       const b = new AddressPool();
-      assert.deepEqual(["x", "y"].map((k) => a.public(k)), ["x", "y"].map((k) => b.public(k)));
+      assert.deepEqual(
+        ["x", "y"].map((k) => a.public(k)),
+        ["x", "y"].map((k) => b.public(k)),
+      );
     });
   });
 
   describe("knobs", function () {
     it("reads the environment variables exactly as named, options winning", function () {
-      const env = { NODEFLEET_SIM_BOOT_DELAY_MS: "10", NODEFLEET_SIM_FAIL_CREATE_RATE: "0.25", NODEFLEET_SIM_OUT_OF_STOCK: "cx22, EM-A115X-SSD", NODEFLEET_SIM_CRASH_AFTER_STEPS: "3" };
-      assert.deepEqual(resolveKnobs({}, env), { bootDelayMs: 10, failCreateRate: 0.25, outOfStock: ["cx22", "EM-A115X-SSD"], crashAfterSteps: 3, seed: "nodefleet" });
+      const env = {
+        NODEFLEET_SIM_BOOT_DELAY_MS: "10",
+        NODEFLEET_SIM_FAIL_CREATE_RATE: "0.25",
+        NODEFLEET_SIM_OUT_OF_STOCK: "cx22, EM-A115X-SSD",
+        NODEFLEET_SIM_CRASH_AFTER_STEPS: "3",
+      };
+      assert.deepEqual(resolveKnobs({}, env), {
+        bootDelayMs: 10,
+        failCreateRate: 0.25,
+        outOfStock: ["cx22", "EM-A115X-SSD"],
+        crashAfterSteps: 3,
+        seed: "nodefleet",
+      });
       assert.equal(resolveKnobs({ bootDelayMs: 7 }, env).bootDelayMs, 7);
       assert.equal(resolveKnobs({}, {}).bootDelayMs, 2000);
       assert.throws(() => resolveKnobs({}, { NODEFLEET_SIM_FAIL_CREATE_RATE: "2" }), /NODEFLEET_SIM_FAIL_CREATE_RATE/);
@@ -180,7 +226,11 @@ describe("simulated cloud", function () {
     it("injects orphans and deletes servers out-of-band; a refresh drops deleted ones from the stack", async function () {
       const engine = new SimulatedEngine({ dataDir: dataDir(), bootDelayMs: 0, env: {}, logger: silent });
       await engine.up(stack(2));
-      const orphan = engine.cloud.injectOrphanServer({ name: "cloudtest-ghost", labels: { "nodefleet.io/cluster": "cloudtest" }, createdAt: new Date("2026-01-01T00:00:00Z") });
+      const orphan = engine.cloud.injectOrphanServer({
+        name: "cloudtest-ghost",
+        labels: { "nodefleet.io/cluster": "cloudtest" },
+        createdAt: new Date("2026-01-01T00:00:00Z"),
+      });
       const all = engine.cloud.listServers("nodefleet.io/cluster=cloudtest");
       assert.equal(all.length, 3);
       assert.equal(all.find((s) => s.id === orphan.id)?.stack, undefined);
@@ -191,10 +241,16 @@ describe("simulated cloud", function () {
       engine.cloud.deleteServer(victim.id);
       assert.equal(engine.cloud.listServers("nodefleet.io/cluster=cloudtest").length, 1);
       const refresh = await engine.refresh(stack(2));
-      assert.deepEqual(refresh.steps.filter((s) => s.op === "delete").map((s) => s.name), ["m0-server"]);
+      assert.deepEqual(
+        refresh.steps.filter((s) => s.op === "delete").map((s) => s.name),
+        ["m0-server"],
+      );
       assert.equal(refresh.simulated, true);
       const up = await engine.up(stack(2));
-      assert.deepEqual(up.steps.filter((s) => s.op !== "same").map((s) => `${s.op} ${s.name}`), ["create m0-server"]);
+      assert.deepEqual(
+        up.steps.filter((s) => s.op !== "same").map((s) => `${s.op} ${s.name}`),
+        ["create m0-server"],
+      );
     });
 
     it("draws create failures from a seed: the same seed fails the same members", async function () {

@@ -5,7 +5,14 @@ import { REPLACE_TRIGGERS } from "../../../automation/simulated/replaceTriggers"
 import { changedKeys, decideStep, deepEqual, planDeletes } from "../../../automation/simulated/stepDiff";
 
 const SERVER = "hcloud:index/server:Server";
-const serverInputs = { name: "n1", serverType: "cpx21", image: "ubuntu-24.04", location: "hel1", userData: "#cloud-config\n", labels: { a: "1" } };
+const serverInputs = {
+  name: "n1",
+  serverType: "cpx21",
+  image: "ubuntu-24.04",
+  location: "hel1",
+  userData: "#cloud-config\n",
+  labels: { a: "1" },
+};
 
 describe("stepDiff", function () {
   it("creates what did not exist", function () {
@@ -14,11 +21,17 @@ describe("stepDiff", function () {
 
   it("keeps identical inputs (key order and absent-vs-undefined do not matter)", function () {
     const reordered = Object.fromEntries(Object.entries(serverInputs).reverse());
-    assert.equal(decideStep({ type: SERVER, inputs: serverInputs }, { type: SERVER, inputs: { ...reordered, backups: undefined } }).op, "same");
+    assert.equal(
+      decideStep({ type: SERVER, inputs: serverInputs }, { type: SERVER, inputs: { ...reordered, backups: undefined } }).op,
+      "same",
+    );
   });
 
   it("updates in place on a change hcloud applies without a new server (type, labels, name)", function () {
-    const step = decideStep({ type: SERVER, inputs: serverInputs }, { type: SERVER, inputs: { ...serverInputs, serverType: "cpx31", labels: { a: "2" } } });
+    const step = decideStep(
+      { type: SERVER, inputs: serverInputs },
+      { type: SERVER, inputs: { ...serverInputs, serverType: "cpx31", labels: { a: "2" } } },
+    );
     assert.deepEqual(step, { op: "update", keys: ["labels", "serverType"], replaceKeys: [] });
   });
 
@@ -37,7 +50,10 @@ describe("stepDiff", function () {
     assert.deepEqual([osChange.op, osChange.replaceKeys], ["replace", ["os"]]);
     assert.equal(decideStep({ type, inputs: prev }, { type, inputs: { ...prev, name: "n2" } }).op, "update");
     for (const path of ELASTIC_METAL_REPLACE_ON_CHANGES) {
-      assert.ok(REPLACE_TRIGGERS[type]?.properties.includes(path), `${path} is in the component's replaceOnChanges but not in the simulation's table`);
+      assert.ok(
+        REPLACE_TRIGGERS[type]?.properties.includes(path),
+        `${path} is in the component's replaceOnChanges but not in the simulation's table`,
+      );
     }
   });
 
@@ -45,10 +61,25 @@ describe("stepDiff", function () {
   for (const [type, prev, change, op] of [
     ["hcloud:index/placementGroup:PlacementGroup", { name: "pg", type: "spread", labels: {} }, { type: "other" }, "update"],
     ["hcloud:index/placementGroup:PlacementGroup", { name: "pg", type: "spread", labels: {} }, { labels: { a: "1" } }, "update"],
-    ["hcloud:index/firewall:Firewall", { name: "fw", rules: [], applyTos: [{ labelSelector: "a=1" }] }, { applyTos: [{ labelSelector: "a=2" }] }, "update"],
-    ["scaleway:ipam/ip:Ip", { region: "fr-par", sources: [{ privateNetworkId: "pn-1" }], tags: [] }, { sources: [{ privateNetworkId: "pn-2" }] }, "replace"],
+    [
+      "hcloud:index/firewall:Firewall",
+      { name: "fw", rules: [], applyTos: [{ labelSelector: "a=1" }] },
+      { applyTos: [{ labelSelector: "a=2" }] },
+      "update",
+    ],
+    [
+      "scaleway:ipam/ip:Ip",
+      { region: "fr-par", sources: [{ privateNetworkId: "pn-1" }], tags: [] },
+      { sources: [{ privateNetworkId: "pn-2" }] },
+      "replace",
+    ],
     ["scaleway:ipam/ip:Ip", { region: "fr-par", sources: [{ privateNetworkId: "pn-1" }], tags: [] }, { tags: ["x"] }, "update"],
-    ["scaleway:ipam/ip:Ip", { region: "fr-par", sources: [{ privateNetworkId: "pn-1" }], address: "172.16.0.5" }, { address: "172.16.0.6" }, "replace"],
+    [
+      "scaleway:ipam/ip:Ip",
+      { region: "fr-par", sources: [{ privateNetworkId: "pn-1" }], address: "172.16.0.5" },
+      { address: "172.16.0.6" },
+      "replace",
+    ],
     ["scaleway:elasticmetal/server:Server", { offer: "o1", os: "os1", zone: "fr-par-2" }, { offer: "o2" }, "replace"],
   ] as const) {
     it(`${type}: a ${Object.keys(change).join(", ")} change is planned as ${op}`, function () {
@@ -59,7 +90,10 @@ describe("stepDiff", function () {
   it("follows nested trigger paths (a Secret's metadata.name) but not sibling keys", function () {
     const type = "kubernetes:core/v1:Secret";
     const prev = { metadata: { name: "a", labels: { x: "1" } }, type: "Opaque" };
-    assert.equal(decideStep({ type, inputs: prev }, { type, inputs: { ...prev, metadata: { name: "a", labels: { x: "2" } } } }).op, "update");
+    assert.equal(
+      decideStep({ type, inputs: prev }, { type, inputs: { ...prev, metadata: { name: "a", labels: { x: "2" } } } }).op,
+      "update",
+    );
     const renamed = decideStep({ type, inputs: prev }, { type, inputs: { ...prev, metadata: { name: "b", labels: { x: "1" } } } });
     assert.deepEqual([renamed.op, renamed.replaceKeys], ["replace", ["metadata.name"]]);
   });
@@ -78,7 +112,10 @@ describe("stepDiff", function () {
 
   it("plans deletes for undeclared resources in reverse creation order", function () {
     const previous = [{ urn: "a" }, { urn: "b" }, { urn: "c" }, { urn: "d" }];
-    assert.deepEqual(planDeletes(previous, new Set(["b"])).map((r) => r.urn), ["d", "c", "a"]);
+    assert.deepEqual(
+      planDeletes(previous, new Set(["b"])).map((r) => r.urn),
+      ["d", "c", "a"],
+    );
   });
 
   it("cites a source for every replace-trigger entry", function () {
@@ -89,12 +126,26 @@ describe("stepDiff", function () {
   });
 
   const json = fc.letrec((tie) => ({
-    value: fc.oneof({ depthSize: "small" }, fc.string(), fc.integer(), fc.boolean(), fc.array(tie("value"), { maxLength: 3 }), fc.dictionary(fc.string({ minLength: 1, maxLength: 5 }), tie("value"), { maxKeys: 3 })),
+    value: fc.oneof(
+      { depthSize: "small" },
+      fc.string(),
+      fc.integer(),
+      fc.boolean(),
+      fc.array(tie("value"), { maxLength: 3 }),
+      fc.dictionary(fc.string({ minLength: 1, maxLength: 5 }), tie("value"), { maxKeys: 3 }),
+    ),
   })).value;
-  const inputsArb = fc.dictionary(fc.constantFrom("name", "serverType", "labels", "userData", "image", "location", "extra"), json, { maxKeys: 6 });
+  const inputsArb = fc.dictionary(fc.constantFrom("name", "serverType", "labels", "userData", "image", "location", "extra"), json, {
+    maxKeys: 6,
+  });
 
   it("property: a resource compared with itself is always `same`", function () {
-    fc.assert(fc.property(inputsArb, (inputs) => decideStep({ type: SERVER, inputs }, { type: SERVER, inputs: structuredClone(inputs) }).op === "same"));
+    fc.assert(
+      fc.property(
+        inputsArb,
+        (inputs) => decideStep({ type: SERVER, inputs }, { type: SERVER, inputs: structuredClone(inputs) }).op === "same",
+      ),
+    );
   });
 
   it("property: replace exactly when a changed key is a trigger; keys list exactly the changed keys", function () {

@@ -48,7 +48,10 @@ function failNextFdatasync(): void {
 
 const settledYet = async (promise: Promise<unknown>) => {
   let settled = false;
-  promise.then(() => (settled = true), () => (settled = true));
+  promise.then(
+    () => (settled = true),
+    () => (settled = true),
+  );
   // Several turns of the event loop, and time for a thread-pool fsync that is not held.
   await new Promise((resolve) => setTimeout(resolve, 50));
   return settled;
@@ -80,7 +83,10 @@ describe("group commit", () => {
       await assert.rejects(failing, /EIO/);
       await assert.rejects(failingDurable, /EIO/);
       // A failed sync fails the store: nothing later is written or reported durable.
-      await assert.rejects(group.run(() => store.insert(claim("later"))), StoreSyncFailedError);
+      await assert.rejects(
+        group.run(() => store.insert(claim("later"))),
+        StoreSyncFailedError,
+      );
       await assert.rejects(group.durable(), StoreSyncFailedError);
     } finally {
       fsyncs.restore();
@@ -103,7 +109,10 @@ describe("group commit", () => {
       const [created, node, nodes] = await Promise.all([create, get, list]);
       assert.equal(created.created, true);
       assert.equal(node.nodeID, created.node.nodeID);
-      assert.deepEqual(nodes.map((n) => n.nodeID), [created.node.nodeID]);
+      assert.deepEqual(
+        nodes.map((n) => n.nodeID),
+        [created.node.nodeID],
+      );
     } finally {
       fsyncs.restore();
       await api.close();
@@ -142,11 +151,21 @@ describe("group commit", () => {
       await eventuallyTrue(() => fsyncs.held.length === 1);
       failNextFdatasync();
       fsyncs.held.splice(0).forEach((h) => h.release());
-      await assert.rejects(lost, (error: NodefleetApiError) => error.status === 503 && /whether this request was recorded is unknown/.test(error.message));
+      await assert.rejects(
+        lost,
+        (error: NodefleetApiError) => error.status === 503 && /whether this request was recorded is unknown/.test(error.message),
+      );
       fsyncs.restore();
       // A later sync would succeed, and proves nothing: the store stays failed.
-      await assert.rejects(api.client.createNode({ uniqueID: "after-the-failure", pool: "hel1-burst" }), (error: NodefleetApiError) => error.status === 503);
-      await assert.rejects(api.client.getNode(kept.node.nodeID), (error: NodefleetApiError) => error.status === 503, "no read is reported durable");
+      await assert.rejects(
+        api.client.createNode({ uniqueID: "after-the-failure", pool: "hel1-burst" }),
+        (error: NodefleetApiError) => error.status === 503,
+      );
+      await assert.rejects(
+        api.client.getNode(kept.node.nodeID),
+        (error: NodefleetApiError) => error.status === 503,
+        "no read is reported durable",
+      );
       await assert.rejects(api.client.listNodes(), (error: NodefleetApiError) => error.status === 503);
       const ready = await fetch(`${api.baseUrl}/readyz`);
       assert.equal(ready.status, 503);
@@ -171,10 +190,20 @@ describe("group commit", () => {
       assert.deepEqual(await api.client.listNodes(), []);
       const a = await api.client.createNode({ uniqueID: "listed-a", pool: "hel1-burst" });
       const b = await api.client.createNode({ uniqueID: "listed-b", pool: "hel1-burst" });
-      assert.deepEqual((await api.client.listNodes()).map((n) => n.nodeID), [a.node.nodeID, b.node.nodeID]);
-      assert.deepEqual((await api.client.listNodes()).map((n) => n.nodeID), [a.node.nodeID, b.node.nodeID], "unchanged: the same answer");
+      assert.deepEqual(
+        (await api.client.listNodes()).map((n) => n.nodeID),
+        [a.node.nodeID, b.node.nodeID],
+      );
+      assert.deepEqual(
+        (await api.client.listNodes()).map((n) => n.nodeID),
+        [a.node.nodeID, b.node.nodeID],
+        "unchanged: the same answer",
+      );
       await api.client.deleteNode(a.node.nodeID);
-      assert.deepEqual((await api.client.listNodes()).map((n) => n.nodeID), [b.node.nodeID]);
+      assert.deepEqual(
+        (await api.client.listNodes()).map((n) => n.nodeID),
+        [b.node.nodeID],
+      );
       await assert.rejects(api.client.getNode(a.node.nodeID), /NodeNotFound|does not exist/);
       const pools = api.config["nodefleet:pools"]!.value as Array<Record<string, unknown>>;
       pools.find((p) => p.name === "hel1-burst")!.image = "debian-13";
@@ -192,14 +221,19 @@ describe("group commit", () => {
     const group = new GroupCommit(db);
     const answered: boolean[] = [];
     const writes = Array.from({ length: 20 }, (_, i) =>
-      group.run(() => store.insert(claim(`k${i}`))).then((c) => {
-        answered.push(db.inTransaction);
-        return c;
-      }),
+      group
+        .run(() => store.insert(claim(`k${i}`)))
+        .then((c) => {
+          answered.push(db.inTransaction);
+          return c;
+        }),
     );
     await Promise.all(writes);
     assert.deepEqual(group.stats, { groups: 1, writes: 20, syncs: 1 });
-    assert.ok(answered.every((inTransaction) => !inTransaction), "answered after the COMMIT");
+    assert.ok(
+      answered.every((inTransaction) => !inTransaction),
+      "answered after the COMMIT",
+    );
     assert.equal(store.list("example").length, 20);
     db.close();
   });
@@ -288,8 +322,17 @@ describe("group commit", () => {
       }),
       group.run(() => store.insert(claim("c"))),
     ]);
-    assert.deepEqual(results.map((r) => r.status), ["fulfilled", "rejected", "fulfilled"]);
-    assert.deepEqual(store.list("example").map((c) => c.nodeId).sort(), ["a", "c"]);
+    assert.deepEqual(
+      results.map((r) => r.status),
+      ["fulfilled", "rejected", "fulfilled"],
+    );
+    assert.deepEqual(
+      store
+        .list("example")
+        .map((c) => c.nodeId)
+        .sort(),
+      ["a", "c"],
+    );
     assert.equal(group.stats.groups, 1);
     db.close();
   });
@@ -297,7 +340,9 @@ describe("group commit", () => {
   it("through the API: concurrent creates all go through group commit, and the same uniqueID at once is one 201 and 200 replays", async () => {
     const api = await startTestApi({ batch: { idleMs: 60_000, maxMs: 60_000 } });
     try {
-      const creates = await Promise.all(Array.from({ length: 40 }, (_, i) => api.client.createNode({ uniqueID: `together-${i}`, pool: "hel1-burst" })));
+      const creates = await Promise.all(
+        Array.from({ length: 40 }, (_, i) => api.client.createNode({ uniqueID: `together-${i}`, pool: "hel1-burst" })),
+      );
       assert.ok(creates.every((c) => c.created));
       // How many requests share a commit depends on how their bytes arrive (the unit tests above pin the grouping itself).
       assert.equal(api.app.nodefleet.store.commitStats.writes, 40);
@@ -330,7 +375,13 @@ describe("group commit", () => {
       databaseSyncs.releaseAll();
       await d;
       assert.equal(walSyncOf(db).checkpointUnsynced, false);
-      assert.deepEqual(store.list("example").map((c) => c.nodeId).sort(), ["a", "b", "c", "d"]);
+      assert.deepEqual(
+        store
+          .list("example")
+          .map((c) => c.nodeId)
+          .sort(),
+        ["a", "b", "c", "d"],
+      );
       assert.equal(group.stats.groups, 2);
     } finally {
       databaseSyncs.restore();
@@ -356,7 +407,10 @@ describe("group commit", () => {
         assert.equal(walSyncOf(db).walUnsyncedWrites, true, "not synced inside the transaction");
       });
       assert.equal(walSyncOf(db).walUnsyncedWrites, false, "the transaction's commit synced both");
-      assert.deepEqual(operations.list("example").map((o) => o.result), ["running", "abandoned", "succeeded"]);
+      assert.deepEqual(
+        operations.list("example").map((o) => o.result),
+        ["running", "abandoned", "succeeded"],
+      );
     } finally {
       db.close();
     }

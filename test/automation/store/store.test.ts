@@ -71,14 +71,17 @@ describe("store", () => {
     it("is refused when nodefleet.db is missing next to the API stack's engine state, naming the file and how to restore", () => {
       const dir = tempDataDir();
       withApiStackState(dir);
-      assert.throws(() => openDatabase(dir, { engineState: () => engineStateOf(dir, "example-api") }), (error: Error) => {
-        assert.ok(error instanceof StoreLostError, String(error));
-        assert.ok(error.message.includes(databasePath(dir)), error.message);
-        assert.match(error.message, /missing/);
-        assert.match(error.message, /Restore nodefleet\.db/);
-        assert.ok(error.message.includes(path.join("simulated-cloud", "stacks", "example-api.json")));
-        return true;
-      });
+      assert.throws(
+        () => openDatabase(dir, { engineState: () => engineStateOf(dir, "example-api") }),
+        (error: Error) => {
+          assert.ok(error instanceof StoreLostError, String(error));
+          assert.ok(error.message.includes(databasePath(dir)), error.message);
+          assert.match(error.message, /missing/);
+          assert.match(error.message, /Restore nodefleet\.db/);
+          assert.ok(error.message.includes(path.join("simulated-cloud", "stacks", "example-api.json")));
+          return true;
+        },
+      );
       assert.equal(fs.existsSync(databasePath(dir)), false, "nothing was created");
     });
 
@@ -90,7 +93,10 @@ describe("store", () => {
       withApiStackState(dir);
       for (const file of databaseFiles(dir).slice(1)) fs.rmSync(file, { force: true });
       fs.truncateSync(databasePath(dir), 0);
-      assert.throws(() => openDatabase(dir, { engineState: () => engineStateOf(dir, "example-api") }), (error: Error) => error instanceof StoreLostError && /is empty/.test(error.message));
+      assert.throws(
+        () => openDatabase(dir, { engineState: () => engineStateOf(dir, "example-api") }),
+        (error: Error) => error instanceof StoreLostError && /is empty/.test(error.message),
+      );
     });
 
     it("is not in the way of a first start (no engine state yet) or of another stack's state", () => {
@@ -114,13 +120,16 @@ describe("store", () => {
     const fd = fs.openSync(databasePath(dir), "r+");
     fs.writeSync(fd, Buffer.alloc(pageSize, 0xa5), 0, pageSize, pageSize * 10);
     fs.closeSync(fd);
-    assert.throws(() => openDatabase(dir), (error: Error) => {
-      assert.ok(error instanceof StoreDamagedError, String(error));
-      assert.ok(error.message.includes(databasePath(dir)), error.message);
-      assert.match(error.message, /damaged/);
-      assert.match(error.message, /restore/);
-      return true;
-    });
+    assert.throws(
+      () => openDatabase(dir),
+      (error: Error) => {
+        assert.ok(error instanceof StoreDamagedError, String(error));
+        assert.ok(error.message.includes(databasePath(dir)), error.message);
+        assert.match(error.message, /damaged/);
+        assert.match(error.message, /restore/);
+        return true;
+      },
+    );
   });
 
   it("stores claims with their snapshot, counts usage of occupying claims and patches status", () => {
@@ -137,8 +146,14 @@ describe("store", () => {
       assert.equal(failed.failureReason, "boom");
       assert.deepEqual(failed.snapshot, newClaim("k1").snapshot);
       store.update("example", "k1", { status: "GONE", goneAt: "now" });
-      assert.deepEqual(store.list("example").map((c) => c.nodeId), ["k2", "k3"]);
-      assert.deepEqual(store.list("example", { pool: "other" }).map((c) => c.nodeId), ["k3"]);
+      assert.deepEqual(
+        store.list("example").map((c) => c.nodeId),
+        ["k2", "k3"],
+      );
+      assert.deepEqual(
+        store.list("example", { pool: "other" }).map((c) => c.nodeId),
+        ["k3"],
+      );
       assert.equal(store.byUniqueId("example", "u-k1")?.status, "GONE");
       assert.throws(() => store.insert({ ...newClaim("k9"), uniqueId: "u-k3" }), /UNIQUE/);
       assert.equal(store.countByStatus("example").PENDING, 1);
@@ -161,7 +176,10 @@ describe("store", () => {
     const reopened = new OperationLog(db);
     assert.equal(reopened.abandonUnfinished("crash"), 1);
     const ops = reopened.list("example");
-    assert.deepEqual(ops.map((o) => o.result), ["abandoned", "succeeded"]);
+    assert.deepEqual(
+      ops.map((o) => o.result),
+      ["abandoned", "succeeded"],
+    );
     assert.equal(ops[1]!.summary!.create, 1);
     assert.deepEqual(ops[0]!.nodes, ["k2"]);
     db.close();
@@ -172,12 +190,15 @@ describe("store", () => {
       const dir = tempDataDir("nodefleet-lock-");
       const lock = acquireDataDirLock(dir);
       try {
-        assert.throws(() => acquireDataDirLock(dir), (error: unknown) => {
-          assert.ok(error instanceof DataDirLockedError);
-          assert.match(error.message, new RegExp(`pid ${process.pid}`));
-          assert.match(error.message, /--data-dir/);
-          return true;
-        });
+        assert.throws(
+          () => acquireDataDirLock(dir),
+          (error: unknown) => {
+            assert.ok(error instanceof DataDirLockedError);
+            assert.match(error.message, new RegExp(`pid ${process.pid}`));
+            assert.match(error.message, /--data-dir/);
+            return true;
+          },
+        );
       } finally {
         lock.release();
       }

@@ -13,7 +13,7 @@ import { cleanCheckout } from "../support/cleanCheckout";
 import { shellBlocks } from "../support/markdownShellBlocks";
 import { REPOSITORY_ROOT } from "../support/serveProcess";
 import { type BlockRun, ShellSession } from "../support/shellSession";
-import { missingTools, skipUnlessAvailable } from "../support/toolchainRequirement";
+import { LOCAL_CLOUD_TOOLS, missingTools, skipUnlessAvailable } from "../support/toolchainRequirement";
 import { readerEnvironment } from "../support/readerEnvironment";
 
 const PAGE = join(REPOSITORY_ROOT, "docs", "local-cloud.md");
@@ -31,22 +31,7 @@ describe("docs/local-cloud.md, run as written from a clean checkout (real engine
   };
 
   before(async function () {
-    skipUnlessAvailable(
-      this,
-      missingTools(
-        "pulumi",
-        "pulumi-language-nodejs",
-        "pulumi-resource-hcloud",
-        "pulumi-resource-kubernetes",
-        "pulumi-resource-random",
-        "pulumi-resource-time",
-        "etcd",
-        "kube-apiserver",
-        "kube-controller-manager",
-        "kube-scheduler",
-        "kubectl",
-      ),
-    );
+    skipUnlessAvailable(this, missingTools(...LOCAL_CLOUD_TOOLS, "kubectl"));
     dir = cleanCheckout(mkdtempSync(join(tmpdir(), "nodefleet-docs-")));
     session = new ShellSession(dir, readerEnvironment());
     for (const block of blocks) {

@@ -5,6 +5,20 @@
  */
 import { TOOLCHAIN_HINT, findTool } from "../../automation/engine/toolchain";
 
+/** What a test on the local cloud runs: the CLI with the plugins of the local stack, and the control plane. */
+export const LOCAL_CLOUD_TOOLS = [
+  "pulumi",
+  "pulumi-language-nodejs",
+  "pulumi-resource-hcloud",
+  "pulumi-resource-kubernetes",
+  "pulumi-resource-random",
+  "pulumi-resource-time",
+  "etcd",
+  "kube-apiserver",
+  "kube-controller-manager",
+  "kube-scheduler",
+] as const;
+
 /** Why the named toolchain binaries cannot be used here, or undefined when all are found. */
 export function missingTools(...names: string[]): string | undefined {
   const missing = names.filter((name) => !findTool(name));

@@ -13,7 +13,7 @@ import { ProjectTemplateError, projectTemplate } from "../../../automation/init/
 import { type LocalCloud, startLocalCloud } from "../../../automation/local/localCloud";
 import { runPulumi } from "../../../automation/local/localStack";
 import { REPOSITORY_ROOT } from "../../support/serveProcess";
-import { missingTools, skipUnlessAvailable } from "../../support/toolchainRequirement";
+import { LOCAL_CLOUD_TOOLS, missingTools, skipUnlessAvailable } from "../../support/toolchainRequirement";
 import { until } from "../../support/until";
 
 const quiet = { info() {}, warn() {} };
@@ -178,21 +178,7 @@ describe("nodefleet from the packed tarball in a project of one's own", function
     let cloud: LocalCloud;
 
     before(async function () {
-      skipUnlessAvailable(
-        this,
-        missingTools(
-          "pulumi",
-          "pulumi-language-nodejs",
-          "pulumi-resource-hcloud",
-          "pulumi-resource-kubernetes",
-          "pulumi-resource-random",
-          "pulumi-resource-time",
-          "etcd",
-          "kube-apiserver",
-          "kube-controller-manager",
-          "kube-scheduler",
-        ),
-      );
+      skipUnlessAvailable(this, missingTools(...LOCAL_CLOUD_TOOLS));
       cloud = await startLocalCloud({ dataDir: join(dir, "data"), hcloudPort: 0, logger: quiet, projectDir: project });
     });
 

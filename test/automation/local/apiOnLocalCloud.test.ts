@@ -23,7 +23,7 @@ import { runPulumi } from "../../../automation/local/localStack";
 import { localStackProject } from "../../support/localStackProject";
 import { until } from "../../support/until";
 import { type ServeProcess, crashWithChildren, startServe } from "../../support/serveProcess";
-import { missingTools, skipUnlessAvailable } from "../../support/toolchainRequirement";
+import { LOCAL_CLOUD_TOOLS, missingTools, skipUnlessAvailable } from "../../support/toolchainRequirement";
 
 const POOL = "local-burst";
 const SOLD_OUT = "cpx21";
@@ -49,21 +49,7 @@ describe("the scaling API on the automation engine against the local cloud, kill
   const karpenterPace = <T>(what: string, probe: () => Promise<T | undefined>) => waitFor(what, probe, 1000);
 
   before(async function () {
-    skipUnlessAvailable(
-      this,
-      missingTools(
-        "pulumi",
-        "pulumi-language-nodejs",
-        "pulumi-resource-hcloud",
-        "pulumi-resource-kubernetes",
-        "pulumi-resource-random",
-        "pulumi-resource-time",
-        "etcd",
-        "kube-apiserver",
-        "kube-controller-manager",
-        "kube-scheduler",
-      ),
-    );
+    skipUnlessAvailable(this, missingTools(...LOCAL_CLOUD_TOOLS));
     dir = mkdtempSync(join(tmpdir(), "nodefleet-api-local-"));
     project = localStackProject(join(dir, "project"));
     cloud = await startLocalCloud({

@@ -15,7 +15,7 @@ import { TOKEN } from "../../support/apiHarness";
 import { UP, editLocalPools, poolServers } from "../../support/localFleet";
 import { localStackProject } from "../../support/localStackProject";
 import { type ServeProcess, startServe } from "../../support/serveProcess";
-import { missingTools, skipUnlessAvailable } from "../../support/toolchainRequirement";
+import { LOCAL_CLOUD_TOOLS, missingTools, skipUnlessAvailable } from "../../support/toolchainRequirement";
 import { until } from "../../support/until";
 
 const POOL = "local-burst";
@@ -31,21 +31,7 @@ describe("creates during a kube-apiserver outage (real engine, local cloud)", fu
   let serve: ServeProcess | undefined;
 
   before(async function () {
-    skipUnlessAvailable(
-      this,
-      missingTools(
-        "pulumi",
-        "pulumi-language-nodejs",
-        "pulumi-resource-hcloud",
-        "pulumi-resource-kubernetes",
-        "pulumi-resource-random",
-        "pulumi-resource-time",
-        "etcd",
-        "kube-apiserver",
-        "kube-controller-manager",
-        "kube-scheduler",
-      ),
-    );
+    skipUnlessAvailable(this, missingTools(...LOCAL_CLOUD_TOOLS));
     dir = mkdtempSync(join(tmpdir(), "nodefleet-apiserver-outage-"));
     const project = localStackProject(join(dir, "project"));
     cloud = await startLocalCloud({ dataDir: join(dir, "data"), hcloudPort: 0, agentIntervalMs: 1000, logger: quiet, projectDir: project });

@@ -13,7 +13,7 @@ import { type LocalCloud, startLocalCloud } from "../../../automation/local/loca
 import { runPulumi } from "../../../automation/local/localStack";
 import { UP, editLocalPools, poolServers } from "../../support/localFleet";
 import { localStackProject } from "../../support/localStackProject";
-import { missingTools, skipUnlessAvailable } from "../../support/toolchainRequirement";
+import { LOCAL_CLOUD_TOOLS, missingTools, skipUnlessAvailable } from "../../support/toolchainRequirement";
 
 const quiet = { info() {}, warn() {} };
 const PREVIEW = ["preview", "--stack", "local", "--non-interactive", "--diff"];
@@ -36,22 +36,7 @@ describe("config guards on the local cloud (real engine): a typo never deletes a
   }
 
   before(async function () {
-    skipUnlessAvailable(
-      this,
-      missingTools(
-        "pulumi",
-        "pulumi-language-nodejs",
-        "pulumi-resource-hcloud",
-        "pulumi-resource-kubernetes",
-        "pulumi-resource-random",
-        "pulumi-resource-time",
-        "etcd",
-        "kube-apiserver",
-        "kube-controller-manager",
-        "kube-scheduler",
-        "kubectl",
-      ),
-    );
+    skipUnlessAvailable(this, missingTools(...LOCAL_CLOUD_TOOLS, "kubectl"));
     dir = mkdtempSync(join(tmpdir(), "nodefleet-config-guards-"));
     project = localStackProject(join(dir, "project"));
     cloud = await startLocalCloud({ dataDir: join(dir, "data"), hcloudPort: 0, agentIntervalMs: 300, logger: quiet, projectDir: project });

@@ -16,7 +16,7 @@ import { TOKEN } from "../../support/apiHarness";
 import { UP, editLocalPools, poolServers } from "../../support/localFleet";
 import { localStackProject } from "../../support/localStackProject";
 import { type ServeProcess, startServe } from "../../support/serveProcess";
-import { missingTools, skipUnlessAvailable } from "../../support/toolchainRequirement";
+import { LOCAL_CLOUD_TOOLS, missingTools, skipUnlessAvailable } from "../../support/toolchainRequirement";
 import { until } from "../../support/until";
 
 const POOL = "local-burst";
@@ -53,21 +53,7 @@ describe("plugins a SIGKILLed service left running, on the local cloud", functio
     ));
 
   before(async function () {
-    skipUnlessAvailable(
-      this,
-      missingTools(
-        "pulumi",
-        "pulumi-language-nodejs",
-        "pulumi-resource-hcloud",
-        "pulumi-resource-kubernetes",
-        "pulumi-resource-random",
-        "pulumi-resource-time",
-        "etcd",
-        "kube-apiserver",
-        "kube-controller-manager",
-        "kube-scheduler",
-      ),
-    );
+    skipUnlessAvailable(this, missingTools(...LOCAL_CLOUD_TOOLS));
     dir = mkdtempSync(join(tmpdir(), "nodefleet-leftover-plugins-"));
     project = localStackProject(join(dir, "project"));
     // Servers take 20 s to boot: the run's create, and its CLI with the plugins, are live for that long.

@@ -35,7 +35,7 @@ import { runPulumi } from "../../../automation/local/localStack";
 import { localStackProject } from "../../support/localStackProject";
 import { until } from "../../support/until";
 import { type ServeProcess, startServe } from "../../support/serveProcess";
-import { missingTools, skipUnlessAvailable } from "../../support/toolchainRequirement";
+import { LOCAL_CLOUD_TOOLS, missingTools, skipUnlessAvailable } from "../../support/toolchainRequirement";
 
 const quiet = { info() {}, warn() {} };
 
@@ -47,22 +47,7 @@ describe("pulumi up --stack local on the local cloud (real engine, real control 
   const exchanges: HcloudExchange[] = [];
 
   before(async function () {
-    skipUnlessAvailable(
-      this,
-      missingTools(
-        "pulumi",
-        "pulumi-language-nodejs",
-        "pulumi-resource-hcloud",
-        "pulumi-resource-kubernetes",
-        "pulumi-resource-random",
-        "pulumi-resource-time",
-        "etcd",
-        "kube-apiserver",
-        "kube-controller-manager",
-        "kube-scheduler",
-        "kubectl",
-      ),
-    );
+    skipUnlessAvailable(this, missingTools(...LOCAL_CLOUD_TOOLS, "kubectl"));
     dir = mkdtempSync(join(tmpdir(), "nodefleet-local-stack-"));
     // The repository's project, with its program compiled: the same Pulumi.yaml settings, main in dist.
     project = localStackProject(join(dir, "project"));

@@ -20,7 +20,7 @@ import { localStackProject } from "../../support/localStackProject";
 import { type ServeProcess, startServe } from "../../support/serveProcess";
 import { filesHolding } from "../../support/filesHolding";
 import { until } from "../../support/until";
-import { missingTools, skipUnlessAvailable } from "../../support/toolchainRequirement";
+import { LOCAL_CLOUD_TOOLS, missingTools, skipUnlessAvailable } from "../../support/toolchainRequirement";
 
 const STATIC = "local-general";
 const BURST = "local-burst";
@@ -42,21 +42,7 @@ describe("bootstrap token secrets in the Pulumi state on the local cloud (real e
   const seen = new Map<string, string>();
 
   before(async function () {
-    skipUnlessAvailable(
-      this,
-      missingTools(
-        "pulumi",
-        "pulumi-language-nodejs",
-        "pulumi-resource-hcloud",
-        "pulumi-resource-kubernetes",
-        "pulumi-resource-random",
-        "pulumi-resource-time",
-        "etcd",
-        "kube-apiserver",
-        "kube-controller-manager",
-        "kube-scheduler",
-      ),
-    );
+    skipUnlessAvailable(this, missingTools(...LOCAL_CLOUD_TOOLS));
     dir = mkdtempSync(join(tmpdir(), "nodefleet-token-state-"));
     project = localStackProject(join(dir, "project"));
     cloud = await startLocalCloud({ dataDir: join(dir, "data"), hcloudPort: 0, agentIntervalMs: 500, logger: quiet, projectDir: project });

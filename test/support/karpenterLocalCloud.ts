@@ -27,21 +27,10 @@ import { configValues, readStackConfigFile } from "../../automation/stackConfigF
 import { localStackProject } from "./localStackProject";
 import { until } from "./until";
 import { type ServeProcess, startServe } from "./serveProcess";
+import { LOCAL_CLOUD_TOOLS } from "./toolchainRequirement";
 
 /** The toolchain pieces the loop needs. */
-export const KARPENTER_LOOP_TOOLS = [
-  "pulumi",
-  "pulumi-language-nodejs",
-  "pulumi-resource-hcloud",
-  "pulumi-resource-kubernetes",
-  "pulumi-resource-random",
-  "pulumi-resource-time",
-  "etcd",
-  "kube-apiserver",
-  "kube-controller-manager",
-  "kube-scheduler",
-  "nodefleet-karpenter",
-];
+export const KARPENTER_LOOP_TOOLS = [...LOCAL_CLOUD_TOOLS, "nodefleet-karpenter"];
 
 export interface KubeItem {
   metadata: { name: string; labels?: Record<string, string>; finalizers?: string[]; deletionTimestamp?: string };

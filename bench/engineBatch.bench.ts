@@ -34,7 +34,8 @@ function countingToolchain(root: string): { env: NodeJS.ProcessEnv; invocations:
     .filter((dir) => findTool("pulumi", { PATH: dir, NODEFLEET_TOOLCHAIN_DIR: "/nonexistent" }) === undefined)
     .join(":");
   return {
-    env: { ...process.env, PATH: path, NODEFLEET_TOOLCHAIN_DIR: root, PULUMI_CONFIG_PASSPHRASE: "bench" },
+    // The toolchain's plugin doubles, as on the local cloud (docs/engines.md).
+    env: { ...process.env, PATH: path, NODEFLEET_TOOLCHAIN_DIR: root, PULUMI_CONFIG_PASSPHRASE: "bench", NODEFLEET_PLUGINS: "toolchain" },
     invocations: () => readFileSync(log, "utf8").split("\n").filter(Boolean),
   };
 }

@@ -20,10 +20,12 @@ import {
   mkdirSync,
   readdirSync,
   readFileSync,
+  realpathSync,
   renameSync,
   rmSync,
   statSync,
   symlinkSync,
+  writeFileSync,
 } from "node:fs";
 import { homedir, tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
@@ -180,6 +182,30 @@ function buildPiece(piece, goVer) {
   return { name: piece.name, version, status: "built", seconds: Number(seconds()), path: output };
 }
 
+// The CLI loads its language host and the Node.js dynamic provider from beside its own executable
+// when plugins on PATH are ignored (as nodefleet's runs on upstream plugins do; pulumi's
+// sdk/go/common/workspace/plugins.go, IsPluginBundled): lay them out as Pulumi's own distribution does.
+const NODEJS_DYNAMIC_PROVIDER = `#!/bin/sh
+# The Node.js dynamic provider of the program's own @pulumi/pulumi (resolved from the working
+# directory or NODE_PATH), placed beside the CLI as Pulumi's distribution places it.
+script=$(node -e 'process.stdout.write(require.resolve("@pulumi/pulumi/cmd/dynamic-provider"))') || exit 1
+exec node "$script" "$@"
+`;
+
+function bundleBesideCli() {
+  const cli = join(binDir, "pulumi");
+  const host = join(binDir, "pulumi-language-nodejs");
+  if (!existsSync(cli) || !existsSync(host)) return;
+  const cliDir = dirname(realpathSync(cli));
+  const hostLink = join(cliDir, "pulumi-language-nodejs");
+  const tmp = `${hostLink}.${process.pid}`;
+  symlinkSync(realpathSync(host), tmp);
+  renameSync(tmp, hostLink);
+  const provider = join(cliDir, "pulumi-resource-pulumi-nodejs");
+  writeFileSync(`${provider}.${process.pid}`, NODEJS_DYNAMIC_PROVIDER, { mode: 0o755 });
+  renameSync(`${provider}.${process.pid}`, provider);
+}
+
 function main() {
   const goVer = goVersion();
   const results = [];
@@ -190,6 +216,7 @@ function main() {
     const detail = result.reason ? `: ${result.reason}` : piece.substituteFor ? ` (nodefleet's own, for ${piece.substituteFor})` : "";
     process.stderr.write(`toolchain: ${result.name} ${result.version} ${result.status} in ${result.seconds}s${detail}\n`);
   }
+  bundleBesideCli();
   process.stderr.write(`toolchain: binaries in ${binDir}\n`);
   if (asJson) process.stdout.write(`${JSON.stringify({ binDir, pieces: results }, null, 2)}\n`);
   const failed = results.filter((r) => r.status === "failed");

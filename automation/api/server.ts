@@ -66,8 +66,14 @@ export interface BuildServerOptions {
    * Hetzner client; else the program looks them up); while missing, readyz says so and creates are refused.
    */
   readonly prerequisites?: GitStackPrerequisites;
-  /** Resolves once the engine can run (the simulated engine first applies the git stack); readyz is 503 until then. */
+  /**
+   * Resolves once the engine can run (the simulated engine first applies the git stack, the
+   * automation engine installs its provider plugins); readyz is 503 until then. A rejection is
+   * final: readyz is degraded with its message, creates are refused with it and no run starts.
+   */
   readonly engineReady?: Promise<unknown>;
+  /** What readyz says while `engineReady` is pending (default: applying the git stack). */
+  readonly engineStarting?: string;
   readonly catalog?: CatalogSource;
   readonly availability?: OfferingAvailability;
   /** How long a sold-out create keeps its offering unavailable (default 30 min). */
@@ -141,7 +147,7 @@ async function compose(
   const { store, operations, metrics, availability, logger } = parts;
   const clusterId = options.fleet().cluster.id;
   const engineStart = watchEngineStart(options.engineReady);
-  const { reconciler, clusters } = servedCluster(options, parts, clusterId);
+  const { reconciler, clusters } = servedCluster(options, parts, clusterId, engineStart);
 
   const app = httpServer(options, logger);
   const lifecycle = { closing: false };
@@ -242,6 +248,7 @@ function servedCluster(
   options: BuildServerOptions,
   parts: ServiceParts,
   clusterId: string,
+  engineStart: EngineStart,
 ): { reconciler: ClusterReconciler; clusters: ReadonlyMap<string, ClusterService> } {
   const { store, operations, metrics, availability, catalog } = parts;
   const reconciler = clusterReconciler(options, parts, clusterId);
@@ -252,7 +259,7 @@ function servedCluster(
     reconciler,
     catalog: () => catalog.current(),
     availability,
-    ...(options.prerequisites ? { refusal: () => options.prerequisites!.refusal() } : {}),
+    refusal: () => (engineStart.state === "failed" ? `the engine cannot run: ${engineStart.error}` : options.prerequisites?.refusal()),
   });
   metrics.addCluster({ clusterId, nodesByStatus: () => store.countByStatus(clusterId), queueDepth: () => reconciler.queueDepth() });
   return { reconciler, clusters: new Map([[clusterId, service]]) };
@@ -309,7 +316,8 @@ function readinessOf({ options, parts, clusterId, reconciler, engineStart, syncs
   return (): Readiness => {
     if (lifecycle.closing) return { status: "stopping", details: { reason: "the service is shutting down" } };
     if (syncs.failed) return { status: "stopping", details: { reason: `${syncs.failed.message}: restart the service` } };
-    if (engineStart.state === "starting") return { status: "starting", details: { engine: "applying the git stack before the first run" } };
+    if (engineStart.state === "starting")
+      return { status: "starting", details: { engine: options.engineStarting ?? "applying the git stack before the first run" } };
     // Readiness never waits on Hetzner: a catalog not (yet) read is served stale and named here.
     const stale = catalog.staleness();
     const state = serving();

@@ -7,7 +7,9 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { type Command, InvalidArgumentError, Option } from "commander";
+import type { FleetSpec } from "../../components/fleet/fleetSpec";
 import { AutomationEngine } from "../engine/automationEngine";
+import { fleetPlugins, pluginLabel } from "../engine/providerPlugins";
 import type { StackEngine } from "../engine/stackEngine";
 import { formatPreviewMarkdown } from "../preview/previewMarkdown";
 import { type EngineKind, runPreview } from "../preview/runPreview";
@@ -21,12 +23,17 @@ function defaultEngine(env: NodeJS.ProcessEnv = process.env): EngineKind {
   return CLOUD_CREDENTIALS.some((name) => env[name]) ? "automation" : "simulated";
 }
 
-async function createEngine(kind: EngineKind, dataDir: string, scratch: boolean): Promise<StackEngine> {
+async function createEngine(kind: EngineKind, dataDir: string, scratch: boolean, fleet?: FleetSpec): Promise<StackEngine> {
   // The banner is printed once by the command, not once per engine. A scratch cloud seeded with the
   // base config ignores the NODEFLEET_SIM_* fault knobs: an injected failure there would falsify the "before".
   if (kind === "simulated") return new SimulatedEngine({ dataDir, banner: false, ...(scratch ? { env: {} } : {}) });
-  // Fails with how to install the pulumi CLI when it is missing.
-  return AutomationEngine.create({ dataDir });
+  // Fails with how to install the pulumi CLI when it is missing, and names a provider plugin it cannot have.
+  const engine = await AutomationEngine.create({ dataDir });
+  if (fleet) {
+    const resolved = await engine.resolvePlugins(fleetPlugins(fleet));
+    process.stderr.write(`nodefleet preview: provider plugins ${resolved.map((r) => `${pluginLabel(r.plugin)} (${r.from})`).join(", ")}\n`);
+  }
+  return engine;
 }
 
 function collect(value: string, previous: string[] = []): string[] {

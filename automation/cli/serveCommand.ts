@@ -32,6 +32,7 @@ import { lookUpSharedResources } from "../reconciler/sharedResources";
 import { GitStackPrerequisites } from "../reconciler/gitStackPrerequisites";
 import { OfferingAvailability } from "../catalog/offeringAvailability";
 import { AutomationEngine, DEFAULT_ENGINE_PARALLEL } from "../engine/automationEngine";
+import { apiStackPlugins, pluginLabel, pluginSource } from "../engine/providerPlugins";
 import { HcloudClient } from "../hcloud/hcloudClient";
 import { engineStateOf } from "../engine/engineState";
 import type { StackEngine } from "../engine/stackEngine";
@@ -171,6 +172,7 @@ function serviceSettings(env: NodeJS.ProcessEnv) {
     shutdownGraceMs: intEnv(env, "NODEFLEET_SHUTDOWN_GRACE_MS", 30_000),
     engineParallel: positiveIntEnv(env, "NODEFLEET_ENGINE_PARALLEL", DEFAULT_ENGINE_PARALLEL),
     prerequisiteRecheckMs: positiveIntEnv(env, "NODEFLEET_PREREQUISITE_RECHECK_MS", 5_000),
+    plugins: pluginSource(env),
   } as const;
 }
 
@@ -227,6 +229,8 @@ interface EngineWiring {
   readonly reclaimer?: OrphanReclaimer;
   /** The API stack's workspace being prepared at start. */
   readonly preparing?: Promise<void>;
+  /** Settles once the engine can run (see BuildServerOptions.engineReady), and what readyz says meanwhile. */
+  readonly engineReady?: { readonly ready: Promise<unknown>; readonly starting: string };
 }
 
 /** What both engines need to build their parts. */
@@ -259,7 +263,13 @@ function wireSimulatedEngine({ options, config, dataDir, metrics, reclaimerOptio
     logger,
   );
   const reclaimer = new OrphanReclaimer({ ...reclaimerOptions, inventory: simulatedInventory(simulated.cloud, metrics) });
-  return { engine: simulated, programConfig: () => stack.stackConfig(), firstApply, reclaimer };
+  return {
+    engine: simulated,
+    programConfig: () => stack.stackConfig(),
+    firstApply,
+    reclaimer,
+    engineReady: { ready: firstApply.ready, starting: "applying the git stack before the first run" },
+  };
 }
 
 /** With cloud credentials: the Automation API engine, which can decrypt the stack's secrets. */
@@ -285,11 +295,38 @@ async function wireAutomationEngine({ options, config, dataDir, hcloud, reclaime
   const reclaimer = hcloud ? new OrphanReclaimer({ ...reclaimerOptions, inventory: hcloudInventory(hcloud) }) : undefined;
   // The API stack's workspace at start, not on the first create's path; a fleet without an
   // autoscaled pool never runs that stack, and gets none.
-  const preparing =
-    autoscaledPools(fleet).length > 0
-      ? automation.prepare(apiStackDefinition({ clusterId: fleet.cluster.id, members: [], config: programConfig() }))
-      : undefined;
-  return { engine: automation, programConfig, readSecretConfig, ...(reclaimer ? { reclaimer } : {}), ...(preparing ? { preparing } : {}) };
+  const runsApiStack = autoscaledPools(fleet).length > 0;
+  const preparing = runsApiStack
+    ? automation.prepare(apiStackDefinition({ clusterId: fleet.cluster.id, members: [], config: programConfig() }))
+    : undefined;
+  return {
+    engine: automation,
+    programConfig,
+    readSecretConfig,
+    ...(reclaimer ? { reclaimer } : {}),
+    ...(preparing ? { preparing } : {}),
+    ...(runsApiStack
+      ? { engineReady: { ready: apiStackPluginsResolved(automation, logger), starting: "installing provider plugins" } }
+      : {}),
+  };
+}
+
+/** The API stack's provider plugins, resolved before its first run and logged with where each comes from (docs/engines.md). */
+function apiStackPluginsResolved(automation: AutomationEngine, logger: Logger): Promise<void> {
+  const resolved = automation.resolvePlugins(apiStackPlugins()).then(
+    (resolved) =>
+      logger.info(
+        { plugins: resolved.map((r) => ({ name: r.plugin.name, version: r.plugin.version, from: r.from, path: r.path })) },
+        `provider plugins for the API stack: ${resolved.map((r) => `${pluginLabel(r.plugin)} (${r.from})`).join(", ")}`,
+      ),
+    (error: unknown) => {
+      logger.error({ err: errorMessage(error) }, "provider plugins missing: no engine run starts");
+      throw error;
+    },
+  );
+  // Settled before readiness watches it (the tokens are read in between): not an unhandled rejection.
+  resolved.catch(() => undefined);
+  return resolved;
 }
 
 /** A started service: the server and what runs next to it until it closes. */
@@ -357,7 +394,7 @@ async function startService(
       batch: settings.batch,
       retry: settings.retry,
       createDeadlineMs: settings.createDeadlineMs,
-      ...(wiring.firstApply ? { engineReady: wiring.firstApply.ready } : {}),
+      ...(wiring.engineReady ? { engineReady: wiring.engineReady.ready, engineStarting: wiring.engineReady.starting } : {}),
       ...(kind !== "simulated" && hcloud && autoscaledPools(fleet).length > 0
         ? { prerequisites: gitStackPrerequisites(options, config, hcloud, logger) }
         : {}),

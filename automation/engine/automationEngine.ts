@@ -31,6 +31,8 @@ import { requirePulumiCommand } from "./pulumiCli";
 import { StackQueue } from "./stackQueue";
 import { moveStackStateHome } from "./stackStateMove";
 import { pulumiProcessEnv } from "./toolchain";
+import { type ProviderPlugin, pluginSource } from "./providerPlugins";
+import { type ResolvedPlugin, installProviderPlugins } from "./pluginInstall";
 import {
   type EngineLogger,
   type ResourceStep,
@@ -427,6 +429,23 @@ export class AutomationEngine implements StackEngine {
     if (JSON.stringify(settings.config ?? {}) !== JSON.stringify(config)) {
       await stack.workspace.saveStackSettings(def.stackName, { ...settings, config });
     }
+  }
+
+  /**
+   * The provider plugins `plugins` made loadable for this engine's runs, as NODEFLEET_PLUGINS says:
+   * upstream's installed into its Pulumi home (from NODEFLEET_PLUGIN_DIR, else downloaded), or the
+   * toolchain's found on PATH. Throws naming each one that cannot be had.
+   */
+  async resolvePlugins(plugins: readonly ProviderPlugin[]): Promise<ResolvedPlugin[]> {
+    const command = await this.pulumiCommand();
+    const pluginDir = this.env.NODEFLEET_PLUGIN_DIR;
+    return installProviderPlugins({
+      source: pluginSource(this.env),
+      plugins,
+      pulumi: command.command,
+      processEnv: this.processEnv,
+      ...(pluginDir ? { pluginDir } : {}),
+    });
   }
 
   private pulumiCommand(): Promise<PulumiCommand> {

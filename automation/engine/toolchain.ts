@@ -3,12 +3,12 @@
  * a tool on PATH first, else the toolchain cache that `npm run toolchain` fills
  * (NODEFLEET_TOOLCHAIN_DIR, default ~/.cache/nodefleet/toolchain, binaries in its bin/). Also the
  * environment every pulumi CLI process gets: an isolated PULUMI_HOME, no update checks, no plugin
- * downloads, and the dynamic-provider plugin of the installed @pulumi/pulumi on PATH and resolvable
- * wherever the workspace lives.
+ * downloads during a run, and plugins from where NODEFLEET_PLUGINS says (providerPlugins.ts).
  */
 import { accessSync, constants, mkdirSync } from "node:fs";
 import { homedir } from "node:os";
 import { delimiter, dirname, join } from "node:path";
+import { pluginSource } from "./providerPlugins";
 
 export const TOOLCHAIN_HINT = "run `npm run toolchain` (builds the pulumi CLI and plugins from Go modules into the toolchain cache)";
 
@@ -41,21 +41,24 @@ export function pulumiSdkDir(): string {
 }
 
 /**
- * Environment variables for pulumi CLI processes started for `dataDir`. PATH gains the toolchain
- * cache (after the caller's PATH, so an installed CLI wins) and the dynamic-provider script;
- * NODE_PATH lets that script resolve @pulumi/pulumi from a workspace outside the repository.
+ * Environment variables for pulumi CLI processes started for `dataDir`. With the toolchain's
+ * plugins (NODEFLEET_PLUGINS=toolchain), PATH gains the toolchain cache (after the caller's PATH, so
+ * an installed CLI wins) and the dynamic-provider script, and Pulumi loads plugins from PATH. With
+ * upstream's (the default), plugins on PATH are ignored: a run loads only what its Pulumi home holds
+ * at the pinned versions, and the language host and dynamic provider bundled beside the CLI.
+ * NODE_PATH lets the dynamic provider resolve @pulumi/pulumi from a workspace outside the repository.
  */
 export function pulumiProcessEnv(dataDir: string, env: NodeJS.ProcessEnv = process.env): Record<string, string> {
   const sdkDir = pulumiSdkDir();
   const nodeModules = dirname(dirname(sdkDir));
   const pulumiHome = env.NODEFLEET_PULUMI_HOME || join(dataDir, "pulumi-home");
   mkdirSync(pulumiHome, { recursive: true, mode: 0o700 });
-  const path = [env.PATH ?? "", toolchainBinDir(env), sdkDir].filter(Boolean).join(delimiter);
-  return {
-    PATH: path,
+  const common = {
     NODE_PATH: [env.NODE_PATH ?? "", nodeModules].filter(Boolean).join(delimiter),
     PULUMI_HOME: pulumiHome,
     PULUMI_SKIP_UPDATE_CHECK: "true",
     PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION: "true",
   };
+  if (pluginSource(env) === "upstream") return { ...common, PATH: env.PATH ?? "", PULUMI_IGNORE_AMBIENT_PLUGINS: "true" };
+  return { ...common, PATH: [env.PATH ?? "", toolchainBinDir(env), sdkDir].filter(Boolean).join(delimiter) };
 }

@@ -111,8 +111,11 @@ export async function startLocalCloud(options: LocalCloudOptions): Promise<Local
       KUBECONFIG: plane.adminKubeconfig,
       PULUMI_BACKEND_URL: fileBackendUrl(join(dir, "pulumi-state")),
       ...passphrase,
+      // The local cloud runs the toolchain's plugin doubles (upstream's are not built here;
+      // docs/engines.md): selected for the engine and every command run with this env.
+      NODEFLEET_PLUGINS: "toolchain",
       // The dynamic-provider plugin on NODE_PATH, PULUMI_HOME, no downloads; PATH with the toolchain first.
-      ...pulumiProcessEnv(dir, env),
+      ...pulumiProcessEnv(dir, { ...env, NODEFLEET_PLUGINS: "toolchain" }),
       PATH: localPath(env.PATH ?? "", toolchainBinDir(env), pulumiSdkDir()),
     };
     mkdirSync(join(dir, "pulumi-state"), { recursive: true, mode: 0o700 });

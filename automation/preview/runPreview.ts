@@ -34,7 +34,8 @@ export interface RunPreviewOptions {
   /** Project root (holding Pulumi.yaml and stacks/). */
   readonly root: string;
   /** Builds an engine on a data directory; `scratch` for the temporary cloud seeded with the base config. */
-  readonly createEngine: (kind: EngineKind, dataDir: string, scratch: boolean) => StackEngine | Promise<StackEngine>;
+  /** `fleet`: the previewed stack's fleet, whose provider plugins the engine must be able to load. */
+  readonly createEngine: (kind: EngineKind, dataDir: string, scratch: boolean, fleet?: FleetSpec) => StackEngine | Promise<StackEngine>;
   /** Progress lines (stderr in the CLI). */
   readonly progress?: (line: string) => void;
 }
@@ -147,7 +148,7 @@ async function previewStack(stack: string, options: RunPreviewOptions, project: 
         if (!base.succeeded) throw new Error(`applying the config at ${options.baseRef} to the scratch simulated cloud failed`);
       }
     } else {
-      engine = await options.createEngine(options.engine, options.dataDir, false);
+      engine = await options.createEngine(options.engine, options.dataDir, false, afterSpec);
     }
     say(
       `[${stack}] preview with the ${options.engine} engine${options.engine === "simulated" ? " (SIMULATED: no cloud is contacted)" : ""}`,

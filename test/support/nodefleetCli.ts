@@ -15,11 +15,11 @@ export interface CliResult {
 export function runNodefleet(
   args: readonly string[],
   env: Record<string, string> = {},
-  options: { readonly timeoutMs?: number } = {},
+  options: { readonly timeoutMs?: number; /** Default: the repository's root. */ readonly cwd?: string } = {},
 ): Promise<CliResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [BIN, ...args], {
-      cwd: REPOSITORY_ROOT,
+      cwd: options.cwd ?? REPOSITORY_ROOT,
       env: { ...process.env, ...env },
       stdio: ["ignore", "pipe", "pipe"],
     });

@@ -33,6 +33,7 @@ import {
 } from "../../support/localFleet";
 import { runPulumi } from "../../../automation/local/localStack";
 import { localStackProject } from "../../support/localStackProject";
+import { runNodefleet } from "../../support/nodefleetCli";
 import { until } from "../../support/until";
 import { type ServeProcess, startServe } from "../../support/serveProcess";
 import { LOCAL_CLOUD_TOOLS, missingTools, skipUnlessAvailable } from "../../support/toolchainRequirement";
@@ -259,6 +260,20 @@ describe("pulumi up --stack local on the local cloud (real engine, real control 
 
   it("scales the static pool 3 -> 5 -> 2: new members join, removed members' servers and Nodes are gone", async function () {
     editLocalPool(cloud, "local-general", (pool) => (pool.replicas = 5));
+    // What the pull request workflow runs, as a process: `nodefleet preview --engine automation`.
+    const before = (await poolServers(cloud, "local-general")).map((s) => s.id).sort();
+    const previewed = await runNodefleet(["preview", "--stack", "local", "--engine", "automation", "--json"], cloud.env, {
+      cwd: project,
+      timeoutMs: 300_000,
+    });
+    assert.equal(previewed.code, 0, previewed.stderr);
+    assert.match(previewed.stderr, /provider plugins hcloud \S+ \(toolchain\), kubernetes \S+ \(toolchain\)/);
+    const report = JSON.parse(previewed.stdout) as {
+      stacks: Array<{ stack: string; engine: string; simulated: boolean; summary: Record<string, number> }>;
+    };
+    assert.deepEqual([report.stacks[0]!.stack, report.stacks[0]!.engine, report.stacks[0]!.simulated], ["local", "automation", false]);
+    assert.ok((report.stacks[0]!.summary.create ?? 0) >= 2, JSON.stringify(report.stacks[0]!.summary));
+    assert.deepEqual((await poolServers(cloud, "local-general")).map((s) => s.id).sort(), before, "a preview creates nothing");
     await runPulumi(UP, project, cloud.env);
     const five = await allPoolServersReady(cloud, "local-general");
     assert.equal(five.length, 5);

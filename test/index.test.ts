@@ -151,6 +151,22 @@ describe("Fleet under mocks", function () {
     assert.equal((outputs.nodes as unknown[]).length, 4);
   });
 
+  it("declares the teardown guard for the scaling API's servers only when the fleet has autoscaled pools", async () => {
+    const guards = (resources: RecordedResource[]) => ofType(resources, "command:local:Command");
+    const { resources } = await runFleetProgramUnderMocks(
+      rawFleetConfig({ pools: [hcloudStaticPoolConfig({ name: "a", replicas: 1 }), hcloudAutoscaledPoolConfig({ name: "b" })] }),
+    );
+    const [guard] = guards(resources);
+    assert.ok(guard, "no guard with an autoscaled pool");
+    assert.equal(plain(guard.inputs).create, undefined, "the guard does nothing at create");
+    assert.equal(
+      plain(plain(guard.inputs).environment as Record<string, unknown>).NODEFLEET_API_MEMBERS,
+      "nodefleet.io/cluster=example,nodefleet.io/pool in (b)",
+    );
+    const staticOnly = await runFleetProgramUnderMocks(rawFleetConfig({ pools: [hcloudStaticPoolConfig({ name: "a", replicas: 1 })] }));
+    assert.equal(guards(staticOnly.resources).length, 0, "a fleet without autoscaled pools has no API servers to guard");
+  });
+
   it("leaves Elastic Metal pools to their own component (no hcloud servers for them)", async () => {
     const { resources } = await runFleetProgramUnderMocks(rawFleetConfig({ pools: [elasticMetalPoolConfig()] }));
     assert.equal(ofType(resources, "hcloud:index/server:Server").length, 0);

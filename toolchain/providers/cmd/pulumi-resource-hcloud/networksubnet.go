@@ -29,6 +29,9 @@ var subnetTypes = map[string]hcloud.NetworkSubnetType{
 func (networkSubnet) Check(news resource.PropertyMap) (resource.PropertyMap, []*pulumirpc.CheckFailure) {
 	var failures []*pulumirpc.CheckFailure
 	if !news.ContainsUnknowns() {
+		if !nativeprovider.Has(news, "networkId") {
+			failures = append(failures, nativeprovider.Failure("networkId", "is required (the id of the network the subnet belongs to)"))
+		}
 		if _, ok := subnetTypes[nativeprovider.String(news, "type")]; !ok {
 			failures = append(failures, nativeprovider.Failure("type", "must be one of cloud, server, vswitch"))
 		}

@@ -85,3 +85,15 @@ func TestSubnetCreateKeepsTheIDWhenItsActionFails(t *testing.T) {
 		t.Fatalf("%d add_subnet calls, want 2 (conflict retried)", got)
 	}
 }
+
+// networkId is a required input of the SDK's NetworkSubnetArgs (upstream: network_id Required).
+func TestSubnetCheckRequiresTheNetwork(t *testing.T) {
+	_, failures := (networkSubnet{}).Check(resource.PropertyMap{
+		"type":        resource.NewStringProperty("cloud"),
+		"networkZone": resource.NewStringProperty("eu-central"),
+		"ipRange":     resource.NewStringProperty("10.0.1.0/24"),
+	})
+	if got := properties(failures); len(got) != 1 || got[0] != "networkId" {
+		t.Fatalf("failures on %v, want networkId", got)
+	}
+}

@@ -80,13 +80,12 @@ export class Fleet extends pulumi.ComponentResource {
     this.networkId = this.network.networkId;
     this.firewallId = this.firewall.firewallId;
     // The scaling API's servers use this network and firewall: a teardown stops while any exist.
-    const autoscaledPools = args.spec.pools.filter((p) => p.provider === "hcloud" && p.mode === "autoscaled").map((p) => p.name);
-    if (autoscaledPools.length > 0)
-      apiMembersGuard(
-        `${name}-api-members-guard`,
-        { cluster, autoscaledPools, firewall: this.firewall.firewall, network: this.network.network, subnet: this.network.subnet },
-        { parent: this },
-      );
+    const staticPools = args.spec.pools.filter((p) => p.provider === "hcloud" && p.mode === "static").map((p) => p.name);
+    apiMembersGuard(
+      `${name}-api-members-guard`,
+      { cluster, staticPools, firewall: this.firewall.firewall, network: this.network.network, subnet: this.network.subnet },
+      { parent: this },
+    );
 
     // Every pool gets the same Node-removal credentials and the fleet's Kubernetes provider.
     const credentials = args.kubeconfig !== undefined ? { kubeconfig: pulumi.secret(args.kubeconfig) } : {};

@@ -5,8 +5,10 @@
  * removing it from every server, and a network by detaching them, so a plain `pulumi destroy` would
  * leave them running unfiltered and cut off from their peers. The guard is a local Command that
  * depends on the network, subnet and firewall, so a teardown deletes it before them; its delete
- * lists the autoscaled pools' servers and fails, naming them, while any exist. Nothing is protected
- * and nothing retained: with no API members the teardown removes everything (docs/operations.md).
+ * lists the cluster's servers outside this stack's static pools (the API's) and fails, naming them,
+ * while any exist. Every fleet declares it, so dropping the autoscaled pools from the spec does not
+ * delete it (and run its check) in the middle of an ordinary update. Nothing is protected and
+ * nothing retained: with no API servers the teardown removes everything (docs/operations.md).
  */
 import * as command from "@pulumi/command";
 import type * as hcloud from "@pulumi/hcloud";
@@ -16,17 +18,18 @@ import { OWNERSHIP_LABELS } from "../fleet/nodeMember";
 
 export interface ApiMembersGuardArgs {
   readonly cluster: Pick<ClusterSpec, "id">;
-  /** The autoscaled hcloud pools' names: their servers are the scaling API's. */
-  readonly autoscaledPools: readonly string[];
+  /** The static hcloud pools' names: their servers are this stack's, the cluster's others the scaling API's. */
+  readonly staticPools: readonly string[];
   /** What the API's servers use and the guard's delete must precede. */
   readonly firewall: hcloud.Firewall;
   readonly network: hcloud.Network;
   readonly subnet: hcloud.NetworkSubnet;
 }
 
-/** The label selector for the scaling API's servers of the cluster. */
-function apiMembersSelector(cluster: Pick<ClusterSpec, "id">, autoscaledPools: readonly string[]): string {
-  return `${OWNERSHIP_LABELS.cluster}=${cluster.id},${OWNERSHIP_LABELS.pool} in (${[...autoscaledPools].sort().join(",")})`;
+/** The label selector for the cluster's servers that are not this stack's: the scaling API's. */
+function apiMembersSelector(cluster: Pick<ClusterSpec, "id">, staticPools: readonly string[]): string {
+  const ofCluster = `${OWNERSHIP_LABELS.cluster}=${cluster.id}`;
+  return staticPools.length ? `${ofCluster},${OWNERSHIP_LABELS.pool} notin (${[...staticPools].sort().join(",")})` : ofCluster;
 }
 
 // Run by the command plugin at delete, with node from PATH (a Pulumi Node.js program's machine has
@@ -45,7 +48,7 @@ fetch(base + "/servers?per_page=50&label_selector=" + encodeURIComponent(selecto
       fail(
         total + " server(s) of the scaling API still use this stack's firewall and network (" + body.servers.map((s) => s.name).join(", ") + "; selector " + selector + "). " +
           "Deleting them now would leave those servers without a firewall and off the private network. " +
-          "Remove them through the scaling API (DELETE /clusters/{id}/nodes/{nodeId}) or drop the autoscaled pools and let the API drain them, then run the teardown again.",
+          "Remove them through the scaling API first (DELETE /clusters/{id}/nodes/{nodeId}), then run the teardown again.",
       );
   })
   .catch((error) => fail("listing the scaling API's servers (" + selector + ") failed: " + error.message));
@@ -61,7 +64,7 @@ export function apiMembersGuard(name: string, args: ApiMembersGuardArgs, opts: p
       delete: 'node -e "$NODEFLEET_API_MEMBERS_CHECK"',
       environment: {
         NODEFLEET_API_MEMBERS_CHECK: CHECK,
-        NODEFLEET_API_MEMBERS: apiMembersSelector(args.cluster, args.autoscaledPools),
+        NODEFLEET_API_MEMBERS: apiMembersSelector(args.cluster, args.staticPools),
         // From the stack's config when given there; else the plugin inherits the caller's environment.
         ...(endpoint ? { HCLOUD_ENDPOINT: endpoint } : {}),
         ...(token ? { HCLOUD_TOKEN: token } : {}),

@@ -1,6 +1,6 @@
 /**
  * A Pulumi program for the fleet teardown guard's real-engine test: the cluster's network, subnet and
- * firewall with the guard the Fleet declares beside them when it has autoscaled pools. With config
+ * firewall with the guard the Fleet declares beside them (static pool `general`). With config
  * `guardtest:teardown` it declares nothing, so the run deletes everything as `pulumi destroy` would
  * (in reverse dependency order).
  */
@@ -23,6 +23,6 @@ export function runProgram(): Record<string, pulumi.Output<unknown>> {
     labels,
     rules: [{ direction: "in", protocol: "icmp", sourceIps: ["0.0.0.0/0", "::/0"] }],
   });
-  apiMembersGuard("guard", { cluster: { id: "g1" }, autoscaledPools: ["burst"], firewall, network, subnet });
+  apiMembersGuard("guard", { cluster: { id: "g1" }, staticPools: ["general"], firewall, network, subnet });
   return { networkId: network.id, firewallId: firewall.id };
 }

@@ -9,6 +9,7 @@
  */
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
+import { apiMembersGuard } from "./hcloud/apiMembersGuard";
 import { ClusterFirewall } from "./hcloud/clusterFirewall";
 import { ClusterNetwork } from "./hcloud/clusterNetwork";
 import type { FleetSpec } from "./fleet/fleetSpec";
@@ -78,6 +79,13 @@ export class Fleet extends pulumi.ComponentResource {
     );
     this.networkId = this.network.networkId;
     this.firewallId = this.firewall.firewallId;
+    // The scaling API's servers use this network and firewall: a teardown stops while any exist.
+    const staticPools = args.spec.pools.filter((p) => p.provider === "hcloud" && p.mode === "static").map((p) => p.name);
+    apiMembersGuard(
+      `${name}-api-members-guard`,
+      { cluster, staticPools, firewall: this.firewall.firewall, network: this.network.network, subnet: this.network.subnet },
+      { parent: this },
+    );
 
     // Every pool gets the same Node-removal credentials and the fleet's Kubernetes provider.
     const credentials = args.kubeconfig !== undefined ? { kubeconfig: pulumi.secret(args.kubeconfig) } : {};

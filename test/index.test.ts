@@ -151,6 +151,27 @@ describe("Fleet under mocks", function () {
     assert.equal((outputs.nodes as unknown[]).length, 4);
   });
 
+  it("declares the teardown guard for the scaling API's servers: the cluster's servers outside the static pools", async () => {
+    const guardOf = async (pools: unknown[]) => {
+      const guards = ofType((await runFleetProgramUnderMocks(rawFleetConfig({ pools }))).resources, "command:local:Command");
+      assert.equal(guards.length, 1);
+      assert.equal(plain(guards[0]!.inputs).create, undefined, "the guard does nothing at create");
+      return plain(plain(guards[0]!.inputs).environment as Record<string, unknown>).NODEFLEET_API_MEMBERS;
+    };
+    const both = [
+      hcloudStaticPoolConfig({ name: "b", replicas: 1 }),
+      hcloudStaticPoolConfig({ name: "a", replicas: 1 }),
+      hcloudAutoscaledPoolConfig({ name: "c" }),
+    ];
+    assert.equal(await guardOf(both), "nodefleet.io/cluster=example,nodefleet.io/pool notin (a,b)");
+    // Without autoscaled pools it stays declared: dropping them must not delete it mid-update.
+    assert.equal(
+      await guardOf([hcloudStaticPoolConfig({ name: "a", replicas: 1 })]),
+      "nodefleet.io/cluster=example,nodefleet.io/pool notin (a)",
+    );
+    assert.equal(await guardOf([hcloudAutoscaledPoolConfig({ name: "c" })]), "nodefleet.io/cluster=example");
+  });
+
   it("leaves Elastic Metal pools to their own component (no hcloud servers for them)", async () => {
     const { resources } = await runFleetProgramUnderMocks(rawFleetConfig({ pools: [elasticMetalPoolConfig()] }));
     assert.equal(ofType(resources, "hcloud:index/server:Server").length, 0);

@@ -30,6 +30,7 @@ import {
 import { homedir, tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { declaredGoVersion, substituteVersionProblems } from "./substituteVersions.mjs";
 
 const toolchainDir = dirname(fileURLToPath(import.meta.url));
 const repoDir = resolve(toolchainDir, "..");
@@ -80,7 +81,9 @@ function moduleFiles(dir) {
 
 function cacheKey(piece, version, goVer) {
   const hash = createHash("sha256");
-  hash.update(JSON.stringify({ piece, version, goVer }));
+  // `sdk` only says which npm package the version is checked against; it changes no build.
+  const { sdk: _sdk, ...built } = piece;
+  hash.update(JSON.stringify({ piece: built, version, goVer }));
   for (const file of moduleFiles(join(toolchainDir, piece.module))) {
     hash.update(file.slice(toolchainDir.length));
     hash.update(readFileSync(file));
@@ -207,6 +210,11 @@ function bundleBesideCli() {
 }
 
 function main() {
+  const drifted = substituteVersionProblems(pieces, npmVersion, (piece) => declaredGoVersion(toolchainDir, piece));
+  if (drifted.length > 0) {
+    for (const problem of drifted) process.stderr.write(`toolchain: ${problem}\n`);
+    process.exit(1);
+  }
   const goVer = goVersion();
   const results = [];
   for (const piece of pieces) {

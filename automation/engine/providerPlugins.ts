@@ -63,11 +63,13 @@ export function apiStackPlugins(): ProviderPlugin[] {
   return pluginsOf(["hcloud", "kubernetes", "random", "time"]);
 }
 
-/** The git stack of `fleet`: the network and firewall, tokens, and what its bare-metal pools need. */
+/**
+ * The git stack of `fleet`: the network and firewall, tokens, the teardown guard (a local command,
+ * components/hcloud/apiMembersGuard.ts), and the Scaleway provider for Elastic Metal pools.
+ */
 export function fleetPlugins(fleet: FleetSpec): ProviderPlugin[] {
   const kinds = new Set(fleet.pools.map((pool) => pool.provider));
-  const names: SdkName[] = ["hcloud", "kubernetes", "random", "time"];
-  if (kinds.has("hetzner-robot") || kinds.has("scaleway-elastic-metal")) names.push("command");
+  const names: SdkName[] = ["hcloud", "kubernetes", "random", "time", "command"];
   if (kinds.has("scaleway-elastic-metal")) names.push("scaleway");
   return pluginsOf(names);
 }

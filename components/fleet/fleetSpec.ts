@@ -3,7 +3,7 @@
  * scaling API and the CLI. Parsing fails with every problem listed as `path: message`.
  */
 import { z } from "zod";
-import { cidrContains, isIpv6Cidr, parseIpv4Cidr } from "../shared/cidr";
+import { cidrContains, ipv6HostBitsBlock, isIpv6Cidr, parseIpv4Cidr } from "../shared/cidr";
 import { HCLOUD_LOCATION_ZONES, HCLOUD_MAX_SERVERS_PER_NETWORK, HCLOUD_NETWORK_ZONES } from "./hcloudLocations";
 import { GENERATION_SUFFIX_LENGTH, MAX_SERVER_NAME_LENGTH } from "./generationSuffix";
 import { reservedLabels } from "./reservedLabels";
@@ -217,11 +217,21 @@ export const networkSchema = z
   });
 export type NetworkSpec = z.infer<typeof networkSchema>;
 
-/** Hetzner firewall sources are IPv4 or IPv6 networks. */
+/** Hetzner firewall sources are IPv4 or IPv6 networks, each written from the start of its block. */
 const firewallSource = (what: string) =>
-  z.string({ error: `${what} must be a string` }).refine((v) => parseIpv4Cidr(v) !== undefined || isIpv6Cidr(v), {
-    error: `${what} must be an IPv4 CIDR with host bits cleared (203.0.113.0/24) or an IPv6 CIDR (2001:db8::/32)`,
-  });
+  z
+    .string({ error: `${what} must be a string` })
+    .refine((v) => parseIpv4Cidr(v) !== undefined || isIpv6Cidr(v), {
+      error: `${what} must be an IPv4 CIDR with host bits cleared (203.0.113.0/24) or an IPv6 CIDR (2001:db8::/32)`,
+    })
+    .superRefine((v, ctx) => {
+      const block = ipv6HostBitsBlock(v);
+      if (block)
+        ctx.addIssue({
+          code: "custom",
+          message: `${what} must be an IPv6 CIDR with host bits cleared: ${v} has bits set past /${v.split("/")[1]} (Hetzner's provider refuses it); write ${block}, or the address as /128`,
+        });
+    });
 
 /** `any`, a port 1-65535, or an ascending range `30000-32767`, as Hetzner takes it. */
 function isFirewallPort(text: string): boolean {

@@ -55,6 +55,51 @@ export function isIpv6Cidr(text: string): boolean {
   return match !== null && isIPv6(match[1]) && Number(match[2]) <= 128;
 }
 
+/**
+ * For an IPv6 CIDR whose address has bits set past its prefix (2001:db8::1/64), the block it would
+ * mean (2001:db8::/64); undefined otherwise. Hetzner's provider refuses such a source rather than
+ * guess whether the host or the block was meant.
+ */
+export function ipv6HostBitsBlock(text: string): string | undefined {
+  if (!isIpv6Cidr(text)) return undefined;
+  const [address, prefixText] = text.split("/") as [string, string];
+  const bits = ipv6ToBigInt(address);
+  const hostBits = 128n - BigInt(prefixText);
+  const network = (bits >> hostBits) << hostBits;
+  return network === bits ? undefined : `${bigIntToIpv6(network)}/${prefixText}`;
+}
+
+/** A valid IPv6 address (possibly `::`-compressed, possibly ending in dotted IPv4) as 128 bits. */
+function ipv6ToBigInt(address: string): bigint {
+  const groups = (part: string): string[] =>
+    part === ""
+      ? []
+      : part.split(":").flatMap((g) => {
+          if (!g.includes(".")) return [g];
+          const n = ipv4ToNumber(g.split(".").map(Number));
+          return [(n >>> 16).toString(16), (n & 0xffff).toString(16)];
+        });
+  const [head, tail] = address.includes("::") ? address.split("::") : [address, undefined];
+  const left = groups(head!);
+  const right = tail === undefined ? [] : groups(tail);
+  const all = [...left, ...Array<string>(8 - left.length - right.length).fill("0"), ...right];
+  return all.reduce((acc, g) => (acc << 16n) | BigInt(parseInt(g, 16)), 0n);
+}
+
+function bigIntToIpv6(value: bigint): string {
+  const groups = Array.from({ length: 8 }, (_, i) => Number((value >> BigInt(112 - 16 * i)) & 0xffffn).toString(16));
+  // Compress the longest run of zero groups, as addresses are usually written.
+  let best = { start: -1, length: 0 };
+  for (let i = 0; i < 8;) {
+    let j = i;
+    while (j < 8 && groups[j] === "0") j++;
+    if (j - i > best.length && j - i > 1) best = { start: i, length: j - i };
+    i = j === i ? i + 1 : j;
+  }
+  if (best.start < 0) return groups.join(":");
+  return `${groups.slice(0, best.start).join(":")}::${groups.slice(best.start + best.length).join(":")}`;
+}
+
 /** True when the dotted IPv4 `address` lies inside `cidr`. */
 export function cidrContainsAddress(cidr: Ipv4Cidr, address: string): boolean {
   const host = parseIpv4Cidr(`${address}/32`);

@@ -240,6 +240,18 @@ describe("fleet spec", () => {
     assert.equal(problems.length, 6, problems.join("\n"));
   });
 
+  it("rejects IPv6 firewall sources with host bits set, naming the field, the rule and the block meant", () => {
+    const config = exampleConfig();
+    config["nodefleet:firewall"] = {
+      nodePortSources: ["2001:db8::1/64"],
+      extraRules: [{ protocol: "tcp", port: "22", sourceIps: ["2001:db8:0:0:0:0:0:0/32", "fd00::ff00/120", "::ffff:192.0.2.1/96"] }],
+    };
+    const problems = problemsOf(config);
+    assertProblem(problems, "nodefleet:firewall.nodePortSources[0]", /host bits cleared: 2001:db8::1\/64 .*write 2001:db8::\/64/);
+    assertProblem(problems, "nodefleet:firewall.extraRules[0].sourceIps[2]", /write ::ffff:0:0\/96/);
+    assert.equal(problems.length, 2, `the uncompressed and the /120 sources are blocks: ${problems.join("\n")}`);
+  });
+
   it("accepts IPv6 sources, port ranges and any", () => {
     const config = exampleConfig();
     config["nodefleet:firewall"] = {

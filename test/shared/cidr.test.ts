@@ -5,6 +5,7 @@ import {
   cidrContainsAddress,
   cidrsOverlap,
   hostAddress,
+  ipv6HostBitsBlock,
   isIpv6Cidr,
   lowestFreeHost,
   numberToIpv4,
@@ -22,6 +23,21 @@ describe("IPv4 CIDR", () => {
   it("recognises IPv6 CIDRs (firewall sources) and nothing else", () => {
     for (const good of ["::/0", "2001:db8::/32", "fe80::1/128", "::ffff:192.0.2.1/96"]) assert.ok(isIpv6Cidr(good), good);
     for (const bad of ["2001:db8::", "2001:db8::/129", "10.0.0.0/8", "gggg::/16", "::/", ""]) assert.ok(!isIpv6Cidr(bad), bad);
+  });
+
+  it("finds IPv6 CIDRs with host bits set and the block they would mean", () => {
+    const cases: Array<[string, string | undefined]> = [
+      ["2001:db8::1/64", "2001:db8::/64"],
+      ["2001:db8:1:2:3:4:5:6/48", "2001:db8:1::/48"],
+      ["::ffff:192.0.2.1/96", "::ffff:0:0/96"],
+      ["fe80::1/127", "fe80::/127"],
+      ["2001:db8::/32", undefined],
+      ["::/0", undefined],
+      ["fe80::1/128", undefined],
+      ["fd00::ff00/120", undefined],
+      ["10.0.0.1/8", undefined],
+    ];
+    for (const [text, block] of cases) assert.equal(ipv6HostBitsBlock(text), block, text);
   });
 
   it("containment is consistent with prefix arithmetic", () => {

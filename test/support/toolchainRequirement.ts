@@ -9,6 +9,7 @@ import { TOOLCHAIN_HINT, findTool } from "../../automation/engine/toolchain";
 export const LOCAL_CLOUD_TOOLS = [
   "pulumi",
   "pulumi-language-nodejs",
+  "pulumi-resource-command",
   "pulumi-resource-hcloud",
   "pulumi-resource-kubernetes",
   "pulumi-resource-random",

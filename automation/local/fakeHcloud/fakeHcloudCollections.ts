@@ -217,7 +217,9 @@ function registerNetworks(app: FastifyInstance, ctx: FakeHcloudContext): void {
     if (!subnets.some((s) => s.ip_range === body.ip_range)) throw invalidInput("ip_range", "no subnet of the network has this ip_range");
     const range = parseIpv4Cidr(String(body.ip_range))!;
     if (state.servers.some((s) => s.privateNets.some((p) => p.network === network.id && cidrContainsAddress(range, p.ip))))
-      throw new HcloudError(409, "resource_in_use", `subnet ${String(body.ip_range)} still has servers attached`);
+      // Hetzner's answer here is a service_error whose message says servers are attached (what
+      // terraform-provider-hcloud matches on to retry), not resource_in_use.
+      throw new HcloudError(500, "service_error", `cannot remove subnet ${String(body.ip_range)} because servers are attached to it`);
     state.putObject("networks", { ...network, subnets: subnets.filter((s) => s.ip_range !== body.ip_range) });
     return action(network, "delete_subnet");
   });

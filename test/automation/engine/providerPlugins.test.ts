@@ -59,11 +59,11 @@ describe("provider plugins: which a run uses", function () {
     assert.match(sdkPlugin("@pulumiverse/time").server ?? "", /^github:\/\//);
   });
 
-  it("needs command and scaleway only for the fleets whose pools use them", function () {
+  it("needs scaleway only for the fleets whose pools use it", function () {
     // Only the pools' providers decide.
     const names = (...providers: string[]) =>
       fleetPlugins({ pools: providers.map((provider) => ({ provider })) } as unknown as FleetSpec).map((p) => p.name);
-    assert.deepEqual(names("hcloud", "hcloud"), ["hcloud", "kubernetes", "random", "time"]);
+    assert.deepEqual(names("hcloud", "hcloud"), ["hcloud", "kubernetes", "random", "time", "command"]);
     assert.deepEqual(names("hcloud", "scaleway-elastic-metal"), ["hcloud", "kubernetes", "random", "time", "command", "scaleway"]);
     assert.deepEqual(names("hetzner-robot"), ["hcloud", "kubernetes", "random", "time", "command"]);
     assert.deepEqual(

@@ -33,10 +33,13 @@ func (c *cloud) configure(config resource.PropertyMap) error {
 	if err != nil {
 		return err
 	}
+	// Upstream refuses to configure without a token (its plugin-framework half reports it on the
+	// token attribute) and checks its length, so a preview without credentials fails at once.
 	if token == "" {
-		// Deferred to the first call: a preview of unchanged resources needs no token.
-		c.client = nil
-		return nil
+		return errors.New("token: missing Hetzner Cloud API token: set hcloud:token (secret) or HCLOUD_TOKEN")
+	}
+	if len(token) != 64 {
+		return fmt.Errorf("token: must be exactly 64 characters long, not %d", len(token))
 	}
 	opts := []hcloud.ClientOption{
 		hcloud.WithToken(token),
@@ -81,7 +84,7 @@ func pollBackoff(interval, function string) (hcloud.BackoffFunc, error) {
 
 func (c *cloud) api() (*hcloud.Client, error) {
 	if c.client == nil {
-		return nil, errors.New("no API token: set hcloud:token (secret) or HCLOUD_TOKEN")
+		return nil, errors.New("the provider is not configured")
 	}
 	return c.client, nil
 }

@@ -44,3 +44,20 @@ func TestPollBackoffRefusesBadSettingsNamingThem(t *testing.T) {
 		}
 	}
 }
+
+// Configure without a token fails naming it, as upstream's does; so does a token of the wrong length.
+func TestConfigureRequiresAToken(t *testing.T) {
+	t.Setenv("HCLOUD_TOKEN", "")
+	for _, c := range []struct{ token, want string }{
+		{"", "token: missing"},
+		{"short", "token: must be exactly 64 characters"},
+	} {
+		if err := (&cloud{}).configure(config(map[string]string{"token": c.token})); err == nil || !strings.HasPrefix(err.Error(), c.want) {
+			t.Errorf("configure(token %q) = %v, want %q", c.token, err, c.want)
+		}
+	}
+	t.Setenv("HCLOUD_TOKEN", strings.Repeat("e", 64))
+	if err := (&cloud{}).configure(config(map[string]string{})); err != nil {
+		t.Errorf("configure with HCLOUD_TOKEN: %v", err)
+	}
+}

@@ -21,10 +21,10 @@ func (firewall) ReplaceKeys() []string { return nil }
 var ruleProtocols = map[string]bool{"tcp": true, "udp": true, "icmp": true, "esp": true, "gre": true}
 
 func (firewall) Check(news resource.PropertyMap) (resource.PropertyMap, []*pulumirpc.CheckFailure) {
-	var failures []*pulumirpc.CheckFailure
 	if news.ContainsUnknowns() {
 		return news, nil
 	}
+	failures := labelFailures(news)
 	for i, rule := range nativeprovider.Maps(news, "rules") {
 		at := fmt.Sprintf("rules[%d]", i)
 		if d := nativeprovider.String(rule, "direction"); d != "in" && d != "out" {
@@ -38,9 +38,9 @@ func (firewall) Check(news resource.PropertyMap) (resource.PropertyMap, []*pulum
 			failures = append(failures, nativeprovider.Failure(at+".port", "is required for tcp and udp (a port, a range 80-85, or any)"))
 		}
 		for _, key := range []string{"sourceIps", "destinationIps"} {
-			for j, cidr := range nativeprovider.Strings(rule, key) {
-				if _, _, err := net.ParseCIDR(cidr); err != nil {
-					failures = append(failures, nativeprovider.Failure(fmt.Sprintf("%s.%s[%d]", at, key, j), "must be a CIDR"))
+			for j, source := range nativeprovider.Strings(rule, key) {
+				if _, err := parseSource(source); err != nil {
+					failures = append(failures, nativeprovider.Failure(fmt.Sprintf("%s.%s[%d]", at, key, j), err.Error()))
 				}
 			}
 		}
@@ -71,7 +71,7 @@ func firewallRules(inputs resource.PropertyMap) []hcloud.FirewallRule {
 func cidrs(texts []string) []net.IPNet {
 	out := []net.IPNet{}
 	for _, text := range texts {
-		if _, n, err := net.ParseCIDR(text); err == nil {
+		if n, err := parseSource(text); err == nil {
 			out = append(out, *n)
 		}
 	}
@@ -284,6 +284,10 @@ func firewallProperties(f *hcloud.Firewall) resource.PropertyMap {
 	}
 }
 
+// Delete removes the firewall from everything it is applied to, then deletes it, as upstream does
+// (terraform-provider-hcloud internal/firewall/resource.go): the API refuses to delete an applied
+// firewall, and the removal's actions may still be running, so the delete is retried while the API
+// answers conflict or resource_in_use (ten tries, 1s doubling). A firewall already gone is deleted.
 func (f firewall) Delete(ctx context.Context, id string, _ resource.PropertyMap) error {
 	api, err := f.api()
 	if err != nil {
@@ -293,11 +297,29 @@ func (f firewall) Delete(ctx context.Context, id string, _ resource.PropertyMap)
 	if err != nil {
 		return err
 	}
-	_, err = api.Firewall.Delete(ctx, &hcloud.Firewall{ID: firewallID})
-	if hcloud.IsError(err, hcloud.ErrorCodeNotFound) {
-		return nil
+	found, _, err := api.Firewall.GetByID(ctx, firewallID)
+	if err != nil || found == nil {
+		return err
 	}
-	return err
+	if len(found.AppliedTo) > 0 {
+		actions, _, err := api.Firewall.RemoveResources(ctx, found, found.AppliedTo)
+		if err == nil {
+			err = f.wait(ctx, actions...)
+		}
+		if err != nil && !hcloud.IsError(err, hcloud.ErrorCodeFirewallResourceNotFound, hcloud.ErrorCodeNotFound) {
+			return fmt.Errorf("removing firewall %d from its %d targets before deleting it: %w", firewallID, len(found.AppliedTo), err)
+		}
+	}
+	return retry(ctx, 10, func() error {
+		_, err := api.Firewall.Delete(ctx, found)
+		switch {
+		case err == nil, hcloud.IsError(err, hcloud.ErrorCodeNotFound):
+			return nil
+		case hcloud.IsError(err, hcloud.ErrorCodeConflict, hcloud.ErrorCodeResourceInUse):
+			return err
+		}
+		return stop(err)
+	})
 }
 
 // rulesProperty is the API's rules in the SDK's shape.

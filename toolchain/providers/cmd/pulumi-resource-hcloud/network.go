@@ -19,6 +19,7 @@ func (network) ReplaceKeys() []string { return []string{"ipRange"} }
 func (network) Check(news resource.PropertyMap) (resource.PropertyMap, []*pulumirpc.CheckFailure) {
 	var failures []*pulumirpc.CheckFailure
 	if !news.ContainsUnknowns() {
+		failures = labelFailures(news)
 		if nativeprovider.String(news, "name") == "" {
 			failures = append(failures, nativeprovider.Failure("name", "is required"))
 		}

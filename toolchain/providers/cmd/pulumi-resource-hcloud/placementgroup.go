@@ -17,10 +17,14 @@ type placementGroup struct{ *cloud }
 func (placementGroup) ReplaceKeys() []string { return nil }
 
 func (placementGroup) Check(news resource.PropertyMap) (resource.PropertyMap, []*pulumirpc.CheckFailure) {
-	if !news.ContainsUnknowns() && nativeprovider.String(news, "type") != string(hcloud.PlacementGroupTypeSpread) {
-		return news, []*pulumirpc.CheckFailure{nativeprovider.Failure("type", "must be spread (the only placement group type)")}
+	if news.ContainsUnknowns() {
+		return news, nil
 	}
-	return news, nil
+	failures := labelFailures(news)
+	if nativeprovider.String(news, "type") != string(hcloud.PlacementGroupTypeSpread) {
+		failures = append(failures, nativeprovider.Failure("type", "must be spread (the only placement group type)"))
+	}
+	return news, failures
 }
 
 func (p placementGroup) Create(ctx context.Context, inputs resource.PropertyMap, preview bool) (string, resource.PropertyMap, error) {

@@ -123,7 +123,8 @@ func TestOutputShowsCompleteLinesOfTheStreamsAskedFor(t *testing.T) {
 func TestCheckNamesTheFieldAndTheRule(t *testing.T) {
 	remote := command{runner: remoteRunner{}}
 	_, failures := remote.Check(resource.PropertyMap{
-		"connection": resource.NewObjectProperty(resource.PropertyMap{"port": resource.NewNumberProperty(70000), "dialErrorLimit": resource.NewNumberProperty(-2), "perDialTimeout": resource.NewNumberProperty(0)}),
+		"connection": resource.NewObjectProperty(resource.PropertyMap{"port": resource.NewNumberProperty(70000), "dialErrorLimit": resource.NewNumberProperty(-2), "perDialTimeout": resource.NewNumberProperty(-1), "proxy": resource.NewObjectProperty(resource.PropertyMap{"host": plain("bastion")})}),
+		"assetPaths": resource.NewArrayProperty([]resource.PropertyValue{plain("*.log")}),
 		"logging":    plain("verbose"),
 	})
 	got := map[string]string{}
@@ -131,10 +132,11 @@ func TestCheckNamesTheFieldAndTheRule(t *testing.T) {
 		got[f.Property] = f.Reason
 	}
 	if got["connection.host"] != "is required" || !strings.HasPrefix(got["connection.port"], "must be between") || !strings.HasPrefix(got["logging"], "must be one of") ||
-		!strings.HasPrefix(got["connection.dialErrorLimit"], "must be -1") || !strings.HasPrefix(got["connection.perDialTimeout"], "must be at least 1") {
+		!strings.HasPrefix(got["connection.dialErrorLimit"], "must be -1") || !strings.HasPrefix(got["connection.perDialTimeout"], "must be 0") ||
+		!strings.Contains(got["connection.proxy"], "not supported") || !strings.Contains(got["assetPaths"], "not supported") {
 		t.Fatalf("failures: %v", got)
 	}
-	checked, failures := remote.Check(resource.PropertyMap{"connection": resource.NewObjectProperty(resource.PropertyMap{"host": plain("10.0.0.1")})})
+	checked, failures := remote.Check(resource.PropertyMap{"connection": resource.NewObjectProperty(resource.PropertyMap{"host": plain("10.0.0.1"), "perDialTimeout": resource.NewNumberProperty(0)})})
 	if len(failures) != 0 {
 		t.Fatalf("a connection with a host is valid: %v", failures)
 	}

@@ -42,8 +42,9 @@ func (remoteRunner) check(inputs resource.PropertyMap) []*pulumirpc.CheckFailure
 	if limit := conn["dialErrorLimit"]; limit.IsNumber() && limit.NumberValue() < -1 {
 		failures = append(failures, nativeprovider.Failure("connection.dialErrorLimit", "must be -1 (no limit) or more"))
 	}
-	if timeout := conn["perDialTimeout"]; timeout.IsNumber() && timeout.NumberValue() < 1 {
-		failures = append(failures, nativeprovider.Failure("connection.perDialTimeout", "must be at least 1 (seconds)"))
+	// 0 is upstream's "no maximum" (ssh's zero Timeout).
+	if timeout := conn["perDialTimeout"]; timeout.IsNumber() && timeout.NumberValue() < 0 {
+		failures = append(failures, nativeprovider.Failure("connection.perDialTimeout", "must be 0 (no limit) or more seconds"))
 	}
 	return failures
 }

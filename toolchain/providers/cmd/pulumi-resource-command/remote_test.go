@@ -129,6 +129,10 @@ func TestPinnedHostKeyNegotiatesItsOwnType(t *testing.T) {
 	if err == nil {
 		t.Errorf("a pinned key that cannot be read connected")
 	}
+	// Without a pin any host key is accepted (upstream's InsecureIgnoreHostKey): the first read of a new server.
+	if out, err := s.runOn(t, "", "echo ok", environment{}); err != nil || out != "ok\n" {
+		t.Errorf("unpinned: %q, %v", out, err)
+	}
 }
 
 // As upstream: an `environment` variable the server refuses fails the run; a refused previous

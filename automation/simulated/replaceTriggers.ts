@@ -103,9 +103,10 @@ export const REPLACE_TRIGGERS: Readonly<Record<string, ReplaceTriggerEntry>> = {
     allInputs: true,
     source: "https://registry.terraform.io/providers/hashicorp/random/latest/docs/resources/id (all arguments force a new resource)",
   },
-  // triggers and base_rfc3339 replace (a new base timestamp is saved); offset_* are recomputed in place.
+  // Only triggers replace (a new base timestamp is saved); base_rfc3339 and offset_* are recomputed in
+  // place (terraform-provider-time v0.12.1, internal/provider/resource_time_offset.go: no RequiresReplace on base_rfc3339).
   "time:index/offset:Offset": {
-    properties: ["triggers", "baseRfc3339"],
+    properties: ["triggers"],
     source:
       "https://registry.terraform.io/providers/hashicorp/time/latest/docs/resources/offset (triggers: a change saves a new base timestamp)",
   },

@@ -1,10 +1,11 @@
 /**
  * nodefleet's command provider plugin (toolchain/providers/cmd/pulumi-resource-command), driven by
  * the real engine against a real OpenSSH server on 127.0.0.1 (Debian's openssh-server, started by
- * the test with its own host key and authorized key): remote.Command creates, updates in place with
- * the previous output in its environment, is replaced when a trigger changes, runs `delete` when
- * removed, refuses a server whose host key is not the pinned one, and keeps a secret out of its
- * errors; local.Command runs on this machine. What ran is read from the log the scripts wrote.
+ * the test with its own host keys, one of each type, and authorized key): remote.Command creates,
+ * updates in place with the previous output in its environment, is replaced when a trigger changes,
+ * runs `delete` when removed, negotiates the pinned host key's type and refuses another key, and
+ * treats a script's output as upstream does (plain, shown, quoted in errors, whatever its stdin);
+ * local.Command runs on this machine. What ran is read from the log the scripts wrote.
  */
 import assert from "node:assert/strict";
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
@@ -30,8 +31,8 @@ const REMOTE = "command:remote:Command";
 const silent = { info() {}, warn() {}, error() {} };
 
 /** A key pair made by ssh-keygen: the private key file's text and the public key line. */
-function keyPair(path: string): { privateKey: string; publicKey: string } {
-  execFileSync("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-f", path]);
+function keyPair(path: string, type: "ed25519" | "ecdsa" | "rsa" = "ed25519"): { privateKey: string; publicKey: string } {
+  execFileSync("ssh-keygen", ["-q", "-t", type, "-N", "", "-f", path]);
   return { privateKey: readFileSync(path, "utf8"), publicKey: readFileSync(`${path}.pub`, "utf8").trim() };
 }
 
@@ -43,6 +44,8 @@ describe("the command provider plugin on the real engine, against a real sshd", 
   let engine: AutomationEngine;
   let client: { privateKey: string; publicKey: string };
   let host: { privateKey: string; publicKey: string };
+  let hostEcdsa: { publicKey: string };
+  let hostRsa: { publicKey: string };
   let log: string;
 
   const stack = (settings: {
@@ -86,6 +89,8 @@ describe("the command provider plugin on the real engine, against a real sshd", 
     dir = mkdtempSync(join(tmpdir(), "nodefleet-command-plugin-"));
     log = join(dir, "remote.log");
     host = keyPair(join(dir, "host_ed25519"));
+    hostEcdsa = keyPair(join(dir, "host_ecdsa"), "ecdsa");
+    hostRsa = keyPair(join(dir, "host_rsa"), "rsa");
     client = keyPair(join(dir, "client_ed25519"));
     writeFileSync(join(dir, "authorized_keys"), `${client.publicKey}\n`, { mode: 0o600 });
     port = await freePort();
@@ -94,7 +99,10 @@ describe("the command provider plugin on the real engine, against a real sshd", 
       [
         `Port ${port}`,
         "ListenAddress 127.0.0.1",
+        // One of each type, as a cloud image's sshd has: the client's preferred type (ECDSA) is not the pinned one.
         `HostKey ${join(dir, "host_ed25519")}`,
+        `HostKey ${join(dir, "host_ecdsa")}`,
+        `HostKey ${join(dir, "host_rsa")}`,
         `AuthorizedKeysFile ${join(dir, "authorized_keys")}`,
         `PidFile ${join(dir, "sshd.pid")}`,
         // The temporary directory is not root's own: sshd's ownership checks would refuse it.
@@ -169,25 +177,43 @@ describe("the command provider plugin on the real engine, against a real sshd", 
     assert.equal(logLines().length, 4, "nothing ran on the server");
   });
 
-  it("quotes a failing script's output in its error, but not when its stdin is secret", async function () {
+  it("negotiates the pinned key's type: ECDSA connects, RSA fails as upstream (ssh-rsa only, which OpenSSH refuses)", async function () {
+    // The ed25519 pin is every other test's. Before the fix the server's ECDSA key came first and that pin failed.
+    const ecdsa = await engine.up(stack({ run: "r2", stdin: "hello-2", trigger: "t2", hostKey: hostEcdsa.publicKey }));
+    assert.equal(ecdsa.succeeded, true, failed(ecdsa));
+    assert.deepEqual(remoteOps(ecdsa), ["update"], "a new pin alone updates in place");
+    const rsa = await engine
+      .up(stack({ run: "r2", stdin: "hello-2", trigger: "t2", hostKey: hostRsa.publicKey }))
+      .catch((error: Error) => error);
+    const text = rsa instanceof Error ? rsa.message : failed(rsa);
+    assert.ok(rsa instanceof Error || rsa.succeeded === false, "a pinned RSA key fails against OpenSSH's defaults");
+    assert.match(text, /no common algorithm for host key/);
+    const back = await engine.up(stack({ run: "r2", stdin: "hello-2", trigger: "t2" }));
+    assert.equal(back.succeeded, true, failed(back));
+    assert.deepEqual(
+      logLines().slice(4),
+      ["update r2 prev=hello-2", "update r2 prev=hello-2"],
+      "the ECDSA and ed25519 pins ran, RSA did not",
+    );
+  });
+
+  it("quotes a failing script's command and output in its error, even when its stdin is secret (upstream)", async function () {
     const plain = await engine.up(stack({ run: "r5", stdin: "plain-stdin", trigger: "t2", fail: true }));
     assert.equal(plain.succeeded, false);
     assert.match(failed(plain), /update: exited with status 3 on 127\.0\.0\.1: running .*plain-stdin/s);
     const secret = await engine.up(stack({ run: "r6", stdin: "s3cret-stdin", trigger: "t2", fail: true, secretStdin: true }));
     assert.equal(secret.succeeded, false);
-    assert.match(
-      failed(secret),
-      /update: exited with status 3 on 127\.0\.0\.1 \(the command and its output are withheld: its inputs are secret\)/,
-    );
-    assert.doesNotMatch(JSON.stringify(secret), /s3cret-stdin/);
+    // The failing test script echoes its stdin: upstream quotes that in clear, which is why no script
+    // nodefleet renders may print a secret (test/bootstrap/renderedScriptsPrintNoSecret.test.ts).
+    assert.match(failed(secret), /update: exited with status 3 on 127\.0\.0\.1: running .*to-stderr r6.*s3cret-stdin/s);
     assert.deepEqual(
-      logLines().slice(4),
+      logLines().slice(6),
       ["update r5 prev=hello-2", "update r6 prev=hello-2"],
       "both ran; a failed update keeps the last good output",
     );
   });
 
-  it("shows the script's output under the resource as `pulumi up` runs, unless the script sees a secret", async function () {
+  it("shows the script's output under the resource as status lines as `pulumi up` runs, even when its stdin is secret", async function () {
     // The engine's own event stream (AutomationEngine keeps only steps): a workspace of the test's.
     const workDir = join(dir, "events");
     mkdirSync(workDir);
@@ -215,10 +241,11 @@ describe("the command provider plugin on the real engine, against a real sshd", 
         },
       },
     );
-    const infos: Array<{ urn: string; message: string }> = [];
+    const infos: Array<{ urn: string; message: string; ephemeral: boolean }> = [];
     const onEvent = (event: EngineEvent) => {
       const diag = event.diagnosticEvent;
-      if (diag?.severity === "info" && diag.urn) infos.push({ urn: diag.urn, message: diag.message.trim() });
+      if (diag?.severity === "info" && diag.urn)
+        infos.push({ urn: diag.urn, message: diag.message.trim(), ephemeral: diag.ephemeral === true });
     };
     const first = await events.up({ onEvent });
     assert.equal(first.outputs.remoteStdout?.secret, false);
@@ -226,16 +253,25 @@ describe("the command provider plugin on the real engine, against a real sshd", 
     assert.deepEqual(of("remote"), ["to-stderr r7"], `logging: stderr shows stderr's line, not stdout's: ${JSON.stringify(infos)}`);
     assert.deepEqual(of("local"), ["local r7"], `local.Command shows stdout and stderr by default: ${JSON.stringify(infos)}`);
     assert.deepEqual(of("join"), [], "the join script writes nothing");
-    // The same stdin, secret: nothing of the script's output is shown.
+    assert.ok(
+      infos.every((i) => i.ephemeral),
+      `status lines, as upstream's InfoStatus: ${JSON.stringify(infos)}`,
+    );
+    // The same stdin, secret: upstream still shows stderr, and stdout stays a plain output.
     config["commandtest:secretStdin"] = { value: "true" };
     config["commandtest:stdin"] = { value: "secret-logged-stdin" };
     secretKeys.push("commandtest:stdin");
     infos.length = 0;
     const second = await events.up({ onEvent });
     assert.equal(logLines().at(-1), "update r7 prev=logged-stdin", "the update ran");
-    assert.deepEqual(of("remote"), [], `a script whose stdin is secret shows nothing: ${JSON.stringify(infos)}`);
-    assert.equal(second.outputs.remoteStdout?.secret, true, "what a script with a secret stdin printed is a secret output");
-    assert.doesNotMatch(JSON.stringify(infos), /secret-logged-stdin/);
+    assert.deepEqual(of("remote"), ["to-stderr r7"], `stderr is shown whatever the stdin: ${JSON.stringify(infos)}`);
+    assert.doesNotMatch(
+      JSON.stringify(infos),
+      /secret-logged-stdin/,
+      "stdout, which echoes the stdin, is not a stream `logging: stderr` shows",
+    );
+    assert.equal(second.outputs.remoteStdout?.secret, false, "what a script with a secret stdin printed is a plain output (upstream)");
+    assert.equal(second.outputs.remoteStdout?.value, "secret-logged-stdin");
     await events.destroy();
   });
 

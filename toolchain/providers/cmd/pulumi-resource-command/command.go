@@ -20,7 +20,7 @@ type runner interface {
 	check(inputs resource.PropertyMap) []*pulumirpc.CheckFailure
 	// run runs script with stdin and the environment, writing its stdout and stderr to out; secret
 	// says the script itself is secret (it must not reach a process's arguments).
-	run(ctx context.Context, inputs resource.PropertyMap, script string, secret bool, env map[string]string, out *output) error
+	run(ctx context.Context, inputs resource.PropertyMap, script string, secret bool, env environment, out *output) error
 }
 
 // command is remote.Command or local.Command: the lifecycle is the same, only where it runs differs.
@@ -35,6 +35,10 @@ func (command) ReplaceKeys() []string { return []string{"triggers"} }
 
 func (c command) Check(news resource.PropertyMap) (resource.PropertyMap, []*pulumirpc.CheckFailure) {
 	failures := c.runner.check(news)
+	// Upstream declares `connection` secret as a whole (it holds the password and private key).
+	if v, ok := news["connection"]; ok && !v.ContainsUnknowns() && !v.IsSecret() {
+		news["connection"] = resource.MakeSecret(v)
+	}
 	if v := news["logging"]; v.IsString() && !slices.Contains(loggingValues, v.StringValue()) {
 		failures = append(failures, nativeprovider.Failure("logging", fmt.Sprintf("must be one of %s, not %q", strings.Join(loggingValues, ", "), v.StringValue())))
 	}
@@ -93,7 +97,9 @@ func (c command) Delete(ctx context.Context, _ string, olds resource.PropertyMap
 }
 
 // runInto runs the script under key and records its output in outs (empty when there is no script).
-// The output is secret when anything the script saw is, or when create or update is (upstream's rule).
+// stdout and stderr are plain outputs whatever the script saw, as upstream's (its framework makes an
+// output secret only when an input of the same name is, and no input is named stdout or stderr): a
+// program that needs them secret says so with `additionalSecretOutputs`, which the engine applies.
 func (c command) runInto(ctx context.Context, outs resource.PropertyMap, key string, previous resource.PropertyMap) error {
 	out := &output{}
 	if nativeprovider.String(outs, key) != "" {
@@ -102,69 +108,65 @@ func (c command) runInto(ctx context.Context, outs resource.PropertyMap, key str
 			return err
 		}
 	}
-	secret := seesSecrets(outs, key, previous) || outs["create"].ContainsSecrets() || outs["update"].ContainsSecrets()
-	outs["stdout"] = maybeSecret(resource.NewStringProperty(strings.TrimSuffix(out.stdout(), "\n")), secret)
-	outs["stderr"] = maybeSecret(resource.NewStringProperty(strings.TrimSuffix(out.stderr(), "\n")), secret)
+	outs["stdout"] = resource.NewStringProperty(strings.TrimSuffix(out.stdout(), "\n"))
+	outs["stderr"] = resource.NewStringProperty(strings.TrimSuffix(out.stderr(), "\n"))
 	return nil
 }
 
-// execute runs the script under key, showing the streams `logging` names (both by default) under the
-// resource as they arrive, unless anything the script sees is secret: a secret never reaches the
-// engine's log, which is kept in clear. A failure is described under the same rule (failure.go).
+// execute runs the script under key, showing the lines of the streams `logging` names (both by
+// default) under the resource as status messages as they arrive, whatever the script saw, as upstream
+// does. A failure quotes the command and the output (failure.go).
 func (c command) execute(ctx context.Context, inputs resource.PropertyMap, key string, previous resource.PropertyMap) (*output, error) {
-	secret := seesSecrets(inputs, key, previous)
 	logging := nativeprovider.String(inputs, "logging")
 	if logging == "" {
 		logging = "stdoutAndStderr"
 	}
-	if secret {
-		logging = "none"
-	}
-	show := func(line string) { nativeprovider.Log(ctx, line) }
+	show := func(line string) { nativeprovider.LogStatus(ctx, line) }
 	out := newOutput(show, logging == "stdout" || logging == "stdoutAndStderr", logging == "stderr" || logging == "stdoutAndStderr")
 	script := nativeprovider.String(inputs, key)
-	err := c.runner.run(ctx, inputs, script, inputs[resource.PropertyKey(key)].ContainsSecrets(), environment(inputs, previous), out)
+	secretScript := inputs[resource.PropertyKey(key)].ContainsSecrets()
+	err := c.runner.run(ctx, inputs, script, secretScript, environmentOf(inputs, previous), out)
 	out.flush()
 	if err != nil {
 		var failed *scriptError
 		if errors.As(err, &failed) {
-			failed.output, failed.secret = out.combined(), secret
+			failed.output, failed.secretScript = out.combined(), secretScript
 		}
 		return nil, describeFailure(key, script, err)
 	}
 	return out, nil
 }
 
-// environment is the resource's `environment`, plus the previous run's output unless addPreviousOutputInEnv is false.
-func environment(inputs, previous resource.PropertyMap) map[string]string {
-	env := nativeprovider.StringMap(inputs, "environment")
+// environment is what a script's environment gets: the resource's `environment`, and the previous
+// run's output apart (a server that refuses the first fails the run, the second only warns, upstream).
+type environment struct {
+	variables, previousOutput map[string]string
+}
+
+// environmentOf reads the resource's `environment`, and the previous run's output unless
+// addPreviousOutputInEnv is false.
+func environmentOf(inputs, previous resource.PropertyMap) environment {
+	env := environment{variables: nativeprovider.StringMap(inputs, "environment"), previousOutput: map[string]string{}}
 	if previous != nil && (!nativeprovider.Has(inputs, "addPreviousOutputInEnv") || nativeprovider.Bool(inputs, "addPreviousOutputInEnv")) {
 		if out := nativeprovider.String(previous, "stdout"); out != "" {
-			env["PULUMI_COMMAND_STDOUT"] = out
+			env.previousOutput["PULUMI_COMMAND_STDOUT"] = out
 		}
 		if out := nativeprovider.String(previous, "stderr"); out != "" {
-			env["PULUMI_COMMAND_STDERR"] = out
+			env.previousOutput["PULUMI_COMMAND_STDERR"] = out
 		}
 	}
 	return env
 }
 
-// seesSecrets reports whether the script under key, its stdin, its environment or the previous
-// output it is given (PULUMI_COMMAND_STDOUT/STDERR) is secret.
-func seesSecrets(inputs resource.PropertyMap, key string, previous resource.PropertyMap) bool {
-	for _, k := range []resource.PropertyKey{resource.PropertyKey(key), "stdin", "environment"} {
-		if inputs[k].ContainsSecrets() {
-			return true
+// all is every variable, the previous output set last (as upstream sets it).
+func (e environment) all() map[string]string {
+	all := make(map[string]string, len(e.variables)+len(e.previousOutput))
+	for _, m := range []map[string]string{e.variables, e.previousOutput} {
+		for k, v := range m {
+			all[k] = v
 		}
 	}
-	return previous != nil && (previous["stdout"].ContainsSecrets() || previous["stderr"].ContainsSecrets())
-}
-
-func maybeSecret(v resource.PropertyValue, secret bool) resource.PropertyValue {
-	if secret {
-		return resource.MakeSecret(v)
-	}
-	return v
+	return all
 }
 
 func newID() (string, error) {

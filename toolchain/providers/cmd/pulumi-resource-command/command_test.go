@@ -17,55 +17,31 @@ func secret(s string) resource.PropertyValue {
 }
 func plain(s string) resource.PropertyValue { return resource.NewStringProperty(s) }
 
-func TestSeesSecretsCountsTheScriptItsStdinEnvironmentAndPreviousOutput(t *testing.T) {
-	cases := []struct {
-		name     string
-		inputs   resource.PropertyMap
-		previous resource.PropertyMap
-		want     bool
-	}{
-		{"nothing secret", resource.PropertyMap{"create": plain("echo"), "stdin": plain("x")}, resource.PropertyMap{"stdout": plain("old")}, false},
-		{"secret script", resource.PropertyMap{"create": secret("echo token")}, nil, true},
-		{"secret stdin", resource.PropertyMap{"create": plain("bash -s"), "stdin": secret("script")}, nil, true},
-		{"secret environment value", resource.PropertyMap{"create": plain("env"), "environment": resource.NewObjectProperty(resource.PropertyMap{"T": secret("v")})}, nil, true},
-		{"secret previous stdout", resource.PropertyMap{"update": plain("echo $PULUMI_COMMAND_STDOUT")}, resource.PropertyMap{"stdout": secret("old")}, true},
-		{"another step's secret script", resource.PropertyMap{"create": plain("echo"), "delete": secret("rm")}, nil, false},
-	}
-	for _, c := range cases {
-		key := "create"
-		if _, ok := c.inputs["update"]; ok {
-			key = "update"
-		}
-		if got := seesSecrets(c.inputs, key, c.previous); got != c.want {
-			t.Errorf("%s: seesSecrets = %v, want %v", c.name, got, c.want)
-		}
-	}
-}
-
 func TestEnvironmentAddsThePreviousOutputUnlessTurnedOff(t *testing.T) {
 	previous := resource.PropertyMap{"stdout": plain("out"), "stderr": plain("err")}
-	env := environment(resource.PropertyMap{"environment": resource.NewObjectProperty(resource.PropertyMap{"A": plain("1")})}, previous)
-	if env["A"] != "1" || env["PULUMI_COMMAND_STDOUT"] != "out" || env["PULUMI_COMMAND_STDERR"] != "err" {
+	env := environmentOf(resource.PropertyMap{"environment": resource.NewObjectProperty(resource.PropertyMap{"A": plain("1")})}, previous)
+	if all := env.all(); all["A"] != "1" || all["PULUMI_COMMAND_STDOUT"] != "out" || all["PULUMI_COMMAND_STDERR"] != "err" || len(env.variables) != 1 {
 		t.Fatalf("environment = %v", env)
 	}
-	off := environment(resource.PropertyMap{"addPreviousOutputInEnv": resource.NewBoolProperty(false)}, previous)
-	if _, ok := off["PULUMI_COMMAND_STDOUT"]; ok {
+	off := environmentOf(resource.PropertyMap{"addPreviousOutputInEnv": resource.NewBoolProperty(false)}, previous)
+	if _, ok := off.all()["PULUMI_COMMAND_STDOUT"]; ok {
 		t.Fatalf("addPreviousOutputInEnv false still passed the previous stdout: %v", off)
 	}
-	if first := environment(resource.PropertyMap{}, nil); len(first) != 0 {
+	if first := environmentOf(resource.PropertyMap{}, nil).all(); len(first) != 0 {
 		t.Fatalf("a create has no previous output: %v", first)
 	}
 }
 
-func TestDescribeFailureQuotesTheEndOfTheOutputOnlyWithoutSecrets(t *testing.T) {
+func TestDescribeFailureQuotesTheCommandAndTheEndOfItsOutputUnlessTheCommandIsSecret(t *testing.T) {
 	long := strings.Repeat("x", 3*outputTail) + "the reason"
 	quoted := describeFailure("create", "make install", &scriptError{status: "exited with status 2", output: long}).Error()
 	if !strings.Contains(quoted, `running "make install"`) || !strings.HasSuffix(quoted, "the reason") || len(quoted) > outputTail+200 {
 		t.Fatalf("quoted failure: %.200q (%d bytes)", quoted, len(quoted))
 	}
-	withheld := describeFailure("create", "make install", &scriptError{status: "exited with status 2", output: "token-value", secret: true}).Error()
-	if strings.Contains(withheld, "token-value") || strings.Contains(withheld, "make install") || !strings.Contains(withheld, "withheld") {
-		t.Fatalf("secret failure: %q", withheld)
+	// Upstream quotes the output whatever the script saw (its stdin may be secret): the output is quoted.
+	withheld := describeFailure("create", "install --token t0ken", &scriptError{status: "exited with status 2", output: "printed", secretScript: true}).Error()
+	if strings.Contains(withheld, "t0ken") || !strings.Contains(withheld, "running [secret]:\nprinted") {
+		t.Fatalf("secret command's failure: %q", withheld)
 	}
 	if other := describeFailure("create", "make install", errors.New("connecting to 10.0.0.1:22 as root: i/o timeout")).Error(); other != "create: connecting to 10.0.0.1:22 as root: i/o timeout" {
 		t.Fatalf("connection failure: %q", other)
@@ -80,32 +56,37 @@ type fakeRunner struct {
 
 func (fakeRunner) check(resource.PropertyMap) []*pulumirpc.CheckFailure { return nil }
 
-func (f fakeRunner) run(_ context.Context, _ resource.PropertyMap, script string, secret bool, env map[string]string, out *output) error {
-	*f.ran = append(*f.ran, fmt.Sprintf("%s secret=%v prev=%s", script, secret, env["PULUMI_COMMAND_STDOUT"]))
+func (f fakeRunner) run(_ context.Context, _ resource.PropertyMap, script string, secret bool, env environment, out *output) error {
+	*f.ran = append(*f.ran, fmt.Sprintf("%s secret=%v prev=%s", script, secret, env.previousOutput["PULUMI_COMMAND_STDOUT"]))
 	_, _ = out.stdoutWriter().Write([]byte(f.stdout))
 	_, _ = out.stderrWriter().Write([]byte(f.stderr))
 	return nil
 }
 
-func TestOutputsAreSecretWhenAnythingTheScriptSawIs(t *testing.T) {
+// Upstream's framework makes an output secret only when the input of the same name is: stdout and
+// stderr stay plain whatever the script saw (the old double made them secret in each case below).
+func TestOutputsArePlainWhateverTheScriptSaw(t *testing.T) {
 	var ran []string
 	c := command{runner: fakeRunner{stdout: "out\n", stderr: "err", ran: &ran}}
 	for _, tc := range []struct {
 		name   string
 		inputs resource.PropertyMap
-		secret bool
 	}{
-		{"plain", resource.PropertyMap{"create": plain("echo")}, false},
-		{"secret stdin", resource.PropertyMap{"create": plain("bash -s"), "stdin": secret("script")}, true},
-		{"secret environment", resource.PropertyMap{"create": plain("env"), "environment": resource.NewObjectProperty(resource.PropertyMap{"T": secret("v")})}, true},
-		{"secret update, create ran", resource.PropertyMap{"create": plain("echo"), "update": secret("echo token")}, true},
+		{"plain", resource.PropertyMap{"create": plain("echo")}},
+		{"secret stdin", resource.PropertyMap{"create": plain("bash -s"), "stdin": secret("script")}},
+		{"secret environment", resource.PropertyMap{"create": plain("env"), "environment": resource.NewObjectProperty(resource.PropertyMap{"T": secret("v")})}},
+		{"secret create", resource.PropertyMap{"create": secret("echo token")}},
+		{"secret update, create ran", resource.PropertyMap{"create": plain("echo"), "update": secret("echo token")}},
 	} {
 		_, outs, err := c.Create(context.Background(), tc.inputs, false)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
-		if outs["stdout"].IsSecret() != tc.secret || outs["stderr"].IsSecret() != tc.secret {
-			t.Errorf("%s: stdout secret %v, stderr secret %v, want %v", tc.name, outs["stdout"].IsSecret(), outs["stderr"].IsSecret(), tc.secret)
+		if outs["stdout"].ContainsSecrets() || outs["stderr"].ContainsSecrets() {
+			t.Errorf("%s: stdout %v, stderr %v: want both plain", tc.name, outs["stdout"], outs["stderr"])
+		}
+		if outs["stdin"].IsSecret() != tc.inputs["stdin"].IsSecret() {
+			t.Errorf("%s: an input's own secretness is kept", tc.name)
 		}
 		if got := nativeprovider.String(outs, "stdout"); got != "out" {
 			t.Errorf("%s: stdout %q, want the trailing newline trimmed", tc.name, got)
@@ -142,7 +123,8 @@ func TestOutputShowsCompleteLinesOfTheStreamsAskedFor(t *testing.T) {
 func TestCheckNamesTheFieldAndTheRule(t *testing.T) {
 	remote := command{runner: remoteRunner{}}
 	_, failures := remote.Check(resource.PropertyMap{
-		"connection": resource.NewObjectProperty(resource.PropertyMap{"port": resource.NewNumberProperty(70000), "dialErrorLimit": resource.NewNumberProperty(-2), "perDialTimeout": resource.NewNumberProperty(0)}),
+		"connection": resource.NewObjectProperty(resource.PropertyMap{"port": resource.NewNumberProperty(70000), "dialErrorLimit": resource.NewNumberProperty(-2), "perDialTimeout": resource.NewNumberProperty(-1), "proxy": resource.NewObjectProperty(resource.PropertyMap{"host": plain("bastion")})}),
+		"assetPaths": resource.NewArrayProperty([]resource.PropertyValue{plain("*.log")}),
 		"logging":    plain("verbose"),
 	})
 	got := map[string]string{}
@@ -150,11 +132,16 @@ func TestCheckNamesTheFieldAndTheRule(t *testing.T) {
 		got[f.Property] = f.Reason
 	}
 	if got["connection.host"] != "is required" || !strings.HasPrefix(got["connection.port"], "must be between") || !strings.HasPrefix(got["logging"], "must be one of") ||
-		!strings.HasPrefix(got["connection.dialErrorLimit"], "must be -1") || !strings.HasPrefix(got["connection.perDialTimeout"], "must be at least 1") {
+		!strings.HasPrefix(got["connection.dialErrorLimit"], "must be -1") || !strings.HasPrefix(got["connection.perDialTimeout"], "must be 0") ||
+		!strings.Contains(got["connection.proxy"], "not supported") || !strings.Contains(got["assetPaths"], "not supported") {
 		t.Fatalf("failures: %v", got)
 	}
-	if _, failures := remote.Check(resource.PropertyMap{"connection": resource.NewObjectProperty(resource.PropertyMap{"host": plain("10.0.0.1")})}); len(failures) != 0 {
+	checked, failures := remote.Check(resource.PropertyMap{"connection": resource.NewObjectProperty(resource.PropertyMap{"host": plain("10.0.0.1"), "perDialTimeout": resource.NewNumberProperty(0)})})
+	if len(failures) != 0 {
 		t.Fatalf("a connection with a host is valid: %v", failures)
+	}
+	if !checked["connection"].IsSecret() {
+		t.Fatalf("upstream declares the connection secret as a whole: %v", checked["connection"])
 	}
 }
 

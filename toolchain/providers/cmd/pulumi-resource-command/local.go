@@ -41,7 +41,7 @@ func (localRunner) check(inputs resource.PropertyMap) []*pulumirpc.CheckFailure 
 	return failures
 }
 
-func (localRunner) run(ctx context.Context, inputs resource.PropertyMap, script string, secret bool, env map[string]string, out *output) error {
+func (localRunner) run(ctx context.Context, inputs resource.PropertyMap, script string, secret bool, env environment, out *output) error {
 	interpreter := nativeprovider.Strings(inputs, "interpreter")
 	if len(interpreter) == 0 {
 		interpreter = []string{"/bin/sh", "-c"}
@@ -53,7 +53,7 @@ func (localRunner) run(ctx context.Context, inputs resource.PropertyMap, script 
 	cmd := exec.Command(interpreter[0], args...)
 	cmd.Dir = nativeprovider.String(inputs, "dir")
 	cmd.Env = os.Environ()
-	for k, v := range env {
+	for k, v := range env.all() {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
 	if secret {

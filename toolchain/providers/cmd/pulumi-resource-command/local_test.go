@@ -12,7 +12,7 @@ import (
 
 func runLocal(ctx context.Context, script string, secret bool) (*output, error) {
 	out := newOutput(func(string) {}, false, false)
-	return out, localRunner{}.run(ctx, resource.PropertyMap{}, script, secret, map[string]string{}, out)
+	return out, localRunner{}.run(ctx, resource.PropertyMap{}, script, secret, environment{}, out)
 }
 
 func TestLocalPassesASecretScriptInTheEnvironmentNotItsArguments(t *testing.T) {

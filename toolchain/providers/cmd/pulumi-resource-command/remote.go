@@ -42,8 +42,9 @@ func (remoteRunner) check(inputs resource.PropertyMap) []*pulumirpc.CheckFailure
 	if limit := conn["dialErrorLimit"]; limit.IsNumber() && limit.NumberValue() < -1 {
 		failures = append(failures, nativeprovider.Failure("connection.dialErrorLimit", "must be -1 (no limit) or more"))
 	}
-	if timeout := conn["perDialTimeout"]; timeout.IsNumber() && timeout.NumberValue() < 1 {
-		failures = append(failures, nativeprovider.Failure("connection.perDialTimeout", "must be at least 1 (seconds)"))
+	// 0 is upstream's "no maximum" (ssh's zero Timeout).
+	if timeout := conn["perDialTimeout"]; timeout.IsNumber() && timeout.NumberValue() < 0 {
+		failures = append(failures, nativeprovider.Failure("connection.perDialTimeout", "must be 0 (no limit) or more seconds"))
 	}
 	return failures
 }
@@ -87,6 +88,10 @@ func intOr(m resource.PropertyMap, key string, fallback int) int {
 
 // clientConfig authenticates with the private key, the password and the agent given, and checks the
 // server's key against `hostKey` when one is given (any key is accepted without it, as upstream does).
+// A pinned key also limits the negotiation to its own type, as upstream's does: a server with several
+// host keys would otherwise present the one the client prefers (ECDSA) and fail the pin. The type
+// is the key's format, so a pinned RSA key offers only `ssh-rsa` (SHA-1), which OpenSSH 8.8 and
+// later refuse by default: such a pin fails upstream, and here too.
 // The returned function closes the agent's socket, when one was opened.
 func (c connection) clientConfig() (*ssh.ClientConfig, func(), error) {
 	config := &ssh.ClientConfig{User: c.user, HostKeyCallback: ssh.InsecureIgnoreHostKey(), Timeout: time.Duration(c.perDialTimeout) * time.Second}
@@ -97,6 +102,7 @@ func (c connection) clientConfig() (*ssh.ClientConfig, func(), error) {
 			return nil, nil, fmt.Errorf("connection.hostKey: not an SSH public key (%v)", err)
 		}
 		config.HostKeyCallback = ssh.FixedHostKey(key)
+		config.HostKeyAlgorithms = []string{key.Type()}
 	}
 	if c.privateKey != "" {
 		var signer ssh.Signer
@@ -134,7 +140,8 @@ func (c connection) clientConfig() (*ssh.ClientConfig, func(), error) {
 }
 
 // dial connects, retrying any failed dial (a server still booting, its sshd not settled) up to
-// dialErrorLimit times (-1: no limit) with the SDK's retry backoff, as upstream does.
+// dialErrorLimit times (-1: no limit) with the SDK's retry backoff, each retry shown as a status
+// line, as upstream does.
 func (c connection) dial(ctx context.Context, config *ssh.ClientConfig) (*ssh.Client, error) {
 	address := net.JoinHostPort(c.host, strconv.Itoa(c.port))
 	var client *ssh.Client
@@ -147,6 +154,11 @@ func (c connection) dial(ctx context.Context, config *ssh.ClientConfig) (*ssh.Cl
 			if c.dialErrorLimit >= 0 && try+1 > c.dialErrorLimit {
 				return true, nil, fmt.Errorf("connecting to %s as %s: %w", address, c.user, err)
 			}
+			limit := "inf"
+			if c.dialErrorLimit >= 0 {
+				limit = strconv.Itoa(c.dialErrorLimit)
+			}
+			nativeprovider.LogStatus(ctx, fmt.Sprintf("Dial %d/%s failed: retrying", try+1, limit))
 			return false, nil, nil
 		},
 	})
@@ -158,7 +170,7 @@ func (c connection) dial(ctx context.Context, config *ssh.ClientConfig) (*ssh.Cl
 
 // run sends the script as the session's command: over the encrypted channel, never in an argument
 // list on this machine (on the server, sshd starts the user's shell with it, as upstream's does).
-func (remoteRunner) run(ctx context.Context, inputs resource.PropertyMap, script string, _ bool, env map[string]string, out *output) error {
+func (remoteRunner) run(ctx context.Context, inputs resource.PropertyMap, script string, _ bool, env environment, out *output) error {
 	c := connectionOf(inputs)
 	config, closeAgent, err := c.clientConfig()
 	if err != nil {
@@ -175,9 +187,8 @@ func (remoteRunner) run(ctx context.Context, inputs resource.PropertyMap, script
 		return fmt.Errorf("opening an SSH session on %s: %w", c.host, err)
 	}
 	defer session.Close()
-	// As upstream: a variable the server does not accept (sshd's AcceptEnv) is dropped, not an error.
-	for k, v := range env {
-		_ = session.Setenv(k, v)
+	if err := setEnvironment(ctx, session, env); err != nil {
+		return err
 	}
 	if stdin := nativeprovider.String(inputs, "stdin"); stdin != "" {
 		session.Stdin = strings.NewReader(stdin)
@@ -197,6 +208,26 @@ func (remoteRunner) run(ctx context.Context, inputs resource.PropertyMap, script
 			return &scriptError{status: fmt.Sprintf("exited with status %d on %s", exit.ExitStatus(), c.host)}
 		}
 		return fmt.Errorf("running on %s: %w", c.host, err)
+	}
+	return nil
+}
+
+// setEnvironment sets the script's variables in the session, where sshd accepts them (its AcceptEnv).
+// As upstream: a refused `environment` variable fails the run; a refused previous output
+// (PULUMI_COMMAND_STDOUT/STDERR) is a warning, and the script runs without it.
+func setEnvironment(ctx context.Context, session *ssh.Session, env environment) error {
+	for k, v := range env.variables {
+		if _, previous := env.previousOutput[k]; previous {
+			continue
+		}
+		if err := session.Setenv(k, v); err != nil {
+			return fmt.Errorf("could not set environment variable %q (the SSH server accepts only what its AcceptEnv names): %w", k, err)
+		}
+	}
+	for k, v := range env.previousOutput {
+		if err := session.Setenv(k, v); err != nil {
+			nativeprovider.Warn(ctx, fmt.Sprintf("could not set %s (the SSH server accepts only what its AcceptEnv names): the script runs without it", k))
+		}
 	}
 	return nil
 }

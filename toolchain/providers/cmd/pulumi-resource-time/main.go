@@ -1,7 +1,7 @@
 // Command pulumi-resource-time is nodefleet's stand-in for the pulumiverse time provider plugin
 // (its module is not served by the Go module proxy). It implements Offset with upstream's token
-// and properties: the base time is fixed at create (or given), `baseRfc3339` and `triggers`
-// replace, offset changes recompute in place.
+// and properties: the base time is fixed at create (or given), `triggers` replace, a new
+// `baseRfc3339` or offset recomputes in place.
 package main
 
 import "nodefleet.dev/toolchain/providers/internal/nativeprovider"

@@ -13,7 +13,9 @@ var offsetKeys = []resource.PropertyKey{"offsetYears", "offsetMonths", "offsetDa
 
 type offset struct{}
 
-func (offset) ReplaceKeys() []string { return []string{"baseRfc3339", "triggers"} }
+// Only triggers replace: upstream's base_rfc3339 is optional and computed without RequiresReplace, so a
+// new base updates in place (terraform-provider-time v0.12.1, resource_time_offset.go).
+func (offset) ReplaceKeys() []string { return []string{"triggers"} }
 
 func (offset) Check(news resource.PropertyMap) (resource.PropertyMap, []*pulumirpc.CheckFailure) {
 	if v, ok := news["baseRfc3339"]; ok && v.IsString() {
@@ -57,7 +59,12 @@ func (o offset) Create(_ context.Context, inputs resource.PropertyMap, preview b
 }
 
 func (offset) Update(_ context.Context, id string, olds, inputs resource.PropertyMap, _ bool) (resource.PropertyMap, error) {
-	base, err := time.Parse(time.RFC3339, olds["baseRfc3339"].StringValue())
+	// The base given now, else the one saved at create (upstream's plan takes the state's when unset).
+	baseText := olds["baseRfc3339"].StringValue()
+	if v, ok := inputs["baseRfc3339"]; ok && v.IsString() {
+		baseText = v.StringValue()
+	}
+	base, err := time.Parse(time.RFC3339, baseText)
 	if err != nil {
 		return nil, err
 	}

@@ -60,9 +60,25 @@ func withLogTarget(ctx context.Context, log *engineLog, urn string) context.Cont
 // Log shows message under the resource the call is for (an info diagnostic); a failure to
 // deliver it is not the resource's failure.
 func Log(ctx context.Context, message string) {
+	send(ctx, &pulumirpc.LogRequest{Severity: pulumirpc.LogSeverity_INFO, Message: message})
+}
+
+// LogStatus shows message under the resource as a status line (ephemeral: the engine shows it while
+// the step runs and keeps it in the event stream, as upstream plugins' status messages).
+func LogStatus(ctx context.Context, message string) {
+	send(ctx, &pulumirpc.LogRequest{Severity: pulumirpc.LogSeverity_INFO, Message: message, Ephemeral: true})
+}
+
+// Warn shows message under the resource as a warning.
+func Warn(ctx context.Context, message string) {
+	send(ctx, &pulumirpc.LogRequest{Severity: pulumirpc.LogSeverity_WARNING, Message: message})
+}
+
+func send(ctx context.Context, req *pulumirpc.LogRequest) {
 	target, ok := ctx.Value(logTargetKey{}).(logTarget)
 	if !ok {
 		return
 	}
-	_, _ = target.log.client.Log(ctx, &pulumirpc.LogRequest{Severity: pulumirpc.LogSeverity_INFO, Message: message, Urn: target.urn})
+	req.Urn = target.urn
+	_, _ = target.log.client.Log(ctx, req)
 }

@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/google/shlex"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/util/rpcutil"
 	pulumirpc "github.com/pulumi/pulumi/sdk/v3/proto/go"
 	"google.golang.org/grpc"
@@ -113,7 +114,10 @@ func (h *languageHost) Run(ctx context.Context, req *pulumirpc.RunRequest) (*pul
 	if err != nil {
 		return &pulumirpc.RunResponse{Error: "It looks like the Pulumi SDK has not been installed: run npm ci"}, nil
 	}
-	options := runtimeOptions(info)
+	options, err := runtimeOptions(info)
+	if err != nil {
+		return &pulumirpc.RunResponse{Error: err.Error()}, nil
+	}
 	args := append([]string{}, options.nodeArgs...)
 	args = append(args, runScript, "--monitor", req.GetMonitorAddress())
 	appendIf := func(flagName, value string) {
@@ -125,9 +129,11 @@ func (h *languageHost) Run(ctx context.Context, req *pulumirpc.RunRequest) (*pul
 	appendIf("organization", req.GetOrganization())
 	appendIf("project", req.GetProject())
 	appendIf("stack", req.GetStack())
-	appendIf("pwd", req.GetPwd())
 	if info != nil {
 		appendIf("root-directory", info.GetRootDirectory())
+		// As upstream: the program runs in its program directory (Pulumi.yaml's `main` when that is
+		// a directory), not the engine's working directory.
+		appendIf("pwd", info.GetProgramDirectory())
 	}
 	if req.GetDryRun() {
 		args = append(args, "--dry-run")
@@ -183,23 +189,41 @@ type nodeRuntimeOptions struct {
 	nodeArgs   []string
 }
 
-// runtimeOptions reads Pulumi.yaml's runtime.options (typescript, tsconfig, nodeargs).
-func runtimeOptions(info *pulumirpc.ProgramInfo) nodeRuntimeOptions {
+// runtimeOptions reads Pulumi.yaml's runtime.options (typescript, tsconfig, nodeargs) as upstream's
+// host does (sdk/nodejs/cmd/pulumi-language-nodejs/main.go, v3.248.0): an option of the wrong type
+// fails the run instead of being ignored, and nodeargs is split as a shell would (quotes kept together).
+func runtimeOptions(info *pulumirpc.ProgramInfo) (nodeRuntimeOptions, error) {
 	options := nodeRuntimeOptions{typescript: true}
 	if info == nil || info.GetOptions() == nil {
-		return options
+		return options, nil
 	}
 	fields := info.GetOptions().AsMap()
-	if v, ok := fields["typescript"].(bool); ok {
-		options.typescript = v
+	if v, ok := fields["typescript"]; ok {
+		b, isBool := v.(bool)
+		if !isBool {
+			return options, errors.New("typescript option must be a boolean")
+		}
+		options.typescript = b
 	}
-	if v, ok := fields["tsconfig"].(string); ok {
-		options.tsconfig = v
+	if v, ok := fields["tsconfig"]; ok {
+		path, isString := v.(string)
+		if !isString {
+			return options, errors.New("tsconfig option must be a string")
+		}
+		options.tsconfig = path
 	}
-	if v, ok := fields["nodeargs"].(string); ok && strings.TrimSpace(v) != "" {
-		options.nodeArgs = strings.Fields(v)
+	if v, ok := fields["nodeargs"]; ok {
+		args, isString := v.(string)
+		if !isString {
+			return options, errors.New("nodeargs option must be a string")
+		}
+		split, err := shlex.Split(args)
+		if err != nil {
+			return options, fmt.Errorf("nodeargs option: %w", err)
+		}
+		options.nodeArgs = split
 	}
-	return options
+	return options, nil
 }
 
 func programDirectory(info *pulumirpc.ProgramInfo, program string) string {

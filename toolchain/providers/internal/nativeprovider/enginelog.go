@@ -59,10 +59,15 @@ func withLogTarget(ctx context.Context, log *engineLog, urn string) context.Cont
 
 // Log shows message under the resource the call is for (an info diagnostic); a failure to
 // deliver it is not the resource's failure.
-func Log(ctx context.Context, message string) {
+func Log(ctx context.Context, message string) { send(ctx, pulumirpc.LogSeverity_INFO, message) }
+
+// Warn shows message under the resource as a warning, as upstream providers report a deprecation.
+func Warn(ctx context.Context, message string) { send(ctx, pulumirpc.LogSeverity_WARNING, message) }
+
+func send(ctx context.Context, severity pulumirpc.LogSeverity, message string) {
 	target, ok := ctx.Value(logTargetKey{}).(logTarget)
 	if !ok {
 		return
 	}
-	_, _ = target.log.client.Log(ctx, &pulumirpc.LogRequest{Severity: pulumirpc.LogSeverity_INFO, Message: message, Urn: target.urn})
+	_, _ = target.log.client.Log(ctx, &pulumirpc.LogRequest{Severity: severity, Message: message, Urn: target.urn})
 }

@@ -16,6 +16,7 @@ import { type FakeHcloud, buildFakeHcloud } from "../../../automation/local/fake
 import { type HcloudExchange, hcloudOpenApiViolations, recordHcloudExchanges } from "../../support/hcloudOpenApi";
 import { missingTools, skipUnlessAvailable } from "../../support/toolchainRequirement";
 import { serverUserData } from "../../support/hcloudResourcesProgram";
+import { previewGuardViolations } from "../../../automation/reconciler/runOutcome";
 
 const PROGRAM = join(__dirname, "..", "..", "support", "hcloudResourcesProgram.js");
 const TOKEN = "p".repeat(64);
@@ -148,6 +149,15 @@ describe("the hcloud provider plugin on the real engine, against the fake Hetzne
     const lift = await engine.up(stack(1, 2));
     assert.equal(lift.succeeded, true, failed(lift));
     const before = (await servers()).map((s) => s.id);
+    // The preview reports each as a replace step, which the API stack's guard refuses for a member.
+    const preview = await engine.preview(stack(3, 2));
+    assert.deepEqual(
+      previewGuardViolations(preview.steps, []).map((v) => [v.op, v.type]),
+      [
+        ["replace", SERVER],
+        ["replace", SERVER],
+      ],
+    );
     const from = requests.length;
     const run = await engine.up(stack(3, 2));
     assert.equal(run.succeeded, true, failed(run));

@@ -14,14 +14,14 @@ import (
 	"nodefleet.dev/toolchain/providers/internal/nativeprovider"
 )
 
-// server is hcloud.Server. image, location, user data and SSH keys replace it
-// (terraform-provider-hcloud server/resource.go: ForceNew), the old server deleted first
+// server is hcloud.Server. image, location, datacenter (refused at Check), user data and SSH keys
+// replace it (terraform-provider-hcloud server/resource.go: ForceNew), the old server deleted first
 // (NameKey); name, labels, type, firewalls, placement group, networks and protection are updated
 // in place, as upstream does (FIDELITY.md, "hcloud: Server").
 type server struct{ *cloud }
 
 func (server) ReplaceKeys() []string {
-	return []string{"image", "location", "userData", "sshKeys"}
+	return []string{"image", "location", "datacenter", "userData", "sshKeys"}
 }
 
 // NameKey: a server's name is unique in the project, so its replacement deletes it first.

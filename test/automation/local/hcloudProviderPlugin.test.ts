@@ -261,15 +261,19 @@ describe("the hcloud provider plugin resolves a server's image as terraform-prov
       const listed = await fetch(`${endpoint}/servers/${server!.id}`, { headers: { Authorization: `Bearer ${TOKEN}` } });
       const { server: created } = (await listed.json()) as Json;
       assert.deepEqual([created.server_type.name, created.image.name, created.image.architecture], ["cax11", "ubuntu-24.04", "arm"]);
-      // Upstream's sequence before the create: the type (for its architecture), then the image for it.
+      // Upstream's sequence before the create: the type (for its architecture), the image for it, the placement group.
       const lookups = requests
-        .filter((r) => /^GET \/(server_types|images)\b/.test(r))
+        .filter((r) => /^GET \/(server_types|images|placement_groups\/\d+)\b/.test(r))
         .map((r) => {
           const url = new URL(r.split(" ")[1]!, "http://fake");
           const query = ["name", "architecture", "include_deprecated"].filter((k) => url.searchParams.has(k));
-          return `${url.pathname} ${query.map((k) => `${k}=${url.searchParams.get(k)}`).join(" ")}`;
+          return `${url.pathname.replace(/\d+$/, "{id}")} ${query.map((k) => `${k}=${url.searchParams.get(k)}`).join(" ")}`.trim();
         });
-      assert.deepEqual(lookups, ["/server_types name=cax11", "/images name=ubuntu-24.04 architecture=arm include_deprecated=true"]);
+      assert.deepEqual(lookups, [
+        "/server_types name=cax11",
+        "/images name=ubuntu-24.04 architecture=arm include_deprecated=true",
+        "/placement_groups/{id}",
+      ]);
     } finally {
       await fake.app.close();
     }

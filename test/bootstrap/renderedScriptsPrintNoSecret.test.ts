@@ -10,11 +10,16 @@
  * stack's outputs.
  */
 import { strict as assert } from "node:assert";
+import { spawnSync } from "node:child_process";
 import { readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import * as hcloud from "@pulumi/hcloud";
 import { join, relative } from "node:path";
 import { type RecordedResource, runUnderMocks } from "../../automation/mocks/runUnderMocks";
 import { scalewayLookup } from "../../automation/mocks/scalewayLookups";
 import { isWrappedSecret, mapSecrets, resolveSecrets } from "../../automation/mocks/secretValues";
+import { apiMembersGuard } from "../../components/hcloud/apiMembersGuard";
 import { K0S_TOKEN_FILE } from "../../components/bootstrap/k0sWorkerCloudConfig";
 import { parseFleetSpec } from "../../components/fleet/fleetSpec";
 import { RobotNodePool } from "../../components/robot/robotNodePool";
@@ -34,6 +39,7 @@ const MIN_SECRET_LENGTH = 12;
 /** The files that declare Commands; a new one must join the scenarios below. */
 const COMMAND_DECLARERS = [
   "components/bootstrap/hostFirewallCommand.ts",
+  "components/hcloud/apiMembersGuard.ts",
   "components/robot/robotNodePool.ts",
   "components/scaleway/elasticMetalNodePool.ts",
 ];
@@ -113,6 +119,49 @@ describe("rendered scripts print no secret (upstream keeps a command's output pl
       .map((file) => relative(REPO, file))
       .sort();
     assert.deepEqual(declarers, COMMAND_DECLARERS);
+  });
+
+  it("the fleet's teardown guard: its check never prints the Hetzner token it holds", async () => {
+    const token = "hcloud-token-".padEnd(64, "x");
+    const answers = [
+      { status: 200, body: { servers: [{ name: "example-burst-1" }], meta: { pagination: { total_entries: 1 } } } },
+      { status: 401, body: { error: { code: "unauthorized", message: "unable to authenticate" } } },
+    ];
+    for (const answer of answers) {
+      const server = createServer((_request, response) =>
+        response.writeHead(answer.status, { "content-type": "application/json" }).end(JSON.stringify(answer.body)),
+      );
+      await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+      try {
+        const { resources } = await runUnderMocks({
+          stack: "test",
+          config: { "hcloud:token": token, "hcloud:endpoint": `http://127.0.0.1:${(server.address() as AddressInfo).port}` },
+          secretKeys: ["hcloud:token"],
+          program: () => {
+            const network = new hcloud.Network("net", { ipRange: "10.0.0.0/16" });
+            const subnet = new hcloud.NetworkSubnet("subnet", {
+              networkId: 1,
+              type: "cloud",
+              networkZone: "eu-central",
+              ipRange: "10.0.1.0/24",
+            });
+            const firewall = new hcloud.Firewall("fw", {});
+            apiMembersGuard("guard", { cluster: { id: "example" }, staticPools: ["general"], firewall, network, subnet });
+            return {};
+          },
+        });
+        const guard = resources.find((r) => r.type === "command:local:Command")!;
+        const inputs = plain(guard.inputs) as { delete: string; environment: Record<string, string> };
+        assert.equal(inputs.environment.HCLOUD_TOKEN, token, "the guard holds the token");
+        const run = spawnSync("sh", ["-c", inputs.delete], { env: { PATH: process.env.PATH, ...inputs.environment }, encoding: "utf8" });
+        assert.notEqual(run.status, 0, `the check fails on HTTP ${answer.status}`);
+        const printed = `${run.stdout}${run.stderr}`;
+        assert.match(printed, answer.status === 200 ? /example-burst-1/ : /HTTP 401/);
+        assert.ok(!printed.includes(token) && !printed.includes(Buffer.from(token).toString("base64")), printed);
+      } finally {
+        await new Promise((resolve) => server.close(resolve));
+      }
+    }
   });
 
   for (const scenario of scenarios()) {

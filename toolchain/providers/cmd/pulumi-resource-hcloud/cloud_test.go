@@ -12,13 +12,15 @@ func TestPollBackoffFollowsUpstream(t *testing.T) {
 		interval, function string
 		want               []time.Duration
 	}{
-		{"", "", []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 10 * time.Second, 10 * time.Second}},
+		// Doubling up to one minute (hcloud-go's ExponentialBackoff cap), not the 10s of the old double.
+		{"", "", []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second, 32 * time.Second, time.Minute, time.Minute}},
 		{"", "exponential", []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second}},
 		{"", "constant", []time.Duration{500 * time.Millisecond, 500 * time.Millisecond, 500 * time.Millisecond}},
 		{"100ms", "", []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond}},
-		{"500ms", "exponential", []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 10 * time.Second}},
+		{"500ms", "exponential", []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second}},
 		{"100ms", "constant", []time.Duration{100 * time.Millisecond, 100 * time.Millisecond, 100 * time.Millisecond}},
-		{"20s", "exponential", []time.Duration{20 * time.Second, 20 * time.Second, 20 * time.Second}},
+		{"20s", "exponential", []time.Duration{20 * time.Second, 40 * time.Second, time.Minute, time.Minute}},
+		{"2m", "exponential", []time.Duration{time.Minute, time.Minute}},
 	}
 	for _, c := range cases {
 		backoff, err := pollBackoff(c.interval, c.function)

@@ -18,6 +18,9 @@ type firewall struct{ *cloud }
 
 func (firewall) ReplaceKeys() []string { return nil }
 
+// NameKey: a replacement deletes the old firewall first when the name is explicit (see nativeprovider.Named).
+func (firewall) NameKey() string { return "name" }
+
 var ruleProtocols = map[string]bool{"tcp": true, "udp": true, "icmp": true, "esp": true, "gre": true}
 
 func (firewall) Check(news resource.PropertyMap) (resource.PropertyMap, []*pulumirpc.CheckFailure) {

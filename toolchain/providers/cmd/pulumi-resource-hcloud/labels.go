@@ -14,6 +14,9 @@ import (
 // terraform-provider-hcloud attaches to Network's, Firewall's and PlacementGroup's labels, so a
 // bad key or value fails the preview instead of the API call.
 func labelFailures(news resource.PropertyMap) []*pulumirpc.CheckFailure {
+	if labels, ok := news["labels"]; !ok || labels.ContainsUnknowns() {
+		return nil
+	}
 	var failures []*pulumirpc.CheckFailure
 	labels := nativeprovider.StringMap(news, "labels")
 	for _, k := range slices.Sorted(maps.Keys(labels)) {

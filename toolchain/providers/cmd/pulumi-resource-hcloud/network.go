@@ -16,6 +16,9 @@ type network struct{ *cloud }
 
 func (network) ReplaceKeys() []string { return []string{"ipRange"} }
 
+// NameKey: a replacement deletes the old network first when the name is explicit (see nativeprovider.Named).
+func (network) NameKey() string { return "name" }
+
 func (network) Check(news resource.PropertyMap) (resource.PropertyMap, []*pulumirpc.CheckFailure) {
 	var failures []*pulumirpc.CheckFailure
 	if !news.ContainsUnknowns() {

@@ -16,6 +16,9 @@ type placementGroup struct{ *cloud }
 
 func (placementGroup) ReplaceKeys() []string { return nil }
 
+// NameKey: a replacement deletes the old placement group first when the name is explicit (see nativeprovider.Named).
+func (placementGroup) NameKey() string { return "name" }
+
 func (placementGroup) Check(news resource.PropertyMap) (resource.PropertyMap, []*pulumirpc.CheckFailure) {
 	if news.ContainsUnknowns() {
 		return news, nil

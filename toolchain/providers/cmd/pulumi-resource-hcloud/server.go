@@ -14,15 +14,18 @@ import (
 	"nodefleet.dev/toolchain/providers/internal/nativeprovider"
 )
 
-// server is hcloud.Server. image, location, datacenter, user data and SSH keys replace it
-// (terraform-provider-hcloud server/resource.go: ForceNew); name, labels, type, firewalls, placement
-// group, networks and protection are updated in place, with the power-off the API requires for a
-// type or placement-group change.
+// server is hcloud.Server. image, location, datacenter (refused at Check), user data and SSH keys
+// replace it (terraform-provider-hcloud server/resource.go: ForceNew), the old server deleted first
+// (NameKey); name, labels, type, firewalls, placement group, networks and protection are updated
+// in place, as upstream does (FIDELITY.md, "hcloud: Server").
 type server struct{ *cloud }
 
 func (server) ReplaceKeys() []string {
 	return []string{"image", "location", "datacenter", "userData", "sshKeys"}
 }
+
+// NameKey: a server's name is unique in the project, so its replacement deletes it first.
+func (server) NameKey() string { return "name" }
 
 var serverComputed = []string{"ipv4Address", "ipv6Address", "ipv6Network", "status", "primaryDiskSize", "backupWindow"}
 
@@ -33,9 +36,12 @@ func (server) Check(news resource.PropertyMap) (resource.PropertyMap, []*pulumir
 			failures = append(failures, nativeprovider.Failure(key, "is required"))
 		}
 	}
-	if nativeprovider.Has(news, "location") && nativeprovider.Has(news, "datacenter") {
-		failures = append(failures, nativeprovider.Failure("datacenter", "conflicts with location: set one"))
+	if nativeprovider.Has(news, "datacenter") {
+		// Hetzner phased datacenters out (2026-07-01); upstream refuses the attribute since
+		// terraform-provider-hcloud v1.67.0 and before that only turned it into its location.
+		failures = append(failures, nativeprovider.Failure("datacenter", "is not supported: Hetzner no longer places servers by datacenter; set location (e.g. fsn1) instead"))
 	}
+	failures = append(failures, labelFailures(news)...)
 	for i, n := range nativeprovider.Maps(news, "networks") {
 		if ip := nativeprovider.String(n, "ip"); ip != "" && net.ParseIP(ip) == nil {
 			failures = append(failures, nativeprovider.Failure(fmt.Sprintf("networks[%d].ip", i), "must be an IP address"))
@@ -54,6 +60,10 @@ func (s server) Create(ctx context.Context, inputs resource.PropertyMap, preview
 	if err != nil {
 		return "", nil, err
 	}
+	image, err := s.serverImage(ctx, nativeprovider.String(inputs, "serverType"), nativeprovider.String(inputs, "image"))
+	if err != nil {
+		return "", nil, err
+	}
 	keys, err := s.sshKeys(ctx, nativeprovider.Strings(inputs, "sshKeys"))
 	if err != nil {
 		return "", nil, err
@@ -61,7 +71,7 @@ func (s server) Create(ctx context.Context, inputs resource.PropertyMap, preview
 	opts := hcloud.ServerCreateOpts{
 		Name:             nativeprovider.String(inputs, "name"),
 		ServerType:       &hcloud.ServerType{Name: nativeprovider.String(inputs, "serverType")},
-		Image:            &hcloud.Image{Name: nativeprovider.String(inputs, "image")},
+		Image:            image,
 		SSHKeys:          keys,
 		UserData:         nativeprovider.String(inputs, "userData"),
 		Labels:           nativeprovider.StringMap(inputs, "labels"),
@@ -75,7 +85,10 @@ func (s server) Create(ctx context.Context, inputs resource.PropertyMap, preview
 		opts.Firewalls = append(opts.Firewalls, &hcloud.ServerCreateFirewall{Firewall: hcloud.Firewall{ID: int64(id)}})
 	}
 	if nativeprovider.Has(inputs, "placementGroupId") {
-		opts.PlacementGroup = &hcloud.PlacementGroup{ID: int64(nativeprovider.Number(inputs, "placementGroupId"))}
+		// Looked up first, as upstream's create does: a deleted group is named, not an API 422.
+		if opts.PlacementGroup, err = s.placementGroup(ctx, int64(nativeprovider.Number(inputs, "placementGroupId"))); err != nil {
+			return "", nil, err
+		}
 	}
 	// Networks without a fixed address join at create; a fixed address needs attach_to_network.
 	var attachLater []resource.PropertyMap
@@ -188,8 +201,7 @@ func (s server) protect(ctx context.Context, srv *hcloud.Server, olds, inputs re
 func (s server) Update(ctx context.Context, id string, olds, inputs resource.PropertyMap, preview bool) (resource.PropertyMap, error) {
 	outs := serverState(inputs)
 	if preview {
-		nativeprovider.Computed(outs, serverComputed...)
-		return outs, nil
+		return keepComputed(outs, olds), nil
 	}
 	api, err := s.api()
 	if err != nil {
@@ -212,13 +224,16 @@ func (s server) Update(ctx context.Context, id string, olds, inputs resource.Pro
 	if err := s.protect(ctx, srv, olds, inputs); err != nil {
 		return nil, err
 	}
-	if err := s.updateFirewalls(ctx, srv, olds, inputs); err != nil {
+	if err := s.updateFirewalls(ctx, srv, inputs); err != nil {
 		return nil, err
 	}
 	if err := s.updateNetworks(ctx, srv, olds, inputs); err != nil {
 		return nil, err
 	}
-	if err := s.updateWhileOff(ctx, srv, olds, inputs); err != nil {
+	if err := s.changeType(ctx, srv, olds, inputs); err != nil {
+		return nil, err
+	}
+	if err := s.changePlacementGroup(ctx, srv, olds, inputs); err != nil {
 		return nil, err
 	}
 	current, _, err := api.Server.GetByID(ctx, serverID)
@@ -228,8 +243,11 @@ func (s server) Update(ctx context.Context, id string, olds, inputs resource.Pro
 	return serverOutputs(outs, current), nil
 }
 
-func (s server) updateFirewalls(ctx context.Context, srv *hcloud.Server, olds, inputs resource.PropertyMap) error {
-	before, after := numberSet(nativeprovider.Numbers(olds, "firewallIds")), numberSet(nativeprovider.Numbers(inputs, "firewallIds"))
+// updateFirewalls brings the server's applied firewalls to firewallIds, compared with what the
+// server has now rather than with the state, as upstream does: a firewall removed outside Pulumi
+// (which a refresh shows) is applied again.
+func (s server) updateFirewalls(ctx context.Context, srv *hcloud.Server, inputs resource.PropertyMap) error {
+	before, after := appliedFirewalls(srv), numberSet(nativeprovider.Numbers(inputs, "firewallIds"))
 	target := []hcloud.FirewallResource{{Type: hcloud.FirewallResourceTypeServer, Server: &hcloud.FirewallResourceServer{ID: srv.ID}}}
 	for id := range after {
 		if !before[id] {
@@ -276,40 +294,66 @@ func (s server) updateNetworks(ctx context.Context, srv *hcloud.Server, olds, in
 	return nil
 }
 
-// updateWhileOff changes the type and the placement group, which the API allows only on a stopped server.
-func (s server) updateWhileOff(ctx context.Context, srv *hcloud.Server, olds, inputs resource.PropertyMap) error {
-	typeChanged := nativeprovider.String(olds, "serverType") != nativeprovider.String(inputs, "serverType")
-	groupChanged := nativeprovider.Number(olds, "placementGroupId") != nativeprovider.Number(inputs, "placementGroupId")
-	if !typeChanged && !groupChanged {
+// changeType changes the server type as upstream does (terraform-provider-hcloud
+// server/resource.go resourceServerUpdate): a running server is powered off first, and the server
+// is left off afterwards; upstream powers nothing on.
+func (s server) changeType(ctx context.Context, srv *hcloud.Server, olds, inputs resource.PropertyMap) error {
+	if nativeprovider.String(olds, "serverType") == nativeprovider.String(inputs, "serverType") {
 		return nil
 	}
-	if err := s.call(ctx, func() (*hcloud.Action, *hcloud.Response, error) { return s.client.Server.Poweroff(ctx, srv) }); err != nil {
-		return fmt.Errorf("power off before changing type or placement group: %w", err)
-	}
-	if typeChanged {
-		opts := hcloud.ServerChangeTypeOpts{ServerType: &hcloud.ServerType{Name: nativeprovider.String(inputs, "serverType")}, UpgradeDisk: !nativeprovider.Bool(inputs, "keepDisk")}
-		if err := s.call(ctx, func() (*hcloud.Action, *hcloud.Response, error) { return s.client.Server.ChangeType(ctx, srv, opts) }); err != nil {
-			return fmt.Errorf("serverType: %w", err)
+	if srv.Status == hcloud.ServerStatusRunning {
+		if err := s.call(ctx, func() (*hcloud.Action, *hcloud.Response, error) { return s.client.Server.Poweroff(ctx, srv) }); err != nil {
+			return fmt.Errorf("serverType: power off before the change: %w", err)
 		}
 	}
-	if groupChanged {
-		if nativeprovider.Has(olds, "placementGroupId") {
-			if err := s.call(ctx, func() (*hcloud.Action, *hcloud.Response, error) {
-				return s.client.Server.RemoveFromPlacementGroup(ctx, srv)
-			}); err != nil {
-				return fmt.Errorf("placementGroupId: leave the old group: %w", err)
-			}
+	opts := hcloud.ServerChangeTypeOpts{ServerType: &hcloud.ServerType{Name: nativeprovider.String(inputs, "serverType")}, UpgradeDisk: !nativeprovider.Bool(inputs, "keepDisk")}
+	if err := s.call(ctx, func() (*hcloud.Action, *hcloud.Response, error) { return s.client.Server.ChangeType(ctx, srv, opts) }); err != nil {
+		return fmt.Errorf("serverType: %w", err)
+	}
+	return nil
+}
+
+// changePlacementGroup moves the server between placement groups as upstream does (server/
+// resource.go setPlacementGroup): it never powers the server off itself, so leaving a group is
+// refused while the server is not off, and the API refuses joining one while it runs.
+func (s server) changePlacementGroup(ctx context.Context, srv *hcloud.Server, olds, inputs resource.PropertyMap) error {
+	if nativeprovider.Number(olds, "placementGroupId") == nativeprovider.Number(inputs, "placementGroupId") {
+		return nil
+	}
+	if srv.PlacementGroup != nil {
+		if srv.Status != hcloud.ServerStatusOff {
+			return fmt.Errorf("placementGroupId: server %d must be powered off to leave placement group %d (as upstream, nothing powers it off for you)", srv.ID, srv.PlacementGroup.ID)
 		}
-		if nativeprovider.Has(inputs, "placementGroupId") {
-			group := &hcloud.PlacementGroup{ID: int64(nativeprovider.Number(inputs, "placementGroupId"))}
-			if err := s.call(ctx, func() (*hcloud.Action, *hcloud.Response, error) {
-				return s.client.Server.AddToPlacementGroup(ctx, srv, group)
-			}); err != nil {
-				return fmt.Errorf("placementGroupId: %w", err)
-			}
+		if err := s.call(ctx, func() (*hcloud.Action, *hcloud.Response, error) {
+			return s.client.Server.RemoveFromPlacementGroup(ctx, srv)
+		}); err != nil {
+			return fmt.Errorf("placementGroupId: leave the old group: %w", err)
 		}
 	}
-	return s.call(ctx, func() (*hcloud.Action, *hcloud.Response, error) { return s.client.Server.Poweron(ctx, srv) })
+	if !nativeprovider.Has(inputs, "placementGroupId") {
+		return nil
+	}
+	group, err := s.placementGroup(ctx, int64(nativeprovider.Number(inputs, "placementGroupId")))
+	if err != nil {
+		return err
+	}
+	if err := s.call(ctx, func() (*hcloud.Action, *hcloud.Response, error) {
+		return s.client.Server.AddToPlacementGroup(ctx, srv, group)
+	}); err != nil {
+		return fmt.Errorf("placementGroupId: %w", err)
+	}
+	return nil
+}
+
+func (s server) placementGroup(ctx context.Context, id int64) (*hcloud.PlacementGroup, error) {
+	group, _, err := s.client.PlacementGroup.GetByID(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("placementGroupId: %d: %w", id, err)
+	}
+	if group == nil {
+		return nil, fmt.Errorf("placementGroupId: no placement group %d", id)
+	}
+	return group, nil
 }
 
 func (s server) Read(ctx context.Context, id string, olds resource.PropertyMap) (resource.PropertyMap, bool, error) {
@@ -334,7 +378,110 @@ func (s server) Read(ctx context.Context, id string, olds resource.PropertyMap) 
 	}
 	outs["deleteProtection"] = resource.NewBoolProperty(found.Protection.Delete)
 	outs["rebuildProtection"] = resource.NewBoolProperty(found.Protection.Rebuild)
+	// The applied firewalls and the placement group, as upstream reads them (getServerAttributes).
+	var firewalls []resource.PropertyValue
+	for id := range appliedFirewalls(found) {
+		firewalls = append(firewalls, resource.NewNumberProperty(float64(id)))
+	}
+	sort.Slice(firewalls, func(i, j int) bool { return firewalls[i].NumberValue() < firewalls[j].NumberValue() })
+	outs["firewallIds"] = resource.NewArrayProperty(firewalls)
+	delete(outs, "placementGroupId")
+	if found.PlacementGroup != nil {
+		outs["placementGroupId"] = resource.NewNumberProperty(float64(found.PlacementGroup.ID))
+	}
 	return outs, true, nil
+}
+
+// refreshedInputs are the inputs a refresh brings up to what it read, so that the next diff sees a
+// change made outside Pulumi and the update repairs it (the bridge takes a refreshed resource's
+// inputs from its refreshed state).
+var refreshedInputs = []resource.PropertyKey{"name", "labels", "serverType", "firewallIds", "placementGroupId", "deleteProtection", "rebuildProtection"}
+
+func (server) RefreshInputs(oldInputs, outputs resource.PropertyMap) resource.PropertyMap {
+	inputs := oldInputs.Copy()
+	for _, key := range refreshedInputs {
+		value, read := outputs[key]
+		_, given := oldInputs[key]
+		switch {
+		case !read:
+			delete(inputs, key)
+		case !given && isEmpty(value):
+			// An empty value for an input the program leaves out is no drift.
+		case key == "firewallIds" && sameSet(nativeprovider.Numbers(oldInputs, "firewallIds"), nativeprovider.Numbers(outputs, "firewallIds")):
+			// A set upstream: the program's order is no drift.
+		default:
+			inputs[key] = value
+		}
+	}
+	return inputs
+}
+
+func isEmpty(v resource.PropertyValue) bool {
+	switch {
+	case v.IsNull():
+		return true
+	case v.IsBool():
+		return !v.BoolValue()
+	case v.IsArray():
+		return len(v.ArrayValue()) == 0
+	case v.IsObject():
+		return len(v.ObjectValue()) == 0
+	}
+	return false
+}
+
+// sameSet compares two lists of ids as sets.
+func sameSet(a, b []float64) bool {
+	x, y := numberSet(a), numberSet(b)
+	if len(x) != len(y) {
+		return false
+	}
+	for n := range x {
+		if !y[n] {
+			return false
+		}
+	}
+	return true
+}
+
+// appliedFirewalls are the firewalls the API reports applied to the server's public interface.
+func appliedFirewalls(srv *hcloud.Server) map[int64]bool {
+	out := map[int64]bool{}
+	for _, f := range srv.PublicNet.Firewalls {
+		if f != nil {
+			out[f.Firewall.ID] = true
+		}
+	}
+	return out
+}
+
+// keepComputed is an update preview's outputs: what the server reports keeps its recorded value,
+// as a Terraform plan keeps an unchanged computed attribute known (the server's schema has no
+// CustomizeDiff marking any of them new). Only an output never recorded stays unknown.
+func keepComputed(outs, olds resource.PropertyMap) resource.PropertyMap {
+	for _, key := range serverComputed {
+		if old, ok := olds[resource.PropertyKey(key)]; ok {
+			outs[resource.PropertyKey(key)] = old
+		} else {
+			nativeprovider.Computed(outs, key)
+		}
+	}
+	// The attachments' addresses too, while the networks asked for are the ones attached.
+	if old, ok := olds["networks"]; ok && sameNetworkIDs(olds, outs) {
+		outs["networks"] = old
+	}
+	return outs
+}
+
+func sameNetworkIDs(a, b resource.PropertyMap) bool {
+	ids := func(m resource.PropertyMap) []float64 {
+		var out []float64
+		for _, n := range nativeprovider.Maps(m, "networks") {
+			out = append(out, nativeprovider.Number(n, "networkId"))
+		}
+		return out
+	}
+	return sameSet(ids(a), ids(b))
 }
 
 func (s server) Delete(ctx context.Context, id string, olds resource.PropertyMap) error {

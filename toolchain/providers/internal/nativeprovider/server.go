@@ -239,11 +239,12 @@ func (s *server) Diff(_ context.Context, req *pulumirpc.DiffRequest) (*pulumirpc
 		detailed[k] = &pulumirpc.PropertyDiff{Kind: kind, InputDiff: true}
 	}
 	return &pulumirpc.DiffResponse{
-		Changes:         pulumirpc.DiffResponse_DIFF_SOME,
-		Diffs:           changed,
-		Replaces:        replaces,
-		DetailedDiff:    detailed,
-		HasDetailedDiff: true,
+		Changes:             pulumirpc.DiffResponse_DIFF_SOME,
+		Diffs:               changed,
+		Replaces:            replaces,
+		DeleteBeforeReplace: len(replaces) > 0 && deleteBeforeReplace(r, news),
+		DetailedDiff:        detailed,
+		HasDetailedDiff:     true,
 	}, nil
 }
 
@@ -283,9 +284,11 @@ func (s *server) Create(ctx context.Context, req *pulumirpc.CreateRequest) (*pul
 	if err != nil {
 		return nil, err
 	}
-	id, outs, err := r.Create(withLogTarget(ctx, s.log, req.GetUrn()), inputs, req.GetPreview())
+	ctx, cancel := withTimeout(withLogTarget(ctx, s.log, req.GetUrn()), req.GetTimeout())
+	defer cancel()
+	id, outs, err := r.Create(ctx, inputs, req.GetPreview())
 	if err != nil {
-		return nil, initFailed(id, outs, err)
+		return nil, initFailed(id, outs, timedOut(ctx, "create", req.GetTimeout(), err))
 	}
 	props, err := marshal(outs)
 	if err != nil {
@@ -307,9 +310,11 @@ func (s *server) Update(ctx context.Context, req *pulumirpc.UpdateRequest) (*pul
 	if err != nil {
 		return nil, err
 	}
-	outs, err := r.Update(withLogTarget(ctx, s.log, req.GetUrn()), req.GetId(), olds, news, req.GetPreview())
+	ctx, cancel := withTimeout(withLogTarget(ctx, s.log, req.GetUrn()), req.GetTimeout())
+	defer cancel()
+	outs, err := r.Update(ctx, req.GetId(), olds, news, req.GetPreview())
 	if err != nil {
-		return nil, initFailed(req.GetId(), outs, err)
+		return nil, initFailed(req.GetId(), outs, timedOut(ctx, "update", req.GetTimeout(), err))
 	}
 	props, err := marshal(outs)
 	if err != nil {
@@ -367,8 +372,10 @@ func (s *server) Delete(ctx context.Context, req *pulumirpc.DeleteRequest) (*emp
 		if err != nil {
 			return nil, err
 		}
-		if err := deleter.Delete(withLogTarget(ctx, s.log, req.GetUrn()), req.GetId(), olds); err != nil {
-			return nil, err
+		ctx, cancel := withTimeout(withLogTarget(ctx, s.log, req.GetUrn()), req.GetTimeout())
+		defer cancel()
+		if err := deleter.Delete(ctx, req.GetId(), olds); err != nil {
+			return nil, timedOut(ctx, "delete", req.GetTimeout(), err)
 		}
 	}
 	return &emptypb.Empty{}, nil

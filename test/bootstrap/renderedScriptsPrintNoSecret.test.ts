@@ -10,7 +10,7 @@
  * stack's outputs.
  */
 import { strict as assert } from "node:assert";
-import { spawnSync } from "node:child_process";
+import { spawn } from "node:child_process";
 import { readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -153,9 +153,16 @@ describe("rendered scripts print no secret (upstream keeps a command's output pl
         const guard = resources.find((r) => r.type === "command:local:Command")!;
         const inputs = plain(guard.inputs) as { delete: string; environment: Record<string, string> };
         assert.equal(inputs.environment.HCLOUD_TOKEN, token, "the guard holds the token");
-        const run = spawnSync("sh", ["-c", inputs.delete], { env: { PATH: process.env.PATH, ...inputs.environment }, encoding: "utf8" });
-        assert.notEqual(run.status, 0, `the check fails on HTTP ${answer.status}`);
-        const printed = `${run.stdout}${run.stderr}`;
+        // Asynchronously: the stand-in API answers from this process's event loop.
+        const run = await new Promise<{ code: number | null; printed: string }>((resolve) => {
+          const child = spawn("sh", ["-c", inputs.delete], { env: { PATH: process.env.PATH, ...inputs.environment }, timeout: 30_000 });
+          let printed = "";
+          child.stdout.on("data", (chunk: Buffer) => (printed += chunk.toString()));
+          child.stderr.on("data", (chunk: Buffer) => (printed += chunk.toString()));
+          child.on("close", (code) => resolve({ code, printed }));
+        });
+        assert.notEqual(run.code, 0, `the check fails on HTTP ${answer.status}`);
+        const { printed } = run;
         assert.match(printed, answer.status === 200 ? /example-burst-1/ : /HTTP 401/);
         assert.ok(!printed.includes(token) && !printed.includes(Buffer.from(token).toString("base64")), printed);
       } finally {

@@ -347,15 +347,14 @@ func (s server) Delete(ctx context.Context, id string, olds resource.PropertyMap
 		return err
 	}
 	srv := &hcloud.Server{ID: serverID}
+	// A server already gone is an error here, as upstream (terraform-provider-hcloud
+	// server/resource.go, resourceServerDelete): only a refresh drops it from the state.
 	if nativeprovider.Bool(olds, "shutdownBeforeDeletion") {
-		if err := s.call(ctx, func() (*hcloud.Action, *hcloud.Response, error) { return api.Server.Shutdown(ctx, srv) }); err != nil && !hcloud.IsError(err, hcloud.ErrorCodeNotFound) {
+		if err := s.call(ctx, func() (*hcloud.Action, *hcloud.Response, error) { return api.Server.Shutdown(ctx, srv) }); err != nil {
 			return err
 		}
 	}
 	result, _, err := api.Server.DeleteWithResult(ctx, srv)
-	if hcloud.IsError(err, hcloud.ErrorCodeNotFound) {
-		return nil
-	}
 	if err != nil {
 		return err
 	}

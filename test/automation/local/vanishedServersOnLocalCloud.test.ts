@@ -7,12 +7,13 @@
  * vanished without a manual refresh: its Delete ends 404 with no server, Node or state entry left.
  */
 import assert from "node:assert/strict";
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type LocalCloud, startLocalCloud } from "../../../automation/local/localCloud";
 import { runPulumi } from "../../../automation/local/localStack";
 import { TOKEN } from "../../support/apiHarness";
+import { apiStackCheckpoint } from "../../support/apiStackState";
 import { awaitRunning, claimNames, createClaims, deleteUntilGone } from "../../support/karpenterConformance";
 import { UP, allPoolServersReady, isReady, poolNodes, poolServers } from "../../support/localFleet";
 import { localStackProject } from "../../support/localStackProject";
@@ -101,18 +102,10 @@ describe("servers deleted outside Pulumi on the local cloud (real engine)", func
       await deleteUntilGone(serve.client, ids, waitFor);
       assert.deepEqual(await poolServers(cloud, BURST_POOL), []);
       await waitFor("no Node of the pool", async () => ((await poolNodes(cloud, BURST_POOL)).length === 0 ? true : undefined));
-      const state = apiStackState(serveDir());
+      const state = apiStackCheckpoint(serveDir(), "local");
       for (const id of ids) assert.ok(!state.includes(id), `the API stack's state names ${id} no more`);
       const failed = (await serve.client.operations()).filter((o) => o.result === "failed");
       assert.deepEqual(failed, [], "no run failed on the vanished server");
     });
   });
 });
-
-/** The API stack's checkpoint as the file backend keeps it (`<data dir>/state/.pulumi/stacks/<project>/local-api.json`). */
-function apiStackState(dataDir: string): string {
-  const stacks = join(dataDir, "state", ".pulumi", "stacks");
-  const files = readdirSync(stacks, { recursive: true, encoding: "utf8" }).filter((f) => f.endsWith("local-api.json"));
-  assert.equal(files.length, 1, `one checkpoint of the API stack among ${readdirSync(stacks, { recursive: true }).join(", ")}`);
-  return readFileSync(join(stacks, files[0]!), "utf8");
-}

@@ -38,6 +38,7 @@ import {
   type ResourceStep,
   RunCancelledError,
   RunFailedError,
+  type RefreshOptions,
   type RunOptions,
   type RunResult,
   type StackDefinition,
@@ -644,9 +645,10 @@ export class AutomationEngine implements StackEngine {
     });
   }
 
-  refresh(def: StackDefinition, options: RunOptions = {}): Promise<RunResult> {
+  refresh(def: StackDefinition, options: RefreshOptions = {}): Promise<RunResult> {
     return this.run("refresh", def, options, async ({ stack, onEvent, signal }) => {
-      await stack.refresh({ onEvent, signal, parallel: this.parallel });
+      const target = options.targets ? { target: [...options.targets] } : {};
+      await stack.refresh({ onEvent, signal, parallel: this.parallel, ...target });
     });
   }
 

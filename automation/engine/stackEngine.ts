@@ -77,11 +77,16 @@ export interface RunOptions {
   readonly onStep?: (step: ResourceStep, count: number) => void;
 }
 
+export interface RefreshOptions extends RunOptions {
+  /** URNs to refresh (`pulumi refresh --target`); every resource of the stack when absent. */
+  readonly targets?: readonly string[];
+}
+
 export interface StackEngine {
   readonly kind: "automation" | "simulated";
   up(stack: StackDefinition, options?: RunOptions): Promise<RunResult>;
   preview(stack: StackDefinition, options?: RunOptions): Promise<RunResult>;
-  refresh(stack: StackDefinition, options?: RunOptions): Promise<RunResult>;
+  refresh(stack: StackDefinition, options?: RefreshOptions): Promise<RunResult>;
   outputs(stack: StackDefinition): Promise<Record<string, unknown>>;
 }
 

@@ -28,6 +28,8 @@ export interface KubeletJoin {
   readonly resources?: NodeStatusResources;
   /** `status.nodeInfo.kubeletVersion`, as the installed kubelet reports it. */
   readonly kubeletVersion?: string;
+  /** The kubelet's `--node-ip`: the Node's InternalIP. */
+  readonly nodeIp?: string;
 }
 
 /** A Node's `status.capacity` and `status.allocatable`, as Kubernetes quantities. */
@@ -169,16 +171,17 @@ export async function joinAsKubelet(request: KubeletJoin): Promise<KubeIdentity>
       );
     }
   }
-  await reportReady(node, request.nodeName, request.resources, request.kubeletVersion);
+  await reportReady(node, request.nodeName, request.resources, request.kubeletVersion, request.nodeIp);
   return node;
 }
 
-/** The kubelet's status heartbeat: Ready, with the node's capacity. */
+/** The kubelet's status heartbeat: Ready, with the node's capacity and, given `--node-ip`, its InternalIP. */
 export async function reportReady(
   node: KubeIdentity,
   nodeName: string,
   resources: NodeStatusResources = DEFAULT_RESOURCES,
   kubeletVersion?: string,
+  nodeIp?: string,
 ): Promise<void> {
   const now = new Date().toISOString();
   try {
@@ -201,6 +204,7 @@ export async function reportReady(
           capacity: resources.capacity,
           allocatable: resources.allocatable,
           ...(kubeletVersion ? { nodeInfo: { kubeletVersion } } : {}),
+          ...(nodeIp ? { addresses: [{ type: "InternalIP", address: nodeIp }] } : {}),
         },
       },
       "application/strategic-merge-patch+json",

@@ -84,6 +84,7 @@ export async function startLocalCloud(options: LocalCloudOptions): Promise<Local
       stateFile: join(dir, "hcloud-state.json"),
       outOfStock: knobs.outOfStock,
       bootDelayMs: knobs.bootDelayMs,
+      privateNicDelayMs: knobs.privateNicDelayMs,
       failCreateRate: knobs.failCreateRate,
       seed: knobs.seed,
     });

@@ -2,6 +2,9 @@
  * The local cloud's machines: for every running fake server, the node agent does what cloud-init and
  * the kubelet would do with its user data (read the join token and kubelet flags, TLS-bootstrap,
  * register the Node), then keeps the Node Ready with heartbeats and runs its pods (kubeletPods.ts).
+ * A machine whose join script waits for its private address (nodeIp.ts) joins only once the fake
+ * shows it the private interface (hot-plugged after the create: NODEFLEET_SIM_PRIVATE_NIC_DELAY_MS),
+ * and fails as the script does when it does not come within the script's wait.
  * A deleted server stops its heartbeats and leaves its Node to nodefleet's Node removal; user data
  * that could not join in reality yields no Node and one log line saying why. A joined machine keeps
  * its kubelet identity in a file per server in the state directory, so a restarted local cloud
@@ -15,7 +18,8 @@ import { findServerType, shippedCatalog } from "../catalog/serverTypes";
 import type { KubeIdentity } from "./kubeClient";
 import { KubeletJoinError, type NodeStatusResources, joinAsKubelet, reportReady } from "./kubeletBootstrap";
 import { syncNodePods } from "./kubeletPods";
-import { readK0sWorkerUserData } from "./workerUserDataReader";
+import { UserDataError, readK0sWorkerUserData } from "./workerUserDataReader";
+import { cidrContainsAddress, parseIpv4Cidr } from "../../components/shared/cidr";
 import type { FakeServer } from "./fakeHcloud/fakeHcloudState";
 
 export interface NodeAgentLogger {
@@ -42,6 +46,8 @@ interface JoinedMachine {
   readonly identity: KubeIdentity;
   readonly resources?: NodeStatusResources;
   readonly kubeletVersion: string;
+  /** The kubelet's `--node-ip`, reported as the Node's InternalIP. */
+  readonly nodeIp?: string;
 }
 
 type Machine = { readonly state: "joining" } | JoinedMachine | { readonly state: "refused"; readonly reason: string };
@@ -70,6 +76,8 @@ export interface NodeAgentOptions {
 
 export class NodeAgent {
   private readonly machines = new Map<number, Machine>();
+  /** When each machine was first seen running: its join script's node-IP wait counts from then. */
+  private readonly bootedAt = new Map<number, number>();
   private timer?: NodeJS.Timeout;
   private ticking = false;
   private readonly intervalMs: number;
@@ -108,6 +116,7 @@ export class NodeAgent {
       for (const [id, machine] of this.machines) {
         if (!current.has(id)) {
           this.machines.delete(id);
+          this.bootedAt.delete(id);
           this.eraseDisk(id);
           if (machine.state === "joined") this.logger.info({ serverId: id, node: machine.nodeName }, "server deleted: its kubelet stops");
         }
@@ -118,8 +127,8 @@ export class NodeAgent {
           if (server.status !== "running" || machine?.state === "joining" || machine?.state === "refused") return;
           const joined = machine?.state === "joined" ? machine : this.resume(server);
           if (joined) {
-            await reportReady(joined.identity, joined.nodeName, joined.resources, joined.kubeletVersion).catch((error: Error) =>
-              this.logger.warn({ serverId: server.id, err: error.message }, "heartbeat failed"),
+            await reportReady(joined.identity, joined.nodeName, joined.resources, joined.kubeletVersion, joined.nodeIp).catch(
+              (error: Error) => this.logger.warn({ serverId: server.id, err: error.message }, "heartbeat failed"),
             );
             await syncNodePods(joined.identity, joined.nodeName).catch((error: Error) =>
               this.logger.warn({ serverId: server.id, err: error.message }, "pod sync failed"),
@@ -137,15 +146,26 @@ export class NodeAgent {
   private async join(server: FakeServer): Promise<void> {
     this.machines.set(server.id, { state: "joining" });
     try {
-      const intent = readK0sWorkerUserData(server.userData);
+      const { nodeIpWait, ...intent } = readK0sWorkerUserData(server.userData);
+      const nodeIp = nodeIpWait ? this.privateAddress(server, nodeIpWait) : undefined;
+      if (nodeIp === null) {
+        this.machines.delete(server.id);
+        return;
+      }
       const resources = serverTypeResources(server.serverType);
-      const identity = await joinAsKubelet({ ...intent, nodeName: intent.hostname, ...(resources ? { resources } : {}) });
+      const identity = await joinAsKubelet({
+        ...intent,
+        nodeName: intent.hostname,
+        ...(resources ? { resources } : {}),
+        ...(nodeIp ? { nodeIp } : {}),
+      });
       const joined: JoinedMachine = {
         state: "joined",
         nodeName: intent.hostname,
         identity,
         kubeletVersion: intent.kubeletVersion,
         ...(resources ? { resources } : {}),
+        ...(nodeIp ? { nodeIp } : {}),
       };
       this.machines.set(server.id, joined);
       this.writeDisk(server, joined);
@@ -161,6 +181,27 @@ export class NodeAgent {
       this.machines.set(server.id, { state: "refused", reason });
       this.logger.warn({ serverId: server.id, server: server.name, reason }, "the server's user data cannot join the cluster");
     }
+  }
+
+  /**
+   * The machine's address in the join script's subnet, as `ip addr` would show it: null while the
+   * private interface is not up yet (the script waits), an error once the script's wait is over.
+   */
+  private privateAddress(server: FakeServer, wanted: { subnet: string; waitSeconds: number }): string | null {
+    const now = Date.now();
+    const range = parseIpv4Cidr(wanted.subnet)!;
+    const address = server.privateNets.find(
+      (p) => (server.nicsUpAt?.[String(p.network)] ?? 0) <= now && cidrContainsAddress(range, p.ip),
+    )?.ip;
+    if (address) return address;
+    const booted = this.bootedAt.get(server.id) ?? now;
+    this.bootedAt.set(server.id, booted);
+    const waited = Math.floor((now - booted) / 1000);
+    if (waited >= wanted.waitSeconds)
+      throw new UserDataError(
+        `no address in the private subnet ${wanted.subnet} after ${waited}s, so the kubelet has no private --node-ip`,
+      );
+    return null;
   }
 
   private diskOf(serverId: number): string | undefined {

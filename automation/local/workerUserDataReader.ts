@@ -2,7 +2,8 @@
  * What the node agent reads from a server's user data, as cloud-init and the join script would use
  * it on a real machine: the hostname, the k0s join token written to the token file (a gzipped,
  * base64 kubeconfig), and the `k0s install worker` flags (labels, taints, the kubelet's
- * --provider-id). Anything a real join would trip on is an error saying what.
+ * --provider-id, and the private subnet its --node-ip is waited for in). Anything a real join would
+ * trip on is an error saying what.
  */
 import { parse as parseShell } from "shell-quote";
 import { parse as parseYaml } from "yaml";
@@ -19,6 +20,11 @@ export interface WorkerJoinIntent {
   readonly kubeletVersion: string;
   readonly labels: Record<string, string>;
   readonly taints: Array<{ key: string; value?: string; effect: string }>;
+  /**
+   * The kubelet's `--node-ip` as the join script finds it (components/bootstrap/nodeIp.ts): the
+   * private subnet whose address it waits for, and for how long. Absent: the kubelet's choice.
+   */
+  readonly nodeIpWait?: { readonly subnet: string; readonly waitSeconds: number };
 }
 
 export class UserDataError extends Error {
@@ -102,5 +108,15 @@ export function readK0sWorkerUserData(userData: string): WorkerJoinIntent {
     kubeletVersion: k0sVersion,
     labels: parseLabels(flag(args, "--labels")),
     taints: parseTaints(flag(args, "--taints")),
+    ...nodeIpWait(script),
   };
+}
+
+/** The subnet and wait of the script's node-IP discovery (nodeIp.ts renders both), when it has one. */
+function nodeIpWait(script: string): Pick<WorkerJoinIntent, "nodeIpWait"> {
+  const subnet = /awk -v net=(\d+\.\d+\.\d+\.\d+) -v bits=(\d+)/.exec(script);
+  if (!subnet) return {};
+  const wait = /NODEFLEET_NODE_IP_WAIT_SECONDS:-(\d+)/.exec(script);
+  if (!wait) throw new UserDataError("the join script waits for its node IP without a time limit");
+  return { nodeIpWait: { subnet: `${subnet[1]}/${subnet[2]}`, waitSeconds: Number(wait[1]) } };
 }

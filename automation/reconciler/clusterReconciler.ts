@@ -7,12 +7,13 @@
  */
 import { EventEmitter } from "node:events";
 import type { Logger } from "pino";
-import type { RunResult, StackDefinition, StackEngine } from "../engine/stackEngine";
+import type { ResourceStep, RunResult, StackDefinition, StackEngine } from "../engine/stackEngine";
 import type { Claim, ClaimStore } from "../store/claimStore";
 import type { OperationKind, OperationLog } from "../store/operationLog";
 import { DEFAULT_BATCH_WINDOW, DEFAULT_RETRY, retryDelay, windowClosesAt, type BatchWindowConfig, type RetryConfig } from "./batchWindow";
 import { isStorageFailure, storageFailureReason } from "../store/storageFailure";
 import { classifyFailure, sourceName, type FailureSource } from "./failureClass";
+import { refreshTargetsBeforeDelete } from "./refreshBeforeDelete";
 import { DEFAULT_CREATE_DEADLINE_MS, previewGuardViolations, runOutcome, type GuardViolation, type WaitingClaim } from "./runOutcome";
 import { errorMessage } from "../../components/shared/errorMessage";
 
@@ -271,11 +272,22 @@ export class ClusterReconciler extends EventEmitter {
     return { claims, affected, members, terminating, guarded, signal: this.abort.signal, started, log, operationId, running };
   }
 
-  /** The engine's part: the stack, the guard's preview when on, then the up; undefined when refused or failed. */
+  /**
+   * The engine's part: the stack, the guard's preview when on, a refresh of what the run deletes,
+   * then the up; undefined when refused or failed.
+   */
   private async apply(run: Run): Promise<RunResult | undefined> {
     try {
       const stack = await this.options.stackFor(run.members);
-      if (run.guarded && !(await this.guard(run, stack))) return undefined;
+      let preview: RunResult | undefined;
+      if (run.guarded) {
+        preview = await this.guard(run, stack);
+        if (!preview) return undefined;
+      } else if (run.terminating.length > 0) {
+        // Without the guard, a deleting run still needs to know what it deletes.
+        preview = await this.options.engine.preview(stack, { signal: run.signal });
+      }
+      await this.refreshBeforeDelete(run, stack, preview?.steps ?? []);
       return await this.options.engine.up(stack, { signal: run.signal });
     } catch (error) {
       this.engineCallFailed(run, error);
@@ -283,8 +295,21 @@ export class ClusterReconciler extends EventEmitter {
     }
   }
 
-  /** Previews the run and refuses it when it would replace or delete members that should stay; true when allowed. */
-  private async guard(run: Run, stack: StackDefinition): Promise<boolean> {
+  /**
+   * Refreshes the servers and placement groups the run is about to delete, so that one already gone
+   * outside Pulumi (console, abuse lock) leaves the state instead of failing its delete
+   * (refreshBeforeDelete.ts).
+   */
+  private async refreshBeforeDelete(run: Run, stack: StackDefinition, steps: readonly ResourceStep[]): Promise<void> {
+    const targets = refreshTargetsBeforeDelete(steps);
+    if (targets.length === 0) return;
+    const refreshed = await this.options.engine.refresh(stack, { signal: run.signal, targets });
+    const gone = refreshed.steps.filter((step) => step.op === "delete").map((step) => step.name);
+    if (gone.length > 0) run.log?.warn({ gone }, "resources the run deletes were already gone outside Pulumi; dropped from the state");
+  }
+
+  /** Previews the run and refuses it when it would replace or delete members that should stay; the preview when allowed. */
+  private async guard(run: Run, stack: StackDefinition): Promise<RunResult | undefined> {
     const { operations, clusterId } = this.options;
     const previewStarted = Date.now();
     const preview = await this.options.engine.preview(stack, { signal: run.signal });
@@ -312,11 +337,11 @@ export class ClusterReconciler extends EventEmitter {
       this.options.observer?.runFinished(clusterId, "up", "failed", Date.now() - run.started);
       run.log?.error({ violations }, reason);
       this.scheduleRetry();
-      return false;
+      return undefined;
     }
     // The guard's refusal is over; an outage still counts until a run goes through.
     if (this.degradation?.violations) this.degradation = undefined;
-    return true;
+    return preview;
   }
 
   /** A preview or up that threw: abandoned when the service stopped it, else failed, degraded and retried. */

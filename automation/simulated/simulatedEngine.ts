@@ -13,6 +13,7 @@ import {
   type ResourceStep,
   RunCancelledError,
   RunFailedError,
+  type RefreshOptions,
   type RunOptions,
   type RunResult,
   type StackDefinition,
@@ -89,8 +90,8 @@ export class SimulatedEngine implements StackEngine {
     return this.queue.run(stack.stackName, () => this.runChild("preview", stack, options));
   }
 
-  /** Drops resources deleted out-of-band (SimulatedCloud.deleteServer) from the stack's state. */
-  refresh(stack: StackDefinition, options: RunOptions = {}): Promise<RunResult> {
+  /** Drops resources deleted out-of-band (SimulatedCloud.deleteServer) from the stack's state; only `targets` when given. */
+  refresh(stack: StackDefinition, options: RefreshOptions = {}): Promise<RunResult> {
     assertStackName(stack.stackName);
     return this.queue.run(stack.stackName, async () => {
       if (options.signal?.aborted) throw new RunCancelledError();
@@ -101,7 +102,9 @@ export class SimulatedEngine implements StackEngine {
         const state = file.load();
         const deleted = this.cloud.deletedIds();
         const steps: ResourceStep[] = [];
+        const targets = options.targets ? new Set(options.targets) : undefined;
         for (const resource of [...state.resources.values()]) {
+          if (targets && !targets.has(resource.urn)) continue;
           const gone = resource.id !== undefined && deleted.has(resource.id);
           if (gone) {
             state.resources.delete(resource.urn);

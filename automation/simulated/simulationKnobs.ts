@@ -13,6 +13,11 @@ export interface SimulationKnobs {
   readonly crashAfterSteps?: number;
   /** Seed of the create-failure draw (NODEFLEET_SIM_SEED). Default "nodefleet". */
   readonly seed: string;
+  /**
+   * NODEFLEET_SIM_PRIVATE_NIC_DELAY_MS (local cloud only): a machine sees a private network attached
+   * after its create this long after the attach action. Default 0.
+   */
+  readonly privateNicDelayMs?: number;
 }
 
 const DEFAULT_BOOT_DELAY_MS = 2000;
@@ -36,6 +41,7 @@ export function knobsFromEnv(env: NodeJS.ProcessEnv): Partial<SimulationKnobs> {
       .filter((s) => s.length > 0),
     crashAfterSteps: crash === undefined ? undefined : Math.floor(crash),
     seed: env.NODEFLEET_SIM_SEED || undefined,
+    privateNicDelayMs: numberFrom("NODEFLEET_SIM_PRIVATE_NIC_DELAY_MS", env.NODEFLEET_SIM_PRIVATE_NIC_DELAY_MS, 0, 86_400_000),
   };
 }
 

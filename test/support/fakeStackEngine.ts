@@ -3,10 +3,18 @@
  * reading its args (the members), keeps one fake server per member and reports create/same/delete
  * steps. Knobs: a run delay, sold-out server types, failing members, transient errors, forced
  * replacements (for the preview guard), and an unreachable cluster API (the member's token Secret
- * step fails with the given error in each up while it is set).
+ * step fails with the given error in each up while it is set), and servers deleted outside Pulumi.
  */
 import { memberOutputName } from "../../automation/reconciler/runOutcome";
-import type { ResourceStep, RunOptions, RunResult, StackDefinition, StackEngine, StepOp } from "../../automation/engine/stackEngine";
+import type {
+  RefreshOptions,
+  ResourceStep,
+  RunOptions,
+  RunResult,
+  StackDefinition,
+  StackEngine,
+  StepOp,
+} from "../../automation/engine/stackEngine";
 import { emptySummary } from "../../automation/engine/stackEngine";
 import type { AutoscaledProgramArgs } from "../../automation/reconciler/apiStack";
 
@@ -40,23 +48,34 @@ export class FakeStackEngine implements StackEngine {
   secretError: string | undefined;
   /** Members of every up, in order. */
   readonly upMembers: string[][] = [];
+  /**
+   * Servers deleted outside Pulumi: their delete fails with not_found, as upstream's, until a
+   * refresh that targets them drops them.
+   */
+  readonly vanished = new Set<string>();
+  /** The targets of every refresh, in order (undefined: the whole stack). */
+  readonly refreshTargets: Array<readonly string[] | undefined> = [];
 
   private members(stack: StackDefinition): AutoscaledProgramArgs["members"] {
     return (stack.program.args as AutoscaledProgramArgs).members;
   }
 
-  private plan(stack: StackDefinition, apply: boolean): RunResult {
-    const members = this.members(stack);
-    const steps: ResourceStep[] = [];
-    const wanted = new Set(members.map((m) => m.nodeId));
-    const step = (op: StepOp, nodeId: string, error?: string): ResourceStep => ({
+  private serverStep(stack: StackDefinition, op: StepOp, nodeId: string, error?: string): ResourceStep {
+    return {
       op,
       urn: `urn:pulumi:${stack.stackName}::nodefleet::nodefleet:hcloud:NodePool$${SERVER_TYPE}::pool-server-${nodeId}`,
       type: SERVER_TYPE,
       name: `pool-server-${nodeId}`,
       keys: [],
       ...(error ? { error } : {}),
-    });
+    };
+  }
+
+  private plan(stack: StackDefinition, apply: boolean): RunResult {
+    const members = this.members(stack);
+    const steps: ResourceStep[] = [];
+    const wanted = new Set(members.map((m) => m.nodeId));
+    const step = (op: StepOp, nodeId: string, error?: string): ResourceStep => this.serverStep(stack, op, nodeId, error);
     for (const m of members) {
       if (this.servers.has(m.nodeId)) {
         steps.push(step(this.forceReplace.has(m.nodeId) ? "replace" : "same", m.nodeId));
@@ -93,6 +112,10 @@ export class FakeStackEngine implements StackEngine {
     }
     for (const nodeId of [...this.servers.keys()]) {
       if (wanted.has(nodeId)) continue;
+      if (apply && this.vanished.has(nodeId)) {
+        steps.push(step("delete", nodeId, `deleting ${nodeId}: server not found (not_found)`));
+        continue;
+      }
       steps.push(step("delete", nodeId));
       if (apply) this.servers.delete(nodeId);
     }
@@ -147,8 +170,19 @@ export class FakeStackEngine implements StackEngine {
     return this.run(stack, false, options);
   }
 
-  refresh(stack: StackDefinition, options?: RunOptions): Promise<RunResult> {
-    return this.run(stack, false, options).then((r) => ({ ...r, kind: "refresh" as const }));
+  async refresh(stack: StackDefinition, options?: RefreshOptions): Promise<RunResult> {
+    this.refreshTargets.push(options?.targets);
+    const steps: ResourceStep[] = [];
+    for (const nodeId of [...this.servers.keys()]) {
+      const step = this.serverStep(stack, "same", nodeId);
+      if (options?.targets && !options.targets.includes(step.urn)) continue;
+      const gone = this.vanished.delete(nodeId);
+      if (gone) this.servers.delete(nodeId);
+      steps.push(gone ? { ...step, op: "delete" } : step);
+    }
+    const summary = emptySummary();
+    for (const s of steps) summary[s.op] += 1;
+    return { kind: "refresh", summary, steps, outputs: {}, succeeded: true, durationMs: 0, simulated: true };
   }
 
   async outputs(stack: StackDefinition): Promise<Record<string, unknown>> {

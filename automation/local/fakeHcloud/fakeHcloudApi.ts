@@ -37,6 +37,8 @@ export interface FakeHcloudOptions {
   readonly rateLimitPerHour?: number;
   /** How long a created server takes to report `running` (NODEFLEET_SIM_BOOT_DELAY_MS). Default twice `actionMs`. */
   readonly bootDelayMs?: number;
+  /** How long after an attach the machine sees its private interface (NODEFLEET_SIM_PRIVATE_NIC_DELAY_MS). Default 0. */
+  readonly privateNicDelayMs?: number;
   /** Probability (0..1) that a server create's action fails (NODEFLEET_SIM_FAIL_CREATE_RATE). Default 0. */
   readonly failCreateRate?: number;
   /** Seed of the create-failure draw (NODEFLEET_SIM_SEED). Default "nodefleet". */
@@ -101,6 +103,7 @@ export function buildFakeHcloud(options: FakeHcloudOptions): FakeHcloud {
     soldOut,
     actionMs,
     bootDelayMs: options.bootDelayMs ?? 2 * actionMs,
+    privateNicDelayMs: options.privateNicDelayMs ?? 0,
     createFails: (name, id) => failCreateRate > 0 && hashNumber(`${seed}/${name}/${id}`, 1_000_000) < failCreateRate * 1_000_000,
     startAction: (command, resources, { durationMs, ...outcome } = {}) =>
       actionJson(state.addAction(command, resources, durationMs ?? actionMs, outcome)),

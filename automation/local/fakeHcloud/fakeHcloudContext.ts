@@ -129,6 +129,11 @@ export interface FakeHcloudContext {
   /** Starts an action and answers it in the API's shape. */
   /** How long a created server takes to report `running` (NODEFLEET_SIM_BOOT_DELAY_MS). */
   readonly bootDelayMs: number;
+  /**
+   * How long after an attach_to_network action the machine sees the private interface
+   * (NODEFLEET_SIM_PRIVATE_NIC_DELAY_MS): Hetzner hot-plugs the NIC into the running server.
+   */
+  readonly privateNicDelayMs: number;
   /** Whether the create of this server fails (NODEFLEET_SIM_FAIL_CREATE_RATE, seeded). */
   readonly createFails: (serverName: string, serverId: number) => boolean;
   readonly startAction: (

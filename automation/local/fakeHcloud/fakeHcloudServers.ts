@@ -319,7 +319,9 @@ export function registerServers(app: FastifyInstance, ctx: FakeHcloudContext): v
     if (s.privateNets.some((p) => p.network === network))
       throw new HcloudError(412, "server_already_attached", `server ${s.id} is already attached to network ${network}`);
     const attached = attachment(ctx, s, network, s.privateNets.length, { ip: body.ip, aliasIps: body.alias_ips });
-    state.updateServer(s.id, { privateNets: [...s.privateNets, attached] });
+    // The machine sees the hot-plugged NIC once the action is done and the guest brought it up.
+    const upAt = Date.now() + ctx.actionMs + ctx.privateNicDelayMs;
+    state.updateServer(s.id, { privateNets: [...s.privateNets, attached], nicsUpAt: { ...s.nicsUpAt, [network]: upAt } });
     return {
       action: ctx.startAction("attach_to_network", [
         { id: s.id, type: "server" },
@@ -346,7 +348,8 @@ export function registerServers(app: FastifyInstance, ctx: FakeHcloudContext): v
     const network = idField(body, "network");
     if (!s.privateNets.some((p) => p.network === network))
       throw new HcloudError(404, "not_found", `server ${s.id} is not attached to network ${network}`);
-    state.updateServer(s.id, { privateNets: s.privateNets.filter((p) => p.network !== network) });
+    const { [network]: _detached, ...nicsUpAt } = s.nicsUpAt ?? {};
+    state.updateServer(s.id, { privateNets: s.privateNets.filter((p) => p.network !== network), nicsUpAt });
     return {
       action: ctx.startAction("detach_from_network", [
         { id: s.id, type: "server" },

@@ -31,6 +31,11 @@ export interface FakeServer {
   ipv4: string | null;
   ipv6: string | null;
   privateNets: FakePrivateNet[];
+  /**
+   * When the machine sees each network's private interface (epoch ms, by network id), for networks
+   * attached after the create: the NIC is hot-plugged. Absent: there from boot. Not API fields.
+   */
+  nicsUpAt?: Record<string, number>;
   placementGroup: number | null;
   deleteProtection: boolean;
   rebuildProtection: boolean;

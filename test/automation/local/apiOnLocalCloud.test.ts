@@ -7,7 +7,9 @@
  * together with the CLI and plugins it started, once right after accepting the first batch and once
  * while a run is creating the second batch's servers. After the restarts every claim converges to
  * exactly one server and one Ready Node, the fake's servers are exactly the store's nodes, a sold-out
- * type is refused as InsufficientCapacity, and repeated deletes end in 404 with nothing left behind.
+ * type is refused as InsufficientCapacity, and repeated deletes end in 404 with nothing left behind,
+ * one claim's server having been deleted out of band first (in the console, say: the hcloud plugin's
+ * delete of it fails with not_found as upstream's, and the service refreshes what it deletes).
  */
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -16,6 +18,7 @@ import { join } from "node:path";
 import { NodefleetApiError } from "../../../automation/client/nodefleetClient";
 import { type LocalCloud, startLocalCloud } from "../../../automation/local/localCloud";
 import { TOKEN } from "../../support/apiHarness";
+import { apiStackCheckpoint } from "../../support/apiStackState";
 import { awaitRunning, claimNames, createClaims, deleteUntilGone } from "../../support/karpenterConformance";
 import { type HcloudExchange, hcloudOpenApiViolations, recordHcloudExchanges } from "../../support/hcloudOpenApi";
 import { UP, allServers, editLocalPools, isReady, poolNodes, poolServers } from "../../support/localFleet";
@@ -149,12 +152,24 @@ describe("the scaling API on the automation engine against the local cloud, kill
     );
   });
 
-  it("deletes them all, repeated until 404: no server and no Node left", async function () {
-    const ids = (await serve!.client.listNodes()).map((n) => n.nodeID);
+  it("deletes them all, one server deleted out of band first, repeated until 404: no server, Node or state entry left", async function () {
+    const nodes = await serve!.client.listNodes();
+    const ids = nodes.map((n) => n.nodeID);
     assert.equal(ids.length, 40);
+    const vanished = await fetch(`${cloud.env.HCLOUD_ENDPOINT}/servers/${nodes[0]!.instanceID}`, {
+      method: "DELETE",
+      headers: { Authorization: `Bearer ${cloud.env.HCLOUD_TOKEN}` },
+    });
+    assert.equal(vanished.status, 200, "the console's delete");
     await deleteUntilGone(serve!.client, ids, karpenterPace);
     assert.deepEqual(await poolServers(cloud, POOL), []);
     await waitFor("no Node of the pool", async () => ((await poolNodes(cloud, POOL)).length === 0 ? true : undefined));
+    const state = apiStackCheckpoint(join(dir, "serve"), "local");
+    assert.deepEqual(
+      ids.filter((id) => state.includes(id)),
+      [],
+      "no claim left in the API stack's state",
+    );
   });
 
   it("looked the shared network and firewall up once per batch, not once per engine run", async function () {

@@ -46,6 +46,14 @@ describe("node agent: reading a worker's user data", function () {
     assert.equal(readK0sWorkerUserData(userData({ k0sVersion: "v1.34.1+k0s.2" })).kubeletVersion, "v1.34.1+k0s");
   });
 
+  it("finds the private subnet the join script waits for its --node-ip in, and how long it waits", function () {
+    assert.deepEqual(readK0sWorkerUserData(userData({ nodeIp: { subnet: "10.0.1.0/24" } })).nodeIpWait, {
+      subnet: "10.0.1.0/24",
+      waitSeconds: 300,
+    });
+    assert.equal(readK0sWorkerUserData(userData()).nodeIpWait, undefined, "no discovery, no wait");
+  });
+
   it("refuses user data a real join would trip on, saying why", function () {
     const good = userData();
     const cases: Array<[string, string, RegExp]> = [

@@ -251,6 +251,31 @@ describe("reconciler: behaviour", function () {
     assert.equal(engine.servers.size, 0);
   });
 
+  for (const previewGuard of [true, false])
+    it(`deletes a claim whose server vanished outside Pulumi, refreshing only what the run deletes first (guard ${previewGuard ? "on" : "off"})`, async () => {
+      engine = new FakeStackEngine();
+      api = await startTestApi({ engine, previewGuard });
+      const kept = await api.client.createNode({ uniqueID: "kept", pool: "hel1-burst" }, { waitSeconds: 30 });
+      const lost = await api.client.createNode({ uniqueID: "lost", pool: "hel1-burst" }, { waitSeconds: 30 });
+      await waitForStatus(kept.node.nodeID, "RUNNING");
+      await waitForStatus(lost.node.nodeID, "RUNNING");
+      // Deleted in the console: the engine's delete of it fails (not_found) until a refresh drops it.
+      engine.vanished.add(lost.node.nodeID);
+      assert.equal((await api.client.deleteNode(lost.node.nodeID)).status, "TERMINATING");
+      await waitGone(lost.node.nodeID);
+      assert.deepEqual([...engine.servers.keys()], [kept.node.nodeID]);
+      assert.equal(engine.refreshTargets.length, 1, "one refresh, for the deleting run");
+      assert.deepEqual(
+        engine.refreshTargets[0]!.map((urn) => urn.split("::").at(-1)),
+        [`pool-server-${lost.node.nodeID}`],
+        "only the server the run deletes is refreshed",
+      );
+      assert.ok(
+        (await api.client.operations()).every((o) => o.result !== "failed"),
+        "no run failed on the vanished server",
+      );
+    });
+
   it("retries transient engine errors with backoff and records the failed run", async () => {
     engine = new FakeStackEngine();
     engine.transientErrors = ["backend unavailable", "backend unavailable"];

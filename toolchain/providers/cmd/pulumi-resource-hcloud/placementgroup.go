@@ -105,10 +105,8 @@ func (p placementGroup) Delete(ctx context.Context, id string, _ resource.Proper
 	if err != nil {
 		return err
 	}
+	// A group already gone is an error, as upstream (placementgroup/resource.go): a refresh drops it.
 	_, err = api.PlacementGroup.Delete(ctx, &hcloud.PlacementGroup{ID: groupID})
-	if hcloud.IsError(err, hcloud.ErrorCodeNotFound) {
-		return nil
-	}
 	return err
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"sort"
+	"time"
 
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
@@ -90,15 +91,6 @@ func (s server) Create(ctx context.Context, inputs resource.PropertyMap, preview
 			return "", nil, err
 		}
 	}
-	// Networks without a fixed address join at create; a fixed address needs attach_to_network.
-	var attachLater []resource.PropertyMap
-	for _, n := range nativeprovider.Maps(inputs, "networks") {
-		if nativeprovider.String(n, "ip") == "" && len(nativeprovider.Strings(n, "aliasIps")) == 0 {
-			opts.Networks = append(opts.Networks, &hcloud.Network{ID: int64(nativeprovider.Number(n, "networkId"))})
-		} else {
-			attachLater = append(attachLater, n)
-		}
-	}
 	created, _, err := api.Server.Create(ctx, opts)
 	if err != nil {
 		return "", nil, err
@@ -108,9 +100,11 @@ func (s server) Create(ctx context.Context, inputs resource.PropertyMap, preview
 	if err := s.wait(ctx, append([]*hcloud.Action{created.Action}, created.NextActions...)...); err != nil {
 		return id, outs, err
 	}
-	for _, n := range attachLater {
+	// Networks join after the server is created, one attach action each (the private NIC is
+	// hot-plugged), as upstream's create does (terraform-provider-hcloud server/resource.go).
+	for _, n := range nativeprovider.Maps(inputs, "networks") {
 		if err := s.attach(ctx, created.Server, n); err != nil {
-			return id, outs, err
+			return id, outs, fmt.Errorf("networks: attach to %d: %w", int64(nativeprovider.Number(n, "networkId")), err)
 		}
 	}
 	if err := s.protect(ctx, created.Server, resource.PropertyMap{}, inputs); err != nil {
@@ -178,15 +172,45 @@ func (s server) sshKeys(ctx context.Context, idsOrNames []string) ([]*hcloud.SSH
 	return keys, nil
 }
 
+// attach joins a network, retrying while the server or network is busy, as upstream does
+// (terraform-provider-hcloud server/common.go, attachServerToNetwork): up to attachTries calls,
+// waiting 1s, 2s, 4s... between them; a server already attached counts as joined.
 func (s server) attach(ctx context.Context, srv *hcloud.Server, n resource.PropertyMap) error {
-	opts := hcloud.ServerAttachToNetworkOpts{Network: &hcloud.Network{ID: int64(nativeprovider.Number(n, "networkId"))}, IP: net.ParseIP(nativeprovider.String(n, "ip"))}
+	opts := hcloud.ServerAttachToNetworkOpts{Network: &hcloud.Network{ID: int64(nativeprovider.Number(n, "networkId"))}}
+	if ip := nativeprovider.String(n, "ip"); ip != "" {
+		opts.IP = net.ParseIP(ip)
+	}
 	for _, alias := range nativeprovider.Strings(n, "aliasIps") {
 		opts.AliasIPs = append(opts.AliasIPs, net.ParseIP(alias))
 	}
-	return s.call(ctx, func() (*hcloud.Action, *hcloud.Response, error) {
-		return s.client.Server.AttachToNetwork(ctx, srv, opts)
-	})
+	var action *hcloud.Action
+	var err error
+	for try := 0; try < attachTries; try++ {
+		if try > 0 {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(attachRetryWait(try - 1)):
+			}
+		}
+		action, _, err = s.client.Server.AttachToNetwork(ctx, srv, opts)
+		if !hcloud.IsError(err, hcloud.ErrorCodeConflict, hcloud.ErrorCodeLocked, hcloud.ErrorCodeServiceError, hcloud.ErrorCodeNoSubnetAvailable) {
+			break
+		}
+	}
+	if hcloud.IsError(err, hcloud.ErrorCodeServerAlreadyAttached) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return s.wait(ctx, action)
 }
+
+const attachTries = 5
+
+// attachRetryWait is the pause after the n-th failed attach (from 0), upstream's 1s doubling.
+var attachRetryWait = func(n int) time.Duration { return time.Second << n }
 
 func (s server) protect(ctx context.Context, srv *hcloud.Server, olds, inputs resource.PropertyMap) error {
 	del, rebuild := nativeprovider.Bool(inputs, "deleteProtection"), nativeprovider.Bool(inputs, "rebuildProtection")
@@ -494,15 +518,14 @@ func (s server) Delete(ctx context.Context, id string, olds resource.PropertyMap
 		return err
 	}
 	srv := &hcloud.Server{ID: serverID}
+	// A server already gone is an error here, as upstream (terraform-provider-hcloud
+	// server/resource.go, resourceServerDelete): only a refresh drops it from the state.
 	if nativeprovider.Bool(olds, "shutdownBeforeDeletion") {
-		if err := s.call(ctx, func() (*hcloud.Action, *hcloud.Response, error) { return api.Server.Shutdown(ctx, srv) }); err != nil && !hcloud.IsError(err, hcloud.ErrorCodeNotFound) {
+		if err := s.call(ctx, func() (*hcloud.Action, *hcloud.Response, error) { return api.Server.Shutdown(ctx, srv) }); err != nil {
 			return err
 		}
 	}
 	result, _, err := api.Server.DeleteWithResult(ctx, srv)
-	if hcloud.IsError(err, hcloud.ErrorCodeNotFound) {
-		return nil
-	}
 	if err != nil {
 		return err
 	}

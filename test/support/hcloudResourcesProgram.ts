@@ -6,6 +6,7 @@
  */
 import * as hcloud from "@pulumi/hcloud";
 import * as pulumi from "@pulumi/pulumi";
+import { testClusterNetwork } from "./testClusterNetwork";
 
 /** Server `i`'s user data at a generation (exported: the test checks what the state keeps of it). */
 export const serverUserData = (i: number, generation: number) => `#cloud-config\nhostname: t1-server-${i}\nruncmd: [echo g${generation}]\n`;
@@ -14,27 +15,15 @@ export function runProgram(): Record<string, pulumi.Output<unknown>> {
   const config = new pulumi.Config("hcloudtest");
   const revision = config.requireNumber("revision");
   const servers = config.getNumber("servers") ?? 1;
-  const labels = { "nodefleet.io/cluster": "t1" };
-  const network = new hcloud.Network("net", { name: "t1-network", ipRange: "10.0.0.0/16", labels });
-  const subnet = new hcloud.NetworkSubnet("subnet", {
-    networkId: network.id.apply(Number),
-    type: "cloud",
-    networkZone: "eu-central",
-    ipRange: "10.0.1.0/24",
-  });
-  const firewall = new hcloud.Firewall("fw", {
-    name: "t1-nodes",
-    labels,
-    rules: [
-      { direction: "in", protocol: "icmp", sourceIps: ["0.0.0.0/0", "::/0"] },
-      {
-        direction: "in",
-        protocol: "tcp",
-        port: "10250",
-        sourceIps: revision >= 2 ? ["203.0.113.10/32", "203.0.113.11/32"] : ["203.0.113.10/32"],
-      },
-    ],
-  });
+  const { labels, network, subnet, firewall } = testClusterNetwork("t1", [
+    { direction: "in", protocol: "icmp", sourceIps: ["0.0.0.0/0", "::/0"] },
+    {
+      direction: "in",
+      protocol: "tcp",
+      port: "10250",
+      sourceIps: revision >= 2 ? ["203.0.113.10/32", "203.0.113.11/32"] : ["203.0.113.10/32"],
+    },
+  ]);
   const group = new hcloud.PlacementGroup("pg", { name: "t1-pg-0", type: "spread", labels });
   const created: hcloud.Server[] = [];
   // Revision 3 changes the user data, which replaces the server. Its name, given explicitly, makes

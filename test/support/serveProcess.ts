@@ -89,6 +89,23 @@ export async function startServe(dataDir: string, env: Record<string, string> = 
   };
 }
 
+/**
+ * `serve --stack local --engine automation` in `project`, with the environment `nodefleet local up`
+ * printed (`cloudEnv`), as a user runs it on the local cloud; `env` adds to or overrides it.
+ */
+export function serveOnLocalCloud(
+  dataDir: string,
+  cloudEnv: Record<string, string>,
+  project: string,
+  env: Record<string, string> = {},
+): Promise<ServeProcess> {
+  return startServe(
+    dataDir,
+    { ...cloudEnv, NODEFLEET_BATCH_IDLE_MS: "300", NODEFLEET_API_TOKENS: `local:${TOKEN}`, ...env },
+    { stack: "local", engine: "automation", cwd: project, clusterId: "local", startTimeoutMs: 180_000 },
+  );
+}
+
 /** SIGKILL, as a crash would, and wait until the process is gone. */
 export async function crash(serve: ServeProcess): Promise<void> {
   serve.child.kill("SIGKILL");

@@ -17,7 +17,6 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { NodefleetApiError } from "../../../automation/client/nodefleetClient";
 import { type LocalCloud, startLocalCloud } from "../../../automation/local/localCloud";
-import { TOKEN } from "../../support/apiHarness";
 import { apiStackCheckpoint } from "../../support/apiStackState";
 import { awaitRunning, claimNames, createClaims, deleteUntilGone } from "../../support/karpenterConformance";
 import { type HcloudExchange, hcloudOpenApiViolations, recordHcloudExchanges } from "../../support/hcloudOpenApi";
@@ -25,7 +24,7 @@ import { UP, allServers, editLocalPools, isReady, poolNodes, poolServers } from 
 import { runPulumi } from "../../../automation/local/localStack";
 import { localStackProject } from "../../support/localStackProject";
 import { until } from "../../support/until";
-import { type ServeProcess, crashWithChildren, startServe } from "../../support/serveProcess";
+import { type ServeProcess, crashWithChildren, serveOnLocalCloud } from "../../support/serveProcess";
 import { LOCAL_CLOUD_TOOLS, missingTools, skipUnlessAvailable } from "../../support/toolchainRequirement";
 
 const POOL = "local-burst";
@@ -40,12 +39,7 @@ describe("the scaling API on the automation engine against the local cloud, kill
   let serve: ServeProcess | undefined;
   const exchanges: HcloudExchange[] = [];
 
-  const start = async () =>
-    (serve = await startServe(
-      join(dir, "serve"),
-      { ...cloud.env, NODEFLEET_BATCH_IDLE_MS: "300", NODEFLEET_API_TOKENS: `local:${TOKEN}` },
-      { stack: "local", engine: "automation", cwd: project, clusterId: "local", startTimeoutMs: 180_000 },
-    ));
+  const start = async () => (serve = await serveOnLocalCloud(join(dir, "serve"), cloud.env, project));
   const waitFor = <T>(what: string, probe: () => Promise<T | undefined>, intervalMs = 500) =>
     until(what, probe, 600_000, () => `serve said:\n${serve?.stderr().slice(-3000)}`, intervalMs);
   // Karpenter's pace for the 40 claims' Gets and repeated Deletes (each poll is 40 requests).

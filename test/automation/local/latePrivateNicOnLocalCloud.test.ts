@@ -15,12 +15,11 @@ import { join } from "node:path";
 import type { FakeHcloud } from "../../../automation/local/fakeHcloud/fakeHcloudApi";
 import { type LocalCloud, startLocalCloud } from "../../../automation/local/localCloud";
 import { runPulumi } from "../../../automation/local/localStack";
-import { TOKEN } from "../../support/apiHarness";
 import { type HcloudExchange, recordHcloudExchanges } from "../../support/hcloudOpenApi";
 import { awaitRunning, claimNames, createClaims } from "../../support/karpenterConformance";
 import { type PoolNode, type PoolServer, UP, allPoolServersReady, isReady, poolNodes, poolServers } from "../../support/localFleet";
 import { localStackProject } from "../../support/localStackProject";
-import { type ServeProcess, startServe } from "../../support/serveProcess";
+import { type ServeProcess, serveOnLocalCloud } from "../../support/serveProcess";
 import { LOCAL_CLOUD_TOOLS, missingTools, skipUnlessAvailable } from "../../support/toolchainRequirement";
 import { until } from "../../support/until";
 
@@ -107,11 +106,7 @@ describe("the private NIC hot-plugged after the create on the local cloud (real 
       until(what, probe, 240_000, () => `serve said:\n${serve.stderr().slice(-3000)}`, 500);
 
     before(async function () {
-      serve = await startServe(
-        join(dir, "serve"),
-        { ...cloud.env, NODEFLEET_BATCH_IDLE_MS: "300", NODEFLEET_API_TOKENS: `local:${TOKEN}` },
-        { stack: "local", engine: "automation", cwd: project, clusterId: "local", startTimeoutMs: 180_000 },
-      );
+      serve = await serveOnLocalCloud(join(dir, "serve"), cloud.env, project);
     });
 
     after(async function () {

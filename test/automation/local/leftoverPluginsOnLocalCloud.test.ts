@@ -12,10 +12,9 @@ import { basename, join } from "node:path";
 import { descendantProcesses, processGroup, processStartTime } from "../../../automation/engine/cliProcesses";
 import { type LocalCloud, startLocalCloud } from "../../../automation/local/localCloud";
 import { runPulumi } from "../../../automation/local/localStack";
-import { TOKEN } from "../../support/apiHarness";
 import { UP, editLocalPools, poolServers } from "../../support/localFleet";
 import { localStackProject } from "../../support/localStackProject";
-import { type ServeProcess, startServe } from "../../support/serveProcess";
+import { type ServeProcess, serveOnLocalCloud } from "../../support/serveProcess";
 import { LOCAL_CLOUD_TOOLS, missingTools, skipUnlessAvailable } from "../../support/toolchainRequirement";
 import { until } from "../../support/until";
 
@@ -45,12 +44,7 @@ describe("plugins a SIGKILLed service left running, on the local cloud", functio
   let cloud: LocalCloud;
   let serve: ServeProcess | undefined;
 
-  const start = async () =>
-    (serve = await startServe(
-      join(dir, "serve"),
-      { ...cloud.env, NODEFLEET_BATCH_IDLE_MS: "300", NODEFLEET_API_TOKENS: `local:${TOKEN}` },
-      { stack: "local", engine: "automation", cwd: project, clusterId: "local", startTimeoutMs: 180_000 },
-    ));
+  const start = async () => (serve = await serveOnLocalCloud(join(dir, "serve"), cloud.env, project));
 
   before(async function () {
     skipUnlessAvailable(this, missingTools(...LOCAL_CLOUD_TOOLS));

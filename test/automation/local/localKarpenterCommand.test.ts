@@ -21,7 +21,7 @@ import { TOKEN } from "../../support/apiHarness";
 import { FIXTURE_CA_CERTIFICATE } from "../../support/fleetConfigFixture";
 import { KARPENTER_LOOP_TOOLS, type KubeItem } from "../../support/karpenterLocalCloud";
 import { localStackProject } from "../../support/localStackProject";
-import { BIN, type ServeProcess, startServe } from "../../support/serveProcess";
+import { BIN, type ServeProcess, serveOnLocalCloud } from "../../support/serveProcess";
 import { missingTools, skipUnlessAvailable } from "../../support/toolchainRequirement";
 import { until } from "../../support/until";
 
@@ -165,11 +165,7 @@ describe("nodefleet local karpenter", function () {
         projectDir: project,
       });
       await runPulumi(["up", "--stack", "local", "--yes", "--skip-preview", "--non-interactive"], project, cloud.env);
-      serve = await startServe(
-        join(dir, "serve"),
-        { ...cloud.env, NODEFLEET_BATCH_IDLE_MS: "300", NODEFLEET_API_TOKENS: `local:${TOKEN}` },
-        { stack: "local", engine: "automation", cwd: project, clusterId: "local", startTimeoutMs: 120_000 },
-      );
+      serve = await serveOnLocalCloud(join(dir, "serve"), cloud.env, project);
     });
 
     after(async function () {

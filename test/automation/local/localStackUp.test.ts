@@ -15,7 +15,6 @@ import { findTool } from "../../../automation/engine/toolchain";
 import { parse } from "yaml";
 import { kube } from "../../../automation/local/kubeClient";
 import { type LocalCloud, startLocalCloud } from "../../../automation/local/localCloud";
-import { TOKEN } from "../../support/apiHarness";
 import { type HcloudExchange, hcloudOpenApiViolations, recordHcloudExchanges } from "../../support/hcloudOpenApi";
 import {
   type PoolNode,
@@ -35,7 +34,7 @@ import { runPulumi } from "../../../automation/local/localStack";
 import { localStackProject } from "../../support/localStackProject";
 import { runNodefleet } from "../../support/nodefleetCli";
 import { until } from "../../support/until";
-import { type ServeProcess, startServe } from "../../support/serveProcess";
+import { type ServeProcess, serveOnLocalCloud } from "../../support/serveProcess";
 import { LOCAL_CLOUD_TOOLS, missingTools, skipUnlessAvailable } from "../../support/toolchainRequirement";
 
 const quiet = { info() {}, warn() {} };
@@ -360,11 +359,7 @@ describe("pulumi up --stack local on the local cloud (real engine, real control 
     let serve: ServeProcess;
 
     before(async function () {
-      serve = await startServe(
-        join(dir, "serve"),
-        { ...cloud.env, NODEFLEET_BATCH_IDLE_MS: "300", NODEFLEET_API_TOKENS: `local:${TOKEN}` },
-        { stack: "local", engine: "automation", cwd: project, clusterId: "local", startTimeoutMs: 120_000 },
-      );
+      serve = await serveOnLocalCloud(join(dir, "serve"), cloud.env, project);
     });
 
     after(async function () {

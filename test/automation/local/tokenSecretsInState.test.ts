@@ -13,11 +13,10 @@ import { fileBackendDir } from "../../../automation/engine/fileBackendState";
 import { kube } from "../../../automation/local/kubeClient";
 import { type LocalCloud, startLocalCloud } from "../../../automation/local/localCloud";
 import { runPulumi } from "../../../automation/local/localStack";
-import { TOKEN } from "../../support/apiHarness";
 import { awaitRunning, createClaims } from "../../support/karpenterConformance";
 import { UP, allPoolServersReady, driveRollout, editLocalPool, editLocalPools, poolServers } from "../../support/localFleet";
 import { localStackProject } from "../../support/localStackProject";
-import { type ServeProcess, startServe } from "../../support/serveProcess";
+import { type ServeProcess, serveOnLocalCloud } from "../../support/serveProcess";
 import { filesHolding } from "../../support/filesHolding";
 import { until } from "../../support/until";
 import { LOCAL_CLOUD_TOOLS, missingTools, skipUnlessAvailable } from "../../support/toolchainRequirement";
@@ -95,11 +94,7 @@ describe("bootstrap token secrets in the Pulumi state on the local cloud (real e
   });
 
   it("keeps them out of both stacks' state after a scale-up through the API", async function () {
-    serve = await startServe(
-      join(dir, "serve"),
-      { ...cloud.env, NODEFLEET_BATCH_IDLE_MS: "300", NODEFLEET_API_TOKENS: `local:${TOKEN}` },
-      { stack: "local", engine: "automation", cwd: project, clusterId: "local", startTimeoutMs: 180_000 },
-    );
+    serve = await serveOnLocalCloud(join(dir, "serve"), cloud.env, project);
     const before = seen.size;
     const ids = await createClaims(serve.client, ["token-a", "token-b"], { pool: BURST, instanceType: "cpx21" });
     // Read while the new members boot: their Secrets go once their Nodes register and a run follows.

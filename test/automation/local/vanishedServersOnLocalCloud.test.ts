@@ -12,12 +12,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type LocalCloud, startLocalCloud } from "../../../automation/local/localCloud";
 import { runPulumi } from "../../../automation/local/localStack";
-import { TOKEN } from "../../support/apiHarness";
 import { apiStackCheckpoint } from "../../support/apiStackState";
 import { awaitRunning, claimNames, createClaims, deleteUntilGone } from "../../support/karpenterConformance";
 import { UP, allPoolServersReady, isReady, poolNodes, poolServers } from "../../support/localFleet";
 import { localStackProject } from "../../support/localStackProject";
-import { type ServeProcess, startServe } from "../../support/serveProcess";
+import { type ServeProcess, serveOnLocalCloud } from "../../support/serveProcess";
 import { LOCAL_CLOUD_TOOLS, missingTools, skipUnlessAvailable } from "../../support/toolchainRequirement";
 import { until } from "../../support/until";
 
@@ -77,11 +76,7 @@ describe("servers deleted outside Pulumi on the local cloud (real engine)", func
       until(what, probe, 240_000, () => `serve said:\n${serve.stderr().slice(-3000)}`, 1000);
 
     before(async function () {
-      serve = await startServe(
-        serveDir(),
-        { ...cloud.env, NODEFLEET_BATCH_IDLE_MS: "300", NODEFLEET_API_TOKENS: `local:${TOKEN}` },
-        { stack: "local", engine: "automation", cwd: project, clusterId: "local", startTimeoutMs: 180_000 },
-      );
+      serve = await serveOnLocalCloud(serveDir(), cloud.env, project);
     });
 
     after(async function () {

@@ -62,11 +62,12 @@ describe("crash recovery and shutdown of nodefleet serve (simulated engine)", fu
     const ids = first.map(nodeIdFor);
     await allRunning(serve.client, ids);
 
-    // 2. Killed while a run is in progress. The engine process is also made to die after 30
-    //    applied steps (NODEFLEET_SIM_CRASH_AFTER_STEPS=30, some servers and tokens of the batch), so a partial state is certain; the
-    //    service is killed as soon as the simulated cloud shows part of the batch.
+    // 2. Killed while a run is in progress: servers take 2 s to boot here, so the run is still going
+    //    when the simulated cloud first shows part of the batch, and the service is killed then: a
+    //    partial state is certain, and the run is cut short rather than finished or failed first (an
+    //    engine made to die after N steps could record its failure before the kill landed).
     await crash(serve);
-    serve = await start({ NODEFLEET_SIM_CRASH_AFTER_STEPS: "30" });
+    serve = await start({ NODEFLEET_SIM_BOOT_DELAY_MS: "2000" });
     const second = Array.from({ length: 8 }, (_, i) => `crash-b-${i}`);
     await Promise.all(second.map((uniqueID) => serve!.client.createNode({ uniqueID, pool: "hel1-burst" })));
     const secondIds = new Set(second.map(nodeIdFor));
@@ -114,7 +115,7 @@ describe("crash recovery and shutdown of nodefleet serve (simulated engine)", fu
     const operations = await serve.client.operations();
     assert.ok(
       operations.some((o) => o.result === "abandoned"),
-      "the run cut short by the kill is recorded as abandoned",
+      `the run cut short by the kill is recorded as abandoned: ${JSON.stringify(operations.map((o) => [o.kind, o.result, o.nodes.length]))}`,
     );
   });
 

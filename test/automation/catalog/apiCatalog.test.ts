@@ -13,6 +13,19 @@ import { parseFleetSpec } from "../../../components/fleet/fleetSpec";
 import { NodefleetApiError } from "../../../automation/client/nodefleetClient";
 import { eventually, startTestApi } from "../../support/apiHarness";
 
+/** One server type as Hetzner's GET /server_types lists it: the live data the tests serve. */
+const CPX21_IN_HEL1 = {
+  id: 1,
+  name: "cpx21",
+  cores: 3,
+  memory: 4,
+  disk: 80,
+  cpu_type: "shared",
+  architecture: "x86",
+  deprecated: false,
+  prices: [{ location: "hel1", price_hourly: { net: "0.0100" } }],
+};
+
 describe("server-type catalog", () => {
   it("ships every type the example stack uses and the common cx/cpx/cax/ccx types, priced per location", () => {
     const catalog = shippedCatalog();
@@ -34,19 +47,7 @@ describe("server-type catalog", () => {
       requests.push(new URL(url).pathname);
       const body = url.includes("/server_types")
         ? {
-            server_types: [
-              {
-                id: 1,
-                name: "cpx21",
-                cores: 3,
-                memory: 4,
-                disk: 80,
-                cpu_type: "shared",
-                architecture: "x86",
-                deprecated: false,
-                prices: [{ location: "hel1", price_hourly: { net: "0.0100" } }],
-              },
-            ],
+            server_types: [CPX21_IN_HEL1],
           }
         : { datacenters: [{ location: { name: "hel1" }, server_types: { supported: [1], available: [] } }] };
       return new Response(JSON.stringify({ ...body, meta: { pagination: { next_page: null } } }), { status: 200 });
@@ -129,19 +130,7 @@ describe("server-type catalog", () => {
       await held;
       const body = url.includes("/server_types")
         ? {
-            server_types: [
-              {
-                id: 1,
-                name: "cpx21",
-                cores: 3,
-                memory: 4,
-                disk: 80,
-                cpu_type: "shared",
-                architecture: "x86",
-                deprecated: false,
-                prices: [{ location: "hel1", price_hourly: { net: "0.0100" } }],
-              },
-            ],
+            server_types: [CPX21_IN_HEL1],
           }
         : { datacenters: [{ location: { name: "hel1" }, server_types: { supported: [1], available: [] } }] };
       return new Response(JSON.stringify({ ...body, meta: { pagination: { next_page: null } } }), { status: 200 });
@@ -185,19 +174,7 @@ describe("server-type catalog", () => {
         );
       const body = url.includes("/server_types")
         ? {
-            server_types: [
-              {
-                id: 1,
-                name: "cpx21",
-                cores: 3,
-                memory: 4,
-                disk: 80,
-                cpu_type: "shared",
-                architecture: "x86",
-                deprecated: false,
-                prices: [{ location: "hel1", price_hourly: { net: "0.0100" } }],
-              },
-            ],
+            server_types: [CPX21_IN_HEL1],
           }
         : { datacenters: [{ location: { name: "hel1" }, server_types: { supported: [1], available: [1] } }] };
       return new Response(JSON.stringify({ ...body, meta: { pagination: { next_page: null } } }), { status: 200 });

@@ -13,6 +13,17 @@ function recordingLogger() {
   };
 }
 
+/** Until the prerequisites refuse creates (their first look-up found something missing). */
+function refusing(prerequisites: GitStackPrerequisites): Promise<unknown> {
+  return until(
+    "prerequisites.refusal() !== undefined",
+    () => prerequisites.refusal() !== undefined || undefined,
+    2000,
+    () => "",
+    10,
+  );
+}
+
 describe("the git stack's network and firewall as the API stack's prerequisites", function () {
   it("names what is missing and the command that creates it, then turns ready by itself once applied", async function () {
     let applied = false;
@@ -29,13 +40,7 @@ describe("the git stack's network and firewall as the API stack's prerequisites"
     );
     try {
       prerequisites.start();
-      await until(
-        "prerequisites.refusal() !== undefined",
-        () => prerequisites.refusal() !== undefined || undefined,
-        2000,
-        () => "",
-        10,
-      );
+      await refusing(prerequisites);
       assert.equal(
         prerequisites.refusal(),
         "the git stack is not applied: network c1-network and firewall c1-nodes are missing in the Hetzner project; run `pulumi up --stack c1` in /srv/fleet",
@@ -84,13 +89,7 @@ describe("the git stack's network and firewall as the API stack's prerequisites"
     try {
       assert.equal(prerequisites.refusal(), undefined);
       prerequisites.start();
-      await until(
-        "prerequisites.refusal() !== undefined",
-        () => prerequisites.refusal() !== undefined || undefined,
-        2000,
-        () => "",
-        10,
-      );
+      await refusing(prerequisites);
       assert.match(prerequisites.refusal()!, /firewall c1-nodes is missing/);
     } finally {
       prerequisites.stop();

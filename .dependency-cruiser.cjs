@@ -16,9 +16,10 @@ function node(root, name) {
  * pools and may import every folder.
  */
 const COMPONENTS = {
-  hcloud: ["bootstrap", "kubernetes", "fleet", "shared"],
-  scaleway: ["bootstrap", "kubernetes", "fleet", "shared"],
-  robot: ["bootstrap", "kubernetes", "fleet", "shared"],
+  hcloud: ["provider", "bootstrap", "kubernetes", "fleet", "shared"],
+  scaleway: ["provider", "bootstrap", "kubernetes", "fleet", "shared"],
+  robot: ["provider", "bootstrap", "kubernetes", "fleet", "shared"],
+  provider: ["kubernetes", "fleet", "shared"],
   bootstrap: ["fleet", "shared"],
   kubernetes: ["fleet", "shared"],
   fleet: ["shared"],

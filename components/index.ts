@@ -99,7 +99,11 @@ export class Fleet extends pulumi.ComponentResource {
               cluster,
               pool,
               members: args.earlierTokenPools?.includes(pool.name)
-                ? staticHcloudMembers(cluster, pool).map((member) => ({ ...member, bootstrapTokenSecret: "random-string" as const }))
+                ? staticHcloudMembers(cluster, pool).map((member) => ({
+                    ...member,
+                    bootstrapTokenSecret: "random-string" as const,
+                    memberResources: "dynamic" as const,
+                  }))
                 : staticHcloudMembers(cluster, pool),
               networkId: this.networkId,
               subnet: this.network.subnet,

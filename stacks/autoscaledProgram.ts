@@ -18,6 +18,7 @@ import { HcloudNodePool } from "../components/hcloud/hcloudNodePool";
 import { clusterKubeconfig } from "./clusterKubeconfig";
 import type { HcloudPoolMember, HcloudPoolTemplate } from "../components/hcloud/hcloudServerPlan";
 import { OWNERSHIP_LABELS, nodeMember } from "../components/fleet/nodeMember";
+import { recordedMemberResources } from "../components/fleet/memberResources";
 import { readRawFleetConfig } from "./fleetProgram";
 
 /** Karpenter removes it once it has matched the Node to its NodeClaim. */
@@ -47,6 +48,7 @@ export function autoscaledMember(
     placementSlot: snapshot.placementSlot,
     extraTaints: [UNREGISTERED_TAINT],
     bootstrapTokenSecret: snapshot.bootstrapTokenSecret ?? "random-string",
+    memberResources: recordedMemberResources(snapshot.memberResources),
     bootstrap: {
       kubelet: t.kubelet,
       ...(t.k0sVersion !== undefined ? { k0sVersion: t.k0sVersion } : {}),

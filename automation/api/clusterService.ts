@@ -153,6 +153,7 @@ export class ClusterService {
         templateHash: templateHash(template, admitted.serverType.name),
         placementSlot: freeSlot(occupancy.placementSlots),
         bootstrapTokenSecret: "random-password",
+        memberResources: "plugin",
       };
       const claim = store.insert({
         clusterId: this.clusterId,

@@ -11,7 +11,7 @@ import { registerNodesCommand } from "./nodesCommand";
 import { registerInitCommand } from "./initCommand";
 import { registerServeCommand } from "./serveCommand";
 import { registerCompletionCommand } from "./completion/completionCommand";
-import { packageVersion } from "./packageVersion";
+import { packageVersion } from "../../components/shared/packageVersion";
 import { errorMessage } from "../../components/shared/errorMessage";
 
 function buildProgram(): Command {

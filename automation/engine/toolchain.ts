@@ -5,6 +5,7 @@
  * environment every pulumi CLI process gets: an isolated PULUMI_HOME, no update checks, no plugin
  * downloads during a run, and plugins from where NODEFLEET_PLUGINS says (providerPlugins.ts).
  */
+import { ensureNodefleetPlugin } from "./nodefleetPlugin";
 import { accessSync, constants, mkdirSync } from "node:fs";
 import { homedir } from "node:os";
 import { delimiter, dirname, join } from "node:path";
@@ -47,12 +48,14 @@ export function pulumiSdkDir(): string {
  * upstream's (the default), plugins on PATH are ignored: a run loads only what its Pulumi home holds
  * at the pinned versions, and the language host and dynamic provider bundled beside the CLI.
  * NODE_PATH lets the dynamic provider resolve @pulumi/pulumi from a workspace outside the repository.
+ * The Pulumi home gets nodefleet's own plugin in both cases (nodefleetPlugin.ts).
  */
 export function pulumiProcessEnv(dataDir: string, env: NodeJS.ProcessEnv = process.env): Record<string, string> {
   const sdkDir = pulumiSdkDir();
   const nodeModules = dirname(dirname(sdkDir));
   const pulumiHome = env.NODEFLEET_PULUMI_HOME || join(dataDir, "pulumi-home");
   mkdirSync(pulumiHome, { recursive: true, mode: 0o700 });
+  ensureNodefleetPlugin(pulumiHome);
   const common = {
     NODE_PATH: [env.NODE_PATH ?? "", nodeModules].filter(Boolean).join(delimiter),
     PULUMI_HOME: pulumiHome,

@@ -56,6 +56,8 @@ export function projectTemplate(input: ProjectTemplateInput): Record<string, str
       runtime: { name: "nodejs", options: { typescript: true } },
       main: "index.ts",
       stackConfigDir: "stacks",
+      // nodefleet's own provider plugin ships in the package (docs/own-project.md).
+      plugins: { providers: [{ name: "nodefleet", path: "./node_modules/nodefleet/bin" }] },
     }),
     "index.ts": [
       "// The fleet of this project: nodefleet's program declares it from stacks/Pulumi.<stack>.yaml.",

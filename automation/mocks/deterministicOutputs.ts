@@ -4,6 +4,7 @@
  * config are identical and tests can compare them. The simulated engine layers its persistent
  * cloud state on top of this.
  */
+import { NODE_BOOTSTRAP_TOKEN_TYPE } from "../../components/provider/bootstrapTokenResource";
 import { createHash } from "node:crypto";
 import type * as pulumi from "@pulumi/pulumi";
 import { sha256Hex } from "../../components/shared/canonicalJson";
@@ -38,6 +39,7 @@ function deterministicRandomString(seed: string, inputs: Record<string, unknown>
 
 /** The fixed clock mock runs use, so timestamps in state are reproducible. */
 const MOCK_EPOCH = "2026-01-01T00:00:00Z";
+const TOKEN_CHARSET = { lower: true, upper: false, numeric: true, special: false } as const;
 
 function offsetTimestamp(inputs: Record<string, unknown>): { base: string; rfc3339: string } {
   const base = typeof inputs.baseRfc3339 === "string" ? inputs.baseRfc3339 : MOCK_EPOCH;
@@ -72,6 +74,12 @@ const COMPUTED_OUTPUTS: Record<string, OutputsForType> = {
   // The Robot pool's disk listing and install output, else the Elastic Metal host-key read (its stdout is pinned).
   "command:remote:Command": (a) =>
     robotCommandMockOutputs(a) ?? ELASTIC_METAL_COMPUTED_OUTPUTS["command:remote:Command"](a, deterministicId(a)),
+  // nodefleet's own plugin: a bootstrap token's id, token and expiration (random and "now" in the plugin).
+  [NODE_BOOTSTRAP_TOKEN_TYPE]: (a) => {
+    const tokenId = deterministicRandomString(`${a.name}-id`, { length: 6, ...TOKEN_CHARSET });
+    const secret = deterministicRandomString(`${a.name}-secret`, { length: 16, ...TOKEN_CHARSET });
+    return { tokenId, token: `${tokenId}.${secret}`, expiration: offsetTimestamp({ offsetMinutes: a.inputs.ttlMinutes }).rfc3339 };
+  },
   // The Hetzner Robot pool's rescue resource (a dynamic resource): the server's address.
   "pulumi-nodejs:dynamic/nodefleet:RobotRescue": robotRescueMockOutputs,
 };

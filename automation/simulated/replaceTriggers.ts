@@ -8,6 +8,9 @@
  * Where a nodefleet component sets `replaceOnChanges` (the mock runtime does not pass resource
  * options to the simulation), those paths are listed too, from the component's own constant.
  */
+import { NODE_BOOTSTRAP_TOKEN_REPLACE_ON_CHANGES, NODE_BOOTSTRAP_TOKEN_TYPE } from "../../components/provider/bootstrapTokenResource";
+import { NODE_DRAIN_TYPE } from "../../components/provider/nodeDrainResource";
+import { NODE_REMOVAL_TYPE } from "../../components/provider/nodeRemovalResource";
 import { ELASTIC_METAL_REPLACE_ON_CHANGES, IPAM_IP_REPLACE_ON_CHANGES } from "../../components/scaleway/elasticMetalPlan";
 import { ROBOT_RESCUE_REPLACE_ON_CHANGES } from "../../components/robot/robotRescue";
 import { NODE_DRAIN_REPLACE_ON_CHANGES } from "../../components/kubernetes/kubernetesNodeDrain";
@@ -24,6 +27,9 @@ export interface ReplaceTriggerEntry {
 /** The engine replaces a dynamic resource on the properties its provider's diff lists in `replaces`. */
 const DYNAMIC_DIFF =
   "https://www.pulumi.com/docs/reference/pkg/nodejs/pulumi/pulumi/interfaces/provider.DiffResult.html (replaces: the properties triggering a replacement)";
+
+const PROVIDER_DIFF =
+  "https://github.com/pulumi/pulumi/blob/master/proto/pulumi/provider.proto (DiffResponse.replaces: the properties whose change requires a replacement)";
 
 const HCLOUD_TF = "https://github.com/hetznercloud/terraform-provider-hcloud/blob/main/internal";
 
@@ -142,6 +148,19 @@ export const REPLACE_TRIGGERS: Readonly<Record<string, ReplaceTriggerEntry>> = {
   "pulumi-nodejs:dynamic/nodefleet:KubernetesNodeUpdateDrain": {
     properties: [...NODE_DRAIN_REPLACE_ON_CHANGES],
     source: `${DYNAMIC_DIFF} and components/kubernetes/kubernetesNodeDrain.ts nodeUpdateDrainProvider.diff (NODE_DRAIN_REPLACE_ON_CHANGES)`,
+  },
+  // nodefleet's own plugin: each handler's diff lists its replace keys (components/provider/).
+  [NODE_BOOTSTRAP_TOKEN_TYPE]: {
+    properties: [...NODE_BOOTSTRAP_TOKEN_REPLACE_ON_CHANGES],
+    source: `${PROVIDER_DIFF} and components/provider/bootstrapTokenResource.ts nodeBootstrapTokenHandler.diff (NODE_BOOTSTRAP_TOKEN_REPLACE_ON_CHANGES)`,
+  },
+  [NODE_DRAIN_TYPE]: {
+    properties: ["nodeName"],
+    source: `${PROVIDER_DIFF} and components/provider/nodeDrainResource.ts nodeDrainHandler.diff`,
+  },
+  [NODE_REMOVAL_TYPE]: {
+    properties: ["nodeName"],
+    source: `${PROVIDER_DIFF} and components/provider/nodeRemovalResource.ts nodeRemovalHandler.diff`,
   },
   "command:local:Command": {
     properties: ["triggers"],

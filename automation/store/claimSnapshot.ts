@@ -50,4 +50,10 @@ export interface MemberSnapshot {
    * live, since changing it could break a join still under way (docs/security.md).
    */
   readonly bootstrapTokenSecret?: "random-password";
+  /**
+   * `plugin` for claims admitted since members' drain, Node removal and token moved to nodefleet's
+   * provider plugin; absent in older claims, whose members keep their dynamic resources until they
+   * leave (components/fleet/memberResources.ts).
+   */
+  readonly memberResources?: "plugin";
 }

@@ -10,7 +10,9 @@ import * as pulumi from "@pulumi/pulumi";
 import {
   type BootstrapTokenArgs,
   type BootstrapTokenSecretSource,
+  bootstrapTokenDescription,
   bootstrapTokenJoinMargin,
+  joinWindow,
   nodeBootstrapToken,
 } from "../kubernetes/bootstrapToken";
 import {
@@ -27,6 +29,12 @@ import { generationServerName } from "../fleet/generationSuffix";
 import { hostnameFor, providerIdFor } from "../fleet/naming";
 import { type KubernetesNodeDrain, memberNodeDrain } from "../kubernetes/kubernetesNodeDrain";
 import { assertHcloudUserDataSize } from "../bootstrap/userDataLimits";
+import { type MemberResources, NEW_MEMBER_RESOURCES, recordedMemberResources } from "../fleet/memberResources";
+import { ClusterAccessProvider } from "../provider/clusterAccessProvider";
+import { NodeBootstrapToken } from "../provider/bootstrapTokenResource";
+import { NodeDrain } from "../provider/nodeDrainResource";
+import { NodeRemoval } from "../provider/nodeRemovalResource";
+import { DEFAULT_DRAIN_TIMEOUT_SECONDS } from "../fleet/rolloutPlan";
 import { renderWorkerUserData } from "../bootstrap/workerUserData";
 
 export interface HcloudNodePoolArgs {
@@ -100,6 +108,8 @@ export interface CurrentHcloudServer extends CurrentRolloutServer {
   readonly location: string;
   /** Where its bootstrap token secret comes from, as recorded. Default `random-string` (servers created before it was recorded). */
   readonly bootstrapTokenSecret?: BootstrapTokenSecretSource;
+  /** The resources of its drain, Node removal and token, as recorded. Default `dynamic` (servers created before it was recorded). */
+  readonly memberResources?: MemberResources;
 }
 
 /**
@@ -123,6 +133,8 @@ export interface HcloudNodeOutput extends NodeOutput {
   readonly deleteProtection: boolean;
   /** Where the server's bootstrap token secret comes from (see kubernetes/bootstrapToken.ts). */
   readonly bootstrapTokenSecret: BootstrapTokenSecretSource;
+  /** The resources of its drain, Node removal and token (see fleet/memberResources.ts). */
+  readonly memberResources: MemberResources;
   readonly ipv4: pulumi.Output<string>;
 }
 
@@ -139,7 +151,7 @@ const RETAINED_SERVER_IGNORED_INPUTS = ["userData", "image", "serverType", "sshK
  */
 export function currentHcloudServers(
   previousNodes: ReadonlyArray<
-    Partial<Pick<HcloudNodeOutputValues, "bootstrapTokenSecret" | "spreadGroup" | "generation" | "deleteProtection">> &
+    Partial<Pick<HcloudNodeOutputValues, "bootstrapTokenSecret" | "spreadGroup" | "generation" | "deleteProtection" | "memberResources">> &
       Pick<HcloudNodeOutputValues, "pool" | "nodeId" | "serverType" | "location" | "nodeName">
   >,
   pool: string,
@@ -156,6 +168,7 @@ export function currentHcloudServers(
     serverType: n.serverType,
     location: n.location,
     ...(n.bootstrapTokenSecret === "random-password" ? { bootstrapTokenSecret: "random-password" as const } : {}),
+    memberResources: recordedMemberResources(n.memberResources),
   }));
 }
 
@@ -190,15 +203,18 @@ export interface HcloudPoolRolloutSummary {
 export class HcloudNodePool extends pulumi.ComponentResource {
   readonly servers: hcloud.Server[] = [];
   readonly placementGroups: hcloud.PlacementGroup[] = [];
-  readonly nodeRemovals: KubernetesNodeRemoval[] = [];
-  readonly nodeDrains: KubernetesNodeDrain[] = [];
+  readonly nodeRemovals: Array<KubernetesNodeRemoval | NodeRemoval> = [];
+  readonly nodeDrains: Array<KubernetesNodeDrain | NodeDrain> = [];
   readonly nodes: HcloudNodeOutput[] = [];
   /** This run's rollout step. */
   readonly rollout: RolloutPlan;
   readonly rolloutSummary: HcloudPoolRolloutSummary;
+  private readonly poolName: string;
+  private clusterAccess: ClusterAccessProvider | undefined;
 
   constructor(name: string, args: HcloudNodePoolArgs, opts?: pulumi.ComponentResourceOptions) {
     super("nodefleet:hcloud:NodePool", name, {}, opts);
+    this.poolName = name;
     const { cluster, pool } = args;
     const planned = planHcloudServers(cluster, pool, args.members, args.privateSubnet);
     const current = args.current ?? [];
@@ -249,6 +265,13 @@ export class HcloudNodePool extends pulumi.ComponentResource {
       const plan = wanted.get(step.nodeId);
       const protectedNow = deleteProtection && !step.unprotect;
       const running = current.find((c) => c.nodeId === step.nodeId && c.generation === step.generation);
+      // A running server keeps the resources it was created with; without current servers the
+      // member's record says (an autoscaled member's snapshot), else it is new.
+      const resources: MemberResources = running
+        ? recordedMemberResources(running.memberResources)
+        : args.current === undefined
+          ? (plan?.member.memberResources ?? NEW_MEMBER_RESOURCES)
+          : NEW_MEMBER_RESOURCES;
       // Without the current servers nothing is known about joins: the token is fixed at creation.
       // An earlier nodefleet's RandomString token (its secret is its id, in clear in the state) is
       // kept only while its machine may still need it; once the Node has registered its Secret is
@@ -269,6 +292,7 @@ export class HcloudNodePool extends pulumi.ComponentResource {
           placementGroupId(step.spreadGroup),
           poolLabels,
           lifecycle,
+          resources,
         );
       } else {
         if (!running)
@@ -280,6 +304,7 @@ export class HcloudNodePool extends pulumi.ComponentResource {
           placementGroupId(step.spreadGroup),
           poolLabels,
           lifecycle,
+          resources,
         );
       }
     }
@@ -300,10 +325,11 @@ export class HcloudNodePool extends pulumi.ComponentResource {
     placementGroupId: pulumi.Output<number>,
     poolLabels: Record<string, string>,
     lifecycle: Pick<BootstrapTokenArgs, "secretSource" | "phase">,
+    resources: MemberResources,
   ): void {
     const { member, render } = plan;
     // Named by generation: a replacement gets a fresh token, and the new server is created before the old one goes.
-    const token = nodeBootstrapToken(`${plan.serverName}-token`, plan.cluster, plan.nodeName, this, lifecycle);
+    const token = this.declareToken(`${plan.serverName}-token`, args, plan.nodeName, lifecycle, resources);
     const userData = pulumi.secret(
       token.token.apply((secret) => {
         const text = renderWorkerUserData(plan.cluster, render, secret);
@@ -318,7 +344,8 @@ export class HcloudNodePool extends pulumi.ComponentResource {
       member,
       token,
       inputs: { serverType: member.serverType, image: plan.image, location: member.location, sshKeys: [...plan.sshKeys], userData },
-      bootstrapTokenSecret: lifecycle.secretSource ?? "random-password",
+      bootstrapTokenSecret: resources === "plugin" ? "random-password" : (lifecycle.secretSource ?? "random-password"),
+      resources,
       keepsUserData: lifecycle.phase?.phase !== "join",
       placementGroupId,
       poolLabels,
@@ -337,6 +364,7 @@ export class HcloudNodePool extends pulumi.ComponentResource {
     placementGroupId: pulumi.Output<number>,
     poolLabels: Record<string, string>,
     lifecycle: Pick<BootstrapTokenArgs, "secretSource" | "phase">,
+    resources: MemberResources,
   ): void {
     const hostname = hostnameFor(args.cluster, running.nodeId);
     const serverName = generationServerName(hostname, running.generation);
@@ -349,7 +377,7 @@ export class HcloudNodePool extends pulumi.ComponentResource {
       serverType: running.serverType,
       location: running.location,
     };
-    const token = nodeBootstrapToken(`${serverName}-token`, args.cluster, serverName, this, lifecycle);
+    const token = this.declareToken(`${serverName}-token`, args, serverName, lifecycle, resources);
     this.declareMachine(args, {
       serverName,
       nodeName: serverName,
@@ -357,13 +385,59 @@ export class HcloudNodePool extends pulumi.ComponentResource {
       member: identity,
       token,
       inputs: { serverType: running.serverType, location: running.location },
-      bootstrapTokenSecret: lifecycle.secretSource ?? "random-password",
+      bootstrapTokenSecret: resources === "plugin" ? "random-password" : (lifecycle.secretSource ?? "random-password"),
+      resources,
       retained: true,
       placementGroupId,
       poolLabels,
       spreadGroup: running.spreadGroup,
       ...placement,
     });
+  }
+
+  /** The pool's provider of nodefleet's own resources, declared once with the cluster credentials when a member needs it. */
+  private access(args: HcloudNodePoolArgs): ClusterAccessProvider {
+    this.clusterAccess ??= new ClusterAccessProvider(
+      `${this.poolName}-cluster-access`,
+      { kubeconfig: args.kubeconfig ?? "" },
+      { parent: this },
+    );
+    return this.clusterAccess;
+  }
+
+  /**
+   * A server's bootstrap token in the member's flavour: one NodeBootstrapToken, or the BootstrapToken
+   * component of the members created before it. The same lifecycle either way (kubernetes/bootstrapToken.ts).
+   */
+  private declareToken(
+    name: string,
+    args: HcloudNodePoolArgs,
+    nodeName: string,
+    lifecycle: Pick<BootstrapTokenArgs, "secretSource" | "phase">,
+    resources: MemberResources,
+  ): { readonly resource: pulumi.Resource; readonly token: pulumi.Output<string> } {
+    if (resources === "dynamic") {
+      const component = nodeBootstrapToken(name, args.cluster, nodeName, this, lifecycle);
+      return { resource: component, token: component.token };
+    }
+    const { cluster } = args;
+    const phase = lifecycle.phase;
+    const frozen = phase?.phase === "booting" || phase?.phase === "joined";
+    const resource = new NodeBootstrapToken(
+      name,
+      {
+        clusterKind: cluster.kind,
+        ttlMinutes: cluster.bootstrapTokenTtlMinutes,
+        nodeName,
+        description: bootstrapTokenDescription(nodeName),
+        ...(phase?.phase === "join"
+          ? { joinWindow: String(joinWindow(cluster.bootstrapTokenTtlMinutes, phase.joinMarginMinutes, phase.now)) }
+          : {}),
+        secretObject: phase?.phase !== "joined",
+      },
+      { parent: this, provider: this.access(args), ...(frozen ? { ignoreChanges: ["joinWindow", "ttlMinutes"] } : {}) },
+    );
+    return { resource, token: pulumi.secret(resource.token) };
   }
 
   private declareMachine(
@@ -373,7 +447,8 @@ export class HcloudNodePool extends pulumi.ComponentResource {
       nodeName: string;
       generation: string;
       member: Parameters<typeof nodeOutputIdentity>[0];
-      token: pulumi.Resource;
+      token: { readonly resource: pulumi.Resource };
+      resources: MemberResources;
       inputs: Pick<hcloud.ServerArgs, "serverType" | "image" | "location" | "sshKeys" | "userData">;
       bootstrapTokenSecret: BootstrapTokenSecretSource;
       retained?: boolean;
@@ -386,7 +461,16 @@ export class HcloudNodePool extends pulumi.ComponentResource {
   ): void {
     // Named by generation like the Node it deletes (`<serverName>-node-removal`): a replacement
     // deletes the old generation's Node after the old server, and removing the member deletes its Node.
-    const nodeRemoval = memberNodeRemoval(machine.nodeName, args.kubeconfig, this);
+    const nodeRemoval =
+      machine.resources === "plugin"
+        ? args.kubeconfig === undefined
+          ? undefined
+          : new NodeRemoval(
+              `${machine.nodeName}-node-removal`,
+              { nodeName: machine.nodeName },
+              { parent: this, provider: this.access(args) },
+            )
+        : memberNodeRemoval(machine.nodeName, args.kubeconfig, this);
     if (nodeRemoval) this.nodeRemovals.push(nodeRemoval);
     const server = new hcloud.Server(
       machine.serverName,
@@ -406,7 +490,7 @@ export class HcloudNodePool extends pulumi.ComponentResource {
       // deleted only after the server (dependents are deleted first).
       {
         parent: this,
-        dependsOn: [machine.token, ...(args.subnet ? [args.subnet] : []), ...(nodeRemoval ? [nodeRemoval] : [])],
+        dependsOn: [machine.token.resource, ...(args.subnet ? [args.subnet] : []), ...(nodeRemoval ? [nodeRemoval] : [])],
         ...(machine.retained
           ? { ignoreChanges: [...RETAINED_SERVER_IGNORED_INPUTS] }
           : machine.keepsUserData
@@ -416,7 +500,16 @@ export class HcloudNodePool extends pulumi.ComponentResource {
     );
     this.servers.push(server);
     // Depends on the server, so it is deleted (cordon and evict) before the server is.
-    const drain = memberNodeDrain(machine.nodeName, args.kubeconfig, args.drainTimeoutSeconds, server, this);
+    const drain =
+      machine.resources === "plugin"
+        ? args.kubeconfig === undefined
+          ? undefined
+          : new NodeDrain(
+              `${machine.nodeName}-drain`,
+              { nodeName: machine.nodeName, timeoutSeconds: args.drainTimeoutSeconds ?? DEFAULT_DRAIN_TIMEOUT_SECONDS },
+              { parent: this, dependsOn: [server], provider: this.access(args) },
+            )
+        : memberNodeDrain(machine.nodeName, args.kubeconfig, args.drainTimeoutSeconds, server, this);
     if (drain) this.nodeDrains.push(drain);
     this.nodes.push({
       ...nodeOutputIdentity(machine.member),
@@ -426,6 +519,7 @@ export class HcloudNodePool extends pulumi.ComponentResource {
       spreadGroup: machine.spreadGroup,
       deleteProtection: machine.deleteProtection,
       bootstrapTokenSecret: machine.bootstrapTokenSecret,
+      memberResources: machine.resources,
       serverId: server.id,
       ipv4: server.ipv4Address,
       privateIpv4: pulumi

@@ -3,6 +3,7 @@
  * the scaling API's snapshots), their defaults, generation suffix, server name and placement slot.
  * Needs no Pulumi runtime.
  */
+import type { MemberResources } from "../fleet/memberResources";
 import type { ClusterSpec, HcloudPool, HcloudStaticPool, Taint } from "../fleet/fleetSpec";
 import { generationServerName, generationSuffix } from "../fleet/generationSuffix";
 import { staticNodeIds } from "../fleet/naming";
@@ -37,6 +38,11 @@ export interface HcloudPoolMember extends NodeMember {
    * (`random-string` only for a member whose token an earlier nodefleet made). Default `random-password`.
    */
   readonly bootstrapTokenSecret?: BootstrapTokenSecretSource;
+  /**
+   * The resources of its drain, Node removal and token when the pool is given no current servers
+   * (see fleet/memberResources.ts): what its snapshot recorded. Default `plugin` (a new member).
+   */
+  readonly memberResources?: MemberResources;
 }
 
 /** The pool template fields the component reads. A parsed `HcloudPool` fits. */

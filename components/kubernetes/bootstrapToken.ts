@@ -68,13 +68,18 @@ export function joinWindow(ttlMinutes: number, joinMarginMinutes: number, now: n
   return Math.floor(now / ((ttlMinutes - joinMarginMinutes) * 60_000));
 }
 
+/** The token Secret's default description. */
+export function bootstrapTokenDescription(nodeName: string): string {
+  return `Worker bootstrap token for ${nodeName}, created by nodefleet`;
+}
+
 /** The token Secret's namespace and type, fixed by the bootstrap token authenticator. */
-const BOOTSTRAP_TOKEN_NAMESPACE = "kube-system";
-const BOOTSTRAP_TOKEN_SECRET_TYPE = "bootstrap.kubernetes.io/token";
+export const BOOTSTRAP_TOKEN_NAMESPACE = "kube-system";
+export const BOOTSTRAP_TOKEN_SECRET_TYPE = "bootstrap.kubernetes.io/token";
 export const KUBEADM_NODE_TOKEN_GROUP = "system:bootstrappers:kubeadm:default-node-token";
 
 /** The Secret's string data for a token, as the bootstrap token authenticator reads it. */
-function bootstrapTokenSecretData(
+export function bootstrapTokenSecretData(
   kind: BootstrapTokenArgs["clusterKind"],
   fields: { tokenId: string; tokenSecret: string; expiration: string; description: string },
 ): Record<string, string> {
@@ -137,7 +142,7 @@ export class BootstrapToken extends pulumi.ComponentResource {
     this.token = pulumi.secret(pulumi.interpolate`${id.result}.${secretValue}`);
     this.expiration = expiry.rfc3339;
 
-    const description = args.description ?? `Worker bootstrap token for ${args.nodeName}, created by nodefleet`;
+    const description = args.description ?? bootstrapTokenDescription(args.nodeName);
     this.secret =
       phase?.phase === "joined"
         ? undefined

@@ -68,7 +68,11 @@ describe("docs/local-cloud.md, run as written from a clean checkout (real engine
       assert.match(preview, new RegExp(`\\+\\s+${type}\\s`), `${type} is created`);
     }
     assert.equal(preview.match(/\+\s+hcloud:index:Server\s/g)?.length, 3, "three servers");
-    assert.equal(preview.match(/\+\s+kubernetes:core\/v1:Secret\s/g)?.length, 3, "three bootstrap-token Secrets");
+    assert.equal(
+      preview.match(/\+\s+nodefleet:kubernetes:NodeBootstrapToken\s/g)?.length,
+      3,
+      "three bootstrap tokens (nodefleet's plugin)",
+    );
   });
 
   it("brings three Ready Nodes of the static pool with pulumi up", function () {

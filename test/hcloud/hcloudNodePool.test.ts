@@ -21,8 +21,7 @@ import {
 
 const SERVER = "hcloud:index/server:Server";
 const PLACEMENT_GROUP = "hcloud:index/placementGroup:PlacementGroup";
-const SECRET = "kubernetes:core/v1:Secret";
-const TOKEN = "nodefleet:kubernetes:BootstrapToken";
+const TOKEN = "nodefleet:kubernetes:NodeBootstrapToken";
 
 const ofType = (resources: RecordedResource[], type: string) => resources.filter((r) => r.type === type);
 const plain = (value: unknown) => resolveSecrets(value, true) as Record<string, unknown>;
@@ -52,7 +51,6 @@ describe("HcloudNodePool under mocks", function () {
       assert.equal(servers.length, count);
       assert.equal(groups.length, Math.ceil(count / 10));
       assert.equal(ofType(resources, TOKEN).length, count);
-      assert.equal(ofType(resources, SECRET).length, count);
       for (const g of groups) assert.deepEqual(plain(g.inputs).type, "spread");
       const groupIdByIndex = new Map(groups.map((g) => [Number(/-pg-(\d+)$/.exec(g.name)?.[1]), Number(g.id)]));
       for (const server of servers) {
@@ -131,30 +129,22 @@ describe("HcloudNodePool under mocks", function () {
       }
     });
 
-    it("creates one bootstrap token Secret per node, through the fleet's Kubernetes provider, matching its user data", () => {
-      const secrets = ofType(resources, SECRET);
+    it("creates one bootstrap token resource per node, through the pool's nodefleet provider, matching its user data", () => {
+      const tokenResources = ofType(resources, TOKEN);
       const servers = ofType(resources, SERVER);
-      assert.equal(secrets.length, servers.length);
+      assert.equal(tokenResources.length, servers.length);
       const tokens = new Set<string>();
       for (const server of servers) {
-        const secret = secrets.find((s) => s.name === `${server.name}-token-secret-object`);
-        assert.ok(secret, `a token Secret for ${server.name}`);
-        assert.match(String(secret.provider), /pulumi:providers:kubernetes::example-kubernetes::/);
-        const inputs = plain(secret.inputs);
-        const metadata = inputs.metadata as Record<string, unknown>;
-        const data = inputs.stringData as Record<string, string>;
-        assert.equal(inputs.type, "bootstrap.kubernetes.io/token");
-        assert.equal(metadata.namespace, "kube-system");
-        assert.equal(metadata.name, `bootstrap-token-${data["token-id"]}`);
-        assert.match(data["token-id"], /^[a-z0-9]{6}$/);
-        assert.match(data["token-secret"], /^[a-z0-9]{16}$/);
-        assert.equal(data["usage-bootstrap-authentication"], "true");
-        assert.ok(!Number.isNaN(Date.parse(data.expiration)));
+        const resource = tokenResources.find((s) => s.name === `${server.name}-token`);
+        assert.ok(resource, `a token for ${server.name}`);
+        assert.match(String(resource.provider), /pulumi:providers:nodefleet::example-hel1-general-cluster-access::/);
+        const inputs = plain(resource.inputs);
+        assert.deepEqual([inputs.clusterKind, inputs.nodeName, inputs.secretObject, inputs.ttlMinutes], ["k0s", server.name, true, 60]);
         const token = bootstrapTokenIn(userDataOf(server));
-        assert.equal(token, `${data["token-id"]}.${data["token-secret"]}`);
+        assert.match(token, /^[a-z0-9]{6}\.[a-z0-9]{16}$/);
         tokens.add(token);
         // The token secret never appears in plain inputs.
-        assert.ok(!JSON.stringify(resolveSecrets(server.inputs, false)).includes(data["token-secret"]));
+        assert.ok(!JSON.stringify(resolveSecrets(server.inputs, false)).includes(token.split(".")[1]!));
       }
       assert.equal(tokens.size, servers.length, "tokens are never shared between nodes");
     });
@@ -206,17 +196,7 @@ describe("HcloudNodePool under mocks", function () {
       assert.deepEqual(plain(same.inputs), plain(r.inputs), `${r.type} ${r.name}`);
     }
     const added = after.resources.filter((r) => !before.resources.some((b) => b.type === r.type && b.name === r.name));
-    assert.deepEqual(
-      added.map((r) => r.type).sort(),
-      [
-        SERVER,
-        TOKEN,
-        SECRET,
-        "random:index/randomString:RandomString",
-        "random:index/randomPassword:RandomPassword",
-        "time:index/offset:Offset",
-      ].sort(),
-    );
+    assert.deepEqual(added.map((r) => r.type).sort(), [SERVER, TOKEN].sort());
     assert.ok(added.every((r) => r.name.startsWith("example-hel1-general-3-")));
   });
 
@@ -251,7 +231,7 @@ describe("HcloudNodePool under mocks", function () {
     assert.equal(providerIdOf(oldServer), "nodefleet:///example/hel1-general-0");
     assert.equal(providerIdOf(newServer), providerIdOf(oldServer));
 
-    const removals = (r: typeof before) => ofType(r.resources, "pulumi-nodejs:dynamic/nodefleet:KubernetesNodeRemoval");
+    const removals = (r: typeof before) => ofType(r.resources, "nodefleet:kubernetes:NodeRemoval");
     const [oldRemoval] = removals(before);
     const [newRemoval] = removals(after);
     assert.equal(oldRemoval.name, `${oldServer.name}-node-removal`);

@@ -21,8 +21,9 @@ import { tokenKubeconfig } from "../support/tokenKubeconfig";
 
 const SERVER = "hcloud:index/server:Server";
 const PLACEMENT_GROUP = "hcloud:index/placementGroup:PlacementGroup";
-const DRAIN = "pulumi-nodejs:dynamic/nodefleet:KubernetesNodeDrain";
-const REMOVAL = "pulumi-nodejs:dynamic/nodefleet:KubernetesNodeRemoval";
+const DRAIN = "nodefleet:kubernetes:NodeDrain";
+const REMOVAL = "nodefleet:kubernetes:NodeRemoval";
+const TOKEN = "nodefleet:kubernetes:NodeBootstrapToken";
 const POOL = "hel1-general";
 
 type Run = MockRunResult<Record<string, unknown>>;
@@ -139,7 +140,7 @@ describe("HcloudNodePool rolling a fleet-wide change across runs (mock runtime)"
     for (const s of final) assert.ok(!oldNames.has(s.name), `${s.name} is of the new generation`);
   });
 
-  it("gives each server to create a fresh RandomPassword token, and deletes the token Secret of registered Nodes", async () => {
+  it("gives each server to create a token of this join window, and deletes the token Secret of registered Nodes", async () => {
     const first = await up("v1.33.4+k0s.0", undefined, { replicas: 2 });
     const surge = await up(
       "v1.34.1+k0s.0",
@@ -147,33 +148,30 @@ describe("HcloudNodePool rolling a fleet-wide change across runs (mock runtime)"
       { replicas: 2 },
     );
     const created = servers(surge).find((s) => !servers(first).some((f) => f.name === s.name))!.name;
-    const secretObjects = surge.resources.filter((r) => r.type === "kubernetes:core/v1:Secret").map((r) => r.name);
-    assert.deepEqual(secretObjects, [`${created}-token-secret-object`], "only the server still to join has a token Secret");
-    const password = surge.resources.find((r) => r.name === `${created}-token-password`);
-    assert.equal(password?.type, "random:index/randomPassword:RandomPassword");
-    assert.match(String((password?.inputs.keepers as Record<string, unknown>).joinWindow), /^\d+$/);
+    const withSecretObject = (run: Run) =>
+      run.resources.filter((r) => r.type === TOKEN && r.inputs.secretObject === true).map((r) => r.name);
+    assert.deepEqual(withSecretObject(surge), [`${created}-token`], "only the server still to join has a token Secret");
+    const token = surge.resources.find((r) => r.name === `${created}-token`);
+    assert.match(String(token?.inputs.joinWindow), /^\d+$/);
     const node = nodesOf(surge).find((n) => n.serverName === created);
-    assert.equal(node?.bootstrapTokenSecret, "random-password", "recorded, so the next run keeps this token's resource");
+    assert.equal(node?.memberResources, "plugin", "recorded, so the next run keeps this member's resources");
     const next = await up(
       "v1.34.1+k0s.0",
       after(surge, (n) => n !== created),
       { replicas: 2 },
     );
-    assert.ok(
-      next.resources.some((r) => r.name === `${created}-token-password`),
-      "a booting server keeps its token",
-    );
-    assert.ok(
-      next.resources.some((r) => r.name === `${created}-token-secret-object`),
-      "and its Secret until its Node registers",
-    );
+    const kept = next.resources.find((r) => r.name === `${created}-token`);
+    assert.equal(kept?.type, TOKEN, "a booting server keeps its token");
+    assert.equal(kept?.inputs.secretObject, true, "and its Secret until its Node registers");
   });
 
   it("moves an earlier RandomString token to a RandomPassword once its Node has registered, keeping the server", async () => {
     const first = await up("v1.33.4+k0s.0", undefined, { replicas: 2 });
     const [joinedServer, bootingServer] = servers(first).map((s) => s.name);
     // As an earlier nodefleet recorded them: no token source, so their tokens are RandomStrings.
-    const earlier = after(first, (n) => n === joinedServer).map(({ bootstrapTokenSecret: _source, ...rest }) => rest);
+    const earlier = after(first, (n) => n === joinedServer).map(
+      ({ bootstrapTokenSecret: _source, memberResources: _resources, ...rest }) => rest,
+    );
     const next = await up("v1.33.4+k0s.0", earlier, { replicas: 2 });
     // Same names, same generation: nothing replaced (a running server ignores its user data, which the mocks do not record).
     assert.deepEqual(
@@ -203,7 +201,7 @@ describe("HcloudNodePool rolling a fleet-wide change across runs (mock runtime)"
   it("declares a pool recorded by a nodefleet without rollouts as before, once, instead of guessing its servers", async () => {
     const first = await up("v1.33.4+k0s.0", undefined, { replicas: 2 });
     const legacy = nodesOf(first).map(
-      ({ spreadGroup: _group, deleteProtection: _protection, bootstrapTokenSecret: _secret, ...rest }) => rest,
+      ({ spreadGroup: _group, deleteProtection: _protection, bootstrapTokenSecret: _secret, memberResources: _resources, ...rest }) => rest,
     );
     assert.equal(currentHcloudServers(legacy, POOL, new Set()), undefined);
     // A stand-in API server on 127.0.0.1 that refuses the Node list: the run fails, clearly, naming the cluster.

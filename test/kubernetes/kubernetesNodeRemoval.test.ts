@@ -135,13 +135,13 @@ describe("Kubernetes node removal", function () {
     }
   });
 
-  it("is declared once per hcloud server generation, named and targeted by the server name, with secret credentials, when a kubeconfig is configured", async () => {
+  it("is declared once per hcloud server generation, named and targeted by the server name, the credentials secret in the pool's provider, when a kubeconfig is configured", async () => {
     const config = rawFleetConfig({
       cluster: { kubeconfig: kubeconfig("https://203.0.113.10:6443", { token: "very-secret" }) },
       pools: [hcloudStaticPoolConfig({ replicas: 2 })],
     });
     const run = await runUnderMocks({ stack: "test", config, secretKeys: ["nodefleet:cluster"], program: () => runProgram() });
-    const removals = run.resources.filter((r) => r.type === "pulumi-nodejs:dynamic/nodefleet:KubernetesNodeRemoval");
+    const removals = run.resources.filter((r) => r.type === "nodefleet:kubernetes:NodeRemoval");
     const servers = run.resources.filter((r) => r.type === "hcloud:index/server:Server");
     assert.equal(servers.length, 2);
     servers.forEach((server, i) => assert.match(server.name, new RegExp(`^example-hel1-general-${i}-[a-z0-9]{6}$`)));
@@ -149,10 +149,12 @@ describe("Kubernetes node removal", function () {
       removals.map((r) => [r.name, r.inputs.nodeName]),
       servers.map((s) => [`${s.name}-node-removal`, s.name]),
     );
-    for (const r of removals) {
-      assert.ok(isWrappedSecret(r.inputs.credentials));
-      assert.equal(JSON.parse(String(resolveSecrets(r.inputs.credentials, true))).token, "very-secret");
-    }
+    // The credentials sit once, in the pool's provider, as a secret; never in a member's removal.
+    for (const r of removals) assert.deepEqual(Object.keys(r.inputs), ["nodeName"]);
+    const providers = run.resources.filter((r) => r.type === "pulumi:providers:nodefleet");
+    assert.equal(providers.length, 1, "one provider for the pool");
+    assert.ok(isWrappedSecret(providers[0]!.inputs.credentials));
+    assert.equal(JSON.parse(String(resolveSecrets(providers[0]!.inputs.credentials, true))).token, "very-secret");
 
     const rendered = await runUnderMocks({
       stack: "test",
@@ -160,7 +162,7 @@ describe("Kubernetes node removal", function () {
       program: () => runProgram({ allowMissingKubeconfig: true }),
     });
     assert.equal(
-      rendered.resources.filter((r) => r.type.startsWith("pulumi-nodejs:dynamic")).length,
+      rendered.resources.filter((r) => r.type.startsWith("pulumi-nodejs:dynamic") || /:Node(Removal|Drain)$/.test(r.type)).length,
       0,
       "nothing to delete with in render",
     );

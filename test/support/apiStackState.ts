@@ -11,3 +11,23 @@ export function apiStackCheckpoint(dataDir: string, clusterId: string): string {
   assert.equal(files.length, 1, `one checkpoint of the API stack among ${all.join(", ")}`);
   return readFileSync(join(stacks, files[0]!), "utf8");
 }
+
+/**
+ * Bytes of state per member in a checkpoint: every resource whose name is one of the member's
+ * server generations or a child named after it (`<cluster>-<nodeId>-<generation>[-role]`), as the
+ * file backend stores it (JSON indented by four spaces).
+ */
+export function stateBytesPerMember(checkpointText: string, clusterId: string, nodeIds: readonly string[]): Map<string, number> {
+  const resources =
+    (JSON.parse(checkpointText) as { checkpoint: { latest: { resources?: Array<{ urn: string }> } } }).checkpoint.latest.resources ?? [];
+  const bytes = new Map<string, number>();
+  for (const nodeId of nodeIds) {
+    const own = new RegExp(`^${`${clusterId}-${nodeId}`.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}-[a-z0-9]{6}(-|$)`);
+    const mine = resources.filter((r) => own.test(r.urn.split("::").pop() ?? ""));
+    bytes.set(
+      nodeId,
+      mine.reduce((sum, r) => sum + Buffer.byteLength(JSON.stringify(r, null, 4)), 0),
+    );
+  }
+  return bytes;
+}

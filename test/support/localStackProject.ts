@@ -14,7 +14,12 @@ export function localStackProject(dir: string): string {
   const settings = parse(readFileSync(join(REPOSITORY_ROOT, "Pulumi.yaml"), "utf8")) as Record<string, unknown>;
   writeFileSync(
     join(dir, "Pulumi.yaml"),
-    JSON.stringify({ ...settings, runtime: "nodejs", main: join(REPOSITORY_ROOT, "dist", "stacks", "index.js") }),
+    JSON.stringify({
+      ...settings,
+      runtime: "nodejs",
+      main: join(REPOSITORY_ROOT, "dist", "stacks", "index.js"),
+      plugins: { providers: [{ name: "nodefleet", path: join(REPOSITORY_ROOT, "bin") }] },
+    }),
   );
   return dir;
 }

@@ -31,11 +31,13 @@ export interface ServeOptions {
   readonly engine?: "automation" | "simulated";
   /** How long to wait for it to listen. Default 30 s (an automation engine's start takes longer). */
   readonly startTimeoutMs?: number;
+  /** The nodefleet CLI to run (another build's bin/nodefleet.js). Default: this repository's. */
+  readonly bin?: string;
 }
 
 export async function startServe(dataDir: string, env: Record<string, string> = {}, options: ServeOptions = {}): Promise<ServeProcess> {
   const args = [
-    BIN,
+    options.bin ?? BIN,
     "serve",
     "--stack",
     options.stack ?? "example",
@@ -98,11 +100,12 @@ export function serveOnLocalCloud(
   cloudEnv: Record<string, string>,
   project: string,
   env: Record<string, string> = {},
+  bin?: string,
 ): Promise<ServeProcess> {
   return startServe(
     dataDir,
     { ...cloudEnv, NODEFLEET_BATCH_IDLE_MS: "300", NODEFLEET_API_TOKENS: `local:${TOKEN}`, ...env },
-    { stack: "local", engine: "automation", cwd: project, clusterId: "local", startTimeoutMs: 180_000 },
+    { stack: "local", engine: "automation", cwd: project, clusterId: "local", startTimeoutMs: 180_000, ...(bin ? { bin } : {}) },
   );
 }
 

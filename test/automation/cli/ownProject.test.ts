@@ -33,6 +33,11 @@ describe("nodefleet init: the project template", function () {
     assert.equal(project.name, "my-fleet");
     assert.equal(project.main, "index.ts", "a file, so the runtime never falls back to package.json's main");
     assert.equal(project.stackConfigDir, "stacks");
+    assert.deepEqual(
+      project.plugins,
+      { providers: [{ name: "nodefleet", path: "./node_modules/nodefleet/bin" }] },
+      "plain pulumi commands find nodefleet's own plugin in the installed package",
+    );
     assert.match(files["index.ts"]!, /import \{ fleetStackProgram \} from "nodefleet";\s+export = fleetStackProgram;/);
     const config = (parse(files["stacks/Pulumi.prod.yaml"]!) as { config: Record<string, any> }).config;
     assert.equal(config["nodefleet:cluster"].id, "prod");
@@ -193,6 +198,8 @@ describe("nodefleet from the packed tarball in a project of one's own", function
       assert.equal(preview.match(/\+\s+hcloud:index:Server\s/g)?.length, 3, preview);
       assert.match(preview, /\+\s+hcloud:index:Network\s/);
       assert.match(preview, /\+\s+hcloud:index:Firewall\s/);
+      // nodefleet's own plugin, found through the project's Pulumi.yaml in the installed package.
+      assert.equal(preview.match(/\+\s+nodefleet:kubernetes:NodeBootstrapToken\s/g)?.length, 3, preview);
     });
   });
 });

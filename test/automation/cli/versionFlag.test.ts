@@ -2,7 +2,7 @@
 import { strict as assert } from "node:assert";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { packageVersion } from "../../../automation/cli/packageVersion";
+import { packageVersion } from "../../../components/shared/packageVersion";
 import { runNodefleet } from "../../support/nodefleetCli";
 import { REPOSITORY_ROOT } from "../../support/serveProcess";
 

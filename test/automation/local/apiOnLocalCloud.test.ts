@@ -17,7 +17,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { NodefleetApiError } from "../../../automation/client/nodefleetClient";
 import { type LocalCloud, startLocalCloud } from "../../../automation/local/localCloud";
-import { apiStackCheckpoint } from "../../support/apiStackState";
+import { apiStackCheckpoint, stateBytesPerMember } from "../../support/apiStackState";
 import { awaitRunning, claimNames, createClaims, deleteUntilGone } from "../../support/karpenterConformance";
 import { type HcloudExchange, hcloudOpenApiViolations, recordHcloudExchanges } from "../../support/hcloudOpenApi";
 import { UP, allServers, editLocalPools, isReady, poolNodes, poolServers } from "../../support/localFleet";
@@ -144,6 +144,21 @@ describe("the scaling API on the automation engine against the local cloud, kill
       operations.some((o) => o.result === "abandoned"),
       "the run cut short by the kill is recorded as abandoned",
     );
+  });
+
+  it("keeps each member within 20 KiB of API stack state: server, token, drain and Node removal, no credentials", async function () {
+    const ids = (await serve!.client.listNodes()).map((n) => n.nodeID);
+    const checkpoint = apiStackCheckpoint(join(dir, "serve"), "local");
+    const bytes = stateBytesPerMember(checkpoint, "local", ids);
+    assert.equal(bytes.size, 40);
+    for (const [nodeId, size] of bytes) {
+      assert.ok(size > 1000, `${nodeId}: its resources were found (${size} bytes)`);
+      assert.ok(size <= 20 * 1024, `${nodeId}: ${size} bytes of state, more than 20 KiB`);
+    }
+    // The credentials sit once per pool, in the provider's state: never in a member's.
+    const providers = checkpoint.match(/pulumi:providers:nodefleet::/g) ?? [];
+    assert.ok(providers.length >= 1, "the pool's nodefleet provider is in the state");
+    assert.doesNotMatch(checkpoint, /pulumi-nodejs:dynamic/, "no member carries a dynamic provider");
   });
 
   it("deletes them all, one server deleted out of band first, repeated until 404: no server, Node or state entry left", async function () {

@@ -55,7 +55,15 @@ describe("nodefleet render (as a process)", function () {
         .resources.filter((r: { type: string }) => r.type === "kubernetes:core/v1:Secret")
         .map((r: { inputs: { stringData: unknown } }) => r.inputs.stringData);
     const revealed = tokenSecrets(shown.stdout);
-    assert.equal(revealed.length, JSON.parse(shown.stdout).outputs.nodes.length, "one bootstrap-token Secret per static node");
+    const pluginTokens = JSON.parse(shown.stdout).resources.filter(
+      (r: { type: string }) => r.type === "nodefleet:kubernetes:NodeBootstrapToken",
+    );
+    assert.ok(revealed.length > 0 && pluginTokens.length > 0);
+    assert.equal(
+      revealed.length + pluginTokens.length,
+      JSON.parse(shown.stdout).outputs.nodes.length,
+      "one bootstrap token per static node: a Secret (bare metal) or the plugin's token resource (Hetzner Cloud)",
+    );
     for (const data of revealed) assert.match(data["token-secret"], /^[a-z0-9]{16}$/);
     for (const data of tokenSecrets(masked.stdout)) assert.equal(data, "[secret]");
     // The k0s join token (gzip+base64 kubeconfig) sits in the 0600 token file of the user data.

@@ -1,5 +1,5 @@
 /**
- * The installed nodefleet package's version, for `nodefleet --version`. Read from its package.json
+ * The installed nodefleet package's version, for `nodefleet --version` and the provider plugin. Read from its package.json
  * at run time, found by walking up from this file: the compiled CLI runs from dist/, the sources
  * from the repository, and an installed package from node_modules/nodefleet, each at a different depth.
  */

@@ -1,0 +1,169 @@
+/**
+ * What a burst of creates costs as the fleet grows, on the real engine and the local cloud (boot
+ * delay 0), for the release before nodefleet's provider plugin and this checkout side by side in one
+ * run: each on a fresh local cloud, bursts of `--burst` (default 40) creates, the members of each
+ * burst kept, so rounds start at N = 0, 40, ... members already in the stack (`--rounds`, default 2:
+ * the autoscaled pool shares Hetzner's 100-server network). Per round: seconds from the burst to
+ * every `POST /servers`, to every Node Ready and to the whole batch RUNNING, the API stack's state
+ * bytes per member, its checkpoint writes per created member (inotify renames of the checkpoint
+ * file, how the file backend replaces it), and Hetzner requests per created node.
+ */
+import { type FSWatcher, mkdtempSync, rmSync, statSync, watch } from "node:fs";
+import { cpus, tmpdir, totalmem } from "node:os";
+import { basename, join } from "node:path";
+import { performance } from "node:perf_hooks";
+import { type LocalCloud, startLocalCloud } from "../automation/local/localCloud";
+import { stackCheckpointFiles } from "../automation/engine/fileBackendState";
+import { apiStackName } from "../automation/reconciler/apiStack";
+import { runPulumi } from "../automation/local/localStack";
+import { UP, editLocalPool, editLocalPools, isReady, poolNodes } from "../test/support/localFleet";
+import { localStackProject } from "../test/support/localStackProject";
+import { type ServeProcess, serveOnLocalCloud } from "../test/support/serveProcess";
+import { until } from "../test/support/until";
+import { arg, percentile } from "./benchSetup";
+import { BEFORE_PROVIDER_PLUGIN, buildRelease } from "./previousRelease";
+
+const POOL = "local-burst";
+const BURST = Number(arg("burst", "40"));
+const ROUNDS = Number(arg("rounds", "2"));
+
+interface Round {
+  readonly before: number;
+  readonly toServers: number;
+  readonly toReady: number;
+  readonly toRunning: number;
+  readonly stateBytesPerMember: number;
+  readonly writesPerCreated: number;
+  readonly requestsPerNode: number;
+}
+
+const totalRequests = (cloud: LocalCloud) => [...cloud.hcloud.requestCounts.values()].reduce((a, b) => a + b, 0);
+
+/** Counts the file backend's replacements of `file` (it writes a temporary file and renames it over). */
+function countWrites(file: () => string | undefined, stacksDir: string): { count: () => number; close: () => void } {
+  let writes = 0;
+  const watcher: FSWatcher = watch(stacksDir, { recursive: true }, (event, name) => {
+    const target = file();
+    if (event === "rename" && target && name && basename(String(name)) === basename(target)) writes++;
+  });
+  return { count: () => writes, close: () => watcher.close() };
+}
+
+async function rounds(label: string, bin: string | undefined, dir: string): Promise<Round[]> {
+  const project = localStackProject(join(dir, "project"));
+  const cloud = await startLocalCloud({
+    dataDir: join(dir, "data"),
+    hcloudPort: 0,
+    agentIntervalMs: 1000,
+    logger: { info() {}, warn() {} },
+    projectDir: project,
+    env: { ...process.env, NODEFLEET_SIM_BOOT_DELAY_MS: "0" },
+  });
+  let serve: ServeProcess | undefined;
+  try {
+    editLocalPools(cloud, (pools) => pools.filter((p) => p.name === POOL));
+    editLocalPool(cloud, POOL, (pool) => {
+      pool.limits = { maxNodes: 100, cpu: 400, memoryGiB: 800 };
+    });
+    await runPulumi(UP, project, cloud.env);
+    const dataDir = join(dir, "serve");
+    serve = await serveOnLocalCloud(dataDir, cloud.env, project, { NODEFLEET_BATCH_MAX_MS: "3000" }, bin);
+    const stateDir = join(dataDir, "state");
+    const checkpoint = () => stackCheckpointFiles(stateDir, apiStackName("local"))[0];
+    const results: Round[] = [];
+    for (let round = 0; round < ROUNDS; round++) {
+      const before = round * BURST;
+      const requestsBefore = totalRequests(cloud);
+      const stacksDir = join(stateDir, ".pulumi", "stacks");
+      await until("the stacks folder", async () => (statSync(stacksDir, { throwIfNoEntry: false }) ? true : undefined), 60_000);
+      const writes = countWrites(checkpoint, stacksDir);
+      const started = performance.now();
+      const seconds = () => (performance.now() - started) / 1000;
+      const answers = await Promise.all(
+        Array.from({ length: BURST }, (_, i) =>
+          serve!.client.createNode({ uniqueID: `${label}-${round}-${i}`, pool: POOL, instanceType: "cpx31" }),
+        ),
+      );
+      const ids = new Set(answers.map((a) => a.node.nodeID));
+      const providerIds = new Set(answers.map((a) => a.node.providerID));
+      let toServers = NaN;
+      let toReady = NaN;
+      let toRunning = NaN;
+      await until(
+        `${label}: burst ${round} through every milestone`,
+        async () => {
+          if (Number.isNaN(toServers)) {
+            const created = cloud.hcloud.state.servers.filter((s) => ids.has(s.labels["nodefleet.io/node"] ?? "")).length;
+            if (created === ids.size) toServers = seconds();
+          }
+          if (Number.isNaN(toReady)) {
+            const ready = (await poolNodes(cloud, POOL)).filter((n) => isReady(n) && providerIds.has(n.spec.providerID ?? "")).length;
+            if (ready === ids.size) toReady = seconds();
+          }
+          if (Number.isNaN(toRunning)) {
+            const running = (await serve!.client.listNodes()).filter((n) => ids.has(n.nodeID) && n.status === "RUNNING").length;
+            if (running === ids.size) toRunning = seconds();
+          }
+          return [toServers, toReady, toRunning].every((v) => !Number.isNaN(v)) ? true : undefined;
+        },
+        1_800_000,
+        () => serve!.stderr().slice(-2000),
+        200,
+      );
+      // Runs still finishing (the batch's last up) write too: count until the service is idle.
+      await until(
+        "no run in flight",
+        async () => ((await serve!.client.operations()).some((o) => o.result === "running") ? undefined : true),
+        600_000,
+      );
+      writes.close();
+      const members = before + BURST;
+      const file = checkpoint();
+      results.push({
+        before,
+        toServers,
+        toReady,
+        toRunning,
+        stateBytesPerMember: file ? Math.round(statSync(file).size / members) : NaN,
+        writesPerCreated: writes.count() / BURST,
+        requestsPerNode: (totalRequests(cloud) - requestsBefore) / BURST,
+      });
+      process.stderr.write(`${label}: ${JSON.stringify(results.at(-1))}\n`);
+    }
+    return results;
+  } finally {
+    if (serve && serve.child.exitCode === null) {
+      serve.child.kill("SIGTERM");
+      await serve.exited();
+    }
+    await cloud.stop();
+  }
+}
+
+async function main(): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), "nodefleet-fleet-scale-bench-"));
+  try {
+    process.stderr.write(`building ${BEFORE_PROVIDER_PLUGIN.slice(0, 12)} (the release before the provider plugin)\n`);
+    const previousBin = buildRelease(BEFORE_PROVIDER_PLUGIN, join(dir, "previous"));
+    const previous = await rounds("previous", previousBin, join(dir, "previous-run"));
+    const current = await rounds("this", undefined, join(dir, "this-run"));
+    const row = (label: string, r: Round) =>
+      `${label.padEnd(8)} N=${String(r.before).padStart(3)}: every POST /servers ${r.toServers.toFixed(1)} s, every Node Ready ${r.toReady.toFixed(1)} s, batch RUNNING ${r.toRunning.toFixed(1)} s; ${(r.stateBytesPerMember / 1024).toFixed(1)} KiB state/member, ${r.writesPerCreated.toFixed(1)} writes/created member, ${r.requestsPerNode.toFixed(1)} Hetzner requests/node`;
+    const lines = [
+      `machine: ${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB; bursts of ${BURST}, boot delay 0; previous = ${BEFORE_PROVIDER_PLUGIN.slice(0, 12)}`,
+      ...previous.flatMap((r, i) => [row("previous", r), row("this", current[i]!)]),
+      `median of this release's rounds, every POST /servers: ${percentile(
+        current.map((r) => r.toServers),
+        50,
+      ).toFixed(1)} s`,
+    ];
+    process.stdout.write(`${JSON.stringify({ benchmark: "fleetScale", previous, current, lines }, null, 2)}\n`);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`${(error as Error).stack ?? String(error)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,25 @@
+/**
+ * The program's side of nodefleet's provider plugin: `pulumi:providers:nodefleet`, configured once
+ * per pool with the cluster credentials (a secret in the provider's state), which the pool's node
+ * drains, Node removals and bootstrap tokens use. The plugin ships in this package (bin/,
+ * docs/own-project.md says how a project names it).
+ */
+import * as pulumi from "@pulumi/pulumi";
+import { secretCredentialsJson } from "../kubernetes/kubernetesApiClient";
+import { packageVersion } from "../shared/packageVersion";
+
+export interface ClusterAccessProviderArgs {
+  /** Kubeconfig allowed to manage Nodes, evict pods and manage bootstrap token Secrets (token or client certificate user); a secret. */
+  readonly kubeconfig: pulumi.Input<string>;
+}
+
+export class ClusterAccessProvider extends pulumi.ProviderResource {
+  constructor(name: string, args: ClusterAccessProviderArgs, opts?: pulumi.ResourceOptions) {
+    const credentials = secretCredentialsJson(
+      args.kubeconfig,
+      `${name}: nodes of this pool cannot be drained, their Nodes are not deleted on removal and no bootstrap token can be created`,
+    );
+    // The plugin of this package's version: the engine's Pulumi home has it (automation/engine/nodefleetPlugin.ts).
+    super("nodefleet", name, { credentials }, { ...opts, version: packageVersion(__dirname) });
+  }
+}

@@ -1,0 +1,53 @@
+/**
+ * `nodefleet:kubernetes:NodeDrain`: deleting it drains a Kubernetes Node (cordon, evictions within
+ * PodDisruptionBudgets, see kubernetes/kubernetesNodeDrain.ts) before the server it depends on is
+ * deleted. The member-sized successor of the dynamic KubernetesNodeDrain: its state holds the Node
+ * name and the timeout; the credentials come from the provider's configuration.
+ */
+import * as pulumi from "@pulumi/pulumi";
+import { drainKubernetesNode } from "../kubernetes/kubernetesNodeDrain";
+import { type ResourceHandler, changedKeys } from "./resourceHandler";
+import { nodeNameFailures, positiveIntegerFailures } from "./inputRules";
+
+export const NODE_DRAIN_TYPE = "nodefleet:kubernetes:NodeDrain";
+
+/** Runs in the provider plugin. */
+export const nodeDrainHandler: ResourceHandler = {
+  check(news) {
+    return {
+      inputs: { nodeName: news.nodeName, timeoutSeconds: news.timeoutSeconds },
+      failures: [...nodeNameFailures(news.nodeName), ...positiveIntegerFailures("timeoutSeconds", news.timeoutSeconds)],
+    };
+  },
+  // Another Node name is another drain; a new timeout is stored in place.
+  diff(olds, news) {
+    return { changed: changedKeys(olds, news, ["nodeName", "timeoutSeconds"]), replaces: changedKeys(olds, news, ["nodeName"]) };
+  },
+  async create(inputs) {
+    return { id: String(inputs.nodeName), outs: inputs };
+  },
+  async update(_id, _olds, news) {
+    return news;
+  },
+  async delete(_id, props, access) {
+    await drainKubernetesNode(access.credentialsJson, String(props.nodeName), { timeoutSeconds: Number(props.timeoutSeconds) });
+  },
+};
+
+export interface NodeDrainArgs {
+  /** The Kubernetes Node name (for Hetzner Cloud, the generation's server name). */
+  readonly nodeName: string;
+  /** Seconds the drain may take before it fails and the server stays. */
+  readonly timeoutSeconds: number;
+}
+
+export class NodeDrain extends pulumi.CustomResource {
+  declare readonly nodeName: pulumi.Output<string>;
+
+  /** `opts.provider` must be the pool's ClusterAccessProvider; `opts.dependsOn` the server. */
+  constructor(name: string, args: NodeDrainArgs, opts: pulumi.CustomResourceOptions) {
+    if (!Number.isInteger(args.timeoutSeconds) || args.timeoutSeconds < 1)
+      throw new Error(`${name}: drainTimeoutSeconds must be a whole number of seconds, at least 1`);
+    super(NODE_DRAIN_TYPE, name, { nodeName: args.nodeName, timeoutSeconds: args.timeoutSeconds }, opts);
+  }
+}

@@ -1,0 +1,194 @@
+/**
+ * nodefleet's provider plugin as the engine sees it: the launcher in bin/ started as a process, spoken
+ * to over gRPC with the engine's own messages, against a stand-in Kubernetes API on 127.0.0.1.
+ */
+import { strict as assert } from "node:assert";
+import { type ChildProcess, spawn } from "node:child_process";
+import * as http from "node:http";
+import type { AddressInfo } from "node:net";
+import { join } from "node:path";
+import * as grpc from "@grpc/grpc-js";
+import * as emptyproto from "google-protobuf/google/protobuf/empty_pb";
+import * as structproto from "google-protobuf/google/protobuf/struct_pb";
+import * as provrpc from "@pulumi/pulumi/proto/provider_grpc_pb";
+import * as provproto from "@pulumi/pulumi/proto/provider_pb";
+import { packageVersion } from "../../components/shared/packageVersion";
+import { REPOSITORY_ROOT } from "../support/serveProcess";
+
+const SECRET_SIG = "4dabf18193072939515e22adb298388d";
+const urn = (type: string, name: string) => `urn:pulumi:test::nodefleet::nodefleet:hcloud:NodePool$${type}::${name}`;
+
+interface Request {
+  readonly method: string;
+  readonly url: string;
+  readonly body: unknown;
+}
+
+/** Answers like an API server that has the Node `known` with no pods, and accepts Secrets. */
+async function kubernetesApi(known: string): Promise<{ url: string; requests: Request[]; close: () => Promise<void> }> {
+  const requests: Request[] = [];
+  const server = http.createServer((req, res) => {
+    let text = "";
+    req.on("data", (chunk: Buffer) => (text += chunk.toString()));
+    req.on("end", () => {
+      requests.push({ method: req.method ?? "", url: req.url ?? "", body: text ? JSON.parse(text) : undefined });
+      const reply = (status: number, body: unknown) =>
+        res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(body));
+      if (req.url?.startsWith(`/api/v1/nodes/${known}`)) return reply(200, { metadata: { name: known }, spec: {} });
+      if (req.url?.startsWith("/api/v1/pods")) return reply(200, { items: [] });
+      if (req.url?.startsWith("/api/v1/namespaces/kube-system/secrets")) return reply(req.method === "POST" ? 201 : 200, {});
+      reply(404, { message: "not found" });
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  return { url: `http://127.0.0.1:${port}`, requests, close: () => new Promise((resolve) => server.close(() => resolve())) };
+}
+
+type Client = InstanceType<typeof provrpc.ResourceProviderClient>;
+
+function call<Res>(client: Client, method: string, request: unknown): Promise<Res> {
+  return new Promise((resolve, reject) =>
+    (client as unknown as Record<string, (r: unknown, cb: (e: Error | null, v: Res) => void) => void>)[method]!(request, (error, value) =>
+      error ? reject(error) : resolve(value),
+    ),
+  );
+}
+
+const struct = (value: Record<string, unknown>) => structproto.Struct.fromJavaScript(value as never);
+
+describe("nodefleet's provider plugin (bin/pulumi-resource-nodefleet over gRPC)", function () {
+  this.timeout(60_000);
+  let plugin: ChildProcess;
+  let client: Client;
+  let api: Awaited<ReturnType<typeof kubernetesApi>>;
+
+  before(async function () {
+    api = await kubernetesApi("node-a");
+    plugin = spawn(join(REPOSITORY_ROOT, "bin", "pulumi-resource-nodefleet"), [], { stdio: ["ignore", "pipe", "inherit"] });
+    const port = await new Promise<string>((resolve, reject) => {
+      plugin.stdout!.once("data", (chunk: Buffer) => resolve(chunk.toString().trim()));
+      plugin.once("exit", (code) => reject(new Error(`the plugin exited with ${code}`)));
+    });
+    client = new provrpc.ResourceProviderClient(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
+    const configure = new provproto.ConfigureRequest();
+    configure.getVariablesMap().set("nodefleet:config:credentials", JSON.stringify({ server: api.url, token: "t0ken" }));
+    await call(client, "configure", configure);
+  });
+
+  after(async () => {
+    client?.close();
+    plugin?.kill();
+    await api?.close();
+  });
+
+  it("reports this package's version", async () => {
+    const info = await call<{ getVersion(): string }>(client, "getPluginInfo", new emptyproto.Empty());
+    assert.equal(info.getVersion(), packageVersion());
+  });
+
+  it("never replaces itself when the credentials change", async () => {
+    const request = new provproto.DiffRequest().setOlds(struct({ credentials: "a" })).setNews(struct({ credentials: "b" }));
+    const diff = await call<provproto.DiffResponse>(client, "diffConfig", request);
+    assert.equal(diff.getChanges(), provproto.DiffResponse.DiffChanges.DIFF_SOME);
+    assert.deepEqual(diff.getReplacesList(), []);
+  });
+
+  it("refuses bad inputs, naming each property and its rule", async () => {
+    const request = new provproto.CheckRequest()
+      .setUrn(urn("nodefleet:kubernetes:NodeBootstrapToken", "t"))
+      .setNews(struct({ nodeName: "Not_A_Node", clusterKind: "k3s", ttlMinutes: 0, description: "d", secretObject: "yes" }));
+    const check = await call<provproto.CheckResponse>(client, "check", request);
+    assert.deepEqual(
+      check.getFailuresList().map((f) => f.getProperty()),
+      ["nodeName", "ttlMinutes", "clusterKind", "secretObject"],
+    );
+    assert.match(check.getFailuresList()[0]!.getReason(), /DNS subdomain/);
+  });
+
+  it("creates a token with its Secret, keeps the token secret, deletes the Secret once the Node registered", async () => {
+    const inputs = { nodeName: "node-b", clusterKind: "kubeadm", ttlMinutes: 60, description: "for node-b", secretObject: true };
+    const created = await call<provproto.CreateResponse>(
+      client,
+      "create",
+      new provproto.CreateRequest().setUrn(urn("nodefleet:kubernetes:NodeBootstrapToken", "node-b-token")).setProperties(struct(inputs)),
+    );
+    const outs = created.getProperties()!.toJavaScript() as Record<string, unknown>;
+    const token = (outs.token as Record<string, unknown>)[SECRET_SIG] ? String((outs.token as { value: unknown }).value) : "";
+    assert.match(token, /^[a-z0-9]{6}\.[a-z0-9]{16}$/, "the token comes back in a secret envelope");
+    assert.equal(created.getId(), `bootstrap-token-${outs.tokenId as string}`);
+    const post = api.requests.find((r) => r.method === "POST");
+    const secret = post?.body as { metadata: { name: string }; type: string; stringData: Record<string, string> };
+    assert.equal(secret.metadata.name, `bootstrap-token-${outs.tokenId as string}`);
+    assert.equal(secret.type, "bootstrap.kubernetes.io/token");
+    assert.equal(`${secret.stringData["token-id"]}.${secret.stringData["token-secret"]}`, token);
+    assert.equal(secret.stringData["auth-extra-groups"], "system:bootstrappers:kubeadm:default-node-token");
+    const minutesLeft = (Date.parse(secret.stringData.expiration!) - Date.now()) / 60_000;
+    assert.ok(minutesLeft > 58 && minutesLeft <= 60, `expires in the TTL (${minutesLeft} min)`);
+
+    const olds = { ...inputs, tokenId: outs.tokenId, token, expiration: outs.expiration };
+    await call(
+      client,
+      "update",
+      new provproto.UpdateRequest()
+        .setUrn(urn("nodefleet:kubernetes:NodeBootstrapToken", "node-b-token"))
+        .setId(created.getId())
+        .setOlds(struct(olds))
+        .setNews(struct({ ...inputs, secretObject: false })),
+    );
+    assert.ok(
+      api.requests.some(
+        (r) => r.method === "DELETE" && r.url === `/api/v1/namespaces/kube-system/secrets/bootstrap-token-${outs.tokenId as string}`,
+      ),
+    );
+  });
+
+  it("replaces a token only for a new join window, node or TTL, and updates the Secret's presence in place", async () => {
+    const base = { nodeName: "n", clusterKind: "k0s", ttlMinutes: 60, description: "d", joinWindow: "1", secretObject: true };
+    const diff = (news: Record<string, unknown>) =>
+      call<provproto.DiffResponse>(
+        client,
+        "diff",
+        new provproto.DiffRequest()
+          .setUrn(urn("nodefleet:kubernetes:NodeBootstrapToken", "n-token"))
+          .setOlds(struct(base))
+          .setNews(struct(news)),
+      );
+    assert.deepEqual((await diff({ ...base, joinWindow: "2" })).getReplacesList(), ["joinWindow"]);
+    const inPlace = await diff({ ...base, secretObject: false });
+    assert.deepEqual([inPlace.getReplacesList(), inPlace.getDiffsList()], [[], ["secretObject"]]);
+    assert.equal((await diff(base)).getChanges(), provproto.DiffResponse.DiffChanges.DIFF_NONE);
+  });
+
+  it("drains, then deletes, a Node when its drain and its removal are deleted", async () => {
+    api.requests.length = 0;
+    await call(
+      client,
+      "delete",
+      new provproto.DeleteRequest()
+        .setUrn(urn("nodefleet:kubernetes:NodeDrain", "node-a-drain"))
+        .setId("node-a")
+        .setProperties(struct({ nodeName: "node-a", timeoutSeconds: 5 })),
+    );
+    await call(
+      client,
+      "delete",
+      new provproto.DeleteRequest()
+        .setUrn(urn("nodefleet:kubernetes:NodeRemoval", "node-a-node-removal"))
+        .setId("node-a")
+        .setProperties(struct({ nodeName: "node-a" })),
+    );
+    assert.deepEqual(
+      api.requests.map((r) => `${r.method} ${r.url.split("?")[0]}`),
+      ["GET /api/v1/nodes/node-a", "PATCH /api/v1/nodes/node-a", "GET /api/v1/pods", "DELETE /api/v1/nodes/node-a"],
+    );
+    assert.deepEqual((api.requests[1]!.body as { spec: unknown }).spec, { unschedulable: true }, "cordoned first");
+  });
+
+  it("answers an unknown resource type with an error naming it", async () => {
+    await assert.rejects(
+      call(client, "create", new provproto.CreateRequest().setUrn(urn("nodefleet:kubernetes:Nothing", "x")).setProperties(struct({}))),
+      /has no resource type nodefleet:kubernetes:Nothing/,
+    );
+  });
+});

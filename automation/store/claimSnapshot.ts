@@ -21,6 +21,8 @@ export interface PoolTemplate {
   readonly k0sVersion?: string;
   readonly kubernetesVersion?: string;
   readonly kubelet: KubeletSettings;
+  /** `public` for a pool whose servers join no Hetzner network; absent: the private network (as before the setting existed). */
+  readonly network?: "public";
 }
 
 /** What a claim freezes at admission. */

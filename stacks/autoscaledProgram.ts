@@ -45,6 +45,7 @@ export function autoscaledMember(
     image: t.image,
     sshKeys: t.sshKeys,
     network: t.network ?? "private",
+    placement: t.placement ?? "spread",
     placementSlot: snapshot.placementSlot,
     extraTaints: [UNREGISTERED_TAINT],
     bootstrapTokenSecret: snapshot.bootstrapTokenSecret ?? "random-string",

@@ -37,6 +37,7 @@ function buildPoolTemplate(cluster: ClusterSpec, pool: HcloudAutoscaledPool): Po
     kubelet: { ...cluster.kubelet },
     // Only when set: templates of private pools keep the hash their members were admitted with.
     ...(pool.network === "public" ? { network: "public" as const } : {}),
+    ...(pool.placement === "none" ? { placement: "none" as const } : {}),
   };
 }
 
@@ -97,6 +98,7 @@ const DRIFT_FIELDS = {
   kubernetesVersion: "KubernetesVersionDrift",
   kubelet: "KubeletDrift",
   network: "NetworkDrift",
+  placement: "PlacementDrift",
 } as const satisfies Partial<Record<keyof PoolTemplate, string>>;
 
 /** The fields in which the current template differs from the snapshot, one entry each. */

@@ -334,6 +334,12 @@ const hcloudCommon = {
    * admitted with.
    */
   network: z.enum(["private", "public"], { error: "network must be private or public" }).default("private"),
+  /**
+   * `spread` (default): servers go to spread placement groups of 10 (different hosts); a Hetzner
+   * project holds 50 such groups, so at most 500 spread servers. `none`: no placement group, for
+   * pools past that. Changing it rolls the pool to new servers; an autoscaled member keeps its own.
+   */
+  placement: z.enum(["spread", "none"], { error: "placement must be spread or none" }).default("spread"),
 };
 
 const rolloutCount = (field: string) =>
@@ -611,6 +617,7 @@ interface RawPool {
   mode?: unknown;
   location?: unknown;
   network?: unknown;
+  placement?: unknown;
   replicas?: unknown;
   nodes?: unknown;
   limits?: { maxNodes?: unknown };
@@ -708,6 +715,7 @@ function crossFieldProblems(rawConfig: Readonly<Record<string, unknown>>): Array
         index,
         name: typeof pool.name === "string" ? pool.name : `nodefleet:pools[${index}]`,
         network: pool.network === "public" ? "public" : "private",
+        spread: pool.placement !== "none",
         servers: Number.isFinite(servers) && servers > 0 ? servers : 0,
         mode: autoscaled ? "autoscaled" : "static",
       });

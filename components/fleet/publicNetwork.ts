@@ -47,6 +47,8 @@ export interface HcloudPoolSize {
   /** Static replicas (or nodes listed), or autoscaled maxNodes. */
   readonly servers: number;
   readonly mode: "static" | "autoscaled";
+  /** In spread placement groups (`placement` spread). */
+  readonly spread: boolean;
 }
 
 interface Problem {
@@ -59,8 +61,9 @@ const PLACEMENT_DOC = "https://docs.hetzner.com/cloud/placement-groups/overview"
 
 /**
  * The network's 100 is shared by the pools on it; a pool on public addresses takes none of it.
- * Hetzner's spread placement groups (10 servers each, 50 a project) bound every pool, on the network
- * or not: the groups the pools need at their full size are a floor on what the project must hold.
+ * Hetzner's spread placement groups (10 servers each, 50 a project) bound every pool with
+ * `placement: spread`, on the network or not: the groups such pools need at their full size are a
+ * floor on what the project must hold.
  */
 export function hcloudCapacityProblems(pools: readonly HcloudPoolSize[]): Problem[] {
   const problems: Problem[] = [];
@@ -80,14 +83,14 @@ export function hcloudCapacityProblems(pools: readonly HcloudPoolSize[]): Proble
         "cluster.cniEncryption; docs/networking.md)",
     });
   }
-  const groups = pools.reduce((n, p) => n + Math.ceil(p.servers / HCLOUD_MAX_SERVERS_PER_SPREAD_GROUP), 0);
+  const groups = pools.filter((p) => p.spread).reduce((n, p) => n + Math.ceil(p.servers / HCLOUD_MAX_SERVERS_PER_SPREAD_GROUP), 0);
   if (groups > HCLOUD_MAX_PLACEMENT_GROUPS_PER_PROJECT) {
     problems.push({
       path: ["nodefleet:pools"],
       message:
-        `the Hetzner Cloud pools need at least ${groups} spread placement groups at their full size (one per ` +
+        `the Hetzner Cloud pools with placement spread need at least ${groups} spread placement groups at their full size (one per ` +
         `${HCLOUD_MAX_SERVERS_PER_SPREAD_GROUP} servers of a pool), more than the ${HCLOUD_MAX_PLACEMENT_GROUPS_PER_PROJECT} ` +
-        `a Hetzner project holds (${PLACEMENT_DOC}); lower replicas or maxNodes, or merge small pools`,
+        `a Hetzner project holds (${PLACEMENT_DOC}); set placement: none on the largest pools, lower replicas or maxNodes, or merge small pools`,
     });
   }
   return problems;

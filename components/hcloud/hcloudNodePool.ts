@@ -136,9 +136,9 @@ export interface HcloudNodeOutput extends NodeOutput {
 /**
  * Replace-forcing inputs of a server kept at its old generation: the engine keeps their values from
  * the state, so the running server is left as it is (its generation is what it was created with),
- * on the network or off it as it was created.
+ * on the network or off it, in a spread group or not, as it was created.
  */
-const RETAINED_SERVER_IGNORED_INPUTS = ["userData", "image", "serverType", "sshKeys", "location", "networks"] as const;
+const RETAINED_SERVER_IGNORED_INPUTS = ["userData", "image", "serverType", "sshKeys", "location", "networks", "placementGroupId"] as const;
 
 /**
  * The previous run's node outputs of one pool plus Node readiness: what the next run's `current` is.
@@ -276,7 +276,7 @@ export class HcloudNodePool extends pulumi.ComponentResource {
           args,
           plan,
           { spreadGroup: step.spreadGroup, deleteProtection: protectedNow },
-          placementGroupId(step.spreadGroup),
+          plan.spread ? placementGroupId(step.spreadGroup) : undefined,
           poolLabels,
           lifecycle,
         );
@@ -307,7 +307,7 @@ export class HcloudNodePool extends pulumi.ComponentResource {
     args: HcloudNodePoolArgs,
     plan: PlannedHcloudServer,
     placement: { spreadGroup: number; deleteProtection: boolean },
-    placementGroupId: pulumi.Output<number>,
+    placementGroupId: pulumi.Output<number> | undefined,
     poolLabels: Record<string, string>,
     lifecycle: Pick<BootstrapTokenArgs, "secretSource" | "phase">,
   ): void {
@@ -393,7 +393,8 @@ export class HcloudNodePool extends pulumi.ComponentResource {
       bootstrapTokenSecret: BootstrapTokenSecretSource;
       retained?: boolean;
       keepsUserData?: boolean;
-      placementGroupId: pulumi.Output<number>;
+      /** None for `placement: none` (no spread group). */
+      placementGroupId: pulumi.Output<number> | undefined;
       poolLabels: Record<string, string>;
       spreadGroup: number;
       deleteProtection: boolean;
@@ -410,7 +411,7 @@ export class HcloudNodePool extends pulumi.ComponentResource {
         ...machine.inputs,
         labels: { ...machine.poolLabels, [OWNERSHIP_LABELS.node]: machine.member.nodeId },
         firewallIds: args.firewallIds,
-        placementGroupId: machine.placementGroupId,
+        ...(machine.placementGroupId ? { placementGroupId: machine.placementGroupId } : {}),
         // aliasIps: [] avoids a detach/attach on every update (terraform-provider-hcloud #650).
         ...(machine.privateNetwork ? { networks: [{ networkId: args.networkId, aliasIps: [] }] } : {}),
         publicNets: [{ ipv4Enabled: true, ipv6Enabled: true }],

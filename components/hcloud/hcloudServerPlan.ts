@@ -33,6 +33,8 @@ export interface HcloudPoolMember extends NodeMember {
    * admitted). Default: the pool template's `network`, else private.
    */
   readonly network?: "private" | "public";
+  /** `none`: the server goes to no spread placement group. Default: the pool template's `placement`, else spread. */
+  readonly placement?: "spread" | "none";
   /** Taints added at registration on top of `taints`, e.g. `karpenter.sh/unregistered:NoExecute`. Default: none. */
   readonly extraTaints?: readonly Taint[];
   /** Versions and kubelet settings frozen for this member. Default: the cluster's current values. */
@@ -45,7 +47,8 @@ export interface HcloudPoolMember extends NodeMember {
 }
 
 /** The pool template fields the component reads. A parsed `HcloudPool` fits. */
-export type HcloudPoolTemplate = Pick<HcloudPool, "name" | "image"> & Partial<Pick<HcloudPool, "sshKeys" | "deleteProtection" | "network">>;
+export type HcloudPoolTemplate = Pick<HcloudPool, "name" | "image"> &
+  Partial<Pick<HcloudPool, "sshKeys" | "deleteProtection" | "network" | "placement">>;
 
 /** The cluster a pool renders for (the kubeconfig is never needed here). */
 export type HcloudPoolCluster = Omit<ClusterSpec, "kubeconfig">;
@@ -64,6 +67,7 @@ export function staticHcloudMembers(cluster: Pick<ClusterSpec, "id" | "providerI
     image: pool.image,
     sshKeys: pool.sshKeys,
     network: pool.network,
+    placement: pool.placement,
     placementSlot: index,
   }));
 }
@@ -81,6 +85,8 @@ export interface PlannedHcloudServer {
   readonly sshKeys: readonly string[];
   /** Whether the server joins the cluster's Hetzner network (`network` private). */
   readonly privateNetwork: boolean;
+  /** Whether the server goes to its slot's spread placement group (`placement` spread). */
+  readonly spread: boolean;
   readonly generation: string;
   /** `<hostname>-<generation>`, the Hetzner server name. */
   readonly serverName: string;
@@ -112,6 +118,7 @@ export function planHcloudServers(
     if (seen.has(member.nodeId)) throw new Error(`pool ${pool.name}: node ${member.nodeId} is listed twice`);
     seen.add(member.nodeId);
     const network = member.network ?? pool.network ?? "private";
+    const placement = member.placement ?? pool.placement ?? "spread";
     if (network === "public" && cluster.nodeAddress !== "public") {
       throw new Error(
         `pool ${pool.name}: node ${member.nodeId} has network public, which needs cluster.nodeAddress public (it has no private address to register)`,
@@ -136,6 +143,7 @@ export function planHcloudServers(
       sshKeys,
       userData: workerUserDataInputs(memberCluster, baseRender),
       network,
+      placement,
     });
     const serverName = generationServerName(member.hostname, generation);
     const render = { ...baseRender, hostname: serverName };
@@ -148,6 +156,7 @@ export function planHcloudServers(
       image,
       sshKeys,
       privateNetwork: network === "private",
+      spread: placement === "spread",
       generation,
       serverName,
       nodeName: serverName,

@@ -106,16 +106,57 @@ describe("pools on public addresses (network: public)", () => {
 
     it("refuses pools needing more than the project's 50 spread placement groups", () => {
       const problems = specProblems(fleet({ staticReplicas: 100, maxNodes: 410, autoscaledNetwork: "public", cluster: PUBLIC_CLUSTER }));
-      assertProblem(problems, "nodefleet:pools", /at least 51 spread placement groups .* more than the 50/);
+      assertProblem(problems, "nodefleet:pools", /at least 51 spread placement groups .* more than the 50 .* set placement: none/);
+      assert.deepEqual(
+        specProblems(
+          rawFleetConfig({
+            cluster: PUBLIC_CLUSTER,
+            pools: [
+              hcloudStaticPoolConfig({ replicas: 100 }),
+              hcloudAutoscaledPoolConfig({ network: "public", placement: "none", limits: { maxNodes: 410 } }),
+            ],
+          }),
+        ),
+        [],
+      );
     });
 
-    it("accepts exactly when the private pools fit the network and every pool fits the placement groups", () => {
+    it("accepts 1000 nodes: 100 on the network in spread groups, 900 on public addresses without placement groups", () => {
+      const spec = parseFleetSpec(
+        rawFleetConfig({
+          cluster: PUBLIC_CLUSTER,
+          pools: [
+            hcloudStaticPoolConfig({ replicas: 100 }),
+            hcloudStaticPoolConfig({ name: "hel1-wide", replicas: 400, network: "public", placement: "none", labels: {} }),
+            hcloudAutoscaledPoolConfig({ network: "public", placement: "none", limits: { maxNodes: 500 } }),
+          ],
+        }),
+      );
+      assert.deepEqual(
+        spec.pools.map((p) => [p.name, (p as { placement?: string }).placement]),
+        [
+          ["hel1-general", "spread"],
+          ["hel1-wide", "none"],
+          ["hel1-burst", "none"],
+        ],
+      );
+    });
+
+    it("accepts exactly when the private pools fit the network and the spread pools fit the placement groups", () => {
       fc.assert(
         fc.property(
-          fc.array(fc.record({ servers: fc.integer({ min: 0, max: 300 }), isPublic: fc.boolean(), autoscaled: fc.boolean() }), {
-            minLength: 1,
-            maxLength: 5,
-          }),
+          fc.array(
+            fc.record({
+              servers: fc.integer({ min: 0, max: 300 }),
+              isPublic: fc.boolean(),
+              autoscaled: fc.boolean(),
+              spread: fc.boolean(),
+            }),
+            {
+              minLength: 1,
+              maxLength: 5,
+            },
+          ),
           (pools) => {
             const config = rawFleetConfig({
               cluster: PUBLIC_CLUSTER,
@@ -124,14 +165,20 @@ describe("pools on public addresses (network: public)", () => {
                   ? hcloudAutoscaledPoolConfig({
                       name: `pool-${i}`,
                       network: p.isPublic ? "public" : "private",
+                      placement: p.spread ? "spread" : "none",
                       limits: { maxNodes: Math.max(1, p.servers) },
                     })
-                  : hcloudStaticPoolConfig({ name: `pool-${i}`, network: p.isPublic ? "public" : "private", replicas: p.servers }),
+                  : hcloudStaticPoolConfig({
+                      name: `pool-${i}`,
+                      network: p.isPublic ? "public" : "private",
+                      placement: p.spread ? "spread" : "none",
+                      replicas: p.servers,
+                    }),
               ),
             });
             const size = (p: (typeof pools)[number]) => (p.autoscaled ? Math.max(1, p.servers) : p.servers);
             const onNetwork = pools.filter((p) => !p.isPublic).reduce((n, p) => n + size(p), 0);
-            const groups = pools.reduce((n, p) => n + Math.ceil(size(p) / 10), 0);
+            const groups = pools.filter((p) => p.spread).reduce((n, p) => n + Math.ceil(size(p) / 10), 0);
             const problems = specProblems(config);
             assert.equal(problems.length === 0, onNetwork <= 100 && groups <= 50, problems.join("\n"));
           },

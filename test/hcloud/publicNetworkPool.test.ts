@@ -90,6 +90,23 @@ describe("HcloudNodePool with network: public under mocks", function () {
     assert.equal(await name(after), await name(before));
   });
 
+  it("puts a placement: none pool's servers in no spread group, as a generation of their own", async () => {
+    const config = (placement: string) =>
+      rawFleetConfig({
+        cluster: PUBLIC_CLUSTER,
+        pools: [hcloudStaticPoolConfig({ replicas: 12, network: "public", placement, sshKeys: ["ops"] })],
+      });
+    const none = (await runFleetProgramUnderMocks(config("none"))).resources;
+    assert.equal(ofType(none, "hcloud:index/placementGroup:PlacementGroup").length, 0);
+    const servers = ofType(none, SERVER);
+    assert.equal(servers.length, 12);
+    for (const server of servers) assert.equal(server.inputs.placementGroupId, undefined, server.name);
+    const spread = (await runFleetProgramUnderMocks(config("spread"))).resources;
+    assert.equal(ofType(spread, "hcloud:index/placementGroup:PlacementGroup").length, 2);
+    const spreadNames = new Set(ofType(spread, SERVER).map((s) => s.name));
+    for (const server of servers) assert.ok(!spreadNames.has(server.name), `${server.name} is another generation than with spread`);
+  });
+
   describe("the scaling API's members", () => {
     const spec = parseFleetSpec(
       rawFleetConfig({ cluster: PUBLIC_CLUSTER, pools: [hcloudStaticPoolConfig({ network: "public", sshKeys: ["ops"] })] }),

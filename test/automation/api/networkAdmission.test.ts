@@ -53,7 +53,7 @@ describe("admission on the private network", function () {
     assert.equal(store.usage("example", "hel1-burst").nodes, 15);
   });
 
-  it("freezes network public in a member's snapshot and reports moving a pool as NetworkDrift", () => {
+  it("freezes network public and placement none in a member's snapshot, reporting a moved pool as NetworkDrift or PlacementDrift", () => {
     const spec = parseFleetSpec(configValues(api.config));
     const pool = spec.pools.find((p) => p.name === "hel1-burst") as HcloudAutoscaledPool;
     const privateTemplate = poolTemplate(spec.cluster, pool);
@@ -64,6 +64,11 @@ describe("admission on the private network", function () {
     assert.deepEqual(
       drifts(snapshot as never, publicTemplate).map((d) => [d.reason, d.detail]),
       [["NetworkDrift", "network: unset -> public"]],
+    );
+    const unplaced = poolTemplate(spec.cluster, { ...pool, placement: "none" });
+    assert.deepEqual(
+      drifts(snapshot as never, unplaced).map((d) => d.reason),
+      ["PlacementDrift"],
     );
   });
 

@@ -45,6 +45,8 @@ export function autoscaledMember(
     ),
     image: t.image,
     sshKeys: t.sshKeys,
+    network: t.network ?? "private",
+    placement: t.placement ?? "spread",
     placementSlot: snapshot.placementSlot,
     extraTaints: [UNREGISTERED_TAINT],
     bootstrapTokenSecret: snapshot.bootstrapTokenSecret ?? "random-string",
@@ -57,7 +59,11 @@ export function autoscaledMember(
   };
 }
 
-/** Members grouped by pool, in a stable order (by node id), with the pool-level settings of the newest snapshot. */
+/**
+ * Members grouped by pool, in a stable order (by node id), with the pool-level settings of the
+ * newest snapshot. Each member keeps the network it was admitted with (`network` on the member), so
+ * a pool moved between private and public holds both kinds while its older members live.
+ */
 export function membersByPool(
   cluster: Pick<ClusterSpec, "id" | "providerIdScheme">,
   members: AutoscaledProgramArgs["members"],
@@ -125,6 +131,8 @@ export async function runProgram(args: AutoscaledProgramArgs): Promise<Record<st
           members: group.members,
           networkId: Number(network.id),
           firewallIds: [Number(firewall.id)],
+          // Admission held the members on the network to Hetzner's 100; one the rollout left out would be deleted.
+          networkLimit: false,
           ...(kubeconfig !== undefined ? { kubeconfig: pulumi.secret(kubeconfig) } : {}),
         },
         { providers: [kubernetes] },

@@ -4,7 +4,7 @@
  * concurrent creates cannot overshoot a limit.
  */
 import type { HcloudAutoscaledPool, KubeletSettings } from "../../components/fleet/fleetSpec";
-import { hcloudRegion } from "../../components/fleet/hcloudLocations";
+import { HCLOUD_MAX_SERVERS_PER_NETWORK, hcloudRegion } from "../../components/fleet/hcloudLocations";
 import type { NodeResources } from "../../components/bootstrap/kubeletReservations";
 import { allocatable, limitExceeded, nodeCapacity, nodeOverheadFor } from "../catalog/instanceTypes";
 import type { OfferingAvailability } from "../catalog/offeringAvailability";
@@ -38,8 +38,15 @@ export function admit(input: {
   catalog: ServerTypeCatalog;
   availability: OfferingAvailability;
   usage: PoolUsage;
+  /**
+   * Servers on the cluster's private network besides the one to admit: the static pools' on it and
+   * the API's members admitted onto it, whatever their pool is now. Checked against Hetzner's 100
+   * only for a pool on the private network; a `network: public` pool has only its own limits.
+   * Default: not checked (the spec's check of the pools' sizes holds).
+   */
+  serversOnNetwork?: number;
 }): Admitted {
-  const { pool, kubelet, request, catalog, availability, usage } = input;
+  const { pool, kubelet, request, catalog, availability, usage, serversOnNetwork } = input;
   const location = pool.location;
   if (request.zone !== undefined && request.zone !== location) {
     throw new ApiError("NoCompatibleInstanceType", `pool ${pool.name} runs in zone ${location}, not ${request.zone}`, {
@@ -111,6 +118,13 @@ export function admit(input: {
       limit === "maxNodes"
         ? { pool: pool.name, limit, used: usage.nodes }
         : { pool: pool.name, limit, cpuMillisLeft: cpuLeft, memoryMiBLeft: memLeft },
+    );
+  }
+  if (pool.network !== "public" && serversOnNetwork !== undefined && serversOnNetwork >= HCLOUD_MAX_SERVERS_PER_NETWORK) {
+    throw new ApiError(
+      "InsufficientCapacity",
+      `pool ${pool.name} is on the private network, which holds ${HCLOUD_MAX_SERVERS_PER_NETWORK} servers and has ${serversOnNetwork} on it or declared for it`,
+      { pool: pool.name, limit: "network", used: serversOnNetwork },
     );
   }
   // Cheapest first; declaration order breaks ties (Array.prototype.sort is stable).

@@ -5,6 +5,7 @@
  */
 import { autoscaledPools, type FleetSpec } from "../../components/fleet/fleetSpec";
 import { partitionKubeletLabels } from "../../components/fleet/kubeletLabels";
+import { staticServersOnNetwork } from "../../components/fleet/networkOccupancy";
 import { poolInstanceTypes, type InstanceTypeView } from "../catalog/instanceTypes";
 import type { OfferingAvailability } from "../catalog/offeringAvailability";
 import { findServerType, kubernetesArch, type ServerTypeCatalog } from "../catalog/serverTypes";
@@ -137,6 +138,9 @@ export class ClusterService {
         catalog: this.options.catalog(),
         availability: this.options.availability,
         usage: occupancy.usage,
+        ...(pool.network !== "public"
+          ? { serversOnNetwork: staticServersOnNetwork(fleet.pools) + store.privateNetworkMembers(this.clusterId) }
+          : {}),
       });
       const template = poolTemplate(fleet.cluster, pool);
       const requestLabels = body.labels ?? {};

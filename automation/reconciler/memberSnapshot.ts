@@ -35,6 +35,9 @@ function buildPoolTemplate(cluster: ClusterSpec, pool: HcloudAutoscaledPool): Po
     ...(cluster.k0sVersion !== undefined ? { k0sVersion: cluster.k0sVersion } : {}),
     ...(cluster.kubernetesVersion !== undefined ? { kubernetesVersion: cluster.kubernetesVersion } : {}),
     kubelet: { ...cluster.kubelet },
+    // Only when set: templates of private pools keep the hash their members were admitted with.
+    ...(pool.network === "public" ? { network: "public" as const } : {}),
+    ...(pool.placement === "none" ? { placement: "none" as const } : {}),
   };
 }
 
@@ -94,6 +97,8 @@ const DRIFT_FIELDS = {
   k0sVersion: "K0sVersionDrift",
   kubernetesVersion: "KubernetesVersionDrift",
   kubelet: "KubeletDrift",
+  network: "NetworkDrift",
+  placement: "PlacementDrift",
 } as const satisfies Partial<Record<keyof PoolTemplate, string>>;
 
 /** The fields in which the current template differs from the snapshot, one entry each. */

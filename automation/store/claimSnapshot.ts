@@ -21,6 +21,10 @@ export interface PoolTemplate {
   readonly k0sVersion?: string;
   readonly kubernetesVersion?: string;
   readonly kubelet: KubeletSettings;
+  /** `public` for a pool whose servers join no Hetzner network; absent: the private network (as before the setting existed). */
+  readonly network?: "public";
+  /** `none` for a pool whose servers go to no spread placement group; absent: spread. */
+  readonly placement?: "none";
 }
 
 /** What a claim freezes at admission. */

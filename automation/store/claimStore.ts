@@ -312,6 +312,19 @@ export class ClaimStore {
     return this.occupancy(clusterId, pool).usage;
   }
 
+  /**
+   * The cluster's occupying claims whose member joins the private network: every pool's, by the
+   * network frozen in its snapshot (absent: private), so a pool moved to public still counts the
+   * members it admitted on the network while they live.
+   */
+  privateNetworkMembers(clusterId: string): number {
+    const row = this.prepare(
+      `SELECT COUNT(*) AS n FROM claims WHERE cluster_id = ? AND status IN (${OCCUPYING_STATUSES.map(() => "?").join(",")})
+         AND json_extract(snapshot_json, '$.template.network') IS NOT 'public'`,
+    ).get(clusterId, ...OCCUPYING_STATUSES) as { n: number };
+    return row.n;
+  }
+
   /** Placement slots of the pool's occupying claims. */
   usedPlacementSlots(clusterId: string, pool: string): number[] {
     return this.occupancy(clusterId, pool).placementSlots;

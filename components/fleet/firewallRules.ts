@@ -3,9 +3,11 @@
  * the Hetzner Cloud firewall applies them (it filters public interfaces only, private network
  * traffic is never filtered, and once a firewall has an inbound rule every other inbound packet is
  * dropped), and bare-metal nodes apply the same list on the host (bootstrap/hostFirewall.ts).
- * Outbound traffic stays open (no outbound rules).
+ * Outbound traffic stays open (no outbound rules). Rules take CIDRs only, so node-to-node traffic of
+ * pools on public addresses is admitted as the CNI's WireGuard port from anywhere (publicNetwork.ts).
  */
 import type { ClusterSpec, FirewallSpec } from "./fleetSpec";
+import { CNI_WIREGUARD_PORTS } from "./publicNetwork";
 
 const ANYWHERE = ["0.0.0.0/0", "::/0"] as const;
 const KUBELET_PORT = "10250";
@@ -21,7 +23,10 @@ export interface HcloudFirewallRule {
   readonly description: string;
 }
 
-export function clusterFirewallRules(cluster: Pick<ClusterSpec, "controlPlaneAddresses">, firewall: FirewallSpec): HcloudFirewallRule[] {
+export function clusterFirewallRules(
+  cluster: Pick<ClusterSpec, "controlPlaneAddresses"> & Partial<Pick<ClusterSpec, "cniEncryption">>,
+  firewall: FirewallSpec,
+): HcloudFirewallRule[] {
   const rules: HcloudFirewallRule[] = [
     {
       direction: "in",
@@ -39,6 +44,17 @@ export function clusterFirewallRules(cluster: Pick<ClusterSpec, "controlPlaneAdd
     },
     { direction: "in", protocol: "icmp", sourceIps: [...ANYWHERE], description: "ICMP (path MTU discovery, ping)" },
   ];
+  // Cilium's port is above for every cluster (existing firewalls keep their rules); another CNI's is added when named.
+  for (const port of cluster.cniEncryption ? CNI_WIREGUARD_PORTS[cluster.cniEncryption] : []) {
+    if (port === CILIUM_WIREGUARD_PORT) continue;
+    rules.push({
+      direction: "in",
+      protocol: "udp",
+      port,
+      sourceIps: [...ANYWHERE],
+      description: `${cluster.cniEncryption} between nodes (authenticated by WireGuard keys)`,
+    });
+  }
   if (firewall.nodePortSources.length > 0) {
     rules.push({
       direction: "in",

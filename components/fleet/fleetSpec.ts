@@ -4,7 +4,8 @@
  */
 import { z } from "zod";
 import { cidrContains, ipv6HostBitsBlock, isIpv6Cidr, parseIpv4Cidr } from "../shared/cidr";
-import { HCLOUD_LOCATION_ZONES, HCLOUD_MAX_SERVERS_PER_NETWORK, HCLOUD_NETWORK_ZONES } from "./hcloudLocations";
+import { HCLOUD_LOCATION_ZONES, HCLOUD_MAX_POOL_SERVERS, HCLOUD_NETWORK_ZONES } from "./hcloudLocations";
+import { CNI_ENCRYPTIONS, type HcloudPoolSize, hcloudCapacityProblems, publicNetworkProblems } from "./publicNetwork";
 import { GENERATION_SUFFIX_LENGTH, MAX_SERVER_NAME_LENGTH } from "./generationSuffix";
 import { reservedLabels } from "./reservedLabels";
 import { hostnameFor, staticNodeIds } from "./naming";
@@ -165,6 +166,13 @@ export const clusterSchema = z
      * default, the address of the default route.
      */
     nodeAddress: z.enum(["private", "public"], { error: "nodeAddress must be private or public" }).default("private"),
+    /**
+     * How the cluster's CNI encrypts pod traffic between nodes, as you configured it in the cluster
+     * (nodefleet installs no CNI): `cilium-wireguard` or `flannel-wireguard`. Required by pools with
+     * `network: public`, whose node-to-node traffic crosses the internet; the firewall opens that
+     * WireGuard port to every address (WireGuard answers only its peers' keys). Default: unset.
+     */
+    cniEncryption: z.enum(CNI_ENCRYPTIONS, { error: `cniEncryption must be one of ${CNI_ENCRYPTIONS.join(", ")}` }).optional(),
   })
   .superRefine((cluster, ctx) => {
     if (cluster.kubeconfig !== undefined && cluster.kubeconfigFromEnvironment === true) {
@@ -290,7 +298,12 @@ const poolBase = {
   taints: taintListSchema.default([]),
 };
 
-const replicas = z.number().int().min(0, { error: "replicas must be 0 or more" }).max(100, { error: "replicas must be at most 100" });
+// Per pool; the private network's 100 across pools is checked in crossFieldProblems (publicNetwork.ts).
+const replicas = z
+  .number()
+  .int()
+  .min(0, { error: "replicas must be 0 or more" })
+  .max(HCLOUD_MAX_POOL_SERVERS, { error: `replicas must be at most ${HCLOUD_MAX_POOL_SERVERS}` });
 const nodeNames = z
   .array(dnsLabel("nodes entries", 20))
   .refine((names) => new Set(names).size === names.length, { error: "nodes entries must be unique" });
@@ -312,6 +325,21 @@ const hcloudCommon = {
   sshKeys: z.array(z.string().min(1)).default([]),
   /** Hetzner delete/rebuild protection on every server of the pool. */
   deleteProtection: z.boolean().default(false),
+  /**
+   * `private` (default): every server joins the cluster's Hetzner network, which holds 100 servers
+   * across all such pools. `public`: servers join no network, so the pool is not held to that 100;
+   * nodes talk over their public addresses, which needs `cluster.nodeAddress: public` and
+   * `cluster.cniEncryption` (fleet/publicNetwork.ts, docs/networking.md). Changing it rolls the
+   * pool to new servers (it is part of the generation); an autoscaled member keeps the one it was
+   * admitted with.
+   */
+  network: z.enum(["private", "public"], { error: "network must be private or public" }).default("private"),
+  /**
+   * `spread` (default): servers go to spread placement groups of 10 (different hosts); a Hetzner
+   * project holds 50 such groups, so at most 500 spread servers. `none`: no placement group, for
+   * pools past that. Changing it rolls the pool to new servers; an autoscaled member keeps its own.
+   */
+  placement: z.enum(["spread", "none"], { error: "placement must be spread or none" }).default("spread"),
 };
 
 const rolloutCount = (field: string) =>
@@ -375,8 +403,8 @@ const poolLimitsSchema = z.strictObject({
     .number()
     .int()
     .min(1, { error: "maxNodes must be at least 1" })
-    .max(HCLOUD_MAX_SERVERS_PER_NETWORK, {
-      error: `maxNodes must be at most ${HCLOUD_MAX_SERVERS_PER_NETWORK}`,
+    .max(HCLOUD_MAX_POOL_SERVERS, {
+      error: `maxNodes must be at most ${HCLOUD_MAX_POOL_SERVERS}`,
     }),
   cpu: z.number().int().positive().optional(),
   memoryGiB: z.number().positive().optional(),
@@ -588,6 +616,8 @@ interface RawPool {
   provider?: unknown;
   mode?: unknown;
   location?: unknown;
+  network?: unknown;
+  placement?: unknown;
   replicas?: unknown;
   nodes?: unknown;
   limits?: { maxNodes?: unknown };
@@ -627,7 +657,7 @@ function crossFieldProblems(rawConfig: Readonly<Record<string, unknown>>): Array
   const clusterId = (rawConfig["nodefleet:cluster"] as { id?: unknown } | undefined)?.id;
   const zone = typeof network?.zone === "string" ? network.zone : undefined;
   const seen = new Map<string, number>();
-  let hcloudServers = 0;
+  const hcloudPools: HcloudPoolSize[] = [];
   pools.forEach((pool, index) => {
     if (typeof pool !== "object" || pool === null) return;
     const path = ["nodefleet:pools", index];
@@ -672,17 +702,26 @@ function crossFieldProblems(rawConfig: Readonly<Record<string, unknown>>): Array
       if (problem) problems.push({ path: [...path, "servers"], message: problem });
     }
     if (pool.provider === "hcloud") {
-      if (pool.mode === "autoscaled" && typeof pool.limits?.maxNodes === "number") hcloudServers += pool.limits.maxNodes;
-      else if (Array.isArray(pool.nodes)) hcloudServers += pool.nodes.length;
-      else if (typeof pool.replicas === "number") hcloudServers += pool.replicas;
+      const autoscaled = pool.mode === "autoscaled";
+      const servers =
+        autoscaled && typeof pool.limits?.maxNodes === "number"
+          ? pool.limits.maxNodes
+          : !autoscaled && Array.isArray(pool.nodes)
+            ? pool.nodes.length
+            : !autoscaled && typeof pool.replicas === "number"
+              ? pool.replicas
+              : 0;
+      hcloudPools.push({
+        index,
+        name: typeof pool.name === "string" ? pool.name : `nodefleet:pools[${index}]`,
+        network: pool.network === "public" ? "public" : "private",
+        spread: pool.placement !== "none",
+        servers: Number.isFinite(servers) && servers > 0 ? servers : 0,
+        mode: autoscaled ? "autoscaled" : "static",
+      });
     }
   });
-  if (hcloudServers > HCLOUD_MAX_SERVERS_PER_NETWORK) {
-    problems.push({
-      path: ["nodefleet:pools"],
-      message: `the Hetzner Cloud pools can hold ${hcloudServers} servers (static replicas plus autoscaled maxNodes), more than the ${HCLOUD_MAX_SERVERS_PER_NETWORK} one Hetzner network allows`,
-    });
-  }
+  problems.push(...hcloudCapacityProblems(hcloudPools), ...publicNetworkProblems(hcloudPools, rawConfig["nodefleet:cluster"]));
   return problems;
 }
 

@@ -1,6 +1,8 @@
 /**
  * The generation suffix of a Hetzner Cloud server: a short hash of every input that forces Hetzner
- * to replace the server (location, image, server type, ssh keys, user data). Server names are
+ * to replace the server (location, image, server type, ssh keys, user data), and whether it joins the
+ * private network and a spread placement group (a pool moving to public addresses, or out of
+ * spread groups, rolls to new servers instead of changing the running ones). Server names are
  * unique per Hetzner project, so a replacement must carry a new name: with the suffix in both the
  * Pulumi resource name and the server name, Pulumi creates the new server before deleting the old
  * one, and the new generation gets its own bootstrap token.
@@ -21,6 +23,10 @@ export interface GenerationInputs {
   readonly sshKeys: readonly string[];
   /** Every non-secret input of the rendered user data (see workerUserDataInputs). */
   readonly userData: unknown;
+  /** The pool's `network`. Default private, which leaves the hash as it was before the setting existed. */
+  readonly network?: "private" | "public";
+  /** The pool's `placement`. Default spread, likewise (Hetzner moves a server between groups only powered off). */
+  readonly placement?: "spread" | "none";
 }
 
 /** `[a-z0-9]{6}` from the canonical hash of a value: how every server generation is named. */
@@ -40,6 +46,8 @@ export function generationSuffix(inputs: GenerationInputs): string {
     serverType: inputs.serverType,
     sshKeys: inputs.sshKeys,
     userData: inputs.userData,
+    ...(inputs.network === "public" ? { network: "public" } : {}),
+    ...(inputs.placement === "none" ? { placement: "none" } : {}),
   });
 }
 

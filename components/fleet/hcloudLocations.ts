@@ -13,9 +13,20 @@ export const HCLOUD_LOCATION_ZONES: Readonly<Record<string, string>> = {
 
 export const HCLOUD_NETWORK_ZONES = ["eu-central", "us-east", "us-west", "ap-southeast"] as const;
 
-/** Hetzner's limits that shape placement and validation. Source: https://docs.hetzner.com/cloud/placement-groups/overview and .../networks/overview */
+/**
+ * Hetzner's limits that shape placement and validation. Sources: placement groups
+ * https://docs.hetzner.com/cloud/placement-groups/overview (10 servers a spread group, 50 groups a
+ * project), networks https://docs.hetzner.com/cloud/networks/overview (100 servers, 50 subnets).
+ */
 export const HCLOUD_MAX_SERVERS_PER_SPREAD_GROUP = 10;
+export const HCLOUD_MAX_PLACEMENT_GROUPS_PER_PROJECT = 50;
 export const HCLOUD_MAX_SERVERS_PER_NETWORK = 100;
+/**
+ * The most members one Hetzner Cloud pool may have (static replicas, autoscaled maxNodes). A pool on
+ * the private network is held to the network's 100 by the cross-pool check; a pool on public
+ * addresses (`network: public`) only to this, a bound on one stack's size, not a Hetzner limit.
+ */
+export const HCLOUD_MAX_POOL_SERVERS = 1000;
 export const HCLOUD_MAX_SUBNETS_PER_NETWORK = 50;
 export const HCLOUD_MAX_USER_DATA_BYTES = 32 * 1024;
 

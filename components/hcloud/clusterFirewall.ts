@@ -15,8 +15,8 @@ export function clusterFirewallName(cluster: Pick<ClusterSpec, "id">): string {
 }
 
 export interface ClusterFirewallArgs {
-  /** The cluster: its id names and labels the firewall; controlPlaneAddresses may reach the kubelet. */
-  readonly cluster: Pick<ClusterSpec, "id" | "controlPlaneAddresses">;
+  /** The cluster: its id names and labels the firewall; controlPlaneAddresses may reach the kubelet; cniEncryption's WireGuard port is opened. */
+  readonly cluster: Pick<ClusterSpec, "id" | "controlPlaneAddresses"> & Partial<Pick<ClusterSpec, "cniEncryption">>;
   /** NodePort sources (none: NodePorts closed) and extra inbound rules. */
   readonly firewall: FirewallSpec;
 }

@@ -49,7 +49,7 @@ export interface HcloudNodePoolArgs {
   readonly pool: HcloudPoolTemplate;
   /** The pool's members, one server each; may be empty. Node ids and placement slots must be unique. */
   readonly members: readonly HcloudPoolMember[];
-  /** Id of the cluster's Hetzner network (a number, possibly from a look-up); every server joins it. */
+  /** Id of the cluster's Hetzner network (a number, possibly from a look-up); every server on the private network (`network` private) joins it. */
   readonly networkId: pulumi.Input<number>;
   /** The subnet servers get their private address from; when given, servers wait for it. Default: none (it exists already). */
   readonly subnet?: pulumi.Resource;
@@ -86,8 +86,15 @@ export interface HcloudNodePoolArgs {
    * the join margin, a running one keeps its token, and a registered Node's token Secret is deleted.
    */
   readonly current?: readonly CurrentHcloudServer[];
-  /** Servers on the same Hetzner network that are not this pool's (the network holds 100). Default 0. */
+  /** Servers on the same Hetzner network that are not this pool's (the network holds 100; a `network: public` pool is not held to it). Default 0. */
   readonly serversOutsidePool?: number;
+  /**
+   * Whether the rollout holds the pool's servers plus `serversOutsidePool` to the network's 100.
+   * Default: true for a pool on the private network, false for `network: public`. The scaling API's
+   * stack passes false: admission already held its members to the cap, and a member the rollout
+   * left out would be deleted.
+   */
+  readonly networkLimit?: boolean;
   /**
    * How long removing a server may wait for its Node's pods to be evicted (PodDisruptionBudgets can
    * hold an eviction back) before the removal fails and stops the run. Default 600 seconds.
@@ -140,9 +147,10 @@ export interface HcloudNodeOutput extends NodeOutput {
 
 /**
  * Replace-forcing inputs of a server kept at its old generation: the engine keeps their values from
- * the state, so the running server is left as it is (its generation is what it was created with).
+ * the state, so the running server is left as it is (its generation is what it was created with),
+ * on the network or off it, in a spread group or not, as it was created.
  */
-const RETAINED_SERVER_IGNORED_INPUTS = ["userData", "image", "serverType", "sshKeys", "location"] as const;
+const RETAINED_SERVER_IGNORED_INPUTS = ["userData", "image", "serverType", "sshKeys", "location", "networks", "placementGroupId"] as const;
 
 /**
  * The previous run's node outputs of one pool plus Node readiness: what the next run's `current` is.
@@ -232,7 +240,9 @@ export class HcloudNodePool extends pulumi.ComponentResource {
       planned.map((p) => ({ nodeId: p.member.nodeId, generation: p.generation, placementSlot: p.placementSlot })),
       current,
       args.rollout ?? DEFAULT_ROLLOUT,
-      { serversOutsidePool: args.serversOutsidePool ?? 0 },
+      (args.networkLimit ?? pool.network !== "public")
+        ? { serversOutsidePool: args.serversOutsidePool ?? 0 }
+        : { networkSize: Number.POSITIVE_INFINITY },
     );
     const serverKey = (s: { nodeId: string; generation: string }) => `${hostnameFor(cluster, s.nodeId)}-${s.generation}`;
     this.rolloutSummary = {
@@ -289,7 +299,7 @@ export class HcloudNodePool extends pulumi.ComponentResource {
           args,
           plan,
           { spreadGroup: step.spreadGroup, deleteProtection: protectedNow },
-          placementGroupId(step.spreadGroup),
+          plan.spread ? placementGroupId(step.spreadGroup) : undefined,
           poolLabels,
           lifecycle,
           resources,
@@ -322,7 +332,7 @@ export class HcloudNodePool extends pulumi.ComponentResource {
     args: HcloudNodePoolArgs,
     plan: PlannedHcloudServer,
     placement: { spreadGroup: number; deleteProtection: boolean },
-    placementGroupId: pulumi.Output<number>,
+    placementGroupId: pulumi.Output<number> | undefined,
     poolLabels: Record<string, string>,
     lifecycle: Pick<BootstrapTokenArgs, "secretSource" | "phase">,
     resources: MemberResources,
@@ -344,6 +354,7 @@ export class HcloudNodePool extends pulumi.ComponentResource {
       member,
       token,
       inputs: { serverType: member.serverType, image: plan.image, location: member.location, sshKeys: [...plan.sshKeys], userData },
+      privateNetwork: plan.privateNetwork,
       bootstrapTokenSecret: resources === "plugin" ? "random-password" : (lifecycle.secretSource ?? "random-password"),
       resources,
       keepsUserData: lifecycle.phase?.phase !== "join",
@@ -385,6 +396,8 @@ export class HcloudNodePool extends pulumi.ComponentResource {
       member: identity,
       token,
       inputs: { serverType: running.serverType, location: running.location },
+      // Ignored (RETAINED_SERVER_IGNORED_INPUTS): the server stays on or off the network as created.
+      privateNetwork: args.pool.network !== "public",
       bootstrapTokenSecret: resources === "plugin" ? "random-password" : (lifecycle.secretSource ?? "random-password"),
       resources,
       retained: true,
@@ -450,10 +463,13 @@ export class HcloudNodePool extends pulumi.ComponentResource {
       token: { readonly resource: pulumi.Resource };
       resources: MemberResources;
       inputs: Pick<hcloud.ServerArgs, "serverType" | "image" | "location" | "sshKeys" | "userData">;
+      /** Joins the cluster's Hetzner network; false for `network: public` (no attachment, no 100 cap). */
+      privateNetwork: boolean;
       bootstrapTokenSecret: BootstrapTokenSecretSource;
       retained?: boolean;
       keepsUserData?: boolean;
-      placementGroupId: pulumi.Output<number>;
+      /** None for `placement: none` (no spread group). */
+      placementGroupId: pulumi.Output<number> | undefined;
       poolLabels: Record<string, string>;
       spreadGroup: number;
       deleteProtection: boolean;
@@ -479,9 +495,9 @@ export class HcloudNodePool extends pulumi.ComponentResource {
         ...machine.inputs,
         labels: { ...machine.poolLabels, [OWNERSHIP_LABELS.node]: machine.member.nodeId },
         firewallIds: args.firewallIds,
-        placementGroupId: machine.placementGroupId,
+        ...(machine.placementGroupId ? { placementGroupId: machine.placementGroupId } : {}),
         // aliasIps: [] avoids a detach/attach on every update (terraform-provider-hcloud #650).
-        networks: [{ networkId: args.networkId, aliasIps: [] }],
+        ...(machine.privateNetwork ? { networks: [{ networkId: args.networkId, aliasIps: [] }] } : {}),
         publicNets: [{ ipv4Enabled: true, ipv6Enabled: true }],
         deleteProtection: machine.deleteProtection,
         rebuildProtection: machine.deleteProtection,

@@ -29,6 +29,13 @@ export interface HcloudPoolMember extends NodeMember {
    * needs it powered off). Default: the member's position in `members`.
    */
   readonly placementSlot?: number;
+  /**
+   * `public`: the server joins no Hetzner network (the pool's `network`; an autoscaled member's as
+   * admitted). Default: the pool template's `network`, else private.
+   */
+  readonly network?: "private" | "public";
+  /** `none`: the server goes to no spread placement group. Default: the pool template's `placement`, else spread. */
+  readonly placement?: "spread" | "none";
   /** Taints added at registration on top of `taints`, e.g. `karpenter.sh/unregistered:NoExecute`. Default: none. */
   readonly extraTaints?: readonly Taint[];
   /** Versions and kubelet settings frozen for this member. Default: the cluster's current values. */
@@ -46,7 +53,8 @@ export interface HcloudPoolMember extends NodeMember {
 }
 
 /** The pool template fields the component reads. A parsed `HcloudPool` fits. */
-export type HcloudPoolTemplate = Pick<HcloudPool, "name" | "image"> & Partial<Pick<HcloudPool, "sshKeys" | "deleteProtection">>;
+export type HcloudPoolTemplate = Pick<HcloudPool, "name" | "image"> &
+  Partial<Pick<HcloudPool, "sshKeys" | "deleteProtection" | "network" | "placement">>;
 
 /** The cluster a pool renders for (the kubeconfig is never needed here). */
 export type HcloudPoolCluster = Omit<ClusterSpec, "kubeconfig">;
@@ -64,6 +72,8 @@ export function staticHcloudMembers(cluster: Pick<ClusterSpec, "id" | "providerI
     ...nodeMember(cluster, template, nodeId),
     image: pool.image,
     sshKeys: pool.sshKeys,
+    network: pool.network,
+    placement: pool.placement,
     placementSlot: index,
   }));
 }
@@ -79,6 +89,10 @@ export interface PlannedHcloudServer {
   readonly render: WorkerMemberInput;
   readonly image: string;
   readonly sshKeys: readonly string[];
+  /** Whether the server joins the cluster's Hetzner network (`network` private). */
+  readonly privateNetwork: boolean;
+  /** Whether the server goes to its slot's spread placement group (`placement` spread). */
+  readonly spread: boolean;
   readonly generation: string;
   /** `<hostname>-<generation>`, the Hetzner server name. */
   readonly serverName: string;
@@ -95,7 +109,8 @@ export interface PlannedHcloudServer {
  * Resolves defaults and the generation of every member; throws, naming the node, on any problem.
  * With `privateSubnet` (the cluster network's subnet) and `cluster.nodeAddress` private, the kubelet
  * registers the server's address in that subnet as its InternalIP (found at boot: Hetzner assigns
- * it after the user data is fixed).
+ * it after the user data is fixed). A member with `network: public` joins no network and keeps the
+ * kubelet's default, its public address; it needs `cluster.nodeAddress: public` (the spec checks it).
  */
 export function planHcloudServers(
   cluster: HcloudPoolCluster,
@@ -108,6 +123,13 @@ export function planHcloudServers(
   return members.map((member, index) => {
     if (seen.has(member.nodeId)) throw new Error(`pool ${pool.name}: node ${member.nodeId} is listed twice`);
     seen.add(member.nodeId);
+    const network = member.network ?? pool.network ?? "private";
+    const placement = member.placement ?? pool.placement ?? "spread";
+    if (network === "public" && cluster.nodeAddress !== "public") {
+      throw new Error(
+        `pool ${pool.name}: node ${member.nodeId} has network public, which needs cluster.nodeAddress public (it has no private address to register)`,
+      );
+    }
     const memberCluster = { ...cluster, ...member.bootstrap };
     // The generation is hashed from the user-data inputs with the member's base hostname: the
     // rendered name contains the generation, so hashing it would be circular.
@@ -116,7 +138,7 @@ export function planHcloudServers(
       providerID: member.providerID,
       labels: member.labels,
       taints: mergeTaints(member.taints, member.extraTaints ?? []),
-      ...(nodeIp ? { nodeIp } : {}),
+      ...(nodeIp && network === "private" ? { nodeIp } : {}),
     };
     const image = member.image ?? pool.image;
     const sshKeys = [...(member.sshKeys ?? pool.sshKeys ?? [])];
@@ -126,6 +148,8 @@ export function planHcloudServers(
       serverType: member.serverType,
       sshKeys,
       userData: workerUserDataInputs(memberCluster, baseRender),
+      network,
+      placement,
     });
     const serverName = generationServerName(member.hostname, generation);
     const render = { ...baseRender, hostname: serverName };
@@ -137,6 +161,8 @@ export function planHcloudServers(
       render,
       image,
       sshKeys,
+      privateNetwork: network === "private",
+      spread: placement === "spread",
       generation,
       serverName,
       nodeName: serverName,

@@ -103,7 +103,11 @@ describe("fleet spec", () => {
   it("rejects more than 100 servers on one Hetzner network", () => {
     const config = exampleConfig();
     config["nodefleet:pools"][0].replicas = 11; // 11 static + 90 autoscaled
-    assertProblem(problemsOf(config), "nodefleet:pools", /can hold 101 servers .* more than the 100/);
+    assertProblem(
+      problemsOf(config),
+      "nodefleet:pools",
+      /on the private network \(hel1-burst 90 \(maxNodes\), hel1-general 11\) can hold 101 servers, more than the 100/,
+    );
   });
 
   it("accepts exactly 100 servers on one network", () => {

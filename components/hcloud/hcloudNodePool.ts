@@ -412,7 +412,7 @@ export class HcloudNodePool extends pulumi.ComponentResource {
   private access(args: HcloudNodePoolArgs): ClusterAccessProvider {
     this.clusterAccess ??= new ClusterAccessProvider(
       `${this.poolName}-cluster-access`,
-      { kubeconfig: args.kubeconfig ?? "" },
+      args.kubeconfig === undefined ? {} : { kubeconfig: args.kubeconfig },
       { parent: this },
     );
     return this.clusterAccess;

@@ -9,16 +9,22 @@ import { secretCredentialsJson } from "../kubernetes/kubernetesApiClient";
 import { packageVersion } from "../shared/packageVersion";
 
 export interface ClusterAccessProviderArgs {
-  /** Kubeconfig allowed to manage Nodes, evict pods and manage bootstrap token Secrets (token or client certificate user); a secret. */
-  readonly kubeconfig: pulumi.Input<string>;
+  /**
+   * Kubeconfig allowed to manage Nodes, evict pods and manage bootstrap token Secrets (token or
+   * client certificate user); a secret. None: render and simulation, where nothing reaches a cluster.
+   */
+  readonly kubeconfig?: pulumi.Input<string>;
 }
 
 export class ClusterAccessProvider extends pulumi.ProviderResource {
   constructor(name: string, args: ClusterAccessProviderArgs, opts?: pulumi.ResourceOptions) {
-    const credentials = secretCredentialsJson(
-      args.kubeconfig,
-      `${name}: nodes of this pool cannot be drained, their Nodes are not deleted on removal and no bootstrap token can be created`,
-    );
+    const credentials =
+      args.kubeconfig === undefined
+        ? pulumi.secret("")
+        : secretCredentialsJson(
+            args.kubeconfig,
+            `${name}: nodes of this pool cannot be drained, their Nodes are not deleted on removal and no bootstrap token can be created`,
+          );
     // The plugin of this package's version: the engine's Pulumi home has it (automation/engine/nodefleetPlugin.ts).
     super("nodefleet", name, { credentials }, { ...opts, version: packageVersion(__dirname) });
   }

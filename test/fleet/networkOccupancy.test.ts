@@ -7,6 +7,7 @@ import fc from "fast-check";
 import type { PoolSpec } from "../../components/fleet/fleetSpec";
 import { serversOutsidePool } from "../../components/fleet/networkOccupancy";
 import { planRollout } from "../../components/fleet/rolloutPlan";
+import { membersAwaitingNewGeneration } from "../support/rolloutFixture";
 
 const staticPool = (name: string) => ({ name, provider: "hcloud", mode: "static" }) as unknown as PoolSpec;
 const autoscaledPool = (name: string, maxNodes: number) =>
@@ -23,13 +24,7 @@ describe("network occupancy of a static pool's rollout", () => {
 
   it("leaves no surge room when static replicas and autoscaled maxNodes fill the network", () => {
     const pools = [staticPool("a"), autoscaledPool("burst", 40)];
-    const desired = Array.from({ length: 60 }, (_, i) => ({ nodeId: `a-${i}`, generation: "new", placementSlot: i }));
-    const current = desired.map((m) => ({
-      nodeId: m.nodeId,
-      generation: "old",
-      ready: true,
-      spreadGroup: Math.floor(m.placementSlot / 10),
-    }));
+    const { desired, current } = membersAwaitingNewGeneration(60);
     const plan = planRollout(
       desired,
       current,

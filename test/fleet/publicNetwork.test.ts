@@ -10,6 +10,7 @@ import { firewallSchema } from "../../components/fleet/fleetSpec";
 import { serversOutsidePool, staticServersOnNetwork } from "../../components/fleet/networkOccupancy";
 import { isNonPublicIpv4 } from "../../components/fleet/publicNetwork";
 import { planRollout } from "../../components/fleet/rolloutPlan";
+import { membersAwaitingNewGeneration } from "../support/rolloutFixture";
 import { hcloudAutoscaledPoolConfig, hcloudStaticPoolConfig, rawFleetConfig, specProblems } from "../support/fleetConfigFixture";
 
 const PUBLIC_CLUSTER = { nodeAddress: "public", cniEncryption: "cilium-wireguard" };
@@ -207,13 +208,7 @@ describe("pools on public addresses (network: public)", () => {
 
     it("lets a private pool surge beside hundreds of public servers", () => {
       const pools = [pool("a", "static", "private", { replicas: 60 }), pool("b", "static", "public", { replicas: 900 })];
-      const desired = Array.from({ length: 60 }, (_, i) => ({ nodeId: `a-${i}`, generation: "new", placementSlot: i }));
-      const current = desired.map((m) => ({
-        nodeId: m.nodeId,
-        generation: "old",
-        ready: true,
-        spreadGroup: Math.floor(m.placementSlot / 10),
-      }));
+      const { desired, current } = membersAwaitingNewGeneration(60);
       const others = Array.from({ length: 900 }, (_, i) => i);
       const plan = planRollout(
         desired,

@@ -2,8 +2,11 @@
  * One scaling-API batch (the preview guard, then the up) on the real engine (pulumi CLI from the
  * toolchain, file backend, passphrase secrets) and on the simulated engine, side by side in one run:
  * pulumi CLI processes per batch, the fixed cost of a batch that changes nothing, and seconds for a
- * batch adding 1, 10 and 40 members (the contract tests' cloud-free stand-in servers). The real
- * engine's CLI is run through a counting wrapper put in front of the toolchain's.
+ * batch adding 1, 10 and 40 members (the contract tests' cloud-free stand-in servers), each once with
+ * the preview guard and once with the guard skipped as an unchanged guard fingerprint lets the
+ * service skip it (the stored state read and the fingerprint taken before the up, the state read
+ * again after it; docs/scaling-api.md, "When the preview guard runs"). The real engine's CLI is run
+ * through a counting wrapper put in front of the toolchain's.
  */
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { cpus, tmpdir, totalmem } from "node:os";
@@ -12,6 +15,7 @@ import { performance } from "node:perf_hooks";
 import { AutomationEngine } from "../automation/engine/automationEngine";
 import type { StackDefinition, StackEngine } from "../automation/engine/stackEngine";
 import { findTool, toolchainBinDir } from "../automation/engine/toolchain";
+import { guardFingerprint } from "../automation/reconciler/guardFingerprint";
 import { SimulatedEngine } from "../automation/simulated/simulatedEngine";
 
 const PROGRAM_MODULE = join(__dirname, "..", "test", "support", "engineTestProgram.js");
@@ -40,18 +44,24 @@ function countingToolchain(root: string): { env: NodeJS.ProcessEnv; invocations:
   };
 }
 
-function stack(count: number): StackDefinition {
+function stack(count: number, stackName = "bench"): StackDefinition {
   return {
-    stackName: "bench",
+    stackName,
     program: { module: PROGRAM_MODULE, args: { mode: "local" } },
     config: { "enginetest:members": { value: Array.from({ length: count }, (_, i) => ({ name: `n${i}`, serverType: "cpx21" })) } },
   };
 }
 
-async function batch(engine: StackEngine, def: StackDefinition): Promise<number> {
+/** One batch: the guard's preview and the up, or (guard skipped) the fingerprint's reads around the up alone. */
+async function batch(engine: StackEngine, def: StackDefinition, guarded = true): Promise<number> {
   const started = performance.now();
-  await engine.preview(def);
+  if (guarded) await engine.preview(def);
+  else {
+    const state = await engine.storedState?.(def);
+    if (state) guardFingerprint({ stack: def, state });
+  }
   const result = await engine.up(def);
+  if (!guarded) await engine.storedState?.(def);
   if (!result.succeeded) throw new Error(`batch of ${def.stackName} failed`);
   return (performance.now() - started) / 1000;
 }
@@ -72,18 +82,23 @@ async function measure(name: "real" | "simulated"): Promise<Row[]> {
         ? await AutomationEngine.create({ dataDir: join(root, "data"), env: counting!.env })
         : new SimulatedEngine({ dataDir: join(root, "data"), bootDelayMs: 0, env: {}, banner: false });
     const rows: Row[] = [];
-    const counted = async (label: string, def: StackDefinition) => {
+    const counted = async (label: string, def: StackDefinition, guarded: boolean) => {
       const before = counting?.invocations().length ?? 0;
-      const seconds = await batch(engine, def);
+      const seconds = await batch(engine, def, guarded);
       const processes = counting ? counting.invocations().slice(before) : undefined;
       rows.push({ engine: name, batch: label, seconds, cliProcesses: processes ? `${processes.length} (${processes.join(" ")})` : "n/a" });
     };
-    await counted("first (empty stack)", stack(0));
-    await counted("no change (fixed cost)", stack(0));
-    let members = 0;
-    for (const add of BATCHES) {
-      members += add;
-      await counted(`+${add} members`, stack(members));
+    // The same batches on two stacks of the same sizes: an up's cost grows with its stack.
+    for (const guarded of [true, false]) {
+      const stackName = guarded ? "bench" : "bench-unguarded";
+      const suffix = guarded ? "" : ", guard skipped";
+      await counted(`first (empty stack)${suffix}`, stack(0, stackName), guarded);
+      await counted(`no change (fixed cost)${suffix}`, stack(0, stackName), guarded);
+      let members = 0;
+      for (const add of BATCHES) {
+        members += add;
+        await counted(`+${add} members${suffix}`, stack(members, stackName), guarded);
+      }
     }
     return rows;
   } finally {
@@ -96,9 +111,9 @@ async function main(): Promise<void> {
     `machine: ${cpus().length} x ${cpus()[0]?.model ?? "cpu"}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, node ${process.version}\n`,
   );
   const rows = [...(await measure("real")), ...(await measure("simulated"))];
-  process.stdout.write(`${"engine".padEnd(10)} ${"batch".padEnd(24)} ${"seconds".padStart(8)}  cli processes\n`);
+  process.stdout.write(`${"engine".padEnd(10)} ${"batch".padEnd(40)} ${"seconds".padStart(8)}  cli processes\n`);
   for (const r of rows)
-    process.stdout.write(`${r.engine.padEnd(10)} ${r.batch.padEnd(24)} ${r.seconds.toFixed(2).padStart(8)}  ${r.cliProcesses}\n`);
+    process.stdout.write(`${r.engine.padEnd(10)} ${r.batch.padEnd(40)} ${r.seconds.toFixed(2).padStart(8)}  ${r.cliProcesses}\n`);
 }
 
 main().catch((error: unknown) => {

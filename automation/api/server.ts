@@ -20,6 +20,7 @@ import { apiStackDefinition, apiStackName } from "../reconciler/apiStack";
 import type { GitStackPrerequisites } from "../reconciler/gitStackPrerequisites";
 import type { BatchWindowConfig, RetryConfig } from "../reconciler/batchWindow";
 import { ClusterReconciler } from "../reconciler/clusterReconciler";
+import { GuardFingerprints } from "../store/guardFingerprints";
 import { ClaimStore } from "../store/claimStore";
 import { acquireDataDirLock, type DataDirLock } from "../store/dataDirLock";
 import { openDatabase, type Db } from "../store/database";
@@ -171,6 +172,7 @@ async function compose(
 interface ServiceParts {
   readonly store: ClaimStore;
   readonly operations: OperationLog;
+  readonly fingerprints: GuardFingerprints;
   /** Engine runs an unclean stop cut short, marked abandoned at start (their claims are reconciled again). */
   readonly abandoned: number;
   readonly metrics: ServiceMetrics;
@@ -183,12 +185,13 @@ interface ServiceParts {
 function serviceParts(options: BuildServerOptions, database: Db): ServiceParts {
   const store = options.claimStore?.(database) ?? new ClaimStore(database);
   const operations = new OperationLog(database);
+  const fingerprints = new GuardFingerprints(database);
   const abandoned = operations.abandonUnfinished("the service stopped during this run (crash or kill); its claims are reconciled again");
   const metrics = options.metrics ?? new ServiceMetrics();
   const availability = options.availability ?? new OfferingAvailability(options.unavailableForMs);
   const catalog = options.catalog ?? new CatalogSource({ availability });
   const logger = options.logger || undefined;
-  return { store, operations, abandoned, metrics, availability, catalog, logger };
+  return { store, operations, fingerprints, abandoned, metrics, availability, catalog, logger };
 }
 
 /** The engine's start as readyz reports it: starting until `engineReady` settles, then ready or failed (and why). */
@@ -212,11 +215,12 @@ function watchEngineStart(engineReady: Promise<unknown> | undefined): EngineStar
 
 /** The cluster's reconciler: the API stack per run, sold-out offerings marked unavailable, runs counted. */
 function clusterReconciler(options: BuildServerOptions, parts: ServiceParts, clusterId: string): ClusterReconciler {
-  const { store, operations, metrics, availability, logger } = parts;
+  const { store, operations, fingerprints, metrics, availability, logger } = parts;
   return new ClusterReconciler({
     clusterId,
     store,
     operations,
+    fingerprints,
     engine: options.engine,
     stackFor: async (members) => {
       const shared = members.length > 0 ? await options.prerequisites?.resources() : undefined;

@@ -6,7 +6,8 @@
  * passphrase secrets, continueOnError, per-resource steps from engine events, AbortSignal
  * cancellation, crash recovery before every run and the plugins of dead CLIs stopped after it.
  */
-import { existsSync, mkdirSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import * as pulumi from "@pulumi/pulumi";
 import {
@@ -23,7 +24,14 @@ import { loadProgram, runProgramReference } from "../gitStackProgram";
 import { killProcesses, processTrees, pulumiProcessesFor } from "./cliProcesses";
 import { type MarkedProcess, OWNER_MARK, leftoversOfEndedEngines, orphansOf, ownerMark, stopProcesses } from "./leftoverProcesses";
 import { recoverStack } from "./crashRecovery";
-import { fileBackendDir, fileBackendUrl, isNodefleetFileBackend, pruneStackHistory, removeTornSidecars } from "./fileBackendState";
+import {
+  fileBackendDir,
+  fileBackendUrl,
+  isNodefleetFileBackend,
+  pruneStackHistory,
+  removeTornSidecars,
+  stackCheckpointPath,
+} from "./fileBackendState";
 import { HcloudClient } from "../hcloud/hcloudClient";
 import { resolvePassphrase } from "./passphrase";
 import { reportStep, runResult } from "./progressFormat";
@@ -44,6 +52,8 @@ import {
   type StackDefinition,
   type StackEngine,
   type StepOp,
+  type StoredResource,
+  type StoredState,
 } from "./stackEngine";
 import { errorMessage } from "../../components/shared/errorMessage";
 
@@ -649,6 +659,37 @@ export class AutomationEngine implements StackEngine {
     return this.run("refresh", def, options, async ({ stack, onEvent, signal }) => {
       const target = options.targets ? { target: [...options.targets] } : {};
       await stack.refresh({ onEvent, signal, parallel: this.parallel, ...target });
+    });
+  }
+
+  /**
+   * The API stack's state as stored: on a file backend the checkpoint file itself (read, no CLI
+   * process; its bytes change with every write, the manifest's time among them), elsewhere `pulumi
+   * stack export`. Git-owned stacks are not the service's to fingerprint: undefined.
+   */
+  async storedState(def: StackDefinition): Promise<StoredState | undefined> {
+    if (def.projectDir) return undefined;
+    return this.queue.run(def.stackName, async () => {
+      const backendDir = fileBackendDir(this.backendUrl);
+      const file = backendDir ? stackCheckpointPath(backendDir, this.project, def.stackName) : undefined;
+      if (file && existsSync(file)) {
+        const raw = readFileSync(file);
+        let resources: StoredResource[] | undefined;
+        return {
+          digest: createHash("sha256").update(raw).digest("hex"),
+          // Parsed only for a run that deletes without a preview: the state grows with the fleet.
+          get resources(): StoredResource[] {
+            resources ??=
+              (JSON.parse(raw.toString("utf8")) as { checkpoint?: { latest?: { resources?: StoredResource[] } } }).checkpoint?.latest
+                ?.resources ?? [];
+            return resources;
+          },
+        };
+      }
+      // Another backend, or a compressed checkpoint: what the CLI exports.
+      const deployment = (await (await this.workspaceStack(def)).exportStack()).deployment as { resources?: StoredResource[] } | undefined;
+      const text = JSON.stringify(deployment ?? null);
+      return { digest: createHash("sha256").update(text).digest("hex"), resources: deployment?.resources ?? [] };
     });
   }
 

@@ -82,12 +82,32 @@ export interface RefreshOptions extends RunOptions {
   readonly targets?: readonly string[];
 }
 
+/** One resource as a stack's state holds it. */
+export interface StoredResource {
+  readonly urn: string;
+  readonly type: string;
+  readonly id?: string;
+  readonly inputs?: Readonly<Record<string, unknown>>;
+}
+
+/** A stack's state as its backend holds it now, read without running the engine. */
+export interface StoredState {
+  /** Changes with every write of the state, by this engine or by anyone else (an import, a person's up, a refresh). */
+  readonly digest: string;
+  readonly resources: readonly StoredResource[];
+}
+
 export interface StackEngine {
   readonly kind: "automation" | "simulated";
   up(stack: StackDefinition, options?: RunOptions): Promise<RunResult>;
   preview(stack: StackDefinition, options?: RunOptions): Promise<RunResult>;
   refresh(stack: StackDefinition, options?: RefreshOptions): Promise<RunResult>;
   outputs(stack: StackDefinition): Promise<Record<string, unknown>>;
+  /**
+   * The stack's stored state (the preview guard's fingerprint, docs/scaling-api.md); undefined when
+   * the engine cannot tell, and then every run is guarded. Optional: the simulated engine has none.
+   */
+  storedState?(stack: StackDefinition): Promise<StoredState | undefined>;
 }
 
 export function emptySummary(): ChangeSummary {

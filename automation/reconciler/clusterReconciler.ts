@@ -7,13 +7,15 @@
  */
 import { EventEmitter } from "node:events";
 import type { Logger } from "pino";
-import type { ResourceStep, RunResult, StackDefinition, StackEngine } from "../engine/stackEngine";
+import type { RunResult, StackDefinition, StackEngine, StoredState } from "../engine/stackEngine";
 import type { Claim, ClaimStore } from "../store/claimStore";
 import type { OperationKind, OperationLog } from "../store/operationLog";
+import type { GuardFingerprint, GuardFingerprints } from "../store/guardFingerprints";
 import { DEFAULT_BATCH_WINDOW, DEFAULT_RETRY, retryDelay, windowClosesAt, type BatchWindowConfig, type RetryConfig } from "./batchWindow";
 import { isStorageFailure, storageFailureReason } from "../store/storageFailure";
 import { classifyFailure, sourceName, type FailureSource } from "./failureClass";
-import { refreshTargetsBeforeDelete } from "./refreshBeforeDelete";
+import { refreshTargetsBeforeDelete, refreshTargetsFromState } from "./refreshBeforeDelete";
+import { changedParts, guardFingerprint, withState } from "./guardFingerprint";
 import { DEFAULT_CREATE_DEADLINE_MS, previewGuardViolations, runOutcome, type GuardViolation, type WaitingClaim } from "./runOutcome";
 import { errorMessage } from "../../components/shared/errorMessage";
 
@@ -50,8 +52,18 @@ export interface ClusterReconcilerOptions {
   readonly retry?: RetryConfig;
   /** How long after admission a create's transient failures are retried before it fails (default 30 min). */
   readonly createDeadlineMs?: number;
-  /** Preview before every up and refuse to replace or delete members that should stay (default true). */
+  /**
+   * Preview before an up and refuse to replace or delete members that should stay (default true);
+   * with `fingerprints`, only when something that could move existing members changed.
+   */
   readonly previewGuard?: boolean;
+  /**
+   * Where the guard fingerprint of the last successful up is kept. Without it (or with an engine
+   * that cannot read its stored state) every run is previewed, as before.
+   */
+  readonly fingerprints?: GuardFingerprints;
+  /** The fingerprint of a run of `stack` against `state` (default guardFingerprint). */
+  readonly fingerprintOf?: (stack: StackDefinition, state: StoredState) => GuardFingerprint;
   /** Resolves when the engine can run (the simulated engine first applies the git stack). */
   readonly ready?: Promise<unknown>;
   readonly onSoldOut?: (serverType: string, location: string, reason: string) => void;
@@ -72,6 +84,18 @@ interface Run {
   /** The guard's preview first, then the up: the guard moves both on. */
   operationId: number;
   running: OperationKind;
+}
+
+/** A run's guard fingerprint and the stored state it was taken from. */
+interface TakenFingerprint {
+  readonly fingerprint: GuardFingerprint;
+  readonly state: StoredState;
+}
+
+/** An up's result, and the fingerprint to store with its outcome when it went through. */
+interface Applied {
+  readonly result: RunResult;
+  readonly fingerprint?: GuardFingerprint;
 }
 
 export class ClusterReconciler extends EventEmitter {
@@ -234,8 +258,8 @@ export class ClusterReconciler extends EventEmitter {
     if (this.stopped) return;
     const run = this.beginRun();
     if (!run) return;
-    const result = await this.apply(run);
-    if (result) this.record(run, result);
+    const applied = await this.apply(run);
+    if (applied) this.record(run, applied);
   }
 
   /** Marks what this run is for, in the transaction that records it; undefined when nothing is left to reconcile. */
@@ -273,26 +297,79 @@ export class ClusterReconciler extends EventEmitter {
   }
 
   /**
-   * The engine's part: the stack, the guard's preview when on, a refresh of what the run deletes,
-   * then the up; undefined when refused or failed.
+   * The engine's part: the stack, its guard fingerprint, the guard's preview when on and something
+   * that could move existing members changed, a refresh of what the run deletes, then the up and
+   * the fingerprint of the state it left; undefined when refused or failed.
    */
-  private async apply(run: Run): Promise<RunResult | undefined> {
+  private async apply(run: Run): Promise<Applied | undefined> {
     try {
       const stack = await this.options.stackFor(run.members);
-      let preview: RunResult | undefined;
-      if (run.guarded) {
-        preview = await this.guard(run, stack);
+      const taken = await this.takeFingerprint(run, stack);
+      const stored = taken ? this.options.fingerprints?.get(this.clusterId) : undefined;
+      const changed = taken ? changedParts(stored, taken.fingerprint) : undefined;
+      const unchanged = taken !== undefined && changed?.length === 0;
+      let targets: string[];
+      if (run.guarded && !unchanged) {
+        run.log?.info({ changed: changed ?? "unknown" }, "preview guard runs: something that could move existing members changed");
+        const preview = await this.guard(run, stack);
         if (!preview) return undefined;
-      } else if (run.terminating.length > 0) {
-        // Without the guard, a deleting run still needs to know what it deletes.
-        preview = await this.options.engine.preview(stack, { signal: run.signal });
+        targets = refreshTargetsBeforeDelete(preview.steps);
+      } else {
+        if (run.guarded) {
+          // The run can only add members and remove terminating ones: its operation is the up.
+          this.options.operations.becomeUp(run.operationId);
+          run.running = "up";
+          run.log?.info({}, "preview guard skipped: nothing that could move existing members changed since the last up");
+        }
+        targets = await this.deleteTargets(run, stack, unchanged ? taken : undefined);
       }
-      await this.refreshBeforeDelete(run, stack, preview?.steps ?? []);
-      return await this.options.engine.up(stack, { signal: run.signal });
+      await this.refreshBeforeDelete(run, stack, targets);
+      const result = await this.options.engine.up(stack, { signal: run.signal });
+      const after = taken && result.succeeded ? await this.storedState(run, stack) : undefined;
+      return { result, ...(taken && after ? { fingerprint: withState(taken.fingerprint, after) } : {}) };
     } catch (error) {
       this.engineCallFailed(run, error);
       return undefined;
     }
+  }
+
+  /** The run's guard fingerprint, or undefined (no store for it, an engine without stored state, or a failure: the guard runs). */
+  private async takeFingerprint(run: Run, stack: StackDefinition): Promise<TakenFingerprint | undefined> {
+    if (!this.options.fingerprints) return undefined;
+    const state = await this.storedState(run, stack);
+    if (!state) return undefined;
+    try {
+      const fingerprint = (this.options.fingerprintOf ?? ((def, at) => guardFingerprint({ stack: def, state: at })))(stack, state);
+      return { fingerprint, state };
+    } catch (error) {
+      run.log?.warn({ err: errorMessage(error) }, "could not take the preview guard's fingerprint; the guard runs");
+      return undefined;
+    }
+  }
+
+  private async storedState(run: Run, stack: StackDefinition): Promise<StoredState | undefined> {
+    if (!this.options.engine.storedState) return undefined;
+    try {
+      return await this.options.engine.storedState(stack);
+    } catch (error) {
+      run.log?.warn({ err: errorMessage(error) }, "could not read the stack's stored state; the guard runs and no fingerprint is kept");
+      return undefined;
+    }
+  }
+
+  /**
+   * What a run without the guard's preview refreshes before it deletes: nothing when it deletes
+   * nothing; from the stored state when its fingerprint is unchanged; else from a preview of it.
+   */
+  private async deleteTargets(run: Run, stack: StackDefinition, unchanged: TakenFingerprint | undefined): Promise<string[]> {
+    if (run.terminating.length === 0) return [];
+    if (unchanged)
+      return refreshTargetsFromState(
+        unchanged.state.resources,
+        run.terminating.map((c) => c.nodeId),
+      );
+    const preview = await this.options.engine.preview(stack, { signal: run.signal });
+    return refreshTargetsBeforeDelete(preview.steps);
   }
 
   /**
@@ -300,8 +377,7 @@ export class ClusterReconciler extends EventEmitter {
    * outside Pulumi (console, abuse lock) leaves the state instead of failing its delete
    * (refreshBeforeDelete.ts).
    */
-  private async refreshBeforeDelete(run: Run, stack: StackDefinition, steps: readonly ResourceStep[]): Promise<void> {
-    const targets = refreshTargetsBeforeDelete(steps);
+  private async refreshBeforeDelete(run: Run, stack: StackDefinition, targets: readonly string[]): Promise<void> {
     if (targets.length === 0) return;
     const refreshed = await this.options.engine.refresh(stack, { signal: run.signal, targets });
     const gone = refreshed.steps.filter((step) => step.op === "delete").map((step) => step.name);
@@ -363,9 +439,12 @@ export class ClusterReconciler extends EventEmitter {
     this.scheduleRetry();
   }
 
-  /** Stores what the up did to each claim and finishes its operation in one transaction, then reports and retries. */
-  private record(run: Run, result: RunResult): void {
-    const { store, operations, clusterId } = this.options;
+  /**
+   * Stores what the up did to each claim, finishes its operation and keeps (or drops) the guard
+   * fingerprint in one transaction, then reports and retries.
+   */
+  private record(run: Run, { result, fingerprint }: Applied): void {
+    const { store, operations, clusterId, fingerprints } = this.options;
     const { members, terminating, started, log } = run;
     const outcome = runOutcome({
       members,
@@ -388,6 +467,9 @@ export class ClusterReconciler extends EventEmitter {
         store.update(clusterId, update.nodeId, update.patch);
         changed.push(update.nodeId);
       }
+      // Only a run that went through whole leaves a state the next one may skip the preview against.
+      if (fingerprint && result.succeeded && !outcome.retry) fingerprints?.set(clusterId, fingerprint);
+      else fingerprints?.clear(clusterId);
       const failedSteps = result.steps.filter((s) => s.error);
       operations.finish(run.operationId, {
         result: result.succeeded ? "succeeded" : "failed",

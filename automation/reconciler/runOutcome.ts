@@ -33,8 +33,13 @@ export function memberOutputs(outputs: Readonly<Record<string, unknown>>): Recor
 
 /** Steps that belong to a node: its resources carry the node id in their names. */
 export function stepsOfNode(steps: readonly ResourceStep[], nodeId: string): ResourceStep[] {
-  const pattern = new RegExp(`(^|[^a-z0-9])${nodeId}($|[^a-z0-9])`);
+  const pattern = nodePattern(nodeId);
   return steps.filter((s) => pattern.test(s.name) || pattern.test(s.urn));
+}
+
+/** A resource name or URN that carries the node id as a whole word. */
+export function nodePattern(nodeId: string): RegExp {
+  return new RegExp(`(^|[^a-z0-9])${nodeId}($|[^a-z0-9])`);
 }
 
 const SOLD_OUT = /resource_unavailable|sold out|out of stock|insufficient capacity/i;

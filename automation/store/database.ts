@@ -67,6 +67,13 @@ export const MIGRATIONS: readonly string[] = [
   `ALTER TABLE claims ADD COLUMN placement_slot INTEGER;
    UPDATE claims SET placement_slot = json_extract(snapshot_json, '$.placementSlot');
    CREATE INDEX claims_by_pool ON claims (cluster_id, pool, status, placement_slot, cpu_millis, memory_mib);`,
+  // The preview guard's fingerprint of each cluster's API stack after its last successful up
+  // (reconciler/guardFingerprint.ts): one row a cluster, its parts as JSON.
+  `CREATE TABLE guard_fingerprints (
+     cluster_id TEXT PRIMARY KEY,
+     parts_json TEXT NOT NULL,
+     recorded_at TEXT NOT NULL
+   );`,
 ];
 
 export function databasePath(dataDir: string): string {

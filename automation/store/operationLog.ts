@@ -78,6 +78,14 @@ export class OperationLog {
     return Number(info.lastInsertRowid);
   }
 
+  /**
+   * A run opened as the guard's preview whose guard turned out unneeded (its fingerprint is
+   * unchanged): before any engine call, it becomes the up it is.
+   */
+  becomeUp(id: number): void {
+    this.write("UPDATE operations SET kind = 'up' WHERE id = ? AND result = 'running'", id);
+  }
+
   finish(
     id: number,
     outcome: { result: Exclude<OperationResult, "running">; summary?: ChangeSummary; error?: string; details?: unknown },

@@ -3,7 +3,9 @@
  * reading its args (the members), keeps one fake server per member and reports create/same/delete
  * steps. Knobs: a run delay, sold-out server types, failing members, transient errors, forced
  * replacements (for the preview guard), and an unreachable cluster API (the member's token Secret
- * step fails with the given error in each up while it is set), and servers deleted outside Pulumi.
+ * step fails with the given error in each up while it is set), servers deleted outside Pulumi, and
+ * (with `keepsState`) a stored state whose digest changes with every write, the service's own or
+ * one made outside it (`editStateOutside`), and an up that dies after writing it (`dieAfterUp`).
  */
 import { memberOutputName } from "../../automation/reconciler/runOutcome";
 import type {
@@ -14,6 +16,7 @@ import type {
   StackDefinition,
   StackEngine,
   StepOp,
+  StoredState,
 } from "../../automation/engine/stackEngine";
 import { emptySummary } from "../../automation/engine/stackEngine";
 import type { AutoscaledProgramArgs } from "../../automation/reconciler/apiStack";
@@ -55,6 +58,30 @@ export class FakeStackEngine implements StackEngine {
   readonly vanished = new Set<string>();
   /** The targets of every refresh, in order (undefined: the whole stack). */
   readonly refreshTargets: Array<readonly string[] | undefined> = [];
+  /** Writes of the stored state so far (ups and refreshes, and edits outside the service). */
+  stateWrites = 0;
+  /** The next up writes the state and then throws this, as a process killed before its caller saw the result. */
+  dieAfterUp: string | undefined;
+  /** Set by keepsState(): the engine reports its stored state, so the guard may be skipped. */
+  storedState?: (stack: StackDefinition) => Promise<StoredState | undefined>;
+
+  /** Reports a stored state (servers with their placement group) whose digest is the count of its writes. */
+  keepsState(): this {
+    this.storedState = async (stack) => ({
+      digest: `writes-${this.stateWrites}`,
+      resources: [...this.servers.values()].flatMap((server) => {
+        const step = this.serverStep(stack, "same", server.nodeId);
+        const group = { urn: `${step.urn}-pg`, type: "hcloud:index/placementGroup:PlacementGroup", id: `pg-${server.serverId}` };
+        return [{ urn: step.urn, type: SERVER_TYPE, id: server.serverId, inputs: { placementGroupId: group.id } }, group];
+      }),
+    });
+    return this;
+  }
+
+  /** A `pulumi stack import`, a person's up or a refresh outside the service: the state is written. */
+  editStateOutside(): void {
+    this.stateWrites += 1;
+  }
 
   private members(stack: StackDefinition): AutoscaledProgramArgs["members"] {
     return (stack.program.args as AutoscaledProgramArgs).members;
@@ -154,7 +181,12 @@ export class FakeStackEngine implements StackEngine {
       const transient = this.transientErrors.shift();
       if (transient) throw new Error(transient);
       if (apply) this.upMembers.push(this.members(stack).map((m) => m.nodeId));
-      return this.plan(stack, apply);
+      const result = this.plan(stack, apply);
+      if (apply) this.stateWrites += 1;
+      const dying = apply ? this.dieAfterUp : undefined;
+      this.dieAfterUp = undefined;
+      if (dying) throw new Error(dying);
+      return result;
     } finally {
       this.running -= 1;
     }
@@ -172,6 +204,7 @@ export class FakeStackEngine implements StackEngine {
 
   async refresh(stack: StackDefinition, options?: RefreshOptions): Promise<RunResult> {
     this.refreshTargets.push(options?.targets);
+    this.stateWrites += 1;
     const steps: ResourceStep[] = [];
     for (const nodeId of [...this.servers.keys()]) {
       const step = this.serverStep(stack, "same", nodeId);

@@ -124,6 +124,18 @@ describe("local cloud: fake Hetzner API, real control plane, node agent", functi
     assert.equal(node.metadata.labels["node.kubernetes.io/pool"], "general");
     assert.ok(node.spec.taints?.some((t) => t.key === "workload"));
     assert.equal(cloud.agent.machine(serverId)?.state, "joined");
+    // Its heartbeat is the kubelet's: a Lease it renews as itself (the Node authorizer lets it), owned by its Node.
+    const lease = await until(
+      "the Lease of local-w1",
+      async () =>
+        ((await kube(cloud.plane.admin, "GET", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/local-w1").catch(
+          () => undefined,
+        )) ?? undefined) as
+          { spec: { holderIdentity: string; renewTime: string }; metadata: { ownerReferences: Array<{ kind: string }> } } | undefined,
+    );
+    assert.equal(lease.spec.holderIdentity, "local-w1");
+    assert.equal(lease.metadata.ownerReferences[0]?.kind, "Node");
+    assert.ok(Date.now() - Date.parse(lease.spec.renewTime) < 60_000, lease.spec.renewTime);
 
     const deleted = await fetch(`${cloud.env.HCLOUD_ENDPOINT}/servers/${serverId}`, {
       method: "DELETE",

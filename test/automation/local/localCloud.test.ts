@@ -13,7 +13,7 @@ import { join } from "node:path";
 import { encodeK0sJoinToken } from "../../../components/bootstrap/k0sJoinToken";
 import { renderK0sWorkerCloudConfig } from "../../../components/bootstrap/k0sWorkerCloudConfig";
 import { kubeletSchema } from "../../../components/fleet/fleetSpec";
-import { kube } from "../../../automation/local/kubeClient";
+import { KubeApiError, kube } from "../../../automation/local/kubeClient";
 import { type LocalCloud, startLocalCloud } from "../../../automation/local/localCloud";
 import { DataDirLockedError } from "../../../automation/store/dataDirLock";
 import { BIN } from "../../support/serveProcess";
@@ -136,6 +136,30 @@ describe("local cloud: fake Hetzner API, real control plane, node agent", functi
     assert.equal(lease.spec.holderIdentity, "local-w1");
     assert.equal(lease.metadata.ownerReferences[0]?.kind, "Node");
     assert.ok(Date.now() - Date.parse(lease.spec.renewTime) < 60_000, lease.spec.renewTime);
+    // Its pods run and their deletion is confirmed: the agent lists every node's pods at once, and writes as the node.
+    const pods = "/api/v1/namespaces/default/pods";
+    await kube(cloud.plane.admin, "POST", pods, {
+      apiVersion: "v1",
+      kind: "Pod",
+      metadata: { name: "on-w1" },
+      spec: {
+        nodeName: "local-w1",
+        automountServiceAccountToken: false,
+        containers: [{ name: "app", image: "registry.k8s.io/pause:3.10" }],
+      },
+    });
+    await until("pod on-w1 Running", async () =>
+      ((await kube(cloud.plane.admin, "GET", `${pods}/on-w1`)) as { status: { phase?: string } }).status.phase === "Running"
+        ? true
+        : undefined,
+    );
+    await kube(cloud.plane.admin, "DELETE", `${pods}/on-w1`);
+    await until("pod on-w1 gone", () =>
+      kube(cloud.plane.admin, "GET", `${pods}/on-w1`).then(
+        () => undefined,
+        (error: Error) => (error instanceof KubeApiError && error.status === 404 ? true : undefined),
+      ),
+    );
 
     const deleted = await fetch(`${cloud.env.HCLOUD_ENDPOINT}/servers/${serverId}`, {
       method: "DELETE",

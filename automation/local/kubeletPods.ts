@@ -6,16 +6,26 @@
  */
 import { type KubeIdentity, KubeApiError, kube } from "./kubeClient";
 
-interface BoundPod {
+export interface BoundPod {
   metadata: { name: string; namespace: string; uid: string; deletionTimestamp?: string };
-  spec: { containers: Array<{ name: string; image: string }> };
+  spec: { nodeName?: string; containers: Array<{ name: string; image: string }> };
   status: { phase?: string };
+}
+
+/** Whether the kubelet has something to do with the pod: start it, or confirm its deletion. */
+export function podNeedsKubelet(pod: BoundPod): boolean {
+  return pod.metadata.deletionTimestamp !== undefined || pod.status.phase === "Pending" || pod.status.phase === undefined;
 }
 
 /** One kubelet pass over the node's pods; returns how many it started and how many it finished deleting. */
 export async function syncNodePods(node: KubeIdentity, nodeName: string): Promise<{ started: number; deleted: number }> {
   const selector = encodeURIComponent(`spec.nodeName=${nodeName}`);
   const pods = ((await kube(node, "GET", `/api/v1/pods?fieldSelector=${selector}`)) as { items: BoundPod[] }).items;
+  return syncPods(node, pods);
+}
+
+/** The kubelet's work on pods bound to its node, listed by whoever listed them (the agent lists all nodes' at once). */
+export async function syncPods(node: KubeIdentity, pods: readonly BoundPod[]): Promise<{ started: number; deleted: number }> {
   let started = 0;
   let deleted = 0;
   const now = new Date().toISOString();

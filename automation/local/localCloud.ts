@@ -104,6 +104,8 @@ export async function startLocalCloud(options: LocalCloudOptions): Promise<Local
     agent = new NodeAgent(() => fake.state.servers, options.logger, {
       intervalMs: options.agentIntervalMs ?? 2000,
       stateDir: join(dir, "machines"),
+      // One list of Nodes and Pods a pass for all machines; each machine still writes as itself.
+      cluster: plane.admin,
     });
     agent.start();
     const localEnv: Record<string, string> = {

@@ -210,11 +210,17 @@ export function buildFakeHcloud(options: FakeHcloudOptions): FakeHcloud {
   app.get("/pricing", async () => ({ pricing: pricingJson() }));
 
   /** A page of the actions `touches` selects, filtered by `id` and `status` and sorted by `sort`. */
-  const listActions = (request: FastifyRequest, touches: (action: FakeAction) => boolean) => {
+  const listActions = (
+    request: FastifyRequest,
+    touches: (action: FakeAction) => boolean,
+    among: () => readonly FakeAction[] = () => state.actions,
+  ) => {
     const ids = queryValues(request, "id").map(Number);
     const statuses = queryValues(request, "status");
-    const actions = state.actions
-      .filter((a) => touches(a) && (ids.length === 0 || ids.includes(a.id)))
+    // hcloud-go polls running actions by id: looked up, not searched for among the kept thousands.
+    const candidates = ids.length > 0 ? [...new Set(ids)].flatMap((id) => state.action(id) ?? []) : among();
+    const actions = candidates
+      .filter(touches)
       .map(actionJson)
       .filter((a) => statuses.length === 0 || statuses.includes(a.status))
       .sort(actionOrder([...queryValues(request, "sort"), "id"]));
@@ -238,7 +244,10 @@ export function buildFakeHcloud(options: FakeHcloudOptions): FakeHcloud {
     const ofResource = (id: number) => (a: FakeAction) => a.resources.some((r) => r.type === type && r.id === id);
     app.get(`/${kind}/actions`, async (request) => listActions(request, ofType));
     app.get(`/${kind}/actions/:id`, async (request) => getAction(idParam(request), ofType));
-    app.get(`/${kind}/:id/actions`, async (request) => listActions(request, ofResource(idParam(request))));
+    app.get(`/${kind}/:id/actions`, async (request) => {
+      const id = idParam(request);
+      return listActions(request, ofResource(id), () => state.actionsOn(type, id));
+    });
     app.get(`/${kind}/:id/actions/:action_id`, async (request) => {
       const actionId = (request.params as { action_id: string }).action_id;
       if (!/^\d{1,15}$/.test(actionId)) throw new HcloudError(400, "invalid_input", `invalid ID '${actionId}'`);
@@ -248,6 +257,8 @@ export function buildFakeHcloud(options: FakeHcloudOptions): FakeHcloud {
 
   registerServers(app, ctx);
   registerCollections(app, ctx);
+  // A stopped fake leaves one snapshot and no journal behind.
+  app.addHook("onClose", async () => state.compact());
 
   return { app, requestCounts, state };
 }

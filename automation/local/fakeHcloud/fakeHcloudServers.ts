@@ -128,7 +128,8 @@ export function registerServers(app: FastifyInstance, ctx: FakeHcloudContext): v
   };
   const checkName = (name: unknown, except?: number) => {
     if (typeof name !== "string" || !HOSTNAME.test(name)) throw invalidInput("name", "must be a valid hostname");
-    if (state.servers.some((s) => s.name === name && s.id !== except)) throw uniquenessError("server");
+    const named = state.serverByName(name);
+    if (named && named.id !== except) throw uniquenessError("server");
   };
   const checkPlacementRoom = (group: number) => {
     if (!state.objects("placement_groups").some((g) => g.id === group)) throw notFound("placement group", group);
@@ -142,7 +143,10 @@ export function registerServers(app: FastifyInstance, ctx: FakeHcloudContext): v
 
   app.get("/servers", async (request) => {
     const statuses = queryValues(request, "status");
-    const servers = filtered(request, state.servers).filter((s) => statuses.length === 0 || statuses.includes(s.status));
+    // A look-up by name is an index read (the provider looks servers up by name).
+    const [name] = queryValues(request, "name");
+    const candidates = name === undefined ? state.servers : [state.serverByName(name) ?? []].flat();
+    const servers = filtered(request, candidates).filter((s) => statuses.length === 0 || statuses.includes(s.status));
     return page(request, "servers", servers, serverJson);
   });
   app.get("/servers/:id", async (request) => ({ server: serverJson(find(request)) }));

@@ -1,11 +1,11 @@
 /**
  * The fake Hetzner Cloud's state: servers, actions and the other collections with the API's own
- * field names, persisted atomically in the data directory so a restarted local cloud keeps its
- * machines. A server's status follows its actions: an action may carry the status the server takes
- * when it finishes (create -> off -> running, poweroff -> off, ...), applied on the next read.
+ * field names, persisted in the data directory (a snapshot and a journal of changes,
+ * fakeHcloudJournal.ts) so a restarted local cloud keeps its machines. A server's status follows
+ * its actions: an action may carry the status the server takes when it finishes (create -> off ->
+ * running, poweroff -> off, ...), applied on the next read.
  */
-import { existsSync, readFileSync } from "node:fs";
-import { writeFileAtomic } from "../../simulated/simulatedCloud";
+import { FakeHcloudJournal } from "./fakeHcloudJournal";
 
 export type FakeServerStatus =
   "initializing" | "starting" | "running" | "stopping" | "off" | "deleting" | "migrating" | "rebuilding" | "unknown";
@@ -72,6 +72,8 @@ interface Persisted {
 
 /** Finished actions kept for `GET /actions` (older ones are forgotten, keeping the file small). */
 const KEPT_ACTIONS = 5000;
+/** How many actions beyond KEPT_ACTIONS accumulate before the oldest are forgotten at once. */
+const FORGET_BATCH = 500;
 
 /** State files written before servers carried their private IPs and firewalls lived on firewalls. */
 function migrated(state: Persisted): Persisted {
@@ -96,99 +98,227 @@ export function macAddress(serverId: number, attachment: number): string {
   return bytes.map((b) => b.toString(16).padStart(2, "0")).join(":");
 }
 
-export class FakeHcloudState {
-  private state: Persisted;
+/** One change, as the journal records it: a server, object or action put (whole) or removed. */
+type JournalEntry =
+  | { server: FakeServer }
+  | { removeServer: number }
+  | { kind: string; object: FakeObject }
+  | { kind: string; removeObject: number }
+  | { action: FakeAction };
 
-  constructor(private readonly file: string) {
-    this.state = existsSync(file)
-      ? migrated(JSON.parse(readFileSync(file, "utf8")) as Persisted)
-      : { nextId: 1000, servers: [], actions: [] };
+/**
+ * The state, indexed so that a request costs the same whatever the number of servers: servers by id
+ * and by name, actions by id and by the resources they touch, and the actions whose server status
+ * is still to be applied kept apart.
+ */
+export class FakeHcloudState {
+  private nextId: number;
+  private readonly serversById = new Map<number, FakeServer>();
+  private readonly serverIdsByName = new Map<string, number>();
+  /** The servers in creation order, rebuilt only after a server was added or removed. */
+  private serverList: FakeServer[] | undefined;
+  private actionList: FakeAction[] = [];
+  private readonly actionsById = new Map<number, FakeAction>();
+  private readonly actionsByResource = new Map<string, FakeAction[]>();
+  /** Actions carrying a server status not applied yet. */
+  private pending: FakeAction[] = [];
+  private readonly objectsByKind: Record<string, FakeObject[]>;
+  private readonly journal: FakeHcloudJournal;
+
+  constructor(file: string) {
+    this.journal = new FakeHcloudJournal(file);
+    const { snapshot, entries } = this.journal.load<JournalEntry>();
+    const persisted = snapshot === undefined ? { nextId: 1000, servers: [], actions: [] } : migrated(JSON.parse(snapshot) as Persisted);
+    this.nextId = persisted.nextId;
+    this.objectsByKind = persisted.objects ?? {};
+    for (const server of persisted.servers) this.indexServer(server);
+    for (const action of persisted.actions) this.indexAction(action);
+    for (const entry of entries) this.apply(entry);
+    this.forgetOldActions();
+    // A restart starts from one snapshot (and an empty journal).
+    if (entries.length > 0) this.compact();
   }
 
-  private save(): void {
-    writeFileAtomic(this.file, JSON.stringify(this.state));
+  /** How many times the whole state was written since this fake started. */
+  get snapshotWrites(): number {
+    return this.journal.snapshotWrites;
+  }
+
+  /** Folds the journal into a new snapshot (also done as the journal grows; the fake calls it on close). */
+  compact(): void {
+    const persisted: Persisted = { nextId: this.nextId, servers: this.servers as FakeServer[], actions: this.actionList };
+    if (Object.keys(this.objectsByKind).length > 0) persisted.objects = this.objectsByKind;
+    this.journal.compact(JSON.stringify(persisted));
+  }
+
+  private record(entry: JournalEntry): void {
+    if (this.journal.append(entry)) this.compact();
+  }
+
+  /** Replays one journal entry. Ids it carries move nextId past them (an id handed out and unused is not reused either). */
+  private apply(entry: JournalEntry): void {
+    if ("server" in entry) {
+      this.nextId = Math.max(this.nextId, entry.server.id);
+      this.indexServer(entry.server);
+    } else if ("removeServer" in entry) this.unindexServer(entry.removeServer);
+    else if ("object" in entry) {
+      this.nextId = Math.max(this.nextId, entry.object.id);
+      this.replaceObject(entry.kind, entry.object);
+    } else if ("removeObject" in entry)
+      this.objectsByKind[entry.kind] = (this.objectsByKind[entry.kind] ?? []).filter((o) => o.id !== entry.removeObject);
+    else if ("action" in entry) {
+      this.nextId = Math.max(this.nextId, entry.action.id);
+      this.indexAction(entry.action);
+    }
+  }
+
+  private indexServer(server: FakeServer): void {
+    const previous = this.serversById.get(server.id);
+    if (previous) this.serverIdsByName.delete(previous.name);
+    else this.serverList = undefined;
+    this.serversById.set(server.id, server);
+    this.serverIdsByName.set(server.name, server.id);
+  }
+
+  private unindexServer(id: number): void {
+    const server = this.serversById.get(id);
+    if (!server) return;
+    this.serversById.delete(id);
+    if (this.serverIdsByName.get(server.name) === id) this.serverIdsByName.delete(server.name);
+    this.serverList = undefined;
+  }
+
+  /** Adds an action, or replaces the one with its id (a replayed change of it). */
+  private indexAction(action: FakeAction): void {
+    const previous = this.actionsById.get(action.id);
+    this.actionsById.set(action.id, action);
+    if (previous) {
+      this.actionList[this.actionList.indexOf(previous)] = action;
+      for (const r of action.resources) {
+        const list = this.actionsByResource.get(`${r.type}/${r.id}`)!;
+        list[list.indexOf(previous)] = action;
+      }
+      this.pending = this.pending.filter((a) => a !== previous);
+    } else {
+      this.actionList.push(action);
+      for (const r of action.resources) {
+        const key = `${r.type}/${r.id}`;
+        const list = this.actionsByResource.get(key);
+        if (list) list.push(action);
+        else this.actionsByResource.set(key, [action]);
+      }
+    }
+    if (action.serverStatus) this.pending.push(action);
   }
 
   newId(): number {
-    this.state.nextId += 1;
-    return this.state.nextId;
+    this.nextId += 1;
+    return this.nextId;
   }
 
   /** Applies the server statuses of actions finished by now. */
   private settle(): void {
+    if (this.pending.length === 0) return;
     const now = Date.now();
-    const due = this.state.actions.filter((a) => a.serverStatus && a.finishesAt <= now).sort((a, b) => a.finishesAt - b.finishesAt);
+    const due = this.pending.filter((a) => a.finishesAt <= now).sort((a, b) => a.finishesAt - b.finishesAt);
+    if (due.length === 0) return;
+    this.pending = this.pending.filter((a) => a.finishesAt > now);
     for (const action of due) {
       const { server: id, status } = action.serverStatus!;
-      if (status === "removed") this.state.servers = this.state.servers.filter((s) => s.id !== id);
-      else {
-        const server = this.state.servers.find((s) => s.id === id);
-        if (server) server.status = status;
-      }
       delete action.serverStatus;
+      if (status === "removed") {
+        if (this.serversById.has(id)) {
+          this.unindexServer(id);
+          this.record({ removeServer: id });
+        }
+      } else {
+        const server = this.serversById.get(id);
+        if (server) {
+          server.status = status;
+          this.record({ server });
+        }
+      }
+      this.record({ action });
     }
-    if (due.length > 0) this.save();
   }
 
   get servers(): readonly FakeServer[] {
     this.settle();
-    return this.state.servers;
+    this.serverList ??= [...this.serversById.values()].sort((a, b) => a.id - b.id);
+    return this.serverList;
   }
 
   server(id: number): FakeServer | undefined {
     this.settle();
-    return this.state.servers.find((s) => s.id === id);
+    return this.serversById.get(id);
+  }
+
+  serverByName(name: string): FakeServer | undefined {
+    this.settle();
+    const id = this.serverIdsByName.get(name);
+    return id === undefined ? undefined : this.serversById.get(id);
   }
 
   addServer(server: FakeServer): void {
-    this.state.servers.push(server);
-    this.save();
+    this.indexServer(server);
+    this.record({ server });
   }
 
   /** Changes fields of a server (which must exist). */
   updateServer(id: number, change: Partial<Omit<FakeServer, "id">>): FakeServer {
     const server = this.server(id)!;
+    if (change.name !== undefined && change.name !== server.name) {
+      this.serverIdsByName.delete(server.name);
+      this.serverIdsByName.set(change.name, id);
+    }
     Object.assign(server, change);
-    this.save();
+    this.record({ server });
     return server;
   }
 
   removeServer(id: number): void {
-    this.state.servers = this.state.servers.filter((s) => s.id !== id);
-    this.save();
+    this.unindexServer(id);
+    this.record({ removeServer: id });
   }
 
   objects(kind: string): readonly FakeObject[] {
-    return this.state.objects?.[kind] ?? [];
+    return this.objectsByKind[kind] ?? [];
+  }
+
+  private replaceObject(kind: string, object: FakeObject): void {
+    const list = this.objectsByKind[kind] ?? [];
+    const at = list.findIndex((o) => o.id === object.id);
+    this.objectsByKind[kind] = at < 0 ? [...list, object] : list.map((o, i) => (i === at ? object : o));
   }
 
   /** Adds or replaces (by id) an object of `kind`, keeping the collection's order. */
   putObject(kind: string, object: FakeObject): void {
-    const objects = (this.state.objects ??= {});
-    const list = objects[kind] ?? [];
-    const at = list.findIndex((o) => o.id === object.id);
-    objects[kind] = at < 0 ? [...list, object] : list.map((o, i) => (i === at ? object : o));
-    this.save();
+    this.replaceObject(kind, object);
+    this.record({ kind, object });
   }
 
   removeObject(kind: string, id: number): void {
-    const objects = (this.state.objects ??= {});
-    objects[kind] = (objects[kind] ?? []).filter((o) => o.id !== id);
-    this.save();
+    this.objectsByKind[kind] = (this.objectsByKind[kind] ?? []).filter((o) => o.id !== id);
+    this.record({ kind, removeObject: id });
   }
 
   get actions(): readonly FakeAction[] {
-    return this.state.actions;
+    return this.actionList;
   }
 
   action(id: number): FakeAction | undefined {
-    return this.state.actions.find((a) => a.id === id);
+    return this.actionsById.get(id);
+  }
+
+  /** The kept actions touching a resource, oldest first. */
+  actionsOn(type: string, id: number): readonly FakeAction[] {
+    return this.actionsByResource.get(`${type}/${id}`) ?? [];
   }
 
   /** Actions touching a resource that have not finished yet. */
   runningActionsOn(type: string, id: number): FakeAction[] {
     const now = Date.now();
-    return this.state.actions.filter((a) => a.finishesAt > now && a.resources.some((r) => r.type === type && r.id === id));
+    return this.actionsOn(type, id).filter((a) => a.finishesAt > now);
   }
 
   addAction(
@@ -205,17 +335,39 @@ export class FakeHcloudState {
       finishesAt: Date.now() + durationMs,
       ...outcome,
     };
-    this.state.actions.push(action);
-    if (this.state.actions.length > KEPT_ACTIONS) this.settleAndForgetOldest();
-    this.save();
+    this.indexAction(action);
+    this.record({ action });
+    // Forgotten in batches, so that a long-lived fake does not scan its actions on every create.
+    if (this.actionList.length > KEPT_ACTIONS + FORGET_BATCH) {
+      this.settle();
+      this.forgetOldActions();
+    }
     return action;
   }
 
-  private settleAndForgetOldest(): void {
-    this.settle();
+  /** Forgets the oldest finished actions beyond KEPT_ACTIONS (unfinished ones stay). */
+  private forgetOldActions(): void {
+    const excess = this.actionList.length - KEPT_ACTIONS;
+    if (excess <= 0) return;
     const now = Date.now();
-    const excess = this.state.actions.length - KEPT_ACTIONS;
     let dropped = 0;
-    this.state.actions = this.state.actions.filter((a) => (dropped < excess && a.finishesAt <= now ? (dropped++, false) : true));
+    const forgotten = new Set<FakeAction>();
+    this.actionList = this.actionList.filter((a) => {
+      if (dropped < excess && a.finishesAt <= now && !a.serverStatus) {
+        dropped++;
+        forgotten.add(a);
+        return false;
+      }
+      return true;
+    });
+    for (const action of forgotten) {
+      this.actionsById.delete(action.id);
+      for (const r of action.resources) {
+        const key = `${r.type}/${r.id}`;
+        const kept = (this.actionsByResource.get(key) ?? []).filter((a) => !forgotten.has(a));
+        if (kept.length > 0) this.actionsByResource.set(key, kept);
+        else this.actionsByResource.delete(key);
+      }
+    }
   }
 }

@@ -45,7 +45,16 @@ function requirement(text: string): LabelPredicate {
   throw new LabelSelectorError(`invalid label selector requirement ${JSON.stringify(text)}`);
 }
 
+/** Parsed selectors: a firewall's selector is evaluated for every server rendered, on every list. */
+const parsed = new Map<string, LabelPredicate>();
+const PARSED_KEPT = 256;
+
 export function parseLabelSelector(selector: string): LabelPredicate {
+  const known = parsed.get(selector);
+  if (known) return known;
   const predicates = requirements(selector).map(requirement);
-  return (labels) => predicates.every((p) => p(labels));
+  const predicate: LabelPredicate = (labels) => predicates.every((p) => p(labels));
+  if (parsed.size >= PARSED_KEPT) parsed.delete(parsed.keys().next().value!);
+  parsed.set(selector, predicate);
+  return predicate;
 }

@@ -13,7 +13,7 @@ import { join } from "node:path";
 import { encodeK0sJoinToken } from "../../../components/bootstrap/k0sJoinToken";
 import { renderK0sWorkerCloudConfig } from "../../../components/bootstrap/k0sWorkerCloudConfig";
 import { kubeletSchema } from "../../../components/fleet/fleetSpec";
-import { kube } from "../../../automation/local/kubeClient";
+import { KubeApiError, kube } from "../../../automation/local/kubeClient";
 import { type LocalCloud, startLocalCloud } from "../../../automation/local/localCloud";
 import { DataDirLockedError } from "../../../automation/store/dataDirLock";
 import { BIN } from "../../support/serveProcess";
@@ -124,6 +124,42 @@ describe("local cloud: fake Hetzner API, real control plane, node agent", functi
     assert.equal(node.metadata.labels["node.kubernetes.io/pool"], "general");
     assert.ok(node.spec.taints?.some((t) => t.key === "workload"));
     assert.equal(cloud.agent.machine(serverId)?.state, "joined");
+    // Its heartbeat is the kubelet's: a Lease it renews as itself (the Node authorizer lets it), owned by its Node.
+    const lease = await until(
+      "the Lease of local-w1",
+      async () =>
+        ((await kube(cloud.plane.admin, "GET", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/local-w1").catch(
+          () => undefined,
+        )) ?? undefined) as
+          { spec: { holderIdentity: string; renewTime: string }; metadata: { ownerReferences: Array<{ kind: string }> } } | undefined,
+    );
+    assert.equal(lease.spec.holderIdentity, "local-w1");
+    assert.equal(lease.metadata.ownerReferences[0]?.kind, "Node");
+    assert.ok(Date.now() - Date.parse(lease.spec.renewTime) < 60_000, lease.spec.renewTime);
+    // Its pods run and their deletion is confirmed: the agent lists every node's pods at once, and writes as the node.
+    const pods = "/api/v1/namespaces/default/pods";
+    await kube(cloud.plane.admin, "POST", pods, {
+      apiVersion: "v1",
+      kind: "Pod",
+      metadata: { name: "on-w1" },
+      spec: {
+        nodeName: "local-w1",
+        automountServiceAccountToken: false,
+        containers: [{ name: "app", image: "registry.k8s.io/pause:3.10" }],
+      },
+    });
+    await until("pod on-w1 Running", async () =>
+      ((await kube(cloud.plane.admin, "GET", `${pods}/on-w1`)) as { status: { phase?: string } }).status.phase === "Running"
+        ? true
+        : undefined,
+    );
+    await kube(cloud.plane.admin, "DELETE", `${pods}/on-w1`);
+    await until("pod on-w1 gone", () =>
+      kube(cloud.plane.admin, "GET", `${pods}/on-w1`).then(
+        () => undefined,
+        (error: Error) => (error instanceof KubeApiError && error.status === 404 ? true : undefined),
+      ),
+    );
 
     const deleted = await fetch(`${cloud.env.HCLOUD_ENDPOINT}/servers/${serverId}`, {
       method: "DELETE",

@@ -3,8 +3,11 @@
  * no change: the program's read of its own previous outputs (a StackReference that `pulumi up`
  * declares and `nodefleet preview` does not need, since it passes those outputs in), and the join
  * token parts of nodes that have joined, which the program stops declaring once their Node is Ready
- * (deleting them revokes a credential nobody uses). They are counted apart and explained in one line.
+ * (deleting them revokes a credential nobody uses), or, for tokens of nodefleet's own plugin, whose
+ * Secret it deletes in place (an update of `secretObject` alone). They are counted apart and
+ * explained in one line.
  */
+import { NODE_BOOTSTRAP_TOKEN_TYPE } from "../../components/provider/bootstrapTokenResource";
 import type { ResourceStep } from "../engine/stackEngine";
 
 /** Name of the program's StackReference to its own stack (stacks/ownPreviousOutputs.ts). */
@@ -29,7 +32,8 @@ export function separateBookkeeping<S extends ResourceStep>(steps: readonly S[])
   const kept: S[] = [];
   const bookkeeping: S[] = [];
   for (const step of steps) {
-    const token = step.op === "delete" ? TOKEN_PART.exec(step.name) : null;
+    const secretOnly = step.op === "update" && step.type === NODE_BOOTSTRAP_TOKEN_TYPE && step.keys.join() === "secretObject";
+    const token = step.op === "delete" || secretOnly ? TOKEN_PART.exec(step.name) : null;
     if (step.type === STACK_REFERENCE && step.name === OWN_OUTPUTS_REFERENCE && step.op !== "same") {
       bookkeeping.push(step);
     } else if (token && keptServers.has(token[1]!)) {

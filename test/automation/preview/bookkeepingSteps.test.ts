@@ -35,6 +35,23 @@ describe("preview bookkeeping: steps that are not changes to the fleet", functio
     assert.ok(!separated.steps.some((s) => s.name.startsWith(`${joined}-token`)));
   });
 
+  it("sets apart a plugin token's Secret deleted in place for a kept server, not its other updates", function () {
+    const update = (name: string, keys: string[]) =>
+      ({ op: "update", type: "nodefleet:kubernetes:NodeBootstrapToken", name, keys }) as unknown as ResourceStep;
+    const separated = separateBookkeeping([
+      step("same", "hcloud:index/server:Server", joined),
+      update(`${joined}-token`, ["secretObject"]),
+      step("same", "hcloud:index/server:Server", removed),
+      update(`${removed}-token`, ["ttlMinutes", "secretObject"]),
+    ]);
+    assert.equal(separated.summary.revokedJoinTokens, 1);
+    assert.deepEqual(
+      separated.steps.filter((s) => s.op === "update").map((s) => s.name),
+      [`${removed}-token`],
+      "an update of anything else stays a change",
+    );
+  });
+
   it("explains them in one line, and an unchanged fleet previews as no change", function () {
     assert.equal(bookkeepingLine({ revokedJoinTokens: 0, ownOutputsReference: false }), undefined);
     const unchanged = [

@@ -123,3 +123,11 @@ export async function crashWithChildren(serve: ServeProcess): Promise<void> {
   killProcesses(processTrees([serve.child.pid!]));
   await serve.exited();
 }
+
+/** SIGTERM, as an operator stops it, and wait until it has exited; nothing when it is gone already. */
+export async function stopServe(serve: ServeProcess | undefined): Promise<void> {
+  if (serve && serve.child.exitCode === null) {
+    serve.child.kill("SIGTERM");
+    await serve.exited();
+  }
+}

@@ -24,7 +24,7 @@ import { UP, allServers, editLocalPools, isReady, poolNodes, poolServers } from 
 import { runPulumi } from "../../../automation/local/localStack";
 import { localStackProject } from "../../support/localStackProject";
 import { until } from "../../support/until";
-import { type ServeProcess, crashWithChildren, serveOnLocalCloud } from "../../support/serveProcess";
+import { type ServeProcess, crashWithChildren, serveOnLocalCloud, stopServe } from "../../support/serveProcess";
 import { LOCAL_CLOUD_TOOLS, missingTools, skipUnlessAvailable } from "../../support/toolchainRequirement";
 
 const POOL = "local-burst";
@@ -65,10 +65,7 @@ describe("the scaling API on the automation engine against the local cloud, kill
   });
 
   after(async function () {
-    if (serve && serve.child.exitCode === null) {
-      serve.child.kill("SIGTERM");
-      await serve.exited();
-    }
+    await stopServe(serve);
     await cloud?.stop();
     if (dir) rmSync(dir, { recursive: true, force: true });
   });

@@ -14,7 +14,7 @@ import { type LocalCloud, startLocalCloud } from "../../../automation/local/loca
 import { runPulumi } from "../../../automation/local/localStack";
 import { UP, editLocalPools, poolServers } from "../../support/localFleet";
 import { localStackProject } from "../../support/localStackProject";
-import { type ServeProcess, serveOnLocalCloud } from "../../support/serveProcess";
+import { type ServeProcess, serveOnLocalCloud, stopServe } from "../../support/serveProcess";
 import { LOCAL_CLOUD_TOOLS, missingTools, skipUnlessAvailable } from "../../support/toolchainRequirement";
 import { until } from "../../support/until";
 
@@ -68,10 +68,7 @@ describe("the preview guard only when needed, on the automation engine against t
   });
 
   after(async function () {
-    if (serve && serve.child.exitCode === null) {
-      serve.child.kill("SIGTERM");
-      await serve.exited();
-    }
+    await stopServe(serve);
     await cloud?.stop();
     if (dir) rmSync(dir, { recursive: true, force: true });
   });

@@ -18,7 +18,7 @@ import { NodefleetApiError } from "../../../automation/client/nodefleetClient";
 import { awaitRunning, claimNames, createClaims } from "../../support/karpenterConformance";
 import { UP, editLocalPools, isReady, poolNodes, poolServers } from "../../support/localFleet";
 import { localStackProject } from "../../support/localStackProject";
-import { type ServeProcess, serveOnLocalCloud } from "../../support/serveProcess";
+import { type ServeProcess, serveOnLocalCloud, stopServe } from "../../support/serveProcess";
 import { BEFORE_PROVIDER_PLUGIN, buildRelease } from "../../../bench/previousRelease";
 import { LOCAL_CLOUD_TOOLS, missingTools, skipUnlessAvailable } from "../../support/toolchainRequirement";
 import { until } from "../../support/until";
@@ -37,12 +37,7 @@ describe("upgrading a scaling API stack made before nodefleet's provider plugin 
 
   const waitFor = <T>(what: string, probe: () => Promise<T | undefined>) =>
     until(what, probe, 600_000, () => `serve said:\n${serve?.stderr().slice(-3000)}`, 1000);
-  const stop = async () => {
-    if (serve && serve.child.exitCode === null) {
-      serve.child.kill("SIGTERM");
-      await serve.exited();
-    }
-  };
+  const stop = () => stopServe(serve);
 
   before(async function () {
     skipUnlessAvailable(this, missingTools(...LOCAL_CLOUD_TOOLS));

@@ -297,4 +297,24 @@ describe("ElasticMetalNodePool rolling replacements and re-joins across runs (mo
       "each member's flavour is recorded for the next run",
     );
   });
+
+  it("keeps the dynamic resources of a pool an earlier nodefleet recorded without generations, and records plugin members on a first run", async () => {
+    const flavours = (run: Run) => nodesOf(run).map((n) => (n as NodeValues & { memberResources?: string }).memberResources);
+    const first = await up(undefined);
+    assert.deepEqual(
+      flavours(first),
+      NODE_IDS.map(() => "plugin"),
+    );
+    const unrecorded = nodesOf(first).map(({ generation: _g, ...n }) => ({ ...n, memberResources: undefined }));
+    assert.deepEqual(
+      flavours(await up(unrecorded)),
+      NODE_IDS.map(() => "dynamic"),
+      "members the previous run could not describe are taken as created before the plugin",
+    );
+    assert.deepEqual(
+      flavours(await up(nodesOf(first))),
+      NODE_IDS.map(() => "plugin"),
+      "recorded plugin members stay plugin",
+    );
+  });
 });

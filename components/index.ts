@@ -51,6 +51,12 @@ export interface FleetArgs {
   readonly currentRobotMembers?: Readonly<Record<string, readonly CurrentInPlaceMember[]>>;
   /** Per Elastic Metal pool name, its members at the start of this run (see scaleway/elasticMetalPlan.ts `currentElasticMetalMembers`). Default none. */
   readonly currentElasticMetalMembers?: Readonly<Record<string, readonly CurrentElasticMetalMember[]>>;
+  /**
+   * Bare-metal pools whose members an earlier nodefleet recorded without rollouts (so none are
+   * current): their members keep the `pulumi.dynamic` resources they were created with
+   * (fleet/memberResources.ts). Default none.
+   */
+  readonly unrecordedBareMetalPools?: readonly string[];
 }
 
 export class Fleet extends pulumi.ComponentResource {
@@ -128,6 +134,7 @@ export class Fleet extends pulumi.ComponentResource {
               pool,
               firewall: args.spec.firewall,
               ...(args.currentElasticMetalMembers?.[pool.name] ? { current: args.currentElasticMetalMembers[pool.name] } : {}),
+              ...(args.unrecordedBareMetalPools?.includes(pool.name) ? { unrecordedMemberResources: "dynamic" as const } : {}),
               ...credentials,
             },
             poolOptions,
@@ -143,6 +150,7 @@ export class Fleet extends pulumi.ComponentResource {
               pool,
               firewall: args.spec.firewall,
               ...(args.currentRobotMembers?.[pool.name] ? { current: args.currentRobotMembers[pool.name] } : {}),
+              ...(args.unrecordedBareMetalPools?.includes(pool.name) ? { unrecordedMemberResources: "dynamic" as const } : {}),
               ...credentials,
             },
             poolOptions,

@@ -66,15 +66,29 @@ async function currentMachinesOf(
   spec: FleetSpec,
   previousNodes: unknown,
   kubeconfig: string | undefined,
-): Promise<Required<Pick<FleetArgs, "currentHcloudServers" | "currentRobotMembers" | "currentElasticMetalMembers" | "earlierTokenPools">>> {
+): Promise<
+  Required<
+    Pick<
+      FleetArgs,
+      "currentHcloudServers" | "currentRobotMembers" | "currentElasticMetalMembers" | "earlierTokenPools" | "unrecordedBareMetalPools"
+    >
+  >
+> {
   const nodes = (Array.isArray(previousNodes) ? previousNodes : []) as Array<HcloudNodeOutputValues & Record<string, unknown>>;
   const ready =
     kubeconfig === undefined
       ? new Set(nodes.flatMap((n) => [n.nodeName, n.hostname]))
       : await readyClusterNodeNames(kubeconfig, spec.cluster.id);
-  const current = { currentHcloudServers: {}, currentRobotMembers: {}, currentElasticMetalMembers: {}, earlierTokenPools: [] } as {
+  const current = {
+    currentHcloudServers: {},
+    currentRobotMembers: {},
+    currentElasticMetalMembers: {},
+    earlierTokenPools: [],
+    unrecordedBareMetalPools: [],
+  } as {
     currentHcloudServers: Record<string, CurrentHcloudServer[]>;
     earlierTokenPools: string[];
+    unrecordedBareMetalPools: string[];
     currentRobotMembers: Record<string, CurrentInPlaceMember[]>;
     currentElasticMetalMembers: Record<string, CurrentElasticMetalMember[]>;
   };
@@ -86,9 +100,11 @@ async function currentMachinesOf(
     } else if (pool.provider === "hetzner-robot") {
       const members = currentInPlaceMembers(nodes, pool.name, ready);
       if (members) current.currentRobotMembers[pool.name] = members;
+      else if (nodes.some((n) => n.pool === pool.name)) current.unrecordedBareMetalPools.push(pool.name);
     } else if (pool.provider === "scaleway-elastic-metal") {
       const members = currentElasticMetalMembers(nodes, pool.name, ready);
       if (members) current.currentElasticMetalMembers[pool.name] = members;
+      else if (nodes.some((n) => n.pool === pool.name)) current.unrecordedBareMetalPools.push(pool.name);
     }
   }
   return current;

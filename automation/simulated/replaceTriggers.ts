@@ -10,10 +10,14 @@
  */
 import { NODE_BOOTSTRAP_TOKEN_REPLACE_ON_CHANGES, NODE_BOOTSTRAP_TOKEN_TYPE } from "../../components/provider/bootstrapTokenResource";
 import { NODE_DRAIN_TYPE } from "../../components/provider/nodeDrainResource";
+import { NODE_LOCAL_PVC_REMOVAL_TYPE } from "../../components/provider/nodeLocalPvcRemovalResource";
+import { NODE_METADATA_REPLACE_ON_CHANGES, NODE_METADATA_TYPE } from "../../components/provider/nodeMetadataResource";
 import { NODE_REMOVAL_TYPE } from "../../components/provider/nodeRemovalResource";
+import { NODE_UPDATE_DRAIN_TYPE } from "../../components/provider/nodeUpdateDrainResource";
 import { ELASTIC_METAL_REPLACE_ON_CHANGES, IPAM_IP_REPLACE_ON_CHANGES } from "../../components/scaleway/elasticMetalPlan";
 import { ROBOT_RESCUE_REPLACE_ON_CHANGES } from "../../components/robot/robotRescue";
 import { NODE_DRAIN_REPLACE_ON_CHANGES } from "../../components/kubernetes/kubernetesNodeDrain";
+import { NODE_LOCAL_PVC_REMOVAL_REPLACE_ON_CHANGES } from "../../components/kubernetes/nodeLocalPvcRemoval";
 
 export interface ReplaceTriggerEntry {
   /** Input property paths whose change forces replacement. */
@@ -161,6 +165,18 @@ export const REPLACE_TRIGGERS: Readonly<Record<string, ReplaceTriggerEntry>> = {
   [NODE_REMOVAL_TYPE]: {
     properties: ["nodeName"],
     source: `${PROVIDER_DIFF} and components/provider/nodeRemovalResource.ts nodeRemovalHandler.diff`,
+  },
+  [NODE_METADATA_TYPE]: {
+    properties: [...NODE_METADATA_REPLACE_ON_CHANGES],
+    source: `${PROVIDER_DIFF} and components/provider/nodeMetadataResource.ts nodeMetadataHandler.diff (NODE_METADATA_REPLACE_ON_CHANGES)`,
+  },
+  [NODE_UPDATE_DRAIN_TYPE]: {
+    properties: [...NODE_DRAIN_REPLACE_ON_CHANGES],
+    source: `${PROVIDER_DIFF} and components/provider/nodeUpdateDrainResource.ts nodeUpdateDrainHandler.diff (NODE_DRAIN_REPLACE_ON_CHANGES)`,
+  },
+  [NODE_LOCAL_PVC_REMOVAL_TYPE]: {
+    properties: [...NODE_LOCAL_PVC_REMOVAL_REPLACE_ON_CHANGES],
+    source: `${PROVIDER_DIFF} and components/provider/nodeLocalPvcRemovalResource.ts nodeLocalPvcRemovalHandler.diff (NODE_LOCAL_PVC_REMOVAL_REPLACE_ON_CHANGES)`,
   },
   "command:local:Command": {
     properties: ["triggers"],

@@ -6,6 +6,8 @@
  * server, so Pulumi drains before the server goes; the Node is deleted afterwards
  * (kubernetesNodeRemoval.ts). Bare-metal members keep their Node across a reinstall, so they drain
  * on create instead: KubernetesNodeUpdateDrain, one per generation, which the update depends on.
+ * Members created since nodefleet's plugin get its NodeDrain and NodeUpdateDrain instead
+ * (provider/), which run the same `drainKubernetesNode`; these stay for the members created before.
  */
 import * as pulumi from "@pulumi/pulumi";
 import { DEFAULT_DRAIN_TIMEOUT_SECONDS } from "../fleet/rolloutPlan";
@@ -157,6 +159,17 @@ async function evictAll(creds: KubernetesCredentials, nodeName: string, options:
   }
 }
 
+/** A drain's timeout (default 600 s), refused unless a whole number of seconds, at least 1; `name` is the resource's. */
+export function checkedDrainTimeout(name: string, timeoutSeconds: number | undefined): number {
+  const seconds = timeoutSeconds ?? DEFAULT_DRAIN_TIMEOUT_SECONDS;
+  if (!Number.isInteger(seconds) || seconds < 1)
+    throw new Error(`${name}: drainTimeoutSeconds must be a whole number of seconds, at least 1`);
+  return seconds;
+}
+
+/** The id of the drain before a bare-metal member's update to `generation`. */
+export const updateDrainId = (nodeName: string, generation: string): string => `${nodeName}-${generation}`;
+
 interface NodeDrainState {
   nodeName: string;
   timeoutSeconds: number;
@@ -203,9 +216,7 @@ export interface KubernetesNodeDrainArgs {
 /** `pulumi-nodejs:dynamic/nodefleet:KubernetesNodeDrain`: deleting it drains the Node. */
 export class KubernetesNodeDrain extends pulumi.dynamic.Resource {
   constructor(name: string, args: KubernetesNodeDrainArgs, opts?: pulumi.CustomResourceOptions) {
-    const timeoutSeconds = args.timeoutSeconds ?? DEFAULT_DRAIN_TIMEOUT_SECONDS;
-    if (!Number.isInteger(timeoutSeconds) || timeoutSeconds < 1)
-      throw new Error(`${name}: drainTimeoutSeconds must be a whole number of seconds, at least 1`);
+    const timeoutSeconds = checkedDrainTimeout(name, args.timeoutSeconds);
     const credentials = secretCredentialsJson(args.kubeconfig, `node ${args.nodeName}: it cannot be drained on removal`);
     super(
       nodeDrainProvider,
@@ -250,7 +261,7 @@ interface NodeUpdateDrainState extends NodeDrainState {
 export const nodeUpdateDrainProvider: pulumi.dynamic.ResourceProvider = {
   async create(inputs: NodeUpdateDrainState) {
     await drainKubernetesNode(inputs.credentials, inputs.nodeName, { timeoutSeconds: inputs.timeoutSeconds });
-    return { id: `${inputs.nodeName}-${inputs.generation}`, outs: inputs };
+    return { id: updateDrainId(inputs.nodeName, inputs.generation), outs: inputs };
   },
   async diff(_id: string, olds: NodeUpdateDrainState, news: NodeUpdateDrainState) {
     return drainDiff(olds, news);
@@ -273,9 +284,7 @@ export interface KubernetesNodeUpdateDrainArgs extends KubernetesNodeDrainArgs {
  */
 export class KubernetesNodeUpdateDrain extends pulumi.dynamic.Resource {
   constructor(name: string, args: KubernetesNodeUpdateDrainArgs, opts?: pulumi.CustomResourceOptions) {
-    const timeoutSeconds = args.timeoutSeconds ?? DEFAULT_DRAIN_TIMEOUT_SECONDS;
-    if (!Number.isInteger(timeoutSeconds) || timeoutSeconds < 1)
-      throw new Error(`${name}: drainTimeoutSeconds must be a whole number of seconds, at least 1`);
+    const timeoutSeconds = checkedDrainTimeout(name, args.timeoutSeconds);
     const credentials = secretCredentialsJson(args.kubeconfig, `node ${args.nodeName}: it cannot be drained before its update`);
     super(
       nodeUpdateDrainProvider,

@@ -5,7 +5,9 @@
  * its resourceVersion (a 409 is retried): labels it set and no longer declares are removed; taints
  * match by key and effect, so others' stay. A moved `generation` also uncordons the Node. Deleting
  * it changes nothing. A `pulumi.dynamic` resource: its serialized provider uses only Node built-ins
- * (kubernetesApiClient.ts) and the connection details extracted from the kubeconfig.
+ * (kubernetesApiClient.ts) and the connection details extracted from the kubeconfig. Members created
+ * since nodefleet's plugin get its NodeMetadata instead (provider/nodeMetadataResource.ts), which
+ * runs the same `convergeNodeMetadata`; this one stays for the members created before.
  */
 import * as pulumi from "@pulumi/pulumi";
 import type { Taint } from "../fleet/fleetSpec";
@@ -64,9 +66,9 @@ export function nodeMetadataPatch(
   };
 }
 
-interface NodeMetadataState {
+/** What a Node metadata resource declares (its inputs but the credentials), shared by the dynamic and the plugin resource. */
+export interface DeclaredNodeMetadata {
   nodeName: string;
-  credentials: string;
   labels: Record<string, string>;
   taints: Taint[];
   /** How long to wait for the Node to register (a bare-metal install takes minutes). */
@@ -75,19 +77,39 @@ interface NodeMetadataState {
   generation?: string;
 }
 
+interface NodeMetadataState extends DeclaredNodeMetadata {
+  credentials: string;
+}
+
+/** Default of `registrationTimeoutSeconds`. */
+export const DEFAULT_REGISTRATION_TIMEOUT_SECONDS = 1800;
+
+/** Taints as the resource declares them: key, effect and a value only when it has one. */
+export function declaredTaints(taints: readonly Taint[]): Taint[] {
+  return taints.map((t) => ({ key: t.key, ...(t.value ? { value: t.value } : {}), effect: t.effect }));
+}
+
 /** The member moved to another generation since the last update: its drain cordoned the Node, which this update uncordons. */
-function movedGeneration(olds: NodeMetadataState | undefined, news: NodeMetadataState): boolean {
+function movedGeneration(olds: DeclaredNodeMetadata | undefined, news: DeclaredNodeMetadata): boolean {
   return olds?.generation !== undefined && news.generation !== undefined && olds.generation !== news.generation;
 }
 
-/** GETs the Node until it exists, then patches it; retried on a resourceVersion conflict. */
-async function convergeNode(olds: NodeMetadataState | undefined, news: NodeMetadataState): Promise<void> {
-  if (!news.credentials) {
+/**
+ * GETs the Node until it exists, then patches it to carry `news` (what `olds` declared and `news`
+ * no longer does is removed); retried on a resourceVersion conflict. The dynamic provider and the
+ * plugin's handler (provider/nodeMetadataResource.ts) both run it.
+ */
+export async function convergeNodeMetadata(
+  credentialsJson: string,
+  olds: DeclaredNodeMetadata | undefined,
+  news: DeclaredNodeMetadata,
+): Promise<void> {
+  if (!credentialsJson) {
     throw new Error(
       `cannot set the labels and taints of Kubernetes Node ${news.nodeName}: no usable kubeconfig (token or client-certificate user) was configured`,
     );
   }
-  const creds = JSON.parse(news.credentials) as KubernetesCredentials;
+  const creds = JSON.parse(credentialsJson) as KubernetesCredentials;
   const path = `/api/v1/nodes/${encodeURIComponent(news.nodeName)}`;
   const deadline = Date.now() + news.registrationTimeoutSeconds * 1000;
   const previous = olds ? { labels: olds.labels, taints: olds.taints } : undefined;
@@ -120,7 +142,7 @@ async function convergeNode(olds: NodeMetadataState | undefined, news: NodeMetad
 /** Exported for tests, which run its serialized form as the engine would. */
 export const nodeMetadataProvider: pulumi.dynamic.ResourceProvider = {
   async create(inputs: NodeMetadataState) {
-    await convergeNode(undefined, inputs);
+    await convergeNodeMetadata(inputs.credentials, undefined, inputs);
     return { id: inputs.nodeName, outs: inputs };
   },
   async diff(_id: string, olds: NodeMetadataState, news: NodeMetadataState) {
@@ -137,7 +159,7 @@ export const nodeMetadataProvider: pulumi.dynamic.ResourceProvider = {
     };
   },
   async update(_id: string, olds: NodeMetadataState, news: NodeMetadataState) {
-    await convergeNode(olds, news);
+    await convergeNodeMetadata(news.credentials, olds, news);
     return { outs: news };
   },
   // The Node goes with its member (kubernetesNodeRemoval.ts); nothing to undo here.
@@ -173,8 +195,8 @@ export class KubernetesNodeMetadata extends pulumi.dynamic.Resource {
         nodeName: args.nodeName,
         credentials,
         labels: args.labels,
-        taints: args.taints.map((t) => ({ key: t.key, ...(t.value ? { value: t.value } : {}), effect: t.effect })),
-        registrationTimeoutSeconds: args.registrationTimeoutSeconds ?? 1800,
+        taints: declaredTaints(args.taints),
+        registrationTimeoutSeconds: args.registrationTimeoutSeconds ?? DEFAULT_REGISTRATION_TIMEOUT_SECONDS,
         ...(args.generation !== undefined ? { generation: args.generation } : {}),
       },
       { ...opts, additionalSecretOutputs: ["credentials"] },

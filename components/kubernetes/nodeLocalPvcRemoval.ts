@@ -6,7 +6,9 @@
  * A `pulumi.dynamic` resource per member, keyed on the server id: deleting the member, or replacing
  * its server, runs `delete`, which lists the PVs and deletes the claims of those of the storage
  * class pinned (node affinity `kubernetes.io/hostname`) to the node, through kubernetesApiClient.ts
- * (built-ins only, from the credentials the program extracted).
+ * (built-ins only, from the credentials the program extracted). Members created since nodefleet's
+ * plugin get its NodeLocalPvcRemoval instead (provider/nodeLocalPvcRemovalResource.ts), which runs
+ * the same `removeNodeLocalClaims`; this one stays for the members created before.
  */
 import * as pulumi from "@pulumi/pulumi";
 import { type KubernetesCredentials, kubernetesApiRequest, secretCredentialsJson } from "./kubernetesApiClient";
@@ -71,13 +73,19 @@ interface PvcRemovalState {
   credentials: string;
 }
 
+/** Inputs whose change replaces the removal (the old one deleted first, reaping the departed volumes' claims). */
+export const NODE_LOCAL_PVC_REMOVAL_REPLACE_ON_CHANGES = ["nodeName", "serverId", "storageClass"] as const;
+
+/** The removal's id: the Node and the server its volumes live on. */
+export const pvcRemovalId = (nodeName: string, serverId: string): string => `${nodeName}/${serverId}`;
+
 /** Exported for tests. A new server id replaces the resource, so the departed server's claims go. */
 export const nodeLocalPvcRemovalProvider: pulumi.dynamic.ResourceProvider = {
   async create(inputs: PvcRemovalState) {
-    return { id: `${inputs.nodeName}/${inputs.serverId}`, outs: inputs };
+    return { id: pvcRemovalId(inputs.nodeName, inputs.serverId), outs: inputs };
   },
   async diff(_id: string, olds: PvcRemovalState, news: PvcRemovalState) {
-    const replaces = (["nodeName", "serverId", "storageClass"] as const).filter((k) => olds[k] !== news[k]);
+    const replaces = NODE_LOCAL_PVC_REMOVAL_REPLACE_ON_CHANGES.filter((k) => olds[k] !== news[k]);
     return { changes: replaces.length > 0 || olds.credentials !== news.credentials, replaces, deleteBeforeReplace: true };
   },
   async update(_id: string, _olds: PvcRemovalState, news: PvcRemovalState) {

@@ -1,7 +1,8 @@
 /**
  * The program's side of nodefleet's provider plugin: `pulumi:providers:nodefleet`, configured once
  * per pool with the cluster credentials (a secret in the provider's state), which the pool's node
- * drains, Node removals and bootstrap tokens use. The plugin ships in this package (bin/,
+ * drains, Node removals and bootstrap tokens use, and on bare metal its Node metadata and local PVC
+ * removals. The plugin ships in this package (bin/,
  * docs/own-project.md says how a project names it).
  */
 import * as pulumi from "@pulumi/pulumi";
@@ -10,8 +11,8 @@ import { packageVersion } from "../shared/packageVersion";
 
 export interface ClusterAccessProviderArgs {
   /**
-   * Kubeconfig allowed to manage Nodes, evict pods and manage bootstrap token Secrets (token or
-   * client certificate user); a secret. None: render and simulation, where nothing reaches a cluster.
+   * Kubeconfig allowed to manage Nodes, evict pods and manage bootstrap token Secrets (bare metal
+   * with local storage: list PVs and delete PVCs; token or client certificate user); a secret. None: render and simulation, where nothing reaches a cluster.
    */
   readonly kubeconfig?: pulumi.Input<string>;
 }
@@ -23,7 +24,7 @@ export class ClusterAccessProvider extends pulumi.ProviderResource {
         ? pulumi.secret("")
         : secretCredentialsJson(
             args.kubeconfig,
-            `${name}: nodes of this pool cannot be drained, their Nodes are not deleted on removal and no bootstrap token can be created`,
+            `${name}: nodes of this pool cannot be drained, their Nodes are not deleted on removal or labelled, and no bootstrap token can be created`,
           );
     // The plugin of this package's version: the engine's Pulumi home has it (automation/engine/nodefleetPlugin.ts).
     super("nodefleet", name, { credentials }, { ...opts, version: packageVersion(__dirname) });

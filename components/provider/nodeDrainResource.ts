@@ -5,7 +5,7 @@
  * name and the timeout; the credentials come from the provider's configuration.
  */
 import * as pulumi from "@pulumi/pulumi";
-import { drainKubernetesNode } from "../kubernetes/kubernetesNodeDrain";
+import { checkedDrainTimeout, drainKubernetesNode } from "../kubernetes/kubernetesNodeDrain";
 import { type ResourceHandler, changedKeys } from "./resourceHandler";
 import { nodeNameFailures, positiveIntegerFailures } from "./inputRules";
 
@@ -46,8 +46,6 @@ export class NodeDrain extends pulumi.CustomResource {
 
   /** `opts.provider` must be the pool's ClusterAccessProvider; `opts.dependsOn` the server. */
   constructor(name: string, args: NodeDrainArgs, opts: pulumi.CustomResourceOptions) {
-    if (!Number.isInteger(args.timeoutSeconds) || args.timeoutSeconds < 1)
-      throw new Error(`${name}: drainTimeoutSeconds must be a whole number of seconds, at least 1`);
-    super(NODE_DRAIN_TYPE, name, { nodeName: args.nodeName, timeoutSeconds: args.timeoutSeconds }, opts);
+    super(NODE_DRAIN_TYPE, name, { nodeName: args.nodeName, timeoutSeconds: checkedDrainTimeout(name, args.timeoutSeconds) }, opts);
   }
 }

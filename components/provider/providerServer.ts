@@ -80,7 +80,8 @@ function providerService(version: string, handlers: Readonly<Record<string, Reso
       return new provproto.DiffResponse()
         .setChanges(changes ? provproto.DiffResponse.DiffChanges.DIFF_SOME : provproto.DiffResponse.DiffChanges.DIFF_NONE)
         .setDiffsList(result.changed)
-        .setReplacesList(result.replaces);
+        .setReplacesList(result.replaces)
+        .setDeletebeforereplace(result.deleteBeforeReplace === true && result.replaces.length > 0);
     });
   const create: Unary<provproto.CreateRequest, provproto.CreateResponse> = (call, callback) =>
     answer(callback, async () => {

@@ -19,8 +19,14 @@ export interface CheckFailure {
 export interface ResourceHandler {
   /** Validates new inputs; failures name the property and the rule. */
   check(news: Record<string, unknown>): { inputs: Record<string, unknown>; failures: CheckFailure[] };
-  /** Input properties that differ, and those among them that need a new resource. */
-  diff(olds: Record<string, unknown>, news: Record<string, unknown>): { changed: string[]; replaces: string[] };
+  /**
+   * Input properties that differ, and those among them that need a new resource; `deleteBeforeReplace`:
+   * the old resource is deleted before its replacement is created.
+   */
+  diff(
+    olds: Record<string, unknown>,
+    news: Record<string, unknown>,
+  ): { changed: string[]; replaces: string[]; deleteBeforeReplace?: boolean };
   create(inputs: Record<string, unknown>, access: ClusterAccess): Promise<{ id: string; outs: Record<string, unknown> }>;
   update(id: string, olds: Record<string, unknown>, news: Record<string, unknown>, access: ClusterAccess): Promise<Record<string, unknown>>;
   delete(id: string, props: Record<string, unknown>, access: ClusterAccess): Promise<void>;

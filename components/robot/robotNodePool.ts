@@ -3,7 +3,9 @@
  * number, installed and joined to an existing cluster (k0s or kubeadm). Per member: `-rescue`
  * (RobotRescue: rescue with the pool's keys, reset), `-hardware` and `-install` over SSH to the
  * rescue (installimage; it prints the installed system's host key), `-ready` and `-join` on the
- * installed system, then the host-firewall reload and, given a kubeconfig, the Node's metadata.
+ * installed system, then the host-firewall reload and, given a kubeconfig, the Node's metadata and
+ * removal (resources of nodefleet's plugin through the pool's provider, or for members created
+ * before it their dynamic ones: provider/bareMetalMemberResources.ts).
  * Rescue connections accept any host key (docs/security.md says why); the installed system's is
  * pinned. Reinstalls and re-joins roll in place; what reaches a running server, and what is not
  * supported: components/robot/README.md and docs/operations.md (Hetzner Robot pools).
@@ -16,9 +18,12 @@ import { clusterFirewallRules } from "../fleet/firewallRules";
 import { GATHER_HARDWARE_COMMAND, parseRescueHardware, renderAutosetup } from "./installimageAutosetup";
 import { READ_HOST_KEY_COMMAND, RECORD_ONLY_UPDATE, parseHostKeyLine, sshAuth } from "../bootstrap/sshConnection";
 import { hostFirewallCommandArgs } from "../bootstrap/hostFirewallCommand";
-import { type KubernetesNodeRemoval, memberNodeRemoval } from "../kubernetes/kubernetesNodeRemoval";
-import { KubernetesNodeMetadata } from "../kubernetes/kubernetesNodeMetadata";
-import { type KubernetesNodeUpdateDrain, memberUpdateDrain } from "../kubernetes/kubernetesNodeDrain";
+import type { KubernetesNodeRemoval } from "../kubernetes/kubernetesNodeRemoval";
+import type { KubernetesNodeUpdateDrain } from "../kubernetes/kubernetesNodeDrain";
+import type { MemberResources } from "../fleet/memberResources";
+import { BareMetalMemberResources } from "../provider/bareMetalMemberResources";
+import type { NodeRemoval } from "../provider/nodeRemovalResource";
+import type { NodeUpdateDrain } from "../provider/nodeUpdateDrainResource";
 import {
   type InPlaceRolloutPlan,
   type InPlaceRolloutStep,
@@ -29,7 +34,12 @@ import {
 import { type NodeOutput, nodeOutputIdentity } from "../fleet/nodeMember";
 import type { RobotCredentials } from "./robotClient";
 import { type RobotMember, robotMembers } from "./robotPlan";
-import { type CurrentInPlaceMember, inPlaceRolloutGeneration, scriptIgnoredUnlessRunning } from "../fleet/inPlaceMembers";
+import {
+  type CurrentInPlaceMember,
+  inPlaceMemberResources,
+  inPlaceRolloutGeneration,
+  scriptIgnoredUnlessRunning,
+} from "../fleet/inPlaceMembers";
 import { RobotRescue, configuredRobotCredentials } from "./robotRescue";
 import { RESCUE_INSTALL_COMMAND, renderRescueInstallScript } from "./robotRescueInstall";
 import { renderWorkerSelfJoinScript } from "../bootstrap/selfJoinScript";
@@ -63,6 +73,12 @@ export interface RobotNodePoolArgs {
    * is declared at its wanted generation at once, as on a first run.
    */
   readonly current?: readonly CurrentInPlaceMember[];
+  /**
+   * The flavour of members while `current` is absent (see fleet/inPlaceMembers.ts
+   * `inPlaceMemberResources`). Default `plugin`; `dynamic` for a pool an earlier nodefleet recorded
+   * without rollouts, whose members keep the dynamic resources they were created with.
+   */
+  readonly unrecordedMemberResources?: MemberResources;
 }
 
 /** What the pool reports per node: serverId is the Robot server number, serverType the pool's serverType. */
@@ -73,6 +89,8 @@ export interface RobotNodeOutput extends NodeOutput {
   readonly joinInputs: string;
   /** The installed system's pinned SSH host key. */
   readonly hostKey: pulumi.Output<string>;
+  /** The resources of its Node removal, drain and metadata (see fleet/memberResources.ts); the next run keeps them. */
+  readonly memberResources: MemberResources;
 }
 
 /** Not a parsable key: a connection pinned to it fails instead of connecting unverified. */
@@ -100,9 +118,9 @@ const FAIL_UNGATHERED = "echo 'nodefleet: the rescue system reported no disks' >
 
 export class RobotNodePool extends pulumi.ComponentResource {
   readonly rescues: RobotRescue[] = [];
-  readonly nodeRemovals: KubernetesNodeRemoval[] = [];
+  readonly nodeRemovals: Array<KubernetesNodeRemoval | NodeRemoval> = [];
   readonly nodes: RobotNodeOutput[] = [];
-  readonly updateDrains: KubernetesNodeUpdateDrain[] = [];
+  readonly updateDrains: Array<KubernetesNodeUpdateDrain | NodeUpdateDrain> = [];
   /** This run's rollout step. */
   readonly rollout: InPlaceRolloutPlan;
   readonly rolloutSummary: InPlaceRolloutSummary;
@@ -125,6 +143,7 @@ export class RobotNodePool extends pulumi.ComponentResource {
     const credentials = args.robotCredentials !== undefined ? pulumi.secret(args.robotCredentials) : configuredRobotCredentials();
     // Installs and reboots take minutes: keep dialling (the provider backs off between attempts).
     const connection = { user: "root", port: 22, dialErrorLimit: 100, perDialTimeout: 30, ...sshAuth(args) };
+    const clusterSide = new BareMetalMemberResources(name, args.kubeconfig, this);
 
     for (const step of this.rollout.members) {
       const wanted = planned.get(step.nodeId) as RobotMember;
@@ -132,7 +151,8 @@ export class RobotNodePool extends pulumi.ComponentResource {
       // Kept at its previous generation: the install and join it last ran with, unchanged.
       const declared =
         step.action === "retain" && previous ? { ...wanted, generation: previous.generation, joinInputs: previous.joinInputs } : wanted;
-      this.nodes.push(this.declareMember(name, args, declared, step.action, credentials, connection));
+      const resources = inPlaceMemberResources(args.current, step.nodeId, args.unrecordedMemberResources);
+      this.nodes.push(this.declareMember(name, args, declared, step.action, credentials, connection, { clusterSide, resources }));
     }
     this.registerOutputs({ nodes: this.nodes, rollout: this.rolloutSummary });
   }
@@ -144,6 +164,7 @@ export class RobotNodePool extends pulumi.ComponentResource {
     action: InPlaceRolloutStep["action"],
     credentials: pulumi.Input<RobotCredentials | undefined> | undefined,
     connection: { user: string; port: number; dialErrorLimit: number; perDialTimeout: number } & ReturnType<typeof sshAuth>,
+    { clusterSide, resources }: { clusterSide: BareMetalMemberResources; resources: MemberResources },
   ): RobotNodeOutput {
     const { cluster, pool } = args;
     const { member, generation, userData, joinInputs } = planned;
@@ -155,12 +176,12 @@ export class RobotNodePool extends pulumi.ComponentResource {
     // Named by generation: a reinstall gets a fresh token.
     const token = nodeBootstrapToken(`${prefix}-${generation}-token`, cluster, member.hostname, this);
     // Named by member, not generation: a reinstall keeps it; removing the member deletes the Node.
-    const nodeRemoval = memberNodeRemoval(member.hostname, args.kubeconfig, this);
+    const nodeRemoval = clusterSide.nodeRemoval(member.hostname, resources);
     if (nodeRemoval) this.nodeRemovals.push(nodeRemoval);
     // Its turn: the Node is drained before the rescue (a reinstall) or the join (a re-join) runs.
     const drain =
       action === "update"
-        ? memberUpdateDrain(member.hostname, rolloutGeneration, args.kubeconfig, pool.rollout.drainTimeoutSeconds, this)
+        ? clusterSide.updateDrain(member.hostname, rolloutGeneration, pool.rollout.drainTimeoutSeconds, resources)
         : undefined;
     if (drain) this.updateDrains.push(drain);
 
@@ -247,20 +268,13 @@ export class RobotNodePool extends pulumi.ComponentResource {
       hostFirewallCommandArgs({ connection: pinned, runScript: "bash -s", hostFirewall, machineId: install.id }),
       { parent: this, dependsOn: [joined] },
     );
-    if (args.kubeconfig !== undefined) {
-      // Labels and taints converge on every member now; a moved generation also uncordons the drained Node.
-      new KubernetesNodeMetadata(
-        `${prefix}-node-metadata`,
-        {
-          nodeName: member.hostname,
-          labels: member.labels,
-          taints: member.taints,
-          kubeconfig: args.kubeconfig,
-          generation: rolloutGeneration,
-        },
-        { parent: this, dependsOn: [joined] },
-      );
-    }
+    // Labels and taints converge on every member now; a moved generation also uncordons the drained Node.
+    clusterSide.nodeMetadata(
+      `${prefix}-node-metadata`,
+      { nodeName: member.hostname, labels: member.labels, taints: member.taints, generation: rolloutGeneration },
+      resources,
+      [joined],
+    );
 
     return {
       ...nodeOutputIdentity(member),
@@ -270,6 +284,7 @@ export class RobotNodePool extends pulumi.ComponentResource {
       ipv4: host.apply((h) => h || undefined),
       privateIpv4: pulumi.output(undefined),
       hostKey,
+      memberResources: resources,
     };
   }
 }

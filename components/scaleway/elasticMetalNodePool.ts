@@ -4,7 +4,9 @@
  * `privateNetwork.id` or created). Per member: an IPAM address, a bootstrap token, the server, the
  * bootstrap the offer decides (cloud-init or the SSH self-join, elasticMetalPlan.ts
  * `bootstrapMethod`), SSH commands that pin the host key read on first use, and, given a kubeconfig,
- * the Node's metadata, removal and local PVCs. Changes roll one member at a time, in place
+ * the Node's metadata, removal and local PVCs (resources of nodefleet's plugin through the pool's
+ * provider, or for members created before it their dynamic ones: provider/bareMetalMemberResources.ts).
+ * Changes roll one member at a time, in place
  * (fleet/rolloutPlan.ts `planInPlaceRollout`). What reaches a running member, and how:
  * components/scaleway/README.md; why: docs/operations.md (bare-metal notes).
  */
@@ -26,14 +28,20 @@ import {
   privateAddressCidr,
   scalewayRegion,
 } from "./elasticMetalPlan";
-import { type CurrentInPlaceMember, inPlaceRolloutGeneration, scriptIgnoredUnlessRunning } from "../fleet/inPlaceMembers";
+import {
+  type CurrentInPlaceMember,
+  inPlaceMemberResources,
+  inPlaceRolloutGeneration,
+  scriptIgnoredUnlessRunning,
+} from "../fleet/inPlaceMembers";
+import type { MemberResources } from "../fleet/memberResources";
 import { type ClusterSpec, type FirewallSpec, type ScalewayElasticMetalPool, firewallSchema } from "../fleet/fleetSpec";
 import { clusterFirewallRules } from "../fleet/firewallRules";
 import { assertElasticMetalCloudInitSize, renderSelfJoinCloudConfig } from "../bootstrap/kubeadmWorkerCloudConfig";
 import { kubeletConfigHash, renderKubeletConfig } from "../bootstrap/kubeletConfig";
 import { renderKubeletConfigRepush } from "../bootstrap/kubeletConfigRepush";
 import { type NodeMember, type NodeOutput, OWNERSHIP_LABELS, nodeMember, nodeOutputIdentity } from "../fleet/nodeMember";
-import { type KubernetesNodeUpdateDrain, memberUpdateDrain } from "../kubernetes/kubernetesNodeDrain";
+import type { KubernetesNodeUpdateDrain } from "../kubernetes/kubernetesNodeDrain";
 import {
   type InPlaceRolloutPlan,
   type InPlaceRolloutStep,
@@ -41,9 +49,10 @@ import {
   inPlaceRolloutSummary,
   planInPlaceRollout,
 } from "../fleet/rolloutPlan";
-import { type KubernetesNodeRemoval, memberNodeRemoval } from "../kubernetes/kubernetesNodeRemoval";
-import { NodeLocalPvcRemoval } from "../kubernetes/nodeLocalPvcRemoval";
-import { KubernetesNodeMetadata } from "../kubernetes/kubernetesNodeMetadata";
+import type { KubernetesNodeRemoval } from "../kubernetes/kubernetesNodeRemoval";
+import { BareMetalMemberResources } from "../provider/bareMetalMemberResources";
+import type { NodeRemoval } from "../provider/nodeRemovalResource";
+import type { NodeUpdateDrain } from "../provider/nodeUpdateDrainResource";
 import { type PrivateNetworkJoin, renderVlanIdDelivery, renderWorkerSelfJoinScript } from "../bootstrap/selfJoinScript";
 import { workerUserDataInputs } from "../bootstrap/workerUserDataInputs";
 import { READ_HOST_KEY_COMMAND, RECORD_ONLY_UPDATE, UNREAD_HOST_KEY, parseHostKeyLine, sshAuth } from "../bootstrap/sshConnection";
@@ -84,6 +93,12 @@ export interface ElasticMetalNodePoolArgs {
    * every member is declared at its wanted generation at once, as on a first run.
    */
   readonly current?: readonly CurrentElasticMetalMember[];
+  /**
+   * The flavour of members while `current` is absent (see fleet/inPlaceMembers.ts
+   * `inPlaceMemberResources`). Default `plugin`; `dynamic` for a pool an earlier nodefleet recorded
+   * without rollouts, whose members keep the dynamic resources they were created with.
+   */
+  readonly unrecordedMemberResources?: MemberResources;
 }
 
 /** What the pool reports per node: serverType is the offer name, location the Scaleway zone. */
@@ -100,6 +115,8 @@ export interface ElasticMetalNodeOutput extends NodeOutput {
   readonly hostKey: pulumi.Output<string>;
   /** sha256 of the kubelet config last re-pushed (kubeadm clusters): its previous one while the rollout has not reached it. */
   readonly kubeletConfigHash?: string;
+  /** The resources of its Node removal, drain, metadata and local PVC removal (see fleet/memberResources.ts); the next run keeps them. */
+  readonly memberResources: MemberResources;
 }
 
 /** The UUID part of a Scaleway id (`fr-par/<uuid>` or `<uuid>`), to compare ids across id formats. */
@@ -166,6 +183,8 @@ interface MemberContext {
   /** The kubelet config hash to declare the re-push with (kubeadm): a retained member's previous one. */
   readonly kubeletConfigHash?: string;
   readonly action: InPlaceRolloutStep["action"];
+  /** The flavour of its cluster-side resources (see fleet/memberResources.ts). */
+  readonly resources: MemberResources;
   readonly poolTags: string[];
   readonly offerId: pulumi.Output<string>;
   readonly osId: pulumi.Output<string>;
@@ -268,15 +287,18 @@ function knownVlan(member: NodeMember, vlanId: number | undefined): number {
 export class ElasticMetalNodePool extends pulumi.ComponentResource {
   readonly privateNetworkId: pulumi.Output<string>;
   readonly servers: scaleway.elasticmetal.Server[] = [];
-  readonly nodeRemovals: KubernetesNodeRemoval[] = [];
+  readonly nodeRemovals: Array<KubernetesNodeRemoval | NodeRemoval> = [];
   readonly nodes: ElasticMetalNodeOutput[] = [];
-  readonly updateDrains: KubernetesNodeUpdateDrain[] = [];
+  readonly updateDrains: Array<KubernetesNodeUpdateDrain | NodeUpdateDrain> = [];
+  /** The members' Node removal, drains, metadata and local PVC removal, in each member's flavour. */
+  private readonly clusterSide: BareMetalMemberResources;
   /** This run's rollout step. */
   readonly rollout: InPlaceRolloutPlan;
   readonly rolloutSummary: InPlaceRolloutSummary;
 
   constructor(name: string, args: ElasticMetalNodePoolArgs, opts?: pulumi.ComponentResourceOptions) {
     super("nodefleet:scaleway:ElasticMetalNodePool", name, {}, opts);
+    this.clusterSide = new BareMetalMemberResources(name, args.kubeconfig, this);
     const { cluster, pool } = args;
     // Everything decidable without the cloud is checked before any child is declared.
     const os = elasticMetalOs(pool.os);
@@ -346,6 +368,7 @@ export class ElasticMetalNodePool extends pulumi.ComponentResource {
           // A member recorded before its config was: the wanted one (as it was re-pushed unpaced then).
           ...(wanted.kubeletConfigHash !== undefined ? { kubeletConfigHash: kept?.kubeletConfigHash ?? wanted.kubeletConfigHash } : {}),
           action: step.action,
+          resources: inPlaceMemberResources(args.current, step.nodeId, args.unrecordedMemberResources),
           poolTags,
           offerId: offer.apply((o) => o.offerId ?? uuidOf(o.id)),
           osId: osImage.apply((o) => o.osId ?? uuidOf(o.id)),
@@ -401,7 +424,7 @@ export class ElasticMetalNodePool extends pulumi.ComponentResource {
     const cloudInit = ctx.method === "cloud-init" ? cloudInitJoin(member, token.token, privateAddress, renderJoin) : undefined;
 
     // Named by member, not generation: a replacement keeps it; removing the member deletes the Node.
-    const nodeRemoval = memberNodeRemoval(member.hostname, args.kubeconfig, this);
+    const nodeRemoval = this.clusterSide.nodeRemoval(member.hostname, ctx.resources);
     if (nodeRemoval) this.nodeRemovals.push(nodeRemoval);
     // The token Secret must exist before the node joins; the Node is deleted only after the server.
     const server = this.declareServer(scope, ip, cloudInit, [token, ...(nodeRemoval ? [nodeRemoval] : []), ...(drain ? [drain] : [])]);
@@ -422,10 +445,8 @@ export class ElasticMetalNodePool extends pulumi.ComponentResource {
       cluster.kind === "kubeadm" && ctx.kubeletConfigHash !== undefined
         ? this.declareKubeletConfigRepush(scope, server, pinned, ctx.kubeletConfigHash, joined)
         : undefined;
-    if (args.kubeconfig !== undefined)
-      this.declareNodeMetadata(scope, args.kubeconfig, privateAddress, rolloutGeneration, [joined, ...(repush ? [repush] : [])]);
-    if (pool.localStorageClass !== undefined && args.kubeconfig !== undefined)
-      this.declareLocalPvcRemoval(scope, pool.localStorageClass, args.kubeconfig, server);
+    this.declareNodeMetadata(scope, privateAddress, rolloutGeneration, [joined, ...(repush ? [repush] : [])]);
+    if (pool.localStorageClass !== undefined) this.declareLocalPvcRemoval(scope, pool.localStorageClass, server);
 
     return {
       ...nodeOutputIdentity(member),
@@ -438,14 +459,18 @@ export class ElasticMetalNodePool extends pulumi.ComponentResource {
       vlan,
       hostKey,
       ...(ctx.kubeletConfigHash !== undefined ? { kubeletConfigHash: ctx.kubeletConfigHash } : {}),
+      memberResources: ctx.resources,
     };
   }
 
   /** Its turn in the rollout: the Node is drained before its server is replaced or its join re-runs. */
-  private declareUpdateDrain({ args, member, ctx }: MemberScope, rolloutGeneration: string): KubernetesNodeUpdateDrain | undefined {
+  private declareUpdateDrain(
+    { args, member, ctx }: MemberScope,
+    rolloutGeneration: string,
+  ): KubernetesNodeUpdateDrain | NodeUpdateDrain | undefined {
     const drain =
       ctx.action === "update"
-        ? memberUpdateDrain(member.hostname, rolloutGeneration, args.kubeconfig, args.pool.rollout.drainTimeoutSeconds, this)
+        ? this.clusterSide.updateDrain(member.hostname, rolloutGeneration, args.pool.rollout.drainTimeoutSeconds, ctx.resources)
         : undefined;
     if (drain) this.updateDrains.push(drain);
     return drain;
@@ -636,38 +661,33 @@ export class ElasticMetalNodePool extends pulumi.ComponentResource {
 
   /** The kubelet applies labels and taints only at registration: the Node's are kept current through the API. */
   private declareNodeMetadata(
-    { prefix, member }: MemberScope,
-    kubeconfig: pulumi.Input<string>,
+    { prefix, member, ctx }: MemberScope,
     privateAddress: pulumi.Output<PrivateAddress>,
     rolloutGeneration: string,
     dependsOn: pulumi.Resource[],
   ): void {
-    new KubernetesNodeMetadata(
+    this.clusterSide.nodeMetadata(
       `${prefix}-node-metadata`,
       {
         nodeName: member.hostname,
         labels: { ...member.labels, [PRIVATE_IPV4_LABEL]: privateAddress.apply((a) => a.ipv4) },
         taints: member.taints,
-        kubeconfig,
         // A moved generation also uncordons the drained Node, once its join and re-push ran.
         generation: rolloutGeneration,
       },
-      { parent: this, dependsOn },
+      ctx.resources,
+      dependsOn,
     );
   }
 
   /** With `localStorageClass`, removing or replacing the server deletes the PVCs bound to its local PVs. */
-  private declareLocalPvcRemoval(
-    { prefix, member }: MemberScope,
-    storageClass: string,
-    kubeconfig: pulumi.Input<string>,
-    server: scaleway.elasticmetal.Server,
-  ): void {
+  private declareLocalPvcRemoval({ prefix, member, ctx }: MemberScope, storageClass: string, server: scaleway.elasticmetal.Server): void {
     // Depends on the server, so it is deleted (and reaps the claims) before the server goes.
-    new NodeLocalPvcRemoval(
+    this.clusterSide.localPvcRemoval(
       `${prefix}-local-pvcs`,
-      { nodeName: member.hostname, storageClass, serverId: server.id, kubeconfig },
-      { parent: this, dependsOn: [server] },
+      { nodeName: member.hostname, storageClass, serverId: server.id },
+      ctx.resources,
+      server,
     );
   }
 }

@@ -4,6 +4,8 @@ import type { AddressInfo } from "node:net";
 import { nodeMetadataPatch, nodeMetadataProvider } from "../../components/kubernetes/kubernetesNodeMetadata";
 import { nodeUpdateDrainProvider } from "../../components/kubernetes/kubernetesNodeDrain";
 import { withSerializedProvider } from "../support/serializedProvider";
+import { nodeMetadataHandler } from "../../components/provider/nodeMetadataResource";
+import { nodeUpdateDrainHandler } from "../../components/provider/nodeUpdateDrainResource";
 
 interface FakeNode {
   metadata: { name: string; resourceVersion: string; labels: Record<string, string> };
@@ -252,6 +254,92 @@ describe("Kubernetes Node labels and taints (KubernetesNodeMetadata)", function 
       } finally {
         await api.close();
       }
+    });
+  });
+
+  describe("the plugin's NodeMetadata and NodeUpdateDrain handlers, against the same stand-in API server", () => {
+    const declared = {
+      nodeName: "example-kura-0",
+      labels: { "nodefleet.io/pool": "kura" },
+      taints: [{ key: "tuist.dev/runner-cache", value: "true", effect: "NoSchedule" }],
+      registrationTimeoutSeconds: 60,
+    };
+
+    it("check refuses bad inputs, naming each property and its rule, and keeps only the declared inputs", () => {
+      const { inputs, failures } = nodeMetadataHandler.check({
+        nodeName: "Not_A_Node",
+        labels: { a: 1 },
+        taints: [{ key: "k", effect: "Sometimes" }],
+        registrationTimeoutSeconds: 0,
+        generation: "",
+        credentials: "never stored",
+      });
+      assert.deepEqual(
+        failures.map((f) => f.property),
+        ["nodeName", "labels", "taints[0]", "registrationTimeoutSeconds", "generation"],
+      );
+      assert.match(failures[2]!.reason, /taint effect must be one of NoSchedule/);
+      assert.equal("credentials" in inputs, false, "credentials are never a member's input");
+      assert.deepEqual(nodeMetadataHandler.check({ ...declared, generation: "aaaaaa" }).failures, []);
+      assert.deepEqual(
+        nodeUpdateDrainHandler.check({ nodeName: "example-kura-0", timeoutSeconds: 1.5 }).failures.map((f) => f.property),
+        ["generation", "timeoutSeconds"],
+      );
+    });
+
+    it("diff replaces only for another Node (metadata) or another Node or generation (update drain)", () => {
+      const metadata = (news: Record<string, unknown>) => nodeMetadataHandler.diff(declared, { ...declared, ...news });
+      assert.deepEqual(metadata({ labels: { a: "b" }, generation: "bbbbbb" }), { changed: ["labels", "generation"], replaces: [] });
+      assert.deepEqual(metadata({ nodeName: "example-kura-1" }).replaces, ["nodeName"]);
+      assert.deepEqual(metadata({}).changed, []);
+      const drain = { nodeName: "example-kura-0", generation: "aaaaaa", timeoutSeconds: 600 };
+      assert.deepEqual(nodeUpdateDrainHandler.diff(drain, { ...drain, generation: "bbbbbb" }).replaces, ["generation"]);
+      assert.deepEqual(nodeUpdateDrainHandler.diff(drain, { ...drain, timeoutSeconds: 60 }), { changed: ["timeoutSeconds"], replaces: [] });
+    });
+
+    it("create patches the Node with the provider's credentials; the update drain cordons it; the next update uncordons it; deletes change nothing", async () => {
+      const node = registeredNode();
+      const api = await fakeApi(node);
+      const access = { credentialsJson: api.credentials };
+      try {
+        const created = await nodeMetadataHandler.create({ ...declared, generation: "aaaaaa" }, access);
+        assert.equal(created.id, "example-kura-0");
+        assert.equal(node.metadata.labels["nodefleet.io/pool"], "kura");
+        assert.deepEqual(node.spec.taints, [NOT_READY, { key: "tuist.dev/runner-cache", value: "true", effect: "NoSchedule" }]);
+
+        const drain = await nodeUpdateDrainHandler.create({ nodeName: "example-kura-0", generation: "bbbbbb", timeoutSeconds: 30 }, access);
+        assert.equal(drain.id, "example-kura-0-bbbbbb");
+        assert.equal(node.spec.unschedulable, true, "drained: cordoned");
+
+        const outs = await nodeMetadataHandler.update(
+          "example-kura-0",
+          created.outs,
+          { ...declared, labels: {}, generation: "bbbbbb" },
+          access,
+        );
+        assert.equal(outs.generation, "bbbbbb");
+        assert.equal(node.spec.unschedulable, false, "updated and joined: uncordoned");
+        assert.equal("nodefleet.io/pool" in node.metadata.labels, false, "a label it no longer declares is removed");
+        assert.equal(node.metadata.labels["team.example.com/owner"], "ops", "labels others set stay");
+
+        const before = api.requests.length;
+        await nodeMetadataHandler.delete("example-kura-0", outs, access);
+        await nodeUpdateDrainHandler.delete(drain.id, drain.outs, access);
+        assert.equal(api.requests.length, before, "deleting either sends nothing");
+      } finally {
+        await api.close();
+      }
+    });
+
+    it("fails, naming the Node, when the provider has no usable credentials", async () => {
+      await assert.rejects(
+        nodeMetadataHandler.create(declared, { credentialsJson: "" }),
+        /cannot set the labels and taints of Kubernetes Node example-kura-0: no usable kubeconfig/,
+      );
+      await assert.rejects(
+        nodeUpdateDrainHandler.create({ nodeName: "example-kura-0", generation: "a", timeoutSeconds: 5 }, { credentialsJson: "" }),
+        /cannot drain Kubernetes Node example-kura-0/,
+      );
     });
   });
 });

@@ -3,6 +3,7 @@ import * as http from "node:http";
 import type { AddressInfo } from "node:net";
 import { nodeLocalClaims, nodeLocalPvcRemovalProvider, removeNodeLocalClaims } from "../../components/kubernetes/nodeLocalPvcRemoval";
 import { withSerializedProvider } from "../support/serializedProvider";
+import { nodeLocalPvcRemovalHandler } from "../../components/provider/nodeLocalPvcRemovalResource";
 
 function pv(name: string, storageClass: string | undefined, claim: [string, string] | undefined, hosts: string[] | undefined) {
   return {
@@ -121,5 +122,49 @@ describe("node-local PVC removal", () => {
     } finally {
       await api.close();
     }
+  });
+
+  describe("the plugin's NodeLocalPvcRemoval handler", () => {
+    const inputs = { nodeName: "example-kura-1", storageClass: "scw-local-nvme", serverId: "x" };
+
+    it("check refuses bad inputs, naming each property and its rule", () => {
+      const { failures } = nodeLocalPvcRemovalHandler.check({ nodeName: "example-kura-1", storageClass: "", serverId: 7 });
+      assert.deepEqual(
+        failures.map((f) => [f.property, f.reason]),
+        [
+          ["storageClass", "storageClass must be a non-empty string"],
+          ["serverId", "serverId must be a non-empty string"],
+        ],
+      );
+      assert.deepEqual(nodeLocalPvcRemovalHandler.check(inputs), { inputs, failures: [] });
+    });
+
+    it("replaces on a new server id, node or class, deleting the old one first", () => {
+      assert.deepEqual(nodeLocalPvcRemovalHandler.diff(inputs, { ...inputs, serverId: "y" }), {
+        changed: ["serverId"],
+        replaces: ["serverId"],
+        deleteBeforeReplace: true,
+      });
+      assert.deepEqual(nodeLocalPvcRemovalHandler.diff(inputs, { ...inputs }).changed, []);
+    });
+
+    it("creates without a request, and deletes the node's claims with the provider's credentials", async () => {
+      const api = await apiServer();
+      try {
+        const access = { credentialsJson: JSON.stringify({ server: api.url, token: "p" }) };
+        const created = await nodeLocalPvcRemovalHandler.create(inputs, access);
+        assert.equal(created.id, "example-kura-1/x");
+        assert.deepEqual(await nodeLocalPvcRemovalHandler.update(created.id, inputs, inputs, access), inputs);
+        assert.deepEqual(api.seen, [], "nothing reaches the cluster until it is deleted");
+        await nodeLocalPvcRemovalHandler.delete(created.id, created.outs, access);
+        assert.deepEqual(api.seen, [
+          "GET /api/v1/persistentvolumes Bearer p",
+          "DELETE /api/v1/namespaces/kura/persistentvolumeclaims/data-kura-1 Bearer p",
+        ]);
+        await assert.rejects(nodeLocalPvcRemovalHandler.delete(created.id, created.outs, { credentialsJson: "" }), /no usable kubeconfig/);
+      } finally {
+        await api.close();
+      }
+    });
   });
 });

@@ -185,6 +185,38 @@ describe("nodefleet's provider plugin (bin/pulumi-resource-nodefleet over gRPC)"
     assert.deepEqual((api.requests[1]!.body as { spec: unknown }).spec, { unschedulable: true }, "cordoned first");
   });
 
+  it("serves the bare-metal members' types: a NodeMetadata check names the property, a PVC removal is deleted before its replacement", async () => {
+    const check = await call<provproto.CheckResponse>(
+      client,
+      "check",
+      new provproto.CheckRequest()
+        .setUrn(urn("nodefleet:kubernetes:NodeMetadata", "m"))
+        .setNews(struct({ nodeName: "node-a", labels: {}, taints: "none", registrationTimeoutSeconds: 60 })),
+    );
+    assert.deepEqual(
+      check.getFailuresList().map((f) => [f.getProperty(), f.getReason()]),
+      [["taints", "taints must be a list"]],
+    );
+    const removal = { nodeName: "node-a", storageClass: "local", serverId: "s1" };
+    const diff = await call<provproto.DiffResponse>(
+      client,
+      "diff",
+      new provproto.DiffRequest()
+        .setUrn(urn("nodefleet:kubernetes:NodeLocalPvcRemoval", "p"))
+        .setOlds(struct(removal))
+        .setNews(struct({ ...removal, serverId: "s2" })),
+    );
+    assert.deepEqual([diff.getReplacesList(), diff.getDeletebeforereplace()], [["serverId"], true]);
+    const drain = await call<provproto.CreateResponse>(
+      client,
+      "create",
+      new provproto.CreateRequest()
+        .setUrn(urn("nodefleet:kubernetes:NodeUpdateDrain", "node-a-g1-drain"))
+        .setProperties(struct({ nodeName: "node-a", generation: "g1", timeoutSeconds: 5 })),
+    );
+    assert.equal(drain.getId(), "node-a-g1");
+  });
+
   it("answers an unknown resource type with an error naming it", async () => {
     await assert.rejects(
       call(client, "create", new provproto.CreateRequest().setUrn(urn("nodefleet:kubernetes:Nothing", "x")).setProperties(struct({}))),

@@ -309,9 +309,18 @@ describe("robotNodePool: resource graph under mocks", () => {
     const kubeconfig = tokenKubeconfig("very-secret");
     const { resources } = await runPool({}, {}, { kubeconfig });
     assert.deepEqual(
-      resources.filter((r) => r.type === "pulumi-nodejs:dynamic/nodefleet:KubernetesNodeRemoval").map((r) => r.name),
+      resources.filter((r) => r.type === "nodefleet:kubernetes:NodeRemoval").map((r) => r.name),
       ["example-fsn-metal-a-node-removal", "example-fsn-metal-b-node-removal"],
     );
+    // New members: the plugin's removal through the pool's one provider, which holds the credentials.
+    const providers = resources.filter((r) => r.type === "pulumi:providers:nodefleet");
+    assert.deepEqual(
+      providers.map((p) => p.name),
+      ["example-fsn-metal-cluster-access"],
+    );
+    assert.ok(isWrappedSecret(providers[0]!.inputs.credentials));
+    for (const r of resources.filter((r) => r.type === "nodefleet:kubernetes:NodeRemoval"))
+      assert.deepEqual(Object.keys(r.inputs), ["nodeName"], "no credentials per member");
   });
 
   it("is declared by the Fleet for hetzner-robot pools, next to the other pools", async () => {

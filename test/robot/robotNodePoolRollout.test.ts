@@ -220,9 +220,95 @@ describe("RobotNodePool rolling reinstalls and re-joins across runs (mock runtim
       { pool: "other", nodeId: "other-0", hostname: "example-other-0", generation: "bbbbbb", joinInputs: "e".repeat(64) },
     ];
     assert.deepEqual(currentInPlaceMembers(nodes, POOL, new Set([`example-${POOL}-s0`])), [
-      { nodeId: `${POOL}-s0`, generation: "aaaaaa", joinInputs: "f".repeat(64), ready: true },
+      { nodeId: `${POOL}-s0`, generation: "aaaaaa", joinInputs: "f".repeat(64), ready: true, memberResources: "dynamic" },
     ]);
+    assert.equal(
+      currentInPlaceMembers([{ ...nodes[0], memberResources: "plugin" }], POOL, new Set())?.[0].memberResources,
+      "plugin",
+      "a member's recorded flavour is carried to the next run",
+    );
     assert.equal(currentInPlaceMembers(nodes, POOL, new Set())?.[0].ready, false);
     assert.equal(currentInPlaceMembers([{ ...nodes[0], joinInputs: undefined }], POOL, new Set()), undefined);
+  });
+
+  it("keeps each member's recorded flavour: one recorded before the plugin keeps its dynamic resources, the others use the pool's provider", async () => {
+    const spec = parseFleetSpec(
+      rawFleetConfig({ cluster: clusterConfig({ k0sVersion: "v1.33.4+k0s.0" }), pools: [robotPool({ rollout: { maxUnavailable: 6 } })] }),
+    );
+    const { kubeconfig: _k, ...cluster } = spec.cluster;
+    const pool = spec.pools[0] as HetznerRobotPool;
+    const [earlier, recorded] = robotMembers(cluster, pool);
+    const running = (m: typeof earlier) => ({
+      nodeId: m!.member.nodeId,
+      generation: m!.generation,
+      joinInputs: m!.joinInputs,
+      ready: true,
+    });
+    // No memberResources: recorded by a nodefleet before the plugin, so `dynamic`; the other four are new.
+    const current: CurrentInPlaceMember[] = [running(earlier), { ...running(recorded), memberResources: "plugin" }];
+    const { resources, outputs } = await runUnderMocks({
+      stack: "test",
+      config: { "nodefleet:sshPrivateKey": SSH_KEY },
+      secretKeys: ["nodefleet:sshPrivateKey"],
+      program: () => {
+        // A new k0s version re-joins both running members this run, each drained first.
+        const component = new RobotNodePool(`example-${POOL}`, {
+          cluster: { ...cluster, k0sVersion: "v1.33.5+k0s.0" },
+          pool,
+          current,
+          kubeconfig: tokenKubeconfig("t0ken"),
+        });
+        return { nodes: component.nodes };
+      },
+    });
+    const DYNAMIC = "pulumi-nodejs:dynamic/nodefleet:";
+    const PLUGIN = "nodefleet:kubernetes:";
+    const clusterSide = ["KubernetesNodeRemoval", "KubernetesNodeUpdateDrain", "KubernetesNodeMetadata"]
+      .map((t) => DYNAMIC + t)
+      .concat(["NodeRemoval", "NodeUpdateDrain", "NodeMetadata"].map((t) => PLUGIN + t));
+    const of = (nodeId: string) => resources.filter((r) => clusterSide.includes(r.type) && new RegExp(`(^|-)${nodeId}(-|$)`).test(r.name));
+    const typesOf = (nodeId: string) =>
+      of(nodeId)
+        .map((r) => r.type)
+        .sort();
+    assert.deepEqual(typesOf(earlier!.member.nodeId), [
+      `${DYNAMIC}KubernetesNodeMetadata`,
+      `${DYNAMIC}KubernetesNodeRemoval`,
+      `${DYNAMIC}KubernetesNodeUpdateDrain`,
+    ]);
+    assert.deepEqual(typesOf(recorded!.member.nodeId), [`${PLUGIN}NodeMetadata`, `${PLUGIN}NodeRemoval`, `${PLUGIN}NodeUpdateDrain`]);
+    for (const nodeId of NODE_IDS.slice(2)) assert.deepEqual(typesOf(nodeId), [`${PLUGIN}NodeMetadata`, `${PLUGIN}NodeRemoval`], nodeId);
+    for (const nodeId of NODE_IDS.slice(1)) {
+      for (const r of of(nodeId)) {
+        assert.match(String(r.provider), new RegExp(`pulumi:providers:nodefleet::example-${POOL}-cluster-access::`), r.name);
+        assert.equal(r.inputs.credentials, undefined, `${r.name} carries no credentials`);
+      }
+    }
+    assert.equal(resources.filter((r) => r.type === "pulumi:providers:nodefleet").length, 1, "one provider for the pool");
+    assert.equal(
+      resources.filter((r) => r.type === "pulumi-nodejs:dynamic/nodefleet:RobotRescue").length,
+      NODE_IDS.length,
+      "the rescue stays dynamic: it needs the Robot credentials, not the cluster's",
+    );
+    assert.deepEqual(
+      plain<Array<{ memberResources: string }>>(outputs.nodes).map((n) => n.memberResources),
+      ["dynamic", "plugin", "plugin", "plugin", "plugin", "plugin"],
+      "each member's flavour is recorded for the next run",
+    );
+  });
+
+  it("keeps the dynamic resources of a pool an earlier nodefleet recorded without joins, and records plugin members on a first run", async () => {
+    const first = await up("v1.33.4+k0s.0", undefined);
+    assert.deepEqual(
+      nodesOf(first).map((n) => (n as NodeValues & { memberResources?: string }).memberResources),
+      NODE_IDS.map(() => "plugin"),
+    );
+    const unrecorded = nodesOf(first).map(({ joinInputs: _j, ...n }) => ({ ...n, memberResources: undefined }));
+    const again = await up("v1.33.4+k0s.0", unrecorded);
+    assert.deepEqual(
+      nodesOf(again).map((n) => (n as NodeValues & { memberResources?: string }).memberResources),
+      NODE_IDS.map(() => "dynamic"),
+      "members the previous run could not describe are taken as created before the plugin",
+    );
   });
 });

@@ -393,8 +393,19 @@ describe("ElasticMetalNodePool under mocks", function () {
       assert.equal(inputs.nodeName, `example-kura-scw-fr-par-${i}`);
       assert.equal(inputs.storageClass, "scw-local-nvme");
       assert.equal(inputs.serverId, server.id, "a replaced server is a departed node");
-      assert.ok(isWrappedSecret(removal.inputs.credentials), "credentials stay secret");
+      assert.equal(removal.type, "nodefleet:kubernetes:NodeLocalPvcRemoval", "a new member's removal is the plugin's");
+      assert.deepEqual(Object.keys(removal.inputs).sort(), ["nodeName", "serverId", "storageClass"], "no credentials per member");
+      assert.match(String(removal.provider), /pulumi:providers:nodefleet::example-kura-cluster-access::/);
     }
+    assert.ok(nodeRemovals.every((r) => r.type === "nodefleet:kubernetes:NodeRemoval"));
+    // The credentials sit once, in the pool's provider, as a secret.
+    const providers = ofType(resources, "pulumi:providers:nodefleet");
+    assert.deepEqual(
+      providers.map((p) => p.name),
+      ["example-kura-cluster-access"],
+    );
+    assert.ok(isWrappedSecret(providers[0]!.inputs.credentials), "credentials stay secret");
+    assert.equal(JSON.parse(String(plain({ c: providers[0]!.inputs.credentials }).c)).token, "abc");
     const without = await runPool(spec({ replicas: 2 }), { kubeconfig });
     assert.equal(without.resources.filter((r) => r.name.endsWith("-local-pvcs")).length, 0);
     const rendered = await runPool(spec({ replicas: 2, localStorageClass: "scw-local-nvme" }));
@@ -452,7 +463,9 @@ describe("ElasticMetalNodePool under mocks", function () {
     assert.equal(inputs.labels[PRIVATE_IPV4_LABEL], ip.state.address);
     assert.equal(inputs.labels["nodefleet.io/pool"], "kura-scw-fr-par");
     assert.deepEqual(inputs.taints, [{ key: "tuist.dev/runner-cache", value: "true", effect: "NoSchedule" }]);
-    assert.ok(isWrappedSecret(metadata.inputs.credentials), "credentials stay secret");
+    assert.equal(metadata.type, "nodefleet:kubernetes:NodeMetadata");
+    assert.equal(metadata.inputs.credentials, undefined, "the credentials are the pool provider's, not the member's");
+    assert.match(String(metadata.provider), /pulumi:providers:nodefleet::example-kura-cluster-access::/);
     assert.deepEqual(base.options.get(metadata.name)?.dependsOn !== undefined, true);
 
     const relabelled = await runPool(spec({ labels: { "example.com/tier": "cache" }, taints: [] }), { kubeconfig });

@@ -6,7 +6,7 @@
 import { strict as assert } from "node:assert";
 import type * as pulumi from "@pulumi/pulumi";
 import { type MockRunResult, type RecordedResource, runUnderMocks } from "../../automation/mocks/runUnderMocks";
-import { resolveSecrets } from "../../automation/mocks/secretValues";
+import { containsSecret, resolveSecrets } from "../../automation/mocks/secretValues";
 import { type ScalewayElasticMetalPool, parseFleetSpec } from "../../components/fleet/fleetSpec";
 import type { InPlaceRolloutSummary } from "../../components/fleet/rolloutPlan";
 import { ElasticMetalNodePool, RETAINED_ELASTIC_METAL_IGNORED_INPUTS } from "../../components/scaleway/elasticMetalNodePool";
@@ -200,9 +200,121 @@ describe("ElasticMetalNodePool rolling replacements and re-joins across runs (mo
       serverType: "EM-B220E-NVME",
       location: "fr-par-2",
     };
-    assert.deepEqual(currentElasticMetalMembers([node], POOL, new Set([node.hostname])), [
-      { nodeId: node.nodeId, generation: "aaaaaa", joinInputs: "f".repeat(64), offer: "EM-B220E-NVME", zone: "fr-par-2", ready: true },
-    ]);
+    const read = {
+      nodeId: node.nodeId,
+      generation: "aaaaaa",
+      joinInputs: "f".repeat(64),
+      offer: "EM-B220E-NVME",
+      zone: "fr-par-2",
+      ready: true,
+    };
+    assert.deepEqual(currentElasticMetalMembers([node], POOL, new Set([node.hostname])), [{ ...read, memberResources: "dynamic" }]);
+    assert.deepEqual(
+      currentElasticMetalMembers([{ ...node, memberResources: "plugin" }], POOL, new Set([node.hostname])),
+      [{ ...read, memberResources: "plugin" }],
+      "a member's recorded flavour is carried to the next run",
+    );
     assert.equal(currentElasticMetalMembers([{ ...node, generation: undefined }], POOL, new Set()), undefined);
+  });
+
+  it("keeps each member's recorded flavour: one recorded before the plugin keeps its dynamic resources, the others use the pool's provider", async () => {
+    const fleet = parseFleetSpec(
+      rawFleetConfig({
+        pools: [elasticMetalPoolConfig({ replicas: 3, localStorageClass: "scw-local-nvme", rollout: { maxUnavailable: 3 } })],
+      }),
+    );
+    const { kubeconfig: _k, ...cluster } = fleet.cluster;
+    const pool = fleet.pools[0] as ScalewayElasticMetalPool;
+    const [earlier, recorded, added] = elasticMetalMembers(cluster, pool);
+    const running = (m: typeof earlier) => ({
+      nodeId: m!.nodeId,
+      generation: elasticMetalGeneration(pool),
+      joinInputs: elasticMetalJoinInputs(cluster, m!),
+      offer: pool.offer,
+      zone: pool.zone,
+      ready: true,
+    });
+    // No memberResources: recorded by a nodefleet before the plugin, so `dynamic`.
+    const current: CurrentElasticMetalMember[] = [running(earlier), { ...running(recorded), memberResources: "plugin" }];
+    const options = new Map<string, pulumi.CustomResourceOptions>();
+    const { resources, outputs } = await runUnderMocks({
+      stack: "test",
+      config: { "nodefleet:sshPrivateKey": SSH_KEY },
+      secretKeys: ["nodefleet:sshPrivateKey"],
+      program: () => {
+        // A new k0s version re-joins both running members this run (maxUnavailable 3), each drained first.
+        const component = new ElasticMetalNodePool(
+          `example-${POOL}`,
+          { cluster: { ...cluster, k0sVersion: "v1.33.5+k0s.0" }, pool, current, kubeconfig: tokenKubeconfig("t0ken") },
+          {
+            transformations: [
+              (a) => {
+                options.set(a.name, a.opts);
+                return undefined;
+              },
+            ],
+          },
+        );
+        return { nodes: component.nodes };
+      },
+    });
+    const DYNAMIC = "pulumi-nodejs:dynamic/nodefleet:";
+    const PLUGIN = "nodefleet:kubernetes:";
+    const clusterSide = ["KubernetesNodeRemoval", "KubernetesNodeUpdateDrain", "KubernetesNodeMetadata", "NodeLocalPvcRemoval"]
+      .map((t) => DYNAMIC + t)
+      .concat(["NodeRemoval", "NodeUpdateDrain", "NodeMetadata", "NodeLocalPvcRemoval"].map((t) => PLUGIN + t));
+    const of = (nodeId: string) => resources.filter((r) => clusterSide.includes(r.type) && new RegExp(`(^|-)${nodeId}(-|$)`).test(r.name));
+    const typesOf = (nodeId: string) =>
+      of(nodeId)
+        .map((r) => r.type)
+        .sort();
+    assert.deepEqual(typesOf(earlier!.nodeId), [
+      `${DYNAMIC}KubernetesNodeMetadata`,
+      `${DYNAMIC}KubernetesNodeRemoval`,
+      `${DYNAMIC}KubernetesNodeUpdateDrain`,
+      `${DYNAMIC}NodeLocalPvcRemoval`,
+    ]);
+    for (const r of of(earlier!.nodeId)) assert.ok(containsSecret(r.inputs.credentials), `${r.name} keeps its own credentials, secret`);
+    assert.deepEqual(typesOf(recorded!.nodeId), [
+      `${PLUGIN}NodeLocalPvcRemoval`,
+      `${PLUGIN}NodeMetadata`,
+      `${PLUGIN}NodeRemoval`,
+      `${PLUGIN}NodeUpdateDrain`,
+    ]);
+    assert.deepEqual(typesOf(added!.nodeId), [`${PLUGIN}NodeLocalPvcRemoval`, `${PLUGIN}NodeMetadata`, `${PLUGIN}NodeRemoval`]);
+    for (const r of [...of(recorded!.nodeId), ...of(added!.nodeId)]) {
+      assert.match(String(r.provider), new RegExp(`pulumi:providers:nodefleet::example-${POOL}-cluster-access::`), r.name);
+      assert.equal(r.inputs.credentials, undefined, `${r.name} carries no credentials`);
+    }
+    assert.equal(resources.filter((r) => r.type === "pulumi:providers:nodefleet").length, 1, "one provider for the pool");
+    const dependsOn = (name: string, constructor: string) =>
+      ([] as unknown[]).concat(options.get(name)?.dependsOn ?? []).some((d) => (d as object).constructor?.name === constructor);
+    assert.ok(dependsOn(`example-${POOL}-${earlier!.nodeId}-join`, "KubernetesNodeUpdateDrain"));
+    assert.ok(dependsOn(`example-${POOL}-${recorded!.nodeId}-join`, "NodeUpdateDrain"), "the plugin's drain gates the re-join too");
+    assert.deepEqual(
+      plain<Array<{ memberResources: string }>>(outputs.nodes).map((n) => n.memberResources),
+      ["dynamic", "plugin", "plugin"],
+      "each member's flavour is recorded for the next run",
+    );
+  });
+
+  it("keeps the dynamic resources of a pool an earlier nodefleet recorded without generations, and records plugin members on a first run", async () => {
+    const flavours = (run: Run) => nodesOf(run).map((n) => (n as NodeValues & { memberResources?: string }).memberResources);
+    const first = await up(undefined);
+    assert.deepEqual(
+      flavours(first),
+      NODE_IDS.map(() => "plugin"),
+    );
+    const unrecorded = nodesOf(first).map(({ generation: _g, ...n }) => ({ ...n, memberResources: undefined }));
+    assert.deepEqual(
+      flavours(await up(unrecorded)),
+      NODE_IDS.map(() => "dynamic"),
+      "members the previous run could not describe are taken as created before the plugin",
+    );
+    assert.deepEqual(
+      flavours(await up(nodesOf(first))),
+      NODE_IDS.map(() => "plugin"),
+      "recorded plugin members stay plugin",
+    );
   });
 });

@@ -48,7 +48,7 @@ interface JoinedMachine {
   readonly identity: KubeIdentity;
   readonly resources?: NodeStatusResources;
   readonly kubeletVersion: string;
-  /** The kubelet's `--node-ip`, reported as the Node's InternalIP. */
+  /** The Node's InternalIP: the kubelet's `--node-ip`, or without one the server's public IPv4. */
   readonly nodeIp?: string;
 }
 
@@ -330,7 +330,8 @@ export class NodeAgent {
   private async join(server: FakeServer): Promise<void> {
     try {
       const { nodeIpWait, ...intent } = readK0sWorkerUserData(server.userData);
-      const nodeIp = nodeIpWait ? this.privateAddress(server, nodeIpWait) : undefined;
+      // Without --node-ip a kubelet registers its default route's address: a Hetzner server's public IPv4.
+      const nodeIp = nodeIpWait ? this.privateAddress(server, nodeIpWait) : (server.ipv4 ?? undefined);
       if (nodeIp === null) {
         this.machines.delete(server.id);
         return;

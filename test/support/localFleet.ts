@@ -67,6 +67,22 @@ export function setLocalNetworkRange(cloud: LocalCloud, ipRange: string): void {
   editStackConfig<Record<string, unknown>>(cloud, "nodefleet:network", (network) => ({ ...network, ipRange }));
 }
 
+/**
+ * Makes the local cluster ready for pools off the private network (docs/networking.md): nodes
+ * register their public address, the CNI encryption is named, the firewall's kubelet rule gains a
+ * public source (a documentation address, RFC 5737) and the API server is named by a DNS name its
+ * certificate carries instead of a loopback IPv4 address, which the spec refuses for such pools.
+ */
+export function setLocalPublicAddresses(cloud: LocalCloud): void {
+  editStackConfig<Record<string, unknown>>(cloud, "nodefleet:cluster", (cluster) => ({
+    ...cluster,
+    nodeAddress: "public",
+    cniEncryption: "cilium-wireguard",
+    controlPlaneAddresses: [...((cluster.controlPlaneAddresses as string[] | undefined) ?? []), "203.0.113.10/32"],
+    apiServer: String(cluster.apiServer).replace("//127.0.0.1:", "//localhost:"),
+  }));
+}
+
 /** Authenticated GET against the fake Hetzner API. */
 export async function hcloudGet(cloud: LocalCloud, path: string): Promise<Record<string, any>> {
   const response = await fetch(`${cloud.env.HCLOUD_ENDPOINT}${path}`, { headers: { Authorization: `Bearer ${cloud.env.HCLOUD_TOKEN}` } });

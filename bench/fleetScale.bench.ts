@@ -1,14 +1,15 @@
 /**
  * What a burst of creates costs as the fleet grows, on the real engine and the local cloud (boot
  * delay 0), for the release before nodefleet's provider plugin and this checkout side by side in one
- * run: each on a fresh local cloud, bursts of `--burst` (default 40) creates, the members of each
- * burst kept, so rounds start at N = 0, 40, ... members already in the stack (`--rounds`, default 2:
- * the autoscaled pool shares Hetzner's 100-server network). Per round: seconds from the burst to
- * every `POST /servers`, to every Node Ready and to the whole batch RUNNING, the API stack's state
- * bytes per member, its checkpoint writes per created member (inotify renames of the checkpoint
- * file, how the file backend replaces it), and Hetzner requests per created node.
+ * run, each on a fresh local cloud: before each measured burst of `--burst` (default 40) creates, an
+ * unmeasured fill brings the pool to N members (`--at`, default 0,100,300 for this checkout, whose
+ * pool is off the private network; `--previous-at`, default 0,60: the previous release's pool shares
+ * Hetzner's 100-server network). Per burst: seconds to every `POST /servers`, to every Node Ready
+ * and to the whole batch RUNNING, the API stack's state bytes per member, its checkpoint writes per
+ * created member (inotify renames of the checkpoint file, how the file backend replaces it), and
+ * Hetzner requests per created node.
  */
-import { type FSWatcher, mkdtempSync, rmSync, statSync, watch } from "node:fs";
+import { type FSWatcher, mkdtempSync, readdirSync, rmSync, statSync, watch } from "node:fs";
 import { cpus, tmpdir, totalmem } from "node:os";
 import { basename, join } from "node:path";
 import { performance } from "node:perf_hooks";
@@ -16,22 +17,21 @@ import { type LocalCloud, startLocalCloud } from "../automation/local/localCloud
 import { stackCheckpointFiles } from "../automation/engine/fileBackendState";
 import { apiStackName } from "../automation/reconciler/apiStack";
 import { runPulumi } from "../automation/local/localStack";
-import { UP, editLocalPool, editLocalPools, isReady, poolNodes } from "../test/support/localFleet";
+import { UP, editLocalPool, editLocalPools, isReady, poolNodes, setLocalPublicAddresses } from "../test/support/localFleet";
 import { localStackProject } from "../test/support/localStackProject";
-import { type ServeProcess, serveOnLocalCloud } from "../test/support/serveProcess";
+import { type ServeProcess, serveOnLocalCloud, stopServe } from "../test/support/serveProcess";
 import { until } from "../test/support/until";
 import { arg, percentile } from "./benchSetup";
 import { BEFORE_PROVIDER_PLUGIN, buildRelease } from "./previousRelease";
 
 const POOL = "local-burst";
 const BURST = Number(arg("burst", "40"));
-const ROUNDS = Number(arg("rounds", "2"));
+const sizes = (text: string) => (text === "none" ? [] : text.split(",").map(Number));
+const AT = sizes(arg("at", "0,100,300"));
+const PREVIOUS_AT = sizes(arg("previous-at", "0,60"));
 
-interface Round {
+interface Round extends Timings {
   readonly before: number;
-  readonly toServers: number;
-  readonly toReady: number;
-  readonly toRunning: number;
   readonly stateBytesPerMember: number;
   readonly writesPerCreated: number;
   readonly requestsPerNode: number;
@@ -39,17 +39,80 @@ interface Round {
 
 const totalRequests = (cloud: LocalCloud) => [...cloud.hcloud.requestCounts.values()].reduce((a, b) => a + b, 0);
 
-/** Counts the file backend's replacements of `file` (it writes a temporary file and renames it over). */
+/**
+ * Counts the file backend's replacements of `file` (it writes a temporary file and renames it over),
+ * watching the stacks folder and each project folder in it without recursion (Node 20's recursive
+ * watch misses events on Linux).
+ */
 function countWrites(file: () => string | undefined, stacksDir: string): { count: () => number; close: () => void } {
   let writes = 0;
-  const watcher: FSWatcher = watch(stacksDir, { recursive: true }, (event, name) => {
-    const target = file();
-    if (event === "rename" && target && name && basename(String(name)) === basename(target)) writes++;
-  });
-  return { count: () => writes, close: () => watcher.close() };
+  const watchers = new Map<string, FSWatcher>();
+  const watchFolder = (folder: string) => {
+    if (watchers.has(folder) || !statSync(folder, { throwIfNoEntry: false })?.isDirectory()) return;
+    watchers.set(
+      folder,
+      watch(folder, (event, name) => {
+        const target = file();
+        if (event === "rename" && target && name && basename(String(name)) === basename(target)) writes++;
+        if (folder === stacksDir && name) watchFolder(join(stacksDir, String(name)));
+      }),
+    );
+  };
+  watchFolder(stacksDir);
+  for (const entry of readdirSync(stacksDir)) watchFolder(join(stacksDir, entry));
+  return { count: () => writes, close: () => watchers.forEach((w) => w.close()) };
 }
 
-async function rounds(label: string, bin: string | undefined, dir: string): Promise<Round[]> {
+interface Timings {
+  readonly toServers: number;
+  readonly toReady: number;
+  readonly toRunning: number;
+}
+
+/** Sends `count` creates at once; seconds until every server exists, every Node is Ready and every member RUNNING. */
+async function burst(serve: ServeProcess, cloud: LocalCloud, tag: string, count: number): Promise<Timings> {
+  const started = performance.now();
+  const seconds = () => (performance.now() - started) / 1000;
+  const answers = await Promise.all(
+    Array.from({ length: count }, (_, i) => serve.client.createNode({ uniqueID: `${tag}-${i}`, pool: POOL, instanceType: "cpx31" })),
+  );
+  const ids = new Set(answers.map((a) => a.node.nodeID));
+  const providerIds = new Set(answers.map((a) => a.node.providerID));
+  let toServers = NaN;
+  let toReady = NaN;
+  let toRunning = NaN;
+  await until(
+    `${tag}: every milestone of ${count} creates`,
+    async () => {
+      if (Number.isNaN(toServers)) {
+        const created = cloud.hcloud.state.servers.filter((s) => ids.has(s.labels["nodefleet.io/node"] ?? "")).length;
+        if (created === ids.size) toServers = seconds();
+      }
+      if (Number.isNaN(toReady)) {
+        const ready = (await poolNodes(cloud, POOL)).filter((n) => isReady(n) && providerIds.has(n.spec.providerID ?? "")).length;
+        if (ready === ids.size) toReady = seconds();
+      }
+      if (Number.isNaN(toRunning)) {
+        const running = (await serve.client.listNodes()).filter((n) => ids.has(n.nodeID) && n.status === "RUNNING").length;
+        if (running === ids.size) toRunning = seconds();
+      }
+      return [toServers, toReady, toRunning].every((v) => !Number.isNaN(v)) ? true : undefined;
+    },
+    1_800_000,
+    () => serve.stderr().slice(-2000),
+    200,
+  );
+  // Runs still finishing (the batch's last up) write too: wait until the service is idle.
+  await until(
+    "no run in flight",
+    async () => ((await serve.client.operations()).some((o) => o.result === "running") ? undefined : true),
+    600_000,
+  );
+  return { toServers, toReady, toRunning };
+}
+
+/** One release's bursts at each size of `at`; `bin` none: this checkout, whose pool is off the private network. */
+async function rounds(label: string, bin: string | undefined, dir: string, at: readonly number[]): Promise<Round[]> {
   const project = localStackProject(join(dir, "project"));
   const cloud = await startLocalCloud({
     dataDir: join(dir, "data"),
@@ -61,9 +124,12 @@ async function rounds(label: string, bin: string | undefined, dir: string): Prom
   });
   let serve: ServeProcess | undefined;
   try {
+    const maxNodes = Math.max(...at) + BURST;
     editLocalPools(cloud, (pools) => pools.filter((p) => p.name === POOL));
+    if (bin === undefined) setLocalPublicAddresses(cloud);
     editLocalPool(cloud, POOL, (pool) => {
-      pool.limits = { maxNodes: 100, cpu: 400, memoryGiB: 800 };
+      pool.limits = { maxNodes, cpu: 4 * maxNodes, memoryGiB: 8 * maxNodes };
+      if (bin === undefined) Object.assign(pool, { network: "public", placement: "none" });
     });
     await runPulumi(UP, project, cloud.env);
     const dataDir = join(dir, "serve");
@@ -71,59 +137,23 @@ async function rounds(label: string, bin: string | undefined, dir: string): Prom
     const stateDir = join(dataDir, "state");
     const checkpoint = () => stackCheckpointFiles(stateDir, apiStackName("local"))[0];
     const results: Round[] = [];
-    for (let round = 0; round < ROUNDS; round++) {
-      const before = round * BURST;
+    let members = 0;
+    for (const [round, before] of at.entries()) {
+      if (before > members) {
+        await burst(serve, cloud, `${label}-fill-${round}`, before - members);
+        members = before;
+      }
       const requestsBefore = totalRequests(cloud);
       const stacksDir = join(stateDir, ".pulumi", "stacks");
       await until("the stacks folder", async () => (statSync(stacksDir, { throwIfNoEntry: false }) ? true : undefined), 60_000);
       const writes = countWrites(checkpoint, stacksDir);
-      const started = performance.now();
-      const seconds = () => (performance.now() - started) / 1000;
-      const answers = await Promise.all(
-        Array.from({ length: BURST }, (_, i) =>
-          serve!.client.createNode({ uniqueID: `${label}-${round}-${i}`, pool: POOL, instanceType: "cpx31" }),
-        ),
-      );
-      const ids = new Set(answers.map((a) => a.node.nodeID));
-      const providerIds = new Set(answers.map((a) => a.node.providerID));
-      let toServers = NaN;
-      let toReady = NaN;
-      let toRunning = NaN;
-      await until(
-        `${label}: burst ${round} through every milestone`,
-        async () => {
-          if (Number.isNaN(toServers)) {
-            const created = cloud.hcloud.state.servers.filter((s) => ids.has(s.labels["nodefleet.io/node"] ?? "")).length;
-            if (created === ids.size) toServers = seconds();
-          }
-          if (Number.isNaN(toReady)) {
-            const ready = (await poolNodes(cloud, POOL)).filter((n) => isReady(n) && providerIds.has(n.spec.providerID ?? "")).length;
-            if (ready === ids.size) toReady = seconds();
-          }
-          if (Number.isNaN(toRunning)) {
-            const running = (await serve!.client.listNodes()).filter((n) => ids.has(n.nodeID) && n.status === "RUNNING").length;
-            if (running === ids.size) toRunning = seconds();
-          }
-          return [toServers, toReady, toRunning].every((v) => !Number.isNaN(v)) ? true : undefined;
-        },
-        1_800_000,
-        () => serve!.stderr().slice(-2000),
-        200,
-      );
-      // Runs still finishing (the batch's last up) write too: count until the service is idle.
-      await until(
-        "no run in flight",
-        async () => ((await serve!.client.operations()).some((o) => o.result === "running") ? undefined : true),
-        600_000,
-      );
+      const timings = await burst(serve, cloud, `${label}-${round}`, BURST);
       writes.close();
-      const members = before + BURST;
+      members += BURST;
       const file = checkpoint();
       results.push({
         before,
-        toServers,
-        toReady,
-        toRunning,
+        ...timings,
         stateBytesPerMember: file ? Math.round(statSync(file).size / members) : NaN,
         writesPerCreated: writes.count() / BURST,
         requestsPerNode: (totalRequests(cloud) - requestsBefore) / BURST,
@@ -132,10 +162,7 @@ async function rounds(label: string, bin: string | undefined, dir: string): Prom
     }
     return results;
   } finally {
-    if (serve && serve.child.exitCode === null) {
-      serve.child.kill("SIGTERM");
-      await serve.exited();
-    }
+    await stopServe(serve);
     await cloud.stop();
   }
 }
@@ -143,15 +170,20 @@ async function rounds(label: string, bin: string | undefined, dir: string): Prom
 async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), "nodefleet-fleet-scale-bench-"));
   try {
-    process.stderr.write(`building ${BEFORE_PROVIDER_PLUGIN.slice(0, 12)} (the release before the provider plugin)\n`);
-    const previousBin = buildRelease(BEFORE_PROVIDER_PLUGIN, join(dir, "previous"));
-    const previous = await rounds("previous", previousBin, join(dir, "previous-run"));
-    const current = await rounds("this", undefined, join(dir, "this-run"));
+    let previous: Round[] = [];
+    if (PREVIOUS_AT.length > 0) {
+      process.stderr.write(`building ${BEFORE_PROVIDER_PLUGIN.slice(0, 12)} (the release before the provider plugin)\n`);
+      const previousBin = buildRelease(BEFORE_PROVIDER_PLUGIN, join(dir, "previous"));
+      previous = await rounds("previous", previousBin, join(dir, "previous-run"), PREVIOUS_AT);
+    }
+    const current = await rounds("this", undefined, join(dir, "this-run"), AT);
     const row = (label: string, r: Round) =>
       `${label.padEnd(8)} N=${String(r.before).padStart(3)}: every POST /servers ${r.toServers.toFixed(1)} s, every Node Ready ${r.toReady.toFixed(1)} s, batch RUNNING ${r.toRunning.toFixed(1)} s; ${(r.stateBytesPerMember / 1024).toFixed(1)} KiB state/member, ${r.writesPerCreated.toFixed(1)} writes/created member, ${r.requestsPerNode.toFixed(1)} Hetzner requests/node`;
     const lines = [
       `machine: ${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB; bursts of ${BURST}, boot delay 0; previous = ${BEFORE_PROVIDER_PLUGIN.slice(0, 12)}`,
-      ...previous.flatMap((r, i) => [row("previous", r), row("this", current[i]!)]),
+      ...[...previous.map((r) => row("previous", r)), ...current.map((r) => row("this", r))].sort(
+        (a, b) => Number(/N= *(\d+)/.exec(a)![1]) - Number(/N= *(\d+)/.exec(b)![1]),
+      ),
       `median of this release's rounds, every POST /servers: ${percentile(
         current.map((r) => r.toServers),
         50,

@@ -6,7 +6,7 @@
  */
 import * as pulumi from "@pulumi/pulumi";
 import { checkedDrainTimeout, drainKubernetesNode } from "../kubernetes/kubernetesNodeDrain";
-import { type ResourceHandler, changedKeys } from "./resourceHandler";
+import { type ResourceHandler, changedKeys, keepNewInputs } from "./resourceHandler";
 import { nodeNameFailures, positiveIntegerFailures } from "./inputRules";
 
 export const NODE_DRAIN_TYPE = "nodefleet:kubernetes:NodeDrain";
@@ -26,9 +26,7 @@ export const nodeDrainHandler: ResourceHandler = {
   async create(inputs) {
     return { id: String(inputs.nodeName), outs: inputs };
   },
-  async update(_id, _olds, news) {
-    return news;
-  },
+  update: keepNewInputs,
   async delete(_id, props, access) {
     await drainKubernetesNode(access.credentialsJson, String(props.nodeName), { timeoutSeconds: Number(props.timeoutSeconds) });
   },

@@ -6,7 +6,7 @@
  */
 import * as pulumi from "@pulumi/pulumi";
 import { NODE_LOCAL_PVC_REMOVAL_REPLACE_ON_CHANGES, pvcRemovalId, removeNodeLocalClaims } from "../kubernetes/nodeLocalPvcRemoval";
-import { type ResourceHandler, changedKeys } from "./resourceHandler";
+import { type ResourceHandler, changedKeys, keepNewInputs } from "./resourceHandler";
 import { nodeNameFailures, stringFailures } from "./inputRules";
 
 export const NODE_LOCAL_PVC_REMOVAL_TYPE = "nodefleet:kubernetes:NodeLocalPvcRemoval";
@@ -32,9 +32,7 @@ export const nodeLocalPvcRemovalHandler: ResourceHandler = {
   async create(inputs) {
     return { id: pvcRemovalId(String(inputs.nodeName), String(inputs.serverId)), outs: inputs };
   },
-  async update(_id, _olds, news) {
-    return news;
-  },
+  update: keepNewInputs,
   async delete(_id, props, access) {
     await removeNodeLocalClaims(access.credentialsJson, String(props.nodeName), String(props.storageClass));
   },

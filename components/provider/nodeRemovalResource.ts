@@ -6,7 +6,7 @@
  */
 import * as pulumi from "@pulumi/pulumi";
 import { deleteKubernetesNode } from "../kubernetes/kubernetesNodeRemoval";
-import { type ResourceHandler, changedKeys } from "./resourceHandler";
+import { type ResourceHandler, changedKeys, keepNewInputs } from "./resourceHandler";
 import { nodeNameFailures } from "./inputRules";
 
 export const NODE_REMOVAL_TYPE = "nodefleet:kubernetes:NodeRemoval";
@@ -24,9 +24,7 @@ export const nodeRemovalHandler: ResourceHandler = {
   async create(inputs) {
     return { id: String(inputs.nodeName), outs: inputs };
   },
-  async update(_id, _olds, news) {
-    return news;
-  },
+  update: keepNewInputs,
   // Without usable credentials the Node is left for you to delete (declaring warned): failing here
   // would block removing the member for good.
   async delete(_id, props, access) {

@@ -8,7 +8,7 @@
  */
 import * as pulumi from "@pulumi/pulumi";
 import { NODE_DRAIN_REPLACE_ON_CHANGES, checkedDrainTimeout, drainKubernetesNode, updateDrainId } from "../kubernetes/kubernetesNodeDrain";
-import { type ResourceHandler, changedKeys } from "./resourceHandler";
+import { type ResourceHandler, changedKeys, keepNewInputs } from "./resourceHandler";
 import { nodeNameFailures, positiveIntegerFailures, stringFailures } from "./inputRules";
 
 export const NODE_UPDATE_DRAIN_TYPE = "nodefleet:kubernetes:NodeUpdateDrain";
@@ -37,9 +37,7 @@ export const nodeUpdateDrainHandler: ResourceHandler = {
     await drainKubernetesNode(access.credentialsJson, String(inputs.nodeName), { timeoutSeconds: Number(inputs.timeoutSeconds) });
     return { id: updateDrainId(String(inputs.nodeName), String(inputs.generation)), outs: inputs };
   },
-  async update(_id, _olds, news) {
-    return news;
-  },
+  update: keepNewInputs,
   async delete() {},
 };
 

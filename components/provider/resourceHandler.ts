@@ -34,6 +34,15 @@ export interface ResourceHandler {
   readonly secretOutputs?: readonly string[];
 }
 
+/** An update with nothing to do outside the state: the new inputs become the outputs. */
+export async function keepNewInputs(
+  _id: string,
+  _olds: Record<string, unknown>,
+  news: Record<string, unknown>,
+): Promise<Record<string, unknown>> {
+  return news;
+}
+
 /** The access a configuration value gives; absent: none. */
 export function clusterAccessFromConfig(credentialsJson: string | undefined): ClusterAccess {
   return { credentialsJson: credentialsJson ?? "" };

@@ -21,6 +21,7 @@ import type { CurrentElasticMetalMember } from "./scaleway/elasticMetalPlan";
 import type { InPlaceRolloutSummary } from "./fleet/rolloutPlan";
 import { staticHcloudMembers } from "./hcloud/hcloudServerPlan";
 import { serversOutsidePool } from "./fleet/networkOccupancy";
+import { withoutSourcePositions } from "./shared/withoutSourcePositions";
 
 export interface FleetArgs {
   /** The parsed stack config (`parseFleetSpec`); `cluster.kubeconfig` is ignored, pass it as `kubeconfig`. */
@@ -99,61 +100,70 @@ export class Fleet extends pulumi.ComponentResource {
     for (const pool of args.spec.pools) {
       if (pool.provider === "hcloud" && pool.mode === "static") {
         this.hcloudPools.push(
-          new HcloudNodePool(
-            `${name}-${pool.name}`,
-            {
-              cluster,
-              pool,
-              members: args.earlierTokenPools?.includes(pool.name)
-                ? staticHcloudMembers(cluster, pool).map((member) => ({
-                    ...member,
-                    bootstrapTokenSecret: "random-string" as const,
-                    memberResources: "dynamic" as const,
-                  }))
-                : staticHcloudMembers(cluster, pool),
-              networkId: this.networkId,
-              subnet: this.network.subnet,
-              privateSubnet: args.spec.network.subnet,
-              firewallIds: [this.firewallId],
-              rollout: pool.rollout,
-              drainTimeoutSeconds: pool.rollout.drainTimeoutSeconds,
-              ...(args.currentHcloudServers?.[pool.name] ? { current: args.currentHcloudServers[pool.name] } : {}),
-              serversOutsidePool: serversOutsidePool(args.spec.pools, args.currentHcloudServers ?? {}, pool.name),
-              ...credentials,
-            },
-            poolOptions,
+          withoutSourcePositions(
+            () =>
+              new HcloudNodePool(
+                `${name}-${pool.name}`,
+                {
+                  cluster,
+                  pool,
+                  members: args.earlierTokenPools?.includes(pool.name)
+                    ? staticHcloudMembers(cluster, pool).map((member) => ({
+                        ...member,
+                        bootstrapTokenSecret: "random-string" as const,
+                        memberResources: "dynamic" as const,
+                      }))
+                    : staticHcloudMembers(cluster, pool),
+                  networkId: this.networkId,
+                  subnet: this.network.subnet,
+                  privateSubnet: args.spec.network.subnet,
+                  firewallIds: [this.firewallId],
+                  rollout: pool.rollout,
+                  drainTimeoutSeconds: pool.rollout.drainTimeoutSeconds,
+                  ...(args.currentHcloudServers?.[pool.name] ? { current: args.currentHcloudServers[pool.name] } : {}),
+                  serversOutsidePool: serversOutsidePool(args.spec.pools, args.currentHcloudServers ?? {}, pool.name),
+                  ...credentials,
+                },
+                poolOptions,
+              ),
           ),
         );
       }
       if (pool.provider === "scaleway-elastic-metal") {
         this.elasticMetalPools.push(
-          new ElasticMetalNodePool(
-            `${name}-${pool.name}`,
-            {
-              cluster,
-              pool,
-              firewall: args.spec.firewall,
-              ...(args.currentElasticMetalMembers?.[pool.name] ? { current: args.currentElasticMetalMembers[pool.name] } : {}),
-              ...(args.unrecordedBareMetalPools?.includes(pool.name) ? { unrecordedMemberResources: "dynamic" as const } : {}),
-              ...credentials,
-            },
-            poolOptions,
+          withoutSourcePositions(
+            () =>
+              new ElasticMetalNodePool(
+                `${name}-${pool.name}`,
+                {
+                  cluster,
+                  pool,
+                  firewall: args.spec.firewall,
+                  ...(args.currentElasticMetalMembers?.[pool.name] ? { current: args.currentElasticMetalMembers[pool.name] } : {}),
+                  ...(args.unrecordedBareMetalPools?.includes(pool.name) ? { unrecordedMemberResources: "dynamic" as const } : {}),
+                  ...credentials,
+                },
+                poolOptions,
+              ),
           ),
         );
       }
       if (pool.provider === "hetzner-robot") {
         this.robotPools.push(
-          new RobotNodePool(
-            `${name}-${pool.name}`,
-            {
-              cluster,
-              pool,
-              firewall: args.spec.firewall,
-              ...(args.currentRobotMembers?.[pool.name] ? { current: args.currentRobotMembers[pool.name] } : {}),
-              ...(args.unrecordedBareMetalPools?.includes(pool.name) ? { unrecordedMemberResources: "dynamic" as const } : {}),
-              ...credentials,
-            },
-            poolOptions,
+          withoutSourcePositions(
+            () =>
+              new RobotNodePool(
+                `${name}-${pool.name}`,
+                {
+                  cluster,
+                  pool,
+                  firewall: args.spec.firewall,
+                  ...(args.currentRobotMembers?.[pool.name] ? { current: args.currentRobotMembers[pool.name] } : {}),
+                  ...(args.unrecordedBareMetalPools?.includes(pool.name) ? { unrecordedMemberResources: "dynamic" as const } : {}),
+                  ...credentials,
+                },
+                poolOptions,
+              ),
           ),
         );
       }

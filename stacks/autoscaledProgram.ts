@@ -20,6 +20,7 @@ import type { HcloudPoolMember, HcloudPoolTemplate } from "../components/hcloud/
 import { OWNERSHIP_LABELS, nodeMember } from "../components/fleet/nodeMember";
 import { recordedMemberResources } from "../components/fleet/memberResources";
 import { readRawFleetConfig } from "./fleetProgram";
+import { withoutSourcePositions } from "../components/shared/withoutSourcePositions";
 
 /** Karpenter removes it once it has matched the Node to its NodeClaim. */
 export const UNREGISTERED_TAINT: Taint = { key: "karpenter.sh/unregistered", effect: "NoExecute" };
@@ -123,19 +124,22 @@ export async function runProgram(args: AutoscaledProgramArgs): Promise<Record<st
       kubeconfig: kubeconfig === undefined ? "" : pulumi.secret(kubeconfig),
     });
     for (const group of groups) {
-      const pool = new HcloudNodePool(
-        `${cluster.id}-${group.pool.name}`,
-        {
-          cluster,
-          pool: group.pool,
-          members: group.members,
-          networkId: Number(network.id),
-          firewallIds: [Number(firewall.id)],
-          // Admission held the members on the network to Hetzner's 100; one the rollout left out would be deleted.
-          networkLimit: false,
-          ...(kubeconfig !== undefined ? { kubeconfig: pulumi.secret(kubeconfig) } : {}),
-        },
-        { providers: [kubernetes] },
+      const pool = withoutSourcePositions(
+        () =>
+          new HcloudNodePool(
+            `${cluster.id}-${group.pool.name}`,
+            {
+              cluster,
+              pool: group.pool,
+              members: group.members,
+              networkId: Number(network.id),
+              firewallIds: [Number(firewall.id)],
+              // Admission held the members on the network to Hetzner's 100; one the rollout left out would be deleted.
+              networkLimit: false,
+              ...(kubeconfig !== undefined ? { kubeconfig: pulumi.secret(kubeconfig) } : {}),
+            },
+            { providers: [kubernetes] },
+          ),
       );
       for (const node of pool.nodes) {
         outputs[memberOutputName(node.nodeId)] = pulumi

@@ -12,22 +12,31 @@ export function apiStackCheckpoint(dataDir: string, clusterId: string): string {
   return readFileSync(join(stacks, files[0]!), "utf8");
 }
 
+/** A checkpoint's resource as the file backend stores it (the fields the tests read). */
+export interface CheckpointResource {
+  readonly urn: string;
+  readonly type: string;
+  readonly sourcePosition?: string;
+  readonly stackTrace?: unknown[];
+}
+
 /**
- * Bytes of state per member in a checkpoint: every resource whose name is one of the member's
- * server generations or a child named after it (`<cluster>-<nodeId>-<generation>[-role]`), as the
- * file backend stores it (JSON indented by four spaces).
+ * A member's resources in a checkpoint: every resource whose name is one of the member's server
+ * generations or a child named after it (`<cluster>-<nodeId>-<generation>[-role]`).
  */
-export function stateBytesPerMember(checkpointText: string, clusterId: string, nodeIds: readonly string[]): Map<string, number> {
+export function memberResourcesIn(checkpointText: string, clusterId: string, nodeId: string): CheckpointResource[] {
   const resources =
-    (JSON.parse(checkpointText) as { checkpoint: { latest: { resources?: Array<{ urn: string }> } } }).checkpoint.latest.resources ?? [];
-  const bytes = new Map<string, number>();
-  for (const nodeId of nodeIds) {
-    const own = new RegExp(`^${`${clusterId}-${nodeId}`.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}-[a-z0-9]{6}(-|$)`);
-    const mine = resources.filter((r) => own.test(r.urn.split("::").pop() ?? ""));
-    bytes.set(
+    (JSON.parse(checkpointText) as { checkpoint: { latest: { resources?: CheckpointResource[] } } }).checkpoint.latest.resources ?? [];
+  const own = new RegExp(`^${`${clusterId}-${nodeId}`.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}-[a-z0-9]{6}(-|$)`);
+  return resources.filter((r) => own.test(r.urn.split("::").pop() ?? ""));
+}
+
+/** Bytes of state per member, as the file backend stores its resources (JSON indented by four spaces). */
+export function stateBytesPerMember(checkpointText: string, clusterId: string, nodeIds: readonly string[]): Map<string, number> {
+  return new Map(
+    nodeIds.map((nodeId) => [
       nodeId,
-      mine.reduce((sum, r) => sum + Buffer.byteLength(JSON.stringify(r, null, 4)), 0),
-    );
-  }
-  return bytes;
+      memberResourcesIn(checkpointText, clusterId, nodeId).reduce((sum, r) => sum + Buffer.byteLength(JSON.stringify(r, null, 4)), 0),
+    ]),
+  );
 }

@@ -17,7 +17,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { NodefleetApiError } from "../../../automation/client/nodefleetClient";
 import { type LocalCloud, startLocalCloud } from "../../../automation/local/localCloud";
-import { apiStackCheckpoint, stateBytesPerMember } from "../../support/apiStackState";
+import { apiStackCheckpoint, memberResourcesIn, stateBytesPerMember } from "../../support/apiStackState";
 import { awaitRunning, claimNames, createClaims, deleteUntilGone } from "../../support/karpenterConformance";
 import { type HcloudExchange, hcloudOpenApiViolations, recordHcloudExchanges } from "../../support/hcloudOpenApi";
 import { UP, allServers, editLocalPools, isReady, poolNodes, poolServers } from "../../support/localFleet";
@@ -152,6 +152,15 @@ describe("the scaling API on the automation engine against the local cloud, kill
       assert.ok(size > 1000, `${nodeId}: its resources were found (${size} bytes)`);
       assert.ok(size <= 20 * 1024, `${nodeId}: ${size} bytes of state, more than 20 KiB`);
     }
+    // Where nodefleet is installed must not weigh on every member (withoutSourcePositions.ts).
+    const traced = memberResourcesIn(checkpoint, "local", ids[0]!).filter(
+      (r) => r.sourcePosition !== undefined || (r.stackTrace ?? []).length > 0,
+    );
+    assert.deepEqual(
+      traced.map((r) => r.type),
+      [],
+      "member resources recorded without source positions",
+    );
     // The credentials sit once per pool, in the provider's state: never in a member's.
     const providers = checkpoint.match(/pulumi:providers:nodefleet::/g) ?? [];
     assert.ok(providers.length >= 1, "the pool's nodefleet provider is in the state");

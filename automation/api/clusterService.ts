@@ -82,6 +82,7 @@ export class ClusterService {
       providerIdScheme: fleet.cluster.providerIdScheme,
       pools: autoscaledPools(fleet).map((pool) => {
         const usage = this.options.store.usage(this.clusterId, pool.name);
+        const template = poolTemplate(fleet.cluster, pool);
         return {
           name: pool.name,
           provider: "hcloud" as const,
@@ -89,7 +90,9 @@ export class ClusterService {
           serverTypes: [...pool.serverTypes],
           limits: pool.limits,
           usage: { nodes: usage.nodes, cpu: usage.cpuMillis / 1000, memoryGiB: usage.memoryMiB / 1024 },
-          templateHash: poolTemplateHash(poolTemplate(fleet.cluster, pool)),
+          templateHash: poolTemplateHash(template),
+          labels: { ...template.labels },
+          taints: template.taints.map((t) => ({ ...t })),
         };
       }),
     };

@@ -224,6 +224,16 @@ const poolSchema = named(
       .describe(
         "Fingerprint of the pool's current template: it changes with anything that could drift the pool's nodes, so a driver re-checks their drift then",
       ),
+    labels: z
+      .record(z.string(), z.string())
+      .describe(
+        "The labels the pool's template puts on every node of the pool (its labels in the fleet spec), before a create's own labels; a Karpenter NodePool for the pool should carry them in its template so Karpenter knows them before a node exists",
+      ),
+    taints: z
+      .array(taintViewSchema)
+      .describe(
+        "The taints the pool's template puts on every node of the pool (its taints in the fleet spec), before a create's own taints are merged in by (key, effect). A Karpenter NodePool for the pool must carry each of them, with the same key, value and effect, in spec.template.spec.taints or startupTaints: Karpenter schedules pods by the NodePool's taints, and the nodefleet driver keeps its NodeClass NotReady (reason NodePoolTaintsNotCovered) while a NodePool using it does not",
+      ),
   }),
 );
 export const clusterSchema = named(

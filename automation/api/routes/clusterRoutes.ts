@@ -11,7 +11,7 @@ export const clusterRoutes: FastifyPluginAsyncZod<{ clusters: ClusterServices }>
       schema: {
         operationId: "getCluster",
         tags: ["clusters"],
-        summary: "The cluster: kind, providerID scheme, autoscaled pools with limits and usage",
+        summary: "The cluster: kind, providerID scheme, autoscaled pools with limits, usage and their template's labels and taints",
         params: clusterParams,
         response: { 200: clusterSchema, ...errorResponses },
       },

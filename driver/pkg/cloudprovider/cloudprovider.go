@@ -83,6 +83,13 @@ func (c *CloudProvider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim)
 	if ready := nodeClass.StatusConditions().Get(status.ConditionReady); ready.IsFalse() {
 		return nil, cloudprovider.NewNodeClassNotReadyError(fmt.Errorf("NodefleetNodeClass %s is not ready: %s", nodeClass.Name, ready.Message))
 	}
+	// The NodeClass status check sees a NodePool edited since only at its next reconcile: the
+	// NodeClaim carries its NodePool's taints as they were, so check them here too.
+	if uncovered := v1alpha1.UncoveredPoolTaints(nodeClass.Status.PoolTaints, nodeClaim.Spec.Taints, nodeClaim.Spec.StartupTaints); len(uncovered) > 0 {
+		return nil, cloudprovider.NewNodeClassNotReadyError(fmt.Errorf(
+			"NodeClaim %s lacks the taints %s that pool %s puts on every node (its NodePool's taints must carry them, or no pending pod it was launched for tolerates the node)",
+			nodeClaim.Name, v1alpha1.FormatTaints(uncovered), nodeClass.Spec.Pool))
+	}
 	connection, err := c.connections.For(nodeClass)
 	if err != nil {
 		return nil, cloudprovider.NewNodeClassNotReadyError(err)

@@ -3,6 +3,7 @@ package cloudprovider
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -152,6 +153,51 @@ func TestCreateRefusesWithoutAReadyNodeClass(t *testing.T) {
 			t.Fatalf("err = %v, want NodeClassNotReadyError", err)
 		}
 	})
+}
+
+// A NodeClaim of a NodePool edited since the NodeClass status last checked it: the NodeClass is
+// still Ready, but the NodeClaim lacks a pool taint, so its node would take none of its pods.
+func TestCreateRefusesANodeClaimLackingThePoolsTaints(t *testing.T) {
+	e := newEnvironment(t)
+	e.nodeClass.Status.PoolTaints = []corev1.Taint{
+		{Key: "workload", Value: "batch", Effect: corev1.TaintEffectNoSchedule},
+		{Key: "example.com/agent-not-ready", Effect: corev1.TaintEffectNoExecute},
+	}
+	if err := e.kubeClient.Status().Update(context.Background(), e.nodeClass); err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]struct {
+		taints  []corev1.Taint
+		missing string
+	}{
+		"no taints": {nil, "workload=batch:NoSchedule, example.com/agent-not-ready:NoExecute"},
+		"another value": {[]corev1.Taint{
+			{Key: "workload", Value: "web", Effect: corev1.TaintEffectNoSchedule},
+			{Key: "example.com/agent-not-ready", Effect: corev1.TaintEffectNoExecute},
+		}, "workload=batch:NoSchedule"},
+		"another effect": {[]corev1.Taint{
+			{Key: "workload", Value: "batch", Effect: corev1.TaintEffectNoSchedule},
+			{Key: "example.com/agent-not-ready", Effect: corev1.TaintEffectNoSchedule},
+		}, "example.com/agent-not-ready:NoExecute"},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			claim := nodeClaim("default-uncovered")
+			claim.Spec.Taints = c.taints
+			_, err := e.cloudProvider.Create(context.Background(), claim)
+			if !cloudprovider.IsNodeClassNotReadyError(err) || !strings.Contains(err.Error(), "lacks the taints "+c.missing+" ") {
+				t.Fatalf("err = %v, want NodeClassNotReadyError naming exactly %s", err, c.missing)
+			}
+		})
+	}
+	if creates := e.requestsOf("POST", "/nodes"); len(creates) != 0 {
+		t.Fatalf("%d create requests were sent for NodeClaims lacking the pool's taints", len(creates))
+	}
+	// Covered by a taint and a startup taint (something removes the latter): created.
+	covered := nodeClaim("default-covered")
+	covered.Spec.Taints = []corev1.Taint{{Key: "workload", Value: "batch", Effect: corev1.TaintEffectNoSchedule}}
+	covered.Spec.StartupTaints = []corev1.Taint{{Key: "example.com/agent-not-ready", Effect: corev1.TaintEffectNoExecute}}
+	e.createNode(t, covered)
 }
 
 func TestCreateOfAFailedNodeReleasesItAndRemembersTheSoldOutOffering(t *testing.T) {

@@ -64,7 +64,10 @@ func NewScalingAPI(clusterID, token string, pools ...string) *ScalingAPI {
 		createStatus: "PENDING",
 	}
 	for _, pool := range pools {
-		api.cluster.Pools = append(api.cluster.Pools, nodefleetapi.Pool{Name: pool, Provider: "hcloud", Location: "hel1", ServerTypes: []string{}, TemplateHash: "0000000000000000"})
+		api.cluster.Pools = append(api.cluster.Pools, nodefleetapi.Pool{
+			Name: pool, Provider: "hcloud", Location: "hel1", ServerTypes: []string{}, TemplateHash: "0000000000000000",
+			Labels: map[string]string{}, Taints: []nodefleetapi.Taint{},
+		})
 	}
 	api.Server = httptest.NewServer(http.HandlerFunc(api.serve))
 	return api
@@ -106,7 +109,7 @@ func (a *ScalingAPI) ClearErrors() {
 	a.errors = map[string]ErrorAnswer{}
 }
 
-// UpdatePool changes a pool as a changed stack would (its template hash, its limits).
+// UpdatePool changes a pool as a changed stack would (its template hash, labels, taints, limits).
 func (a *ScalingAPI) UpdatePool(name string, update func(*nodefleetapi.Pool)) {
 	a.mu.Lock()
 	defer a.mu.Unlock()

@@ -587,6 +587,8 @@ type OperationList struct {
 
 // Pool defines model for Pool.
 type Pool struct {
+	// Labels The labels the pool's template puts on every node of the pool (its labels in the fleet spec), before a create's own labels; a Karpenter NodePool for the pool should carry them in its template so Karpenter knows them before a node exists
+	Labels map[string]string `json:"labels"`
 	Limits struct {
 		Cpu       *float32 `json:"cpu,omitempty"`
 		MaxNodes  float32  `json:"maxNodes"`
@@ -596,6 +598,9 @@ type Pool struct {
 	Name        string       `json:"name"`
 	Provider    PoolProvider `json:"provider"`
 	ServerTypes []string     `json:"serverTypes"`
+
+	// Taints The taints the pool's template puts on every node of the pool (its taints in the fleet spec), before a create's own taints are merged in by (key, effect). A Karpenter NodePool for the pool must carry each of them, with the same key, value and effect, in spec.template.spec.taints or startupTaints: Karpenter schedules pods by the NodePool's taints, and the nodefleet driver keeps its NodeClass NotReady (reason NodePoolTaintsNotCovered) while a NodePool using it does not
+	Taints []Taint `json:"taints"`
 
 	// TemplateHash Fingerprint of the pool's current template: it changes with anything that could drift the pool's nodes, so a driver re-checks their drift then
 	TemplateHash string `json:"templateHash"`
@@ -744,7 +749,7 @@ func WithRequestEditorFn(fn RequestEditorFn) ClientOption {
 // The interface specification for the client above.
 type ClientInterface interface {
 
-	// GetCluster The cluster: kind, providerID scheme, autoscaled pools with limits and usage
+	// GetCluster The cluster: kind, providerID scheme, autoscaled pools with limits, usage and their template's labels and taints
 	//
 	// Corresponds with GET /api/v1/clusters/{clusterId} (the `GetCluster` operationId).
 	GetCluster(ctx context.Context, clusterId string, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -799,7 +804,7 @@ type ClientInterface interface {
 	GetReadiness(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
-// GetCluster The cluster: kind, providerID scheme, autoscaled pools with limits and usage
+// GetCluster The cluster: kind, providerID scheme, autoscaled pools with limits, usage and their template's labels and taints
 //
 // Corresponds with GET /api/v1/clusters/{clusterId} (the `GetCluster` operationId).
 func (c *Client) GetCluster(ctx context.Context, clusterId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1370,7 +1375,7 @@ func WithBaseURL(baseURL string) ClientOption {
 // ClientWithResponsesInterface is the interface specification for the client with responses above.
 type ClientWithResponsesInterface interface {
 
-	// GetClusterWithResponse The cluster: kind, providerID scheme, autoscaled pools with limits and usage
+	// GetClusterWithResponse The cluster: kind, providerID scheme, autoscaled pools with limits, usage and their template's labels and taints
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -2195,7 +2200,7 @@ func (r GetReadinessReply) ContentType() string {
 	return ""
 }
 
-// GetClusterWithResponse The cluster: kind, providerID scheme, autoscaled pools with limits and usage
+// GetClusterWithResponse The cluster: kind, providerID scheme, autoscaled pools with limits, usage and their template's labels and taints
 //
 // Returns a wrapper object for the known response body format(s).
 //

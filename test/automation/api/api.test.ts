@@ -60,6 +60,32 @@ describe("scaling API routes", function () {
       // cpx31: 8 GiB, of which the kubelet sees 7577 MiB (less the VM overhead); limits count what the kubelet reports.
       assert.deepEqual(pool.usage, { nodes: 1, cpu: 4, memoryGiB: 7577 / 1024 });
     });
+
+    it("shows each pool's template labels and taints as the stack declares them now", async () => {
+      const burstPool = async () => (await api.client.getCluster()).pools.find((p) => p.name === "hel1-burst")!;
+      const declared = await burstPool();
+      assert.deepEqual(declared.labels, { "example.com/burst": "true" });
+      assert.deepEqual(declared.taints, [{ key: "workload", value: "batch", effect: "NoSchedule" }]);
+      // A pool edited in the stack shows its new template; a taint without a value has no value.
+      const pools = api.config["nodefleet:pools"]!.value as Array<Record<string, unknown>>;
+      const burst = pools.find((p) => p.name === "hel1-burst")!;
+      burst.labels = { "example.com/tier": "gold" };
+      burst.taints = [
+        { key: "workload", value: "batch", effect: "NoSchedule" },
+        { key: "example.com/dedicated", effect: "NoExecute" },
+      ];
+      const edited = await burstPool();
+      assert.deepEqual(edited.labels, { "example.com/tier": "gold" });
+      assert.deepEqual(edited.taints, [
+        { key: "workload", value: "batch", effect: "NoSchedule" },
+        { key: "example.com/dedicated", effect: "NoExecute" },
+      ]);
+      assert.equal("value" in edited.taints[1]!, false);
+      burst.labels = {};
+      burst.taints = [];
+      const bare = await burstPool();
+      assert.deepEqual([bare.labels, bare.taints], [{}, []]);
+    });
   });
 
   describe("GET /clusters/{clusterId}/instance-types", () => {

@@ -2,12 +2,15 @@ package v1alpha1
 
 import (
 	"github.com/awslabs/operatorpkg/status"
+	corev1 "k8s.io/api/core/v1"
 )
 
 // NodefleetNodeClassStatus is the observed state of a NodefleetNodeClass.
 type NodefleetNodeClassStatus struct {
-	// Conditions: Ready is True when the API answers GET /clusters/{clusterID} with the token and
-	// lists the pool among the cluster's autoscaled pools. Karpenter's NodePool readiness reads it.
+	// Conditions: Ready is True when the API answers GET /clusters/{clusterID} with the token,
+	// lists the pool among the cluster's autoscaled pools, and every NodePool using this NodeClass
+	// carries the pool's taints (reason NodePoolTaintsNotCovered otherwise). Karpenter's NodePool
+	// readiness reads it.
 	// +optional
 	Conditions []status.Condition `json:"conditions,omitempty"`
 	// PoolTemplateHash is the pool's templateHash as the API last described it. A pool template
@@ -15,6 +18,18 @@ type NodefleetNodeClassStatus struct {
 	// every NodeClaim of this NodeClass for drift at once instead of at its periodic re-check.
 	// +optional
 	PoolTemplateHash string `json:"poolTemplateHash,omitempty"`
+	// PoolTaints are the taints the pool's template puts on every node, as the API last described
+	// them. Every NodePool using this NodeClass must carry each of them, with the same key, value
+	// and effect, in spec.template.spec.taints or spec.template.spec.startupTaints: Karpenter
+	// schedules pods by the NodePool's taints, so a node carrying one more would take none of the
+	// pods it was launched for. Absent: the pool has no taints.
+	// +optional
+	PoolTaints []corev1.Taint `json:"poolTaints,omitempty"`
+	// PoolLabels are the labels the pool's template puts on every node, as the API last described
+	// them; a NodePool's template labels may repeat them so Karpenter knows them before a node
+	// exists. Absent: the pool has no labels.
+	// +optional
+	PoolLabels map[string]string `json:"poolLabels,omitempty"`
 }
 
 // StatusConditions has a single root condition, Ready.

@@ -22,6 +22,7 @@ package v1alpha1
 
 import (
 	"github.com/awslabs/operatorpkg/status"
+	"k8s.io/api/core/v1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -113,6 +114,20 @@ func (in *NodefleetNodeClassStatus) DeepCopyInto(out *NodefleetNodeClassStatus) 
 		*out = make([]status.Condition, len(*in))
 		for i := range *in {
 			(*in)[i].DeepCopyInto(&(*out)[i])
+		}
+	}
+	if in.PoolTaints != nil {
+		in, out := &in.PoolTaints, &out.PoolTaints
+		*out = make([]v1.Taint, len(*in))
+		for i := range *in {
+			(*in)[i].DeepCopyInto(&(*out)[i])
+		}
+	}
+	if in.PoolLabels != nil {
+		in, out := &in.PoolLabels, &out.PoolLabels
+		*out = make(map[string]string, len(*in))
+		for key, val := range *in {
+			(*out)[key] = val
 		}
 	}
 }

@@ -1,7 +1,10 @@
 // Package nodeclass keeps a NodefleetNodeClass's Ready condition: True when the scaling API it
-// names answers GET /clusters/{clusterID} with its token and serves its pool. Karpenter's NodePool
-// readiness reads that condition. It also records the pool's template hash, so a template changed
-// in the stack updates the NodeClass and Karpenter re-checks its NodeClaims' drift.
+// names answers GET /clusters/{clusterID} with its token and serves its pool, and every NodePool
+// using the NodeClass carries the pool's taints. Karpenter's NodePool readiness reads that
+// condition, and its provisioner launches nothing for a NodePool that is not ready. It also records
+// the pool's template hash, so a template changed in the stack updates the NodeClass and Karpenter
+// re-checks its NodeClaims' drift, and the pool's taints and labels, so people see what the pool's
+// nodes carry.
 package nodeclass
 
 import (
@@ -9,12 +12,14 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/awslabs/operatorpkg/reasonable"
 	"github.com/awslabs/operatorpkg/status"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -25,9 +30,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"nodefleet.dev/driver/pkg/apiclient"
+	"nodefleet.dev/driver/pkg/apis"
 	"nodefleet.dev/driver/pkg/apis/v1alpha1"
 	"nodefleet.dev/driver/pkg/nodefleetapi"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 )
+
+// nodeClassKind is the kind a NodePool's nodeClassRef names for a NodefleetNodeClass.
+const nodeClassKind = "NodefleetNodeClass"
 
 // Re-checked this often, so an API that went away, a pool removed from the stack or a changed pool
 // template shows.
@@ -53,9 +63,17 @@ func (c *Controller) Name() string { return "nodeclass.status" }
 func (c *Controller) Reconcile(ctx context.Context, nodeClass *v1alpha1.NodefleetNodeClass) (reconcile.Result, error) {
 	stored := nodeClass.DeepCopy()
 	pool, reason, message := c.check(ctx, nodeClass)
+	if pool != nil {
+		nodeClass.Status.PoolTemplateHash = pool.TemplateHash
+		nodeClass.Status.PoolTaints = poolTaints(pool)
+		nodeClass.Status.PoolLabels = poolLabels(pool)
+		var err error
+		if reason, message, err = c.checkNodePools(ctx, nodeClass); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
 	if reason == "" {
 		nodeClass.StatusConditions().SetTrue(status.ConditionReady)
-		nodeClass.Status.PoolTemplateHash = pool.TemplateHash
 	} else {
 		nodeClass.StatusConditions().SetFalse(status.ConditionReady, reason, message)
 	}
@@ -96,6 +114,74 @@ func (c *Controller) check(ctx context.Context, nodeClass *v1alpha1.NodefleetNod
 	return &cluster.Pools[i], "", ""
 }
 
+// poolTaints is the pool's taints as Kubernetes taints (nil for none).
+func poolTaints(pool *nodefleetapi.Pool) []corev1.Taint {
+	var taints []corev1.Taint
+	for _, t := range pool.Taints {
+		taint := corev1.Taint{Key: t.Key, Effect: corev1.TaintEffect(t.Effect)}
+		if t.Value != nil {
+			taint.Value = *t.Value
+		}
+		taints = append(taints, taint)
+	}
+	return taints
+}
+
+// poolLabels is the pool's labels (nil for none).
+func poolLabels(pool *nodefleetapi.Pool) map[string]string {
+	if len(pool.Labels) == 0 {
+		return nil
+	}
+	return pool.Labels
+}
+
+// checkNodePools is the reason (NodePoolTaintsNotCovered) and message while a NodePool using the
+// NodeClass lacks a taint of the pool (v1alpha1.UncoveredPoolTaints), or "" when none does.
+// Karpenter copies the reason and message to each such NodePool's NodeClassReady condition and
+// launches nothing for them, instead of nodes that none of the pods they are for tolerate.
+func (c *Controller) checkNodePools(ctx context.Context, nodeClass *v1alpha1.NodefleetNodeClass) (reason, message string, err error) {
+	if len(nodeClass.Status.PoolTaints) == 0 {
+		return "", "", nil
+	}
+	list := &karpv1.NodePoolList{}
+	if err := c.kubeClient.List(ctx, list); err != nil {
+		return "", "", fmt.Errorf("listing NodePools: %w", err)
+	}
+	var problems []string
+	for _, nodePool := range list.Items {
+		if !usesNodeClass(&nodePool, nodeClass.Name) || !nodePool.DeletionTimestamp.IsZero() {
+			continue
+		}
+		spec := nodePool.Spec.Template.Spec
+		if uncovered := v1alpha1.UncoveredPoolTaints(nodeClass.Status.PoolTaints, spec.Taints, spec.StartupTaints); len(uncovered) > 0 {
+			problems = append(problems, fmt.Sprintf("NodePool %s lacks %s", nodePool.Name, v1alpha1.FormatTaints(uncovered)))
+		}
+	}
+	if len(problems) == 0 {
+		return "", "", nil
+	}
+	slices.Sort(problems)
+	return v1alpha1.ReasonNodePoolTaintsNotCovered, fmt.Sprintf(
+		"pool %s puts the taints %s on every node, and Karpenter schedules pods by the NodePool's taints: %s. Add them, with the same value, to spec.template.spec.taints (or startupTaints if something removes them)",
+		nodeClass.Spec.Pool, v1alpha1.FormatTaints(nodeClass.Status.PoolTaints), strings.Join(problems, "; ")), nil
+}
+
+// usesNodeClass is true when the NodePool's nodes come from the NodefleetNodeClass of that name.
+func usesNodeClass(nodePool *karpv1.NodePool, name string) bool {
+	ref := nodePool.Spec.Template.Spec.NodeClassRef
+	return ref != nil && ref.Group == apis.Group && ref.Kind == nodeClassKind && ref.Name == name
+}
+
+// nodeClassOfNodePool enqueues the NodefleetNodeClass a NodePool uses (for an update, both the
+// old and the new NodePool are mapped, so a NodePool moving to another NodeClass re-checks both).
+func nodeClassOfNodePool(_ context.Context, nodePool *karpv1.NodePool) []reconcile.Request {
+	ref := nodePool.Spec.Template.Spec.NodeClassRef
+	if ref == nil || ref.Group != apis.Group || ref.Kind != nodeClassKind {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: ref.Name}}}
+}
+
 // nodeClassesNaming enqueues the NodeClasses whose token lives in the Secret.
 func (c *Controller) nodeClassesNaming(ctx context.Context, secret *corev1.Secret) []reconcile.Request {
 	list := &v1alpha1.NodefleetNodeClassList{}
@@ -117,6 +203,7 @@ func (c *Controller) Register(_ context.Context, m manager.Manager) error {
 		Named(c.Name()).
 		For(&v1alpha1.NodefleetNodeClass{}).
 		WatchesRawSource(source.Kind(c.secrets, &corev1.Secret{}, handler.TypedEnqueueRequestsFromMapFunc(c.nodeClassesNaming))).
+		WatchesRawSource(source.Kind(m.GetCache(), &karpv1.NodePool{}, handler.TypedEnqueueRequestsFromMapFunc(nodeClassOfNodePool))).
 		WithOptions(controller.Options{RateLimiter: reasonable.RateLimiter(), MaxConcurrentReconciles: 2}).
 		Complete(reconcile.AsReconciler(m.GetClient(), c))
 }

@@ -2,6 +2,8 @@ package nodeclass
 
 import (
 	"context"
+	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/awslabs/operatorpkg/status"
@@ -12,9 +14,11 @@ import (
 	clientfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"nodefleet.dev/driver/pkg/apiclient"
+	"nodefleet.dev/driver/pkg/apis"
 	"nodefleet.dev/driver/pkg/apis/v1alpha1"
 	"nodefleet.dev/driver/pkg/fake"
 	"nodefleet.dev/driver/pkg/nodefleetapi"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 )
 
 // reconciling is a NodeClass naming the fake API's cluster "prod" and pool "workers" (changed by
@@ -26,7 +30,7 @@ type reconciling struct {
 	key        client.ObjectKey
 }
 
-func newReconciling(t *testing.T, api *fake.ScalingAPI, edit func(*v1alpha1.NodefleetNodeClass)) *reconciling {
+func newReconciling(t *testing.T, api *fake.ScalingAPI, edit func(*v1alpha1.NodefleetNodeClass), objects ...client.Object) *reconciling {
 	t.Helper()
 	nodeClass := &v1alpha1.NodefleetNodeClass{
 		ObjectMeta: metav1.ObjectMeta{Name: "default", Generation: 1},
@@ -39,7 +43,7 @@ func newReconciling(t *testing.T, api *fake.ScalingAPI, edit func(*v1alpha1.Node
 		edit(nodeClass)
 	}
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "nodefleet-token", Namespace: "karpenter"}, Data: map[string][]byte{"token": []byte("t0ken")}}
-	kubeClient := clientfake.NewClientBuilder().WithScheme(scheme.Scheme).WithStatusSubresource(&v1alpha1.NodefleetNodeClass{}).WithObjects(nodeClass, secret).Build()
+	kubeClient := clientfake.NewClientBuilder().WithScheme(scheme.Scheme).WithStatusSubresource(&v1alpha1.NodefleetNodeClass{}).WithObjects(append([]client.Object{nodeClass, secret}, objects...)...).Build()
 	controller := NewController(kubeClient, apiclient.NewConnections(apiclient.SecretTokens{Reader: kubeClient, Namespace: "karpenter"}), nil)
 	return &reconciling{t: t, kubeClient: kubeClient, controller: controller, key: client.ObjectKeyFromObject(nodeClass)}
 }
@@ -122,4 +126,106 @@ func TestReadyFollowsTheCluster(t *testing.T) {
 			t.Fatalf("Ready = %+v, want False Unauthorized", ready)
 		}
 	})
+}
+
+// nodePoolOf is a NodePool whose nodes come from the NodefleetNodeClass nodeClass.
+func nodePoolOf(name, nodeClass string, taints, startupTaints []corev1.Taint) *karpv1.NodePool {
+	return &karpv1.NodePool{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: karpv1.NodePoolSpec{Template: karpv1.NodeClaimTemplate{Spec: karpv1.NodeClaimTemplateSpec{
+			NodeClassRef:  &karpv1.NodeClassReference{Group: apis.Group, Kind: "NodefleetNodeClass", Name: nodeClass},
+			Taints:        taints,
+			StartupTaints: startupTaints,
+		}}},
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// The pool's taints and labels are shown in the status; a NodePool of this NodeClass lacking one
+// of the pool's taints keeps it NotReady (Karpenter then launches nothing for its NodePools), and
+// fixing the NodePool, or the pool dropping the taint, makes it Ready again.
+func TestNodePoolsMustCarryThePoolsTaints(t *testing.T) {
+	api := fake.NewScalingAPI("prod", "t0ken", "workers")
+	defer api.Close()
+	api.UpdatePool("workers", func(pool *nodefleetapi.Pool) {
+		pool.Labels = map[string]string{"example.com/burst": "true"}
+		pool.Taints = []nodefleetapi.Taint{{Key: "workload", Value: ptr("batch"), Effect: nodefleetapi.TaintEffectNoSchedule}}
+	})
+	workload := corev1.Taint{Key: "workload", Value: "batch", Effect: corev1.TaintEffectNoSchedule}
+	burst := nodePoolOf("burst", "default", nil, nil)
+	// Another NodeClass's NodePool is none of this one's business.
+	other := nodePoolOf("other", "another", nil, nil)
+	r := newReconciling(t, api, nil, burst, other)
+	ctx := context.Background()
+
+	refused := r.reconcile()
+	if !reflect.DeepEqual(refused.Status.PoolTaints, []corev1.Taint{workload}) || !reflect.DeepEqual(refused.Status.PoolLabels, map[string]string{"example.com/burst": "true"}) {
+		t.Fatalf("status poolTaints %v, poolLabels %v; want the API's pool taints and labels", refused.Status.PoolTaints, refused.Status.PoolLabels)
+	}
+	ready := refused.StatusConditions().Get(status.ConditionReady)
+	if !ready.IsFalse() || ready.Reason != "NodePoolTaintsNotCovered" || !strings.Contains(ready.Message, "NodePool burst lacks workload=batch:NoSchedule") || strings.Contains(ready.Message, "other") {
+		t.Fatalf("Ready = %+v, want False NodePoolTaintsNotCovered naming NodePool burst and the taint only", ready)
+	}
+
+	// The same key and effect with another value does not cover it: it would replace the pool's value.
+	burst.Spec.Template.Spec.Taints = []corev1.Taint{{Key: "workload", Value: "web", Effect: corev1.TaintEffectNoSchedule}}
+	if err := r.kubeClient.Update(ctx, burst); err != nil {
+		t.Fatal(err)
+	}
+	if ready := r.reconcile().StatusConditions().Get(status.ConditionReady); !ready.IsFalse() || ready.Reason != "NodePoolTaintsNotCovered" {
+		t.Fatalf("with another value: Ready = %+v, want False NodePoolTaintsNotCovered", ready)
+	}
+
+	// As a startup taint (something removes it) it is covered too.
+	burst.Spec.Template.Spec.Taints = nil
+	burst.Spec.Template.Spec.StartupTaints = []corev1.Taint{workload}
+	if err := r.kubeClient.Update(ctx, burst); err != nil {
+		t.Fatal(err)
+	}
+	if ready := r.reconcile().StatusConditions().Get(status.ConditionReady); !ready.IsTrue() {
+		t.Fatalf("with the taint as a startup taint: Ready = %+v, want True", ready)
+	}
+
+	// A taint added to the pool in the stack: NotReady again until the NodePool carries it.
+	api.UpdatePool("workers", func(pool *nodefleetapi.Pool) {
+		pool.Taints = append(pool.Taints, nodefleetapi.Taint{Key: "example.com/dedicated", Effect: nodefleetapi.TaintEffectNoExecute})
+	})
+	if ready := r.reconcile().StatusConditions().Get(status.ConditionReady); !ready.IsFalse() || !strings.Contains(ready.Message, "lacks example.com/dedicated:NoExecute") {
+		t.Fatalf("after the pool gained a taint: Ready = %+v, want False naming example.com/dedicated:NoExecute", ready)
+	}
+
+	// The pool without taints or labels: nothing to cover, and the status says so.
+	api.UpdatePool("workers", func(pool *nodefleetapi.Pool) {
+		pool.Taints = []nodefleetapi.Taint{}
+		pool.Labels = map[string]string{}
+	})
+	bare := r.reconcile()
+	if ready := bare.StatusConditions().Get(status.ConditionReady); !ready.IsTrue() || bare.Status.PoolTaints != nil || bare.Status.PoolLabels != nil {
+		t.Fatalf("pool without taints: Ready %+v, poolTaints %v, poolLabels %v; want True and neither", ready, bare.Status.PoolTaints, bare.Status.PoolLabels)
+	}
+
+	// While the API cannot be read, the last taints stay shown.
+	api.UpdatePool("workers", func(pool *nodefleetapi.Pool) {
+		pool.Taints = []nodefleetapi.Taint{{Key: "workload", Value: ptr("batch"), Effect: nodefleetapi.TaintEffectNoSchedule}}
+	})
+	r.reconcile()
+	api.FailNext("getCluster", fake.ErrorAnswer{Status: 503, Code: "Unavailable", Message: "restarting"})
+	if unready := r.reconcile(); unready.StatusConditions().Get(status.ConditionReady).Reason != "Unavailable" || !reflect.DeepEqual(unready.Status.PoolTaints, []corev1.Taint{workload}) {
+		t.Fatalf("while the API is unavailable: Ready %+v, poolTaints %v; want Unavailable and the last taints kept", unready.StatusConditions().Get(status.ConditionReady), unready.Status.PoolTaints)
+	}
+}
+
+// A NodePool change re-checks the NodeClass it names (old and new, as controller-runtime maps
+// both of an update); NodePools of other kinds of NodeClass enqueue nothing.
+func TestNodePoolChangesEnqueueTheirNodeClass(t *testing.T) {
+	requests := nodeClassOfNodePool(context.Background(), nodePoolOf("burst", "default", nil, nil))
+	if len(requests) != 1 || requests[0].Name != "default" {
+		t.Fatalf("requests = %v, want the NodeClass default", requests)
+	}
+	foreign := nodePoolOf("aws", "default", nil, nil)
+	foreign.Spec.Template.Spec.NodeClassRef = &karpv1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"}
+	if requests := nodeClassOfNodePool(context.Background(), foreign); len(requests) != 0 {
+		t.Fatalf("requests = %v for another provider's NodePool, want none", requests)
+	}
 }

@@ -6,7 +6,8 @@
 import type { HcloudAutoscaledPool, KubeletSettings } from "../../components/fleet/fleetSpec";
 import { HCLOUD_MAX_SERVERS_PER_NETWORK, hcloudRegion } from "../../components/fleet/hcloudLocations";
 import type { NodeResources } from "../../components/bootstrap/kubeletReservations";
-import { allocatable, limitExceeded, nodeCapacity, nodeOverheadFor } from "../catalog/instanceTypes";
+import { limitExceeded, nodeCapacity, offeredFor } from "../catalog/instanceTypes";
+import type { LearnedCapacityLookup } from "../catalog/learnedCapacity";
 import type { OfferingAvailability } from "../catalog/offeringAvailability";
 import { offeringLabels, requirementsAllow, unmetMinValues, type Requirement } from "../catalog/requirements";
 import { kubernetesArch, type ServerType, type ServerTypeCatalog } from "../catalog/serverTypes";
@@ -45,8 +46,10 @@ export function admit(input: {
    * Default: not checked (the spec's check of the pools' sizes holds).
    */
   serversOnNetwork?: number;
+  /** What registered Nodes reported per server type and image: used instead of the estimate where known. */
+  learned?: LearnedCapacityLookup;
 }): Admitted {
-  const { pool, kubelet, request, catalog, availability, usage, serversOnNetwork } = input;
+  const { pool, kubelet, request, catalog, availability, usage, serversOnNetwork, learned } = input;
   const location = pool.location;
   if (request.zone !== undefined && request.zone !== location) {
     throw new ApiError("NoCompatibleInstanceType", `pool ${pool.name} runs in zone ${location}, not ${request.zone}`, {
@@ -104,7 +107,8 @@ export function admit(input: {
     });
   }
   const headroom = { limits: pool.limits, usage };
-  const exceeded = available.map((t) => limitExceeded(nodeCapacity(t, kubelet), headroom));
+  const offered = available.map((t) => offeredFor(t, pool.image, kubelet, learned));
+  const exceeded = offered.map((o) => limitExceeded(o.capacity, headroom));
   const withinLimits = available.filter((_t, i) => exceeded[i] === undefined);
   if (withinLimits.length === 0) {
     const limit = exceeded.includes("maxNodes") ? "maxNodes" : exceeded.includes("cpu") ? "cpu" : "memoryGiB";
@@ -129,12 +133,6 @@ export function admit(input: {
   }
   // Cheapest first; declaration order breaks ties (Array.prototype.sort is stable).
   const [chosen] = [...withinLimits].sort((a, b) => priceIn(a, location)! - priceIn(b, location)!);
-  const capacity = nodeCapacity(chosen!, kubelet);
-  return {
-    serverType: chosen!,
-    location,
-    price: priceIn(chosen!, location)!,
-    capacity,
-    allocatable: allocatable(capacity, nodeOverheadFor(chosen!, kubelet)),
-  };
+  const { capacity, allocatable } = offered[available.indexOf(chosen!)]!;
+  return { serverType: chosen!, location, price: priceIn(chosen!, location)!, capacity, allocatable };
 }

@@ -7,6 +7,7 @@ import { autoscaledPools, type FleetSpec } from "../../components/fleet/fleetSpe
 import { partitionKubeletLabels } from "../../components/fleet/kubeletLabels";
 import { staticServersOnNetwork } from "../../components/fleet/networkOccupancy";
 import { poolInstanceTypes, type InstanceTypeView } from "../catalog/instanceTypes";
+import type { LearnedCapacityLookup } from "../catalog/learnedCapacity";
 import type { OfferingAvailability } from "../catalog/offeringAvailability";
 import { findServerType, kubernetesArch, type ServerTypeCatalog } from "../catalog/serverTypes";
 import type { ClusterReconciler } from "../reconciler/clusterReconciler";
@@ -30,6 +31,8 @@ export interface ClusterServiceOptions {
   readonly reconciler: ClusterReconciler;
   readonly catalog: () => ServerTypeCatalog;
   readonly availability: OfferingAvailability;
+  /** What registered Nodes reported per server type, image and kubelet settings (nodeCapacityWatch.ts); default: nothing learned. */
+  readonly learned?: LearnedCapacityLookup;
   /** Why creates are refused now (the git stack is not applied), or undefined. */
   readonly refusal?: () => string | undefined;
 }
@@ -104,10 +107,14 @@ export class ClusterService {
     const fleet = this.options.fleet();
     return autoscaledPools(fleet).flatMap(
       (pool) =>
-        poolInstanceTypes(this.options.catalog(), pool, fleet.cluster.kubelet, this.options.availability, {
-          limits: pool.limits,
-          usage: this.options.store.usage(this.clusterId, pool.name),
-        }).instanceTypes,
+        poolInstanceTypes(
+          this.options.catalog(),
+          pool,
+          fleet.cluster.kubelet,
+          this.options.availability,
+          { limits: pool.limits, usage: this.options.store.usage(this.clusterId, pool.name) },
+          this.options.learned,
+        ).instanceTypes,
     );
   }
 
@@ -141,6 +148,7 @@ export class ClusterService {
         catalog: this.options.catalog(),
         availability: this.options.availability,
         usage: occupancy.usage,
+        ...(this.options.learned ? { learned: this.options.learned } : {}),
         ...(pool.network !== "public"
           ? { serversOnNetwork: staticServersOnNetwork(fleet.pools) + store.privateNetworkMembers(this.clusterId) }
           : {}),

@@ -201,10 +201,19 @@ export const instanceTypeSchema = named(
     os: z.literal("linux"),
     region: z.string().describe("The node's topology.kubernetes.io/region: the Hetzner network zone, e.g. eu-central"),
     cpu: z.number(),
-    memoryMiB: z.number().describe("Memory the kubelet reports: the server's GiB less the VM overhead"),
+    memoryMiB: z
+      .number()
+      .describe(
+        "The server's GiB less the estimated VM overhead, as the nodefleet.io/instance-memory label gives it; stays the estimate when capacitySource is learned",
+      ),
     gpu: z.number(),
     capacity: resourceListSchema,
     overhead: resourceListSchema,
+    capacitySource: z
+      .enum(["estimated", "learned"])
+      .describe(
+        "Where capacity and overhead come from. estimated: capacity from the server type's figures less a fixed VM overhead, overhead from the kubelet's reservations. learned: capacity and allocatable (capacity - overhead) are the smallest any Ready Node of this server type, the pool's image and the cluster's kubelet settings reported; a Node reporting less lowers them, none raises them",
+      ),
     offerings: z.array(offeringSchema),
   }),
 );

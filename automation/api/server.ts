@@ -12,6 +12,7 @@ import fastifyMetrics from "fastify-metrics";
 import { serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
 import type { Logger } from "pino";
 import type { FleetSpec } from "../../components/fleet/fleetSpec";
+import { providerIdFor } from "../../components/fleet/naming";
 import { CatalogSource } from "../catalog/catalogSource";
 import { OfferingAvailability } from "../catalog/offeringAvailability";
 import { engineStateOf } from "../engine/engineState";
@@ -21,6 +22,7 @@ import type { GitStackPrerequisites } from "../reconciler/gitStackPrerequisites"
 import type { BatchWindowConfig, RetryConfig } from "../reconciler/batchWindow";
 import { ClusterReconciler } from "../reconciler/clusterReconciler";
 import { GuardFingerprints } from "../store/guardFingerprints";
+import { LearnedCapacities } from "../store/learnedCapacities";
 import { ClaimStore } from "../store/claimStore";
 import { acquireDataDirLock, type DataDirLock } from "../store/dataDirLock";
 import { openDatabase, type Db } from "../store/database";
@@ -30,6 +32,8 @@ import { TokenVerifier, parseApiTokens, type TokenEntry } from "./apiTokens";
 import { ApiError } from "./apiError";
 import { UNAUTHENTICATED_KEY_PREFIX, authPlugin, rateLimitKey } from "./authPlugin";
 import { ClusterService } from "./clusterService";
+import { clusterNodeList } from "./clusterNodeList";
+import { NodeCapacityWatch } from "./nodeCapacityWatch";
 import { DEFAULT_HTTP_TIMEOUTS, fastifyTimeoutOptions, type HttpTimeouts } from "./httpTimeouts";
 import { strictJsonBodies } from "./jsonBodyParser";
 import { clientErrorHandler, frameworkErrorHandler, registerErrorHandling } from "./errorHandler";
@@ -100,6 +104,12 @@ export interface BuildServerOptions {
    * stand-in to measure what the service costs without its store; a service never should.
    */
   readonly claimStore?: (database: Db) => ClaimStore;
+  /**
+   * Learning node capacity from the cluster's Nodes (nodeCapacityWatch.ts): how to list them
+   * (default: with the stack's kubeconfig, except on the simulated engine, which has no cluster)
+   * and how often (default 15 s); false turns it off.
+   */
+  readonly nodeCapacity?: false | { readonly listNodes?: () => Promise<unknown>; readonly intervalMs?: number };
 }
 
 export interface NodefleetContext {
@@ -148,7 +158,7 @@ async function compose(
   const { store, operations, metrics, availability, logger } = parts;
   const clusterId = options.fleet().cluster.id;
   const engineStart = watchEngineStart(options.engineReady);
-  const { reconciler, clusters } = servedCluster(options, parts, clusterId, engineStart);
+  const { reconciler, clusters, capacityWatch } = servedCluster(options, parts, clusterId, engineStart);
 
   const app = httpServer(options, logger);
   const lifecycle = { closing: false };
@@ -164,7 +174,7 @@ async function compose(
     rateLimitPerMinute: options.rateLimitPerMinute ?? 6000,
     unauthenticatedPerMinute: options.unauthenticatedPerMinute ?? 60,
   });
-  runWithServer(app, { options, parts, reconciler, lifecycle, database, lock });
+  runWithServer(app, { options, parts, reconciler, capacityWatch, lifecycle, database, lock });
   return app;
 }
 
@@ -173,6 +183,7 @@ interface ServiceParts {
   readonly store: ClaimStore;
   readonly operations: OperationLog;
   readonly fingerprints: GuardFingerprints;
+  readonly learned: LearnedCapacities;
   /** Engine runs an unclean stop cut short, marked abandoned at start (their claims are reconciled again). */
   readonly abandoned: number;
   readonly metrics: ServiceMetrics;
@@ -186,12 +197,13 @@ function serviceParts(options: BuildServerOptions, database: Db): ServiceParts {
   const store = options.claimStore?.(database) ?? new ClaimStore(database);
   const operations = new OperationLog(database);
   const fingerprints = new GuardFingerprints(database);
+  const learned = new LearnedCapacities(database);
   const abandoned = operations.abandonUnfinished("the service stopped during this run (crash or kill); its claims are reconciled again");
   const metrics = options.metrics ?? new ServiceMetrics();
   const availability = options.availability ?? new OfferingAvailability(options.unavailableForMs);
   const catalog = options.catalog ?? new CatalogSource({ availability });
   const logger = options.logger || undefined;
-  return { store, operations, fingerprints, abandoned, metrics, availability, catalog, logger };
+  return { store, operations, fingerprints, learned, abandoned, metrics, availability, catalog, logger };
 }
 
 /** The engine's start as readyz reports it: starting until `engineReady` settles, then ready or failed (and why). */
@@ -247,14 +259,36 @@ function clusterReconciler(options: BuildServerOptions, parts: ServiceParts, clu
   });
 }
 
+/** Where the service reads the cluster's Nodes for their capacity, if anywhere. */
+function capacityWatchOf(options: BuildServerOptions, parts: ServiceParts, clusterId: string): NodeCapacityWatch | undefined {
+  const settings = options.nodeCapacity ?? {};
+  if (settings === false) return undefined;
+  const listNodes =
+    settings.listNodes ?? (options.engine.kind === "simulated" ? undefined : () => clusterNodeList(options.stackConfig(), clusterId));
+  if (!listNodes) return undefined;
+  const { store, learned, logger } = parts;
+  return new NodeCapacityWatch({
+    clusterId,
+    members: {
+      claimOf: (nodeId) => store.get(clusterId, nodeId),
+      providerIdOf: (nodeId) => providerIdFor(options.fleet().cluster, nodeId),
+    },
+    hasMembers: () => store.countByStatus(clusterId).RUNNING > 0,
+    learned,
+    listNodes,
+    ...(settings.intervalMs !== undefined ? { intervalMs: settings.intervalMs } : {}),
+    ...(logger ? { logger } : {}),
+  });
+}
+
 /** The one cluster served: its reconciler and its service, built apart from the HTTP server and counted in the metrics. */
 function servedCluster(
   options: BuildServerOptions,
   parts: ServiceParts,
   clusterId: string,
   engineStart: EngineStart,
-): { reconciler: ClusterReconciler; clusters: ReadonlyMap<string, ClusterService> } {
-  const { store, operations, metrics, availability, catalog } = parts;
+): { reconciler: ClusterReconciler; clusters: ReadonlyMap<string, ClusterService>; capacityWatch: NodeCapacityWatch | undefined } {
+  const { store, operations, metrics, availability, catalog, learned } = parts;
   const reconciler = clusterReconciler(options, parts, clusterId);
   const service = new ClusterService(clusterId, {
     fleet: options.fleet,
@@ -263,10 +297,11 @@ function servedCluster(
     reconciler,
     catalog: () => catalog.current(),
     availability,
+    learned: (key) => learned.get(clusterId, key),
     refusal: () => (engineStart.state === "failed" ? `the engine cannot run: ${engineStart.error}` : options.prerequisites?.refusal()),
   });
   metrics.addCluster({ clusterId, nodesByStatus: () => store.countByStatus(clusterId), queueDepth: () => reconciler.queueDepth() });
-  return { reconciler, clusters: new Map([[clusterId, service]]) };
+  return { reconciler, clusters: new Map([[clusterId, service]]), capacityWatch: capacityWatchOf(options, parts, clusterId) };
 }
 
 /** The bare Fastify instance: logging, body limit, timeouts and error handlers, no routes yet. */
@@ -336,6 +371,7 @@ function runWithServer(
     options,
     parts,
     reconciler,
+    capacityWatch,
     lifecycle,
     database,
     lock,
@@ -343,6 +379,7 @@ function runWithServer(
     options: BuildServerOptions;
     parts: ServiceParts;
     reconciler: ClusterReconciler;
+    capacityWatch: NodeCapacityWatch | undefined;
     lifecycle: { closing: boolean };
     database: Db;
     lock: DataDirLock;
@@ -353,6 +390,7 @@ function runWithServer(
     catalog.start();
     options.prerequisites?.start();
     reconciler.start();
+    capacityWatch?.start();
     if (abandoned > 0) logger?.warn({ abandoned }, "engine runs were cut short by an unclean stop; their claims are reconciled again");
   });
   // Before in-flight requests are awaited: creates waiting (waitSeconds) answer now instead of holding the shutdown.
@@ -370,6 +408,7 @@ function runWithServer(
     catalog.stop();
     options.prerequisites?.stop();
     await reconciler.stop(options.shutdownGraceMs ?? 30_000);
+    await capacityWatch?.stop();
     database.close();
     lock.release();
   });

@@ -2,11 +2,14 @@
  * What the scaling API tells Karpenter about each server type of an autoscaled pool: capacity,
  * overhead (from `nodeOverhead`, the function that also writes the kubelet's reservations, so the
  * two never disagree), allocatable and priced offerings per zone, including unavailable ones
- * (Karpenter marks nodes of a type it no longer sees as drifted).
+ * (Karpenter marks nodes of a type it no longer sees as drifted). Once a Node of the type, the
+ * pool's image and the cluster's kubelet settings has registered, capacity and overhead are what
+ * such Nodes reported instead of the estimate (learnedCapacity.ts).
  */
 import type { HcloudAutoscaledPool, KubeletSettings } from "../../components/fleet/fleetSpec";
 import { nodeOverhead, type NodeResources } from "../../components/bootstrap/kubeletReservations";
 import { hcloudRegion } from "../../components/fleet/hcloudLocations";
+import { kubeletFingerprint, offeredResources, type LearnedCapacityLookup, type OfferedResources } from "./learnedCapacity";
 import type { OfferingAvailability } from "./offeringAvailability";
 import { kubernetesArch, type ServerType, type ServerTypeCatalog } from "./serverTypes";
 
@@ -40,6 +43,8 @@ export interface InstanceTypeView {
   readonly gpu: number;
   readonly capacity: ResourceList;
   readonly overhead: ResourceList;
+  /** `estimated` from the server type's figures, or `learned` from what registered Nodes of its kind reported. */
+  readonly capacitySource: OfferedResources["source"];
   readonly offerings: Offering[];
 }
 
@@ -89,6 +94,22 @@ export function nodeOverheadFor(type: ServerType, kubelet: KubeletSettings): Nod
   };
 }
 
+/** The estimate: the server type's figures less the VM overhead, and the kubelet's reservations. */
+export function estimatedResources(type: ServerType, kubelet: KubeletSettings): Omit<OfferedResources, "source"> {
+  const capacity = nodeCapacity(type, kubelet);
+  const overhead = nodeOverheadFor(type, kubelet);
+  return { capacity, overhead, allocatable: allocatable(capacity, overhead) };
+}
+
+/**
+ * What a node of the type is offered (and admitted) with in a pool of `image`: what Nodes of its
+ * kind reported when `learned` knows it, else the estimate.
+ */
+export function offeredFor(type: ServerType, image: string, kubelet: KubeletSettings, learned?: LearnedCapacityLookup): OfferedResources {
+  const known = learned?.({ serverType: type.name, image, kubelet: kubeletFingerprint(kubelet) });
+  return offeredResources(estimatedResources(type, kubelet), known);
+}
+
 export function allocatable(capacity: NodeResources, overhead: NodeResources): NodeResources {
   return {
     cpuMillis: Math.max(0, capacity.cpuMillis - overhead.cpuMillis),
@@ -125,12 +146,13 @@ function offeringFor(type: ServerType, location: string, availability: OfferingA
 
 function instanceTypeView(
   type: ServerType,
-  pool: Pick<HcloudAutoscaledPool, "name" | "location">,
+  pool: Pick<HcloudAutoscaledPool, "name" | "location" | "image">,
   kubelet: KubeletSettings,
   availability?: OfferingAvailability,
   headroom?: PoolHeadroom,
+  learned?: LearnedCapacityLookup,
 ): InstanceTypeView {
-  const capacity = nodeCapacity(type, kubelet);
+  const offered = offeredFor(type, pool.image, kubelet, learned);
   return {
     name: type.name,
     pool: pool.name,
@@ -139,27 +161,32 @@ function instanceTypeView(
     os: "linux",
     region: hcloudRegion(pool.location),
     cpu: type.cores,
-    memoryMiB: capacity.memoryMiB,
+    // The nominal figure behind the instance-memory label: stable, whatever Nodes reported.
+    memoryMiB: nodeCapacity(type, kubelet).memoryMiB,
     gpu: 0,
-    capacity: formatResources(capacity),
-    overhead: formatResources(nodeOverheadFor(type, kubelet)),
-    offerings: [offeringFor(type, pool.location, availability, headroom === undefined || limitExceeded(capacity, headroom) === undefined)],
+    capacity: formatResources(offered.capacity),
+    overhead: formatResources(offered.overhead),
+    capacitySource: offered.source,
+    offerings: [
+      offeringFor(type, pool.location, availability, headroom === undefined || limitExceeded(offered.capacity, headroom) === undefined),
+    ],
   };
 }
 
 /** Every server type of the pool in declaration order; types missing from the catalog are reported, not invented. */
 export function poolInstanceTypes(
   catalog: ServerTypeCatalog,
-  pool: Pick<HcloudAutoscaledPool, "name" | "location" | "serverTypes">,
+  pool: Pick<HcloudAutoscaledPool, "name" | "location" | "serverTypes" | "image">,
   kubelet: KubeletSettings,
   availability?: OfferingAvailability,
   headroom?: PoolHeadroom,
+  learned?: LearnedCapacityLookup,
 ): { instanceTypes: InstanceTypeView[]; unknown: string[] } {
   const instanceTypes: InstanceTypeView[] = [];
   const unknown: string[] = [];
   for (const name of pool.serverTypes) {
     const type = catalog.serverTypes.find((t) => t.name === name);
-    if (type) instanceTypes.push(instanceTypeView(type, pool, kubelet, availability, headroom));
+    if (type) instanceTypes.push(instanceTypeView(type, pool, kubelet, availability, headroom, learned));
     else unknown.push(name);
   }
   return { instanceTypes, unknown };

@@ -74,6 +74,26 @@ export const MIGRATIONS: readonly string[] = [
      parts_json TEXT NOT NULL,
      recorded_at TEXT NOT NULL
    );`,
+  // What registered Nodes reported per server type, image and kubelet settings (store/learnedCapacities.ts):
+  // the smallest capacity and allocatable seen, each field apart, in millicores, MiB and pods.
+  `CREATE TABLE learned_capacities (
+     cluster_id TEXT NOT NULL,
+     server_type TEXT NOT NULL,
+     image TEXT NOT NULL,
+     kubelet TEXT NOT NULL,
+     capacity_cpu_millis INTEGER NOT NULL,
+     capacity_memory_mib INTEGER NOT NULL,
+     capacity_pods INTEGER NOT NULL,
+     capacity_ephemeral_storage_mib INTEGER NOT NULL,
+     allocatable_cpu_millis INTEGER NOT NULL,
+     allocatable_memory_mib INTEGER NOT NULL,
+     allocatable_pods INTEGER NOT NULL,
+     allocatable_ephemeral_storage_mib INTEGER NOT NULL,
+     first_node TEXT NOT NULL,
+     learned_at TEXT NOT NULL,
+     updated_at TEXT NOT NULL,
+     PRIMARY KEY (cluster_id, server_type, image, kubelet)
+   );`,
 ];
 
 export function databasePath(dataDir: string): string {

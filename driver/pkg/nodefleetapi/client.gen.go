@@ -175,6 +175,24 @@ func (e InstanceTypeArch) Valid() bool {
 	}
 }
 
+// Defines values for InstanceTypeCapacitySource.
+const (
+	Estimated InstanceTypeCapacitySource = "estimated"
+	Learned   InstanceTypeCapacitySource = "learned"
+)
+
+// Valid indicates whether the value is a known member of the InstanceTypeCapacitySource enum.
+func (e InstanceTypeCapacitySource) Valid() bool {
+	switch e {
+	case Estimated:
+		return true
+	case Learned:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for InstanceTypeOs.
 const (
 	Linux InstanceTypeOs = "linux"
@@ -464,10 +482,13 @@ type HealthStatus string
 type InstanceType struct {
 	Arch     InstanceTypeArch `json:"arch"`
 	Capacity ResourceList     `json:"capacity"`
-	Cpu      float32          `json:"cpu"`
-	Gpu      float32          `json:"gpu"`
 
-	// MemoryMiB Memory the kubelet reports: the server's GiB less the VM overhead
+	// CapacitySource Where capacity and overhead come from. estimated: capacity from the server type's figures less a fixed VM overhead, overhead from the kubelet's reservations. learned: capacity and allocatable (capacity - overhead) are the smallest any Ready Node of this server type, the pool's image and the cluster's kubelet settings reported; a Node reporting less lowers them, none raises them
+	CapacitySource InstanceTypeCapacitySource `json:"capacitySource"`
+	Cpu            float32                    `json:"cpu"`
+	Gpu            float32                    `json:"gpu"`
+
+	// MemoryMiB The server's GiB less the estimated VM overhead, as the nodefleet.io/instance-memory label gives it; stays the estimate when capacitySource is learned
 	MemoryMiB float32              `json:"memoryMiB"`
 	Name      string               `json:"name"`
 	Offerings []Offering           `json:"offerings"`
@@ -482,6 +503,9 @@ type InstanceType struct {
 
 // InstanceTypeArch defines model for InstanceType.Arch.
 type InstanceTypeArch string
+
+// InstanceTypeCapacitySource Where capacity and overhead come from. estimated: capacity from the server type's figures less a fixed VM overhead, overhead from the kubelet's reservations. learned: capacity and allocatable (capacity - overhead) are the smallest any Ready Node of this server type, the pool's image and the cluster's kubelet settings reported; a Node reporting less lowers them, none raises them
+type InstanceTypeCapacitySource string
 
 // InstanceTypeOs defines model for InstanceType.Os.
 type InstanceTypeOs string

@@ -39,6 +39,7 @@ import { strictJsonBodies } from "./jsonBodyParser";
 import { clientErrorHandler, frameworkErrorHandler, registerErrorHandling } from "./errorHandler";
 import { clusterRoutes } from "./routes/clusterRoutes";
 import { nodeRoutes } from "./routes/nodeRoutes";
+import { droppedCreateAnswers } from "./droppedCreateAnswers";
 import { probeRoutes, type Readiness } from "./routes/probeRoutes";
 import { ServiceMetrics } from "./serviceMetrics";
 import { openApiComponents, openApiDocumentation, openApiTransform } from "./openApiDocument";
@@ -109,6 +110,11 @@ export interface BuildServerOptions {
    * (default: with the stack's kubeconfig, except on the simulated engine, which has no cluster)
    * and how often (default 15 s); false turns it off.
    */
+  /**
+   * Fault injection (NODEFLEET_SIM_DROP_CREATE_ANSWERS): the first this many committed creates get
+   * their connection destroyed instead of an answer (default 0, none).
+   */
+  readonly dropCreateAnswers?: number;
   readonly nodeCapacity?: false | { readonly listNodes?: () => Promise<unknown>; readonly intervalMs?: number };
 }
 
@@ -173,6 +179,7 @@ async function compose(
     tokens: new TokenVerifier(tokens),
     rateLimitPerMinute: options.rateLimitPerMinute ?? 6000,
     unauthenticatedPerMinute: options.unauthenticatedPerMinute ?? 60,
+    ...(options.dropCreateAnswers ? { dropCreateAnswer: droppedCreateAnswers(options.dropCreateAnswers) } : {}),
   });
   runWithServer(app, { options, parts, reconciler, capacityWatch, lifecycle, database, lock });
   return app;
@@ -421,6 +428,8 @@ export interface RouteDependencies {
   readonly tokens: TokenVerifier;
   readonly rateLimitPerMinute: number | false;
   readonly unauthenticatedPerMinute: number;
+  /** The create route's fault knob (BuildServerOptions.dropCreateAnswers). */
+  readonly dropCreateAnswer?: () => boolean;
 }
 
 /** Every route and HTTP concern; shared by buildServer and the OpenAPI generator. */
@@ -479,7 +488,10 @@ export async function registerRoutes(app: FastifyInstance, deps: RouteDependenci
       api.addHook("onRequest", api.rateLimit());
       await api.register(authPlugin, { tokens: deps.tokens, servedClusters: new Set(deps.clusters.keys()) });
       await api.register(clusterRoutes, { clusters: deps.clusters });
-      await api.register(nodeRoutes, { clusters: deps.clusters });
+      await api.register(nodeRoutes, {
+        clusters: deps.clusters,
+        ...(deps.dropCreateAnswer ? { dropCreateAnswer: deps.dropCreateAnswer } : {}),
+      });
     },
     { prefix: API_PREFIX },
   );

@@ -172,6 +172,7 @@ function serviceSettings(env: NodeJS.ProcessEnv) {
     shutdownGraceMs: intEnv(env, "NODEFLEET_SHUTDOWN_GRACE_MS", 30_000),
     engineParallel: positiveIntEnv(env, "NODEFLEET_ENGINE_PARALLEL", DEFAULT_ENGINE_PARALLEL),
     prerequisiteRecheckMs: positiveIntEnv(env, "NODEFLEET_PREREQUISITE_RECHECK_MS", 5_000),
+    dropCreateAnswers: intEnv(env, "NODEFLEET_SIM_DROP_CREATE_ANSWERS", 0),
     plugins: pluginSource(env),
   } as const;
 }
@@ -383,6 +384,11 @@ async function startService(
       env,
       logger,
     );
+    if (settings.dropCreateAnswers > 0)
+      logger.warn(
+        { NODEFLEET_SIM_DROP_CREATE_ANSWERS: settings.dropCreateAnswers },
+        "fault injection: the answers of the first creates are dropped after they are committed",
+      );
     const app = await buildServer({
       dataDir,
       lock,
@@ -404,6 +410,7 @@ async function startService(
       logger,
       rateLimitPerMinute: settings.rateLimitPerMinute,
       shutdownGraceMs: settings.shutdownGraceMs,
+      ...(settings.dropCreateAnswers > 0 ? { dropCreateAnswers: settings.dropCreateAnswers } : {}),
     });
     return {
       app,

@@ -69,6 +69,10 @@ export interface KarpenterLoopOptions {
   readonly consolidateAfter?: string;
   /** How long a fake server takes to boot (NODEFLEET_SIM_BOOT_DELAY_MS). Default: the fake's. */
   readonly bootDelayMs?: number;
+  /** The first this many committed creates lose their answer (NODEFLEET_SIM_DROP_CREATE_ANSWERS). Default none. */
+  readonly dropCreateAnswers?: number;
+  /** The driver's garbage collection grace (INSTANCE_GC_GRACE, a Go duration). Default: the driver's. */
+  readonly instanceGcGrace?: string;
 }
 
 export async function startKarpenterLoop(dir: string, options: KarpenterLoopOptions = {}): Promise<KarpenterLoop> {
@@ -101,7 +105,12 @@ export async function startKarpenterLoop(dir: string, options: KarpenterLoopOpti
     await runPulumi(["up", "--stack", "local", "--yes", "--skip-preview", "--non-interactive"], project, cloud.env);
     serve = await startServe(
       join(dir, "serve"),
-      { ...cloud.env, NODEFLEET_BATCH_IDLE_MS: "300", NODEFLEET_API_TOKENS: `local:${TOKEN}` },
+      {
+        ...cloud.env,
+        NODEFLEET_BATCH_IDLE_MS: "300",
+        NODEFLEET_API_TOKENS: `local:${TOKEN}`,
+        ...(options.dropCreateAnswers !== undefined ? { NODEFLEET_SIM_DROP_CREATE_ANSWERS: String(options.dropCreateAnswers) } : {}),
+      },
       { stack: "local", engine: "automation", cwd: project, clusterId: "local", startTimeoutMs: 120_000 },
     );
     const served = serve;
@@ -125,7 +134,10 @@ export async function startKarpenterLoop(dir: string, options: KarpenterLoopOpti
       }),
     );
 
-    controller = await startKarpenterController({ kubeconfig: cloud.plane.adminKubeconfig });
+    controller = await startKarpenterController({
+      kubeconfig: cloud.plane.adminKubeconfig,
+      ...(options.instanceGcGrace !== undefined ? { env: { ...process.env, INSTANCE_GC_GRACE: options.instanceGcGrace } } : {}),
+    });
     const started = controller;
     controllerLog = () => started.log();
 

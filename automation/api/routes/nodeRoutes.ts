@@ -30,7 +30,13 @@ function serializedOnce() {
   };
 }
 
-export const nodeRoutes: FastifyPluginAsyncZod<{ clusters: ClusterServices }> = async (app, { clusters }) => {
+export interface NodeRouteOptions {
+  readonly clusters: ClusterServices;
+  /** Asked once per committed create: true drops its answer by destroying the connection (droppedCreateAnswers.ts). */
+  readonly dropCreateAnswer?: () => boolean;
+}
+
+export const nodeRoutes: FastifyPluginAsyncZod<NodeRouteOptions> = async (app, { clusters, dropCreateAnswer }) => {
   const answerNode = serializedOnce();
   const answerList = serializedOnce();
   app.post(
@@ -58,6 +64,13 @@ export const nodeRoutes: FastifyPluginAsyncZod<{ clusters: ClusterServices }> = 
     async (request, reply) => {
       const service = clusterService(clusters, request.params.clusterId);
       const { created, node } = await service.create(request.body);
+      if (dropCreateAnswer?.()) {
+        // Committed, never answered: the client sees its connection close (a fault knob, tests only).
+        request.log.warn({ nodeID: node.nodeID }, "dropping the answer of a committed create (NODEFLEET_SIM_DROP_CREATE_ANSWERS)");
+        reply.hijack();
+        request.raw.socket.destroy();
+        return reply;
+      }
       const waitSeconds = request.query.waitSeconds ?? 0;
       if (waitSeconds > 0) {
         const claim = await service.waitForSettled(node.nodeID, waitSeconds);

@@ -39,6 +39,11 @@ func main() {
 		ByObject:          map[client.Object]cache.ByObject{&corev1.Secret{}: {}},
 	}))
 	lo.Must0(op.Add(secrets))
+	gcGrace, err := instanceGCGraceFromEnv()
+	if err != nil {
+		log.FromContext(ctx).Error(err, "invalid instance garbage collection setting")
+		os.Exit(1)
+	}
 	connections := apiclient.NewConnections(apiclient.SecretTokens{Reader: secrets, Namespace: namespace})
 
 	undecorated := nodefleet.New(op.GetClient(), connections, nodefleet.NewSoldOutOfferings())
@@ -56,6 +61,6 @@ func main() {
 			clusterState,
 			op.InstanceTypeStore,
 		)...).
-		WithControllers(ctx, controllers.NewControllers(op.GetClient(), undecorated, connections, secrets)...).
+		WithControllers(ctx, controllers.NewControllers(op.GetClient(), undecorated, connections, secrets, op.Clock.Now, gcGrace)...).
 		Start(ctx)
 }

@@ -2,6 +2,8 @@
 package controllers
 
 import (
+	"time"
+
 	"github.com/awslabs/operatorpkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -9,12 +11,16 @@ import (
 	"nodefleet.dev/driver/pkg/apiclient"
 	"nodefleet.dev/driver/pkg/cloudprovider"
 	"nodefleet.dev/driver/pkg/controllers/nodeclaim/failed"
+	"nodefleet.dev/driver/pkg/controllers/nodeclaim/garbagecollection"
 	"nodefleet.dev/driver/pkg/controllers/nodeclass"
 )
 
-func NewControllers(kubeClient client.Client, cloudProvider *cloudprovider.CloudProvider, connections *apiclient.Connections, secrets cache.Cache) []controller.Controller {
+// NewControllers: now is the operator's clock, gcGrace how long a node no NodeClaim claims is kept
+// (garbagecollection.DefaultGrace when zero).
+func NewControllers(kubeClient client.Client, cloudProvider *cloudprovider.CloudProvider, connections *apiclient.Connections, secrets cache.Cache, now func() time.Time, gcGrace time.Duration) []controller.Controller {
 	return []controller.Controller{
 		nodeclass.NewController(kubeClient, connections, secrets),
 		failed.NewController(kubeClient, cloudProvider),
+		garbagecollection.NewController(kubeClient, connections, now, gcGrace),
 	}
 }

@@ -87,7 +87,10 @@ describe("reconciler: pure parts", () => {
     assert.equal(byNode.get("k000000000002")!.patch.failureCode, "CreateFailed");
     assert.match(String(byNode.get("k000000000002")!.patch.failureReason), /boom/);
     assert.equal(byNode.get("k000000000003")!.patch.failureCode, "InsufficientCapacity");
-    assert.deepEqual(byNode.get("k000000000003")!.soldOut?.serverType, "cpx21");
+    assert.equal(byNode.get("k000000000003")!.backoff?.serverType, "cpx21");
+    assert.equal(byNode.get("k000000000003")!.backoff?.kind, "soldOut");
+    assert.equal(byNode.get("k000000000003")!.backoff?.scope, "offering");
+    assert.equal(byNode.get("k000000000002")!.backoff, undefined);
     assert.equal(byNode.get("k000000000009")!.patch.status, "GONE");
     assert.equal(outcome.retry, false);
     assert.ok(isSoldOut("resource_unavailable"));

@@ -38,6 +38,8 @@ export function admit(input: {
   request: AdmissionRequest;
   catalog: ServerTypeCatalog;
   availability: OfferingAvailability;
+  /** The pool's cluster, for pool-wide backoffs (an unusable image, a full network); default: none checked. */
+  clusterId?: string;
   usage: PoolUsage;
   /**
    * Servers on the cluster's private network besides the one to admit: the static pools' on it and
@@ -49,7 +51,7 @@ export function admit(input: {
   /** What registered Nodes reported per server type and image: used instead of the estimate where known. */
   learned?: LearnedCapacityLookup;
 }): Admitted {
-  const { pool, kubelet, request, catalog, availability, usage, serversOnNetwork, learned } = input;
+  const { pool, kubelet, request, catalog, availability, clusterId, usage, serversOnNetwork, learned } = input;
   const location = pool.location;
   if (request.zone !== undefined && request.zone !== location) {
     throw new ApiError("NoCompatibleInstanceType", `pool ${pool.name} runs in zone ${location}, not ${request.zone}`, {
@@ -99,12 +101,45 @@ export function admit(input: {
     );
   }
   const fitting = candidates.map((c) => c.type);
-  const available = fitting.filter((t) => priceIn(t, location) !== undefined && availability.isAvailable(t.name, location));
+  const poolRef = clusterId !== undefined ? { clusterId, pool: pool.name } : undefined;
+  // A pool-wide backoff refuses before anything else is weighed: no engine run would get further.
+  const blocked = poolRef && availability.poolUnavailable(poolRef.clusterId, poolRef.pool);
+  if (blocked) {
+    throw new ApiError(
+      "InsufficientCapacity",
+      `pool ${pool.name} is backed off until ${new Date(blocked.until).toISOString()}: ${blocked.reason}`,
+      {
+        pool: pool.name,
+        limit: "backoff",
+        kind: blocked.kind,
+        retryAt: new Date(blocked.until).toISOString(),
+        offerings: fitting.map((t) => ({ instanceType: t.name, zone: location, reason: blocked.reason })),
+      },
+    );
+  }
+  const available = fitting.filter((t) => priceIn(t, location) !== undefined && availability.isAvailable(t.name, location, poolRef));
   if (available.length === 0) {
-    throw new ApiError("InsufficientCapacity", `every fitting offering of pool ${pool.name} in ${location} is unavailable`, {
-      pool: pool.name,
-      unavailable: fitting.map((t) => `${t.name}@${location}`),
-    });
+    // Each refused offering with its reason: the driver marks exactly these unavailable.
+    const offerings = fitting.map((t) => ({
+      instanceType: t.name,
+      zone: location,
+      reason:
+        priceIn(t, location) === undefined
+          ? `${t.name} is not sold in ${location}`
+          : (availability.unavailableReason(t.name, location, poolRef) ?? "unavailable"),
+    }));
+    throw new ApiError(
+      "InsufficientCapacity",
+      `every fitting offering of pool ${pool.name} in ${location} is unavailable: ${offerings.map((o) => `${o.instanceType} (${o.reason})`).join("; ")}`.slice(
+        0,
+        1000,
+      ),
+      {
+        pool: pool.name,
+        unavailable: fitting.map((t) => `${t.name}@${location}`),
+        offerings,
+      },
+    );
   }
   const headroom = { limits: pool.limits, usage };
   const offered = available.map((t) => offeredFor(t, pool.image, kubelet, learned));

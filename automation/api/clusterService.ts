@@ -114,6 +114,7 @@ export class ClusterService {
           this.options.availability,
           { limits: pool.limits, usage: this.options.store.usage(this.clusterId, pool.name) },
           this.options.learned,
+          this.clusterId,
         ).instanceTypes,
     );
   }
@@ -147,6 +148,7 @@ export class ClusterService {
         request: body,
         catalog: this.options.catalog(),
         availability: this.options.availability,
+        clusterId: this.clusterId,
         usage: occupancy.usage,
         ...(this.options.learned ? { learned: this.options.learned } : {}),
         ...(pool.network !== "public"
@@ -200,8 +202,10 @@ export class ClusterService {
       });
     }
     if (existing.status === "GONE") {
+      // `status: GONE` tells a burned uniqueID (Karpenter's NodeClaim must end) from a reused one.
       throw new ApiError("Conflict", `uniqueID ${existing.uniqueId} belonged to node ${existing.nodeId}, which has been deleted`, {
         nodeID: existing.nodeId,
+        status: "GONE",
       });
     }
     return this.view(existing, fleet);

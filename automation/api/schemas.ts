@@ -161,7 +161,12 @@ export const nodeSchema = named(
     taints: z.array(taintViewSchema).describe("The pool's and the request's taints merged by (key, effect)"),
     createdAt: z.string(),
     updatedAt: z.string(),
-    failureCode: z.string().optional().describe("FAILED only: InsufficientCapacity (the offering is sold out) or CreateFailed"),
+    failureCode: z
+      .string()
+      .optional()
+      .describe(
+        "FAILED only: InsufficientCapacity (sold out, quota, unusable image or a full pool: the offering or pool is backed off) or CreateFailed",
+      ),
     failureReason: z.string().optional().describe("FAILED only: what went wrong, for people"),
     drifted: z.boolean(),
     driftReason: z
@@ -188,7 +193,10 @@ const offeringSchema = named(
     price: z.number().describe("EUR per hour, net"),
     available: z
       .boolean()
-      .describe("false while sold out, not sold in the zone, or while the pool has no room for this type under its limits"),
+      .describe(
+        "false while sold out, not sold in the zone, while the pool has no room for this type under its limits, or while a recent create failed in a way the next would repeat (quota, unusable image, full network or placement group)",
+      ),
+    unavailableReason: z.string().optional().describe("Why the offering is unavailable; absent while it is available"),
   }),
 );
 export const instanceTypeSchema = named(

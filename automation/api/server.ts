@@ -84,6 +84,8 @@ export interface BuildServerOptions {
   readonly availability?: OfferingAvailability;
   /** How long a sold-out create keeps its offering unavailable (default 30 min). */
   readonly unavailableForMs?: number;
+  /** How long a quota, unusable-image or full-pool failure backs its offering or pool off (default 5 min). */
+  readonly backoffForMs?: number;
   /** Connection, header, request and keep-alive timeouts (defaults in httpTimeouts.ts). */
   readonly httpTimeouts?: Partial<HttpTimeouts>;
   /** Largest request body in bytes (default 64 KiB). */
@@ -207,7 +209,7 @@ function serviceParts(options: BuildServerOptions, database: Db): ServiceParts {
   const learned = new LearnedCapacities(database);
   const abandoned = operations.abandonUnfinished("the service stopped during this run (crash or kill); its claims are reconciled again");
   const metrics = options.metrics ?? new ServiceMetrics();
-  const availability = options.availability ?? new OfferingAvailability(options.unavailableForMs);
+  const availability = options.availability ?? new OfferingAvailability(options.unavailableForMs, Date.now, options.backoffForMs);
   const catalog = options.catalog ?? new CatalogSource({ availability });
   const logger = options.logger || undefined;
   return { store, operations, fingerprints, learned, abandoned, metrics, availability, catalog, logger };
@@ -257,9 +259,24 @@ function clusterReconciler(options: BuildServerOptions, parts: ServiceParts, clu
     ...(options.createDeadlineMs !== undefined ? { createDeadlineMs: options.createDeadlineMs } : {}),
     ...(options.previewGuard !== undefined ? { previewGuard: options.previewGuard } : {}),
     ...(options.engineReady ? { ready: options.engineReady } : {}),
-    onSoldOut: (serverType, location, reason) => {
-      availability.markUnavailable(serverType, location, reason);
-      logger?.warn({ serverType, location }, "offering sold out; marked unavailable");
+    onLaunchBackoff: (clusterId, mark) => {
+      if (mark.scope === "pool") availability.markPoolUnavailable(clusterId, mark.pool, mark.reason, mark.kind);
+      else availability.markUnavailable(mark.serverType, mark.location, mark.reason, mark.kind);
+      metrics.launchBackoff(clusterId, mark.kind, mark.scope);
+      logger?.warn(
+        {
+          clusterId,
+          pool: mark.pool,
+          serverType: mark.serverType,
+          location: mark.location,
+          kind: mark.kind,
+          scope: mark.scope,
+          forMs: availability.periodOf(mark.kind),
+        },
+        mark.scope === "pool"
+          ? "create failed for the whole pool; pool backed off"
+          : "create failed for its offering; offering marked unavailable",
+      );
     },
     observer: metrics,
     ...(logger ? { logger } : {}),

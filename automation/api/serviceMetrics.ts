@@ -2,7 +2,7 @@
  * The service's Prometheus metrics, in a registry of its own (several servers can run in one
  * process, as in the tests). HTTP request counts and latencies come from fastify-metrics; these
  * are the product's: engine runs, run durations, nodes by status, reconcile queue depth, cloud API
- * requests and orphan-reclaimer decisions.
+ * requests, orphan-reclaimer decisions and launch backoffs.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 import type { OperationKind } from "../store/operationLog";
@@ -20,6 +20,7 @@ export class ServiceMetrics implements RunObserver {
   readonly runDuration: Histogram<"cluster" | "kind">;
   readonly cloudApiRequests: Counter<"provider" | "operation">;
   readonly orphanDecisions: Counter<"cluster" | "action">;
+  readonly launchBackoffs: Counter<"cluster" | "kind" | "scope">;
   private readonly sources: ClusterGaugeSource[] = [];
 
   constructor(options: { defaultMetrics?: boolean } = {}) {
@@ -47,6 +48,12 @@ export class ServiceMetrics implements RunObserver {
       name: "nodefleet_orphan_servers_total",
       help: "Orphan reclaimer decisions: servers labelled with the cluster that neither the store nor the stack knows",
       labelNames: ["cluster", "action"],
+      registers: [this.registry],
+    });
+    this.launchBackoffs = new Counter({
+      name: "nodefleet_launch_backoffs_total",
+      help: "Creates that failed in a way the next would repeat (kind: soldOut, quota, image, poolLimit), backing off an offering or a whole pool (scope)",
+      labelNames: ["cluster", "kind", "scope"],
       registers: [this.registry],
     });
     const sources = this.sources;
@@ -83,6 +90,10 @@ export class ServiceMetrics implements RunObserver {
   runFinished(clusterId: string, kind: OperationKind, result: "succeeded" | "failed", durationMs: number): void {
     this.engineRuns.inc({ cluster: clusterId, kind, result });
     this.runDuration.observe({ cluster: clusterId, kind }, durationMs / 1000);
+  }
+
+  launchBackoff(clusterId: string, kind: string, scope: string): void {
+    this.launchBackoffs.inc({ cluster: clusterId, kind, scope });
   }
 
   cloudRequest(provider: string, operation: string): void {

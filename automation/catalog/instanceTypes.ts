@@ -10,7 +10,7 @@ import type { HcloudAutoscaledPool, KubeletSettings } from "../../components/fle
 import { nodeOverhead, type NodeResources } from "../../components/bootstrap/kubeletReservations";
 import { hcloudRegion } from "../../components/fleet/hcloudLocations";
 import { kubeletFingerprint, offeredResources, type LearnedCapacityLookup, type OfferedResources } from "./learnedCapacity";
-import type { OfferingAvailability } from "./offeringAvailability";
+import type { OfferingAvailability, PoolRef } from "./offeringAvailability";
 import { kubernetesArch, type ServerType, type ServerTypeCatalog } from "./serverTypes";
 
 /** Kubernetes resource quantities, as a Node's `status.capacity` spells them. */
@@ -28,6 +28,8 @@ export interface Offering {
   /** EUR per hour, net. */
   readonly price: number;
   readonly available: boolean;
+  /** Why the offering is unavailable (absent while it is available). */
+  readonly unavailableReason?: string;
 }
 
 export interface InstanceTypeView {
@@ -133,14 +135,26 @@ export function formatResources(r: NodeResources): ResourceList {
  * offering is unavailable anyway). An offering is also unavailable while the pool has no room for
  * another node of the type, so Karpenter does not keep choosing it and getting InsufficientCapacity.
  */
-function offeringFor(type: ServerType, location: string, availability: OfferingAvailability | undefined, fitsLimits: boolean): Offering {
+function offeringFor(
+  type: ServerType,
+  location: string,
+  availability: OfferingAvailability | undefined,
+  fitsLimits: boolean,
+  pool: PoolRef | undefined,
+): Offering {
   const here = type.prices.find((p) => p.location === location);
   const price = here?.priceHourlyNet ?? Math.min(...type.prices.map((p) => p.priceHourlyNet), Number.POSITIVE_INFINITY);
+  const unavailableReason =
+    here === undefined
+      ? `${type.name} is not sold in ${location}`
+      : (availability?.unavailableReason(type.name, location, pool) ??
+        (fitsLimits ? undefined : "the pool has no room for a node of this type under its limits"));
   return {
     zone: location,
     capacityType: "on-demand",
     price: Number.isFinite(price) ? price : 0,
-    available: here !== undefined && (availability?.isAvailable(type.name, location) ?? true) && fitsLimits,
+    available: unavailableReason === undefined,
+    ...(unavailableReason !== undefined ? { unavailableReason } : {}),
   };
 }
 
@@ -151,6 +165,7 @@ function instanceTypeView(
   availability?: OfferingAvailability,
   headroom?: PoolHeadroom,
   learned?: LearnedCapacityLookup,
+  clusterId?: string,
 ): InstanceTypeView {
   const offered = offeredFor(type, pool.image, kubelet, learned);
   return {
@@ -168,7 +183,13 @@ function instanceTypeView(
     overhead: formatResources(offered.overhead),
     capacitySource: offered.source,
     offerings: [
-      offeringFor(type, pool.location, availability, headroom === undefined || limitExceeded(offered.capacity, headroom) === undefined),
+      offeringFor(
+        type,
+        pool.location,
+        availability,
+        headroom === undefined || limitExceeded(offered.capacity, headroom) === undefined,
+        clusterId !== undefined ? { clusterId, pool: pool.name } : undefined,
+      ),
     ],
   };
 }
@@ -181,12 +202,14 @@ export function poolInstanceTypes(
   availability?: OfferingAvailability,
   headroom?: PoolHeadroom,
   learned?: LearnedCapacityLookup,
+  /** The pool's cluster: its pool-wide backoff (offeringAvailability.ts) makes every offering unavailable. */
+  clusterId?: string,
 ): { instanceTypes: InstanceTypeView[]; unknown: string[] } {
   const instanceTypes: InstanceTypeView[] = [];
   const unknown: string[] = [];
   for (const name of pool.serverTypes) {
     const type = catalog.serverTypes.find((t) => t.name === name);
-    if (type) instanceTypes.push(instanceTypeView(type, pool, kubelet, availability, headroom, learned));
+    if (type) instanceTypes.push(instanceTypeView(type, pool, kubelet, availability, headroom, learned, clusterId));
     else unknown.push(name);
   }
   return { instanceTypes, unknown };

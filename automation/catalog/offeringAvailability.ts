@@ -1,10 +1,17 @@
 /**
  * Which offerings (server type in a location) can be bought right now. Two sources: what the
  * provider reports (refreshed every few minutes when live data is available) and what creates
- * taught us: a create that failed as sold out marks its offering unavailable for a while, so that
- * admission refuses it and `instance-types` steers Karpenter elsewhere (Hetzner types stay sold
- * out in a location for days, so retrying them at once only burns API budget).
+ * taught us: a create that failed in a way the next one would repeat marks its offering, or its
+ * whole pool, unavailable for a while, so that admission refuses it before any engine run and
+ * `instance-types` steers Karpenter elsewhere. Sold out keeps an offering unavailable longest
+ * (Hetzner types stay sold out in a location for days); a quota, an unusable image or a full
+ * network or placement group for a shorter period (someone may raise the quota or fix the image),
+ * as the AWS provider's unavailable-offerings cache does for capacity errors (aws/karpenter-provider-aws
+ * pkg/cache/unavailableofferings.go).
  */
+
+/** Why a failed create made something unavailable (failureClass.ts LaunchBackoffKind). */
+export type UnavailableKind = "soldOut" | "quota" | "image" | "poolLimit";
 
 export interface UnavailableOffering {
   readonly serverType: string;
@@ -12,12 +19,33 @@ export interface UnavailableOffering {
   /** Epoch ms after which the offering is tried again. */
   readonly until: number;
   readonly reason: string;
+  readonly kind: UnavailableKind;
+}
+
+/** A pool every offering of which is unavailable (its image, network or placement group). */
+export interface UnavailablePool {
+  readonly clusterId: string;
+  readonly pool: string;
+  readonly until: number;
+  readonly reason: string;
+  readonly kind: UnavailableKind;
+}
+
+/** The pool an offering is asked for in, for pool-wide marks. */
+export interface PoolRef {
+  readonly clusterId: string;
+  readonly pool: string;
 }
 
 const key = (serverType: string, location: string) => `${serverType}@${location}`;
+const poolKey = (clusterId: string, pool: string) => `${clusterId}/${pool}`;
+
+/** What the provider's own report says of an offering it does not sell now. */
+export const PROVIDER_UNAVAILABLE = "the provider does not offer this server type in this location at the moment";
 
 export class OfferingAvailability {
   private readonly learned = new Map<string, UnavailableOffering>();
+  private readonly pools = new Map<string, UnavailablePool>();
   /** Offerings the provider last reported as not orderable; undefined until a report arrived. */
   private reported: Set<string> | undefined;
 
@@ -25,24 +53,57 @@ export class OfferingAvailability {
     /** How long a sold-out failure keeps an offering unavailable (default 30 min). */
     private readonly unavailableForMs = 30 * 60_000,
     private readonly now: () => number = Date.now,
+    /** How long any other backoff (quota, image, full pool) lasts (default 5 min). */
+    private readonly backoffForMs = 5 * 60_000,
   ) {}
 
-  isAvailable(serverType: string, location: string): boolean {
-    const k = key(serverType, location);
-    if (this.reported?.has(k)) return false;
-    const entry = this.learned.get(k);
-    if (!entry) return true;
-    if (entry.until <= this.now()) {
-      this.learned.delete(k);
-      return true;
-    }
-    return false;
+  /** How long a failure of this kind keeps what it marked unavailable. */
+  periodOf(kind: UnavailableKind): number {
+    return kind === "soldOut" ? this.unavailableForMs : this.backoffForMs;
   }
 
-  /** Records a sold-out create. */
-  markUnavailable(serverType: string, location: string, reason: string): UnavailableOffering {
-    const entry = { serverType, location, until: this.now() + this.unavailableForMs, reason };
+  isAvailable(serverType: string, location: string, pool?: PoolRef): boolean {
+    return this.unavailableReason(serverType, location, pool) === undefined;
+  }
+
+  /** Why the offering cannot be had now (in `pool`, when given), or undefined when it can. */
+  unavailableReason(serverType: string, location: string, pool?: PoolRef): string | undefined {
+    const k = key(serverType, location);
+    if (this.reported?.has(k)) return PROVIDER_UNAVAILABLE;
+    const blocked = pool && this.poolUnavailable(pool.clusterId, pool.pool);
+    if (blocked) return blocked.reason;
+    const entry = this.learned.get(k);
+    if (!entry) return undefined;
+    if (entry.until <= this.now()) {
+      this.learned.delete(k);
+      return undefined;
+    }
+    return entry.reason;
+  }
+
+  /** The pool-wide mark in force, or undefined. */
+  poolUnavailable(clusterId: string, pool: string): UnavailablePool | undefined {
+    const k = poolKey(clusterId, pool);
+    const entry = this.pools.get(k);
+    if (!entry) return undefined;
+    if (entry.until <= this.now()) {
+      this.pools.delete(k);
+      return undefined;
+    }
+    return entry;
+  }
+
+  /** Records a create that failed for its offering (sold out by default). */
+  markUnavailable(serverType: string, location: string, reason: string, kind: UnavailableKind = "soldOut"): UnavailableOffering {
+    const entry = { serverType, location, until: this.now() + this.periodOf(kind), reason, kind };
     this.learned.set(key(serverType, location), entry);
+    return entry;
+  }
+
+  /** Records a create that failed for its whole pool. */
+  markPoolUnavailable(clusterId: string, pool: string, reason: string, kind: UnavailableKind): UnavailablePool {
+    const entry = { clusterId, pool, until: this.now() + this.periodOf(kind), reason, kind };
+    this.pools.set(poolKey(clusterId, pool), entry);
     return entry;
   }
 

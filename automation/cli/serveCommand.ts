@@ -163,6 +163,7 @@ type ServiceSettings = ReturnType<typeof serviceSettings>;
 function serviceSettings(env: NodeJS.ProcessEnv) {
   return {
     unavailableForMs: intEnv(env, "NODEFLEET_UNAVAILABLE_FOR_MS", 30 * 60_000),
+    backoffForMs: intEnv(env, "NODEFLEET_BACKOFF_FOR_MS", 5 * 60_000),
     orphanGraceMs: intEnv(env, "NODEFLEET_ORPHAN_GRACE_MS", 30 * 60_000),
     orphanIntervalMs: intEnv(env, "NODEFLEET_ORPHAN_INTERVAL_MS", 5 * 60_000),
     batch: { idleMs: intEnv(env, "NODEFLEET_BATCH_IDLE_MS", 1000), maxMs: intEnv(env, "NODEFLEET_BATCH_MAX_MS", 10_000) },
@@ -362,7 +363,7 @@ async function startService(
     );
     await assertStoreKept(dataDir, config, hcloud);
     database = openDatabase(dataDir);
-    const availability = new OfferingAvailability(settings.unavailableForMs);
+    const availability = new OfferingAvailability(settings.unavailableForMs, Date.now, settings.backoffForMs);
     const context = { options, config, dataDir, hcloud, metrics, reclaimerOptions: reclaimerOptions(config, env, metrics, logger), logger };
     const wiring = kind === "simulated" ? wireSimulatedEngine(context) : await wireAutomationEngine(context);
     preparing = wiring.preparing;

@@ -83,6 +83,7 @@ export async function startLocalCloud(options: LocalCloudOptions): Promise<Local
       token,
       stateFile: join(dir, "hcloud-state.json"),
       outOfStock: knobs.outOfStock,
+      quotaExceeded: knobs.quotaExceeded,
       bootDelayMs: knobs.bootDelayMs,
       privateNicDelayMs: knobs.privateNicDelayMs,
       failCreateRate: knobs.failCreateRate,

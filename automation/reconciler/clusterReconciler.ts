@@ -16,7 +16,14 @@ import { isStorageFailure, storageFailureReason } from "../store/storageFailure"
 import { classifyFailure, sourceName, type FailureSource } from "./failureClass";
 import { refreshTargetsBeforeDelete, refreshTargetsFromState } from "./refreshBeforeDelete";
 import { changedParts, guardFingerprint, withState } from "./guardFingerprint";
-import { DEFAULT_CREATE_DEADLINE_MS, previewGuardViolations, runOutcome, type GuardViolation, type WaitingClaim } from "./runOutcome";
+import {
+  DEFAULT_CREATE_DEADLINE_MS,
+  previewGuardViolations,
+  runOutcome,
+  type GuardViolation,
+  type LaunchBackoffMark,
+  type WaitingClaim,
+} from "./runOutcome";
 import { errorMessage } from "../../components/shared/errorMessage";
 
 export interface RunObserver {
@@ -66,7 +73,8 @@ export interface ClusterReconcilerOptions {
   readonly fingerprintOf?: (stack: StackDefinition, state: StoredState) => GuardFingerprint;
   /** Resolves when the engine can run (the simulated engine first applies the git stack). */
   readonly ready?: Promise<unknown>;
-  readonly onSoldOut?: (serverType: string, location: string, reason: string) => void;
+  /** A create failed in a way the next create of its offering (or pool) would repeat: back it off. */
+  readonly onLaunchBackoff?: (clusterId: string, mark: LaunchBackoffMark) => void;
   readonly observer?: RunObserver;
   readonly logger?: Logger;
 }
@@ -493,7 +501,7 @@ export class ClusterReconciler extends EventEmitter {
       this.degradation = undefined;
     }
     for (const update of outcome.updates) {
-      if (update.soldOut) this.options.onSoldOut?.(update.soldOut.serverType, update.soldOut.location, update.soldOut.reason);
+      if (update.backoff) this.options.onLaunchBackoff?.(clusterId, update.backoff);
     }
     this.options.observer?.runFinished(clusterId, "up", result.succeeded ? "succeeded" : "failed", Date.now() - started);
     log?.info({ summary: result.summary, durationMs: Date.now() - started, succeeded: result.succeeded }, "engine run finished");

@@ -78,3 +78,46 @@ export function sourceName(source: FailureSource | undefined): string {
       ? "the Hetzner Cloud API"
       : "an API the run depends on";
 }
+
+/**
+ * Why a create failed for a while rather than for this request alone: retrying it at once meets the
+ * same refusal, so the API stops admitting what would fail again (offeringAvailability.ts) instead
+ * of running the engine once per relaunch. Hetzner's documented error codes
+ * (https://docs.hetzner.cloud/#errors): `resource_unavailable` (the type is sold out where asked),
+ * `placement_error` (no host could take the server), `resource_limit_exceeded` (a quota of the
+ * project: servers, cores, or a network's or placement group's size).
+ * - soldOut: this server type in this location (other types may still be had there);
+ * - quota: the project's quota; a smaller type may still fit it, so only this offering;
+ * - image: the pool's image cannot be used (missing, deprecated, wrong architecture): any type of
+ *   the pool would fail the same way, so the whole pool;
+ * - poolLimit: the pool's network or placement group is full: the whole pool.
+ */
+export type LaunchBackoffKind = "soldOut" | "quota" | "image" | "poolLimit";
+
+export interface LaunchBackoff {
+  readonly kind: LaunchBackoffKind;
+  /** What is unavailable: the one offering (server type × location) or every offering of the pool. */
+  readonly scope: "offering" | "pool";
+  /** A short reason, for the offering's `unavailableReason` and logs. */
+  readonly summary: string;
+}
+
+const LIMIT_CODE = /resource_limit_exceeded|placement_error/i;
+const POOL_FULL = /\b(network|placement group)\b[^;]*?\b(holds|is full|limit|maximum)/i;
+const QUOTA = /resource_limit_exceeded|\b(server|core|cpu)s? limit (exceeded|reached)/i;
+const IMAGE =
+  /\bimage\b[^;]*?(not found|unavailable|deprecated|invalid|cannot be used|is not usable|architecture)|(unknown|invalid|deprecated) image/i;
+const SOLD_OUT = /resource_unavailable|placement_error|error during placement|sold out|out of stock|insufficient capacity/i;
+
+/** The backoff a failed create's error calls for, or undefined when the failure is this request's own. */
+export function launchBackoffOf(message: string): LaunchBackoff | undefined {
+  // What the next attempt may not meet (an outage) is retried, never backed off.
+  if (classifyFailure(message).transient) return undefined;
+  if (LIMIT_CODE.test(message) && POOL_FULL.test(message))
+    return { kind: "poolLimit", scope: "pool", summary: "the pool's network or placement group is full" };
+  if (QUOTA.test(message))
+    return { kind: "quota", scope: "offering", summary: "the Hetzner project's quota is exhausted (resource_limit_exceeded)" };
+  if (IMAGE.test(message)) return { kind: "image", scope: "pool", summary: "the pool's image cannot be used" };
+  if (SOLD_OUT.test(message)) return { kind: "soldOut", scope: "offering", summary: "sold out in this location" };
+  return undefined;
+}

@@ -4,7 +4,7 @@
  */
 import type { ResourceStep, RunResult } from "../engine/stackEngine";
 import type { Claim, ClaimPatch, ClaimStatus } from "../store/claimStore";
-import { classifyFailure, type FailureSource } from "./failureClass";
+import { classifyFailure, launchBackoffOf, type FailureSource, type LaunchBackoff } from "./failureClass";
 
 /** What the API stack's program exports per member (see stacks/autoscaledProgram.ts). */
 export interface MemberOutput {
@@ -42,10 +42,18 @@ export function nodePattern(nodeId: string): RegExp {
   return new RegExp(`(^|[^a-z0-9])${nodeId}($|[^a-z0-9])`);
 }
 
-const SOLD_OUT = /resource_unavailable|sold out|out of stock|insufficient capacity/i;
-
+/** A sold-out create, as Hetzner (resource_unavailable, placement_error) or the simulated cloud report it. */
 export function isSoldOut(message: string): boolean {
-  return SOLD_OUT.test(message);
+  return launchBackoffOf(message)?.kind === "soldOut";
+}
+
+/** What a failed create makes unavailable for a while: its offering, or its whole pool. */
+export interface LaunchBackoffMark extends LaunchBackoff {
+  readonly pool: string;
+  readonly serverType: string;
+  readonly location: string;
+  /** The failure, for people. */
+  readonly reason: string;
 }
 
 export interface ClaimUpdate {
@@ -53,8 +61,11 @@ export interface ClaimUpdate {
   /** Applied only while the claim still has this status (a DELETE during the run wins). */
   readonly expectedStatus: ClaimStatus;
   readonly patch: ClaimPatch;
-  /** The offering failed as sold out. */
-  readonly soldOut?: { serverType: string; location: string; reason: string };
+  /**
+   * The create failed in a way the next create of the offering (or pool) would repeat: sold out,
+   * quota, unusable image, full network or placement group (failureClass.ts launchBackoffOf).
+   */
+  readonly backoff?: LaunchBackoffMark;
 }
 
 /** A claim a transient failure held back: kept for the next run instead of failed. */
@@ -128,12 +139,17 @@ export function runOutcome(input: {
           ? `still failing ${deadlineMs >= 60_000 ? `${Math.round(deadlineMs / 60_000)} min` : `${Math.round(deadlineMs / 1000)} s`} after admission, the create's deadline: ${errors}`
           : errors
       ).slice(0, 1000);
-      const soldOut = failed.some((s) => isSoldOut(s.error ?? ""));
+      // The widest backoff any failed step calls for: a pool-wide one covers the offering too.
+      const backoffs = failed.map((s) => launchBackoffOf(s.error ?? "")).filter((b): b is LaunchBackoff => b !== undefined);
+      const backoff = backoffs.find((b) => b.scope === "pool") ?? backoffs[0];
+      const failureReason = backoff ? `${backoff.summary}: ${reason}`.slice(0, 1000) : reason;
       updates.push({
         nodeId: claim.nodeId,
         expectedStatus: "PROVISIONING",
-        patch: { status: "FAILED", failureCode: soldOut ? "InsufficientCapacity" : "CreateFailed", failureReason: reason },
-        ...(soldOut ? { soldOut: { serverType: claim.instanceType, location: claim.zone, reason } } : {}),
+        patch: { status: "FAILED", failureCode: backoff ? "InsufficientCapacity" : "CreateFailed", failureReason },
+        ...(backoff
+          ? { backoff: { ...backoff, pool: claim.pool, serverType: claim.instanceType, location: claim.zone, reason: failureReason } }
+          : {}),
       });
     } else if (output) {
       updates.push({

@@ -53,7 +53,7 @@ export class SimulatedEngine implements StackEngine {
   readonly kind = "simulated" as const;
   /** Read side of the simulated cloud (servers by label, boot status, orphan injection). */
   readonly cloud: SimulatedCloud;
-  readonly knobs: SimulationKnobs;
+  private currentKnobs: SimulationKnobs;
   private readonly queue = new StackQueue();
   private readonly project: string;
   private readonly stats = new Map<string, RunStats>();
@@ -62,7 +62,7 @@ export class SimulatedEngine implements StackEngine {
     mkdirSync(options.dataDir, { recursive: true, mode: 0o700 });
     this.cloud = new SimulatedCloud(options.dataDir);
     this.project = options.project ?? "nodefleet";
-    this.knobs = resolveKnobs(options, options.env ?? process.env);
+    this.currentKnobs = resolveKnobs(options, options.env ?? process.env);
     if (options.banner !== false) {
       const record = { event: "simulation_banner", simulated: true, dataDir: options.dataDir, knobs: this.knobs };
       if (options.logger) options.logger.warn(record, SIMULATION_BANNER);
@@ -131,6 +131,16 @@ export class SimulatedEngine implements StackEngine {
   async outputs(stack: StackDefinition): Promise<Record<string, unknown>> {
     assertStackName(stack.stackName);
     return this.cloud.stackOutputs(stack.stackName);
+  }
+
+  /** The knobs the next run uses. */
+  get knobs(): SimulationKnobs {
+    return this.currentKnobs;
+  }
+
+  /** Changes knobs from the next run on (a fault lifted, say), as restarting with other variables would. */
+  setKnobs(patch: Partial<SimulationKnobs>): void {
+    this.currentKnobs = { ...this.currentKnobs, ...patch };
   }
 
   private runChild(kind: "up" | "preview", stack: StackDefinition, options: RunOptions): Promise<RunResult> {

@@ -15,7 +15,7 @@ import { type MockPrivateNetwork, mockPrivateNetworkId, mockUuid, scalewayLookup
 import type { ResourceStep } from "../engine/stackEngine";
 import { AddressPool } from "./addressPool";
 import { SERVER_TYPES, type SimResource, type StackState, type StackStateFile, hashSecrets, matchesSelector } from "./simulatedCloud";
-import type { SimulationKnobs } from "./simulationKnobs";
+import { overQuota, type SimulationKnobs } from "./simulationKnobs";
 import { decideStep, planDeletes } from "./stepDiff";
 
 export interface SimulatedRunContext {
@@ -306,6 +306,9 @@ export class SimulatedProvider {
     const where = String(inputs.location ?? inputs.datacenter ?? inputs.zone ?? "its location");
     if (this.ctx.knobs.outOfStock.includes(kind) || (provider === "scaleway" && this.ctx.knobs.outOfStock.includes(String(inputs.offer)))) {
       return `[simulated] creating server ${args.name}: ${kind} is sold out in ${where}: error during placement (resource_unavailable)`;
+    }
+    if (overQuota(this.ctx.knobs.quotaExceeded, kind)) {
+      return `[simulated] creating server ${args.name}: server limit exceeded for this project (resource_limit_exceeded)`;
     }
     const rate = this.ctx.knobs.failCreateRate;
     if (rate > 0 && hashNumber(`${this.ctx.knobs.seed}/${this.ctx.stack}/${this.ctx.state.runs}/${urn}`, 1_000_000) < rate * 1_000_000) {

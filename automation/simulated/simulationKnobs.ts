@@ -9,6 +9,11 @@ export interface SimulationKnobs {
   readonly failCreateRate: number;
   /** NODEFLEET_SIM_OUT_OF_STOCK: server types / offers whose creates fail as sold out (`resource_unavailable`). */
   readonly outOfStock: readonly string[];
+  /**
+   * NODEFLEET_SIM_QUOTA_EXCEEDED: server types whose creates fail as over the project's quota
+   * (`resource_limit_exceeded`), or `*` for every type. Default none.
+   */
+  readonly quotaExceeded: readonly string[];
   /** NODEFLEET_SIM_CRASH_AFTER_STEPS: the engine process dies after this many applied steps (unset: never). */
   readonly crashAfterSteps?: number;
   /** Seed of the create-failure draw (NODEFLEET_SIM_SEED). Default "nodefleet". */
@@ -31,14 +36,25 @@ function numberFrom(name: string, text: string | undefined, min: number, max: nu
   return value;
 }
 
+function listFrom(text: string | undefined): string[] | undefined {
+  return text
+    ?.split(",")
+    .map((s) => s.trim())
+    .filter((s) => s.length > 0);
+}
+
+/** Whether a create of `serverType` fails as over quota under the knob's list (`*`: every type). */
+export function overQuota(quotaExceeded: readonly string[], serverType: string): boolean {
+  return quotaExceeded.includes("*") || quotaExceeded.includes(serverType);
+}
+
 export function knobsFromEnv(env: NodeJS.ProcessEnv): Partial<SimulationKnobs> {
   const crash = numberFrom("NODEFLEET_SIM_CRASH_AFTER_STEPS", env.NODEFLEET_SIM_CRASH_AFTER_STEPS, 1, Number.MAX_SAFE_INTEGER);
   return {
     bootDelayMs: numberFrom("NODEFLEET_SIM_BOOT_DELAY_MS", env.NODEFLEET_SIM_BOOT_DELAY_MS, 0, 86_400_000),
     failCreateRate: numberFrom("NODEFLEET_SIM_FAIL_CREATE_RATE", env.NODEFLEET_SIM_FAIL_CREATE_RATE, 0, 1),
-    outOfStock: env.NODEFLEET_SIM_OUT_OF_STOCK?.split(",")
-      .map((s) => s.trim())
-      .filter((s) => s.length > 0),
+    outOfStock: listFrom(env.NODEFLEET_SIM_OUT_OF_STOCK),
+    quotaExceeded: listFrom(env.NODEFLEET_SIM_QUOTA_EXCEEDED),
     crashAfterSteps: crash === undefined ? undefined : Math.floor(crash),
     seed: env.NODEFLEET_SIM_SEED || undefined,
     privateNicDelayMs: numberFrom("NODEFLEET_SIM_PRIVATE_NIC_DELAY_MS", env.NODEFLEET_SIM_PRIVATE_NIC_DELAY_MS, 0, 86_400_000),
@@ -56,6 +72,7 @@ export function resolveKnobs(options: Partial<SimulationKnobs>, env: NodeJS.Proc
     bootDelayMs: pick("bootDelayMs") ?? DEFAULT_BOOT_DELAY_MS,
     failCreateRate,
     outOfStock: pick("outOfStock") ?? [],
+    quotaExceeded: pick("quotaExceeded") ?? [],
     crashAfterSteps: pick("crashAfterSteps"),
     seed: pick("seed") ?? "nodefleet",
   };

@@ -1,7 +1,7 @@
 /**
  * An in-memory StackEngine for route and reconciler tests: it "runs" the API stack's program by
  * reading its args (the members), keeps one fake server per member and reports create/same/delete
- * steps. Knobs: a run delay, sold-out server types, failing members, transient errors, forced
+ * steps. Knobs: a run delay, sold-out server types, create errors by type (quota, image), failing members, transient errors, forced
  * replacements (for the preview guard), and an unreachable cluster API (the member's token Secret
  * step fails with the given error in each up while it is set), servers deleted outside Pulumi, and
  * (with `keepsState`) a stored state whose digest changes with every write, the service's own or
@@ -44,6 +44,8 @@ export class FakeStackEngine implements StackEngine {
   delayMs = 0;
   outOfStock = new Set<string>();
   failNodes = new Set<string>();
+  /** Create errors by server type (`*`: every type), as Hetzner reports a quota or an unusable image. */
+  createErrors = new Map<string, string>();
   /** Each up/preview call shifts one entry; a string entry throws it as a transient engine error. */
   transientErrors: string[] = [];
   forceReplace = new Set<string>();
@@ -120,8 +122,11 @@ export class FakeStackEngine implements StackEngine {
         });
         continue;
       }
+      const createError = this.createErrors.get(m.snapshot.serverType) ?? this.createErrors.get("*");
       if (apply && this.outOfStock.has(m.snapshot.serverType)) {
         error = `resource_unavailable: server type ${m.snapshot.serverType} is sold out in ${m.snapshot.location}`;
+      } else if (apply && createError !== undefined) {
+        error = createError;
       } else if (apply && this.failNodes.has(m.nodeId)) {
         error = "server create failed: simulated failure";
       }

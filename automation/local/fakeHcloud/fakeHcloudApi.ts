@@ -31,6 +31,8 @@ export interface FakeHcloudOptions {
   readonly stateFile: string;
   /** Server types that fail to create as sold out (NODEFLEET_SIM_OUT_OF_STOCK). */
   readonly outOfStock?: readonly string[];
+  /** Server types whose creates fail as over the project's quota, `*` for all (NODEFLEET_SIM_QUOTA_EXCEEDED). */
+  readonly quotaExceeded?: readonly string[];
   /** How long an action runs before it succeeds. Default 300 ms. */
   readonly actionMs?: number;
   /** Requests per hour, as Hetzner's limit (the budget refills continuously). Default 3600. */
@@ -50,6 +52,8 @@ export interface FakeHcloud {
   /** Requests served, by `METHOD /path/{id}`. */
   readonly requestCounts: Map<string, number>;
   readonly state: FakeHcloudState;
+  /** Replaces the NODEFLEET_SIM_QUOTA_EXCEEDED list from the next create on (`[]` lifts the quota). */
+  setQuotaExceeded(serverTypes: readonly string[]): void;
 }
 
 const HOUR_MS = 3600_000;
@@ -98,9 +102,11 @@ export function buildFakeHcloud(options: FakeHcloudOptions): FakeHcloud {
   };
   const failCreateRate = options.failCreateRate ?? 0;
   const seed = options.seed ?? "nodefleet";
+  const quotaExceeded = { serverTypes: options.quotaExceeded ?? [] };
   const ctx: FakeHcloudContext = {
     state,
     soldOut,
+    quotaExceeded,
     actionMs,
     bootDelayMs: options.bootDelayMs ?? 2 * actionMs,
     privateNicDelayMs: options.privateNicDelayMs ?? 0,
@@ -260,5 +266,12 @@ export function buildFakeHcloud(options: FakeHcloudOptions): FakeHcloud {
   // A stopped fake leaves one snapshot and no journal behind.
   app.addHook("onClose", async () => state.compact());
 
-  return { app, requestCounts, state };
+  return {
+    app,
+    requestCounts,
+    state,
+    setQuotaExceeded: (serverTypes) => {
+      quotaExceeded.serverTypes = [...serverTypes];
+    },
+  };
 }

@@ -124,6 +124,8 @@ export interface FakeHcloudContext {
   readonly state: FakeHcloudState;
   /** Server types sold out everywhere (NODEFLEET_SIM_OUT_OF_STOCK). */
   readonly soldOut: ReadonlySet<string>;
+  /** Server types over the project's quota, `*` for all (NODEFLEET_SIM_QUOTA_EXCEEDED); changed by setQuotaExceeded. */
+  readonly quotaExceeded: { serverTypes: readonly string[] };
   /** How long an action runs. */
   readonly actionMs: number;
   /** Starts an action and answers it in the API's shape. */

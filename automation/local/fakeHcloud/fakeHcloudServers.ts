@@ -31,6 +31,7 @@ import {
   uniquenessError,
 } from "./fakeHcloudContext";
 import { type FakePrivateNet, type FakeServer, type FakeServerStatus, macAddress } from "./fakeHcloudState";
+import { overQuota } from "../../simulated/simulationKnobs";
 
 const HOSTNAME = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/i;
 
@@ -190,6 +191,8 @@ export function registerServers(app: FastifyInstance, ctx: FakeHcloudContext): v
     const startAfterCreate = booleanField(body, "start_after_create") ?? true;
     if (ctx.soldOut.has(serverType))
       throw new HcloudError(412, "resource_unavailable", `server type ${serverType} is unavailable in ${location}: error during placement`);
+    if (overQuota(ctx.quotaExceeded.serverTypes, serverType))
+      throw new HcloudError(403, "resource_limit_exceeded", "server limit exceeded for this project");
     const id = state.newId();
     const privateNets = (networks as number[]).map((network, i) => attachment(ctx, { id, location }, network, i, {}));
     const server: FakeServer = {

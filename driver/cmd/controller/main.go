@@ -61,6 +61,6 @@ func main() {
 			clusterState,
 			op.InstanceTypeStore,
 		)...).
-		WithControllers(ctx, controllers.NewControllers(op.GetClient(), undecorated, connections, secrets, op.Clock.Now, gcGrace)...).
+		WithControllers(ctx, controllers.NewControllers(op.GetClient(), undecorated, connections, secrets, op.EventRecorder, op.Clock.Now, gcGrace)...).
 		Start(ctx)
 }

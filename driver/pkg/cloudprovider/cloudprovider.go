@@ -108,11 +108,18 @@ func (c *CloudProvider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim)
 	}
 	switch string(node.Status) {
 	case statusFailed:
-		// A replayed create of a node that failed: release it, and let Karpenter launch anew.
+		// A replayed create of a node that failed: its uniqueID is burned (the API answers the same
+		// FAILED node to every replay). Release it and end the NodeClaim at once, whatever the
+		// failure was, so Karpenter launches a new NodeClaim instead of replaying this one until
+		// its registration timeout.
 		if deleteErr := connection.DeleteNode(ctx, node.NodeID); deleteErr != nil && !isGone(deleteErr) {
 			return nil, fmt.Errorf("releasing failed node %s: %w", node.NodeID, deleteErr)
 		}
-		return nil, c.failureError(connection.ClusterID, node)
+		failure := c.failureError(connection.ClusterID, node)
+		if cloudprovider.IsInsufficientCapacityError(failure) {
+			return nil, failure
+		}
+		return nil, cloudprovider.NewInsufficientCapacityError(fmt.Errorf("replayed create of NodeClaim %s: %w", nodeClaim.Name, failure))
 	case statusTerminating:
 		return nil, cloudprovider.NewCreateError(fmt.Errorf("node %s of NodeClaim %s is terminating", node.NodeID, nodeClaim.Name), "NodeTerminating", "the node of this NodeClaim is being deleted")
 	}
@@ -149,15 +156,16 @@ func (c *CloudProvider) checkOfferingsLeft(ctx context.Context, nodeClass *v1alp
 	return cloudprovider.NewInsufficientCapacityError(fmt.Errorf("every offering NodeClaim %s allows is unavailable", nodeClaim.Name))
 }
 
+// rememberSoldOut marks what an InsufficientCapacity answer names unavailable (sold out, backed
+// off after a quota or image failure, or a whole pool backed off), so the next scheduling
+// simulation steers elsewhere before the instance types are read again.
 func (c *CloudProvider) rememberSoldOut(clusterID string, err error) {
 	var apiError *apiclient.Error
 	if !errors.As(err, &apiError) || apiError.Code != codeInsufficientCapacity {
 		return
 	}
-	instanceType, _ := apiError.Details["instanceType"].(string)
-	zone, _ := apiError.Details["zone"].(string)
-	if instanceType != "" && zone != "" {
-		c.soldOut.MarkSoldOut(clusterID, instanceType, zone)
+	for _, offering := range unavailableOfferings(apiError) {
+		c.soldOut.MarkSoldOut(clusterID, offering[0], offering[1])
 	}
 }
 

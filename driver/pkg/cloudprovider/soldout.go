@@ -6,13 +6,15 @@ import (
 	"github.com/patrickmn/go-cache"
 )
 
-// soldOutTTL is how long an offering that failed as sold out is offered as unavailable before the
+// soldOutTTL is how long an offering an InsufficientCapacity answer named (sold out, or backed
+// off by the API after a quota, image or full-pool failure) is offered as unavailable before the
 // API is trusted again; the API marks it unavailable too, this only bridges until Karpenter next
 // reads the instance types.
 const soldOutTTL = 3 * time.Minute
 
 // SoldOutOfferings remembers offerings (instance type in a zone of a cluster) that just failed as
-// sold out, so GetInstanceTypes and Create steer Karpenter elsewhere at once.
+// sold out or that the API refused as backed off, so GetInstanceTypes and Create steer Karpenter
+// elsewhere at once.
 type SoldOutOfferings struct {
 	entries *cache.Cache
 }

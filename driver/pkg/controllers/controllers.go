@@ -13,14 +13,15 @@ import (
 	"nodefleet.dev/driver/pkg/controllers/nodeclaim/failed"
 	"nodefleet.dev/driver/pkg/controllers/nodeclaim/garbagecollection"
 	"nodefleet.dev/driver/pkg/controllers/nodeclass"
+	"sigs.k8s.io/karpenter/pkg/events"
 )
 
-// NewControllers: now is the operator's clock, gcGrace how long a node no NodeClaim claims is kept
-// (garbagecollection.DefaultGrace when zero).
-func NewControllers(kubeClient client.Client, cloudProvider *cloudprovider.CloudProvider, connections *apiclient.Connections, secrets cache.Cache, now func() time.Time, gcGrace time.Duration) []controller.Controller {
+// NewControllers: recorder publishes their Events, now is the operator's clock, gcGrace how long a
+// node no NodeClaim claims is kept (garbagecollection.DefaultGrace when zero).
+func NewControllers(kubeClient client.Client, cloudProvider *cloudprovider.CloudProvider, connections *apiclient.Connections, secrets cache.Cache, recorder events.Recorder, now func() time.Time, gcGrace time.Duration) []controller.Controller {
 	return []controller.Controller{
 		nodeclass.NewController(kubeClient, connections, secrets),
-		failed.NewController(kubeClient, cloudProvider),
+		failed.NewController(kubeClient, cloudProvider, recorder),
 		garbagecollection.NewController(kubeClient, connections, now, gcGrace),
 	}
 }

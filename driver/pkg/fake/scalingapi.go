@@ -269,6 +269,10 @@ func (a *ScalingAPI) create(w http.ResponseWriter, body []byte) {
 			writeJSON(w, 200, node)
 			return
 		}
+		// As the API: the uniqueID of a deleted node is burned.
+		writeError(w, ErrorAnswer{Status: 409, Code: "Conflict", Message: "uniqueID " + request.UniqueID + " belonged to node " + nodeID + ", which has been deleted",
+			Details: map[string]any{"nodeID": nodeID, "status": "GONE"}})
+		return
 	}
 	var chosen *nodefleetapi.InstanceType
 	for i := range a.instanceTypes {

@@ -531,7 +531,7 @@ type Node struct {
 	DriftReason *string `json:"driftReason,omitempty"`
 	Drifted     bool    `json:"drifted"`
 
-	// FailureCode FAILED only: InsufficientCapacity (the offering is sold out) or CreateFailed
+	// FailureCode FAILED only: InsufficientCapacity (sold out, quota, unusable image or a full pool: the offering or pool is backed off) or CreateFailed
 	FailureCode *string `json:"failureCode,omitempty"`
 
 	// FailureReason FAILED only: what went wrong, for people
@@ -567,13 +567,16 @@ type NodeList struct {
 
 // Offering defines model for Offering.
 type Offering struct {
-	// Available false while sold out, not sold in the zone, or while the pool has no room for this type under its limits
+	// Available false while sold out, not sold in the zone, while the pool has no room for this type under its limits, or while a recent create failed in a way the next would repeat (quota, unusable image, full network or placement group)
 	Available    bool                 `json:"available"`
 	CapacityType OfferingCapacityType `json:"capacityType"`
 
 	// Price EUR per hour, net
 	Price float32 `json:"price"`
-	Zone  string  `json:"zone"`
+
+	// UnavailableReason Why the offering is unavailable; absent while it is available
+	UnavailableReason *string `json:"unavailableReason,omitempty"`
+	Zone              string  `json:"zone"`
 }
 
 // OfferingCapacityType defines model for Offering.CapacityType.

@@ -12,7 +12,10 @@ import { gitStackProgram } from "../../../automation/gitStackProgram";
 import { SimulatedEngine } from "../../../automation/simulated/simulatedEngine";
 import { eventually, exampleConfig, startTestApi, tempDataDir, type TestApi } from "../../support/apiHarness";
 
-async function simulatedApi(knobs: { outOfStock?: string[]; failCreateRate?: number }, extra: { programModule?: string } = {}) {
+async function simulatedApi(
+  knobs: { outOfStock?: string[]; quotaExceeded?: string[]; failCreateRate?: number },
+  extra: { programModule?: string; backoffForMs?: number } = {},
+) {
   const dataDir = tempDataDir("nodefleet-sim-api-");
   // The example stack's Hetzner Cloud side only: these tests are about the API stack (the whole
   // example stack, Elastic Metal included, is applied by the crash-recovery test through serve).
@@ -26,6 +29,7 @@ async function simulatedApi(knobs: { outOfStock?: string[]; failCreateRate?: num
     env: {},
     bootDelayMs: 50,
     outOfStock: knobs.outOfStock ?? [],
+    quotaExceeded: knobs.quotaExceeded ?? [],
     failCreateRate: knobs.failCreateRate ?? 0,
   });
   const engineReady = engine.up({ stackName: "example", program: gitStackProgram({ allowMissingKubeconfig: true }), config });
@@ -74,6 +78,41 @@ describe("scaling API on the simulated engine", function () {
       servers.map((s) => s.labels["nodefleet.io/node"]),
       [next.node.nodeID],
     );
+  });
+
+  it("backs off an offering over quota (NODEFLEET_SIM_QUOTA_EXCEEDED): relaunches get 409 without an engine run, and recover once lifted", async () => {
+    const sim = await simulatedApi({ quotaExceeded: ["cpx21"] }, { backoffForMs: 2000 });
+    api = sim.api;
+    const error = await api.client.createNode({ uniqueID: "over-quota", pool: "hel1-burst" }, { waitSeconds: 120 }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    assert.ok(error instanceof NodefleetApiError, String(error));
+    assert.equal(error.code, "InsufficientCapacity");
+    assert.match(error.message, /resource_limit_exceeded/);
+    const runs = (await api.client.operations()).length;
+    for (const uniqueID of ["relaunch-1", "relaunch-2", "relaunch-3"]) {
+      await assert.rejects(
+        api.client.createNode({ uniqueID, pool: "hel1-burst", instanceType: "cpx21" }),
+        (e: unknown) => e instanceof NodefleetApiError && e.status === 409 && e.code === "InsufficientCapacity",
+      );
+    }
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    assert.equal((await api.client.operations()).length, runs, "no engine run per relaunch");
+    const offering = (await api.client.instanceTypes()).find((t) => t.name === "cpx21")!.offerings[0]!;
+    assert.equal(offering.available, false);
+    assert.match(offering.unavailableReason ?? "", /quota/);
+    sim.engine.setKnobs({ quotaExceeded: [] });
+    await eventually(
+      async () => ((await api!.client.instanceTypes()).find((t) => t.name === "cpx21")!.offerings[0]!.available ? true : undefined),
+      100,
+      100,
+    );
+    const recovered = await api.client.createNode(
+      { uniqueID: "after-quota", pool: "hel1-burst", instanceType: "cpx21" },
+      { waitSeconds: 120 },
+    );
+    assert.equal(recovered.node.status, "RUNNING");
   });
 
   it("fails members whose create fails with a reason, and enforces the pool limit counting nodes not yet running", async () => {

@@ -371,6 +371,27 @@ describe("fake Hetzner Cloud API", function () {
     }
   });
 
+  it("fails creates over the project's quota (NODEFLEET_SIM_QUOTA_EXCEEDED) with resource_limit_exceeded, and creates again once lifted", async function () {
+    const quota = buildFakeHcloud({ token: TOKEN, stateFile: join(dir, "quota.json"), bootDelayMs: 0, quotaExceeded: ["cx22"] });
+    record(quota);
+    const url = await quota.app.listen({ port: 0, host: "127.0.0.1" });
+    try {
+      const refused = await call(url, "POST", "/servers", { name: "q-1", server_type: "cx22", image: "ubuntu-24.04", location: "fsn1" });
+      assert.equal(refused.status, 403);
+      assert.equal(refused.body.error.code, "resource_limit_exceeded");
+      const otherType = await call(url, "POST", "/servers", { name: "q-2", server_type: "cx32", image: "ubuntu-24.04", location: "fsn1" });
+      assert.equal(otherType.status, 201, "only the listed types are over quota");
+      quota.setQuotaExceeded(["*"]);
+      const all = await call(url, "POST", "/servers", { name: "q-3", server_type: "cx32", image: "ubuntu-24.04", location: "fsn1" });
+      assert.equal(all.body.error.code, "resource_limit_exceeded", "`*` puts every type over quota");
+      quota.setQuotaExceeded([]);
+      const lifted = await call(url, "POST", "/servers", { name: "q-4", server_type: "cx22", image: "ubuntu-24.04", location: "fsn1" });
+      assert.equal(lifted.status, 201);
+    } finally {
+      await quota.app.close();
+    }
+  });
+
   it("follows the simulation knobs: boot delay 0 gives a running server at once, a create failure rate of 1 fails every create action and leaves no server", async function () {
     const knobbed = buildFakeHcloud({ token: TOKEN, stateFile: join(dir, "knobs.json"), bootDelayMs: 0, failCreateRate: 1 });
     record(knobbed);

@@ -5,7 +5,7 @@
  */
 import { strict as assert } from "node:assert";
 import fc from "fast-check";
-import { classifyFailure, failureSource, transientStatus } from "../../../automation/reconciler/failureClass";
+import { classifyFailure, failureSource, launchBackoffOf, transientStatus } from "../../../automation/reconciler/failureClass";
 
 const API = "https://127.0.0.1:36443/api/v1/namespaces/kube-system/secrets";
 
@@ -125,5 +125,64 @@ describe("failure classes of engine steps", () => {
     fc.assert(
       fc.property(fc.integer({ min: 100, max: 599 }), (status) => assert.equal(transientStatus(status), status === 429 || status >= 500)),
     );
+  });
+});
+
+/** Create failures the next create of the same offering or pool would repeat, as the fake and hcloud-go report them. */
+const BACKOFF: ReadonlyArray<readonly [string, string, "offering" | "pool"]> = [
+  ["[simulated] creating server x: cpx21 is sold out in hel1: error during placement (resource_unavailable)", "soldOut", "offering"],
+  ["server type cx22 is unavailable in fsn1: error during placement (resource_unavailable, 1a2b)", "soldOut", "offering"],
+  ["error during placement (placement_error, 9f8e)", "soldOut", "offering"],
+  ["[simulated] creating server x: server limit exceeded for this project (resource_limit_exceeded)", "quota", "offering"],
+  ["server limit reached (resource_limit_exceeded, 5e6f)", "quota", "offering"],
+  [
+    "Hetzner Cloud API 403 resource_limit_exceeded: server limit exceeded for this project (POST http://127.0.0.1:8081/v1/servers)",
+    "quota",
+    "offering",
+  ],
+  ["image not found for architecture arm (invalid_input, 77aa)", "image", "pool"],
+  ["Hetzner Cloud API 400 invalid_input: image not found (POST https://api.hetzner.cloud/v1/servers)", "image", "pool"],
+  ["network 42 already holds 100 servers (resource_limit_exceeded, 3c3c)", "poolLimit", "pool"],
+  ["placement group 7 already holds 10 servers (placement_error, 4d4d)", "poolLimit", "pool"],
+];
+
+/** Failures of this create alone: no backoff. */
+const NO_BACKOFF = [
+  "server create failed: simulated failure",
+  "[simulated] creating server x: create_server action failed (NODEFLEET_SIM_FAIL_CREATE_RATE=1)",
+  "server name is already used (uniqueness_error, 3c4d)",
+  "Hetzner Cloud API 404 not_found: network not found (GET https://api.hetzner.cloud/v1/networks)",
+  `Post "${API}": EOF`,
+  "Internal error occurred: resource quota evaluation timed out",
+  "boom",
+  "",
+];
+
+describe("launch backoff of a failed create", () => {
+  it("names the kind and the scope of what the next create would meet again", () => {
+    for (const [message, kind, scope] of BACKOFF) {
+      const backoff = launchBackoffOf(message);
+      assert.equal(backoff?.kind, kind, message);
+      assert.equal(backoff?.scope, scope, message);
+      assert.ok(backoff.summary.length > 0);
+    }
+  });
+
+  it("backs off nothing for failures of the request alone", () => {
+    for (const message of NO_BACKOFF) assert.equal(launchBackoffOf(message), undefined, message);
+  });
+
+  it("reads the same kind inside any wrapping, in any letter case", () => {
+    fc.assert(
+      fc.property(fc.constantFrom(...BACKOFF), wrapper, wrapper, fc.boolean(), ([message, kind], before, after, upper) => {
+        const wrapped = `${before} ${upper ? message.toUpperCase() : message} ${after}`;
+        assert.equal(launchBackoffOf(wrapped)?.kind, kind, wrapped);
+      }),
+    );
+  });
+
+  it("backs off only what fails for good: every backoff is a permanent failure", () => {
+    for (const [message] of BACKOFF) assert.equal(classifyFailure(message).transient, false, message);
+    fc.assert(fc.property(fc.string(), (message) => !launchBackoffOf(message) || !classifyFailure(message).transient));
   });
 });

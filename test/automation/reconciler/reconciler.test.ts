@@ -87,11 +87,41 @@ describe("reconciler: pure parts", () => {
     assert.equal(byNode.get("k000000000002")!.patch.failureCode, "CreateFailed");
     assert.match(String(byNode.get("k000000000002")!.patch.failureReason), /boom/);
     assert.equal(byNode.get("k000000000003")!.patch.failureCode, "InsufficientCapacity");
-    assert.deepEqual(byNode.get("k000000000003")!.soldOut?.serverType, "cpx21");
+    assert.equal(byNode.get("k000000000003")!.backoff?.serverType, "cpx21");
+    assert.equal(byNode.get("k000000000003")!.backoff?.kind, "soldOut");
+    assert.equal(byNode.get("k000000000003")!.backoff?.scope, "offering");
+    assert.equal(byNode.get("k000000000002")!.backoff, undefined);
     assert.equal(byNode.get("k000000000009")!.patch.status, "GONE");
     assert.equal(outcome.retry, false);
     assert.ok(isSoldOut("resource_unavailable"));
     assert.ok(!isSoldOut("invalid input"));
+  });
+
+  it("backs off the offering after a quota failure and the whole pool after an unusable image, the pool-wide one winning", () => {
+    const members = [claim("k000000000001", "PROVISIONING"), claim("k000000000002", "PROVISIONING")].map((c) => ({ ...c, pool: "burst" }));
+    const outcome = runOutcome({
+      members,
+      terminating: [],
+      result: {
+        steps: [
+          step("create", "srv-k000000000001", "server limit exceeded for this project (resource_limit_exceeded, 1a2b)"),
+          step("create", "srv-k000000000002", "server limit exceeded (resource_limit_exceeded, 1a2b)"),
+          step("create", "net-k000000000002", "image not found for architecture x86 (invalid_input, 3c4d)"),
+        ],
+        outputs: {},
+      },
+      at: "2026-01-01T00:00:00Z",
+    });
+    const byNode = new Map(outcome.updates.map((u) => [u.nodeId, u]));
+    const quota = byNode.get("k000000000001")!;
+    assert.equal(quota.patch.failureCode, "InsufficientCapacity");
+    assert.match(String(quota.patch.failureReason), /^the Hetzner project's quota is exhausted/);
+    assert.deepEqual(
+      [quota.backoff?.kind, quota.backoff?.scope, quota.backoff?.pool, quota.backoff?.serverType, quota.backoff?.location],
+      ["quota", "offering", "burst", "cpx21", "hel1"],
+    );
+    const image = byNode.get("k000000000002")!;
+    assert.deepEqual([image.backoff?.kind, image.backoff?.scope], ["image", "pool"]);
   });
 
   it("reads one output per member, so a failed member's unknown output hides no other member", () => {

@@ -177,17 +177,20 @@ describe("simulated cloud", function () {
         NODEFLEET_SIM_BOOT_DELAY_MS: "10",
         NODEFLEET_SIM_FAIL_CREATE_RATE: "0.25",
         NODEFLEET_SIM_OUT_OF_STOCK: "cx22, EM-A115X-SSD",
+        NODEFLEET_SIM_QUOTA_EXCEEDED: "cpx21 ,cx32",
         NODEFLEET_SIM_CRASH_AFTER_STEPS: "3",
       };
       assert.deepEqual(resolveKnobs({}, env), {
         bootDelayMs: 10,
         failCreateRate: 0.25,
         outOfStock: ["cx22", "EM-A115X-SSD"],
+        quotaExceeded: ["cpx21", "cx32"],
         crashAfterSteps: 3,
         seed: "nodefleet",
       });
       assert.equal(resolveKnobs({ bootDelayMs: 7 }, env).bootDelayMs, 7);
       assert.equal(resolveKnobs({}, {}).bootDelayMs, 2000);
+      assert.deepEqual(resolveKnobs({}, {}).quotaExceeded, []);
       assert.throws(() => resolveKnobs({}, { NODEFLEET_SIM_FAIL_CREATE_RATE: "2" }), /NODEFLEET_SIM_FAIL_CREATE_RATE/);
     });
   });

@@ -1,10 +1,12 @@
 // Package failed deletes a launched NodeClaim whose node the API reports FAILED, at once, instead
-// of leaving it to Karpenter's 15-minute registration timeout; Karpenter then provisions again,
-// elsewhere when the failure was a sold-out offering (remembered by the CloudProvider).
+// of leaving it to Karpenter's 15-minute registration timeout, with a Warning Event on the
+// NodeClaim saying why; Karpenter then provisions again, elsewhere when the failure backed the
+// offering off (sold out, quota, an unusable image: remembered by the CloudProvider and the API).
 package failed
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/awslabs/operatorpkg/reasonable"
@@ -18,9 +20,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"nodefleet.dev/driver/pkg/apis"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+	"sigs.k8s.io/karpenter/pkg/events"
 )
+
+// LaunchFailedReason is the reason of the Event published on a NodeClaim deleted because its node failed.
+const LaunchFailedReason = "LaunchFailed"
 
 // pollInterval is how often an unregistered launched NodeClaim's node is checked: a server the
 // API could not create fails within its first engine run, seconds after Create.
@@ -34,10 +42,11 @@ type LaunchFailures interface {
 type Controller struct {
 	kubeClient client.Client
 	failures   LaunchFailures
+	recorder   events.Recorder
 }
 
-func NewController(kubeClient client.Client, failures LaunchFailures) *Controller {
-	return &Controller{kubeClient: kubeClient, failures: failures}
+func NewController(kubeClient client.Client, failures LaunchFailures, recorder events.Recorder) *Controller {
+	return &Controller{kubeClient: kubeClient, failures: failures, recorder: recorder}
 }
 
 func (c *Controller) Name() string { return "nodeclaim.failed" }
@@ -54,6 +63,13 @@ func (c *Controller) Reconcile(ctx context.Context, nodeClaim *karpv1.NodeClaim)
 		return reconcile.Result{RequeueAfter: pollInterval}, nil
 	}
 	log.FromContext(ctx).Info("deleting NodeClaim whose node failed", "NodeClaim", nodeClaim.Name, "provider-id", nodeClaim.Status.ProviderID, "failure", failure.Error())
+	c.recorder.Publish(events.Event{
+		InvolvedObject: nodeClaim,
+		Type:           corev1.EventTypeWarning,
+		Reason:         LaunchFailedReason,
+		Message:        truncate(fmt.Sprintf("NodeClaim %s deleted, its node failed: %s", nodeClaim.Name, failure.Error())),
+		DedupeValues:   []string{string(nodeClaim.UID)},
+	})
 	return reconcile.Result{}, client.IgnoreNotFound(c.kubeClient.Delete(ctx, nodeClaim))
 }
 
@@ -76,4 +92,13 @@ func (c *Controller) Register(_ context.Context, m manager.Manager) error {
 		})).
 		WithOptions(controller.Options{RateLimiter: reasonable.RateLimiter(), MaxConcurrentReconciles: 10}).
 		Complete(reconcile.AsReconciler(m.GetClient(), c))
+}
+
+// truncate keeps an Event message within what the API server stores comfortably.
+func truncate(message string) string {
+	const limit = 1024
+	if len(message) <= limit {
+		return message
+	}
+	return message[:limit-3] + "..."
 }

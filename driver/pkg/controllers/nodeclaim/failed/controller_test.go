@@ -3,6 +3,7 @@ package failed
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -12,7 +13,15 @@ import (
 
 	"nodefleet.dev/driver/pkg/apis"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+	"sigs.k8s.io/karpenter/pkg/events"
 )
+
+// recorder keeps the Events published.
+type recorder struct{ published []events.Event }
+
+func (r *recorder) Publish(published ...events.Event) {
+	r.published = append(r.published, published...)
+}
 
 // failures answers LaunchFailure with a fixed failure and counts the calls.
 type failures struct {
@@ -41,19 +50,37 @@ func launchedNodeClaim(registered bool) *karpv1.NodeClaim {
 // reconcileOnce says whether the NodeClaim still exists and whether it is to be checked again.
 func reconcileOnce(t *testing.T, nodeClaim *karpv1.NodeClaim, f *failures) (exists, requeued bool) {
 	t.Helper()
+	exists, requeued, _ = reconcileRecorded(t, nodeClaim, f)
+	return exists, requeued
+}
+
+func reconcileRecorded(t *testing.T, nodeClaim *karpv1.NodeClaim, f *failures) (exists, requeued bool, published []events.Event) {
+	t.Helper()
 	kubeClient := clientfake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(nodeClaim).Build()
-	result, err := NewController(kubeClient, f).Reconcile(context.Background(), nodeClaim)
+	r := &recorder{}
+	result, err := NewController(kubeClient, f, r).Reconcile(context.Background(), nodeClaim)
 	if err != nil {
 		t.Fatal(err)
 	}
 	err = kubeClient.Get(context.Background(), client.ObjectKeyFromObject(nodeClaim), &karpv1.NodeClaim{})
-	return err == nil, result.RequeueAfter > 0
+	return err == nil, result.RequeueAfter > 0, r.published
 }
 
-func TestAFailedLaunchIsDeletedAtOnce(t *testing.T) {
-	f := &failures{failure: errors.New("image not found")}
-	if exists, _ := reconcileOnce(t, launchedNodeClaim(false), f); exists {
+func TestAFailedLaunchIsDeletedAtOnceWithAnEventSayingWhy(t *testing.T) {
+	f := &failures{failure: errors.New("the Hetzner project's quota is exhausted (resource_limit_exceeded)")}
+	exists, _, published := reconcileRecorded(t, launchedNodeClaim(false), f)
+	if exists {
 		t.Fatal("the NodeClaim of a failed node still exists")
+	}
+	if len(published) != 1 || published[0].Reason != LaunchFailedReason || published[0].Type != "Warning" ||
+		!strings.Contains(published[0].Message, "resource_limit_exceeded") || published[0].InvolvedObject.(*karpv1.NodeClaim).Name != "default-x" {
+		t.Fatalf("events = %+v, want one Warning LaunchFailed on the NodeClaim naming the failure", published)
+	}
+}
+
+func TestAPendingLaunchPublishesNothing(t *testing.T) {
+	if _, _, published := reconcileRecorded(t, launchedNodeClaim(false), &failures{}); len(published) != 0 {
+		t.Fatalf("events = %+v for a node that has not failed", published)
 	}
 }
 
@@ -72,7 +99,7 @@ func TestOnlyUnregisteredNodeClaimsOfThisDriverAreChecked(t *testing.T) {
 	for name, nodeClaim := range map[string]*karpv1.NodeClaim{"registered": launchedNodeClaim(true), "another provider's": other, "not launched": notLaunched} {
 		f := &failures{failure: errors.New("failed")}
 		kubeClient := clientfake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(nodeClaim).Build()
-		if _, err := NewController(kubeClient, f).Reconcile(context.Background(), nodeClaim); err != nil {
+		if _, err := NewController(kubeClient, f, &recorder{}).Reconcile(context.Background(), nodeClaim); err != nil {
 			t.Fatal(err)
 		}
 		if f.calls != 0 {

@@ -56,6 +56,6 @@ func main() {
 			clusterState,
 			op.InstanceTypeStore,
 		)...).
-		WithControllers(ctx, controllers.NewControllers(op.GetClient(), undecorated, connections, secrets)...).
+		WithControllers(ctx, controllers.NewControllers(op.GetClient(), undecorated, connections, secrets, op.EventRecorder)...).
 		Start(ctx)
 }

@@ -10,11 +10,12 @@ import (
 	"nodefleet.dev/driver/pkg/cloudprovider"
 	"nodefleet.dev/driver/pkg/controllers/nodeclaim/failed"
 	"nodefleet.dev/driver/pkg/controllers/nodeclass"
+	"sigs.k8s.io/karpenter/pkg/events"
 )
 
-func NewControllers(kubeClient client.Client, cloudProvider *cloudprovider.CloudProvider, connections *apiclient.Connections, secrets cache.Cache) []controller.Controller {
+func NewControllers(kubeClient client.Client, cloudProvider *cloudprovider.CloudProvider, connections *apiclient.Connections, secrets cache.Cache, recorder events.Recorder) []controller.Controller {
 	return []controller.Controller{
-		nodeclass.NewController(kubeClient, connections, secrets),
+		nodeclass.NewController(kubeClient, connections, secrets, recorder),
 		failed.NewController(kubeClient, cloudProvider),
 	}
 }

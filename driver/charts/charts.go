@@ -73,7 +73,7 @@ func Helm(helm string, args ...string) ([]byte, error) {
 
 // RenderManifests is `helm template` of the chart with ManifestValues, CRDs included.
 func RenderManifests(helm string) ([]byte, error) {
-	args := []string{"template", "nodefleet-karpenter", ChartDir, "--namespace", "karpenter", "--include-crds"}
+	args := []string{"template", "nodefleet-karpenter", ChartDir, "--namespace", "karpenter", "--include-crds", "--no-hooks"}
 	for _, value := range ManifestValues {
 		args = append(args, "--set", value)
 	}

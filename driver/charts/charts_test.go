@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -149,6 +150,74 @@ func TestRenderedManifestsGrantWhatTheDriverUses(t *testing.T) {
 	}
 	if !env["SYSTEM_NAMESPACE"] {
 		t.Error("the Deployment does not set SYSTEM_NAMESPACE")
+	}
+}
+
+// helm uninstall with the chart's own NodeClass: a pre-delete hook Job deletes that NodeClass
+// (with the driver's image and the ServiceAccount allowed to delete it alone) and waits for it,
+// before helm deletes the driver. The checked-in manifests, for kubectl apply, carry no hook.
+func TestUninstallDeletesTheChartsNodeClassFirst(t *testing.T) {
+	helm := helmOrSkip(t)
+	values := []string{"template", "nodefleet-karpenter", ChartDir, "--namespace", "karpenter"}
+	for _, value := range ManifestValues {
+		values = append(values, "--set", value)
+	}
+	rendered, err := Helm(helm, values...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var job *batchv1.Job
+	clusterRole := &rbacv1.ClusterRole{}
+	decoder := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(rendered), 4096)
+	for {
+		object := &unstructured.Unstructured{}
+		if err := decoder.Decode(&object.Object); err != nil {
+			break
+		}
+		switch object.GetKind() {
+		case "Job":
+			job = &batchv1.Job{}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(object.Object, job); err != nil {
+				t.Fatal(err)
+			}
+		case "ClusterRole":
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(object.Object, clusterRole); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if job == nil || job.Annotations["helm.sh/hook"] != "pre-delete" {
+		t.Fatalf("no pre-delete hook Job rendered (%v)", job)
+	}
+	container := job.Spec.Template.Spec.Containers[0]
+	if strings.Join(container.Args, " ") != "delete-nodeclass default" || container.Image != "nodefleet-karpenter:1.14.1" || job.Spec.Template.Spec.ServiceAccountName != "nodefleet-karpenter" {
+		t.Fatalf("hook runs %v in %s as %s; want delete-nodeclass default in the driver's image as its ServiceAccount", container.Args, container.Image, job.Spec.Template.Spec.ServiceAccountName)
+	}
+	deletesOnlyIt := false
+	for _, rule := range clusterRole.Rules {
+		if contains(rule.Resources, "nodefleetnodeclasses") && contains(rule.Verbs, "delete") {
+			if strings.Join(rule.ResourceNames, ",") != "default" {
+				t.Fatalf("the ClusterRole deletes NodefleetNodeClasses %v, want the chart's own only", rule.ResourceNames)
+			}
+			deletesOnlyIt = true
+		}
+	}
+	if !deletesOnlyIt {
+		t.Fatal("the hook's ServiceAccount may not delete the NodeClass")
+	}
+	committed, err := os.ReadFile(ManifestsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(committed, []byte("helm.sh/hook")) {
+		t.Fatal("the manifests for kubectl apply carry a helm hook, which kubectl would run at once")
+	}
+	off, err := Helm(helm, append(values, "--set", "nodeClass.deleteOnUninstall=false")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(off, []byte("delete-nodeclass")) {
+		t.Fatal("nodeClass.deleteOnUninstall=false still renders the hook")
 	}
 }
 

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 
 	"github.com/samber/lo"
@@ -21,6 +22,14 @@ import (
 )
 
 func main() {
+	// The chart's pre-delete hook (deletenodeclass.go), before Karpenter's options parse the flags.
+	if len(os.Args) > 1 && os.Args[1] == deleteNodeClassCommand {
+		if err := runDeleteNodeClass(os.Args[2:], os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
+	}
 	// Before Karpenter's options read the environment (metricsport.go).
 	defaultMetricsPortUnlessSet()
 	ctx, op := operator.NewOperator()

@@ -20,7 +20,7 @@ import (
 // node no NodeClaim claims is kept (garbagecollection.DefaultGrace when zero).
 func NewControllers(kubeClient client.Client, cloudProvider *cloudprovider.CloudProvider, connections *apiclient.Connections, secrets cache.Cache, recorder events.Recorder, now func() time.Time, gcGrace time.Duration) []controller.Controller {
 	return []controller.Controller{
-		nodeclass.NewController(kubeClient, connections, secrets),
+		nodeclass.NewController(kubeClient, connections, secrets, recorder),
 		failed.NewController(kubeClient, cloudProvider, recorder),
 		garbagecollection.NewController(kubeClient, connections, now, gcGrace),
 	}

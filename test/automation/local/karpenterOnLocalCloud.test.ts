@@ -10,12 +10,15 @@
  * have them replaced one at a time by NodeClaims of the new template: a NodePool template label
  * (Karpenter's static drift), then the pool's labels in the stack file (the API's drift, which the
  * driver's IsDrifted reports; the NodeClass's recorded template hash makes Karpenter look at once).
+ * Last, the NodeClass deleted while three nodes run: the driver deletes their NodeClaims, Karpenter
+ * drains them and deletes their servers through the still present NodeClass, then its finalizer
+ * lifts, and nothing is left in the fake Hetzner API.
  */
 import assert from "node:assert/strict";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { kube } from "../../../automation/local/kubeClient";
+import { KubeApiError, kube } from "../../../automation/local/kubeClient";
 import { KARPENTER_LOOP_TOOLS, type KarpenterLoop, type KubeItem, startKarpenterLoop } from "../../support/karpenterLocalCloud";
 import { hcloudOpenApiViolations } from "../../support/hcloudOpenApi";
 import { missingTools, skipUnlessAvailable } from "../../support/toolchainRequirement";
@@ -212,6 +215,59 @@ describe("Karpenter's controllers with nodefleet's driver scaling the local clou
       120_000,
     );
   }
+
+  it("deleting the NodeClass while its nodes run: the driver has Karpenter drain and delete them, then the finalizer lifts, no server left", async function () {
+    this.timeout(DRIFT_CASE_TIMEOUT_MS);
+    await loop.inflate(DRIFTING, "2");
+    await loop.waitFor(
+      `${DRIFTING} pods Running`,
+      async () => ((await loop.list(INFLATE_PODS)).filter((p) => p.status?.phase === "Running").length === DRIFTING ? true : undefined),
+      600_000,
+    );
+    assert.ok((await loop.list(NODECLAIMS)).length > 0, "nodes run");
+    const nodeClass = (await kube(loop.cloud.plane.admin, "GET", NODECLASS)) as KubeItem;
+    assert.ok(
+      nodeClass.metadata.finalizers?.includes("karpenter.nodefleet.io/termination"),
+      "the NodeClass carries the driver's finalizer",
+    );
+
+    await kube(loop.cloud.plane.admin, "DELETE", NODECLASS);
+    await loop.waitFor(
+      "the NodeClass gone",
+      async () => {
+        try {
+          await kube(loop.cloud.plane.admin, "GET", NODECLASS);
+          return undefined;
+        } catch (error) {
+          if (error instanceof KubeApiError && error.status === 404) return true;
+          throw error;
+        }
+      },
+      1_200_000,
+    );
+    // It went only after its NodeClaims, whose Nodes and servers Karpenter deleted first.
+    assert.deepEqual(await loop.list(NODECLAIMS), [], "no NodeClaim outlives its NodeClass");
+    await loop.waitFor(
+      "no burst Node left",
+      async () => ((await loop.list("/api/v1/nodes?labelSelector=karpenter.sh%2Fnodepool%3Dburst")).length === 0 ? true : undefined),
+      120_000,
+    );
+    await loop.waitFor(
+      "no server left in the fake API",
+      async () => ((await loop.burstServers()).length === 0 ? true : undefined),
+      120_000,
+    );
+    // While it waited, it said why (an Event is kept for an hour, however short the wait was).
+    const waited = (await kube(
+      loop.cloud.plane.admin,
+      "GET",
+      "/api/v1/events?fieldSelector=reason%3DWaitingOnNodeClaimTermination%2CinvolvedObject.kind%3DNodefleetNodeClass",
+    )) as { items: Array<{ involvedObject: { name: string }; message: string }> };
+    assert.ok(
+      waited.items.some((e) => e.involvedObject.name === "default" && /NodeClaims? /.test(e.message)),
+      `a WaitingOnNodeClaimTermination Event names the NodeClaims: ${JSON.stringify(waited.items)}`,
+    );
+  });
 
   it("exchanged with the fake Hetzner API only what Hetzner's OpenAPI document allows, all along the loop", function () {
     assert.ok(loop.hcloudExchanges.length > 50, `${loop.hcloudExchanges.length} exchanges`);

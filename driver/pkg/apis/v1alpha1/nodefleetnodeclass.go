@@ -7,15 +7,23 @@ import (
 // NodefleetNodeClassSpec says which scaling API serves a NodePool's nodes and how to reach it.
 type NodefleetNodeClassSpec struct {
 	// Endpoint is the scaling API's base URL, without the /api/v1 path (e.g. https://nodefleet.example:8080).
+	// Immutable: the nodes already launched are known only to the API at this endpoint, so another
+	// endpoint would orphan them; move to another one with a new NodeClass.
 	// +kubebuilder:validation:Pattern=`^https?://[^\s/?#]+(/[^\s?#]*)?$`
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="endpoint is immutable: create another NodefleetNodeClass and move the NodePools to it"
 	// +required
 	Endpoint string `json:"endpoint"`
 	// ClusterID is the id of the cluster in the scaling API (GET /api/v1/clusters/{clusterID}).
+	// Immutable: the nodes already launched belong to this cluster.
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="clusterID is immutable: create another NodefleetNodeClass and move the NodePools to it"
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
 	// +required
 	ClusterID string `json:"clusterID"`
-	// Pool is the autoscaled pool of that cluster the nodes are created in.
+	// Pool is the autoscaled pool of that cluster the nodes are created in. Immutable: the nodes
+	// already launched are in this pool. Point a NodePool at a NodeClass of another pool instead,
+	// which drifts its nodes (Karpenter replaces them by nodes of that pool).
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="pool is immutable: create another NodefleetNodeClass and move the NodePools to it"
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
 	// +required
@@ -69,6 +77,14 @@ type NodefleetNodeClassList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []NodefleetNodeClass `json:"items"`
 }
+
+// TerminationFinalizer holds a NodefleetNodeClass that is being deleted until no NodeClaim uses
+// it: Karpenter needs its endpoint and token to delete those NodeClaims' nodes.
+const TerminationFinalizer = "karpenter.nodefleet.io/termination"
+
+// ReasonWaitingOnNodeClaimTermination is the Ready condition's reason, and the Event's, while a
+// deleted NodeClass waits for its NodeClaims to terminate.
+const ReasonWaitingOnNodeClaimTermination = "WaitingOnNodeClaimTermination"
 
 // TokenKey is the Secret key holding the token (the default when none is given).
 func (in *NodefleetNodeClass) TokenKey() string {

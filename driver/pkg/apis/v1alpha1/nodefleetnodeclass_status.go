@@ -9,8 +9,9 @@ import (
 type NodefleetNodeClassStatus struct {
 	// Conditions: Ready is True when the API answers GET /clusters/{clusterID} with the token,
 	// lists the pool among the cluster's autoscaled pools, and every NodePool using this NodeClass
-	// carries the pool's taints (reason NodePoolTaintsNotCovered otherwise). Karpenter's NodePool
-	// readiness reads it.
+	// carries the pool's taints (reason NodePoolTaintsNotCovered otherwise). While the NodeClass is
+	// deleted but NodeClaims still use it, it is False with reason WaitingOnNodeClaimTermination,
+	// naming them. Karpenter's NodePool readiness reads it.
 	// +optional
 	Conditions []status.Condition `json:"conditions,omitempty"`
 	// PoolTemplateHash is the pool's templateHash as the API last described it. A pool template

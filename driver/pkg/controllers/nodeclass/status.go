@@ -4,7 +4,8 @@
 // condition, and its provisioner launches nothing for a NodePool that is not ready. It also records
 // the pool's template hash, so a template changed in the stack updates the NodeClass and Karpenter
 // re-checks its NodeClaims' drift, and the pool's taints and labels, so people see what the pool's
-// nodes carry.
+// nodes carry. It also holds a deleted NodeClass with a finalizer until its NodeClaims are gone
+// (termination.go).
 package nodeclass
 
 import (
@@ -34,6 +35,7 @@ import (
 	"nodefleet.dev/driver/pkg/apis/v1alpha1"
 	"nodefleet.dev/driver/pkg/nodefleetapi"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+	"sigs.k8s.io/karpenter/pkg/events"
 )
 
 // nodeClassKind is the kind a NodePool's nodeClassRef names for a NodefleetNodeClass.
@@ -51,16 +53,23 @@ type Controller struct {
 	connections *apiclient.Connections
 	// secrets is the cache the driver reads token Secrets from; a change there re-checks the
 	// NodeClasses naming the Secret (a rotated or repaired token).
-	secrets cache.Cache
+	secrets  cache.Cache
+	recorder events.Recorder
 }
 
-func NewController(kubeClient client.Client, connections *apiclient.Connections, secrets cache.Cache) *Controller {
-	return &Controller{kubeClient: kubeClient, connections: connections, secrets: secrets}
+func NewController(kubeClient client.Client, connections *apiclient.Connections, secrets cache.Cache, recorder events.Recorder) *Controller {
+	return &Controller{kubeClient: kubeClient, connections: connections, secrets: secrets, recorder: recorder}
 }
 
 func (c *Controller) Name() string { return "nodeclass.status" }
 
 func (c *Controller) Reconcile(ctx context.Context, nodeClass *v1alpha1.NodefleetNodeClass) (reconcile.Result, error) {
+	if !nodeClass.DeletionTimestamp.IsZero() {
+		return c.finalize(ctx, nodeClass)
+	}
+	if requeue, err := c.addFinalizer(ctx, nodeClass); err != nil || requeue {
+		return reconcile.Result{Requeue: requeue}, err
+	}
 	stored := nodeClass.DeepCopy()
 	pool, reason, message := c.check(ctx, nodeClass)
 	if pool != nil {
@@ -204,6 +213,7 @@ func (c *Controller) Register(_ context.Context, m manager.Manager) error {
 		For(&v1alpha1.NodefleetNodeClass{}).
 		WatchesRawSource(source.Kind(c.secrets, &corev1.Secret{}, handler.TypedEnqueueRequestsFromMapFunc(c.nodeClassesNaming))).
 		WatchesRawSource(source.Kind(m.GetCache(), &karpv1.NodePool{}, handler.TypedEnqueueRequestsFromMapFunc(nodeClassOfNodePool))).
+		WatchesRawSource(source.Kind(m.GetCache(), &karpv1.NodeClaim{}, handler.TypedEnqueueRequestsFromMapFunc(nodeClassOfNodeClaim), nodeClaimGone)).
 		WithOptions(controller.Options{RateLimiter: reasonable.RateLimiter(), MaxConcurrentReconciles: 2}).
 		Complete(reconcile.AsReconciler(m.GetClient(), c))
 }

@@ -19,6 +19,7 @@ import (
 	"nodefleet.dev/driver/pkg/fake"
 	"nodefleet.dev/driver/pkg/nodefleetapi"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+	"sigs.k8s.io/karpenter/pkg/events"
 )
 
 // reconciling is a NodeClass naming the fake API's cluster "prod" and pool "workers" (changed by
@@ -28,7 +29,13 @@ type reconciling struct {
 	kubeClient client.Client
 	controller *Controller
 	key        client.ObjectKey
+	events     *recordedEvents
 }
+
+// recordedEvents is an events.Recorder keeping what is published.
+type recordedEvents struct{ published []events.Event }
+
+func (r *recordedEvents) Publish(evts ...events.Event) { r.published = append(r.published, evts...) }
 
 func newReconciling(t *testing.T, api *fake.ScalingAPI, edit func(*v1alpha1.NodefleetNodeClass), objects ...client.Object) *reconciling {
 	t.Helper()
@@ -43,9 +50,16 @@ func newReconciling(t *testing.T, api *fake.ScalingAPI, edit func(*v1alpha1.Node
 		edit(nodeClass)
 	}
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "nodefleet-token", Namespace: "karpenter"}, Data: map[string][]byte{"token": []byte("t0ken")}}
-	kubeClient := clientfake.NewClientBuilder().WithScheme(scheme.Scheme).WithStatusSubresource(&v1alpha1.NodefleetNodeClass{}).WithObjects(append([]client.Object{nodeClass, secret}, objects...)...).Build()
-	controller := NewController(kubeClient, apiclient.NewConnections(apiclient.SecretTokens{Reader: kubeClient, Namespace: "karpenter"}), nil)
-	return &reconciling{t: t, kubeClient: kubeClient, controller: controller, key: client.ObjectKeyFromObject(nodeClass)}
+	builder := clientfake.NewClientBuilder().WithScheme(scheme.Scheme).WithStatusSubresource(&v1alpha1.NodefleetNodeClass{}).WithObjects(append([]client.Object{nodeClass, secret}, objects...)...)
+	// The NodeClaim indexes Karpenter's operator registers, which the finalizer's list uses.
+	builder = builder.
+		WithIndex(&karpv1.NodeClaim{}, "spec.nodeClassRef.group", func(o client.Object) []string { return []string{o.(*karpv1.NodeClaim).Spec.NodeClassRef.Group} }).
+		WithIndex(&karpv1.NodeClaim{}, "spec.nodeClassRef.kind", func(o client.Object) []string { return []string{o.(*karpv1.NodeClaim).Spec.NodeClassRef.Kind} }).
+		WithIndex(&karpv1.NodeClaim{}, "spec.nodeClassRef.name", func(o client.Object) []string { return []string{o.(*karpv1.NodeClaim).Spec.NodeClassRef.Name} })
+	kubeClient := builder.Build()
+	recorder := &recordedEvents{}
+	controller := NewController(kubeClient, apiclient.NewConnections(apiclient.SecretTokens{Reader: kubeClient, Namespace: "karpenter"}), nil, recorder)
+	return &reconciling{t: t, kubeClient: kubeClient, controller: controller, key: client.ObjectKeyFromObject(nodeClass), events: recorder}
 }
 
 // reconcile runs one reconcile of the stored NodeClass and answers it as stored afterwards.

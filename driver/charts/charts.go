@@ -1,4 +1,5 @@
-// Package charts holds the driver's Helm chart. Its crds/ folder and the plain manifests in
+// Package charts holds the driver's Helm chart and its CRD chart. The chart's crds/ folder, the CRD
+// chart's templates and the plain manifests in
 // driver/manifests are generated (`go generate ./...` in driver/): the CRDs from the pinned
 // Karpenter module and the driver's own API, the manifests by `helm template` with the
 // toolchain's helm. The tests fail when either is stale. pkg/apis's go:generate writes them, right
@@ -19,6 +20,10 @@ import (
 
 // ChartDir is the chart, relative to this package.
 const ChartDir = "nodefleet-karpenter"
+
+// CRDChartDir is the CRD chart, relative to this package: the same CRDs as ChartDir's crds/, but
+// as templates, which `helm upgrade` updates (Helm installs a crds/ folder once and never upgrades it).
+const CRDChartDir = "nodefleet-karpenter-crd"
 
 // ManifestsFile is the chart rendered with ManifestValues, relative to this package.
 const ManifestsFile = "../manifests/nodefleet-karpenter.yaml"

@@ -6,13 +6,20 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 )
 
 // helmOrSkip is the toolchain's helm; without it the test skips, unless CI requires the toolchain.
@@ -228,4 +235,272 @@ func contains(list []string, value string) bool {
 		}
 	}
 	return false
+}
+
+// render is `helm template` of the chart with the values, its objects by kind.
+func render(t *testing.T, helm string, values ...string) map[string][]*unstructured.Unstructured {
+	t.Helper()
+	args := []string{"template", "nodefleet-karpenter", ChartDir, "--namespace", "karpenter"}
+	for _, value := range values {
+		args = append(args, "--set", value)
+	}
+	rendered, err := Helm(helm, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byKind := map[string][]*unstructured.Unstructured{}
+	decoder := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(rendered), 4096)
+	for {
+		object := &unstructured.Unstructured{}
+		if err := decoder.Decode(&object.Object); err != nil {
+			break
+		}
+		if object.Object != nil {
+			byKind[object.GetKind()] = append(byKind[object.GetKind()], object)
+		}
+	}
+	return byKind
+}
+
+func convert[T any](t *testing.T, object *unstructured.Unstructured) *T {
+	t.Helper()
+	typed := new(T)
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(object.Object, typed); err != nil {
+		t.Fatal(err)
+	}
+	return typed
+}
+
+// The rules of every ClusterRole and Role rendered.
+func allRules(t *testing.T, byKind map[string][]*unstructured.Unstructured) []rbacv1.PolicyRule {
+	var rules []rbacv1.PolicyRule
+	for _, object := range byKind["ClusterRole"] {
+		rules = append(rules, convert[rbacv1.ClusterRole](t, object).Rules...)
+	}
+	for _, object := range byKind["Role"] {
+		rules = append(rules, convert[rbacv1.Role](t, object).Rules...)
+	}
+	return rules
+}
+
+func envOf(container corev1.Container) map[string]string {
+	env := map[string]string{}
+	for _, variable := range container.Env {
+		env[variable.Name] = variable.Value
+	}
+	return env
+}
+
+// By default two replicas run with leader election on, over a Lease the Role lets them update,
+// a PodDisruptionBudget lets only one go at a time, and they spread over nodes and zones.
+func TestChartRunsTwoReplicasWithLeaderElection(t *testing.T) {
+	helm := helmOrSkip(t)
+	byKind := render(t, helm)
+	deployment := convert[appsv1.Deployment](t, byKind["Deployment"][0])
+	if deployment.Spec.Replicas == nil || *deployment.Spec.Replicas != 2 {
+		t.Errorf("replicas = %v, want 2", deployment.Spec.Replicas)
+	}
+	podLabels := labels.Set(deployment.Spec.Template.Labels)
+	env := envOf(deployment.Spec.Template.Spec.Containers[0])
+	if env["DISABLE_LEADER_ELECTION"] != "false" || env["LEADER_ELECTION_NAME"] == "" {
+		t.Errorf("leader election env: DISABLE_LEADER_ELECTION=%q LEADER_ELECTION_NAME=%q", env["DISABLE_LEADER_ELECTION"], env["LEADER_ELECTION_NAME"])
+	}
+	updatesLease := false
+	for _, rule := range allRules(t, byKind) {
+		if contains(rule.APIGroups, "coordination.k8s.io") && contains(rule.Resources, "leases") && contains(rule.Verbs, "update") && contains(rule.ResourceNames, env["LEADER_ELECTION_NAME"]) {
+			updatesLease = true
+		}
+	}
+	if !updatesLease {
+		t.Errorf("no rule lets the replicas update their Lease %q", env["LEADER_ELECTION_NAME"])
+	}
+	if len(byKind["PodDisruptionBudget"]) != 1 {
+		t.Fatalf("%d PodDisruptionBudgets rendered, want 1", len(byKind["PodDisruptionBudget"]))
+	}
+	pdb := convert[policyv1.PodDisruptionBudget](t, byKind["PodDisruptionBudget"][0])
+	selector, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
+	if err != nil || !selector.Matches(podLabels) || pdb.Spec.MaxUnavailable == nil || pdb.Spec.MaxUnavailable.IntValue() != 1 {
+		t.Errorf("the PodDisruptionBudget (selector %v, maxUnavailable %v) does not cover the pods one at a time", pdb.Spec.Selector, pdb.Spec.MaxUnavailable)
+	}
+	keys := map[string]bool{}
+	for _, constraint := range deployment.Spec.Template.Spec.TopologySpreadConstraints {
+		selector, err := metav1.LabelSelectorAsSelector(constraint.LabelSelector)
+		if err != nil || !selector.Matches(podLabels) {
+			t.Errorf("the spread over %s does not select the pods", constraint.TopologyKey)
+		}
+		keys[constraint.TopologyKey] = true
+	}
+	if !keys["kubernetes.io/hostname"] || !keys["topology.kubernetes.io/zone"] {
+		t.Errorf("the replicas spread over %v, want nodes and zones", keys)
+	}
+	single := render(t, helm, "replicas=1", "podDisruptionBudget.enabled=false")
+	if len(single["PodDisruptionBudget"]) != 0 {
+		t.Error("podDisruptionBudget.enabled=false still renders one")
+	}
+}
+
+// Karpenter never creates Node objects (the kubelet registers them), so no rule may.
+func TestNoRuleGrantsNodesCreate(t *testing.T) {
+	helm := helmOrSkip(t)
+	for _, values := range [][]string{nil, ManifestValues} {
+		rules := allRules(t, render(t, helm, values...))
+		if len(rules) == 0 {
+			t.Fatal("no rules rendered")
+		}
+		patchesNodes := false
+		for _, rule := range rules {
+			if contains(rule.APIGroups, "") && contains(rule.Resources, "nodes") {
+				if contains(rule.Verbs, "create") {
+					t.Errorf("rule %v grants nodes create", rule)
+				}
+				patchesNodes = patchesNodes || contains(rule.Verbs, "patch") && contains(rule.Verbs, "delete")
+			}
+		}
+		if !patchesNodes {
+			t.Error("no rule lets Karpenter patch and delete nodes")
+		}
+	}
+}
+
+func TestAggregateAdminRoleManagesNodeClasses(t *testing.T) {
+	helm := helmOrSkip(t)
+	found := false
+	for _, object := range render(t, helm)["ClusterRole"] {
+		role := convert[rbacv1.ClusterRole](t, object)
+		if role.Labels["rbac.authorization.k8s.io/aggregate-to-admin"] != "true" {
+			continue
+		}
+		found = true
+		for _, verb := range []string{"get", "list", "watch", "create", "update", "patch", "delete"} {
+			granted := false
+			for _, rule := range role.Rules {
+				granted = granted || contains(rule.APIGroups, "karpenter.nodefleet.io") && contains(rule.Resources, "nodefleetnodeclasses") && contains(rule.Verbs, verb)
+			}
+			if !granted {
+				t.Errorf("the aggregated admin role does not grant %s on nodefleetnodeclasses", verb)
+			}
+		}
+	}
+	if !found {
+		t.Fatal("no ClusterRole labelled aggregate-to-admin")
+	}
+	if off := render(t, helm, "aggregateAdminRole=false"); len(off["ClusterRole"]) != 1 {
+		t.Errorf("aggregateAdminRole=false renders %d ClusterRoles, want the driver's only", len(off["ClusterRole"]))
+	}
+}
+
+func TestImageTagDefaultsToTheChartsAppVersion(t *testing.T) {
+	helm := helmOrSkip(t)
+	chart, err := os.ReadFile(filepath.Join(ChartDir, "Chart.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var meta struct {
+		AppVersion string `json:"appVersion"`
+	}
+	if err := utilyaml.Unmarshal(chart, &meta); err != nil || meta.AppVersion == "" {
+		t.Fatalf("Chart.yaml appVersion: %q, %v", meta.AppVersion, err)
+	}
+	image := convert[appsv1.Deployment](t, render(t, helm)["Deployment"][0]).Spec.Template.Spec.Containers[0].Image
+	if image != "nodefleet-karpenter:"+meta.AppVersion {
+		t.Errorf("image = %s, want the appVersion %s as its tag", image, meta.AppVersion)
+	}
+	image = convert[appsv1.Deployment](t, render(t, helm, "image.tag=v9")["Deployment"][0]).Spec.Template.Spec.Containers[0].Image
+	if image != "nodefleet-karpenter:v9" {
+		t.Errorf("image.tag=v9 renders %s", image)
+	}
+}
+
+// The NodePool option renders nothing by default and, when on, a NodePool of Karpenter's v1 API on
+// the chart's NodeClass whose disruption suits billing per started hour.
+func TestNodePoolOptionRendersAValidNodePoolOnlyWhenEnabled(t *testing.T) {
+	helm := helmOrSkip(t)
+	if got := render(t, helm, ManifestValues...)["NodePool"]; len(got) != 0 {
+		t.Fatalf("%d NodePools rendered by default", len(got))
+	}
+	objects := render(t, helm, append(ManifestValues, "nodePool.create=true", "nodePool.limits.nodes=10")...)["NodePool"]
+	if len(objects) != 1 || objects[0].GetAPIVersion() != "karpenter.sh/v1" {
+		t.Fatalf("nodePool.create=true renders %v", objects)
+	}
+	nodePool := convert[karpv1.NodePool](t, objects[0])
+	ref := nodePool.Spec.Template.Spec.NodeClassRef
+	if ref == nil || ref.Group != "karpenter.nodefleet.io" || ref.Kind != "NodefleetNodeClass" || ref.Name != "default" {
+		t.Errorf("nodeClassRef = %v, want the chart's NodefleetNodeClass", ref)
+	}
+	disruption := nodePool.Spec.Disruption
+	if disruption.ConsolidationPolicy != karpv1.ConsolidationPolicyWhenEmptyOrUnderutilized {
+		t.Errorf("consolidationPolicy = %s", disruption.ConsolidationPolicy)
+	}
+	if disruption.ConsolidateAfter.Duration == nil || *disruption.ConsolidateAfter.Duration < 10*time.Minute {
+		t.Errorf("consolidateAfter = %v, want long enough not to churn servers billed per started hour", disruption.ConsolidateAfter.Duration)
+	}
+	if len(disruption.Budgets) == 0 || disruption.Budgets[0].Nodes != "1" {
+		t.Errorf("budgets = %v, want one node at a time", disruption.Budgets)
+	}
+	if nodePool.Spec.Limits.ExceededBy(corev1.ResourceList{"nodes": resource.MustParse("11")}) == nil || len(nodePool.Spec.Template.Spec.Requirements) == 0 {
+		t.Errorf("limits %v, requirements %v", nodePool.Spec.Limits, nodePool.Spec.Template.Spec.Requirements)
+	}
+	if _, err := Helm(helm, "template", "x", ChartDir, "--set", "nodePool.create=true"); err == nil || !strings.Contains(err.Error(), "nodePool.create needs nodeClass.create") {
+		t.Errorf("a NodePool without the chart's NodeClass: err = %v", err)
+	}
+}
+
+// Outside the cluster it scales, the driver's pods run where the chart is installed with
+// kubeconfig.render=controller, and the scaled cluster gets, with render=target, the RBAC bound to
+// the kubeconfig's identity (no ServiceAccount, no pods there).
+func TestKubeconfigModeRendersTheTargetClustersRBAC(t *testing.T) {
+	helm := helmOrSkip(t)
+	user := []string{"kubeconfig.secretName=kc", "kubeconfig.subjects[0].kind=User", "kubeconfig.subjects[0].name=nodefleet-driver", "kubeconfig.subjects[0].apiGroup=rbac.authorization.k8s.io"}
+	target := render(t, helm, append(append([]string{"kubeconfig.render=target"}, user...), ManifestValues...)...)
+	if len(target["Deployment"]) != 0 || len(target["ServiceAccount"]) != 0 || len(target["PodDisruptionBudget"]) != 0 || len(target["Job"]) != 0 {
+		t.Errorf("the target cluster's part renders pods or a ServiceAccount: %d Deployments, %d ServiceAccounts, %d Jobs", len(target["Deployment"]), len(target["ServiceAccount"]), len(target["Job"]))
+	}
+	if len(target["NodefleetNodeClass"]) != 1 || len(target["ClusterRoleBinding"]) != 1 || len(target["RoleBinding"]) != 2 {
+		t.Fatalf("the target cluster's part: %d NodeClasses, %d ClusterRoleBindings, %d RoleBindings", len(target["NodefleetNodeClass"]), len(target["ClusterRoleBinding"]), len(target["RoleBinding"]))
+	}
+	subjects := convert[rbacv1.ClusterRoleBinding](t, target["ClusterRoleBinding"][0]).Subjects
+	for _, object := range target["RoleBinding"] {
+		subjects = append(subjects, convert[rbacv1.RoleBinding](t, object).Subjects...)
+	}
+	for _, subject := range subjects {
+		if subject.Kind != "User" || subject.Name != "nodefleet-driver" {
+			t.Errorf("a binding in the target cluster names %v, want the kubeconfig's user", subject)
+		}
+	}
+	controller := render(t, helm, append([]string{"kubeconfig.render=controller"}, user...)...)
+	if len(controller["Deployment"]) != 1 || len(controller["ClusterRole"]) != 0 || len(controller["Role"]) != 0 {
+		t.Fatalf("the controller's part: %d Deployments, %d ClusterRoles, %d Roles", len(controller["Deployment"]), len(controller["ClusterRole"]), len(controller["Role"]))
+	}
+	if env := envOf(convert[appsv1.Deployment](t, controller["Deployment"][0]).Spec.Template.Spec.Containers[0]); env["KUBECONFIG"] == "" {
+		t.Error("the controller's part does not point KUBECONFIG at the mounted Secret")
+	}
+}
+
+// The CRD chart holds the same CRDs as templates (upgraded by helm upgrade, unlike crds/).
+func TestCRDChartHoldsThePinnedCRDsAsTemplates(t *testing.T) {
+	want := CRDs()
+	entries, err := os.ReadDir(filepath.Join(CRDChartDir, "templates"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != len(want) {
+		t.Errorf("the CRD chart's templates/ has %d files, want %d", len(entries), len(want))
+	}
+	for name, content := range want {
+		got, err := os.ReadFile(filepath.Join(CRDChartDir, "templates", name))
+		if err != nil || !bytes.Equal(got, content) {
+			t.Errorf("%s/templates/%s is missing or stale: run `go generate ./...` in driver/", CRDChartDir, name)
+		}
+	}
+	helm := helmOrSkip(t)
+	if _, err := Helm(helm, "lint", CRDChartDir, "--strict"); err != nil {
+		t.Fatal(err)
+	}
+	rendered, err := Helm(helm, "template", "nodefleet-karpenter-crd", CRDChartDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if count := bytes.Count(rendered, []byte("\nkind: CustomResourceDefinition\n")); count != len(want) {
+		t.Errorf("the CRD chart renders %d CRDs, want %d", count, len(want))
+	}
 }

@@ -1,4 +1,4 @@
-// Writes the chart's crds/ folder and the rendered manifests (see package charts). Its argument is
+// Writes the chart's crds/ folder, the CRD chart's templates and the rendered manifests (see package charts). Its argument is
 // the charts package's directory; run by `go generate` in driver/pkg/apis.
 package main
 
@@ -26,6 +26,9 @@ func generate() error {
 	}
 	for name, content := range charts.CRDs() {
 		if err := os.WriteFile(filepath.Join(charts.ChartDir, "crds", name), content, 0o644); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(charts.CRDChartDir, "templates", name), content, 0o644); err != nil {
 			return err
 		}
 	}

@@ -43,3 +43,25 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- define "nodefleet-karpenter.leaseName" -}}
 {{- printf "%s-leader-election" (include "nodefleet-karpenter.fullname" .) | trunc 63 | trimSuffix "-" }}
 {{- end }}
+
+{{/* kubeconfig.render: "" renders everything (in-cluster), "target" only what the scaled cluster holds, "controller" only the driver's pods. */}}
+{{- define "nodefleet-karpenter.renderTarget" -}}
+{{- if not (has .Values.kubeconfig.render (list "" "target" "controller")) }}
+{{- fail (printf "kubeconfig.render is %q: \"\", \"target\" or \"controller\"" .Values.kubeconfig.render) }}
+{{- end }}
+{{- if ne .Values.kubeconfig.render "controller" }}true{{ end }}
+{{- end }}
+{{- define "nodefleet-karpenter.renderController" -}}
+{{- if ne .Values.kubeconfig.render "target" }}true{{ end }}
+{{- end }}
+
+{{/* Who the RBAC is granted to: the kubeconfig's identity in the target cluster, else the ServiceAccount. */}}
+{{- define "nodefleet-karpenter.rbacSubjects" -}}
+{{- if .Values.kubeconfig.subjects }}
+{{- toYaml .Values.kubeconfig.subjects }}
+{{- else }}
+- kind: ServiceAccount
+  name: {{ include "nodefleet-karpenter.serviceAccountName" . }}
+  namespace: {{ .Release.Namespace }}
+{{- end }}
+{{- end }}

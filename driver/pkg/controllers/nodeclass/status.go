@@ -78,6 +78,7 @@ func (c *Controller) Name() string { return "nodeclass.status" }
 
 func (c *Controller) Reconcile(ctx context.Context, nodeClass *v1alpha1.NodefleetNodeClass) (reconcile.Result, error) {
 	if !nodeClass.DeletionTimestamp.IsZero() {
+		c.tolerate(nodeClass, false) // forget its failed checks
 		return c.finalize(ctx, nodeClass)
 	}
 	if requeue, err := c.addFinalizer(ctx, nodeClass); err != nil || requeue {

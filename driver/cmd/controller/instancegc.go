@@ -11,7 +11,7 @@ import (
 // collector's default, garbagecollection.DefaultGrace).
 const instanceGCGraceVariable = "INSTANCE_GC_GRACE"
 
-// minInstanceGCGrace keeps the grace above a create's round trip (the driver's 30 s request timeout):
+// minInstanceGCGrace keeps the grace above a create's round trip (the driver's 10 s request timeout, with a margin):
 // a shorter one could delete the node of a create whose answer is still on its way.
 const minInstanceGCGrace = 30 * time.Second
 

@@ -17,8 +17,10 @@ import (
 	"nodefleet.dev/driver/pkg/nodefleetapi"
 )
 
-// requestTimeout bounds one API call; the API answers creates before any server exists.
-const requestTimeout = 30 * time.Second
+// DefaultRequestTimeout bounds one API call. The API answers every call, creates included, before
+// any server exists, so a call slower than this means the API is in trouble: failing fast keeps a
+// dead API from holding Karpenter's provisioner, which works on all NodePools in one loop.
+const DefaultRequestTimeout = 10 * time.Second
 
 // serviceKeepAlive is how long the scaling API keeps an idle connection open
 // (keepAliveMs in automation/api/httpTimeouts.ts).
@@ -31,6 +33,10 @@ const idleConnTimeout = serviceKeepAlive - time.Second
 // Connections hands out a Connection per NodeClass, sharing one HTTP client (and so its kept-alive
 // connections) per endpoint and CA bundle.
 type Connections struct {
+	// RequestTimeout bounds one API call (DefaultRequestTimeout when zero); set it before the first
+	// For.
+	RequestTimeout time.Duration
+
 	tokens TokenSource
 
 	mu          sync.Mutex
@@ -88,7 +94,11 @@ func (c *Connections) httpClient(caBundle []byte) (*http.Client, error) {
 		}
 		transport.TLSClientConfig = &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
 	}
-	created := &http.Client{Transport: transport, Timeout: requestTimeout}
+	timeout := c.RequestTimeout
+	if timeout <= 0 {
+		timeout = DefaultRequestTimeout
+	}
+	created := &http.Client{Transport: transport, Timeout: timeout}
 	c.httpClients[key] = created
 	return created, nil
 }

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -144,5 +145,24 @@ func TestIdleConnectionsCloseBeforeTheServiceClosesThem(t *testing.T) {
 	}
 	if transport.IdleConnTimeout <= 0 || transport.IdleConnTimeout >= serviceKeepAlive {
 		t.Fatalf("idle connections are kept %s; the service closes them after %s", transport.IdleConnTimeout, serviceKeepAlive)
+	}
+}
+
+// A hung API fails the call after the configured timeout instead of holding the caller.
+func TestCallsTimeOut(t *testing.T) {
+	api := fake.NewScalingAPI("prod", "t0ken", "workers")
+	defer api.Close()
+	api.Delay(time.Minute)
+	kubeClient := clientfake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(tokenSecret("t0ken")).Build()
+	connections := NewConnections(SecretTokens{Reader: kubeClient, Namespace: "karpenter"})
+	connections.RequestTimeout = 200 * time.Millisecond
+	connection, err := connections.For(nodeClassFor(api.URL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := time.Now()
+	_, err = connection.Cluster(context.Background())
+	if elapsed := time.Since(started); err == nil || elapsed > 5*time.Second {
+		t.Fatalf("Cluster against a hung API answered %v after %s, want an error after about 200ms", err, elapsed)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"nodefleet.dev/driver/pkg/apiclient"
 	"nodefleet.dev/driver/pkg/apis"
@@ -44,6 +45,7 @@ type CloudProvider struct {
 	connections   *apiclient.Connections
 	soldOut       *SoldOutOfferings
 	instanceTypes *cache.Cache
+	source        *instanceTypeSource
 }
 
 func New(kubeClient client.Client, connections *apiclient.Connections, soldOut *SoldOutOfferings) *CloudProvider {
@@ -52,6 +54,7 @@ func New(kubeClient client.Client, connections *apiclient.Connections, soldOut *
 		connections:   connections,
 		soldOut:       soldOut,
 		instanceTypes: cache.New(instanceTypesTTL, time.Minute),
+		source:        &instanceTypeSource{lastGood: map[string][]nodefleetapi.InstanceType{}},
 	}
 }
 
@@ -239,9 +242,11 @@ func (c *CloudProvider) getNode(ctx context.Context, ref nodeRef, nodeClassRef *
 	return connection.GetNode(ctx, ref.NodeID)
 }
 
-// List is every node of every NodeClass's pool. It fails whole when one API cannot be read:
-// garbage collection deletes NodeClaims missing from the list, so a partial list must never be
-// returned.
+// List is every node of every NodeClass's pool, read per cluster and pool. A cluster whose nodes
+// cannot be read is answered with its NodeClaims as they are: Karpenter's garbage collection deletes
+// a launched NodeClaim missing from the list, so leaving them out would delete healthy NodeClaims,
+// and failing the whole list would stop garbage collection for every other NodeClass. The failure
+// is logged and counted in ListFailures (docs/karpenter.md, "Outages").
 func (c *CloudProvider) List(ctx context.Context) ([]*karpv1.NodeClaim, error) {
 	nodeClasses, err := c.nodeClasses(ctx)
 	if err != nil {
@@ -249,6 +254,7 @@ func (c *CloudProvider) List(ctx context.Context) ([]*karpv1.NodeClaim, error) {
 	}
 	listed := map[string]bool{}
 	seen := map[string]bool{}
+	unread := map[string]bool{}
 	var nodeClaims []*karpv1.NodeClaim
 	for _, nodeClass := range nodeClasses {
 		source := strings.Join([]string{nodeClass.Spec.Endpoint, nodeClass.Spec.ClusterID, nodeClass.Spec.Pool}, " ")
@@ -256,13 +262,12 @@ func (c *CloudProvider) List(ctx context.Context) ([]*karpv1.NodeClaim, error) {
 			continue
 		}
 		listed[source] = true
-		connection, err := c.connections.For(nodeClass)
+		nodes, err := c.listNodes(ctx, nodeClass)
 		if err != nil {
-			return nil, err
-		}
-		nodes, err := connection.ListNodes(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("listing the nodes of NodefleetNodeClass %s: %w", nodeClass.Name, err)
+			ListFailures.WithLabelValues(nodeClass.Spec.ClusterID).Inc()
+			log.FromContext(ctx).Error(err, "keeping the cluster's NodeClaims as they are", "cluster", nodeClass.Spec.ClusterID)
+			unread[nodeClass.Spec.ClusterID] = true
+			continue
 		}
 		for i := range nodes {
 			if seen[nodes[i].ProviderID] {
@@ -276,7 +281,31 @@ func (c *CloudProvider) List(ctx context.Context) ([]*karpv1.NodeClaim, error) {
 			nodeClaims = append(nodeClaims, nodeClaim)
 		}
 	}
+	if len(unread) > 0 {
+		kept, err := c.keptNodeClaims(ctx, unread)
+		if err != nil {
+			return nil, err
+		}
+		for _, nodeClaim := range kept {
+			if !seen[nodeClaim.Status.ProviderID] {
+				seen[nodeClaim.Status.ProviderID] = true
+				nodeClaims = append(nodeClaims, nodeClaim)
+			}
+		}
+	}
 	return nodeClaims, nil
+}
+
+func (c *CloudProvider) listNodes(ctx context.Context, nodeClass *v1alpha1.NodefleetNodeClass) ([]nodefleetapi.Node, error) {
+	connection, err := c.connections.For(nodeClass)
+	if err != nil {
+		return nil, err
+	}
+	nodes, err := connection.ListNodes(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing the nodes of NodefleetNodeClass %s: %w", nodeClass.Name, err)
+	}
+	return nodes, nil
 }
 
 // GetInstanceTypes is every instance type of the NodePool's pool, unavailable ones included.
@@ -297,16 +326,9 @@ func (c *CloudProvider) GetInstanceTypes(ctx context.Context, nodePool *karpv1.N
 
 func (c *CloudProvider) instanceTypesOf(ctx context.Context, nodeClass *v1alpha1.NodefleetNodeClass, connection *apiclient.Connection, nodePoolName string) ([]*cloudprovider.InstanceType, error) {
 	key := strings.Join([]string{nodeClass.Spec.Endpoint, nodeClass.Spec.ClusterID, nodeClass.Spec.Pool}, " ")
-	var apiTypes []nodefleetapi.InstanceType
-	if cached, found := c.instanceTypes.Get(key); found {
-		apiTypes = cached.([]nodefleetapi.InstanceType)
-	} else {
-		fetched, err := connection.InstanceTypes(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("reading the instance types of NodefleetNodeClass %s: %w", nodeClass.Name, err)
-		}
-		c.instanceTypes.SetDefault(key, fetched)
-		apiTypes = fetched
+	apiTypes, err := c.apiInstanceTypes(ctx, key, nodeClass, connection)
+	if err != nil {
+		return nil, err
 	}
 	instanceTypes := make([]*cloudprovider.InstanceType, 0, len(apiTypes))
 	for _, apiType := range apiTypes {

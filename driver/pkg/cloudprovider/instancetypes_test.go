@@ -2,7 +2,10 @@ package cloudprovider
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -113,6 +116,59 @@ func TestGetInstanceTypesReportsAnAPIError(t *testing.T) {
 	e.api.FailNext("listInstanceTypes", fakeUnavailable())
 	if _, err := e.cloudProvider.GetInstanceTypes(context.Background(), nodePool()); err == nil {
 		t.Fatal("GetInstanceTypes succeeded while the API failed")
+	}
+}
+
+// Once read, the instance types are served stale while the API fails, so an outage does not leave
+// Karpenter scheduling against nothing; a good read replaces them.
+func TestGetInstanceTypesServesTheLastGoodListWhileTheAPIFails(t *testing.T) {
+	e := newEnvironment(t)
+	if got := instanceTypesByName(t, e); len(got) != 2 {
+		t.Fatalf("instance types = %v, want cx22 and cx32", got)
+	}
+	e.cloudProvider.instanceTypes.Flush() // the fresh copy expired
+	e.api.FailNext("listInstanceTypes", fakeUnavailable())
+	if got := instanceTypesByName(t, e); len(got) != 2 || got["cx32"] == nil {
+		t.Fatalf("while the API fails: instance types = %v, want the last good cx22 and cx32", got)
+	}
+	if reads := len(e.requestsOf("GET", "/instance-types")); reads != 2 {
+		t.Fatalf("instance type reads = %d, want 2 (the stale list is not re-read at once)", reads)
+	}
+	e.api.ClearErrors()
+	e.api.SetInstanceTypes(instanceType("cx22", 2, 4096, 0.0060, "hel1"))
+	e.cloudProvider.instanceTypes.Flush()
+	if got := instanceTypesByName(t, e); len(got) != 1 || got["cx22"] == nil {
+		t.Fatalf("after the API recovered: instance types = %v, want its cx22 alone", got)
+	}
+}
+
+// Callers arriving while instance types are being read share that one read.
+func TestGetInstanceTypesSharesOneReadAmongConcurrentCallers(t *testing.T) {
+	e := newEnvironment(t)
+	e.api.Delay(300 * time.Millisecond)
+	const callers = 5
+	var wg sync.WaitGroup
+	errs := make(chan error, callers)
+	for range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			instanceTypes, err := e.cloudProvider.GetInstanceTypes(context.Background(), nodePool())
+			if err == nil && len(instanceTypes) != 2 {
+				err = fmt.Errorf("got %d instance types, want 2", len(instanceTypes))
+			}
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if reads := len(e.requestsOf("GET", "/instance-types")); reads != 1 {
+		t.Fatalf("instance type reads = %d, want 1 shared by %d callers", reads, callers)
 	}
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"nodefleet.dev/driver/pkg/fake"
 	"nodefleet.dev/driver/pkg/nodefleetapi"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
@@ -108,12 +110,48 @@ func TestListReturnsEveryNodeAndMarksTerminatingOnes(t *testing.T) {
 	}
 }
 
-func TestListFailsWholeWhenTheAPIFails(t *testing.T) {
+// A cluster whose nodes cannot be read is answered with its NodeClaims as they are (so Karpenter's
+// garbage collection deletes none of them), while the other clusters are listed from the API as
+// usual (so garbage collection keeps working for them); the failure is counted per cluster.
+func TestListKeepsTheNodeClaimsOfAClusterItCannotRead(t *testing.T) {
 	e := newEnvironment(t)
+	ctx := context.Background()
 	e.createNode(t, nodeClaim("default-a"))
-	e.api.FailNext("listNodes", fake.ErrorAnswer{Status: 503, Code: "Unavailable", Message: "stopping"})
-	if listed, err := e.cloudProvider.List(context.Background()); err == nil {
-		t.Fatalf("List = %d NodeClaims, nil; want an error (a partial list would make garbage collection delete NodeClaims)", len(listed))
+	other := fake.NewScalingAPI("other", testToken, testPool)
+	t.Cleanup(other.Close)
+	otherClass := e.nodeClass.DeepCopy()
+	otherClass.ResourceVersion = ""
+	otherClass.Name = "other"
+	otherClass.Spec.Endpoint = other.URL()
+	otherClass.Spec.ClusterID = "other"
+	if err := e.kubeClient.Create(ctx, otherClass); err != nil {
+		t.Fatal(err)
+	}
+	kept := nodeClaim("other-a")
+	kept.Status.ProviderID = "nodefleet:///other/" + fake.NodeIDFor("other-a")
+	unrelated := nodeClaim("gone-a")
+	unrelated.Status.ProviderID = "nodefleet:///gone/" + fake.NodeIDFor("gone-a")
+	for _, claim := range []*karpv1.NodeClaim{kept, unrelated} {
+		if err := e.kubeClient.Create(ctx, claim); err != nil {
+			t.Fatal(err)
+		}
+	}
+	other.FailNext("listNodes", fake.ErrorAnswer{Status: 503, Code: "Unavailable", Message: "stopping"})
+	before := testutil.ToFloat64(ListFailures.WithLabelValues("other"))
+	listed, err := e.cloudProvider.List(ctx)
+	if err != nil {
+		t.Fatalf("List: %v, want the readable cluster listed and the other's NodeClaims kept", err)
+	}
+	providerIDs := map[string]bool{}
+	for _, claim := range listed {
+		providerIDs[claim.Status.ProviderID] = true
+	}
+	want := []string{"nodefleet:///prod/" + fake.NodeIDFor("default-a"), kept.Status.ProviderID}
+	if len(listed) != 2 || !providerIDs[want[0]] || !providerIDs[want[1]] {
+		t.Fatalf("List = %v, want exactly %v", providerIDs, want)
+	}
+	if after := testutil.ToFloat64(ListFailures.WithLabelValues("other")); after != before+1 {
+		t.Errorf("list failures of cluster other = %v, want %v", after, before+1)
 	}
 }
 

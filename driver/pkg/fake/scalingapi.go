@@ -51,6 +51,15 @@ type ScalingAPI struct {
 	errors        map[string]ErrorAnswer
 	// CreateStatus is the status of created nodes (PENDING as the real API answers).
 	createStatus nodefleetapi.NodeStatus
+	// delay holds every answer this long (or until the client gives up).
+	delay time.Duration
+}
+
+// Delay holds every answer for d (or until the client gives up on the request): a slow or hung API.
+func (a *ScalingAPI) Delay(d time.Duration) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.delay = d
 }
 
 // NewScalingAPI starts a fake API for cluster clusterID accepting token; close it with Close.
@@ -163,8 +172,18 @@ func NodeIDFor(uniqueID string) string {
 func (a *ScalingAPI) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	a.mu.Lock()
-	defer a.mu.Unlock()
 	a.requests = append(a.requests, Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Authorization: r.Header.Get("Authorization"), Body: body})
+	delay := a.delay
+	a.mu.Unlock()
+	if delay > 0 {
+		select {
+		case <-time.After(delay):
+		case <-r.Context().Done():
+			return
+		}
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
 
 	token, found := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	if !found || !a.tokens[token] {

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/awslabs/operatorpkg/reasonable"
@@ -48,7 +49,19 @@ const (
 	notReadyRecheck = 15 * time.Second
 )
 
+// FailedChecksBeforeNotReady is how many consecutive checks must fail for a passing reason (the API
+// unreachable, timing out or answering 5xx/429) before a Ready NodeClass turns NotReady: one lost
+// answer would otherwise stop Karpenter launching for every NodePool of the NodeClass.
+const FailedChecksBeforeNotReady = 3
+
 type Controller struct {
+	// FailedChecksBeforeNotReady overrides the package's constant when positive (tests).
+	FailedChecksBeforeNotReady int
+
+	mu sync.Mutex
+	// failedChecks counts, per NodeClass name, the passing failures since its last good check.
+	failedChecks map[string]int
+
 	kubeClient  client.Client
 	connections *apiclient.Connections
 	// secrets is the cache the driver reads token Secrets from; a change there re-checks the
@@ -58,20 +71,21 @@ type Controller struct {
 }
 
 func NewController(kubeClient client.Client, connections *apiclient.Connections, secrets cache.Cache, recorder events.Recorder) *Controller {
-	return &Controller{kubeClient: kubeClient, connections: connections, secrets: secrets, recorder: recorder}
+	return &Controller{kubeClient: kubeClient, connections: connections, secrets: secrets, recorder: recorder, failedChecks: map[string]int{}}
 }
 
 func (c *Controller) Name() string { return "nodeclass.status" }
 
 func (c *Controller) Reconcile(ctx context.Context, nodeClass *v1alpha1.NodefleetNodeClass) (reconcile.Result, error) {
 	if !nodeClass.DeletionTimestamp.IsZero() {
+		c.tolerate(nodeClass, false) // forget its failed checks
 		return c.finalize(ctx, nodeClass)
 	}
 	if requeue, err := c.addFinalizer(ctx, nodeClass); err != nil || requeue {
 		return reconcile.Result{Requeue: requeue}, err
 	}
 	stored := nodeClass.DeepCopy()
-	pool, reason, message := c.check(ctx, nodeClass)
+	pool, reason, message, passing := c.check(ctx, nodeClass)
 	if pool != nil {
 		nodeClass.Status.PoolTemplateHash = pool.TemplateHash
 		nodeClass.Status.PoolTaints = poolTaints(pool)
@@ -81,9 +95,13 @@ func (c *Controller) Reconcile(ctx context.Context, nodeClass *v1alpha1.Nodeflee
 			return reconcile.Result{}, err
 		}
 	}
-	if reason == "" {
+	tolerated := c.tolerate(nodeClass, passing)
+	switch {
+	case reason == "":
 		nodeClass.StatusConditions().SetTrue(status.ConditionReady)
-	} else {
+	case tolerated:
+		// Ready stays as it was until the failure has lasted several checks.
+	default:
 		nodeClass.StatusConditions().SetFalse(status.ConditionReady, reason, message)
 	}
 	if !equality.Semantic.DeepEqual(stored.Status, nodeClass.Status) {
@@ -97,12 +115,31 @@ func (c *Controller) Reconcile(ctx context.Context, nodeClass *v1alpha1.Nodeflee
 	return reconcile.Result{RequeueAfter: readyRecheck}, nil
 }
 
+// tolerate counts a passing failure of the NodeClass's check and says whether Ready is left as it is:
+// only a Ready NodeClass is spared, and only for fewer than FailedChecksBeforeNotReady checks in a
+// row. Any other outcome resets the count.
+func (c *Controller) tolerate(nodeClass *v1alpha1.NodefleetNodeClass, passing bool) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !passing {
+		delete(c.failedChecks, nodeClass.Name)
+		return false
+	}
+	c.failedChecks[nodeClass.Name]++
+	limit := c.FailedChecksBeforeNotReady
+	if limit <= 0 {
+		limit = FailedChecksBeforeNotReady
+	}
+	return nodeClass.StatusConditions().Get(status.ConditionReady).IsTrue() && c.failedChecks[nodeClass.Name] < limit
+}
+
 // check is the NodeClass's pool as the API describes it, or the reason (a condition Reason) the
-// NodeClass is not ready and a message for people.
-func (c *Controller) check(ctx context.Context, nodeClass *v1alpha1.NodefleetNodeClass) (pool *nodefleetapi.Pool, reason, message string) {
+// NodeClass is not ready, a message for people, and whether that failure may pass by itself
+// (passing: see FailedChecksBeforeNotReady).
+func (c *Controller) check(ctx context.Context, nodeClass *v1alpha1.NodefleetNodeClass) (pool *nodefleetapi.Pool, reason, message string, passing bool) {
 	connection, err := c.connections.For(nodeClass)
 	if err != nil {
-		return nil, "InvalidSpec", err.Error()
+		return nil, "InvalidSpec", err.Error(), false
 	}
 	cluster, err := connection.Cluster(ctx)
 	if err != nil {
@@ -110,17 +147,19 @@ func (c *Controller) check(ctx context.Context, nodeClass *v1alpha1.NodefleetNod
 		var apiError *apiclient.Error
 		switch {
 		case errors.As(err, &tokenError):
-			return nil, "TokenUnavailable", tokenError.Error()
+			return nil, "TokenUnavailable", tokenError.Error(), false
 		case errors.As(err, &apiError):
-			return nil, apiError.Code, apiError.Error()
+			// Overloaded or failing inside may pass by itself; any other answer is definite.
+			return nil, apiError.Code, apiError.Error(), apiError.StatusCode >= 500 || apiError.StatusCode == 429
 		}
-		return nil, "APIUnreachable", err.Error()
+		// Unreachable or timed out.
+		return nil, "APIUnreachable", err.Error(), true
 	}
 	i := slices.IndexFunc(cluster.Pools, func(pool nodefleetapi.Pool) bool { return pool.Name == nodeClass.Spec.Pool })
 	if i < 0 {
-		return nil, "PoolNotFound", fmt.Sprintf("cluster %s has no autoscaled pool %q", cluster.Id, nodeClass.Spec.Pool)
+		return nil, "PoolNotFound", fmt.Sprintf("cluster %s has no autoscaled pool %q", cluster.Id, nodeClass.Spec.Pool), false
 	}
-	return &cluster.Pools[i], "", ""
+	return &cluster.Pools[i], "", "", false
 }
 
 // poolTaints is the pool's taints as Kubernetes taints (nil for none).

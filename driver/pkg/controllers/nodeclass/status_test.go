@@ -83,6 +83,53 @@ func (r *reconciling) reconcile() *v1alpha1.NodefleetNodeClass {
 	return stored
 }
 
+// reconcileTimes runs n reconciles and answers the NodeClass as stored after the last.
+func (r *reconciling) reconcileTimes(n int) *v1alpha1.NodefleetNodeClass {
+	r.t.Helper()
+	var stored *v1alpha1.NodefleetNodeClass
+	for range n {
+		stored = r.reconcile()
+	}
+	return stored
+}
+
+// A Ready NodeClass stays Ready through fewer than FailedChecksBeforeNotReady failed checks in a
+// row (the API unreachable or answering 5xx), turns NotReady at that many, and Ready again after
+// one good check; a definite answer (unauthorized) turns it NotReady at once.
+func TestNotReadyOnlyAfterSustainedFailure(t *testing.T) {
+	api := fake.NewScalingAPI("prod", "t0ken", "workers")
+	defer api.Close()
+	r := newReconciling(t, api, nil)
+	if ready := r.reconcile().StatusConditions().Get(status.ConditionReady); !ready.IsTrue() {
+		t.Fatalf("Ready = %+v, want True", ready)
+	}
+	api.FailNext("getCluster", fake.ErrorAnswer{Status: 503, Code: "Unavailable", Message: "restarting"})
+	for i := 1; i < FailedChecksBeforeNotReady; i++ {
+		if ready := r.reconcile().StatusConditions().Get(status.ConditionReady); !ready.IsTrue() {
+			t.Fatalf("after %d failed checks: Ready = %+v, want still True", i, ready)
+		}
+	}
+	if ready := r.reconcile().StatusConditions().Get(status.ConditionReady); !ready.IsFalse() || ready.Reason != "Unavailable" {
+		t.Fatalf("after %d failed checks: Ready = %+v, want False Unavailable", FailedChecksBeforeNotReady, ready)
+	}
+	api.ClearErrors()
+	if ready := r.reconcile().StatusConditions().Get(status.ConditionReady); !ready.IsTrue() {
+		t.Fatalf("after one good check: Ready = %+v, want True", ready)
+	}
+	// The count starts over after a good check.
+	api.FailNext("getCluster", fake.ErrorAnswer{Status: 503, Code: "Unavailable", Message: "restarting"})
+	if ready := r.reconcile().StatusConditions().Get(status.ConditionReady); !ready.IsTrue() {
+		t.Fatalf("first failure after recovering: Ready = %+v, want still True", ready)
+	}
+	api.ClearErrors()
+	r.reconcile()
+	api.SetTokens("another")
+	defer api.SetTokens("t0ken")
+	if ready := r.reconcile().StatusConditions().Get(status.ConditionReady); !ready.IsFalse() || ready.Reason != "Unauthorized" {
+		t.Fatalf("Ready = %+v, want False Unauthorized at once", ready)
+	}
+}
+
 func readyAfterReconcile(t *testing.T, api *fake.ScalingAPI, edit func(*v1alpha1.NodefleetNodeClass)) *status.Condition {
 	t.Helper()
 	return newReconciling(t, api, edit).reconcile().StatusConditions().Get(status.ConditionReady)
@@ -108,7 +155,7 @@ func TestPoolTemplateHashFollowsTheAPI(t *testing.T) {
 		t.Fatalf("PoolTemplateHash = %q (resourceVersion %s, was %s), want the NodeClass updated to 2222222222222222", changed.Status.PoolTemplateHash, changed.ResourceVersion, first.ResourceVersion)
 	}
 	api.FailNext("getCluster", fake.ErrorAnswer{Status: 503, Code: "Unavailable", Message: "restarting"})
-	if unready := r.reconcile(); !unready.StatusConditions().Get(status.ConditionReady).IsFalse() || unready.Status.PoolTemplateHash != "2222222222222222" {
+	if unready := r.reconcileTimes(FailedChecksBeforeNotReady); !unready.StatusConditions().Get(status.ConditionReady).IsFalse() || unready.Status.PoolTemplateHash != "2222222222222222" {
 		t.Fatalf("while the API is unavailable: Ready %+v, PoolTemplateHash %q; want False and the last hash kept", unready.StatusConditions().Get(status.ConditionReady), unready.Status.PoolTemplateHash)
 	}
 }
@@ -225,7 +272,7 @@ func TestNodePoolsMustCarryThePoolsTaints(t *testing.T) {
 	})
 	r.reconcile()
 	api.FailNext("getCluster", fake.ErrorAnswer{Status: 503, Code: "Unavailable", Message: "restarting"})
-	if unready := r.reconcile(); unready.StatusConditions().Get(status.ConditionReady).Reason != "Unavailable" || !reflect.DeepEqual(unready.Status.PoolTaints, []corev1.Taint{workload}) {
+	if unready := r.reconcileTimes(FailedChecksBeforeNotReady); unready.StatusConditions().Get(status.ConditionReady).Reason != "Unavailable" || !reflect.DeepEqual(unready.Status.PoolTaints, []corev1.Taint{workload}) {
 		t.Fatalf("while the API is unavailable: Ready %+v, poolTaints %v; want Unavailable and the last taints kept", unready.StatusConditions().Get(status.ConditionReady), unready.Status.PoolTaints)
 	}
 }

@@ -94,7 +94,7 @@ func (c *Controller) finalize(ctx context.Context, nodeClass *v1alpha1.Nodefleet
 
 	message := fmt.Sprintf("deleted: waiting for %s to terminate (the driver deleted them; Karpenter drains their nodes and deletes them through this NodeClass's endpoint and token)", nodeClaimNames(names))
 	// A deletion that does not progress is most often an API the driver cannot reach: say so.
-	if _, reason, problem := c.check(ctx, nodeClass); reason != "" {
+	if _, reason, problem, _ := c.check(ctx, nodeClass); reason != "" {
 		message += fmt.Sprintf("; the API check fails with %s: %s", reason, problem)
 	}
 	if len(failed) > 0 {

@@ -32,7 +32,7 @@ import (
 )
 
 // DefaultGrace is how old an unclaimed node must be before it is deleted. A node's NodeClaim exists
-// before its create is sent, so the grace only has to outlast a launch (a create's 30 s timeout,
+// before its create is sent, so the grace only has to outlast a launch (a create's 10 s timeout,
 // Karpenter writing the providerID, its cache catching up) with a wide margin; it stays well under
 // the hour Hetzner bills a server for at least.
 const DefaultGrace = 5 * time.Minute
@@ -111,8 +111,8 @@ func (c *Controller) Reconcile(ctx context.Context) (reconciler.Result, error) {
 
 // listNodes lists the nodes of every NodeClass's cluster and pool once. A cluster that cannot be
 // read is logged and skipped: the others are still collected (CloudProvider.List, which
-// Karpenter's own collector uses, fails whole instead, since a partial list would delete
-// NodeClaims; here a missing list only means no deletion).
+// Karpenter's own collector uses, answers that cluster's NodeClaims as they are instead, since a
+// list leaving them out would delete them; here a missing list only means no deletion).
 func (c *Controller) listNodes(ctx context.Context) ([]listed, error) {
 	nodeClasses := &v1alpha1.NodefleetNodeClassList{}
 	if err := c.kubeClient.List(ctx, nodeClasses); err != nil {

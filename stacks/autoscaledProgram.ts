@@ -15,7 +15,7 @@ import { clusterFirewallName } from "../components/hcloud/clusterFirewall";
 import { clusterNetworkName } from "../components/hcloud/clusterNetwork";
 import { FleetSpecError, parseFleetSpec, type ClusterSpec, type Taint } from "../components/fleet/fleetSpec";
 import { HcloudNodePool } from "../components/hcloud/hcloudNodePool";
-import { clusterKubeconfig } from "./clusterKubeconfig";
+import { clusterKubeconfig } from "../components/fleet/clusterKubeconfig";
 import type { HcloudPoolMember, HcloudPoolTemplate } from "../components/hcloud/hcloudServerPlan";
 import { OWNERSHIP_LABELS, nodeMember } from "../components/fleet/nodeMember";
 import { recordedMemberResources } from "../components/fleet/memberResources";

@@ -4,7 +4,7 @@
  * the automation engine (inline program), render and the simulated engine (mock runtime).
  */
 import * as pulumi from "@pulumi/pulumi";
-import { clusterKubeconfig } from "./clusterKubeconfig";
+import { clusterKubeconfig } from "../components/fleet/clusterKubeconfig";
 import { Fleet, type FleetArgs } from "../components";
 import { type FleetSpec, FleetSpecError, parseFleetSpec } from "../components/fleet/fleetSpec";
 import { type CurrentHcloudServer, type HcloudNodeOutputValues, currentHcloudServers } from "../components/hcloud/hcloudNodePool";

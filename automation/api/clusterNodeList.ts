@@ -3,8 +3,8 @@
  * the kubeconfig the programs use (the stack's `cluster.kubeconfig`, decrypted, or the file KUBECONFIG
  * names with `cluster.kubeconfigFromEnvironment`), limited to the cluster's ownership label.
  */
-import { readFileSync } from "node:fs";
-import { parseFleetSpec } from "../../components/fleet/fleetSpec";
+import { clusterKubeconfig } from "../../components/fleet/clusterKubeconfig";
+import { FleetSpecError, parseFleetSpec } from "../../components/fleet/fleetSpec";
 import { OWNERSHIP_LABELS } from "../../components/fleet/nodeMember";
 import { kubeconfigCredentials, kubernetesApiRequest } from "../../components/kubernetes/kubernetesApiClient";
 import type { StackConfigValue } from "../engine/stackEngine";
@@ -16,11 +16,13 @@ export function serviceKubeconfig(
   env: NodeJS.ProcessEnv = process.env,
 ): string | undefined {
   const { cluster } = parseFleetSpec(configValues(config));
-  if (!cluster.kubeconfigFromEnvironment) return cluster.kubeconfig;
-  const file = env.KUBECONFIG;
-  // As the programs read it (stacks/clusterKubeconfig.ts): one file, not a list.
-  if (!file || file.includes(":")) return undefined;
-  return readFileSync(file, "utf8");
+  try {
+    return clusterKubeconfig(cluster, { env, optional: true });
+  } catch (error) {
+    // A KUBECONFIG the programs would refuse (a list, an unreadable file): no Nodes are read.
+    if (error instanceof FleetSpecError) return undefined;
+    throw error;
+  }
 }
 
 /** `GET /api/v1/nodes` with the cluster's label selector; undefined without a kubeconfig. */

@@ -97,7 +97,7 @@ export function programIdentity(module: string): string {
   });
 }
 
-/** The kubeconfig the program reads when `cluster.kubeconfigFromEnvironment` (stacks/clusterKubeconfig.ts), by content. */
+/** The kubeconfig the program reads when `cluster.kubeconfigFromEnvironment` (components/fleet/clusterKubeconfig.ts), by content. */
 function environmentKubeconfig(env: NodeJS.ProcessEnv): string | null {
   const file = env.KUBECONFIG;
   if (!file) return null;

@@ -4,7 +4,7 @@
  * KUBECONFIG environment variable names when the program runs.
  */
 import { readFileSync } from "node:fs";
-import { type ClusterSpec, FleetSpecError } from "../components/fleet/fleetSpec";
+import { type ClusterSpec, FleetSpecError } from "./fleetSpec";
 
 export function clusterKubeconfig(
   cluster: Pick<ClusterSpec, "kubeconfig" | "kubeconfigFromEnvironment">,

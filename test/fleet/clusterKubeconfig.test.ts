@@ -4,7 +4,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { parse } from "yaml";
 import { FleetSpecError, parseFleetSpec } from "../../components/fleet/fleetSpec";
-import { clusterKubeconfig } from "../../stacks/clusterKubeconfig";
+import { clusterKubeconfig } from "../../components/fleet/clusterKubeconfig";
 import { tempDataDir } from "../support/apiHarness";
 
 const REPO = path.resolve(__dirname, "..", "..", "..");

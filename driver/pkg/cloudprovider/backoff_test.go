@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"nodefleet.dev/driver/pkg/fake"
-	"nodefleet.dev/driver/pkg/nodefleetapi"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 	"sigs.k8s.io/karpenter/pkg/cloudprovider"
 )
@@ -81,12 +80,7 @@ func TestCreateReplayOfAFailedNodeEndsTheNodeClaimWhateverTheFailure(t *testing.
 	e := newEnvironment(t)
 	claim := nodeClaim("default-burned")
 	e.createNode(t, claim)
-	nodeID := fake.NodeIDFor("default-burned")
-	code, reason := "CreateFailed", "server create failed: boom"
-	e.api.UpdateNode(nodeID, func(node *nodefleetapi.Node) {
-		node.Status = "FAILED"
-		node.FailureCode, node.FailureReason = &code, &reason
-	})
+	nodeID := e.failNode("default-burned", "CreateFailed", "server create failed: boom")
 	_, err := e.cloudProvider.Create(context.Background(), claim)
 	if !cloudprovider.IsInsufficientCapacityError(err) {
 		t.Fatalf("err = %v, want InsufficientCapacityError (ends the NodeClaim)", err)

@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"nodefleet.dev/driver/pkg/fake"
-	"nodefleet.dev/driver/pkg/nodefleetapi"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 	"sigs.k8s.io/karpenter/pkg/cloudprovider"
 )
@@ -204,12 +203,7 @@ func TestCreateOfAFailedNodeReleasesItAndRemembersTheSoldOutOffering(t *testing.
 	e := newEnvironment(t)
 	claim := nodeClaim("default-failed")
 	e.createNode(t, claim)
-	nodeID := fake.NodeIDFor("default-failed")
-	code, reason := "InsufficientCapacity", "cx22 is sold out in hel1"
-	e.api.UpdateNode(nodeID, func(node *nodefleetapi.Node) {
-		node.Status = "FAILED"
-		node.FailureCode, node.FailureReason = &code, &reason
-	})
+	nodeID := e.failNode("default-failed", "InsufficientCapacity", "cx22 is sold out in hel1")
 	_, err := e.cloudProvider.Create(context.Background(), claim)
 	if !cloudprovider.IsInsufficientCapacityError(err) {
 		t.Fatalf("err = %v, want InsufficientCapacityError", err)

@@ -107,6 +107,17 @@ func (e *environment) createNode(t *testing.T, claim *karpv1.NodeClaim) *karpv1.
 	return created
 }
 
+// failNode marks the node of a NodeClaim the API created FAILED with code and reason, as a failed
+// engine run leaves it, and returns its id.
+func (e *environment) failNode(claimName, code, reason string) string {
+	nodeID := fake.NodeIDFor(claimName)
+	e.api.UpdateNode(nodeID, func(node *nodefleetapi.Node) {
+		node.Status = "FAILED"
+		node.FailureCode, node.FailureReason = &code, &reason
+	})
+	return nodeID
+}
+
 func (e *environment) requestsOf(method, pathSuffix string) []fake.Request {
 	var matching []fake.Request
 	for _, request := range e.api.Requests() {

@@ -7,19 +7,17 @@
  * with the state restored to what the service left, the next run passes unguarded again.
  */
 import assert from "node:assert/strict";
-import { mkdtempSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, readdirSync, renameSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type LocalCloud, startLocalCloud } from "../../../automation/local/localCloud";
-import { runPulumi } from "../../../automation/local/localStack";
-import { UP, editLocalPools, poolServers } from "../../support/localFleet";
-import { localStackProject } from "../../support/localStackProject";
-import { type ServeProcess, serveOnLocalCloud, stopServe } from "../../support/serveProcess";
+import type { LocalCloud } from "../../../automation/local/localCloud";
+import { editLocalPools, poolServers } from "../../support/localFleet";
+import type { ServeProcess } from "../../support/serveProcess";
 import { LOCAL_CLOUD_TOOLS, missingTools, skipUnlessAvailable } from "../../support/toolchainRequirement";
 import { until } from "../../support/until";
+import { type LocalCloudWithServe, startLocalCloudWithServe, stopLocalCloudWithServe } from "../../support/localCloudWithServe";
 
 const POOL = "local-burst";
-const quiet = { info() {}, warn() {} };
 
 interface CheckpointResource {
   urn: string;
@@ -32,9 +30,9 @@ interface CheckpointResource {
 describe("the preview guard only when needed, on the automation engine against the local cloud", function () {
   this.timeout(900_000);
   let dir: string;
-  let project: string;
   let cloud: LocalCloud;
   let serve: ServeProcess;
+  let started: LocalCloudWithServe | undefined;
 
   const waitFor = <T>(what: string, probe: () => Promise<T | undefined>) =>
     until(what, probe, 300_000, () => `serve said:\n${serve?.stderr().slice(-3000)}`, 500);
@@ -60,17 +58,12 @@ describe("the preview guard only when needed, on the automation engine against t
   before(async function () {
     skipUnlessAvailable(this, missingTools(...LOCAL_CLOUD_TOOLS));
     dir = mkdtempSync(join(tmpdir(), "nodefleet-guard-local-"));
-    project = localStackProject(join(dir, "project"));
-    cloud = await startLocalCloud({ dataDir: join(dir, "data"), hcloudPort: 0, agentIntervalMs: 500, logger: quiet, projectDir: project });
-    editLocalPools(cloud, (pools) => pools.filter((p) => p.name === POOL));
-    await runPulumi(UP, project, cloud.env);
-    serve = await serveOnLocalCloud(join(dir, "serve"), cloud.env, project);
+    started = await startLocalCloudWithServe(dir, (cloud) => editLocalPools(cloud, (pools) => pools.filter((p) => p.name === POOL)));
+    ({ cloud, serve } = started);
   });
 
   after(async function () {
-    await stopServe(serve);
-    await cloud?.stop();
-    if (dir) rmSync(dir, { recursive: true, force: true });
+    await stopLocalCloudWithServe(dir, started);
   });
 
   it("adds and removes members without a preview once the first run left its fingerprint, refreshing what it deletes", async function () {

@@ -5,20 +5,18 @@
  * capacity is the Node's capacity and capacity - overhead its allocatable.
  */
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { nodeResourcesOf } from "../../../automation/catalog/learnedCapacity";
 import type { InstanceType } from "../../../automation/client/nodefleetClient";
-import { type LocalCloud, startLocalCloud } from "../../../automation/local/localCloud";
-import { runPulumi } from "../../../automation/local/localStack";
-import { UP, isReady, poolNodes } from "../../support/localFleet";
-import { localStackProject } from "../../support/localStackProject";
-import { type ServeProcess, serveOnLocalCloud, stopServe } from "../../support/serveProcess";
+import type { LocalCloud } from "../../../automation/local/localCloud";
+import { isReady, poolNodes } from "../../support/localFleet";
+import type { ServeProcess } from "../../support/serveProcess";
 import { LOCAL_CLOUD_TOOLS, missingTools, skipUnlessAvailable } from "../../support/toolchainRequirement";
 import { until } from "../../support/until";
+import { type LocalCloudWithServe, startLocalCloudWithServe, stopLocalCloudWithServe } from "../../support/localCloudWithServe";
 
-const quiet = { info() {}, warn() {} };
 const POOL = "local-burst";
 const TYPE = "cpx21";
 
@@ -39,22 +37,19 @@ describe("learned node capacity, on the real engine against the local cloud", fu
   let dir: string;
   let cloud: LocalCloud;
   let serve: ServeProcess | undefined;
+  let started: LocalCloudWithServe | undefined;
 
   const offer = async () => (await serve!.client.instanceTypes()).find((t) => t.pool === POOL && t.name === TYPE);
 
   before(async function () {
     skipUnlessAvailable(this, missingTools(...LOCAL_CLOUD_TOOLS));
     dir = mkdtempSync(join(tmpdir(), "nodefleet-learned-capacity-"));
-    const project = localStackProject(join(dir, "project"));
-    cloud = await startLocalCloud({ dataDir: join(dir, "data"), hcloudPort: 0, agentIntervalMs: 500, logger: quiet, projectDir: project });
-    await runPulumi(UP, project, cloud.env);
-    serve = await serveOnLocalCloud(join(dir, "serve"), cloud.env, project);
+    started = await startLocalCloudWithServe(dir);
+    ({ cloud, serve } = started);
   });
 
   after(async function () {
-    await stopServe(serve);
-    await cloud?.stop();
-    if (dir) rmSync(dir, { recursive: true, force: true });
+    await stopLocalCloudWithServe(dir, started);
   });
 
   it("offers the estimate until the first node of the type is Ready, then what that Node reports", async function () {

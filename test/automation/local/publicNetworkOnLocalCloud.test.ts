@@ -8,19 +8,16 @@
  * its members from the scaling API off the network as well.
  */
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { kube } from "../../../automation/local/kubeClient";
-import { type LocalCloud, startLocalCloud } from "../../../automation/local/localCloud";
-import { runPulumi } from "../../../automation/local/localStack";
-import { UP, editLocalPools, hcloudGet, isReady, poolNodes, poolServers, setLocalPublicAddresses } from "../../support/localFleet";
-import { localStackProject } from "../../support/localStackProject";
-import { type ServeProcess, serveOnLocalCloud, stopServe } from "../../support/serveProcess";
+import type { LocalCloud } from "../../../automation/local/localCloud";
+import { editLocalPools, hcloudGet, isReady, poolNodes, poolServers, setLocalPublicAddresses } from "../../support/localFleet";
+import type { ServeProcess } from "../../support/serveProcess";
 import { LOCAL_CLOUD_TOOLS, missingTools, skipUnlessAvailable } from "../../support/toolchainRequirement";
 import { until } from "../../support/until";
-
-const quiet = { info() {}, warn() {} };
+import { type LocalCloudWithServe, startLocalCloudWithServe, stopLocalCloudWithServe } from "../../support/localCloudWithServe";
 
 interface ServerJson {
   readonly name: string;
@@ -39,6 +36,7 @@ describe("pools off the private network, on the real engine against the local cl
   let dir: string;
   let cloud: LocalCloud;
   let serve: ServeProcess | undefined;
+  let started: LocalCloudWithServe | undefined;
 
   const server = async (name: string) => ((await hcloudGet(cloud, `/servers?name=${name}`)).servers as ServerJson[])[0]!;
   const internalIp = async (name: string) => {
@@ -55,28 +53,31 @@ describe("pools off the private network, on the real engine against the local cl
   before(async function () {
     skipUnlessAvailable(this, missingTools(...LOCAL_CLOUD_TOOLS));
     dir = mkdtempSync(join(tmpdir(), "nodefleet-public-network-"));
-    const project = localStackProject(join(dir, "project"));
-    cloud = await startLocalCloud({ dataDir: join(dir, "data"), hcloudPort: 0, agentIntervalMs: 500, logger: quiet, projectDir: project });
-    setLocalPublicAddresses(cloud);
-    editLocalPools(cloud, (pools) =>
-      pools.flatMap((pool) => {
-        if (pool.name === "local-general") {
-          const wide = { ...pool, name: "local-wide", replicas: 2, network: "public", labels: { "node.kubernetes.io/pool": "local-wide" } };
-          return [{ ...pool, replicas: 1 }, wide];
-        }
-        if (pool.name === "local-burst")
-          return [{ ...pool, network: "public", placement: "none", limits: { maxNodes: 150, cpu: 600, memoryGiB: 1200 } }];
-        return [pool];
-      }),
-    );
-    await runPulumi(UP, project, cloud.env);
-    serve = await serveOnLocalCloud(join(dir, "serve"), cloud.env, project);
+    started = await startLocalCloudWithServe(dir, (cloud) => {
+      setLocalPublicAddresses(cloud);
+      editLocalPools(cloud, (pools) =>
+        pools.flatMap((pool) => {
+          if (pool.name === "local-general") {
+            const wide = {
+              ...pool,
+              name: "local-wide",
+              replicas: 2,
+              network: "public",
+              labels: { "node.kubernetes.io/pool": "local-wide" },
+            };
+            return [{ ...pool, replicas: 1 }, wide];
+          }
+          if (pool.name === "local-burst")
+            return [{ ...pool, network: "public", placement: "none", limits: { maxNodes: 150, cpu: 600, memoryGiB: 1200 } }];
+          return [pool];
+        }),
+      );
+    });
+    ({ cloud, serve } = started);
   });
 
   after(async function () {
-    await stopServe(serve);
-    await cloud?.stop();
-    if (dir) rmSync(dir, { recursive: true, force: true });
+    await stopLocalCloudWithServe(dir, started);
   });
 
   it("puts a static pool's servers off the network, behind the firewall, and every Node on its public address", async function () {

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"nodefleet.dev/driver/pkg/fake"
+	"nodefleet.dev/driver/pkg/nodefleetapi"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 	"sigs.k8s.io/karpenter/pkg/cloudprovider"
 )
@@ -97,7 +98,7 @@ func TestCreateReplayOfADeletedNodesUniqueIDEndsTheNodeClaim(t *testing.T) {
 	e := newEnvironment(t)
 	claim := nodeClaim("default-gone-replay")
 	e.createNode(t, claim)
-	e.api.Gone(fake.NodeIDFor("default-gone-replay"))
+	e.api.Gone(nodefleetapi.NodeIDFor("default-gone-replay"))
 	_, err := e.cloudProvider.Create(context.Background(), claim)
 	if !cloudprovider.IsInsufficientCapacityError(err) {
 		t.Fatalf("err = %v, want InsufficientCapacityError for a burned uniqueID", err)

@@ -9,7 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"nodefleet.dev/driver/pkg/fake"
+	"nodefleet.dev/driver/pkg/nodefleetapi"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 	"sigs.k8s.io/karpenter/pkg/cloudprovider"
 )
@@ -18,7 +18,7 @@ func TestCreateReturnsWhatKarpenterNeeds(t *testing.T) {
 	e := newEnvironment(t)
 	created := e.createNode(t, nodeClaim("default-abc12"))
 
-	wantProviderID := "nodefleet:///" + testCluster + "/" + fake.NodeIDFor("default-abc12")
+	wantProviderID := "nodefleet:///" + testCluster + "/" + nodefleetapi.NodeIDFor("default-abc12")
 	if created.Status.ProviderID != wantProviderID {
 		t.Errorf("providerID = %q, want %q", created.Status.ProviderID, wantProviderID)
 	}

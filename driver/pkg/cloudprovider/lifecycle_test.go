@@ -19,7 +19,7 @@ func TestGetAndDeleteFollowTheContract(t *testing.T) {
 	ctx := context.Background()
 	claim := nodeClaim("default-life")
 	created := e.createNode(t, claim)
-	nodeID := fake.NodeIDFor("default-life")
+	nodeID := nodefleetapi.NodeIDFor("default-life")
 
 	got, err := e.cloudProvider.Get(ctx, created.Status.ProviderID)
 	if err != nil || got.Status.ProviderID != created.Status.ProviderID {
@@ -96,8 +96,8 @@ func TestListReturnsEveryNodeAndMarksTerminatingOnes(t *testing.T) {
 	for _, claim := range listed {
 		byProviderID[claim.Status.ProviderID] = claim
 	}
-	a := byProviderID["nodefleet:///prod/"+fake.NodeIDFor("default-a")]
-	b := byProviderID["nodefleet:///prod/"+fake.NodeIDFor("default-b")]
+	a := byProviderID["nodefleet:///prod/"+nodefleetapi.NodeIDFor("default-a")]
+	b := byProviderID["nodefleet:///prod/"+nodefleetapi.NodeIDFor("default-b")]
 	if len(listed) != 2 || a == nil || b == nil {
 		t.Fatalf("List = %d NodeClaims %v, want both nodes", len(listed), byProviderID)
 	}
@@ -128,9 +128,9 @@ func TestListKeepsTheNodeClaimsOfAClusterItCannotRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	kept := nodeClaim("other-a")
-	kept.Status.ProviderID = "nodefleet:///other/" + fake.NodeIDFor("other-a")
+	kept.Status.ProviderID = "nodefleet:///other/" + nodefleetapi.NodeIDFor("other-a")
 	unrelated := nodeClaim("gone-a")
-	unrelated.Status.ProviderID = "nodefleet:///gone/" + fake.NodeIDFor("gone-a")
+	unrelated.Status.ProviderID = "nodefleet:///gone/" + nodefleetapi.NodeIDFor("gone-a")
 	for _, claim := range []*karpv1.NodeClaim{kept, unrelated} {
 		if err := e.kubeClient.Create(ctx, claim); err != nil {
 			t.Fatal(err)
@@ -146,7 +146,7 @@ func TestListKeepsTheNodeClaimsOfAClusterItCannotRead(t *testing.T) {
 	for _, claim := range listed {
 		providerIDs[claim.Status.ProviderID] = true
 	}
-	want := []string{"nodefleet:///prod/" + fake.NodeIDFor("default-a"), kept.Status.ProviderID}
+	want := []string{"nodefleet:///prod/" + nodefleetapi.NodeIDFor("default-a"), kept.Status.ProviderID}
 	if len(listed) != 2 || !providerIDs[want[0]] || !providerIDs[want[1]] {
 		t.Fatalf("List = %v, want exactly %v", providerIDs, want)
 	}
@@ -161,7 +161,7 @@ func TestIsDrifted(t *testing.T) {
 	claim := nodeClaim("default-drift")
 	created := e.createNode(t, claim)
 	claim.Annotations = created.Annotations
-	nodeID := fake.NodeIDFor("default-drift")
+	nodeID := nodefleetapi.NodeIDFor("default-drift")
 
 	if reason, err := e.cloudProvider.IsDrifted(ctx, claim); err != nil || reason != "" {
 		t.Fatalf("IsDrifted of a current node = %q, %v", reason, err)
@@ -195,7 +195,7 @@ func TestIsDriftedOfAGoneNodeIsNotDrift(t *testing.T) {
 	e := newEnvironment(t)
 	claim := nodeClaim("default-gone")
 	e.createNode(t, claim)
-	e.api.Gone(fake.NodeIDFor("default-gone"))
+	e.api.Gone(nodefleetapi.NodeIDFor("default-gone"))
 	if reason, err := e.cloudProvider.IsDrifted(context.Background(), claim); err != nil || reason != "" {
 		t.Fatalf("IsDrifted = %q, %v; want no drift", reason, err)
 	}
@@ -210,7 +210,7 @@ func TestLaunchFailureReportsOnlyFailedNodes(t *testing.T) {
 		t.Fatalf("LaunchFailure of a pending node = %v, %v", failure, err)
 	}
 	code, reason := "CreateFailed", "image not found"
-	e.api.UpdateNode(fake.NodeIDFor("default-launch"), func(node *nodefleetapi.Node) {
+	e.api.UpdateNode(nodefleetapi.NodeIDFor("default-launch"), func(node *nodefleetapi.Node) {
 		node.Status = "FAILED"
 		node.FailureCode, node.FailureReason = &code, &reason
 	})

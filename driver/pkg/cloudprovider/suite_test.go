@@ -110,7 +110,7 @@ func (e *environment) createNode(t *testing.T, claim *karpv1.NodeClaim) *karpv1.
 // failNode marks the node of a NodeClaim the API created FAILED with code and reason, as a failed
 // engine run leaves it, and returns its id.
 func (e *environment) failNode(claimName, code, reason string) string {
-	nodeID := fake.NodeIDFor(claimName)
+	nodeID := nodefleetapi.NodeIDFor(claimName)
 	e.api.UpdateNode(nodeID, func(node *nodefleetapi.Node) {
 		node.Status = "FAILED"
 		node.FailureCode, node.FailureReason = &code, &reason

@@ -4,8 +4,6 @@
 package fake
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -163,12 +161,6 @@ func (a *ScalingAPI) Requests() []Request {
 	return append([]Request(nil), a.requests...)
 }
 
-// NodeIDFor is the nodeID the fake gives a uniqueID (a short stable hash, as the API does).
-func NodeIDFor(uniqueID string) string {
-	digest := sha256.Sum256([]byte(uniqueID))
-	return "k" + hex.EncodeToString(digest[:])[:12]
-}
-
 func (a *ScalingAPI) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	a.mu.Lock()
@@ -278,7 +270,7 @@ func (a *ScalingAPI) create(w http.ResponseWriter, body []byte) {
 	labels := request.Labels
 	request.Labels = nil
 	canonical, _ := json.Marshal(request)
-	nodeID := NodeIDFor(request.UniqueID)
+	nodeID := nodefleetapi.NodeIDFor(request.UniqueID)
 	if earlier, ok := a.createBodies[request.UniqueID]; ok {
 		if earlier != string(canonical) {
 			writeError(w, ErrorAnswer{Status: 409, Code: "Conflict", Message: "uniqueID " + request.UniqueID + " was created with another body"})

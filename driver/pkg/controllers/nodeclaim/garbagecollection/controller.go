@@ -8,8 +8,6 @@ package garbagecollection
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"slices"
 	"strings"
@@ -166,16 +164,9 @@ func (c *Controller) claimed(ctx context.Context) (claims, error) {
 		if providerID := nodeClaims.Items[i].Status.ProviderID; providerID != "" {
 			result.providerIDs[providerID] = true
 		}
-		result.nodeIDs[NodeIDFor(nodeClaims.Items[i].Name)] = true
+		result.nodeIDs[nodefleetapi.NodeIDFor(nodeClaims.Items[i].Name)] = true
 	}
 	return result, nil
-}
-
-// NodeIDFor is the nodeID the API gives a create's uniqueID, the NodeClaim name: `k` and the first
-// 12 hex digits of its sha256 (docs/design.md §5.3, automation/api/nodeIdentity.ts).
-func NodeIDFor(uniqueID string) string {
-	digest := sha256.Sum256([]byte(uniqueID))
-	return "k" + hex.EncodeToString(digest[:])[:12]
 }
 
 // collectable: created by this driver, not already terminating, claimed by no NodeClaim, older

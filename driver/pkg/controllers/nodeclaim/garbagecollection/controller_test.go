@@ -225,13 +225,3 @@ func TestAShortGraceRunsTheCollectorAsOften(t *testing.T) {
 		t.Fatalf("interval %v with the default grace, want 2 minutes", got)
 	}
 }
-
-func TestNodeIDsAreTheAPIs(t *testing.T) {
-	// The API's nodeIdFor("default-x7k2p") (automation/api/nodeIdentity.ts), and the fake's.
-	if got := NodeIDFor("default-x7k2p"); got != "k840211218d35" {
-		t.Fatalf("NodeIDFor = %s, want the API's k840211218d35", got)
-	}
-	if NodeIDFor("default-x7k2p") != fake.NodeIDFor("default-x7k2p") {
-		t.Fatal("the fake API and the collector disagree on nodeIDs")
-	}
-}

@@ -5,16 +5,17 @@
  * unmeasured fill brings the pool to N members (`--at`, default 0,100,300 for this checkout, whose
  * pool is off the private network; `--previous-at`, default 0,60: the previous release's pool shares
  * Hetzner's 100-server network). Per burst: seconds to every `POST /servers`, to every Node Ready
- * and to the whole batch RUNNING, the API stack's state bytes per member, its checkpoint writes per
- * created member (inotify renames of the checkpoint file, how the file backend replaces it), and
- * Hetzner requests per created node.
+ * and to the whole batch RUNNING, the API stacks' state bytes per member (every shard's checkpoint),
+ * their checkpoint writes per created member (inotify renames of a checkpoint file, how the file
+ * backend replaces it), and Hetzner requests per created node.
  */
 import { type FSWatcher, mkdtempSync, readdirSync, rmSync, statSync, watch } from "node:fs";
 import { cpus, tmpdir, totalmem } from "node:os";
-import { basename, join } from "node:path";
+import { basename, dirname, join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { type LocalCloud, startLocalCloud } from "../automation/local/localCloud";
 import { stackCheckpointFiles } from "../automation/engine/fileBackendState";
+import { stackNamesWithState } from "../automation/engine/engineState";
 import { apiStackName } from "../automation/reconciler/apiStack";
 import { runPulumi } from "../automation/local/localStack";
 import { UP, editLocalPool, editLocalPools, isReady, poolNodes, setLocalPublicAddresses } from "../test/support/localFleet";
@@ -39,12 +40,22 @@ interface Round extends Timings {
 
 const totalRequests = (cloud: LocalCloud) => [...cloud.hcloud.requestCounts.values()].reduce((a, b) => a + b, 0);
 
+/** A checkpoint file of one of the cluster's API stack shards (apiStack.ts apiStackName). */
+const isApiCheckpoint = (clusterId: string, name: string) =>
+  name === `${apiStackName(clusterId)}.json` || (name.startsWith(`${apiStackName(clusterId)}-`) && name.endsWith(".json"));
+
+/** The bytes of every API stack shard's checkpoint of the cluster. */
+function apiStateBytes(stateDir: string, clusterId: string): number {
+  const stacks = stackNamesWithState(dirname(stateDir)).filter((name) => isApiCheckpoint(clusterId, `${name}.json`));
+  return stacks.flatMap((stack) => stackCheckpointFiles(stateDir, stack)).reduce((sum, file) => sum + statSync(file).size, 0);
+}
+
 /**
- * Counts the file backend's replacements of `file` (it writes a temporary file and renames it over),
- * watching the stacks folder and each project folder in it without recursion (Node 20's recursive
- * watch misses events on Linux).
+ * Counts the file backend's replacements of an API stack checkpoint (it writes a temporary file and
+ * renames it over), watching the stacks folder and each project folder in it without recursion
+ * (Node 20's recursive watch misses events on Linux).
  */
-function countWrites(file: () => string | undefined, stacksDir: string): { count: () => number; close: () => void } {
+function countWrites(clusterId: string, stacksDir: string): { count: () => number; close: () => void } {
   let writes = 0;
   const watchers = new Map<string, FSWatcher>();
   const watchFolder = (folder: string) => {
@@ -52,8 +63,7 @@ function countWrites(file: () => string | undefined, stacksDir: string): { count
     watchers.set(
       folder,
       watch(folder, (event, name) => {
-        const target = file();
-        if (event === "rename" && target && name && basename(String(name)) === basename(target)) writes++;
+        if (event === "rename" && name && folder !== stacksDir && isApiCheckpoint(clusterId, basename(String(name)))) writes++;
         if (folder === stacksDir && name) watchFolder(join(stacksDir, String(name)));
       }),
     );
@@ -135,7 +145,6 @@ async function rounds(label: string, bin: string | undefined, dir: string, at: r
     const dataDir = join(dir, "serve");
     serve = await serveOnLocalCloud(dataDir, cloud.env, project, { NODEFLEET_BATCH_MAX_MS: "3000" }, bin);
     const stateDir = join(dataDir, "state");
-    const checkpoint = () => stackCheckpointFiles(stateDir, apiStackName("local"))[0];
     const results: Round[] = [];
     let members = 0;
     for (const [round, before] of at.entries()) {
@@ -146,15 +155,15 @@ async function rounds(label: string, bin: string | undefined, dir: string, at: r
       const requestsBefore = totalRequests(cloud);
       const stacksDir = join(stateDir, ".pulumi", "stacks");
       await until("the stacks folder", async () => (statSync(stacksDir, { throwIfNoEntry: false }) ? true : undefined), 60_000);
-      const writes = countWrites(checkpoint, stacksDir);
+      const writes = countWrites("local", stacksDir);
       const timings = await burst(serve, cloud, `${label}-${round}`, BURST);
       writes.close();
       members += BURST;
-      const file = checkpoint();
+      const stateBytes = apiStateBytes(stateDir, "local");
       results.push({
         before,
         ...timings,
-        stateBytesPerMember: file ? Math.round(statSync(file).size / members) : NaN,
+        stateBytesPerMember: stateBytes > 0 ? Math.round(stateBytes / members) : NaN,
         writesPerCreated: writes.count() / BURST,
         requestsPerNode: (totalRequests(cloud) - requestsBefore) / BURST,
       });

@@ -12,6 +12,7 @@ import {
   type ClaimStatus,
   type PoolUsage,
 } from "../automation/store/claimStore";
+import { shardOfClaim } from "../automation/reconciler/apiShard";
 
 type MutableClaim = { -readonly [K in keyof Claim]: Claim[K] };
 
@@ -73,12 +74,15 @@ export class MemoryClaimStore extends ClaimStore {
     return stored && { ...stored };
   }
 
-  override list(clusterId: string, filter: { pool?: string; statuses?: readonly ClaimStatus[] } = {}): Claim[] {
+  override list(clusterId: string, filter: { pool?: string; statuses?: readonly ClaimStatus[]; shard?: string } = {}): Claim[] {
     const statuses = filter.statuses ?? CLAIM_STATUSES.filter((status) => status !== "GONE");
     return [...this.byNode.values()]
       .filter(
         (claim) =>
-          claim.clusterId === clusterId && statuses.includes(claim.status) && (filter.pool === undefined || claim.pool === filter.pool),
+          claim.clusterId === clusterId &&
+          statuses.includes(claim.status) &&
+          (filter.pool === undefined || claim.pool === filter.pool) &&
+          (filter.shard === undefined || shardOfClaim(claim) === filter.shard),
       )
       .map((claim) => ({ ...claim }));
   }
@@ -99,21 +103,41 @@ export class MemoryClaimStore extends ClaimStore {
     this.writes += 1;
   }
 
-  override occupancy(clusterId: string, pool: string): { usage: PoolUsage; placementSlots: number[] } {
+  override occupancy(clusterId: string, pool: string): { usage: PoolUsage; placementSlots: number[]; slotShards: Map<number, string> } {
     const usage = { nodes: 0, cpuMillis: 0, memoryMiB: 0 };
-    const placementSlots: number[] = [];
+    const slotShards = new Map<number, string>();
     for (const claim of this.poolSet(clusterId, pool)) {
       usage.nodes += 1;
       usage.cpuMillis += claim.cpuMillis;
       usage.memoryMiB += claim.memoryMiB;
-      if (typeof claim.snapshot.placementSlot === "number") placementSlots.push(claim.snapshot.placementSlot);
+      if (typeof claim.snapshot.placementSlot === "number") slotShards.set(claim.snapshot.placementSlot, shardOfClaim(claim));
     }
-    return { usage, placementSlots };
+    return { usage, placementSlots: [...slotShards.keys()], slotShards };
   }
 
   override countByStatus(clusterId: string): Record<ClaimStatus, number> {
+    return this.counted(clusterId, () => true);
+  }
+
+  override countByStatusInShard(clusterId: string, shard: string): Record<ClaimStatus, number> {
+    return this.counted(clusterId, (claim) => shardOfClaim(claim) === shard);
+  }
+
+  override shardOf(clusterId: string, nodeId: string): string | undefined {
+    const claim = this.byNode.get(key(clusterId, nodeId));
+    return claim ? shardOfClaim(claim) : undefined;
+  }
+
+  override shards(clusterId: string, statuses: readonly ClaimStatus[]): string[] {
+    const found = new Set<string>();
+    for (const claim of this.byNode.values())
+      if (claim.clusterId === clusterId && statuses.includes(claim.status)) found.add(shardOfClaim(claim));
+    return [...found].sort();
+  }
+
+  private counted(clusterId: string, include: (claim: Claim) => boolean): Record<ClaimStatus, number> {
     const counts = Object.fromEntries(CLAIM_STATUSES.map((status) => [status, 0])) as Record<ClaimStatus, number>;
-    for (const claim of this.byNode.values()) if (claim.clusterId === clusterId) counts[claim.status] += 1;
+    for (const claim of this.byNode.values()) if (claim.clusterId === clusterId && include(claim)) counts[claim.status] += 1;
     return counts;
   }
 

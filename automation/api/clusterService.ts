@@ -10,7 +10,8 @@ import { poolInstanceTypes, type InstanceTypeView } from "../catalog/instanceTyp
 import type { LearnedCapacityLookup } from "../catalog/learnedCapacity";
 import type { OfferingAvailability } from "../catalog/offeringAvailability";
 import { findServerType, kubernetesArch, type ServerTypeCatalog } from "../catalog/serverTypes";
-import type { ClusterReconciler } from "../reconciler/clusterReconciler";
+import type { ClusterShards } from "../reconciler/clusterShards";
+import { DEFAULT_MEMBERS_PER_SHARD, shardForNewMember, shardOfClaim } from "../reconciler/apiShard";
 import { poolTemplate, poolTemplateHash, templateHash } from "../reconciler/memberSnapshot";
 import type { MemberSnapshot, PoolTemplate } from "../store/claimSnapshot";
 import type { Claim, ClaimStore } from "../store/claimStore";
@@ -28,7 +29,10 @@ export interface ClusterServiceOptions {
   readonly fleet: () => FleetSpec;
   readonly store: ClaimStore;
   readonly operations: OperationLog;
-  readonly reconciler: ClusterReconciler;
+  /** The cluster's reconcilers, one per API stack shard. */
+  readonly reconciler: ClusterShards;
+  /** Members of one pool per API stack shard (apiShard.ts; default DEFAULT_MEMBERS_PER_SHARD). */
+  readonly membersPerShard?: number;
   readonly catalog: () => ServerTypeCatalog;
   readonly availability: OfferingAvailability;
   /** What registered Nodes reported per server type, image and kubelet settings (nodeCapacityWatch.ts); default: nothing learned. */
@@ -62,7 +66,7 @@ export class ClusterService {
     private readonly options: ClusterServiceOptions,
   ) {}
 
-  get reconciler(): ClusterReconciler {
+  get reconciler(): ClusterShards {
     return this.options.reconciler;
   }
 
@@ -156,6 +160,13 @@ export class ClusterService {
           : {}),
       });
       const template = poolTemplate(fleet.cluster, pool);
+      const placementSlot = freeSlot(occupancy.placementSlots);
+      const shard = shardForNewMember({
+        pool: pool.name,
+        placementSlot,
+        slotShards: occupancy.slotShards,
+        membersPerShard: this.options.membersPerShard ?? DEFAULT_MEMBERS_PER_SHARD,
+      });
       const requestLabels = body.labels ?? {};
       const snapshot: MemberSnapshot = {
         template,
@@ -168,9 +179,10 @@ export class ClusterService {
         capacity: admitted.capacity,
         allocatable: admitted.allocatable,
         templateHash: templateHash(template, admitted.serverType.name),
-        placementSlot: freeSlot(occupancy.placementSlots),
+        placementSlot,
         bootstrapTokenSecret: "random-password",
         memberResources: "plugin",
+        shard,
       };
       const claim = store.insert({
         clusterId: this.clusterId,
@@ -190,7 +202,7 @@ export class ClusterService {
     });
     if ("earlier" in outcome) return { created: false, node: this.replay(outcome.earlier, body, fleet) };
     const { claim } = outcome;
-    this.options.reconciler.notify();
+    this.options.reconciler.notify(shardOfClaim(claim));
     return { created: true, node: this.view(claim, fleet) };
   }
 
@@ -285,18 +297,19 @@ export class ClusterService {
    */
   async delete(nodeId: string): Promise<{ nodeID: string; status: "TERMINATING" }> {
     const { store } = this.options;
-    const changed = await store.commitTogether(() => {
+    const shard = await store.commitTogether((): string | undefined => {
       // Read inside the transaction: a run may have moved the claim since the request arrived. The
       // status alone decides (no row decoded).
       const status = store.status(this.clusterId, nodeId);
       if (status === undefined || status === "GONE") throw this.notFound(nodeId);
-      if (status === "TERMINATING") return false;
+      if (status === "TERMINATING") return undefined;
       const at = store.timestamp();
       if (status === "PENDING") store.update(this.clusterId, nodeId, { status: "GONE", deleteRequestedAt: at, goneAt: at });
       else store.update(this.clusterId, nodeId, { status: "TERMINATING", deleteRequestedAt: at });
-      return status !== "PENDING";
+      // The shard whose next run removes the member's server; none when it never reached a run.
+      return status === "PENDING" ? undefined : store.shardOf(this.clusterId, nodeId);
     });
-    if (changed) this.options.reconciler.notify();
+    if (shard !== undefined) this.options.reconciler.notify(shard);
     this.options.reconciler.emit("claims", [nodeId]);
     return { nodeID: nodeId, status: "TERMINATING" };
   }

@@ -15,12 +15,12 @@ import type { FleetSpec } from "../../components/fleet/fleetSpec";
 import { providerIdFor } from "../../components/fleet/naming";
 import { CatalogSource } from "../catalog/catalogSource";
 import { OfferingAvailability } from "../catalog/offeringAvailability";
-import { engineStateOf } from "../engine/engineState";
 import type { StackConfigValue, StackEngine } from "../engine/stackEngine";
-import { apiStackDefinition, apiStackName } from "../reconciler/apiStack";
+import { apiEngineStateOf, apiStackDefinition } from "../reconciler/apiStack";
 import type { GitStackPrerequisites } from "../reconciler/gitStackPrerequisites";
 import type { BatchWindowConfig, RetryConfig } from "../reconciler/batchWindow";
 import { ClusterReconciler } from "../reconciler/clusterReconciler";
+import { ClusterShards } from "../reconciler/clusterShards";
 import { GuardFingerprints } from "../store/guardFingerprints";
 import { LearnedCapacities } from "../store/learnedCapacities";
 import { ClaimStore } from "../store/claimStore";
@@ -66,6 +66,10 @@ export interface BuildServerOptions {
   readonly retry?: RetryConfig;
   /** How long after admission a create's transient failures are retried before it fails (default 30 min). */
   readonly createDeadlineMs?: number;
+  /** Members of one pool per API stack shard (apiShard.ts; default 50). */
+  readonly membersPerShard?: number;
+  /** Engine runs of the cluster's shards at once (clusterShards.ts; default 2). */
+  readonly concurrentShardRuns?: number;
   readonly previewGuard?: boolean;
   /**
    * The git stack's network and firewall, looked up once per batch (the automation engine with a
@@ -140,8 +144,8 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
   const lock = options.lock ?? acquireDataDirLock(options.dataDir);
   let db;
   try {
-    const engineStack = apiStackName(options.fleet().cluster.id);
-    db = options.database ?? openDatabase(options.dataDir, { engineState: () => engineStateOf(options.dataDir, engineStack) });
+    const clusterId = options.fleet().cluster.id;
+    db = options.database ?? openDatabase(options.dataDir, { engineState: () => apiEngineStateOf(options.dataDir, clusterId) });
   } catch (error) {
     lock.release();
     throw error;
@@ -234,11 +238,19 @@ function watchEngineStart(engineReady: Promise<unknown> | undefined): EngineStar
   return start;
 }
 
-/** The cluster's reconciler: the API stack per run, sold-out offerings marked unavailable, runs counted. */
-function clusterReconciler(options: BuildServerOptions, parts: ServiceParts, clusterId: string): ClusterReconciler {
+/** One shard's reconciler: its API stack per run, sold-out offerings marked unavailable, runs counted. */
+function shardReconciler(
+  options: BuildServerOptions,
+  parts: ServiceParts,
+  clusterId: string,
+  shard: string,
+  runGate: <T>(run: () => Promise<T>) => Promise<T>,
+): ClusterReconciler {
   const { store, operations, fingerprints, metrics, availability, logger } = parts;
   return new ClusterReconciler({
     clusterId,
+    shard,
+    runGate,
     store,
     operations,
     fingerprints,
@@ -247,6 +259,7 @@ function clusterReconciler(options: BuildServerOptions, parts: ServiceParts, clu
       const shared = members.length > 0 ? await options.prerequisites?.resources() : undefined;
       return apiStackDefinition({
         clusterId,
+        shard,
         members,
         config: options.stackConfig(),
         allowMissingKubeconfig: options.engine.kind === "simulated",
@@ -311,14 +324,20 @@ function servedCluster(
   parts: ServiceParts,
   clusterId: string,
   engineStart: EngineStart,
-): { reconciler: ClusterReconciler; clusters: ReadonlyMap<string, ClusterService>; capacityWatch: NodeCapacityWatch | undefined } {
+): { reconciler: ClusterShards; clusters: ReadonlyMap<string, ClusterService>; capacityWatch: NodeCapacityWatch | undefined } {
   const { store, operations, metrics, availability, catalog, learned } = parts;
-  const reconciler = clusterReconciler(options, parts, clusterId);
+  const reconciler = new ClusterShards({
+    clusterId,
+    store,
+    ...(options.concurrentShardRuns !== undefined ? { concurrentRuns: options.concurrentShardRuns } : {}),
+    reconcilerFor: (shard, runGate) => shardReconciler(options, parts, clusterId, shard, runGate),
+  });
   const service = new ClusterService(clusterId, {
     fleet: options.fleet,
     store,
     operations,
     reconciler,
+    ...(options.membersPerShard !== undefined ? { membersPerShard: options.membersPerShard } : {}),
     catalog: () => catalog.current(),
     availability,
     learned: (key) => learned.get(clusterId, key),
@@ -352,7 +371,7 @@ interface ReadinessSources {
   readonly options: BuildServerOptions;
   readonly parts: ServiceParts;
   readonly clusterId: string;
-  readonly reconciler: ClusterReconciler;
+  readonly reconciler: ClusterShards;
   readonly engineStart: EngineStart;
   readonly syncs: ReturnType<typeof walSyncOf>;
   readonly lifecycle: { readonly closing: boolean };
@@ -402,7 +421,7 @@ function runWithServer(
   }: {
     options: BuildServerOptions;
     parts: ServiceParts;
-    reconciler: ClusterReconciler;
+    reconciler: ClusterShards;
     capacityWatch: NodeCapacityWatch | undefined;
     lifecycle: { closing: boolean };
     database: Db;

@@ -34,7 +34,6 @@ import { OfferingAvailability } from "../catalog/offeringAvailability";
 import { AutomationEngine, DEFAULT_ENGINE_PARALLEL } from "../engine/automationEngine";
 import { apiStackPlugins, pluginLabel, pluginSource } from "../engine/providerPlugins";
 import { HcloudClient } from "../hcloud/hcloudClient";
-import { engineStateOf } from "../engine/engineState";
 import type { StackEngine } from "../engine/stackEngine";
 import { gitStackProgram } from "../gitStackProgram";
 import { FirstApply } from "./firstApply";
@@ -49,8 +48,10 @@ import { acquireDataDirLock } from "../store/dataDirLock";
 import { databasePath, openDatabase, type Db } from "../store/database";
 import { assertStoreNotLost } from "../store/storeIntegrity";
 import { assertStoreNotLostInCloud } from "../reconciler/storeLostInCloud";
-import { apiStackDefinition, apiStackName } from "../reconciler/apiStack";
+import { apiEngineStateOf, apiStackDefinition } from "../reconciler/apiStack";
 import { DEFAULT_CREATE_DEADLINE_MS } from "../reconciler/runOutcome";
+import { membersPerShard } from "../reconciler/apiShard";
+import { DEFAULT_CONCURRENT_SHARD_RUNS } from "../reconciler/clusterShards";
 import { errorMessage } from "../../components/shared/errorMessage";
 
 /** How long a failed start or a shutdown waits for the API stack workspace's preparation (a CLI process or two). */
@@ -172,6 +173,8 @@ function serviceSettings(env: NodeJS.ProcessEnv) {
     rateLimitPerMinute: intEnv(env, "NODEFLEET_RATE_LIMIT_PER_MINUTE", 6000) || false,
     shutdownGraceMs: intEnv(env, "NODEFLEET_SHUTDOWN_GRACE_MS", 30_000),
     engineParallel: positiveIntEnv(env, "NODEFLEET_ENGINE_PARALLEL", DEFAULT_ENGINE_PARALLEL),
+    membersPerShard: membersPerShard(env.NODEFLEET_SHARD_SIZE),
+    concurrentShardRuns: positiveIntEnv(env, "NODEFLEET_SHARD_RUNS", DEFAULT_CONCURRENT_SHARD_RUNS),
     prerequisiteRecheckMs: positiveIntEnv(env, "NODEFLEET_PREREQUISITE_RECHECK_MS", 5_000),
     dropCreateAnswers: intEnv(env, "NODEFLEET_SIM_DROP_CREATE_ANSWERS", 0),
     plugins: pluginSource(env),
@@ -201,7 +204,7 @@ async function assertStoreKept(dataDir: string, config: ServeConfiguration, hclo
   // The directory's evidence first (definite, and needs no network); then the real cloud, which
   // outlives the directory and may keep the engine state elsewhere: a store missing over servers
   // the API created (what the orphan reclaimer would delete) is lost, whatever the directory shows.
-  assertStoreNotLost(databasePath(dataDir), () => engineStateOf(dataDir, apiStackName(fleet.cluster.id)));
+  assertStoreNotLost(databasePath(dataDir), () => apiEngineStateOf(dataDir, fleet.cluster.id));
   if (config.kind === "automation" && hcloud && autoscaledPools(fleet).length > 0) {
     await assertStoreNotLostInCloud(databasePath(dataDir), hcloudInventory(hcloud), fleet.cluster.id, staticPoolNames(fleet));
   }
@@ -401,6 +404,8 @@ async function startService(
       batch: settings.batch,
       retry: settings.retry,
       createDeadlineMs: settings.createDeadlineMs,
+      membersPerShard: settings.membersPerShard,
+      concurrentShardRuns: settings.concurrentShardRuns,
       ...(wiring.engineReady ? { engineReady: wiring.engineReady.ready, engineStarting: wiring.engineReady.starting } : {}),
       ...(kind !== "simulated" && hcloud && autoscaledPools(fleet).length > 0
         ? { prerequisites: gitStackPrerequisites(options, config, hcloud, logger) }

@@ -17,3 +17,23 @@ export function engineStateOf(dataDir: string, stackName: string): string[] {
   ];
   return [...candidates.filter((file) => fs.existsSync(file)), ...stackCheckpointFiles(path.join(dataDir, "state"), stackName)];
 }
+
+/** Every stack whose state the engines keep under the data directory, by name. */
+export function stackNamesWithState(dataDir: string): string[] {
+  const names = new Set<string>();
+  for (const file of entries(path.join(dataDir, "simulated-cloud", "stacks"))) names.add(file.replace(/\.(json|journal)$/, ""));
+  for (const workspace of entries(path.join(dataDir, "workspaces"))) names.add(workspace);
+  const projects = path.join(dataDir, "state", ".pulumi", "stacks");
+  for (const project of entries(projects)) {
+    for (const file of entries(path.join(projects, project))) if (file.endsWith(".json")) names.add(file.slice(0, -".json".length));
+  }
+  return [...names];
+}
+
+function entries(dir: string): string[] {
+  try {
+    return fs.readdirSync(dir);
+  } catch {
+    return [];
+  }
+}

@@ -1,13 +1,15 @@
 /**
- * The API's own stack of a cluster: it declares only the autoscaled members (from their frozen
- * snapshots) and looks the shared network and firewall up, so a `pulumi up` from git never
- * touches API-created nodes and this stack never touches git's resources.
+ * The API's own stacks of a cluster (one per shard, apiShard.ts): each declares only its autoscaled
+ * members (from their frozen snapshots) and looks the shared network and firewall up, so a
+ * `pulumi up` from git never touches API-created nodes and these stacks never touch git's resources.
  */
 import * as path from "node:path";
 import type { HcloudLabelledResource } from "../hcloud/hcloudClient";
 import type { StackConfigValue, StackDefinition } from "../engine/stackEngine";
 import type { Claim } from "../store/claimStore";
 import type { MemberSnapshot } from "../store/claimSnapshot";
+import { DEFAULT_SHARD } from "./apiShard";
+import { engineStateOf, stackNamesWithState } from "../engine/engineState";
 
 /** The network and firewall every autoscaled member attaches to (git's stack owns them), as looked up by name. */
 export interface SharedResources {
@@ -31,8 +33,16 @@ export interface AutoscaledProgramArgs {
 
 const AUTOSCALED_PROGRAM_MODULE = path.resolve(__dirname, "..", "..", "stacks", "autoscaledProgram.js");
 
-export function apiStackName(clusterId: string): string {
-  return `${clusterId}-api`;
+/** Shard 0 is today's `<cluster>-api` stack; shard `pool-b` is `<cluster>-api-pool-b` (apiShard.ts). */
+export function apiStackName(clusterId: string, shard: string = DEFAULT_SHARD): string {
+  return shard === DEFAULT_SHARD ? `${clusterId}-api` : `${clusterId}-api-${shard}`;
+}
+
+/** The engine state of every API stack shard of the cluster: the lost-store check's evidence. */
+export function apiEngineStateOf(dataDir: string, clusterId: string): string[] {
+  const shardPrefix = `${apiStackName(clusterId)}-`;
+  const stacks = new Set([apiStackName(clusterId), ...stackNamesWithState(dataDir).filter((name) => name.startsWith(shardPrefix))]);
+  return [...stacks].flatMap((stack) => engineStateOf(dataDir, stack));
 }
 
 export function apiStackDefinition(input: {
@@ -41,6 +51,8 @@ export function apiStackDefinition(input: {
   /** The git stack's config (cluster, network, firewall): the program renders bootstrap and finds shared resources from it. */
   config: Readonly<Record<string, StackConfigValue>>;
   programModule?: string;
+  /** The shard these members are (default 0, the `<cluster>-api` stack). */
+  shard?: string;
   stackName?: string;
   allowMissingKubeconfig?: boolean;
   shared?: SharedResources;
@@ -54,7 +66,7 @@ export function apiStackDefinition(input: {
       .map((c) => ({ nodeId: c.nodeId, pool: c.pool, snapshot: c.snapshot })),
   };
   return {
-    stackName: input.stackName ?? apiStackName(input.clusterId),
+    stackName: input.stackName ?? apiStackName(input.clusterId, input.shard),
     program: { module: input.programModule ?? AUTOSCALED_PROGRAM_MODULE, args },
     config: input.config,
   };

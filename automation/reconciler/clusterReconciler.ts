@@ -25,6 +25,7 @@ import {
   type WaitingClaim,
 } from "./runOutcome";
 import { errorMessage } from "../../components/shared/errorMessage";
+import { DEFAULT_SHARD } from "./apiShard";
 
 export interface RunObserver {
   runFinished(clusterId: string, kind: OperationKind, result: "succeeded" | "failed", durationMs: number): void;
@@ -50,6 +51,13 @@ const NAMED_CLAIMS = 10;
 
 export interface ClusterReconcilerOptions {
   readonly clusterId: string;
+  /** The API stack shard whose claims this reconciler runs (apiShard.ts; default 0, the `<cluster>-api` stack). */
+  readonly shard?: string;
+  /**
+   * Runs each engine run when the cluster's shards allow (a bound on runs at once, shared by the
+   * cluster's reconcilers); default: at once.
+   */
+  readonly runGate?: <T>(run: () => Promise<T>) => Promise<T>;
   readonly store: ClaimStore;
   readonly operations: OperationLog;
   readonly engine: StackEngine;
@@ -108,6 +116,7 @@ interface Applied {
 
 export class ClusterReconciler extends EventEmitter {
   readonly clusterId: string;
+  readonly shard: string;
   private readonly batch: BatchWindowConfig;
   private readonly retry: RetryConfig;
   private windowFirst: number | undefined;
@@ -126,8 +135,14 @@ export class ClusterReconciler extends EventEmitter {
     // Every create with waitSeconds listens for claim changes.
     this.setMaxListeners(0);
     this.clusterId = options.clusterId;
+    this.shard = options.shard ?? DEFAULT_SHARD;
     this.batch = options.batch ?? DEFAULT_BATCH_WINDOW;
     this.retry = options.retry ?? DEFAULT_RETRY;
+  }
+
+  /** Where the shard's guard fingerprint is kept: the cluster's id for shard 0 (as before shards), else its stack's. */
+  private get fingerprintKey(): string {
+    return this.shard === DEFAULT_SHARD ? this.clusterId : `${this.clusterId}/${this.shard}`;
   }
 
   /** Engine runs (up attempts) started by this instance. */
@@ -145,15 +160,15 @@ export class ClusterReconciler extends EventEmitter {
 
   /** Claims waiting for a run: what the next run has to do. */
   queueDepth(): number {
-    const counts = this.options.store.countByStatus(this.clusterId);
+    const counts = this.options.store.countByStatusInShard(this.clusterId, this.shard);
     return counts.PENDING + (this.busy ? 0 : counts.PROVISIONING + counts.TERMINATING);
   }
 
   /** Picks up what a previous process left unfinished. */
   start(): void {
-    const unfinished = this.options.store.list(this.clusterId, { statuses: ["PENDING", "PROVISIONING", "TERMINATING"] });
+    const unfinished = this.options.store.list(this.clusterId, { statuses: ["PENDING", "PROVISIONING", "TERMINATING"], shard: this.shard });
     if (unfinished.length > 0) {
-      this.options.logger?.info({ cluster: this.clusterId, claims: unfinished.length }, "reconciling unfinished claims");
+      this.options.logger?.info({ cluster: this.clusterId, shard: this.shard, claims: unfinished.length }, "reconciling unfinished claims");
       this.notify();
     }
   }
@@ -177,7 +192,8 @@ export class ClusterReconciler extends EventEmitter {
   private runNow(): void {
     if (this.current || this.stopped) return;
     this.windowFirst = this.windowLast = undefined;
-    this.current = this.runOnce()
+    const gate = this.options.runGate;
+    this.current = (gate ? gate(() => this.runOnce()) : this.runOnce())
       .catch((error: unknown) => {
         // The store failed (disk full, I/O error) or something unforeseen: degraded, and retried with backoff.
         const message = isStorageFailure(error) ? storageFailureReason(error) : errorMessage(error);
@@ -274,7 +290,7 @@ export class ClusterReconciler extends EventEmitter {
   private beginRun(): Run | undefined {
     const { store, operations, clusterId } = this.options;
     // Synchronous from here to the transaction: no request can slip in between reading and marking.
-    const claims = store.list(clusterId, { statuses: ["PENDING", "PROVISIONING", "RUNNING", "TERMINATING"] });
+    const claims = store.list(clusterId, { statuses: ["PENDING", "PROVISIONING", "RUNNING", "TERMINATING"], shard: this.shard });
     const pending = claims.filter((c) => c.status === "PENDING");
     const unfinished = claims.filter((c) => c.status === "PROVISIONING" || c.status === "TERMINATING");
     if (pending.length + unfinished.length === 0) {
@@ -293,13 +309,13 @@ export class ClusterReconciler extends EventEmitter {
     const running: OperationKind = guarded ? "preview" : "up";
     this.changed(pending.map((c) => c.nodeId));
     const members = store
-      .list(clusterId, { statuses: ["PROVISIONING", "RUNNING"] })
+      .list(clusterId, { statuses: ["PROVISIONING", "RUNNING"], shard: this.shard })
       .filter((c) => affected.includes(c.nodeId) || c.status === "RUNNING");
     const terminating = claims.filter((c) => c.status === "TERMINATING");
     this.runs += 1;
     this.abort = new AbortController();
     const started = Date.now();
-    const log = this.options.logger?.child({ cluster: clusterId, operation: operationId });
+    const log = this.options.logger?.child({ cluster: clusterId, shard: this.shard, operation: operationId });
     log?.info({ members: members.length, creating: pending.length, terminating: terminating.length }, "engine run starting");
     return { claims, affected, members, terminating, guarded, signal: this.abort.signal, started, log, operationId, running };
   }
@@ -313,7 +329,7 @@ export class ClusterReconciler extends EventEmitter {
     try {
       const stack = await this.options.stackFor(run.members);
       const taken = await this.takeFingerprint(run, stack);
-      const stored = taken ? this.options.fingerprints?.get(this.clusterId) : undefined;
+      const stored = taken ? this.options.fingerprints?.get(this.fingerprintKey) : undefined;
       const changed = taken ? changedParts(stored, taken.fingerprint) : undefined;
       const unchanged = taken !== undefined && changed?.length === 0;
       let targets: string[];
@@ -476,8 +492,8 @@ export class ClusterReconciler extends EventEmitter {
         changed.push(update.nodeId);
       }
       // Only a run that went through whole leaves a state the next one may skip the preview against.
-      if (fingerprint && result.succeeded && !outcome.retry) fingerprints?.set(clusterId, fingerprint);
-      else fingerprints?.clear(clusterId);
+      if (fingerprint && result.succeeded && !outcome.retry) fingerprints?.set(this.fingerprintKey, fingerprint);
+      else fingerprints?.clear(this.fingerprintKey);
       const failedSteps = result.steps.filter((s) => s.error);
       operations.finish(run.operationId, {
         result: result.succeeded ? "succeeded" : "failed",

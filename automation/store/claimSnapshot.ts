@@ -60,4 +60,9 @@ export interface MemberSnapshot {
    * leave (components/fleet/memberResources.ts).
    */
   readonly memberResources?: "plugin";
+  /**
+   * The API stack the member lives in (reconciler/apiShard.ts), chosen at admission and kept for
+   * its lifetime; absent in claims admitted before shards, which stay in shard 0.
+   */
+  readonly shard?: string;
 }

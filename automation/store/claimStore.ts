@@ -15,6 +15,9 @@ export type ClaimStatus = (typeof CLAIM_STATUSES)[number];
 /** Statuses the API reports (GONE is answered with 404). */
 export type VisibleStatus = Exclude<ClaimStatus, "GONE">;
 /** Claims that hold (or may hold) a server and count against the pool's limits. */
+/** A row's API stack shard: claims without one in their snapshot live in shard 0 (reconciler/apiShard.ts). */
+const SHARD_OF_ROW = "COALESCE(json_extract(snapshot_json, '$.shard'), '0')";
+
 export const OCCUPYING_STATUSES: readonly ClaimStatus[] = ["PENDING", "PROVISIONING", "RUNNING", "TERMINATING"];
 
 export interface Claim {
@@ -266,12 +269,18 @@ export class ClaimStore {
     return row && fromRow(row);
   }
 
-  list(clusterId: string, filter: { pool?: string; statuses?: readonly ClaimStatus[] } = {}): Claim[] {
+  list(clusterId: string, filter: { pool?: string; statuses?: readonly ClaimStatus[]; shard?: string } = {}): Claim[] {
     const statuses = filter.statuses ?? CLAIM_STATUSES.filter((s) => s !== "GONE");
     const rows = this.prepare(
       `SELECT * FROM claims WHERE cluster_id = ? AND status IN (${statuses.map(() => "?").join(",")})
-         ${filter.pool !== undefined ? "AND pool = ?" : ""} ORDER BY created_at, node_id`,
-    ).all(clusterId, ...statuses, ...(filter.pool !== undefined ? [filter.pool] : [])) as ClaimRow[];
+         ${filter.pool !== undefined ? "AND pool = ?" : ""} ${filter.shard !== undefined ? `AND ${SHARD_OF_ROW} = ?` : ""}
+         ORDER BY created_at, node_id`,
+    ).all(
+      clusterId,
+      ...statuses,
+      ...(filter.pool !== undefined ? [filter.pool] : []),
+      ...(filter.shard !== undefined ? [filter.shard] : []),
+    ) as ClaimRow[];
     return rows.map(fromRow);
   }
 
@@ -296,16 +305,48 @@ export class ClaimStore {
    * What the pool's occupying claims hold: their count and resources, and their placement slots
    * (a column beside the snapshot). One pass over the pool index: admission reads both on every create.
    */
-  occupancy(clusterId: string, pool: string): { usage: PoolUsage; placementSlots: number[] } {
+  /** The pool's usage, its occupied placement slots, and the API stack shard of each (absent: shard 0). */
+  occupancy(clusterId: string, pool: string): { usage: PoolUsage; placementSlots: number[]; slotShards: Map<number, string> } {
     const row = this.prepare(
-      `SELECT COUNT(*) AS nodes, COALESCE(SUM(cpu_millis), 0) AS cpu, COALESCE(SUM(memory_mib), 0) AS mem, group_concat(placement_slot) AS slots
+      `SELECT COUNT(*) AS nodes, COALESCE(SUM(cpu_millis), 0) AS cpu, COALESCE(SUM(memory_mib), 0) AS mem,
+              group_concat(placement_slot || ':' || ${SHARD_OF_ROW}, ' ') AS slots
          FROM claims WHERE cluster_id = ? AND pool = ? AND status IN (${OCCUPYING_STATUSES.map(() => "?").join(",")})`,
     ).get(clusterId, pool, ...OCCUPYING_STATUSES) as { nodes: number; cpu: number; mem: number; slots: string | null };
-    return {
-      usage: { nodes: row.nodes, cpuMillis: row.cpu, memoryMiB: row.mem },
-      // group_concat leaves out the claims without a slot (NULL).
-      placementSlots: row.slots === null ? [] : row.slots.split(",").map(Number),
-    };
+    // group_concat leaves out the claims without a slot (NULL); a shard never holds a space.
+    const slotShards = new Map<number, string>(
+      (row.slots === null ? [] : row.slots.split(" ")).map((entry) => {
+        const colon = entry.indexOf(":");
+        return [Number(entry.slice(0, colon)), entry.slice(colon + 1)];
+      }),
+    );
+    return { usage: { nodes: row.nodes, cpuMillis: row.cpu, memoryMiB: row.mem }, placementSlots: [...slotShards.keys()], slotShards };
+  }
+
+  /** Claims by status in one API stack shard (absent in the snapshot: shard 0). */
+  countByStatusInShard(clusterId: string, shard: string): Record<ClaimStatus, number> {
+    const counts = Object.fromEntries(CLAIM_STATUSES.map((s) => [s, 0])) as Record<ClaimStatus, number>;
+    const rows = this.prepare(
+      `SELECT status, COUNT(*) AS n FROM claims
+         WHERE cluster_id = ? AND ${SHARD_OF_ROW} = ? GROUP BY status`,
+    ).all(clusterId, shard) as Array<{ status: ClaimStatus; n: number }>;
+    for (const r of rows) counts[r.status] = r.n;
+    return counts;
+  }
+
+  /** The API stack shard of one claim (undefined when there is no such claim). */
+  shardOf(clusterId: string, nodeId: string): string | undefined {
+    const row = this.prepare(`SELECT ${SHARD_OF_ROW} AS shard FROM claims WHERE cluster_id = ? AND node_id = ?`).get(clusterId, nodeId) as
+      { shard: string } | undefined;
+    return row?.shard;
+  }
+
+  /** The shards holding the cluster's claims in these statuses. */
+  shards(clusterId: string, statuses: readonly ClaimStatus[]): string[] {
+    const rows = this.prepare(
+      `SELECT DISTINCT ${SHARD_OF_ROW} AS shard FROM claims
+         WHERE cluster_id = ? AND status IN (${statuses.map(() => "?").join(",")}) ORDER BY shard`,
+    ).all(clusterId, ...statuses) as Array<{ shard: string }>;
+    return rows.map((r) => r.shard);
   }
 
   usage(clusterId: string, pool: string): PoolUsage {

@@ -12,6 +12,18 @@ export function apiStackCheckpoint(dataDir: string, clusterId: string): string {
   return readFileSync(join(stacks, files[0]!), "utf8");
 }
 
+/** The text of every API stack shard's checkpoint (`<cluster>-api.json`, `<cluster>-api-<shard>.json`), by stack name. */
+export function apiStackCheckpoints(dataDir: string, clusterId: string): Map<string, string> {
+  const stacks = join(dataDir, "state", ".pulumi", "stacks");
+  const shard = new RegExp(`(^|/)(${clusterId.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}-api(-[^/]+)?)\\.json$`);
+  const found = new Map<string, string>();
+  for (const file of readdirSync(stacks, { recursive: true, encoding: "utf8" })) {
+    const match = shard.exec(file);
+    if (match) found.set(match[2]!, readFileSync(join(stacks, file), "utf8"));
+  }
+  return found;
+}
+
 /** A checkpoint's resource as the file backend stores it (the fields the tests read). */
 export interface CheckpointResource {
   readonly urn: string;

@@ -1,7 +1,7 @@
 /**
- * An in-memory StackEngine for route and reconciler tests: it "runs" the API stack's program by
- * reading its args (the members), keeps one fake server per member and reports create/same/delete
- * steps. Knobs: a run delay, sold-out server types, create errors by type (quota, image), failing members, transient errors, forced
+ * An in-memory StackEngine for route and reconciler tests: it "runs" an API stack's program by
+ * reading its args (the members), keeps one fake server per member in the stack that created it
+ * and reports create/same/delete steps (a run deletes only its own stack's servers). Knobs: a run delay (per stack too), sold-out server types, create errors by type (quota, image), failing members, transient errors, forced
  * replacements (for the preview guard), and an unreachable cluster API (the member's token Secret
  * step fails with the given error in each up while it is set), servers deleted outside Pulumi, and
  * (with `keepsState`) a stored state whose digest changes with every write, the service's own or
@@ -27,6 +27,8 @@ export interface FakeServer {
   readonly serverType: string;
   readonly ipv4: string;
   readonly privateIpv4: string;
+  /** The stack whose run created it. */
+  readonly stack: string;
 }
 
 const SERVER_TYPE = "hcloud:index/server:Server";
@@ -36,12 +38,19 @@ export class FakeStackEngine implements StackEngine {
   readonly servers = new Map<string, FakeServer>();
   ups = 0;
   previews = 0;
-  /** Largest number of runs in progress at once (must stay 1). */
+  /** Largest number of runs in progress at once (across stacks). */
   maxConcurrent = 0;
+  /** Largest number of runs in progress at once on one stack (must stay 1). */
+  maxConcurrentPerStack = 0;
   /** Runs (up, preview, refresh) in progress. */
   running = 0;
+  private readonly runningByStack = new Map<string, number>();
+  /** The stack of every up, in order. */
+  readonly upStacks: string[] = [];
   private nextId = 1000;
   delayMs = 0;
+  /** A run delay for one stack instead of delayMs. */
+  readonly stackDelays = new Map<string, number>();
   outOfStock = new Set<string>();
   failNodes = new Set<string>();
   /** Create errors by server type (`*`: every type), as Hetzner reports a quota or an unusable image. */
@@ -71,11 +80,13 @@ export class FakeStackEngine implements StackEngine {
   keepsState(): this {
     this.storedState = async (stack) => ({
       digest: `writes-${this.stateWrites}`,
-      resources: [...this.servers.values()].flatMap((server) => {
-        const step = this.serverStep(stack, "same", server.nodeId);
-        const group = { urn: `${step.urn}-pg`, type: "hcloud:index/placementGroup:PlacementGroup", id: `pg-${server.serverId}` };
-        return [{ urn: step.urn, type: SERVER_TYPE, id: server.serverId, inputs: { placementGroupId: group.id } }, group];
-      }),
+      resources: [...this.servers.values()]
+        .filter((server) => server.stack === stack.stackName)
+        .flatMap((server) => {
+          const step = this.serverStep(stack, "same", server.nodeId);
+          const group = { urn: `${step.urn}-pg`, type: "hcloud:index/placementGroup:PlacementGroup", id: `pg-${server.serverId}` };
+          return [{ urn: step.urn, type: SERVER_TYPE, id: server.serverId, inputs: { placementGroupId: group.id } }, group];
+        }),
     });
     return this;
   }
@@ -139,11 +150,12 @@ export class FakeStackEngine implements StackEngine {
           serverType: m.snapshot.serverType,
           ipv4: `203.0.113.${n % 250}`,
           privateIpv4: `10.0.1.${n % 250}`,
+          stack: stack.stackName,
         });
       }
     }
-    for (const nodeId of [...this.servers.keys()]) {
-      if (wanted.has(nodeId)) continue;
+    for (const [nodeId, server] of [...this.servers]) {
+      if (wanted.has(nodeId) || server.stack !== stack.stackName) continue;
       if (apply && this.vanished.has(nodeId)) {
         steps.push(step("delete", nodeId, `deleting ${nodeId}: server not found (not_found)`));
         continue;
@@ -172,10 +184,14 @@ export class FakeStackEngine implements StackEngine {
   private async run(stack: StackDefinition, apply: boolean, options?: RunOptions): Promise<RunResult> {
     this.running += 1;
     this.maxConcurrent = Math.max(this.maxConcurrent, this.running);
+    const onStack = (this.runningByStack.get(stack.stackName) ?? 0) + 1;
+    this.runningByStack.set(stack.stackName, onStack);
+    this.maxConcurrentPerStack = Math.max(this.maxConcurrentPerStack, onStack);
     try {
-      if (this.delayMs > 0) {
+      const delayMs = this.stackDelays.get(stack.stackName) ?? this.delayMs;
+      if (delayMs > 0) {
         await new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, this.delayMs);
+          const timer = setTimeout(resolve, delayMs);
           options?.signal?.addEventListener("abort", () => {
             clearTimeout(timer);
             resolve();
@@ -185,7 +201,10 @@ export class FakeStackEngine implements StackEngine {
       if (options?.signal?.aborted) throw new Error("run aborted");
       const transient = this.transientErrors.shift();
       if (transient) throw new Error(transient);
-      if (apply) this.upMembers.push(this.members(stack).map((m) => m.nodeId));
+      if (apply) {
+        this.upMembers.push(this.members(stack).map((m) => m.nodeId));
+        this.upStacks.push(stack.stackName);
+      }
       const result = this.plan(stack, apply);
       if (apply) this.stateWrites += 1;
       const dying = apply ? this.dieAfterUp : undefined;
@@ -194,6 +213,7 @@ export class FakeStackEngine implements StackEngine {
       return result;
     } finally {
       this.running -= 1;
+      this.runningByStack.set(stack.stackName, this.runningByStack.get(stack.stackName)! - 1);
     }
   }
 
@@ -211,7 +231,8 @@ export class FakeStackEngine implements StackEngine {
     this.refreshTargets.push(options?.targets);
     this.stateWrites += 1;
     const steps: ResourceStep[] = [];
-    for (const nodeId of [...this.servers.keys()]) {
+    for (const [nodeId, server] of [...this.servers]) {
+      if (server.stack !== stack.stackName) continue;
       const step = this.serverStep(stack, "same", nodeId);
       if (options?.targets && !options.targets.includes(step.urn)) continue;
       const gone = this.vanished.delete(nodeId);

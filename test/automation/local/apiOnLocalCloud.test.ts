@@ -3,9 +3,10 @@
  * drive the fake and simulated engines pass in conformance.test.ts) on the automation engine
  * against the local cloud: `nodefleet serve --engine automation` (real pulumi CLI, nodefleet's hcloud plugin, the
  * fake Hetzner API, the real control plane and the node agent), driven only through HTTP. 40
- * NodeClaims (every 4th sent twice) arrive in two batches, and the service is killed with SIGKILL,
- * together with the CLI and plugins it started, once right after accepting the first batch and once
- * while a run is creating the second batch's servers. After the restarts every claim converges to
+ * NodeClaims (every 4th sent twice) arrive in two batches, one API stack shard each (shards of 20),
+ * and the service is killed with SIGKILL, together with the CLI and plugins it started, once right
+ * after accepting the first batch and once while a run is creating the second batch's servers in the
+ * second shard. After the restarts every claim converges to
  * exactly one server and one Ready Node, the fake's servers are exactly the store's nodes, a sold-out
  * type is refused as InsufficientCapacity, and repeated deletes end in 404 with nothing left behind,
  * one claim's server having been deleted out of band first (in the console, say: the hcloud plugin's
@@ -17,7 +18,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { NodefleetApiError } from "../../../automation/client/nodefleetClient";
 import { type LocalCloud, startLocalCloud } from "../../../automation/local/localCloud";
-import { apiStackCheckpoint, memberResourcesIn, stateBytesPerMember } from "../../support/apiStackState";
+import { apiStackCheckpoints, memberResourcesIn, stateBytesPerMember } from "../../support/apiStackState";
 import { awaitRunning, claimNames, createClaims, deleteUntilGone } from "../../support/karpenterConformance";
 import { type HcloudExchange, hcloudOpenApiViolations, recordHcloudExchanges } from "../../support/hcloudOpenApi";
 import { UP, allServers, editLocalPools, isReady, poolNodes, poolServers } from "../../support/localFleet";
@@ -39,7 +40,8 @@ describe("the scaling API on the automation engine against the local cloud, kill
   let serve: ServeProcess | undefined;
   const exchanges: HcloudExchange[] = [];
 
-  const start = async () => (serve = await serveOnLocalCloud(join(dir, "serve"), cloud.env, project));
+  // Shards of 20: the first batch fills shard 0 and the second (killed during its run) its own shard.
+  const start = async () => (serve = await serveOnLocalCloud(join(dir, "serve"), cloud.env, project, { NODEFLEET_SHARD_SIZE: "20" }));
   const waitFor = <T>(what: string, probe: () => Promise<T | undefined>, intervalMs = 500) =>
     until(what, probe, 600_000, () => `serve said:\n${serve?.stderr().slice(-3000)}`, intervalMs);
   // Karpenter's pace for the 40 claims' Gets and repeated Deletes (each poll is 40 requests).
@@ -145,25 +147,30 @@ describe("the scaling API on the automation engine against the local cloud, kill
 
   it("keeps each member within 20 KiB of API stack state: server, token, drain and Node removal, no credentials", async function () {
     const ids = (await serve!.client.listNodes()).map((n) => n.nodeID);
-    const checkpoint = apiStackCheckpoint(join(dir, "serve"), "local");
-    const bytes = stateBytesPerMember(checkpoint, "local", ids);
+    const checkpoints = apiStackCheckpoints(join(dir, "serve"), "local");
+    assert.deepEqual([...checkpoints.keys()].sort(), ["local-api", `local-api-${POOL}-1`], "one stack per shard of 20");
+    const bytes = new Map<string, number>();
+    for (const text of checkpoints.values()) {
+      for (const [nodeId, size] of stateBytesPerMember(text, "local", ids)) bytes.set(nodeId, (bytes.get(nodeId) ?? 0) + size);
+    }
     assert.equal(bytes.size, 40);
     for (const [nodeId, size] of bytes) {
       assert.ok(size > 1000, `${nodeId}: its resources were found (${size} bytes)`);
       assert.ok(size <= 20 * 1024, `${nodeId}: ${size} bytes of state, more than 20 KiB`);
     }
     // Where nodefleet is installed must not weigh on every member (withoutSourcePositions.ts).
-    const traced = memberResourcesIn(checkpoint, "local", ids[0]!).filter(
-      (r) => r.sourcePosition !== undefined || (r.stackTrace ?? []).length > 0,
-    );
+    const checkpoint = [...checkpoints.values()].join("\n");
+    const traced = [...checkpoints.values()]
+      .flatMap((text) => memberResourcesIn(text, "local", ids[0]!))
+      .filter((r) => r.sourcePosition !== undefined || (r.stackTrace ?? []).length > 0);
     assert.deepEqual(
       traced.map((r) => r.type),
       [],
       "member resources recorded without source positions",
     );
     // The credentials sit once per pool, in the provider's state: never in a member's.
-    const providers = checkpoint.match(/pulumi:providers:nodefleet::/g) ?? [];
-    assert.ok(providers.length >= 1, "the pool's nodefleet provider is in the state");
+    for (const [stack, text] of checkpoints)
+      assert.match(text, /pulumi:providers:nodefleet::/, `${stack}: the pool's nodefleet provider is in the state`);
     assert.doesNotMatch(checkpoint, /pulumi-nodejs:dynamic/, "no member carries a dynamic provider");
   });
 
@@ -179,11 +186,11 @@ describe("the scaling API on the automation engine against the local cloud, kill
     await deleteUntilGone(serve!.client, ids, karpenterPace);
     assert.deepEqual(await poolServers(cloud, POOL), []);
     await waitFor("no Node of the pool", async () => ((await poolNodes(cloud, POOL)).length === 0 ? true : undefined));
-    const state = apiStackCheckpoint(join(dir, "serve"), "local");
+    const state = [...apiStackCheckpoints(join(dir, "serve"), "local").values()].join("\n");
     assert.deepEqual(
       ids.filter((id) => state.includes(id)),
       [],
-      "no claim left in the API stack's state",
+      "no claim left in any API stack shard's state",
     );
   });
 

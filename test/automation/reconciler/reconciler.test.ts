@@ -218,7 +218,8 @@ describe("reconciler: behaviour", function () {
   it("puts a burst of concurrent creates into a handful of runs, one run at a time", async () => {
     engine = new FakeStackEngine();
     engine.delayMs = 100;
-    api = await startTestApi({ engine, batch: { idleMs: 100, maxMs: 1000 } });
+    // One shard for all 60 (clusterShards.test.ts covers several): batching within one stack.
+    api = await startTestApi({ engine, batch: { idleMs: 100, maxMs: 1000 }, membersPerShard: 100 });
     const results = await Promise.all(
       Array.from({ length: 60 }, (_, i) => api.client.createNode({ uniqueID: `burst-${i}`, pool: "hel1-burst" })),
     );

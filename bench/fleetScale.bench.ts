@@ -4,7 +4,8 @@
  * run, each on a fresh local cloud: before each measured burst of `--burst` (default 40) creates, an
  * unmeasured fill brings the pool to N members (`--at`, default 0,100,300 for this checkout, whose
  * pool is off the private network; `--previous-at`, default 0,60: the previous release's pool shares
- * Hetzner's 100-server network). Per burst: seconds to every `POST /servers`, to every Node Ready
+ * Hetzner's 100-server network; `--one-stack-at`, default none: this checkout with every member in
+ * one API stack, as before shards, on a cloud of its own). Per burst: seconds to every `POST /servers`, to every Node Ready
  * and to the whole batch RUNNING, the API stacks' state bytes per member (every shard's checkpoint),
  * their checkpoint writes per created member (inotify renames of a checkpoint file, how the file
  * backend replaces it), and Hetzner requests per created node.
@@ -30,6 +31,9 @@ const BURST = Number(arg("burst", "40"));
 const sizes = (text: string) => (text === "none" ? [] : text.split(",").map(Number));
 const AT = sizes(arg("at", "0,100,300"));
 const PREVIOUS_AT = sizes(arg("previous-at", "0,60"));
+/** This checkout with every member in one API stack, as before shards (NODEFLEET_SHARD_SIZE far above the fleet). */
+const ONE_STACK_AT = sizes(arg("one-stack-at", "none"));
+const ONE_STACK = { NODEFLEET_SHARD_SIZE: "100000" };
 
 interface Round extends Timings {
   readonly before: number;
@@ -122,7 +126,13 @@ async function burst(serve: ServeProcess, cloud: LocalCloud, tag: string, count:
 }
 
 /** One release's bursts at each size of `at`; `bin` none: this checkout, whose pool is off the private network. */
-async function rounds(label: string, bin: string | undefined, dir: string, at: readonly number[]): Promise<Round[]> {
+async function rounds(
+  label: string,
+  bin: string | undefined,
+  dir: string,
+  at: readonly number[],
+  env: Record<string, string> = {},
+): Promise<Round[]> {
   const project = localStackProject(join(dir, "project"));
   const cloud = await startLocalCloud({
     dataDir: join(dir, "data"),
@@ -143,7 +153,7 @@ async function rounds(label: string, bin: string | undefined, dir: string, at: r
     });
     await runPulumi(UP, project, cloud.env);
     const dataDir = join(dir, "serve");
-    serve = await serveOnLocalCloud(dataDir, cloud.env, project, { NODEFLEET_BATCH_MAX_MS: "3000" }, bin);
+    serve = await serveOnLocalCloud(dataDir, cloud.env, project, { NODEFLEET_BATCH_MAX_MS: "3000", ...env }, bin);
     const stateDir = join(dataDir, "state");
     const results: Round[] = [];
     let members = 0;
@@ -185,20 +195,23 @@ async function main(): Promise<void> {
       const previousBin = buildRelease(BEFORE_PROVIDER_PLUGIN, join(dir, "previous"));
       previous = await rounds("previous", previousBin, join(dir, "previous-run"), PREVIOUS_AT);
     }
+    const oneStack = ONE_STACK_AT.length > 0 ? await rounds("1-stack", undefined, join(dir, "one-stack-run"), ONE_STACK_AT, ONE_STACK) : [];
     const current = await rounds("this", undefined, join(dir, "this-run"), AT);
     const row = (label: string, r: Round) =>
       `${label.padEnd(8)} N=${String(r.before).padStart(3)}: every POST /servers ${r.toServers.toFixed(1)} s, every Node Ready ${r.toReady.toFixed(1)} s, batch RUNNING ${r.toRunning.toFixed(1)} s; ${(r.stateBytesPerMember / 1024).toFixed(1)} KiB state/member, ${r.writesPerCreated.toFixed(1)} writes/created member, ${r.requestsPerNode.toFixed(1)} Hetzner requests/node`;
     const lines = [
       `machine: ${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB; bursts of ${BURST}, boot delay 0; previous = ${BEFORE_PROVIDER_PLUGIN.slice(0, 12)}`,
-      ...[...previous.map((r) => row("previous", r)), ...current.map((r) => row("this", r))].sort(
-        (a, b) => Number(/N= *(\d+)/.exec(a)![1]) - Number(/N= *(\d+)/.exec(b)![1]),
-      ),
+      ...[
+        ...previous.map((r) => row("previous", r)),
+        ...oneStack.map((r) => row("1-stack", r)),
+        ...current.map((r) => row("this", r)),
+      ].sort((a, b) => Number(/N= *(\d+)/.exec(a)![1]) - Number(/N= *(\d+)/.exec(b)![1])),
       `median of this release's rounds, every POST /servers: ${percentile(
         current.map((r) => r.toServers),
         50,
       ).toFixed(1)} s`,
     ];
-    process.stdout.write(`${JSON.stringify({ benchmark: "fleetScale", previous, current, lines }, null, 2)}\n`);
+    process.stdout.write(`${JSON.stringify({ benchmark: "fleetScale", previous, oneStack, current, lines }, null, 2)}\n`);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -5,6 +5,7 @@
  * private network before the join, and generations (unchanged for the default, new for a change).
  */
 import { strict as assert } from "node:assert";
+import { spawnSync } from "node:child_process";
 import { parse as parseYaml } from "yaml";
 import type { RecordedResource } from "../../automation/mocks/runUnderMocks";
 import { resolveSecrets } from "../../automation/mocks/secretValues";
@@ -129,6 +130,7 @@ describe("pools without public IPv4", function () {
         const script = config.write_files.find((f) => f.path === PRIVATE_EGRESS_SCRIPT_PATH)?.content ?? "";
         assert.match(script, new RegExp(`^gateway=${networkGateway("10.0.0.0/16").replace(/\./g, "\\.")}$`, "m"));
         assert.match(script, /ip -4 route replace default via "\$gateway"/);
+        assert.equal(spawnSync("bash", ["-n"], { input: script }).status, 0, "the egress script is valid bash");
         assert.deepEqual(config.runcmd[1], ["systemctl", "enable", "--now", PRIVATE_EGRESS_UNIT], "the route before the join");
         assert.match(text, /--node-ip/, "the kubelet registers its private address");
         assert.deepEqual(readK0sWorkerUserData(text).privateEgress, { gateway: "10.0.0.1" }, "what the node agent reads");

@@ -117,6 +117,8 @@ export class Fleet extends pulumi.ComponentResource {
                   networkId: this.networkId,
                   subnet: this.network.subnet,
                   privateSubnet: args.spec.network.subnet,
+                  privateNetworkRange: args.spec.network.ipRange,
+                  ...(this.network.natRoute ? { natRoute: this.network.natRoute } : {}),
                   firewallIds: [this.firewallId],
                   rollout: pool.rollout,
                   drainTimeoutSeconds: pool.rollout.drainTimeoutSeconds,

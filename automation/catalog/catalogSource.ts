@@ -72,9 +72,9 @@ export class CatalogSource {
     const client = this.options.client;
     if (!client) return;
     try {
-      const { serverTypes, unavailable } = await hcloudCatalog(client);
+      const { serverTypes, unavailable, primaryIpv4 } = await hcloudCatalog(client);
       this.lastSuccess = new Date().toISOString();
-      this.catalog = { source: `Hetzner Cloud API, ${this.lastSuccess}`, serverTypes };
+      this.catalog = { source: `Hetzner Cloud API, ${this.lastSuccess}`, serverTypes, primaryIpv4 };
       this.options.availability?.setProviderUnavailable(unavailable);
       if (this.failure) this.options.logger?.info({ attempts: this.failure.attempts }, "the Hetzner catalog is current again");
       this.failure = undefined;

@@ -4,7 +4,7 @@
  * client (automation/engine/hcloudClient.ts), so the metrics see the API budget these use.
  */
 import type { HcloudClient, HcloudDatacenter, HcloudServerType } from "../hcloud/hcloudClient";
-import type { ServerType } from "./serverTypes";
+import type { ServerType, ServerTypePrice } from "./serverTypes";
 
 export interface Offering {
   readonly serverType: string;
@@ -15,10 +15,15 @@ export interface Offering {
  * Server types with prices, and the offerings that cannot be bought now: those a location
  * supports but does not sell, and every offering of a deprecated type. Deprecated types stay in
  * the catalog: nodes of theirs still run, and Karpenter marks nodes of a type missing from
- * instance-types as drifted. Two requests.
+ * instance-types as drifted. Also the price of a primary IPv4 per location. Three requests.
  */
-export async function hcloudCatalog(client: HcloudClient): Promise<{ serverTypes: ServerType[]; unavailable: Offering[] }> {
-  const [types, datacenters] = await Promise.all([client.listServerTypes(), client.listDatacenters()]);
+export async function hcloudCatalog(
+  client: HcloudClient,
+): Promise<{ serverTypes: ServerType[]; unavailable: Offering[]; primaryIpv4: ServerTypePrice[] }> {
+  const [types, datacenters, pricing] = await Promise.all([client.listServerTypes(), client.listDatacenters(), client.pricing()]);
+  const primaryIpv4 = (pricing.primary_ips ?? [])
+    .filter((p) => p.type === "ipv4")
+    .flatMap((p) => p.prices.map((price) => ({ location: price.location, priceHourlyNet: Number(price.price_hourly.net) })));
   const serverTypes = types.map((t) => ({
     name: t.name,
     architecture: t.architecture,
@@ -29,7 +34,7 @@ export async function hcloudCatalog(client: HcloudClient): Promise<{ serverTypes
     prices: t.prices.map((p) => ({ location: p.location, priceHourlyNet: Number(p.price_hourly.net) })),
   }));
   const deprecated = types.filter((t) => t.deprecated).flatMap((t) => t.prices.map((p) => ({ serverType: t.name, location: p.location })));
-  return { serverTypes, unavailable: [...unavailableOfferings(types, datacenters), ...deprecated] };
+  return { serverTypes, unavailable: [...unavailableOfferings(types, datacenters), ...deprecated], primaryIpv4 };
 }
 
 function unavailableOfferings(types: readonly HcloudServerType[], datacenters: readonly HcloudDatacenter[]): Offering[] {

@@ -11,7 +11,7 @@ import { nodeOverhead, type NodeResources } from "../../components/bootstrap/kub
 import { hcloudRegion } from "../../components/fleet/hcloudLocations";
 import { kubeletFingerprint, offeredResources, type LearnedCapacityLookup, type OfferedResources } from "./learnedCapacity";
 import type { OfferingAvailability, PoolRef } from "./offeringAvailability";
-import { kubernetesArch, type ServerType, type ServerTypeCatalog } from "./serverTypes";
+import { kubernetesArch, primaryIpv4Price, type ServerType, type ServerTypeCatalog } from "./serverTypes";
 
 /** Kubernetes resource quantities, as a Node's `status.capacity` spells them. */
 export interface ResourceList {
@@ -131,8 +131,8 @@ export function formatResources(r: NodeResources): ResourceList {
 }
 
 /**
- * The price of a type in a location; a type not sold there gets its lowest price elsewhere (its
- * offering is unavailable anyway). An offering is also unavailable while the pool has no room for
+ * The price of a type in a location, plus `ipv4Price` (the primary IPv4 Hetzner bills with a server
+ * that has one); a type not sold there gets its lowest price elsewhere (its offering is unavailable anyway). An offering is also unavailable while the pool has no room for
  * another node of the type, so Karpenter does not keep choosing it and getting InsufficientCapacity.
  */
 function offeringFor(
@@ -141,6 +141,7 @@ function offeringFor(
   availability: OfferingAvailability | undefined,
   fitsLimits: boolean,
   pool: PoolRef | undefined,
+  ipv4Price: number,
 ): Offering {
   const here = type.prices.find((p) => p.location === location);
   const price = here?.priceHourlyNet ?? Math.min(...type.prices.map((p) => p.priceHourlyNet), Number.POSITIVE_INFINITY);
@@ -152,7 +153,8 @@ function offeringFor(
   return {
     zone: location,
     capacityType: "on-demand",
-    price: Number.isFinite(price) ? price : 0,
+    // Rounded to the API's own precision (4 decimals in /pricing, here 6), so the sum shows no float noise.
+    price: Number.isFinite(price) ? Math.round((price + ipv4Price) * 1e6) / 1e6 : 0,
     available: unavailableReason === undefined,
     ...(unavailableReason !== undefined ? { unavailableReason } : {}),
   };
@@ -160,7 +162,8 @@ function offeringFor(
 
 function instanceTypeView(
   type: ServerType,
-  pool: Pick<HcloudAutoscaledPool, "name" | "location" | "image">,
+  pool: Pick<HcloudAutoscaledPool, "name" | "location" | "image"> & Partial<Pick<HcloudAutoscaledPool, "publicIpv4">>,
+  ipv4Prices: Pick<ServerTypeCatalog, "primaryIpv4">,
   kubelet: KubeletSettings,
   availability?: OfferingAvailability,
   headroom?: PoolHeadroom,
@@ -189,6 +192,7 @@ function instanceTypeView(
         availability,
         headroom === undefined || limitExceeded(offered.capacity, headroom) === undefined,
         clusterId !== undefined ? { clusterId, pool: pool.name } : undefined,
+        pool.publicIpv4 === false ? 0 : primaryIpv4Price(ipv4Prices, pool.location),
       ),
     ],
   };
@@ -197,7 +201,7 @@ function instanceTypeView(
 /** Every server type of the pool in declaration order; types missing from the catalog are reported, not invented. */
 export function poolInstanceTypes(
   catalog: ServerTypeCatalog,
-  pool: Pick<HcloudAutoscaledPool, "name" | "location" | "serverTypes" | "image">,
+  pool: Pick<HcloudAutoscaledPool, "name" | "location" | "serverTypes" | "image"> & Partial<Pick<HcloudAutoscaledPool, "publicIpv4">>,
   kubelet: KubeletSettings,
   availability?: OfferingAvailability,
   headroom?: PoolHeadroom,
@@ -209,7 +213,7 @@ export function poolInstanceTypes(
   const unknown: string[] = [];
   for (const name of pool.serverTypes) {
     const type = catalog.serverTypes.find((t) => t.name === name);
-    if (type) instanceTypes.push(instanceTypeView(type, pool, kubelet, availability, headroom, learned, clusterId));
+    if (type) instanceTypes.push(instanceTypeView(type, pool, catalog, kubelet, availability, headroom, learned, clusterId));
     else unknown.push(name);
   }
   return { instanceTypes, unknown };

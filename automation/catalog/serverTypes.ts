@@ -27,6 +27,19 @@ export interface ServerTypeCatalog {
   /** Where the figures come from (the shipped file, or the live API and when). */
   readonly source: string;
   readonly serverTypes: readonly ServerType[];
+  /**
+   * What a primary IPv4 costs per location (Hetzner bills one with every server that has a public
+   * IPv4; `GET /pricing`, `primary_ips[type=ipv4].prices`). Offers of pools with `publicIpv4`
+   * include it. Absent: unknown, offers show the server alone.
+   */
+  readonly primaryIpv4?: readonly ServerTypePrice[];
+}
+
+/** The hourly price of a primary IPv4 in a location, else the lowest known elsewhere, else 0. */
+export function primaryIpv4Price(catalog: Pick<ServerTypeCatalog, "primaryIpv4">, location: string): number {
+  const prices = catalog.primaryIpv4 ?? [];
+  const here = prices.find((p) => p.location === location)?.priceHourlyNet;
+  return here ?? (prices.length > 0 ? Math.min(...prices.map((p) => p.priceHourlyNet)) : 0);
 }
 
 export function shippedCatalog(): ServerTypeCatalog {

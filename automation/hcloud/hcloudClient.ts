@@ -24,6 +24,14 @@ export interface HcloudLabelledResource {
   readonly labels: Readonly<Record<string, string>>;
 }
 
+/** The part of `GET /pricing` the catalog reads: primary IP prices per location. */
+export interface HcloudPricing {
+  readonly primary_ips?: ReadonlyArray<{
+    readonly type: string;
+    readonly prices: ReadonlyArray<{ readonly location: string; readonly price_hourly: { readonly net: string } }>;
+  }>;
+}
+
 export interface HcloudServerType {
   readonly id: number;
   readonly name: string;
@@ -202,6 +210,11 @@ export class HcloudClient {
   /** Every server type with its prices per location, deprecated ones included. */
   async listServerTypes(): Promise<HcloudServerType[]> {
     return this.paged<HcloudServerType>("/server_types", "server_types");
+  }
+
+  /** Hetzner's price list; the catalog reads what a primary IPv4 costs per location from it. */
+  async pricing(): Promise<HcloudPricing> {
+    return (await this.request<{ pricing: HcloudPricing }>("GET", "/pricing"))?.pricing ?? {};
   }
 
   /** Every datacenter with the server types it supports and those it sells now. */

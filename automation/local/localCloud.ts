@@ -107,6 +107,8 @@ export async function startLocalCloud(options: LocalCloudOptions): Promise<Local
       stateDir: join(dir, "machines"),
       // One list of Nodes and Pods a pass for all machines; each machine still writes as itself.
       cluster: plane.admin,
+      networkRoutes: (id) =>
+        (fake.state.objects("networks").find((n) => n.id === id)?.routes as Array<{ destination: string; gateway: string }>) ?? [],
     });
     agent.start();
     const localEnv: Record<string, string> = {

@@ -5,7 +5,9 @@
  * its pods (kubeletPods.ts), all machines' work batched in one pass (NodeAgent below).
  * A machine whose join script waits for its private address (nodeIp.ts) joins only once the fake
  * shows it the private interface (hot-plugged after the create: NODEFLEET_SIM_PRIVATE_NIC_DELAY_MS),
- * and fails as the script does when it does not come within the script's wait.
+ * and fails as the script does when it does not come within the script's wait. A machine without
+ * public IPv4 joins only when its user data routes its default through the private network and the
+ * network routes 0.0.0.0/0 to a NAT gateway (docs/networking.md); it registers its private address.
  * A deleted server stops its heartbeats and leaves its Node to nodefleet's Node removal; user data
  * that could not join in reality yields no Node and one log line saying why. A joined machine keeps
  * its kubelet identity in a file per server in the state directory, so a restarted local cloud
@@ -89,6 +91,11 @@ export interface NodeAgentOptions {
   readonly joinConcurrency?: number;
   /** The clock (tests). */
   readonly now?: () => number;
+  /**
+   * A network's routes (the fake's): a machine without public IPv4 reaches its API server and
+   * downloads only through a route 0.0.0.0/0 of a network it is on. Default: no network routes anything.
+   */
+  readonly networkRoutes?: (networkId: number) => ReadonlyArray<{ readonly destination: string; readonly gateway: string }>;
 }
 
 /** A kubelet reports its status, even unchanged, this often (its nodeStatusReportFrequency). */
@@ -145,6 +152,7 @@ export class NodeAgent {
   private readonly leaseRenewMs: number;
   private readonly statusCheckMs: number;
   private readonly now: () => number;
+  private readonly networkRoutes: NonNullable<NodeAgentOptions["networkRoutes"]>;
   private readonly request: <T>(run: () => Promise<T>) => Promise<T>;
   private readonly joining: <T>(run: () => Promise<T>) => Promise<T>;
 
@@ -159,6 +167,7 @@ export class NodeAgent {
     this.leaseRenewMs = options.leaseRenewMs ?? 10_000;
     this.statusCheckMs = options.statusCheckMs ?? 10_000;
     this.now = options.now ?? Date.now;
+    this.networkRoutes = options.networkRoutes ?? (() => []);
     this.request = limiter(options.concurrency ?? 16);
     this.joining = limiter(options.joinConcurrency ?? 8);
   }
@@ -329,7 +338,12 @@ export class NodeAgent {
 
   private async join(server: FakeServer): Promise<void> {
     try {
-      const { nodeIpWait, ...intent } = readK0sWorkerUserData(server.userData);
+      const { nodeIpWait, privateEgress, ...intent } = readK0sWorkerUserData(server.userData);
+      if (server.ipv4 === null && !this.reachesInternet(server, privateEgress)) {
+        // As a kubelet whose API server and downloads are out of reach retries: the next pass tries again.
+        this.machines.delete(server.id);
+        return;
+      }
       // Without --node-ip a kubelet registers its default route's address: a Hetzner server's public IPv4.
       const nodeIp = nodeIpWait ? this.privateAddress(server, nodeIpWait) : (server.ipv4 ?? undefined);
       if (nodeIp === null) {
@@ -367,6 +381,19 @@ export class NodeAgent {
       this.machines.set(server.id, { state: "refused", reason });
       this.logger.warn({ serverId: server.id, server: server.name, reason }, "the server's user data cannot join the cluster");
     }
+  }
+
+  /**
+   * Whether a machine without public IPv4 reaches the internet: its user data routes the default
+   * through the private network (refused otherwise: it would never join) and a network it is on
+   * routes 0.0.0.0/0 to a gateway (docs/networking.md; false while the route is missing).
+   */
+  private reachesInternet(server: FakeServer, privateEgress: { readonly gateway: string } | undefined): boolean {
+    if (!privateEgress)
+      throw new UserDataError(
+        "the server has no public IPv4 and its user data routes nothing through the private network, so it cannot reach its API server or downloads",
+      );
+    return server.privateNets.some((p) => this.networkRoutes(p.network).some((r) => r.destination === "0.0.0.0/0"));
   }
 
   /**

@@ -9,6 +9,7 @@ import { parse as parseShell } from "shell-quote";
 import { parse as parseYaml } from "yaml";
 import { K0S_BOOTSTRAP_SCRIPT_PATH, K0S_TOKEN_FILE } from "../../components/bootstrap/k0sWorkerCloudConfig";
 import { decodeK0sJoinToken } from "../../components/bootstrap/k0sJoinToken";
+import { PRIVATE_EGRESS_SCRIPT_PATH, PRIVATE_EGRESS_UNIT } from "../../components/bootstrap/privateEgressRoute";
 
 export interface WorkerJoinIntent {
   readonly hostname: string;
@@ -25,6 +26,11 @@ export interface WorkerJoinIntent {
    * private subnet whose address it waits for, and for how long. Absent: the kubelet's choice.
    */
   readonly nodeIpWait?: { readonly subnet: string; readonly waitSeconds: number };
+  /**
+   * The gateway the user data routes the node's default through before the join runs
+   * (components/bootstrap/privateEgressRoute.ts): a node without public IPv4 needs it. Absent: none.
+   */
+  readonly privateEgress?: { readonly gateway: string };
 }
 
 export class UserDataError extends Error {
@@ -34,6 +40,7 @@ export class UserDataError extends Error {
 interface CloudConfig {
   hostname?: string;
   write_files?: Array<{ path?: string; content?: string }>;
+  runcmd?: unknown[];
 }
 
 /** The words of the `install_args=( ... )` array in the join script. */
@@ -109,7 +116,21 @@ export function readK0sWorkerUserData(userData: string): WorkerJoinIntent {
     labels: parseLabels(flag(args, "--labels")),
     taints: parseTaints(flag(args, "--taints")),
     ...nodeIpWait(script),
+    ...privateEgress(config, file(PRIVATE_EGRESS_SCRIPT_PATH)),
   };
+}
+
+/** The default route the user data sets before the join, when it writes the egress script and starts its unit first. */
+function privateEgress(config: CloudConfig, script: string | undefined): Pick<WorkerJoinIntent, "privateEgress"> {
+  if (script === undefined) return {};
+  const gateway = /^gateway=(\d+\.\d+\.\d+\.\d+)$/m.exec(script)?.[1];
+  if (!gateway) throw new UserDataError(`${PRIVATE_EGRESS_SCRIPT_PATH} names no gateway`);
+  const commands = (config.runcmd ?? []).map((c) => (Array.isArray(c) ? c.map(String).join(" ") : String(c)));
+  const enable = commands.findIndex((c) => c.includes(PRIVATE_EGRESS_UNIT));
+  const join = commands.findIndex((c) => c.includes(K0S_BOOTSTRAP_SCRIPT_PATH));
+  if (enable < 0 || enable > join)
+    throw new UserDataError(`the user data writes ${PRIVATE_EGRESS_SCRIPT_PATH} but does not start ${PRIVATE_EGRESS_UNIT} before the join`);
+  return { privateEgress: { gateway } };
 }
 
 /** The subnet and wait of the script's node-IP discovery (nodeIp.ts renders both), when it has one. */

@@ -54,6 +54,11 @@ export const REPLACE_TRIGGERS: Readonly<Record<string, ReplaceTriggerEntry>> = {
     properties: ["networkId", "type", "networkZone", "ipRange", "vswitchId"],
     source: `${HCLOUD_TF}/network/resource_subnet.go (schema: ForceNew, no UpdateContext)`,
   },
+  // The route resource has no Update either: network_id, destination and gateway are ForceNew.
+  "hcloud:index/networkRoute:NetworkRoute": {
+    properties: ["networkId", "destination", "gateway"],
+    source: `${HCLOUD_TF}/network/resource_route.go (schema: ForceNew, no UpdateContext)`,
+  },
   // server_id, network_id, subnet_id and ip carry RequiresReplace; alias_ips is updated.
   "hcloud:index/serverNetwork:ServerNetwork": {
     properties: ["serverId", "networkId", "subnetId", "ip"],

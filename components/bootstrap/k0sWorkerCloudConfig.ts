@@ -10,6 +10,7 @@ import { kubeletNodeLabelsArg, kubeletTaintsArg } from "./kubeletRegistrationArg
 import { shellQuote } from "./shellScript";
 import { kubeletReservationFlags } from "./kubeletReservations";
 import { type NodeIpSource, assertNodeIpSource, renderNodeIpDiscovery } from "./nodeIp";
+import { type PrivateEgress, privateEgressCloudConfig } from "./privateEgressRoute";
 
 export type K0sArch = "amd64" | "arm64";
 
@@ -205,17 +206,23 @@ export function renderK0sWorkerBootstrapScript(input: K0sWorkerBootstrapInput, u
   ].join("\n");
 }
 
-/** The `#cloud-config` user data for one worker. */
-export function renderK0sWorkerCloudConfig(input: K0sWorkerBootstrapInput): string {
-  const script = renderK0sWorkerBootstrapScript(input);
+/**
+ * The `#cloud-config` user data for one worker. With `privateEgress` (a node without public IPv4)
+ * its default route moves to the private network before the join runs.
+ */
+export function renderK0sWorkerCloudConfig(input: K0sWorkerBootstrapInput & { readonly privateEgress?: PrivateEgress }): string {
+  const { privateEgress, ...bootstrap } = input;
+  const script = renderK0sWorkerBootstrapScript(bootstrap);
+  const egress = privateEgress ? privateEgressCloudConfig(privateEgress) : { writeFiles: [], runcmd: [] };
   const config = {
     hostname: input.hostname,
     preserve_hostname: false,
     write_files: [
       { path: K0S_TOKEN_FILE, owner: "root:root", permissions: "0600", content: input.joinToken },
       { path: K0S_BOOTSTRAP_SCRIPT_PATH, owner: "root:root", permissions: "0700", content: script },
+      ...egress.writeFiles,
     ],
-    runcmd: [[K0S_BOOTSTRAP_SCRIPT_PATH]],
+    runcmd: [...egress.runcmd, [K0S_BOOTSTRAP_SCRIPT_PATH]],
   };
   // cloud-init parses YAML 1.1 (PyYAML): emitting 1.1 quotes "0600", "yes", "on" and friends.
   return `#cloud-config\n${stringify(config, { version: "1.1", lineWidth: 0 })}`;

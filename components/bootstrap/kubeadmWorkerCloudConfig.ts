@@ -7,15 +7,20 @@
 import { stringify } from "yaml";
 import { SELF_JOIN_SCRIPT_PATH, renderWorkerSelfJoinScript } from "./selfJoinScript";
 import type { KubeadmWorkerUserDataInputs } from "./workerUserDataInputs";
+import { type PrivateEgress, privateEgressCloudConfig } from "./privateEgressRoute";
 
 /** Elastic Metal's cloudInit limit (provider docs: at most 127,998 characters). */
 const ELASTIC_METAL_MAX_CLOUD_INIT_CHARS = 127_998;
 
-/** Wraps a self-join script (kubeadm, or k0s with a private network on Elastic Metal) as `#cloud-config`. */
-export function renderSelfJoinCloudConfig(selfJoinScript: string): string {
+/**
+ * Wraps a self-join script (kubeadm, or k0s with a private network on Elastic Metal) as `#cloud-config`;
+ * with `privateEgress` the default route moves to the private network before the script runs.
+ */
+export function renderSelfJoinCloudConfig(selfJoinScript: string, privateEgress?: PrivateEgress): string {
+  const egress = privateEgress ? privateEgressCloudConfig(privateEgress) : { writeFiles: [], runcmd: [] };
   const config = {
-    write_files: [{ path: SELF_JOIN_SCRIPT_PATH, owner: "root:root", permissions: "0700", content: selfJoinScript }],
-    runcmd: [["bash", SELF_JOIN_SCRIPT_PATH]],
+    write_files: [{ path: SELF_JOIN_SCRIPT_PATH, owner: "root:root", permissions: "0700", content: selfJoinScript }, ...egress.writeFiles],
+    runcmd: [...egress.runcmd, ["bash", SELF_JOIN_SCRIPT_PATH]],
   };
   return `#cloud-config\n${stringify(config, { lineWidth: 0 })}`;
 }
@@ -35,5 +40,5 @@ export function assertElasticMetalCloudInitSize(nodeName: string, userData: stri
  * contains it, so callers keep it secret.
  */
 export function renderKubeadmWorkerUserData(inputs: KubeadmWorkerUserDataInputs, bootstrapToken: string): string {
-  return renderSelfJoinCloudConfig(renderWorkerSelfJoinScript(inputs, bootstrapToken));
+  return renderSelfJoinCloudConfig(renderWorkerSelfJoinScript(inputs, bootstrapToken), inputs.privateEgress);
 }

@@ -25,6 +25,7 @@ export function renderWorkerUserData(cluster: WorkerCluster, member: WorkerMembe
         taints: inputs.taints,
         kubelet: inputs.kubelet,
         ...(inputs.nodeIp ? { nodeIp: inputs.nodeIp } : {}),
+        ...(inputs.privateEgress ? { privateEgress: inputs.privateEgress } : {}),
       });
     case "kubeadm":
       return renderKubeadmWorkerUserData(inputs, bootstrapToken);

@@ -7,6 +7,7 @@
 import type { ClusterSpec, KubeletSettings, Taint } from "../fleet/fleetSpec";
 import { partitionKubeletLabels } from "../fleet/kubeletLabels";
 import type { NodeIpSource } from "./nodeIp";
+import type { PrivateEgress } from "./privateEgressRoute";
 
 /** The node-identity part of a member that its bootstrap renders. */
 export interface WorkerMemberInput {
@@ -20,6 +21,8 @@ export interface WorkerMemberInput {
   readonly taints: readonly Taint[];
   /** The kubelet's `--node-ip` (its private address, or the subnet to find it in). Default: the kubelet's choice. */
   readonly nodeIp?: NodeIpSource;
+  /** A node without public IPv4: its default route via the private network's gateway (privateEgressRoute.ts). Default: none. */
+  readonly privateEgress?: PrivateEgress;
 }
 
 export type WorkerCluster = Pick<
@@ -78,6 +81,7 @@ export function workerUserDataInputs(cluster: WorkerCluster, member: WorkerMembe
     taints: member.taints.map((t) => ({ ...t })),
     kubelet: cluster.kubelet,
     ...(member.nodeIp ? { nodeIp: { ...member.nodeIp } } : {}),
+    ...(member.privateEgress ? { privateEgress: { ...member.privateEgress } } : {}),
   };
   switch (cluster.kind) {
     case "k0s":

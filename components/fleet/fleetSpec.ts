@@ -6,6 +6,7 @@ import { z } from "zod";
 import { cidrContains, ipv6HostBitsBlock, isIpv6Cidr, parseIpv4Cidr } from "../shared/cidr";
 import { HCLOUD_LOCATION_ZONES, HCLOUD_MAX_POOL_SERVERS, HCLOUD_NETWORK_ZONES } from "./hcloudLocations";
 import { CNI_ENCRYPTIONS, type HcloudPoolSize, hcloudCapacityProblems, publicNetworkProblems } from "./publicNetwork";
+import { type PoolPublicAddresses, natGatewayProblem, privateEgressProblems } from "./privateEgress";
 import { GENERATION_SUFFIX_LENGTH, MAX_SERVER_NAME_LENGTH } from "./generationSuffix";
 import { reservedLabels } from "./reservedLabels";
 import { hostnameFor, staticNodeIds } from "./naming";
@@ -215,6 +216,13 @@ export const networkSchema = z
     ipRange: cidr("ipRange"),
     subnet: cidr("subnet"),
     zone: z.enum(HCLOUD_NETWORK_ZONES, { error: `zone must be one of ${HCLOUD_NETWORK_ZONES.join(", ")}` }),
+    /**
+     * The private IP of a NAT server of yours on this network (it masquerades what it forwards to
+     * the internet). nodefleet adds the network route 0.0.0.0/0 via it, and the nodes of pools with
+     * `publicIpv4: false` route their default via the network's gateway, so they reach the internet
+     * through it (fleet/privateEgress.ts, docs/networking.md). Required by such pools. Default: unset.
+     */
+    natGateway: z.string({ error: "natGateway must be a string such as 10.0.1.2" }).optional(),
   })
   .superRefine((network, ctx) => {
     const range = parseIpv4Cidr(network.ipRange);
@@ -222,6 +230,8 @@ export const networkSchema = z
     if (range && subnet && !cidrContains(range, subnet)) {
       ctx.addIssue({ code: "custom", path: ["subnet"], message: `subnet ${network.subnet} must lie inside ipRange ${network.ipRange}` });
     }
+    const gatewayProblem = network.natGateway === undefined ? undefined : natGatewayProblem(network.natGateway, network.ipRange);
+    if (gatewayProblem) ctx.addIssue({ code: "custom", path: ["natGateway"], message: gatewayProblem });
   });
 export type NetworkSpec = z.infer<typeof networkSchema>;
 
@@ -340,6 +350,14 @@ const hcloudCommon = {
    * pools past that. Changing it rolls the pool to new servers; an autoscaled member keeps its own.
    */
   placement: z.enum(["spread", "none"], { error: "placement must be spread or none" }).default("spread"),
+  /**
+   * Whether each server gets a public IPv4 (a billed primary IP). `false`: the node reaches the
+   * internet through `nodefleet:network.natGateway` on the private network (fleet/privateEgress.ts,
+   * docs/networking.md); static pools only so far. Part of the generation: changing it rolls the pool.
+   */
+  publicIpv4: z.boolean({ error: "publicIpv4 must be true or false" }).default(true),
+  /** Whether each server gets a public IPv6 /64. Part of the generation: changing it rolls the pool. */
+  publicIpv6: z.boolean({ error: "publicIpv6 must be true or false" }).default(true),
 };
 
 const rolloutCount = (field: string) =>
@@ -622,6 +640,8 @@ interface RawPool {
   nodes?: unknown;
   limits?: { maxNodes?: unknown };
   servers?: unknown[];
+  publicIpv4?: unknown;
+  publicIpv6?: unknown;
 }
 
 /**
@@ -658,6 +678,7 @@ function crossFieldProblems(rawConfig: Readonly<Record<string, unknown>>): Array
   const zone = typeof network?.zone === "string" ? network.zone : undefined;
   const seen = new Map<string, number>();
   const hcloudPools: HcloudPoolSize[] = [];
+  const publicAddresses: PoolPublicAddresses[] = [];
   pools.forEach((pool, index) => {
     if (typeof pool !== "object" || pool === null) return;
     const path = ["nodefleet:pools", index];
@@ -719,9 +740,20 @@ function crossFieldProblems(rawConfig: Readonly<Record<string, unknown>>): Array
         servers: Number.isFinite(servers) && servers > 0 ? servers : 0,
         mode: autoscaled ? "autoscaled" : "static",
       });
+      publicAddresses.push({
+        index,
+        network: pool.network === "public" ? "public" : "private",
+        mode: autoscaled ? "autoscaled" : "static",
+        publicIpv4: pool.publicIpv4 !== false,
+        publicIpv6: pool.publicIpv6 !== false,
+      });
     }
   });
-  problems.push(...hcloudCapacityProblems(hcloudPools), ...publicNetworkProblems(hcloudPools, rawConfig["nodefleet:cluster"]));
+  problems.push(
+    ...hcloudCapacityProblems(hcloudPools),
+    ...publicNetworkProblems(hcloudPools, rawConfig["nodefleet:cluster"]),
+    ...privateEgressProblems(publicAddresses, rawConfig["nodefleet:network"], rawConfig["nodefleet:cluster"]),
+  );
   return problems;
 }
 

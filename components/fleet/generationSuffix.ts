@@ -27,6 +27,10 @@ export interface GenerationInputs {
   readonly network?: "private" | "public";
   /** The pool's `placement`. Default spread, likewise (Hetzner moves a server between groups only powered off). */
   readonly placement?: "spread" | "none";
+  /** The pool's `publicIpv4`. Default true, which leaves the hash as it was (Hetzner changes primary IPs only powered off). */
+  readonly publicIpv4?: boolean;
+  /** The pool's `publicIpv6`. Default true, likewise. */
+  readonly publicIpv6?: boolean;
 }
 
 /** `[a-z0-9]{6}` from the canonical hash of a value: how every server generation is named. */
@@ -48,6 +52,8 @@ export function generationSuffix(inputs: GenerationInputs): string {
     userData: inputs.userData,
     ...(inputs.network === "public" ? { network: "public" } : {}),
     ...(inputs.placement === "none" ? { placement: "none" } : {}),
+    ...(inputs.publicIpv4 === false ? { publicIpv4: false } : {}),
+    ...(inputs.publicIpv6 === false ? { publicIpv6: false } : {}),
   });
 }
 

@@ -6,6 +6,7 @@ import * as hcloud from "@pulumi/hcloud";
 import * as pulumi from "@pulumi/pulumi";
 import type { ClusterSpec, NetworkSpec } from "../fleet/fleetSpec";
 import { OWNERSHIP_LABELS } from "../fleet/nodeMember";
+import { DEFAULT_ROUTE_DESTINATION } from "../fleet/privateEgress";
 
 /** The Hetzner network name: `network.name`, else `<clusterId>-network`. */
 export function clusterNetworkName(cluster: Pick<ClusterSpec, "id">, network: Pick<NetworkSpec, "name">): string {
@@ -36,7 +37,10 @@ export function networkRangeChangeProblem(spec: { readonly network: Pick<Network
 export interface ClusterNetworkArgs {
   /** The cluster; its id names and labels the network. */
   readonly cluster: Pick<ClusterSpec, "id">;
-  /** ipRange (the whole network), subnet (inside ipRange, where servers get addresses), zone, optional name. */
+  /**
+   * ipRange (the whole network), subnet (inside ipRange, where servers get addresses), zone, optional
+   * name, and optional natGateway (the network then routes 0.0.0.0/0 to it).
+   */
   readonly network: NetworkSpec;
 }
 
@@ -46,6 +50,8 @@ export class ClusterNetwork extends pulumi.ComponentResource {
   /** Network id as a number, as hcloud's Server.networks[].networkId takes it. */
   readonly networkId: pulumi.Output<number>;
   readonly subnetId: pulumi.Output<string>;
+  /** The route 0.0.0.0/0 via `network.natGateway`, when one is named. */
+  readonly natRoute: hcloud.NetworkRoute | undefined;
 
   constructor(name: string, args: ClusterNetworkArgs, opts?: pulumi.ComponentResourceOptions) {
     super("nodefleet:hcloud:ClusterNetwork", name, {}, opts);
@@ -65,6 +71,16 @@ export class ClusterNetwork extends pulumi.ComponentResource {
       { parent: this },
     );
     this.subnetId = this.subnet.id;
+    // Hetzner's pattern for servers without a public IPv4: the network hands everything not local to
+    // a NAT server (docs.hetzner.com/cloud/networks/connect-dedi-vswitch routes a network the same way).
+    this.natRoute =
+      args.network.natGateway === undefined
+        ? undefined
+        : new hcloud.NetworkRoute(
+            `${name}-nat-route`,
+            { networkId: this.networkId, destination: DEFAULT_ROUTE_DESTINATION, gateway: args.network.natGateway },
+            { parent: this },
+          );
     this.registerOutputs({ networkId: this.networkId, subnetId: this.subnetId });
   }
 }

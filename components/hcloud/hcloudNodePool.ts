@@ -54,12 +54,23 @@ export interface HcloudNodePoolArgs {
   /** The subnet servers get their private address from; when given, servers wait for it. Default: none (it exists already). */
   readonly subnet?: pulumi.Resource;
   /**
+   * The network's route to the NAT gateway (clusterNetwork.ts); when given, servers wait for it, so
+   * a node without public IPv4 never boots before its way out exists. Default: none.
+   */
+  readonly natRoute?: pulumi.Resource;
+  /**
    * The cluster network's subnet (`nodefleet:network.subnet`). When given, and the cluster's
    * nodeAddress is private, kubelets register their address in it as InternalIP. Default: none (the
    * kubelet's choice, the public address); the scaling API's stack leaves it out so that running
    * autoscaled members, rendered from frozen snapshots, keep their user data.
    */
   readonly privateSubnet?: string;
+  /**
+   * The cluster network's range (`nodefleet:network.ipRange`): members without public IPv4 route
+   * their default via its gateway (fleet/privateEgress.ts). Required when a member has `publicIpv4`
+   * false. Default: none.
+   */
+  readonly privateNetworkRange?: string;
   /** Firewalls applied at server creation (`Server.firewallIds`), so they filter from the first boot. */
   readonly firewallIds: pulumi.Input<number>[];
   /**
@@ -150,7 +161,16 @@ export interface HcloudNodeOutput extends NodeOutput {
  * the state, so the running server is left as it is (its generation is what it was created with),
  * on the network or off it, in a spread group or not, as it was created.
  */
-const RETAINED_SERVER_IGNORED_INPUTS = ["userData", "image", "serverType", "sshKeys", "location", "networks", "placementGroupId"] as const;
+const RETAINED_SERVER_IGNORED_INPUTS = [
+  "userData",
+  "image",
+  "serverType",
+  "sshKeys",
+  "location",
+  "networks",
+  "placementGroupId",
+  "publicNets",
+] as const;
 
 /**
  * The previous run's node outputs of one pool plus Node readiness: what the next run's `current` is.
@@ -224,7 +244,7 @@ export class HcloudNodePool extends pulumi.ComponentResource {
     super("nodefleet:hcloud:NodePool", name, {}, opts);
     this.poolName = name;
     const { cluster, pool } = args;
-    const planned = planHcloudServers(cluster, pool, args.members, args.privateSubnet);
+    const planned = planHcloudServers(cluster, pool, args.members, args.privateSubnet, args.privateNetworkRange);
     const current = args.current ?? [];
     const poolLabels = { [OWNERSHIP_LABELS.cluster]: cluster.id, [OWNERSHIP_LABELS.pool]: pool.name };
     const deleteProtection = pool.deleteProtection ?? false;
@@ -355,6 +375,7 @@ export class HcloudNodePool extends pulumi.ComponentResource {
       token,
       inputs: { serverType: member.serverType, image: plan.image, location: member.location, sshKeys: [...plan.sshKeys], userData },
       privateNetwork: plan.privateNetwork,
+      publicNet: plan.publicNet,
       bootstrapTokenSecret: resources === "plugin" ? "random-password" : (lifecycle.secretSource ?? "random-password"),
       resources,
       keepsUserData: lifecycle.phase?.phase !== "join",
@@ -398,6 +419,7 @@ export class HcloudNodePool extends pulumi.ComponentResource {
       inputs: { serverType: running.serverType, location: running.location },
       // Ignored (RETAINED_SERVER_IGNORED_INPUTS): the server stays on or off the network as created.
       privateNetwork: args.pool.network !== "public",
+      publicNet: { ipv4: args.pool.publicIpv4 ?? true, ipv6: args.pool.publicIpv6 ?? true },
       bootstrapTokenSecret: resources === "plugin" ? "random-password" : (lifecycle.secretSource ?? "random-password"),
       resources,
       retained: true,
@@ -465,6 +487,8 @@ export class HcloudNodePool extends pulumi.ComponentResource {
       inputs: Pick<hcloud.ServerArgs, "serverType" | "image" | "location" | "sshKeys" | "userData">;
       /** Joins the cluster's Hetzner network; false for `network: public` (no attachment, no 100 cap). */
       privateNetwork: boolean;
+      /** Public IPv4 and IPv6 (`publicIpv4`/`publicIpv6`); a server without IPv4 routes through the NAT gateway. */
+      publicNet: { readonly ipv4: boolean; readonly ipv6: boolean };
       bootstrapTokenSecret: BootstrapTokenSecretSource;
       retained?: boolean;
       keepsUserData?: boolean;
@@ -498,7 +522,7 @@ export class HcloudNodePool extends pulumi.ComponentResource {
         ...(machine.placementGroupId ? { placementGroupId: machine.placementGroupId } : {}),
         // aliasIps: [] avoids a detach/attach on every update (terraform-provider-hcloud #650).
         ...(machine.privateNetwork ? { networks: [{ networkId: args.networkId, aliasIps: [] }] } : {}),
-        publicNets: [{ ipv4Enabled: true, ipv6Enabled: true }],
+        publicNets: [{ ipv4Enabled: machine.publicNet.ipv4, ipv6Enabled: machine.publicNet.ipv6 }],
         deleteProtection: machine.deleteProtection,
         rebuildProtection: machine.deleteProtection,
       },
@@ -506,7 +530,12 @@ export class HcloudNodePool extends pulumi.ComponentResource {
       // deleted only after the server (dependents are deleted first).
       {
         parent: this,
-        dependsOn: [machine.token.resource, ...(args.subnet ? [args.subnet] : []), ...(nodeRemoval ? [nodeRemoval] : [])],
+        dependsOn: [
+          machine.token.resource,
+          ...(args.subnet ? [args.subnet] : []),
+          ...(args.natRoute ? [args.natRoute] : []),
+          ...(nodeRemoval ? [nodeRemoval] : []),
+        ],
         ...(machine.retained
           ? { ignoreChanges: [...RETAINED_SERVER_IGNORED_INPUTS] }
           : machine.keepsUserData

@@ -13,6 +13,7 @@ import type { BootstrapTokenSecretSource } from "../kubernetes/bootstrapToken";
 import { assertHcloudUserDataSize } from "../bootstrap/userDataLimits";
 import { renderWorkerUserData } from "../bootstrap/workerUserData";
 import { type WorkerCluster, type WorkerMemberInput, workerUserDataInputs } from "../bootstrap/workerUserDataInputs";
+import { networkGateway } from "../fleet/privateEgress";
 
 /** Cluster-side values a member may pin (a frozen snapshot) instead of taking the cluster's current ones. */
 export type MemberBootstrapSnapshot = Partial<Pick<ClusterSpec, "k0sVersion" | "k0sSha256" | "kubernetesVersion" | "kubelet">>;
@@ -36,6 +37,10 @@ export interface HcloudPoolMember extends NodeMember {
   readonly network?: "private" | "public";
   /** `none`: the server goes to no spread placement group. Default: the pool template's `placement`, else spread. */
   readonly placement?: "spread" | "none";
+  /** false: no public IPv4; the node routes through the network's NAT gateway. Default: the pool template's `publicIpv4`, else true. */
+  readonly publicIpv4?: boolean;
+  /** false: no public IPv6. Default: the pool template's `publicIpv6`, else true. */
+  readonly publicIpv6?: boolean;
   /** Taints added at registration on top of `taints`, e.g. `karpenter.sh/unregistered:NoExecute`. Default: none. */
   readonly extraTaints?: readonly Taint[];
   /** Versions and kubelet settings frozen for this member. Default: the cluster's current values. */
@@ -54,7 +59,7 @@ export interface HcloudPoolMember extends NodeMember {
 
 /** The pool template fields the component reads. A parsed `HcloudPool` fits. */
 export type HcloudPoolTemplate = Pick<HcloudPool, "name" | "image"> &
-  Partial<Pick<HcloudPool, "sshKeys" | "deleteProtection" | "network" | "placement">>;
+  Partial<Pick<HcloudPool, "sshKeys" | "deleteProtection" | "network" | "placement" | "publicIpv4" | "publicIpv6">>;
 
 /** The cluster a pool renders for (the kubeconfig is never needed here). */
 export type HcloudPoolCluster = Omit<ClusterSpec, "kubeconfig">;
@@ -74,6 +79,8 @@ export function staticHcloudMembers(cluster: Pick<ClusterSpec, "id" | "providerI
     sshKeys: pool.sshKeys,
     network: pool.network,
     placement: pool.placement,
+    publicIpv4: pool.publicIpv4,
+    publicIpv6: pool.publicIpv6,
     placementSlot: index,
   }));
 }
@@ -93,6 +100,8 @@ export interface PlannedHcloudServer {
   readonly privateNetwork: boolean;
   /** Whether the server goes to its slot's spread placement group (`placement` spread). */
   readonly spread: boolean;
+  /** Whether the server gets a public IPv4 and a public IPv6 (Server `publicNets`). */
+  readonly publicNet: { readonly ipv4: boolean; readonly ipv6: boolean };
   readonly generation: string;
   /** `<hostname>-<generation>`, the Hetzner server name. */
   readonly serverName: string;
@@ -117,6 +126,7 @@ export function planHcloudServers(
   pool: HcloudPoolTemplate,
   members: readonly HcloudPoolMember[],
   privateSubnet?: string,
+  networkRange?: string,
 ): PlannedHcloudServer[] {
   const nodeIp = privateSubnet !== undefined && cluster.nodeAddress !== "public" ? { subnet: privateSubnet } : undefined;
   const seen = new Set<string>();
@@ -130,6 +140,15 @@ export function planHcloudServers(
         `pool ${pool.name}: node ${member.nodeId} has network public, which needs cluster.nodeAddress public (it has no private address to register)`,
       );
     }
+    const publicIpv4 = member.publicIpv4 ?? pool.publicIpv4 ?? true;
+    const publicIpv6 = member.publicIpv6 ?? pool.publicIpv6 ?? true;
+    if (!publicIpv4 && (network === "public" || networkRange === undefined)) {
+      throw new Error(
+        network === "public"
+          ? `pool ${pool.name}: node ${member.nodeId} has neither a public IPv4 nor the private network (publicIpv4 false needs network private)`
+          : `pool ${pool.name}: node ${member.nodeId} has no public IPv4, so it needs the network's range to route through its NAT gateway`,
+      );
+    }
     const memberCluster = { ...cluster, ...member.bootstrap };
     // The generation is hashed from the user-data inputs with the member's base hostname: the
     // rendered name contains the generation, so hashing it would be circular.
@@ -139,6 +158,8 @@ export function planHcloudServers(
       labels: member.labels,
       taints: mergeTaints(member.taints, member.extraTaints ?? []),
       ...(nodeIp && network === "private" ? { nodeIp } : {}),
+      // Without public IPv4 the default route leaves through the network's gateway to the NAT server.
+      ...(!publicIpv4 && networkRange !== undefined ? { privateEgress: { gateway: networkGateway(networkRange), networkRange } } : {}),
     };
     const image = member.image ?? pool.image;
     const sshKeys = [...(member.sshKeys ?? pool.sshKeys ?? [])];
@@ -150,6 +171,8 @@ export function planHcloudServers(
       userData: workerUserDataInputs(memberCluster, baseRender),
       network,
       placement,
+      publicIpv4,
+      publicIpv6,
     });
     const serverName = generationServerName(member.hostname, generation);
     const render = { ...baseRender, hostname: serverName };
@@ -163,6 +186,7 @@ export function planHcloudServers(
       sshKeys,
       privateNetwork: network === "private",
       spread: placement === "spread",
+      publicNet: { ipv4: publicIpv4, ipv6: publicIpv6 },
       generation,
       serverName,
       nodeName: serverName,

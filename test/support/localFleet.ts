@@ -67,6 +67,11 @@ export function setLocalNetworkRange(cloud: LocalCloud, ipRange: string): void {
   editStackConfig<Record<string, unknown>>(cloud, "nodefleet:network", (network) => ({ ...network, ipRange }));
 }
 
+/** Names the NAT gateway of the local stack's network (`nodefleet:network.natGateway`): pools may then turn public IPv4 off. */
+export function setLocalNatGateway(cloud: LocalCloud, natGateway: string): void {
+  editStackConfig<Record<string, unknown>>(cloud, "nodefleet:network", (network) => ({ ...network, natGateway }));
+}
+
 /**
  * Makes the local cluster ready for pools off the private network (docs/networking.md): nodes
  * register their public address, the CNI encryption is named, the firewall's kubelet rule gains a

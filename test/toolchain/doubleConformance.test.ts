@@ -92,6 +92,7 @@ describe("the plugin doubles against the installed SDKs", function () {
       "hcloud:index/getFirewall:getFirewall",
       "hcloud:index/getNetwork:getNetwork",
       "hcloud:index/network:Network",
+      "hcloud:index/networkRoute:NetworkRoute",
       "hcloud:index/networkSubnet:NetworkSubnet",
       "hcloud:index/placementGroup:PlacementGroup",
       "hcloud:index/server:Server",

@@ -1,10 +1,11 @@
 /**
- * The fake Hetzner API's labelled collections besides servers: networks (subnets, IP range,
+ * The fake Hetzner API's labelled collections besides servers: networks (subnets, routes, IP range,
  * protection), firewalls (rules and the servers and label selectors they apply to), spread
  * placement groups and SSH keys. Each has list (filters, pages), get, create and update (unique
  * names), delete, and the actions hcloud-go sends on them.
  */
 import { createHash } from "node:crypto";
+import { isIPv4 } from "node:net";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import {
   type Ipv4Cidr,
@@ -41,6 +42,15 @@ interface Subnet {
   gateway: string;
   vswitch_id: number | null;
 }
+
+/** A network route: traffic to `destination` goes to the server at `gateway` (e.g. a NAT server). */
+interface Route {
+  destination: string;
+  gateway: string;
+}
+
+/** Hetzner's own address on every network, never a route's gateway. */
+const HETZNER_RESERVED_ADDRESS = "172.31.1.1";
 
 export function serversInPlacementGroup(state: FakeHcloudState, group: number): number[] {
   return state.servers.filter((s) => s.placementGroup === group).map((s) => s.id);
@@ -178,6 +188,23 @@ function registerNetworks(app: FastifyInstance, ctx: FakeHcloudContext): void {
       vswitch_id: typeof body.vswitch_id === "number" ? body.vswitch_id : null,
     };
   };
+  /**
+   * A route from a body, as Hetzner's API documents add_route: destination an IPv4 CIDR, gateway an
+   * address inside the network's range that is neither its first address (Hetzner's gateway) nor
+   * 172.31.1.1; a destination is routed once.
+   */
+  const route = (networkRange: Ipv4Cidr, existing: readonly Route[], body: Record<string, unknown>, field = ""): Route => {
+    const destination = typeof body.destination === "string" ? parseIpv4Cidr(body.destination) : undefined;
+    if (!destination) throw invalidInput(`${field}destination`, "must be an IPv4 network in CIDR notation, e.g. 0.0.0.0/0");
+    const gateway = body.gateway;
+    if (typeof gateway !== "string" || !isIPv4(gateway) || !cidrContainsAddress(networkRange, gateway))
+      throw invalidInput(`${field}gateway`, "must be an IPv4 address inside the network's ip_range");
+    if (gateway === hostAddress(networkRange, 1) || gateway === HETZNER_RESERVED_ADDRESS)
+      throw invalidInput(`${field}gateway`, "cannot be the first IP of the network's ip_range or 172.31.1.1");
+    if (existing.some((r) => r.destination === body.destination))
+      throw invalidInput(`${field}destination`, `the network already has a route to ${String(body.destination)}`);
+    return { destination: String(body.destination), gateway };
+  };
   const find = registerCollection(app, ctx, {
     path: "/networks",
     singular: "network",
@@ -186,10 +213,13 @@ function registerNetworks(app: FastifyInstance, ctx: FakeHcloudContext): void {
       const given = body.subnets ?? [];
       if (!Array.isArray(given)) throw invalidInput("subnets", "must be a list");
       const subnets = given.reduce<Subnet[]>((out, s: Record<string, unknown>) => [...out, subnet(range, out, s ?? {}, "subnets.")], []);
+      const givenRoutes = body.routes ?? [];
+      if (!Array.isArray(givenRoutes)) throw invalidInput("routes", "must be a list");
+      const routes = givenRoutes.reduce<Route[]>((out, r: Record<string, unknown>) => [...out, route(range, out, r ?? {}, "routes.")], []);
       return {
         ip_range: body.ip_range,
         subnets,
-        routes: [],
+        routes,
         protection: { delete: false },
         expose_routes_to_vswitch: booleanField(body, "expose_routes_to_vswitch") ?? false,
       };
@@ -222,6 +252,25 @@ function registerNetworks(app: FastifyInstance, ctx: FakeHcloudContext): void {
       throw new HcloudError(500, "service_error", `cannot remove subnet ${String(body.ip_range)} because servers are attached to it`);
     state.putObject("networks", { ...network, subnets: subnets.filter((s) => s.ip_range !== body.ip_range) });
     return action(network, "delete_subnet");
+  });
+  objectAction(app, "/networks/:id/actions/add_route", find, (network, body) => {
+    const added = route(parseIpv4Cidr(String(network.ip_range))!, network.routes as Route[], body);
+    state.putObject("networks", { ...network, routes: [...(network.routes as Route[]), added] });
+    return action(network, "add_route");
+  });
+  objectAction(app, "/networks/:id/actions/delete_route", find, (network, body) => {
+    const routes = network.routes as Route[];
+    if (!routes.some((r) => r.destination === body.destination && r.gateway === body.gateway))
+      throw new HcloudError(
+        404,
+        "not_found",
+        `network ${network.id} has no route to ${String(body.destination)} via ${String(body.gateway)}`,
+      );
+    state.putObject("networks", {
+      ...network,
+      routes: routes.filter((r) => r.destination !== body.destination || r.gateway !== body.gateway),
+    });
+    return action(network, "delete_route");
   });
   objectAction(app, "/networks/:id/actions/change_protection", find, (network, body) => {
     const del = booleanField(body, "delete");

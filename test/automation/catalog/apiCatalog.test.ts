@@ -1,7 +1,7 @@
 /**
  * The server-type catalog: the shipped JSON covers the example stack's types with sane figures,
- * live Hetzner data replaces it (two requests per refresh) and its availability reaches
- * `instance-types` and admission.
+ * live Hetzner data replaces it (three requests per refresh) and its availability reaches
+ * `instance-types` and admission; offers include the primary IPv4 Hetzner bills with each server.
  */
 import { strict as assert } from "node:assert";
 import { CatalogSource } from "../../../automation/catalog/catalogSource";
@@ -41,7 +41,7 @@ describe("server-type catalog", () => {
     }
   });
 
-  it("replaces the shipped catalog with live data in two requests, and takes the provider's sold-out offerings", async () => {
+  it("replaces the shipped catalog with live data in three requests, and takes the provider's sold-out offerings", async () => {
     const requests: string[] = [];
     const fetchStub = (async (url: string) => {
       requests.push(new URL(url).pathname);
@@ -49,7 +49,9 @@ describe("server-type catalog", () => {
         ? {
             server_types: [CPX21_IN_HEL1],
           }
-        : { datacenters: [{ location: { name: "hel1" }, server_types: { supported: [1], available: [] } }] };
+        : url.includes("/pricing")
+          ? { pricing: { primary_ips: [{ type: "ipv4", prices: [{ location: "hel1", price_hourly: { net: "0.0008" } }] }] } }
+          : { datacenters: [{ location: { name: "hel1" }, server_types: { supported: [1], available: [] } }] };
       return new Response(JSON.stringify({ ...body, meta: { pagination: { next_page: null } } }), { status: 200 });
     }) as unknown as typeof fetch;
     let counted = 0;
@@ -59,7 +61,7 @@ describe("server-type catalog", () => {
       availability,
     });
     await source.refresh();
-    assert.equal(counted, 2);
+    assert.equal(counted, 3);
     assert.deepEqual(
       source.current().serverTypes.map((t) => [t.name, t.prices[0]!.priceHourlyNet]),
       [["cpx21", 0.01]],
@@ -70,7 +72,8 @@ describe("server-type catalog", () => {
     try {
       const types = await api.client.instanceTypes();
       const cpx21 = types.find((t) => t.name === "cpx21")!;
-      assert.equal(cpx21.offerings[0]!.price, 0.01);
+      // The server's 0.0100 and the primary IPv4's 0.0008 (GET /pricing): a pool with public IPv4 pays both.
+      assert.equal(cpx21.offerings[0]!.price, 0.0108);
       assert.equal(cpx21.offerings[0]!.available, false);
       assert.ok(!types.some((t) => t.name === "cpx31"), "types the live catalog does not have are left out, not invented");
       await assert.rejects(
@@ -213,5 +216,23 @@ describe("server-type catalog", () => {
     assert.equal(availability.isAvailable("cpx21", "fsn1"), true);
     now = 60_001;
     assert.equal(availability.isAvailable("cpx21", "hel1"), true);
+  });
+});
+
+describe("offer prices and the primary IPv4", () => {
+  it("adds the location's primary IPv4 to a pool with public IPv4, and nothing to one without", async () => {
+    const { poolInstanceTypes } = await import("../../../automation/catalog/instanceTypes");
+    const catalog = shippedCatalog();
+    const kubelet = parseFleetSpec(configValues(readStackConfigFile("example", projectRoot()).config)).cluster.kubelet;
+    const pool = { name: "p", location: "hel1", serverTypes: ["cpx31"], image: "ubuntu-24.04" };
+    const server = catalog.serverTypes.find((t) => t.name === "cpx31")!.prices.find((p) => p.location === "hel1")!.priceHourlyNet;
+    const ipv4 = catalog.primaryIpv4!.find((p) => p.location === "hel1")!.priceHourlyNet;
+    assert.ok(ipv4 > 0, "the shipped catalog prices a primary IPv4");
+    const price = (publicIpv4?: boolean) =>
+      poolInstanceTypes(catalog, { ...pool, ...(publicIpv4 === undefined ? {} : { publicIpv4 }) }, kubelet).instanceTypes[0]!.offerings[0]!
+        .price;
+    assert.equal(price(), Math.round((server + ipv4) * 1e6) / 1e6, "public IPv4 is the default");
+    assert.equal(price(true), price());
+    assert.equal(price(false), server);
   });
 });

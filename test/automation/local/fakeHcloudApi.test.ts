@@ -840,6 +840,75 @@ describe("fake Hetzner Cloud API", function () {
     }
   });
 
+  it("creates servers without a public IPv4 (public_net.enable_ipv4 false), with or without IPv6, on the private network only", async function () {
+    const create = (name: string, publicNet: { enable_ipv4: boolean; enable_ipv6: boolean }) =>
+      api("POST", "/servers", {
+        name,
+        server_type: "cx22",
+        image: "ubuntu-24.04",
+        location: "hel1",
+        networks: [networkId],
+        firewalls: [{ firewall: firewallId }],
+        public_net: publicNet,
+      });
+    const v6only = await create("private-v6", { enable_ipv4: false, enable_ipv6: true });
+    const none = await create("private-none", { enable_ipv4: false, enable_ipv6: false });
+    assert.equal(v6only.status, 201);
+    assert.equal(none.status, 201);
+    await waitFor(v6only.body.action, ...v6only.body.next_actions, none.body.action, ...none.body.next_actions);
+    const v6 = (await api("GET", `/servers/${v6only.body.server.id}`)).body.server;
+    const off = (await api("GET", `/servers/${none.body.server.id}`)).body.server;
+    assert.equal(v6.public_net.ipv4, null, "no primary IPv4");
+    assert.match(v6.public_net.ipv6.ip, /^2001:db8:/);
+    assert.equal(off.public_net.ipv4, null);
+    assert.equal(off.public_net.ipv6, null);
+    for (const server of [v6, off]) {
+      assert.equal(server.private_net.length, 1, "the private network is its only IPv4");
+      assert.match(server.private_net[0].ip, /^10\.0\.1\./);
+    }
+    for (const server of [v6, off]) assert.equal((await api("DELETE", `/servers/${server.id}`)).status, 200);
+  });
+
+  it("routes a network's traffic to a gateway server: add_route and delete_route, routes in the network, Hetzner's gateway rules", async function () {
+    const network = (
+      await api("POST", "/networks", {
+        name: "routed",
+        ip_range: "10.8.0.0/16",
+        subnets: [{ type: "cloud", network_zone: "eu-central", ip_range: "10.8.1.0/24" }],
+        routes: [{ destination: "192.168.0.0/24", gateway: "10.8.1.5" }],
+      })
+    ).body.network;
+    assert.deepEqual(network.routes, [{ destination: "192.168.0.0/24", gateway: "10.8.1.5" }]);
+    const added = await api("POST", `/networks/${network.id}/actions/add_route`, { destination: "0.0.0.0/0", gateway: "10.8.1.2" });
+    assert.equal(added.status, 201);
+    assert.equal(added.body.action.command, "add_route");
+    await waitFor(added.body.action);
+    assert.deepEqual((await api("GET", `/networks/${network.id}`)).body.network.routes, [
+      { destination: "192.168.0.0/24", gateway: "10.8.1.5" },
+      { destination: "0.0.0.0/0", gateway: "10.8.1.2" },
+    ]);
+    const refused = async (body: Record<string, unknown>, field: string) => {
+      const answer = await api("POST", `/networks/${network.id}/actions/add_route`, body);
+      assert.equal(answer.status, 400, JSON.stringify(body));
+      assert.equal(answer.body.error.code, "invalid_input");
+      assert.equal(answer.body.error.details.fields[0].name, field);
+    };
+    await refused({ destination: "0.0.0.0/0", gateway: "10.8.1.3" }, "destination"); // routed already
+    await refused({ destination: "172.16.0.0/12", gateway: "10.8.0.1" }, "gateway"); // the network's own gateway
+    await refused({ destination: "172.16.0.0/12", gateway: "172.31.1.1" }, "gateway");
+    await refused({ destination: "172.16.0.0/12", gateway: "10.9.0.2" }, "gateway"); // outside the range
+    await refused({ destination: "172.16.0.1/12", gateway: "10.8.1.2" }, "destination"); // host bits set
+    const deleted = await api("POST", `/networks/${network.id}/actions/delete_route`, { destination: "0.0.0.0/0", gateway: "10.8.1.2" });
+    assert.equal(deleted.status, 201);
+    await waitFor(deleted.body.action);
+    assert.deepEqual((await api("GET", `/networks/${network.id}`)).body.network.routes, [
+      { destination: "192.168.0.0/24", gateway: "10.8.1.5" },
+    ]);
+    const gone = await api("POST", `/networks/${network.id}/actions/delete_route`, { destination: "0.0.0.0/0", gateway: "10.8.1.2" });
+    assert.equal(gone.status, 404);
+    assert.equal((await api("DELETE", `/networks/${network.id}`)).status, 204);
+  });
+
   it("counts requests per endpoint, the new ones included", function () {
     for (const route of [
       "GET /actions",

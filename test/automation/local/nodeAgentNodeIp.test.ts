@@ -1,6 +1,7 @@
 /**
  * The node agent's machine waits for its private address as the join script does (nodeIp.ts): no
- * join while the hot-plugged NIC is not up, and the script's failure once its wait is over. Without
+ * join while the hot-plugged NIC is not up, and the script's failure once its wait is over. A
+ * machine without public IPv4 joins only through the private network's NAT route. Without
  * a control plane: neither case gets as far as the join's first request.
  */
 import assert from "node:assert/strict";
@@ -12,18 +13,24 @@ import type { FakeServer } from "../../../automation/local/fakeHcloud/fakeHcloud
 
 const CA = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
 
+/** What every machine here renders its user data from. */
+const INPUTS = {
+  k0sVersion: "v1.33.4+k0s.0",
+  // Nothing listens there: a join that got as far as its first request would fail as transient.
+  joinToken: encodeK0sJoinToken({ apiServer: "https://127.0.0.1:9", caCertificate: CA, token: "abcdef.0123456789abcdef" }),
+  hostname: "c1-k0123456789ab",
+  providerID: "nodefleet:///c1/k0123456789ab",
+  labels: {},
+  taints: [],
+  kubelet: kubeletSchema.parse({}),
+  nodeIp: { subnet: "10.0.1.0/24" },
+};
+
 function server(waitSeconds: number, nicUpInMs: number): FakeServer {
-  const userData = renderK0sWorkerCloudConfig({
-    k0sVersion: "v1.33.4+k0s.0",
-    // Nothing listens there: a join that got as far as its first request would fail as transient.
-    joinToken: encodeK0sJoinToken({ apiServer: "https://127.0.0.1:9", caCertificate: CA, token: "abcdef.0123456789abcdef" }),
-    hostname: "c1-k0123456789ab",
-    providerID: "nodefleet:///c1/k0123456789ab",
-    labels: {},
-    taints: [],
-    kubelet: kubeletSchema.parse({}),
-    nodeIp: { subnet: "10.0.1.0/24" },
-  }).replace("NODEFLEET_NODE_IP_WAIT_SECONDS:-300", `NODEFLEET_NODE_IP_WAIT_SECONDS:-${waitSeconds}`);
+  const userData = renderK0sWorkerCloudConfig(INPUTS).replace(
+    "NODEFLEET_NODE_IP_WAIT_SECONDS:-300",
+    `NODEFLEET_NODE_IP_WAIT_SECONDS:-${waitSeconds}`,
+  );
   return {
     id: 7,
     name: "c1-k0123456789ab",
@@ -72,6 +79,51 @@ describe("node agent: the private address the join script waits for", function (
     await agent.tick();
     // The join's first request fails (nothing listens): it got past the wait.
     assert.equal(agent.machine(7), undefined);
+    assert.ok(
+      warnings.some((w) => /joining failed for now.*ECONNREFUSED/.test(w)),
+      warnings.join("\n"),
+    );
+  });
+});
+
+describe("node agent: a machine without public IPv4 (docs/networking.md)", function () {
+  /** The server of `server()` without its public IPv4, its user data routing through the private network or not. */
+  function privateOnly(egress: boolean): FakeServer {
+    const base = server(300, -1);
+    const userData = renderK0sWorkerCloudConfig({
+      ...INPUTS,
+      ...(egress ? { privateEgress: { gateway: "10.0.0.1", networkRange: "10.0.0.0/16" } } : {}),
+    });
+    return { ...base, ipv4: null, userData };
+  }
+  const agentWithRoutes = (s: FakeServer, routes: Array<{ destination: string; gateway: string }>) => {
+    const warnings: string[] = [];
+    const agent = new NodeAgent(
+      () => [s],
+      { info() {}, warn: (record, message) => warnings.push(`${message} ${JSON.stringify(record)}`) },
+      { networkRoutes: (id) => (id === 4 ? routes : []) },
+    );
+    return { agent, warnings };
+  };
+  const NAT_ROUTE = { destination: "0.0.0.0/0", gateway: "10.0.2.2" };
+
+  it("refuses one whose user data routes nothing through the private network: it could reach nothing", async function () {
+    const { agent } = agentWithRoutes(privateOnly(false), [NAT_ROUTE]);
+    await agent.tick();
+    const machine = agent.machine(7);
+    assert.equal(machine?.state, "refused");
+    assert.match((machine as { reason: string }).reason, /no public IPv4 and its user data routes nothing through the private network/);
+  });
+
+  it("waits while its network routes no 0.0.0.0/0, and joins once it does", async function () {
+    const routes: Array<{ destination: string; gateway: string }> = [];
+    const { agent, warnings } = agentWithRoutes(privateOnly(true), routes);
+    await agent.tick();
+    assert.equal(agent.machine(7), undefined, "not refused: waiting for its way out");
+    assert.deepEqual(warnings, []);
+    routes.push(NAT_ROUTE);
+    await agent.tick();
+    // The join's first request fails (nothing listens): it got past the route check.
     assert.ok(
       warnings.some((w) => /joining failed for now.*ECONNREFUSED/.test(w)),
       warnings.join("\n"),

@@ -1,6 +1,6 @@
 // Command pulumi-resource-hcloud is nodefleet's stand-in for the Pulumi hcloud provider plugin (its
 // module and the Terraform provider it bridges are not served by the Go module proxy). It implements
-// the resources and look-ups nodefleet's programs declare (Network, NetworkSubnet, Firewall,
+// the resources and look-ups nodefleet's programs declare (Network, NetworkSubnet, NetworkRoute, Firewall,
 // PlacementGroup, Server; getNetwork, getFirewall) with @pulumi/hcloud's type tokens and property
 // names and terraform-provider-hcloud's replacement rules, on Hetzner's own Go client, so it runs
 // against the real API or, through `endpoint`/HCLOUD_ENDPOINT, the local cloud's fake.
@@ -23,6 +23,7 @@ func main() {
 	resources := map[string]nativeprovider.Resource{
 		"hcloud:index/network:Network":               network{api},
 		"hcloud:index/networkSubnet:NetworkSubnet":   networkSubnet{api},
+		"hcloud:index/networkRoute:NetworkRoute":     networkRoute{api},
 		"hcloud:index/firewall:Firewall":             firewall{api},
 		"hcloud:index/placementGroup:PlacementGroup": placementGroup{api},
 		"hcloud:index/server:Server":                 server{api},

@@ -85,6 +85,14 @@ func (s server) Create(ctx context.Context, inputs resource.PropertyMap, preview
 	for _, id := range nativeprovider.Numbers(inputs, "firewallIds") {
 		opts.Firewalls = append(opts.Firewalls, &hcloud.ServerCreateFirewall{Firewall: hcloud.Firewall{ID: int64(id)}})
 	}
+	// A server with neither public IPv4 nor IPv6 but networks is created stopped and started once its
+	// networks are attached, as upstream does (terraform-provider-hcloud server/resource.go,
+	// onServerCreateWithoutPublicNet): it would boot with no network at all otherwise.
+	noPublicNet := opts.PublicNet != nil && !opts.PublicNet.EnableIPv4 && !opts.PublicNet.EnableIPv6 &&
+		len(nativeprovider.Maps(inputs, "networks")) > 0
+	if noPublicNet {
+		opts.StartAfterCreate = hcloud.Ptr(false)
+	}
 	if nativeprovider.Has(inputs, "placementGroupId") {
 		// Looked up first, as upstream's create does: a deleted group is named, not an API 422.
 		if opts.PlacementGroup, err = s.placementGroup(ctx, int64(nativeprovider.Number(inputs, "placementGroupId"))); err != nil {
@@ -105,6 +113,12 @@ func (s server) Create(ctx context.Context, inputs resource.PropertyMap, preview
 	for _, n := range nativeprovider.Maps(inputs, "networks") {
 		if err := s.attach(ctx, created.Server, n); err != nil {
 			return id, outs, fmt.Errorf("networks: attach to %d: %w", int64(nativeprovider.Number(n, "networkId")), err)
+		}
+	}
+	if noPublicNet {
+		// Upstream powers on, off and on again here (its "workaround for network interface issue").
+		if err := s.powerCycleAfterAttach(ctx, created.Server); err != nil {
+			return id, outs, err
 		}
 	}
 	if err := s.protect(ctx, created.Server, resource.PropertyMap{}, inputs); err != nil {
@@ -154,6 +168,35 @@ func publicNet(inputs resource.PropertyMap) *hcloud.ServerCreatePublicNet {
 	}
 	enabled := func(key string) bool { return !nativeprovider.Has(nets[0], key) || nativeprovider.Bool(nets[0], key) }
 	return &hcloud.ServerCreatePublicNet{EnableIPv4: enabled("ipv4Enabled"), EnableIPv6: enabled("ipv6Enabled")}
+}
+
+// powerCycleAfterAttach starts a server created stopped, then powers it off and on once more, as
+// upstream does for a server without public net; each power-on is tried five times, as upstream's
+// powerOnServer (control.Retry with its default tries).
+func (s server) powerCycleAfterAttach(ctx context.Context, srv *hcloud.Server) error {
+	api, err := s.api()
+	if err != nil {
+		return err
+	}
+	powerOn := func() error {
+		return retry(ctx, 5, func() error {
+			action, _, err := api.Server.Poweron(ctx, srv)
+			if err != nil {
+				return err
+			}
+			return s.wait(ctx, action)
+		})
+	}
+	if err := powerOn(); err != nil {
+		return fmt.Errorf("power on after attaching networks: %w", err)
+	}
+	if err := s.call(ctx, func() (*hcloud.Action, *hcloud.Response, error) { return api.Server.Poweroff(ctx, srv) }); err != nil {
+		return fmt.Errorf("power off after attaching networks: %w", err)
+	}
+	if err := powerOn(); err != nil {
+		return fmt.Errorf("power on after attaching networks: %w", err)
+	}
+	return nil
 }
 
 // sshKeys resolves names or ids, as the upstream provider accepts both.

@@ -1,7 +1,8 @@
 /**
  * The toolchain's `nodefleet-karpenter` (Karpenter's core controllers with nodefleet's driver) as a
- * child process against a cluster: outside the cluster, with the admin kubeconfig, no leader
- * election, and metrics and health probes on free ports (Karpenter's defaults, 8080 and 8081, are
+ * child process against a cluster: outside the cluster, with the kubeconfig it is given (the admin's,
+ * or a ServiceAccount's to run under a chart's RBAC), no leader election unless asked for (replicas
+ * then share one Lease, as the chart's Deployment does), and metrics and health probes on free ports (Karpenter's defaults, 8080 and 8081, are
  * the scaling API's and the fake Hetzner API's). With a pid file, a controller left by a run that was
  * killed outright is stopped by the next start, and a second start beside a live one is refused.
  */
@@ -41,6 +42,11 @@ export interface KarpenterControllerOptions {
   readonly onOutput?: (chunk: Buffer) => void;
   /** Records {pid, binary, owner} here while it runs (see the file comment). */
   readonly pidFile?: string;
+  /**
+   * Karpenter's leader election on, with this Lease (its operator's LEADER_ELECTION_NAME and
+   * LEADER_ELECTION_NAMESPACE, which it needs outside a cluster). Default: off, the only replica.
+   */
+  readonly leaderElection?: { readonly name: string; readonly namespace: string };
 }
 
 export interface KarpenterController {
@@ -105,7 +111,10 @@ export async function startKarpenterController(options: KarpenterControllerOptio
       ...env,
       KUBECONFIG: options.kubeconfig,
       SYSTEM_NAMESPACE: options.namespace ?? KARPENTER_NAMESPACE,
-      DISABLE_LEADER_ELECTION: "true",
+      DISABLE_LEADER_ELECTION: options.leaderElection ? "false" : "true",
+      ...(options.leaderElection
+        ? { LEADER_ELECTION_NAME: options.leaderElection.name, LEADER_ELECTION_NAMESPACE: options.leaderElection.namespace }
+        : {}),
       METRICS_PORT: String(metricsPort),
       HEALTH_PROBE_PORT: String(healthPort),
       LOG_LEVEL: options.logLevel ?? "info",

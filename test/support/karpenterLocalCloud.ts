@@ -4,20 +4,31 @@
  * on it, Karpenter's CRDs, a token Secret, a NodefleetNodeClass and a NodePool mirroring the
  * burst pool (automation/local/karpenterObjects.ts, as `nodefleet local karpenter` applies them),
  * and the toolchain's `nodefleet-karpenter` controller against the real control plane
- * (automation/local/karpenterController.ts). Everything listens on 127.0.0.1 and stops with `stop()`.
+ * (automation/local/karpenterController.ts). With `chart`, the driver's Helm charts are installed
+ * instead (test/support/karpenterChart.ts) and the Deployment's replicas run as local processes,
+ * each authenticated as the chart's ServiceAccount (a TokenRequest token) with leader election as
+ * the Deployment sets it. Everything listens on 127.0.0.1 and stops with `stop()`.
  */
-import { rmSync } from "node:fs";
+import { mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { parseFleetSpec } from "../../components/fleet/fleetSpec";
 import { type KarpenterController, startKarpenterController } from "../../automation/local/karpenterController";
 import {
+  KARPENTER_NAMESPACE,
+  TOKEN_SECRET,
   applyKarpenterObjects,
   autoscaledPoolOf,
+  createObject,
   inflateDeployment,
   karpenterObjects,
   nodeClassReadiness,
+  nodePool,
+  tokenSecret,
 } from "../../automation/local/karpenterObjects";
-import { kube } from "../../automation/local/kubeClient";
+import { type KubeIdentity, kube } from "../../automation/local/kubeClient";
+import type { HcloudAutoscaledPool } from "../../components/fleet/fleetSpec";
+import { chartDeployment, helmInstallCharts } from "./karpenterChart";
+import { writeServiceAccountKubeconfig } from "./serviceAccountKubeconfig";
 import { type LocalCloud, startLocalCloud } from "../../automation/local/localCloud";
 import { TOKEN } from "./apiHarness";
 import { type HcloudExchange, recordHcloudExchanges } from "./hcloudOpenApi";
@@ -26,7 +37,7 @@ import { LOCAL_STACK, runPulumi } from "../../automation/local/localStack";
 import { configValues, readStackConfigFile } from "../../automation/stackConfigFile";
 import { localStackProject } from "./localStackProject";
 import { until } from "./until";
-import { type ServeProcess, startServe } from "./serveProcess";
+import { type ServeProcess, startServe, stopServe } from "./serveProcess";
 import { LOCAL_CLOUD_TOOLS } from "./toolchainRequirement";
 
 /** The toolchain pieces the loop needs. */
@@ -46,7 +57,14 @@ export interface KubeItem {
 /** A fake API server of the burst pool; its `nodefleet.io/node` label is the API's nodeID. */
 export interface KarpenterLoop {
   readonly cloud: LocalCloud;
+  /** The scaling API now (another process after `startApi`). */
   readonly serve: ServeProcess;
+  /** The controllers started: one, or the chart's replicas (in the Deployment's order). */
+  readonly controllers: readonly KarpenterController[];
+  /** Stops the scaling API (SIGTERM): its port refuses connections until `startApi`. */
+  stopApi(): Promise<void>;
+  /** Starts the scaling API again on the same data directory and port (the NodeClass's endpoint). */
+  startApi(): Promise<void>;
   /** Every exchange with the fake Hetzner API so far (checked against Hetzner's OpenAPI document). */
   readonly hcloudExchanges: readonly HcloudExchange[];
   /** GET of a Kubernetes list as the admin. */
@@ -73,6 +91,12 @@ export interface KarpenterLoopOptions {
   readonly dropCreateAnswers?: number;
   /** The driver's garbage collection grace (INSTANCE_GC_GRACE, a Go duration). Default: the driver's. */
   readonly instanceGcGrace?: string;
+  /**
+   * Install with the Helm charts (NodeClass and NodePool from values) and run the Deployment's
+   * replicas under the chart's ServiceAccount and RBAC, leader election as the chart sets it,
+   * instead of applying the objects and running one controller as the admin.
+   */
+  readonly chart?: boolean;
 }
 
 export async function startKarpenterLoop(dir: string, options: KarpenterLoopOptions = {}): Promise<KarpenterLoop> {
@@ -92,59 +116,77 @@ export async function startKarpenterLoop(dir: string, options: KarpenterLoopOpti
     onFakeHcloud: (fake) => recordHcloudExchanges(fake, hcloudExchanges),
   });
   let serve: ServeProcess | undefined;
-  let controller: KarpenterController | undefined;
-  let controllerLog = () => "";
+  const controllers: KarpenterController[] = [];
+  const controllerLog = () =>
+    controllers.map((c, i) => (controllers.length > 1 ? `controller ${i}:\n` : "") + c.log().slice(-4000 / controllers.length)).join("\n");
   const stop = async () => {
-    await controller?.stop();
-    serve?.child.kill("SIGTERM");
-    await serve?.exited();
+    await Promise.all(controllers.map((c) => c.stop()));
+    await stopServe(serve);
     await cloud.stop();
     rmSync(dir, { recursive: true, force: true });
   };
   try {
     await runPulumi(["up", "--stack", "local", "--yes", "--skip-preview", "--non-interactive"], project, cloud.env);
-    serve = await startServe(
-      join(dir, "serve"),
-      {
-        ...cloud.env,
-        NODEFLEET_BATCH_IDLE_MS: "300",
-        NODEFLEET_API_TOKENS: `local:${TOKEN}`,
-        ...(options.dropCreateAnswers !== undefined ? { NODEFLEET_SIM_DROP_CREATE_ANSWERS: String(options.dropCreateAnswers) } : {}),
-      },
-      { stack: "local", engine: "automation", cwd: project, clusterId: "local", startTimeoutMs: 120_000 },
-    );
-    const served = serve;
+    const serveEnv = {
+      ...cloud.env,
+      NODEFLEET_BATCH_IDLE_MS: "300",
+      NODEFLEET_API_TOKENS: `local:${TOKEN}`,
+      ...(options.dropCreateAnswers !== undefined ? { NODEFLEET_SIM_DROP_CREATE_ANSWERS: String(options.dropCreateAnswers) } : {}),
+    };
+    const runServe = (port?: number) =>
+      startServe(join(dir, "serve"), serveEnv, {
+        stack: "local",
+        engine: "automation",
+        cwd: project,
+        clusterId: "local",
+        startTimeoutMs: 120_000,
+        ...(port !== undefined ? { port } : {}),
+      });
+    serve = await runServe();
+    const endpoint = serve.baseUrl;
     const admin = cloud.plane.admin;
     const list = async (path: string) => ((await kube(admin, "GET", path)) as { items: KubeItem[] }).items;
     const waitFor = <T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 300_000) =>
-      until(what, probe, timeoutMs, () => `controller:\n${controllerLog().slice(-4000)}\nserve:\n${served.stderr().slice(-2000)}`);
+      until(what, probe, timeoutMs, () => `controller:\n${controllerLog()}\nserve:\n${serve?.stderr().slice(-2000) ?? ""}`);
 
     // The burst pool as the stack file declares it: the NodePool mirrors its server types, limits, labels and taints.
     const burst = autoscaledPoolOf(parseFleetSpec(configValues(readStackConfigFile(LOCAL_STACK, project).config)), "local-burst");
-    await applyKarpenterObjects(
-      admin,
-      karpenterObjects({
-        pool: burst,
-        clusterId: "local",
-        endpoint: served.baseUrl,
-        token: TOKEN,
-        nodeClassName: "default",
-        nodePoolName: "burst",
-        consolidateAfter: options.consolidateAfter ?? "5s",
-      }),
-    );
-
-    controller = await startKarpenterController({
-      kubeconfig: cloud.plane.adminKubeconfig,
-      ...(options.instanceGcGrace !== undefined ? { env: { ...process.env, INSTANCE_GC_GRACE: options.instanceGcGrace } } : {}),
-    });
-    const started = controller;
-    controllerLog = () => started.log();
+    if (options.chart) {
+      controllers.push(...(await startWithChart(dir, cloud, endpoint, burst, options)));
+    } else {
+      await applyKarpenterObjects(
+        admin,
+        karpenterObjects({
+          pool: burst,
+          clusterId: "local",
+          endpoint,
+          token: TOKEN,
+          nodeClassName: "default",
+          nodePoolName: "burst",
+          consolidateAfter: options.consolidateAfter ?? "5s",
+        }),
+      );
+      controllers.push(
+        await startKarpenterController({
+          kubeconfig: cloud.plane.adminKubeconfig,
+          ...(options.instanceGcGrace !== undefined ? { env: { ...process.env, INSTANCE_GC_GRACE: options.instanceGcGrace } } : {}),
+        }),
+      );
+    }
 
     await waitFor("the NodeClass Ready", async () => ((await nodeClassReadiness(admin, "default"))?.ready ? true : undefined));
     return {
       cloud,
-      serve: served,
+      get serve() {
+        return serve!;
+      },
+      controllers,
+      async stopApi() {
+        await stopServe(serve);
+      },
+      async startApi() {
+        serve = await runServe(Number(new URL(endpoint).port));
+      },
       hcloudExchanges,
       list,
       waitFor,
@@ -167,4 +209,74 @@ export async function startKarpenterLoop(dir: string, options: KarpenterLoopOpti
     await stop();
     throw error;
   }
+}
+
+/**
+ * Installs the charts for `pool` (the token Secret made beforehand, as docs/karpenter.md says) and
+ * starts the Deployment's replicas: each a controller with its own TokenRequest token of the chart's
+ * ServiceAccount, so the chart's RBAC is all it may do, and the Deployment's environment.
+ */
+async function startWithChart(
+  dir: string,
+  cloud: LocalCloud,
+  endpoint: string,
+  pool: HcloudAutoscaledPool,
+  options: KarpenterLoopOptions,
+): Promise<KarpenterController[]> {
+  const admin: KubeIdentity = cloud.plane.admin;
+  const namespace = KARPENTER_NAMESPACE;
+  await createObject(admin, { apiVersion: "v1", kind: "Namespace", metadata: { name: namespace } });
+  await createObject(admin, tokenSecret(TOKEN));
+  // The NodePool's requirements, limits and taints as the objects mode builds them from the pool.
+  const mirrored = nodePool(pool, { name: "burst", nodeClassName: "default" }).spec as {
+    template: { spec: { requirements: unknown[]; taints?: unknown[] } };
+    limits: Record<string, string>;
+  };
+  await helmInstallCharts(admin, {
+    kubeconfig: cloud.plane.adminKubeconfig,
+    namespace,
+    workDir: join(dir, "helm"),
+    values: {
+      api: { endpoint, clusterID: "local", pool: pool.name },
+      token: { existingSecret: TOKEN_SECRET },
+      nodeClass: { create: true, name: "default" },
+      nodePool: {
+        create: true,
+        name: "burst",
+        requirements: mirrored.template.spec.requirements,
+        taints: mirrored.template.spec.taints ?? [],
+        limits: mirrored.limits,
+        consolidateAfter: options.consolidateAfter ?? "5s",
+      },
+      ...(options.instanceGcGrace !== undefined ? { instanceGC: { grace: options.instanceGcGrace } } : {}),
+    },
+  });
+  const deployment = await chartDeployment(admin, namespace);
+  const { env } = deployment;
+  const leaderElection =
+    env.DISABLE_LEADER_ELECTION === "false" && env.LEADER_ELECTION_NAME && env.LEADER_ELECTION_NAMESPACE
+      ? { name: env.LEADER_ELECTION_NAME, namespace: env.LEADER_ELECTION_NAMESPACE }
+      : undefined;
+  const kubeconfigs = join(dir, "kubeconfigs");
+  mkdirSync(kubeconfigs, { recursive: true, mode: 0o700 });
+  const started: KarpenterController[] = [];
+  try {
+    for (let replica = 0; replica < deployment.replicas; replica++) {
+      const kubeconfig = join(kubeconfigs, `replica-${replica}.kubeconfig`);
+      await writeServiceAccountKubeconfig({ admin, namespace, serviceAccount: deployment.serviceAccountName, file: kubeconfig });
+      started.push(
+        await startKarpenterController({
+          kubeconfig,
+          namespace: env.SYSTEM_NAMESPACE ?? namespace,
+          env: { ...process.env, ...env },
+          ...(env.LOG_LEVEL ? { logLevel: env.LOG_LEVEL } : {}),
+          ...(leaderElection ? { leaderElection } : {}),
+        }),
+      );
+    }
+  } catch (error) {
+    await Promise.all(started.map((c) => c.stop()));
+    throw error;
+  }
+  return started;
 }

@@ -1,6 +1,6 @@
 /**
  * The `nodefleet-karpenter` child process, with a stand-in script for the binary: the settings it
- * gets (kubeconfig, namespace, no leader election, free metrics and health ports), the pid file
+ * gets (kubeconfig, namespace, no leader election unless asked for, free metrics and health ports), the pid file
  * while it runs, a stop that leaves nothing behind, a leftover of a run killed outright stopped by
  * the next start, a second start beside a live one refused, and the missing binary named with the
  * command that builds it.
@@ -97,6 +97,32 @@ describe("the nodefleet-karpenter process", function () {
     assert.equal(await controller.exited, 0);
     assert.ok(!alive(pid), "the controller is gone");
     assert.ok(!existsSync(pidFile), "the pid file is gone");
+  });
+
+  it("runs with leader election on, on the Lease it is given, when asked (a replica of the chart's Deployment)", async function () {
+    const controller = await startKarpenterController({
+      kubeconfig: "/tmp/replica.kubeconfig",
+      env: { ...env, DISABLE_LEADER_ELECTION: "true" },
+      leaderElection: { name: "nodefleet-karpenter-leader-election", namespace: "karpenter" },
+    });
+    try {
+      const pid = controller.child.pid!;
+      const settings = await until(
+        "the stand-in's environment",
+        () => {
+          const file = join(bin, `env-${pid}`);
+          return existsSync(file) && readFileSync(file, "utf8").includes("HEALTH_PROBE_PORT") ? readFileSync(file, "utf8") : undefined;
+        },
+        10_000,
+        () => controller.log(),
+        50,
+      );
+      assert.match(settings, /^DISABLE_LEADER_ELECTION=false$/m, "the option wins over the environment");
+      assert.match(settings, /^LEADER_ELECTION_NAME=nodefleet-karpenter-leader-election$/m);
+      assert.match(settings, /^LEADER_ELECTION_NAMESPACE=karpenter$/m);
+    } finally {
+      await controller.stop();
+    }
   });
 
   it("stops a controller left by a run that was killed outright, and refuses to start beside a live one", async function () {

@@ -244,11 +244,6 @@ function money(nanos: number): { currency_code: string; units: number; nanos: nu
   return { currency_code: "EUR", units: Math.floor(nanos / 1e9), nanos: nanos % 1e9 };
 }
 
-export function offerByName(name: string): [string, OfferFigures] | undefined {
-  const found = Object.entries(ELASTIC_METAL_OFFERS).find(([n]) => n.toLowerCase() === name.toLowerCase());
-  return found;
-}
-
 export function offerById(id: string): [string, OfferFigures] | undefined {
   return Object.entries(ELASTIC_METAL_OFFERS).find(([, o]) => o.id === id);
 }

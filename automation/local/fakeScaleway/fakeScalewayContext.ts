@@ -64,7 +64,7 @@ export function queryValues(request: FastifyRequest, name: string): string[] {
 }
 
 /** A path parameter. */
-export function param(request: FastifyRequest, name: string): string {
+function param(request: FastifyRequest, name: string): string {
   return (request.params as Record<string, string>)[name] ?? "";
 }
 

@@ -33,7 +33,7 @@ function ipv6Subnet(id: string): string {
 }
 
 /** The region's default VPC, created on first use as on a fresh Scaleway project. */
-export function defaultVpc(ctx: FakeScalewayContext, region: string): FakeVpc {
+function defaultVpc(ctx: FakeScalewayContext, region: string): FakeVpc {
   const existing = ctx.state.all("vpcs").find((v) => v.region === region && v.isDefault);
   if (existing) return existing;
   return ctx.state.put("vpcs", {
@@ -52,7 +52,7 @@ function anyTag(request: FastifyRequest, tags: readonly string[]): boolean {
   return wanted.length === 0 || wanted.some((t) => tags.includes(t));
 }
 
-export function privateNetworkJson(ctx: FakeScalewayContext, pn: FakePrivateNetwork): Record<string, unknown> {
+function privateNetworkJson(ctx: FakeScalewayContext, pn: FakePrivateNetwork): Record<string, unknown> {
   const subnet = (s: { id: string; subnet: string; createdAt: string }) => ({
     id: s.id,
     created_at: s.createdAt,
@@ -102,7 +102,7 @@ function vpcJson(ctx: FakeScalewayContext, vpc: FakeVpc): Record<string, unknown
   };
 }
 
-export function ipJson(ip: FakeIpamIp, projectId: string): Record<string, unknown> {
+function ipJson(ip: FakeIpamIp, projectId: string): Record<string, unknown> {
   return {
     id: ip.id,
     address: ip.address,

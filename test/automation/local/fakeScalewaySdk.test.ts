@@ -77,7 +77,13 @@ describe("fake Scaleway API through scaleway-sdk-go", function () {
       FAKE_SCW_PROJECT_ID: projectId,
     });
     assert.equal(code, 0, output);
-    for (const name of ["TestCatalogThroughTheSdk", "TestServersThroughTheSdk", "TestErrorsThroughTheSdk", "TestNetworksThroughTheSdk"])
+    for (const name of [
+      "TestStrictCheckReportsInventedOmittedAndMistypedFields",
+      "TestCatalogThroughTheSdk",
+      "TestServersThroughTheSdk",
+      "TestErrorsThroughTheSdk",
+      "TestNetworksThroughTheSdk",
+    ])
       assert.match(output, new RegExp(`--- PASS: ${name} `), `${name} did not pass:\n${output}`);
     assert.doesNotMatch(output, /--- SKIP/, output);
     // Every route family was exercised, through the SDK.

@@ -17,17 +17,20 @@ function parsePort(value: string): number {
 }
 
 export function registerLocalCommand(program: Command): void {
-  const local = program.command("local").description("a fake Hetzner Cloud, a real Kubernetes control plane and a node agent on 127.0.0.1");
+  const local = program
+    .command("local")
+    .description("a fake Hetzner Cloud and Scaleway, a real Kubernetes control plane and a node agent on 127.0.0.1");
   local
     .command("up")
     .description("start the local cloud in the foreground and print the environment that uses it")
     .option("--data-dir <dir>", "where the local cloud keeps its state (under <dir>/local)", "./.nodefleet")
     .option("--hcloud-port <n>", "port of the fake Hetzner API", parsePort, 8081)
+    .option("--scaleway-port <n>", "port of the fake Scaleway API (default 8082, a free one with --hcloud-port 0)", parsePort)
     .option("--project-dir <dir>", "the Pulumi project that gets the generated stacks/Pulumi.local.yaml", ".")
     .option("--json", 'print the environment as one JSON document {"env": {...}}')
-    .action(async (opts: { dataDir: string; hcloudPort: number; projectDir: string; json?: boolean }) => {
+    .action(async (opts: { dataDir: string; hcloudPort: number; scalewayPort?: number; projectDir: string; json?: boolean }) => {
       const logger = pino({ name: "nodefleet-local", level: process.env.NODEFLEET_LOG_LEVEL ?? "info" }, pino.destination(2));
-      process.stderr.write("nodefleet local: starting the fake Hetzner API, the control plane and the node agent...\n");
+      process.stderr.write("nodefleet local: starting the fake Hetzner and Scaleway APIs, the control plane and the node agent...\n");
       const projectDir = resolve(opts.projectDir);
       const hasProject = existsSync(join(projectDir, "Pulumi.yaml"));
       if (!hasProject)
@@ -35,6 +38,7 @@ export function registerLocalCommand(program: Command): void {
       const cloud = await startLocalCloud({
         dataDir: opts.dataDir,
         hcloudPort: opts.hcloudPort,
+        ...(opts.scalewayPort !== undefined ? { scalewayPort: opts.scalewayPort } : {}),
         logger,
         ...(hasProject ? { projectDir } : {}),
       });

@@ -1,10 +1,10 @@
 /**
- * `nodefleet local up`: the kwok of nodefleet. A fake Hetzner Cloud API, a real control plane from
+ * `nodefleet local up`: the kwok of nodefleet. A fake Hetzner Cloud API, a fake Scaleway API, a real control plane from
  * the toolchain and the node agent, all on 127.0.0.1 and kept in `<dataDir>/local/` (a restart
  * keeps the fake cloud's servers and the cluster), plus the environment that points Pulumi, the
  * hcloud provider, kubectl and the scaling API at them.
  */
-import { randomBytes } from "node:crypto";
+import { randomBytes, randomUUID } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { acquireDataDirLock } from "../store/dataDirLock";
@@ -15,6 +15,7 @@ import { localPath } from "./localPath";
 import { knobsFromEnv } from "../simulated/simulationKnobs";
 import { type ControlPlane, controlPlaneBinaries, startControlPlane } from "./controlPlane";
 import { type FakeHcloud, buildFakeHcloud } from "./fakeHcloud/fakeHcloudApi";
+import { type FakeScaleway, buildFakeScaleway } from "./fakeScaleway/fakeScalewayApi";
 import { NodeAgent, type NodeAgentLogger } from "./nodeAgent";
 import { writeLocalStack } from "./localStack";
 import { ensureLocalSshKey } from "./localSshKey";
@@ -24,12 +25,16 @@ export interface LocalCloudOptions {
   readonly dataDir: string;
   /** Port of the fake Hetzner API. Default 8081; 0 picks a free one. */
   readonly hcloudPort?: number;
+  /** Port of the fake Scaleway API. Default 8082, or a free one when `hcloudPort` is 0; 0 picks a free one. */
+  readonly scalewayPort?: number;
   /** Node agent pass interval. Default 2 s. */
   readonly agentIntervalMs?: number;
   readonly env?: NodeJS.ProcessEnv;
   readonly logger: NodeAgentLogger;
   /** Called with the fake Hetzner API before it listens (tests record its exchanges). */
   readonly onFakeHcloud?: (fake: FakeHcloud) => void;
+  /** Called with the fake Scaleway API before it listens. */
+  readonly onFakeScaleway?: (fake: FakeScaleway) => void;
   /** The Pulumi project (a folder with Pulumi.yaml) that gets the generated `local` stack; none: no stack file. */
   readonly projectDir?: string;
 }
@@ -37,6 +42,7 @@ export interface LocalCloudOptions {
 export interface LocalCloud {
   readonly plane: ControlPlane;
   readonly hcloud: FakeHcloud;
+  readonly scaleway: FakeScaleway;
   readonly agent: NodeAgent;
   /** The environment to use the local cloud with. */
   readonly env: Record<string, string>;
@@ -49,10 +55,29 @@ export class LocalCloudError extends Error {
   override readonly name = "LocalCloudError";
 }
 
-/** The fake API's token: generated once, kept 0600 in the data directory. */
-function fakeApiToken(file: string): string {
-  if (!existsSync(file)) writeFileSync(file, `${randomBytes(32).toString("hex")}\n`, { mode: 0o600, flag: "wx" });
+/** A fake API's secret: generated once, kept 0600 in the data directory. */
+function fakeApiToken(file: string, generate: () => string = () => randomBytes(32).toString("hex")): string {
+  if (!existsSync(file)) writeFileSync(file, `${generate()}\n`, { mode: 0o600, flag: "wx" });
   return readFileSync(file, "utf8").trim();
+}
+
+/** A Scaleway access key's shape: `SCW` and 17 upper-case letters or digits (it only names the key). */
+function scalewayAccessKey(): string {
+  const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+  return `SCW${[...randomBytes(17)].map((b) => alphabet[b % alphabet.length]).join("")}`;
+}
+
+/** Starts a fake API on 127.0.0.1, naming it in the error when the port is taken. */
+async function listenOnLoopback(
+  app: { listen(o: { port: number; host: string }): Promise<string> },
+  port: number,
+  what: string,
+): Promise<string> {
+  try {
+    return await app.listen({ port, host: "127.0.0.1" });
+  } catch (error) {
+    throw new LocalCloudError(`the fake ${what} API cannot listen on 127.0.0.1:${port}: ${(error as Error).message}`);
+  }
 }
 
 export function shellExport(env: Record<string, string>): string {
@@ -72,6 +97,7 @@ export async function startLocalCloud(options: LocalCloudOptions): Promise<Local
   const lock = acquireDataDirLock(dir);
   let plane: ControlPlane | undefined;
   let hcloud: FakeHcloud | undefined;
+  let scaleway: FakeScaleway | undefined;
   let agent: NodeAgent | undefined;
   try {
     const token = fakeApiToken(join(dir, "hcloud-token"));
@@ -91,12 +117,22 @@ export async function startLocalCloud(options: LocalCloudOptions): Promise<Local
     });
     options.onFakeHcloud?.(hcloud);
     const port = options.hcloudPort ?? 8081;
-    let address: string;
-    try {
-      address = await hcloud.app.listen({ port, host: "127.0.0.1" });
-    } catch (error) {
-      throw new LocalCloudError(`the fake Hetzner API cannot listen on 127.0.0.1:${port}: ${(error as Error).message}`);
-    }
+    const address = await listenOnLoopback(hcloud.app, port, "Hetzner");
+    // The Scaleway project: a secret key (a UUID, as Scaleway's are), an access key and a project id.
+    const scwSecretKey = fakeApiToken(join(dir, "scaleway-secret-key"), () => randomUUID());
+    const scwAccessKey = fakeApiToken(join(dir, "scaleway-access-key"), scalewayAccessKey);
+    const scwProjectId = fakeApiToken(join(dir, "scaleway-project-id"), () => randomUUID());
+    scaleway = buildFakeScaleway({
+      secretKey: scwSecretKey,
+      projectId: scwProjectId,
+      stateFile: join(dir, "scaleway-state.json"),
+      installMs: knobs.scwInstallMs,
+      vlanDelayMs: knobs.scwVlanDelayMs,
+      missingPermissions: knobs.scwMissingPermissions,
+      outOfStock: knobs.outOfStock,
+    });
+    options.onFakeScaleway?.(scaleway);
+    const scwAddress = await listenOnLoopback(scaleway.app, options.scalewayPort ?? (port === 0 ? 0 : 8082), "Scaleway");
     // The key the local stack's pools name, uploaded as a user would before their first `pulumi up`.
     await ensureLocalSshKey(new HcloudClient({ token, baseUrl: address }));
     // The admin kubeconfig beside env, where `kubectl --kubeconfig <dataDir>/local/admin.kubeconfig` finds it.
@@ -114,6 +150,14 @@ export async function startLocalCloud(options: LocalCloudOptions): Promise<Local
     const localEnv: Record<string, string> = {
       HCLOUD_ENDPOINT: `${address}`,
       HCLOUD_TOKEN: token,
+      // The variables scaleway-sdk-go and the Scaleway provider read (scw/env.go).
+      SCW_API_URL: scwAddress,
+      SCW_ACCESS_KEY: scwAccessKey,
+      SCW_SECRET_KEY: scwSecretKey,
+      SCW_DEFAULT_PROJECT_ID: scwProjectId,
+      SCW_DEFAULT_ORGANIZATION_ID: scwProjectId,
+      SCW_DEFAULT_REGION: "fr-par",
+      SCW_DEFAULT_ZONE: "fr-par-2",
       KUBECONFIG: plane.adminKubeconfig,
       PULUMI_BACKEND_URL: fileBackendUrl(join(dir, "pulumi-state")),
       ...passphrase,
@@ -129,16 +173,19 @@ export async function startLocalCloud(options: LocalCloudOptions): Promise<Local
     writeFileSync(join(dir, "env.json"), `${JSON.stringify({ env: localEnv }, null, 2)}\n`, { mode: 0o600 });
     const startedPlane = plane;
     const startedAgent = agent;
+    const startedScaleway = scaleway;
     const stackFile = options.projectDir ? await writeLocalStack(options.projectDir, startedPlane, localEnv) : undefined;
     return {
       stackFile,
       plane: startedPlane,
       hcloud: fake,
+      scaleway: startedScaleway,
       agent: startedAgent,
       env: localEnv,
       stop: async () => {
         startedAgent.stop();
         await fake.app.close();
+        await startedScaleway.app.close();
         await startedPlane.stop();
         lock.release();
       },
@@ -146,6 +193,7 @@ export async function startLocalCloud(options: LocalCloudOptions): Promise<Local
   } catch (error) {
     agent?.stop();
     await hcloud?.app.close();
+    await scaleway?.app.close();
     await plane?.stop();
     lock.release();
     throw error;

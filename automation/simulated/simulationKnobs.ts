@@ -23,6 +23,18 @@ export interface SimulationKnobs {
    * after its create this long after the attach action. Default 0.
    */
   readonly privateNicDelayMs?: number;
+  /** NODEFLEET_SIM_SCW_INSTALL_MS (local cloud only): how long an Elastic Metal OS install runs. Default 2000. */
+  readonly scwInstallMs?: number;
+  /**
+   * NODEFLEET_SIM_SCW_VLAN_DELAY_MS (local cloud only): an Elastic Metal private-network attachment
+   * reports its VLAN tag this long after it is `attached` (null until then). Default 0.
+   */
+  readonly scwVlanDelayMs?: number;
+  /**
+   * NODEFLEET_SIM_SCW_MISSING_PERMISSIONS (local cloud only): Scaleway permission sets the fake's API
+   * key lacks, e.g. `ElasticMetalFullAccess`; requests that need one fail with 403. Default none.
+   */
+  readonly scwMissingPermissions?: readonly string[];
 }
 
 const DEFAULT_BOOT_DELAY_MS = 2000;
@@ -43,6 +55,17 @@ function listFrom(text: string | undefined): string[] | undefined {
     .filter((s) => s.length > 0);
 }
 
+/** A list of Scaleway permission set names (`ElasticMetalFullAccess`, `IPAMReadOnly`, ...). */
+function permissionSetsFrom(text: string | undefined): string[] | undefined {
+  const sets = listFrom(text);
+  const bad = sets?.find((s) => !/^[A-Z][A-Za-z0-9]*(FullAccess|ReadOnly)$/.test(s));
+  if (bad !== undefined)
+    throw new Error(
+      `NODEFLEET_SIM_SCW_MISSING_PERMISSIONS must list permission set names such as ElasticMetalFullAccess, got ${JSON.stringify(bad)}`,
+    );
+  return sets;
+}
+
 /** Whether a create of `serverType` fails as over quota under the knob's list (`*`: every type). */
 export function overQuota(quotaExceeded: readonly string[], serverType: string): boolean {
   return quotaExceeded.includes("*") || quotaExceeded.includes(serverType);
@@ -58,6 +81,9 @@ export function knobsFromEnv(env: NodeJS.ProcessEnv): Partial<SimulationKnobs> {
     crashAfterSteps: crash === undefined ? undefined : Math.floor(crash),
     seed: env.NODEFLEET_SIM_SEED || undefined,
     privateNicDelayMs: numberFrom("NODEFLEET_SIM_PRIVATE_NIC_DELAY_MS", env.NODEFLEET_SIM_PRIVATE_NIC_DELAY_MS, 0, 86_400_000),
+    scwInstallMs: numberFrom("NODEFLEET_SIM_SCW_INSTALL_MS", env.NODEFLEET_SIM_SCW_INSTALL_MS, 0, 86_400_000),
+    scwVlanDelayMs: numberFrom("NODEFLEET_SIM_SCW_VLAN_DELAY_MS", env.NODEFLEET_SIM_SCW_VLAN_DELAY_MS, 0, 86_400_000),
+    scwMissingPermissions: permissionSetsFrom(env.NODEFLEET_SIM_SCW_MISSING_PERMISSIONS),
   };
 }
 

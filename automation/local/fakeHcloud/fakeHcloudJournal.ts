@@ -20,7 +20,11 @@ export class FakeHcloudJournal {
   /** Snapshots written since this fake started (tests: the state is not rewritten per request). */
   snapshotWrites = 0;
 
-  constructor(readonly snapshotPath: string) {
+  /** `owner` names the fake in errors (the fake Scaleway API keeps its state the same way). */
+  constructor(
+    readonly snapshotPath: string,
+    private readonly owner = "the fake Hetzner API",
+  ) {
     this.journalPath = `${snapshotPath}.journal`;
   }
 
@@ -39,7 +43,7 @@ export class FakeHcloudJournal {
       } catch (error) {
         // Only the last line can be torn (a kill in the middle of an append).
         if (i === lines.length - 1) break;
-        throw new Error(`the fake Hetzner API's journal ${this.journalPath} is corrupt at line ${i + 1}: ${(error as Error).message}`);
+        throw new Error(`${this.owner}'s journal ${this.journalPath} is corrupt at line ${i + 1}: ${(error as Error).message}`);
       }
     }
     return { snapshot, entries };

@@ -107,6 +107,16 @@ describe("local cloud: fake Hetzner API, real control plane, node agent", functi
       "the admin kubeconfig is in the data directory, as `kubectl --kubeconfig .nodefleet/local/admin.kubeconfig` expects",
     );
     assert.ok(existsSync(cloud.env.KUBECONFIG!));
+    // The fake Scaleway API beside it, on loopback, answering the secret key `local env` prints.
+    assert.match(cloud.env.SCW_API_URL!, /^http:\/\/127\.0\.0\.1:\d+$/);
+    assert.match(cloud.env.SCW_SECRET_KEY!, /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
+    assert.match(cloud.env.SCW_ACCESS_KEY!, /^SCW[A-Z0-9]{17}$/);
+    const offers = await fetch(`${cloud.env.SCW_API_URL}/baremetal/v1/zones/fr-par-2/offers?name=EM-A610R-NVME`, {
+      headers: { "X-Auth-Token": cloud.env.SCW_SECRET_KEY! },
+    });
+    assert.equal(((await offers.json()) as { total_count: number }).total_count, 1);
+    const anonymous = await fetch(`${cloud.env.SCW_API_URL}/baremetal/v1/zones/fr-par-2/servers`);
+    assert.equal(anonymous.status, 401);
     await assert.rejects(startLocalCloud({ dataDir: dir, hcloudPort: 0, logger: quiet }), DataDirLockedError);
   });
 

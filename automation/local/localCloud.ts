@@ -107,6 +107,8 @@ export async function startLocalCloud(options: LocalCloudOptions): Promise<Local
       stateDir: join(dir, "machines"),
       // One list of Nodes and Pods a pass for all machines; each machine still writes as itself.
       cluster: plane.admin,
+      // Machines read their metadata (server id) from the fake, as themselves.
+      metadataAddress: address,
     });
     agent.start();
     const localEnv: Record<string, string> = {

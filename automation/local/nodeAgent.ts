@@ -20,7 +20,8 @@ import { KubeApiError, type KubeIdentity, kube } from "./kubeClient";
 import { KubeletJoinError, type NodeStatusResources, joinAsKubelet, reportReady } from "./kubeletBootstrap";
 import { renewNodeLease } from "./kubeletLease";
 import { type BoundPod, podNeedsKubelet, syncNodePods, syncPods } from "./kubeletPods";
-import { UserDataError, readK0sWorkerUserData } from "./workerUserDataReader";
+import { UserDataError, readK0sWorkerUserData, withServerId } from "./workerUserDataReader";
+import { fakeMetadataUrl } from "./fakeHcloud/fakeHcloudMetadata";
 import { cidrContainsAddress, parseIpv4Cidr } from "../../components/shared/cidr";
 import type { FakeServer } from "./fakeHcloud/fakeHcloudState";
 
@@ -87,8 +88,19 @@ export interface NodeAgentOptions {
   readonly concurrency?: number;
   /** Joins in progress at once. Default 8. */
   readonly joinConcurrency?: number;
+  /**
+   * The fake Hetzner API's address: machines whose user data reads the metadata service
+   * (169.254.169.254) read it there, as themselves (fakeHcloud/fakeHcloudMetadata.ts). Without it
+   * such a machine's join is refused, as a server cut off from the service would fail.
+   */
+  readonly metadataAddress?: string;
   /** The clock (tests). */
   readonly now?: () => number;
+}
+
+/** The metadata service did not answer (yet): the join script's curl retries, so the next pass does. */
+class MetadataReadError extends Error {
+  override readonly name = "MetadataReadError";
 }
 
 /** A kubelet reports its status, even unchanged, this often (its nodeStatusReportFrequency). */
@@ -141,6 +153,7 @@ export class NodeAgent {
   private lastStatusCheck = Number.NEGATIVE_INFINITY;
   private readonly intervalMs: number;
   private readonly stateDir: string | undefined;
+  private readonly metadataAddress: string | undefined;
   private readonly cluster: KubeIdentity | undefined;
   private readonly leaseRenewMs: number;
   private readonly statusCheckMs: number;
@@ -154,6 +167,7 @@ export class NodeAgent {
     options: NodeAgentOptions = {},
   ) {
     this.intervalMs = options.intervalMs ?? 2000;
+    this.metadataAddress = options.metadataAddress;
     this.stateDir = options.stateDir;
     this.cluster = options.cluster;
     this.leaseRenewMs = options.leaseRenewMs ?? 10_000;
@@ -329,7 +343,10 @@ export class NodeAgent {
 
   private async join(server: FakeServer): Promise<void> {
     try {
-      const { nodeIpWait, ...intent } = readK0sWorkerUserData(server.userData);
+      const { nodeIpWait, serverIdUrl, ...read } = readK0sWorkerUserData(server.userData);
+      const intent = serverIdUrl
+        ? { ...read, providerID: withServerId(read.providerID, await this.readMetadata(server, serverIdUrl)) }
+        : read;
       // Without --node-ip a kubelet registers its default route's address: a Hetzner server's public IPv4.
       const nodeIp = nodeIpWait ? this.privateAddress(server, nodeIpWait) : (server.ipv4 ?? undefined);
       if (nodeIp === null) {
@@ -358,7 +375,7 @@ export class NodeAgent {
       this.logger.info({ serverId: server.id, server: server.name, node: intent.hostname, providerID: intent.providerID }, "node joined");
     } catch (error) {
       const reason = (error as Error).message;
-      if (error instanceof KubeletJoinError && error.transient) {
+      if ((error instanceof KubeletJoinError && error.transient) || error instanceof MetadataReadError) {
         // As a kubelet retries while its API server is unreachable: the next pass tries again.
         this.machines.delete(server.id);
         this.logger.warn({ serverId: server.id, server: server.name, reason }, "joining failed for now; retrying");
@@ -367,6 +384,24 @@ export class NodeAgent {
       this.machines.set(server.id, { state: "refused", reason });
       this.logger.warn({ serverId: server.id, server: server.name, reason }, "the server's user data cannot join the cluster");
     }
+  }
+
+  /**
+   * A metadata document as the machine reads it (its join script's curl), from the fake. Transient
+   * failures retry on the next pass, as curl's retries would; no fake address is a refusal.
+   */
+  private async readMetadata(server: FakeServer, url: string): Promise<string> {
+    const fakeUrl = this.metadataAddress === undefined ? undefined : fakeMetadataUrl(this.metadataAddress, server.id, url);
+    if (fakeUrl === undefined) throw new UserDataError(`the join script reads ${url}, which this machine cannot reach`);
+    let response: Response;
+    try {
+      response = await fetch(fakeUrl, { signal: AbortSignal.timeout(10_000) });
+    } catch (error) {
+      throw new MetadataReadError(`reading ${url}: ${(error as Error).message}`);
+    }
+    const body = (await response.text()).trim();
+    if (!response.ok) throw new MetadataReadError(`reading ${url}: HTTP ${response.status}`);
+    return body;
   }
 
   /**

@@ -9,13 +9,20 @@ import { parse as parseShell } from "shell-quote";
 import { parse as parseYaml } from "yaml";
 import { K0S_BOOTSTRAP_SCRIPT_PATH, K0S_TOKEN_FILE } from "../../components/bootstrap/k0sWorkerCloudConfig";
 import { decodeK0sJoinToken } from "../../components/bootstrap/k0sJoinToken";
+import { HCLOUD_SERVER_ID_VARIABLE } from "../../components/bootstrap/hcloudServerId";
 
 export interface WorkerJoinIntent {
   readonly hostname: string;
   readonly server: string;
   readonly caPem: string;
   readonly bootstrapToken: string;
+  /**
+   * The kubelet's --provider-id. With `serverIdUrl` it still holds `${hcloud_server_id}`, which the
+   * script fills in at boot (withServerId).
+   */
   readonly providerID: string;
+  /** Where the script reads its server id for the providerID (bootstrap/hcloudServerId.ts), when it does. */
+  readonly serverIdUrl?: string;
   /** What the installed k0s worker's kubelet reports: the k0s version without its `.N` build, `v1.33.4+k0s`. */
   readonly kubeletVersion: string;
   readonly labels: Record<string, string>;
@@ -36,11 +43,16 @@ interface CloudConfig {
   write_files?: Array<{ path?: string; content?: string }>;
 }
 
+/** Variables the script sets at boot expand to nothing, except the server id, kept for withServerId. */
+function bootVariables(name: string): string {
+  return name === HCLOUD_SERVER_ID_VARIABLE ? SERVER_ID_PLACEHOLDER : "";
+}
+
 /** The words of the `install_args=( ... )` array in the join script. */
 function installArgs(script: string): string[] {
   const block = /install_args=\(\n([\s\S]*?)\n\s*\)/.exec(script)?.[1];
   if (!block) throw new UserDataError("the join script has no k0s install arguments");
-  return parseShell(block.replace(/\\\n/g, " ")).map((word) => (typeof word === "string" ? word : ""));
+  return parseShell(block.replace(/\\\n/g, " "), bootVariables).map((word) => (typeof word === "string" ? word : ""));
 }
 
 function flag(args: string[], name: string): string | undefined {
@@ -96,7 +108,7 @@ export function readK0sWorkerUserData(userData: string): WorkerJoinIntent {
   if (!k0sVersion) throw new UserDataError("the join script names no k0s version");
   const args = installArgs(script);
   if (args[0] !== "worker") throw new UserDataError("the join script does not install a k0s worker");
-  const extra = parseShell(flag(args, "--kubelet-extra-args") ?? "").map(String);
+  const extra = parseShell(flag(args, "--kubelet-extra-args") ?? "", bootVariables).map(String);
   const providerID = flag(extra, "--provider-id");
   if (!providerID) throw new UserDataError("the kubelet gets no --provider-id");
   return {
@@ -109,7 +121,25 @@ export function readK0sWorkerUserData(userData: string): WorkerJoinIntent {
     labels: parseLabels(flag(args, "--labels")),
     taints: parseTaints(flag(args, "--taints")),
     ...nodeIpWait(script),
+    ...serverIdUrl(script, providerID),
   };
+}
+
+const SERVER_ID_PLACEHOLDER = `\${${HCLOUD_SERVER_ID_VARIABLE}}`;
+
+/** Where the script reads `hcloud_server_id`, which its providerID names; an error if it names it but never sets it. */
+function serverIdUrl(script: string, providerID: string): Pick<WorkerJoinIntent, "serverIdUrl"> {
+  const read = new RegExp(`^\\s*${HCLOUD_SERVER_ID_VARIABLE}="\\$\\(curl [^)]*?(http://\\S+)\\)"$`, "m").exec(script);
+  if (!providerID.includes(SERVER_ID_PLACEHOLDER)) return {};
+  if (!read) throw new UserDataError(`the kubelet's --provider-id names $${HCLOUD_SERVER_ID_VARIABLE}, which the join script never reads`);
+  return { serverIdUrl: read[1]! };
+}
+
+/** The intent's providerID once the machine has read its server id. */
+export function withServerId(providerID: string, serverId: string): string {
+  if (!/^[1-9]\d*$/.test(serverId))
+    throw new UserDataError(`the metadata service's instance-id ${JSON.stringify(serverId)} is not a server id`);
+  return providerID.replace(SERVER_ID_PLACEHOLDER, serverId);
 }
 
 /** The subnet and wait of the script's node-IP discovery (nodeIp.ts renders both), when it has one. */

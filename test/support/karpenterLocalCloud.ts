@@ -73,6 +73,8 @@ export interface KarpenterLoopOptions {
   readonly dropCreateAnswers?: number;
   /** The driver's garbage collection grace (INSTANCE_GC_GRACE, a Go duration). Default: the driver's. */
   readonly instanceGcGrace?: string;
+  /** Edits the local stack file before its first `pulumi up` (e.g. a cluster setting). Default: none. */
+  readonly prepare?: (cloud: LocalCloud) => void;
 }
 
 export async function startKarpenterLoop(dir: string, options: KarpenterLoopOptions = {}): Promise<KarpenterLoop> {
@@ -102,6 +104,7 @@ export async function startKarpenterLoop(dir: string, options: KarpenterLoopOpti
     rmSync(dir, { recursive: true, force: true });
   };
   try {
+    options.prepare?.(cloud);
     await runPulumi(["up", "--stack", "local", "--yes", "--skip-preview", "--non-interactive"], project, cloud.env);
     serve = await startServe(
       join(dir, "serve"),

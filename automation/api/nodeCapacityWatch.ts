@@ -40,10 +40,10 @@ function claimedNodeId(item: NodeItem): string | undefined {
   return last !== "" ? last : undefined;
 }
 
-/** How the watch finds a Node's member: its claim, and the providerID its kubelet registers with (providerIdFor). */
+/** How the watch finds a Node's member: its claim, and the providerID its kubelet registers with (nodeView.ts claimProviderId). */
 export interface MemberLookup {
   readonly claimOf: (nodeId: string) => Claim | undefined;
-  readonly providerIdOf: (nodeId: string) => string;
+  readonly providerIdOf: (claim: Claim) => string;
 }
 
 /**
@@ -61,10 +61,10 @@ export function nodeReports(nodeList: unknown, clusterId: string, members: Membe
     const name = item.metadata?.name;
     const nodeId = claimedNodeId(item);
     if (typeof name !== "string" || labels[OWNERSHIP_LABELS.cluster] !== clusterId || nodeId === undefined) continue;
-    const providerId = item.spec?.providerID;
-    if (providerId !== undefined && providerId !== members.providerIdOf(nodeId)) continue;
     const claim = members.claimOf(nodeId);
     if (!claim || claim.status === "GONE" || labels[OWNERSHIP_LABELS.pool] !== claim.pool) continue;
+    const providerId = item.spec?.providerID;
+    if (providerId !== undefined && providerId !== members.providerIdOf(claim)) continue;
     const instanceType = labels["node.kubernetes.io/instance-type"];
     if (instanceType !== undefined && instanceType !== claim.snapshot.serverType) continue;
     if (!(item.status?.conditions ?? []).some((c) => c?.type === "Ready" && c.status === "True")) continue;

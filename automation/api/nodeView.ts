@@ -6,7 +6,7 @@
  */
 import type { ClusterSpec } from "../../components/fleet/fleetSpec";
 import { hcloudRegion } from "../../components/fleet/hcloudLocations";
-import { providerIdFor } from "../../components/fleet/naming";
+import { hcloudProviderId, providerIdFor } from "../../components/fleet/naming";
 import { OWNERSHIP_LABELS } from "../../components/fleet/nodeMember";
 import { formatResources } from "../catalog/instanceTypes";
 import { drifts, memberTaints } from "../reconciler/memberSnapshot";
@@ -35,6 +35,19 @@ function nodeLabels(
   };
 }
 
+/**
+ * The providerID the claim's Node registers: `<scheme>:///<cluster>/<node id>`, known at admission,
+ * or for a member admitted with `hcloudProviderIds: hcloud` `hcloud://<server id>`, known once the
+ * server exists (empty until then; the driver's Create waits for it, docs/hcloud-ccm.md).
+ */
+export function claimProviderId(
+  cluster: Pick<ClusterSpec, "id" | "providerIdScheme">,
+  claim: Pick<Claim, "nodeId" | "snapshot" | "instanceId">,
+): string {
+  if (claim.snapshot.template.providerIds !== "hcloud") return providerIdFor(cluster, claim.nodeId);
+  return claim.instanceId ? hcloudProviderId(claim.instanceId) : "";
+}
+
 /** `arch` is the server type's kubernetes.io/arch (undefined only when neither snapshot nor catalog knows it). */
 export function nodeView(
   cluster: Pick<ClusterSpec, "id" | "providerIdScheme">,
@@ -46,7 +59,7 @@ export function nodeView(
   const failed = claim.status === "FAILED";
   return {
     nodeID: claim.nodeId,
-    providerID: providerIdFor(cluster, claim.nodeId),
+    providerID: claimProviderId(cluster, claim),
     status: claim.status as VisibleStatus,
     instanceID: claim.instanceId ?? null,
     pool: claim.pool,

@@ -12,7 +12,7 @@ import fastifyMetrics from "fastify-metrics";
 import { serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
 import type { Logger } from "pino";
 import type { FleetSpec } from "../../components/fleet/fleetSpec";
-import { providerIdFor } from "../../components/fleet/naming";
+import { claimProviderId } from "./nodeView";
 import { CatalogSource } from "../catalog/catalogSource";
 import { OfferingAvailability } from "../catalog/offeringAvailability";
 import type { StackConfigValue, StackEngine } from "../engine/stackEngine";
@@ -308,7 +308,7 @@ function capacityWatchOf(options: BuildServerOptions, parts: ServiceParts, clust
     clusterId,
     members: {
       claimOf: (nodeId) => store.get(clusterId, nodeId),
-      providerIdOf: (nodeId) => providerIdFor(options.fleet().cluster, nodeId),
+      providerIdOf: (claim) => claimProviderId(options.fleet().cluster, claim),
     },
     hasMembers: () => store.countByStatus(clusterId).RUNNING > 0,
     learned,

@@ -145,6 +145,8 @@ export async function startLocalCloud(options: LocalCloudOptions): Promise<Local
       cluster: plane.admin,
       networkRoutes: (id) =>
         (fake.state.objects("networks").find((n) => n.id === id)?.routes as Array<{ destination: string; gateway: string }>) ?? [],
+      // Machines read their metadata (server id) from the fake, as themselves.
+      metadataAddress: address,
     });
     agent.start();
     const localEnv: Record<string, string> = {

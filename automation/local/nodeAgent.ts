@@ -22,7 +22,8 @@ import { KubeApiError, type KubeIdentity, kube } from "./kubeClient";
 import { KubeletJoinError, type NodeStatusResources, joinAsKubelet, reportReady } from "./kubeletBootstrap";
 import { renewNodeLease } from "./kubeletLease";
 import { type BoundPod, podNeedsKubelet, syncNodePods, syncPods } from "./kubeletPods";
-import { UserDataError, readK0sWorkerUserData } from "./workerUserDataReader";
+import { UserDataError, readK0sWorkerUserData, withServerId } from "./workerUserDataReader";
+import { fakeMetadataUrl } from "./fakeHcloud/fakeHcloudMetadata";
 import { cidrContainsAddress, parseIpv4Cidr } from "../../components/shared/cidr";
 import type { FakeServer } from "./fakeHcloud/fakeHcloudState";
 
@@ -89,6 +90,12 @@ export interface NodeAgentOptions {
   readonly concurrency?: number;
   /** Joins in progress at once. Default 8. */
   readonly joinConcurrency?: number;
+  /**
+   * The fake Hetzner API's address: machines whose user data reads the metadata service
+   * (169.254.169.254) read it there, as themselves (fakeHcloud/fakeHcloudMetadata.ts). Without it
+   * such a machine's join is refused, as a server cut off from the service would fail.
+   */
+  readonly metadataAddress?: string;
   /** The clock (tests). */
   readonly now?: () => number;
   /**
@@ -96,6 +103,11 @@ export interface NodeAgentOptions {
    * downloads only through a route 0.0.0.0/0 of a network it is on. Default: no network routes anything.
    */
   readonly networkRoutes?: (networkId: number) => ReadonlyArray<{ readonly destination: string; readonly gateway: string }>;
+}
+
+/** The metadata service did not answer (yet): the join script's curl retries, so the next pass does. */
+class MetadataReadError extends Error {
+  override readonly name = "MetadataReadError";
 }
 
 /** A kubelet reports its status, even unchanged, this often (its nodeStatusReportFrequency). */
@@ -148,6 +160,7 @@ export class NodeAgent {
   private lastStatusCheck = Number.NEGATIVE_INFINITY;
   private readonly intervalMs: number;
   private readonly stateDir: string | undefined;
+  private readonly metadataAddress: string | undefined;
   private readonly cluster: KubeIdentity | undefined;
   private readonly leaseRenewMs: number;
   private readonly statusCheckMs: number;
@@ -162,6 +175,7 @@ export class NodeAgent {
     options: NodeAgentOptions = {},
   ) {
     this.intervalMs = options.intervalMs ?? 2000;
+    this.metadataAddress = options.metadataAddress;
     this.stateDir = options.stateDir;
     this.cluster = options.cluster;
     this.leaseRenewMs = options.leaseRenewMs ?? 10_000;
@@ -338,12 +352,15 @@ export class NodeAgent {
 
   private async join(server: FakeServer): Promise<void> {
     try {
-      const { nodeIpWait, privateEgress, ...intent } = readK0sWorkerUserData(server.userData);
+      const { nodeIpWait, privateEgress, serverIdUrl, ...read } = readK0sWorkerUserData(server.userData);
       if (server.ipv4 === null && !this.reachesInternet(server, privateEgress)) {
         // As a kubelet whose API server and downloads are out of reach retries: the next pass tries again.
         this.machines.delete(server.id);
         return;
       }
+      const intent = serverIdUrl
+        ? { ...read, providerID: withServerId(read.providerID, await this.readMetadata(server, serverIdUrl)) }
+        : read;
       // Without --node-ip a kubelet registers its default route's address: a Hetzner server's public IPv4.
       const nodeIp = nodeIpWait ? this.privateAddress(server, nodeIpWait) : (server.ipv4 ?? undefined);
       if (nodeIp === null) {
@@ -372,7 +389,7 @@ export class NodeAgent {
       this.logger.info({ serverId: server.id, server: server.name, node: intent.hostname, providerID: intent.providerID }, "node joined");
     } catch (error) {
       const reason = (error as Error).message;
-      if (error instanceof KubeletJoinError && error.transient) {
+      if ((error instanceof KubeletJoinError && error.transient) || error instanceof MetadataReadError) {
         // As a kubelet retries while its API server is unreachable: the next pass tries again.
         this.machines.delete(server.id);
         this.logger.warn({ serverId: server.id, server: server.name, reason }, "joining failed for now; retrying");
@@ -394,6 +411,24 @@ export class NodeAgent {
         "the server has no public IPv4 and its user data routes nothing through the private network, so it cannot reach its API server or downloads",
       );
     return server.privateNets.some((p) => this.networkRoutes(p.network).some((r) => r.destination === "0.0.0.0/0"));
+  }
+
+  /**
+   * A metadata document as the machine reads it (its join script's curl), from the fake. Transient
+   * failures retry on the next pass, as curl's retries would; no fake address is a refusal.
+   */
+  private async readMetadata(server: FakeServer, url: string): Promise<string> {
+    const fakeUrl = this.metadataAddress === undefined ? undefined : fakeMetadataUrl(this.metadataAddress, server.id, url);
+    if (fakeUrl === undefined) throw new UserDataError(`the join script reads ${url}, which this machine cannot reach`);
+    let response: Response;
+    try {
+      response = await fetch(fakeUrl, { signal: AbortSignal.timeout(10_000) });
+    } catch (error) {
+      throw new MetadataReadError(`reading ${url}: ${(error as Error).message}`);
+    }
+    const body = (await response.text()).trim();
+    if (!response.ok) throw new MetadataReadError(`reading ${url}: HTTP ${response.status}`);
+    return body;
   }
 
   /**

@@ -10,13 +10,20 @@ import { parse as parseYaml } from "yaml";
 import { K0S_BOOTSTRAP_SCRIPT_PATH, K0S_TOKEN_FILE } from "../../components/bootstrap/k0sWorkerCloudConfig";
 import { decodeK0sJoinToken } from "../../components/bootstrap/k0sJoinToken";
 import { PRIVATE_EGRESS_SCRIPT_PATH, PRIVATE_EGRESS_UNIT } from "../../components/bootstrap/privateEgressRoute";
+import { HCLOUD_SERVER_ID_VARIABLE } from "../../components/bootstrap/hcloudServerId";
 
 export interface WorkerJoinIntent {
   readonly hostname: string;
   readonly server: string;
   readonly caPem: string;
   readonly bootstrapToken: string;
+  /**
+   * The kubelet's --provider-id. With `serverIdUrl` it still holds `${hcloud_server_id}`, which the
+   * script fills in at boot (withServerId).
+   */
   readonly providerID: string;
+  /** Where the script reads its server id for the providerID (bootstrap/hcloudServerId.ts), when it does. */
+  readonly serverIdUrl?: string;
   /** What the installed k0s worker's kubelet reports: the k0s version without its `.N` build, `v1.33.4+k0s`. */
   readonly kubeletVersion: string;
   readonly labels: Record<string, string>;
@@ -43,11 +50,16 @@ interface CloudConfig {
   runcmd?: unknown[];
 }
 
+/** Variables the script sets at boot expand to nothing, except the server id, kept for withServerId. */
+function bootVariables(name: string): string {
+  return name === HCLOUD_SERVER_ID_VARIABLE ? SERVER_ID_PLACEHOLDER : "";
+}
+
 /** The words of the `install_args=( ... )` array in the join script. */
 function installArgs(script: string): string[] {
   const block = /install_args=\(\n([\s\S]*?)\n\s*\)/.exec(script)?.[1];
   if (!block) throw new UserDataError("the join script has no k0s install arguments");
-  return parseShell(block.replace(/\\\n/g, " ")).map((word) => (typeof word === "string" ? word : ""));
+  return parseShell(block.replace(/\\\n/g, " "), bootVariables).map((word) => (typeof word === "string" ? word : ""));
 }
 
 function flag(args: string[], name: string): string | undefined {
@@ -103,7 +115,7 @@ export function readK0sWorkerUserData(userData: string): WorkerJoinIntent {
   if (!k0sVersion) throw new UserDataError("the join script names no k0s version");
   const args = installArgs(script);
   if (args[0] !== "worker") throw new UserDataError("the join script does not install a k0s worker");
-  const extra = parseShell(flag(args, "--kubelet-extra-args") ?? "").map(String);
+  const extra = parseShell(flag(args, "--kubelet-extra-args") ?? "", bootVariables).map(String);
   const providerID = flag(extra, "--provider-id");
   if (!providerID) throw new UserDataError("the kubelet gets no --provider-id");
   return {
@@ -117,6 +129,7 @@ export function readK0sWorkerUserData(userData: string): WorkerJoinIntent {
     taints: parseTaints(flag(args, "--taints")),
     ...nodeIpWait(script),
     ...privateEgress(config, file(PRIVATE_EGRESS_SCRIPT_PATH)),
+    ...serverIdUrl(script, providerID),
   };
 }
 
@@ -131,6 +144,23 @@ function privateEgress(config: CloudConfig, script: string | undefined): Pick<Wo
   if (enable < 0 || enable > join)
     throw new UserDataError(`the user data writes ${PRIVATE_EGRESS_SCRIPT_PATH} but does not start ${PRIVATE_EGRESS_UNIT} before the join`);
   return { privateEgress: { gateway } };
+}
+
+const SERVER_ID_PLACEHOLDER = `\${${HCLOUD_SERVER_ID_VARIABLE}}`;
+
+/** Where the script reads `hcloud_server_id`, which its providerID names; an error if it names it but never sets it. */
+function serverIdUrl(script: string, providerID: string): Pick<WorkerJoinIntent, "serverIdUrl"> {
+  const read = new RegExp(`^\\s*${HCLOUD_SERVER_ID_VARIABLE}="\\$\\(curl [^)]*?(http://\\S+)\\)"$`, "m").exec(script);
+  if (!providerID.includes(SERVER_ID_PLACEHOLDER)) return {};
+  if (!read) throw new UserDataError(`the kubelet's --provider-id names $${HCLOUD_SERVER_ID_VARIABLE}, which the join script never reads`);
+  return { serverIdUrl: read[1]! };
+}
+
+/** The intent's providerID once the machine has read its server id. */
+export function withServerId(providerID: string, serverId: string): string {
+  if (!/^[1-9]\d*$/.test(serverId))
+    throw new UserDataError(`the metadata service's instance-id ${JSON.stringify(serverId)} is not a server id`);
+  return providerID.replace(SERVER_ID_PLACEHOLDER, serverId);
 }
 
 /** The subnet and wait of the script's node-IP discovery (nodeIp.ts renders both), when it has one. */

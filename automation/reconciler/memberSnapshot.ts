@@ -7,6 +7,7 @@
 import { canonicalHash, canonicalJson } from "../../components/shared/canonicalJson";
 import type { ClusterSpec, HcloudAutoscaledPool, Taint } from "../../components/fleet/fleetSpec";
 import { mergeTaints } from "../../components/fleet/taints";
+import { HCLOUD_PROVIDER_ID_FROM_METADATA, providerIdFor } from "../../components/fleet/naming";
 import type { MemberSnapshot, PoolTemplate } from "../store/claimSnapshot";
 
 // Every create and every node view needs the template of its pool, and hashing it (templateHash,
@@ -38,7 +39,16 @@ function buildPoolTemplate(cluster: ClusterSpec, pool: HcloudAutoscaledPool): Po
     // Only when set: templates of private pools keep the hash their members were admitted with.
     ...(pool.network === "public" ? { network: "public" as const } : {}),
     ...(pool.placement === "none" ? { placement: "none" as const } : {}),
+    ...(cluster.hcloudProviderIds === "hcloud" ? { providerIds: "hcloud" as const } : {}),
   };
+}
+
+/**
+ * The providerID a member is rendered with, by its snapshot: HCLOUD_PROVIDER_ID_FROM_METADATA (read
+ * at boot) for a member admitted with `hcloudProviderIds: hcloud`, else `<scheme>:///<cluster>/<node id>`.
+ */
+export function memberProviderId(cluster: Pick<ClusterSpec, "id" | "providerIdScheme">, nodeId: string, template: PoolTemplate): string {
+  return template.providerIds === "hcloud" ? HCLOUD_PROVIDER_ID_FROM_METADATA : providerIdFor(cluster, nodeId);
 }
 
 /** The member's taints: the pool's and the request's merged by (key, effect), the request's value winning. */
@@ -99,6 +109,7 @@ const DRIFT_FIELDS = {
   kubelet: "KubeletDrift",
   network: "NetworkDrift",
   placement: "PlacementDrift",
+  providerIds: "ProviderIdDrift",
 } as const satisfies Partial<Record<keyof PoolTemplate, string>>;
 
 /** The fields in which the current template differs from the snapshot, one entry each. */

@@ -25,6 +25,11 @@ export interface PoolTemplate {
   readonly network?: "public";
   /** `none` for a pool whose servers go to no spread placement group; absent: spread. */
   readonly placement?: "none";
+  /**
+   * `hcloud` when the cluster's `hcloudProviderIds` was: the member's Node registers `hcloud://<server
+   * id>`, read at boot. Absent: `<scheme>:///<cluster>/<node id>` (as before the setting existed).
+   */
+  readonly providerIds?: "hcloud";
 }
 
 /** What a claim freezes at admission. */

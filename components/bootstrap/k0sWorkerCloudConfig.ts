@@ -11,6 +11,7 @@ import { shellQuote } from "./shellScript";
 import { kubeletReservationFlags } from "./kubeletReservations";
 import { type NodeIpSource, assertNodeIpSource, renderNodeIpDiscovery } from "./nodeIp";
 import { type PrivateEgress, privateEgressCloudConfig } from "./privateEgressRoute";
+import { HCLOUD_PROVIDER_ID_FLAG, providerIdFromMetadata, renderHcloudServerIdDiscovery } from "./hcloudServerId";
 
 export type K0sArch = "amd64" | "arm64";
 
@@ -23,7 +24,7 @@ export interface K0sWorkerBootstrapInput {
   joinToken: string;
   /** Machine hostname and Kubernetes node name. */
   hostname: string;
-  /** The node's spec.providerID. */
+  /** The node's spec.providerID, or HCLOUD_PROVIDER_ID_FROM_METADATA to read `hcloud://<server id>` at boot (hcloudServerId.ts). */
   providerID: string;
   /** Node labels; keys the kubelet refuses at registration are left out. */
   labels: Readonly<Record<string, string>>;
@@ -75,9 +76,9 @@ function validate(input: K0sWorkerBootstrapInput): void {
  * it from here too), so it never depends on what the image or DHCP made of the hostname.
  */
 function k0sKubeletExtraArgs(input: Pick<K0sWorkerBootstrapInput, "providerID" | "hostname" | "kubelet">): string {
-  return [`--provider-id=${input.providerID}`, `--hostname-override=${input.hostname}`, ...kubeletReservationFlags(input.kubelet)].join(
-    " ",
-  );
+  // A providerID read at boot is appended by installArgLines, expanded by the shell.
+  const providerId = providerIdFromMetadata(input.providerID) ? [] : [`--provider-id=${input.providerID}`];
+  return [...providerId, `--hostname-override=${input.hostname}`, ...kubeletReservationFlags(input.kubelet)].join(" ");
 }
 
 /** The arguments after `k0s install`; `$token_file` is a variable of the bootstrap script. */
@@ -89,7 +90,8 @@ function installArgLines(input: K0sWorkerBootstrapInput): string[] {
   if (taints !== "") lines.push(`  --taints ${shellQuote(taints)}`);
   // --node-ip is found on the host (nodeIp.ts) and appended inside the same argument.
   const nodeIp = input.nodeIp ? '" --node-ip=${node_ip}"' : "";
-  lines.push(`  --kubelet-extra-args ${shellQuote(k0sKubeletExtraArgs(input))}${nodeIp}`);
+  const providerId = providerIdFromMetadata(input.providerID) ? `" ${HCLOUD_PROVIDER_ID_FLAG}"` : "";
+  lines.push(`  --kubelet-extra-args ${shellQuote(k0sKubeletExtraArgs(input))}${nodeIp}${providerId}`);
   return lines;
 }
 
@@ -179,6 +181,11 @@ export function renderK0sWorkerBootstrapScript(input: K0sWorkerBootstrapInput, u
       ? renderNodeIpDiscovery(input.nodeIp)
           .split("\n")
           .map((line) => (line === "" ? line : `  ${line}`))
+      : []),
+    ...(providerIdFromMetadata(input.providerID)
+      ? renderHcloudServerIdDiscovery()
+          .split("\n")
+          .map((line) => `  ${line}`)
       : []),
     "  install_k0s",
     "  install_args=(",

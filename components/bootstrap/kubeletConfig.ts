@@ -8,6 +8,7 @@ import { sha256Hex } from "../shared/canonicalJson";
 import type { KubeletSettings } from "../fleet/fleetSpec";
 import { kubeletReservationConfig } from "./kubeletReservations";
 import { heredocDelimiter, shellQuote } from "./shellScript";
+import { providerIdFromMetadata } from "./hcloudServerId";
 
 /** Where the self-join puts the kubelet's files (the kubeadm layout, so operators find them). */
 export const KUBELET_PATHS = {
@@ -34,7 +35,7 @@ const PLAIN_RESOLV_CONF = "/etc/resolv.conf";
 export interface KubeletConfigInput {
   /** Reservations and max pods (through kubeletReservationConfig, the one source of node overhead). */
   readonly kubelet: KubeletSettings & { clusterDNS?: readonly string[]; clusterDomain?: string };
-  /** `<scheme>:///<clusterId>/<nodeId>`. */
+  /** `<scheme>:///<clusterId>/<nodeId>`, or HCLOUD_PROVIDER_ID_FROM_METADATA (left to the kubelet flag). */
   readonly providerID: string;
 }
 
@@ -60,7 +61,8 @@ export function renderKubeletConfig(input: KubeletConfigInput): string {
     // Rendered for systemd-resolved (every Ubuntu image); writeKubeletConfigBlock adapts it per host.
     resolvConf: RESOLVED_UPSTREAM_RESOLV_CONF,
     containerRuntimeEndpoint: "unix:///run/containerd/containerd.sock",
-    providerID: input.providerID,
+    // Read at boot (hcloudServerId.ts): the kubelet's --provider-id flag carries it instead.
+    ...(providerIdFromMetadata(input.providerID) ? {} : { providerID: input.providerID }),
     rotateCertificates: true,
     maxPods: reservations.maxPods,
     kubeReserved: reservations.kubeReserved,

@@ -23,6 +23,8 @@ import {
   vlanInterfaceName,
 } from "./netplanVlan";
 import { type NodeIpSource, assertNodeIpSource, renderNodeIpDiscovery } from "./nodeIp";
+import { HCLOUD_PROVIDER_ID_FLAG, providerIdFromMetadata, renderHcloudServerIdDiscovery } from "./hcloudServerId";
+import { HCLOUD_PROVIDER_ID_FROM_METADATA } from "../fleet/naming";
 import { type HostFirewallInput, renderHostFirewallSection } from "./hostFirewall";
 import { APT_GET, heredocDelimiter, scriptPrelude, shellQuote, writeFileBlock } from "./shellScript";
 import type { WorkerUserDataInputs } from "./workerUserDataInputs";
@@ -85,8 +87,10 @@ function assertCommon(input: CommonJoinInput): void {
   if (!DNS_LABEL.test(input.hostname) || input.hostname.length > 63) {
     throw new Error(`hostname ${JSON.stringify(input.hostname)} must be a DNS label`);
   }
-  if (!/^[a-z][a-z0-9+.-]*:\/\/\/[^\s]+$/.test(input.providerID)) {
-    throw new Error(`providerID ${JSON.stringify(input.providerID)} must look like <scheme>:///<clusterId>/<nodeId>`);
+  if (!providerIdFromMetadata(input.providerID) && !/^[a-z][a-z0-9+.-]*:\/\/\/[^\s]+$/.test(input.providerID)) {
+    throw new Error(
+      `providerID ${JSON.stringify(input.providerID)} must look like <scheme>:///<clusterId>/<nodeId>, or be ${HCLOUD_PROVIDER_ID_FROM_METADATA} (read at boot)`,
+    );
   }
   const vlanId = input.privateNetwork?.vlanId;
   if (typeof vlanId === "number") assertVlanId(vlanId);
@@ -178,7 +182,7 @@ function kubeadmSection(input: KubeadmSelfJoinInput): string {
     "--bootstrap-kubeconfig=" + KUBELET_PATHS.bootstrapKubeconfig,
     "--kubeconfig=" + KUBELET_PATHS.kubeconfig,
     `--hostname-override=${input.hostname}`,
-    `--provider-id=${input.providerID}`,
+    ...(providerIdFromMetadata(input.providerID) ? [] : [`--provider-id=${input.providerID}`]),
     ...(labels !== "" ? [`--node-labels=${labels}`] : []),
     ...(taints !== "" ? [`--register-with-taints=${taints}`] : []),
   ];
@@ -190,9 +194,11 @@ function kubeadmSection(input: KubeadmSelfJoinInput): string {
       throw new Error(`kubelet flag ${JSON.stringify(flag.split("=")[0])} has characters systemd would misread`);
   }
   const nodeIpFlag = input.nodeIp ? " --node-ip=${node_ip}" : "";
+  const serverIdFromMetadata = providerIdFromMetadata(input.providerID);
+  const providerIdFlag = serverIdFromMetadata ? ` ${HCLOUD_PROVIDER_ID_FLAG}` : "";
   const dropIn = `[Service]
 ExecStart=
-ExecStart=/usr/bin/kubelet ${flags.join(" ")}${nodeIpFlag}
+ExecStart=/usr/bin/kubelet ${flags.join(" ")}${nodeIpFlag}${providerIdFlag}
 Restart=always
 RestartSec=5
 `;
@@ -254,7 +260,12 @@ ${
     ? `${renderNodeIpDiscovery(input.nodeIp)}
 `
     : ""
-}write_file ${shellQuote(KUBELET_PATHS.dropIn)} 0644 <<${dropInDelimiter}
+}${
+    serverIdFromMetadata
+      ? `${renderHcloudServerIdDiscovery()}
+`
+      : ""
+  }write_file ${shellQuote(KUBELET_PATHS.dropIn)} 0644 <<${dropInDelimiter}
 ${dropIn}${dropInDelimiter}
 if [ ! -s "$R${KUBELET_PATHS.kubeconfig}" ]; then
 ${writeFileBlock(KUBELET_PATHS.bootstrapKubeconfig, "0600", input.bootstrapKubeconfig)}

@@ -13,7 +13,7 @@ import type { PrivateEgress } from "./privateEgressRoute";
 export interface WorkerMemberInput {
   /** Machine hostname and Kubernetes node name. */
   readonly hostname: string;
-  /** `<scheme>:///<clusterId>/<nodeId>`. */
+  /** `<scheme>:///<clusterId>/<nodeId>`, or HCLOUD_PROVIDER_ID_FROM_METADATA: `hcloud://<server id>` read at boot. */
   readonly providerID: string;
   /** Registration labels; keys the kubelet refuses are left out of the rendering. */
   readonly labels: Readonly<Record<string, string>>;

@@ -122,6 +122,14 @@ export const clusterSchema = z
       .string()
       .regex(/^[a-z][a-z0-9+.-]*$/, { error: "providerIdScheme must be a URI scheme (lower-case letters, digits, '+', '.', '-')" })
       .default("nodefleet"),
+    /**
+     * The providerIDs of Hetzner Cloud nodes. `nodefleet` (default): `<providerIdScheme>:///<id>/<node id>`,
+     * like every other pool, known before the server exists. `hcloud`: `hcloud://<server id>`, the
+     * hcloud cloud controller manager's convention (docs/hcloud-ccm.md), which the node reads at boot
+     * from Hetzner's metadata service. Changing it changes the nodes' user data, so it rolls every
+     * Hetzner Cloud server through its pool's rollout settings; Robot and Elastic Metal nodes keep theirs.
+     */
+    hcloudProviderIds: z.enum(["nodefleet", "hcloud"], { error: "hcloudProviderIds must be nodefleet or hcloud" }).optional(),
     k0sVersion: z.string().regex(K0S_VERSION, { error: "k0sVersion must look like v1.33.4+k0s.0" }).optional(),
     /**
      * Pinned sha256 of the k0s binary `k0s-<k0sVersion>-<arch>` per architecture, checked on every

@@ -8,6 +8,30 @@ export function providerIdFor(cluster: { readonly id: string; readonly providerI
   return `${cluster.providerIdScheme}:///${cluster.id}/${nodeId}`;
 }
 
+/**
+ * What a Hetzner Cloud member carries as its providerID with `cluster.hcloudProviderIds: hcloud`:
+ * not an id yet (the server does not exist when its user data is rendered), but the instruction to
+ * read it at boot. The bootstrap renders it as `hcloud://` followed by the metadata service's
+ * instance-id (bootstrap/hcloudServerId.ts); outputs and the scaling API show `hcloudProviderId`.
+ */
+export const HCLOUD_PROVIDER_ID_FROM_METADATA = "hcloud://{instance-id}";
+
+/**
+ * The hcloud cloud controller manager's providerID of a Hetzner Cloud server, `hcloud://<server id>`
+ * (github.com/hetznercloud/hcloud-cloud-controller-manager, internal/providerid/providerid.go).
+ */
+export function hcloudProviderId(serverId: string | number): string {
+  return `hcloud://${serverId}`;
+}
+
+/** The providerID a Hetzner Cloud member is rendered with, by the cluster's `hcloudProviderIds`. */
+export function hcloudMemberProviderId(
+  cluster: { readonly id: string; readonly providerIdScheme: string; readonly hcloudProviderIds?: "nodefleet" | "hcloud" | undefined },
+  nodeId: string,
+): string {
+  return cluster.hcloudProviderIds === "hcloud" ? HCLOUD_PROVIDER_ID_FROM_METADATA : providerIdFor(cluster, nodeId);
+}
+
 export function hostnameFor(cluster: { readonly id: string }, nodeId: string): string {
   return `${cluster.id}-${nodeId}`;
 }

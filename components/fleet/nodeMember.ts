@@ -16,7 +16,10 @@ export interface NodeMember {
    * hcloud/hcloudServerPlan.ts) so that a replacement's old and new server are two Nodes.
    */
   readonly hostname: string;
-  /** `<scheme>:///<clusterId>/<nodeId>`. */
+  /**
+   * `<scheme>:///<clusterId>/<nodeId>`; a Hetzner Cloud member of a cluster with `hcloudProviderIds:
+   * hcloud` carries HCLOUD_PROVIDER_ID_FROM_METADATA instead (naming.ts): its id is read at boot.
+   */
   readonly providerID: string;
   /** Name of the pool the member belongs to. */
   readonly pool: string;
@@ -31,7 +34,9 @@ export interface NodeMember {
 }
 
 /** What every pool component reports per node (the stack's `nodes` output). */
-export interface NodeOutput extends Pick<NodeMember, "nodeId" | "hostname" | "providerID" | "pool" | "serverType" | "location"> {
+export interface NodeOutput extends Pick<NodeMember, "nodeId" | "hostname" | "pool" | "serverType" | "location"> {
+  /** The node's spec.providerID: the member's, or `hcloud://<server id>` once the server exists. */
+  readonly providerID: pulumi.Input<string>;
   /** The provider's server id (Pulumi ids are strings). */
   readonly serverId: pulumi.Output<string>;
   /** Public IPv4 address, when the server has one. */

@@ -26,7 +26,7 @@ import { type NodeOutput, OWNERSHIP_LABELS, nodeOutputIdentity } from "../fleet/
 import { type KubernetesNodeRemoval, memberNodeRemoval } from "../kubernetes/kubernetesNodeRemoval";
 import { type CurrentRolloutServer, DEFAULT_ROLLOUT, type RolloutPlan, type RolloutSettings, planRollout } from "../fleet/rolloutPlan";
 import { generationServerName } from "../fleet/generationSuffix";
-import { hostnameFor, providerIdFor } from "../fleet/naming";
+import { hcloudMemberProviderId, hcloudProviderId, hostnameFor } from "../fleet/naming";
 import { type KubernetesNodeDrain, memberNodeDrain } from "../kubernetes/kubernetesNodeDrain";
 import { assertHcloudUserDataSize } from "../bootstrap/userDataLimits";
 import { type MemberResources, NEW_MEMBER_RESOURCES, recordedMemberResources } from "../fleet/memberResources";
@@ -36,6 +36,7 @@ import { NodeDrain } from "../provider/nodeDrainResource";
 import { NodeRemoval } from "../provider/nodeRemovalResource";
 import { DEFAULT_DRAIN_TIMEOUT_SECONDS } from "../fleet/rolloutPlan";
 import { renderWorkerUserData } from "../bootstrap/workerUserData";
+import { providerIdFromMetadata } from "../bootstrap/hcloudServerId";
 
 export interface HcloudNodePoolArgs {
   /** The cluster the nodes join: id (names, labels), kind (bootstrap flavour), API server, CA, versions, kubelet, token TTL. */
@@ -404,7 +405,7 @@ export class HcloudNodePool extends pulumi.ComponentResource {
     const identity = {
       nodeId: running.nodeId,
       hostname,
-      providerID: member?.providerID ?? providerIdFor(args.cluster, running.nodeId),
+      providerID: member?.providerID ?? hcloudMemberProviderId(args.cluster, running.nodeId),
       pool: args.pool.name,
       serverType: running.serverType,
       location: running.location,
@@ -558,6 +559,8 @@ export class HcloudNodePool extends pulumi.ComponentResource {
     if (drain) this.nodeDrains.push(drain);
     this.nodes.push({
       ...nodeOutputIdentity(machine.member),
+      // Read at boot from the metadata service: the same server id the engine got back.
+      ...(providerIdFromMetadata(machine.member.providerID) ? { providerID: server.id.apply(hcloudProviderId) } : {}),
       serverName: machine.serverName,
       nodeName: machine.nodeName,
       generation: machine.generation,

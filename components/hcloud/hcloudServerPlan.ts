@@ -6,7 +6,7 @@
 import type { MemberResources } from "../fleet/memberResources";
 import type { ClusterSpec, HcloudPool, HcloudStaticPool, Taint } from "../fleet/fleetSpec";
 import { generationServerName, generationSuffix } from "../fleet/generationSuffix";
-import { staticNodeIds } from "../fleet/naming";
+import { hcloudMemberProviderId, staticNodeIds } from "../fleet/naming";
 import { mergeTaints } from "../fleet/taints";
 import { type NodeMember, nodeMember } from "../fleet/nodeMember";
 import type { BootstrapTokenSecretSource } from "../kubernetes/bootstrapToken";
@@ -65,7 +65,10 @@ export type HcloudPoolTemplate = Pick<HcloudPool, "name" | "image"> &
 export type HcloudPoolCluster = Omit<ClusterSpec, "kubeconfig">;
 
 /** The members of a static pool: `staticNodeIds` order, the pool's first server type, slot = position. */
-export function staticHcloudMembers(cluster: Pick<ClusterSpec, "id" | "providerIdScheme">, pool: HcloudStaticPool): HcloudPoolMember[] {
+export function staticHcloudMembers(
+  cluster: Pick<ClusterSpec, "id" | "providerIdScheme" | "hcloudProviderIds">,
+  pool: HcloudStaticPool,
+): HcloudPoolMember[] {
   const template = {
     pool: pool.name,
     serverType: pool.serverTypes[0],
@@ -75,6 +78,7 @@ export function staticHcloudMembers(cluster: Pick<ClusterSpec, "id" | "providerI
   };
   return staticNodeIds(pool).map((nodeId, index) => ({
     ...nodeMember(cluster, template, nodeId),
+    providerID: hcloudMemberProviderId(cluster, nodeId),
     image: pool.image,
     sshKeys: pool.sshKeys,
     network: pool.network,

@@ -97,6 +97,8 @@ export interface KarpenterLoopOptions {
    * instead of applying the objects and running one controller as the admin.
    */
   readonly chart?: boolean;
+  /** Edits the local stack file before its first `pulumi up` (e.g. a cluster setting). Default: none. */
+  readonly prepare?: (cloud: LocalCloud) => void;
 }
 
 export async function startKarpenterLoop(dir: string, options: KarpenterLoopOptions = {}): Promise<KarpenterLoop> {
@@ -126,6 +128,7 @@ export async function startKarpenterLoop(dir: string, options: KarpenterLoopOpti
     rmSync(dir, { recursive: true, force: true });
   };
   try {
+    options.prepare?.(cloud);
     await runPulumi(["up", "--stack", "local", "--yes", "--skip-preview", "--non-interactive"], project, cloud.env);
     const serveEnv = {
       ...cloud.env,

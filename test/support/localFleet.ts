@@ -62,6 +62,11 @@ export function setLocalK0sVersion(cloud: LocalCloud, version: string): void {
   editStackConfig<Record<string, unknown>>(cloud, "nodefleet:cluster", (cluster) => ({ ...cluster, k0sVersion: version }));
 }
 
+/** Sets the cluster's `hcloudProviderIds` in the local stack file (docs/hcloud-ccm.md). */
+export function setLocalHcloudProviderIds(cloud: LocalCloud, value: "nodefleet" | "hcloud"): void {
+  editStackConfig<Record<string, unknown>>(cloud, "nodefleet:cluster", (cluster) => ({ ...cluster, hcloudProviderIds: value }));
+}
+
 /** Sets the cluster network's ipRange in the local stack file. */
 export function setLocalNetworkRange(cloud: LocalCloud, ipRange: string): void {
   editStackConfig<Record<string, unknown>>(cloud, "nodefleet:network", (network) => ({ ...network, ipRange }));

@@ -22,6 +22,7 @@ import {
 import { registerCollections } from "./fakeHcloudCollections";
 import { type FakeHcloudContext, HcloudError, filtered, idParam, notFound, page, queryValues } from "./fakeHcloudContext";
 import { registerServers } from "./fakeHcloudServers";
+import { FAKE_METADATA_PREFIX, registerMetadata } from "./fakeHcloudMetadata";
 import { type FakeAction, FakeHcloudState } from "./fakeHcloudState";
 
 export interface FakeHcloudOptions {
@@ -118,6 +119,7 @@ export function buildFakeHcloud(options: FakeHcloudOptions): FakeHcloud {
   app.addHook("onRequest", async (request: FastifyRequest, reply: FastifyReply) => {
     const route = `${request.method} ${request.routeOptions.url ?? request.url.split("?")[0]}`.replace(/:(\w+)/g, "{$1}");
     requestCounts.set(route, (requestCounts.get(route) ?? 0) + 1);
+    if (request.url.startsWith(FAKE_METADATA_PREFIX)) return;
     if (request.headers.authorization !== `Bearer ${options.token}`) throw new HcloudError(401, "unauthorized", "unable to authenticate");
     // Hetzner's budget refills continuously (the hourly limit spread over the hour).
     const now = Date.now();
@@ -262,6 +264,7 @@ export function buildFakeHcloud(options: FakeHcloudOptions): FakeHcloud {
   }
 
   registerServers(app, ctx);
+  registerMetadata(app, state);
   registerCollections(app, ctx);
   // A stopped fake leaves one snapshot and no journal behind.
   app.addHook("onClose", async () => state.compact());

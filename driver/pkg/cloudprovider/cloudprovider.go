@@ -46,15 +46,26 @@ type CloudProvider struct {
 	soldOut       *SoldOutOfferings
 	instanceTypes *cache.Cache
 	source        *instanceTypeSource
+	// How long Create waits for an hcloud:// providerID, and how often it asks (awaitProviderID).
+	providerIDWait time.Duration
+	providerIDPoll time.Duration
 }
+
+// Create's wait for a server id: well inside the launch's own timeouts; a slower server is asked for again by Karpenter's retry.
+const (
+	defaultProviderIDWait = 20 * time.Second
+	defaultProviderIDPoll = time.Second
+)
 
 func New(kubeClient client.Client, connections *apiclient.Connections, soldOut *SoldOutOfferings) *CloudProvider {
 	return &CloudProvider{
-		kubeClient:    kubeClient,
-		connections:   connections,
-		soldOut:       soldOut,
-		instanceTypes: cache.New(instanceTypesTTL, time.Minute),
-		source:        &instanceTypeSource{lastGood: map[string][]nodefleetapi.InstanceType{}},
+		kubeClient:     kubeClient,
+		connections:    connections,
+		soldOut:        soldOut,
+		instanceTypes:  cache.New(instanceTypesTTL, time.Minute),
+		source:         &instanceTypeSource{lastGood: map[string][]nodefleetapi.InstanceType{}},
+		providerIDWait: defaultProviderIDWait,
+		providerIDPoll: defaultProviderIDPoll,
 	}
 }
 
@@ -109,6 +120,9 @@ func (c *CloudProvider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim)
 		c.rememberSoldOut(connection.ClusterID, err)
 		return nil, createErrorOf(err)
 	}
+	if node.ProviderID == "" {
+		node = c.awaitProviderID(ctx, connection, node)
+	}
 	switch string(node.Status) {
 	case statusFailed:
 		// A replayed create of a node that failed: its uniqueID is burned (the API answers the same
@@ -126,12 +140,52 @@ func (c *CloudProvider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim)
 	case statusTerminating:
 		return nil, cloudprovider.NewCreateError(fmt.Errorf("node %s of NodeClaim %s is terminating", node.NodeID, nodeClaim.Name), "NodeTerminating", "the node of this NodeClaim is being deleted")
 	}
+	if node.ProviderID == "" {
+		// Karpenter retries a Create that errs; the API answers the same node to the replay.
+		return nil, fmt.Errorf("node %s of NodeClaim %s has no server yet, so no hcloud:// providerID; retrying", node.NodeID, nodeClaim.Name)
+	}
 	created, err := toNodeClaim(node)
 	if err != nil {
 		return nil, fmt.Errorf("node %s: %w", node.NodeID, err)
 	}
 	created.Annotations = map[string]string{ClusterPoolAnnotationKey: clusterPool(nodeClass)}
 	return created, nil
+}
+
+// awaitProviderID polls a node whose providerID is `hcloud://<server id>` (hcloudProviderIds:
+// hcloud) until its server exists, for at most providerIDWait: Karpenter's Launched condition then
+// carries the providerID its Node registers. The last answer read is returned, with or without it.
+func (c *CloudProvider) awaitProviderID(ctx context.Context, connection *apiclient.Connection, node *nodefleetapi.Node) *nodefleetapi.Node {
+	deadline := time.Now().Add(c.providerIDWait)
+	for node.ProviderID == "" && string(node.Status) != statusFailed && string(node.Status) != statusTerminating && time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return node
+		case <-time.After(c.providerIDPoll):
+		}
+		read, err := connection.GetNode(ctx, node.NodeID)
+		if err != nil {
+			return node // the retried Create asks again
+		}
+		node = read
+	}
+	return node
+}
+
+// refOf is the node a launched NodeClaim names: its providerID's, or for `hcloud://<server id>`
+// the node the API made for the NodeClaim (nodefleetapi.NodeIDFor of its name) in its NodeClass's cluster.
+func (c *CloudProvider) refOf(ctx context.Context, nodeClaim *karpv1.NodeClaim) (nodeRef, error) {
+	ref, err := parseProviderID(nodeClaim.Status.ProviderID)
+	if err != nil || ref.ServerID == "" {
+		return ref, err
+	}
+	nodeClass, err := c.nodeClassOf(ctx, nodeClaim.Spec.NodeClassRef)
+	if err != nil {
+		return nodeRef{}, fmt.Errorf("NodeClaim %s (%s): resolving its NodefleetNodeClass: %w", nodeClaim.Name, nodeClaim.Status.ProviderID, err)
+	}
+	ref.ClusterID = nodeClass.Spec.ClusterID
+	ref.NodeID = nodefleetapi.NodeIDFor(nodeClaim.Name)
+	return ref, nil
 }
 
 // checkOfferingsLeft refuses a create at once when every offering the NodeClaim allows is
@@ -201,7 +255,7 @@ func (c *CloudProvider) Delete(ctx context.Context, nodeClaim *karpv1.NodeClaim)
 	if nodeClaim.Status.ProviderID == "" {
 		return cloudprovider.NewNodeClaimNotFoundError(fmt.Errorf("NodeClaim %s was never launched", nodeClaim.Name))
 	}
-	ref, err := parseProviderID(nodeClaim.Status.ProviderID)
+	ref, err := c.refOf(ctx, nodeClaim)
 	if err != nil {
 		return err
 	}
@@ -224,6 +278,9 @@ func (c *CloudProvider) Get(ctx context.Context, providerID string) (*karpv1.Nod
 	if err != nil {
 		return nil, err
 	}
+	if ref.ServerID != "" {
+		return c.getByServer(ctx, providerID)
+	}
 	node, err := c.getNode(ctx, ref, nil)
 	if err != nil {
 		if isGone(err) {
@@ -232,6 +289,21 @@ func (c *CloudProvider) Get(ctx context.Context, providerID string) (*karpv1.Nod
 		return nil, fmt.Errorf("getting node %s: %w", ref.NodeID, err)
 	}
 	return toNodeClaim(node)
+}
+
+// getByServer is the node of an `hcloud://<server id>` providerID, which names no cluster or node:
+// found in List, which reads every NodeClass's pool (and keeps the NodeClaims of a cluster it cannot read).
+func (c *CloudProvider) getByServer(ctx context.Context, providerID string) (*karpv1.NodeClaim, error) {
+	nodeClaims, err := c.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, nodeClaim := range nodeClaims {
+		if nodeClaim.Status.ProviderID == providerID {
+			return nodeClaim, nil
+		}
+	}
+	return nil, cloudprovider.NewNodeClaimNotFoundError(fmt.Errorf("no node of any NodefleetNodeClass's pool has providerID %s", providerID))
 }
 
 func (c *CloudProvider) getNode(ctx context.Context, ref nodeRef, nodeClassRef *karpv1.NodeClassReference) (*nodefleetapi.Node, error) {
@@ -270,7 +342,8 @@ func (c *CloudProvider) List(ctx context.Context) ([]*karpv1.NodeClaim, error) {
 			continue
 		}
 		for i := range nodes {
-			if seen[nodes[i].ProviderID] {
+			// A node whose server does not exist yet has no hcloud:// providerID: no NodeClaim can name it.
+			if nodes[i].ProviderID == "" || seen[nodes[i].ProviderID] {
 				continue
 			}
 			seen[nodes[i].ProviderID] = true
@@ -347,7 +420,7 @@ func (c *CloudProvider) IsDrifted(ctx context.Context, nodeClaim *karpv1.NodeCla
 	if nodeClaim.Status.ProviderID == "" {
 		return "", nil
 	}
-	ref, err := parseProviderID(nodeClaim.Status.ProviderID)
+	ref, err := c.refOf(ctx, nodeClaim)
 	if err != nil {
 		return "", err
 	}
@@ -375,7 +448,7 @@ func (c *CloudProvider) IsDrifted(ctx context.Context, nodeClaim *karpv1.NodeCla
 // LaunchFailure is why the node of a launched NodeClaim FAILED, as the error Create would have
 // returned (nil while the node has not failed); a sold-out failure marks the offering sold out.
 func (c *CloudProvider) LaunchFailure(ctx context.Context, nodeClaim *karpv1.NodeClaim) (failure error, err error) {
-	ref, err := parseProviderID(nodeClaim.Status.ProviderID)
+	ref, err := c.refOf(ctx, nodeClaim)
 	if err != nil {
 		return nil, err
 	}

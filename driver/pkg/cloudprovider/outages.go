@@ -80,7 +80,11 @@ func (c *CloudProvider) keptNodeClaims(ctx context.Context, clusters map[string]
 	}
 	var kept []*karpv1.NodeClaim
 	for i := range list.Items {
-		ref, err := parseProviderID(list.Items[i].Status.ProviderID)
+		if list.Items[i].Status.ProviderID == "" {
+			continue
+		}
+		// refOf: an hcloud:// providerID names its cluster through the NodeClaim's NodeClass.
+		ref, err := c.refOf(ctx, &list.Items[i])
 		if err == nil && clusters[ref.ClusterID] {
 			kept = append(kept, list.Items[i].DeepCopy())
 		}

@@ -51,6 +51,25 @@ type ScalingAPI struct {
 	createStatus nodefleetapi.NodeStatus
 	// delay holds every answer this long (or until the client gives up).
 	delay time.Duration
+	// hcloudProviderIDs: created nodes have no providerID until their server exists (HcloudServerCreated).
+	hcloudProviderIDs bool
+}
+
+// UseHcloudProviderIDs makes created nodes answer as a cluster with hcloudProviderIds: hcloud does:
+// no providerID until HcloudServerCreated gives the node its server.
+func (a *ScalingAPI) UseHcloudProviderIDs() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.hcloudProviderIDs = true
+}
+
+// HcloudServerCreated gives a node its server: instanceID serverID and providerID hcloud://<serverID>.
+func (a *ScalingAPI) HcloudServerCreated(nodeID string, serverID int) {
+	a.UpdateNode(nodeID, func(node *nodefleetapi.Node) {
+		instanceID := fmt.Sprint(serverID)
+		node.InstanceID = &instanceID
+		node.ProviderID = "hcloud://" + instanceID
+	})
 }
 
 // Delay holds every answer for d (or until the client gives up on the request): a slow or hung API.
@@ -324,6 +343,9 @@ func (a *ScalingAPI) create(w http.ResponseWriter, body []byte) {
 		Taints:       []nodefleetapi.Taint{},
 		CreatedAt:    now,
 		UpdatedAt:    now,
+	}
+	if a.hcloudProviderIDs {
+		node.ProviderID = ""
 	}
 	a.nodes[nodeID] = node
 	a.createBodies[request.UniqueID] = string(canonical)

@@ -159,6 +159,9 @@ describe("learned node capacity through the API", function () {
 
   it("answers no reports for a list that is not a Node list", () => {
     for (const list of [undefined, null, {}, { items: "x" }, { items: [null, 1, { metadata: {} }] }])
-      assert.deepEqual(nodeReports(list, "example", { claimOf: () => undefined, providerIdOf: (id) => `nodefleet:///example/${id}` }), []);
+      assert.deepEqual(
+        nodeReports(list, "example", { claimOf: () => undefined, providerIdOf: (claim) => `nodefleet:///example/${claim.nodeId}` }),
+        [],
+      );
   });
 });

@@ -209,6 +209,11 @@ func (c *Controller) collect(ctx context.Context, candidate listed, kubeNodes []
 }
 
 func kubeNodeOf(kubeNodes []corev1.Node, providerID string) *corev1.Node {
+	// A node whose server does not exist yet has no hcloud:// providerID (hcloudProviderIds:
+	// hcloud): it is no Node's, least of all of the Nodes that have none.
+	if providerID == "" {
+		return nil
+	}
 	for i := range kubeNodes {
 		if kubeNodes[i].Spec.ProviderID == providerID {
 			return &kubeNodes[i]

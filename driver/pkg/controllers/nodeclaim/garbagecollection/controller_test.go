@@ -225,3 +225,18 @@ func TestAShortGraceRunsTheCollectorAsOften(t *testing.T) {
 		t.Fatalf("interval %v with the default grace, want 2 minutes", got)
 	}
 }
+
+// With hcloudProviderIds: hcloud a node has no providerID until its server exists: it must never be
+// taken for a Node that has none either (or its deletion would delete that Node).
+func TestANodeWithoutProviderIDIsNoNodes(t *testing.T) {
+	nodes := []corev1.Node{
+		{ObjectMeta: metav1.ObjectMeta{Name: "unset"}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "server"}, Spec: corev1.NodeSpec{ProviderID: "hcloud://4711"}},
+	}
+	if node := kubeNodeOf(nodes, ""); node != nil {
+		t.Errorf("kubeNodeOf(\"\") = %s, want none", node.Name)
+	}
+	if node := kubeNodeOf(nodes, "hcloud://4711"); node == nil || node.Name != "server" {
+		t.Errorf("kubeNodeOf(hcloud://4711) = %v, want the Node named server", node)
+	}
+}

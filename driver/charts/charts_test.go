@@ -568,3 +568,27 @@ func TestMetricsServiceAndOptionalServiceMonitor(t *testing.T) {
 		t.Error("kubeconfig.render=target renders the metrics Service or ServiceMonitor, which belong where the driver runs")
 	}
 }
+
+// The dashboard ConfigMap is off by default; when on it carries the Grafana sidecar's label and the
+// committed dashboard as it is.
+func TestDashboardConfigMapCarriesTheCommittedDashboard(t *testing.T) {
+	helm := helmOrSkip(t)
+	if configMaps := render(t, helm)["ConfigMap"]; len(configMaps) != 0 {
+		t.Fatalf("%d ConfigMaps rendered by default, want none", len(configMaps))
+	}
+	configMaps := render(t, helm, "metrics.dashboard.enabled=true")["ConfigMap"]
+	if len(configMaps) != 1 {
+		t.Fatalf("%d ConfigMaps rendered with metrics.dashboard.enabled=true, want 1", len(configMaps))
+	}
+	configMap := convert[corev1.ConfigMap](t, configMaps[0])
+	committed, err := os.ReadFile(filepath.Join(ChartDir, "dashboards", "nodefleet.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if configMap.Labels["grafana_dashboard"] != "1" || configMap.Namespace != "karpenter" {
+		t.Errorf("ConfigMap labels %v in %s, want grafana_dashboard=1 in the release namespace", configMap.Labels, configMap.Namespace)
+	}
+	if strings.TrimSpace(configMap.Data["nodefleet.json"]) != strings.TrimSpace(string(committed)) {
+		t.Error("the ConfigMap's nodefleet.json differs from dashboards/nodefleet.json")
+	}
+}

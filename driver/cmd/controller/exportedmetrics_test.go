@@ -31,8 +31,8 @@ import (
 )
 
 // exportedMetricsFile lists the series names of the driver's own metrics and of Karpenter's
-// CloudProvider decorator as the registry serves them: test/charts/dashboard.test.ts checks every
-// query of the Grafana dashboard against it. Regenerate with NODEFLEET_UPDATE_GOLDEN=1.
+// CloudProvider decorator as the registry serves them: test/automation/api/dashboardQueries.test.ts
+// checks every query of the Grafana dashboard against it. Regenerate with NODEFLEET_UPDATE_GOLDEN=1.
 const exportedMetricsFile = "testdata/exported-metrics.txt"
 
 // exportedPrefixes are the families the file lists: the driver's and the decorator's. Karpenter's

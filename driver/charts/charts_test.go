@@ -2,6 +2,7 @@ package charts
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -502,5 +503,92 @@ func TestCRDChartHoldsThePinnedCRDsAsTemplates(t *testing.T) {
 	}
 	if count := bytes.Count(rendered, []byte("\nkind: CustomResourceDefinition\n")); count != len(want) {
 		t.Errorf("the CRD chart renders %d CRDs, want %d", count, len(want))
+	}
+}
+
+// The metrics Service selects the driver's pods on their metrics port; the ServiceMonitor is off by
+// default, and when on selects that Service (and no other) on the same port, in the release's
+// namespace, with the labels a Prometheus selects ServiceMonitors by.
+func TestMetricsServiceAndOptionalServiceMonitor(t *testing.T) {
+	helm := helmOrSkip(t)
+	byKind := render(t, helm)
+	if len(byKind["ServiceMonitor"]) != 0 {
+		t.Error("a ServiceMonitor is rendered by default; it needs the Prometheus Operator's CRDs")
+	}
+	if len(byKind["Service"]) != 1 {
+		t.Fatalf("%d Services rendered, want the metrics Service", len(byKind["Service"]))
+	}
+	service := convert[corev1.Service](t, byKind["Service"][0])
+	deployment := convert[appsv1.Deployment](t, byKind["Deployment"][0])
+	if !labels.SelectorFromSet(service.Spec.Selector).Matches(labels.Set(deployment.Spec.Template.Labels)) || len(service.Spec.Selector) == 0 {
+		t.Errorf("the metrics Service selects %v, not the driver's pods %v", service.Spec.Selector, deployment.Spec.Template.Labels)
+	}
+	env := envOf(deployment.Spec.Template.Spec.Containers[0])
+	if len(service.Spec.Ports) != 1 || service.Spec.Ports[0].Port != 8000 || service.Spec.Ports[0].TargetPort.String() != "http-metrics" {
+		t.Fatalf("metrics Service ports %+v, want 8000 to the http-metrics port", service.Spec.Ports)
+	}
+	served := false
+	for _, port := range deployment.Spec.Template.Spec.Containers[0].Ports {
+		served = served || (port.Name == "http-metrics" && fmt.Sprint(port.ContainerPort) == env["METRICS_PORT"])
+	}
+	if !served {
+		t.Errorf("no container port http-metrics on METRICS_PORT %s", env["METRICS_PORT"])
+	}
+
+	monitored := render(t, helm, "metrics.serviceMonitor.enabled=true", "metrics.serviceMonitor.additionalLabels.release=prometheus", "metrics.serviceMonitor.interval=30s")
+	if len(monitored["ServiceMonitor"]) != 1 {
+		t.Fatalf("%d ServiceMonitors rendered with metrics.serviceMonitor.enabled=true, want 1", len(monitored["ServiceMonitor"]))
+	}
+	monitor := monitored["ServiceMonitor"][0]
+	if monitor.GetAPIVersion() != "monitoring.coreos.com/v1" || monitor.GetLabels()["release"] != "prometheus" {
+		t.Errorf("ServiceMonitor %s with labels %v, want monitoring.coreos.com/v1 labelled release=prometheus", monitor.GetAPIVersion(), monitor.GetLabels())
+	}
+	matchLabels, _, _ := unstructured.NestedStringMap(monitor.Object, "spec", "selector", "matchLabels")
+	monitoredService := convert[corev1.Service](t, monitored["Service"][0])
+	if len(matchLabels) == 0 || !labels.SelectorFromSet(matchLabels).Matches(labels.Set(monitoredService.Labels)) ||
+		labels.SelectorFromSet(matchLabels).Matches(labels.Set(deployment.Labels)) {
+		t.Errorf("the ServiceMonitor selects %v: want the metrics Service %v and not the release's other objects", matchLabels, monitoredService.Labels)
+	}
+	namespaces, _, _ := unstructured.NestedStringSlice(monitor.Object, "spec", "namespaceSelector", "matchNames")
+	endpoints, _, _ := unstructured.NestedSlice(monitor.Object, "spec", "endpoints")
+	if len(namespaces) != 1 || namespaces[0] != "karpenter" || len(endpoints) != 1 {
+		t.Fatalf("ServiceMonitor namespaces %v, endpoints %v; want the release's namespace and one endpoint", namespaces, endpoints)
+	}
+	endpoint := endpoints[0].(map[string]any)
+	if endpoint["port"] != monitoredService.Spec.Ports[0].Name || endpoint["path"] != "/metrics" || endpoint["interval"] != "30s" {
+		t.Errorf("ServiceMonitor endpoint %v, want port %s, path /metrics, interval 30s", endpoint, monitoredService.Spec.Ports[0].Name)
+	}
+
+	if _, err := Helm(helm, "template", "nodefleet-karpenter", ChartDir, "--set", "metrics.serviceMonitor.enabled=true", "--set", "metrics.service.enabled=false"); err == nil ||
+		!strings.Contains(err.Error(), "metrics.service.enabled") {
+		t.Errorf("a ServiceMonitor without the Service it selects: %v, want an error naming metrics.service.enabled", err)
+	}
+	target := render(t, helm, "kubeconfig.render=target", "metrics.serviceMonitor.enabled=true")
+	if len(target["Service"]) != 0 || len(target["ServiceMonitor"]) != 0 {
+		t.Error("kubeconfig.render=target renders the metrics Service or ServiceMonitor, which belong where the driver runs")
+	}
+}
+
+// The dashboard ConfigMap is off by default; when on it carries the Grafana sidecar's label and the
+// committed dashboard as it is.
+func TestDashboardConfigMapCarriesTheCommittedDashboard(t *testing.T) {
+	helm := helmOrSkip(t)
+	if configMaps := render(t, helm)["ConfigMap"]; len(configMaps) != 0 {
+		t.Fatalf("%d ConfigMaps rendered by default, want none", len(configMaps))
+	}
+	configMaps := render(t, helm, "metrics.dashboard.enabled=true")["ConfigMap"]
+	if len(configMaps) != 1 {
+		t.Fatalf("%d ConfigMaps rendered with metrics.dashboard.enabled=true, want 1", len(configMaps))
+	}
+	configMap := convert[corev1.ConfigMap](t, configMaps[0])
+	committed, err := os.ReadFile(filepath.Join(ChartDir, "dashboards", "nodefleet.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if configMap.Labels["grafana_dashboard"] != "1" || configMap.Namespace != "karpenter" {
+		t.Errorf("ConfigMap labels %v in %s, want grafana_dashboard=1 in the release namespace", configMap.Labels, configMap.Namespace)
+	}
+	if strings.TrimSpace(configMap.Data["nodefleet.json"]) != strings.TrimSpace(string(committed)) {
+		t.Error("the ConfigMap's nodefleet.json differs from dashboards/nodefleet.json")
 	}
 }

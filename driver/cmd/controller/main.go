@@ -15,7 +15,6 @@ import (
 	"nodefleet.dev/driver/pkg/apiclient"
 	nodefleet "nodefleet.dev/driver/pkg/cloudprovider"
 	"nodefleet.dev/driver/pkg/controllers"
-	"sigs.k8s.io/karpenter/pkg/cloudprovider/overlay"
 	corecontrollers "sigs.k8s.io/karpenter/pkg/controllers"
 	"sigs.k8s.io/karpenter/pkg/controllers/state"
 	"sigs.k8s.io/karpenter/pkg/operator"
@@ -55,8 +54,8 @@ func main() {
 	}
 	connections := apiclient.NewConnections(apiclient.SecretTokens{Reader: secrets, Namespace: namespace})
 
-	undecorated := nodefleet.New(op.GetClient(), connections, nodefleet.NewSoldOutOfferings())
-	cloudProvider := overlay.Decorate(undecorated, op.GetClient(), op.InstanceTypeStore)
+	undecorated := nodefleet.New(op.GetClient(), connections, nodefleet.NewSoldOutOfferings(), op.EventRecorder)
+	cloudProvider, measured := decorated(undecorated, op.GetClient(), op.InstanceTypeStore)
 	clusterState := state.NewCluster(op.Clock, op.GetClient(), cloudProvider)
 	op.
 		WithControllers(ctx, corecontrollers.NewControllers(
@@ -66,7 +65,7 @@ func main() {
 			op.GetClient(),
 			op.EventRecorder,
 			cloudProvider,
-			undecorated,
+			measured,
 			clusterState,
 			op.InstanceTypeStore,
 		)...).

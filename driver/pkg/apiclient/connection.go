@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"nodefleet.dev/driver/pkg/apis/v1alpha1"
+	"nodefleet.dev/driver/pkg/metrics"
 	"nodefleet.dev/driver/pkg/nodefleetapi"
 )
 
@@ -64,6 +65,7 @@ func (c *Connections) For(nodeClass *v1alpha1.NodefleetNodeClass) (*Connection, 
 	authorize := func(ctx context.Context, request *http.Request) error {
 		token, err := c.tokens.Token(ctx, nodeClass)
 		if err != nil {
+			metrics.AuthErrors.WithLabelValues(nodeClass.Spec.ClusterID, metrics.AuthTokenUnavailable).Inc()
 			return err
 		}
 		request.Header.Set("Authorization", "Bearer "+token)
@@ -98,14 +100,14 @@ func (c *Connections) httpClient(caBundle []byte) (*http.Client, error) {
 	if timeout <= 0 {
 		timeout = DefaultRequestTimeout
 	}
-	created := &http.Client{Transport: transport, Timeout: timeout}
+	created := &http.Client{Transport: instrumentedTransport{next: transport}, Timeout: timeout}
 	c.httpClients[key] = created
 	return created, nil
 }
 
 // Cluster is GET /clusters/{id}: the cluster and its autoscaled pools.
 func (c *Connection) Cluster(ctx context.Context) (*nodefleetapi.Cluster, error) {
-	response, err := c.api.GetClusterWithResponse(ctx, c.ClusterID)
+	response, err := c.api.GetClusterWithResponse(withCall(ctx, routeCluster, c.ClusterID), c.ClusterID)
 	if err != nil {
 		return nil, err
 	}
@@ -117,7 +119,7 @@ func (c *Connection) Cluster(ctx context.Context) (*nodefleetapi.Cluster, error)
 
 // InstanceTypes is GET /clusters/{id}/instance-types, narrowed to this connection's pool.
 func (c *Connection) InstanceTypes(ctx context.Context) ([]nodefleetapi.InstanceType, error) {
-	response, err := c.api.ListInstanceTypesWithResponse(ctx, c.ClusterID)
+	response, err := c.api.ListInstanceTypesWithResponse(withCall(ctx, routeInstanceTypes, c.ClusterID), c.ClusterID)
 	if err != nil {
 		return nil, err
 	}
@@ -135,7 +137,7 @@ func (c *Connection) InstanceTypes(ctx context.Context) ([]nodefleetapi.Instance
 
 // CreateNode is POST /clusters/{id}/nodes; a replay of the same body answers the same node.
 func (c *Connection) CreateNode(ctx context.Context, body nodefleetapi.CreateNodeJSONRequestBody) (*nodefleetapi.Node, error) {
-	response, err := c.api.CreateNodeWithResponse(ctx, c.ClusterID, &nodefleetapi.CreateNodeParams{}, body)
+	response, err := c.api.CreateNodeWithResponse(withCall(ctx, routeNodes, c.ClusterID), c.ClusterID, &nodefleetapi.CreateNodeParams{}, body)
 	if err != nil {
 		return nil, err
 	}
@@ -150,7 +152,7 @@ func (c *Connection) CreateNode(ctx context.Context, body nodefleetapi.CreateNod
 
 // GetNode is GET /clusters/{id}/nodes/{nodeID}; 404 NodeNotFound once the server is gone.
 func (c *Connection) GetNode(ctx context.Context, nodeID string) (*nodefleetapi.Node, error) {
-	response, err := c.api.GetNodeWithResponse(ctx, c.ClusterID, nodeID)
+	response, err := c.api.GetNodeWithResponse(withCall(ctx, routeNode, c.ClusterID), c.ClusterID, nodeID)
 	if err != nil {
 		return nil, err
 	}
@@ -163,7 +165,7 @@ func (c *Connection) GetNode(ctx context.Context, nodeID string) (*nodefleetapi.
 // ListNodes is GET /clusters/{id}/nodes?pool=: the pool's nodes not yet confirmed gone.
 func (c *Connection) ListNodes(ctx context.Context) ([]nodefleetapi.Node, error) {
 	pool := c.Pool
-	response, err := c.api.ListNodesWithResponse(ctx, c.ClusterID, &nodefleetapi.ListNodesParams{Pool: &pool})
+	response, err := c.api.ListNodesWithResponse(withCall(ctx, routeNodes, c.ClusterID), c.ClusterID, &nodefleetapi.ListNodesParams{Pool: &pool})
 	if err != nil {
 		return nil, err
 	}
@@ -176,7 +178,7 @@ func (c *Connection) ListNodes(ctx context.Context) ([]nodefleetapi.Node, error)
 // DeleteNode is DELETE /clusters/{id}/nodes/{nodeID}: accepted (or already terminating), or 404
 // NodeNotFound once gone.
 func (c *Connection) DeleteNode(ctx context.Context, nodeID string) error {
-	response, err := c.api.DeleteNodeWithResponse(ctx, c.ClusterID, nodeID)
+	response, err := c.api.DeleteNodeWithResponse(withCall(ctx, routeNode, c.ClusterID), c.ClusterID, nodeID)
 	if err != nil {
 		return err
 	}

@@ -139,9 +139,13 @@ func TestIdleConnectionsCloseBeforeTheServiceClosesThem(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	transport, ok := client.Transport.(*http.Transport)
+	roundTripper := client.Transport
+	if instrumented, ok := roundTripper.(instrumentedTransport); ok {
+		roundTripper = instrumented.next
+	}
+	transport, ok := roundTripper.(*http.Transport)
 	if !ok {
-		t.Fatalf("transport is %T", client.Transport)
+		t.Fatalf("transport is %T", roundTripper)
 	}
 	if transport.IdleConnTimeout <= 0 || transport.IdleConnTimeout >= serviceKeepAlive {
 		t.Fatalf("idle connections are kept %s; the service closes them after %s", transport.IdleConnTimeout, serviceKeepAlive)

@@ -3,11 +3,15 @@ package cloudprovider
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 
+	"nodefleet.dev/driver/pkg/apis/v1alpha1"
 	"nodefleet.dev/driver/pkg/fake"
+	"nodefleet.dev/driver/pkg/metrics"
 	"nodefleet.dev/driver/pkg/nodefleetapi"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 	"sigs.k8s.io/karpenter/pkg/cloudprovider"
@@ -26,12 +30,24 @@ func TestCreateMarksTheOfferingsAnAdmissionRefusalNames(t *testing.T) {
 			"unavailable": []any{"cx32@hel1"},
 			"offerings":   []any{map[string]any{"instanceType": "cx32", "zone": "hel1", "reason": "quota"}},
 		}})
+	markedBefore := testutil.ToFloat64(metrics.OfferingsMarkedUnavailable.WithLabelValues(testCluster, "cx32", "hel1"))
 	_, err := e.cloudProvider.Create(context.Background(), nodeClaim("default-quota"))
 	if !cloudprovider.IsInsufficientCapacityError(err) {
 		t.Fatalf("err = %v, want InsufficientCapacityError", err)
 	}
 	if !e.soldOut.IsSoldOut(testCluster, "cx32", "hel1") {
 		t.Error("the refused offering cx32 in hel1 was not marked unavailable")
+	}
+	if got := testutil.ToFloat64(metrics.OfferingsMarkedUnavailable.WithLabelValues(testCluster, "cx32", "hel1")) - markedBefore; got != 1 {
+		t.Errorf("nodefleet_driver_offerings_marked_unavailable_total{cx32, hel1} grew by %v, want 1", got)
+	}
+	published := e.recorder.WithReason(OfferingUnavailableReason)
+	if len(published) != 1 {
+		t.Fatalf("%d OfferingUnavailable Events, want one", len(published))
+	}
+	if event := published[0]; event.Type != corev1.EventTypeWarning || event.InvolvedObject.(*v1alpha1.NodefleetNodeClass).Name != "default" ||
+		!strings.Contains(event.Message, "cx32 in hel1") || !strings.Contains(event.Message, "resource_limit_exceeded") {
+		t.Errorf("OfferingUnavailable Event = %+v, want a Warning on NodeClass default naming cx32 in hel1 and the quota", event)
 	}
 	if e.soldOut.IsSoldOut(testCluster, "cx22", "hel1") || e.soldOut.IsSoldOut(testCluster, "cx22", "fsn1") {
 		t.Error("an offering the API did not refuse was marked unavailable")

@@ -21,9 +21,11 @@ import (
 	"nodefleet.dev/driver/pkg/apiclient"
 	"nodefleet.dev/driver/pkg/apis"
 	"nodefleet.dev/driver/pkg/apis/v1alpha1"
+	"nodefleet.dev/driver/pkg/metrics"
 	"nodefleet.dev/driver/pkg/nodefleetapi"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 	"sigs.k8s.io/karpenter/pkg/cloudprovider"
+	"sigs.k8s.io/karpenter/pkg/events"
 	"sigs.k8s.io/karpenter/pkg/scheduling"
 )
 
@@ -49,6 +51,8 @@ type CloudProvider struct {
 	// How long Create waits for an hcloud:// providerID, and how often it asks (awaitProviderID).
 	providerIDWait time.Duration
 	providerIDPoll time.Duration
+	// recorder publishes the OfferingUnavailable Events (unavailable.go); nil publishes none.
+	recorder events.Recorder
 }
 
 // Create's wait for a server id: well inside the launch's own timeouts; a slower server is asked for again by Karpenter's retry.
@@ -57,11 +61,13 @@ const (
 	defaultProviderIDPoll = time.Second
 )
 
-func New(kubeClient client.Client, connections *apiclient.Connections, soldOut *SoldOutOfferings) *CloudProvider {
+// New is the CloudProvider; recorder publishes its Events (nil for none).
+func New(kubeClient client.Client, connections *apiclient.Connections, soldOut *SoldOutOfferings, recorder events.Recorder) *CloudProvider {
 	return &CloudProvider{
 		kubeClient:     kubeClient,
 		connections:    connections,
 		soldOut:        soldOut,
+		recorder:       recorder,
 		instanceTypes:  cache.New(instanceTypesTTL, time.Minute),
 		source:         &instanceTypeSource{lastGood: map[string][]nodefleetapi.InstanceType{}},
 		providerIDWait: defaultProviderIDWait,
@@ -117,7 +123,7 @@ func (c *CloudProvider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim)
 	}
 	node, err := connection.CreateNode(ctx, request)
 	if err != nil {
-		c.rememberSoldOut(connection.ClusterID, err)
+		c.rememberSoldOut(ctx, nodeClaim, connection.ClusterID, err)
 		return nil, createErrorOf(err)
 	}
 	if node.ProviderID == "" {
@@ -132,7 +138,7 @@ func (c *CloudProvider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim)
 		if deleteErr := connection.DeleteNode(ctx, node.NodeID); deleteErr != nil && !isGone(deleteErr) {
 			return nil, fmt.Errorf("releasing failed node %s: %w", node.NodeID, deleteErr)
 		}
-		failure := c.failureError(connection.ClusterID, node)
+		failure := c.failureError(ctx, nodeClaim, connection.ClusterID, node)
 		if cloudprovider.IsInsufficientCapacityError(failure) {
 			return nil, failure
 		}
@@ -216,23 +222,23 @@ func (c *CloudProvider) checkOfferingsLeft(ctx context.Context, nodeClass *v1alp
 // rememberSoldOut marks what an InsufficientCapacity answer names unavailable (sold out, backed
 // off after a quota or image failure, or a whole pool backed off), so the next scheduling
 // simulation steers elsewhere before the instance types are read again.
-func (c *CloudProvider) rememberSoldOut(clusterID string, err error) {
+func (c *CloudProvider) rememberSoldOut(ctx context.Context, nodeClaim *karpv1.NodeClaim, clusterID string, err error) {
 	var apiError *apiclient.Error
 	if !errors.As(err, &apiError) || apiError.Code != codeInsufficientCapacity {
 		return
 	}
 	for _, offering := range unavailableOfferings(apiError) {
-		c.soldOut.MarkSoldOut(clusterID, offering[0], offering[1])
+		c.markUnavailable(ctx, nodeClaim, clusterID, offering[0], offering[1], apiError.Message)
 	}
 }
 
 // failureError is the error of a node the API could not create: sold out becomes an
 // InsufficientCapacityError (and the offering is remembered), anything else a CreateError.
-func (c *CloudProvider) failureError(clusterID string, node *nodefleetapi.Node) error {
+func (c *CloudProvider) failureError(ctx context.Context, nodeClaim *karpv1.NodeClaim, clusterID string, node *nodefleetapi.Node) error {
 	code, reason := failureOf(node)
 	err := fmt.Errorf("node %s failed: %s", node.NodeID, reason)
 	if code == codeInsufficientCapacity {
-		c.soldOut.MarkSoldOut(clusterID, node.InstanceType, node.Zone)
+		c.markUnavailable(ctx, nodeClaim, clusterID, node.InstanceType, node.Zone, reason)
 		return cloudprovider.NewInsufficientCapacityError(err)
 	}
 	return cloudprovider.NewCreateError(err, code, reason)
@@ -318,7 +324,7 @@ func (c *CloudProvider) getNode(ctx context.Context, ref nodeRef, nodeClassRef *
 // cannot be read is answered with its NodeClaims as they are: Karpenter's garbage collection deletes
 // a launched NodeClaim missing from the list, so leaving them out would delete healthy NodeClaims,
 // and failing the whole list would stop garbage collection for every other NodeClass. The failure
-// is logged and counted in ListFailures (docs/karpenter.md, "Outages").
+// is logged and counted in metrics.ListFailures (docs/karpenter.md, "Outages").
 func (c *CloudProvider) List(ctx context.Context) ([]*karpv1.NodeClaim, error) {
 	nodeClasses, err := c.nodeClasses(ctx)
 	if err != nil {
@@ -336,7 +342,7 @@ func (c *CloudProvider) List(ctx context.Context) ([]*karpv1.NodeClaim, error) {
 		listed[source] = true
 		nodes, err := c.listNodes(ctx, nodeClass)
 		if err != nil {
-			ListFailures.WithLabelValues(nodeClass.Spec.ClusterID).Inc()
+			metrics.ListFailures.WithLabelValues(nodeClass.Spec.ClusterID).Inc()
 			log.FromContext(ctx).Error(err, "keeping the cluster's NodeClaims as they are", "cluster", nodeClass.Spec.ClusterID)
 			unread[nodeClass.Spec.ClusterID] = true
 			continue
@@ -462,7 +468,7 @@ func (c *CloudProvider) LaunchFailure(ctx context.Context, nodeClaim *karpv1.Nod
 	if string(node.Status) != statusFailed {
 		return nil, nil
 	}
-	return c.failureError(ref.ClusterID, node), nil
+	return c.failureError(ctx, nodeClaim, ref.ClusterID, node), nil
 }
 
 func clusterPool(nodeClass *v1alpha1.NodefleetNodeClass) string {

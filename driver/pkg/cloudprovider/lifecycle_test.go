@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"nodefleet.dev/driver/pkg/fake"
+	"nodefleet.dev/driver/pkg/metrics"
 	"nodefleet.dev/driver/pkg/nodefleetapi"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 	"sigs.k8s.io/karpenter/pkg/cloudprovider"
@@ -137,7 +138,7 @@ func TestListKeepsTheNodeClaimsOfAClusterItCannotRead(t *testing.T) {
 		}
 	}
 	other.FailNext("listNodes", fake.ErrorAnswer{Status: 503, Code: "Unavailable", Message: "stopping"})
-	before := testutil.ToFloat64(ListFailures.WithLabelValues("other"))
+	before := testutil.ToFloat64(metrics.ListFailures.WithLabelValues("other"))
 	listed, err := e.cloudProvider.List(ctx)
 	if err != nil {
 		t.Fatalf("List: %v, want the readable cluster listed and the other's NodeClaims kept", err)
@@ -150,7 +151,7 @@ func TestListKeepsTheNodeClaimsOfAClusterItCannotRead(t *testing.T) {
 	if len(listed) != 2 || !providerIDs[want[0]] || !providerIDs[want[1]] {
 		t.Fatalf("List = %v, want exactly %v", providerIDs, want)
 	}
-	if after := testutil.ToFloat64(ListFailures.WithLabelValues("other")); after != before+1 {
+	if after := testutil.ToFloat64(metrics.ListFailures.WithLabelValues("other")); after != before+1 {
 		t.Errorf("list failures of cluster other = %v, want %v", after, before+1)
 	}
 }

@@ -5,30 +5,14 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/singleflight"
 	"sigs.k8s.io/controller-runtime/pkg/log"
-	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"nodefleet.dev/driver/pkg/apiclient"
 	"nodefleet.dev/driver/pkg/apis/v1alpha1"
 	"nodefleet.dev/driver/pkg/nodefleetapi"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 )
-
-// ListFailures counts, per cluster, the node lists List could not read from the API. List then
-// answers that cluster's NodeClaims as they are (see List), so only this metric, the log and the
-// NodeClass's Ready condition (its status check reads the same API) show the outage.
-var ListFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
-	Namespace: "nodefleet",
-	Subsystem: "driver",
-	Name:      "api_list_failures_total",
-	Help:      "Node lists the driver could not read from the scaling API, by cluster.",
-}, []string{"cluster"})
-
-func init() {
-	crmetrics.Registry.MustRegister(ListFailures)
-}
 
 // instanceTypeSource keeps the API's instance types per endpoint, cluster and pool: fresh ones
 // for instanceTypesTTL, and the last good list for as long as the API fails, so an outage leaves

@@ -33,6 +33,7 @@ type environment struct {
 	kubeClient    client.Client
 	cloudProvider *CloudProvider
 	soldOut       *SoldOutOfferings
+	recorder      *fake.Recorder
 	nodeClass     *v1alpha1.NodefleetNodeClass
 }
 
@@ -60,11 +61,13 @@ func newEnvironment(t *testing.T) *environment {
 		WithObjects(nodeClass, secret).Build()
 	soldOut := NewSoldOutOfferings()
 	connections := apiclient.NewConnections(apiclient.SecretTokens{Reader: kubeClient, Namespace: testNamespace})
+	recorder := &fake.Recorder{}
 	return &environment{
 		api:           api,
 		kubeClient:    kubeClient,
-		cloudProvider: New(kubeClient, connections, soldOut),
+		cloudProvider: New(kubeClient, connections, soldOut, recorder),
 		soldOut:       soldOut,
+		recorder:      recorder,
 		nodeClass:     nodeClass,
 	}
 }

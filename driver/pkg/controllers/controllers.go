@@ -22,6 +22,6 @@ func NewControllers(kubeClient client.Client, cloudProvider *cloudprovider.Cloud
 	return []controller.Controller{
 		nodeclass.NewController(kubeClient, connections, secrets, recorder),
 		failed.NewController(kubeClient, cloudProvider, recorder),
-		garbagecollection.NewController(kubeClient, connections, now, gcGrace),
+		garbagecollection.NewController(kubeClient, connections, recorder, now, gcGrace),
 	}
 }

@@ -231,7 +231,7 @@ func newDriver(t *testing.T, endpoint string) driver {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return driver{CloudProvider: cloudprovider.New(kubeClient, connections, cloudprovider.NewSoldOutOfferings()), api: api}
+	return driver{CloudProvider: cloudprovider.New(kubeClient, connections, cloudprovider.NewSoldOutOfferings(), nil), api: api}
 }
 
 func nodeClaim(name string, requirements ...karpv1.NodeSelectorRequirementWithMinValues) *karpv1.NodeClaim {

@@ -108,11 +108,53 @@ func (c *Controller) Reconcile(ctx context.Context, nodeClass *v1alpha1.Nodeflee
 		if err := c.kubeClient.Status().Patch(ctx, nodeClass, client.MergeFrom(stored)); err != nil {
 			return reconcile.Result{}, client.IgnoreNotFound(err)
 		}
+		c.publishReadyChange(stored, nodeClass)
 	}
 	if reason != "" {
 		return reconcile.Result{RequeueAfter: notReadyRecheck}, nil
 	}
 	return reconcile.Result{RequeueAfter: readyRecheck}, nil
+}
+
+// Reasons of the Events published when a NodeClass's Ready condition changes.
+const (
+	NotReadyReason  = "NodeClassNotReady"
+	RecoveredReason = "NodeClassReady"
+)
+
+// publishReadyChange publishes a Warning Event when the NodeClass turns NotReady (an outage that
+// outlasted FailedChecksBeforeNotReady checks, a refused token, an uncovered taint) and a Normal one
+// when it turns Ready again after having been NotReady: the condition alone keeps no history, and
+// Karpenter stops launching for every NodePool of the NodeClass meanwhile.
+func (c *Controller) publishReadyChange(before, after *v1alpha1.NodefleetNodeClass) {
+	was := before.StatusConditions().Get(status.ConditionReady)
+	now := after.StatusConditions().Get(status.ConditionReady)
+	switch {
+	case now.IsFalse() && (!was.IsFalse() || was.Reason != now.Reason):
+		c.recorder.Publish(events.Event{
+			InvolvedObject: after,
+			Type:           corev1.EventTypeWarning,
+			Reason:         NotReadyReason,
+			Message:        truncate(fmt.Sprintf("NodefleetNodeClass %s is not ready (%s): %s; Karpenter launches no node for its NodePools meanwhile", after.Name, now.Reason, now.Message)),
+			DedupeValues:   []string{string(after.UID), now.Reason},
+		})
+	case now.IsTrue() && was.IsFalse():
+		c.recorder.Publish(events.Event{
+			InvolvedObject: after,
+			Type:           corev1.EventTypeNormal,
+			Reason:         RecoveredReason,
+			Message:        fmt.Sprintf("NodefleetNodeClass %s is ready again (it was not: %s)", after.Name, was.Reason),
+		})
+	}
+}
+
+// truncate keeps an Event message within what the API server stores comfortably.
+func truncate(message string) string {
+	const limit = 1024
+	if len(message) <= limit {
+		return message
+	}
+	return message[:limit-3] + "..."
 }
 
 // tolerate counts a passing failure of the NodeClass's check and says whether Ready is left as it is:

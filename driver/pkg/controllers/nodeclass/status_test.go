@@ -37,6 +37,15 @@ type recordedEvents struct{ published []events.Event }
 
 func (r *recordedEvents) Publish(evts ...events.Event) { r.published = append(r.published, evts...) }
 
+// reasons is the reason of every Event published, in order.
+func (r *recordedEvents) reasons() []string {
+	var reasons []string
+	for _, event := range r.published {
+		reasons = append(reasons, event.Reason)
+	}
+	return reasons
+}
+
 func newReconciling(t *testing.T, api *fake.ScalingAPI, edit func(*v1alpha1.NodefleetNodeClass), objects ...client.Object) *reconciling {
 	t.Helper()
 	nodeClass := &v1alpha1.NodefleetNodeClass{
@@ -109,12 +118,25 @@ func TestNotReadyOnlyAfterSustainedFailure(t *testing.T) {
 			t.Fatalf("after %d failed checks: Ready = %+v, want still True", i, ready)
 		}
 	}
+	if got := r.events.reasons(); len(got) != 0 {
+		t.Fatalf("Events during tolerated failures: %v, want none", got)
+	}
 	if ready := r.reconcile().StatusConditions().Get(status.ConditionReady); !ready.IsFalse() || ready.Reason != "Unavailable" {
 		t.Fatalf("after %d failed checks: Ready = %+v, want False Unavailable", FailedChecksBeforeNotReady, ready)
 	}
+	if got := r.events.reasons(); !reflect.DeepEqual(got, []string{NotReadyReason}) {
+		t.Fatalf("Events after turning NotReady: %v, want [%s]", got, NotReadyReason)
+	}
+	if notReady := r.events.published[0]; notReady.Type != corev1.EventTypeWarning || !strings.Contains(notReady.Message, "Unavailable") {
+		t.Errorf("NotReady Event = %+v, want a Warning naming the reason Unavailable", notReady)
+	}
+	r.reconcile() // still failing: no second Event
 	api.ClearErrors()
 	if ready := r.reconcile().StatusConditions().Get(status.ConditionReady); !ready.IsTrue() {
 		t.Fatalf("after one good check: Ready = %+v, want True", ready)
+	}
+	if got := r.events.reasons(); !reflect.DeepEqual(got, []string{NotReadyReason, RecoveredReason}) {
+		t.Fatalf("Events after recovering: %v, want [%s %s]", got, NotReadyReason, RecoveredReason)
 	}
 	// The count starts over after a good check.
 	api.FailNext("getCluster", fake.ErrorAnswer{Status: 503, Code: "Unavailable", Message: "restarting"})

@@ -9,6 +9,7 @@ package garbagecollection
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -25,8 +26,10 @@ import (
 	"nodefleet.dev/driver/pkg/apiclient"
 	"nodefleet.dev/driver/pkg/apis"
 	"nodefleet.dev/driver/pkg/apis/v1alpha1"
+	"nodefleet.dev/driver/pkg/metrics"
 	"nodefleet.dev/driver/pkg/nodefleetapi"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+	"sigs.k8s.io/karpenter/pkg/events"
 )
 
 // DefaultGrace is how old an unclaimed node must be before it is deleted. A node's NodeClaim exists
@@ -47,20 +50,26 @@ const statusTerminating = "TERMINATING"
 // (`nodefleet nodes create`, another client) lack it and are never collected.
 var nodeClassLabelKey = karpv1.NodeClassLabelKey(schema.GroupKind{Group: apis.Group, Kind: "NodefleetNodeClass"})
 
+// GarbageCollectedReason is the reason of the Event published on the NodeClass a collected node
+// was listed through.
+const GarbageCollectedReason = "GarbageCollected"
+
 type Controller struct {
 	kubeClient  client.Client
 	connections *apiclient.Connections
+	recorder    events.Recorder
 	now         func() time.Time
 	grace       time.Duration
 }
 
 // NewController collects nodes unclaimed for longer than grace (DefaultGrace when not positive);
-// now is the clock (Karpenter's operator clock, a fake one in tests).
-func NewController(kubeClient client.Client, connections *apiclient.Connections, now func() time.Time, grace time.Duration) *Controller {
+// recorder publishes a GarbageCollected Event per node collected, now is the clock (Karpenter's
+// operator clock, a fake one in tests).
+func NewController(kubeClient client.Client, connections *apiclient.Connections, recorder events.Recorder, now func() time.Time, grace time.Duration) *Controller {
 	if grace <= 0 {
 		grace = DefaultGrace
 	}
-	return &Controller{kubeClient: kubeClient, connections: connections, now: now, grace: grace}
+	return &Controller{kubeClient: kubeClient, connections: connections, recorder: recorder, now: now, grace: grace}
 }
 
 func (c *Controller) Name() string { return "instance.garbagecollection" }
@@ -68,9 +77,10 @@ func (c *Controller) Name() string { return "instance.garbagecollection" }
 // Interval is how long the collector waits between two runs.
 func (c *Controller) Interval() time.Duration { return min(maxInterval, c.grace) }
 
-// listed is a node of the API with the connection it was listed through.
+// listed is a node of the API with the NodeClass and connection it was listed through.
 type listed struct {
 	node       nodefleetapi.Node
+	nodeClass  *v1alpha1.NodefleetNodeClass
 	connection *apiclient.Connection
 }
 
@@ -134,7 +144,7 @@ func (c *Controller) listNodes(ctx context.Context) ([]listed, error) {
 				for _, node := range apiNodes {
 					if !seen[node.ProviderID] {
 						seen[node.ProviderID] = true
-						nodes = append(nodes, listed{node: node, connection: connection})
+						nodes = append(nodes, listed{node: node, nodeClass: nodeClass, connection: connection})
 					}
 				}
 				continue
@@ -198,6 +208,15 @@ func (c *Controller) collect(ctx context.Context, candidate listed, kubeNodes []
 		return err
 	}
 	log.FromContext(ctx).Info("garbage collected a node no NodeClaim claims", "provider-id", node.ProviderID, "created", node.CreatedAt, "status", string(node.Status))
+	metrics.GarbageCollectedNodes.WithLabelValues(candidate.connection.ClusterID).Inc()
+	c.recorder.Publish(events.Event{
+		InvolvedObject: candidate.nodeClass,
+		Type:           corev1.EventTypeNormal,
+		Reason:         GarbageCollectedReason,
+		Message: fmt.Sprintf("Deleted node %s (%s, created %s, %s): no NodeClaim claimed it for longer than %s",
+			node.NodeID, node.ProviderID, node.CreatedAt, node.Status, c.grace),
+		DedupeValues: []string{node.ProviderID},
+	})
 	if kubeNode := kubeNodeOf(kubeNodes, node.ProviderID); kubeNode != nil {
 		uid := kubeNode.UID
 		if err := c.kubeClient.Delete(ctx, kubeNode, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {

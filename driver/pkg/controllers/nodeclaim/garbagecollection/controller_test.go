@@ -2,9 +2,11 @@ package garbagecollection
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -14,6 +16,7 @@ import (
 	"nodefleet.dev/driver/pkg/apiclient"
 	"nodefleet.dev/driver/pkg/apis/v1alpha1"
 	"nodefleet.dev/driver/pkg/fake"
+	"nodefleet.dev/driver/pkg/metrics"
 	"nodefleet.dev/driver/pkg/nodefleetapi"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 )
@@ -34,6 +37,7 @@ type environment struct {
 	connections *apiclient.Connections
 	now         time.Time
 	controller  *Controller
+	recorder    *fake.Recorder
 }
 
 func newEnvironment(t *testing.T, clusters ...string) *environment {
@@ -64,7 +68,8 @@ func newEnvironment(t *testing.T, clusters ...string) *environment {
 	}
 	e.kubeClient = clientfake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(objects...).Build()
 	e.connections = apiclient.NewConnections(apiclient.SecretTokens{Reader: e.kubeClient, Namespace: testNamespace})
-	e.controller = NewController(e.kubeClient, e.connections, func() time.Time { return e.now }, testGrace)
+	e.recorder = &fake.Recorder{}
+	e.controller = NewController(e.kubeClient, e.connections, e.recorder, func() time.Time { return e.now }, testGrace)
 	return e
 }
 
@@ -125,10 +130,14 @@ func TestAnUnclaimedNodeIsDeletedOnlyAfterTheGrace(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	collectedBefore := testutil.ToFloat64(metrics.GarbageCollectedNodes.WithLabelValues("prod"))
 	e.now = e.now.Add(testGrace - 10*time.Second)
 	e.reconcile(t)
 	if status := e.status("prod", nodeID); status != "PENDING" || e.deletes("prod") != 0 {
 		t.Fatalf("within the grace: node %s, %d deletes; want it left alone", status, e.deletes("prod"))
+	}
+	if published := e.recorder.WithReason(GarbageCollectedReason); len(published) != 0 {
+		t.Fatalf("within the grace: %d GarbageCollected Events, want none", len(published))
 	}
 
 	e.now = e.now.Add(20 * time.Second)
@@ -144,6 +153,17 @@ func TestAnUnclaimedNodeIsDeletedOnlyAfterTheGrace(t *testing.T) {
 	e.reconcile(t)
 	if got := e.deletes("prod"); got != 1 {
 		t.Fatalf("%d deletes, want one", got)
+	}
+	if got := testutil.ToFloat64(metrics.GarbageCollectedNodes.WithLabelValues("prod")) - collectedBefore; got != 1 {
+		t.Errorf("nodefleet_driver_garbage_collected_nodes_total{cluster=prod} grew by %v, want 1", got)
+	}
+	published := e.recorder.WithReason(GarbageCollectedReason)
+	if len(published) != 1 {
+		t.Fatalf("%d GarbageCollected Events, want one", len(published))
+	}
+	if published[0].InvolvedObject.(*v1alpha1.NodefleetNodeClass).Name != "prod" || published[0].Type != corev1.EventTypeNormal ||
+		!strings.Contains(published[0].Message, providerID) {
+		t.Errorf("GarbageCollected Event = %+v, want a Normal Event on NodeClass prod naming %s", published[0], providerID)
 	}
 }
 
@@ -218,10 +238,10 @@ func TestAFailingListForOneNodeClassDoesNotStopTheOthers(t *testing.T) {
 }
 
 func TestAShortGraceRunsTheCollectorAsOften(t *testing.T) {
-	if got := NewController(nil, nil, time.Now, 30*time.Second).Interval(); got != 30*time.Second {
+	if got := NewController(nil, nil, nil, time.Now, 30*time.Second).Interval(); got != 30*time.Second {
 		t.Fatalf("interval %v with a 30 s grace, want 30 s", got)
 	}
-	if got := NewController(nil, nil, time.Now, 0).Interval(); got != 2*time.Minute {
+	if got := NewController(nil, nil, nil, time.Now, 0).Interval(); got != 2*time.Minute {
 		t.Fatalf("interval %v with the default grace, want 2 minutes", got)
 	}
 }

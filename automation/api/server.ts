@@ -31,8 +31,10 @@ import { OperationLog } from "../store/operationLog";
 import { TokenVerifier, parseApiTokens, type TokenEntry } from "./apiTokens";
 import { ApiError } from "./apiError";
 import { UNAUTHENTICATED_KEY_PREFIX, authPlugin, rateLimitKey } from "./authPlugin";
+import { ServiceAccountTokens, type ServiceAccountTokensArgs } from "./serviceAccountTokens";
+import { kubeconfigTokenReview } from "./tokenReview";
+import { clusterNodeList, serviceKubeconfig } from "./clusterNodeList";
 import { ClusterService } from "./clusterService";
-import { clusterNodeList } from "./clusterNodeList";
 import { NodeCapacityWatch } from "./nodeCapacityWatch";
 import { DEFAULT_HTTP_TIMEOUTS, fastifyTimeoutOptions, type HttpTimeouts } from "./httpTimeouts";
 import { strictJsonBodies } from "./jsonBodyParser";
@@ -60,6 +62,13 @@ export interface BuildServerOptions {
   readonly stackConfig: () => Readonly<Record<string, StackConfigValue>>;
   /** `<clusterId>:<token>,...` (NODEFLEET_API_TOKENS) or parsed entries. */
   readonly tokens: string | readonly TokenEntry[];
+  /**
+   * Projected ServiceAccount tokens (NODEFLEET_SERVICE_ACCOUNT): the one ServiceAccount accepted,
+   * reviewed by default against the served stack's kubeconfig (`review` replaces that, for tests).
+   * Without it only the static tokens are accepted.
+   */
+  readonly serviceAccountTokens?: Omit<ServiceAccountTokensArgs, "clusterId" | "review"> &
+    Partial<Pick<ServiceAccountTokensArgs, "review">>;
   /** Compiled module of the API stack's program (default dist/stacks/autoscaledProgram.js). */
   readonly programModule?: string;
   readonly batch?: BatchWindowConfig;
@@ -179,12 +188,23 @@ async function compose(
     metrics,
     readiness: readinessOf({ options, parts, clusterId, reconciler, engineStart, syncs, lifecycle }),
     tokens: new TokenVerifier(tokens),
+    ...(options.serviceAccountTokens ? { serviceAccounts: serviceAccountTokensOf(options, clusterId) } : {}),
     rateLimitPerMinute: options.rateLimitPerMinute ?? 6000,
     unauthenticatedPerMinute: options.unauthenticatedPerMinute ?? 60,
     ...(options.dropCreateAnswers ? { dropCreateAnswer: droppedCreateAnswers(options.dropCreateAnswers) } : {}),
   });
   runWithServer(app, { options, parts, reconciler, capacityWatch, lifecycle, database, lock });
   return app;
+}
+
+/** The projected-token check of the served cluster, reviewing against the stack's kubeconfig as it is at each review. */
+function serviceAccountTokensOf(options: BuildServerOptions, clusterId: string): ServiceAccountTokens {
+  const settings = options.serviceAccountTokens!;
+  return new ServiceAccountTokens({
+    ...settings,
+    clusterId,
+    review: settings.review ?? kubeconfigTokenReview(() => serviceKubeconfig(options.stackConfig()), clusterId),
+  });
 }
 
 /** What the cluster and the HTTP layer share, built once over the database. */
@@ -443,6 +463,8 @@ export interface RouteDependencies {
   readonly metrics: ServiceMetrics;
   readonly readiness: () => Readiness;
   readonly tokens: TokenVerifier;
+  /** Projected ServiceAccount tokens, when accepted. */
+  readonly serviceAccounts?: ServiceAccountTokens;
   readonly rateLimitPerMinute: number | false;
   readonly unauthenticatedPerMinute: number;
   /** The create route's fault knob (BuildServerOptions.dropCreateAnswers). */
@@ -482,7 +504,7 @@ export async function registerRoutes(app: FastifyInstance, deps: RouteDependenci
   await app.register(
     async (api) => {
       const perToken = deps.rateLimitPerMinute;
-      const keyOf = rateLimitKey(deps.tokens);
+      const keyOf = rateLimitKey(deps.tokens, deps.serviceAccounts);
       await api.register(rateLimit, {
         // Not per route: route hooks run after the authentication hook, so failed authentications would never count.
         global: false,
@@ -503,7 +525,11 @@ export async function registerRoutes(app: FastifyInstance, deps: RouteDependenci
         }),
       });
       api.addHook("onRequest", api.rateLimit());
-      await api.register(authPlugin, { tokens: deps.tokens, servedClusters: new Set(deps.clusters.keys()) });
+      await api.register(authPlugin, {
+        tokens: deps.tokens,
+        servedClusters: new Set(deps.clusters.keys()),
+        ...(deps.serviceAccounts ? { serviceAccounts: deps.serviceAccounts } : {}),
+      });
       await api.register(clusterRoutes, { clusters: deps.clusters });
       await api.register(nodeRoutes, {
         clusters: deps.clusters,

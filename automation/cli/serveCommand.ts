@@ -23,6 +23,7 @@ import {
 } from "../api/apiTokenSources";
 import { hashToken, parseApiTokens, type TokenEntry } from "../api/apiTokens";
 import { buildServer } from "../api/server";
+import { NODEFLEET_AUDIENCE, parseServiceAccount } from "../api/serviceAccountTokens";
 import { autoscaledPools, type FleetSpec } from "../../components/fleet/fleetSpec";
 import { ServiceMetrics } from "../api/serviceMetrics";
 import { withDecryptedSecrets } from "../api/decryptedStackConfig";
@@ -174,6 +175,7 @@ function serviceSettings(env: NodeJS.ProcessEnv) {
     engineParallel: positiveIntEnv(env, "NODEFLEET_ENGINE_PARALLEL", DEFAULT_ENGINE_PARALLEL),
     prerequisiteRecheckMs: positiveIntEnv(env, "NODEFLEET_PREREQUISITE_RECHECK_MS", 5_000),
     dropCreateAnswers: intEnv(env, "NODEFLEET_SIM_DROP_CREATE_ANSWERS", 0),
+    serviceAccount: env.NODEFLEET_SERVICE_ACCOUNT ? parseServiceAccount(env.NODEFLEET_SERVICE_ACCOUNT) : undefined,
     plugins: pluginSource(env),
   } as const;
 }
@@ -385,6 +387,11 @@ async function startService(
       env,
       logger,
     );
+    if (settings.serviceAccount)
+      logger.info(
+        { serviceAccount: `${settings.serviceAccount.namespace}/${settings.serviceAccount.name}`, audience: NODEFLEET_AUDIENCE },
+        "projected ServiceAccount tokens of this ServiceAccount are accepted after a TokenReview against the cluster's API server",
+      );
     if (settings.dropCreateAnswers > 0)
       logger.warn(
         { NODEFLEET_SIM_DROP_CREATE_ANSWERS: settings.dropCreateAnswers },
@@ -398,6 +405,7 @@ async function startService(
       fleet: () => config.stack.fleet(),
       stackConfig: () => wiring.programConfig(),
       tokens,
+      ...(settings.serviceAccount ? { serviceAccountTokens: { serviceAccount: settings.serviceAccount } } : {}),
       batch: settings.batch,
       retry: settings.retry,
       createDeadlineMs: settings.createDeadlineMs,

@@ -33,6 +33,8 @@ import { ApiError } from "./apiError";
 import { UNAUTHENTICATED_KEY_PREFIX, authPlugin, rateLimitKey } from "./authPlugin";
 import { ServiceAccountTokens, type ServiceAccountTokensArgs } from "./serviceAccountTokens";
 import { kubeconfigTokenReview } from "./tokenReview";
+import { TlsReloader, readTlsFiles, type TlsFiles } from "./tlsFiles";
+import type { Server as HttpsServer } from "node:https";
 import { clusterNodeList, serviceKubeconfig } from "./clusterNodeList";
 import { ClusterService } from "./clusterService";
 import { NodeCapacityWatch } from "./nodeCapacityWatch";
@@ -95,6 +97,11 @@ export interface BuildServerOptions {
   readonly unavailableForMs?: number;
   /** How long a quota, unusable-image or full-pool failure backs its offering or pool off (default 5 min). */
   readonly backoffForMs?: number;
+  /**
+   * HTTPS with the certificate and key in these files (NODEFLEET_TLS_CERT_FILE/KEY_FILE), reloaded
+   * when they change (polled every `reloadIntervalMs`, default 5 s); plain HTTP without.
+   */
+  readonly tls?: TlsFiles & { readonly reloadIntervalMs?: number };
   /** Connection, header, request and keep-alive timeouts (defaults in httpTimeouts.ts). */
   readonly httpTimeouts?: Partial<HttpTimeouts>;
   /** Largest request body in bytes (default 64 KiB). */
@@ -178,6 +185,7 @@ async function compose(
   const { reconciler, clusters, capacityWatch } = servedCluster(options, parts, clusterId, engineStart);
 
   const app = httpServer(options, logger);
+  if (options.tls) reloadTlsFiles(app, options.tls, logger);
   const lifecycle = { closing: false };
   app.decorate("nodefleet", { clusters, metrics, store, operations, availability });
 
@@ -348,9 +356,23 @@ function servedCluster(
   return { reconciler, clusters: new Map([[clusterId, service]]), capacityWatch: capacityWatchOf(options, parts, clusterId) };
 }
 
+/** Follows the certificate files while the server runs: a renewed pair serves new connections. */
+function reloadTlsFiles(app: FastifyInstance, tls: NonNullable<BuildServerOptions["tls"]>, logger: Logger | undefined): void {
+  const reloader = new TlsReloader({
+    files: tls,
+    apply: (pair) => (app.server as unknown as HttpsServer).setSecureContext(pair),
+    ...(tls.reloadIntervalMs !== undefined ? { intervalMs: tls.reloadIntervalMs } : {}),
+    ...(logger ? { logger } : {}),
+  });
+  reloader.start();
+  app.addHook("onClose", async () => reloader.stop());
+}
+
 /** The bare Fastify instance: logging, body limit, timeouts and error handlers, no routes yet. */
 function httpServer(options: BuildServerOptions, logger: Logger | undefined): FastifyInstance {
+  // The https typing only changes the server's type: the routes and hooks are the same.
   return Fastify({
+    ...(options.tls ? { https: readTlsFiles(options.tls) } : {}),
     // Request logs carry the URL: its query values (a token sent as ?token=) are redacted. The
     // serializer is set once, on the service's logger: every request's child logger inherits it
     // (a childLoggerFactory would build and validate a logger per request, even without logging).
@@ -364,7 +386,7 @@ function httpServer(options: BuildServerOptions, logger: Logger | undefined): Fa
     clientErrorHandler,
     ...fastifyTimeoutOptions({ ...DEFAULT_HTTP_TIMEOUTS, ...options.httpTimeouts }),
     forceCloseConnections: "idle",
-  });
+  }) as unknown as FastifyInstance;
 }
 
 /** What readyz reads: the service's parts and states, each owned elsewhere. */

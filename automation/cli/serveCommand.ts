@@ -24,6 +24,7 @@ import {
 import { hashToken, parseApiTokens, type TokenEntry } from "../api/apiTokens";
 import { buildServer } from "../api/server";
 import { NODEFLEET_AUDIENCE, parseServiceAccount } from "../api/serviceAccountTokens";
+import { readTlsFiles, tlsFilesFromEnv } from "../api/tlsFiles";
 import { autoscaledPools, type FleetSpec } from "../../components/fleet/fleetSpec";
 import { ServiceMetrics } from "../api/serviceMetrics";
 import { withDecryptedSecrets } from "../api/decryptedStackConfig";
@@ -176,6 +177,7 @@ function serviceSettings(env: NodeJS.ProcessEnv) {
     prerequisiteRecheckMs: positiveIntEnv(env, "NODEFLEET_PREREQUISITE_RECHECK_MS", 5_000),
     dropCreateAnswers: intEnv(env, "NODEFLEET_SIM_DROP_CREATE_ANSWERS", 0),
     serviceAccount: env.NODEFLEET_SERVICE_ACCOUNT ? parseServiceAccount(env.NODEFLEET_SERVICE_ACCOUNT) : undefined,
+    tls: tlsFilesFromEnv(env),
     plugins: pluginSource(env),
   } as const;
 }
@@ -192,6 +194,8 @@ async function checkedConfiguration(options: ServeOptions, env: NodeJS.ProcessEn
   parseApiTokens(env.NODEFLEET_API_TOKENS);
   const kind = options.engine ?? (CLOUD_CREDENTIALS.some((name) => env[name]) ? "automation" : "simulated");
   const settings = serviceSettings(env);
+  // An unreadable or mismatched certificate stops the start here, naming the file.
+  if (settings.tls) readTlsFiles(settings.tls);
   // The port too: a start that cannot listen must not leave a data directory behind.
   await assertCanListen(options.host, options.port);
   return { root, stack, fleet, rawConfig, kind, settings };
@@ -406,6 +410,7 @@ async function startService(
       stackConfig: () => wiring.programConfig(),
       tokens,
       ...(settings.serviceAccount ? { serviceAccountTokens: { serviceAccount: settings.serviceAccount } } : {}),
+      ...(settings.tls ? { tls: settings.tls } : {}),
       batch: settings.batch,
       retry: settings.retry,
       createDeadlineMs: settings.createDeadlineMs,

@@ -28,7 +28,7 @@ export class TokenReviewError extends Error {
 }
 
 /** `text` with every occurrence of the token replaced, so an echoing server cannot leak it through us. */
-export function withoutToken(text: string, token: string): string {
+function withoutToken(text: string, token: string): string {
   return token ? text.split(token).join("<token>") : text;
 }
 

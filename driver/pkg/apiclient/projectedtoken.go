@@ -25,14 +25,11 @@ type ProjectedToken struct {
 	Path string
 }
 
-// ProjectedTokenError says why the projected token cannot be used. It never contains the token.
-type ProjectedTokenError struct {
-	Path   string
-	Reason string
-}
-
-func (e *ProjectedTokenError) Error() string {
-	return fmt.Sprintf("projected ServiceAccount token %s (NODEFLEET_TOKEN_FILE): %s", e.Path, e.Reason)
+// projectedTokenError says why the projected token cannot be used, as a TokenError: the NodeClass
+// turns NotReady and launches fail NodeClassNotReady at once, as for a missing Secret. It never
+// contains the token.
+func projectedTokenError(path, reason string) error {
+	return &TokenError{Reason: fmt.Sprintf("projected ServiceAccount token %s (NODEFLEET_TOKEN_FILE): %s", path, reason)}
 }
 
 // Token reads the file; an empty or unreadable file is an error naming the path and the rule.
@@ -40,17 +37,17 @@ func (p ProjectedToken) Token(_ context.Context, _ *v1alpha1.NodefleetNodeClass)
 	content, err := os.ReadFile(p.Path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return "", &ProjectedTokenError{Path: p.Path, Reason: fmt.Sprintf("does not exist: mount a serviceAccountToken projected volume with audience %q there", Audience)}
+			return "", projectedTokenError(p.Path, fmt.Sprintf("does not exist: mount a serviceAccountToken projected volume with audience %q there", Audience))
 		}
 		var pathErr *fs.PathError
 		if errors.As(err, &pathErr) {
 			err = pathErr.Err
 		}
-		return "", &ProjectedTokenError{Path: p.Path, Reason: fmt.Sprintf("cannot be read: %v", err)}
+		return "", projectedTokenError(p.Path, fmt.Sprintf("cannot be read: %v", err))
 	}
 	token := strings.TrimSpace(string(content))
 	if token == "" {
-		return "", &ProjectedTokenError{Path: p.Path, Reason: "is empty"}
+		return "", projectedTokenError(p.Path, "is empty")
 	}
 	return token, nil
 }

@@ -2,6 +2,7 @@ package apiclient
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -96,6 +97,11 @@ func TestProjectedTokenErrorsNameTheFileAndTheRule(t *testing.T) {
 			}
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("error %v, want it to contain %q", err, c.want)
+			}
+			// A TokenError turns the NodeClass NotReady and fails launches NodeClassNotReady at once.
+			var tokenError *TokenError
+			if !errors.As(err, &tokenError) {
+				t.Fatalf("error %T, want a *TokenError", err)
 			}
 			if strings.Contains(err.Error(), "secret-value") {
 				t.Fatal("the error contains a token")

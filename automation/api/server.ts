@@ -31,8 +31,12 @@ import { OperationLog } from "../store/operationLog";
 import { TokenVerifier, parseApiTokens, type TokenEntry } from "./apiTokens";
 import { ApiError } from "./apiError";
 import { UNAUTHENTICATED_KEY_PREFIX, authPlugin, rateLimitKey } from "./authPlugin";
+import { ServiceAccountTokens, type ServiceAccountTokensArgs } from "./serviceAccountTokens";
+import { kubeconfigTokenReview } from "./tokenReview";
+import { TlsReloader, readTlsFiles, type TlsFiles } from "./tlsFiles";
+import type { Server as HttpsServer } from "node:https";
+import { clusterNodeList, serviceKubeconfig } from "./clusterNodeList";
 import { ClusterService } from "./clusterService";
-import { clusterNodeList } from "./clusterNodeList";
 import { NodeCapacityWatch } from "./nodeCapacityWatch";
 import { DEFAULT_HTTP_TIMEOUTS, fastifyTimeoutOptions, type HttpTimeouts } from "./httpTimeouts";
 import { strictJsonBodies } from "./jsonBodyParser";
@@ -60,6 +64,13 @@ export interface BuildServerOptions {
   readonly stackConfig: () => Readonly<Record<string, StackConfigValue>>;
   /** `<clusterId>:<token>,...` (NODEFLEET_API_TOKENS) or parsed entries. */
   readonly tokens: string | readonly TokenEntry[];
+  /**
+   * Projected ServiceAccount tokens (NODEFLEET_SERVICE_ACCOUNT): the one ServiceAccount accepted,
+   * reviewed by default against the served stack's kubeconfig (`review` replaces that, for tests).
+   * Without it only the static tokens are accepted.
+   */
+  readonly serviceAccountTokens?: Omit<ServiceAccountTokensArgs, "clusterId" | "review"> &
+    Partial<Pick<ServiceAccountTokensArgs, "review">>;
   /** Compiled module of the API stack's program (default dist/stacks/autoscaledProgram.js). */
   readonly programModule?: string;
   readonly batch?: BatchWindowConfig;
@@ -90,6 +101,11 @@ export interface BuildServerOptions {
   readonly unavailableForMs?: number;
   /** How long a quota, unusable-image or full-pool failure backs its offering or pool off (default 5 min). */
   readonly backoffForMs?: number;
+  /**
+   * HTTPS with the certificate and key in these files (NODEFLEET_TLS_CERT_FILE/KEY_FILE), reloaded
+   * when they change (polled every `reloadIntervalMs`, default 5 s); plain HTTP without.
+   */
+  readonly tls?: TlsFiles & { readonly reloadIntervalMs?: number };
   /** Connection, header, request and keep-alive timeouts (defaults in httpTimeouts.ts). */
   readonly httpTimeouts?: Partial<HttpTimeouts>;
   /** Largest request body in bytes (default 64 KiB). */
@@ -173,6 +189,7 @@ async function compose(
   const { reconciler, clusters, capacityWatch } = servedCluster(options, parts, clusterId, engineStart);
 
   const app = httpServer(options, logger);
+  if (options.tls) reloadTlsFiles(app, options.tls, logger);
   const lifecycle = { closing: false };
   app.decorate("nodefleet", { clusters, metrics, store, operations, availability });
 
@@ -183,12 +200,23 @@ async function compose(
     metrics,
     readiness: readinessOf({ options, parts, clusterId, reconciler, engineStart, syncs, lifecycle }),
     tokens: new TokenVerifier(tokens),
+    ...(options.serviceAccountTokens ? { serviceAccounts: serviceAccountTokensOf(options, clusterId) } : {}),
     rateLimitPerMinute: options.rateLimitPerMinute ?? 6000,
     unauthenticatedPerMinute: options.unauthenticatedPerMinute ?? 60,
     ...(options.dropCreateAnswers ? { dropCreateAnswer: droppedCreateAnswers(options.dropCreateAnswers) } : {}),
   });
   runWithServer(app, { options, parts, reconciler, capacityWatch, lifecycle, database, lock });
   return app;
+}
+
+/** The projected-token check of the served cluster, reviewing against the stack's kubeconfig as it is at each review. */
+function serviceAccountTokensOf(options: BuildServerOptions, clusterId: string): ServiceAccountTokens {
+  const settings = options.serviceAccountTokens!;
+  return new ServiceAccountTokens({
+    ...settings,
+    clusterId,
+    review: settings.review ?? kubeconfigTokenReview(() => serviceKubeconfig(options.stackConfig()), clusterId),
+  });
 }
 
 /** What the cluster and the HTTP layer share, built once over the database. */
@@ -347,9 +375,23 @@ function servedCluster(
   return { reconciler, clusters: new Map([[clusterId, service]]), capacityWatch: capacityWatchOf(options, parts, clusterId) };
 }
 
+/** Follows the certificate files while the server runs: a renewed pair serves new connections. */
+function reloadTlsFiles(app: FastifyInstance, tls: NonNullable<BuildServerOptions["tls"]>, logger: Logger | undefined): void {
+  const reloader = new TlsReloader({
+    files: tls,
+    apply: (pair) => (app.server as unknown as HttpsServer).setSecureContext(pair),
+    ...(tls.reloadIntervalMs !== undefined ? { intervalMs: tls.reloadIntervalMs } : {}),
+    ...(logger ? { logger } : {}),
+  });
+  reloader.start();
+  app.addHook("onClose", async () => reloader.stop());
+}
+
 /** The bare Fastify instance: logging, body limit, timeouts and error handlers, no routes yet. */
 function httpServer(options: BuildServerOptions, logger: Logger | undefined): FastifyInstance {
+  // The https typing only changes the server's type: the routes and hooks are the same.
   return Fastify({
+    ...(options.tls ? { https: readTlsFiles(options.tls) } : {}),
     // Request logs carry the URL: its query values (a token sent as ?token=) are redacted. The
     // serializer is set once, on the service's logger: every request's child logger inherits it
     // (a childLoggerFactory would build and validate a logger per request, even without logging).
@@ -363,7 +405,7 @@ function httpServer(options: BuildServerOptions, logger: Logger | undefined): Fa
     clientErrorHandler,
     ...fastifyTimeoutOptions({ ...DEFAULT_HTTP_TIMEOUTS, ...options.httpTimeouts }),
     forceCloseConnections: "idle",
-  });
+  }) as unknown as FastifyInstance;
 }
 
 /** What readyz reads: the service's parts and states, each owned elsewhere. */
@@ -462,6 +504,8 @@ export interface RouteDependencies {
   readonly metrics: ServiceMetrics;
   readonly readiness: () => Readiness;
   readonly tokens: TokenVerifier;
+  /** Projected ServiceAccount tokens, when accepted. */
+  readonly serviceAccounts?: ServiceAccountTokens;
   readonly rateLimitPerMinute: number | false;
   readonly unauthenticatedPerMinute: number;
   /** The create route's fault knob (BuildServerOptions.dropCreateAnswers). */
@@ -501,7 +545,7 @@ export async function registerRoutes(app: FastifyInstance, deps: RouteDependenci
   await app.register(
     async (api) => {
       const perToken = deps.rateLimitPerMinute;
-      const keyOf = rateLimitKey(deps.tokens);
+      const keyOf = rateLimitKey(deps.tokens, deps.serviceAccounts);
       await api.register(rateLimit, {
         // Not per route: route hooks run after the authentication hook, so failed authentications would never count.
         global: false,
@@ -522,7 +566,11 @@ export async function registerRoutes(app: FastifyInstance, deps: RouteDependenci
         }),
       });
       api.addHook("onRequest", api.rateLimit());
-      await api.register(authPlugin, { tokens: deps.tokens, servedClusters: new Set(deps.clusters.keys()) });
+      await api.register(authPlugin, {
+        tokens: deps.tokens,
+        servedClusters: new Set(deps.clusters.keys()),
+        ...(deps.serviceAccounts ? { serviceAccounts: deps.serviceAccounts } : {}),
+      });
       await api.register(clusterRoutes, { clusters: deps.clusters });
       await api.register(nodeRoutes, {
         clusters: deps.clusters,

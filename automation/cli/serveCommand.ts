@@ -23,6 +23,8 @@ import {
 } from "../api/apiTokenSources";
 import { hashToken, parseApiTokens, type TokenEntry } from "../api/apiTokens";
 import { buildServer } from "../api/server";
+import { NODEFLEET_AUDIENCE, parseServiceAccount } from "../api/serviceAccountTokens";
+import { readTlsFiles, tlsFilesFromEnv } from "../api/tlsFiles";
 import { autoscaledPools, type FleetSpec } from "../../components/fleet/fleetSpec";
 import { ServiceMetrics } from "../api/serviceMetrics";
 import { withDecryptedSecrets } from "../api/decryptedStackConfig";
@@ -177,6 +179,8 @@ function serviceSettings(env: NodeJS.ProcessEnv) {
     concurrentShardRuns: positiveIntEnv(env, "NODEFLEET_SHARD_RUNS", DEFAULT_CONCURRENT_SHARD_RUNS),
     prerequisiteRecheckMs: positiveIntEnv(env, "NODEFLEET_PREREQUISITE_RECHECK_MS", 5_000),
     dropCreateAnswers: intEnv(env, "NODEFLEET_SIM_DROP_CREATE_ANSWERS", 0),
+    serviceAccount: env.NODEFLEET_SERVICE_ACCOUNT ? parseServiceAccount(env.NODEFLEET_SERVICE_ACCOUNT) : undefined,
+    tls: tlsFilesFromEnv(env),
     plugins: pluginSource(env),
   } as const;
 }
@@ -193,6 +197,8 @@ async function checkedConfiguration(options: ServeOptions, env: NodeJS.ProcessEn
   parseApiTokens(env.NODEFLEET_API_TOKENS);
   const kind = options.engine ?? (CLOUD_CREDENTIALS.some((name) => env[name]) ? "automation" : "simulated");
   const settings = serviceSettings(env);
+  // An unreadable or mismatched certificate stops the start here, naming the file.
+  if (settings.tls) readTlsFiles(settings.tls);
   // The port too: a start that cannot listen must not leave a data directory behind.
   await assertCanListen(options.host, options.port);
   return { root, stack, fleet, rawConfig, kind, settings };
@@ -388,6 +394,11 @@ async function startService(
       env,
       logger,
     );
+    if (settings.serviceAccount)
+      logger.info(
+        { serviceAccount: `${settings.serviceAccount.namespace}/${settings.serviceAccount.name}`, audience: NODEFLEET_AUDIENCE },
+        "projected ServiceAccount tokens of this ServiceAccount are accepted after a TokenReview against the cluster's API server",
+      );
     if (settings.dropCreateAnswers > 0)
       logger.warn(
         { NODEFLEET_SIM_DROP_CREATE_ANSWERS: settings.dropCreateAnswers },
@@ -401,6 +412,8 @@ async function startService(
       fleet: () => config.stack.fleet(),
       stackConfig: () => wiring.programConfig(),
       tokens,
+      ...(settings.serviceAccount ? { serviceAccountTokens: { serviceAccount: settings.serviceAccount } } : {}),
+      ...(settings.tls ? { tls: settings.tls } : {}),
       batch: settings.batch,
       retry: settings.retry,
       createDeadlineMs: settings.createDeadlineMs,

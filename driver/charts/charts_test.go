@@ -141,12 +141,17 @@ func TestRenderedManifestsGrantWhatTheDriverUses(t *testing.T) {
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(role.Object, typed); err != nil {
 			t.Fatal(err)
 		}
-		if typed.Namespace == "karpenter" && allows(typed.Rules, "", "secrets", "watch") {
-			secretsInNamespace = true
+		for _, rule := range typed.Rules {
+			if contains(rule.Resources, "secrets") {
+				if len(rule.ResourceNames) != 1 || rule.ResourceNames[0] != "nodefleet-api-token" {
+					t.Errorf("Role %s/%s grants Secrets %v, want the token Secret alone by resourceNames", typed.Namespace, typed.Name, rule.ResourceNames)
+				}
+				secretsInNamespace = typed.Namespace == "karpenter" && contains(rule.Verbs, "watch")
+			}
 		}
 	}
 	if !secretsInNamespace {
-		t.Error("no Role lets the driver watch Secrets in its namespace")
+		t.Error("no Role lets the driver watch its token Secret in its namespace")
 	}
 	deployment := &appsv1.Deployment{}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(byKind["Deployment"][0].Object, deployment); err != nil {
@@ -156,8 +161,47 @@ func TestRenderedManifestsGrantWhatTheDriverUses(t *testing.T) {
 	for _, variable := range deployment.Spec.Template.Spec.Containers[0].Env {
 		env[variable.Name] = true
 	}
-	if !env["SYSTEM_NAMESPACE"] {
-		t.Error("the Deployment does not set SYSTEM_NAMESPACE")
+	if !env["SYSTEM_NAMESPACE"] || !env["NODEFLEET_TOKEN_SECRET"] {
+		t.Error("the Deployment does not set SYSTEM_NAMESPACE and NODEFLEET_TOKEN_SECRET (the driver caches that Secret alone)")
+	}
+}
+
+// token.projected: the driver presents its projected ServiceAccount token (audience nodefleet), the
+// NodeClass names no Secret, and no Role grants any Secret.
+func TestProjectedTokenModeReadsNoSecret(t *testing.T) {
+	helm := helmOrSkip(t)
+	objects := render(t, helm, append(ManifestValues, "token.projected=true", "token.value=unused-static-token")...)
+	if len(objects["Secret"]) != 0 {
+		t.Errorf("%d Secrets rendered with a projected token", len(objects["Secret"]))
+	}
+	for _, role := range objects["Role"] {
+		for _, rule := range convert[rbacv1.Role](t, role).Rules {
+			if contains(rule.Resources, "secrets") {
+				t.Errorf("Role %s grants Secrets %v with a projected token", role.GetName(), rule.Verbs)
+			}
+		}
+	}
+	spec, _, _ := unstructured.NestedMap(objects["NodefleetNodeClass"][0].Object, "spec")
+	if _, named := spec["tokenSecretRef"]; named {
+		t.Error("the NodeClass names a token Secret with a projected token")
+	}
+	pod := convert[appsv1.Deployment](t, objects["Deployment"][0]).Spec.Template.Spec
+	env := envOf(pod.Containers[0])
+	if env["NODEFLEET_TOKEN_FILE"] != "/var/run/secrets/nodefleet/token" || env["NODEFLEET_TOKEN_SECRET"] != "" {
+		t.Errorf("env %v, want NODEFLEET_TOKEN_FILE and no NODEFLEET_TOKEN_SECRET", env)
+	}
+	projected := false
+	for _, volume := range pod.Volumes {
+		if volume.Projected != nil {
+			for _, source := range volume.Projected.Sources {
+				if token := source.ServiceAccountToken; token != nil && token.Audience == "nodefleet" && token.Path == "token" {
+					projected = true
+				}
+			}
+		}
+	}
+	if !projected {
+		t.Error("no projected serviceAccountToken volume with audience nodefleet")
 	}
 }
 

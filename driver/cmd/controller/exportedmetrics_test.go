@@ -62,7 +62,7 @@ func TestTheProviderIsMeasuredAndTheExportedMetricsAreListed(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "default"},
 		Spec: v1alpha1.NodefleetNodeClassSpec{
 			Endpoint: api.URL(), ClusterID: testCluster, Pool: testPool,
-			TokenSecretRef: v1alpha1.SecretKeyReference{Name: "nodefleet-token", Namespace: "karpenter", Key: "token"},
+			TokenSecretRef: &v1alpha1.SecretKeyReference{Name: "nodefleet-token", Namespace: "karpenter", Key: "token"},
 		},
 	}
 	nodeClass.StatusConditions().SetTrue(status.ConditionReady)

@@ -6,10 +6,6 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/samber/lo"
-	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"nodefleet.dev/driver/pkg/apiclient"
@@ -33,26 +29,17 @@ func main() {
 	defaultMetricsPortUnlessSet()
 	ctx, op := operator.NewOperator()
 
-	// Token Secrets are read only in the driver's own namespace, through a cache of that namespace
-	// alone: a watch keeps it current (token rotation) and the driver needs no cluster-wide Secret access.
-	namespace := os.Getenv("SYSTEM_NAMESPACE")
-	if namespace == "" {
-		log.FromContext(ctx).Error(nil, "SYSTEM_NAMESPACE is not set: it names the namespace holding the API token Secrets")
+	tokens, secrets, err := tokenSources(op)
+	if err != nil {
+		log.FromContext(ctx).Error(err, "invalid token setting")
 		os.Exit(1)
 	}
-	secrets := lo.Must(cache.New(op.GetConfig(), cache.Options{
-		Scheme:            op.GetScheme(),
-		Mapper:            op.GetRESTMapper(),
-		DefaultNamespaces: map[string]cache.Config{namespace: {}},
-		ByObject:          map[client.Object]cache.ByObject{&corev1.Secret{}: {}},
-	}))
-	lo.Must0(op.Add(secrets))
 	gcGrace, err := instanceGCGraceFromEnv()
 	if err != nil {
 		log.FromContext(ctx).Error(err, "invalid instance garbage collection setting")
 		os.Exit(1)
 	}
-	connections := apiclient.NewConnections(apiclient.SecretTokens{Reader: secrets, Namespace: namespace})
+	connections := apiclient.NewConnections(tokens)
 
 	undecorated := nodefleet.New(op.GetClient(), connections, nodefleet.NewSoldOutOfferings(), op.EventRecorder)
 	cloudProvider, measured := decorated(undecorated, op.GetClient(), op.InstanceTypeStore)

@@ -26,7 +26,7 @@ func nodeClassFor(endpoint string) *v1alpha1.NodefleetNodeClass {
 		ObjectMeta: metav1.ObjectMeta{Name: "default"},
 		Spec: v1alpha1.NodefleetNodeClassSpec{
 			Endpoint: endpoint, ClusterID: "prod", Pool: "workers",
-			TokenSecretRef: v1alpha1.SecretKeyReference{Name: "nodefleet-token", Namespace: "karpenter"},
+			TokenSecretRef: &v1alpha1.SecretKeyReference{Name: "nodefleet-token", Namespace: "karpenter"},
 		},
 	}
 }

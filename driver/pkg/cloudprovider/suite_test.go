@@ -48,7 +48,7 @@ func newEnvironment(t *testing.T) *environment {
 			Endpoint:       api.URL(),
 			ClusterID:      testCluster,
 			Pool:           testPool,
-			TokenSecretRef: v1alpha1.SecretKeyReference{Name: "nodefleet-token", Namespace: testNamespace, Key: "token"},
+			TokenSecretRef: &v1alpha1.SecretKeyReference{Name: "nodefleet-token", Namespace: testNamespace, Key: "token"},
 		},
 	}
 	nodeClass.StatusConditions().SetTrue(status.ConditionReady)

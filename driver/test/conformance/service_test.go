@@ -220,7 +220,7 @@ func newDriver(t *testing.T, endpoint string) driver {
 		ObjectMeta: metav1.ObjectMeta{Name: "default"},
 		Spec: v1alpha1.NodefleetNodeClassSpec{
 			Endpoint: endpoint, ClusterID: clusterID, Pool: pool,
-			TokenSecretRef: v1alpha1.SecretKeyReference{Name: "nodefleet-token", Namespace: namespace, Key: "token"},
+			TokenSecretRef: &v1alpha1.SecretKeyReference{Name: "nodefleet-token", Namespace: namespace, Key: "token"},
 		},
 	}
 	nodeClass.StatusConditions().SetTrue(status.ConditionReady)

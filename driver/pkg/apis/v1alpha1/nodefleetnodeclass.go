@@ -28,10 +28,12 @@ type NodefleetNodeClassSpec struct {
 	// +kubebuilder:validation:MaxLength=63
 	// +required
 	Pool string `json:"pool"`
-	// TokenSecretRef names the Secret key holding the API token of this cluster. The driver reads it
-	// on every request through a watch, so rotating the Secret takes effect without a restart.
-	// +required
-	TokenSecretRef SecretKeyReference `json:"tokenSecretRef"`
+	// TokenSecretRef names the Secret key holding a static API token of this cluster. The driver
+	// reads it on every request through a watch, so rotating the Secret takes effect without a
+	// restart. Without it the driver presents its projected ServiceAccount token (audience
+	// nodefleet, the file NODEFLEET_TOKEN_FILE names), which the API checks with a TokenReview.
+	// +optional
+	TokenSecretRef *SecretKeyReference `json:"tokenSecretRef,omitempty"`
 	// CABundle is a PEM bundle of the certificate authorities the API's TLS certificate is checked
 	// against; the system roots when empty.
 	// +optional
@@ -88,7 +90,7 @@ const ReasonWaitingOnNodeClaimTermination = "WaitingOnNodeClaimTermination"
 
 // TokenKey is the Secret key holding the token (the default when none is given).
 func (in *NodefleetNodeClass) TokenKey() string {
-	if in.Spec.TokenSecretRef.Key == "" {
+	if in.Spec.TokenSecretRef == nil || in.Spec.TokenSecretRef.Key == "" {
 		return "token"
 	}
 	return in.Spec.TokenSecretRef.Key

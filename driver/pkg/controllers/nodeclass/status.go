@@ -65,7 +65,8 @@ type Controller struct {
 	kubeClient  client.Client
 	connections *apiclient.Connections
 	// secrets is the cache the driver reads token Secrets from; a change there re-checks the
-	// NodeClasses naming the Secret (a rotated or repaired token).
+	// NodeClasses naming the Secret (a rotated or repaired token). Nil when the driver reads no
+	// Secrets (projected ServiceAccount tokens only).
 	secrets  cache.Cache
 	recorder events.Recorder
 }
@@ -281,7 +282,7 @@ func (c *Controller) nodeClassesNaming(ctx context.Context, secret *corev1.Secre
 	var requests []reconcile.Request
 	for _, nodeClass := range list.Items {
 		ref := nodeClass.Spec.TokenSecretRef
-		if ref.Namespace == secret.Namespace && ref.Name == secret.Name {
+		if ref != nil && ref.Namespace == secret.Namespace && ref.Name == secret.Name {
 			requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&nodeClass)})
 		}
 	}
@@ -289,10 +290,14 @@ func (c *Controller) nodeClassesNaming(ctx context.Context, secret *corev1.Secre
 }
 
 func (c *Controller) Register(_ context.Context, m manager.Manager) error {
-	return builder.ControllerManagedBy(m).
+	b := builder.ControllerManagedBy(m).
 		Named(c.Name()).
-		For(&v1alpha1.NodefleetNodeClass{}).
-		WatchesRawSource(source.Kind(c.secrets, &corev1.Secret{}, handler.TypedEnqueueRequestsFromMapFunc(c.nodeClassesNaming))).
+		For(&v1alpha1.NodefleetNodeClass{})
+	// Without a Secret cache (projected ServiceAccount tokens only) the driver may read no Secret at all.
+	if c.secrets != nil {
+		b = b.WatchesRawSource(source.Kind(c.secrets, &corev1.Secret{}, handler.TypedEnqueueRequestsFromMapFunc(c.nodeClassesNaming)))
+	}
+	return b.
 		WatchesRawSource(source.Kind(m.GetCache(), &karpv1.NodePool{}, handler.TypedEnqueueRequestsFromMapFunc(nodeClassOfNodePool))).
 		WatchesRawSource(source.Kind(m.GetCache(), &karpv1.NodeClaim{}, handler.TypedEnqueueRequestsFromMapFunc(nodeClassOfNodeClaim), nodeClaimGone)).
 		WithOptions(controller.Options{RateLimiter: reasonable.RateLimiter(), MaxConcurrentReconciles: 2}).

@@ -52,7 +52,7 @@ func newReconciling(t *testing.T, api *fake.ScalingAPI, edit func(*v1alpha1.Node
 		ObjectMeta: metav1.ObjectMeta{Name: "default", Generation: 1},
 		Spec: v1alpha1.NodefleetNodeClassSpec{
 			Endpoint: api.URL(), ClusterID: "prod", Pool: "workers",
-			TokenSecretRef: v1alpha1.SecretKeyReference{Name: "nodefleet-token", Namespace: "karpenter", Key: "token"},
+			TokenSecretRef: &v1alpha1.SecretKeyReference{Name: "nodefleet-token", Namespace: "karpenter", Key: "token"},
 		},
 	}
 	if edit != nil {

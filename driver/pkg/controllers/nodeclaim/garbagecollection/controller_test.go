@@ -59,7 +59,7 @@ func newEnvironment(t *testing.T, clusters ...string) *environment {
 			ObjectMeta: metav1.ObjectMeta{Name: cluster},
 			Spec: v1alpha1.NodefleetNodeClassSpec{
 				Endpoint: api.URL(), ClusterID: cluster, Pool: testPool,
-				TokenSecretRef: v1alpha1.SecretKeyReference{Name: "nodefleet-token", Namespace: testNamespace, Key: "token"},
+				TokenSecretRef: &v1alpha1.SecretKeyReference{Name: "nodefleet-token", Namespace: testNamespace, Key: "token"},
 			},
 		}
 		e.apis[cluster] = api

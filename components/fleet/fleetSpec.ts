@@ -715,8 +715,8 @@ function longestNameProblem(clusterId: string, poolName: string, pool: RawPool):
 
 /**
  * A pool's `locations`: one network zone (a server joins only a subnet of its own zone, and the
- * cluster network's subnet has one), the network's zone, and so far a static pool with `placement:
- * none` (autoscaled admission offers one location, and a spread group holds one location's servers).
+ * cluster network's subnet has one), the network's zone, and so far a static pool (the scaling
+ * API's admission offers one location per pool).
  */
 function poolLocationsProblems(pool: RawPool, path: PropertyKey[], networkZone: string | undefined) {
   const problems: Array<{ path: PropertyKey[]; message: string }> = [];
@@ -734,11 +734,6 @@ function poolLocationsProblems(pool: RawPool, path: PropertyKey[], networkZone: 
     problems.push({
       path: here,
       message: "more than one location is only supported for static pools so far (autoscaled pools: use location)",
-    });
-  } else if (pool.locations.length > 1 && pool.placement !== "none") {
-    problems.push({
-      path: [...path, "placement"],
-      message: "placement must be none with more than one location so far: a Hetzner spread group holds servers of one location",
     });
   }
   return problems;
@@ -816,6 +811,7 @@ function crossFieldProblems(rawConfig: Readonly<Record<string, unknown>>): Array
         name: typeof pool.name === "string" ? pool.name : `nodefleet:pools[${index}]`,
         network: pool.network === "public" ? "public" : "private",
         spread: pool.placement !== "none",
+        locations: Array.isArray(pool.locations) && pool.locations.length > 0 ? pool.locations.length : 1,
         servers: Number.isFinite(servers) && servers > 0 ? servers : 0,
         mode: autoscaled ? "autoscaled" : "static",
       });

@@ -60,13 +60,16 @@ export interface HcloudPoolMember extends NodeMember {
 
 /** The pool template fields the component reads. A parsed `HcloudPool` fits. */
 export type HcloudPoolTemplate = Pick<HcloudPool, "name" | "image"> &
-  Partial<Pick<HcloudPool, "sshKeys" | "deleteProtection" | "network" | "placement" | "publicIpv4" | "publicIpv6">>;
+  Partial<
+    Pick<HcloudPool, "sshKeys" | "deleteProtection" | "network" | "placement" | "publicIpv4" | "publicIpv6" | "location" | "locations">
+  >;
 
 /** The cluster a pool renders for (the kubeconfig is never needed here). */
 export type HcloudPoolCluster = Omit<ClusterSpec, "kubeconfig">;
 
 /**
- * The members of a static pool: `staticNodeIds` order, the pool's first server type, slot = position.
+ * The members of a static pool: `staticNodeIds` order, the pool's first server type, slot = position
+ * among the members of its location.
  * With `locations`, each member's location follows fleet/locationSpread.ts from where `current`
  * (the previous run's servers) put it; with `location`, every member is there, as before.
  */
@@ -84,7 +87,15 @@ export function staticHcloudMembers(
   };
   const nodeIds = staticNodeIds(pool);
   const where = spreadAcrossLocations({ nodeIds, locations: pool.locations ?? [pool.location], current });
-  return nodeIds.map((nodeId, index) => ({
+  // Slots count per location (each location has its own spread groups); one location: the position, as before.
+  const seenIn = new Map<string, number>();
+  const slotOf = (nodeId: string) => {
+    const location = where.get(nodeId)!;
+    const slot = seenIn.get(location) ?? 0;
+    seenIn.set(location, slot + 1);
+    return slot;
+  };
+  return nodeIds.map((nodeId) => ({
     ...nodeMember(cluster, { ...template, location: where.get(nodeId)! }, nodeId),
     providerID: hcloudMemberProviderId(cluster, nodeId),
     image: pool.image,
@@ -93,7 +104,7 @@ export function staticHcloudMembers(
     placement: pool.placement,
     publicIpv4: pool.publicIpv4,
     publicIpv6: pool.publicIpv6,
-    placementSlot: index,
+    placementSlot: slotOf(nodeId),
   }));
 }
 

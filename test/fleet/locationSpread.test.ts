@@ -3,6 +3,7 @@ import fc from "fast-check";
 import { spreadAcrossLocations } from "../../components/fleet/locationSpread";
 import { type HcloudStaticPool, parseFleetSpec } from "../../components/fleet/fleetSpec";
 import { planHcloudServers, staticHcloudMembers } from "../../components/hcloud/hcloudServerPlan";
+import { planRollout } from "../../components/fleet/rolloutPlan";
 import { hcloudAutoscaledPoolConfig, hcloudStaticPoolConfig, rawFleetConfig, specProblems } from "../support/fleetConfigFixture";
 
 const ALL = ["fsn1", "nbg1", "hel1", "ash", "hil", "sin"];
@@ -88,7 +89,7 @@ describe("location spread (static pools with several locations)", () => {
 });
 
 describe("fleet spec: locations", () => {
-  const multi = { location: undefined, locations: ["fsn1", "nbg1"], placement: "none" };
+  const multi = { location: undefined, locations: ["fsn1", "nbg1"] };
 
   it("parses a pool with location exactly as before (no locations key)", () => {
     const pool = parseFleetSpec(rawFleetConfig({ pools: [hcloudStaticPoolConfig()] })).pools[0];
@@ -141,11 +142,24 @@ describe("fleet spec: locations", () => {
     );
   });
 
-  it("refuses several locations with spread placement and in autoscaled pools (not supported yet)", () => {
-    const spread = specProblems(rawFleetConfig({ pools: [hcloudStaticPoolConfig({ ...multi, placement: undefined })] }));
+  it("accepts several locations with spread placement, counting groups per location, and refuses them in autoscaled pools", () => {
+    assert.deepEqual(specProblems(rawFleetConfig({ pools: [hcloudStaticPoolConfig({ ...multi, placement: "spread" })] })), []);
+    // 41 servers in one location need 5 groups; over 3 locations at most ceil(41 / 10) + 2 = 7.
+    const pools = (locations: string[] | undefined) =>
+      Array.from({ length: 10 }, (_, i) =>
+        hcloudStaticPoolConfig({
+          name: `p${i}`,
+          replicas: 41,
+          network: "public",
+          ...(locations ? { location: undefined, locations } : {}),
+        }),
+      );
+    const cluster = { nodeAddress: "public", cniEncryption: "cilium-wireguard" };
+    assert.deepEqual(specProblems(rawFleetConfig({ cluster, pools: pools(undefined) })), []);
+    const spreadOut = specProblems(rawFleetConfig({ cluster, pools: pools(["fsn1", "nbg1", "hel1"]) }));
     assert.ok(
-      spread.some((p) => /^nodefleet:pools\[0\]\.placement: placement must be none with more than one location/.test(p)),
-      spread.join("\n"),
+      spreadOut.some((p) => /at least 70 spread placement groups/.test(p)),
+      spreadOut.join("\n"),
     );
     const autoscaled = specProblems(rawFleetConfig({ pools: [hcloudAutoscaledPoolConfig({ ...multi })] }));
     assert.ok(
@@ -177,6 +191,62 @@ describe("fleet spec: locations", () => {
     assert.deepEqual(
       staticHcloudMembers(cluster, single, [{ nodeId: "0", location: "fsn1" }]).map((m) => m.location),
       ["hel1", "hel1", "hel1"],
+    );
+  });
+});
+
+describe("rollout with spread groups per location", () => {
+  it("puts a new server in a group of its own location, never one holding another location's servers", () => {
+    const current = Array.from({ length: 10 }, (_, i) => ({
+      nodeId: `f${i}`,
+      generation: "g",
+      ready: true,
+      spreadGroup: 0,
+      location: "fsn1",
+    }));
+    const desired = [
+      ...current.map((c, i) => ({ nodeId: c.nodeId, generation: "g", placementSlot: i, location: "fsn1" })),
+      { nodeId: "n0", generation: "g", placementSlot: 0, location: "nbg1" },
+      { nodeId: "f10", generation: "g", placementSlot: 10, location: "fsn1" },
+    ];
+    const plan = planRollout(desired, current, undefined, { perLocationGroups: true });
+    const created = new Map(plan.servers.filter((s) => s.action === "create").map((s) => [s.nodeId, s.spreadGroup]));
+    assert.deepEqual([...created].sort(), [
+      ["f10", 1],
+      ["n0", 0],
+    ]);
+    // Without per-location groups (one-location pools) group 0 is full, as before.
+    const shared = planRollout(desired, current);
+    assert.equal(shared.servers.find((s) => s.nodeId === "n0")?.spreadGroup, 1);
+  });
+
+  it("never fills a (location, group) past 10 when the current servers respect it", () => {
+    fc.assert(
+      fc.property(nodeIdsArb, locationsArb, fc.nat({ max: 30 }), (nodeIds, locations, existing) => {
+        const assigned = spreadAcrossLocations({ nodeIds, locations, current: [] });
+        const slots = new Map<string, number>();
+        const desired = nodeIds.map((nodeId) => {
+          const location = assigned.get(nodeId)!;
+          const slot = slots.get(location) ?? 0;
+          slots.set(location, slot + 1);
+          return { nodeId, generation: "new", placementSlot: slot, location };
+        });
+        // The first `existing` members run an old generation in group 0 of their location (at most 10 each).
+        const perLocation = new Map<string, number>();
+        const current = desired.slice(0, existing).flatMap((d) => {
+          const n = perLocation.get(d.location) ?? 0;
+          if (n >= 10) return [];
+          perLocation.set(d.location, n + 1);
+          return [{ nodeId: d.nodeId, generation: "old", ready: true, spreadGroup: 0, location: d.location }];
+        });
+        const plan = planRollout(desired, current, { maxSurge: 3, maxUnavailable: 0 }, { perLocationGroups: true, networkSize: 1000 });
+        const count = new Map<string, number>();
+        for (const s of plan.servers) {
+          const key = `${assigned.get(s.nodeId)}#${s.spreadGroup}`;
+          count.set(key, (count.get(key) ?? 0) + 1);
+        }
+        for (const [key, n] of count) assert.ok(n <= 10, `${key} holds ${n}`);
+      }),
     );
   });
 });

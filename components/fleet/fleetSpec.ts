@@ -363,8 +363,8 @@ const hcloudCommon = {
   /** The pool's one location; or give `locations` instead (exactly one of the two). */
   location: hcloudLocation("location").optional(),
   /**
-   * Several locations of one network zone (fleet/locationSpread.ts spreads a static pool's members
-   * across them); instead of `location`. Static pools with `placement: none` only so far.
+   * Several locations of one network zone, instead of `location`: a static pool's members are spread
+   * across them (fleet/locationSpread.ts); the scaling API offers each server type once per location.
    */
   locations: z
     .array(hcloudLocation("locations entries"))
@@ -715,8 +715,8 @@ function longestNameProblem(clusterId: string, poolName: string, pool: RawPool):
 
 /**
  * A pool's `locations`: one network zone (a server joins only a subnet of its own zone, and the
- * cluster network's subnet has one), the network's zone, and so far a static pool (the scaling
- * API's admission offers one location per pool).
+ * cluster network's subnet has one), and the network's zone; an autoscaled pool over several
+ * locations without spread groups so far.
  */
 function poolLocationsProblems(pool: RawPool, path: PropertyKey[], networkZone: string | undefined) {
   const problems: Array<{ path: PropertyKey[]; message: string }> = [];
@@ -730,10 +730,12 @@ function poolLocationsProblems(pool: RawPool, path: PropertyKey[], networkZone: 
   } else if (zones.length === 1 && networkZone !== undefined && zones[0] !== networkZone) {
     problems.push({ path: here, message: `locations are in network zone ${zones[0]}, outside the network's zone ${networkZone}` });
   }
-  if (pool.locations.length > 1 && pool.mode === "autoscaled") {
+  if (pool.locations.length > 1 && pool.mode === "autoscaled" && pool.placement !== "none") {
+    // The scaling API's members fill a pool's spread groups by a pool-wide slot, not per location yet.
     problems.push({
-      path: here,
-      message: "more than one location is only supported for static pools so far (autoscaled pools: use location)",
+      path: [...path, "placement"],
+      message:
+        "placement must be none in an autoscaled pool with more than one location (per-location spread groups are static pools only so far)",
     });
   }
   return problems;

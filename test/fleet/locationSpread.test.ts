@@ -142,7 +142,7 @@ describe("fleet spec: locations", () => {
     );
   });
 
-  it("accepts several locations with spread placement, counting groups per location, and refuses them in autoscaled pools", () => {
+  it("accepts several locations with spread placement, counting groups per location; autoscaled pools only with placement none", () => {
     assert.deepEqual(specProblems(rawFleetConfig({ pools: [hcloudStaticPoolConfig({ ...multi, placement: "spread" })] })), []);
     // 41 servers in one location need 5 groups; over 3 locations at most ceil(41 / 10) + 2 = 7.
     const pools = (locations: string[] | undefined) =>
@@ -163,9 +163,12 @@ describe("fleet spec: locations", () => {
     );
     const autoscaled = specProblems(rawFleetConfig({ pools: [hcloudAutoscaledPoolConfig({ ...multi })] }));
     assert.ok(
-      autoscaled.some((p) => /^nodefleet:pools\[0\]\.locations: more than one location is only supported for static pools/.test(p)),
+      autoscaled.some((p) =>
+        /^nodefleet:pools\[0\]\.placement: placement must be none in an autoscaled pool with more than one location/.test(p),
+      ),
       autoscaled.join("\n"),
     );
+    assert.deepEqual(specProblems(rawFleetConfig({ pools: [hcloudAutoscaledPoolConfig({ ...multi, placement: "none" })] })), []);
   });
 
   it("static members follow the spread into their servers, and a one-location pool is unchanged", () => {

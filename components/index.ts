@@ -108,12 +108,12 @@ export class Fleet extends pulumi.ComponentResource {
                   cluster,
                   pool,
                   members: args.earlierTokenPools?.includes(pool.name)
-                    ? staticHcloudMembers(cluster, pool).map((member) => ({
+                    ? staticHcloudMembers(cluster, pool, args.currentHcloudServers?.[pool.name]).map((member) => ({
                         ...member,
                         bootstrapTokenSecret: "random-string" as const,
                         memberResources: "dynamic" as const,
                       }))
-                    : staticHcloudMembers(cluster, pool),
+                    : staticHcloudMembers(cluster, pool, args.currentHcloudServers?.[pool.name]),
                   networkId: this.networkId,
                   subnet: this.network.subnet,
                   privateSubnet: args.spec.network.subnet,

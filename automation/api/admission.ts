@@ -52,13 +52,17 @@ export function admit(input: {
   learned?: LearnedCapacityLookup;
 }): Admitted {
   const { pool, kubelet, request, catalog, availability, clusterId, usage, serversOnNetwork, learned } = input;
-  const location = pool.location;
-  if (request.zone !== undefined && request.zone !== location) {
-    throw new ApiError("NoCompatibleInstanceType", `pool ${pool.name} runs in zone ${location}, not ${request.zone}`, {
+  // Karpenter's zone is the location: a pool with `locations` offers each type once per location, and
+  // the request's zone (or its zone requirement) decides; otherwise the cheapest available offering.
+  const locations = pool.locations ?? [pool.location];
+  if (request.zone !== undefined && !locations.includes(request.zone)) {
+    throw new ApiError("NoCompatibleInstanceType", `pool ${pool.name} runs in zone ${locations.join(", ")}, not ${request.zone}`, {
       pool: pool.name,
-      zones: [location],
+      zones: [...locations],
     });
   }
+  const where = request.zone !== undefined ? [request.zone] : locations;
+  const inText = where.join(", ");
   if (request.instanceType !== undefined && !pool.serverTypes.includes(request.instanceType)) {
     throw new ApiError("NoCompatibleInstanceType", `instance type ${request.instanceType} is not allowed in pool ${pool.name}`, {
       pool: pool.name,
@@ -70,8 +74,10 @@ export function admit(input: {
   const candidates = named
     .map((name) => catalog.serverTypes.find((t) => t.name === name))
     .filter((t): t is ServerType => t !== undefined)
-    .map((type) => ({
+    .flatMap((type) => where.map((location) => ({ type, location })))
+    .map(({ type, location }) => ({
       type,
+      location,
       labels: offeringLabels({
         instanceType: type.name,
         zone: location,
@@ -100,7 +106,7 @@ export function admit(input: {
       { pool: pool.name, minValues: unmet },
     );
   }
-  const fitting = candidates.map((c) => c.type);
+  const fitting = candidates.map((c) => ({ type: c.type, location: c.location }));
   const poolRef = clusterId !== undefined ? { clusterId, pool: pool.name } : undefined;
   // A pool-wide backoff refuses before anything else is weighed: no engine run would get further.
   const blocked = poolRef && availability.poolUnavailable(poolRef.clusterId, poolRef.pool);
@@ -113,36 +119,39 @@ export function admit(input: {
         limit: "backoff",
         kind: blocked.kind,
         retryAt: new Date(blocked.until).toISOString(),
-        offerings: fitting.map((t) => ({ instanceType: t.name, zone: location, reason: blocked.reason })),
+        offerings: fitting.map((o) => ({ instanceType: o.type.name, zone: o.location, reason: blocked.reason })),
       },
     );
   }
-  const available = fitting.filter((t) => priceIn(t, location) !== undefined && availability.isAvailable(t.name, location, poolRef));
+  const available = fitting.filter(
+    (o) => priceIn(o.type, o.location) !== undefined && availability.isAvailable(o.type.name, o.location, poolRef),
+  );
   if (available.length === 0) {
     // Each refused offering with its reason: the driver marks exactly these unavailable.
-    const offerings = fitting.map((t) => ({
-      instanceType: t.name,
-      zone: location,
+    const offerings = fitting.map((o) => ({
+      instanceType: o.type.name,
+      zone: o.location,
       reason:
-        priceIn(t, location) === undefined
-          ? `${t.name} is not sold in ${location}`
-          : (availability.unavailableReason(t.name, location, poolRef) ?? "unavailable"),
+        priceIn(o.type, o.location) === undefined
+          ? `${o.type.name} is not sold in ${o.location}`
+          : (availability.unavailableReason(o.type.name, o.location, poolRef) ?? "unavailable"),
     }));
+    const each = (o: (typeof offerings)[number]) => (where.length > 1 ? `${o.instanceType}@${o.zone}` : o.instanceType);
     throw new ApiError(
       "InsufficientCapacity",
-      `every fitting offering of pool ${pool.name} in ${location} is unavailable: ${offerings.map((o) => `${o.instanceType} (${o.reason})`).join("; ")}`.slice(
+      `every fitting offering of pool ${pool.name} in ${inText} is unavailable: ${offerings.map((o) => `${each(o)} (${o.reason})`).join("; ")}`.slice(
         0,
         1000,
       ),
       {
         pool: pool.name,
-        unavailable: fitting.map((t) => `${t.name}@${location}`),
+        unavailable: fitting.map((o) => `${o.type.name}@${o.location}`),
         offerings,
       },
     );
   }
   const headroom = { limits: pool.limits, usage };
-  const offered = available.map((t) => offeredFor(t, pool.image, kubelet, learned));
+  const offered = available.map((o) => offeredFor(o.type, pool.image, kubelet, learned));
   const exceeded = offered.map((o) => limitExceeded(o.capacity, headroom));
   const withinLimits = available.filter((_t, i) => exceeded[i] === undefined);
   if (withinLimits.length === 0) {
@@ -166,8 +175,8 @@ export function admit(input: {
       { pool: pool.name, limit: "network", used: serversOnNetwork },
     );
   }
-  // Cheapest first; declaration order breaks ties (Array.prototype.sort is stable).
-  const [chosen] = [...withinLimits].sort((a, b) => priceIn(a, location)! - priceIn(b, location)!);
+  // Cheapest first; declaration order (types, then locations as listed) breaks ties (Array.prototype.sort is stable).
+  const [chosen] = [...withinLimits].sort((a, b) => priceIn(a.type, a.location)! - priceIn(b.type, b.location)!);
   const { capacity, allocatable } = offered[available.indexOf(chosen!)]!;
-  return { serverType: chosen!, location, price: priceIn(chosen!, location)!, capacity, allocatable };
+  return { serverType: chosen!.type, location: chosen!.location, price: priceIn(chosen!.type, chosen!.location)!, capacity, allocatable };
 }

@@ -162,7 +162,7 @@ function offeringFor(
 
 function instanceTypeView(
   type: ServerType,
-  pool: Pick<HcloudAutoscaledPool, "name" | "location" | "image"> & Partial<Pick<HcloudAutoscaledPool, "publicIpv4">>,
+  pool: Pick<HcloudAutoscaledPool, "name" | "location" | "image"> & Partial<Pick<HcloudAutoscaledPool, "publicIpv4" | "locations">>,
   ipv4Prices: Pick<ServerTypeCatalog, "primaryIpv4">,
   kubelet: KubeletSettings,
   availability?: OfferingAvailability,
@@ -185,23 +185,25 @@ function instanceTypeView(
     capacity: formatResources(offered.capacity),
     overhead: formatResources(offered.overhead),
     capacitySource: offered.source,
-    offerings: [
+    // One offering per location of the pool (Karpenter's zone), each with its own availability.
+    offerings: (pool.locations ?? [pool.location]).map((location) =>
       offeringFor(
         type,
-        pool.location,
+        location,
         availability,
         headroom === undefined || limitExceeded(offered.capacity, headroom) === undefined,
         clusterId !== undefined ? { clusterId, pool: pool.name } : undefined,
-        pool.publicIpv4 === false ? 0 : primaryIpv4Price(ipv4Prices, pool.location),
+        pool.publicIpv4 === false ? 0 : primaryIpv4Price(ipv4Prices, location),
       ),
-    ],
+    ),
   };
 }
 
 /** Every server type of the pool in declaration order; types missing from the catalog are reported, not invented. */
 export function poolInstanceTypes(
   catalog: ServerTypeCatalog,
-  pool: Pick<HcloudAutoscaledPool, "name" | "location" | "serverTypes" | "image"> & Partial<Pick<HcloudAutoscaledPool, "publicIpv4">>,
+  pool: Pick<HcloudAutoscaledPool, "name" | "location" | "serverTypes" | "image"> &
+    Partial<Pick<HcloudAutoscaledPool, "publicIpv4" | "locations">>,
   kubelet: KubeletSettings,
   availability?: OfferingAvailability,
   headroom?: PoolHeadroom,

@@ -304,7 +304,10 @@ export class SimulatedProvider {
     const inputs = asRecord(args.inputs);
     const kind = provider === "hcloud" ? String(inputs.serverType) : (this.offerNames.get(String(inputs.offer)) ?? String(inputs.offer));
     const where = String(inputs.location ?? inputs.datacenter ?? inputs.zone ?? "its location");
-    if (this.ctx.knobs.outOfStock.includes(kind) || (provider === "scaleway" && this.ctx.knobs.outOfStock.includes(String(inputs.offer)))) {
+    const stock = this.ctx.knobs.outOfStock;
+    // `<type>@<location>`: sold out in that location only (a multi-location pool's fallback).
+    const soldOutHere = provider === "hcloud" && stock.includes(`${kind}@${where}`);
+    if (stock.includes(kind) || soldOutHere || (provider === "scaleway" && stock.includes(String(inputs.offer)))) {
       return `[simulated] creating server ${args.name}: ${kind} is sold out in ${where}: error during placement (resource_unavailable)`;
     }
     if (overQuota(this.ctx.knobs.quotaExceeded, kind)) {

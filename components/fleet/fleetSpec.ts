@@ -331,12 +331,46 @@ const serverTypes = z
   .min(1, { error: "serverTypes needs at least one server type" })
   .refine((types) => new Set(types).size === types.length, { error: "serverTypes entries must be unique" });
 
+const hcloudLocation = (field: string) =>
+  z.string().refine((l) => l in HCLOUD_LOCATION_ZONES, {
+    error: `${field} must be a Hetzner Cloud location (${Object.keys(HCLOUD_LOCATION_ZONES).join(", ")})`,
+  });
+
+/**
+ * `location` or `locations`, exactly one; the parsed pool always has `location` (the only one, or
+ * the first of `locations`), so code that reads one location is unchanged, and `locations` only when
+ * it was given, so a pool written with `location` parses exactly as before.
+ */
+function withOneLocationField<T extends { location?: string; locations?: string[] }>(
+  pool: T,
+  ctx: z.RefinementCtx,
+): T & { location: string } {
+  if (pool.location !== undefined && pool.locations !== undefined) {
+    ctx.addIssue({ code: "custom", path: ["locations"], message: "set either location or locations, not both" });
+    return z.NEVER;
+  }
+  const location = pool.location ?? pool.locations?.[0];
+  if (location === undefined) {
+    ctx.addIssue({ code: "custom", path: ["location"], message: "location is required (or locations, a list in one network zone)" });
+    return z.NEVER;
+  }
+  return { ...pool, location };
+}
+
 const hcloudCommon = {
   ...poolBase,
   provider: z.literal("hcloud"),
-  location: z.string().refine((l) => l in HCLOUD_LOCATION_ZONES, {
-    error: `location must be a Hetzner Cloud location (${Object.keys(HCLOUD_LOCATION_ZONES).join(", ")})`,
-  }),
+  /** The pool's one location; or give `locations` instead (exactly one of the two). */
+  location: hcloudLocation("location").optional(),
+  /**
+   * Several locations of one network zone, instead of `location`: a static pool's members are spread
+   * across them (fleet/locationSpread.ts); the scaling API offers each server type once per location.
+   */
+  locations: z
+    .array(hcloudLocation("locations entries"))
+    .min(1, { error: "locations needs at least one location" })
+    .refine((list) => new Set(list).size === list.length, { error: "locations entries must be unique" })
+    .optional(),
   serverTypes,
   image: z.string().min(1).default("ubuntu-24.04"),
   /** Names or ids of Hetzner SSH keys to install; changing them replaces servers. */
@@ -416,13 +450,15 @@ function inPlaceRolloutSchema(why: string) {
     .default(() => ({ maxUnavailable: DEFAULT_IN_PLACE_MAX_UNAVAILABLE, drainTimeoutSeconds: DEFAULT_DRAIN_TIMEOUT_SECONDS }));
 }
 
-export const hcloudStaticPoolSchema = z.strictObject({
-  ...hcloudCommon,
-  mode: z.literal("static"),
-  replicas: replicas.optional(),
-  nodes: nodeNames.optional(),
-  rollout: rolloutSchema.default(() => ({ ...DEFAULT_ROLLOUT, drainTimeoutSeconds: DEFAULT_DRAIN_TIMEOUT_SECONDS })),
-});
+export const hcloudStaticPoolSchema = z
+  .strictObject({
+    ...hcloudCommon,
+    mode: z.literal("static"),
+    replicas: replicas.optional(),
+    nodes: nodeNames.optional(),
+    rollout: rolloutSchema.default(() => ({ ...DEFAULT_ROLLOUT, drainTimeoutSeconds: DEFAULT_DRAIN_TIMEOUT_SECONDS })),
+  })
+  .transform(withOneLocationField);
 
 const poolLimitsSchema = z.strictObject({
   maxNodes: z
@@ -436,11 +472,13 @@ const poolLimitsSchema = z.strictObject({
   memoryGiB: z.number().positive().optional(),
 });
 
-export const hcloudAutoscaledPoolSchema = z.strictObject({
-  ...hcloudCommon,
-  mode: z.literal("autoscaled"),
-  limits: poolLimitsSchema,
-});
+export const hcloudAutoscaledPoolSchema = z
+  .strictObject({
+    ...hcloudCommon,
+    mode: z.literal("autoscaled"),
+    limits: poolLimitsSchema,
+  })
+  .transform(withOneLocationField);
 
 const SCALEWAY_BOOTSTRAP_METHODS = ["auto", "cloud-init", "ssh"] as const;
 export const scalewayElasticMetalPoolSchema = z.strictObject({
@@ -642,6 +680,7 @@ interface RawPool {
   provider?: unknown;
   mode?: unknown;
   location?: unknown;
+  locations?: unknown;
   network?: unknown;
   placement?: unknown;
   replicas?: unknown;
@@ -672,6 +711,34 @@ function longestNameProblem(clusterId: string, poolName: string, pool: RawPool):
     return `node ${longest} is ${longest.length} characters, more than the ${MAX_SERVER_NAME_LENGTH} a hostname allows; ${shorten}`;
   }
   return undefined;
+}
+
+/**
+ * A pool's `locations`: one network zone (a server joins only a subnet of its own zone, and the
+ * cluster network's subnet has one), and the network's zone; an autoscaled pool over several
+ * locations without spread groups so far.
+ */
+function poolLocationsProblems(pool: RawPool, path: PropertyKey[], networkZone: string | undefined) {
+  const problems: Array<{ path: PropertyKey[]; message: string }> = [];
+  if (!Array.isArray(pool.locations) || pool.locations.length === 0) return problems;
+  const here = [...path, "locations"];
+  const known = pool.locations.filter((l): l is string => typeof l === "string" && l in HCLOUD_LOCATION_ZONES);
+  const zones = [...new Set(known.map((l) => HCLOUD_LOCATION_ZONES[l]))];
+  if (zones.length > 1) {
+    const byZone = known.map((l) => `${l} (${HCLOUD_LOCATION_ZONES[l]})`).join(", ");
+    problems.push({ path: here, message: `locations must all be in one network zone, but ${byZone} are not` });
+  } else if (zones.length === 1 && networkZone !== undefined && zones[0] !== networkZone) {
+    problems.push({ path: here, message: `locations are in network zone ${zones[0]}, outside the network's zone ${networkZone}` });
+  }
+  if (pool.locations.length > 1 && pool.mode === "autoscaled" && pool.placement !== "none") {
+    // The scaling API's members fill a pool's spread groups by a pool-wide slot, not per location yet.
+    problems.push({
+      path: [...path, "placement"],
+      message:
+        "placement must be none in an autoscaled pool with more than one location (per-location spread groups are static pools only so far)",
+    });
+  }
+  return problems;
 }
 
 /**
@@ -720,6 +787,7 @@ function crossFieldProblems(rawConfig: Readonly<Record<string, unknown>>): Array
         });
       }
     }
+    if (pool.provider === "hcloud") problems.push(...poolLocationsProblems(pool, path, zone));
     if (
       pool.provider === "hetzner-robot" &&
       typeof clusterId === "string" &&
@@ -745,6 +813,7 @@ function crossFieldProblems(rawConfig: Readonly<Record<string, unknown>>): Array
         name: typeof pool.name === "string" ? pool.name : `nodefleet:pools[${index}]`,
         network: pool.network === "public" ? "public" : "private",
         spread: pool.placement !== "none",
+        locations: Array.isArray(pool.locations) && pool.locations.length > 0 ? pool.locations.length : 1,
         servers: Number.isFinite(servers) && servers > 0 ? servers : 0,
         mode: autoscaled ? "autoscaled" : "static",
       });

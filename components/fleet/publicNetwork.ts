@@ -49,6 +49,8 @@ export interface HcloudPoolSize {
   readonly mode: "static" | "autoscaled";
   /** In spread placement groups (`placement` spread). */
   readonly spread: boolean;
+  /** How many locations it spreads over, each with spread groups of its own. Default 1. */
+  readonly locations?: number;
 }
 
 interface Problem {
@@ -83,13 +85,17 @@ export function hcloudCapacityProblems(pools: readonly HcloudPoolSize[]): Proble
         "cluster.cniEncryption; docs/networking.md)",
     });
   }
-  const groups = pools.filter((p) => p.spread).reduce((n, p) => n + Math.ceil(p.servers / HCLOUD_MAX_SERVERS_PER_SPREAD_GROUP), 0);
+  // Per location the members differ by at most one (fleet/locationSpread.ts), so n locations need
+  // at most ceil(servers / 10) + n - 1 groups; one location: ceil(servers / 10), as before.
+  const groupsOf = (p: HcloudPoolSize) =>
+    p.servers === 0 ? 0 : Math.ceil(p.servers / HCLOUD_MAX_SERVERS_PER_SPREAD_GROUP) + Math.min(p.locations ?? 1, p.servers) - 1;
+  const groups = pools.filter((p) => p.spread).reduce((n, p) => n + groupsOf(p), 0);
   if (groups > HCLOUD_MAX_PLACEMENT_GROUPS_PER_PROJECT) {
     problems.push({
       path: ["nodefleet:pools"],
       message:
         `the Hetzner Cloud pools with placement spread need at least ${groups} spread placement groups at their full size (one per ` +
-        `${HCLOUD_MAX_SERVERS_PER_SPREAD_GROUP} servers of a pool), more than the ${HCLOUD_MAX_PLACEMENT_GROUPS_PER_PROJECT} ` +
+        `${HCLOUD_MAX_SERVERS_PER_SPREAD_GROUP} servers of a pool in one location), more than the ${HCLOUD_MAX_PLACEMENT_GROUPS_PER_PROJECT} ` +
         `a Hetzner project holds (${PLACEMENT_DOC}); set placement: none on the largest pools, lower replicas or maxNodes, or merge small pools`,
     });
   }

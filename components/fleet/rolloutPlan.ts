@@ -30,6 +30,8 @@ export interface DesiredRolloutMember {
   readonly generation: string;
   /** Placement slot; its home spread group is floor(slot / group size). */
   readonly placementSlot: number;
+  /** Its location; with `perLocationGroups` its spread groups are those of this location only. */
+  readonly location?: string;
 }
 
 /** A server that exists at the start of this run (the previous run's state and the cluster's view). */
@@ -42,6 +44,8 @@ export interface CurrentRolloutServer {
   readonly spreadGroup: number;
   /** Hetzner delete protection as last applied. Default false. */
   readonly deleteProtection?: boolean;
+  /** Its location; with `perLocationGroups` its group is `spreadGroup` of this location. */
+  readonly location?: string;
 }
 
 export interface RolloutLimits {
@@ -51,6 +55,11 @@ export interface RolloutLimits {
   readonly networkSize?: number;
   /** Servers on the same network that are not this pool's. Default 0. */
   readonly serversOutsidePool?: number;
+  /**
+   * Spread groups are numbered per location (a pool with several locations): a group holds the
+   * servers of one location, so a server only goes to a group of its own. Default false.
+   */
+  readonly perLocationGroups?: boolean;
 }
 
 /** One server this run declares. */
@@ -121,19 +130,24 @@ export function planRollout(
   const wanted = new Map(members.map((m) => [m.nodeId, m]));
 
   // Peak occupancy: every server present now stays until the end of the run.
-  const groupCount = new Map<number, number>();
-  for (const s of current) groupCount.set(s.spreadGroup, (groupCount.get(s.spreadGroup) ?? 0) + 1);
+  const groupCount = new Map<string, number>();
+  const where = (location: string | undefined) => (limits.perLocationGroups ? (location ?? "") : "");
+  const groupKey = (location: string | undefined, group: number) => `${where(location)}#${group}`;
+  for (const s of current)
+    groupCount.set(groupKey(s.location, s.spreadGroup), (groupCount.get(groupKey(s.location, s.spreadGroup)) ?? 0) + 1);
   let networkCount = (limits.serversOutsidePool ?? 0) + current.length;
   // Extra servers now: those beyond one per member that has any (members still to create are not surge).
   const running = current.filter((s) => wanted.has(s.nodeId));
   let surge = running.length - new Set(running.map((s) => s.nodeId)).size;
-  const freeGroup = (home: number): number | undefined => {
-    const candidates = [home, ...[...groupCount.keys()].sort((a, b) => a - b)];
-    const next = Math.max(home, ...groupCount.keys()) + 1;
-    return [...candidates, next].find((g) => (groupCount.get(g) ?? 0) < groupSize);
+  const freeGroup = (home: number, location: string | undefined): number | undefined => {
+    const prefix = `${where(location)}#`;
+    const known = [...groupCount.keys()].filter((k) => k.startsWith(prefix)).map((k) => Number(k.slice(prefix.length)));
+    const candidates = [home, ...known.sort((a, b) => a - b)];
+    const next = Math.max(home, ...known) + 1;
+    return [...candidates, next].find((g) => (groupCount.get(groupKey(location, g)) ?? 0) < groupSize);
   };
-  const occupy = (group: number) => {
-    groupCount.set(group, (groupCount.get(group) ?? 0) + 1);
+  const occupy = (group: number, location: string | undefined) => {
+    groupCount.set(groupKey(location, group), (groupCount.get(groupKey(location, group)) ?? 0) + 1);
     networkCount++;
   };
 
@@ -181,22 +195,22 @@ export function planRollout(
 
   // New members (and those whose old server went in an earlier run): not surge, but within the limits.
   for (const member of creates) {
-    const group = freeGroup(Math.floor(member.placementSlot / groupSize));
+    const group = freeGroup(Math.floor(member.placementSlot / groupSize), member.location);
     if (group === undefined || networkCount >= networkSize) {
       waiting.add(group === undefined ? "no spread group has room" : `the network holds ${networkSize} servers`);
       continue;
     }
-    occupy(group);
+    occupy(group, member.location);
     servers.push({ nodeId: member.nodeId, generation: member.generation, spreadGroup: group, action: "create", unprotect: false });
   }
 
   candidates.sort(brokenFirst);
   for (const { member, olds, oldReady: costsAvailability } of candidates) {
-    const group = freeGroup(Math.floor(member.placementSlot / groupSize));
+    const group = freeGroup(Math.floor(member.placementSlot / groupSize), member.location);
     const canSurge = surge < settings.maxSurge && group !== undefined && networkCount < networkSize;
     if (canSurge) {
       surge++;
-      occupy(group);
+      occupy(group, member.location);
       for (const old of olds) servers.push(keep(old));
       servers.push({ nodeId: member.nodeId, generation: member.generation, spreadGroup: group, action: "create", unprotect: false });
       replacing.push(member.nodeId);

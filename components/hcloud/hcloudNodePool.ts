@@ -257,13 +257,23 @@ export class HcloudNodePool extends pulumi.ComponentResource {
         this,
       );
     }
+    // A pool with several locations keeps spread groups per location (a group holds one location's servers).
+    const perLocationGroups = (pool.locations?.length ?? 0) > 1;
     this.rollout = planRollout(
-      planned.map((p) => ({ nodeId: p.member.nodeId, generation: p.generation, placementSlot: p.placementSlot })),
+      planned.map((p) => ({
+        nodeId: p.member.nodeId,
+        generation: p.generation,
+        placementSlot: p.placementSlot,
+        location: p.member.location,
+      })),
       current,
       args.rollout ?? DEFAULT_ROLLOUT,
-      (args.networkLimit ?? pool.network !== "public")
-        ? { serversOutsidePool: args.serversOutsidePool ?? 0 }
-        : { networkSize: Number.POSITIVE_INFINITY },
+      {
+        ...((args.networkLimit ?? pool.network !== "public")
+          ? { serversOutsidePool: args.serversOutsidePool ?? 0 }
+          : { networkSize: Number.POSITIVE_INFINITY }),
+        perLocationGroups,
+      },
     );
     const serverKey = (s: { nodeId: string; generation: string }) => `${hostnameFor(cluster, s.nodeId)}-${s.generation}`;
     this.rolloutSummary = {
@@ -275,18 +285,21 @@ export class HcloudNodePool extends pulumi.ComponentResource {
       ...(this.rollout.waiting ? { waiting: this.rollout.waiting } : {}),
     };
 
-    const placementGroupIds = new Map<number, pulumi.Output<number>>();
-    const placementGroupId = (index: number) => {
-      const existing = placementGroupIds.get(index);
+    const placementGroupIds = new Map<string, pulumi.Output<number>>();
+    // `pg-<index>` as before, for a pool's only or first location (so a pool that goes from
+    // `location: fsn1` to `locations: [fsn1, ...]` keeps its groups); `pg-<location>-<index>` for the others.
+    const placementGroupId = (index: number, location: string) => {
+      const suffix = !perLocationGroups || location === pool.location ? `pg-${index}` : `pg-${location}-${index}`;
+      const existing = placementGroupIds.get(suffix);
       if (existing) return existing;
       const group = new hcloud.PlacementGroup(
-        `${name}-pg-${index}`,
-        { name: `${cluster.id}-${pool.name}-pg-${index}`, type: "spread", labels: poolLabels },
+        `${name}-${suffix}`,
+        { name: `${cluster.id}-${pool.name}-${suffix}`, type: "spread", labels: poolLabels },
         { parent: this },
       );
       this.placementGroups.push(group);
       const id = group.id.apply((value) => Number(value));
-      placementGroupIds.set(index, id);
+      placementGroupIds.set(suffix, id);
       return id;
     };
 
@@ -320,7 +333,7 @@ export class HcloudNodePool extends pulumi.ComponentResource {
           args,
           plan,
           { spreadGroup: step.spreadGroup, deleteProtection: protectedNow },
-          plan.spread ? placementGroupId(step.spreadGroup) : undefined,
+          plan.spread ? placementGroupId(step.spreadGroup, plan.member.location) : undefined,
           poolLabels,
           lifecycle,
           resources,
@@ -332,7 +345,7 @@ export class HcloudNodePool extends pulumi.ComponentResource {
           args,
           running,
           { deleteProtection: protectedNow },
-          placementGroupId(step.spreadGroup),
+          placementGroupId(step.spreadGroup, running.location),
           poolLabels,
           lifecycle,
           resources,

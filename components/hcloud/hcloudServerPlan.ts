@@ -14,6 +14,7 @@ import { assertHcloudUserDataSize } from "../bootstrap/userDataLimits";
 import { renderWorkerUserData } from "../bootstrap/workerUserData";
 import { type WorkerCluster, type WorkerMemberInput, workerUserDataInputs } from "../bootstrap/workerUserDataInputs";
 import { networkGateway } from "../fleet/privateEgress";
+import { spreadAcrossLocations } from "../fleet/locationSpread";
 
 /** Cluster-side values a member may pin (a frozen snapshot) instead of taking the cluster's current ones. */
 export type MemberBootstrapSnapshot = Partial<Pick<ClusterSpec, "k0sVersion" | "k0sSha256" | "kubernetesVersion" | "kubelet">>;
@@ -59,15 +60,23 @@ export interface HcloudPoolMember extends NodeMember {
 
 /** The pool template fields the component reads. A parsed `HcloudPool` fits. */
 export type HcloudPoolTemplate = Pick<HcloudPool, "name" | "image"> &
-  Partial<Pick<HcloudPool, "sshKeys" | "deleteProtection" | "network" | "placement" | "publicIpv4" | "publicIpv6">>;
+  Partial<
+    Pick<HcloudPool, "sshKeys" | "deleteProtection" | "network" | "placement" | "publicIpv4" | "publicIpv6" | "location" | "locations">
+  >;
 
 /** The cluster a pool renders for (the kubeconfig is never needed here). */
 export type HcloudPoolCluster = Omit<ClusterSpec, "kubeconfig">;
 
-/** The members of a static pool: `staticNodeIds` order, the pool's first server type, slot = position. */
+/**
+ * The members of a static pool: `staticNodeIds` order, the pool's first server type, slot = position
+ * among the members of its location.
+ * With `locations`, each member's location follows fleet/locationSpread.ts from where `current`
+ * (the previous run's servers) put it; with `location`, every member is there, as before.
+ */
 export function staticHcloudMembers(
   cluster: Pick<ClusterSpec, "id" | "providerIdScheme" | "hcloudProviderIds">,
   pool: HcloudStaticPool,
+  current: ReadonlyArray<{ readonly nodeId: string; readonly location: string }> = [],
 ): HcloudPoolMember[] {
   const template = {
     pool: pool.name,
@@ -76,8 +85,18 @@ export function staticHcloudMembers(
     labels: pool.labels,
     taints: pool.taints,
   };
-  return staticNodeIds(pool).map((nodeId, index) => ({
-    ...nodeMember(cluster, template, nodeId),
+  const nodeIds = staticNodeIds(pool);
+  const where = spreadAcrossLocations({ nodeIds, locations: pool.locations ?? [pool.location], current });
+  // Slots count per location (each location has its own spread groups); one location: the position, as before.
+  const seenIn = new Map<string, number>();
+  const slotOf = (nodeId: string) => {
+    const location = where.get(nodeId)!;
+    const slot = seenIn.get(location) ?? 0;
+    seenIn.set(location, slot + 1);
+    return slot;
+  };
+  return nodeIds.map((nodeId) => ({
+    ...nodeMember(cluster, { ...template, location: where.get(nodeId)! }, nodeId),
     providerID: hcloudMemberProviderId(cluster, nodeId),
     image: pool.image,
     sshKeys: pool.sshKeys,
@@ -85,7 +104,7 @@ export function staticHcloudMembers(
     placement: pool.placement,
     publicIpv4: pool.publicIpv4,
     publicIpv6: pool.publicIpv6,
-    placementSlot: index,
+    placementSlot: slotOf(nodeId),
   }));
 }
 

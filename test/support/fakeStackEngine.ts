@@ -51,6 +51,7 @@ export class FakeStackEngine implements StackEngine {
   delayMs = 0;
   /** A run delay for one stack instead of delayMs. */
   readonly stackDelays = new Map<string, number>();
+  /** Server types sold out everywhere (`cpx21`) or in one location (`cpx21@fsn1`). */
   outOfStock = new Set<string>();
   failNodes = new Set<string>();
   /** Create errors by server type (`*`: every type), as Hetzner reports a quota or an unusable image. */
@@ -134,7 +135,7 @@ export class FakeStackEngine implements StackEngine {
         continue;
       }
       const createError = this.createErrors.get(m.snapshot.serverType) ?? this.createErrors.get("*");
-      if (apply && this.outOfStock.has(m.snapshot.serverType)) {
+      if (apply && (this.outOfStock.has(m.snapshot.serverType) || this.outOfStock.has(`${m.snapshot.serverType}@${m.snapshot.location}`))) {
         error = `resource_unavailable: server type ${m.snapshot.serverType} is sold out in ${m.snapshot.location}`;
       } else if (apply && createError !== undefined) {
         error = createError;

@@ -93,6 +93,14 @@ export function locationJson(name: string): Record<string, unknown> | undefined 
   };
 }
 
+/**
+ * Whether `serverType` is sold out in `location`: NODEFLEET_SIM_OUT_OF_STOCK names it alone (sold
+ * out everywhere) or as `<type>@<location>` (there only, for a pool's fallback to another location).
+ */
+export function soldOutIn(soldOut: ReadonlySet<string>, serverType: string, location: string): boolean {
+  return soldOut.has(serverType) || soldOut.has(`${serverType}@${location}`);
+}
+
 /** One datacenter per location, `<location>-dc1`, selling every catalog type priced there. */
 export function datacenterJson(location: string, soldOut: ReadonlySet<string>): Record<string, unknown> | undefined {
   const loc = locationJson(location);
@@ -107,7 +115,7 @@ export function datacenterJson(location: string, soldOut: ReadonlySet<string>): 
     location: loc,
     server_types: {
       supported: supported.map((s) => s.id),
-      available: supported.filter(({ t }) => !soldOut.has(t.name)).map((s) => s.id),
+      available: supported.filter(({ t }) => !soldOutIn(soldOut, t.name, location)).map((s) => s.id),
       available_for_migration: supported.map((s) => s.id),
     },
   };

@@ -13,7 +13,16 @@ import {
   HCLOUD_MAX_SERVERS_PER_SPREAD_GROUP,
   HCLOUD_MAX_USER_DATA_BYTES,
 } from "../../../components/fleet/hcloudLocations";
-import { datacenterJson, findImage, imageJson, locationJson, locationName, serverTypeJson, serverTypeName } from "./fakeHcloudCatalog";
+import {
+  datacenterJson,
+  soldOutIn,
+  findImage,
+  imageJson,
+  locationJson,
+  locationName,
+  serverTypeJson,
+  serverTypeName,
+} from "./fakeHcloudCatalog";
 import { applyFirewallToServer, firewallsAppliedTo, removeServerFromFirewalls, serversInPlacementGroup } from "./fakeHcloudCollections";
 import {
   type FakeHcloudContext,
@@ -189,7 +198,7 @@ export function registerServers(app: FastifyInstance, ctx: FakeHcloudContext): v
     const placementGroup = body.placement_group === undefined || body.placement_group === null ? null : idField(body, "placement_group");
     if (placementGroup !== null) checkPlacementRoom(placementGroup);
     const startAfterCreate = booleanField(body, "start_after_create") ?? true;
-    if (ctx.soldOut.has(serverType))
+    if (soldOutIn(ctx.soldOut, serverType, location))
       throw new HcloudError(412, "resource_unavailable", `server type ${serverType} is unavailable in ${location}: error during placement`);
     if (overQuota(ctx.quotaExceeded.serverTypes, serverType))
       throw new HcloudError(403, "resource_limit_exceeded", "server limit exceeded for this project");
@@ -308,7 +317,7 @@ export function registerServers(app: FastifyInstance, ctx: FakeHcloudContext): v
     requireStopped(s);
     if (serverTypeArchitecture(serverType) !== serverTypeArchitecture(s.serverType))
       throw new HcloudError(412, "invalid_server_type", `server type ${serverType} has another architecture than ${s.serverType}`);
-    if (ctx.soldOut.has(serverType))
+    if (soldOutIn(ctx.soldOut, serverType, s.location))
       throw new HcloudError(412, "resource_unavailable", `server type ${serverType} is unavailable in ${s.location}`);
     state.updateServer(s.id, { serverType });
     return transition(s, "change_server_type", "migrating", "off");

@@ -1,0 +1,103 @@
+/**
+ * Pools over several locations on the local cloud, real engine (issue #39 part 2): a static pool's
+ * members spread over hel1 and fsn1 (member i -> locations[i mod 2]) with spread groups of one
+ * location each and Nodes Ready, zone = the server's location; and an autoscaled pool whose cpx21 is
+ * sold out in hel1 only (NODEFLEET_SIM_OUT_OF_STOCK cpx21@hel1): the scaling API offers it per
+ * location and creates it in fsn1, through `nodefleet serve --engine automation`.
+ */
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { type LocalCloud, startLocalCloud } from "../../../automation/local/localCloud";
+import { runPulumi } from "../../../automation/local/localStack";
+import { awaitRunning, deleteUntilGone } from "../../support/karpenterConformance";
+import { UP, allPoolServersReady, editLocalPools, hcloudGet, isReady, poolNodes } from "../../support/localFleet";
+import { localStackProject } from "../../support/localStackProject";
+import { until } from "../../support/until";
+import { type ServeProcess, serveOnLocalCloud, stopServe } from "../../support/serveProcess";
+import { LOCAL_CLOUD_TOOLS, missingTools, skipUnlessAvailable } from "../../support/toolchainRequirement";
+
+const quiet = { info() {}, warn() {} };
+
+describe("pools over several locations on the local cloud", function () {
+  this.timeout(900_000);
+  let dir: string;
+  let project: string;
+  let cloud: LocalCloud;
+  let serve: ServeProcess | undefined;
+
+  before(async function () {
+    skipUnlessAvailable(this, missingTools(...LOCAL_CLOUD_TOOLS));
+    dir = mkdtempSync(join(tmpdir(), "nodefleet-locations-"));
+    project = localStackProject(join(dir, "project"));
+    cloud = await startLocalCloud({
+      dataDir: join(dir, "data"),
+      hcloudPort: 0,
+      agentIntervalMs: 1000,
+      logger: quiet,
+      projectDir: project,
+      env: { ...process.env, NODEFLEET_SIM_OUT_OF_STOCK: "cpx21@hel1" },
+    });
+    editLocalPools(cloud, (pools) =>
+      pools.map((p) => {
+        const { location: _location, ...rest } = p;
+        return p.name === "local-general"
+          ? { ...rest, replicas: 4, locations: ["hel1", "fsn1"] }
+          : { ...rest, locations: ["hel1", "fsn1"], placement: "none" };
+      }),
+    );
+    await runPulumi(UP, project, cloud.env);
+  });
+
+  after(async function () {
+    await stopServe(serve);
+    await cloud?.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("spreads a static pool's members over the locations, one location per spread group, Nodes Ready", async () => {
+    const servers = await allPoolServersReady(cloud, "local-general");
+    const detail = await Promise.all(servers.map((s) => hcloudGet(cloud, `/servers/${s.id}`)));
+    const where = new Map(detail.map((d) => [String(d.server.name), String(d.server.location.name)]));
+    const byIndex = [...where].sort(([a], [b]) => (a < b ? -1 : 1)).map(([, location]) => location);
+    assert.deepEqual(byIndex, ["hel1", "fsn1", "hel1", "fsn1"]);
+    const groups = new Map<number, Set<string>>();
+    for (const d of detail) {
+      const group = Number(d.server.placement_group?.id);
+      assert.ok(Number.isInteger(group), `${d.server.name} is in a spread group`);
+      groups.set(group, (groups.get(group) ?? new Set()).add(String(d.server.location.name)));
+    }
+    assert.equal(groups.size, 2, "one spread group per location");
+    for (const locations of groups.values()) assert.equal(locations.size, 1);
+    const nodes = await poolNodes(cloud, "local-general");
+    assert.equal(nodes.filter(isReady).length, 4);
+    for (const node of nodes)
+      assert.equal(node.metadata.labels["topology.kubernetes.io/zone"], where.get(node.metadata.name), node.metadata.name);
+  });
+
+  it("creates a type sold out in hel1 in fsn1 through the scaling API", async () => {
+    serve = await serveOnLocalCloud(join(dir, "serve"), cloud.env, project);
+    const waitFor = <T>(what: string, probe: () => Promise<T | undefined>) =>
+      until(what, probe, 600_000, () => `serve said:\n${serve?.stderr().slice(-3000)}`, 1000);
+    await waitFor("cpx21 offered as sold out in hel1 only", async () => {
+      const cpx21 = (await serve!.client.instanceTypes()).find((t) => t.pool === "local-burst" && t.name === "cpx21");
+      const offers = cpx21?.offerings.map((o) => `${o.zone}:${o.available}`).join(",");
+      return offers === "hel1:false,fsn1:true" ? true : undefined;
+    });
+    const { node } = await serve.client.createNode({ uniqueID: "fallback", pool: "local-burst", instanceType: "cpx21" });
+    assert.equal(node.zone, "fsn1");
+    const [running] = await awaitRunning(serve.client, [node.nodeID], waitFor, "nodefleet:///local/");
+    assert.equal(running!.zone, "fsn1");
+    const servers = (await hcloudGet(cloud, "/servers?label_selector=nodefleet.io/pool=local-burst")).servers as Array<Record<string, any>>;
+    assert.deepEqual(
+      servers.map((s) => [s.server_type.name, s.location.name]),
+      [["cpx21", "fsn1"]],
+    );
+    await waitFor("the member's Node Ready in zone fsn1", async () => {
+      const nodes = (await poolNodes(cloud, "local-burst")).filter(isReady);
+      return nodes.length === 1 && nodes[0]!.metadata.labels["topology.kubernetes.io/zone"] === "fsn1" ? true : undefined;
+    });
+    await deleteUntilGone(serve.client, [node.nodeID], waitFor);
+  });
+});

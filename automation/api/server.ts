@@ -532,8 +532,10 @@ export async function registerRoutes(app: FastifyInstance, deps: RouteDependenci
       registeredRoutesOnly: true,
       overrides: {
         histogram: { name: "nodefleet_http_request_duration_seconds", registers: [deps.metrics.registry] },
-        // Created (never observed) even when disabled: kept out of the process-wide default registry.
-        summary: { name: "nodefleet_http_request_summary_seconds", registers: [deps.metrics.registry] },
+        // fastify-metrics 13 creates the summary even when disabled (node_modules/fastify-metrics/dist/
+        // fastify-metrics.js registerRouteMetrics); no registers keeps it out of every registry, so
+        // /metrics never serves a family that is never observed.
+        summary: { name: "nodefleet_http_request_summary_seconds", registers: [] },
       },
     },
   });

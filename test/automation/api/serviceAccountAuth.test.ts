@@ -130,6 +130,33 @@ describe("projected ServiceAccount tokens (TokenReview)", function () {
     assert.ok(elapsed < 10_000, `the driver (10 s) sees the 401, not its own timeout (${elapsed} ms)`);
   });
 
+  it("counts each outcome in nodefleet_api_token_reviews_total", async () => {
+    await getCluster(DRIVER_JWT);
+    await getCluster(DRIVER_JWT);
+    await getCluster(INTRUDER_JWT);
+    await getCluster(VAULT_JWT);
+    await getCluster(FORGED_JWT);
+    kube.forbidden = true;
+    await getCluster(FORGED_JWT);
+    const text = String((await api.client.raw("GET", "/metrics")).body);
+    const count = (result: string) =>
+      Number(new RegExp(`^nodefleet_api_token_reviews_total\\{result="${result}"\\} (\\d+)$`, "m").exec(text)?.[1] ?? 0);
+    assert.deepEqual(
+      ["accepted", "cached", "refused_account", "refused_audience", "refused_token", "review_failed"].map((result) => [
+        result,
+        count(result),
+      ]),
+      [
+        ["accepted", 1],
+        ["cached", 1],
+        ["refused_account", 1],
+        ["refused_audience", 1],
+        ["refused_token", 1],
+        ["review_failed", 1],
+      ],
+    );
+  });
+
   it("keeps the static token: accepted without a review, and never sent to the API server", async () => {
     assert.equal((await getCluster(TOKEN)).status, 200);
     assert.equal((await getCluster("not-a-jwt-and-not-a-token-0123")).status, 401);

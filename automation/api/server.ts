@@ -189,7 +189,7 @@ async function compose(
   const { reconciler, clusters, capacityWatch } = servedCluster(options, parts, clusterId, engineStart);
 
   const app = httpServer(options, logger);
-  if (options.tls) reloadTlsFiles(app, options.tls, logger);
+  if (options.tls) reloadTlsFiles(app, options.tls, logger, metrics);
   const lifecycle = { closing: false };
   app.decorate("nodefleet", { clusters, metrics, store, operations, availability });
 
@@ -200,7 +200,7 @@ async function compose(
     metrics,
     readiness: readinessOf({ options, parts, clusterId, reconciler, engineStart, syncs, lifecycle }),
     tokens: new TokenVerifier(tokens),
-    ...(options.serviceAccountTokens ? { serviceAccounts: serviceAccountTokensOf(options, clusterId) } : {}),
+    ...(options.serviceAccountTokens ? { serviceAccounts: serviceAccountTokensOf(options, clusterId, metrics) } : {}),
     rateLimitPerMinute: options.rateLimitPerMinute ?? 6000,
     unauthenticatedPerMinute: options.unauthenticatedPerMinute ?? 60,
     ...(options.dropCreateAnswers ? { dropCreateAnswer: droppedCreateAnswers(options.dropCreateAnswers) } : {}),
@@ -210,11 +210,12 @@ async function compose(
 }
 
 /** The projected-token check of the served cluster, reviewing against the stack's kubeconfig as it is at each review. */
-function serviceAccountTokensOf(options: BuildServerOptions, clusterId: string): ServiceAccountTokens {
+function serviceAccountTokensOf(options: BuildServerOptions, clusterId: string, metrics: ServiceMetrics): ServiceAccountTokens {
   const settings = options.serviceAccountTokens!;
   return new ServiceAccountTokens({
     ...settings,
     clusterId,
+    observe: (result) => metrics.tokenReview(result),
     review: settings.review ?? kubeconfigTokenReview(() => serviceKubeconfig(options.stackConfig()), clusterId),
   });
 }
@@ -376,9 +377,15 @@ function servedCluster(
 }
 
 /** Follows the certificate files while the server runs: a renewed pair serves new connections. */
-function reloadTlsFiles(app: FastifyInstance, tls: NonNullable<BuildServerOptions["tls"]>, logger: Logger | undefined): void {
+function reloadTlsFiles(
+  app: FastifyInstance,
+  tls: NonNullable<BuildServerOptions["tls"]>,
+  logger: Logger | undefined,
+  metrics: ServiceMetrics,
+): void {
   const reloader = new TlsReloader({
     files: tls,
+    observe: (result) => metrics.tlsReload(result),
     apply: (pair) => (app.server as unknown as HttpsServer).setSecureContext(pair),
     ...(tls.reloadIntervalMs !== undefined ? { intervalMs: tls.reloadIntervalMs } : {}),
     ...(logger ? { logger } : {}),
@@ -532,8 +539,10 @@ export async function registerRoutes(app: FastifyInstance, deps: RouteDependenci
       registeredRoutesOnly: true,
       overrides: {
         histogram: { name: "nodefleet_http_request_duration_seconds", registers: [deps.metrics.registry] },
-        // Created (never observed) even when disabled: kept out of the process-wide default registry.
-        summary: { name: "nodefleet_http_request_summary_seconds", registers: [deps.metrics.registry] },
+        // fastify-metrics 13 creates the summary even when disabled (node_modules/fastify-metrics/dist/
+        // fastify-metrics.js registerRouteMetrics); no registers keeps it out of every registry, so
+        // /metrics never serves a family that is never observed.
+        summary: { name: "nodefleet_http_request_summary_seconds", registers: [] },
       },
     },
   });

@@ -40,6 +40,14 @@ export function looksLikeJwt(token: string): boolean {
   return /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/.test(token);
 }
 
+/**
+ * How one presentation of a token ended (nodefleet_api_token_reviews_total): accepted after a review,
+ * accepted from the cache, refused by the API server (invalid, expired, unknown), refused for its
+ * audience, refused as another identity (403), or not reviewable (no kubeconfig, unreachable or
+ * silent API server, RBAC).
+ */
+export type TokenReviewResult = "accepted" | "cached" | "refused_token" | "refused_audience" | "refused_account" | "review_failed";
+
 export interface ServiceAccountTokensArgs {
   /** The cluster the service serves: an accepted token grants it. */
   readonly clusterId: string;
@@ -52,6 +60,8 @@ export interface ServiceAccountTokensArgs {
   /** At most this many reviewed tokens are remembered; the oldest goes first (default 1024). */
   readonly cacheMax?: number;
   readonly now?: () => number;
+  /** Told how each presentation ended (the service's metrics). */
+  readonly observe?: (result: TokenReviewResult) => void;
 }
 
 export class ServiceAccountTokens {
@@ -101,7 +111,7 @@ export class ServiceAccountTokens {
    * wrong audience) or cannot review, 403 for a valid token of another identity.
    */
   async authenticate(token: string, hash: Buffer): Promise<void> {
-    if (this.acceptedRecently(hash)) return;
+    if (this.acceptedRecently(hash)) return this.args.observe?.("cached");
     const key = hash.toString("hex");
     let review = this.inFlight.get(key);
     if (!review) {
@@ -117,12 +127,15 @@ export class ServiceAccountTokens {
       status = await this.args.review(token, [NODEFLEET_AUDIENCE]);
     } catch (error) {
       const reason = error instanceof TokenReviewError ? error.message : errorMessage(error);
+      this.args.observe?.("review_failed");
       throw new ApiError(
         "Unauthorized",
         `the ServiceAccount token could not be reviewed by cluster ${this.args.clusterId}'s API server (rule: tokens are accepted only after a TokenReview succeeds): ${reason}`,
       );
     }
     if (!status.authenticated) {
+      // The API server's own audience check fails a token of another audience as unauthenticated.
+      this.args.observe?.(/audience/i.test(status.error ?? "") ? "refused_audience" : "refused_token");
       throw new ApiError(
         "Unauthorized",
         `cluster ${this.args.clusterId}'s API server does not accept this token for audience "${NODEFLEET_AUDIENCE}" (rule: a valid, unexpired ServiceAccount token with audience "${NODEFLEET_AUDIENCE}")${status.error ? `: ${status.error}` : ""}`,
@@ -130,18 +143,21 @@ export class ServiceAccountTokens {
     }
     // An API server that ignores spec.audiences answers none: the token is then not known to be ours.
     if (!status.audiences?.includes(NODEFLEET_AUDIENCE)) {
+      this.args.observe?.("refused_audience");
       throw new ApiError(
         "Unauthorized",
         `the token is not valid for audience "${NODEFLEET_AUDIENCE}" (rule: request the projected token with audience "${NODEFLEET_AUDIENCE}"; the review answered ${JSON.stringify(status.audiences ?? [])})`,
       );
     }
     if (status.username !== this.username) {
+      this.args.observe?.("refused_account");
       throw new ApiError(
         "Forbidden",
         `the token belongs to ${status.username ?? "an unnamed user"}, not to ServiceAccount ${this.accepts} (rule: NODEFLEET_SERVICE_ACCOUNT names the only ServiceAccount accepted)`,
       );
     }
     this.remember(key);
+    this.args.observe?.("accepted");
   }
 
   private remember(key: string): void {

@@ -2,11 +2,13 @@
  * The service's Prometheus metrics, in a registry of its own (several servers can run in one
  * process, as in the tests). HTTP request counts and latencies come from fastify-metrics; these
  * are the product's: engine runs, run durations, nodes by status, reconcile queue depth, cloud API
- * requests, orphan-reclaimer decisions and launch backoffs.
+ * requests, orphan-reclaimer decisions and launch backoffs; and the API's own: TokenReview
+ * outcomes and TLS certificate reloads.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 import type { OperationKind } from "../store/operationLog";
 import type { RunObserver } from "../reconciler/clusterReconciler";
+import type { TokenReviewResult } from "./serviceAccountTokens";
 
 export interface ClusterGaugeSource {
   readonly clusterId: string;
@@ -21,6 +23,8 @@ export class ServiceMetrics implements RunObserver {
   readonly cloudApiRequests: Counter<"provider" | "operation">;
   readonly orphanDecisions: Counter<"cluster" | "action">;
   readonly launchBackoffs: Counter<"cluster" | "kind" | "scope">;
+  readonly tokenReviews: Counter<"result">;
+  readonly tlsReloads: Counter<"result">;
   private readonly sources: ClusterGaugeSource[] = [];
 
   constructor(options: { defaultMetrics?: boolean } = {}) {
@@ -54,6 +58,18 @@ export class ServiceMetrics implements RunObserver {
       name: "nodefleet_launch_backoffs_total",
       help: "Creates that failed in a way the next would repeat (kind: soldOut, quota, image, poolLimit), backing off an offering or a whole pool (scope)",
       labelNames: ["cluster", "kind", "scope"],
+      registers: [this.registry],
+    });
+    this.tokenReviews = new Counter({
+      name: "nodefleet_api_token_reviews_total",
+      help: "ServiceAccount tokens checked, by result: accepted (reviewed), cached, refused_token, refused_audience, refused_account, review_failed",
+      labelNames: ["result"],
+      registers: [this.registry],
+    });
+    this.tlsReloads = new Counter({
+      name: "nodefleet_tls_reloads_total",
+      help: "Changed TLS certificate files, by result: reloaded, or refused (the previous pair stays in use)",
+      labelNames: ["result"],
       registers: [this.registry],
     });
     const sources = this.sources;
@@ -94,6 +110,14 @@ export class ServiceMetrics implements RunObserver {
 
   launchBackoff(clusterId: string, kind: string, scope: string): void {
     this.launchBackoffs.inc({ cluster: clusterId, kind, scope });
+  }
+
+  tokenReview(result: TokenReviewResult): void {
+    this.tokenReviews.inc({ result });
+  }
+
+  tlsReload(result: "reloaded" | "refused"): void {
+    this.tlsReloads.inc({ result });
   }
 
   cloudRequest(provider: string, operation: string): void {

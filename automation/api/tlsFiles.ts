@@ -71,6 +71,8 @@ export interface TlsReloaderArgs {
   /** How often the files' stat is compared (default 5 s). */
   readonly intervalMs?: number;
   readonly logger?: Logger;
+  /** Told how each change of the files ended (the service's metrics). */
+  readonly observe?: (result: "reloaded" | "refused") => void;
 }
 
 /** Polls the pair's files and applies a changed, valid pair. */
@@ -113,7 +115,9 @@ export class TlsReloader {
     try {
       this.args.apply(readTlsFiles(this.args.files));
       this.args.logger?.info({ certFile: this.args.files.certFile }, "TLS certificate reloaded");
+      this.args.observe?.("reloaded");
     } catch (error) {
+      this.args.observe?.("refused");
       this.args.logger?.error({ err: errorMessage(error) }, "TLS certificate not reloaded; the previous one stays in use");
     }
   }

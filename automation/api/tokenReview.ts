@@ -8,6 +8,13 @@
 import { kubeconfigCredentials, kubernetesApiRequest } from "../../components/kubernetes/kubernetesApiClient";
 import { errorMessage } from "../../components/shared/errorMessage";
 
+/**
+ * How long a review may take. The driver gives up on an API request after 10 s
+ * (driver/pkg/apiclient DefaultRequestTimeout); a review must end well before that, so a hanging API
+ * server shows the driver a 401 naming the TokenReview rule instead of a timeout of its own.
+ */
+export const TOKEN_REVIEW_TIMEOUT_MS = 5_000;
+
 /** What a TokenReview answered: who the token is, and for which audiences, or why it is not accepted. */
 export interface TokenReviewStatus {
   readonly authenticated: boolean;
@@ -64,6 +71,7 @@ export function kubeconfigTokenReview(kubeconfig: () => string | undefined, clus
           contentType: "application/json",
           value: { apiVersion: "authentication.k8s.io/v1", kind: "TokenReview", spec: { token, audiences: [...audiences] } },
         },
+        TOKEN_REVIEW_TIMEOUT_MS,
       );
     } catch (error) {
       throw new TokenReviewError(withoutToken(errorMessage(error), token));

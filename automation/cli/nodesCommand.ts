@@ -80,7 +80,11 @@ function taint(value: string, previous: TaintArg[] = []): TaintArg[] {
 
 function withConnection(command: Command): Command {
   return command
-    .option("--url <url>", "scaling API base URL", process.env.NODEFLEET_API_URL ?? "http://127.0.0.1:8080")
+    .option(
+      "--url <url>",
+      "scaling API base URL (https with a private CA: set NODE_EXTRA_CA_CERTS to the CA's PEM file)",
+      process.env.NODEFLEET_API_URL ?? "http://127.0.0.1:8080",
+    )
     .option("--cluster <id>", "cluster id")
     .option("--stack <name>", "take the cluster id from stacks/Pulumi.<name>.yaml")
     .option("--token <token>", "API token (default NODEFLEET_API_TOKEN, or the token serve generated in --data-dir)")

@@ -107,7 +107,8 @@ export function secretCredentialsJson(kubeconfig: pulumi.Input<string>, warning:
  * One JSON request to the API server; 404 answers `undefined` (already gone). Errors start with
  * `<what> failed:` (default `<METHOD> <path>`), carry the API's message, never a credential, and
  * have the HTTP status as `status` (0 without an answer). `body` is sent as JSON with its content
- * type (e.g. `application/merge-patch+json` for a PATCH).
+ * type (e.g. `application/merge-patch+json` for a PATCH). `timeoutMs` (default 30 s) bounds a
+ * request that gets no answer; a caller that must answer its own client sooner passes less.
  * Self-contained (built-ins required inside) because it runs from the serialized providers.
  */
 export async function kubernetesApiRequest(
@@ -116,6 +117,7 @@ export async function kubernetesApiRequest(
   path: string,
   what?: string,
   body?: { readonly contentType: string; readonly value: unknown },
+  timeoutMs = 30_000,
 ): Promise<unknown> {
   const url = new URL(`${creds.server.replace(/\/+$/, "")}${path}`);
   const action = what ?? `${method} ${url.pathname}`;
@@ -134,7 +136,7 @@ export async function kubernetesApiRequest(
       {
         method,
         headers,
-        timeout: 30_000,
+        timeout: timeoutMs,
         ...(url.protocol === "https:"
           ? {
               ca: creds.caPem,
@@ -165,7 +167,7 @@ export async function kubernetesApiRequest(
         });
       },
     );
-    request.on("timeout", () => request.destroy(new Error("timed out after 30 s")));
+    request.on("timeout", () => request.destroy(new Error(`timed out after ${timeoutMs / 1000} s`)));
     request.on("error", (error: Error) => reject(Object.assign(new Error(`${action} failed: ${error.message}`), { status: 0 })));
     request.end(payload);
   });

@@ -2,8 +2,8 @@
  * A Kubernetes API server that answers only TokenReviews, over HTTPS on 127.0.0.1 with a certificate
  * of its own CA (automation/local/pki.ts), and the kubeconfig that reaches it. It knows a few tokens
  * and the audiences each is valid for, as kube-apiserver does for projected tokens; it can refuse
- * the reviewer (as RBAC without `tokenreviews: create` does) and echo tokens in its errors (to prove
- * the service scrubs them).
+ * the reviewer (as RBAC without `tokenreviews: create` does), echo tokens in its errors (to prove
+ * the service scrubs them) and hang (read a review and never answer it).
  */
 import { readFileSync } from "node:fs";
 import * as https from "node:https";
@@ -27,6 +27,8 @@ export interface FakeTokenReviewServer {
   forbidden: boolean;
   /** Put the reviewed token into the error of an unauthenticated answer. */
   echoTokens: boolean;
+  /** Read every review and never answer it, as a hung API server does; close() ends the open requests. */
+  hang: boolean;
   close(): Promise<void>;
 }
 
@@ -37,7 +39,7 @@ export async function startFakeTokenReviewServer(
   pkiDir: string = join(tempDataDir("nodefleet-tokenreview-"), "pki"),
 ): Promise<FakeTokenReviewServer> {
   const pki = ensurePki(pkiDir);
-  const state = { forbidden: false, echoTokens: false };
+  const state = { forbidden: false, echoTokens: false, hang: false };
   const known = new Map<string, KnownToken>();
   const reviews: Array<{ audiences: readonly string[] }> = [];
   const server = https.createServer({ cert: readFileSync(pki.apiserverCert), key: readFileSync(pki.apiserverKey) }, (request, response) => {
@@ -45,6 +47,7 @@ export async function startFakeTokenReviewServer(
     request.setEncoding("utf8");
     request.on("data", (chunk: string) => (text += chunk));
     request.on("end", () => {
+      if (state.hang) return;
       const send = (status: number, body: unknown) => {
         response.writeHead(status, { "content-type": "application/json" });
         response.end(JSON.stringify(body));

@@ -30,11 +30,9 @@ const CodeNoResponse = "none"
 var (
 	// APIRequests counts the driver's calls to the scaling API by route (the path template, so
 	// node ids do not multiply the series), HTTP method and status code.
-	APIRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: namespace, Subsystem: subsystem,
-		Name: "api_requests_total",
-		Help: "Calls the driver made to the scaling API, by route, method and HTTP status code (\"none\" when no answer came).",
-	}, []string{"route", "method", "code"})
+	APIRequests = counter("api_requests_total",
+		"Calls the driver made to the scaling API, by route, method and HTTP status code (\"none\" when no answer came).",
+		"route", "method", "code")
 
 	// APIRequestDuration is how long each call to the scaling API took, answered or not. The
 	// buckets reach the driver's 10 s request timeout.
@@ -47,38 +45,35 @@ var (
 
 	// AuthErrors counts the calls the API refused for their token, and the calls never sent because
 	// the NodeClass's token could not be read, by cluster and reason (the Auth* constants).
-	AuthErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: namespace, Subsystem: subsystem,
-		Name: "api_auth_errors_total",
-		Help: "Scaling API calls refused for their token (401, 403) or not sent because the token could not be read, by cluster and reason.",
-	}, []string{"cluster", "reason"})
+	AuthErrors = counter("api_auth_errors_total",
+		"Scaling API calls refused for their token (401, 403) or not sent because the token could not be read, by cluster and reason.",
+		"cluster", "reason")
 
 	// ListFailures counts, per cluster, the node lists CloudProvider.List could not read from the
 	// API. List then answers that cluster's NodeClaims as they are, so only this metric, the log and
 	// the NodeClass's Ready condition (its status check reads the same API) show the outage.
-	ListFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: namespace, Subsystem: subsystem,
-		Name: "api_list_failures_total",
-		Help: "Node lists the driver could not read from the scaling API, by cluster.",
-	}, []string{"cluster"})
+	ListFailures = counter("api_list_failures_total",
+		"Node lists the driver could not read from the scaling API, by cluster.",
+		"cluster")
 
 	// OfferingsMarkedUnavailable counts the offerings the driver marked unavailable after the API
 	// refused or failed a launch with InsufficientCapacity (sold out, quota, unusable image, pool at
 	// its limit), by cluster, instance type and zone: a bounded set, the pool's offerings.
-	OfferingsMarkedUnavailable = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: namespace, Subsystem: subsystem,
-		Name: "offerings_marked_unavailable_total",
-		Help: "Offerings the driver marked unavailable after an InsufficientCapacity launch failure, by cluster, instance type and zone.",
-	}, []string{"cluster", "instance_type", "zone"})
+	OfferingsMarkedUnavailable = counter("offerings_marked_unavailable_total",
+		"Offerings the driver marked unavailable after an InsufficientCapacity launch failure, by cluster, instance type and zone.",
+		"cluster", "instance_type", "zone")
 
 	// GarbageCollectedNodes counts the API nodes no NodeClaim claimed that the instance garbage
 	// collector deleted, by cluster.
-	GarbageCollectedNodes = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: namespace, Subsystem: subsystem,
-		Name: "garbage_collected_nodes_total",
-		Help: "Nodes of the scaling API that no NodeClaim claimed, deleted by the driver's garbage collector, by cluster.",
-	}, []string{"cluster"})
+	GarbageCollectedNodes = counter("garbage_collected_nodes_total",
+		"Nodes of the scaling API that no NodeClaim claimed, deleted by the driver's garbage collector, by cluster.",
+		"cluster")
 )
+
+// counter is a CounterVec of the driver's namespace and subsystem.
+func counter(name, help string, labels ...string) *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Subsystem: subsystem, Name: name, Help: help}, labels)
+}
 
 func init() {
 	crmetrics.Registry.MustRegister(APIRequests, APIRequestDuration, AuthErrors, ListFailures, OfferingsMarkedUnavailable, GarbageCollectedNodes)

@@ -10,6 +10,7 @@ import { Writable } from "node:stream";
 import pino from "pino";
 import { hashToken } from "../../../automation/api/apiTokens";
 import { ServiceAccountTokens, parseServiceAccount } from "../../../automation/api/serviceAccountTokens";
+import { TOKEN_REVIEW_TIMEOUT_MS } from "../../../automation/api/tokenReview";
 import { TOKEN, startTestApi, type TestApi } from "../../support/apiHarness";
 import { startFakeTokenReviewServer, type FakeTokenReviewServer } from "../../support/fakeTokenReviewServer";
 
@@ -40,6 +41,7 @@ describe("projected ServiceAccount tokens (TokenReview)", function () {
   beforeEach(async () => {
     kube.forbidden = false;
     kube.echoTokens = false;
+    kube.hang = false;
     kube.reviews.length = 0;
     logLines.length = 0;
     const sink = new Writable({ write: (chunk: Buffer, _encoding, done) => (logLines.push(chunk.toString()), done()) });
@@ -115,6 +117,44 @@ describe("projected ServiceAccount tokens (TokenReview)", function () {
     const none = await getCluster(DRIVER_JWT);
     assert.equal(none.status, 401);
     assert.match(none.body.error.message, /no kubeconfig/);
+  });
+
+  it("answers 401 naming the TokenReview rule within the driver's 10 s request timeout when the API server hangs", async () => {
+    kube.hang = true;
+    const started = Date.now();
+    const { status, body } = await getCluster(DRIVER_JWT);
+    const elapsed = Date.now() - started;
+    assert.equal(status, 401);
+    assert.match(body.error.message, /could not be reviewed by cluster example's API server \(rule: .*timed out after 5 s/);
+    assert.equal(TOKEN_REVIEW_TIMEOUT_MS, 5_000, "the message above names the review's own timeout");
+    assert.ok(elapsed < 10_000, `the driver (10 s) sees the 401, not its own timeout (${elapsed} ms)`);
+  });
+
+  it("counts each outcome in nodefleet_api_token_reviews_total", async () => {
+    await getCluster(DRIVER_JWT);
+    await getCluster(DRIVER_JWT);
+    await getCluster(INTRUDER_JWT);
+    await getCluster(VAULT_JWT);
+    await getCluster(FORGED_JWT);
+    kube.forbidden = true;
+    await getCluster(FORGED_JWT);
+    const text = String((await api.client.raw("GET", "/metrics")).body);
+    const count = (result: string) =>
+      Number(new RegExp(`^nodefleet_api_token_reviews_total\\{result="${result}"\\} (\\d+)$`, "m").exec(text)?.[1] ?? 0);
+    assert.deepEqual(
+      ["accepted", "cached", "refused_account", "refused_audience", "refused_token", "review_failed"].map((result) => [
+        result,
+        count(result),
+      ]),
+      [
+        ["accepted", 1],
+        ["cached", 1],
+        ["refused_account", 1],
+        ["refused_audience", 1],
+        ["refused_token", 1],
+        ["review_failed", 1],
+      ],
+    );
   });
 
   it("keeps the static token: accepted without a review, and never sent to the API server", async () => {

@@ -71,6 +71,12 @@ describe("HTTPS with certificate files reloaded on change", function () {
     replace(second.apiserverKey, files().keyFile);
     await eventually(async () => ((await getWithCa(port, second.caCert)) === 200 ? true : undefined));
     assert.notEqual(await getWithCa(port, first.caCert), 200, "the first certificate is no longer served");
+
+    const metrics = (await api.app.inject({ method: "GET", url: "/metrics" })).body;
+    const count = (result: string) =>
+      Number(new RegExp(`^nodefleet_tls_reloads_total\\{result="${result}"\\} (\\d+)$`, "m").exec(metrics)?.[1] ?? 0);
+    assert.ok(count("refused") >= 1, `the mismatched pair is counted as refused:\n${metrics}`);
+    assert.ok(count("reloaded") >= 1, "the renewed pair is counted as reloaded");
   });
 
   it("refuses an unreadable or mismatched pair naming the variable and the file, never the content", () => {

@@ -50,6 +50,19 @@ describe("the nodefleet-karpenter process", function () {
     env = { PATH: `${bin}:/usr/bin:/bin`, NODEFLEET_TOOLCHAIN_DIR: join(dir, "no-toolchain") };
   });
 
+  /** The environment the stand-in of process `pid` wrote, once complete; `output` is shown if it never comes. */
+  const standInEnvironment = (pid: number, output: () => string) =>
+    until(
+      "the stand-in's environment",
+      () => {
+        const file = join(bin, `env-${pid}`);
+        return existsSync(file) && readFileSync(file, "utf8").includes("HEALTH_PROBE_PORT") ? readFileSync(file, "utf8") : undefined;
+      },
+      10_000,
+      output,
+      50,
+    );
+
   afterEach(function () {
     for (const child of others.splice(0)) child.kill("SIGKILL");
     rmSync(dir, { recursive: true, force: true });
@@ -65,16 +78,7 @@ describe("the nodefleet-karpenter process", function () {
       onOutput: (c) => (output += c.toString()),
     });
     const pid = controller.child.pid!;
-    const settings = await until(
-      "the stand-in's environment",
-      () => {
-        const file = join(bin, `env-${pid}`);
-        return existsSync(file) && readFileSync(file, "utf8").includes("HEALTH_PROBE_PORT") ? readFileSync(file, "utf8") : undefined;
-      },
-      10_000,
-      () => output,
-      50,
-    );
+    const settings = await standInEnvironment(pid, () => output);
     assert.match(settings, /^KUBECONFIG=\/tmp\/admin\.kubeconfig$/m);
     assert.match(settings, /^SYSTEM_NAMESPACE=karpenter$/m);
     assert.match(settings, /^DISABLE_LEADER_ELECTION=true$/m);
@@ -107,16 +111,7 @@ describe("the nodefleet-karpenter process", function () {
     });
     try {
       const pid = controller.child.pid!;
-      const settings = await until(
-        "the stand-in's environment",
-        () => {
-          const file = join(bin, `env-${pid}`);
-          return existsSync(file) && readFileSync(file, "utf8").includes("HEALTH_PROBE_PORT") ? readFileSync(file, "utf8") : undefined;
-        },
-        10_000,
-        () => controller.log(),
-        50,
-      );
+      const settings = await standInEnvironment(pid, () => controller.log());
       assert.match(settings, /^DISABLE_LEADER_ELECTION=false$/m, "the option wins over the environment");
       assert.match(settings, /^LEADER_ELECTION_NAME=nodefleet-karpenter-leader-election$/m);
       assert.match(settings, /^LEADER_ELECTION_NAMESPACE=karpenter$/m);

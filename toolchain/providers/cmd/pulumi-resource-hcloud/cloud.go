@@ -98,6 +98,27 @@ func (c *cloud) wait(ctx context.Context, actions ...*hcloud.Action) error {
 	return c.client.Action.WaitFor(ctx, started...)
 }
 
+// readCreated finishes a Create whose add was accepted: it waits for the add's action, then answers
+// what read finds under id. The id is answered even when either step fails, because the resource
+// exists from the moment the add was accepted; upstream records it before waiting, so the state
+// keeps it (replaced or deleted by the next run) rather than orphaning it.
+func (c *cloud) readCreated(
+	ctx context.Context,
+	action *hcloud.Action,
+	id string,
+	outs resource.PropertyMap,
+	read func(context.Context, string, resource.PropertyMap) (resource.PropertyMap, bool, error),
+) (string, resource.PropertyMap, error) {
+	if err := c.wait(ctx, action); err != nil {
+		return id, outs, err
+	}
+	found, _, err := read(ctx, id, outs)
+	if err != nil {
+		return id, outs, err
+	}
+	return id, found, nil
+}
+
 // call runs one API call that returns an action and waits for it.
 func (c *cloud) call(ctx context.Context, run func() (*hcloud.Action, *hcloud.Response, error)) error {
 	action, _, err := run()

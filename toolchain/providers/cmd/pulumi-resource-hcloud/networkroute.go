@@ -81,15 +81,7 @@ func (r networkRoute) Create(ctx context.Context, inputs resource.PropertyMap, p
 	}); err != nil {
 		return "", nil, err
 	}
-	id := routeID(networkID, destination.String())
-	if err := r.wait(ctx, action); err != nil {
-		return id, outs, err
-	}
-	read, _, err := r.Read(ctx, id, outs)
-	if err != nil {
-		return id, outs, err
-	}
-	return id, read, nil
+	return r.readCreated(ctx, action, routeID(networkID, destination.String()), outs, r.Read)
 }
 
 func (networkRoute) Update(context.Context, string, resource.PropertyMap, resource.PropertyMap, bool) (resource.PropertyMap, error) {

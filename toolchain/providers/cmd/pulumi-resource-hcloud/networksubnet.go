@@ -91,17 +91,8 @@ func (s networkSubnet) Create(ctx context.Context, inputs resource.PropertyMap, 
 	}); err != nil {
 		return "", nil, err
 	}
-	// From here the subnet exists: upstream records its id before waiting, so a failed action or
-	// read leaves it in the state (to be replaced or deleted by the next run), not orphaned.
-	id := subnetID(networkID, ipRange.String())
-	if err := s.wait(ctx, action); err != nil {
-		return id, outs, err
-	}
-	read, _, err := s.Read(ctx, id, outs)
-	if err != nil {
-		return id, outs, err
-	}
-	return id, read, nil
+	// From here the subnet exists: readCreated answers its id even when the wait or the read fails.
+	return s.readCreated(ctx, action, subnetID(networkID, ipRange.String()), outs, s.Read)
 }
 
 func (networkSubnet) Update(context.Context, string, resource.PropertyMap, resource.PropertyMap, bool) (resource.PropertyMap, error) {

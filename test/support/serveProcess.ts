@@ -5,7 +5,9 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import * as path from "node:path";
 import { NodefleetClient } from "../../automation/client/nodefleetClient";
+import { existsSync } from "node:fs";
 import { killProcesses, processTrees } from "../../automation/engine/cliProcesses";
+import { leftoversOfEndedEngines, stopProcesses } from "../../automation/engine/leftoverProcesses";
 import { TOKEN, TOKENS } from "./apiHarness";
 
 export const BIN = path.resolve(__dirname, "..", "..", "..", "bin", "nodefleet.js");
@@ -14,6 +16,8 @@ export interface ServeProcess {
   readonly child: ChildProcess;
   readonly baseUrl: string;
   readonly client: NodefleetClient;
+  /** Its data directory. */
+  readonly dataDir: string;
   /** Everything the process wrote to stderr so far. */
   stderr(): string;
   exited(): Promise<number | null>;
@@ -86,6 +90,7 @@ export async function startServe(dataDir: string, env: Record<string, string> = 
     child,
     baseUrl,
     client: new NodefleetClient({ baseUrl, clusterId: options.clusterId ?? "example", token: TOKEN }),
+    dataDir,
     stderr: () => stderr,
     exited: () => exit,
   };
@@ -124,10 +129,16 @@ export async function crashWithChildren(serve: ServeProcess): Promise<void> {
   await serve.exited();
 }
 
-/** SIGTERM, as an operator stops it, and wait until it has exited; nothing when it is gone already. */
+/**
+ * SIGTERM, as an operator stops it, and wait until it has exited; nothing when it is gone already.
+ * A run the shutdown abandoned can leave its CLI's plugins (process groups of their own) running;
+ * they are stopped as the next start on the directory would (leftoverProcesses.ts), so no test
+ * leaves a process behind.
+ */
 export async function stopServe(serve: ServeProcess | undefined): Promise<void> {
   if (serve && serve.child.exitCode === null) {
     serve.child.kill("SIGTERM");
     await serve.exited();
   }
+  if (serve && existsSync(serve.dataDir)) await stopProcesses(leftoversOfEndedEngines(serve.dataDir));
 }

@@ -18,8 +18,15 @@ export interface LocalCloudWithServe {
   readonly serve: ServeProcess;
 }
 
-/** In `dir`: the project, the cloud (`prepare` edits it before the stack is applied), then serve. */
-export async function startLocalCloudWithServe(dir: string, prepare: (cloud: LocalCloud) => void = () => {}): Promise<LocalCloudWithServe> {
+/**
+ * In `dir`: the project, the cloud (`prepare` edits it before the stack is applied; `cloudEnv`
+ * adds to the environment its fakes read, a fault knob say), then serve.
+ */
+export async function startLocalCloudWithServe(
+  dir: string,
+  prepare: (cloud: LocalCloud) => void = () => {},
+  cloudEnv: Record<string, string> = {},
+): Promise<LocalCloudWithServe> {
   const project = localStackProject(join(dir, "project"));
   const cloud = await startLocalCloud({
     dataDir: join(dir, "data"),
@@ -27,6 +34,7 @@ export async function startLocalCloudWithServe(dir: string, prepare: (cloud: Loc
     agentIntervalMs: 500,
     logger: quiet,
     projectDir: project,
+    ...(Object.keys(cloudEnv).length > 0 ? { env: { ...process.env, ...cloudEnv } } : {}),
   });
   try {
     prepare(cloud);

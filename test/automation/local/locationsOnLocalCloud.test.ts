@@ -6,57 +6,44 @@
  * location and creates it in fsn1, through `nodefleet serve --engine automation`.
  */
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type LocalCloud, startLocalCloud } from "../../../automation/local/localCloud";
-import { runPulumi } from "../../../automation/local/localStack";
 import { awaitRunning, deleteUntilGone } from "../../support/karpenterConformance";
-import { UP, allPoolServersReady, editLocalPools, hcloudGet, isReady, poolNodes } from "../../support/localFleet";
-import { localStackProject } from "../../support/localStackProject";
+import { allPoolServersReady, editLocalPools, hcloudGet, isReady, poolNodes } from "../../support/localFleet";
+import { type LocalCloudWithServe, startLocalCloudWithServe, stopLocalCloudWithServe } from "../../support/localCloudWithServe";
 import { until } from "../../support/until";
-import { type ServeProcess, serveOnLocalCloud, stopServe } from "../../support/serveProcess";
 import { LOCAL_CLOUD_TOOLS, missingTools, skipUnlessAvailable } from "../../support/toolchainRequirement";
-
-const quiet = { info() {}, warn() {} };
 
 describe("pools over several locations on the local cloud", function () {
   this.timeout(900_000);
-  let dir: string;
-  let project: string;
-  let cloud: LocalCloud;
-  let serve: ServeProcess | undefined;
+  let dir: string | undefined;
+  let started: LocalCloudWithServe | undefined;
 
   before(async function () {
     skipUnlessAvailable(this, missingTools(...LOCAL_CLOUD_TOOLS));
     dir = mkdtempSync(join(tmpdir(), "nodefleet-locations-"));
-    project = localStackProject(join(dir, "project"));
-    cloud = await startLocalCloud({
-      dataDir: join(dir, "data"),
-      hcloudPort: 0,
-      agentIntervalMs: 1000,
-      logger: quiet,
-      projectDir: project,
-      env: { ...process.env, NODEFLEET_SIM_OUT_OF_STOCK: "cpx21@hel1" },
-    });
-    editLocalPools(cloud, (pools) =>
-      pools.map((p) => {
-        const { location: _location, ...rest } = p;
-        return p.name === "local-general"
-          ? { ...rest, replicas: 4, locations: ["hel1", "fsn1"] }
-          : { ...rest, locations: ["hel1", "fsn1"], placement: "none" };
-      }),
+    started = await startLocalCloudWithServe(
+      dir,
+      (cloud) =>
+        editLocalPools(cloud, (pools) =>
+          pools.map((p) => {
+            const { location: _location, ...rest } = p;
+            return p.name === "local-general"
+              ? { ...rest, replicas: 4, locations: ["hel1", "fsn1"] }
+              : { ...rest, locations: ["hel1", "fsn1"], placement: "none" };
+          }),
+        ),
+      { NODEFLEET_SIM_OUT_OF_STOCK: "cpx21@hel1" },
     );
-    await runPulumi(UP, project, cloud.env);
   });
 
   after(async function () {
-    await stopServe(serve);
-    await cloud?.stop();
-    if (dir) rmSync(dir, { recursive: true, force: true });
+    await stopLocalCloudWithServe(dir, started);
   });
 
   it("spreads a static pool's members over the locations, one location per spread group, Nodes Ready", async () => {
+    const { cloud } = started!;
     const servers = await allPoolServersReady(cloud, "local-general");
     const detail = await Promise.all(servers.map((s) => hcloudGet(cloud, `/servers/${s.id}`)));
     const where = new Map(detail.map((d) => [String(d.server.name), String(d.server.location.name)]));
@@ -77,11 +64,11 @@ describe("pools over several locations on the local cloud", function () {
   });
 
   it("creates a type sold out in hel1 in fsn1 through the scaling API", async () => {
-    serve = await serveOnLocalCloud(join(dir, "serve"), cloud.env, project);
+    const { cloud, serve } = started!;
     const waitFor = <T>(what: string, probe: () => Promise<T | undefined>) =>
-      until(what, probe, 600_000, () => `serve said:\n${serve?.stderr().slice(-3000)}`, 1000);
+      until(what, probe, 600_000, () => `serve said:\n${serve.stderr().slice(-3000)}`, 1000);
     await waitFor("cpx21 offered as sold out in hel1 only", async () => {
-      const cpx21 = (await serve!.client.instanceTypes()).find((t) => t.pool === "local-burst" && t.name === "cpx21");
+      const cpx21 = (await serve.client.instanceTypes()).find((t) => t.pool === "local-burst" && t.name === "cpx21");
       const offers = cpx21?.offerings.map((o) => `${o.zone}:${o.available}`).join(",");
       return offers === "hel1:false,fsn1:true" ? true : undefined;
     });

@@ -197,6 +197,13 @@ const offeringSchema = named(
         "false while sold out, not sold in the zone, while the pool has no room for this type under its limits, or while a recent create failed in a way the next would repeat (quota, unusable image, full network or placement group)",
       ),
     unavailableReason: z.string().optional().describe("Why the offering is unavailable; absent while it is available"),
+    backoffUntil: z
+      .string()
+      .datetime()
+      .optional()
+      .describe(
+        "While a recent create failed in a way the next would repeat (sold out, quota, unusable image, full pool): when the offering is tried again. Absent for any other reason",
+      ),
   }),
 );
 export const instanceTypeSchema = named(

@@ -30,6 +30,8 @@ export interface Offering {
   readonly available: boolean;
   /** Why the offering is unavailable (absent while it is available). */
   readonly unavailableReason?: string;
+  /** Until when (ISO 8601) a failed create keeps it unavailable; absent for any other reason. */
+  readonly backoffUntil?: string;
 }
 
 export interface InstanceTypeView {
@@ -150,6 +152,7 @@ function offeringFor(
       ? `${type.name} is not sold in ${location}`
       : (availability?.unavailableReason(type.name, location, pool) ??
         (fitsLimits ? undefined : "the pool has no room for a node of this type under its limits"));
+  const backoff = here === undefined ? undefined : availability?.backoff(type.name, location, pool);
   return {
     zone: location,
     capacityType: "on-demand",
@@ -157,6 +160,8 @@ function offeringFor(
     price: Number.isFinite(price) ? Math.round((price + ipv4Price) * 1e6) / 1e6 : 0,
     available: unavailableReason === undefined,
     ...(unavailableReason !== undefined ? { unavailableReason } : {}),
+    // The provider's own report wins over a backoff in the reason, and then no backoff is named.
+    ...(backoff !== undefined && unavailableReason === backoff.reason ? { backoffUntil: new Date(backoff.until).toISOString() } : {}),
   };
 }
 

@@ -68,17 +68,29 @@ export class OfferingAvailability {
 
   /** Why the offering cannot be had now (in `pool`, when given), or undefined when it can. */
   unavailableReason(serverType: string, location: string, pool?: PoolRef): string | undefined {
-    const k = key(serverType, location);
-    if (this.reported?.has(k)) return PROVIDER_UNAVAILABLE;
+    if (this.reported?.has(key(serverType, location))) return PROVIDER_UNAVAILABLE;
+    return this.backoff(serverType, location, pool)?.reason;
+  }
+
+  /**
+   * The mark a failed create left on the offering (or on `pool`, when given) and still in force, or
+   * undefined: what backs the offering off, as opposed to the provider not selling it.
+   */
+  backoff(
+    serverType: string,
+    location: string,
+    pool?: PoolRef,
+  ): { readonly reason: string; readonly until: number; readonly kind: UnavailableKind } | undefined {
     const blocked = pool && this.poolUnavailable(pool.clusterId, pool.pool);
-    if (blocked) return blocked.reason;
+    if (blocked) return blocked;
+    const k = key(serverType, location);
     const entry = this.learned.get(k);
     if (!entry) return undefined;
     if (entry.until <= this.now()) {
       this.learned.delete(k);
       return undefined;
     }
-    return entry.reason;
+    return entry;
   }
 
   /** The pool-wide mark in force, or undefined. */

@@ -97,6 +97,8 @@ export interface KarpenterLoopOptions {
    * instead of applying the objects and running one controller as the admin.
    */
   readonly chart?: boolean;
+  /** More of the scaling API's environment (e.g. NODEFLEET_BACKOFF_FOR_MS). Default: none. */
+  readonly serveEnv?: Record<string, string>;
   /** Edits the local stack file before its first `pulumi up` (e.g. a cluster setting). Default: none. */
   readonly prepare?: (cloud: LocalCloud) => void;
 }
@@ -135,6 +137,7 @@ export async function startKarpenterLoop(dir: string, options: KarpenterLoopOpti
       NODEFLEET_BATCH_IDLE_MS: "300",
       NODEFLEET_API_TOKENS: `local:${TOKEN}`,
       ...(options.dropCreateAnswers !== undefined ? { NODEFLEET_SIM_DROP_CREATE_ANSWERS: String(options.dropCreateAnswers) } : {}),
+      ...options.serveEnv,
     };
     const runServe = (port?: number) =>
       startServe(join(dir, "serve"), serveEnv, {

@@ -49,6 +49,15 @@ func TestCreateMarksTheOfferingsAnAdmissionRefusalNames(t *testing.T) {
 		!strings.Contains(event.Message, "cx32 in hel1") || !strings.Contains(event.Message, "resource_limit_exceeded") {
 		t.Errorf("OfferingUnavailable Event = %+v, want a Warning on NodeClass default naming cx32 in hel1 and the quota", event)
 	}
+	// The nodeclass controller is told to re-read the NodeClass's OfferingsAvailable condition.
+	select {
+	case notice := <-e.cloudProvider.BackedOffNodeClasses():
+		if notice.Object.Name != "default" {
+			t.Errorf("backoff notice names NodeClass %s, want default", notice.Object.Name)
+		}
+	default:
+		t.Error("no backoff notice for NodeClass default")
+	}
 	if e.soldOut.IsSoldOut(testCluster, "cx22", "hel1") || e.soldOut.IsSoldOut(testCluster, "cx22", "fsn1") {
 		t.Error("an offering the API did not refuse was marked unavailable")
 	}

@@ -16,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"nodefleet.dev/driver/pkg/apiclient"
@@ -53,6 +54,9 @@ type CloudProvider struct {
 	providerIDPoll time.Duration
 	// recorder publishes the OfferingUnavailable Events (unavailable.go); nil publishes none.
 	recorder events.Recorder
+	// backoffs names each NodeClass one of whose offerings was just marked unavailable, so its
+	// OfferingsAvailable condition is re-read at once (BackedOffNodeClasses).
+	backoffs chan event.TypedGenericEvent[*v1alpha1.NodefleetNodeClass]
 }
 
 // Create's wait for a server id: well inside the launch's own timeouts; a slower server is asked for again by Karpenter's retry.
@@ -69,9 +73,10 @@ func New(kubeClient client.Client, connections *apiclient.Connections, soldOut *
 		soldOut:        soldOut,
 		recorder:       recorder,
 		instanceTypes:  cache.New(instanceTypesTTL, time.Minute),
-		source:         &instanceTypeSource{lastGood: map[string][]nodefleetapi.InstanceType{}},
+		source:         &instanceTypeSource{lastGood: map[string]apiAnswer{}},
 		providerIDWait: defaultProviderIDWait,
 		providerIDPoll: defaultProviderIDPoll,
+		backoffs:       make(chan event.TypedGenericEvent[*v1alpha1.NodefleetNodeClass], backoffQueue),
 	}
 }
 
@@ -405,13 +410,13 @@ func (c *CloudProvider) GetInstanceTypes(ctx context.Context, nodePool *karpv1.N
 
 func (c *CloudProvider) instanceTypesOf(ctx context.Context, nodeClass *v1alpha1.NodefleetNodeClass, connection *apiclient.Connection, nodePoolName string) ([]*cloudprovider.InstanceType, error) {
 	key := strings.Join([]string{nodeClass.Spec.Endpoint, nodeClass.Spec.ClusterID, nodeClass.Spec.Pool}, " ")
-	apiTypes, err := c.apiInstanceTypes(ctx, key, nodeClass, connection)
+	answer, err := c.apiInstanceTypes(ctx, key, nodeClass, connection)
 	if err != nil {
 		return nil, err
 	}
-	instanceTypes := make([]*cloudprovider.InstanceType, 0, len(apiTypes))
-	for _, apiType := range apiTypes {
-		instanceType, err := toInstanceType(connection.ClusterID, nodePoolName, apiType, c.soldOut)
+	instanceTypes := make([]*cloudprovider.InstanceType, 0, len(answer.types))
+	for _, apiType := range answer.types {
+		instanceType, err := toInstanceType(connection.ClusterID, nodePoolName, apiType, answer.asked, c.soldOut)
 		if err != nil {
 			return nil, err
 		}

@@ -218,6 +218,7 @@ func TestCreateOfAFailedNodeReleasesItAndRemembersTheSoldOutOffering(t *testing.
 
 func TestCreateFailsFastWhenEveryAllowedOfferingIsSoldOut(t *testing.T) {
 	e := newEnvironment(t)
+	instanceTypesByName(t, e) // the API's answer, asked for before the launch failed
 	e.soldOut.MarkSoldOut(testCluster, "cx32", "hel1")
 	// As Karpenter writes a NodeClaim: its NodePool is a requirement too.
 	_, err := e.cloudProvider.Create(context.Background(), nodeClaim("default-soldout",

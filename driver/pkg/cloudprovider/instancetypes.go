@@ -3,6 +3,7 @@ package cloudprovider
 import (
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/samber/lo"
 	corev1 "k8s.io/api/core/v1"
@@ -19,7 +20,7 @@ import (
 // Karpenter calls well known (zone, region, instance-type, arch, os, capacity-type, windows-build,
 // nodepool) plus the API's own nodefleet.io labels; an offering is available only when the API says
 // so and it has not just failed as sold out.
-func toInstanceType(clusterID, nodePoolName string, apiType nodefleetapi.InstanceType, soldOut *SoldOutOfferings) (*cloudprovider.InstanceType, error) {
+func toInstanceType(clusterID, nodePoolName string, apiType nodefleetapi.InstanceType, asked time.Time, soldOut *SoldOutOfferings) (*cloudprovider.InstanceType, error) {
 	capacity, err := toResourceList(apiType.Capacity)
 	if err != nil {
 		return nil, fmt.Errorf("instance type %s capacity: %w", apiType.Name, err)
@@ -41,7 +42,7 @@ func toInstanceType(clusterID, nodePoolName string, apiType nodefleetapi.Instanc
 				scheduling.NewRequirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, capacityType),
 			),
 			Price:     float64(offering.Price),
-			Available: offering.Available && !soldOut.IsSoldOut(clusterID, apiType.Name, offering.Zone),
+			Available: offering.Available && !soldOut.MarkedAfter(clusterID, apiType.Name, offering.Zone, asked),
 		})
 	}
 	requirements := scheduling.NewRequirements(

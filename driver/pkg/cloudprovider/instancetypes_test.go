@@ -88,6 +88,7 @@ func TestGetInstanceTypesKeepsUnavailableOfferingsAndAppliesTheSoldOutCache(t *t
 	unavailable := instanceType("cx42", 8, 16384, 0.02, "hel1")
 	unavailable.Offerings[0].Available = false
 	e.api.SetInstanceTypes(instanceType("cx22", 2, 4096, 0.0060, "hel1", "fsn1"), unavailable)
+	instanceTypesByName(t, e) // the API's answer, asked for before the launch failed
 	e.soldOut.MarkSoldOut(testCluster, "cx22", "fsn1")
 
 	byName := instanceTypesByName(t, e)
@@ -97,6 +98,14 @@ func TestGetInstanceTypesKeepsUnavailableOfferingsAndAppliesTheSoldOutCache(t *t
 	for _, offering := range byName["cx22"].Offerings {
 		if want := offering.Zone() != "fsn1"; offering.Available != want {
 			t.Errorf("cx22 in %s available = %v, want %v", offering.Zone(), offering.Available, want)
+		}
+	}
+	// An answer asked for after the mark carries the API's own mark: when the API offers it again
+	// (its backoff lifted), so does the driver, without waiting out its own mark.
+	e.cloudProvider.instanceTypes.Flush()
+	for _, offering := range instanceTypesByName(t, e)["cx22"].Offerings {
+		if !offering.Available {
+			t.Errorf("cx22 in %s unavailable after the API offered it again", offering.Zone())
 		}
 	}
 }

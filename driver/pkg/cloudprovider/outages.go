@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"golang.org/x/sync/singleflight"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -21,14 +22,21 @@ import (
 type instanceTypeSource struct {
 	fetches  singleflight.Group
 	mu       sync.Mutex
-	lastGood map[string][]nodefleetapi.InstanceType
+	lastGood map[string]apiAnswer
 }
 
-func (c *CloudProvider) apiInstanceTypes(ctx context.Context, key string, nodeClass *v1alpha1.NodefleetNodeClass, connection *apiclient.Connection) ([]nodefleetapi.InstanceType, error) {
+// apiAnswer is the API's instance types and when they were asked for (SoldOutOfferings.MarkedAfter).
+type apiAnswer struct {
+	types []nodefleetapi.InstanceType
+	asked time.Time
+}
+
+func (c *CloudProvider) apiInstanceTypes(ctx context.Context, key string, nodeClass *v1alpha1.NodefleetNodeClass, connection *apiclient.Connection) (apiAnswer, error) {
 	if cached, found := c.instanceTypes.Get(key); found {
-		return cached.([]nodefleetapi.InstanceType), nil
+		return cached.(apiAnswer), nil
 	}
 	shared, err, _ := c.source.fetches.Do(key, func() (any, error) {
+		asked := time.Now()
 		// Shared by every caller waiting on it, so one caller giving up must not fail the others;
 		// the HTTP client's timeout still bounds it.
 		fetched, err := connection.InstanceTypes(context.WithoutCancel(ctx))
@@ -45,14 +53,15 @@ func (c *CloudProvider) apiInstanceTypes(ctx context.Context, key string, nodeCl
 			c.instanceTypes.SetDefault(key, stale)
 			return stale, nil
 		}
-		c.source.lastGood[key] = fetched
-		c.instanceTypes.SetDefault(key, fetched)
-		return fetched, nil
+		answer := apiAnswer{types: fetched, asked: asked}
+		c.source.lastGood[key] = answer
+		c.instanceTypes.SetDefault(key, answer)
+		return answer, nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("reading the instance types of NodefleetNodeClass %s: %w", nodeClass.Name, err)
+		return apiAnswer{}, fmt.Errorf("reading the instance types of NodefleetNodeClass %s: %w", nodeClass.Name, err)
 	}
-	return shared.([]nodefleetapi.InstanceType), nil
+	return shared.(apiAnswer), nil
 }
 
 // keptNodeClaims are the cluster's NodeClaims whose providerID names one of the clusters, as they

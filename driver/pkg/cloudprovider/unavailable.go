@@ -5,8 +5,10 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	"nodefleet.dev/driver/pkg/apis/v1alpha1"
 	"nodefleet.dev/driver/pkg/metrics"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 	"sigs.k8s.io/karpenter/pkg/events"
@@ -35,6 +37,7 @@ func (c *CloudProvider) markUnavailable(ctx context.Context, nodeClaim *karpv1.N
 		log.FromContext(ctx).V(1).Info("no NodefleetNodeClass to publish an OfferingUnavailable Event on", "NodeClaim", nodeClaim.Name, "error", err.Error())
 		return
 	}
+	c.notifyBackoff(nodeClass)
 	message := fmt.Sprintf("Offering %s in %s of cluster %s marked unavailable for %s after NodeClaim %s failed to launch: %s",
 		instanceType, zone, clusterID, soldOutTTL, nodeClaim.Name, why)
 	if len(message) > maxEventMessage {
@@ -48,4 +51,21 @@ func (c *CloudProvider) markUnavailable(ctx context.Context, nodeClaim *karpv1.N
 		DedupeValues:   []string{string(nodeClass.UID), clusterID, instanceType, zone},
 		DedupeTimeout:  soldOutTTL,
 	})
+}
+
+// backoffQueue bounds the NodeClasses waiting to be re-read; a full queue drops the notice, and the
+// NodeClass's periodic re-check shows the backoff instead.
+const backoffQueue = 64
+
+// BackedOffNodeClasses receives each NodeClass one of whose offerings a failed launch just marked
+// unavailable, for the nodeclass controller's OfferingsAvailable condition.
+func (c *CloudProvider) BackedOffNodeClasses() <-chan event.TypedGenericEvent[*v1alpha1.NodefleetNodeClass] {
+	return c.backoffs
+}
+
+func (c *CloudProvider) notifyBackoff(nodeClass *v1alpha1.NodefleetNodeClass) {
+	select {
+	case c.backoffs <- event.TypedGenericEvent[*v1alpha1.NodefleetNodeClass]{Object: nodeClass}:
+	default:
+	}
 }

@@ -19,8 +19,10 @@ import (
 // NewControllers: recorder publishes their Events, now is the operator's clock, gcGrace how long a
 // node no NodeClaim claims is kept (garbagecollection.DefaultGrace when zero).
 func NewControllers(kubeClient client.Client, cloudProvider *cloudprovider.CloudProvider, connections *apiclient.Connections, secrets cache.Cache, recorder events.Recorder, now func() time.Time, gcGrace time.Duration) []controller.Controller {
+	status := nodeclass.NewController(kubeClient, connections, secrets, recorder)
+	status.Backoffs = cloudProvider.BackedOffNodeClasses()
 	return []controller.Controller{
-		nodeclass.NewController(kubeClient, connections, secrets, recorder),
+		status,
 		failed.NewController(kubeClient, cloudProvider, recorder),
 		garbagecollection.NewController(kubeClient, connections, recorder, now, gcGrace),
 	}

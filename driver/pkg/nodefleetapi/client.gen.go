@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/oapi-codegen/runtime"
 )
@@ -568,7 +569,10 @@ type NodeList struct {
 // Offering defines model for Offering.
 type Offering struct {
 	// Available false while sold out, not sold in the zone, while the pool has no room for this type under its limits, or while a recent create failed in a way the next would repeat (quota, unusable image, full network or placement group)
-	Available    bool                 `json:"available"`
+	Available bool `json:"available"`
+
+	// BackoffUntil While a recent create failed in a way the next would repeat (sold out, quota, unusable image, full pool): when the offering is tried again. Absent for any other reason
+	BackoffUntil *time.Time           `json:"backoffUntil,omitempty"`
 	CapacityType OfferingCapacityType `json:"capacityType"`
 
 	// Price EUR per hour, net

@@ -236,3 +236,31 @@ describe("offer prices and the primary IPv4", () => {
     assert.equal(price(false), server);
   });
 });
+
+describe("offerings backed off after failed creates", () => {
+  it("say until when, for an offering's or a pool's mark, and not for a type the provider does not sell", async () => {
+    const { poolInstanceTypes } = await import("../../../automation/catalog/instanceTypes");
+    const catalog = shippedCatalog();
+    const kubelet = parseFleetSpec(configValues(readStackConfigFile("example", projectRoot()).config)).cluster.kubelet;
+    const pool = { name: "burst", location: "hel1", serverTypes: ["cpx21", "cpx31"], image: "ubuntu-24.04" };
+    const now = Date.parse("2026-12-04T12:00:00Z");
+    const availability = new OfferingAvailability(30 * 60_000, () => now, 5 * 60_000);
+    const offering = (type: string, clusterId = "c1") =>
+      poolInstanceTypes(catalog, pool, kubelet, availability, undefined, undefined, clusterId).instanceTypes.find((t) => t.name === type)!
+        .offerings[0]!;
+    assert.equal(offering("cpx21").backoffUntil, undefined, "nothing marked yet");
+    availability.markUnavailable("cpx21", "hel1", "quota exhausted", "quota");
+    assert.deepEqual(
+      { available: offering("cpx21").available, reason: offering("cpx21").unavailableReason, until: offering("cpx21").backoffUntil },
+      { available: false, reason: "quota exhausted", until: "2026-12-04T12:05:00.000Z" },
+    );
+    assert.equal(offering("cpx31").backoffUntil, undefined, "another type is not marked");
+    availability.markPoolUnavailable("c1", "burst", "the image cannot be used", "image");
+    assert.equal(offering("cpx31").backoffUntil, "2026-12-04T12:05:00.000Z", "a pool's mark backs off every offering of the pool");
+    assert.equal(offering("cpx31", "c2").backoffUntil, undefined, "in that cluster only");
+    // The provider's own report is no backoff: nothing to wait for.
+    availability.setProviderUnavailable([{ serverType: "cpx21", location: "hel1" }]);
+    assert.equal(offering("cpx21", "c2").backoffUntil, undefined);
+    assert.equal(offering("cpx21", "c2").available, false);
+  });
+});

@@ -11,7 +11,10 @@ type NodefleetNodeClassStatus struct {
 	// lists the pool among the cluster's autoscaled pools, and every NodePool using this NodeClass
 	// carries the pool's taints (reason NodePoolTaintsNotCovered otherwise). While the NodeClass is
 	// deleted but NodeClaims still use it, it is False with reason WaitingOnNodeClaimTermination,
-	// naming them. Karpenter's NodePool readiness reads it.
+	// naming them. Karpenter's NodePool readiness reads it. OfferingsAvailable is False, with
+	// reason LaunchBackoff, while failed launches (sold out, quota, unusable image, full pool) keep
+	// offerings of the pool unavailable, naming each with its reason and until when; it is not
+	// part of Ready, as Karpenter launches the other offerings meanwhile.
 	// +optional
 	Conditions []status.Condition `json:"conditions,omitempty"`
 	// PoolTemplateHash is the pool's templateHash as the API last described it. A pool template
@@ -45,3 +48,9 @@ func (in *NodefleetNodeClass) GetConditions() []status.Condition {
 func (in *NodefleetNodeClass) SetConditions(conditions []status.Condition) {
 	in.Status.Conditions = conditions
 }
+
+// ConditionOfferingsAvailable and its False reason (see NodefleetNodeClassStatus.Conditions).
+const (
+	ConditionOfferingsAvailable = "OfferingsAvailable"
+	ReasonLaunchBackoff         = "LaunchBackoff"
+)

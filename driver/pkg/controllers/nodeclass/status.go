@@ -3,8 +3,8 @@
 // using the NodeClass carries the pool's taints. Karpenter's NodePool readiness reads that
 // condition, and its provisioner launches nothing for a NodePool that is not ready. It also records
 // the pool's template hash, so a template changed in the stack updates the NodeClass and Karpenter
-// re-checks its NodeClaims' drift, and the pool's taints and labels, so people see what the pool's
-// nodes carry. It also holds a deleted NodeClass with a finalizer until its NodeClaims are gone
+// re-checks its NodeClaims' drift, the pool's taints and labels, so people see what the pool's
+// nodes carry, and which offerings failed launches backed off (offerings.go). It also holds a deleted NodeClass with a finalizer until its NodeClaims are gone
 // (termination.go).
 package nodeclass
 
@@ -26,7 +26,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -69,6 +71,9 @@ type Controller struct {
 	// Secrets (projected ServiceAccount tokens only).
 	secrets  cache.Cache
 	recorder events.Recorder
+	// Backoffs, when set, names NodeClasses to re-check at once because a launch just backed one
+	// of their offerings off (cloudprovider.BackedOffNodeClasses).
+	Backoffs <-chan event.TypedGenericEvent[*v1alpha1.NodefleetNodeClass]
 }
 
 func NewController(kubeClient client.Client, connections *apiclient.Connections, secrets cache.Cache, recorder events.Recorder) *Controller {
@@ -87,6 +92,7 @@ func (c *Controller) Reconcile(ctx context.Context, nodeClass *v1alpha1.Nodeflee
 	}
 	stored := nodeClass.DeepCopy()
 	pool, reason, message, passing := c.check(ctx, nodeClass)
+	var backed []backedOff
 	if pool != nil {
 		nodeClass.Status.PoolTemplateHash = pool.TemplateHash
 		nodeClass.Status.PoolTaints = poolTaints(pool)
@@ -94,6 +100,14 @@ func (c *Controller) Reconcile(ctx context.Context, nodeClass *v1alpha1.Nodeflee
 		var err error
 		if reason, message, err = c.checkNodePools(ctx, nodeClass); err != nil {
 			return reconcile.Result{}, err
+		}
+		if backed, err = c.backedOffOfferings(ctx, nodeClass); err != nil {
+			// The condition keeps its last reading; the next check reads again.
+			log.FromContext(ctx).V(1).Info("reading the pool's instance types for OfferingsAvailable", "error", err.Error())
+		} else {
+			// Before Ready is decided below: setting any condition of a set without dependents
+			// recomputes Ready as True.
+			setOfferingsCondition(nodeClass, backed)
 		}
 	}
 	tolerated := c.tolerate(nodeClass, passing)
@@ -114,7 +128,7 @@ func (c *Controller) Reconcile(ctx context.Context, nodeClass *v1alpha1.Nodeflee
 	if reason != "" {
 		return reconcile.Result{RequeueAfter: notReadyRecheck}, nil
 	}
-	return reconcile.Result{RequeueAfter: readyRecheck}, nil
+	return reconcile.Result{RequeueAfter: nextRecheck(readyRecheck, backed, time.Now())}, nil
 }
 
 // Reasons of the Events published when a NodeClass's Ready condition changes.
@@ -296,6 +310,9 @@ func (c *Controller) Register(_ context.Context, m manager.Manager) error {
 	// Without a Secret cache (projected ServiceAccount tokens only) the driver may read no Secret at all.
 	if c.secrets != nil {
 		b = b.WatchesRawSource(source.Kind(c.secrets, &corev1.Secret{}, handler.TypedEnqueueRequestsFromMapFunc(c.nodeClassesNaming)))
+	}
+	if c.Backoffs != nil {
+		b = b.WatchesRawSource(source.Channel(c.Backoffs, &handler.TypedEnqueueRequestForObject[*v1alpha1.NodefleetNodeClass]{}))
 	}
 	return b.
 		WatchesRawSource(source.Kind(m.GetCache(), &karpv1.NodePool{}, handler.TypedEnqueueRequestsFromMapFunc(nodeClassOfNodePool))).

@@ -19,41 +19,54 @@ function parsePort(value: string): number {
 export function registerLocalCommand(program: Command): void {
   const local = program
     .command("local")
-    .description("a fake Hetzner Cloud and Scaleway, a real Kubernetes control plane and a node agent on 127.0.0.1");
+    .description("a fake Hetzner Cloud, Scaleway and Hetzner Robot, a real Kubernetes control plane and a node agent on 127.0.0.1");
   local
     .command("up")
     .description("start the local cloud in the foreground and print the environment that uses it")
     .option("--data-dir <dir>", "where the local cloud keeps its state (under <dir>/local)", "./.nodefleet")
     .option("--hcloud-port <n>", "port of the fake Hetzner API", parsePort, 8081)
     .option("--scaleway-port <n>", "port of the fake Scaleway API (default 8082, a free one with --hcloud-port 0)", parsePort)
+    .option("--robot-port <n>", "port of the fake Robot webservice (default 8083, a free one with --hcloud-port 0)", parsePort)
     .option("--project-dir <dir>", "the Pulumi project that gets the generated stacks/Pulumi.local.yaml", ".")
     .option("--json", 'print the environment as one JSON document {"env": {...}}')
-    .action(async (opts: { dataDir: string; hcloudPort: number; scalewayPort?: number; projectDir: string; json?: boolean }) => {
-      const logger = pino({ name: "nodefleet-local", level: process.env.NODEFLEET_LOG_LEVEL ?? "info" }, pino.destination(2));
-      process.stderr.write("nodefleet local: starting the fake Hetzner and Scaleway APIs, the control plane and the node agent...\n");
-      const projectDir = resolve(opts.projectDir);
-      const hasProject = existsSync(join(projectDir, "Pulumi.yaml"));
-      if (!hasProject)
-        process.stderr.write(`nodefleet local: ${projectDir} has no Pulumi.yaml, so no local stack is written (--project-dir)\n`);
-      const cloud = await startLocalCloud({
-        dataDir: opts.dataDir,
-        hcloudPort: opts.hcloudPort,
-        ...(opts.scalewayPort !== undefined ? { scalewayPort: opts.scalewayPort } : {}),
-        logger,
-        ...(hasProject ? { projectDir } : {}),
-      });
-      if (cloud.stackFile)
-        process.stderr.write(`nodefleet local: stack \`local\` in ${cloud.stackFile}: run \`pulumi up --stack local\`\n`);
-      process.stdout.write(opts.json ? `${JSON.stringify({ env: cloud.env })}\n` : `${shellExport(cloud.env)}\n`);
-      process.stderr.write(
-        `nodefleet local: ready; the environment is also in ${join(resolve(opts.dataDir), "local", "env")} (source it). Ctrl-C stops.\n`,
-      );
-      await new Promise<void>((done) => {
-        const stop = () => void cloud.stop().then(done, done);
-        process.once("SIGINT", stop);
-        process.once("SIGTERM", stop);
-      });
-    });
+    .action(
+      async (opts: {
+        dataDir: string;
+        hcloudPort: number;
+        scalewayPort?: number;
+        robotPort?: number;
+        projectDir: string;
+        json?: boolean;
+      }) => {
+        const logger = pino({ name: "nodefleet-local", level: process.env.NODEFLEET_LOG_LEVEL ?? "info" }, pino.destination(2));
+        process.stderr.write(
+          "nodefleet local: starting the fake Hetzner, Scaleway and Robot APIs, the control plane and the node agent...\n",
+        );
+        const projectDir = resolve(opts.projectDir);
+        const hasProject = existsSync(join(projectDir, "Pulumi.yaml"));
+        if (!hasProject)
+          process.stderr.write(`nodefleet local: ${projectDir} has no Pulumi.yaml, so no local stack is written (--project-dir)\n`);
+        const cloud = await startLocalCloud({
+          dataDir: opts.dataDir,
+          hcloudPort: opts.hcloudPort,
+          ...(opts.scalewayPort !== undefined ? { scalewayPort: opts.scalewayPort } : {}),
+          ...(opts.robotPort !== undefined ? { robotPort: opts.robotPort } : {}),
+          logger,
+          ...(hasProject ? { projectDir } : {}),
+        });
+        if (cloud.stackFile)
+          process.stderr.write(`nodefleet local: stack \`local\` in ${cloud.stackFile}: run \`pulumi up --stack local\`\n`);
+        process.stdout.write(opts.json ? `${JSON.stringify({ env: cloud.env })}\n` : `${shellExport(cloud.env)}\n`);
+        process.stderr.write(
+          `nodefleet local: ready; the environment is also in ${join(resolve(opts.dataDir), "local", "env")} (source it). Ctrl-C stops.\n`,
+        );
+        await new Promise<void>((done) => {
+          const stop = () => void cloud.stop().then(done, done);
+          process.once("SIGINT", stop);
+          process.once("SIGTERM", stop);
+        });
+      },
+    );
   local
     .command("env")
     .description("print the environment of the local cloud last started in this data directory")

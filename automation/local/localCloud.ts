@@ -1,5 +1,6 @@
 /**
- * `nodefleet local up`: the kwok of nodefleet. A fake Hetzner Cloud API, a fake Scaleway API, a real control plane from
+ * `nodefleet local up`: the kwok of nodefleet. A fake Hetzner Cloud API, a fake Scaleway API, a fake
+ * Hetzner Robot webservice, a real control plane from
  * the toolchain and the node agent, all on 127.0.0.1 and kept in `<dataDir>/local/` (a restart
  * keeps the fake cloud's servers and the cluster), plus the environment that points Pulumi, the
  * hcloud provider, kubectl and the scaling API at them.
@@ -16,6 +17,7 @@ import { knobsFromEnv } from "../simulated/simulationKnobs";
 import { type ControlPlane, controlPlaneBinaries, startControlPlane } from "./controlPlane";
 import { type FakeHcloud, buildFakeHcloud } from "./fakeHcloud/fakeHcloudApi";
 import { type FakeScaleway, buildFakeScaleway } from "./fakeScaleway/fakeScalewayApi";
+import { type FakeRobot, buildFakeRobot } from "./fakeRobot/fakeRobotApi";
 import { NodeAgent, type NodeAgentLogger } from "./nodeAgent";
 import { writeLocalStack } from "./localStack";
 import { ensureLocalSshKey } from "./localSshKey";
@@ -27,6 +29,8 @@ export interface LocalCloudOptions {
   readonly hcloudPort?: number;
   /** Port of the fake Scaleway API. Default 8082, or a free one when `hcloudPort` is 0; 0 picks a free one. */
   readonly scalewayPort?: number;
+  /** Port of the fake Robot webservice. Default 8083, or a free one when `hcloudPort` is 0; 0 picks a free one. */
+  readonly robotPort?: number;
   /** Node agent pass interval. Default 2 s. */
   readonly agentIntervalMs?: number;
   readonly env?: NodeJS.ProcessEnv;
@@ -35,6 +39,8 @@ export interface LocalCloudOptions {
   readonly onFakeHcloud?: (fake: FakeHcloud) => void;
   /** Called with the fake Scaleway API before it listens. */
   readonly onFakeScaleway?: (fake: FakeScaleway) => void;
+  /** Called with the fake Robot webservice before it listens. */
+  readonly onFakeRobot?: (fake: FakeRobot) => void;
   /** The Pulumi project (a folder with Pulumi.yaml) that gets the generated `local` stack; none: no stack file. */
   readonly projectDir?: string;
 }
@@ -43,6 +49,7 @@ export interface LocalCloud {
   readonly plane: ControlPlane;
   readonly hcloud: FakeHcloud;
   readonly scaleway: FakeScaleway;
+  readonly robot: FakeRobot;
   readonly agent: NodeAgent;
   /** The environment to use the local cloud with. */
   readonly env: Record<string, string>;
@@ -65,6 +72,12 @@ function fakeApiToken(file: string, generate: () => string = () => randomBytes(3
 function scalewayAccessKey(): string {
   const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
   return `SCW${[...randomBytes(17)].map((b) => alphabet[b % alphabet.length]).join("")}`;
+}
+
+/** A Robot webservice user's shape: `#ws+` and 8 letters or digits. */
+function robotWebserviceUser(): string {
+  const alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+  return `#ws+${[...randomBytes(8)].map((b) => alphabet[b % alphabet.length]).join("")}`;
 }
 
 /** Starts a fake API on 127.0.0.1, naming it in the error when the port is taken. */
@@ -98,6 +111,7 @@ export async function startLocalCloud(options: LocalCloudOptions): Promise<Local
   let plane: ControlPlane | undefined;
   let hcloud: FakeHcloud | undefined;
   let scaleway: FakeScaleway | undefined;
+  let robot: FakeRobot | undefined;
   let agent: NodeAgent | undefined;
   try {
     const token = fakeApiToken(join(dir, "hcloud-token"));
@@ -133,6 +147,19 @@ export async function startLocalCloud(options: LocalCloudOptions): Promise<Local
     });
     options.onFakeScaleway?.(scaleway);
     const scwAddress = await listenOnLoopback(scaleway.app, options.scalewayPort ?? (port === 0 ? 0 : 8082), "Scaleway");
+    // The Robot account: a webservice user and its password, generated once (0600).
+    const robotUser = fakeApiToken(join(dir, "robot-user"), robotWebserviceUser);
+    const robotPassword = fakeApiToken(join(dir, "robot-password"));
+    robot = buildFakeRobot({
+      user: robotUser,
+      password: robotPassword,
+      stateFile: join(dir, "robot-state.json"),
+      servers: knobs.robotServers,
+      rateLimit: knobs.robotRateLimit,
+      loginRevoked: knobs.robotLoginRevoked,
+    });
+    options.onFakeRobot?.(robot);
+    const robotAddress = await listenOnLoopback(robot.app, options.robotPort ?? (port === 0 ? 0 : 8083), "Robot");
     // The key the local stack's pools name, uploaded as a user would before their first `pulumi up`.
     await ensureLocalSshKey(new HcloudClient({ token, baseUrl: address }));
     // The admin kubeconfig beside env, where `kubectl --kubeconfig <dataDir>/local/admin.kubeconfig` finds it.
@@ -160,6 +187,10 @@ export async function startLocalCloud(options: LocalCloudOptions): Promise<Local
       SCW_DEFAULT_ORGANIZATION_ID: scwProjectId,
       SCW_DEFAULT_REGION: "fr-par",
       SCW_DEFAULT_ZONE: "fr-par-2",
+      // The Robot webservice credentials robotClient.ts reads, and the address to give a Robot pool (robotBaseUrl).
+      HROBOT_URL: robotAddress,
+      HROBOT_USER: robotUser,
+      HROBOT_PASSWORD: robotPassword,
       KUBECONFIG: plane.adminKubeconfig,
       PULUMI_BACKEND_URL: fileBackendUrl(join(dir, "pulumi-state")),
       ...passphrase,
@@ -176,18 +207,21 @@ export async function startLocalCloud(options: LocalCloudOptions): Promise<Local
     const startedPlane = plane;
     const startedAgent = agent;
     const startedScaleway = scaleway;
+    const startedRobot = robot;
     const stackFile = options.projectDir ? await writeLocalStack(options.projectDir, startedPlane, localEnv) : undefined;
     return {
       stackFile,
       plane: startedPlane,
       hcloud: fake,
       scaleway: startedScaleway,
+      robot: startedRobot,
       agent: startedAgent,
       env: localEnv,
       stop: async () => {
         startedAgent.stop();
         await fake.app.close();
         await startedScaleway.app.close();
+        await startedRobot.app.close();
         await startedPlane.stop();
         lock.release();
       },
@@ -196,6 +230,7 @@ export async function startLocalCloud(options: LocalCloudOptions): Promise<Local
     agent?.stop();
     await hcloud?.app.close();
     await scaleway?.app.close();
+    await robot?.app.close();
     await plane?.stop();
     lock.release();
     throw error;

@@ -35,6 +35,15 @@ export interface SimulationKnobs {
    * key lacks, e.g. `ElasticMetalFullAccess`; requests that need one fail with 403. Default none.
    */
   readonly scwMissingPermissions?: readonly string[];
+  /** NODEFLEET_SIM_ROBOT_SERVERS (local cloud only): dedicated servers the fake Robot account has. Default 2. */
+  readonly robotServers?: number;
+  /**
+   * NODEFLEET_SIM_ROBOT_RATE_LIMIT (local cloud only): requests per route and hour the fake Robot
+   * webservice allows before 403 RATE_LIMIT_EXCEEDED, instead of Robot's documented limit of each route.
+   */
+  readonly robotRateLimit?: number;
+  /** NODEFLEET_SIM_ROBOT_LOGIN_REVOKED=1 (local cloud only): the fake Robot webservice refuses every login (401). */
+  readonly robotLoginRevoked?: boolean;
 }
 
 const DEFAULT_BOOT_DELAY_MS = 2000;
@@ -46,6 +55,22 @@ function numberFrom(name: string, text: string | undefined, min: number, max: nu
     throw new Error(`${name} must be a number between ${min} and ${max}, got ${JSON.stringify(text)}`);
   }
   return value;
+}
+
+/** A whole number within bounds, or undefined when unset. */
+function wholeFrom(name: string, text: string | undefined, min: number, max: number): number | undefined {
+  const value = numberFrom(name, text, min, max);
+  if (value !== undefined && !Number.isInteger(value)) throw new Error(`${name} must be a whole number, got ${JSON.stringify(text)}`);
+  return value;
+}
+
+/** `1`/`true` or `0`/`false`, undefined when unset. */
+function flagFrom(name: string, text: string | undefined): boolean | undefined {
+  if (text === undefined || text.trim() === "") return undefined;
+  const value = text.trim().toLowerCase();
+  if (value === "1" || value === "true") return true;
+  if (value === "0" || value === "false") return false;
+  throw new Error(`${name} must be 1, true, 0 or false, got ${JSON.stringify(text)}`);
 }
 
 function listFrom(text: string | undefined): string[] | undefined {
@@ -84,6 +109,9 @@ export function knobsFromEnv(env: NodeJS.ProcessEnv): Partial<SimulationKnobs> {
     scwInstallMs: numberFrom("NODEFLEET_SIM_SCW_INSTALL_MS", env.NODEFLEET_SIM_SCW_INSTALL_MS, 0, 86_400_000),
     scwVlanDelayMs: numberFrom("NODEFLEET_SIM_SCW_VLAN_DELAY_MS", env.NODEFLEET_SIM_SCW_VLAN_DELAY_MS, 0, 86_400_000),
     scwMissingPermissions: permissionSetsFrom(env.NODEFLEET_SIM_SCW_MISSING_PERMISSIONS),
+    robotServers: wholeFrom("NODEFLEET_SIM_ROBOT_SERVERS", env.NODEFLEET_SIM_ROBOT_SERVERS, 0, 250),
+    robotRateLimit: wholeFrom("NODEFLEET_SIM_ROBOT_RATE_LIMIT", env.NODEFLEET_SIM_ROBOT_RATE_LIMIT, 0, 1_000_000),
+    robotLoginRevoked: flagFrom("NODEFLEET_SIM_ROBOT_LOGIN_REVOKED", env.NODEFLEET_SIM_ROBOT_LOGIN_REVOKED),
   };
 }
 

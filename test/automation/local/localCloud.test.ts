@@ -117,6 +117,13 @@ describe("local cloud: fake Hetzner API, real control plane, node agent", functi
     assert.equal(((await offers.json()) as { total_count: number }).total_count, 1);
     const anonymous = await fetch(`${cloud.env.SCW_API_URL}/baremetal/v1/zones/fr-par-2/servers`);
     assert.equal(anonymous.status, 401);
+    // The fake Robot webservice, answering the webservice user `local env` prints, and no one else.
+    assert.match(cloud.env.HROBOT_URL!, /^http:\/\/127\.0\.0\.1:\d+$/);
+    assert.match(cloud.env.HROBOT_USER!, /^#ws\+[A-Za-z0-9]{8}$/);
+    const robotLogin = `Basic ${Buffer.from(`${cloud.env.HROBOT_USER}:${cloud.env.HROBOT_PASSWORD}`).toString("base64")}`;
+    const robotServers = await fetch(`${cloud.env.HROBOT_URL}/server`, { headers: { authorization: robotLogin } });
+    assert.equal(((await robotServers.json()) as unknown[]).length, 2);
+    assert.equal((await fetch(`${cloud.env.HROBOT_URL}/server`)).status, 401);
     await assert.rejects(startLocalCloud({ dataDir: dir, hcloudPort: 0, logger: quiet }), DataDirLockedError);
   });
 

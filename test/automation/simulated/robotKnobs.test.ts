@@ -1,0 +1,35 @@
+/**
+ * The fake Robot webservice's knobs as `knobsFromEnv` reads them: whole numbers in range, a flag,
+ * and an error naming the variable and the rule otherwise.
+ */
+import assert from "node:assert/strict";
+import { knobsFromEnv } from "../../../automation/simulated/simulationKnobs";
+
+describe("fake Robot webservice knobs", function () {
+  it("reads the server count, the rate limit and the revoked login", function () {
+    const knobs = knobsFromEnv({
+      NODEFLEET_SIM_ROBOT_SERVERS: "5",
+      NODEFLEET_SIM_ROBOT_RATE_LIMIT: "3",
+      NODEFLEET_SIM_ROBOT_LOGIN_REVOKED: "1",
+    });
+    assert.deepEqual([knobs.robotServers, knobs.robotRateLimit, knobs.robotLoginRevoked], [5, 3, true]);
+    assert.equal(knobsFromEnv({ NODEFLEET_SIM_ROBOT_LOGIN_REVOKED: "false" }).robotLoginRevoked, false);
+    const unset = knobsFromEnv({});
+    assert.deepEqual([unset.robotServers, unset.robotRateLimit, unset.robotLoginRevoked], [undefined, undefined, undefined]);
+  });
+
+  it("names the variable and the rule when a value is out of shape", function () {
+    assert.throws(
+      () => knobsFromEnv({ NODEFLEET_SIM_ROBOT_SERVERS: "251" }),
+      /NODEFLEET_SIM_ROBOT_SERVERS must be a number between 0 and 250/,
+    );
+    assert.throws(
+      () => knobsFromEnv({ NODEFLEET_SIM_ROBOT_RATE_LIMIT: "2.5" }),
+      /NODEFLEET_SIM_ROBOT_RATE_LIMIT must be a whole number, got "2.5"/,
+    );
+    assert.throws(
+      () => knobsFromEnv({ NODEFLEET_SIM_ROBOT_LOGIN_REVOKED: "yes" }),
+      /NODEFLEET_SIM_ROBOT_LOGIN_REVOKED must be 1, true, 0 or false, got "yes"/,
+    );
+  });
+});

@@ -98,9 +98,19 @@ interface EnvVar {
   valueFrom?: { fieldRef?: { fieldPath: string } };
 }
 
+/** The projected ServiceAccount token a replica's container reads, as the pod spec declares it. */
+export interface ProjectedToken {
+  /** Where the container reads it (the volume's mount path and the source's path). */
+  readonly file: string;
+  readonly audience: string;
+  readonly expirationSeconds: number;
+}
+
 export interface ChartDeployment {
   readonly replicas: number;
   readonly serviceAccountName: string;
+  /** The serviceAccountToken volume mounted into the controller container, if any. */
+  readonly projectedToken?: ProjectedToken;
   /**
    * The controller container's environment as the kubelet would give it: literal values and the
    * pod's namespace (`fieldRef: metadata.namespace`); resource fields (MEMORY_LIMIT) are left out.
@@ -111,7 +121,19 @@ export interface ChartDeployment {
 /** The installed Deployment of the main chart, as its replicas would run. */
 export async function chartDeployment(admin: KubeIdentity, namespace: string): Promise<ChartDeployment> {
   const deployment = (await kube(admin, "GET", `/apis/apps/v1/namespaces/${namespace}/deployments/${CHART_RELEASE}`)) as {
-    spec: { replicas: number; template: { spec: { serviceAccountName: string; containers: Array<{ name: string; env?: EnvVar[] }> } } };
+    spec: {
+      replicas: number;
+      template: {
+        spec: {
+          serviceAccountName: string;
+          containers: Array<{ name: string; env?: EnvVar[]; volumeMounts?: Array<{ name: string; mountPath: string }> }>;
+          volumes?: Array<{
+            name: string;
+            projected?: { sources: Array<{ serviceAccountToken?: { audience?: string; expirationSeconds?: number; path: string } }> };
+          }>;
+        };
+      };
+    };
   };
   const pod = deployment.spec.template.spec;
   const container = pod.containers.find((c) => c.name === "controller");
@@ -121,5 +143,22 @@ export async function chartDeployment(admin: KubeIdentity, namespace: string): P
     if (variable.value !== undefined) env[variable.name] = variable.value;
     else if (variable.valueFrom?.fieldRef?.fieldPath === "metadata.namespace") env[variable.name] = namespace;
   }
-  return { replicas: deployment.spec.replicas, serviceAccountName: pod.serviceAccountName, env };
+  let projectedToken: ProjectedToken | undefined;
+  for (const mount of container.volumeMounts ?? []) {
+    const volume = pod.volumes?.find((v) => v.name === mount.name);
+    const source = volume?.projected?.sources.find((s) => s.serviceAccountToken)?.serviceAccountToken;
+    if (source)
+      projectedToken = {
+        file: join(mount.mountPath, source.path),
+        audience: source.audience ?? "",
+        // Kubernetes' default for a projected token's lifetime.
+        expirationSeconds: source.expirationSeconds ?? 3600,
+      };
+  }
+  return {
+    replicas: deployment.spec.replicas,
+    serviceAccountName: pod.serviceAccountName,
+    env,
+    ...(projectedToken ? { projectedToken } : {}),
+  };
 }

@@ -9,7 +9,7 @@
  * each authenticated as the chart's ServiceAccount (a TokenRequest token) with leader election as
  * the Deployment sets it. Everything listens on 127.0.0.1 and stops with `stop()`.
  */
-import { mkdirSync, rmSync } from "node:fs";
+import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseFleetSpec } from "../../components/fleet/fleetSpec";
 import { type KarpenterController, startKarpenterController } from "../../automation/local/karpenterController";
@@ -27,7 +27,7 @@ import {
 } from "../../automation/local/karpenterObjects";
 import { type KubeIdentity, kube } from "../../automation/local/kubeClient";
 import type { HcloudAutoscaledPool } from "../../components/fleet/fleetSpec";
-import { chartDeployment, helmInstallCharts } from "./karpenterChart";
+import { type ProjectedToken, chartDeployment, helmInstallCharts } from "./karpenterChart";
 import { writeServiceAccountKubeconfig } from "./serviceAccountKubeconfig";
 import { type LocalCloud, startLocalCloud } from "../../automation/local/localCloud";
 import { TOKEN } from "./apiHarness";
@@ -97,6 +97,13 @@ export interface KarpenterLoopOptions {
    * instead of applying the objects and running one controller as the admin.
    */
   readonly chart?: boolean;
+  /**
+   * With `chart`: the chart's `token.projected` mode. Each replica reads a token minted as kubelet
+   * mints a projected one (TokenRequest for the chart's ServiceAccount, the volume's audience and
+   * lifetime), and the API accepts that ServiceAccount (NODEFLEET_SERVICE_ACCOUNT) through
+   * TokenReview. No token Secret exists.
+   */
+  readonly projectedToken?: boolean;
   /** More of the scaling API's environment (e.g. NODEFLEET_BACKOFF_FOR_MS). Default: none. */
   readonly serveEnv?: Record<string, string>;
   /** Edits the local stack file before its first `pulumi up` (e.g. a cluster setting). Default: none. */
@@ -137,6 +144,7 @@ export async function startKarpenterLoop(dir: string, options: KarpenterLoopOpti
       NODEFLEET_BATCH_IDLE_MS: "300",
       NODEFLEET_API_TOKENS: `local:${TOKEN}`,
       ...(options.dropCreateAnswers !== undefined ? { NODEFLEET_SIM_DROP_CREATE_ANSWERS: String(options.dropCreateAnswers) } : {}),
+      ...(options.projectedToken ? { NODEFLEET_SERVICE_ACCOUNT: `${KARPENTER_NAMESPACE}/${CHART_SERVICE_ACCOUNT}` } : {}),
       ...options.serveEnv,
     };
     const runServe = (port?: number) =>
@@ -232,7 +240,7 @@ async function startWithChart(
   const admin: KubeIdentity = cloud.plane.admin;
   const namespace = KARPENTER_NAMESPACE;
   await createObject(admin, { apiVersion: "v1", kind: "Namespace", metadata: { name: namespace } });
-  await createObject(admin, tokenSecret(TOKEN));
+  if (!options.projectedToken) await createObject(admin, tokenSecret(TOKEN));
   // The NodePool's requirements, limits and taints as the objects mode builds them from the pool.
   const mirrored = nodePool(pool, { name: "burst", nodeClassName: "default" }).spec as {
     template: { spec: { requirements: unknown[]; taints?: unknown[] } };
@@ -244,7 +252,7 @@ async function startWithChart(
     workDir: join(dir, "helm"),
     values: {
       api: { endpoint, clusterID: "local", pool: pool.name },
-      token: { existingSecret: TOKEN_SECRET },
+      token: options.projectedToken ? { projected: true } : { existingSecret: TOKEN_SECRET },
       nodeClass: { create: true, name: "default" },
       nodePool: {
         create: true,
@@ -258,6 +266,10 @@ async function startWithChart(
     },
   });
   const deployment = await chartDeployment(admin, namespace);
+  if (options.projectedToken && deployment.serviceAccountName !== CHART_SERVICE_ACCOUNT)
+    throw new Error(
+      `the chart's ServiceAccount is ${deployment.serviceAccountName}, but the API accepts ${CHART_SERVICE_ACCOUNT}'s tokens`,
+    );
   const { env } = deployment;
   const leaderElection =
     env.DISABLE_LEADER_ELECTION === "false" && env.LEADER_ELECTION_NAME && env.LEADER_ELECTION_NAMESPACE
@@ -270,11 +282,21 @@ async function startWithChart(
     for (let replica = 0; replica < deployment.replicas; replica++) {
       const kubeconfig = join(kubeconfigs, `replica-${replica}.kubeconfig`);
       await writeServiceAccountKubeconfig({ admin, namespace, serviceAccount: deployment.serviceAccountName, file: kubeconfig });
+      const tokenFile = deployment.projectedToken
+        ? await writeProjectedToken(
+            admin,
+            namespace,
+            deployment.serviceAccountName,
+            deployment.projectedToken,
+            join(kubeconfigs, `replica-${replica}.token`),
+          )
+        : undefined;
       started.push(
         await startKarpenterController({
           kubeconfig,
           namespace: env.SYSTEM_NAMESPACE ?? namespace,
-          env: { ...process.env, ...env },
+          // The mount path is the pod's; here the token is a file of the test's.
+          env: { ...process.env, ...env, ...(tokenFile ? { NODEFLEET_TOKEN_FILE: tokenFile } : {}) },
           ...(env.LOG_LEVEL ? { logLevel: env.LOG_LEVEL } : {}),
           ...(leaderElection ? { leaderElection } : {}),
         }),
@@ -285,4 +307,24 @@ async function startWithChart(
     throw error;
   }
   return started;
+}
+
+/** The chart's ServiceAccount (its full name, as the release is named after the chart). */
+const CHART_SERVICE_ACCOUNT = "nodefleet-karpenter";
+
+/** Mints the token kubelet would project for `token` (TokenRequest with its audience and lifetime) into `file`. */
+async function writeProjectedToken(
+  admin: KubeIdentity,
+  namespace: string,
+  serviceAccount: string,
+  token: ProjectedToken,
+  file: string,
+): Promise<string> {
+  const answer = (await kube(admin, "POST", `/api/v1/namespaces/${namespace}/serviceaccounts/${serviceAccount}/token`, {
+    apiVersion: "authentication.k8s.io/v1",
+    kind: "TokenRequest",
+    spec: { audiences: [token.audience], expirationSeconds: token.expirationSeconds },
+  })) as { status: { token: string } };
+  writeFileSync(file, answer.status.token, { mode: 0o600 });
+  return file;
 }

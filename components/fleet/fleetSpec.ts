@@ -358,7 +358,7 @@ function withOneLocationField<T extends { location?: string; locations?: string[
 }
 
 /** Hetzner's Ubuntu LTS, the image of a pool that names none. */
-export const DEFAULT_HCLOUD_IMAGE = "ubuntu-24.04";
+const DEFAULT_HCLOUD_IMAGE = "ubuntu-24.04";
 
 /**
  * `image` or `imageSelector`, at most one; the parsed pool always has `image` (the default name when

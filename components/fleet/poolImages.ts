@@ -22,7 +22,7 @@ export function serverTypeArchitecture(serverType: string): HcloudArchitecture {
 }
 
 /** Whether `image` is an image id, as hcloud-go's GetForArchitecture tells an id from a name (it parses as an integer). */
-export function isImageId(image: string): boolean {
+function isImageId(image: string): boolean {
   return /^\d+$/.test(image);
 }
 

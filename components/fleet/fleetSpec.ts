@@ -394,7 +394,7 @@ const hcloudCommon = {
    * or an image id (digits; one architecture, checked against every listed server type at preview).
    * Default `ubuntu-24.04`. Give `imageSelector` instead to boot the newest matching snapshot.
    */
-  image: z.string().min(1, { error: "image must be an image name or id" }).optional(),
+  image: z.string().min(1).optional(),
   /**
    * A Hetzner label selector (`role=k8s-node,os=ubuntu`) for snapshots, instead of `image`: each
    * member boots the newest image that matches it among those of its server type's architecture

@@ -21,6 +21,7 @@ import type { CurrentElasticMetalMember } from "./scaleway/elasticMetalPlan";
 import type { InPlaceRolloutSummary } from "./fleet/rolloutPlan";
 import { staticHcloudMembers } from "./hcloud/hcloudServerPlan";
 import { serversOutsidePool } from "./fleet/networkOccupancy";
+import type { PoolImages } from "./fleet/poolImages";
 import { withoutSourcePositions } from "./shared/withoutSourcePositions";
 
 export interface FleetArgs {
@@ -37,6 +38,11 @@ export interface FleetArgs {
    * rollout of a fleet-wide change starts from. Default none: pools are declared as new.
    */
   readonly currentHcloudServers?: Readonly<Record<string, readonly CurrentHcloudServer[]>>;
+  /**
+   * Per static Hetzner Cloud pool with `imageSelector`, the image id per architecture this run's
+   * look-ups resolved (fleet/poolImages.ts, stacks/fleetProgram.ts). Required for such a pool.
+   */
+  readonly hcloudImages?: PoolImages;
   /**
    * Static Hetzner Cloud pools whose servers an earlier nodefleet recorded without rollouts (so no
    * current servers are known): their bootstrap tokens are that nodefleet's RandomStrings and are
@@ -108,12 +114,14 @@ export class Fleet extends pulumi.ComponentResource {
                   cluster,
                   pool,
                   members: args.earlierTokenPools?.includes(pool.name)
-                    ? staticHcloudMembers(cluster, pool, args.currentHcloudServers?.[pool.name]).map((member) => ({
-                        ...member,
-                        bootstrapTokenSecret: "random-string" as const,
-                        memberResources: "dynamic" as const,
-                      }))
-                    : staticHcloudMembers(cluster, pool, args.currentHcloudServers?.[pool.name]),
+                    ? staticHcloudMembers(cluster, pool, args.currentHcloudServers?.[pool.name], args.hcloudImages?.[pool.name]).map(
+                        (member) => ({
+                          ...member,
+                          bootstrapTokenSecret: "random-string" as const,
+                          memberResources: "dynamic" as const,
+                        }),
+                      )
+                    : staticHcloudMembers(cluster, pool, args.currentHcloudServers?.[pool.name], args.hcloudImages?.[pool.name]),
                   networkId: this.networkId,
                   subnet: this.network.subnet,
                   privateSubnet: args.spec.network.subnet,

@@ -3,6 +3,7 @@
  * it before declaring anything, then declare the Fleet. Shared by `stacks/index.ts` (pulumi up),
  * the automation engine (inline program), render and the simulated engine (mock runtime).
  */
+import * as hcloud from "@pulumi/hcloud";
 import * as pulumi from "@pulumi/pulumi";
 import { clusterKubeconfig } from "../components/fleet/clusterKubeconfig";
 import { Fleet, type FleetArgs } from "../components";
@@ -14,6 +15,7 @@ import { type CurrentInPlaceMember, currentInPlaceMembers } from "../components/
 import { type CurrentElasticMetalMember, currentElasticMetalMembers } from "../components/scaleway/elasticMetalPlan";
 import { NON_SPEC_CONFIG_KEYS, isNodefleetKey } from "../components/fleet/configKeys";
 import { emptyFleetProblem } from "../components/fleet/emptyFleetGuard";
+import { type ImageLookupAnswer, type PoolImages, poolImageLookups, resolvePoolImages } from "../components/fleet/poolImages";
 
 /**
  * The raw config values of every `nodefleet:` key the stack sets, JSON-decoded where Pulumi stored
@@ -110,6 +112,27 @@ async function currentMachinesOf(
   return current;
 }
 
+/**
+ * Looks up the images of pools with `imageSelector` or an image id (fleet/poolImages.ts) through the
+ * hcloud plugin's getImage, at preview as at up; refuses, naming the field and the rule, a selector
+ * with no match for a listed type's architecture and an id of another architecture.
+ */
+async function resolveImages(spec: FleetSpec): Promise<PoolImages> {
+  const lookups = poolImageLookups(spec.pools);
+  if (lookups.length === 0) return {};
+  const answers = await Promise.all(
+    lookups.map((lookup) =>
+      hcloud.getImage(lookup.args).then(
+        (image): ImageLookupAnswer => ({ id: Number(image.id), architecture: image.architecture }),
+        (error: unknown): ImageLookupAnswer => ({ error: error instanceof Error ? error.message : String(error) }),
+      ),
+    ),
+  );
+  const { images, problems } = resolvePoolImages(lookups, answers);
+  if (problems.length > 0) throw new FleetSpecError([...problems]);
+  return images;
+}
+
 export async function runProgram(args: RunProgramOptions = {}): Promise<Record<string, unknown>> {
   const spec = parseFleetSpec(readRawFleetConfig());
   const clusterCredentials = clusterKubeconfig(spec.cluster, { optional: args.allowMissingKubeconfig === true });
@@ -128,9 +151,11 @@ export async function runProgram(args: RunProgramOptions = {}): Promise<Record<s
   ].filter((p): p is string => p !== undefined);
   if (refusals.length > 0) throw new FleetSpecError(refusals);
   const current = previousNodes !== undefined ? await currentMachinesOf(spec, previousNodes, clusterCredentials) : {};
+  const hcloudImages = await resolveImages(spec);
   const fleet = new Fleet(spec.cluster.id, {
     spec,
     kubeconfig,
+    hcloudImages,
     ...current,
     ...(args.currentHcloudServers ? { currentHcloudServers: args.currentHcloudServers } : {}),
   });

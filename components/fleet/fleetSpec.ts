@@ -357,6 +357,23 @@ function withOneLocationField<T extends { location?: string; locations?: string[
   return { ...pool, location };
 }
 
+/** Hetzner's Ubuntu LTS, the image of a pool that names none. */
+const DEFAULT_HCLOUD_IMAGE = "ubuntu-24.04";
+
+/**
+ * `image` or `imageSelector`, at most one; the parsed pool always has `image` (the default name when
+ * neither is given), so code that reads one image is unchanged, and `imageSelector` only when given,
+ * so a pool without it parses exactly as before. With a selector, members' images come from the
+ * selector (fleet/poolImages.ts) and `image` is not used.
+ */
+function withOneImageField<T extends { image?: string; imageSelector?: string }>(pool: T, ctx: z.RefinementCtx): T & { image: string } {
+  if (pool.image !== undefined && pool.imageSelector !== undefined) {
+    ctx.addIssue({ code: "custom", path: ["imageSelector"], message: "set either image or imageSelector, not both" });
+    return z.NEVER;
+  }
+  return { ...pool, image: pool.image ?? DEFAULT_HCLOUD_IMAGE };
+}
+
 const hcloudCommon = {
   ...poolBase,
   provider: z.literal("hcloud"),
@@ -372,7 +389,20 @@ const hcloudCommon = {
     .refine((list) => new Set(list).size === list.length, { error: "locations entries must be unique" })
     .optional(),
   serverTypes,
-  image: z.string().min(1).default("ubuntu-24.04"),
+  /**
+   * A Hetzner image name (`ubuntu-24.04`, resolved by Hetzner for each server type's architecture)
+   * or an image id (digits; one architecture, checked against every listed server type at preview).
+   * Default `ubuntu-24.04`. Give `imageSelector` instead to boot the newest matching snapshot.
+   */
+  image: z.string().min(1).optional(),
+  /**
+   * A Hetzner label selector (`role=k8s-node,os=ubuntu`) for snapshots, instead of `image`: each
+   * member boots the newest image that matches it among those of its server type's architecture
+   * (fleet/poolImages.ts), looked up at every preview and up; none matching for a listed type's
+   * architecture is refused at preview. A new matching snapshot is a new generation: it rolls the
+   * pool through `rollout`. Static pools only so far.
+   */
+  imageSelector: z.string().trim().min(1, { error: "imageSelector must be a Hetzner label selector such as role=k8s-node" }).optional(),
   /** Names or ids of Hetzner SSH keys to install; changing them replaces servers. */
   sshKeys: z.array(z.string().min(1)).default([]),
   /** Hetzner delete/rebuild protection on every server of the pool. */
@@ -458,7 +488,8 @@ export const hcloudStaticPoolSchema = z
     nodes: nodeNames.optional(),
     rollout: rolloutSchema.default(() => ({ ...DEFAULT_ROLLOUT, drainTimeoutSeconds: DEFAULT_DRAIN_TIMEOUT_SECONDS })),
   })
-  .transform(withOneLocationField);
+  .transform(withOneLocationField)
+  .transform(withOneImageField);
 
 const poolLimitsSchema = z.strictObject({
   maxNodes: z
@@ -477,8 +508,13 @@ export const hcloudAutoscaledPoolSchema = z
     ...hcloudCommon,
     mode: z.literal("autoscaled"),
     limits: poolLimitsSchema,
+    // The scaling API freezes one image per member at admission and resolves no selectors (yet).
+    imageSelector: z
+      .undefined({ error: "imageSelector is for static pools only so far: give an autoscaled pool an image name or id" })
+      .optional(),
   })
-  .transform(withOneLocationField);
+  .transform(withOneLocationField)
+  .transform(withOneImageField);
 
 const SCALEWAY_BOOTSTRAP_METHODS = ["auto", "cloud-init", "ssh"] as const;
 export const scalewayElasticMetalPoolSchema = z.strictObject({

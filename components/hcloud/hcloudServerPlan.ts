@@ -15,6 +15,7 @@ import { renderWorkerUserData } from "../bootstrap/workerUserData";
 import { type WorkerCluster, type WorkerMemberInput, workerUserDataInputs } from "../bootstrap/workerUserDataInputs";
 import { networkGateway } from "../fleet/privateEgress";
 import { spreadAcrossLocations } from "../fleet/locationSpread";
+import { type HcloudArchitecture, serverTypeArchitecture } from "../fleet/poolImages";
 
 /** Cluster-side values a member may pin (a frozen snapshot) instead of taking the cluster's current ones. */
 export type MemberBootstrapSnapshot = Partial<Pick<ClusterSpec, "k0sVersion" | "k0sSha256" | "kubernetesVersion" | "kubelet">>;
@@ -72,11 +73,14 @@ export type HcloudPoolCluster = Omit<ClusterSpec, "kubeconfig">;
  * among the members of its location.
  * With `locations`, each member's location follows fleet/locationSpread.ts from where `current`
  * (the previous run's servers) put it; with `location`, every member is there, as before.
+ * With `imageSelector`, `images` (fleet/poolImages.ts) gives the image of each architecture, and a
+ * member boots the one of its server type's; a new snapshot so makes a new generation.
  */
 export function staticHcloudMembers(
   cluster: Pick<ClusterSpec, "id" | "providerIdScheme" | "hcloudProviderIds">,
   pool: HcloudStaticPool,
   current: ReadonlyArray<{ readonly nodeId: string; readonly location: string }> = [],
+  images?: Partial<Record<HcloudArchitecture, string>>,
 ): HcloudPoolMember[] {
   const template = {
     pool: pool.name,
@@ -98,7 +102,7 @@ export function staticHcloudMembers(
   return nodeIds.map((nodeId) => ({
     ...nodeMember(cluster, { ...template, location: where.get(nodeId)! }, nodeId),
     providerID: hcloudMemberProviderId(cluster, nodeId),
-    image: pool.image,
+    image: memberImage(pool, template.serverType, images),
     sshKeys: pool.sshKeys,
     network: pool.network,
     placement: pool.placement,
@@ -106,6 +110,17 @@ export function staticHcloudMembers(
     publicIpv6: pool.publicIpv6,
     placementSlot: slotOf(nodeId),
   }));
+}
+
+/** A member's image: with `imageSelector`, the resolved one of its type's architecture (a pool without it was refused at preview). */
+function memberImage(pool: HcloudStaticPool, serverType: string, images: Partial<Record<HcloudArchitecture, string>> | undefined): string {
+  if (pool.imageSelector === undefined) return pool.image;
+  const image = images?.[serverTypeArchitecture(serverType)];
+  if (image === undefined)
+    throw new Error(
+      `pool ${pool.name}: imageSelector ${JSON.stringify(pool.imageSelector)} was not resolved for server type ${serverType}`,
+    );
+  return image;
 }
 
 /** A syntactically valid token with the real length, to check the user data size before any resource exists. */

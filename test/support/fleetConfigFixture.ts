@@ -121,12 +121,13 @@ export function stackFileConfig(stack: string): RawConfig {
  */
 export async function runFleetProgramUnderMocks(
   config: RawConfig,
-  options: { newResource?: MockRunOptions<unknown>["newResource"] } = {},
+  options: { newResource?: MockRunOptions<unknown>["newResource"]; call?: MockRunOptions<unknown>["call"] } = {},
 ): Promise<MockRunResult<Record<string, unknown>>> {
   return runUnderMocks({
     stack: "test",
     config,
     newResource: options.newResource,
+    ...(options.call ? { call: options.call } : {}),
     program: () => runProgram({ allowMissingKubeconfig: true }),
   });
 }

@@ -90,6 +90,7 @@ describe("the plugin doubles against the installed SDKs", function () {
     assert.deepEqual([...hcloudTokens.keys()].sort(), [
       "hcloud:index/firewall:Firewall",
       "hcloud:index/getFirewall:getFirewall",
+      "hcloud:index/getImage:getImage",
       "hcloud:index/getNetwork:getNetwork",
       "hcloud:index/network:Network",
       "hcloud:index/networkRoute:NetworkRoute",

@@ -9,19 +9,11 @@
  */
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import { hashNumber } from "../../mocks/seededValues";
-import {
-  FAKE_IMAGES,
-  datacenterJson,
-  imageJson,
-  locationJson,
-  locationNames,
-  pricingJson,
-  serverTypeJson,
-  serverTypeNames,
-} from "./fakeHcloudCatalog";
+import { datacenterJson, locationJson, locationNames, pricingJson, serverTypeJson, serverTypeNames } from "./fakeHcloudCatalog";
 import { registerCollections } from "./fakeHcloudCollections";
 import { type FakeHcloudContext, HcloudError, filtered, idParam, notFound, page, queryValues } from "./fakeHcloudContext";
 import { registerServers } from "./fakeHcloudServers";
+import { registerImages } from "./fakeHcloudImages";
 import { FAKE_METADATA_PREFIX, registerMetadata } from "./fakeHcloudMetadata";
 import { type FakeAction, FakeHcloudState } from "./fakeHcloudState";
 
@@ -200,21 +192,7 @@ export function buildFakeHcloud(options: FakeHcloudOptions): FakeHcloud {
     ),
     recommendation: Number(datacenterJson("fsn1", soldOut)?.id),
   }));
-  app.get("/images", async (request) => {
-    const [architecture] = queryValues(request, "architecture");
-    const types = queryValues(request, "type");
-    const images = filtered(
-      request,
-      FAKE_IMAGES.map((image) => ({ ...image, labels: {} })),
-    ).filter((i) => (architecture === undefined || i.architecture === architecture) && (types.length === 0 || types.includes("system")));
-    return page(request, "images", images, imageJson);
-  });
-  app.get("/images/:id", async (request) => {
-    const id = idParam(request);
-    const image = FAKE_IMAGES.find((i) => i.id === id);
-    if (!image) throw notFound("image", id);
-    return { image: imageJson(image) };
-  });
+  registerImages(app, state);
   app.get("/pricing", async () => ({ pricing: pricingJson() }));
 
   /** A page of the actions `touches` selects, filtered by `id` and `status` and sorted by `sort`. */

@@ -16,13 +16,13 @@ import {
 import {
   datacenterJson,
   soldOutIn,
-  findImage,
-  imageJson,
+  type Architecture,
   locationJson,
   locationName,
   serverTypeJson,
   serverTypeName,
 } from "./fakeHcloudCatalog";
+import { bootImage, bootImageJson, snapshotJson, takeSnapshot } from "./fakeHcloudImages";
 import { applyFirewallToServer, firewallsAppliedTo, removeServerFromFirewalls, serversInPlacementGroup } from "./fakeHcloudCollections";
 import {
   type FakeHcloudContext,
@@ -44,8 +44,8 @@ import { overQuota } from "../../simulated/simulationKnobs";
 
 const HOSTNAME = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/i;
 
-function serverTypeArchitecture(name: string): string {
-  return String(serverTypeJson(name)?.architecture ?? "x86");
+function serverTypeArchitecture(name: string): Architecture {
+  return serverTypeJson(name)?.architecture === "arm" ? "arm" : "x86";
 }
 
 /**
@@ -98,7 +98,7 @@ export function registerServers(app: FastifyInstance, ctx: FakeHcloudContext): v
   };
   const serverJson = (s: FakeServer) => {
     const type = serverTypeJson(s.serverType);
-    const image = findImage(s.image, serverTypeArchitecture(s.serverType));
+    const image = bootImageJson(state, s.image, serverTypeArchitecture(s.serverType));
     return {
       id: s.id,
       name: s.name,
@@ -114,7 +114,7 @@ export function registerServers(app: FastifyInstance, ctx: FakeHcloudContext): v
       server_type: type,
       datacenter: datacenterJson(s.location, ctx.soldOut),
       location: locationJson(s.location),
-      image: image ? imageJson(image) : null,
+      image,
       iso: null,
       rescue_enabled: false,
       locked: state.runningActionsOn("server", s.id).length > 0,
@@ -166,7 +166,7 @@ export function registerServers(app: FastifyInstance, ctx: FakeHcloudContext): v
     checkName(body.name);
     const serverType = serverTypeName(body.server_type);
     if (!serverType) throw invalidInput("server_type", "server type not found");
-    const image = findImage(body.image, serverTypeArchitecture(serverType));
+    const image = bootImage(state, body.image, serverTypeArchitecture(serverType));
     if (!image) throw invalidInput("image", `image not found for architecture ${serverTypeArchitecture(serverType)}`);
     const location =
       body.location !== undefined
@@ -324,11 +324,21 @@ export function registerServers(app: FastifyInstance, ctx: FakeHcloudContext): v
   });
   serverAction("rebuild", (s, body) => {
     if (s.rebuildProtection) throw new HcloudError(403, "protected", `server ${s.id} is rebuild protected`);
-    const image = findImage(body.image, serverTypeArchitecture(s.serverType));
+    const image = bootImage(state, body.image, serverTypeArchitecture(s.serverType));
     if (!image) throw invalidInput("image", "image not found");
     if (body.user_data !== undefined && typeof body.user_data !== "string") throw invalidInput("user_data", "must be a string");
     state.updateServer(s.id, { image: image.name, ...(typeof body.user_data === "string" ? { userData: body.user_data } : {}) });
     return { ...transition(s, "rebuild_server", "rebuilding", "running"), root_password: null };
+  });
+  serverAction("create_image", (s, body) => {
+    const image = takeSnapshot(state, s, serverTypeArchitecture(s.serverType), body);
+    return {
+      image: snapshotJson(image),
+      action: ctx.startAction("create_image", [
+        { id: s.id, type: "server" },
+        { id: image.id, type: "image" },
+      ]),
+    };
   });
   serverAction("attach_to_network", (s, body) => {
     const network = idField(body, "network");

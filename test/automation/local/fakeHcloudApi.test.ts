@@ -658,6 +658,50 @@ describe("fake Hetzner Cloud API", function () {
     );
   });
 
+  it("takes labelled snapshots of servers, lists them by label_selector, type, architecture and sort, and boots from them", async function () {
+    const arm = await api("POST", "/servers", { name: "c6-snap-arm", server_type: "cax11", image: "ubuntu-24.04", location: "fsn1" });
+    const x86 = await api("POST", "/servers", { name: "c6-snap-x86", server_type: "cpx11", image: "ubuntu-24.04", location: "fsn1" });
+    await waitFor(arm.body.action, ...arm.body.next_actions);
+    await waitFor(x86.body.action, ...x86.body.next_actions);
+    const snapshot = async (server: { id: number }, labels: Record<string, string>) => {
+      const taken = await api("POST", `/servers/${server.id}/actions/create_image`, {
+        type: "snapshot",
+        description: "node image",
+        labels,
+      });
+      assert.equal(taken.status, 201);
+      await waitFor(taken.body.action);
+      return taken.body.image as { id: number; type: string; architecture: string; created: string; created_from: { id: number } };
+    };
+    const oldArm = await snapshot(arm.body.server, { role: "node" });
+    const newX86 = await snapshot(x86.body.server, { role: "node" });
+    const newArm = await snapshot(arm.body.server, { role: "node" });
+    const other = await snapshot(x86.body.server, { role: "other" });
+    assert.deepEqual([oldArm.type, oldArm.architecture, oldArm.created_from.id], ["snapshot", "arm", arm.body.server.id]);
+    assert.ok(Date.parse(newArm.created) > Date.parse(oldArm.created), "a later snapshot is created later");
+    const list = async (query: string) => (await api("GET", `/images?${query}`)).body.images.map((i: { id: number }) => i.id) as number[];
+    assert.deepEqual(await list("label_selector=role%3Dnode&sort=created:desc"), [newArm.id, newX86.id, oldArm.id]);
+    assert.deepEqual(await list("label_selector=role%3Dnode&architecture=arm&sort=created:desc"), [newArm.id, oldArm.id]);
+    assert.deepEqual(await list("label_selector=role%3Dnode&architecture=x86"), [newX86.id]);
+    assert.deepEqual(await list("type=snapshot&label_selector=role"), [oldArm.id, newX86.id, newArm.id, other.id]);
+    assert.deepEqual(await list("type=system&label_selector=role%3Dnode"), []);
+    const relabelled = await api("PUT", `/images/${oldArm.id}`, { labels: { role: "retired" }, description: "retired" });
+    assert.deepEqual([relabelled.body.image.labels, relabelled.body.image.description], [{ role: "retired" }, "retired"]);
+    assert.deepEqual(await list("label_selector=role%3Dnode&architecture=arm"), [newArm.id]);
+    assert.equal(
+      (await api("POST", "/servers", { name: "c6-from-x86", server_type: "cax11", image: newX86.id, location: "fsn1" })).status,
+      400,
+      "an arm type cannot boot an x86 snapshot",
+    );
+    const booted = await api("POST", "/servers", { name: "c6-from-arm", server_type: "cax11", image: newArm.id, location: "fsn1" });
+    assert.equal(booted.status, 201);
+    assert.deepEqual([booted.body.server.image.id, booted.body.server.image.type], [newArm.id, "snapshot"]);
+    assert.equal((await api("DELETE", `/images/${oldArm.id}`)).status, 204);
+    assert.equal((await api("GET", `/images/${oldArm.id}`)).status, 404);
+    const system = (await api("GET", "/images?name=debian-12&architecture=x86")).body.images[0];
+    assert.equal((await api("DELETE", `/images/${system.id}`)).status, 400, "system images stay");
+  });
+
   it("serves the per-resource action look-ups of hcloud-go's action clients", async function () {
     const created = (await createServer("c7-a", {})).body;
     const id = created.server.id as number;

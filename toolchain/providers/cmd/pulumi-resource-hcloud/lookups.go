@@ -153,3 +153,83 @@ func copyLookupArgs(out, args resource.PropertyMap) {
 		}
 	}
 }
+
+// getImage follows terraform-provider-hcloud's hcloud_image data source (internal/image/data_source.go,
+// v1.66.1; docs: website/docs/d/image.html.md): by id; else by name for `withArchitecture`
+// (default x86); else by `withSelector` among images of that architecture (and `withStatuses`,
+// `includeDeprecated`), which must match one image unless `mostRecent` picks the newest created.
+func (c *cloud) getImage(ctx context.Context, args resource.PropertyMap) (resource.PropertyMap, error) {
+	api, err := c.api()
+	if err != nil {
+		return nil, err
+	}
+	architecture := hcloud.Architecture(nativeprovider.String(args, "withArchitecture"))
+	if architecture == "" {
+		architecture = hcloud.ArchitectureX86
+	}
+	var statuses []hcloud.ImageStatus
+	if v, ok := args["withStatuses"]; ok && v.IsArray() {
+		for _, s := range v.ArrayValue() {
+			if s.IsString() {
+				statuses = append(statuses, hcloud.ImageStatus(s.StringValue()))
+			}
+		}
+	}
+	i, err := finder[hcloud.Image]{
+		kind: "image",
+		byID: func(ctx context.Context, id int64) (*hcloud.Image, error) {
+			i, _, err := api.Image.GetByID(ctx, id)
+			return i, err
+		},
+		byName: func(ctx context.Context, name string) (*hcloud.Image, error) {
+			i, _, err := api.Image.GetByNameAndArchitecture(ctx, name, architecture)
+			return i, err
+		},
+		bySelector: func(ctx context.Context, selector string) ([]*hcloud.Image, error) {
+			return api.Image.AllWithOpts(ctx, hcloud.ImageListOpts{
+				ListOpts:          hcloud.ListOpts{LabelSelector: selector},
+				Architecture:      []hcloud.Architecture{architecture},
+				Status:            statuses,
+				IncludeDeprecated: nativeprovider.Bool(args, "includeDeprecated"),
+			})
+		},
+		id:      func(i *hcloud.Image) int64 { return i.ID },
+		created: func(i *hcloud.Image) time.Time { return i.Created },
+	}.find(ctx, args)
+	if err != nil {
+		return nil, err
+	}
+	out := imageProperties(i)
+	copyLookupArgs(out, args)
+	for _, k := range []resource.PropertyKey{"withArchitecture", "withStatuses", "includeDeprecated"} {
+		if v, ok := args[k]; ok {
+			out[k] = v
+		}
+	}
+	return out, nil
+}
+
+// imageProperties is an image in @pulumi/hcloud's GetImageResult shape.
+func imageProperties(i *hcloud.Image) resource.PropertyMap {
+	labels := resource.PropertyMap{}
+	for k, v := range i.Labels {
+		labels[resource.PropertyKey(k)] = resource.NewStringProperty(v)
+	}
+	deprecated := ""
+	if !i.Deprecated.IsZero() {
+		deprecated = i.Deprecated.Format(time.RFC3339)
+	}
+	return resource.PropertyMap{
+		"id":           resource.NewNumberProperty(float64(i.ID)),
+		"name":         resource.NewStringProperty(i.Name),
+		"type":         resource.NewStringProperty(string(i.Type)),
+		"architecture": resource.NewStringProperty(string(i.Architecture)),
+		"created":      resource.NewStringProperty(i.Created.Format(time.RFC3339)),
+		"deprecated":   resource.NewStringProperty(deprecated),
+		"description":  resource.NewStringProperty(i.Description),
+		"osFlavor":     resource.NewStringProperty(i.OSFlavor),
+		"osVersion":    resource.NewStringProperty(i.OSVersion),
+		"rapidDeploy":  resource.NewBoolProperty(i.RapidDeploy),
+		"labels":       resource.NewObjectProperty(labels),
+	}
+}

@@ -1,7 +1,7 @@
 // Command pulumi-resource-hcloud is nodefleet's stand-in for the Pulumi hcloud provider plugin (its
 // module and the Terraform provider it bridges are not served by the Go module proxy). It implements
 // the resources and look-ups nodefleet's programs declare (Network, NetworkSubnet, NetworkRoute, Firewall,
-// PlacementGroup, Server; getNetwork, getFirewall) with @pulumi/hcloud's type tokens and property
+// PlacementGroup, Server; getNetwork, getFirewall, getImage) with @pulumi/hcloud's type tokens and property
 // names and terraform-provider-hcloud's replacement rules, on Hetzner's own Go client, so it runs
 // against the real API or, through `endpoint`/HCLOUD_ENDPOINT, the local cloud's fake.
 //
@@ -43,6 +43,7 @@ func main() {
 		Invokes: map[string]nativeprovider.Invoke{
 			"hcloud:index/getNetwork:getNetwork":   api.getNetwork,
 			"hcloud:index/getFirewall:getFirewall": api.getFirewall,
+			"hcloud:index/getImage:getImage":       api.getImage,
 		},
 	})
 }

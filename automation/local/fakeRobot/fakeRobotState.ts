@@ -2,9 +2,9 @@
  * The fake Robot webservice's state: the account's dedicated servers (with what the machines of a
  * later part will read: the rescue activation, the resets asked for and the boot they cause) and its
  * SSH keys, kept in the data directory as the fake Hetzner API keeps its own (a snapshot and a
- * journal of changes, fakeHcloudJournal.ts), so a restarted local cloud keeps them.
+ * journal of changes, journaledCollections.ts), so a restarted local cloud keeps them.
  */
-import { FakeHcloudJournal } from "../fakeHcloud/fakeHcloudJournal";
+import { JournaledCollections } from "../journaledCollections";
 
 /** A rescue activation (POST /boot/{n}/rescue), as the fake keeps it. */
 export interface FakeRobotRescue {
@@ -83,79 +83,52 @@ interface Kinds {
   servers: FakeRobotServer;
   keys: FakeRobotKey;
 }
-type Kind = keyof Kinds;
-type JournalEntry = { kind: Kind; record: { id: string } } | { kind: Kind; remove: string };
-
-/** How many resets and boots a server keeps. */
 const HISTORY = 20;
 
 export class FakeRobotState {
-  private readonly collections: { [K in Kind]: Map<string, Kinds[K]> } = { servers: new Map(), keys: new Map() };
-  private readonly journal: FakeHcloudJournal;
+  private readonly records: JournaledCollections<Kinds>;
   /** Rescue root passwords while active, by server number (never written to disk). */
   readonly rescuePasswords = new Map<number, string>();
 
   constructor(file: string) {
-    this.journal = new FakeHcloudJournal(file, "the fake Robot webservice");
-    const { snapshot, entries } = this.journal.load<JournalEntry>();
-    const persisted = snapshot === undefined ? {} : (JSON.parse(snapshot) as Partial<{ [K in Kind]: Array<Kinds[K]> }>);
-    for (const kind of Object.keys(this.collections) as Kind[])
-      for (const record of persisted[kind] ?? []) (this.collections[kind] as Map<string, { id: string }>).set(record.id, record);
-    for (const entry of entries) this.apply(entry);
-    if (entries.length > 0) this.compact();
-  }
-
-  private apply(entry: JournalEntry): void {
-    const collection = this.collections[entry.kind] as Map<string, { id: string }>;
-    if ("remove" in entry) collection.delete(entry.remove);
-    else collection.set(entry.record.id, entry.record);
-  }
-
-  private record(entry: JournalEntry): void {
-    if (this.journal.append(entry)) this.compact();
+    this.records = new JournaledCollections<Kinds>(file, "the fake Robot webservice", ["servers", "keys"]);
   }
 
   /** Folds the journal into a new snapshot (the fake calls it on close). */
   compact(): void {
-    const snapshot = Object.fromEntries(Object.entries(this.collections).map(([kind, records]) => [kind, [...records.values()]]));
-    this.journal.compact(JSON.stringify(snapshot));
+    this.records.compact();
   }
 
   /** The servers by number. */
   servers(): FakeRobotServer[] {
-    return [...this.collections.servers.values()].sort((a, b) => a.serverNumber - b.serverNumber);
+    return this.records.all("servers").sort((a, b) => a.serverNumber - b.serverNumber);
   }
 
   server(serverNumber: number): FakeRobotServer | undefined {
-    return this.collections.servers.get(String(serverNumber));
+    return this.records.get("servers", String(serverNumber));
   }
 
   /** Adds or replaces a server, journalled before the request is answered; trims its history. */
   putServer(server: FakeRobotServer): FakeRobotServer {
     server.resets = server.resets.slice(-HISTORY);
     server.boots = server.boots.slice(-HISTORY);
-    this.collections.servers.set(server.id, server);
-    this.record({ kind: "servers", record: server });
-    return server;
+    return this.records.put("servers", server);
   }
 
   /** The keys in upload order. */
   keys(): FakeRobotKey[] {
-    return [...this.collections.keys.values()].sort((a, b) => a.createdAt - b.createdAt);
+    return this.records.all("keys").sort((a, b) => a.createdAt - b.createdAt);
   }
 
   key(fingerprint: string): FakeRobotKey | undefined {
-    return this.collections.keys.get(fingerprint);
+    return this.records.get("keys", fingerprint);
   }
 
   putKey(key: FakeRobotKey): FakeRobotKey {
-    this.collections.keys.set(key.id, key);
-    this.record({ kind: "keys", record: key });
-    return key;
+    return this.records.put("keys", key);
   }
 
   removeKey(fingerprint: string): void {
-    this.collections.keys.delete(fingerprint);
-    this.record({ kind: "keys", remove: fingerprint });
+    this.records.remove("keys", fingerprint);
   }
 }

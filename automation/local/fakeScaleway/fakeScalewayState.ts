@@ -5,7 +5,7 @@
  * fakeHcloudJournal.ts), so a restarted local cloud keeps its machines. Time-driven statuses
  * (delivery, install, attachment, VLAN) are derived on read from the instants recorded here.
  */
-import { FakeHcloudJournal } from "../fakeHcloud/fakeHcloudJournal";
+import { JournaledCollections } from "../journaledCollections";
 
 /** An Elastic Metal server as the fake keeps it (rendered in the API's shape by fakeScalewayServers.ts). */
 export interface FakeEmServer {
@@ -97,64 +97,9 @@ interface Kinds {
   privateNetworks: FakePrivateNetwork;
   ips: FakeIpamIp;
 }
-type Kind = keyof Kinds;
-
-type JournalEntry = { kind: Kind; record: { id: string } } | { kind: Kind; remove: string };
-
-export class FakeScalewayState {
-  private readonly collections: { [K in Kind]: Map<string, Kinds[K]> } = {
-    servers: new Map(),
-    serverPrivateNetworks: new Map(),
-    vpcs: new Map(),
-    privateNetworks: new Map(),
-    ips: new Map(),
-  };
-  private readonly journal: FakeHcloudJournal;
-
+/** The fake's collections, by kind (journaledCollections.ts). */
+export class FakeScalewayState extends JournaledCollections<Kinds> {
   constructor(file: string) {
-    this.journal = new FakeHcloudJournal(file, "the fake Scaleway API");
-    const { snapshot, entries } = this.journal.load<JournalEntry>();
-    const persisted = snapshot === undefined ? {} : (JSON.parse(snapshot) as Partial<{ [K in Kind]: Array<Kinds[K]> }>);
-    for (const kind of Object.keys(this.collections) as Kind[])
-      for (const record of persisted[kind] ?? []) (this.collections[kind] as Map<string, { id: string }>).set(record.id, record);
-    for (const entry of entries) this.apply(entry);
-    if (entries.length > 0) this.compact();
-  }
-
-  private apply(entry: JournalEntry): void {
-    const collection = this.collections[entry.kind] as Map<string, { id: string }>;
-    if ("remove" in entry) collection.delete(entry.remove);
-    else collection.set(entry.record.id, entry.record);
-  }
-
-  private record(entry: JournalEntry): void {
-    if (this.journal.append(entry)) this.compact();
-  }
-
-  /** Folds the journal into a new snapshot (the fake calls it on close). */
-  compact(): void {
-    const snapshot = Object.fromEntries(Object.entries(this.collections).map(([kind, records]) => [kind, [...records.values()]]));
-    this.journal.compact(JSON.stringify(snapshot));
-  }
-
-  /** The records of a kind, in creation order. */
-  all<K extends Kind>(kind: K): Array<Kinds[K]> {
-    return [...this.collections[kind].values()];
-  }
-
-  get<K extends Kind>(kind: K, id: string): Kinds[K] | undefined {
-    return this.collections[kind].get(id);
-  }
-
-  /** Adds or replaces (by id) a record, journalled before the request is answered. */
-  put<K extends Kind>(kind: K, record: Kinds[K]): Kinds[K] {
-    this.collections[kind].set(record.id, record);
-    this.record({ kind, record });
-    return record;
-  }
-
-  remove(kind: Kind, id: string): void {
-    this.collections[kind].delete(id);
-    this.record({ kind, remove: id });
+    super(file, "the fake Scaleway API", ["servers", "serverPrivateNetworks", "vpcs", "privateNetworks", "ips"]);
   }
 }

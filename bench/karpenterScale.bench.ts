@@ -44,11 +44,7 @@ async function round(loop: KarpenterLoop, pods: number, bootDelayMs: number): Pr
   const hetznerBefore = loop.hcloudExchanges.length;
   const started = performance.now();
   await loop.inflate(pods, CPU);
-  await loop.waitFor(
-    `${pods} pods Running`,
-    async () => ((await loop.list(inflatePods)).filter((p) => p.status?.phase === "Running").length === pods ? true : undefined),
-    1_800_000,
-  );
+  await loop.allPodsRunning(pods, 1_800_000);
   const secondsToRunning = (performance.now() - started) / 1000;
   const nodeClaims = Math.max(1, (await loop.list("/apis/karpenter.sh/v1/nodeclaims")).length);
   const result: Round = {

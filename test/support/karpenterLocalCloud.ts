@@ -41,6 +41,9 @@ import { type ServeProcess, startServe, stopServe } from "./serveProcess";
 import { LOCAL_CLOUD_TOOLS } from "./toolchainRequirement";
 
 /** The toolchain pieces the loop needs. */
+/** The pods of the `inflate` Deployment. */
+const INFLATE_PODS = "/api/v1/namespaces/default/pods?labelSelector=app%3Dinflate";
+
 export const KARPENTER_LOOP_TOOLS = [...LOCAL_CLOUD_TOOLS, "nodefleet-karpenter"];
 
 export interface KubeItem {
@@ -73,6 +76,8 @@ export interface KarpenterLoop {
   waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs?: number): Promise<T>;
   /** Creates (or resizes) the `inflate` Deployment: `replicas` pods requesting `cpu` each. */
   inflate(replicas: number, cpu: string): Promise<void>;
+  /** Waits until exactly `count` inflate pods are Running (default 10 minutes); answers them. */
+  allPodsRunning(count: number, timeoutMs?: number): Promise<KubeItem[]>;
   /** The fake API's servers of the burst pool. */
   burstServers(): Promise<PoolServer[]>;
   /** Edits the burst pool in the local stack file, as a user would; the service re-reads the file. */
@@ -215,6 +220,15 @@ export async function startKarpenterLoop(dir: string, options: KarpenterLoopOpti
           ),
         );
       },
+      allPodsRunning: (count, timeoutMs = 600_000) =>
+        waitFor(
+          `${count} pods Running`,
+          async () => {
+            const pods = (await list(INFLATE_PODS)).filter((p) => p.status?.phase === "Running");
+            return pods.length === count ? pods : undefined;
+          },
+          timeoutMs,
+        ),
       burstServers: () => poolServers(cloud, "local-burst"),
       editBurstPool: (edit) => editLocalPool(cloud, "local-burst", edit),
       stop,

@@ -127,14 +127,7 @@ describe("the chart's two replicas under its own RBAC, the leader killed mid-bur
     );
     assert.equal(after.leaseTransitions, (before.leaseTransitions ?? 0) + 1, "one hand-over");
 
-    const running = await loop.waitFor(
-      `${PODS} pods Running`,
-      async () => {
-        const pods = (await loop.list(INFLATE_PODS)).filter((p) => p.status?.phase === "Running");
-        return pods.length === PODS ? pods : undefined;
-      },
-      600_000,
-    );
+    const running = await loop.allPodsRunning(PODS);
     const claims = await loop.waitFor(
       "every NodeClaim Initialized",
       async () => {

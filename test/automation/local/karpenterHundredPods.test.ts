@@ -36,14 +36,7 @@ describe("100 pending pods on the local cloud through Karpenter", function () {
   it("runs them all on about 25 nodes, one server per NodeClaim, and leaves no server once they are gone", async function () {
     const started = performance.now();
     await loop.inflate(PODS, POD_CPU);
-    const running = await loop.waitFor(
-      `${PODS} pods Running`,
-      async () => {
-        const pods = (await loop.list(INFLATE_PODS)).filter((p) => p.status?.phase === "Running");
-        return pods.length === PODS ? pods : undefined;
-      },
-      600_000,
-    );
+    const running = await loop.allPodsRunning(PODS);
     const seconds = (performance.now() - started) / 1000;
     const nodeClaims = await loop.list(NODECLAIMS);
     process.stderr.write(`      ${PODS} pods Running after ${seconds.toFixed(1)} s on ${nodeClaims.length} NodeClaims\n`);

@@ -14,7 +14,6 @@ import { kube } from "../../../automation/local/kubeClient";
 import { KARPENTER_LOOP_TOOLS, type KarpenterLoop, startKarpenterLoop } from "../../support/karpenterLocalCloud";
 import { missingTools, skipUnlessAvailable } from "../../support/toolchainRequirement";
 
-const INFLATE_PODS = "/api/v1/namespaces/default/pods?labelSelector=app%3Dinflate";
 const BURST_NODES = "/api/v1/nodes?labelSelector=karpenter.sh%2Fnodepool%3Dburst";
 const NODECLASS = "/apis/karpenter.nodefleet.io/v1alpha1/nodefleetnodeclasses/default";
 const BACKOFF_MS = 60_000;
@@ -50,16 +49,11 @@ describe("a quota failure with Karpenter on the local cloud", function () {
     loop.hcloudExchanges.filter(
       (e) => e.method === "POST" && e.route === "/servers" && (e.requestBody as { server_type?: string }).server_type === serverType,
     ).length;
-  const runningPods = async () => (await loop.list(INFLATE_PODS)).filter((p) => p.status?.phase === "Running");
 
   it("launches the other type at once, asks Hetzner for the refused one no more, and says why in an Event and the NodeClass", async function () {
     loop.cloud.hcloud.setQuotaExceeded(["cpx21"]);
     await loop.inflate(6, "700m");
-    const running = await loop.waitFor(
-      "6 pods Running",
-      async () => ((await runningPods()).length === 6 ? await runningPods() : undefined),
-      600_000,
-    );
+    const running = await loop.allPodsRunning(6);
     const nodes = new Set(running.map((p) => p.spec!.nodeName!));
     for (const node of (await loop.list(BURST_NODES)).filter((n) => nodes.has(n.metadata.name))) {
       assert.equal(node.metadata.labels!["node.kubernetes.io/instance-type"], "cpx31", `${node.metadata.name}: not the type over quota`);
@@ -89,7 +83,7 @@ describe("a quota failure with Karpenter on the local cloud", function () {
     // No relaunch storm: more pods while the type is backed off go to cpx31 without Hetzner being
     // asked for cpx21 again.
     await loop.inflate(10, "700m");
-    await loop.waitFor("10 pods Running", async () => ((await runningPods()).length === 10 ? true : undefined), 600_000);
+    await loop.allPodsRunning(10);
     assert.equal(hetznerCreates("cpx21"), refused, "Hetzner was asked for the backed-off type again");
   });
 
@@ -113,11 +107,7 @@ describe("a quota failure with Karpenter on the local cloud", function () {
     // Let the driver's cached instance types (15 s) catch up with the API's.
     await new Promise((resolve) => setTimeout(resolve, 16_000));
     await loop.inflate(2, "700m");
-    const running = await loop.waitFor(
-      "2 pods Running",
-      async () => ((await runningPods()).length === 2 ? await runningPods() : undefined),
-      600_000,
-    );
+    const running = await loop.allPodsRunning(2);
     const types = (await loop.list(BURST_NODES))
       .filter((n) => running.some((p) => p.spec!.nodeName === n.metadata.name))
       .map((n) => n.metadata.labels!["node.kubernetes.io/instance-type"]);

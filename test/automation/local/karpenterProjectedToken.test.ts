@@ -15,8 +15,6 @@ import { KARPENTER_LOOP_TOOLS, type KarpenterLoop, startKarpenterLoop } from "..
 import { writeServiceAccountKubeconfig } from "../../support/serviceAccountKubeconfig";
 import { missingTools, skipUnlessAvailable } from "../../support/toolchainRequirement";
 
-const INFLATE_PODS = "/api/v1/namespaces/default/pods?labelSelector=app%3Dinflate";
-
 /** The sum of a counter's samples whose labels match, from the service's /metrics. */
 async function counter(baseUrl: string, name: string, labels: RegExp): Promise<number> {
   const text = await (await fetch(`${baseUrl}/metrics`)).text();
@@ -69,11 +67,7 @@ describe("the driver on its projected ServiceAccount token (chart, TokenReview, 
     const reviewed = await counter(loop.serve.baseUrl, "nodefleet_api_token_reviews_total", /result="accepted"/);
     assert.ok(reviewed >= 1, "the NodeClass turned Ready through a TokenReview");
     await loop.inflate(4, "700m");
-    await loop.waitFor(
-      "4 pods Running",
-      async () => ((await loop.list(INFLATE_PODS)).filter((p) => p.status?.phase === "Running").length === 4 ? true : undefined),
-      600_000,
-    );
+    await loop.allPodsRunning(4);
     assert.ok((await loop.burstServers()).length >= 1, "servers were created for the pods");
     const refused = await counter(loop.serve.baseUrl, "nodefleet_api_token_reviews_total", /result="(refused_\w+|review_failed)"/);
     assert.equal(refused, 0, "no token of the driver was refused");

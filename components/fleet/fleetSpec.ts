@@ -570,48 +570,67 @@ export const scalewayElasticMetalPoolSchema = z.strictObject({
     .default(() => ({ port: 22 })),
 });
 
-export const hetznerRobotPoolSchema = z.strictObject({
-  ...poolBase,
-  provider: z.literal("hetzner-robot"),
-  mode: z.literal("static", {
-    error:
-      "mode must be static: autoscaled pools are only supported for provider hcloud (bare-metal installs take longer than Karpenter's 15-minute registration timeout)",
-  }),
-  servers: z
-    .array(z.strictObject({ serverNumber: z.number().int().positive(), name: dnsLabel("servers[].name", 20) }))
-    .min(1)
-    .refine((servers) => new Set(servers.map((s) => s.serverNumber)).size === servers.length, {
-      error: "servers[].serverNumber entries must be unique",
-    })
-    .refine((servers) => new Set(servers.map((s) => s.name)).size === servers.length, { error: "servers[].name entries must be unique" }),
-  /**
-   * MD5 fingerprints (`15:28:b0:...`) of SSH keys deposited in Robot: the rescue system and the
-   * installed system accept them. The matching private key comes from secret config
-   * `nodefleet:sshPrivateKey` or NODEFLEET_SSH_PRIVATE_KEY (else ssh-agent).
-   */
-  sshKeyFingerprints: z
-    .array(
-      z.string().regex(/^[0-9a-f]{2}(:[0-9a-f]{2}){15}$/, {
-        error: "sshKeyFingerprints entries must be MD5 fingerprints such as 15:28:b0:03:95:f0:77:b3:10:56:15:6b:77:22:a5:bb",
-      }),
-    )
-    .min(1, { error: "sshKeyFingerprints needs at least one Robot SSH key fingerprint" }),
-  /** The Ubuntu image installimage installs. */
-  image: z.enum(["ubuntu-24.04", "ubuntu-22.04"]).default("ubuntu-24.04"),
-  /** The nodes' topology.kubernetes.io/zone label, e.g. the data centre (fsn1). */
-  location: z
-    .string()
-    .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, { error: "location must be a lowercase label such as fsn1" })
-    .default("hetzner-robot"),
-  /** The nodes' node.kubernetes.io/instance-type label, e.g. the Robot product (AX41-NVMe). */
-  serverType: z
-    .string()
-    .regex(/^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/, { error: "serverType must be a label value such as AX41-NVMe" })
-    .max(63)
-    .default("dedicated"),
-  /** How reinstalls and version re-joins roll: one server at a time by default (see inPlaceRolloutSchema). */
-  rollout: inPlaceRolloutSchema("Robot servers are fixed machines, so nothing can be added beside them"),
-});
+export const hetznerRobotPoolSchema = z
+  .strictObject({
+    ...poolBase,
+    provider: z.literal("hetzner-robot"),
+    mode: z.literal("static", {
+      error:
+        "mode must be static: autoscaled pools are only supported for provider hcloud (bare-metal installs take longer than Karpenter's 15-minute registration timeout)",
+    }),
+    servers: z
+      .array(z.strictObject({ serverNumber: z.number().int().positive(), name: dnsLabel("servers[].name", 20) }))
+      .min(1)
+      .refine((servers) => new Set(servers.map((s) => s.serverNumber)).size === servers.length, {
+        error: "servers[].serverNumber entries must be unique",
+      })
+      .refine((servers) => new Set(servers.map((s) => s.name)).size === servers.length, { error: "servers[].name entries must be unique" }),
+    /**
+     * MD5 fingerprints (`15:28:b0:...`) of SSH keys deposited in Robot: the rescue system and the
+     * installed system accept them. The matching private key comes from secret config
+     * `nodefleet:sshPrivateKey` or NODEFLEET_SSH_PRIVATE_KEY (else ssh-agent). Default none, when
+     * `sshPublicKeys` names at least one key.
+     */
+    sshKeyFingerprints: z
+      .array(
+        z.string().regex(/^[0-9a-f]{2}(:[0-9a-f]{2}){15}$/, {
+          error: "sshKeyFingerprints entries must be MD5 fingerprints such as 15:28:b0:03:95:f0:77:b3:10:56:15:6b:77:22:a5:bb",
+        }),
+      )
+      .default([]),
+    /**
+     * Public keys (OpenSSH lines, `ssh-ed25519 AAAA... comment`) the rescue and installed systems
+     * accept besides `sshKeyFingerprints`: uploaded to the Robot account (`POST /key`) when it has none
+     * by the key's fingerprint. Default none.
+     */
+    sshPublicKeys: z
+      .array(
+        z.string().regex(/^(ssh-ed25519|ssh-rsa|ecdsa-sha2-nistp(256|384|521)) [A-Za-z0-9+/]+=*( [^\n]*)?$/, {
+          error:
+            "sshPublicKeys entries must be OpenSSH public key lines such as `ssh-ed25519 AAAAC3Nza... me@laptop` (ed25519, rsa or ecdsa)",
+        }),
+      )
+      .default([]),
+    /** The Ubuntu image installimage installs. */
+    image: z.enum(["ubuntu-24.04", "ubuntu-22.04"]).default("ubuntu-24.04"),
+    /** The nodes' topology.kubernetes.io/zone label, e.g. the data centre (fsn1). */
+    location: z
+      .string()
+      .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, { error: "location must be a lowercase label such as fsn1" })
+      .default("hetzner-robot"),
+    /** The nodes' node.kubernetes.io/instance-type label, e.g. the Robot product (AX41-NVMe). */
+    serverType: z
+      .string()
+      .regex(/^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/, { error: "serverType must be a label value such as AX41-NVMe" })
+      .max(63)
+      .default("dedicated"),
+    /** How reinstalls and version re-joins roll: one server at a time by default (see inPlaceRolloutSchema). */
+    rollout: inPlaceRolloutSchema("Robot servers are fixed machines, so nothing can be added beside them"),
+  })
+  .refine((pool) => pool.sshKeyFingerprints.length + pool.sshPublicKeys.length > 0, {
+    path: ["sshKeyFingerprints"],
+    error: "sshKeyFingerprints needs at least one Robot SSH key fingerprint, unless sshPublicKeys names a key to upload",
+  });
 
 const POOL_PROVIDERS = ["hcloud", "scaleway-elastic-metal", "hetzner-robot"] as const;
 

@@ -75,13 +75,13 @@ export class RobotApiError extends Error {
   }
 }
 
-/** A 404 `*_NOT_FOUND` answer; by fields, as `instanceof` does not survive closure serialization. */
+/** A 404 `NOT_FOUND` or `*_NOT_FOUND` answer; by fields, as `instanceof` does not survive closure serialization. */
 export function isRobotNotFound(err: unknown): boolean {
   const e = err as { status?: unknown; code?: unknown } | null;
-  return e?.status === 404 && typeof e.code === "string" && e.code.endsWith("_NOT_FOUND");
+  return e?.status === 404 && typeof e.code === "string" && (e.code === "NOT_FOUND" || e.code.endsWith("_NOT_FOUND"));
 }
 
-/** 404 with a `*_NOT_FOUND` code (server, rescue, reset...). */
+/** 404 with a `NOT_FOUND` (a key) or `*_NOT_FOUND` code (server, rescue, reset...). */
 export class RobotNotFoundError extends RobotApiError {
   constructor(status: number, code: string, message: string) {
     super(status, code, message);
@@ -104,6 +104,16 @@ export function robotCredentialsFromEnv(env: Readonly<Record<string, string | un
   const user = env.HROBOT_USER;
   const password = env.HROBOT_PASSWORD;
   return user && password ? { user, password } : undefined;
+}
+
+/** An SSH key of the Robot account (en.html "SSH keys"). */
+export interface RobotKey {
+  readonly name: string;
+  /** MD5, colon-separated hex. */
+  readonly fingerprint: string;
+  readonly type: string;
+  readonly size: number;
+  readonly data: string;
 }
 
 export class RobotClient {
@@ -152,6 +162,21 @@ export class RobotClient {
 
   async resetOptions(serverNumber: number): Promise<RobotResetOptions> {
     return (await this.request<{ reset: RobotResetOptions }>("GET", `/reset/${serverNumber}`)).reset;
+  }
+
+  /** `GET /key/{fingerprint}`: the uploaded key, or undefined when the account has none by that fingerprint. */
+  async key(fingerprint: string): Promise<RobotKey | undefined> {
+    try {
+      return (await this.request<{ key: RobotKey }>("GET", `/key/${fingerprint}`)).key;
+    } catch (err) {
+      if (isRobotNotFound(err)) return undefined;
+      throw err;
+    }
+  }
+
+  /** `POST /key`: uploads a public key (OpenSSH text) under `name`; Robot answers it with its fingerprint. */
+  async uploadKey(name: string, data: string): Promise<RobotKey> {
+    return (await this.request<{ key: RobotKey }>("POST", "/key", { name, data })).key;
   }
 
   private async request<T>(method: string, path: string, form?: Readonly<Record<string, string | readonly string[]>>): Promise<T> {

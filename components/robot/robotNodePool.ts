@@ -33,7 +33,7 @@ import {
 } from "../fleet/rolloutPlan";
 import { type NodeOutput, nodeOutputIdentity } from "../fleet/nodeMember";
 import type { RobotCredentials } from "./robotClient";
-import { type RobotMember, robotMembers } from "./robotPlan";
+import { type RobotMember, authorizedKeyFingerprints, keysToUpload, robotMembers } from "./robotPlan";
 import {
   type CurrentInPlaceMember,
   inPlaceMemberResources,
@@ -189,8 +189,9 @@ export class RobotNodePool extends pulumi.ComponentResource {
       `${prefix}-rescue`,
       {
         serverNumber: planned.serverNumber,
-        fingerprints: pool.sshKeyFingerprints,
+        fingerprints: authorizedKeyFingerprints(pool),
         generation,
+        uploadKeys: keysToUpload(pool),
         credentials,
         baseUrl: args.robotBaseUrl,
       },

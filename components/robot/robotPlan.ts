@@ -12,6 +12,8 @@ import { generationSuffix } from "../fleet/generationSuffix";
 import { canonicalHash } from "../shared/canonicalJson";
 import { type NodeMember, nodeMember } from "../fleet/nodeMember";
 import { type WorkerUserDataInputs, joinConvergedInputs, workerUserDataInputs } from "../bootstrap/workerUserDataInputs";
+import type { RobotKeyToUpload } from "./robotRescue";
+import { md5FingerprintOfOpenSshKey } from "./sshKeyFingerprint";
 
 export interface RobotMember {
   readonly member: NodeMember;
@@ -43,9 +45,23 @@ export function robotMembers(cluster: Omit<ClusterSpec, "kubeconfig">, pool: Het
       location: `robot-${server.serverNumber}`,
       image: pool.image,
       serverType: pool.serverType,
-      sshKeys: pool.sshKeyFingerprints,
+      sshKeys: authorizedKeyFingerprints(pool),
       userData: withoutInPlaceInputs(userData),
     });
     return { member, serverNumber: server.serverNumber, generation, userData, joinInputs: canonicalHash(joinConvergedInputs(userData)) };
   });
+}
+
+/** The public keys the pool names, with the fingerprint Robot gives each (uploaded when the account lacks them). */
+export function keysToUpload(pool: Pick<HetznerRobotPool, "sshPublicKeys">): RobotKeyToUpload[] {
+  return pool.sshPublicKeys.map((line) => ({ fingerprint: md5FingerprintOfOpenSshKey(line), line }));
+}
+
+/**
+ * The fingerprints the rescue and installed systems accept: the deposited keys', then the public
+ * keys'. A pool naming deposited keys only gets exactly them, as before public keys existed, so its
+ * members' generations do not change.
+ */
+export function authorizedKeyFingerprints(pool: Pick<HetznerRobotPool, "sshKeyFingerprints" | "sshPublicKeys">): string[] {
+  return [...new Set([...pool.sshKeyFingerprints, ...keysToUpload(pool).map((k) => k.fingerprint)])];
 }

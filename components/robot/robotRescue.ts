@@ -34,6 +34,33 @@ export interface RobotRescueState {
   resetWaitSeconds?: number;
   /** `host:port` probed for "still answering"; default the server's address, port 22 (tests use a local listener). */
   probe?: string;
+  /**
+   * Public keys (OpenSSH lines) to upload to the Robot account when it has none by their
+   * fingerprint (which `fingerprints` holds too); absent for pools that name deposited keys only.
+   */
+  uploadKeys?: RobotKeyToUpload[];
+}
+
+/** A public key a pool names, with the fingerprint Robot will give it. */
+export interface RobotKeyToUpload {
+  readonly fingerprint: string;
+  /** The OpenSSH line (`type base64 [comment]`). */
+  readonly line: string;
+}
+
+/**
+ * Uploads each key the account lacks (`GET /key/{fingerprint}` answers 404) with `POST /key`, named
+ * by its comment or `nodefleet`; a key already there, under any name, is left as it is.
+ */
+async function uploadMissingKeys(client: RobotClient, keys: readonly RobotKeyToUpload[]): Promise<string[]> {
+  const uploaded: string[] = [];
+  for (const { fingerprint, line } of keys) {
+    if (await client.key(fingerprint)) continue;
+    const [type, base64, ...comment] = line.trim().split(/\s+/);
+    await client.uploadKey(comment.join(" ") || "nodefleet", `${type} ${base64}`);
+    uploaded.push(fingerprint);
+  }
+  return uploaded;
 }
 
 /** The reset ladder for the rescue boot: `sw` then `hw`, of those the server offers. */
@@ -105,11 +132,17 @@ export const robotRescueProvider: pulumi.dynamic.ResourceProvider = {
   async create(inputs: RobotRescueState) {
     const client = robotClientFor(inputs);
     const server = await client.getServer(inputs.serverNumber);
+    if (!server.server_ip) {
+      throw new Error(
+        `Robot server ${inputs.serverNumber} has no IPv4 address (server_ip is null: it was ordered IPv6-only); nodefleet reaches the rescue and installed systems over SSH to the main IPv4 address, so order one for it or remove the server from the pool`,
+      );
+    }
+    await uploadMissingKeys(client, inputs.uploadKeys ?? []);
     const ladder = rescueResetLadder((await client.resetOptions(inputs.serverNumber)).type);
     // A pending activation from an earlier attempt may carry other keys: replace it.
     if ((await client.getRescue(inputs.serverNumber)).active) await client.deactivateRescue(inputs.serverNumber);
     await client.activateRescue(inputs.serverNumber, inputs.fingerprints);
-    const ip = server.server_ip ?? "";
+    const ip = server.server_ip;
     // Built-ins only: the provider is serialized into the state.
     // eslint-disable-next-line @typescript-eslint/no-require-imports
     const net = require("node:net") as typeof Net;
@@ -167,6 +200,8 @@ export interface RobotRescueArgs {
   readonly fingerprints: readonly string[];
   /** The member's generation suffix; a new value reinstalls the server. */
   readonly generation: string;
+  /** Public keys to upload when the account lacks them (their fingerprints are in `fingerprints` too). Default none. */
+  readonly uploadKeys?: readonly RobotKeyToUpload[];
   /** Robot webservice credentials; a secret. Default: none (create then fails, naming the variables to set). */
   readonly credentials?: pulumi.Input<RobotCredentials | undefined>;
   /** Default ROBOT_BASE_URL. */
@@ -198,6 +233,8 @@ export class RobotRescue extends pulumi.dynamic.Resource {
         serverNumber: args.serverNumber,
         fingerprints: [...args.fingerprints],
         generation: args.generation,
+        // Only when given, so the inputs of pools without keys to upload stay as they were.
+        ...(args.uploadKeys && args.uploadKeys.length > 0 ? { uploadKeys: args.uploadKeys.map((k) => ({ ...k })) } : {}),
         baseUrl: args.baseUrl ?? ROBOT_BASE_URL,
         credentials,
         serverIp: undefined,

@@ -4,7 +4,7 @@
  * Routes, inputs, outputs and errors as https://robot.hetzner.com/doc/webservice/en.html#ssh-keys
  * documents them; the key record is `{key: {name, fingerprint, type, size, data, created_at}}`.
  */
-import { createHash } from "node:crypto";
+import { md5FingerprintOfBlob } from "../../../components/robot/sshKeyFingerprint";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { type FakeRobotContext, RobotError, formOf, formValue, invalidInput, robotDateTime } from "./fakeRobotContext";
 import type { FakeRobotKey } from "./fakeRobotState";
@@ -80,8 +80,7 @@ export function parseSshPublicKey(text: string): ParsedSshKey {
   else if (name === "ssh-ed25519" && parts.length === 2 && parts[1]!.length === 32) [type, size] = ["ED25519", 256];
   else if (/^ecdsa-sha2-nistp(256|384|521)$/.test(name) && parts.length === 3) [type, size] = ["ECDSA", Number(name.slice(-3))];
   else throw new Error(`unsupported key type ${name}`);
-  const md5 = createHash("md5").update(blob).digest("hex");
-  return { type, size, openSsh: `${name} ${base64}`, fingerprint: md5.match(/../g)!.join(":") };
+  return { type, size, openSsh: `${name} ${base64}`, fingerprint: md5FingerprintOfBlob(blob) };
 }
 
 /** A key record as Robot renders it (en.html "GET /key" output). */

@@ -82,7 +82,7 @@ function serverSummaryJson(s: FakeRobotServer) {
     status: "ready",
     cancelled: false,
     paid_until: s.paidUntil,
-    ip: [s.ip],
+    ip: s.ip === null ? [] : [s.ip],
     subnet: [{ ip: s.ipv6Net, mask: "64" }],
   };
 }

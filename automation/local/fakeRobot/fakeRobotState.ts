@@ -47,8 +47,8 @@ export interface FakeRobotServer {
   name: string;
   product: string;
   dc: string;
-  /** Main IPv4 address (a loopback address: the machines of part 2 listen there). */
-  ip: string;
+  /** Main IPv4 address (a loopback address: the machines of part 2 listen there); null for a server ordered without IPv4. */
+  ip: string | null;
   /** Main IPv6 net. */
   ipv6Net: string;
   paidUntil: string;

@@ -5,13 +5,23 @@
  * authorized keys, whose every session runs in the machine's sandbox (machineSandbox.ts). The
  * Elastic Metal servers and Robot servers of the local cloud (issues #37 and #38) are to be these.
  */
-import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { userInfo } from "node:os";
 import { join } from "node:path";
 import { descendantProcesses, killProcesses } from "../../engine/cliProcesses";
 import { OpenSshServer } from "./openSshServer";
-import { PACKAGES_PATH, RECORDS_PATH, sandboxLayout, sessionCommand, writeSandbox } from "./machineSandbox";
+import {
+  PACKAGES_PATH,
+  RECORDS_PATH,
+  type SandboxLayout,
+  bootCommand,
+  bootedMarker,
+  initPidFile,
+  sandboxLayout,
+  sessionCommand,
+  writeSandbox,
+} from "./machineSandbox";
 
 export const HOST_KEY_TYPES = ["rsa", "ecdsa", "ed25519"] as const;
 export type HostKeyType = (typeof HOST_KEY_TYPES)[number];
@@ -46,6 +56,38 @@ class MachineSandboxUnavailableError extends Error {
   override readonly name = "MachineSandboxUnavailableError";
 }
 
+/** The machine's sandbox did not come up (its mounts failed); the message carries the boot script's output. */
+class MachineBootError extends Error {
+  override readonly name = "MachineBootError";
+}
+
+const BOOT_TIMEOUT_MS = 10_000;
+
+/** Starts the machine's first process and resolves with it once its root is mounted. */
+async function boot(layout: SandboxLayout): Promise<ChildProcess> {
+  rmSync(bootedMarker(layout), { force: true });
+  const [command, ...args] = bootCommand(layout);
+  const init = spawn(command!, args, { stdio: ["ignore", "ignore", "pipe"] });
+  let output = "";
+  init.stderr!.on("data", (chunk: Buffer) => (output += chunk.toString()));
+  const deadline = Date.now() + BOOT_TIMEOUT_MS;
+  for (;;) {
+    // unshare --fork: its one child is PID 1 of the machine's namespaces, the process sessions join.
+    const [inner] = init.pid === undefined ? [] : descendantProcesses(init.pid);
+    if (inner !== undefined && existsSync(bootedMarker(layout))) {
+      writeFileSync(initPidFile(layout), `${inner}\n`);
+      return init;
+    }
+    if (init.exitCode !== null || Date.now() > deadline) {
+      init.kill("SIGKILL");
+      throw new MachineBootError(
+        `machine ${layout.hostname} did not boot (${init.exitCode === null ? "timed out" : `exit ${init.exitCode}`}):\n${output}`,
+      );
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
 const LOOPBACK = /^127\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/;
 
 function validate(args: MachineArgs): void {
@@ -73,6 +115,7 @@ export class Machine {
     /** The machine's own files, at their paths inside it (the sandbox's upper layer). */
     readonly root: string,
     private readonly server: OpenSshServer,
+    private readonly init: ChildProcess,
   ) {}
 
   static async start(args: MachineArgs): Promise<Machine> {
@@ -94,25 +137,33 @@ export class Machine {
     const authorizedKeysFile = join(layout.root, homedir, ".ssh", "authorized_keys");
     mkdirSync(join(layout.root, homedir, ".ssh"), { recursive: true, mode: 0o700 });
     writeFileSync(authorizedKeysFile, args.authorizedKeys.map((key) => `${key.trim()}\n`).join(""), { mode: 0o600 });
-    const server = await OpenSshServer.start({
-      dir: args.dir,
-      address: args.address,
-      port: args.port ?? 22,
-      hostKeyFiles,
-      authorizedKeysFile,
-      extraConfig: [
-        `AllowUsers ${username}`,
-        `ForceCommand ${sessionCommand(layout)}`,
-        // A box's sessions run commands; nothing reaches the host's network or agent through them.
-        "AllowTcpForwarding no",
-        "AllowAgentForwarding no",
-        "AllowStreamLocalForwarding no",
-        "PermitTunnel no",
-        "X11Forwarding no",
-        "PermitUserEnvironment no",
-      ],
-    });
-    return new Machine(args.name, args.address, server.port, username, layout.root, server);
+    // Booted once its files are written: the host does not write the upper layer under a mounted overlay.
+    const init = await boot(layout);
+    let server: OpenSshServer;
+    try {
+      server = await OpenSshServer.start({
+        dir: args.dir,
+        address: args.address,
+        port: args.port ?? 22,
+        hostKeyFiles,
+        authorizedKeysFile,
+        extraConfig: [
+          `AllowUsers ${username}`,
+          `ForceCommand ${sessionCommand(layout)}`,
+          // A box's sessions run commands; nothing reaches the host's network or agent through them.
+          "AllowTcpForwarding no",
+          "AllowAgentForwarding no",
+          "AllowStreamLocalForwarding no",
+          "PermitTunnel no",
+          "X11Forwarding no",
+          "PermitUserEnvironment no",
+        ],
+      });
+    } catch (error) {
+      killProcesses([...(init.pid === undefined ? [] : descendantProcesses(init.pid)), init.pid!]);
+      throw error;
+    }
+    return new Machine(args.name, args.address, server.port, username, layout.root, server, init);
   }
 
   /** The public host key of `type`, as a known_hosts or a pin carries it: `<algorithm> <base64>`. */
@@ -146,10 +197,14 @@ export class Machine {
     return existsSync(file) ? readFileSync(file, "utf8") : undefined;
   }
 
-  /** Stops sshd and ends every session still running (each session's namespace ends with its first process). */
+  /** Stops sshd and the machine: every process in it, of any session, ends with its first process. */
   async stop(): Promise<void> {
     const sessions = this.server.pid === undefined ? [] : descendantProcesses(this.server.pid);
     await this.server.stop();
     killProcesses(sessions);
+    if (this.init.exitCode !== null || this.init.signalCode !== null) return;
+    const exited = new Promise<void>((resolve) => this.init.once("exit", () => resolve()));
+    killProcesses([...(this.init.pid === undefined ? [] : descendantProcesses(this.init.pid)), this.init.pid!]);
+    await exited;
   }
 }

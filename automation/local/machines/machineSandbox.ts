@@ -1,7 +1,8 @@
 /**
- * The sandbox every SSH session of a local-cloud machine runs in (docs/local-cloud.md, "Machines you
- * can SSH into"): a private mount, PID and UTS namespace (`unshare`) whose root is an overlay of
- * this host's filesystem, read-only below, with the machine's directory as the upper layer. Every
+ * The sandbox a local-cloud machine runs in and every SSH session of it enters (docs/local-cloud.md,
+ * "Machines you can SSH into"): private mount, PID and UTS namespaces (`unshare`, joined with
+ * `nsenter`) whose root is an overlay of this host's filesystem, read-only below, with the
+ * machine's directory as the upper layer. Every
  * write, to /etc, /var, /usr or anywhere else, lands in the machine's directory; the host's files
  * are never changed. Stand-ins at the real paths of apt-get, dpkg, systemctl, netplan, nft,
  * sysctl and modprobe record what a real box would have done into the machine's records file;
@@ -33,12 +34,42 @@ export function sandboxLayout(dir: string, hostname: string): SandboxLayout {
   return { dir, root: join(dir, "root"), hostname };
 }
 
-/** The ForceCommand every session runs: it enters the sandbox and runs the client's command (or a login shell) there. */
+/** The ForceCommand every session runs: it enters the running machine and runs the client's command (or a login shell) there. */
 export function sessionCommand(layout: SandboxLayout): string {
   return join(layout.dir, "sandbox", "session");
 }
 
-/** Writes the session scripts and the stand-ins; idempotent (a restarted machine gets the current ones). */
+/**
+ * The machine's first process, run from the host: new mount, PID and UTS namespaces (`--fork`
+ * makes the boot script PID 1 of its namespace, so every process of the machine ends with it),
+ * where the boot script mounts the machine's root and then waits.
+ */
+export function bootCommand(layout: SandboxLayout): string[] {
+  return [
+    "unshare",
+    "--mount",
+    "--pid",
+    "--uts",
+    "--fork",
+    "--propagation",
+    "private",
+    "--",
+    "/bin/sh",
+    join(layout.dir, "sandbox", "boot"),
+  ];
+}
+
+/** Written by the boot script once the machine's root is mounted; removed before a boot. */
+export function bootedMarker(layout: SandboxLayout): string {
+  return join(layout.dir, "sandbox", "booted");
+}
+
+/** Where the machine records the host PID of its first process, which sessions enter. */
+export function initPidFile(layout: SandboxLayout): string {
+  return join(layout.dir, "sandbox", "init.pid");
+}
+
+/** Writes the boot and session scripts and the stand-ins; idempotent (a restarted machine gets the current ones). */
 export function writeSandbox(layout: SandboxLayout): void {
   const sandbox = join(layout.dir, "sandbox");
   for (const dir of [sandbox, join(layout.dir, "overlay-work"), join(layout.dir, "merged"), join(layout.root, "etc")])
@@ -48,21 +79,20 @@ export function writeSandbox(layout: SandboxLayout): void {
     writeFileSync(path, text);
     chmodSync(path, 0o755);
   };
-  executable(
-    join(sandbox, "session"),
-    // unshare's --fork makes the shell PID 1 of its namespace: when the session ends, whatever it left running ends too.
-    `#!/bin/sh\nexec unshare --mount --pid --uts --fork --propagation private -- /bin/sh ${join(sandbox, "enter")}\n`,
-  );
-  executable(join(sandbox, "enter"), enterScript(layout));
+  executable(join(sandbox, "boot"), bootScript(layout));
+  executable(join(sandbox, "session"), sessionScript(layout));
   for (const [path, text] of Object.entries(standIns())) executable(join(layout.root, path), text);
   writeFileSync(join(layout.root, "etc", "hostname"), `${layout.hostname}\n`);
 }
 
-/** Inside the new namespaces, still on the host's root: mounts the machine's root and enters it. */
-function enterScript(layout: SandboxLayout): string {
-  const m = shellQuote(layout.dir);
+/**
+ * PID 1 of the machine's namespaces, still on the host's root: mounts the machine's root once (one
+ * overlay mount for all its sessions: overlayfs leaves two mounts sharing an upper layer
+ * undefined), then stays, as the machine's init, until the machine stops.
+ */
+function bootScript(layout: SandboxLayout): string {
   return `set -eu
-m=${m}
+m=${shellQuote(layout.dir)}
 merged="$m/merged"
 mount -t overlay overlay -o "lowerdir=/,upperdir=$m/root,workdir=$m/overlay-work" "$merged"
 mount --rbind /dev "$merged/dev"
@@ -72,12 +102,22 @@ mount --bind "$merged/proc/sys" "$merged/proc/sys"
 mount -o remount,bind,ro "$merged/proc/sys"
 mount --rbind /sys "$merged/sys"
 mount -o remount,bind,ro "$merged/sys"
+# /run and /tmp are the machine's own, empty at each boot as on a real box.
 mount -t tmpfs -o mode=755 tmpfs "$merged/run"
 mount -t tmpfs -o mode=1777 tmpfs "$merged/tmp"
 # The machine's own directory stays out of its sight (it is the overlay's upper layer).
 if [ -d "$merged$m" ]; then mount -t tmpfs -o mode=700 tmpfs "$merged$m"; fi
 hostname ${shellQuote(layout.hostname)}
-exec chroot "$merged" /bin/sh -c 'cd "\${HOME:-/}" 2>/dev/null || cd /
+touch ${shellQuote(bootedMarker(layout))}
+exec sleep infinity
+`;
+}
+
+/** The ForceCommand: joins the machine's namespaces (nsenter), enters its root and runs the client's command there. */
+function sessionScript(layout: SandboxLayout): string {
+  return `#!/bin/sh
+pid=$(cat ${shellQuote(initPidFile(layout))} 2>/dev/null) && [ -d "/proc/$pid" ] || { echo "machine ${layout.hostname} is not running" >&2; exit 255; }
+exec nsenter --target "$pid" --mount --pid --uts -- chroot ${shellQuote(join(layout.dir, "merged"))} /bin/sh -c 'cd "\${HOME:-/}" 2>/dev/null || cd /
 if [ -n "\${SSH_ORIGINAL_COMMAND:-}" ]; then exec /bin/bash -c "$SSH_ORIGINAL_COMMAND"; else exec /bin/bash -l; fi'
 `;
 }

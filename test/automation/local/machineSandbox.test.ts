@@ -5,7 +5,8 @@
  * enables and starts it, and all of it is recorded in the machine, validated by the real `netplan
  * generate`, while the host's /etc/netplan, /etc/systemd/system, dpkg state, hostname and mounts
  * stay as they were.
- * Stopping the machines leaves no process behind.
+ * A process a session leaves runs on in its machine, unseen by the other, and stopping the machines
+ * leaves no process behind.
  */
 import assert from "node:assert/strict";
 import { execFileSync, spawnSync } from "node:child_process";
@@ -188,7 +189,7 @@ systemctl is-active x
 dpkg -s containerd | grep Status
 nft -f /etc/nftables.conf
 echo '#!/bin/sh' > /usr/local/bin/x-tool
-# Left running: the session's end must end it (its PID namespace goes).
+# Left running, as a service would be: the machine's stop must end it (its PID namespace goes).
 sleep 7319 >/dev/null 2>&1 &
 `;
     const run = ssh(first, "bash -s", script);
@@ -216,7 +217,10 @@ sleep 7319 >/dev/null 2>&1 &
     assert.equal(first.ownFile("/usr/local/bin/x-tool"), "#!/bin/sh\n");
     assert.equal(existsSync("/usr/local/bin/x-tool"), false, "a write outside /etc lands in the machine too");
     assert.deepEqual(hostState(), before, "the host's netplan, units and dpkg state are unchanged");
-    assert.deepEqual(processesMentioning("sleep 7319"), [], "the session's leftover process ended with it");
+    assert.equal(processesMentioning("sleep 7319").length, 1, "a process a session left runs on, in the machine");
+    const seen = ssh(first, "ps -eo args");
+    assert.match(seen.stdout, /sleep 7319/, "a later session sees it");
+    assert.doesNotMatch(ssh(second, "ps -eo args").stdout, /sleep 7319/, "the other machine does not");
     assert.deepEqual(second.records(), [], "the other machine is untouched");
     assert.equal(second.ownFile("/etc/netplan/60-test.yaml"), undefined);
   });
@@ -237,5 +241,6 @@ sleep 7319 >/dev/null 2>&1 &
   it("stops both machines and leaves no process", async function () {
     for (const machine of machines.splice(0)) await machine.stop();
     assert.deepEqual(processesMentioning(dir), []);
+    assert.deepEqual(processesMentioning("sleep 7319"), [], "the process left running in a machine ended with it");
   });
 });

@@ -238,6 +238,24 @@ sleep 7319 >/dev/null 2>&1 &
     assert.deepEqual(second.records(), [{ tool: "netplan", verb: "generate", subject: "failed" }], "apply did not go on");
   });
 
+  it("keeps its host keys and files across a restart, so the old pin still connects", async function () {
+    const first = machines[0]!;
+    const pin = first.hostKey("ed25519");
+    await first.stop();
+    assert.deepEqual(processesMentioning("sleep 7319"), [], "the stop ended the process left running");
+    const again = await Machine.start({
+      name: first.name,
+      dir: join(dir, first.name),
+      address: first.address,
+      authorizedKeys: [readFileSync(`${clientKey}.pub`, "utf8")],
+    });
+    machines[0] = again;
+    assert.equal(again.hostKey("ed25519"), pin);
+    const run = ssh(again, "cat /etc/netplan/60-test.yaml && dpkg -s kubelet", "", pin);
+    assert.equal(run.status, 0, run.stderr);
+    assert.match(run.stdout, /id: 4000[\s\S]*Status: install ok installed/);
+  });
+
   it("stops both machines and leaves no process", async function () {
     for (const machine of machines.splice(0)) await machine.stop();
     assert.deepEqual(processesMentioning(dir), []);

@@ -8,7 +8,7 @@
  * local.Command runs on this machine. What ran is read from the log the scripts wrote.
  */
 import assert from "node:assert/strict";
-import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir, userInfo } from "node:os";
 import { join } from "node:path";
@@ -19,14 +19,13 @@ import { requirePulumiCommand } from "../../../automation/engine/pulumiCli";
 import { pulumiProcessEnv } from "../../../automation/engine/toolchain";
 import type { RunResult, StackDefinition, StackEngine } from "../../../automation/engine/stackEngine";
 import { freePort } from "../../../automation/local/freePort";
+import { OpenSshServer, SSHD } from "../../../automation/local/machines/openSshServer";
 import { SimulatedEngine } from "../../../automation/simulated/simulatedEngine";
 import { missingTools, skipUnlessAvailable } from "../../support/toolchainRequirement";
 import { runProgram } from "../../support/commandProgram";
 import { describeStep } from "../../support/stepDescription";
-import { until } from "../../support/until";
 
 const PROGRAM = join(__dirname, "..", "..", "support", "commandProgram.js");
-const SSHD = "/usr/sbin/sshd";
 const REMOTE = "command:remote:Command";
 const silent = { info() {}, warn() {}, error() {} };
 
@@ -39,7 +38,7 @@ function keyPair(path: string, type: "ed25519" | "ecdsa" | "rsa" = "ed25519"): {
 describe("the command provider plugin on the real engine, against a real sshd", function () {
   this.timeout(300_000);
   let dir: string;
-  let sshd: ChildProcess | undefined;
+  let sshd: OpenSshServer | undefined;
   let port: number;
   let engine: AutomationEngine;
   let client: { privateKey: string; publicKey: string };
@@ -94,38 +93,15 @@ describe("the command provider plugin on the real engine, against a real sshd", 
     client = keyPair(join(dir, "client_ed25519"));
     writeFileSync(join(dir, "authorized_keys"), `${client.publicKey}\n`, { mode: 0o600 });
     port = await freePort();
-    writeFileSync(
-      join(dir, "sshd_config"),
-      [
-        `Port ${port}`,
-        "ListenAddress 127.0.0.1",
-        // One of each type, as a cloud image's sshd has: the client's preferred type (ECDSA) is not the pinned one.
-        `HostKey ${join(dir, "host_ed25519")}`,
-        `HostKey ${join(dir, "host_ecdsa")}`,
-        `HostKey ${join(dir, "host_rsa")}`,
-        `AuthorizedKeysFile ${join(dir, "authorized_keys")}`,
-        `PidFile ${join(dir, "sshd.pid")}`,
-        // The temporary directory is not root's own: sshd's ownership checks would refuse it.
-        "StrictModes no",
-        "UsePAM no",
-        "PasswordAuthentication no",
-        "KbdInteractiveAuthentication no",
-        "PermitRootLogin prohibit-password",
-        "AcceptEnv NODEFLEET_TEST_* PULUMI_COMMAND_*",
-      ].join("\n") + "\n",
-    );
-    // sshd's privilege separation directory (the package's service unit creates it at boot).
-    if (process.getuid?.() === 0) mkdirSync("/run/sshd", { recursive: true, mode: 0o755 });
-    sshd = spawn(SSHD, ["-D", "-e", "-f", join(dir, "sshd_config")], { stdio: ["ignore", "ignore", "pipe"] });
-    let sshdLog = "";
-    sshd.stderr!.on("data", (chunk: Buffer) => (sshdLog += chunk.toString()));
-    await until(
-      "sshd to listen",
-      () => sshdLog.includes("Server listening") || sshd!.exitCode !== null || undefined,
-      10_000,
-      () => sshdLog,
-    );
-    assert.equal(sshd.exitCode, null, `sshd exited: ${sshdLog}`);
+    sshd = await OpenSshServer.start({
+      dir,
+      address: "127.0.0.1",
+      port,
+      // One of each type, as a cloud image's sshd has: the client's preferred type (ECDSA) is not the pinned one.
+      hostKeyFiles: [join(dir, "host_ed25519"), join(dir, "host_ecdsa"), join(dir, "host_rsa")],
+      authorizedKeysFile: join(dir, "authorized_keys"),
+      extraConfig: ["AcceptEnv NODEFLEET_TEST_* PULUMI_COMMAND_*"],
+    });
     engine = new AutomationEngine({
       dataDir: join(dir, "data"),
       env: { ...process.env, PULUMI_CONFIG_PASSPHRASE: "command-plugin" },
@@ -133,8 +109,8 @@ describe("the command provider plugin on the real engine, against a real sshd", 
     });
   });
 
-  after(function () {
-    sshd?.kill();
+  after(async function () {
+    await sshd?.stop();
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 

@@ -1,0 +1,224 @@
+/**
+ * The sandbox a local-cloud machine runs in and every SSH session of it enters (docs/local-cloud.md,
+ * "Machines you can SSH into"): private mount, PID and UTS namespaces (`unshare`, joined with
+ * `nsenter`) whose root is an overlay of this host's filesystem, read-only below, with the
+ * machine's directory as the upper layer. Every
+ * write, to /etc, /var, /usr or anywhere else, lands in the machine's directory; the host's files
+ * are never changed. Stand-ins at the real paths of apt-get, dpkg, systemctl, netplan, nft,
+ * sysctl and modprobe record what a real box would have done into the machine's records file;
+ * `netplan generate` runs the real netplan.io generator against the machine's own /etc/netplan.
+ */
+import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+
+/** Where the stand-ins append their records, inside the machine's root. */
+export const RECORDS_PATH = "/var/lib/nodefleet-machine/records";
+/** The packages the apt-get and dpkg stand-ins have "installed", one a line, inside the machine's root. */
+export const PACKAGES_PATH = "/var/lib/nodefleet-machine/packages";
+/**
+ * netplan.io's generator, the program `netplan generate` runs (its Python front end is not used: it
+ * needs python3-netifaces, which netplan.io 0.106 on Debian 12 does not pull in).
+ */
+export const NETPLAN_GENERATOR = "/usr/lib/netplan/generate";
+
+/** The paths inside a machine's directory the sandbox uses. */
+export interface SandboxLayout {
+  /** The machine's directory; nothing in it is visible inside the sandbox. */
+  dir: string;
+  /** The overlay's upper layer: the machine's own files, at their paths inside the machine. */
+  root: string;
+  hostname: string;
+}
+
+export function sandboxLayout(dir: string, hostname: string): SandboxLayout {
+  return { dir, root: join(dir, "root"), hostname };
+}
+
+/** The ForceCommand every session runs: it enters the running machine and runs the client's command (or a login shell) there. */
+export function sessionCommand(layout: SandboxLayout): string {
+  return join(layout.dir, "sandbox", "session");
+}
+
+/**
+ * The machine's first process, run from the host: new mount, PID and UTS namespaces (`--fork`
+ * makes the boot script PID 1 of its namespace, so every process of the machine ends with it),
+ * where the boot script mounts the machine's root and then waits.
+ */
+export function bootCommand(layout: SandboxLayout): string[] {
+  return [
+    "unshare",
+    "--mount",
+    "--pid",
+    "--uts",
+    "--fork",
+    "--propagation",
+    "private",
+    "--",
+    "/bin/sh",
+    join(layout.dir, "sandbox", "boot"),
+  ];
+}
+
+/** Written by the boot script once the machine's root is mounted; removed before a boot. */
+export function bootedMarker(layout: SandboxLayout): string {
+  return join(layout.dir, "sandbox", "booted");
+}
+
+/** Where the machine records the host PID of its first process, which sessions enter. */
+export function initPidFile(layout: SandboxLayout): string {
+  return join(layout.dir, "sandbox", "init.pid");
+}
+
+/** Writes the boot and session scripts and the stand-ins; idempotent (a restarted machine gets the current ones). */
+export function writeSandbox(layout: SandboxLayout): void {
+  const sandbox = join(layout.dir, "sandbox");
+  for (const dir of [sandbox, join(layout.dir, "overlay-work"), join(layout.dir, "merged"), join(layout.root, "etc")])
+    mkdirSync(dir, { recursive: true });
+  const executable = (path: string, text: string) => {
+    mkdirSync(dirname(path), { recursive: true });
+    writeFileSync(path, text);
+    chmodSync(path, 0o755);
+  };
+  executable(join(sandbox, "boot"), bootScript(layout));
+  executable(join(sandbox, "session"), sessionScript(layout));
+  for (const [path, text] of Object.entries(standIns())) executable(join(layout.root, path), text);
+  writeFileSync(join(layout.root, "etc", "hostname"), `${layout.hostname}\n`);
+}
+
+/**
+ * PID 1 of the machine's namespaces, still on the host's root: mounts the machine's root once (one
+ * overlay mount for all its sessions: overlayfs leaves two mounts sharing an upper layer
+ * undefined), then stays, as the machine's init, until the machine stops.
+ */
+function bootScript(layout: SandboxLayout): string {
+  return `set -eu
+m=${shellQuote(layout.dir)}
+merged="$m/merged"
+mount -t overlay overlay -o "lowerdir=/,upperdir=$m/root,workdir=$m/overlay-work" "$merged"
+mount --rbind /dev "$merged/dev"
+mount -t proc proc "$merged/proc"
+# The kernel's settings are the host's: read-only, as the sysctl stand-in records instead.
+mount --bind "$merged/proc/sys" "$merged/proc/sys"
+mount -o remount,bind,ro "$merged/proc/sys"
+mount --rbind /sys "$merged/sys"
+mount -o remount,bind,ro "$merged/sys"
+# /run and /tmp are the machine's own, empty at each boot as on a real box.
+mount -t tmpfs -o mode=755 tmpfs "$merged/run"
+mount -t tmpfs -o mode=1777 tmpfs "$merged/tmp"
+# The machine's own directory stays out of its sight (it is the overlay's upper layer).
+if [ -d "$merged$m" ]; then mount -t tmpfs -o mode=700 tmpfs "$merged$m"; fi
+hostname ${shellQuote(layout.hostname)}
+touch ${shellQuote(bootedMarker(layout))}
+exec sleep infinity
+`;
+}
+
+/** The ForceCommand: joins the machine's namespaces (nsenter), enters its root and runs the client's command there. */
+function sessionScript(layout: SandboxLayout): string {
+  return `#!/bin/sh
+pid=$(cat ${shellQuote(initPidFile(layout))} 2>/dev/null) && [ -d "/proc/$pid" ] || { echo "machine ${layout.hostname} is not running" >&2; exit 255; }
+exec nsenter --target "$pid" --mount --pid --uts -- chroot ${shellQuote(join(layout.dir, "merged"))} /bin/sh -c 'cd "\${HOME:-/}" 2>/dev/null || cd /
+if [ -n "\${SSH_ORIGINAL_COMMAND:-}" ]; then exec /bin/bash -c "$SSH_ORIGINAL_COMMAND"; else exec /bin/bash -l; fi'
+`;
+}
+
+/** The stand-ins, by their path inside the machine (where the real tools are on Debian and Ubuntu). */
+function standIns(): Record<string, string> {
+  const header = (tool: string) => `#!/bin/sh
+# nodefleet machine stand-in for ${tool}: records what a real box would do (automation/local/machines/machineSandbox.ts).
+. /usr/lib/nodefleet-machine/record.sh
+`;
+  return {
+    "usr/lib/nodefleet-machine/record.sh": `# record TOOL VERB [SUBJECT]: one tab-separated line in ${RECORDS_PATH}.
+mkdir -p ${dirname(RECORDS_PATH)}
+touch ${PACKAGES_PATH}
+record() { printf '%s\\t%s\\t%s\\n' "$1" "$2" "\${3:-}" >> ${RECORDS_PATH}; }
+`,
+    "usr/bin/apt-get": `${header("apt-get")}verb=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    -o|-t|-c|--option|--target-release|--config-file) shift ;;
+    -*) ;;
+    *) if [ -z "$verb" ]; then verb="$1"; else
+         case "$verb" in
+           install) record apt-get install "$1"; grep -qxF "\${1%%=*}" ${PACKAGES_PATH} || echo "\${1%%=*}" >> ${PACKAGES_PATH} ;;
+           remove|purge) record apt-get "$verb" "$1"; grep -vxF "$1" ${PACKAGES_PATH} > ${PACKAGES_PATH}.new || true; mv ${PACKAGES_PATH}.new ${PACKAGES_PATH} ;;
+           *) record apt-get "$verb" "$1" ;;
+         esac
+       fi ;;
+  esac
+  shift
+done
+case "$verb" in
+  update|upgrade|dist-upgrade|autoremove|clean) record apt-get "$verb" ;;
+  install|remove|purge) ;;
+  *) echo "E: Invalid operation $verb" >&2; exit 100 ;;
+esac
+`,
+    "usr/bin/dpkg": `${header("dpkg")}case "\${1:-}" in
+  -i|--install) shift; for deb; do record dpkg install "$deb"; basename "\${deb%%_*}" >> ${PACKAGES_PATH}; done ;;
+  -s|--status) shift; for p; do grep -qxF "$p" ${PACKAGES_PATH} || { echo "dpkg-query: package '$p' is not installed" >&2; exit 1; }
+    printf 'Package: %s\\nStatus: install ok installed\\n' "$p"; done ;;
+  -l|--list) sed 's/^/ii  /' ${PACKAGES_PATH} ;;
+  *) record dpkg "\${1:-}" "$*" ;;
+esac
+`,
+    "usr/bin/systemctl": `${header("systemctl")}state=${dirname(RECORDS_PATH)}/units
+mkdir -p "$state"
+now=""; verb=""; units=""
+for a; do case "$a" in --now) now=1 ;; -*) ;; *) if [ -z "$verb" ]; then verb="$a"; else units="$units $a"; fi ;; esac; done
+unit_file() {
+  for d in /etc/systemd/system /run/systemd/system /lib/systemd/system /usr/lib/systemd/system; do
+    [ -f "$d/$1" ] && { echo "$d/$1"; return 0; }
+  done
+  return 1
+}
+named() { case "$1" in *.*) echo "$1" ;; *) echo "$1.service" ;; esac; }
+case "$verb" in
+  daemon-reload|daemon-reexec) record systemctl "$verb" ;;
+  enable|disable|start|stop|restart|reload|try-restart|reload-or-restart|mask|unmask)
+    for u in $units; do
+      u=$(named "$u")
+      case "$verb" in enable|start|restart|reload|try-restart|reload-or-restart)
+        file=$(unit_file "$u") || { echo "Failed to $verb unit: Unit $u not found." >&2; exit 5; } ;;
+      esac
+      record systemctl "$verb" "$u"
+      case "$verb" in
+        enable)
+          touch "$state/$u.enabled"
+          # As systemctl does: a link in each target's .wants directory the [Install] section names.
+          for t in $(sed -n 's/^WantedBy=//p' "$file"); do mkdir -p "/etc/systemd/system/$t.wants"; ln -sf "$file" "/etc/systemd/system/$t.wants/$u"; done
+          [ -n "$now" ] && { record systemctl start "$u"; touch "$state/$u.active"; } ;;
+        disable) rm -f "$state/$u.enabled" /etc/systemd/system/*.wants/"$u"; [ -n "$now" ] && { record systemctl stop "$u"; rm -f "$state/$u.active"; } ;;
+        start|restart|reload-or-restart) touch "$state/$u.active" ;;
+        stop) rm -f "$state/$u.active" ;;
+      esac
+    done ;;
+  # Queries answer without a record (netplan's generator asks is-system-running).
+  is-system-running) echo running ;;
+  is-active) for u in $units; do u=$(named "$u"); if [ -f "$state/$u.active" ]; then echo active; else echo inactive; exit 3; fi; done ;;
+  is-enabled) for u in $units; do u=$(named "$u"); if [ -f "$state/$u.enabled" ]; then echo enabled; else echo disabled; exit 1; fi; done ;;
+  *) record systemctl "$verb" "$units" ;;
+esac
+`,
+    "usr/sbin/netplan": `${header("netplan")}generate() {
+  if [ ! -x ${NETPLAN_GENERATOR} ]; then record netplan generate unvalidated; return 0; fi
+  # The real generator, reading this machine's /etc/netplan and writing to its /run (gone with the session, as at a reboot).
+  if out=$(${NETPLAN_GENERATOR} --root-dir / 2>&1); then record netplan generate ok; else
+    record netplan generate failed; printf '%s\\n' "$out" >&2; return 1; fi
+}
+case "\${1:-}" in
+  generate) generate ;;
+  apply|try) generate && record netplan "$1" ;;
+  *) record netplan "\${1:-}" "$*" ;;
+esac
+`,
+    "usr/sbin/nft": `${header("nft")}record nft "\${1:-}" "$*"\n`,
+    "usr/sbin/sysctl": `${header("sysctl")}record sysctl "\${1:-}" "$*"\n`,
+    "usr/sbin/modprobe": `${header("modprobe")}record modprobe "\${1:-}" "$*"\n`,
+  };
+}
+
+function shellQuote(text: string): string {
+  return `'${text.replace(/'/g, `'\\''`)}'`;
+}

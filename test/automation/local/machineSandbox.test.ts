@@ -226,7 +226,10 @@ sleep 7319 >/dev/null 2>&1 &
   });
 
   it("fails `netplan generate` on a netplan file the real generator refuses", function () {
-    if (!existsSync(NETPLAN_GENERATOR)) this.skip(); // netplan.io is not installed: generate is only recorded.
+    skipUnlessAvailable(
+      this,
+      existsSync(NETPLAN_GENERATOR) ? undefined : `${NETPLAN_GENERATOR} not installed (Debian: netplan.io), so generate is only recorded`,
+    );
     const second = machines[1]!;
     const run = ssh(
       second,

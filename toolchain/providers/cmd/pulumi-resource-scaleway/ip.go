@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"slices"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
 	pulumirpc "github.com/pulumi/pulumi/sdk/v3/proto/go"
@@ -90,7 +91,7 @@ func (i ip) Update(ctx context.Context, id string, olds, inputs resource.Propert
 		return nil, err
 	}
 	region, bare := splitID(id)
-	if !olds["tags"].DeepEquals(inputs["tags"]) {
+	if !slices.Equal(nativeprovider.Strings(olds, "tags"), nativeprovider.Strings(inputs, "tags")) {
 		tags := nativeprovider.Strings(inputs, "tags")
 		if tags == nil {
 			tags = []string{}

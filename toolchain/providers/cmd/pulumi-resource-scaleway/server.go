@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
 	pulumirpc "github.com/pulumi/pulumi/sdk/v3/proto/go"
@@ -192,9 +193,7 @@ func (s server) Update(ctx context.Context, id string, olds, inputs resource.Pro
 	if err != nil {
 		return nil, err
 	}
-	changed := func(key string) bool {
-		return !olds[resource.PropertyKey(key)].DeepEquals(inputs[resource.PropertyKey(key)])
-	}
+	changed := func(key string) bool { return serverValue(olds, key) != serverValue(inputs, key) }
 	if changed("options") {
 		wanted := optionIDs(inputs)
 		for _, o := range current.Options {
@@ -411,4 +410,36 @@ func (s server) Delete(ctx context.Context, id string, _ resource.PropertyMap) e
 		return err
 	}
 	return nil
+}
+
+// serverValue is an input's value as an update compares it. The olds an update receives are the
+// recorded outputs, which hold more than the program gave (an empty cloudInit, each option's name
+// and expiry, each attachment's VLAN and status) and ids with their locality, so values are
+// compared by what the API is sent: absent equals empty, ids without locality, options and
+// private networks by their ids.
+func serverValue(m resource.PropertyMap, key string) string {
+	switch key {
+	case "tags":
+		return strings.Join(nativeprovider.Strings(m, key), "\x00")
+	case "sshKeyIds":
+		return strings.Join(bareIDs(nativeprovider.Strings(m, key)), "\x00")
+	case "options":
+		ids := optionIDs(m)
+		slices.Sort(ids)
+		return strings.Join(ids, ",")
+	case "privateNetworks":
+		var pns []string
+		for _, pn := range nativeprovider.Maps(m, key) {
+			ips := bareIDs(nativeprovider.Strings(pn, "ipamIpIds"))
+			slices.Sort(ips)
+			pns = append(pns, bareID(nativeprovider.String(pn, "id"))+"="+strings.Join(ips, ","))
+		}
+		slices.Sort(pns)
+		return strings.Join(pns, ";")
+	case "protected":
+		return fmt.Sprint(nativeprovider.Bool(m, key))
+	case "os":
+		return bareID(nativeprovider.String(m, key))
+	}
+	return nativeprovider.String(m, key)
 }

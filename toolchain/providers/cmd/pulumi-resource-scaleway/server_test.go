@@ -211,3 +211,31 @@ func TestConfigureLetsTheEnvironmentWinAndInfersTheRegion(t *testing.T) {
 		t.Errorf("retry interval %v", c.retryInterval)
 	}
 }
+
+// An update compares against the recorded outputs: what they hold beyond the inputs (an empty
+// cloudInit, option names, attachment VLANs, localities) is no change; a new OS or tag is.
+func TestServerUpdateComparesWhatTheAPIIsSent(t *testing.T) {
+	outputs := serverInputs()
+	outputs["cloudInit"] = resource.NewStringProperty("")
+	outputs["os"] = resource.NewStringProperty(osUUID)
+	outputs["options"] = resource.NewArrayProperty([]resource.PropertyValue{resource.NewObjectProperty(resource.PropertyMap{
+		"id": resource.NewStringProperty(testZone + "/" + privateNetworkOptionID), "name": resource.NewStringProperty("Private Network"), "expiresAt": resource.NewStringProperty(""),
+	})})
+	outputs["privateNetworks"] = resource.NewArrayProperty([]resource.PropertyValue{resource.NewObjectProperty(resource.PropertyMap{
+		"id": resource.NewStringProperty("fr-par/" + pnUUID), "vlan": resource.NewNumberProperty(3001), "status": resource.NewStringProperty("attached"),
+		"ipamIpIds": resource.NewArrayProperty([]resource.PropertyValue{resource.NewStringProperty("fr-par/" + ipUUID)}),
+	})})
+	inputs := serverInputs()
+	for _, key := range []string{"cloudInit", "os", "options", "privateNetworks", "tags", "protected", "sshKeyIds"} {
+		if serverValue(outputs, key) != serverValue(inputs, key) {
+			t.Errorf("%s: %q != %q, want no change", key, serverValue(outputs, key), serverValue(inputs, key))
+		}
+	}
+	inputs["os"] = resource.NewStringProperty(testZone + "/other")
+	inputs["tags"] = resource.NewArrayProperty([]resource.PropertyValue{resource.NewStringProperty("x")})
+	for _, key := range []string{"os", "tags"} {
+		if serverValue(outputs, key) == serverValue(inputs, key) {
+			t.Errorf("%s: no change seen", key)
+		}
+	}
+}

@@ -14,7 +14,7 @@ export const SCW_TEST_SSH_KEY = "0b0b7c6e-2f4c-4c56-9a52-3f4c2d0a1e11";
 /** The OS each revision installs: a new version reinstalls the server in place. */
 export const scwTestOsVersion = (revision: number) => (revision >= 2 ? "22.04 LTS (Jammy Jellyfish)" : "24.04 LTS (Noble Numbat)");
 /** The offer each revision orders: a new offer replaces the server. */
-export const scwTestOffer = (revision: number) => (revision >= 3 ? "EM-A215R-HDD" : "EM-A116X-SSD");
+const scwTestOffer = (revision: number) => (revision >= 3 ? "EM-A215R-HDD" : "EM-A116X-SSD");
 
 export function runProgram(): Record<string, pulumi.Output<unknown>> {
   const config = new pulumi.Config("scwtest");

@@ -21,14 +21,22 @@ function parse(file: string): ts.SourceFile {
   return ts.createSourceFile(file, readFileSync(file, "utf8"), ts.ScriptTarget.Latest, true);
 }
 
-/** Interfaces and classes of a file by name, namespaces included (types/input.d.ts nests them). */
+/**
+ * Interfaces and classes of a file by name, namespaces included (types/input.d.ts nests them): each
+ * under its bare name and under its namespace path (`elasticmetal.ServerPrivateNetwork`), since
+ * namespaces of one SDK may declare types of the same name with different properties.
+ */
 function declarations(source: ts.SourceFile): Map<string, Members> {
   const found = new Map<string, Members>();
-  const visit = (node: ts.Node): void => {
-    if ((ts.isInterfaceDeclaration(node) || ts.isClassDeclaration(node)) && node.name) found.set(node.name.text, node.members);
-    ts.forEachChild(node, visit);
+  const visit = (node: ts.Node, path: readonly string[]): void => {
+    if ((ts.isInterfaceDeclaration(node) || ts.isClassDeclaration(node)) && node.name) {
+      found.set(node.name.text, node.members);
+      if (path.length > 0) found.set([...path, node.name.text].join("."), node.members);
+    }
+    const inner = ts.isModuleDeclaration(node) && ts.isIdentifier(node.name) ? [...path, node.name.text] : path;
+    ts.forEachChild(node, (child) => visit(child, inner));
   };
-  visit(source);
+  visit(source, []);
   return found;
 }
 
@@ -52,9 +60,9 @@ export class SdkPackage {
         if (!member.name || !(ts.isIdentifier(member.name) || ts.isStringLiteral(member.name))) continue;
         if (!(ts.isPropertySignature(member) || ts.isPropertyDeclaration(member))) continue;
         properties.add(member.name.text);
-        // Nested types appear as inputs.X, outputs.remote.Y and the like: follow the last name.
-        for (const [, name] of (member.type?.getText() ?? "").matchAll(/\b(?:inputs|outputs)\.(?:\w+\.)*(\w+)/g)) {
-          const members = this.nested.get(name!);
+        // Nested types appear as inputs.X, outputs.remote.Y and the like: follow the qualified name, else the last.
+        for (const [, name] of (member.type?.getText() ?? "").matchAll(/\b(?:inputs|outputs)\.((?:\w+\.)*\w+)/g)) {
+          const members = this.nested.get(name!) ?? this.nested.get(name!.split(".").pop()!);
           if (members && !seen.has(name!)) {
             seen.add(name!);
             collect(members);

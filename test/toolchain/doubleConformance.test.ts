@@ -1,5 +1,5 @@
 /**
- * The hcloud and command plugin doubles against the SDKs installed from npm (issue #34): every
+ * The hcloud, command and scaleway plugin doubles against the SDKs installed from npm (issues #34, #37): every
  * property a double's Go source reads or writes exists in the SDK's declarations for that resource
  * or look-up; the hcloud double's required inputs are the SDK's required Args (plus the extras
  * FIDELITY.md states) and its replace keys are upstream's as FIDELITY.md lists them. The double's
@@ -153,6 +153,61 @@ describe("the plugin doubles against the installed SDKs", function () {
         assert.deepEqual(reported.replaceKeys, row.replaceKeys, `${token}: replace keys`);
         for (const key of row.replaceKeys)
           assert.ok(hcloudTypes.get(token)!.properties.has(key), `${token}: replace key ${key} is no SDK input`);
+      }
+    });
+  });
+
+  describe("scaleway", function () {
+    const dir = join(PROVIDERS, "cmd", "pulumi-resource-scaleway");
+    const sdk = new SdkPackage(join(REPOSITORY_ROOT, "node_modules", "@pulumiverse", "scaleway"));
+    const main = readFileSync(join(dir, "main.go"), "utf8");
+    const tokens = new Map([
+      ...[...main.matchAll(/"(scaleway:\w+\/\w+:\w+)":\s+(?:(\w+)\{api\}|api\.(\w+))/g)].map((m) => [m[1]!, (m[2] ?? m[3])!] as const),
+      ["pulumi:providers:scaleway", /Configure:\s+api\.(\w+)/.exec(main)![1]!],
+    ]);
+    const types = new Map(
+      [...tokens.keys()].map((token) => {
+        if (token === "pulumi:providers:scaleway") return [token, sdk.type("provider.d.ts", "Provider", "ProviderArgs")] as const;
+        const [, module, file, name] = /^scaleway:(\w+)\/(\w+):(\w+)$/.exec(token)!;
+        const upper = name!.charAt(0).toUpperCase() + name!.slice(1);
+        const declarations = name!.startsWith("get") ? [`${upper}Args`, `${upper}Result`] : [name!, `${name}Args`, `${name}State`];
+        return [token, sdk.type(`${module}/${file}.d.ts`, ...declarations)] as const;
+      }),
+    );
+
+    it("finds the double's resources and look-ups in its main.go", () => {
+      assert.deepEqual([...tokens.keys()].sort(), [
+        "pulumi:providers:scaleway",
+        "scaleway:elasticmetal/getOffer:getOffer",
+        "scaleway:elasticmetal/getOption:getOption",
+        "scaleway:elasticmetal/getOs:getOs",
+        "scaleway:elasticmetal/server:Server",
+        "scaleway:ipam/ip:Ip",
+        "scaleway:network/getPrivateNetwork:getPrivateNetwork",
+        "scaleway:network/privateNetwork:PrivateNetwork",
+      ]);
+    });
+
+    it("reads and writes only properties of @pulumiverse/scaleway's declarations", () => {
+      const keys = [...doubleSourceKeys(dir).values()].reduce((n, k) => n + k.size, 0);
+      assert.ok(keys > 50, `only ${keys} keys found in the double's source: the patterns no longer match it`);
+      assert.deepEqual(unknownKeys(dir, tokens, types), []);
+    });
+
+    it("reports (--dump-schema) the SDK's required Args and replace keys that are SDK inputs", function () {
+      skipUnlessAvailable(this, missingTools("pulumi-resource-scaleway"));
+      const schema = JSON.parse(execFileSync(findTool("pulumi-resource-scaleway")!, ["--dump-schema"], { encoding: "utf8" })) as Record<
+        string,
+        { replaceKeys: string[]; required: string[] }
+      >;
+      assert.deepEqual(
+        Object.keys(schema).sort(),
+        [...tokens.keys()].filter((t) => /:[A-Z]\w*$/.test(t) && !t.startsWith("pulumi:")).sort(),
+      );
+      for (const [token, reported] of Object.entries(schema)) {
+        assert.deepEqual(reported.required, [...types.get(token)!.requiredArgs].sort(), `${token}: required inputs`);
+        for (const key of reported.replaceKeys)
+          assert.ok(types.get(token)!.properties.has(key), `${token}: replace key ${key} is no SDK input`);
       }
     });
   });

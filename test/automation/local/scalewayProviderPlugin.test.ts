@@ -145,6 +145,13 @@ describe("the Scaleway provider plugin on the real engine, against the fake Scal
     const run = await engine.up(stack(1, { updateTimeout: "1s" }));
     assert.equal(run.succeeded, false);
     assert.match(failed(run), /customTimeouts\.update|timeout/i);
+    // The reinstall the timed-out run started goes on; until it ends the API refuses changes to the
+    // server as in a transient state, and upstream does not wait for it before an update either.
+    const deadline = Date.now() + 60_000;
+    while ((await servers())[0]?.install?.status !== "completed") {
+      assert.ok(Date.now() < deadline, "the reinstall never completed");
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
     const back = await engine.up(stack(1));
     assert.equal(back.succeeded, true, failed(back));
     const [server] = await servers();

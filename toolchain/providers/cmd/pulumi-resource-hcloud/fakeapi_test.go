@@ -1,69 +1,31 @@
 package main
 
 import (
-	"encoding/json"
-	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
+
+	"nodefleet.dev/toolchain/providers/internal/scriptedapi"
 )
 
-// fakeAPI answers the few Hetzner API calls a test scripts, and logs every request as
-// "METHOD /path" so a test can assert the order upstream makes them in.
-type fakeAPI struct {
-	mu     sync.Mutex
-	calls  []string
-	routes map[string]func(n int) (int, any) // by "METHOD /path"; n counts the calls so far
-}
+// fakeAPI answers the few Hetzner API calls a test scripts (scriptedapi).
+type fakeAPI = scriptedapi.API
 
 // newCloud starts the fake and a configured cloud against it, with retries shortened.
-func newCloud(t *testing.T, routes map[string]func(n int) (int, any)) (*cloud, *fakeAPI) {
+func newCloud(t *testing.T, routes scriptedapi.Routes) (*cloud, *fakeAPI) {
 	t.Helper()
-	f := &fakeAPI{routes: routes}
-	srv := httptest.NewServer(f)
-	t.Cleanup(srv.Close)
+	f := scriptedapi.Start(t, routes, func(key string) any { return apiError("not_found", "no route "+key) })
 	saved := retryBase
 	retryBase = time.Millisecond
 	t.Cleanup(func() { retryBase = saved })
 	t.Setenv("HCLOUD_TOKEN", "")
 	c := &cloud{}
-	if err := c.configure(config(map[string]string{"token": strings.Repeat("t", 64), "endpoint": srv.URL, "pollInterval": "1ms"})); err != nil {
+	if err := c.configure(config(map[string]string{"token": strings.Repeat("t", 64), "endpoint": f.URL, "pollInterval": "1ms"})); err != nil {
 		t.Fatal(err)
 	}
 	return c, f
-}
-
-func (f *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	key := r.Method + " " + r.URL.Path
-	f.mu.Lock()
-	n := 0
-	for _, c := range f.calls {
-		if c == key {
-			n++
-		}
-	}
-	f.calls = append(f.calls, key)
-	route, ok := f.routes[key]
-	f.mu.Unlock()
-	status, body := http.StatusNotFound, any(apiError("not_found", "no route "+key))
-	if ok {
-		status, body = route(n)
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	if body != nil {
-		_ = json.NewEncoder(w).Encode(body)
-	}
-}
-
-func (f *fakeAPI) log() []string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]string(nil), f.calls...)
 }
 
 func apiError(code, message string) map[string]any {
@@ -78,24 +40,9 @@ func action(id int, command, status string) map[string]any {
 	return a
 }
 
-func count(calls []string, key string) int {
-	n := 0
-	for _, c := range calls {
-		if c == key {
-			n++
-		}
-	}
-	return n
-}
+var count = scriptedapi.Count
 
-func index(calls []string, key string) int {
-	for i, c := range calls {
-		if c == key {
-			return i
-		}
-	}
-	return -1
-}
+var index = scriptedapi.Index
 
 // config is a provider configuration of plain strings.
 func config(values map[string]string) resource.PropertyMap {

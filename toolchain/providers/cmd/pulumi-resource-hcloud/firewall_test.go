@@ -32,9 +32,9 @@ func TestFirewallDeleteRemovesItFromItsTargetsFirst(t *testing.T) {
 		},
 	})
 	if err := (firewall{c}).Delete(context.Background(), "7", resource.PropertyMap{}); err != nil {
-		t.Fatalf("Delete: %v (calls %v)", err, api.log())
+		t.Fatalf("Delete: %v (calls %v)", err, api.Log())
 	}
-	calls := api.log()
+	calls := api.Log()
 	remove, del := index(calls, "POST /firewalls/7/actions/remove_from_resources"), index(calls, "DELETE /firewalls/7")
 	if remove < 0 || del < remove {
 		t.Fatalf("calls %v: want the removal from its targets before the delete", calls)
@@ -58,7 +58,7 @@ func TestFirewallDeleteRetriesWhileInUse(t *testing.T) {
 	if err := (firewall{c}).Delete(context.Background(), "7", resource.PropertyMap{}); err != nil {
 		t.Fatalf("Delete: %v", err)
 	}
-	if got := count(api.log(), "DELETE /firewalls/7"); got != 3 {
+	if got := count(api.Log(), "DELETE /firewalls/7"); got != 3 {
 		t.Fatalf("%d deletes, want 3 (two refusals, then success)", got)
 	}
 
@@ -71,7 +71,7 @@ func TestFirewallDeleteRetriesWhileInUse(t *testing.T) {
 	if err := (firewall{c}).Delete(context.Background(), "7", resource.PropertyMap{}); err == nil || !strings.Contains(err.Error(), "read-only token") {
 		t.Fatalf("Delete = %v, want the forbidden error", err)
 	}
-	if got := count(api.log(), "DELETE /firewalls/7"); got != 1 {
+	if got := count(api.Log(), "DELETE /firewalls/7"); got != 1 {
 		t.Fatalf("%d deletes after forbidden, want 1", got)
 	}
 }

@@ -36,7 +36,7 @@ func TestSubnetDeleteRetriesWhileServersAreAttached(t *testing.T) {
 	if err := (networkSubnet{c}).Delete(context.Background(), "5-10.0.1.0/24", resource.PropertyMap{}); err != nil {
 		t.Fatalf("Delete: %v", err)
 	}
-	if got := count(api.log(), subnetPath); got != 3 {
+	if got := count(api.Log(), subnetPath); got != 3 {
 		t.Fatalf("%d delete_subnet calls, want 3", got)
 	}
 }
@@ -49,7 +49,7 @@ func TestSubnetDeleteStopsOnOtherErrors(t *testing.T) {
 	if err := (networkSubnet{c}).Delete(context.Background(), "5-10.0.1.0/24", resource.PropertyMap{}); err == nil {
 		t.Fatal("Delete succeeded on forbidden")
 	}
-	if got := count(api.log(), subnetPath); got != 1 {
+	if got := count(api.Log(), subnetPath); got != 1 {
 		t.Fatalf("%d delete_subnet calls after forbidden, want 1", got)
 	}
 	c, _ = newCloud(t, map[string]func(int) (int, any){
@@ -81,7 +81,7 @@ func TestSubnetCreateKeepsTheIDWhenItsActionFails(t *testing.T) {
 	if err == nil || id != "5-10.0.1.0/24" || outs == nil {
 		t.Fatalf("Create = %q, %v, %v; want the id and outputs with the action's error", id, outs, err)
 	}
-	if got := count(api.log(), "POST /networks/5/actions/add_subnet"); got != 2 {
+	if got := count(api.Log(), "POST /networks/5/actions/add_subnet"); got != 2 {
 		t.Fatalf("%d add_subnet calls, want 2 (conflict retried)", got)
 	}
 }

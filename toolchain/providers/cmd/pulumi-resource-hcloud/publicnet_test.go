@@ -118,7 +118,7 @@ func TestNetworkRouteCreateReadAndDelete(t *testing.T) {
 	if got := outs["gateway"].StringValue(); got != "10.0.1.2" {
 		t.Fatalf("gateway = %q", got)
 	}
-	if got := count(api.log(), "POST /networks/4/actions/add_route"); got != 2 {
+	if got := count(api.Log(), "POST /networks/4/actions/add_route"); got != 2 {
 		t.Fatalf("%d add_route calls, want 2 (one conflict retried)", got)
 	}
 	if err := (networkRoute{c}).Delete(context.Background(), id, outs); err != nil {

@@ -81,7 +81,7 @@ func TestServerCreateWaitsForInstallThenOptionsThenPrivateNetworks(t *testing.T)
 	if id != testZone+"/"+serverUUID {
 		t.Errorf("id %q", id)
 	}
-	calls := f.log()
+	calls := f.Log()
 	order := []string{"POST /baremetal/v1/zones/fr-par-2/servers", "POST " + serverPath + "/options/" + privateNetworkOptionID, "PUT " + pnsPath, "GET /baremetal/v1/zones/fr-par-2/offers/" + offerUUID}
 	for i := 1; i < len(order); i++ {
 		if index(calls, order[i-1]) < 0 || index(calls, order[i-1]) > index(calls, order[i]) {
@@ -126,7 +126,7 @@ func TestServerDeleteDetachesPrivateNetworksFirstAndTakesA404AsDone(t *testing.T
 	if err := (server{c}).Delete(context.Background(), testZone+"/"+serverUUID, nil); err != nil {
 		t.Fatal(err)
 	}
-	calls := f.log()
+	calls := f.Log()
 	if a, d := index(calls, "DELETE "+pnsPath+"/"+pnUUID), index(calls, "DELETE "+serverPath); a < 0 || d < a {
 		t.Errorf("calls %v: want the detach before the delete", calls)
 	}

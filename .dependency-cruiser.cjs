@@ -34,7 +34,7 @@ const AUTOMATION_LAYERS = [
   ["cli"],
   ["api", "preview", "local", "init"],
   ["reconciler"],
-  ["store", "catalog", "render", "engine", "simulated"],
+  ["store", "catalog", "render", "engine", "simulated", "heal"],
   ["mocks", "client", "hcloud", "gitStackProgram.ts", "stackConfigFile.ts"],
 ];
 

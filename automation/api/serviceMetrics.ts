@@ -3,7 +3,7 @@
  * process, as in the tests). HTTP request counts and latencies come from fastify-metrics; these
  * are the product's: engine runs, run durations, nodes by status, reconcile queue depth, cloud API
  * requests, orphan-reclaimer decisions and launch backoffs; and the API's own: TokenReview
- * outcomes and TLS certificate reloads.
+ * outcomes and TLS certificate reloads; and bare-metal healing actions.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 import type { OperationKind } from "../store/operationLog";
@@ -25,6 +25,7 @@ export class ServiceMetrics implements RunObserver {
   readonly launchBackoffs: Counter<"cluster" | "kind" | "scope">;
   readonly tokenReviews: Counter<"result">;
   readonly tlsReloads: Counter<"result">;
+  readonly remediations: Counter<"cluster" | "pool" | "action">;
   private readonly sources: ClusterGaugeSource[] = [];
 
   constructor(options: { defaultMetrics?: boolean } = {}) {
@@ -72,6 +73,12 @@ export class ServiceMetrics implements RunObserver {
       labelNames: ["result"],
       registers: [this.registry],
     });
+    this.remediations = new Counter({
+      name: "nodefleet_remediations_total",
+      help: "Bare-metal healing actions on NotReady Nodes, by pool and action: ssh-reboot, sw-reset, hw-reset, recovered, failed (dry runs count what they would do)",
+      labelNames: ["cluster", "pool", "action"],
+      registers: [this.registry],
+    });
     const sources = this.sources;
     new Gauge({
       name: "nodefleet_nodes",
@@ -114,6 +121,10 @@ export class ServiceMetrics implements RunObserver {
 
   tokenReview(result: TokenReviewResult): void {
     this.tokenReviews.inc({ result });
+  }
+
+  remediation(clusterId: string, pool: string, action: string): void {
+    this.remediations.inc({ cluster: clusterId, pool, action });
   }
 
   tlsReload(result: "reloaded" | "refused"): void {

@@ -55,6 +55,8 @@ import { DEFAULT_CREATE_DEADLINE_MS } from "../reconciler/runOutcome";
 import { membersPerShard } from "../reconciler/apiShard";
 import { DEFAULT_CONCURRENT_SHARD_RUNS } from "../reconciler/clusterShards";
 import { errorMessage } from "../../components/shared/errorMessage";
+import { healSettings, serviceHealer } from "../heal/serviceHealer";
+import { clusterNodeList, serviceKubeconfig } from "../api/clusterNodeList";
 
 /** How long a failed start or a shutdown waits for the API stack workspace's preparation (a CLI process or two). */
 const PREPARE_WAIT_MS = 10_000;
@@ -142,6 +144,7 @@ async function serve(options: ServeOptions, env: NodeJS.ProcessEnv = process.env
   const lock = acquireDataDirLock(dataDir);
   const service = await startService(options, env, config, dataDir, lock, logger);
   reclaimOrphansWhileServing(service, config);
+  if (config.kind !== "simulated") healWhileServing(service, config, env, logger);
   // A shutdown waits for the API stack's workspace preparation too (bounded).
   service.app.addHook("onClose", async () => {
     await service.preparedOrGaveUp();
@@ -182,6 +185,7 @@ function serviceSettings(env: NodeJS.ProcessEnv) {
     serviceAccount: env.NODEFLEET_SERVICE_ACCOUNT ? parseServiceAccount(env.NODEFLEET_SERVICE_ACCOUNT) : undefined,
     tls: tlsFilesFromEnv(env),
     plugins: pluginSource(env),
+    heal: healSettings(env, (name, fallback) => intEnv(env, name, fallback)),
   } as const;
 }
 
@@ -346,6 +350,8 @@ interface StartedService {
   readonly database: Db;
   readonly firstApply?: FirstApply;
   readonly reclaimer?: OrphanReclaimer;
+  /** The stack's config as the programs get it (secrets decrypted). */
+  readonly programConfig: EngineWiring["programConfig"];
   /** Waits for the API stack's workspace preparation, at most PREPARE_WAIT_MS. */
   readonly preparedOrGaveUp: () => Promise<unknown>;
 }
@@ -436,6 +442,7 @@ async function startService(
       database,
       ...(wiring.firstApply ? { firstApply: wiring.firstApply } : {}),
       ...(wiring.reclaimer ? { reclaimer: wiring.reclaimer } : {}),
+      programConfig: wiring.programConfig,
       preparedOrGaveUp,
     };
   } catch (error) {
@@ -475,6 +482,23 @@ function reclaimOrphansWhileServing(service: StartedService, config: ServeConfig
   r.staticPools = () => staticPoolNames(config.stack.fleet());
   app.addHook("onReady", async () => r.start());
   app.addHook("onClose", async () => r.stop());
+}
+
+/** Bare-metal healing runs while the server does, for the stack's Robot and Elastic Metal pools (heal/serviceHealer.ts). */
+function healWhileServing(service: StartedService, config: ServeConfiguration, env: NodeJS.ProcessEnv, logger: Logger): void {
+  const { app, programConfig } = service;
+  const healer = serviceHealer({
+    settings: config.settings.heal,
+    fleet: () => config.stack.fleet(),
+    kubeconfig: () => serviceKubeconfig(programConfig()),
+    listNodes: () => clusterNodeList(programConfig(), config.fleet.cluster.id),
+    env,
+    metrics: app.nodefleet.metrics,
+    logger,
+  });
+  if (!healer) return;
+  app.addHook("onReady", async () => healer.start());
+  app.addHook("onClose", async () => healer.stop());
 }
 
 /** SIGTERM, SIGINT and a failed store sync close the service once, then end the process. */

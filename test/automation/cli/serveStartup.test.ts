@@ -76,6 +76,14 @@ describe("nodefleet serve start-up", function () {
     assertUntouched(dataDir);
   });
 
+  it("refuses an unknown healing mode, naming the setting and the modes", async () => {
+    const dataDir = tempDataDir("nodefleet-start-");
+    const result = await serveUntilExit(dataDir, { NODEFLEET_HEAL: "sometimes" });
+    assert.notEqual(result.code, 0);
+    assert.match(result.stderr, /NODEFLEET_HEAL must be one of on, dry-run, off \(got "sometimes"\)/);
+    assertUntouched(dataDir);
+  });
+
   it("refuses to serve an empty store when nodefleet.db was deleted next to the API stack's state, naming the file and how to restore", async () => {
     const dataDir = tempDataDir("nodefleet-start-");
     const serve = await startServe(dataDir);

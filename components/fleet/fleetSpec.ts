@@ -532,8 +532,8 @@ export const scalewayElasticMetalPoolSchema = z.strictObject({
     subnet: cidr("privateNetwork.subnet"),
     /**
      * Id of an existing private network to attach (e.g. shared by several pools), whose subnet is
-     * `subnet`. Without it the pool creates the network `name`, and refuses to when a network of
-     * that name that it did not create exists.
+     * `subnet`. Without it the pool attaches to the network `name` when another fleet created one
+     * (read-only; its subnet must be `subnet`), else creates it.
      */
     id: z
       .string()

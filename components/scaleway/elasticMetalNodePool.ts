@@ -67,7 +67,8 @@ export interface ElasticMetalNodePoolArgs {
   /**
    * Id of the private network to attach, e.g. one shared by several pools. Default:
    * `pool.privateNetwork.id`, else a network named `pool.privateNetwork.name` that the pool creates
-   * (tagged with the cluster and pool); a network of that name it did not create is refused.
+   * (tagged with the cluster and pool), or, when another fleet's network has that name, that one
+   * (attached to, never managed).
    */
   readonly privateNetworkId?: pulumi.Input<string>;
   /**
@@ -152,20 +153,34 @@ export async function settlePrivateNetworkLookup<T>(
   }
 }
 
+/** What the look-up of `privateNetwork.name` found: its id, tags and IPv4 subnets (`getPrivateNetwork`). */
+export interface FoundPrivateNetwork {
+  readonly id: string;
+  readonly tags?: readonly string[];
+  readonly ipv4Subnets?: ReadonlyArray<{ readonly subnet?: string }>;
+}
+
 /**
- * The pool may create (or keep declaring) the network `privateNetwork.name` only if no network of
- * that name exists or the one found is its own (tagged with the cluster and pool); a foreign one is
- * named, with how to attach to it.
+ * A network of `privateNetwork.name` that this pool did not create is shared: another fleet or
+ * team made it and owns it, so the pool attaches to it and never changes or deletes it (the
+ * original fleets shared one network by name). Its id, once its subnet is checked to be
+ * `privateNetwork.subnet` (the members' addresses are drawn from it); undefined when no network
+ * has the name or the one found is the pool's own (tagged with the cluster and pool), which the
+ * pool declares.
  */
-export function assertPrivateNetworkNameFree(
+export function sharedPrivateNetworkId(
   pool: Pick<ScalewayElasticMetalPool, "name" | "privateNetwork">,
   poolTags: readonly string[],
-  found: { id: string; tags?: readonly string[] } | undefined,
-): void {
-  if (found === undefined || poolTags.every((tag) => (found.tags ?? []).includes(tag))) return;
-  throw new Error(
-    `pool ${pool.name}: a private network named ${pool.privateNetwork.name} already exists (${found.id}) and was not created by this pool; set privateNetwork.id to ${found.id} to attach to it, or choose another privateNetwork.name`,
-  );
+  found: FoundPrivateNetwork | undefined,
+): string | undefined {
+  if (found === undefined || poolTags.every((tag) => (found.tags ?? []).includes(tag))) return undefined;
+  const subnets = (found.ipv4Subnets ?? []).map((s) => s.subnet).filter((s): s is string => typeof s === "string");
+  if (!subnets.includes(pool.privateNetwork.subnet)) {
+    throw new Error(
+      `pool ${pool.name}: privateNetwork.subnet is ${pool.privateNetwork.subnet}, but the shared private network ${pool.privateNetwork.name} (${found.id}) has ${subnets.join(", ") || "no IPv4 subnet"}; set privateNetwork.subnet to its subnet`,
+    );
+  }
+  return found.id;
 }
 
 /**
@@ -382,9 +397,9 @@ export class ElasticMetalNodePool extends pulumi.ComponentResource {
   }
 
   /**
-   * The network the pool creates, declared here and not inside an `apply`, so previews show it. Its
-   * name waits for the look-up by name: not found or this pool's own, it is declared; a foreign
-   * network of that name or a failed look-up fails the run and nothing is created.
+   * The network `privateNetwork.name`: a shared one (another fleet's) is attached to as it is; else
+   * the pool declares it. The declaration waits for the look-up, which a preview runs too, so
+   * previews show it; a failed look-up fails the run and nothing is created.
    */
   private declarePrivateNetwork(name: string, pool: ScalewayElasticMetalPool, region: string, poolTags: string[]): pulumi.Output<string> {
     const lookup = settlePrivateNetworkLookup(
@@ -392,16 +407,22 @@ export class ElasticMetalNodePool extends pulumi.ComponentResource {
       region,
       scaleway.network.getPrivateNetwork({ name: pool.privateNetwork.name, region }, { parent: this }),
     );
-    const checkedName = pulumi.output(lookup).apply((found) => {
-      assertPrivateNetworkNameFree(pool, poolTags, found);
-      return pool.privateNetwork.name;
+    return pulumi.output(lookup).apply((found) => {
+      const shared = sharedPrivateNetworkId(pool, poolTags, found);
+      if (shared !== undefined) {
+        pulumi.log.info(
+          `pool ${pool.name}: attaching to the shared private network ${pool.privateNetwork.name} (${shared}); it is not managed here`,
+          this,
+        );
+        return pulumi.output(shared);
+      }
+      const network = new scaleway.network.PrivateNetwork(
+        `${name}-pn`,
+        { name: pool.privateNetwork.name, region, ipv4Subnet: { subnet: pool.privateNetwork.subnet }, tags: poolTags },
+        { parent: this },
+      );
+      return network.id;
     });
-    const network = new scaleway.network.PrivateNetwork(
-      `${name}-pn`,
-      { name: checkedName, region, ipv4Subnet: { subnet: pool.privateNetwork.subnet }, tags: poolTags },
-      { parent: this },
-    );
-    return network.id;
   }
 
   /** One member's resources, one helper each, declared in the order they depend on one another. */

@@ -1,7 +1,7 @@
 import { strict as assert } from "node:assert";
 import type * as pulumi from "@pulumi/pulumi";
 import { type RecordedResource, runUnderMocks } from "../../automation/mocks/runUnderMocks";
-import { type MockPrivateNetwork, scalewayLookup } from "../../automation/mocks/scalewayLookups";
+import { type MockPrivateNetwork, mockPrivateNetworkId, scalewayLookup } from "../../automation/mocks/scalewayLookups";
 import { mockEd25519HostKey } from "../../automation/mocks/seededValues";
 import { containsSecret, isWrappedSecret, resolveSecrets } from "../../automation/mocks/secretValues";
 import {
@@ -13,9 +13,9 @@ import {
 } from "../../components/scaleway/elasticMetalPlan";
 import {
   ElasticMetalNodePool,
-  assertPrivateNetworkNameFree,
   isPrivateNetworkNotFound,
   settlePrivateNetworkLookup,
+  sharedPrivateNetworkId,
 } from "../../components/scaleway/elasticMetalNodePool";
 import { READ_HOST_KEY_COMMAND, parseHostKeyLine } from "../../components/bootstrap/sshConnection";
 import { type FleetSpec, parseFleetSpec } from "../../components/fleet/fleetSpec";
@@ -167,7 +167,7 @@ describe("ElasticMetalNodePool under mocks", function () {
     );
   });
 
-  it("tells a missing network from a failed look-up: only the provider's not-found creates, a foreign network of the name is refused", async () => {
+  it("tells a missing network from a failed look-up: only the provider's not-found creates, another fleet's network of the name is shared", async () => {
     // The provider's data source answers a name nobody has with datasource.FindExact's words.
     assert.equal(
       isPrivateNetworkNotFound(
@@ -186,12 +186,24 @@ describe("ElasticMetalNodePool under mocks", function () {
     }
     const pool = { name: "kura-scw-fr-par", privateNetwork: { name: "runner-cache", subnet: "172.16.0.0/22" } };
     const tags = ["nodefleet.io/cluster=example", "nodefleet.io/pool=kura-scw-fr-par"];
-    assert.doesNotThrow(() => assertPrivateNetworkNameFree(pool, tags, undefined));
-    assert.doesNotThrow(() => assertPrivateNetworkNameFree(pool, tags, { id: "fr-par/a", tags }));
+    const subnets = [{ subnet: "172.16.0.0/22" }];
+    assert.equal(sharedPrivateNetworkId(pool, tags, undefined), undefined);
+    assert.equal(sharedPrivateNetworkId(pool, tags, { id: "fr-par/a", tags, ipv4Subnets: subnets }), undefined, "its own is declared");
+    assert.equal(sharedPrivateNetworkId(pool, tags, { id: "fr-par/abc", tags: ["team=other"], ipv4Subnets: subnets }), "fr-par/abc");
     assert.throws(
-      () => assertPrivateNetworkNameFree(pool, tags, { id: "fr-par/abc", tags: ["team=other"] }),
-      /a private network named runner-cache already exists \(fr-par\/abc\) and was not created by this pool; set privateNetwork\.id to fr-par\/abc/,
+      () => sharedPrivateNetworkId(pool, tags, { id: "fr-par/abc", tags: [], ipv4Subnets: [{ subnet: "10.9.0.0/24" }] }),
+      /pool kura-scw-fr-par: privateNetwork\.subnet is 172\.16\.0\.0\/22, but the shared private network runner-cache \(fr-par\/abc\) has 10\.9\.0\.0\/24; set privateNetwork\.subnet to its subnet/,
     );
+  });
+
+  it("attaches to another fleet's network of the same name, read-only: declares none and puts its members on it", async () => {
+    const theirs = [{ name: "runner-cache", region: "fr-par", subnet: "172.16.0.0/22", tags: ["team=ci"] }];
+    const { resources } = await runPool(spec({ replicas: 2 }), { privateNetworks: theirs });
+    assert.equal(ofType(resources, PRIVATE_NETWORK).length, 0, "the shared network is not the pool's to manage");
+    const servers = ofType(resources, SERVER);
+    assert.equal(servers.length, 2);
+    const attached = servers.map((server) => (plain(server.inputs).privateNetworks as Array<{ id: string }>)[0]!.id);
+    assert.deepEqual(attached, [mockPrivateNetworkId("fr-par", "runner-cache"), mockPrivateNetworkId("fr-par", "runner-cache")]);
   });
 
   it("a failed look-up (not a not-found) fails the network's declaration, so a transient error creates no duplicate", async () => {

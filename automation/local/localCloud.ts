@@ -128,6 +128,7 @@ export async function startLocalCloud(options: LocalCloudOptions): Promise<Local
       privateNicDelayMs: knobs.privateNicDelayMs,
       failCreateRate: knobs.failCreateRate,
       seed: knobs.seed,
+      ...(knobs.hcloudRateLimit !== undefined ? { rateLimitPerHour: knobs.hcloudRateLimit } : {}),
     });
     options.onFakeHcloud?.(hcloud);
     const port = options.hcloudPort ?? 8081;

@@ -8,6 +8,7 @@ import { canonicalHash, canonicalJson } from "../../components/shared/canonicalJ
 import type { ClusterSpec, HcloudAutoscaledPool, Taint } from "../../components/fleet/fleetSpec";
 import { mergeTaints } from "../../components/fleet/taints";
 import { HCLOUD_PROVIDER_ID_FROM_METADATA, providerIdFor } from "../../components/fleet/naming";
+import { serverTypeArchitecture } from "../../components/fleet/poolImages";
 import type { MemberSnapshot, PoolTemplate } from "../store/claimSnapshot";
 
 // Every create and every node view needs the template of its pool, and hashing it (templateHash,
@@ -56,10 +57,28 @@ export function memberTaints(snapshot: Pick<MemberSnapshot, "template" | "reques
   return mergeTaints(snapshot.template.taints, snapshot.requestTaints);
 }
 
-/** The template as it concerns one member: the allowed types list only matters as "is mine still allowed". */
+/**
+ * The image a member of `serverType` boots: with `imagesByArchitecture` (a pool with `imageSelector`),
+ * the one of its type's architecture, undefined when none was resolved for it; else the pool's `image`.
+ */
+export function memberImage(template: PoolTemplate, serverType: string): string | undefined {
+  if (template.imagesByArchitecture === undefined) return template.image;
+  return template.imagesByArchitecture[serverTypeArchitecture(serverType)];
+}
+
+/**
+ * The template as it concerns one member: the allowed types list only matters as "is mine still
+ * allowed", and of the images resolved per architecture only its own, so a newer snapshot for arm
+ * drifts the arm members and leaves the x86 ones alone. Templates without `imagesByArchitecture`
+ * project as before, keeping the hashes their members were admitted with.
+ */
 function memberProjection(template: PoolTemplate, serverType: string): Record<string, unknown> {
-  const { serverTypes, ...rest } = template;
-  return { ...rest, serverTypeAllowed: serverTypes.includes(serverType) };
+  const { serverTypes, imagesByArchitecture, ...rest } = template;
+  return {
+    ...rest,
+    ...(imagesByArchitecture !== undefined ? { image: memberImage(template, serverType) ?? null } : {}),
+    serverTypeAllowed: serverTypes.includes(serverType),
+  };
 }
 
 /**
@@ -124,8 +143,9 @@ export function drifts(snapshot: MemberSnapshot, current: PoolTemplate | undefin
     });
   }
   for (const [field, reason] of Object.entries(DRIFT_FIELDS) as Array<[keyof typeof DRIFT_FIELDS, string]>) {
-    const before = snapshot.template[field];
-    const after = current[field];
+    // The image compared is the member's own: its architecture's when the pool resolves a selector.
+    const before = field === "image" ? memberImage(snapshot.template, snapshot.serverType) : snapshot.template[field];
+    const after = field === "image" ? memberImage(current, snapshot.serverType) : current[field];
     if (canonicalJson(before) !== canonicalJson(after)) found.push({ reason, detail: `${field}: ${show(before)} -> ${show(after)}` });
   }
   return found;

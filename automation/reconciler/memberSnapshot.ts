@@ -8,19 +8,45 @@ import { canonicalHash, canonicalJson } from "../../components/shared/canonicalJ
 import type { ClusterSpec, HcloudAutoscaledPool, Taint } from "../../components/fleet/fleetSpec";
 import { mergeTaints } from "../../components/fleet/taints";
 import { HCLOUD_PROVIDER_ID_FROM_METADATA, providerIdFor } from "../../components/fleet/naming";
-import { serverTypeArchitecture } from "../../components/fleet/poolImages";
+import { type HcloudArchitecture, serverTypeArchitecture } from "../../components/fleet/poolImages";
+import type { ArchitectureImage } from "../catalog/poolImageResolution";
 import type { MemberSnapshot, PoolTemplate } from "../store/claimSnapshot";
 
 // Every create and every node view needs the template of its pool, and hashing it (templateHash,
 // remembered per template object) costs more than the rest of a view: one template per spec object.
 const templates = new WeakMap<HcloudAutoscaledPool, WeakMap<ClusterSpec, PoolTemplate>>();
 
-export function poolTemplate(cluster: ClusterSpec, pool: HcloudAutoscaledPool): PoolTemplate {
+/**
+ * The pool's current template. `images`, for a pool with `imageSelector`, is its selector's
+ * resolution (catalog/poolImageResolution.ts): each architecture's image goes into
+ * `imagesByArchitecture`; an architecture without one is left out, so no member of it is admitted.
+ */
+export function poolTemplate(
+  cluster: ClusterSpec,
+  pool: HcloudAutoscaledPool,
+  images?: ReadonlyMap<HcloudArchitecture, ArchitectureImage>,
+): PoolTemplate {
+  if (images !== undefined) return withResolvedImages(poolTemplate(cluster, pool), images);
   let byCluster = templates.get(pool);
   if (!byCluster) templates.set(pool, (byCluster = new WeakMap()));
   let template = byCluster.get(cluster);
   if (!template) byCluster.set(cluster, (template = buildPoolTemplate(cluster, pool)));
   return template;
+}
+
+// One template object per resolution, so the per-template hash cache keeps working between refreshes.
+const resolvedTemplates = new WeakMap<PoolTemplate, WeakMap<ReadonlyMap<HcloudArchitecture, ArchitectureImage>, PoolTemplate>>();
+
+function withResolvedImages(template: PoolTemplate, images: ReadonlyMap<HcloudArchitecture, ArchitectureImage>): PoolTemplate {
+  let byResolution = resolvedTemplates.get(template);
+  if (!byResolution) resolvedTemplates.set(template, (byResolution = new WeakMap()));
+  let resolved = byResolution.get(images);
+  if (!resolved) {
+    const imagesByArchitecture: Partial<Record<HcloudArchitecture, string>> = {};
+    for (const [architecture, answer] of images) if ("image" in answer) imagesByArchitecture[architecture] = answer.image;
+    byResolution.set(images, (resolved = { ...template, imagesByArchitecture }));
+  }
+  return resolved;
 }
 
 function buildPoolTemplate(cluster: ClusterSpec, pool: HcloudAutoscaledPool): PoolTemplate {

@@ -5,7 +5,12 @@
  */
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { drifts, memberImage, templateHash } from "../../../automation/reconciler/memberSnapshot";
+import { drifts, memberImage, poolTemplate, templateHash } from "../../../automation/reconciler/memberSnapshot";
+import type { ArchitectureImage } from "../../../automation/catalog/poolImageResolution";
+import { configValues } from "../../../automation/stackConfigFile";
+import { parseFleetSpec, type HcloudAutoscaledPool } from "../../../components/fleet/fleetSpec";
+import type { HcloudArchitecture } from "../../../components/fleet/poolImages";
+import { exampleConfig } from "../../support/apiHarness";
 import type { MemberSnapshot, PoolTemplate } from "../../../automation/store/claimSnapshot";
 
 const base: PoolTemplate = {
@@ -37,6 +42,27 @@ describe("member image drift with images resolved per architecture", function ()
     assert.equal(memberImage(template, "cax21"), "201");
     assert.equal(memberImage(withImages("101", undefined), "cax21"), undefined);
     assert.equal(memberImage(base, "cax21"), "ubuntu-24.04");
+  });
+
+  it("builds a template from a resolution: each resolved architecture's image, none for one without a match", function () {
+    const spec = parseFleetSpec(configValues(exampleConfig()));
+    const pool = spec.pools.find((p) => p.mode === "autoscaled") as HcloudAutoscaledPool;
+    const resolution = new Map<HcloudArchitecture, ArchitectureImage>([
+      ["x86", { image: "4001" }],
+      ["arm", { unavailableReason: "no image matches imageSelector role=node for the arm architecture" }],
+    ]);
+    const template = poolTemplate(spec.cluster, pool, resolution);
+    assert.deepEqual(template.imagesByArchitecture, { x86: "4001" });
+    assert.equal(memberImage(template, "cpx31"), "4001");
+    assert.equal(memberImage(template, "cax21"), undefined);
+    assert.equal(poolTemplate(spec.cluster, pool, resolution), template, "one template object per resolution");
+    assert.equal(poolTemplate(spec.cluster, pool).imagesByArchitecture, undefined, "without a resolution, as before");
+    const newer = poolTemplate(spec.cluster, pool, new Map([["x86", { image: "4002" }]]));
+    const member = admitted(template, "cpx31");
+    assert.deepEqual(
+      drifts(member, newer).map((d) => d.detail),
+      ["image: 4001 -> 4002"],
+    );
   });
 
   it("drifts a member with ImageDrift when its architecture gets a newer image, and only then", function () {

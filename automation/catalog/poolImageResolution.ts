@@ -7,6 +7,7 @@
  * architecture's server types unavailable with it rather than refuse the whole pool.
  */
 import type { HcloudArchitecture } from "../../components/fleet/poolImages";
+import { errorMessage } from "../../components/shared/errorMessage";
 
 /** What the resolution reads of a pool. */
 export interface SelectorPool {
@@ -14,8 +15,11 @@ export interface SelectorPool {
   readonly imageSelector: string;
 }
 
-/** The image of one architecture, or why there is none. */
-export type ArchitectureImage = { readonly image: string } | { readonly unavailableReason: string };
+/**
+ * The image of one architecture, or why there is none; `lookupFailed` when Hetzner did not answer
+ * (as opposed to answering that nothing matches), so a caller may keep the last image it knew.
+ */
+export type ArchitectureImage = { readonly image: string } | { readonly unavailableReason: string; readonly lookupFailed?: true };
 
 export interface ResolvePoolImagesArgs {
   readonly pool: SelectorPool;
@@ -35,7 +39,8 @@ export async function resolvePoolImages(args: ResolvePoolImagesArgs): Promise<Ma
       found = await args.newestImage(pool.imageSelector, architecture);
     } catch (error) {
       resolved.set(architecture, {
-        unavailableReason: `pool ${pool.name}: imageSelector ${pool.imageSelector} could not be looked up for ${architecture}: ${error instanceof Error ? error.message : String(error)}`,
+        unavailableReason: `pool ${pool.name}: imageSelector ${pool.imageSelector} could not be looked up for ${architecture}: ${errorMessage(error)}`,
+        lookupFailed: true,
       });
       continue;
     }

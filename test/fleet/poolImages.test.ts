@@ -1,7 +1,7 @@
 import { strict as assert } from "node:assert";
 import fc from "fast-check";
 import type * as pulumi from "@pulumi/pulumi";
-import { type HcloudStaticPool, parseFleetSpec } from "../../components/fleet/fleetSpec";
+import { type HcloudAutoscaledPool, type HcloudStaticPool, parseFleetSpec } from "../../components/fleet/fleetSpec";
 import {
   type HcloudArchitecture,
   type ImageLookupAnswer,
@@ -67,7 +67,7 @@ describe("pool images by name, id and label selector, per architecture", () => {
     assert.equal(bySelector.imageSelector, "role=node");
   });
 
-  it("refuses image with imageSelector, an empty selector and a selector on an autoscaled pool, naming the field", () => {
+  it("refuses image with imageSelector and an empty selector, naming the field; parses a selector on an autoscaled pool", () => {
     const both = specProblems(rawFleetConfig({ pools: [hcloudStaticPoolConfig({ imageSelector: "role=node" })] }));
     assert.ok(
       both.some((p) => /^nodefleet:pools\[0\]\.imageSelector: set either image or imageSelector, not both/.test(p)),
@@ -78,12 +78,15 @@ describe("pool images by name, id and label selector, per architecture", () => {
       empty.some((p) => /^nodefleet:pools\[0\]\.imageSelector: imageSelector must be a Hetzner label selector/.test(p)),
       empty.join("\n"),
     );
-    const autoscaled = specProblems(
+    // The scaling API resolves an autoscaled pool's selector at admission (automation/catalog/poolImageSource.ts).
+    const autoscaled = parseFleetSpec(
       rawFleetConfig({ pools: [hcloudAutoscaledPoolConfig({ image: undefined, imageSelector: "role=node" })] }),
-    );
+    ).pools[0] as HcloudAutoscaledPool;
+    assert.equal(autoscaled.imageSelector, "role=node");
+    const autoscaledBoth = specProblems(rawFleetConfig({ pools: [hcloudAutoscaledPoolConfig({ imageSelector: "role=node" })] }));
     assert.ok(
-      autoscaled.some((p) => /^nodefleet:pools\[0\]\.imageSelector: imageSelector is for static pools only/.test(p)),
-      autoscaled.join("\n"),
+      autoscaledBoth.some((p) => /^nodefleet:pools\[0\]\.imageSelector: set either image or imageSelector, not both/.test(p)),
+      autoscaledBoth.join("\n"),
     );
   });
 

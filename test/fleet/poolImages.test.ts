@@ -209,4 +209,34 @@ describe("pool images by name, id and label selector, per architecture", () => {
       /nodefleet:pools\[0\]\.imageSelector: no image matches "role=node" for the x86 architecture \(server type cpx21 is x86/,
     );
   });
+
+  it("refuses at preview an autoscaled pool's selector with no image for a listed type's architecture, naming the field", async () => {
+    const answer = (args: pulumi.runtime.MockCallArgs): Record<string, unknown> => {
+      if (args.token !== "hcloud:index/getImage:getImage") return args.inputs;
+      if (args.inputs.withArchitecture === "x86") return { ...args.inputs, id: 4001, architecture: "x86" };
+      return args.inputs; // no arm snapshot matches
+    };
+    const mixed = rawFleetConfig({
+      pools: [
+        hcloudStaticPoolConfig(),
+        hcloudAutoscaledPoolConfig({ image: undefined, imageSelector: "role=node", serverTypes: ["cpx21", "cax11"] }),
+      ],
+    });
+    await assert.rejects(
+      runFleetProgramUnderMocks(mixed, { call: answer }),
+      /nodefleet:pools\[1\]\.imageSelector: no image matches "role=node" for the arm architecture \(server type cax11 is arm64/,
+    );
+    const x86Only = rawFleetConfig({
+      pools: [
+        hcloudStaticPoolConfig(),
+        hcloudAutoscaledPoolConfig({ image: undefined, imageSelector: "role=node", serverTypes: ["cpx21"] }),
+      ],
+    });
+    const run = await runFleetProgramUnderMocks(x86Only, { call: answer });
+    assert.deepEqual(
+      run.calls.filter((c) => c.token === "hcloud:index/getImage:getImage").map((c) => c.inputs),
+      [{ withSelector: "role=node", mostRecent: true, withArchitecture: "x86" }],
+      "one look-up for the autoscaled pool's one architecture",
+    );
+  });
 });

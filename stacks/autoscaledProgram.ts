@@ -9,7 +9,7 @@ import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import type { AutoscaledProgramArgs } from "../automation/reconciler/apiStack";
 import { memberOutputName } from "../automation/reconciler/runOutcome";
-import { memberProviderId, memberTaints } from "../automation/reconciler/memberSnapshot";
+import { memberImage, memberProviderId, memberTaints } from "../automation/reconciler/memberSnapshot";
 import type { MemberSnapshot } from "../automation/store/claimSnapshot";
 import { clusterFirewallName } from "../components/hcloud/clusterFirewall";
 import { clusterNetworkName } from "../components/hcloud/clusterNetwork";
@@ -45,7 +45,8 @@ export function autoscaledMember(
       nodeId,
     ),
     providerID: memberProviderId(cluster, nodeId, t),
-    image: t.image,
+    // Its architecture's resolved image for a pool with imageSelector (admission admits none without one).
+    image: memberImage(t, snapshot.serverType) ?? t.image,
     sshKeys: t.sshKeys,
     network: t.network ?? "private",
     placement: t.placement ?? "spread",

@@ -11,6 +11,7 @@ import type { LearnedCapacityLookup } from "../catalog/learnedCapacity";
 import type { OfferingAvailability } from "../catalog/offeringAvailability";
 import { offeringLabels, requirementsAllow, unmetMinValues, type Requirement } from "../catalog/requirements";
 import { kubernetesArch, type ServerType, type ServerTypeCatalog } from "../catalog/serverTypes";
+import { imageUnavailableReason, type PoolImages } from "../catalog/poolImageSource";
 import type { PoolUsage } from "../store/claimStore";
 import { ApiError } from "./apiError";
 
@@ -32,6 +33,36 @@ function priceIn(type: ServerType, location: string): number | undefined {
   return type.prices.find((p) => p.location === location)?.priceHourlyNet;
 }
 
+/**
+ * The offerings whose architecture has an image: a type of an architecture the pool's selector
+ * matches no image of cannot boot. None left refuses the request, naming the field and the rule.
+ */
+function imagedOfferings<T extends { readonly type: ServerType; readonly location: string }>(
+  poolName: string,
+  offerings: readonly T[],
+  images: { readonly resolved: PoolImages; readonly poolIndex: number } | undefined,
+): readonly T[] {
+  if (images === undefined) return offerings;
+  const imaged = offerings.filter((o) => imageUnavailableReason(images.resolved, o.type.name) === undefined);
+  if (imaged.length > 0) return imaged;
+  const field = `nodefleet:pools[${images.poolIndex}].imageSelector`;
+  const reasons = [...new Set(offerings.map((o) => imageUnavailableReason(images.resolved, o.type.name)!))];
+  const types = [...new Set(offerings.map((o) => `${o.type.name} (${kubernetesArch(o.type.architecture)})`))];
+  throw new ApiError(
+    "NoCompatibleInstanceType",
+    `${field}: every server type the request allows (${types.join(", ")}) needs an image of its architecture matching the selector: ${reasons.join("; ")}`,
+    {
+      pool: poolName,
+      field,
+      offerings: offerings.map((o) => ({
+        instanceType: o.type.name,
+        zone: o.location,
+        reason: imageUnavailableReason(images.resolved, o.type.name)!,
+      })),
+    },
+  );
+}
+
 export function admit(input: {
   pool: HcloudAutoscaledPool;
   kubelet: KubeletSettings;
@@ -50,8 +81,13 @@ export function admit(input: {
   serversOnNetwork?: number;
   /** What registered Nodes reported per server type and image: used instead of the estimate where known. */
   learned?: LearnedCapacityLookup;
+  /**
+   * For a pool with `imageSelector`: its images per architecture, resolved for this admission
+   * (catalog/poolImageSource.ts), and its index in `nodefleet:pools` for the field a refusal names.
+   */
+  images?: { readonly resolved: PoolImages; readonly poolIndex: number };
 }): Admitted {
-  const { pool, kubelet, request, catalog, availability, clusterId, usage, serversOnNetwork, learned } = input;
+  const { pool, kubelet, request, catalog, availability, clusterId, usage, serversOnNetwork, learned, images } = input;
   // Karpenter's zone is the location: a pool with `locations` offers each type once per location, and
   // the request's zone (or its zone requirement) decides; otherwise the cheapest available offering.
   const locations = pool.locations ?? [pool.location];
@@ -106,7 +142,11 @@ export function admit(input: {
       { pool: pool.name, minValues: unmet },
     );
   }
-  const fitting = candidates.map((c) => ({ type: c.type, location: c.location }));
+  const fitting = imagedOfferings(
+    pool.name,
+    candidates.map((c) => ({ type: c.type, location: c.location })),
+    images,
+  );
   const poolRef = clusterId !== undefined ? { clusterId, pool: pool.name } : undefined;
   // A pool-wide backoff refuses before anything else is weighed: no engine run would get further.
   const blocked = poolRef && availability.poolUnavailable(poolRef.clusterId, poolRef.pool);

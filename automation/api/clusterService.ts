@@ -3,12 +3,13 @@
  * availability checked in the same transaction that commits the claim), reads, deletes, and the
  * cluster and instance-type descriptions. Routes only translate HTTP; this holds the rules.
  */
-import { autoscaledPools, type FleetSpec } from "../../components/fleet/fleetSpec";
+import { autoscaledPools, type FleetSpec, type HcloudAutoscaledPool } from "../../components/fleet/fleetSpec";
 import { partitionKubeletLabels } from "../../components/fleet/kubeletLabels";
 import { staticServersOnNetwork } from "../../components/fleet/networkOccupancy";
 import { poolInstanceTypes, type InstanceTypeView } from "../catalog/instanceTypes";
 import type { LearnedCapacityLookup } from "../catalog/learnedCapacity";
 import type { OfferingAvailability } from "../catalog/offeringAvailability";
+import { imageUnavailableReason, type ImageSelectorPool, PoolImageSource } from "../catalog/poolImageSource";
 import { findServerType, kubernetesArch, type ServerTypeCatalog } from "../catalog/serverTypes";
 import type { ClusterShards } from "../reconciler/clusterShards";
 import { DEFAULT_MEMBERS_PER_SHARD, shardForNewMember, shardOfClaim } from "../reconciler/apiShard";
@@ -39,6 +40,13 @@ export interface ClusterServiceOptions {
   readonly learned?: LearnedCapacityLookup;
   /** Why creates are refused now (the git stack is not applied), or undefined. */
   readonly refusal?: () => string | undefined;
+  /** Resolves the pools' `imageSelector` per architecture (default: one without a Hetzner client, resolving nothing). */
+  readonly images?: PoolImageSource;
+}
+
+/** The autoscaled pools that boot snapshots by label selector. */
+function selectorPools(fleet: FleetSpec): Array<HcloudAutoscaledPool & ImageSelectorPool> {
+  return autoscaledPools(fleet).filter((p): p is HcloudAutoscaledPool & ImageSelectorPool => p.imageSelector !== undefined);
 }
 
 /** The smallest non-negative integer not in use. */
@@ -56,22 +64,38 @@ export class ClusterService {
         readonly version: number;
         readonly fleet: FleetSpec;
         readonly catalog: ServerTypeCatalog;
+        readonly imagesVersion: number;
         readonly nodes: readonly NodeView[];
         readonly byId: ReadonlyMap<string, NodeView>;
       }
     | undefined;
 
+  private readonly images: PoolImageSource;
+
   constructor(
     readonly clusterId: string,
     private readonly options: ClusterServiceOptions,
-  ) {}
+  ) {
+    this.images = options.images ?? new PoolImageSource();
+  }
 
   get reconciler(): ClusterShards {
     return this.options.reconciler;
   }
 
+  /** The pool's current template: with `imageSelector`, with its last resolution's images (refreshImages first). */
+  private template(fleet: FleetSpec, pool: HcloudAutoscaledPool): PoolTemplate {
+    const images = pool.imageSelector !== undefined ? this.images.last({ ...pool, imageSelector: pool.imageSelector }) : undefined;
+    return poolTemplate(fleet.cluster, pool, images);
+  }
+
   private templates(fleet: FleetSpec): Map<string, PoolTemplate> {
-    return new Map(autoscaledPools(fleet).map((p) => [p.name, poolTemplate(fleet.cluster, p)]));
+    return new Map(autoscaledPools(fleet).map((p) => [p.name, this.template(fleet, p)]));
+  }
+
+  /** Re-resolves the selector pools' images when their last resolution is old, so a newer snapshot shows as drift. */
+  private refreshImages(fleet: FleetSpec): Promise<void> {
+    return this.images.refreshStale(selectorPools(fleet));
   }
 
   private view(claim: Claim, fleet = this.options.fleet(), templates = this.templates(fleet)): NodeView {
@@ -83,13 +107,14 @@ export class ClusterService {
   /** Durable data only, like get(). */
   async describe() {
     const fleet = this.options.fleet();
+    await this.refreshImages(fleet);
     const described = {
       id: fleet.cluster.id,
       kind: fleet.cluster.kind,
       providerIdScheme: fleet.cluster.providerIdScheme,
       pools: autoscaledPools(fleet).map((pool) => {
         const usage = this.options.store.usage(this.clusterId, pool.name);
-        const template = poolTemplate(fleet.cluster, pool);
+        const template = this.template(fleet, pool);
         return {
           name: pool.name,
           provider: "hcloud" as const,
@@ -107,10 +132,13 @@ export class ClusterService {
     return described;
   }
 
-  instanceTypes(): InstanceTypeView[] {
+  async instanceTypes(): Promise<InstanceTypeView[]> {
     const fleet = this.options.fleet();
-    return autoscaledPools(fleet).flatMap(
-      (pool) =>
+    await this.refreshImages(fleet);
+    return autoscaledPools(fleet).flatMap((pool) =>
+      withImageAvailability(
+        pool,
+        this.images,
         poolInstanceTypes(
           this.options.catalog(),
           pool,
@@ -120,6 +148,7 @@ export class ClusterService {
           this.options.learned,
           this.clusterId,
         ).instanceTypes,
+      ),
     );
   }
 
@@ -137,6 +166,11 @@ export class ClusterService {
     if (!pool) throw poolNotFoundError(fleet, body.pool);
     const refusal = this.options.refusal?.();
     if (refusal) throw new ApiError("Unavailable", refusal);
+    // Resolved before the transaction (Hetzner answers asynchronously): the newest matching snapshot per architecture.
+    const images =
+      pool.imageSelector !== undefined
+        ? { resolved: await this.images.resolve({ ...pool, imageSelector: pool.imageSelector }), poolIndex: fleet.pools.indexOf(pool) }
+        : undefined;
     const nodeId = nodeIdFor(body.uniqueID);
     const requestHash = createRequestHash(body);
     const outcome = await store.commitTogether((): { earlier: Claim } | { claim: Claim } => {
@@ -155,11 +189,12 @@ export class ClusterService {
         clusterId: this.clusterId,
         usage: occupancy.usage,
         ...(this.options.learned ? { learned: this.options.learned } : {}),
+        ...(images ? { images } : {}),
         ...(pool.network !== "public"
           ? { serversOnNetwork: staticServersOnNetwork(fleet.pools) + store.privateNetworkMembers(this.clusterId) }
           : {}),
       });
-      const template = poolTemplate(fleet.cluster, pool);
+      const template = poolTemplate(fleet.cluster, pool, images?.resolved);
       const placementSlot = freeSlot(occupancy.placementSlots);
       const shard = shardForNewMember({
         pool: pool.name,
@@ -237,7 +272,11 @@ export class ClusterService {
   private freshViews(fleet: FleetSpec) {
     const views = this.views;
     const fresh =
-      views && views.version === this.options.store.claimsVersion && views.fleet === fleet && views.catalog === this.options.catalog();
+      views &&
+      views.version === this.options.store.claimsVersion &&
+      views.fleet === fleet &&
+      views.catalog === this.options.catalog() &&
+      views.imagesVersion === this.images.version;
     return fresh ? views : undefined;
   }
 
@@ -247,6 +286,7 @@ export class ClusterService {
    */
   async get(nodeId: string): Promise<NodeView> {
     const fleet = this.options.fleet();
+    await this.refreshImages(fleet);
     return this.durably(() => {
       const cached = this.freshViews(fleet);
       const view = cached ? cached.byId.get(nodeId) : this.view(this.claim(nodeId), fleet);
@@ -277,13 +317,15 @@ export class ClusterService {
    */
   async list(pool?: string): Promise<readonly NodeView[]> {
     const fleet = this.options.fleet();
+    await this.refreshImages(fleet);
     let views = this.freshViews(fleet);
     if (!views) {
       const version = this.options.store.claimsVersion;
+      const imagesVersion = this.images.version;
       const catalog = this.options.catalog();
       const templates = this.templates(fleet);
       const nodes = this.options.store.list(this.clusterId).map((c) => this.view(c, fleet, templates));
-      views = { version, fleet, catalog, nodes, byId: new Map(nodes.map((n) => [n.nodeID, n])) };
+      views = { version, fleet, catalog, imagesVersion, nodes, byId: new Map(nodes.map((n) => [n.nodeID, n])) };
       this.views = views;
     }
     const nodes = pool !== undefined ? views.nodes.filter((n) => n.pool === pool) : views.nodes;
@@ -352,4 +394,18 @@ export class ClusterService {
   viewOf(claim: Claim): NodeView {
     return this.view(claim);
   }
+}
+
+/** A selector pool's offerings of an architecture without an image are unavailable, saying why (Karpenter then picks another). */
+function withImageAvailability(pool: HcloudAutoscaledPool, images: PoolImageSource, views: InstanceTypeView[]): InstanceTypeView[] {
+  if (pool.imageSelector === undefined) return views;
+  const resolved = images.last({ ...pool, imageSelector: pool.imageSelector });
+  return views.map((view) => {
+    const reason = resolved === undefined ? "the pool's imageSelector is not resolved yet" : imageUnavailableReason(resolved, view.name);
+    if (reason === undefined) return view;
+    return {
+      ...view,
+      offerings: view.offerings.map((o) => ({ ...o, available: false, unavailableReason: o.unavailableReason ?? reason })),
+    };
+  });
 }

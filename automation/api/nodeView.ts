@@ -9,7 +9,7 @@ import { hcloudRegion } from "../../components/fleet/hcloudLocations";
 import { hcloudProviderId, providerIdFor } from "../../components/fleet/naming";
 import { OWNERSHIP_LABELS } from "../../components/fleet/nodeMember";
 import { formatResources } from "../catalog/instanceTypes";
-import { drifts, memberTaints } from "../reconciler/memberSnapshot";
+import { drifts, memberImage, memberTaints } from "../reconciler/memberSnapshot";
 import type { PoolTemplate } from "../store/claimSnapshot";
 import type { Claim, VisibleStatus } from "../store/claimStore";
 import type { NodeView } from "./schemas";
@@ -69,7 +69,7 @@ export function nodeView(
     privateIpv4: claim.privateIpv4 ?? null,
     capacity: formatResources(claim.snapshot.capacity),
     allocatable: formatResources(claim.snapshot.allocatable),
-    imageID: claim.snapshot.template.image,
+    imageID: memberImage(claim.snapshot.template, claim.snapshot.serverType) ?? claim.snapshot.template.image,
     labels: nodeLabels(cluster, claim, arch),
     taints: memberTaints(claim.snapshot),
     createdAt: claim.createdAt,

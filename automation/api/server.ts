@@ -15,6 +15,7 @@ import type { FleetSpec } from "../../components/fleet/fleetSpec";
 import { claimProviderId } from "./nodeView";
 import { CatalogSource } from "../catalog/catalogSource";
 import { OfferingAvailability } from "../catalog/offeringAvailability";
+import type { PoolImageSource } from "../catalog/poolImageSource";
 import type { StackConfigValue, StackEngine } from "../engine/stackEngine";
 import { apiEngineStateOf, apiStackDefinition } from "../reconciler/apiStack";
 import type { GitStackPrerequisites } from "../reconciler/gitStackPrerequisites";
@@ -96,6 +97,8 @@ export interface BuildServerOptions {
   /** What readyz says while `engineReady` is pending (default: applying the git stack). */
   readonly engineStarting?: string;
   readonly catalog?: CatalogSource;
+  /** Resolves autoscaled pools' `imageSelector` through Hetzner (default: none, so such pools admit nothing). */
+  readonly images?: PoolImageSource;
   readonly availability?: OfferingAvailability;
   /** How long a sold-out create keeps its offering unavailable (default 30 min). */
   readonly unavailableForMs?: number;
@@ -371,6 +374,7 @@ function servedCluster(
     availability,
     learned: (key) => learned.get(clusterId, key),
     refusal: () => (engineStart.state === "failed" ? `the engine cannot run: ${engineStart.error}` : options.prerequisites?.refusal()),
+    ...(options.images ? { images: options.images } : {}),
   });
   metrics.addCluster({ clusterId, nodesByStatus: () => store.countByStatus(clusterId), queueDepth: () => reconciler.queueDepth() });
   return { reconciler, clusters: new Map([[clusterId, service]]), capacityWatch: capacityWatchOf(options, parts, clusterId) };

@@ -30,6 +30,7 @@ import { ServiceMetrics } from "../api/serviceMetrics";
 import { withDecryptedSecrets } from "../api/decryptedStackConfig";
 import { StackConfigSource } from "../api/stackConfigSource";
 import { CatalogSource } from "../catalog/catalogSource";
+import { PoolImageSource } from "../catalog/poolImageSource";
 import { lookUpSharedResources } from "../reconciler/sharedResources";
 import { GitStackPrerequisites } from "../reconciler/gitStackPrerequisites";
 import { OfferingAvailability } from "../catalog/offeringAvailability";
@@ -387,6 +388,10 @@ async function startService(
       logger,
       ...(hcloud ? { client: hcloud } : {}),
     });
+    // Autoscaled pools' imageSelector, resolved through the same counted client.
+    const images = new PoolImageSource(
+      hcloud ? { newestImage: (selector, architecture) => hcloud.newestImage(selector, architecture) } : {},
+    );
     // The tokens (the stack's secret ones need the engine to decrypt) before the engine applies anything.
     const { readSecretConfig } = wiring;
     const tokens = await apiTokens(
@@ -430,6 +435,7 @@ async function startService(
         ? { prerequisites: gitStackPrerequisites(options, config, hcloud, logger) }
         : {}),
       catalog,
+      images,
       availability,
       metrics,
       logger,

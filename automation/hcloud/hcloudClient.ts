@@ -25,6 +25,13 @@ export interface HcloudLabelledResource {
 }
 
 /** The part of `GET /pricing` the catalog reads: primary IP prices per location. */
+/** The fields of an image the scaling API reads. */
+export interface HcloudImage {
+  readonly id: number;
+  readonly architecture: string;
+  readonly created: string;
+}
+
 export interface HcloudPricing {
   readonly primary_ips?: ReadonlyArray<{
     readonly type: string;
@@ -205,6 +212,24 @@ export class HcloudClient {
   /** Uploads an SSH public key under `name` (the local cloud's, as a user uploads theirs). */
   async createSshKey(name: string, publicKey: string): Promise<void> {
     await this.request("POST", "/ssh_keys", { name, public_key: publicKey });
+  }
+
+  /**
+   * The newest image (by `created`) matching a label selector for one architecture, or undefined
+   * when none does (one request): GET /images with label_selector, architecture and sort=created:desc,
+   * the filters Hetzner documents for listing images (docs.hetzner.cloud, "List Images").
+   */
+  async newestImage(labelSelector: string, architecture: "x86" | "arm"): Promise<HcloudImage | undefined> {
+    // status=available: a snapshot still being taken cannot boot a server yet.
+    const params = new URLSearchParams({
+      label_selector: labelSelector,
+      architecture,
+      status: "available",
+      sort: "created:desc",
+      page: "1",
+      per_page: "1",
+    });
+    return (await this.request<{ images?: HcloudImage[] }>("GET", `/images?${params}`))?.images?.[0];
   }
 
   /** Every server type with its prices per location, deprecated ones included. */

@@ -8,18 +8,45 @@ import { canonicalHash, canonicalJson } from "../../components/shared/canonicalJ
 import type { ClusterSpec, HcloudAutoscaledPool, Taint } from "../../components/fleet/fleetSpec";
 import { mergeTaints } from "../../components/fleet/taints";
 import { HCLOUD_PROVIDER_ID_FROM_METADATA, providerIdFor } from "../../components/fleet/naming";
+import { type HcloudArchitecture, serverTypeArchitecture } from "../../components/fleet/poolImages";
+import type { ArchitectureImage } from "../catalog/poolImageResolution";
 import type { MemberSnapshot, PoolTemplate } from "../store/claimSnapshot";
 
 // Every create and every node view needs the template of its pool, and hashing it (templateHash,
 // remembered per template object) costs more than the rest of a view: one template per spec object.
 const templates = new WeakMap<HcloudAutoscaledPool, WeakMap<ClusterSpec, PoolTemplate>>();
 
-export function poolTemplate(cluster: ClusterSpec, pool: HcloudAutoscaledPool): PoolTemplate {
+/**
+ * The pool's current template. `images`, for a pool with `imageSelector`, is its selector's
+ * resolution (catalog/poolImageResolution.ts): each architecture's image goes into
+ * `imagesByArchitecture`; an architecture without one is left out, so no member of it is admitted.
+ */
+export function poolTemplate(
+  cluster: ClusterSpec,
+  pool: HcloudAutoscaledPool,
+  images?: ReadonlyMap<HcloudArchitecture, ArchitectureImage>,
+): PoolTemplate {
+  if (images !== undefined) return withResolvedImages(poolTemplate(cluster, pool), images);
   let byCluster = templates.get(pool);
   if (!byCluster) templates.set(pool, (byCluster = new WeakMap()));
   let template = byCluster.get(cluster);
   if (!template) byCluster.set(cluster, (template = buildPoolTemplate(cluster, pool)));
   return template;
+}
+
+// One template object per resolution, so the per-template hash cache keeps working between refreshes.
+const resolvedTemplates = new WeakMap<PoolTemplate, WeakMap<ReadonlyMap<HcloudArchitecture, ArchitectureImage>, PoolTemplate>>();
+
+function withResolvedImages(template: PoolTemplate, images: ReadonlyMap<HcloudArchitecture, ArchitectureImage>): PoolTemplate {
+  let byResolution = resolvedTemplates.get(template);
+  if (!byResolution) resolvedTemplates.set(template, (byResolution = new WeakMap()));
+  let resolved = byResolution.get(images);
+  if (!resolved) {
+    const imagesByArchitecture: Partial<Record<HcloudArchitecture, string>> = {};
+    for (const [architecture, answer] of images) if ("image" in answer) imagesByArchitecture[architecture] = answer.image;
+    byResolution.set(images, (resolved = { ...template, imagesByArchitecture }));
+  }
+  return resolved;
 }
 
 function buildPoolTemplate(cluster: ClusterSpec, pool: HcloudAutoscaledPool): PoolTemplate {
@@ -56,10 +83,28 @@ export function memberTaints(snapshot: Pick<MemberSnapshot, "template" | "reques
   return mergeTaints(snapshot.template.taints, snapshot.requestTaints);
 }
 
-/** The template as it concerns one member: the allowed types list only matters as "is mine still allowed". */
+/**
+ * The image a member of `serverType` boots: with `imagesByArchitecture` (a pool with `imageSelector`),
+ * the one of its type's architecture, undefined when none was resolved for it; else the pool's `image`.
+ */
+export function memberImage(template: PoolTemplate, serverType: string): string | undefined {
+  if (template.imagesByArchitecture === undefined) return template.image;
+  return template.imagesByArchitecture[serverTypeArchitecture(serverType)];
+}
+
+/**
+ * The template as it concerns one member: the allowed types list only matters as "is mine still
+ * allowed", and of the images resolved per architecture only its own, so a newer snapshot for arm
+ * drifts the arm members and leaves the x86 ones alone. Templates without `imagesByArchitecture`
+ * project as before, keeping the hashes their members were admitted with.
+ */
 function memberProjection(template: PoolTemplate, serverType: string): Record<string, unknown> {
-  const { serverTypes, ...rest } = template;
-  return { ...rest, serverTypeAllowed: serverTypes.includes(serverType) };
+  const { serverTypes, imagesByArchitecture, ...rest } = template;
+  return {
+    ...rest,
+    ...(imagesByArchitecture !== undefined ? { image: memberImage(template, serverType) ?? null } : {}),
+    serverTypeAllowed: serverTypes.includes(serverType),
+  };
 }
 
 /**
@@ -124,8 +169,9 @@ export function drifts(snapshot: MemberSnapshot, current: PoolTemplate | undefin
     });
   }
   for (const [field, reason] of Object.entries(DRIFT_FIELDS) as Array<[keyof typeof DRIFT_FIELDS, string]>) {
-    const before = snapshot.template[field];
-    const after = current[field];
+    // The image compared is the member's own: its architecture's when the pool resolves a selector.
+    const before = field === "image" ? memberImage(snapshot.template, snapshot.serverType) : snapshot.template[field];
+    const after = field === "image" ? memberImage(current, snapshot.serverType) : current[field];
     if (canonicalJson(before) !== canonicalJson(after)) found.push({ reason, detail: `${field}: ${show(before)} -> ${show(after)}` });
   }
   return found;

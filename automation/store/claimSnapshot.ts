@@ -6,6 +6,7 @@
  */
 import type { ClusterSpec, KubeletSettings, Taint } from "../../components/fleet/fleetSpec";
 import type { NodeResources } from "../../components/bootstrap/kubeletReservations";
+import type { HcloudArchitecture } from "../../components/fleet/poolImages";
 
 /** Everything of a pool and its cluster that shapes a member's server and bootstrap. */
 export interface PoolTemplate {
@@ -13,6 +14,12 @@ export interface PoolTemplate {
   readonly location: string;
   readonly serverTypes: readonly string[];
   readonly image: string;
+  /**
+   * For a pool with `imageSelector`: the image id each architecture's members boot, as the scaling
+   * API resolved the selector (catalog/poolImageResolution.ts); a member's image is its type's
+   * architecture's (reconciler/memberSnapshot.ts memberImage). Absent for a pool with `image`.
+   */
+  readonly imagesByArchitecture?: Readonly<Partial<Record<HcloudArchitecture, string>>>;
   readonly sshKeys: readonly string[];
   readonly deleteProtection: boolean;
   readonly labels: Readonly<Record<string, string>>;

@@ -400,7 +400,9 @@ const hcloudCommon = {
    * member boots the newest image that matches it among those of its server type's architecture
    * (fleet/poolImages.ts), looked up at every preview and up; none matching for a listed type's
    * architecture is refused at preview. A new matching snapshot is a new generation: it rolls the
-   * pool through `rollout`. Static pools only so far.
+   * pool through `rollout`. An autoscaled pool's scaling API resolves it at each admission (the
+   * member keeps the image it was admitted with) and reports a newer snapshot as the drift
+   * (`ImageDrift`) of the members of its architecture (automation/catalog/poolImageSource.ts).
    */
   imageSelector: z.string().trim().min(1, { error: "imageSelector must be a Hetzner label selector such as role=k8s-node" }).optional(),
   /** Names or ids of Hetzner SSH keys to install; changing them replaces servers. */
@@ -508,10 +510,6 @@ export const hcloudAutoscaledPoolSchema = z
     ...hcloudCommon,
     mode: z.literal("autoscaled"),
     limits: poolLimitsSchema,
-    // The scaling API freezes one image per member at admission and resolves no selectors (yet).
-    imageSelector: z
-      .undefined({ error: "imageSelector is for static pools only so far: give an autoscaled pool an image name or id" })
-      .optional(),
   })
   .transform(withOneLocationField)
   .transform(withOneImageField);

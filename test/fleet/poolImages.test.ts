@@ -1,7 +1,7 @@
 import { strict as assert } from "node:assert";
 import fc from "fast-check";
 import type * as pulumi from "@pulumi/pulumi";
-import { type HcloudStaticPool, parseFleetSpec } from "../../components/fleet/fleetSpec";
+import { type HcloudAutoscaledPool, type HcloudStaticPool, parseFleetSpec } from "../../components/fleet/fleetSpec";
 import {
   type HcloudArchitecture,
   type ImageLookupAnswer,
@@ -67,7 +67,7 @@ describe("pool images by name, id and label selector, per architecture", () => {
     assert.equal(bySelector.imageSelector, "role=node");
   });
 
-  it("refuses image with imageSelector, an empty selector and a selector on an autoscaled pool, naming the field", () => {
+  it("refuses image with imageSelector and an empty selector, naming the field; parses a selector on an autoscaled pool", () => {
     const both = specProblems(rawFleetConfig({ pools: [hcloudStaticPoolConfig({ imageSelector: "role=node" })] }));
     assert.ok(
       both.some((p) => /^nodefleet:pools\[0\]\.imageSelector: set either image or imageSelector, not both/.test(p)),
@@ -78,12 +78,15 @@ describe("pool images by name, id and label selector, per architecture", () => {
       empty.some((p) => /^nodefleet:pools\[0\]\.imageSelector: imageSelector must be a Hetzner label selector/.test(p)),
       empty.join("\n"),
     );
-    const autoscaled = specProblems(
+    // The scaling API resolves an autoscaled pool's selector at admission (automation/catalog/poolImageSource.ts).
+    const autoscaled = parseFleetSpec(
       rawFleetConfig({ pools: [hcloudAutoscaledPoolConfig({ image: undefined, imageSelector: "role=node" })] }),
-    );
+    ).pools[0] as HcloudAutoscaledPool;
+    assert.equal(autoscaled.imageSelector, "role=node");
+    const autoscaledBoth = specProblems(rawFleetConfig({ pools: [hcloudAutoscaledPoolConfig({ imageSelector: "role=node" })] }));
     assert.ok(
-      autoscaled.some((p) => /^nodefleet:pools\[0\]\.imageSelector: imageSelector is for static pools only/.test(p)),
-      autoscaled.join("\n"),
+      autoscaledBoth.some((p) => /^nodefleet:pools\[0\]\.imageSelector: set either image or imageSelector, not both/.test(p)),
+      autoscaledBoth.join("\n"),
     );
   });
 
@@ -204,6 +207,36 @@ describe("pool images by name, id and label selector, per architecture", () => {
     await assert.rejects(
       runFleetProgramUnderMocks(refused, { call: answer }),
       /nodefleet:pools\[0\]\.imageSelector: no image matches "role=node" for the x86 architecture \(server type cpx21 is x86/,
+    );
+  });
+
+  it("refuses at preview an autoscaled pool's selector with no image for a listed type's architecture, naming the field", async () => {
+    const answer = (args: pulumi.runtime.MockCallArgs): Record<string, unknown> => {
+      if (args.token !== "hcloud:index/getImage:getImage") return args.inputs;
+      if (args.inputs.withArchitecture === "x86") return { ...args.inputs, id: 4001, architecture: "x86" };
+      return args.inputs; // no arm snapshot matches
+    };
+    const mixed = rawFleetConfig({
+      pools: [
+        hcloudStaticPoolConfig(),
+        hcloudAutoscaledPoolConfig({ image: undefined, imageSelector: "role=node", serverTypes: ["cpx21", "cax11"] }),
+      ],
+    });
+    await assert.rejects(
+      runFleetProgramUnderMocks(mixed, { call: answer }),
+      /nodefleet:pools\[1\]\.imageSelector: no image matches "role=node" for the arm architecture \(server type cax11 is arm64/,
+    );
+    const x86Only = rawFleetConfig({
+      pools: [
+        hcloudStaticPoolConfig(),
+        hcloudAutoscaledPoolConfig({ image: undefined, imageSelector: "role=node", serverTypes: ["cpx21"] }),
+      ],
+    });
+    const run = await runFleetProgramUnderMocks(x86Only, { call: answer });
+    assert.deepEqual(
+      run.calls.filter((c) => c.token === "hcloud:index/getImage:getImage").map((c) => c.inputs),
+      [{ withSelector: "role=node", mostRecent: true, withArchitecture: "x86" }],
+      "one look-up for the autoscaled pool's one architecture",
     );
   });
 });

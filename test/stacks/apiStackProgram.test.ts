@@ -133,6 +133,15 @@ describe("the API stack's program", () => {
     assert.match(userData, /--provider-id=[a-z]+:\/\/\/example\/k000000000001 /);
   });
 
+  it("boots a member of a pool with images resolved per architecture from its own architecture's image", async () => {
+    const config = configValues(exampleConfig());
+    const snapshot = snapshotFor(config, "cpx21", 0);
+    const template = { ...snapshot.template, imagesByArchitecture: { x86: "4001", arm: "4002" } };
+    const run = await runApiProgram(config, [{ nodeId: "k000000000001", snapshot: { ...snapshot, template } }]);
+    const server = run.resources.find((x) => x.type === "hcloud:index/server:Server")!;
+    assert.equal(server.inputs.image, "4001", "cpx21 is x86: the x86 snapshot, not the pool's image name");
+  });
+
   it("gives claims admitted now a RandomPassword token and keeps an earlier claim's RandomString", async () => {
     const config = configValues(exampleConfig());
     const run = await runApiProgram(config, [

@@ -30,7 +30,7 @@ export const clusterRoutes: FastifyPluginAsyncZod<{ clusters: ClusterServices }>
         response: { 200: instanceTypeListSchema, ...errorResponses },
       },
     },
-    async (request) => ({ instanceTypes: clusterService(clusters, request.params.clusterId).instanceTypes() }),
+    async (request) => ({ instanceTypes: await clusterService(clusters, request.params.clusterId).instanceTypes() }),
   );
 
   app.get(

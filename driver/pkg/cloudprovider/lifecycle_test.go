@@ -192,6 +192,28 @@ func TestIsDrifted(t *testing.T) {
 	}
 }
 
+// A pool with imageSelector drifts only the members of the architecture that got a newer matching
+// snapshot: the API reports ImageDrift on those nodes, and IsDrifted hands exactly that to Karpenter
+// per NodeClaim, leaving the other architecture's members alone (docs/fleet-spec.md).
+func TestIsDriftedReportsImageDriftOfOneArchitecture(t *testing.T) {
+	e := newEnvironment(t)
+	ctx := context.Background()
+	x86 := nodeClaim("image-x86")
+	x86.Annotations = e.createNode(t, x86).Annotations
+	arm := nodeClaim("image-arm")
+	arm.Annotations = e.createNode(t, arm).Annotations
+	e.api.UpdateNode(nodefleetapi.NodeIDFor("image-x86"), func(node *nodefleetapi.Node) {
+		reason, details := "ImageDrift", "image: 4001 -> 4002"
+		node.Drifted, node.DriftReason, node.DriftDetails = true, &reason, &details
+	})
+	if reason, err := e.cloudProvider.IsDrifted(ctx, x86); err != nil || reason != "ImageDrift" {
+		t.Fatalf("IsDrifted of the x86 member = %q, %v; want ImageDrift", reason, err)
+	}
+	if reason, err := e.cloudProvider.IsDrifted(ctx, arm); err != nil || reason != "" {
+		t.Fatalf("IsDrifted of the other member = %q, %v; want no drift", reason, err)
+	}
+}
+
 func TestIsDriftedOfAGoneNodeIsNotDrift(t *testing.T) {
 	e := newEnvironment(t)
 	claim := nodeClaim("default-gone")

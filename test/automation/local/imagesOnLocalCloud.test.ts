@@ -3,8 +3,10 @@
  * (issue #39 part 3): an arm64 (cax11) static pool runs end to end; its `imageSelector` is refused at
  * preview while no x86 snapshot matches for its listed cpx21, then picks the newest arm snapshot
  * (not the newer x86 one) and rolls the pool to it one member at a time, and again for a newer
- * snapshot; an x86-only image id on cax11 is refused at preview; and an autoscaled pool mixing
- * cpx21 and cax11 gets each member the image of its architecture through the scaling API.
+ * snapshot; an x86-only image id on cax11 is refused at preview; an autoscaled pool mixing
+ * cpx21 and cax11 gets each member the image of its architecture through the scaling API, by name
+ * and then by `imageSelector` (the newest matching snapshot of each architecture), where a newer
+ * x86 snapshot drifts (ImageDrift) the x86 member only.
  */
 import assert from "node:assert/strict";
 import { mkdtempSync } from "node:fs";
@@ -127,6 +129,10 @@ describe("images by label and architecture on the local cloud (real engine)", fu
   });
 
   let armSnapshot = 0;
+  /** The newest snapshots matching SELECTOR per architecture, as the tests below take them. */
+  let x86Source = 0;
+  let newestX86 = 0;
+  let newestArm = 0;
   it("refuses at preview a selector with no image for a listed type's architecture, naming the field and the rule", async () => {
     const [member] = await poolServers(started!.cloud, POOL);
     armSnapshot = await snapshotOf(member!.id);
@@ -147,7 +153,9 @@ describe("images by label and architecture on the local cloud (real engine)", fu
       async () => ((await hcloudGet(started!.cloud, `/servers/${x86.server.id}`)).server.status === "running" ? true : undefined),
       60_000,
     );
+    x86Source = x86.server.id;
     const x86Snapshot = await snapshotOf(x86.server.id);
+    newestX86 = x86Snapshot;
     await rollTo(armSnapshot);
     for (const s of await poolServers(started!.cloud, POOL)) {
       const image = await serverImage(started!, s.id);
@@ -159,6 +167,7 @@ describe("images by label and architecture on the local cloud (real engine)", fu
   it("rolls a newer arm snapshot through the pool one member at a time", async () => {
     const [member] = await poolServers(started!.cloud, POOL);
     const newer = await snapshotOf(member!.id);
+    newestArm = newer;
     await rollTo(newer);
     assert.equal((await poolNodes(started!.cloud, POOL)).filter(isReady).length, 2);
   });
@@ -189,5 +198,53 @@ describe("images by label and architecture on the local cloud (real engine)", fu
       (await poolNodes(cloud, "local-burst")).filter(isReady).length === 2 ? true : undefined,
     );
     await deleteUntilGone(serve.client, ids, waitFor);
+  });
+
+  it("boots an autoscaled pool's cpx21 and cax11 members on the newest matching snapshot of each architecture, and drifts the x86 one for a newer x86 snapshot", async () => {
+    const { serve, cloud } = started!;
+    const waitFor = <T>(what: string, probe: () => Promise<T | undefined>) =>
+      until(what, probe, 600_000, () => `serve said:\n${serve.stderr().slice(-3000)}`, 1000);
+    // serve re-reads the stack file: the pool now boots snapshots by label (x86 and arm ones match).
+    editLocalPool(cloud, "local-burst", (pool) => {
+      delete pool.image;
+      pool.imageSelector = SELECTOR;
+    });
+    const x86 = await serve.client.createNode({ uniqueID: "selector-x86", pool: "local-burst", instanceType: "cpx21" });
+    const arm = await serve.client.createNode({ uniqueID: "selector-arm", pool: "local-burst", instanceType: "cax11" });
+    assert.deepEqual([x86.node.imageID, arm.node.imageID], [String(newestX86), String(newestArm)]);
+    const ids = [x86.node.nodeID, arm.node.nodeID];
+    await awaitRunning(serve.client, ids, waitFor, "nodefleet:///local/");
+    const bootedImages = async () =>
+      new Map(
+        ((await hcloudGet(cloud, "/servers?label_selector=nodefleet.io/pool=local-burst")).servers as Array<Record<string, any>>).map(
+          (s) => [s.labels["nodefleet.io/node"] as string, [s.server_type.name, s.image.id, s.image.type, s.image.architecture]],
+        ),
+      );
+    const booted = await bootedImages();
+    assert.deepEqual(booted.get(x86.node.nodeID), ["cpx21", newestX86, "snapshot", "x86"]);
+    assert.deepEqual(booted.get(arm.node.nodeID), ["cax11", newestArm, "snapshot", "arm"]);
+    await waitFor("both Nodes Ready", async () =>
+      (await poolNodes(cloud, "local-burst")).filter(isReady).length === 2 ? true : undefined,
+    );
+    for (const id of ids) assert.equal((await serve.client.getNode(id)).drifted, false, `${id} is current`);
+
+    // A newer x86 snapshot: the next x86 admission resolves it, and the x86 member (only) drifts.
+    const newerX86 = await snapshotOf(x86Source);
+    const next = await serve.client.createNode({ uniqueID: "selector-x86-next", pool: "local-burst", instanceType: "cpx21" });
+    assert.equal(next.node.imageID, String(newerX86));
+    await waitFor("the next x86 member RUNNING", async () =>
+      (await serve.client.getNode(next.node.nodeID)).status === "RUNNING" ? true : undefined,
+    );
+    assert.deepEqual((await bootedImages()).get(next.node.nodeID), ["cpx21", newerX86, "snapshot", "x86"]);
+    const drifted = await serve.client.getNode(x86.node.nodeID);
+    assert.deepEqual([drifted.drifted, drifted.driftReason], [true, "ImageDrift"]);
+    assert.match(drifted.driftDetails ?? "", new RegExp(`image: ${newestX86} -> ${newerX86}`));
+    const listed = new Map((await serve.client.listNodes("local-burst")).map((n) => [n.nodeID, n.drifted]));
+    assert.deepEqual(
+      [listed.get(x86.node.nodeID), listed.get(arm.node.nodeID), listed.get(next.node.nodeID)],
+      [true, false, false],
+      "only the x86 member admitted before the newer x86 snapshot drifts",
+    );
+    await deleteUntilGone(serve.client, [...ids, next.node.nodeID], waitFor);
   });
 });

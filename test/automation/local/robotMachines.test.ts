@@ -20,6 +20,8 @@ import { RobotMachines } from "../../../automation/local/robotMachines/robotMach
 import { renderAutosetup } from "../../../components/robot/installimageAutosetup";
 import { RESCUE_SYSTEM_CHECK } from "../../../components/robot/rescueSystemCheck";
 import { RobotClient } from "../../../components/robot/robotClient";
+import { type RobotRescueState, robotRescueProvider } from "../../../components/robot/robotRescue";
+import { withSerializedProvider } from "../../support/serializedProvider";
 import { skipUnlessAvailable } from "../../support/toolchainRequirement";
 
 const USER = "#ws+machines";
@@ -57,6 +59,7 @@ describe("local-cloud Robot machines: rescue, installimage and the boot cycle", 
   let machines: RobotMachines | undefined;
   let client: RobotClient;
   let fingerprint: string;
+  let url: string;
 
   /** Runs `command` as root on `address` pinned to `pin`; status 255 is ssh's own failure. */
   const ssh = (address: string, pin: string, command: string, input = "", timeoutSeconds = 10) => {
@@ -78,7 +81,7 @@ describe("local-cloud Robot machines: rescue, installimage and the boot cycle", 
   /** Starts the fake Robot and its machines; `knobs` as RobotMachines takes them. */
   async function start(knobs: { resetsNotTaking?: number; hang?: number[]; bios?: number[] } = {}) {
     robot = buildFakeRobot({ user: USER, password: PASSWORD, stateFile: join(dir, "robot.json"), manualResetMs: 200 });
-    const url = await robot.app.listen({ port: 0, host: "127.0.0.1" });
+    url = await robot.app.listen({ port: 0, host: "127.0.0.1" });
     client = new RobotClient({ baseUrl: url, credentials: { user: USER, password: PASSWORD }, maxRetries: 0 });
     machines = await RobotMachines.start({ robot, dir: join(dir, "machines"), deliveredAuthorizedKeys: [], ...knobs });
     fingerprint = (await client.uploadKey("nodefleet-test", readFileSync(`${clientKey}.pub`, "utf8"))).fingerprint;
@@ -209,6 +212,44 @@ describe("local-cloud Robot machines: rescue, installimage and the boot cycle", 
     await machines!.settled();
     const run = ssh("127.0.3.1", machines!.machine(FIRST).hostKey(), "hostname");
     assert.equal(run.stdout.trim(), "rescue", run.stderr);
+  });
+
+  /** The rescue provider's inputs for the first server, with the checked boot (rescueBootLadder.ts). */
+  const checkedRescue = (): RobotRescueState => ({
+    serverNumber: FIRST,
+    fingerprints: [fingerprint],
+    generation: "g1",
+    baseUrl: url,
+    credentials: JSON.stringify({ user: USER, password: PASSWORD }),
+    checkRescue: true,
+    sshPrivateKey: readFileSync(clientKey, "utf8"),
+    resetWaitSeconds: 8,
+  });
+
+  it("the rescue provider's checked boot escalates from sw to hw when sw brings back the installed OS", async function () {
+    await start({ resetsNotTaking: 1 });
+    await withSerializedProvider(robotRescueProvider, async (provider) => {
+      const created = await provider.create!(checkedRescue());
+      // The delivered OS refuses the key, so no ssh reboot; sw did not take; hw reached the rescue.
+      assert.equal(created.outs.resetType, "sw,hw");
+    });
+    assert.equal(machines!.machine(FIRST).system, "rescue");
+    assert.deepEqual(
+      robot!.state.server(FIRST)!.resets.map((r) => r.type),
+      ["sw", "hw"],
+    );
+    assert.ok(!JSON.stringify(robot!.state.server(FIRST)!.resets).includes("power"));
+  });
+
+  it("the rescue provider's checked boot fails clearly when no reset reaches the rescue", async function () {
+    await start({ resetsNotTaking: 10 });
+    await withSerializedProvider(robotRescueProvider, async (provider) => {
+      await assert.rejects(
+        provider.create!(checkedRescue()),
+        /^RescueBootError: Robot server 2000001 did not boot into the rescue system after ssh-reboot, sw, hw \(ssh-reboot failed \(.*Permission denied.*\); sw: kept running the installed system; hw: kept running the installed system\)/,
+      );
+    });
+    assert.equal(machines!.machine(FIRST).system, "installed");
   });
 
   it("a hanging machine stops answering SSH until a reset", async function () {

@@ -7,7 +7,9 @@
  * - The rescue system is a fresh machine at each rescue boot (it runs from RAM on Robot): host keys
  *   of its own, hostname `rescue`, the NFS root marker /root/.oldroot/nfs with the installimage
  *   stand-in (installimageStandIn.ts) and the images nodefleet names, the machine's disks and
- *   firmware for installimage to check, and root's authorized keys = the keys the activation named.
+ *   firmware for installimage to check (and for nodefleet's GATHER_HARDWARE_COMMAND: an lsblk
+ *   stand-in, /sys/firmware/efi only under UEFI), and root's authorized keys = the keys the
+ *   activation named.
  * - The installed system is a machine whose files persist under `<dir>/installed`. At first it is
  *   the OS the server was delivered with; a boot after an install in the rescue replaces it by the
  *   installed one (its hostname, the host key and authorized keys the post-install hook wrote).
@@ -19,6 +21,7 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, wri
 import { dirname, join } from "node:path";
 import { INSTALLIMAGE_UBUNTU_IMAGES } from "../../../components/robot/installimageAutosetup";
 import { type HostKeyType, Machine } from "../machines/machine";
+import { initPidFile, sandboxLayout } from "../machines/machineSandbox";
 import type { MachineDisk, MachineFirmware, MachineHardware } from "./installimageRules";
 import { HARDWARE_PATH, INSTALLED_RECORD_PATH, type InstalledSystem } from "./installimageStandIn";
 
@@ -167,6 +170,13 @@ export class RobotMachine {
     for (const image of Object.values(INSTALLIMAGE_UBUNTU_IMAGES)) file(image, "");
     const hardware: MachineHardware = { firmware: this.args.firmware, disks: [...(this.args.disks ?? DEFAULT_DISKS)] };
     file(HARDWARE_PATH, `${JSON.stringify(hardware)}\n`);
+    // lsblk's answer to nodefleet's GATHER_HARDWARE_COMMAND (`-J -b -d -o NAME,TYPE,SIZE,RM,RO`): the machine's disks.
+    const lsblk = { blockdevices: hardware.disks.map((d) => ({ name: d.name, type: "disk", size: d.sizeBytes, rm: false, ro: false })) };
+    file(
+      "/usr/bin/lsblk",
+      `#!/bin/sh\n# The machine's disks (robotMachine.ts), whatever the options.\ncat <<'JSON'\n${JSON.stringify(lsblk, null, 2)}\nJSON\n`,
+      0o755,
+    );
     await this.startRescueMachine(keys);
   }
 
@@ -178,6 +188,7 @@ export class RobotMachine {
       port: this.args.port,
       authorizedKeys: keys.length > 0 ? keys : [this.sealedKey()],
     });
+    this.showFirmware(this.rescueDir, RESCUE_HOSTNAME);
     this.running = "rescue";
   }
 
@@ -213,7 +224,22 @@ export class RobotMachine {
       port: this.args.port,
       authorizedKeys: keys.length > 0 ? keys : [this.sealedKey()],
     });
+    this.showFirmware(this.installedDir, hostname);
     this.running = "installed";
+  }
+
+  /**
+   * Makes the running machine's /sys/firmware say how it boots (`efi` there only under UEFI, which
+   * is how nodefleet and installimage tell): a small tmpfs over it, mounted in the machine's own
+   * mount namespace only (the host's /sys is untouched), before anything else logs in.
+   */
+  private showFirmware(dir: string, hostname: string): void {
+    const pid = readFileSync(initPidFile(sandboxLayout(dir, hostname)), "utf8").trim();
+    const script = `set -e
+mount -t tmpfs -o mode=755,size=64k nodefleet-firmware "$1/sys/firmware"
+if [ "$2" = uefi ]; then mkdir "$1/sys/firmware/efi"; fi
+mount -o remount,ro "$1/sys/firmware"`;
+    execFileSync("nsenter", ["--target", pid, "--mount", "--", "/bin/sh", "-c", script, "sh", join(dir, "merged"), this.args.firmware]);
   }
 
   /** root's authorized keys in a system's files. */

@@ -17,7 +17,7 @@ import { type FakeRobot, buildFakeRobot } from "../../../automation/local/fakeRo
 import { SSHD } from "../../../automation/local/machines/openSshServer";
 import { AUTOSETUP_RECORD_PATH } from "../../../automation/local/robotMachines/installimageStandIn";
 import { RobotMachines } from "../../../automation/local/robotMachines/robotMachines";
-import { renderAutosetup } from "../../../components/robot/installimageAutosetup";
+import { GATHER_HARDWARE_COMMAND, parseRescueHardware, renderAutosetup } from "../../../components/robot/installimageAutosetup";
 import { RESCUE_SYSTEM_CHECK } from "../../../components/robot/rescueSystemCheck";
 import { RobotClient } from "../../../components/robot/robotClient";
 import { type RobotRescueState, robotRescueProvider } from "../../../components/robot/robotRescue";
@@ -141,6 +141,10 @@ describe("local-cloud Robot machines: rescue, installimage and the boot cycle", 
     assert.equal((await client.getRescue(FIRST)).active, false, "the boot used the activation up");
     const marker = ssh(address, rescuePin, "test -d /root/.oldroot/nfs && test -x /root/.oldroot/nfs/install/installimage && echo ok");
     assert.equal(marker.stdout.trim(), "ok", marker.stderr);
+    // nodefleet's hardware gathering reads the machine's firmware and disks there.
+    const gathered = ssh(address, rescuePin, GATHER_HARDWARE_COMMAND);
+    assert.equal(gathered.status, 0, gathered.stderr);
+    assert.deepEqual(parseRescueHardware(gathered.stdout), { firmware: "uefi", drives: ["/dev/nvme0n1", "/dev/nvme1n1"] });
 
     // UEFI (the default): an autosetup without an ESP is refused, naming the rule; nothing is installed.
     const base = { drives: ["/dev/nvme0n1", "/dev/nvme1n1"], hostname: "robot-node-1", image: "ubuntu-24.04" };
@@ -188,6 +192,7 @@ describe("local-cloud Robot machines: rescue, installimage and the boot cycle", 
   it("installs a BIOS machine without an ESP, and refuses RAID 1 over one drive", async function () {
     await start({ bios: [SECOND] });
     const pin = await bootRescue(SECOND, "127.0.3.2");
+    assert.equal(ssh("127.0.3.2", pin, "test -d /sys/firmware/efi && echo uefi || echo bios").stdout.trim(), "bios");
     const autosetup = renderAutosetup({ drives: ["/dev/nvme0n1"], hostname: "robot-node-2", image: "ubuntu-22.04", firmware: "bios" });
     const install = ssh("127.0.3.2", pin, installScript(autosetup, "robot-node-2"));
     assert.equal(install.status, 0, install.stderr);

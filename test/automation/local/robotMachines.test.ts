@@ -79,8 +79,8 @@ describe("local-cloud Robot machines: rescue, installimage and the boot cycle", 
   };
 
   /** Starts the fake Robot and its machines; `knobs` as RobotMachines takes them. */
-  async function start(knobs: { resetsNotTaking?: number; hang?: number[]; bios?: number[] } = {}) {
-    robot = buildFakeRobot({ user: USER, password: PASSWORD, stateFile: join(dir, "robot.json"), manualResetMs: 200 });
+  async function start(knobs: { resetsNotTaking?: number; hang?: number[]; bios?: number[] } = {}, manualResetMs = 200) {
+    robot = buildFakeRobot({ user: USER, password: PASSWORD, stateFile: join(dir, "robot.json"), manualResetMs });
     url = await robot.app.listen({ port: 0, host: "127.0.0.1" });
     client = new RobotClient({ baseUrl: url, credentials: { user: USER, password: PASSWORD }, maxRetries: 0 });
     machines = await RobotMachines.start({ robot, dir: join(dir, "machines"), deliveredAuthorizedKeys: [], ...knobs });
@@ -255,6 +255,29 @@ describe("local-cloud Robot machines: rescue, installimage and the boot cycle", 
       );
     });
     assert.equal(machines!.machine(FIRST).system, "installed");
+  });
+
+  it("power presses the button (off, then on again), and man boots once the technician is done", async function () {
+    await start({}, 2_000);
+    const pin = machines!.machine(SECOND).hostKey();
+    await client.reset(SECOND, "power");
+    await machines!.settled();
+    assert.equal(machines!.machine(SECOND).system, "off");
+    const off = ssh("127.0.3.2", pin, "true", "", 3);
+    assert.equal(off.status, 255);
+    assert.match(off.stderr, /Connection refused/);
+    await client.reset(SECOND, "power");
+    await machines!.settled();
+    assert.equal(machines!.machine(SECOND).system, "installed");
+    assert.equal(machines!.machine(SECOND).hostKey(), pin, "the same installed system came back");
+    // man: the fake's technician takes 2 s here; the machine boots rescue only then.
+    await client.activateRescue(FIRST, [fingerprint]);
+    await client.reset(FIRST, "man");
+    await machines!.settled();
+    assert.equal(machines!.machine(FIRST).system, "installed", "not before the technician is done");
+    await new Promise((resolve) => setTimeout(resolve, 2_500));
+    await machines!.settled();
+    assert.equal(machines!.machine(FIRST).system, "rescue");
   });
 
   it("a hanging machine stops answering SSH until a reset", async function () {

@@ -50,6 +50,18 @@ export interface SimulationKnobs {
   readonly robotRateLimit?: number;
   /** NODEFLEET_SIM_ROBOT_LOGIN_REVOKED=1 (local cloud only): the fake Robot webservice refuses every login (401). */
   readonly robotLoginRevoked?: boolean;
+  /**
+   * NODEFLEET_SIM_ROBOT_RESETS_NOT_TAKING (local cloud only): the first this many reboots of each Robot
+   * machine do not take (it comes back into the OS it ran; a rescue activation stays pending). Default 0.
+   */
+  readonly robotResetsNotTaking?: number;
+  /**
+   * NODEFLEET_SIM_ROBOT_HANG (local cloud only): Robot server numbers whose machine hangs (SSH stops
+   * answering) at the first boot of a system installed through the rescue, until its next reboot. Default none.
+   */
+  readonly robotHang?: readonly number[];
+  /** NODEFLEET_SIM_ROBOT_BIOS (local cloud only): Robot server numbers that boot in BIOS mode; the others boot UEFI. */
+  readonly robotBios?: readonly number[];
 }
 
 const DEFAULT_BOOT_DELAY_MS = 2000;
@@ -77,6 +89,14 @@ function flagFrom(name: string, text: string | undefined): boolean | undefined {
   if (value === "1" || value === "true") return true;
   if (value === "0" || value === "false") return false;
   throw new Error(`${name} must be 1, true, 0 or false, got ${JSON.stringify(text)}`);
+}
+
+/** A list of Robot server numbers (whole numbers), undefined when unset. */
+function serverNumbersFrom(name: string, text: string | undefined): number[] | undefined {
+  const numbers = listFrom(text);
+  const bad = numbers?.find((n) => !/^[1-9]\d{0,9}$/.test(n));
+  if (bad !== undefined) throw new Error(`${name} must list Robot server numbers separated by commas, got ${JSON.stringify(bad)}`);
+  return numbers?.map(Number);
 }
 
 function listFrom(text: string | undefined): string[] | undefined {
@@ -119,6 +139,9 @@ export function knobsFromEnv(env: NodeJS.ProcessEnv): Partial<SimulationKnobs> {
     robotServers: wholeFrom("NODEFLEET_SIM_ROBOT_SERVERS", env.NODEFLEET_SIM_ROBOT_SERVERS, 0, 250),
     robotRateLimit: wholeFrom("NODEFLEET_SIM_ROBOT_RATE_LIMIT", env.NODEFLEET_SIM_ROBOT_RATE_LIMIT, 0, 1_000_000),
     robotLoginRevoked: flagFrom("NODEFLEET_SIM_ROBOT_LOGIN_REVOKED", env.NODEFLEET_SIM_ROBOT_LOGIN_REVOKED),
+    robotResetsNotTaking: wholeFrom("NODEFLEET_SIM_ROBOT_RESETS_NOT_TAKING", env.NODEFLEET_SIM_ROBOT_RESETS_NOT_TAKING, 0, 1000),
+    robotHang: serverNumbersFrom("NODEFLEET_SIM_ROBOT_HANG", env.NODEFLEET_SIM_ROBOT_HANG),
+    robotBios: serverNumbersFrom("NODEFLEET_SIM_ROBOT_BIOS", env.NODEFLEET_SIM_ROBOT_BIOS),
   };
 }
 

@@ -3,11 +3,17 @@
  * system: deletes a pending rescue activation (its keys may be stale), activates rescue with the
  * pool's SSH key fingerprints, then resets along CAPH's ladder with the reset types the server
  * offers: `sw` (a clean reboot) while the installed system answers on SSH, `hw` when it has not gone
- * down in time; never `power` (a power-button press, no power cycle). Creating it starts a
+ * down in time; never `power` (a power-button press, no power cycle). With `checkRescue` it checks
+ * instead that each reboot reached the rescue (SSH in, RESCUE_SYSTEM_CHECK) and escalates (ssh
+ * reboot, sw, hw) when the box came back into its installed OS (rescueBootLadder.ts). Creating it starts a
  * (re)install; its outputs give the server's address. A `pulumi.dynamic` resource: its serialized
  * provider uses only the Robot client and its inputs; the credentials are a secret input and output.
  */
+import type * as ChildProcess from "node:child_process";
+import type * as Fs from "node:fs";
 import type * as Net from "node:net";
+import type * as Os from "node:os";
+import type * as Path from "node:path";
 import * as pulumi from "@pulumi/pulumi";
 import {
   ROBOT_BASE_URL,
@@ -17,6 +23,8 @@ import {
   isRobotNotFound,
   robotCredentialsFromEnv,
 } from "./robotClient";
+import { type RescueProbe, bootIntoRescue } from "./rescueBootLadder";
+import { RESCUE_SYSTEM_CHECK } from "./rescueSystemCheck";
 
 export interface RobotRescueState {
   serverNumber: number;
@@ -39,6 +47,14 @@ export interface RobotRescueState {
    * fingerprint (which `fingerprints` holds too); absent for pools that name deposited keys only.
    */
   uploadKeys?: RobotKeyToUpload[];
+  /**
+   * Check the boot (rescueBootLadder.ts): after each reboot, SSH in as root and run
+   * RESCUE_SYSTEM_CHECK; a box back in its installed OS gets the next rung (ssh reboot, sw, hw).
+   * Absent or false: the older ladder, which only waits for the installed system to go down.
+   */
+  checkRescue?: boolean;
+  /** The private key (OpenSSH PEM) the check logs in with; a secret. Absent: the SSH agent (SSH_AUTH_SOCK). */
+  sshPrivateKey?: string;
 }
 
 /** A public key a pool names, with the fingerprint Robot will give it. */
@@ -115,6 +131,70 @@ export async function resetAlongLadder(ladder: readonly RobotResetType[], io: Re
   return used;
 }
 
+/**
+ * The checked boot (rescueBootLadder.ts) with the system ssh client: the rescue's host key is
+ * unknown (a fresh one at each rescue boot), so it is not verified here, as on every rescue
+ * connection (docs/security.md); what runs is the read-only RESCUE_SYSTEM_CHECK, or `reboot` for
+ * the ssh-reboot rung. Built-ins only (required inside): the provider is serialized into the state.
+ */
+async function checkedBootIntoRescue(client: RobotClient, inputs: RobotRescueState, host: string, port: number): Promise<string[]> {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const childProcess = require("node:child_process") as typeof ChildProcess;
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const fs = require("node:fs") as typeof Fs;
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const os = require("node:os") as typeof Os;
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const path = require("node:path") as typeof Path;
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "nodefleet-rescue-check-"));
+  const keyFile = path.join(dir, "key");
+  if (inputs.sshPrivateKey)
+    fs.writeFileSync(keyFile, inputs.sshPrivateKey.endsWith("\n") ? inputs.sshPrivateKey : `${inputs.sshPrivateKey}\n`, { mode: 0o600 });
+  const ssh = (command: string) =>
+    new Promise<{ status: number | null; stderr: string }>((resolve) => {
+      const child = childProcess.spawn(
+        "ssh",
+        [
+          ...["-F", "/dev/null", "-p", String(port), "-o", "BatchMode=yes", "-o", "ConnectTimeout=10", "-o", "LogLevel=ERROR"],
+          ...["-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "GlobalKnownHostsFile=/dev/null"],
+          ...(inputs.sshPrivateKey ? ["-i", keyFile, "-o", "IdentitiesOnly=yes"] : []),
+          `root@${host}`,
+          command,
+        ],
+        { stdio: ["ignore", "ignore", "pipe"] },
+      );
+      let stderr = "";
+      child.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+      child.once("error", (error) => resolve({ status: 255, stderr: error.message }));
+      child.once("close", (status) => resolve({ status, stderr }));
+    });
+  const probe = async (): Promise<RescueProbe> => {
+    const { status, stderr } = await ssh(RESCUE_SYSTEM_CHECK);
+    if (status === 0) return "rescue";
+    // ssh's own failure (255): refused authentication means something answers; anything else, nothing does.
+    if (status === 255)
+      return /Permission denied|Host key verification failed|Too many authentication failures/.test(stderr) ? "other" : "down";
+    return "other";
+  };
+  try {
+    return await bootIntoRescue(inputs.serverNumber, (await client.resetOptions(inputs.serverNumber)).type, {
+      reset: (type) => client.reset(inputs.serverNumber, type),
+      sshReboot: async () => {
+        const { status, stderr } = await ssh("nohup sh -c 'sleep 1; reboot' >/dev/null 2>&1 &");
+        if (status !== 0) throw new Error(stderr.trim().split("\n").pop() || `ssh exit ${status}`);
+      },
+      probe,
+      ensureRescueActive: async () => {
+        if (!(await client.getRescue(inputs.serverNumber)).active) await client.activateRescue(inputs.serverNumber, inputs.fingerprints);
+      },
+      sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+      ...(inputs.resetWaitSeconds !== undefined ? { waitSeconds: inputs.resetWaitSeconds } : {}),
+    });
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 function robotClientFor(state: Pick<RobotRescueState, "baseUrl" | "credentials" | "serverNumber">): RobotClient {
   if (!state.credentials) {
     throw new Error(
@@ -161,6 +241,10 @@ export const robotRescueProvider: pulumi.dynamic.ResourceProvider = {
         socket.once("timeout", () => done(false));
         socket.once("error", () => done(false));
       });
+    if (inputs.checkRescue) {
+      const used = await checkedBootIntoRescue(client, inputs, probeHost ?? ip, probePort);
+      return { id: String(inputs.serverNumber), outs: { ...inputs, serverIp: ip, resetType: used.join(",") } };
+    }
     const used = await resetAlongLadder(ladder, {
       reset: (type) => client.reset(inputs.serverNumber, type),
       answers,
@@ -206,6 +290,10 @@ export interface RobotRescueArgs {
   readonly credentials?: pulumi.Input<RobotCredentials | undefined>;
   /** Default ROBOT_BASE_URL. */
   readonly baseUrl?: string;
+  /** Check that each reboot reached the rescue system, escalating when it did not (RobotRescueState.checkRescue). Default false. */
+  readonly checkRescue?: boolean;
+  /** The private key the check logs in with; a secret. Default: the SSH agent. */
+  readonly sshPrivateKey?: pulumi.Input<string>;
 }
 
 /** Credentials from secret config nodefleet:hrobotUser/hrobotPassword, else HROBOT_USER/HROBOT_PASSWORD. */
@@ -237,10 +325,13 @@ export class RobotRescue extends pulumi.dynamic.Resource {
         ...(args.uploadKeys && args.uploadKeys.length > 0 ? { uploadKeys: args.uploadKeys.map((k) => ({ ...k })) } : {}),
         baseUrl: args.baseUrl ?? ROBOT_BASE_URL,
         credentials,
+        // Only when asked for, so the inputs of existing rescues stay as they were.
+        ...(args.checkRescue ? { checkRescue: true } : {}),
+        ...(args.sshPrivateKey !== undefined ? { sshPrivateKey: pulumi.secret(args.sshPrivateKey) } : {}),
         serverIp: undefined,
         resetType: undefined,
       },
-      { ...opts, additionalSecretOutputs: ["credentials"] },
+      { ...opts, additionalSecretOutputs: ["credentials", "sshPrivateKey"] },
       "nodefleet",
       "RobotRescue",
     );

@@ -10,7 +10,7 @@
  */
 import { createHash, timingSafeEqual } from "node:crypto";
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
-import { DOCUMENTED_RATE_LIMITS, type FakeRobotContext, RobotError, invalidInput } from "./fakeRobotContext";
+import { DOCUMENTED_RATE_LIMITS, type FakeRobotContext, type FakeRobotMachineHooks, RobotError, invalidInput } from "./fakeRobotContext";
 import { registerKeys } from "./fakeRobotKeys";
 import { registerServers, seedServers } from "./fakeRobotServers";
 import { FakeRobotState } from "./fakeRobotState";
@@ -44,6 +44,8 @@ export interface FakeRobot {
   readonly state: FakeRobotState;
   /** Refuses (true) or accepts again (false) every login from the next request on. */
   setLoginRevoked(revoked: boolean): void;
+  /** Lets the servers' machines decide whether a reset takes and hear of each boot (automation/local/robotMachines/). */
+  attachMachines(hooks: FakeRobotMachineHooks | undefined): void;
 }
 
 const sha256 = (text: string) => createHash("sha256").update(text).digest();
@@ -129,6 +131,9 @@ export function buildFakeRobot(options: FakeRobotOptions): FakeRobot {
     state,
     setLoginRevoked: (revoked) => {
       login.revoked = revoked;
+    },
+    attachMachines: (hooks) => {
+      ctx.machines = hooks;
     },
   };
 }

@@ -5,7 +5,7 @@
  * ("Errors": error format, invalid-input format, request-limit format; each route's "Request limit").
  */
 import type { FastifyRequest } from "fastify";
-import type { FakeRobotState } from "./fakeRobotState";
+import type { FakeRobotBoot, FakeRobotState } from "./fakeRobotState";
 
 /**
  * An answer in Robot's error shape, `{error: {status, code, message, ...}}` (en.html#errors); the
@@ -100,8 +100,23 @@ export function robotDateTime(epochMs: number): string {
   return new Date(epochMs).toISOString().slice(0, 19).replace("T", " ");
 }
 
+/**
+ * What the local cloud's Robot machines (automation/local/robotMachines/) tell the fake and hear from
+ * it: whether a reset takes, and each boot it records.
+ */
+export interface FakeRobotMachineHooks {
+  /** Whether this reboot of the server takes; false: it comes back into the OS it ran. */
+  takes(serverNumber: number): boolean;
+  /** Called once a boot is recorded (a `man` boot carries its future instant). */
+  onBoot(serverNumber: number, boot: FakeRobotBoot): void;
+  /** Called when a `power` or `power_long` reset turns the server off. */
+  onPowerOff?(serverNumber: number): void;
+}
+
 export interface FakeRobotContext {
   readonly state: FakeRobotState;
+  /** The machines acting on the boots, once attached (FakeRobot.attachMachines). */
+  machines?: FakeRobotMachineHooks;
   /** How long a requested manual reset (`man`) stays with the technician (409 RESET_MANUAL_ACTIVE meanwhile). */
   readonly manualResetMs: number;
 }

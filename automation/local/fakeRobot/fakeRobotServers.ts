@@ -11,8 +11,9 @@
  * gets the ACPI signal and shuts down), `power_long` holds it (the machine goes off), `man` asks a
  * technician for a manual power cycle (acknowledged; the machine is back after `manualResetMs`, and
  * further resets answer 409 RESET_MANUAL_ACTIVE meanwhile). A boot with a rescue activation boots
- * the rescue system and uses the activation up, as on Robot. The fake only records the boots
- * (FakeRobotServer.boots); the machines that act on them are part 2 of issue #38.
+ * the rescue system and uses the activation up, as on Robot. The fake records the boots
+ * (FakeRobotServer.boots) and tells the machines attached to it (automation/local/robotMachines/),
+ * which boot them and may say that a reset did not take.
  */
 import { createHash, randomBytes } from "node:crypto";
 import type { FastifyInstance, FastifyRequest } from "fastify";
@@ -141,11 +142,24 @@ function rescueJson(ctx: FakeRobotContext, s: FakeRobotServer, rescue: FakeRobot
 
 /** Records a boot caused by `cause` at `at`, into the rescue when one is active (using it up). */
 function boot(ctx: FakeRobotContext, s: FakeRobotServer, cause: string, at: number): void {
-  const rescue = s.rescue;
-  s.boots.push({ at, cause, into: rescue ? "rescue" : "installed", rescue });
   s.poweredOn = true;
-  s.rescue = null;
-  ctx.state.rescuePasswords.delete(s.serverNumber);
+  if (ctx.machines?.takes(s.serverNumber) === false) {
+    // The box comes back into the OS it ran; the rescue activation was not used.
+    const previous = s.boots[s.boots.length - 1];
+    s.boots.push({ at, cause, into: previous?.into ?? "installed", rescue: previous?.rescue ?? null, took: false });
+  } else {
+    const rescue = s.rescue;
+    s.boots.push({ at, cause, into: rescue ? "rescue" : "installed", rescue });
+    s.rescue = null;
+    ctx.state.rescuePasswords.delete(s.serverNumber);
+  }
+  ctx.machines?.onBoot(s.serverNumber, s.boots[s.boots.length - 1]!);
+}
+
+/** The machine goes off (its SSH server with it). */
+function powerOff(ctx: FakeRobotContext, s: FakeRobotServer): void {
+  s.poweredOn = false;
+  ctx.machines?.onPowerOff?.(s.serverNumber);
 }
 
 /** Applies a reset to the machine as Robot's reset types do (see the file header). */
@@ -158,11 +172,11 @@ function applyReset(ctx: FakeRobotContext, s: FakeRobotServer, type: string, now
       if (s.poweredOn) boot(ctx, s, type, now);
       break;
     case "power":
-      if (s.poweredOn) s.poweredOn = false;
+      if (s.poweredOn) powerOff(ctx, s);
       else boot(ctx, s, type, now);
       break;
     case "power_long":
-      s.poweredOn = false;
+      powerOff(ctx, s);
       break;
     case "man":
       s.manualResetUntil = now + ctx.manualResetMs;

@@ -38,6 +38,11 @@ export interface FakeRobotBoot {
   into: "rescue" | "installed";
   /** The rescue it boots, when `into` is `rescue`. */
   rescue: FakeRobotRescue | null;
+  /**
+   * False when the reset did not take (the machines' knob, FakeRobotMachineHooks.takes): the box came
+   * back into the OS it ran, and a pending rescue activation stays pending. Absent: it took.
+   */
+  took?: boolean;
 }
 
 export interface FakeRobotServer {

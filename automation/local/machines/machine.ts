@@ -106,6 +106,8 @@ function validate(args: MachineArgs): void {
 }
 
 export class Machine {
+  private hung = false;
+
   private constructor(
     readonly name: string,
     readonly address: string,
@@ -197,8 +199,19 @@ export class Machine {
     return existsSync(file) ? readFileSync(file, "utf8") : undefined;
   }
 
+  /**
+   * Freezes its SSH server (SIGSTOP), as on a box that hangs: the kernel still accepts connections,
+   * nothing answers them. Only stop() ends it.
+   */
+  hang(): void {
+    if (this.server.pid !== undefined) process.kill(this.server.pid, "SIGSTOP");
+    this.hung = true;
+  }
+
   /** Stops sshd and the machine: every process in it, of any session, ends with its first process. */
   async stop(): Promise<void> {
+    // A frozen sshd takes its SIGTERM only once it runs again.
+    if (this.hung && this.server.pid !== undefined) process.kill(this.server.pid, "SIGCONT");
     const sessions = this.server.pid === undefined ? [] : descendantProcesses(this.server.pid);
     await this.server.stop();
     killProcesses(sessions);

@@ -18,6 +18,25 @@ describe("fake Robot webservice knobs", function () {
     assert.deepEqual([unset.robotServers, unset.robotRateLimit, unset.robotLoginRevoked], [undefined, undefined, undefined]);
   });
 
+  it("reads the machines' knobs: resets that do not take, hanging and BIOS servers", function () {
+    const knobs = knobsFromEnv({
+      NODEFLEET_SIM_ROBOT_RESETS_NOT_TAKING: "2",
+      NODEFLEET_SIM_ROBOT_HANG: "2000001",
+      NODEFLEET_SIM_ROBOT_BIOS: "2000002, 2000003",
+    });
+    assert.deepEqual([knobs.robotResetsNotTaking, knobs.robotHang, knobs.robotBios], [2, [2000001], [2000002, 2000003]]);
+    const unset = knobsFromEnv({});
+    assert.deepEqual([unset.robotResetsNotTaking, unset.robotHang, unset.robotBios], [undefined, undefined, undefined]);
+    assert.throws(
+      () => knobsFromEnv({ NODEFLEET_SIM_ROBOT_HANG: "2000001,local-robot-2" }),
+      /NODEFLEET_SIM_ROBOT_HANG must list Robot server numbers separated by commas, got "local-robot-2"/,
+    );
+    assert.throws(
+      () => knobsFromEnv({ NODEFLEET_SIM_ROBOT_RESETS_NOT_TAKING: "-1" }),
+      /NODEFLEET_SIM_ROBOT_RESETS_NOT_TAKING must be a number between 0 and 1000/,
+    );
+  });
+
   it("names the variable and the rule when a value is out of shape", function () {
     assert.throws(
       () => knobsFromEnv({ NODEFLEET_SIM_ROBOT_SERVERS: "251" }),

@@ -1,0 +1,147 @@
+/**
+ * The fake Robot webservice's servers as machines (issue #38 part 2): one RobotMachine per server
+ * with a main IPv4 address, listening on that address (`server_ip`, 127.0.3.i), attached to the
+ * fake (FakeRobot.attachMachines) so that each boot a reset causes boots the machine: into the
+ * rescue system with the keys the activation named (their public keys from the fake's key store),
+ * else into the installed system. The knobs (docs/local-cloud.md, "Robot machines"): reboots that
+ * do not take, machines that hang, BIOS servers.
+ */
+import { join } from "node:path";
+import type { FakeRobot } from "../fakeRobot/fakeRobotApi";
+import type { FakeRobotBoot } from "../fakeRobot/fakeRobotState";
+import type { MachineDisk } from "./installimageRules";
+import { RobotMachine } from "./robotMachine";
+
+export interface RobotMachinesArgs {
+  /** The fake whose servers the machines are. */
+  robot: FakeRobot;
+  /** Where the machines' directories go (one per server number). */
+  dir: string;
+  /** OpenSSH public key lines the servers' delivered OS lets in as root. Default none. */
+  deliveredAuthorizedKeys?: string[];
+  /** The first this many reboots of each machine do not take (NODEFLEET_SIM_ROBOT_RESETS_NOT_TAKING). Default 0. */
+  resetsNotTaking?: number;
+  /**
+   * Server numbers whose machine hangs at the first boot of a system installed through the rescue,
+   * until its next reboot (NODEFLEET_SIM_ROBOT_HANG).
+   */
+  hang?: readonly number[];
+  /** Server numbers that boot in BIOS mode; the others boot UEFI (NODEFLEET_SIM_ROBOT_BIOS). */
+  bios?: readonly number[];
+  /** The disks of every machine. Default DEFAULT_DISKS. */
+  disks?: readonly MachineDisk[];
+}
+
+export class RobotMachines {
+  private readonly machines = new Map<number, RobotMachine>();
+  /** Reboots still to fail, by server number. */
+  private readonly notTaking = new Map<number, number>();
+  private readonly hanging = new Set<number>();
+  private readonly timers = new Set<NodeJS.Timeout>();
+
+  private constructor(private readonly args: RobotMachinesArgs) {}
+
+  /** Starts a machine for every server with an IPv4 address (its delivered OS) and attaches them to the fake. */
+  static async start(args: RobotMachinesArgs): Promise<RobotMachines> {
+    const fleet = new RobotMachines(args);
+    for (const server of args.robot.state.servers()) {
+      if (server.ip === null) continue;
+      const machine = new RobotMachine({
+        serverNumber: server.serverNumber,
+        address: server.ip,
+        dir: join(args.dir, String(server.serverNumber)),
+        deliveredHostname: server.name.toLowerCase().replace(/[^a-z0-9-]/g, "-"),
+        deliveredAuthorizedKeys: args.deliveredAuthorizedKeys,
+        firmware: args.bios?.includes(server.serverNumber) ? "bios" : "uefi",
+        disks: args.disks,
+      });
+      fleet.machines.set(server.serverNumber, machine);
+      fleet.notTaking.set(server.serverNumber, args.resetsNotTaking ?? 0);
+      if (args.hang?.includes(server.serverNumber)) fleet.hanging.add(server.serverNumber);
+      if (server.poweredOn) void machine.boot("installed");
+    }
+    args.robot.attachMachines({
+      takes: (serverNumber) => fleet.takes(serverNumber),
+      onBoot: (serverNumber, boot) => fleet.onBoot(serverNumber, boot),
+      onPowerOff: (serverNumber) => void fleet.machines.get(serverNumber)?.powerOff(),
+    });
+    try {
+      await fleet.settled();
+    } catch (error) {
+      await fleet.stop();
+      throw error;
+    }
+    return fleet;
+  }
+
+  /** The machine of a server; throws for a server without one. */
+  machine(serverNumber: number): RobotMachine {
+    const machine = this.machines.get(serverNumber);
+    if (!machine) throw new Error(`Robot server ${serverNumber} has no machine (unknown, or no IPv4 address)`);
+    return machine;
+  }
+
+  /** The next `count` reboots of the server do not take (at run time, as the knob at start). */
+  setResetsNotTaking(serverNumber: number, count: number): void {
+    this.machine(serverNumber);
+    this.notTaking.set(serverNumber, count);
+  }
+
+  /** The server's machine hangs now: SSH stops answering until its next reboot. */
+  async hang(serverNumber: number): Promise<void> {
+    await this.machine(serverNumber).hang();
+  }
+
+  /** Resolves once every machine has done the boots asked for so far (a `man` boot waits for its technician). */
+  async settled(): Promise<void> {
+    for (const machine of this.machines.values()) await machine.settled();
+  }
+
+  /** Detaches from the fake and stops every machine. */
+  async stop(): Promise<void> {
+    this.args.robot.attachMachines(undefined);
+    for (const timer of this.timers) clearTimeout(timer);
+    this.timers.clear();
+    for (const machine of this.machines.values()) await machine.stop();
+  }
+
+  private takes(serverNumber: number): boolean {
+    const left = this.notTaking.get(serverNumber) ?? 0;
+    if (left <= 0) return true;
+    this.notTaking.set(serverNumber, left - 1);
+    return false;
+  }
+
+  private onBoot(serverNumber: number, boot: FakeRobotBoot): void {
+    const machine = this.machines.get(serverNumber);
+    if (!machine) return;
+    const run = () => {
+      if (boot.took === false) void machine.rebootUnchanged();
+      else if (boot.into === "rescue") void machine.boot("rescue", this.rescueKeys(boot));
+      else void machine.boot("installed").then(() => this.hangIfKnobbed(serverNumber, machine));
+    };
+    // A manual reset (`man`) boots when the technician is done.
+    const delay = boot.at - Date.now();
+    if (delay <= 0) return run();
+    const timer = setTimeout(() => {
+      this.timers.delete(timer);
+      run();
+    }, delay);
+    this.timers.add(timer);
+  }
+
+  /** The public keys the rescue activation named, from the fake's key store (a key deleted since is left out). */
+  private rescueKeys(boot: FakeRobotBoot): string[] {
+    return (boot.rescue?.authorizedKeys ?? []).flatMap((fingerprint) => {
+      const key = this.args.robot.state.key(fingerprint);
+      return key ? [key.data] : [];
+    });
+  }
+
+  /** The hang knob: the machine hangs once, at the first boot of a system installed through the rescue. */
+  private async hangIfKnobbed(serverNumber: number, machine: RobotMachine): Promise<void> {
+    if (!this.hanging.has(serverNumber) || !machine.justInstalled) return;
+    this.hanging.delete(serverNumber);
+    await machine.hang();
+  }
+}

@@ -80,6 +80,11 @@ export function membersByPool(
     };
     entry.members.push(autoscaledMember(cluster, m.nodeId, m.snapshot));
     pools.set(m.pool, entry);
+    // Spread groups per location once any member was admitted to a spread pool over several locations.
+    if (t.locations !== undefined) {
+      const locations = entry.pool.locations ?? [t.location];
+      entry.pool = { ...entry.pool, location: locations[0], locations: [...new Set([...locations, ...t.locations, m.snapshot.location])] };
+    }
   }
   return [...pools.values()];
 }

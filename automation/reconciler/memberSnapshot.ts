@@ -66,6 +66,7 @@ function buildPoolTemplate(cluster: ClusterSpec, pool: HcloudAutoscaledPool): Po
     // Only when set: templates of private pools keep the hash their members were admitted with.
     ...(pool.network === "public" ? { network: "public" as const } : {}),
     ...(pool.placement === "none" ? { placement: "none" as const } : {}),
+    ...(pool.placement !== "none" && (pool.locations?.length ?? 0) > 1 ? { locations: [...pool.locations!] } : {}),
     ...(cluster.hcloudProviderIds === "hcloud" ? { providerIds: "hcloud" as const } : {}),
   };
 }
@@ -95,11 +96,12 @@ export function memberImage(template: PoolTemplate, serverType: string): string 
 /**
  * The template as it concerns one member: the allowed types list only matters as "is mine still
  * allowed", and of the images resolved per architecture only its own, so a newer snapshot for arm
- * drifts the arm members and leaves the x86 ones alone. Templates without `imagesByArchitecture`
+ * drifts the arm members and leaves the x86 ones alone; the pool's `locations` not at all (a running
+ * server never moves, and its spread group is its own location's). Templates without `imagesByArchitecture`
  * project as before, keeping the hashes their members were admitted with.
  */
 function memberProjection(template: PoolTemplate, serverType: string): Record<string, unknown> {
-  const { serverTypes, imagesByArchitecture, ...rest } = template;
+  const { serverTypes, imagesByArchitecture, locations: _locations, ...rest } = template;
   return {
     ...rest,
     ...(imagesByArchitecture !== undefined ? { image: memberImage(template, serverType) ?? null } : {}),

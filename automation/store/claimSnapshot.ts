@@ -33,6 +33,13 @@ export interface PoolTemplate {
   /** `none` for a pool whose servers go to no spread placement group; absent: spread. */
   readonly placement?: "none";
   /**
+   * A spread pool over several locations: its locations, `location` first (its groups keep the
+   * one-location names `pg-<n>`, the others' are `pg-<location>-<n>`), so each location has spread
+   * groups of its own. Absent for one location or `placement: none` (as before the setting existed).
+   * Not part of a member's drift: adding a location moves no running member.
+   */
+  readonly locations?: readonly string[];
+  /**
    * `hcloud` when the cluster's `hcloudProviderIds` was: the member's Node registers `hcloud://<server
    * id>`, read at boot. Absent: `<scheme>:///<cluster>/<node id>` (as before the setting existed).
    */

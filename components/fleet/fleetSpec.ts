@@ -768,8 +768,7 @@ function longestNameProblem(clusterId: string, poolName: string, pool: RawPool):
 
 /**
  * A pool's `locations`: one network zone (a server joins only a subnet of its own zone, and the
- * cluster network's subnet has one), and the network's zone; an autoscaled pool over several
- * locations without spread groups so far.
+ * cluster network's subnet has one), and the network's zone.
  */
 function poolLocationsProblems(pool: RawPool, path: PropertyKey[], networkZone: string | undefined) {
   const problems: Array<{ path: PropertyKey[]; message: string }> = [];
@@ -782,14 +781,6 @@ function poolLocationsProblems(pool: RawPool, path: PropertyKey[], networkZone: 
     problems.push({ path: here, message: `locations must all be in one network zone, but ${byZone} are not` });
   } else if (zones.length === 1 && networkZone !== undefined && zones[0] !== networkZone) {
     problems.push({ path: here, message: `locations are in network zone ${zones[0]}, outside the network's zone ${networkZone}` });
-  }
-  if (pool.locations.length > 1 && pool.mode === "autoscaled" && pool.placement !== "none") {
-    // The scaling API's members fill a pool's spread groups by a pool-wide slot, not per location yet.
-    problems.push({
-      path: [...path, "placement"],
-      message:
-        "placement must be none in an autoscaled pool with more than one location (per-location spread groups are static pools only so far)",
-    });
   }
   return problems;
 }

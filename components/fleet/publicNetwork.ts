@@ -85,10 +85,16 @@ export function hcloudCapacityProblems(pools: readonly HcloudPoolSize[]): Proble
         "cluster.cniEncryption; docs/networking.md)",
     });
   }
-  // Per location the members differ by at most one (fleet/locationSpread.ts), so n locations need
-  // at most ceil(servers / 10) + n - 1 groups; one location: ceil(servers / 10), as before.
-  const groupsOf = (p: HcloudPoolSize) =>
-    p.servers === 0 ? 0 : Math.ceil(p.servers / HCLOUD_MAX_SERVERS_PER_SPREAD_GROUP) + Math.min(p.locations ?? 1, p.servers) - 1;
+  // A static pool's locations differ by at most one member (fleet/locationSpread.ts), so n locations
+  // need at most ceil(servers / 10) + n - 1 groups; one location: ceil(servers / 10), as before. The
+  // scaling API's members take a pool-wide slot (group = slot / 10, per location) and land wherever
+  // capacity is, so each location may touch every group index: n * ceil(servers / 10) at worst.
+  const groupsOf = (p: HcloudPoolSize) => {
+    if (p.servers === 0) return 0;
+    const perLocation = Math.ceil(p.servers / HCLOUD_MAX_SERVERS_PER_SPREAD_GROUP);
+    const locations = Math.min(p.locations ?? 1, p.servers);
+    return p.mode === "autoscaled" ? perLocation * locations : perLocation + locations - 1;
+  };
   const groups = pools.filter((p) => p.spread).reduce((n, p) => n + groupsOf(p), 0);
   if (groups > HCLOUD_MAX_PLACEMENT_GROUPS_PER_PROJECT) {
     problems.push({

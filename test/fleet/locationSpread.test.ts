@@ -161,14 +161,24 @@ describe("fleet spec: locations", () => {
       spreadOut.some((p) => /at least 70 spread placement groups/.test(p)),
       spreadOut.join("\n"),
     );
-    const autoscaled = specProblems(rawFleetConfig({ pools: [hcloudAutoscaledPoolConfig({ ...multi })] }));
+    // An autoscaled pool over several locations keeps spread groups per location, counted at worst.
+    assert.deepEqual(specProblems(rawFleetConfig({ pools: [hcloudAutoscaledPoolConfig({ ...multi })] })), []);
+    const wide = (maxNodes: number) =>
+      specProblems(
+        rawFleetConfig({
+          cluster,
+          pools: [hcloudAutoscaledPoolConfig({ ...multi, network: "public", limits: { maxNodes, cpu: 720, memoryGiB: 1440 } })],
+        }),
+      );
+    const groupsNeeded = multi.locations.length * 30;
     assert.ok(
-      autoscaled.some((p) =>
-        /^nodefleet:pools\[0\]\.placement: placement must be none in an autoscaled pool with more than one location/.test(p),
-      ),
-      autoscaled.join("\n"),
+      wide(300).some((p) => new RegExp(`at least ${groupsNeeded} spread placement groups`).test(p)),
+      `${multi.locations.length} locations x 30 groups: ${wide(300).join("\n")}`,
     );
-    assert.deepEqual(specProblems(rawFleetConfig({ pools: [hcloudAutoscaledPoolConfig({ ...multi, placement: "none" })] })), []);
+    assert.deepEqual(
+      wide(200).filter((p) => /spread placement groups/.test(p)),
+      [],
+    );
   });
 
   it("static members follow the spread into their servers, and a one-location pool is unchanged", () => {

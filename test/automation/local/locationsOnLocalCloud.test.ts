@@ -3,7 +3,8 @@
  * members spread over hel1 and fsn1 (member i -> locations[i mod 2]) with spread groups of one
  * location each and Nodes Ready, zone = the server's location; and an autoscaled pool whose cpx21 is
  * sold out in hel1 only (NODEFLEET_SIM_OUT_OF_STOCK cpx21@hel1): the scaling API offers it per
- * location and creates it in fsn1, through `nodefleet serve --engine automation`.
+ * location and creates it in fsn1, through `nodefleet serve --engine automation`, each of its
+ * members in a spread group of its own location.
  */
 import assert from "node:assert/strict";
 import { mkdtempSync } from "node:fs";
@@ -31,7 +32,7 @@ describe("pools over several locations on the local cloud", function () {
             const { location: _location, ...rest } = p;
             return p.name === "local-general"
               ? { ...rest, replicas: 4, locations: ["hel1", "fsn1"] }
-              : { ...rest, locations: ["hel1", "fsn1"], placement: "none" };
+              : { ...rest, locations: ["hel1", "fsn1"] };
           }),
         ),
       { NODEFLEET_SIM_OUT_OF_STOCK: "cpx21@hel1" },
@@ -63,7 +64,7 @@ describe("pools over several locations on the local cloud", function () {
       assert.equal(node.metadata.labels["topology.kubernetes.io/zone"], where.get(node.metadata.name), node.metadata.name);
   });
 
-  it("creates a type sold out in hel1 in fsn1 through the scaling API", async () => {
+  it("creates a type sold out in hel1 in fsn1 through the scaling API, each member in a spread group of its location", async () => {
     const { cloud, serve } = started!;
     const waitFor = <T>(what: string, probe: () => Promise<T | undefined>) =>
       until(what, probe, 600_000, () => `serve said:\n${serve.stderr().slice(-3000)}`, 1000);
@@ -74,17 +75,26 @@ describe("pools over several locations on the local cloud", function () {
     });
     const { node } = await serve.client.createNode({ uniqueID: "fallback", pool: "local-burst", instanceType: "cpx21" });
     assert.equal(node.zone, "fsn1");
-    const [running] = await awaitRunning(serve.client, [node.nodeID], waitFor, "nodefleet:///local/");
-    assert.equal(running!.zone, "fsn1");
+    const { node: home } = await serve.client.createNode({ uniqueID: "home", pool: "local-burst", instanceType: "cpx31", zone: "hel1" });
+    assert.equal(home.zone, "hel1");
+    const running = await awaitRunning(serve.client, [node.nodeID, home.nodeID], waitFor, "nodefleet:///local/");
+    assert.deepEqual(running.map((r) => r.zone).sort(), ["fsn1", "hel1"]);
     const servers = (await hcloudGet(cloud, "/servers?label_selector=nodefleet.io/pool=local-burst")).servers as Array<Record<string, any>>;
-    assert.deepEqual(
-      servers.map((s) => [s.server_type.name, s.location.name]),
-      [["cpx21", "fsn1"]],
-    );
-    await waitFor("the member's Node Ready in zone fsn1", async () => {
+    assert.deepEqual(servers.map((s) => `${s.server_type.name}@${s.location.name}`).sort(), ["cpx21@fsn1", "cpx31@hel1"]);
+    // Spread groups stay per location: each member's group holds servers of its location only.
+    const groups = (await hcloudGet(cloud, "/placement_groups")).placement_groups as Array<{ id: number; name: string; servers: number[] }>;
+    for (const server of servers) {
+      const group = groups.find((g) => g.id === server.placement_group?.id);
+      assert.ok(group, `${server.name} is in a spread group`);
+      const locations = new Set(servers.filter((s) => group.servers.includes(s.id)).map((s) => s.location.name));
+      assert.deepEqual([...locations], [server.location.name], `${group.name} holds ${server.location.name} servers only`);
+    }
+    assert.notEqual(servers[0]!.placement_group?.id, servers[1]!.placement_group?.id, "two locations, two groups");
+    await waitFor("both members' Nodes Ready in their zones", async () => {
       const nodes = (await poolNodes(cloud, "local-burst")).filter(isReady);
-      return nodes.length === 1 && nodes[0]!.metadata.labels["topology.kubernetes.io/zone"] === "fsn1" ? true : undefined;
+      const zones = nodes.map((n) => n.metadata.labels["topology.kubernetes.io/zone"]).sort();
+      return zones.join(",") === "fsn1,hel1" ? true : undefined;
     });
-    await deleteUntilGone(serve.client, [node.nodeID], waitFor);
+    await deleteUntilGone(serve.client, [node.nodeID, home.nodeID], waitFor);
   });
 });

@@ -50,6 +50,8 @@ export function autoscaledMember(
     sshKeys: t.sshKeys,
     network: t.network ?? "private",
     placement: t.placement ?? "spread",
+    publicIpv4: t.publicIpv4 ?? true,
+    publicIpv6: t.publicIpv6 ?? true,
     placementSlot: snapshot.placementSlot,
     extraTaints: [UNREGISTERED_TAINT],
     bootstrapTokenSecret: snapshot.bootstrapTokenSecret ?? "random-string",
@@ -143,6 +145,8 @@ export async function runProgram(args: AutoscaledProgramArgs): Promise<Record<st
               firewallIds: [Number(firewall.id)],
               // Admission held the members on the network to Hetzner's 100; one the rollout left out would be deleted.
               networkLimit: false,
+              // Only members without public IPv4 render it (their route to the NAT gateway); git's stack refuses a changed range.
+              privateNetworkRange: spec.network.ipRange,
               ...(kubeconfig !== undefined ? { kubeconfig: pulumi.secret(kubeconfig) } : {}),
             },
             { providers: [kubernetes] },

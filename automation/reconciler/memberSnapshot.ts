@@ -67,6 +67,9 @@ function buildPoolTemplate(cluster: ClusterSpec, pool: HcloudAutoscaledPool): Po
     ...(pool.network === "public" ? { network: "public" as const } : {}),
     ...(pool.placement === "none" ? { placement: "none" as const } : {}),
     ...(pool.placement !== "none" && (pool.locations?.length ?? 0) > 1 ? { locations: [...pool.locations!] } : {}),
+    // Only when off: members admitted with public addresses keep their hash.
+    ...(pool.publicIpv4 === false ? { publicIpv4: false as const } : {}),
+    ...(pool.publicIpv6 === false ? { publicIpv6: false as const } : {}),
     ...(cluster.hcloudProviderIds === "hcloud" ? { providerIds: "hcloud" as const } : {}),
   };
 }

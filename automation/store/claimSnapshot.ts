@@ -39,6 +39,10 @@ export interface PoolTemplate {
    * Not part of a member's drift: adding a location moves no running member.
    */
   readonly locations?: readonly string[];
+  /** `false` for a pool whose servers get no public IPv4 (they route through the NAT gateway); absent: true. */
+  readonly publicIpv4?: false;
+  /** `false` for a pool whose servers get no public IPv6; absent: true. */
+  readonly publicIpv6?: false;
   /**
    * `hcloud` when the cluster's `hcloudProviderIds` was: the member's Node registers `hcloud://<server
    * id>`, read at boot. Absent: `<scheme>:///<cluster>/<node id>` (as before the setting existed).

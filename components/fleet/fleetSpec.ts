@@ -427,7 +427,8 @@ const hcloudCommon = {
   /**
    * Whether each server gets a public IPv4 (a billed primary IP). `false`: the node reaches the
    * internet through `nodefleet:network.natGateway` on the private network (fleet/privateEgress.ts,
-   * docs/networking.md); static pools only so far. Part of the generation: changing it rolls the pool.
+   * docs/networking.md); autoscaled members keep what they were admitted with. Part of the
+   * generation: changing it rolls a static pool.
    */
   publicIpv4: z.boolean({ error: "publicIpv4 must be true or false" }).default(true),
   /** Whether each server gets a public IPv6 /64. Part of the generation: changing it rolls the pool. */

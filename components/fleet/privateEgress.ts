@@ -66,14 +66,6 @@ export function privateEgressProblems(pools: readonly PoolPublicAddresses[], net
   for (const pool of pools) {
     if (pool.publicIpv4) continue;
     const path = ["nodefleet:pools", pool.index, "publicIpv4"];
-    if (pool.mode === "autoscaled") {
-      problems.push({
-        path,
-        message:
-          "false is supported for static pools only so far: the scaling API's members keep the public IPv4 they are admitted with (docs/networking.md)",
-      });
-      continue;
-    }
     if (pool.network === "public") {
       problems.push({
         path,
@@ -95,13 +87,6 @@ export function privateEgressProblems(pools: readonly PoolPublicAddresses[], net
         message: "false needs cluster.nodeAddress: private: the node has no public address to register, only its private one",
       });
     }
-  }
-  for (const pool of pools) {
-    if (pool.publicIpv6 || pool.mode !== "autoscaled") continue;
-    problems.push({
-      path: ["nodefleet:pools", pool.index, "publicIpv6"],
-      message: "false is supported for static pools only so far (docs/networking.md)",
-    });
   }
   return problems;
 }

@@ -156,7 +156,8 @@ export interface PlannedHcloudServer {
  * Resolves defaults and the generation of every member; throws, naming the node, on any problem.
  * With `privateSubnet` (the cluster network's subnet) and `cluster.nodeAddress` private, the kubelet
  * registers the server's address in that subnet as its InternalIP (found at boot: Hetzner assigns
- * it after the user data is fixed). A member with `network: public` joins no network and keeps the
+ * it after the user data is fixed); without `privateSubnet`, a member without public IPv4 does so in
+ * `networkRange`. A member with `network: public` joins no network and keeps the
  * kubelet's default, its public address; it needs `cluster.nodeAddress: public` (the spec checks it).
  */
 export function planHcloudServers(
@@ -195,7 +196,13 @@ export function planHcloudServers(
       providerID: member.providerID,
       labels: member.labels,
       taints: mergeTaints(member.taints, member.extraTaints ?? []),
-      ...(nodeIp && network === "private" ? { nodeIp } : {}),
+      ...(nodeIp && network === "private"
+        ? { nodeIp }
+        : // Without public IPv4 the private address is the Node's only one; the scaling API's stack
+          // names no subnet (its members keep their user data), so it waits for one in the network's range.
+          !publicIpv4 && networkRange !== undefined && cluster.nodeAddress !== "public"
+          ? { nodeIp: { subnet: networkRange } }
+          : {}),
       // Without public IPv4 the default route leaves through the network's gateway to the NAT server.
       ...(!publicIpv4 && networkRange !== undefined ? { privateEgress: { gateway: networkGateway(networkRange), networkRange } } : {}),
     };

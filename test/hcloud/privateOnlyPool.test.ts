@@ -90,15 +90,13 @@ describe("pools without public IPv4", function () {
       assertProblem(specProblems(fleet({}, { natGateway: "nat.example" })), "nodefleet:network.natGateway", /must be an IPv4 address/);
     });
 
-    it("refuses the switches on an autoscaled pool (static pools only so far)", () => {
-      const problems = specProblems(
-        rawFleetConfig({
-          network: { natGateway: NAT },
-          pools: [hcloudAutoscaledPoolConfig({ publicIpv4: false, publicIpv6: false })],
-        }),
-      );
-      assertProblem(problems, "nodefleet:pools[0].publicIpv4", /static pools only/);
-      assertProblem(problems, "nodefleet:pools[0].publicIpv6", /static pools only/);
+    it("holds an autoscaled pool to the same rules: a gateway, the private network, nodeAddress private", () => {
+      const autoscaled = (network: Record<string, unknown>, overrides: Record<string, unknown> = {}) =>
+        specProblems(
+          rawFleetConfig({ network, pools: [hcloudAutoscaledPoolConfig({ publicIpv4: false, publicIpv6: false, ...overrides })] }),
+        );
+      assert.deepEqual(autoscaled({ natGateway: NAT }), []);
+      assertProblem(autoscaled({}), "nodefleet:pools[0].publicIpv4", /needs a way out to the IPv4 internet/);
     });
 
     it("accepts a private-only static pool with a gateway, and an IPv4-only pool with none", () => {

@@ -10,6 +10,8 @@
 import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Machine } from "../machines/machine";
+import { MachineKubelet } from "../machines/machineKubelet";
+import { sandboxLayout, sessionCommand } from "../machines/machineSandbox";
 import type { FakeEmServer, FakeScalewayState } from "./fakeScalewayState";
 
 /** The loopback block the Elastic Metal machines' addresses come from (the fake Robot's are 127.0.3.x). */
@@ -61,7 +63,9 @@ function hostnameOf(server: FakeEmServer): string {
 }
 
 export class ScalewayMachines {
-  private readonly running = new Map<string, { machine: Machine; installStartsAt: number }>();
+  private readonly running = new Map<string, { machine: Machine; installStartsAt: number; kubelet: MachineKubelet }>();
+  /** The last trouble each machine's kubelet had, so each is said once. */
+  private readonly kubeletTrouble = new Map<string, string>();
   /** `serverId/installStartsAt` of installs already said not to run, so each is said once. */
   private readonly refused = new Set<string>();
   private timer: NodeJS.Timeout | undefined;
@@ -105,10 +109,23 @@ export class ScalewayMachines {
       if (this.refused.has(key)) continue;
       try {
         const machine = await this.startMachine(server, install.startsAt);
-        this.running.set(server.id, { machine, installStartsAt: install.startsAt });
+        const session = sessionCommand(sandboxLayout(join(this.args.dir, server.id, "machine"), machine.name));
+        this.running.set(server.id, { machine, installStartsAt: install.startsAt, kubelet: new MachineKubelet(machine, session) });
       } catch (error) {
         this.refused.add(key);
         this.args.log(`Elastic Metal server ${server.name} (${server.id}): no machine on ${server.ipv4}: ${(error as Error).message}`);
+      }
+    }
+    // Each kubelet that was started joins; a joined one sends its heartbeat.
+    for (const [id, { machine, kubelet }] of this.running) {
+      if (this.stopped) return;
+      try {
+        await kubelet.pass();
+        this.kubeletTrouble.delete(id);
+      } catch (error) {
+        const message = (error as Error).message;
+        if (this.kubeletTrouble.get(id) !== message) this.args.log(`Elastic Metal machine ${machine.name}: kubelet: ${message}`);
+        this.kubeletTrouble.set(id, message);
       }
     }
     // Directories of servers gone while the local cloud was down.

@@ -18,7 +18,9 @@ import { renderSelfJoinScript } from "../../../components/bootstrap/selfJoinScri
 import { type ControlPlane, startControlPlane } from "../../../automation/local/controlPlane";
 import { type FakeScaleway, buildFakeScaleway } from "../../../automation/local/fakeScaleway/fakeScalewayApi";
 import { kube } from "../../../automation/local/kubeClient";
+import type { Machine } from "../../../automation/local/machines/machine";
 import { SSHD } from "../../../automation/local/machines/openSshServer";
+import { AutomationEngine } from "../../../automation/engine/automationEngine";
 import { missingTools, skipUnlessAvailable } from "../../support/toolchainRequirement";
 import { until } from "../../support/until";
 
@@ -53,20 +55,6 @@ describe("fake Scaleway API: an Elastic Metal machine self-joins over SSH (real 
     skipUnlessAvailable(this, missingTools("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"));
     dir = mkdtempSync(join(tmpdir(), "nodefleet-scwjoin-"));
     plane = await startControlPlane({ dir: join(dir, "control-plane") });
-  });
-  after(async function () {
-    await fake?.app.close();
-    await plane?.stop();
-    if (dir) rmSync(dir, { recursive: true, force: true });
-  });
-
-  it("runs the kubeadm self-join script in the machine and registers its Node through TLS bootstrap", async function () {
-    const hostBefore = {
-      kubeletConf: existsSync(KUBELET_PATHS.kubeconfig),
-      swaps: readFileSync("/proc/swaps", "utf8"),
-      hostname: execFileSync("hostname", { encoding: "utf8" }),
-      kubeletBinary: existsSync("/usr/bin/kubelet"),
-    };
     fake = buildFakeScaleway({
       secretKey: SECRET,
       projectId: randomUUID(),
@@ -76,85 +64,87 @@ describe("fake Scaleway API: an Elastic Metal machine self-joins over SSH (real 
       machinesDir: join(dir, "machines"),
       log: (message) => logged.push(message),
     });
-    const url = await fake.app.listen({ port: 0, host: "127.0.0.1" });
-    const api = async (method: string, path: string, body?: unknown) => {
-      const response = await fetch(`${url}${path}`, {
-        method,
-        headers: { "X-Auth-Token": SECRET, "Content-Type": "application/json" },
-        ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-      });
-      return (await response.json()) as Record<string, any>;
-    };
-    const clientKey = join(dir, "client_ed25519");
+    url = await fake.app.listen({ port: 0, host: "127.0.0.1" });
+    clientKey = join(dir, "client_ed25519");
     execFileSync("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-f", clientKey]);
-    const key = await api("POST", "/iam/v1alpha1/ssh-keys", { name: "ops", public_key: readFileSync(`${clientKey}.pub`, "utf8") });
+    keyId = (await api("POST", "/iam/v1alpha1/ssh-keys", { name: "ops", public_key: readFileSync(`${clientKey}.pub`, "utf8") })).id;
+  });
+  after(async function () {
+    await fake?.app.close();
+    await plane?.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  let url: string;
+  let clientKey: string;
+  let keyId: string;
+  const api = async (method: string, path: string, body?: unknown) => {
+    const response = await fetch(`${url}${path}`, {
+      method,
+      headers: { "X-Auth-Token": SECRET, "Content-Type": "application/json" },
+      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+    });
+    return (await response.json()) as Record<string, any>;
+  };
+  const hostState = () => ({
+    kubeletConf: existsSync(KUBELET_PATHS.kubeconfig),
+    swaps: readFileSync("/proc/swaps", "utf8"),
+    hostname: execFileSync("hostname", { encoding: "utf8" }),
+    kubeletBinary: existsSync("/usr/bin/kubelet"),
+  });
+
+  /** An installed server named `name` and its running machine. */
+  const installedMachine = async (name: string) => {
     const offer = (await api("GET", `${ZONE}/offers?name=EM-A610R-NVME`)).offers[0].id;
     const server = await api("POST", `${ZONE}/servers`, {
       offer_id: offer,
-      name: "em-join-1",
-      install: { os_id: UBUNTU_NOBLE, hostname: "em-join-1", ssh_key_ids: [key.id] },
+      name,
+      install: { os_id: UBUNTU_NOBLE, hostname: name, ssh_key_ids: [keyId] },
     });
     const machine = await until(
-      "the server's machine",
+      `the machine of ${name}`,
       () => fake!.machines?.machine(server.id),
       30_000,
       () => logged.join("\n"),
       100,
     );
+    return { serverId: server.id as string, machine };
+  };
 
-    // A bootstrap token of the shape nodefleet writes, as the pool's program creates one.
+  /** A bootstrap token of the shape nodefleet writes, and the kubeadm self-join script the pool renders with it. */
+  const selfJoinScript = async (name: string, tokenId: string, providerID: string) => {
     await kube(plane!.admin, "POST", "/api/v1/namespaces/kube-system/secrets", {
       apiVersion: "v1",
       kind: "Secret",
       type: "bootstrap.kubernetes.io/token",
-      metadata: { name: "bootstrap-token-emjoin", namespace: "kube-system" },
+      metadata: { name: `bootstrap-token-${tokenId}`, namespace: "kube-system" },
       stringData: {
-        "token-id": "emjoin",
+        "token-id": tokenId,
         "token-secret": "0123456789abcdef",
         expiration: new Date(Date.now() + 3600_000).toISOString().replace(/\.\d{3}Z$/, "Z"),
         "usage-bootstrap-authentication": "true",
       },
     });
-    const providerID = `nodefleet:///local/${server.id}`;
-    const script = renderSelfJoinScript({
+    return renderSelfJoinScript({
       kind: "kubeadm",
       kubernetesVersion: "v1.33.4",
       caCertificate: plane!.admin.caPem,
       bootstrapKubeconfig: renderBootstrapKubeconfig({
         apiServer: plane!.server,
         caCertificate: plane!.admin.caPem,
-        token: "emjoin.0123456789abcdef",
+        token: `${tokenId}.0123456789abcdef`,
       }),
       kubeletConfig: renderKubeletConfig({ kubelet: KUBELET, providerID }),
-      hostname: "em-join-1",
+      hostname: name,
       providerID,
       labels: { "nodefleet.io/pool": "em" },
       taints: [{ key: "nodefleet.io/bare-metal", value: "true", effect: "NoSchedule" }],
     });
-    const knownHosts = join(dir, "known_hosts");
-    writeFileSync(knownHosts, `${machine.address} ${machine.hostKey("ed25519")}\n`);
-    // Not spawnSync: the machine's kubelet is served by this process's event loop while the script waits.
-    const ssh = spawn(
-      "ssh",
-      [
-        ...["-F", "/dev/null", "-i", clientKey, "-o", "BatchMode=yes", "-o", "IdentitiesOnly=yes", "-o", "StrictHostKeyChecking=yes"],
-        ...["-o", `UserKnownHostsFile=${knownHosts}`, "-o", "GlobalKnownHostsFile=/dev/null", `${userInfo().username}@${machine.address}`],
-        "bash -s",
-      ],
-      { stdio: ["pipe", "pipe", "pipe"] },
-    );
-    let stderr = "";
-    ssh.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
-    ssh.stdout.resume();
-    ssh.stdin.end(script);
-    const timer = setTimeout(() => ssh.kill("SIGKILL"), 180_000);
-    const status = await new Promise<number | null>((resolve) => ssh.once("exit", (code) => resolve(code)));
-    clearTimeout(timer);
-    const run = { status, stderr };
-    assert.equal(run.status, 0, `the self-join script failed:\n${run.stderr}\n${logged.join("\n")}`);
-    assert.match(run.stderr, /nodefleet: joined as em-join-1/);
+  };
 
-    const node = (await kube(plane!.admin, "GET", "/api/v1/nodes/em-join-1")) as {
+  /** The Node registered as the flags said, Ready; the machine holds the kubelet's own credentials. */
+  const assertJoined = async (name: string, providerID: string, machine: Machine) => {
+    const node = (await kube(plane!.admin, "GET", `/api/v1/nodes/${name}`)) as {
       metadata: { labels: Record<string, string> };
       spec: { providerID: string; taints?: Array<{ key: string; value?: string; effect: string }> };
       status: { conditions: Array<{ type: string; status: string }> };
@@ -166,8 +156,6 @@ describe("fake Scaleway API: an Elastic Metal machine self-joins over SSH (real 
       JSON.stringify(node.spec.taints),
     );
     assert.equal(node.status.conditions.find((c) => c.type === "Ready")?.status, "True");
-
-    // In the machine: the packages, the services, the kubelet's own credentials; the bootstrap token gone.
     assert.deepEqual(
       machine
         .packages()
@@ -187,17 +175,66 @@ describe("fake Scaleway API: an Elastic Metal machine self-joins over SSH (real 
       /client-certificate: \/var\/lib\/kubelet\/pki\/kubelet-client-current.pem/,
     );
     assert.equal(machine.ownFile(KUBELET_PATHS.bootstrapKubeconfig), undefined, "the bootstrap kubeconfig removed");
+  };
 
-    // On the host: nothing changed.
-    assert.deepEqual(
-      {
-        kubeletConf: existsSync(KUBELET_PATHS.kubeconfig),
-        swaps: readFileSync("/proc/swaps", "utf8"),
-        hostname: execFileSync("hostname", { encoding: "utf8" }),
-        kubeletBinary: existsSync("/usr/bin/kubelet"),
-      },
-      hostBefore,
+  it("runs the kubeadm self-join script in the machine over ssh and registers its Node through TLS bootstrap", async function () {
+    const hostBefore = hostState();
+    const { serverId, machine } = await installedMachine("em-join-1");
+    const providerID = `nodefleet:///local/${serverId}`;
+    const script = await selfJoinScript("em-join-1", "emjoin", providerID);
+    const knownHosts = join(dir, "known_hosts");
+    writeFileSync(knownHosts, `${machine.address} ${machine.hostKey("ed25519")}\n`);
+    // Not spawnSync: the machine's kubelet is served by this process's event loop while the script waits.
+    const ssh = spawn(
+      "ssh",
+      [
+        ...["-F", "/dev/null", "-i", clientKey, "-o", "BatchMode=yes", "-o", "IdentitiesOnly=yes", "-o", "StrictHostKeyChecking=yes"],
+        ...["-o", `UserKnownHostsFile=${knownHosts}`, "-o", "GlobalKnownHostsFile=/dev/null", `${userInfo().username}@${machine.address}`],
+        "bash -s",
+      ],
+      { stdio: ["pipe", "pipe", "pipe"] },
     );
+    let stderr = "";
+    ssh.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+    ssh.stdout.resume();
+    ssh.stdin.end(script);
+    const timer = setTimeout(() => ssh.kill("SIGKILL"), 180_000);
+    const status = await new Promise<number | null>((resolve) => ssh.once("exit", (code) => resolve(code)));
+    clearTimeout(timer);
+    assert.equal(status, 0, `the self-join script failed:\n${stderr}\n${logged.join("\n")}`);
+    assert.match(stderr, /nodefleet: joined as em-join-1/);
+    await assertJoined("em-join-1", providerID, machine);
+    assert.deepEqual(hostState(), hostBefore, "nothing changed on the host");
+    assert.deepEqual(logged, [], "nothing went wrong on the way");
+  });
+
+  it("runs it through the command provider plugin on the real engine, pinned to the machine's host key", async function () {
+    skipUnlessAvailable(this, missingTools("pulumi", "pulumi-resource-command"));
+    const hostBefore = hostState();
+    const { serverId, machine } = await installedMachine("em-join-2");
+    const providerID = `nodefleet:///local/${serverId}`;
+    const script = await selfJoinScript("em-join-2", "emjoi2", providerID);
+    const engine = new AutomationEngine({
+      dataDir: join(dir, "engine"),
+      env: { ...process.env, PULUMI_CONFIG_PASSPHRASE: "machine-join" },
+      logger: { info() {}, warn() {}, error() {} },
+    });
+    const run = await engine.up({
+      stackName: "machinejoin",
+      program: { module: join(__dirname, "..", "..", "support", "machineJoinProgram.js") },
+      config: {
+        "machinejoin:address": { value: machine.address },
+        "machinejoin:user": { value: userInfo().username },
+        "machinejoin:privateKey": { value: readFileSync(clientKey, "utf8"), secret: true },
+        // The ECDSA key: not the type an OpenSSH client prefers first, so the pin decides.
+        "machinejoin:hostKey": { value: machine.hostKey("ecdsa") },
+        "machinejoin:script": { value: script, secret: true },
+      },
+    });
+    assert.equal(run.steps.filter((s) => s.error).length, 0, JSON.stringify(run.steps.filter((s) => s.error)));
+    assert.match(String(run.outputs.joinStderr ?? ""), /nodefleet: joined as em-join-2/);
+    await assertJoined("em-join-2", providerID, machine);
+    assert.deepEqual(hostState(), hostBefore, "nothing changed on the host");
     assert.deepEqual(logged, [], "nothing went wrong on the way");
   });
 });

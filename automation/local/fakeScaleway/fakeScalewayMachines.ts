@@ -4,7 +4,8 @@
  * a machine (../machines/machine.ts) on its reported IPv4, a loopback address of 127.0.4.0/22, with
  * the install's hostname and the public keys of the IAM SSH keys the install named as the OS user's
  * authorized keys. A reinstall tears the machine down while it installs and brings up a fresh one
- * (new host keys); a delete tears it down for good. The machines follow the fake's state, so a
+ * (new host keys); a reboot stops it while the server is `starting` and starts it again with its
+ * files (its processes, /run and /tmp gone); a delete tears it down for good. The machines follow the fake's state, so a
  * restarted local cloud brings the same machines back with the host keys they had.
  */
 import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
@@ -63,7 +64,16 @@ function hostnameOf(server: FakeEmServer): string {
 }
 
 export class ScalewayMachines {
-  private readonly running = new Map<string, { machine: Machine; installStartsAt: number; kubelet: MachineKubelet }>();
+  private readonly running = new Map<
+    string,
+    {
+      machine: Machine;
+      installStartsAt: number;
+      /** The server's reboot when the machine started: another one restarts it. */
+      rebootingUntil: number | undefined;
+      kubelet: MachineKubelet;
+    }
+  >();
   /** The last trouble each machine's kubelet had, so each is said once. */
   private readonly kubeletTrouble = new Map<string, string>();
   /** `serverId/installStartsAt` of installs already said not to run, so each is said once. */
@@ -93,24 +103,31 @@ export class ScalewayMachines {
   async reconcile(): Promise<void> {
     const now = Date.now();
     const servers = new Map(this.args.state.all("servers").map((s) => [s.id, s]));
-    for (const [id, { machine, installStartsAt }] of [...this.running]) {
+    for (const [id, { machine, installStartsAt, rebootingUntil }] of [...this.running]) {
       const server = servers.get(id);
-      if (server?.install?.startsAt === installStartsAt) continue;
-      // Deleted, or reinstalling: the box's OS is gone either way, and so are its host keys.
+      const reinstalled = server?.install?.startsAt !== installStartsAt;
+      if (!reinstalled && server?.rebootingUntil === rebootingUntil) continue;
       this.running.delete(id);
       await machine.stop();
-      rmSync(join(this.args.dir, id), { recursive: true, force: true });
+      // Deleted, or reinstalling: the box's OS is gone either way, and so are its host keys. A reboot keeps its disk.
+      if (reinstalled) rmSync(join(this.args.dir, id), { recursive: true, force: true });
     }
     for (const server of servers.values()) {
       if (this.stopped) return;
       const install = server.install;
-      if (!install || now < install.endsAt || this.running.has(server.id)) continue;
+      const rebooting = server.rebootingUntil !== undefined && now < server.rebootingUntil;
+      if (!install || now < install.endsAt || rebooting || this.running.has(server.id)) continue;
       const key = `${server.id}/${install.startsAt}`;
       if (this.refused.has(key)) continue;
       try {
         const machine = await this.startMachine(server, install.startsAt);
         const session = sessionCommand(sandboxLayout(join(this.args.dir, server.id, "machine"), machine.name));
-        this.running.set(server.id, { machine, installStartsAt: install.startsAt, kubelet: new MachineKubelet(machine, session) });
+        this.running.set(server.id, {
+          machine,
+          installStartsAt: install.startsAt,
+          rebootingUntil: server.rebootingUntil,
+          kubelet: new MachineKubelet(machine, session),
+        });
       } catch (error) {
         this.refused.add(key);
         this.args.log(`Elastic Metal server ${server.name} (${server.id}): no machine on ${server.ipv4}: ${(error as Error).message}`);

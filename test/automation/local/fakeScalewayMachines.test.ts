@@ -3,7 +3,7 @@
  * driven over its HTTP API on loopback: an IAM SSH key, a server installed with it, and once the
  * install completes an SSH login with that key on the server's reported IPv4 (127.0.4.x), pinned to
  * a host key of each type, answering the install's hostname; a reinstall brings new host keys; a
- * restart of the fake brings the machine back with the keys it had; a delete ends SSH.
+ * reboot keeps files and keys but not processes or /tmp; a restart of the fake brings the machine back with the keys it had; a delete ends SSH.
  */
 import assert from "node:assert/strict";
 import { execFileSync, spawnSync } from "node:child_process";
@@ -162,7 +162,7 @@ describe("fake Scaleway API: installed servers are machines you SSH into", funct
     assert.equal(machineAddress(first254), "127.0.5.1");
   });
 
-  it("logs in with the install's IAM key, pinned to each host key type; reinstall, restart and delete", async function () {
+  it("logs in with the install's IAM key, pinned to each host key type; reinstall, reboot, restart and delete", async function () {
     const key = await api("POST", "/iam/v1alpha1/ssh-keys", { name: "ops", public_key: readFileSync(`${clientKey}.pub`, "utf8") });
     assert.equal(key.status, 200, JSON.stringify(key.body));
     assert.match(key.body.fingerprint, /^256 MD5:([0-9a-f]{2}:){15}[0-9a-f]{2} \(ssh-ed25519\)$/);
@@ -211,6 +211,30 @@ describe("fake Scaleway API: installed servers are machines you SSH into", funct
     const after = ssh(address, "hostname; cat /etc/em-marker 2>/dev/null || echo gone", second.keys.rsa!);
     assert.equal(after.status, 0, after.stderr);
     assert.deepEqual(after.stdout.trim().split("\n"), ["em-worker-1b", "gone"]);
+
+    // A reboot: the machine starts again with its files and host keys; what ran in it, and /tmp, are gone.
+    assert.equal(
+      ssh(
+        address,
+        "echo kept > /etc/em-kept; echo lost > /tmp/em-lost; setsid sleep 1000 >/dev/null 2>&1 < /dev/null &",
+        second.keys.ed25519!,
+      ).status,
+      0,
+    );
+    assert.equal(ssh(address, 'pgrep -f "sleep 100[0]" >/dev/null && echo sleeping', second.keys.ed25519!).stdout.trim(), "sleeping");
+    const before = fake!.machines!.machine(id);
+    assert.equal((await api("POST", `${ZONE}/servers/${id}/reboot`, {})).status, 200);
+    await waitFor("the machine started again after the reboot", async () => {
+      const current = fake!.machines!.machine(id);
+      return current !== undefined && current !== before && Object.keys(scannedHostKeys(address)).length === 3 ? true : undefined;
+    });
+    assert.deepEqual(scannedHostKeys(address), second.keys, "a reboot keeps the host keys");
+    const rebooted = ssh(
+      address,
+      'cat /etc/em-kept; cat /tmp/em-lost 2>/dev/null || echo no-tmp; pgrep -f "sleep 100[0]" >/dev/null && echo sleeping || echo no-sleep',
+      second.keys.ed25519!,
+    );
+    assert.deepEqual(rebooted.stdout.trim().split("\n"), ["kept", "no-tmp", "no-sleep"], rebooted.stderr);
 
     // A restart of the fake (as `nodefleet local up` again): the same machine, the same host keys.
     await fake!.app.close();

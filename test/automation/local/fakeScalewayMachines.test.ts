@@ -116,45 +116,6 @@ describe("fake Scaleway API: installed servers are machines you SSH into", funct
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  it("not root: says once that it runs no machines, and servers get documentation addresses as before", async function () {
-    const getuid = process.getuid;
-    process.getuid = () => 1000;
-    const said: string[] = [];
-    const unprivileged = buildFakeScaleway({
-      secretKey: SECRET,
-      projectId: PROJECT,
-      stateFile: join(dir, "unprivileged.json"),
-      machinesDir: join(dir, "unprivileged-machines"),
-      log: (message) => said.push(message),
-    });
-    process.getuid = getuid;
-    try {
-      assert.equal(unprivileged.machines, undefined);
-      assert.deepEqual(said, [
-        "the fake Scaleway API runs no Elastic Metal machines: their sandbox needs root; servers get documentation addresses",
-      ]);
-      await unprivileged.app.ready();
-      const offer = (
-        await unprivileged.app.inject({ method: "GET", url: `${ZONE}/offers?name=EM-A610R-NVME`, headers: { "x-auth-token": SECRET } })
-      ).json();
-      const created = await unprivileged.app.inject({
-        method: "POST",
-        url: `${ZONE}/servers`,
-        headers: { "x-auth-token": SECRET },
-        payload: {
-          offer_id: offer.offers[0].id,
-          name: "em-plain",
-          install: { os_id: UBUNTU_NOBLE, hostname: "em-plain", ssh_key_ids: [randomUUID()] },
-        },
-      });
-      assert.match(created.json().ips[0].address, /^(203\.0\.113|198\.51\.100|192\.0\.2)\./);
-      assert.equal(existsSync(join(dir, "unprivileged-machines")), false, "no machine directory");
-      assert.equal(said.length, 1, "said once");
-    } finally {
-      await unprivileged.app.close();
-    }
-  });
-
   it("picks the lowest free address of 127.0.4.0/22, past 127.0.4.254", function () {
     assert.equal(machineAddress([]), "127.0.4.1");
     assert.equal(machineAddress(["127.0.4.1", "127.0.4.3"]), "127.0.4.2");
@@ -272,5 +233,51 @@ describe("fake Scaleway API: installed servers are machines you SSH into", funct
       "completed",
       "the server itself installs as before",
     );
+  });
+});
+
+// Runs as any user: the fake is told it is not root.
+describe("fake Scaleway API without root", function () {
+  let plainDir: string;
+  before(() => (plainDir = mkdtempSync(join(tmpdir(), "nodefleet-scwplain-"))));
+  after(() => rmSync(plainDir, { recursive: true, force: true }));
+
+  it("not root: says once that it runs no machines, and servers get documentation addresses as before", async function () {
+    const getuid = process.getuid;
+    process.getuid = () => 1000;
+    const said: string[] = [];
+    const unprivileged = buildFakeScaleway({
+      secretKey: SECRET,
+      projectId: PROJECT,
+      stateFile: join(plainDir, "unprivileged.json"),
+      machinesDir: join(plainDir, "unprivileged-machines"),
+      log: (message) => said.push(message),
+    });
+    process.getuid = getuid;
+    try {
+      assert.equal(unprivileged.machines, undefined);
+      assert.deepEqual(said, [
+        "the fake Scaleway API runs no Elastic Metal machines: their sandbox needs root; servers get documentation addresses",
+      ]);
+      await unprivileged.app.ready();
+      const offer = (
+        await unprivileged.app.inject({ method: "GET", url: `${ZONE}/offers?name=EM-A610R-NVME`, headers: { "x-auth-token": SECRET } })
+      ).json();
+      const created = await unprivileged.app.inject({
+        method: "POST",
+        url: `${ZONE}/servers`,
+        headers: { "x-auth-token": SECRET },
+        payload: {
+          offer_id: offer.offers[0].id,
+          name: "em-plain",
+          install: { os_id: UBUNTU_NOBLE, hostname: "em-plain", ssh_key_ids: [randomUUID()] },
+        },
+      });
+      assert.match(created.json().ips[0].address, /^(203\.0\.113|198\.51\.100|192\.0\.2)\./);
+      assert.equal(existsSync(join(plainDir, "unprivileged-machines")), false, "no machine directory");
+      assert.equal(said.length, 1, "said once");
+    } finally {
+      await unprivileged.app.close();
+    }
   });
 });

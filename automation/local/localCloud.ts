@@ -145,6 +145,9 @@ export async function startLocalCloud(options: LocalCloudOptions): Promise<Local
       vlanDelayMs: knobs.scwVlanDelayMs,
       missingPermissions: knobs.scwMissingPermissions,
       outOfStock: knobs.outOfStock,
+      // Installed Elastic Metal servers become machines you SSH into (when run as root).
+      machinesDir: join(dir, "scaleway-machines"),
+      log: (message) => options.logger.warn({ fake: "scaleway" }, message),
     });
     options.onFakeScaleway?.(scaleway);
     const scwAddress = await listenOnLoopback(scaleway.app, options.scalewayPort ?? (port === 0 ? 0 : 8082), "Scaleway");

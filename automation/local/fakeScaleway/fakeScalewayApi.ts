@@ -5,7 +5,8 @@
  * pages and error shapes, a knob that takes permission sets away from the key (403
  * `permissions_denied`), and a request counter per route. Checked against scaleway-sdk-go's own
  * types by the Go module in ./sdkcheck. The catalog is served here; servers in
- * fakeScalewayServers.ts, networks and IPs in fakeScalewayNetworks.ts.
+ * fakeScalewayServers.ts, networks and IPs in fakeScalewayNetworks.ts, IAM SSH keys in
+ * fakeScalewayIam.ts, and the installed servers' machines in fakeScalewayMachines.ts.
  */
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import {
@@ -27,6 +28,8 @@ import {
   uuidParam,
   zoneParam,
 } from "./fakeScalewayContext";
+import { registerIamSshKeys } from "./fakeScalewayIam";
+import { ScalewayMachines, machinesCanRun } from "./fakeScalewayMachines";
 import { registerNetworks } from "./fakeScalewayNetworks";
 import { registerServers } from "./fakeScalewayServers";
 import { FakeScalewayState } from "./fakeScalewayState";
@@ -48,6 +51,14 @@ export interface FakeScalewayOptions {
   readonly missingPermissions?: readonly string[];
   /** Offers whose orders fail as out of stock (NODEFLEET_SIM_OUT_OF_STOCK). */
   readonly outOfStock?: readonly string[];
+  /**
+   * Where installed servers' machines keep their files: given, and run as root, each server whose
+   * install completes becomes a machine you SSH into on its IPv4, a loopback address
+   * (fakeScalewayMachines.ts); not root, servers get documentation addresses and no machine, said once.
+   */
+  readonly machinesDir?: string;
+  /** Where the machines' troubles are said (one line each). Default: stderr. */
+  readonly log?: (message: string) => void;
 }
 
 export interface FakeScaleway {
@@ -57,6 +68,8 @@ export interface FakeScaleway {
   readonly state: FakeScalewayState;
   /** Replaces the missing permission sets from the next request on (`[]` grants everything again). */
   setMissingPermissions(permissionSets: readonly string[]): void;
+  /** The installed servers' machines, when `machinesDir` was given and they can run here. */
+  readonly machines?: ScalewayMachines;
 }
 
 /**
@@ -87,6 +100,11 @@ export function buildFakeScaleway(options: FakeScalewayOptions): FakeScaleway {
   const state = new FakeScalewayState(options.stateFile);
   const requestCounts = new Map<string, number>();
   const missing = { sets: new Set(options.missingPermissions ?? []) };
+  const log = options.log ?? ((message: string) => process.stderr.write(`${message}\n`));
+  const machines =
+    options.machinesDir === undefined || !machinesCanRun() ? undefined : new ScalewayMachines({ state, dir: options.machinesDir, log });
+  if (options.machinesDir !== undefined && !machines)
+    log("the fake Scaleway API runs no Elastic Metal machines: their sandbox needs root; servers get documentation addresses");
   const ctx: FakeScalewayContext = {
     state,
     projectId: options.projectId,
@@ -94,6 +112,7 @@ export function buildFakeScaleway(options: FakeScalewayOptions): FakeScaleway {
     installMs: options.installMs ?? 2000,
     vlanDelayMs: options.vlanDelayMs ?? 0,
     outOfStock: new Set(options.outOfStock ?? []),
+    machineAddresses: machines !== undefined,
   };
 
   // The SDK sends `{}` or nothing on body-less calls (add option, release IP); both are an empty object.
@@ -205,6 +224,11 @@ export function buildFakeScaleway(options: FakeScalewayOptions): FakeScaleway {
 
   registerServers(app, ctx);
   registerNetworks(app, ctx);
+  registerIamSshKeys(app, ctx);
+  if (machines) {
+    app.addHook("onReady", async () => machines.start());
+    app.addHook("onClose", async () => machines.stop());
+  }
   // A stopped fake leaves one snapshot and no journal behind.
   app.addHook("onClose", async () => state.compact());
 
@@ -212,6 +236,7 @@ export function buildFakeScaleway(options: FakeScalewayOptions): FakeScaleway {
     app,
     requestCounts,
     state,
+    ...(machines ? { machines } : {}),
     setMissingPermissions: (permissionSets) => {
       missing.sets = new Set(permissionSets);
     },

@@ -35,6 +35,7 @@ import {
   uuidParam,
   zoneParam,
 } from "./fakeScalewayContext";
+import { machineAddress } from "./fakeScalewayMachines";
 import { bookAddress } from "./fakeScalewayNetworks";
 import type { FakeEmServer, FakeServerPrivateNetwork } from "./fakeScalewayState";
 
@@ -226,7 +227,9 @@ export function registerServers(app: FastifyInstance, ctx: FakeScalewayContext):
       options: optionIds.map((o) => ({ id: o, enabledAt: deliveredAt })),
       protected: body.protected === true,
       userData,
-      ipv4: new AddressPool(state.all("servers").map((s) => s.ipv4)).public(`scw/${id}`),
+      ipv4: ctx.machineAddresses
+        ? machineAddress(state.all("servers").map((s) => s.ipv4))
+        : new AddressPool(state.all("servers").map((s) => s.ipv4)).public(`scw/${id}`),
       ipv6: `2001:db8:5c:${parseInt(id.slice(0, 4), 16).toString(16)}::1`,
     });
     return serverJson(server);

@@ -1,6 +1,6 @@
 /**
  * The fake Scaleway API's state: Elastic Metal servers, their private-network attachments, VPCs,
- * private networks and IPAM IPs, each a collection of records by UUID, kept in the data
+ * private networks, IPAM IPs and IAM SSH keys, each a collection of records by UUID, kept in the data
  * directory as the fake Hetzner API keeps its own (a snapshot and a journal of changes,
  * fakeHcloudJournal.ts), so a restarted local cloud keeps its machines. Time-driven statuses
  * (delivery, install, attachment, VLAN) are derived on read from the instants recorded here.
@@ -90,16 +90,30 @@ export interface FakeIpamIp {
   updatedAt: string;
 }
 
+/** An IAM SSH key (iam/v1alpha1): what an install's `ssh_key_ids` name; its machine lets the key in. */
+export interface FakeSshKey {
+  id: string;
+  name: string;
+  /** The key in OpenSSH format (`type base64`, comment kept as given). */
+  publicKey: string;
+  /** Scaleway's form: `<bits> MD5:<hex pairs> (<type>)`. */
+  fingerprint: string;
+  disabled: boolean;
+  createdAt: string;
+  updatedAt: string;
+}
+
 interface Kinds {
   servers: FakeEmServer;
   serverPrivateNetworks: FakeServerPrivateNetwork;
   vpcs: FakeVpc;
   privateNetworks: FakePrivateNetwork;
   ips: FakeIpamIp;
+  sshKeys: FakeSshKey;
 }
 /** The fake's collections, by kind (journaledCollections.ts). */
 export class FakeScalewayState extends JournaledCollections<Kinds> {
   constructor(file: string) {
-    super(file, "the fake Scaleway API", ["servers", "serverPrivateNetworks", "vpcs", "privateNetworks", "ips"]);
+    super(file, "the fake Scaleway API", ["servers", "serverPrivateNetworks", "vpcs", "privateNetworks", "ips", "sshKeys"]);
   }
 }

@@ -10,6 +10,7 @@
  */
 import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
+import { ON_START_DIR, PAYLOAD_DIR, kubernetesStandIns } from "./kubernetesStandIns";
 
 /** Where the stand-ins append their records, inside the machine's root. */
 export const RECORDS_PATH = "/var/lib/nodefleet-machine/records";
@@ -81,7 +82,7 @@ export function writeSandbox(layout: SandboxLayout): void {
   };
   executable(join(sandbox, "boot"), bootScript(layout));
   executable(join(sandbox, "session"), sessionScript(layout));
-  for (const [path, text] of Object.entries(standIns())) executable(join(layout.root, path), text);
+  for (const [path, text] of Object.entries({ ...standIns(), ...kubernetesStandIns() })) executable(join(layout.root, path), text);
   writeFileSync(join(layout.root, "etc", "hostname"), `${layout.hostname}\n`);
 }
 
@@ -141,7 +142,9 @@ while [ $# -gt 0 ]; do
     -*) ;;
     *) if [ -z "$verb" ]; then verb="$1"; else
          case "$verb" in
-           install) record apt-get install "$1"; grep -qxF "\${1%%=*}" ${PACKAGES_PATH} || echo "\${1%%=*}" >> ${PACKAGES_PATH} ;;
+           install) record apt-get install "$1"; grep -qxF "\${1%%=*}" ${PACKAGES_PATH} || echo "\${1%%=*}" >> ${PACKAGES_PATH}
+             # A package with stand-in files (kubernetesStandIns.ts) gets them.
+             if [ -d "${PAYLOAD_DIR}/\${1%%=*}" ]; then cp -a "${PAYLOAD_DIR}/\${1%%=*}/." /; fi ;;
            remove|purge) record apt-get "$verb" "$1"; grep -vxF "$1" ${PACKAGES_PATH} > ${PACKAGES_PATH}.new || true; mv ${PACKAGES_PATH}.new ${PACKAGES_PATH} ;;
            *) record apt-get "$verb" "$1" ;;
          esac
@@ -188,9 +191,10 @@ case "$verb" in
           touch "$state/$u.enabled"
           # As systemctl does: a link in each target's .wants directory the [Install] section names.
           for t in $(sed -n 's/^WantedBy=//p' "$file"); do mkdir -p "/etc/systemd/system/$t.wants"; ln -sf "$file" "/etc/systemd/system/$t.wants/$u"; done
-          [ -n "$now" ] && { record systemctl start "$u"; touch "$state/$u.active"; } ;;
-        disable) rm -f "$state/$u.enabled" /etc/systemd/system/*.wants/"$u"; [ -n "$now" ] && { record systemctl stop "$u"; rm -f "$state/$u.active"; } ;;
-        start|restart|reload-or-restart) touch "$state/$u.active" ;;
+          # An if, not [ ] &&: an enable without --now must exit 0.
+          if [ -n "$now" ]; then record systemctl start "$u"; touch "$state/$u.active"; fi ;;
+        disable) rm -f "$state/$u.enabled" /etc/systemd/system/*.wants/"$u"; if [ -n "$now" ]; then record systemctl stop "$u"; rm -f "$state/$u.active"; fi ;;
+        start|restart|reload-or-restart) touch "$state/$u.active"; if [ -x "${ON_START_DIR}/$u" ]; then "${ON_START_DIR}/$u"; fi ;;
         stop) rm -f "$state/$u.active" ;;
       esac
     done ;;

@@ -83,6 +83,7 @@ describe("fake Scaleway API through scaleway-sdk-go", function () {
       "TestServersThroughTheSdk",
       "TestErrorsThroughTheSdk",
       "TestNetworksThroughTheSdk",
+      "TestIamSshKeysThroughTheSdk",
     ])
       assert.match(output, new RegExp(`--- PASS: ${name} `), `${name} did not pass:\n${output}`);
     assert.doesNotMatch(output, /--- SKIP/, output);
@@ -97,6 +98,8 @@ describe("fake Scaleway API through scaleway-sdk-go", function () {
       "POST /vpc/v2/regions/{region}/private-networks",
       "POST /ipam/v1/regions/{region}/ips",
       "DELETE /ipam/v1/regions/{region}/ips/{id}",
+      "POST /iam/v1alpha1/ssh-keys",
+      "DELETE /iam/v1alpha1/ssh-keys/{ssh_key_id}",
     ])
       assert.ok(routes.includes(route), `${route} was never called: ${routes.join(", ")}`);
   }

@@ -14,6 +14,7 @@ import (
 
 	bm1 "github.com/scaleway/scaleway-sdk-go/api/baremetal/v1"
 	bm3 "github.com/scaleway/scaleway-sdk-go/api/baremetal/v3"
+	iam "github.com/scaleway/scaleway-sdk-go/api/iam/v1alpha1"
 	ipam "github.com/scaleway/scaleway-sdk-go/api/ipam/v1"
 	vpc "github.com/scaleway/scaleway-sdk-go/api/vpc/v2"
 	"github.com/scaleway/scaleway-sdk-go/scw"
@@ -29,6 +30,7 @@ type fixture struct {
 	pn3       *bm3.PrivateNetworkAPI
 	vpc       *vpc.API
 	ipam      *ipam.API
+	iam       *iam.API
 }
 
 func env(t *testing.T, name string) string {
@@ -57,7 +59,7 @@ func newFixture(t *testing.T, urlVariable, secretKey string) *fixture {
 			t.Errorf("strict decoding: %s", p)
 		}
 	})
-	return &fixture{transport, bm1.NewAPI(client), bm1.NewPrivateNetworkAPI(client), bm3.NewPrivateNetworkAPI(client), vpc.NewAPI(client), ipam.NewAPI(client)}
+	return &fixture{transport, bm1.NewAPI(client), bm1.NewPrivateNetworkAPI(client), bm3.NewPrivateNetworkAPI(client), vpc.NewAPI(client), ipam.NewAPI(client), iam.NewAPI(client)}
 }
 
 func must[T any](t *testing.T, what string) func(T, error) T {
@@ -348,4 +350,40 @@ func contains(list []string, value string) bool {
 		}
 	}
 	return false
+}
+
+// The IAM SSH keys an install's ssh_key_ids name (the machines let them in): create, get, list by
+// name, disable, refuse a duplicate naming public_key, delete.
+func TestIamSshKeysThroughTheSdk(t *testing.T) {
+	f := newFixture(t, "FAKE_SCW_API_URL", env(t, "FAKE_SCW_SECRET_KEY"))
+	const publicKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFavL6mL/wUrPZhg9yTT/k6/UllJ+FgVj30FX9K5/tZd sdk@check"
+	key := must[*iam.SSHKey](t, "CreateSSHKey")(f.iam.CreateSSHKey(&iam.CreateSSHKeyRequest{Name: "sdk-key", PublicKey: publicKey}))
+	if key.PublicKey != publicKey || key.Disabled || !strings.HasPrefix(key.Fingerprint, "256 MD5:") {
+		t.Fatalf("CreateSSHKey answered %+v", key)
+	}
+	got := must[*iam.SSHKey](t, "GetSSHKey")(f.iam.GetSSHKey(&iam.GetSSHKeyRequest{SSHKeyID: key.ID}))
+	if got.Name != "sdk-key" {
+		t.Fatalf("GetSSHKey: %+v", got)
+	}
+	list := must[*iam.ListSSHKeysResponse](t, "ListSSHKeys")(f.iam.ListSSHKeys(&iam.ListSSHKeysRequest{Name: ptr("sdk-key")}))
+	if list.TotalCount != 1 || list.SSHKeys[0].ID != key.ID {
+		t.Fatalf("ListSSHKeys by name: %+v", list)
+	}
+	disabled := must[*iam.SSHKey](t, "UpdateSSHKey")(f.iam.UpdateSSHKey(&iam.UpdateSSHKeyRequest{SSHKeyID: key.ID, Disabled: ptr(true)}))
+	if !disabled.Disabled {
+		t.Fatalf("UpdateSSHKey disabled: %+v", disabled)
+	}
+	_, err := f.iam.CreateSSHKey(&iam.CreateSSHKeyRequest{Name: "again", PublicKey: publicKey})
+	var invalid *scw.InvalidArgumentsError
+	if !errors.As(err, &invalid) || invalid.Details[0].ArgumentName != "public_key" {
+		t.Fatalf("CreateSSHKey of a key already registered: %v", err)
+	}
+	if err := f.iam.DeleteSSHKey(&iam.DeleteSSHKeyRequest{SSHKeyID: key.ID}); err != nil {
+		t.Fatalf("DeleteSSHKey: %v", err)
+	}
+	_, err = f.iam.GetSSHKey(&iam.GetSSHKeyRequest{SSHKeyID: key.ID})
+	var notFound *scw.ResourceNotFoundError
+	if !errors.As(err, &notFound) {
+		t.Fatalf("GetSSHKey after the delete: %v", err)
+	}
 }

@@ -17,6 +17,7 @@ import (
 
 	bm1 "github.com/scaleway/scaleway-sdk-go/api/baremetal/v1"
 	bm3 "github.com/scaleway/scaleway-sdk-go/api/baremetal/v3"
+	iam "github.com/scaleway/scaleway-sdk-go/api/iam/v1alpha1"
 	ipam "github.com/scaleway/scaleway-sdk-go/api/ipam/v1"
 	vpc "github.com/scaleway/scaleway-sdk-go/api/vpc/v2"
 )
@@ -67,6 +68,10 @@ var routes = []route{
 	r("GET", "/ipam/v1"+region+"/ips", func() any { return &ipam.ListIPsResponse{} }),
 	r("GET|PATCH", "/ipam/v1"+region+"/ips"+id, func() any { return &ipam.IP{} }),
 	r("DELETE", "/ipam/v1"+region+"/ips"+id, nil),
+	r("GET", "/iam/v1alpha1/ssh-keys", func() any { return &iam.ListSSHKeysResponse{} }),
+	r("POST", "/iam/v1alpha1/ssh-keys", func() any { return &iam.SSHKey{} }),
+	r("GET|PATCH", "/iam/v1alpha1/ssh-keys"+id, func() any { return &iam.SSHKey{} }),
+	r("DELETE", "/iam/v1alpha1/ssh-keys"+id, nil),
 }
 
 // Scaleway's error answers by `type` (scw/errors.go), each with the `message` all of them carry.

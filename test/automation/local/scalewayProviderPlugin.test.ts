@@ -190,4 +190,19 @@ describe("the Scaleway provider plugin on the real engine, against the fake Scal
     assert.deepEqual((await api("/vpc/v2/regions/fr-par/private-networks?name=scwtest-pn")).private_networks, []);
     assert.deepEqual((await api(`/ipam/v1/regions/fr-par/ips?project_id=${PROJECT_ID}`)).ips, []);
   });
+
+  it("fails a run whose key lacks a permission set, naming the action refused (docs/operations.md maps it to the set)", async function () {
+    fake.setMissingPermissions(["IPAMFullAccess"]);
+    try {
+      const run = await engine.up(stack(1));
+      assert.equal(run.succeeded, false);
+      // scaleway-sdk-go words a 403 permissions_denied by its details (action and resource), not the set.
+      assert.match(failed(run), /insufficient permissions: write ip/, failed(run));
+      assert.deepEqual(await servers(), [], "no server is ordered without its address");
+    } finally {
+      fake.setMissingPermissions([]);
+    }
+    const destroyed = await engine.up(stack(0));
+    assert.equal(destroyed.succeeded, true, failed(destroyed));
+  });
 });

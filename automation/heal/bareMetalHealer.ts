@@ -121,7 +121,11 @@ export class BareMetalHealer {
       return [];
     }
     const targets = [...this.options.targets()].sort((a, b) => a.nodeName.localeCompare(b.nodeName));
-    const busyPools = new Set(targets.filter((t) => ON_LADDER.has(this.stepOf(t, health).step)).map((t) => t.pool));
+    // A Node that is gone (its member reinstalled or removed) holds no slot, whatever step it was on.
+    const busyPools = new Set(
+      targets.filter((t) => health.has(t.nodeName) && ON_LADDER.has(this.stepOf(t, health).step)).map((t) => t.pool),
+    );
+    for (const name of this.steps.keys()) if (!health.has(name)) this.steps.delete(name);
     const actions: HealAction[] = [];
     for (const target of targets) {
       const node = health.get(target.nodeName);

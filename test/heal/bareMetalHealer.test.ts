@@ -161,6 +161,23 @@ describe("bare-metal healer", function () {
     assert.deepEqual(recordedStep([remediationCondition("hw-reset", T0)]), { step: "hw-reset", sinceMs: T0 });
   });
 
+  it("frees the pool's slot when the Node on the ladder goes away", async function () {
+    const clock = { now: T0 };
+    let nodes = [node("c1-metal-a", false, T0 - 6 * MIN), node("c1-metal-b", false, T0 - 6 * MIN)];
+    const { instance } = healer(() => ({ items: nodes }), robotTargets(numbers), clock);
+    assert.deepEqual(
+      (await instance.check()).map((a) => `${a.node}:${a.action}`),
+      ["c1-metal-a:skipped", "c1-metal-a:sw-reset"],
+    );
+    // The first member's Node is deleted (say, a reinstall): the second takes the pool's turn.
+    nodes = [nodes[1]!];
+    clock.now = T0 + MIN;
+    assert.deepEqual(
+      (await instance.check()).map((a) => `${a.node}:${a.action}`),
+      ["c1-metal-b:skipped", "c1-metal-b:sw-reset"],
+    );
+  });
+
   it("in dry run walks the ladder in its logs only: no reset, nothing written", async function () {
     const clock = { now: T0 };
     const nodes = { items: [node("c1-metal-a", false, T0 - 6 * MIN)] };

@@ -7,16 +7,10 @@ import { renderNodeIpDiscovery } from "../../components/bootstrap/nodeIp";
 import { renderSelfJoinScript, type K0sSelfJoinInput, type KubeadmSelfJoinInput } from "../../components/bootstrap/selfJoinScript";
 import { assertShellcheckClean } from "../support/externalLinters";
 import { FakeNode } from "../support/nodeShims";
-import { k0sSelfJoinInput } from "../support/selfJoinInput";
+import { k0sSelfJoinInput, TEST_KUBELET } from "../support/selfJoinInput";
 
 const CA = "-----BEGIN CERTIFICATE-----\nMIIBexampleCA\n-----END CERTIFICATE-----\n";
-const KUBELET = {
-  maxPods: 110,
-  reservedCpuMillis: 100,
-  reservedMemoryMiB: 512,
-  evictionHardMemoryMiB: 100,
-  reservedEphemeralStorageGiB: 1,
-};
+const KUBELET = TEST_KUBELET;
 const PROVIDER_ID = "nodefleet:///example/hel1-0";
 /** `ip -o -4 addr show scope global` on a Hetzner Cloud server: public address first, private network second. */
 const HCLOUD_ADDRESSES = [

@@ -21,17 +21,11 @@ import {
 } from "../../components/bootstrap/selfJoinScript";
 import { assertCloudInitSchemaValid, assertShellcheckClean } from "../support/externalLinters";
 import { FakeNode } from "../support/nodeShims";
-import { k0sSelfJoinInput } from "../support/selfJoinInput";
+import { k0sSelfJoinInput, TEST_KUBELET } from "../support/selfJoinInput";
 
 const CA = "-----BEGIN CERTIFICATE-----\nMIIBexampleCA\n-----END CERTIFICATE-----\n";
 const TOKEN = "abcdef.0123456789abcdef";
-const KUBELET = {
-  maxPods: 110,
-  reservedCpuMillis: 100,
-  reservedMemoryMiB: 512,
-  evictionHardMemoryMiB: 100,
-  reservedEphemeralStorageGiB: 1,
-};
+const KUBELET = TEST_KUBELET;
 const PROVIDER_ID = "nodefleet:///example/kura-0";
 
 function kubeadmInput(overrides: Partial<KubeadmSelfJoinInput> = {}): KubeadmSelfJoinInput {

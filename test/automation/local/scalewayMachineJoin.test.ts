@@ -23,17 +23,12 @@ import { SSHD } from "../../../automation/local/machines/openSshServer";
 import { AutomationEngine } from "../../../automation/engine/automationEngine";
 import { missingTools, skipUnlessAvailable } from "../../support/toolchainRequirement";
 import { until } from "../../support/until";
+import { TEST_KUBELET } from "../../support/selfJoinInput";
 
 const SECRET = randomUUID();
 const ZONE = "/baremetal/v1/zones/fr-par-2";
 const UBUNTU_NOBLE = "7d1914e1-f4ab-47fc-bd8c-b3a23143e87a";
-const KUBELET = {
-  maxPods: 110,
-  reservedCpuMillis: 100,
-  reservedMemoryMiB: 512,
-  evictionHardMemoryMiB: 100,
-  reservedEphemeralStorageGiB: 1,
-};
+const KUBELET = TEST_KUBELET;
 
 describe("fake Scaleway API: an Elastic Metal machine self-joins over SSH (real control plane)", function () {
   this.timeout(300_000);

@@ -25,6 +25,10 @@ import { initPidFile, sandboxLayout } from "../machines/machineSandbox";
 import type { MachineDisk, MachineFirmware, MachineHardware } from "./installimageRules";
 import { HARDWARE_PATH, INSTALLED_RECORD_PATH, type InstalledSystem } from "./installimageStandIn";
 
+/** Where the rescue system keeps the installimage stand-in, and the compiled modules it is made of. */
+const STAND_IN_DIR = "/usr/local/lib/nodefleet-installimage";
+const STAND_IN_MODULES = ["installimageStandIn.js", "installimageRules.js"] as const;
+
 /** Where Hetzner's rescue keeps installimage (components/robot/robotRescueInstall.ts runs it there). */
 const RESCUE_INSTALLIMAGE = "/root/.oldroot/nfs/install/installimage";
 /** The rescue system's hostname, as RESCUE_SYSTEM_CHECK expects it. */
@@ -160,10 +164,12 @@ export class RobotMachine {
       writeFileSync(join(root, path), text);
       chmodSync(join(root, path), mode);
     };
-    const standIn = join(__dirname, "installimageStandIn.js");
+    // The stand-in travels with the rescue system, as installimage does on its NFS root: the
+    // machine's sandbox has its own /tmp and may not see the checkout it was started from.
+    for (const module of STAND_IN_MODULES) file(`${STAND_IN_DIR}/${module}`, readFileSync(join(__dirname, module), "utf8"));
     file(
       RESCUE_INSTALLIMAGE,
-      `#!/bin/sh\n# The local cloud's installimage (${standIn}).\nexec ${process.execPath} ${standIn} "$@"\n`,
+      `#!/bin/sh\n# The local cloud's installimage (robotMachines/installimageStandIn.ts).\nexec ${process.execPath} ${STAND_IN_DIR}/installimageStandIn.js "$@"\n`,
       0o755,
     );
     // The images nodefleet installs, present as on the rescue's NFS root (empty: nothing unpacks them).

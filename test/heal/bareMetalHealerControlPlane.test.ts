@@ -17,6 +17,7 @@ import { kubeconfigCredentials, kubernetesApiRequest } from "../../components/ku
 import { parseFleetSpec } from "../../components/fleet/fleetSpec";
 import { rawFleetConfig } from "../support/fleetConfigFixture";
 import { missingTools, skipUnlessAvailable } from "../support/toolchainRequirement";
+import { until } from "../support/until";
 
 const USER = "#ws+healer";
 const PASSWORD = "healer-control-plane-password";
@@ -34,15 +35,8 @@ describe("bare-metal healing on the local control plane", function () {
   let robot: FakeRobot;
   let healer: BareMetalHealer | undefined;
 
-  async function until<T>(what: string, probe: () => Promise<T | undefined>, ms = 60_000): Promise<T> {
-    const end = Date.now() + ms;
-    for (;;) {
-      const value = await probe();
-      if (value !== undefined) return value;
-      if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-      await new Promise((resolve) => setTimeout(resolve, 200));
-    }
-  }
+  // Polled every 200 ms for a minute: the healer checks every 200 ms here.
+  const waitFor = <T>(what: string, probe: () => Promise<T | undefined>) => until(what, probe, 60_000, () => "", 200);
   const conditions = async (name: string) =>
     ((await kube(plane.admin, "GET", `/api/v1/nodes/${name}`)) as { status: { conditions: NodeCondition[] } }).status.conditions;
   const remediation = async (name: string) => (await conditions(name)).find((c) => c.type === "NodefleetRemediation");
@@ -117,7 +111,7 @@ describe("bare-metal healing on the local control plane", function () {
     assert.ok(healer, "a stack with a Robot pool gets a healer");
     healer.start();
 
-    const onLadder = await until("the first Node's remediation condition", () => remediation(nodeA));
+    const onLadder = await waitFor("the first Node's remediation condition", () => remediation(nodeA));
     assert.equal(onLadder.status, "True");
     assert.equal(onLadder.reason, "SoftwareReset");
     assert.deepEqual(resets(first), ["sw"]);
@@ -130,12 +124,12 @@ describe("bare-metal healing on the local control plane", function () {
     assert.deepEqual(resets(second), []);
 
     await setReady(nodeA, true, new Date());
-    const healed = await until("the first Node's recovery", async () => {
+    const healed = await waitFor("the first Node's recovery", async () => {
       const condition = await remediation(nodeA);
       return condition?.status === "False" ? condition : undefined;
     });
     assert.equal(healed.reason, "Healthy");
-    const next = await until("the second Node's turn", () => remediation(nodeB));
+    const next = await waitFor("the second Node's turn", () => remediation(nodeB));
     assert.equal(next.reason, "SoftwareReset");
     assert.deepEqual(resets(second), ["sw"]);
     assert.deepEqual(counted, ["metal:sw-reset", "metal:recovered", "metal:sw-reset"]);

@@ -187,15 +187,20 @@ export class RobotMachine {
   }
 
   private async startRescueMachine(keys: string[]): Promise<void> {
+    await this.startSystem(RESCUE_HOSTNAME, this.rescueDir, keys, "rescue");
+  }
+
+  /** Boots a system from `dir` on the server's address: a machine letting `keys` in (else a sealed key), its firmware shown. */
+  private async startSystem(hostname: string, dir: string, keys: string[], running: "rescue" | "installed"): Promise<void> {
     this.machine = await Machine.start({
-      name: RESCUE_HOSTNAME,
-      dir: this.rescueDir,
+      name: hostname,
+      dir,
       address: this.args.address,
       port: this.args.port,
       authorizedKeys: keys.length > 0 ? keys : [this.sealedKey()],
     });
-    this.showFirmware(this.rescueDir, RESCUE_HOSTNAME);
-    this.running = "rescue";
+    this.showFirmware(dir, hostname);
+    this.running = running;
   }
 
   /**
@@ -222,16 +227,7 @@ export class RobotMachine {
       writeFileSync(systemFile, `${JSON.stringify({ hostname: this.args.deliveredHostname })}\n`);
     }
     const { hostname } = JSON.parse(readFileSync(systemFile, "utf8")) as { hostname: string };
-    const keys = this.readKeys(this.installedDir);
-    this.machine = await Machine.start({
-      name: hostname,
-      dir: this.installedDir,
-      address: this.args.address,
-      port: this.args.port,
-      authorizedKeys: keys.length > 0 ? keys : [this.sealedKey()],
-    });
-    this.showFirmware(this.installedDir, hostname);
-    this.running = "installed";
+    await this.startSystem(hostname, this.installedDir, this.readKeys(this.installedDir), "installed");
   }
 
   /**

@@ -149,6 +149,8 @@ export interface NodefleetContext {
   readonly store: ClaimStore;
   readonly operations: OperationLog;
   readonly availability: OfferingAvailability;
+  /** What readyz answers, for the front of a service with several clusters (clusterFront.ts). */
+  readonly readiness: () => Readiness;
 }
 
 declare module "fastify" {
@@ -194,14 +196,16 @@ async function compose(
   const app = httpServer(options, logger);
   if (options.tls) reloadTlsFiles(app, options.tls, logger, metrics);
   const lifecycle = { closing: false };
-  app.decorate("nodefleet", { clusters, metrics, store, operations, availability });
-
   const syncs = walSyncOf(database);
   syncs.onFailure((failure) => logger?.fatal({ err: failure.message }, "the store cannot trust its disk any more: restart the service"));
+  const readiness = readinessOf({ options, parts, clusterId, reconciler, engineStart, syncs, lifecycle });
+  app.decorate("nodefleet", { clusters, metrics, store, operations, availability, readiness });
+  metrics.clusterStates ??= () => [{ cluster: clusterId, state: readiness().status }];
+
   await registerRoutes(app, {
     clusters,
     metrics,
-    readiness: readinessOf({ options, parts, clusterId, reconciler, engineStart, syncs, lifecycle }),
+    readiness,
     tokens: new TokenVerifier(tokens),
     ...(options.serviceAccountTokens ? { serviceAccounts: serviceAccountTokensOf(options, clusterId, metrics) } : {}),
     rateLimitPerMinute: options.rateLimitPerMinute ?? 6000,
@@ -381,7 +385,7 @@ function servedCluster(
 }
 
 /** Follows the certificate files while the server runs: a renewed pair serves new connections. */
-function reloadTlsFiles(
+export function reloadTlsFiles(
   app: FastifyInstance,
   tls: NonNullable<BuildServerOptions["tls"]>,
   logger: Logger | undefined,
@@ -399,7 +403,10 @@ function reloadTlsFiles(
 }
 
 /** The bare Fastify instance: logging, body limit, timeouts and error handlers, no routes yet. */
-function httpServer(options: BuildServerOptions, logger: Logger | undefined): FastifyInstance {
+export function httpServer(
+  options: Pick<BuildServerOptions, "tls" | "bodyLimit" | "httpTimeouts">,
+  logger: Logger | undefined,
+): FastifyInstance {
   // The https typing only changes the server's type: the routes and hooks are the same.
   return Fastify({
     ...(options.tls ? { https: readTlsFiles(options.tls) } : {}),

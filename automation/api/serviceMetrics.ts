@@ -3,7 +3,7 @@
  * process, as in the tests). HTTP request counts and latencies come from fastify-metrics; these
  * are the product's: engine runs, run durations, nodes by status, reconcile queue depth, cloud API
  * requests, orphan-reclaimer decisions and launch backoffs; and the API's own: TokenReview
- * outcomes and TLS certificate reloads; and bare-metal healing actions.
+ * outcomes and TLS certificate reloads; bare-metal healing actions; and each served cluster's state.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 import type { OperationKind } from "../store/operationLog";
@@ -16,6 +16,14 @@ export interface ClusterGaugeSource {
   queueDepth(): number;
 }
 
+/** One served cluster's state as readyz reports it, or `failed` when its stack did not start. */
+export interface ClusterState {
+  readonly cluster: string;
+  readonly state: "starting" | "ready" | "degraded" | "failed" | "stopping";
+}
+
+export const CLUSTER_STATE_METRIC = "nodefleet_cluster_state";
+
 export class ServiceMetrics implements RunObserver {
   readonly registry = new Registry();
   readonly engineRuns: Counter<"cluster" | "kind" | "result">;
@@ -27,6 +35,8 @@ export class ServiceMetrics implements RunObserver {
   readonly tlsReloads: Counter<"result">;
   readonly remediations: Counter<"cluster" | "pool" | "action">;
   private readonly sources: ClusterGaugeSource[] = [];
+  /** The served clusters' states (the service's readiness, or the front's view of its clusters); none until set. */
+  clusterStates: (() => readonly ClusterState[]) | undefined;
 
   constructor(options: { defaultMetrics?: boolean } = {}) {
     if (options.defaultMetrics !== false) collectDefaultMetrics({ register: this.registry, prefix: "nodefleet_" });
@@ -92,6 +102,17 @@ export class ServiceMetrics implements RunObserver {
             if (status !== "GONE") this.set({ cluster: source.clusterId, status }, count);
           }
         }
+      },
+    });
+    const states = () => this.clusterStates?.() ?? [];
+    new Gauge({
+      name: CLUSTER_STATE_METRIC,
+      help: "Each served cluster's state, 1 for the current one: starting, ready, degraded (serving, saying why in readyz), failed (its stack did not start), stopping",
+      labelNames: ["cluster", "state"],
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const { cluster, state } of states()) this.set({ cluster, state }, 1);
       },
     });
     new Gauge({

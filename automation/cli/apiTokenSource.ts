@@ -5,7 +5,7 @@
  * user needs to fix it, without ever printing the token itself.
  */
 import * as fs from "node:fs";
-import { generatedTokenPath } from "./serveCommand";
+import { generatedTokenPath } from "./stackService";
 
 export interface ApiToken {
   readonly token: string;

@@ -27,7 +27,7 @@ import { type KubeIdentity, kube } from "../local/kubeClient";
 import { kubeIdentityFromKubeconfig } from "../local/kubeconfigIdentity";
 import { LOCAL_STACK } from "../local/localStack";
 import { configValues, readStackConfigFile, stackConfigPath } from "../stackConfigFile";
-import { generatedTokenPath } from "./serveCommand";
+import { generatedTokenPath } from "./stackService";
 import { errorMessage } from "../../components/shared/errorMessage";
 
 export interface LocalKarpenterOptions {

@@ -1,70 +1,34 @@
 /**
  * `nodefleet serve --stack NAME [--engine automation|simulated] [--data-dir DIR] [--port N] [--host H]`:
- * the scaling API for the cluster of that stack. Without cloud credentials the simulated engine is
- * the default, announced loudly; it first applies the git stack to the simulated cloud so the API
- * stack's look-ups (network, firewall) resolve. Logs (pino: readable lines at a terminal, JSON lines
- * otherwise, or as --log-format says) go to stderr and carry no secrets. A port that cannot be
- * listened on is refused before the data directory is created.
+ * the scaling API for the cluster of that stack (stackService.ts), or, given several `--stack` or a
+ * pattern, for every cluster of those stacks behind one listener (clusterHosts.ts, clusterFront.ts).
+ * Without cloud credentials the simulated engine is the default, announced loudly. Logs (pino:
+ * readable lines at a terminal, JSON lines otherwise, or as --log-format says) go to stderr and
+ * carry no secrets. A port that cannot be listened on is refused before a data directory is created.
  */
-import { setTimeout as delay } from "node:timers/promises";
-import { randomBytes } from "node:crypto";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { InvalidArgumentError, Option, type Command } from "commander";
 import type { FastifyInstance } from "fastify";
 import type { Logger } from "pino";
-import {
-  API_TOKENS_KEY,
-  declaredConfigTokens,
-  loadApiTokens,
-  plainTokenErrors,
-  readRawStackConfig,
-  type ReadSecretConfig,
-} from "../api/apiTokenSources";
-import { hashToken, parseApiTokens, type TokenEntry } from "../api/apiTokens";
-import { buildServer } from "../api/server";
-import { NODEFLEET_AUDIENCE, parseServiceAccount } from "../api/serviceAccountTokens";
-import { readTlsFiles, tlsFilesFromEnv } from "../api/tlsFiles";
-import { autoscaledPools, type FleetSpec } from "../../components/fleet/fleetSpec";
+import { buildClusterFront } from "../api/clusterFront";
 import { ServiceMetrics } from "../api/serviceMetrics";
-import { withDecryptedSecrets } from "../api/decryptedStackConfig";
-import { StackConfigSource } from "../api/stackConfigSource";
-import { CatalogSource } from "../catalog/catalogSource";
-import { PoolImageSource } from "../catalog/poolImageSource";
-import { lookUpSharedResources } from "../reconciler/sharedResources";
-import { GitStackPrerequisites } from "../reconciler/gitStackPrerequisites";
-import { OfferingAvailability } from "../catalog/offeringAvailability";
-import { AutomationEngine, DEFAULT_ENGINE_PARALLEL } from "../engine/automationEngine";
-import { apiStackPlugins, pluginLabel, pluginSource } from "../engine/providerPlugins";
-import { HcloudClient } from "../hcloud/hcloudClient";
-import type { StackEngine } from "../engine/stackEngine";
-import { gitStackProgram } from "../gitStackProgram";
-import { FirstApply } from "./firstApply";
-import { assertCanListen, portProblem } from "./portCheck";
-import { serviceLogger } from "./serviceLogger";
-import { LOG_FORMATS, type LogFormat } from "./logFormat";
-import { OrphanReclaimer, hcloudInventory, simulatedInventory } from "../reconciler/orphanReclaimer";
-import { SIMULATION_BANNER, SimulatedEngine } from "../simulated/simulatedEngine";
+import { readTlsFiles, tlsFilesFromEnv } from "../api/tlsFiles";
+import { errorMessage } from "../../components/shared/errorMessage";
 import { projectRoot } from "../stackConfigFile";
 import { walSyncOf } from "../store/walSync";
-import { acquireDataDirLock } from "../store/dataDirLock";
-import { databasePath, openDatabase, type Db } from "../store/database";
-import { assertStoreNotLost } from "../store/storeIntegrity";
-import { assertStoreNotLostInCloud } from "../reconciler/storeLostInCloud";
-import { apiEngineStateOf, apiStackDefinition } from "../reconciler/apiStack";
-import { DEFAULT_CREATE_DEADLINE_MS } from "../reconciler/runOutcome";
-import { membersPerShard } from "../reconciler/apiShard";
-import { DEFAULT_CONCURRENT_SHARD_RUNS } from "../reconciler/clusterShards";
-import { errorMessage } from "../../components/shared/errorMessage";
-import { healSettings, serviceHealer } from "../heal/serviceHealer";
-import { clusterNodeList, serviceKubeconfig } from "../api/clusterNodeList";
-
-/** How long a failed start or a shutdown waits for the API stack workspace's preparation (a CLI process or two). */
-const PREPARE_WAIT_MS = 10_000;
+import { ClusterHosts } from "./clusterHosts";
+import { LOG_FORMATS, type LogFormat } from "./logFormat";
+import { assertCanListen, portProblem } from "./portCheck";
+import { servesOneStack, stackArgumentProblem } from "./servedStacks";
+import { serviceLogger } from "./serviceLogger";
+import { positiveIntEnv, startStackService, type StackService } from "./stackService";
 
 export interface ServeOptions {
-  readonly stack: string;
+  /** Stack names and patterns (`prod-*`); one name serves that stack alone, as it always has. */
+  readonly stacks: readonly string[];
   readonly engine?: "automation" | "simulated";
+  /** One stack's own directory; with several, each stack's is `<dataDir>/<stack>`. */
   readonly dataDir: string;
   readonly port: number;
   readonly host: string;
@@ -72,451 +36,77 @@ export interface ServeOptions {
   readonly logFormat?: LogFormat;
 }
 
-const CLOUD_CREDENTIALS = ["HCLOUD_TOKEN", "SCW_SECRET_KEY"] as const;
-
-function intEnv(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
-  const raw = env[name];
-  if (raw === undefined || raw === "") return fallback;
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value < 0) throw new Error(`${name} must be a non-negative integer (got ${JSON.stringify(raw)})`);
-  return value;
-}
-
-function positiveIntEnv(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
-  const value = intEnv(env, name, fallback);
-  if (value === 0) throw new Error(`${name} must be a positive integer (got "0")`);
-  return value;
-}
-
-/** The file `nodefleet nodes` reads a generated development token from. */
-export function generatedTokenPath(dataDir: string): string {
-  return path.join(dataDir, "api-token");
+/** One stack: its service, then signals, then the port. */
+async function serve(options: ServeOptions, env: NodeJS.ProcessEnv = process.env): Promise<void> {
+  const logger = serviceLogger(env, 2, options.logFormat ? { format: options.logFormat } : {});
+  const stack = options.stacks[0]!;
+  const service = await startStackService(
+    {
+      stack,
+      dataDir: options.dataDir,
+      listen: { host: options.host, port: options.port },
+      ...(options.engine ? { engine: options.engine } : {}),
+    },
+    env,
+    logger,
+  );
+  stopOnSignals(service, logger);
+  await listen(service, options, logger);
 }
 
 /**
- * Tokens from NODEFLEET_API_TOKENS and the stack's secret `nodefleet:apiTokens` (decrypted through
- * the Automation API when `readSecretConfig` is given), combined; without any, a random token for
- * the served cluster is generated once and kept 0600 in the data directory. Only counts and the
- * token file's path are logged, never a token.
+ * Several stacks: the front listens first (readyz says which clusters are still starting), then
+ * each cluster starts in its own data directory, and the stacks/ folder is read again every
+ * NODEFLEET_STACKS_RECHECK_MS.
  */
-async function apiTokens(
-  options: {
-    stackName: string;
-    clusterId: string;
-    rawConfig: Record<string, unknown>;
-    dataDir: string;
-    readSecretConfig?: ReadSecretConfig;
-  },
-  env: NodeJS.ProcessEnv,
-  logger: Logger,
-): Promise<TokenEntry[]> {
-  const sources = await loadApiTokens(
-    { stackName: options.stackName, clusterId: options.clusterId, rawConfig: options.rawConfig, envTokens: env.NODEFLEET_API_TOKENS },
-    options.readSecretConfig,
-  );
-  if (sources.errors.length > 0) throw new Error(`API tokens: ${sources.errors.join("; ")}`);
-  for (const notice of sources.notices) process.stderr.write(`nodefleet serve: ${notice}\n`);
-  if (!sources.needsGeneratedToken) {
-    logger.info({ fromEnv: sources.counts.env, fromStackConfig: sources.counts.stackConfig }, "API tokens loaded");
-    return sources.entries;
-  }
-  const file = generatedTokenPath(options.dataDir);
-  if (!fs.existsSync(file)) fs.writeFileSync(file, `${randomBytes(24).toString("base64url")}\n`, { mode: 0o600, flag: "wx" });
-  logger.warn(
-    { tokenFile: file },
-    `neither NODEFLEET_API_TOKENS nor ${API_TOKENS_KEY} yields a token: using a generated token for this cluster, stored in the data directory`,
-  );
-  return [{ clusterId: options.clusterId, hash: hashToken(fs.readFileSync(file, "utf8").trim()) }];
-}
-
-/** git's static pools: their servers belong to git's stack, never to the API's. */
-function staticPoolNames(fleet: FleetSpec): Set<string> {
-  return new Set(fleet.pools.filter((pool) => pool.mode === "static").map((pool) => pool.name));
-}
-
-/** The service's start, step by step: configuration, data directory, store and engine, server, signals, port. */
-async function serve(options: ServeOptions, env: NodeJS.ProcessEnv = process.env): Promise<void> {
+async function serveClusters(options: ServeOptions, env: NodeJS.ProcessEnv = process.env): Promise<void> {
   const logger = serviceLogger(env, 2, options.logFormat ? { format: options.logFormat } : {});
-  const dataDir = path.resolve(options.dataDir);
-  const config = await checkedConfiguration(options, env, logger);
-  fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
-  // Before anything touches the directory's state; the store next (its checks and SQLite's OS-level
-  // lock), so a second instance or a lost store stops the start before an engine runs.
-  const lock = acquireDataDirLock(dataDir);
-  const service = await startService(options, env, config, dataDir, lock, logger);
-  reclaimOrphansWhileServing(service, config);
-  if (config.kind !== "simulated") healWhileServing(service, config, env, logger);
-  // A shutdown waits for the API stack's workspace preparation too (bounded).
-  service.app.addHook("onClose", async () => {
-    await service.preparedOrGaveUp();
-  });
-  stopOnSignals(service, logger);
-  await listen(service, options, config, dataDir, logger);
-}
-
-/** What the stack file and the environment decide, checked before anything touches the data directory. */
-interface ServeConfiguration {
-  readonly root: string;
-  readonly stack: StackConfigSource;
-  readonly fleet: FleetSpec;
-  readonly rawConfig: Record<string, unknown>;
-  readonly kind: "automation" | "simulated";
-  readonly settings: ServiceSettings;
-}
-
-type ServiceSettings = ReturnType<typeof serviceSettings>;
-
-/** The service's tuning from NODEFLEET_* variables: read (and refused when malformed) before anything starts. */
-function serviceSettings(env: NodeJS.ProcessEnv) {
-  return {
-    unavailableForMs: intEnv(env, "NODEFLEET_UNAVAILABLE_FOR_MS", 30 * 60_000),
-    backoffForMs: intEnv(env, "NODEFLEET_BACKOFF_FOR_MS", 5 * 60_000),
-    orphanGraceMs: intEnv(env, "NODEFLEET_ORPHAN_GRACE_MS", 30 * 60_000),
-    orphanIntervalMs: intEnv(env, "NODEFLEET_ORPHAN_INTERVAL_MS", 5 * 60_000),
-    batch: { idleMs: intEnv(env, "NODEFLEET_BATCH_IDLE_MS", 1000), maxMs: intEnv(env, "NODEFLEET_BATCH_MAX_MS", 10_000) },
-    retry: { initialMs: intEnv(env, "NODEFLEET_RETRY_INITIAL_MS", 2000), maxMs: intEnv(env, "NODEFLEET_RETRY_MAX_MS", 60_000) },
-    createDeadlineMs: positiveIntEnv(env, "NODEFLEET_CREATE_DEADLINE_MS", DEFAULT_CREATE_DEADLINE_MS),
-    rateLimitPerMinute: intEnv(env, "NODEFLEET_RATE_LIMIT_PER_MINUTE", 6000) || false,
-    shutdownGraceMs: intEnv(env, "NODEFLEET_SHUTDOWN_GRACE_MS", 30_000),
-    engineParallel: positiveIntEnv(env, "NODEFLEET_ENGINE_PARALLEL", DEFAULT_ENGINE_PARALLEL),
-    membersPerShard: membersPerShard(env.NODEFLEET_SHARD_SIZE),
-    concurrentShardRuns: positiveIntEnv(env, "NODEFLEET_SHARD_RUNS", DEFAULT_CONCURRENT_SHARD_RUNS),
-    prerequisiteRecheckMs: positiveIntEnv(env, "NODEFLEET_PREREQUISITE_RECHECK_MS", 5_000),
-    dropCreateAnswers: intEnv(env, "NODEFLEET_SIM_DROP_CREATE_ANSWERS", 0),
-    serviceAccount: env.NODEFLEET_SERVICE_ACCOUNT ? parseServiceAccount(env.NODEFLEET_SERVICE_ACCOUNT) : undefined,
-    tls: tlsFilesFromEnv(env),
-    plugins: pluginSource(env),
-    heal: healSettings(env, (name, fallback) => intEnv(env, name, fallback)),
-  } as const;
-}
-
-/** Every configuration error first, so a start that would fail leaves no data directory behind. */
-async function checkedConfiguration(options: ServeOptions, env: NodeJS.ProcessEnv, logger: Logger): Promise<ServeConfiguration> {
-  const root = projectRoot();
-  const stack = new StackConfigSource(options.stack, root, logger);
-  const fleet = stack.fleet();
-  // Plain tokens in the committed stack file are refused before any engine starts.
-  const rawConfig = readRawStackConfig(stack.path);
-  const refused = plainTokenErrors(declaredConfigTokens(rawConfig), options.stack);
-  if (refused.length > 0) throw new Error(`API tokens: ${refused.join("; ")}`);
-  parseApiTokens(env.NODEFLEET_API_TOKENS);
-  const kind = options.engine ?? (CLOUD_CREDENTIALS.some((name) => env[name]) ? "automation" : "simulated");
-  const settings = serviceSettings(env);
-  // An unreadable or mismatched certificate stops the start here, naming the file.
-  if (settings.tls) readTlsFiles(settings.tls);
-  // The port too: a start that cannot listen must not leave a data directory behind.
+  const recheckMs = positiveIntEnv(env, "NODEFLEET_STACKS_RECHECK_MS", 10_000);
+  const tls = tlsFilesFromEnv(env);
+  if (tls) readTlsFiles(tls);
   await assertCanListen(options.host, options.port);
-  return { root, stack, fleet, rawConfig, kind, settings };
-}
-
-/** A lost store is refused before it is opened, so the service never starts empty over servers it created. */
-async function assertStoreKept(dataDir: string, config: ServeConfiguration, hcloud: HcloudClient | undefined): Promise<void> {
-  const { fleet } = config;
-  // The directory's evidence first (definite, and needs no network); then the real cloud, which
-  // outlives the directory and may keep the engine state elsewhere: a store missing over servers
-  // the API created (what the orphan reclaimer would delete) is lost, whatever the directory shows.
-  assertStoreNotLost(databasePath(dataDir), () => apiEngineStateOf(dataDir, fleet.cluster.id));
-  if (config.kind === "automation" && hcloud && autoscaledPools(fleet).length > 0) {
-    await assertStoreNotLostInCloud(databasePath(dataDir), hcloudInventory(hcloud), fleet.cluster.id, staticPoolNames(fleet));
-  }
-}
-
-type ReclaimerOptions = Omit<ConstructorParameters<typeof OrphanReclaimer>[0], "inventory">;
-
-/** The orphan reclaimer's settings, the same whichever engine supplies its inventory. */
-function reclaimerOptions(config: ServeConfiguration, env: NodeJS.ProcessEnv, metrics: ServiceMetrics, logger: Logger): ReclaimerOptions {
-  return {
-    clusterId: config.fleet.cluster.id,
-    graceMs: config.settings.orphanGraceMs,
-    intervalMs: config.settings.orphanIntervalMs,
-    dryRun: env.NODEFLEET_ORPHAN_DRY_RUN === "1" || env.NODEFLEET_ORPHAN_DRY_RUN === "true",
-    metrics,
-    logger,
-  };
-}
-
-/** What the chosen engine brings to the service: the engine and what only it can provide. */
-interface EngineWiring {
-  readonly engine: StackEngine;
-  /** The API stack program's config: the stack file's, with the secrets decrypted when the engine can. */
-  readonly programConfig: () => ReturnType<StackConfigSource["stackConfig"]>;
-  readonly readSecretConfig?: ReadSecretConfig;
-  readonly firstApply?: FirstApply;
-  readonly reclaimer?: OrphanReclaimer;
-  /** The API stack's workspace being prepared at start. */
-  readonly preparing?: Promise<void>;
-  /** Settles once the engine can run (see BuildServerOptions.engineReady), and what readyz says meanwhile. */
-  readonly engineReady?: { readonly ready: Promise<unknown>; readonly starting: string };
-}
-
-/** What both engines need to build their parts. */
-interface EngineContext {
-  readonly options: ServeOptions;
-  readonly config: ServeConfiguration;
-  readonly dataDir: string;
-  readonly hcloud: HcloudClient | undefined;
-  readonly metrics: ServiceMetrics;
-  readonly reclaimerOptions: ReclaimerOptions;
-  readonly logger: Logger;
-}
-
-/** Without cloud credentials (or asked for): the simulated cloud, announced loudly, with the git stack applied first. */
-function wireSimulatedEngine({ options, config, dataDir, metrics, reclaimerOptions, logger }: EngineContext): EngineWiring {
-  const { stack, settings } = config;
-  if (!options.engine)
-    process.stderr.write("nodefleet serve: no cloud credentials (HCLOUD_TOKEN) found, so the SIMULATED engine is used.\n");
-  process.stderr.write(`\n*** ${SIMULATION_BANNER} ***\n\n`);
-  const simulated = new SimulatedEngine({ dataDir, banner: false, logger });
-  const secured = stack.encryptedPaths;
-  if (secured.length > 0)
-    logger.warn({ paths: secured }, "encrypted config values cannot be read offline; the simulation runs without them");
-  // The git stack first, so the API stack's network and firewall look-ups resolve as against a real cloud.
-  // Started once the service listens, retried until it goes through (firstApply.ts).
-  const firstApply = new FirstApply(
-    () =>
-      simulated.up({ stackName: options.stack, program: gitStackProgram({ allowMissingKubeconfig: true }), config: stack.stackConfig() }),
-    settings.retry,
-    logger,
-  );
-  const reclaimer = new OrphanReclaimer({ ...reclaimerOptions, inventory: simulatedInventory(simulated.cloud, metrics) });
-  return {
-    engine: simulated,
-    programConfig: () => stack.stackConfig(),
-    firstApply,
-    reclaimer,
-    engineReady: { ready: firstApply.ready, starting: "applying the git stack before the first run" },
-  };
-}
-
-/** With cloud credentials: the Automation API engine, which can decrypt the stack's secrets. */
-async function wireAutomationEngine({ options, config, dataDir, hcloud, reclaimerOptions, logger }: EngineContext): Promise<EngineWiring> {
-  const { root, stack, fleet, settings } = config;
-  const automation = await AutomationEngine.create({ dataDir, logger, parallel: settings.engineParallel, ...(hcloud ? { hcloud } : {}) });
-  const gitStack = { stackName: options.stack, program: gitStackProgram({ allowMissingKubeconfig: false }), config: {}, projectDir: root };
-  const readSecretConfig: ReadSecretConfig = async (key) => (await automation.readStackConfig(gitStack))[key];
-  let programConfig = () => stack.stackConfig();
-  if (stack.encryptedPaths.length > 0) {
-    // The API stack's program needs the git stack's secure values (the kubeconfig): decrypted once
-    // here and again whenever the stack file is re-read.
-    let decrypted = await automation.readStackConfig(gitStack);
-    stack.onReread = () => {
-      automation.readStackConfig(gitStack).then(
-        (config) => (decrypted = config),
-        (error: unknown) =>
-          logger.error({ err: errorMessage(error) }, "decrypting the changed stack config failed; keeping the last secrets"),
-      );
-    };
-    programConfig = () => withDecryptedSecrets(stack.stackConfig(), decrypted);
-  }
-  const reclaimer = hcloud ? new OrphanReclaimer({ ...reclaimerOptions, inventory: hcloudInventory(hcloud) }) : undefined;
-  // The API stack's workspace at start, not on the first create's path; a fleet without an
-  // autoscaled pool never runs that stack, and gets none.
-  const runsApiStack = autoscaledPools(fleet).length > 0;
-  const preparing = runsApiStack
-    ? automation.prepare(apiStackDefinition({ clusterId: fleet.cluster.id, members: [], config: programConfig() }))
-    : undefined;
-  return {
-    engine: automation,
-    programConfig,
-    readSecretConfig,
-    ...(reclaimer ? { reclaimer } : {}),
-    ...(preparing ? { preparing } : {}),
-    ...(runsApiStack
-      ? { engineReady: { ready: apiStackPluginsResolved(automation, logger), starting: "installing provider plugins" } }
-      : {}),
-  };
-}
-
-/** The API stack's provider plugins, resolved before its first run and logged with where each comes from (docs/engines.md). */
-function apiStackPluginsResolved(automation: AutomationEngine, logger: Logger): Promise<void> {
-  const resolved = automation.resolvePlugins(apiStackPlugins()).then(
-    (resolved) =>
-      logger.info(
-        { plugins: resolved.map((r) => ({ name: r.plugin.name, version: r.plugin.version, from: r.from, path: r.path })) },
-        `provider plugins for the API stack: ${resolved.map((r) => `${pluginLabel(r.plugin)} (${r.from})`).join(", ")}`,
-      ),
-    (error: unknown) => {
-      logger.error({ err: errorMessage(error) }, "provider plugins missing: no engine run starts");
-      throw error;
-    },
-  );
-  // Settled before readiness watches it (the tokens are read in between): not an unhandled rejection.
-  resolved.catch(() => undefined);
-  return resolved;
-}
-
-/** A started service: the server and what runs next to it until it closes. */
-interface StartedService {
-  readonly app: FastifyInstance;
-  readonly database: Db;
-  readonly firstApply?: FirstApply;
-  readonly reclaimer?: OrphanReclaimer;
-  /** The stack's config as the programs get it (secrets decrypted). */
-  readonly programConfig: EngineWiring["programConfig"];
-  /** Waits for the API stack's workspace preparation, at most PREPARE_WAIT_MS. */
-  readonly preparedOrGaveUp: () => Promise<unknown>;
-}
-
-/** The store, the engine, the tokens and the server, in that order; a failed start leaves nothing held. */
-async function startService(
-  options: ServeOptions,
-  env: NodeJS.ProcessEnv,
-  config: ServeConfiguration,
-  dataDir: string,
-  lock: ReturnType<typeof acquireDataDirLock>,
-  logger: Logger,
-): Promise<StartedService> {
-  const { fleet, kind, settings } = config;
-  let database: Db | undefined;
-  // The API stack's workspace prepared at start; a failed start or a shutdown waits for it (bounded).
-  let preparing: Promise<void> | undefined;
-  const preparedOrGaveUp = () => Promise.race([preparing, delay(PREPARE_WAIT_MS, undefined, { ref: false })]);
-  try {
-    const metrics = new ServiceMetrics();
-    // One counted client for the lost-store check, the engine's crash-recovery look-ups, the orphan reclaimer and the catalog.
-    const hcloud = HcloudClient.fromEnv(env, (method, urlPath) =>
-      metrics.cloudRequest("hcloud", `${method} ${urlPath.split("?")[0]!.replace(/\/\d+/g, "/{id}")}`),
-    );
-    await assertStoreKept(dataDir, config, hcloud);
-    database = openDatabase(dataDir);
-    const availability = new OfferingAvailability(settings.unavailableForMs, Date.now, settings.backoffForMs);
-    const context = { options, config, dataDir, hcloud, metrics, reclaimerOptions: reclaimerOptions(config, env, metrics, logger), logger };
-    const wiring = kind === "simulated" ? wireSimulatedEngine(context) : await wireAutomationEngine(context);
-    preparing = wiring.preparing;
-    const catalog = new CatalogSource({
-      availability,
-      logger,
-      ...(hcloud ? { client: hcloud } : {}),
-    });
-    // Autoscaled pools' imageSelector, resolved through the same counted client.
-    const images = new PoolImageSource(
-      hcloud ? { newestImage: (selector, architecture) => hcloud.newestImage(selector, architecture) } : {},
-    );
-    // The tokens (the stack's secret ones need the engine to decrypt) before the engine applies anything.
-    const { readSecretConfig } = wiring;
-    const tokens = await apiTokens(
-      {
-        stackName: options.stack,
-        clusterId: fleet.cluster.id,
-        rawConfig: config.rawConfig,
-        dataDir,
-        ...(readSecretConfig ? { readSecretConfig } : {}),
-      },
-      env,
-      logger,
-    );
-    if (settings.serviceAccount)
-      logger.info(
-        { serviceAccount: `${settings.serviceAccount.namespace}/${settings.serviceAccount.name}`, audience: NODEFLEET_AUDIENCE },
-        "projected ServiceAccount tokens of this ServiceAccount are accepted after a TokenReview against the cluster's API server",
-      );
-    if (settings.dropCreateAnswers > 0)
-      logger.warn(
-        { NODEFLEET_SIM_DROP_CREATE_ANSWERS: settings.dropCreateAnswers },
-        "fault injection: the answers of the first creates are dropped after they are committed",
-      );
-    const app = await buildServer({
-      dataDir,
-      lock,
-      database,
-      engine: wiring.engine,
-      fleet: () => config.stack.fleet(),
-      stackConfig: () => wiring.programConfig(),
-      tokens,
-      ...(settings.serviceAccount ? { serviceAccountTokens: { serviceAccount: settings.serviceAccount } } : {}),
-      ...(settings.tls ? { tls: settings.tls } : {}),
-      batch: settings.batch,
-      retry: settings.retry,
-      createDeadlineMs: settings.createDeadlineMs,
-      membersPerShard: settings.membersPerShard,
-      concurrentShardRuns: settings.concurrentShardRuns,
-      ...(wiring.engineReady ? { engineReady: wiring.engineReady.ready, engineStarting: wiring.engineReady.starting } : {}),
-      ...(kind !== "simulated" && hcloud && autoscaledPools(fleet).length > 0
-        ? { prerequisites: gitStackPrerequisites(options, config, hcloud, logger) }
-        : {}),
-      catalog,
-      images,
-      availability,
-      metrics,
-      logger,
-      rateLimitPerMinute: settings.rateLimitPerMinute,
-      shutdownGraceMs: settings.shutdownGraceMs,
-      ...(settings.dropCreateAnswers > 0 ? { dropCreateAnswers: settings.dropCreateAnswers } : {}),
-    });
-    return {
-      app,
-      database,
-      ...(wiring.firstApply ? { firstApply: wiring.firstApply } : {}),
-      ...(wiring.reclaimer ? { reclaimer: wiring.reclaimer } : {}),
-      programConfig: wiring.programConfig,
-      preparedOrGaveUp,
-    };
-  } catch (error) {
-    // A failed start leaves nothing held: the store closed, the lock file removed.
-    await preparedOrGaveUp();
-    if (database?.open) database.close();
-    lock.release();
-    throw error;
-  }
-}
-
-/** With the Hetzner client, the git stack's network and firewall are looked up by the service and their absence refused. */
-function gitStackPrerequisites(
-  options: ServeOptions,
-  config: ServeConfiguration,
-  hcloud: HcloudClient,
-  logger: Logger,
-): GitStackPrerequisites {
-  return new GitStackPrerequisites(
-    () => lookUpSharedResources(hcloud, config.stack.fleet()),
-    `\`pulumi up --stack ${options.stack}\` in ${config.root}`,
-    logger,
-    config.settings.prerequisiteRecheckMs,
-  );
-}
-
-/** The reclaimer deletes servers nobody claims: it runs while the server does, told the store's claims and git's static pools. */
-function reclaimOrphansWhileServing(service: StartedService, config: ServeConfiguration): void {
-  const { app, reclaimer: r } = service;
-  if (!r) return;
-  r.knownNodes = () =>
-    new Set(
-      app.nodefleet.store
-        .list(config.fleet.cluster.id, { statuses: ["PENDING", "PROVISIONING", "RUNNING", "FAILED", "TERMINATING"] })
-        .map((c) => c.nodeId),
-    );
-  r.staticPools = () => staticPoolNames(config.stack.fleet());
-  app.addHook("onReady", async () => r.start());
-  app.addHook("onClose", async () => r.stop());
-}
-
-/** Bare-metal healing runs while the server does, for the stack's Robot and Elastic Metal pools (heal/serviceHealer.ts). */
-function healWhileServing(service: StartedService, config: ServeConfiguration, env: NodeJS.ProcessEnv, logger: Logger): void {
-  const { app, programConfig } = service;
-  const healer = serviceHealer({
-    settings: config.settings.heal,
-    fleet: () => config.stack.fleet(),
-    kubeconfig: () => serviceKubeconfig(programConfig()),
-    listNodes: () => clusterNodeList(programConfig(), config.fleet.cluster.id),
-    env,
-    metrics: app.nodefleet.metrics,
+  const dataDir = path.resolve(options.dataDir);
+  fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  const hosts = new ClusterHosts({
+    stacks: options.stacks,
+    stacksDir: path.join(projectRoot(), "stacks"),
+    dataDir,
+    ...(options.engine ? { engine: options.engine } : {}),
+    start: (stackOptions, stackLogger) => startStackService(stackOptions, env, stackLogger),
+    recheckMs,
     logger,
   });
-  if (!healer) return;
-  app.addHook("onReady", async () => healer.start());
-  app.addHook("onClose", async () => healer.stop());
+  const front = await buildClusterFront({ clusters: () => hosts.list(), metrics: new ServiceMetrics(), logger, ...(tls ? { tls } : {}) });
+  front.addHook("onClose", async () => hosts.stop());
+  closeOnSignals(front, logger);
+  let address: string;
+  try {
+    address = await front.listen({ host: options.host, port: options.port });
+  } catch (error) {
+    await front.close();
+    throw portProblem(error, options.host, options.port);
+  }
+  const named = options.stacks.join(", ");
+  logger.info({ address, stacks: options.stacks, dataDir }, "nodefleet scaling API listening for several clusters");
+  process.stderr.write(`nodefleet scaling API for the clusters of stacks ${named} listening on ${address}\n`);
+  await hosts.start();
 }
 
-/** SIGTERM, SIGINT and a failed store sync close the service once, then end the process. */
-function stopOnSignals(service: StartedService, logger: Logger): void {
-  const { app, firstApply } = service;
+/**
+ * SIGTERM and SIGINT close the server once (after `beforeClose`), then end the process; the
+ * returned shutdown serves other reasons to stop.
+ */
+function closeOnSignals(
+  app: FastifyInstance,
+  logger: Logger,
+  beforeClose: () => void = () => {},
+): (reason: string, exitCode?: number) => void {
   let closing = false;
-  const shutdown = (signal: string, exitCode = 0) => {
+  const shutdown = (reason: string, exitCode = 0) => {
     if (closing) return;
     closing = true;
-    logger.info({ signal }, "shutting down: finishing or abandoning the engine run in progress");
-    // Before the close: a run waiting for the first apply must not hold the shutdown.
-    firstApply?.abandon();
+    logger.info({ signal: reason }, "shutting down: finishing or abandoning the engine runs in progress");
+    beforeClose();
     app.close().then(
       () => process.exit(exitCode),
       (error: unknown) => {
@@ -525,21 +115,22 @@ function stopOnSignals(service: StartedService, logger: Logger): void {
       },
     );
   };
-  // A failed fsync leaves the disk's content unknown: stop, so that a restart recovers from what is on it.
-  walSyncOf(service.database).onFailure(() => shutdown("store sync failed", 1));
   process.once("SIGTERM", () => shutdown("SIGTERM"));
   process.once("SIGINT", () => shutdown("SIGINT"));
+  return shutdown;
+}
+
+/** One stack's service: the signals, and a failed store sync, which stops it with a non-zero exit. */
+function stopOnSignals(service: StackService, logger: Logger): void {
+  // Before the close: a run waiting for the first apply must not hold the shutdown.
+  const shutdown = closeOnSignals(service.app, logger, () => service.firstApply?.abandon());
+  // A failed fsync leaves the disk's content unknown: stop, so that a restart recovers from what is on it.
+  walSyncOf(service.database).onFailure(() => shutdown("store sync failed", 1));
 }
 
 /** Listens, and only then starts the first apply; a port that turns out taken releases everything. */
-async function listen(
-  service: StartedService,
-  options: ServeOptions,
-  config: ServeConfiguration,
-  dataDir: string,
-  logger: Logger,
-): Promise<void> {
-  const { app, firstApply } = service;
+async function listen(service: StackService, options: ServeOptions, logger: Logger): Promise<void> {
+  const { app, firstApply, config, dataDir } = service;
   let address: string;
   try {
     address = await app.listen({ host: options.host, port: options.port });
@@ -551,7 +142,7 @@ async function listen(
   }
   firstApply?.start();
   const clusterId = config.fleet.cluster.id;
-  logger.info({ address, stack: options.stack, cluster: clusterId, engine: config.kind, dataDir }, "nodefleet scaling API listening");
+  logger.info({ address, stack: options.stacks[0], cluster: clusterId, engine: config.kind, dataDir }, "nodefleet scaling API listening");
   process.stderr.write(`nodefleet scaling API for cluster ${clusterId} listening on ${address} (engine: ${config.kind})\n`);
 }
 
@@ -561,11 +152,21 @@ function parsePort(value: string): number {
   return port;
 }
 
+function collectStack(value: string, previous: string[] | undefined): string[] {
+  const problem = stackArgumentProblem(value);
+  if (problem) throw new InvalidArgumentError(problem);
+  return [...(previous ?? []), value];
+}
+
 export function registerServeCommand(program: Command): void {
   program
     .command("serve")
-    .description("run the scaling API for the cluster of a stack")
-    .requiredOption("--stack <name>", "stack whose stacks/Pulumi.<name>.yaml declares the cluster and its autoscaled pools")
+    .description("run the scaling API for the cluster of a stack, or for the clusters of several")
+    .requiredOption(
+      "--stack <name>",
+      "stack whose stacks/Pulumi.<name>.yaml declares the cluster and its autoscaled pools; repeat it, or give a pattern such as 'prod-*', to serve several clusters (each in <data-dir>/<stack>)",
+      collectStack,
+    )
     .option("--engine <kind>", "automation or simulated (default: simulated without HCLOUD_TOKEN)", (value) => {
       if (value !== "automation" && value !== "simulated") throw new InvalidArgumentError("engine must be automation or simulated");
       return value;
@@ -581,21 +182,22 @@ export function registerServeCommand(program: Command): void {
     )
     .action(
       async (opts: {
-        stack: string;
+        stack: string[];
         engine?: "automation" | "simulated";
         dataDir: string;
         port: number;
         host: string;
         logFormat?: LogFormat;
       }) => {
-        await serve({
-          stack: opts.stack,
+        const options: ServeOptions = {
+          stacks: opts.stack,
           dataDir: opts.dataDir,
           port: opts.port,
           host: opts.host,
           ...(opts.engine ? { engine: opts.engine } : {}),
           ...(opts.logFormat ? { logFormat: opts.logFormat } : {}),
-        });
+        };
+        await (servesOneStack(options.stacks) ? serve(options) : serveClusters(options));
       },
     );
 }

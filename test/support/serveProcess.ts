@@ -27,6 +27,8 @@ export const REPOSITORY_ROOT = path.resolve(__dirname, "..", "..", "..");
 
 export interface ServeOptions {
   readonly stack?: string;
+  /** Several --stack arguments (names or patterns) instead of `stack`: one service for their clusters. */
+  readonly stacks?: readonly string[];
   readonly port?: number;
   /** The project it runs in (its stacks/ folder). Default: this repository. */
   readonly cwd?: string;
@@ -43,8 +45,7 @@ export async function startServe(dataDir: string, env: Record<string, string> = 
   const args = [
     options.bin ?? BIN,
     "serve",
-    "--stack",
-    options.stack ?? "example",
+    ...(options.stacks ?? [options.stack ?? "example"]).flatMap((stack) => ["--stack", stack]),
     "--data-dir",
     dataDir,
     "--port",

@@ -57,6 +57,11 @@ export interface FakeScalewayOptions {
    * (fakeScalewayMachines.ts); not root, servers get documentation addresses and no machine, said once.
    */
   readonly machinesDir?: string;
+  /**
+   * The second octet of the machines' loopback block, 127.<n>.4.0/22 (default 0): fakes with
+   * machines running at once on one host (tests in parallel) each need their own.
+   */
+  readonly machineBlock?: number;
   /** Where the machines' troubles are said (one line each). Default: stderr. */
   readonly log?: (message: string) => void;
 }
@@ -112,7 +117,7 @@ export function buildFakeScaleway(options: FakeScalewayOptions): FakeScaleway {
     installMs: options.installMs ?? 2000,
     vlanDelayMs: options.vlanDelayMs ?? 0,
     outOfStock: new Set(options.outOfStock ?? []),
-    machineAddresses: machines !== undefined,
+    machineAddresses: machines === undefined ? false : { block: options.machineBlock ?? 0 },
   };
 
   // The SDK sends `{}` or nothing on body-less calls (add option, release IP); both are an empty object.

@@ -165,6 +165,6 @@ export interface FakeScalewayContext {
   readonly vlanDelayMs: number;
   /** Offers whose orders fail as out of stock (NODEFLEET_SIM_OUT_OF_STOCK). */
   readonly outOfStock: ReadonlySet<string>;
-  /** Servers get loopback addresses (127.0.4.0/22), where their machines listen (fakeScalewayMachines.ts). */
-  readonly machineAddresses: boolean;
+  /** Servers get loopback addresses (127.<block>.4.0/22), where their machines listen (fakeScalewayMachines.ts); false: documentation addresses. */
+  readonly machineAddresses: false | { readonly block: number };
 }

@@ -15,18 +15,21 @@ import { MachineKubelet } from "../machines/machineKubelet";
 import { sandboxLayout, sessionCommand } from "../machines/machineSandbox";
 import type { FakeEmServer, FakeScalewayState } from "./fakeScalewayState";
 
-/** The loopback block the Elastic Metal machines' addresses come from (the fake Robot's are 127.0.3.x). */
-const MACHINE_BLOCK = { first: [127, 0, 4, 1], hosts: 4 * 256 - 2 } as const;
+/** The loopback block the Elastic Metal machines' addresses come from, 127.<block>.4.0/22 (the fake Robot's are 127.0.3.x). */
+const MACHINE_BLOCK = { third: 4, first: 1, hosts: 4 * 256 - 2 } as const;
 
-/** The lowest address of 127.0.4.0/22 no server of `used` has (past the block, the first one again: 1022 servers are plenty locally). */
-export function machineAddress(used: Iterable<string>): string {
+/**
+ * The lowest address of 127.<block>.4.0/22 no server of `used` has (past the block, the first one
+ * again: 1022 servers are plenty locally).
+ */
+export function machineAddress(used: Iterable<string>, block = 0): string {
   const taken = new Set(used);
   for (let i = 0; i < MACHINE_BLOCK.hosts; i++) {
-    const n = MACHINE_BLOCK.first[3] + i;
-    const address = `127.0.${MACHINE_BLOCK.first[2] + Math.floor(n / 256)}.${n % 256}`;
+    const n = MACHINE_BLOCK.first + i;
+    const address = `127.${block}.${MACHINE_BLOCK.third + Math.floor(n / 256)}.${n % 256}`;
     if (n % 256 !== 0 && n % 256 !== 255 && !taken.has(address)) return address;
   }
-  return "127.0.4.1";
+  return `127.${block}.${MACHINE_BLOCK.third}.${MACHINE_BLOCK.first}`;
 }
 
 /** Whether this process can run machines (their sandbox needs root: mount namespaces, overlay mounts, port 22). */

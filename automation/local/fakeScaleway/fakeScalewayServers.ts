@@ -228,7 +228,10 @@ export function registerServers(app: FastifyInstance, ctx: FakeScalewayContext):
       protected: body.protected === true,
       userData,
       ipv4: ctx.machineAddresses
-        ? machineAddress(state.all("servers").map((s) => s.ipv4))
+        ? machineAddress(
+            state.all("servers").map((s) => s.ipv4),
+            ctx.machineAddresses.block,
+          )
         : new AddressPool(state.all("servers").map((s) => s.ipv4)).public(`scw/${id}`),
       ipv6: `2001:db8:5c:${parseInt(id.slice(0, 4), 16).toString(16)}::1`,
     });

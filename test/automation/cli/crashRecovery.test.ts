@@ -62,16 +62,16 @@ describe("crash recovery and shutdown of nodefleet serve (simulated engine)", fu
     const ids = first.map(nodeIdFor);
     await allRunning(serve.client, ids);
 
-    // 2. Killed while a run is in progress: servers take 2 s to boot here, and the service is killed
-    //    as soon as the operations show the batch's up running, in the middle of its creates; the run
-    //    is cut short rather than finished or failed first (an engine made to die after N steps, as
-    //    before, could record its failure before the kill landed).
+    // 2. Killed while a run is in progress: servers take 5 s to boot here (a margin for a busy
+    //    machine), and the service is killed as soon as the operations show the batch's up running,
+    //    in the middle of its creates; the run is cut short rather than finished or failed first (an
+    //    engine made to die after N steps, as before, could record its failure before the kill landed).
     await crash(serve);
-    serve = await start({ NODEFLEET_SIM_BOOT_DELAY_MS: "2000" });
+    serve = await start({ NODEFLEET_SIM_BOOT_DELAY_MS: "5000" });
     const second = Array.from({ length: 8 }, (_, i) => `crash-b-${i}`);
     await Promise.all(second.map((uniqueID) => serve!.client.createNode({ uniqueID, pool: "hel1-burst" })));
     const secondIds = new Set(second.map(nodeIdFor));
-    // The batch's up is running: its servers take 2 s to boot, so the kill lands inside it.
+    // The batch's up is running: its servers take 5 s to boot, so the kill lands inside it.
     await eventually(
       async () =>
         (await serve!.client.operations()).some((o) => o.kind === "up" && o.result === "running" && o.nodes.some((id) => secondIds.has(id)))

@@ -329,7 +329,8 @@ for (const engineCase of ENGINES) {
         dataDir: dataDir(),
         env: { ...process.env, PULUMI_CONFIG_PASSPHRASE: "contract-tests" },
         logger: silent,
-        runDeadlineMs: 4000,
+        // Long enough for the CLI to start its plugins on a busy machine (the suites run two at a time).
+        runDeadlineMs: 10_000,
         forceStopAfterMs: 1000,
       });
       const started = Date.now();
@@ -348,7 +349,7 @@ for (const engineCase of ENGINES) {
       await assert.rejects(
         run,
         (error: unknown) =>
-          error instanceof RunCancelledError && /abandoned after its 4 s deadline/.test(error.message) && /was killed/.test(error.message),
+          error instanceof RunCancelledError && /abandoned after its 10 s deadline/.test(error.message) && /was killed/.test(error.message),
       );
       assert.ok(Date.now() - started < 30_000, "the run did not wait for its 40 s creates");
       await until(

@@ -121,6 +121,7 @@ describe("fake Scaleway API: installed servers are machines you SSH into", funct
     assert.equal(machineAddress(["127.0.4.1", "127.0.4.3"]), "127.0.4.2");
     const first254 = Array.from({ length: 254 }, (_, i) => `127.0.4.${i + 1}`);
     assert.equal(machineAddress(first254), "127.0.5.1");
+    assert.equal(machineAddress([], 1), "127.1.4.1", "another block for another fake on the same host");
   });
 
   it("logs in with the install's IAM key, pinned to each host key type; reinstall, reboot, restart and delete", async function () {

@@ -57,6 +57,8 @@ describe("fake Scaleway API: an Elastic Metal machine self-joins over SSH (real 
       actionMs: 50,
       installMs: 200,
       machinesDir: join(dir, "machines"),
+      // Apart from fakeScalewayMachines.test.ts's machines (127.0.4.x), which may run at the same time.
+      machineBlock: 1,
       log: (message) => logged.push(message),
     });
     url = await fake.app.listen({ port: 0, host: "127.0.0.1" });

@@ -74,6 +74,14 @@ export function fleetPlugins(fleet: FleetSpec): ProviderPlugin[] {
   return pluginsOf(names);
 }
 
+/**
+ * Every plugin any run can load (all the SDKs above): what a container image installs at build time
+ * so the service needs no download (deploy/Containerfile, imagePlugins.ts).
+ */
+export function everyProviderPlugin(): ProviderPlugin[] {
+  return pluginsOf(Object.keys(SDKS) as SdkName[]);
+}
+
 /** `name version`, as logs and errors name a plugin. */
 export function pluginLabel(plugin: ProviderPlugin): string {
   return `${plugin.name} ${plugin.version}`;

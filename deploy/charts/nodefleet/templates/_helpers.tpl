@@ -1,0 +1,145 @@
+{{/* The chart's name. */}}
+{{- define "nodefleet.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* The full name of the release's objects. */}}
+{{- define "nodefleet.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else if contains (include "nodefleet.name" .) .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name (include "nodefleet.name" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+
+{{- define "nodefleet.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "nodefleet.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "nodefleet.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{ include "nodefleet.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{- define "nodefleet.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "nodefleet.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{/* The cloud credentials the service and its engine read (docs/environment.md). */}}
+{{- define "nodefleet.cloudCredentialNames" -}}
+{{- list "HCLOUD_TOKEN" "SCW_ACCESS_KEY" "SCW_SECRET_KEY" "SCW_DEFAULT_PROJECT_ID" "HROBOT_USER" "HROBOT_PASSWORD" | toJson }}
+{{- end }}
+
+{{/* The Secrets: each the existing one, or the chart's. */}}
+{{- define "nodefleet.cloudSecretName" -}}
+{{- default (printf "%s-cloud" (include "nodefleet.fullname" .)) .Values.cloudCredentials.existingSecret }}
+{{- end }}
+{{- define "nodefleet.apiTokensSecretName" -}}
+{{- default (printf "%s-api-tokens" (include "nodefleet.fullname" .)) .Values.apiTokens.existingSecret }}
+{{- end }}
+{{- define "nodefleet.passphraseSecretName" -}}
+{{- default (printf "%s-passphrase" (include "nodefleet.fullname" .)) .Values.passphrase.existingSecret }}
+{{- end }}
+{{- define "nodefleet.projectConfigMapName" -}}
+{{- default (printf "%s-project" (include "nodefleet.fullname" .)) .Values.project.existingConfigMap }}
+{{- end }}
+
+{{/* The scheme of the probes and the scrape. */}}
+{{- define "nodefleet.scheme" -}}
+{{- if .Values.tls.enabled }}HTTPS{{ else }}HTTP{{ end }}
+{{- end }}
+
+{{/* Values the service cannot run with, refused at render time with what to do instead. */}}
+{{- define "nodefleet.checks" -}}
+{{- if ne (int .Values.replicas) 1 }}
+{{- fail (printf "replicas is %v, but must be 1: the embedded mode keeps each cluster's SQLite store and engine state in one data directory that a single process holds (a second one refuses to start), so two replicas would never share their claims. The scale-out mode (Temporal, PostgreSQL, object storage; issue #40 parts 2 and 3) is not built yet. See docs/deploy.md, \"One replica\"." .Values.replicas) }}
+{{- end }}
+{{- if not .Values.stacks }}
+{{- fail "stacks is empty: name at least one stack to serve, or a pattern such as \"*\"" }}
+{{- end }}
+{{- if not (has .Values.engine (list "" "automation" "simulated")) }}
+{{- fail (printf "engine is %q: \"automation\", \"simulated\" or \"\" (chosen by the credentials)" .Values.engine) }}
+{{- end }}
+{{- if and .Values.tls.enabled (not .Values.tls.secretName) }}
+{{- fail "tls.enabled needs tls.secretName: a kubernetes.io/tls Secret in the release namespace (keys tls.crt, tls.key)" }}
+{{- end }}
+{{- $allowed := include "nodefleet.cloudCredentialNames" . | fromJsonArray }}
+{{- range $name, $_ := .Values.cloudCredentials.values }}
+{{- if not (has $name $allowed) }}
+{{- fail (printf "cloudCredentials.values has %s: the service reads only %s" $name (join ", " $allowed)) }}
+{{- end }}
+{{- end }}
+{{- if and .Values.project.existingConfigMap .Values.project.stackFiles }}
+{{- fail "project.existingConfigMap and project.stackFiles are both set: the stack files come from one ConfigMap; put them in the existing one" }}
+{{- end }}
+{{- range $file, $_ := .Values.project.stackFiles }}
+{{- if not (regexMatch "^Pulumi\\.[A-Za-z0-9_.-]+\\.ya?ml$" $file) }}
+{{- fail (printf "project.stackFiles has %q: each key is a stack file's name, Pulumi.<stack>.yaml" $file) }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* The container's environment: settings, then credentials from Secrets (never as literal values). */}}
+{{- define "nodefleet.env" -}}
+- name: NODEFLEET_LOG_LEVEL
+  value: {{ .Values.logLevel | quote }}
+- name: NODEFLEET_SHUTDOWN_GRACE_MS
+  value: {{ mul (int .Values.shutdownGraceSeconds) 1000 | quote }}
+{{- with .Values.driverServiceAccount }}
+- name: NODEFLEET_SERVICE_ACCOUNT
+  value: {{ . | quote }}
+{{- end }}
+{{- with .Values.pulumiBackendUrl }}
+- name: PULUMI_BACKEND_URL
+  value: {{ . | quote }}
+{{- end }}
+{{- if .Values.tls.enabled }}
+- name: NODEFLEET_TLS_CERT_FILE
+  value: /etc/nodefleet/tls/tls.crt
+- name: NODEFLEET_TLS_KEY_FILE
+  value: /etc/nodefleet/tls/tls.key
+{{- end }}
+{{- $cloudSecret := include "nodefleet.cloudSecretName" . }}
+{{- range (include "nodefleet.cloudCredentialNames" . | fromJsonArray) }}
+{{- if $.Values.cloudCredentials.existingSecret }}
+- name: {{ . }}
+  valueFrom:
+    secretKeyRef:
+      name: {{ $cloudSecret }}
+      key: {{ . }}
+      optional: true
+{{- else if hasKey $.Values.cloudCredentials.values . }}
+- name: {{ . }}
+  valueFrom:
+    secretKeyRef:
+      name: {{ $cloudSecret }}
+      key: {{ . }}
+{{- end }}
+{{- end }}
+{{- if or .Values.apiTokens.existingSecret .Values.apiTokens.value }}
+- name: NODEFLEET_API_TOKENS
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "nodefleet.apiTokensSecretName" . }}
+      key: {{ .Values.apiTokens.key }}
+{{- end }}
+{{- if or .Values.passphrase.existingSecret .Values.passphrase.value }}
+- name: PULUMI_CONFIG_PASSPHRASE
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "nodefleet.passphraseSecretName" . }}
+      key: {{ .Values.passphrase.key }}
+{{- end }}
+{{- with .Values.extraEnv }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}

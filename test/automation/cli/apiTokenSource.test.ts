@@ -28,6 +28,14 @@ describe("the API token of nodefleet nodes", function () {
     });
     assert.deepEqual(resolveApiToken({ dataDir }, {}), { token: "from-the-file", source: `the token file ${file}` });
     fs.rmSync(file);
+    const stackFile = path.join(dataDir, "prod", "api-token");
+    fs.mkdirSync(path.dirname(stackFile));
+    fs.writeFileSync(stackFile, "from-the-stack's-file\n");
+    assert.deepEqual(
+      resolveApiToken({ dataDir, stack: "prod" }, {}),
+      { token: "from-the-stack's-file", source: `the token file ${stackFile}` },
+      "a service with several stacks keeps each one's token in <data-dir>/<stack>",
+    );
     assert.throws(
       () => resolveApiToken({ dataDir }, {}),
       /no API token: pass --token, set NODEFLEET_API_TOKEN, or run serve with this --data-dir/,

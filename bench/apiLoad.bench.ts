@@ -1,8 +1,8 @@
 /**
  * Scaling API request latency and throughput on loopback (not part of the test command):
  *   npm run build && node dist/bench/apiLoad.bench.js [--duration 5] [--connections 1,10,60]
- * For each connection count: the write scenarios (create, createKeepAlive, createKeepAliveLogged
- * and, with wrk installed, createDeleteWrk beside its WithoutStore and Floor variants) and the read
+ * For each connection count: the write scenarios (create, createKeepAlive, createKeepAliveLogged,
+ * createKeepAliveFronted and, with wrk installed, createDeleteWrk beside its WithoutStore and Floor variants) and the read
  * ones (replay, get, list), against a service in a child process (apiLoadServer.ts), beside an
  * empty-route floor. `--only create|wrk` runs a subset; `--cpu-prof [--cpu-prof-dir DIR]` profiles
  * the service. Prints one JSON document on stdout, progress on stderr; bench/README.md says what
@@ -40,8 +40,8 @@ class BenchServer {
   }
 
   /** A fresh service; `withoutStore`: its claims in memory (MemoryClaimStore: not durable, measurement only). */
-  async open(batchIdleMs: number, logged = false, withoutStore = false) {
-    const { port } = (await this.ask({ open: batchIdleMs, logged, withoutStore })) as { port: number };
+  async open(batchIdleMs: number, logged = false, withoutStore = false, fronted = false) {
+    const { port } = (await this.ask({ open: batchIdleMs, logged, withoutStore, fronted })) as { port: number };
     const baseUrl = `http://127.0.0.1:${port}`;
     return { baseUrl, client: new NodefleetClient({ baseUrl, clusterId: "example", token: TOKEN }) };
   }
@@ -123,6 +123,7 @@ async function main(): Promise<void> {
     create: [],
     createKeepAlive: [],
     createKeepAliveLogged: [],
+    createKeepAliveFronted: [],
     createDeleteWrk: [],
     createDeleteWrkWithoutStore: [],
     createDeleteWrkFloor: [],
@@ -215,16 +216,17 @@ async function main(): Promise<void> {
       [
         ["createKeepAlive", c],
         ["createKeepAliveLogged", c],
+        ["createKeepAliveFronted", c],
       ] as const,
   )) {
-    const service = await server.open(3_600_000, scenario === "createKeepAliveLogged");
+    const service = await server.open(3_600_000, scenario === "createKeepAliveLogged", false, scenario === "createKeepAliveFronted");
     let next = 0;
     const uniqueIdOf = new Map<unknown, string>();
     const answered = new Map<unknown, number>();
     const creates: number[] = [];
     const deletes: number[] = [];
     process.stderr.write(
-      `autocannon POST create + DELETE (${duration}s, ${c} kept-alive connections${scenario === "createKeepAliveLogged" ? ", logged" : ""})...\n`,
+      `autocannon POST create + DELETE (${duration}s, ${c} kept-alive connections${scenario === "createKeepAliveLogged" ? ", logged" : scenario === "createKeepAliveFronted" ? ", through the front" : ""})...\n`,
     );
     const { result, cpuMs, loadCpuMs, machineBusyCores } = await measured(
       server,

@@ -1,7 +1,7 @@
 /**
  * The service under test of apiLoad.bench.ts, in a process of its own (forked by the bench) so that
  * autocannon's own work does not run on the service's event loop. IPC messages: `{ open:
- * batchIdleMs, logged?, withoutStore? }` starts a fresh service on 127.0.0.1 port 0 (answers
+ * batchIdleMs, logged?, withoutStore?, fronted? }` starts a fresh service on 127.0.0.1 port 0 (answers
  * `{ port }`), `{ floor: true }` empty Fastify routes instead, `{ close: true }` stops it (answers
  * `{ commits, checkpoints }`), `{ cpu: true }` answers `{ cpuMs }` (user and system). `--cpu-prof`
  * is passed on from the bench's command line. What `logged`, `withoutStore` and the floor stand
@@ -12,6 +12,7 @@ import { join } from "node:path";
 import Fastify, { type FastifyInstance } from "fastify";
 import { parseFleetSpec } from "../components/fleet/fleetSpec";
 import { buildServer } from "../automation/api/server";
+import { buildClusterFront } from "../automation/api/clusterFront";
 import { strictJsonBodies } from "../automation/api/jsonBodyParser";
 import type { Db } from "../automation/store/database";
 import { serviceLogger } from "../automation/cli/serviceLogger";
@@ -23,7 +24,7 @@ import { benchConfig } from "./benchSetup";
 import { MemoryClaimStore } from "./memoryClaimStore";
 
 export type ServerRequest =
-  | { readonly open: number; readonly logged?: boolean; readonly withoutStore?: boolean }
+  | { readonly open: number; readonly logged?: boolean; readonly withoutStore?: boolean; readonly fronted?: boolean }
   | { readonly floor: true }
   | { readonly close: true }
   | { readonly cpu: true };
@@ -35,9 +36,11 @@ export type ServerAnswer =
 const config = benchConfig();
 const fleet = parseFleetSpec(configValues(config));
 let app: FastifyInstance | undefined;
+/** With `fronted`: the front of a service with several stacks, listening in the service's stead. */
+let front: FastifyInstance | undefined;
 let dataDir: string | undefined;
 
-async function open(batchIdleMs: number, logged: boolean, withoutStore: boolean): Promise<ServerAnswer> {
+async function open(batchIdleMs: number, logged: boolean, withoutStore: boolean, fronted: boolean): Promise<ServerAnswer> {
   dataDir = tempDataDir("nodefleet-bench-load-");
   app = await buildServer({
     dataDir,
@@ -52,8 +55,21 @@ async function open(batchIdleMs: number, logged: boolean, withoutStore: boolean)
     batch: { idleMs: batchIdleMs, maxMs: batchIdleMs },
     ...(withoutStore ? { claimStore: (database: Db) => new MemoryClaimStore(database) } : {}),
   });
-  await app.listen({ host: "127.0.0.1", port: 0 });
-  const address = app.server.address();
+  const served = app;
+  if (fronted) {
+    await served.ready();
+    const cluster = {
+      stack: "bench",
+      clusterId: fleet.cluster.id,
+      phase: "serving",
+      app: served,
+      readiness: served.nodefleet.readiness,
+    } as const;
+    front = await buildClusterFront({ clusters: () => [cluster], metrics: new ServiceMetrics({ defaultMetrics: false }) });
+  }
+  const listening = front ?? served;
+  await listening.listen({ host: "127.0.0.1", port: 0 });
+  const address = listening.server.address();
   return { port: typeof address === "object" && address ? address.port : 0 };
 }
 
@@ -76,6 +92,8 @@ async function floor(): Promise<ServerAnswer> {
 async function close(): Promise<ServerAnswer> {
   // Before group commit there is no counter (and before checkpoints off the event loop, none of those); the floor has no store.
   const stats = (app?.nodefleet?.store as { commitStats?: { groups: number; checkpoints?: number } } | undefined)?.commitStats;
+  await front?.close();
+  front = undefined;
   await app?.close();
   app = undefined;
   // A fresh service per round: its data directory goes with it.
@@ -91,7 +109,7 @@ function cpu(): Promise<ServerAnswer> {
 
 process.on("message", (request: ServerRequest) => {
   ("open" in request
-    ? open(request.open, request.logged === true, request.withoutStore === true)
+    ? open(request.open, request.logged === true, request.withoutStore === true, request.fronted === true)
     : "floor" in request
       ? floor()
       : "cpu" in request

@@ -75,6 +75,12 @@ export function readStackConfigFile(stackName: string, root: string = projectRoo
   return parseStackConfig(stackName, file, fs.readFileSync(file, "utf8"));
 }
 
+/** The cluster id `stacks/Pulumi.<stack>.yaml` declares (`nodefleet:cluster.id`), read without checking the rest. */
+export function declaredClusterId(stackName: string, root: string = projectRoot()): string | undefined {
+  const cluster = configValues(readStackConfigFile(stackName, root).config)["nodefleet:cluster"] as { id?: unknown } | undefined;
+  return typeof cluster?.id === "string" ? cluster.id : undefined;
+}
+
 /** A stack config file's text (from the working tree or a git ref at `file`), secure values left out. */
 export function parseStackConfig(stackName: string, file: string, text: string): StackConfigFile {
   const document = parse(text) as { config?: Record<string, unknown> } | null;

@@ -56,6 +56,11 @@ export function rateLimitKey(tokens: TokenVerifier, serviceAccounts?: ServiceAcc
   };
 }
 
+/** The answer to a request without a bearer token (the front of several clusters gives it too). */
+export function missingTokenError(): ApiError {
+  return new ApiError("Unauthorized", "missing bearer token: send Authorization: Bearer <token>");
+}
+
 /** The key prefix of requests that will fail authentication. */
 export const UNAUTHENTICATED_KEY_PREFIX = "ip:";
 
@@ -65,7 +70,7 @@ export const authPlugin = fp<{ tokens: TokenVerifier; servedClusters: ReadonlySe
     const { serviceAccounts } = options;
     app.addHook("onRequest", async (request) => {
       const { token, hash, cluster: staticCluster } = presentedToken(request, options.tokens);
-      if (!token || !hash) throw new ApiError("Unauthorized", "missing bearer token: send Authorization: Bearer <token>");
+      if (!token || !hash) throw missingTokenError();
       let cluster = staticCluster;
       if (cluster === undefined && serviceAccounts && looksLikeJwt(token)) {
         await serviceAccounts.authenticate(token, hash);

@@ -9,11 +9,12 @@ import { serializerCompiler, validatorCompiler } from "fastify-type-provider-zod
 import type { Logger } from "pino";
 import { AggregatorRegistry, type MetricObjectWithValues, type MetricValue } from "prom-client";
 import { ApiError } from "./apiError";
+import { missingTokenError } from "./authPlugin";
 import { clusterStates, clustersReadiness, type ClusterStatus } from "./clustersReadiness";
 import { registerErrorHandling } from "./errorHandler";
 import { generateOpenApiDocument } from "./openApiFile";
 import { probeRoutes } from "./routes/probeRoutes";
-import { httpServer, reloadTlsFiles, type BuildServerOptions } from "./server";
+import { httpServer, refuseWhileClosing, reloadTlsFiles, type BuildServerOptions } from "./server";
 import { CLUSTER_STATE_METRIC, type ServiceMetrics } from "./serviceMetrics";
 
 export interface FrontCluster extends ClusterStatus {
@@ -32,7 +33,6 @@ export interface ClusterFrontOptions {
 }
 
 const CLUSTER_ROUTE = "/api/v1/clusters/:clusterId";
-const PROBE_URLS = new Set(["/healthz", "/readyz", "/metrics"]);
 /** Headers of one connection, not of the request or answer: never handed on. */
 const CONNECTION_HEADERS = new Set(["connection", "keep-alive", "transfer-encoding", "content-length", "upgrade", "date"]);
 
@@ -51,11 +51,7 @@ export async function buildClusterFront(options: ClusterFrontOptions): Promise<F
   app.addHook("preClose", async () => {
     lifecycle.closing = true;
   });
-  app.addHook("onRequest", async (request) => {
-    if (lifecycle.closing && !PROBE_URLS.has(request.routeOptions.url ?? "")) {
-      throw new ApiError("Unavailable", "the service is shutting down; retry against the next instance");
-    }
-  });
+  refuseWhileClosing(app, lifecycle);
 
   metrics.clusterStates = () => clusterStates(options.clusters());
   await app.register(probeRoutes, { readiness: () => clustersReadiness(options.clusters(), lifecycle.closing) });
@@ -100,7 +96,7 @@ function handedOn(request: FastifyRequest): InjectOptions {
 function servingCluster(clusters: readonly FrontCluster[], clusterId: string, request: FastifyRequest): FastifyInstance {
   const named = clusters.find((cluster) => cluster.clusterId === clusterId);
   if (named?.phase === "serving" && named.app) return named.app;
-  if (!request.headers.authorization) throw new ApiError("Unauthorized", "missing bearer token: send Authorization: Bearer <token>");
+  if (!request.headers.authorization) throw missingTokenError();
   if (named?.phase === "failed")
     throw new ApiError("Unavailable", `cluster ${clusterId} is not served: its stack ${named.stack} did not start (see /readyz)`);
   if (named) throw new ApiError("Unavailable", `cluster ${clusterId} is ${named.phase}; retry shortly`);

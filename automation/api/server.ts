@@ -501,12 +501,7 @@ function runWithServer(
     lifecycle.closing = true;
     reconciler.beginShutdown();
   });
-  app.addHook("onRequest", async (request) => {
-    // Probes answer for themselves (readyz: 503 "stopping"); everything else gets a 503 in the error shape.
-    if (lifecycle.closing && !PROBE_URLS.has(request.routeOptions.url ?? "")) {
-      throw new ApiError("Unavailable", "the service is shutting down; retry against the next instance");
-    }
-  });
+  refuseWhileClosing(app, lifecycle);
   app.addHook("onClose", async () => {
     catalog.stop();
     options.prerequisites?.stop();
@@ -514,6 +509,15 @@ function runWithServer(
     await capacityWatch?.stop();
     database.close();
     lock.release();
+  });
+}
+
+/** While closing, every request but the probes gets a 503 in the error shape (readyz answers for itself: "stopping"). */
+export function refuseWhileClosing(app: FastifyInstance, lifecycle: { readonly closing: boolean }): void {
+  app.addHook("onRequest", async (request) => {
+    if (lifecycle.closing && !PROBE_URLS.has(request.routeOptions.url ?? "")) {
+      throw new ApiError("Unavailable", "the service is shutting down; retry against the next instance");
+    }
   });
 }
 

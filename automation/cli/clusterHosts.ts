@@ -8,9 +8,9 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import type { Logger } from "pino";
-import { readRawStackConfig } from "../api/apiTokenSources";
 import type { FrontCluster } from "../api/clusterFront";
 import { errorMessage } from "../../components/shared/errorMessage";
+import { declaredClusterId, stackConfigPath } from "../stackConfigFile";
 import { walSyncOf } from "../store/walSync";
 import { servedStackNames, stackNamesOfFiles } from "./servedStacks";
 import type { StackService, StackServiceOptions } from "./stackService";
@@ -112,7 +112,7 @@ export class ClusterHosts {
   }
 
   private stackFile(stack: string): string {
-    return path.join(this.args.stacksDir, `Pulumi.${stack}.yaml`);
+    return stackConfigPath(stack, path.dirname(this.args.stacksDir));
   }
 
   private missing(stack: string): string {
@@ -151,8 +151,8 @@ export class ClusterHosts {
   /** The cluster id the stack file declares, read without starting anything (named in readyz even when its start fails). */
   private declaredCluster(stack: string): { clusterId?: string } {
     try {
-      const cluster = readRawStackConfig(this.stackFile(stack))["nodefleet:cluster"] as { id?: unknown } | undefined;
-      return typeof cluster?.id === "string" ? { clusterId: cluster.id } : {};
+      const clusterId = declaredClusterId(stack, path.dirname(this.args.stacksDir));
+      return clusterId !== undefined ? { clusterId } : {};
     } catch {
       return {};
     }

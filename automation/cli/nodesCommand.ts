@@ -6,7 +6,7 @@
  */
 import { InvalidArgumentError, Option, type Command } from "commander";
 import { NodefleetApiError, NodefleetClient, NodefleetConnectionError, type NodeView } from "../client/nodefleetClient";
-import { configValues, projectRoot, readStackConfigFile } from "../stackConfigFile";
+import { declaredClusterId, projectRoot } from "../stackConfigFile";
 import { resolveApiToken, type ApiToken } from "./apiTokenSource";
 import { getNodeByIdOrUniqueId } from "./nodeLookup";
 import { nodeTable } from "./nodeTable";
@@ -29,11 +29,7 @@ interface Connection {
 
 function connect(options: ConnectionOptions, env: NodeJS.ProcessEnv = process.env): Connection {
   let clusterId = options.cluster ?? env.NODEFLEET_CLUSTER;
-  if (!clusterId && options.stack) {
-    const cluster = configValues(readStackConfigFile(options.stack, projectRoot()).config)["nodefleet:cluster"] as
-      { id?: string } | undefined;
-    clusterId = cluster?.id;
-  }
+  if (!clusterId && options.stack) clusterId = declaredClusterId(options.stack, projectRoot());
   if (!clusterId) throw new Error("say which cluster: --cluster ID, --stack NAME or NODEFLEET_CLUSTER");
   const token = resolveApiToken(options, env);
   const baseUrl = options.url.replace(/\/$/, "");

@@ -160,7 +160,7 @@ export async function startLocalCloud(options: LocalCloudOptions): Promise<Local
     const scwAddress = await listenOnLoopback(scaleway.app, options.scalewayPort ?? (port === 0 ? 0 : 8082), "Scaleway");
     // Machines run here (as root): the Elastic Metal pool's key, which it logs in to them with.
     const scwKey = scaleway.machines
-      ? await ensureLocalScalewaySshKey(join(dir, "scaleway-ssh-key"), { url: scwAddress, secretKey: scwSecretKey })
+      ? await ensureLocalScalewaySshKey(join(dir, "bare-metal-ssh-key"), { url: scwAddress, secretKey: scwSecretKey })
       : undefined;
     // The Robot account: a webservice user and its password, generated once (0600).
     const robotUser = fakeApiToken(join(dir, "robot-user"), robotWebserviceUser);

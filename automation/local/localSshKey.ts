@@ -7,7 +7,7 @@
  */
 import { execFileSync } from "node:child_process";
 import { generateKeyPairSync } from "node:crypto";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, rmSync } from "node:fs";
 import type { HcloudClient } from "../hcloud/hcloudClient";
 
 /** The key's name in the fake project, as the local stack's pools name it. */
@@ -32,8 +32,9 @@ export async function ensureLocalSshKey(client: HcloudClient): Promise<void> {
 }
 
 /**
- * The local Elastic Metal pool's key: unlike the Hetzner one, its private half is kept (0600, in
- * the local cloud's directory), since the pool logs in to the machines over SSH. Generated once
+ * The local bare-metal pools' key (the Elastic Metal pool's here): unlike the Hetzner one, its
+ * private half is kept (0600, in the local cloud's directory), since the pool logs in to the
+ * machines over SSH. Generated once
  * with ssh-keygen; its public half is uploaded to the fake Scaleway project's IAM as `local`
  * unless a key of that name and text is there. Returns the key's IAM id and private half.
  */
@@ -41,7 +42,10 @@ export async function ensureLocalScalewaySshKey(
   file: string,
   api: { readonly url: string; readonly secretKey: string },
 ): Promise<{ sshKeyId: string; privateKey: string }> {
-  if (!existsSync(file)) execFileSync("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-C", "nodefleet-local", "-f", file]);
+  if (!existsSync(`${file}.pub`)) {
+    rmSync(file, { force: true });
+    execFileSync("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-C", "nodefleet-local-bare-metal", "-f", file]);
+  }
   const publicKey = readFileSync(`${file}.pub`, "utf8").trim();
   const call = async (method: string, path: string, body?: unknown) => {
     const response = await fetch(`${api.url}${path}`, {

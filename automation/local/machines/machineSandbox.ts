@@ -25,11 +25,11 @@ export const PACKAGES_PATH = "/var/lib/nodefleet-machine/packages";
 export const NETPLAN_GENERATOR = "/usr/lib/netplan/generate";
 
 /** The machine's one NIC, as the ip and netplan stand-ins show it (the name Ubuntu gives an Elastic Metal box's first port). */
-export const PRIMARY_NIC = "enp5s0";
+const PRIMARY_NIC = "enp5s0";
 /** The netplan file an installed OS has for that NIC. */
-export const BASE_NETPLAN_PATH = "/etc/netplan/50-cloud-init.yaml";
+const BASE_NETPLAN_PATH = "/etc/netplan/50-cloud-init.yaml";
 /** The links `netplan apply` brought up, "name address/prefix" a line, inside the machine's root. */
-export const LINKS_PATH = "/var/lib/nodefleet-machine/links";
+const LINKS_PATH = "/var/lib/nodefleet-machine/links";
 
 /** The paths inside a machine's directory the sandbox uses. */
 export interface SandboxLayout {

@@ -125,6 +125,11 @@ describe("the local stack's Elastic Metal pool on the real engine (machines over
     }
     // The Hetzner Cloud pool next to it.
     assert.equal((await poolNodes(cloud, "local-general")).filter(isReady).length, 3);
+    // Where the time goes: servers ordered, Nodes registered (seconds after the start).
+    const after = (iso: string) => ((Date.parse(iso) - started) / 1000).toFixed(1);
+    const ordered = servers.map((s) => after(s.created_at as string)).join(", ");
+    const registered = nodes.map((n) => after((n.metadata as unknown as { creationTimestamp: string }).creationTimestamp)).join(", ");
+    process.stdout.write(`      (Elastic Metal servers ordered after ${ordered} s, their Nodes registered after ${registered} s)\n`);
     process.stdout.write(
       `      (Hetzner Cloud Nodes Ready after ${readyAt["local-general"]?.toFixed(1)} s, Elastic Metal ones after ${readyAt[LOCAL_ELASTIC_METAL_POOL]?.toFixed(1)} s, pulumi up done after ${upSeconds.toFixed(1)} s)\n`,
     );

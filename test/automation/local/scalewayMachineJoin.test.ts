@@ -182,11 +182,8 @@ describe("fake Scaleway API: an Elastic Metal machine self-joins over SSH (real 
     assert.equal(machine.ownFile(KUBELET_PATHS.bootstrapKubeconfig), undefined, "the bootstrap kubeconfig removed");
   };
 
-  it("runs the kubeadm self-join script in the machine over ssh and registers its Node through TLS bootstrap", async function () {
-    const hostBefore = hostState();
-    const { serverId, machine } = await installedMachine("em-join-1");
-    const providerID = `nodefleet:///local/${serverId}`;
-    const script = await selfJoinScript("em-join-1", "emjoin", providerID);
+  /** Runs `script` with `bash -s` in the machine over real ssh, pinned to its ed25519 host key; its stderr once it ended well. */
+  const runOverSsh = async (machine: Machine, script: string): Promise<string> => {
     const knownHosts = join(dir, "known_hosts");
     writeFileSync(knownHosts, `${machine.address} ${machine.hostKey("ed25519")}\n`);
     // Not spawnSync: the machine's kubelet is served by this process's event loop while the script waits.
@@ -207,6 +204,15 @@ describe("fake Scaleway API: an Elastic Metal machine self-joins over SSH (real 
     const status = await new Promise<number | null>((resolve) => ssh.once("exit", (code) => resolve(code)));
     clearTimeout(timer);
     assert.equal(status, 0, `the self-join script failed:\n${stderr}\n${logged.join("\n")}`);
+    return stderr;
+  };
+
+  it("runs the kubeadm self-join script in the machine over ssh and registers its Node through TLS bootstrap", async function () {
+    const hostBefore = hostState();
+    const { serverId, machine } = await installedMachine("em-join-1");
+    const providerID = `nodefleet:///local/${serverId}`;
+    const script = await selfJoinScript("em-join-1", "emjoin", providerID);
+    const stderr = await runOverSsh(machine, script);
     assert.match(stderr, /nodefleet: joined as em-join-1/);
     await assertJoined("em-join-1", providerID, machine);
     assert.deepEqual(hostState(), hostBefore, "nothing changed on the host");
@@ -232,25 +238,7 @@ describe("fake Scaleway API: an Elastic Metal machine self-joins over SSH (real 
       hostFirewallOf({ cluster, pool: { ssh: { port: 22 } } } as Parameters<typeof hostFirewallOf>[0]),
     );
     const script = render("emjoi3.0123456789abcdef", privateAddressCidr("172.16.0.7/22", "172.16.0.0/22"), 1234);
-    const knownHosts = join(dir, "known_hosts");
-    writeFileSync(knownHosts, `${machine.address} ${machine.hostKey("ed25519")}\n`);
-    const ssh = spawn(
-      "ssh",
-      [
-        ...["-F", "/dev/null", "-i", clientKey, "-o", "BatchMode=yes", "-o", "IdentitiesOnly=yes", "-o", "StrictHostKeyChecking=yes"],
-        ...["-o", `UserKnownHostsFile=${knownHosts}`, "-o", "GlobalKnownHostsFile=/dev/null", `${userInfo().username}@${machine.address}`],
-        "bash -s",
-      ],
-      { stdio: ["pipe", "pipe", "pipe"] },
-    );
-    let stderr = "";
-    ssh.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
-    ssh.stdout.resume();
-    ssh.stdin.end(script);
-    const timer = setTimeout(() => ssh.kill("SIGKILL"), 180_000);
-    const status = await new Promise<number | null>((resolve) => ssh.once("exit", (code) => resolve(code)));
-    clearTimeout(timer);
-    assert.equal(status, 0, `the self-join script failed:\n${stderr}\n${logged.join("\n")}`);
+    await runOverSsh(machine, script);
     const node = (await kube(plane!.admin, "GET", "/api/v1/nodes/em-join-3")) as {
       metadata: { labels: Record<string, string> };
       spec: { providerID: string; taints?: Array<{ key: string; value?: string; effect: string }> };

@@ -50,6 +50,11 @@ export interface ClaimListFilter {
 
 export interface ClaimRepository {
   readonly backend: "sqlite" | "postgres";
+  /**
+   * Changes whenever a claim may have changed, while only this process writes them (what is derived
+   * from the claims may be kept while it is the same); undefined when other replicas write too.
+   */
+  readonly claimsVersion: number | undefined;
   timestamp(): string;
   get(clusterId: string, nodeId: string): Promise<Claim | undefined>;
   status(clusterId: string, nodeId: string): Promise<ClaimStatus | undefined>;
@@ -85,6 +90,10 @@ export class SqliteClaimRepository implements ClaimRepository {
     private readonly store: ClaimStore,
     private readonly onClose: () => void = () => undefined,
   ) {}
+
+  get claimsVersion(): number {
+    return this.store.claimsVersion;
+  }
 
   timestamp(): string {
     return this.store.timestamp();

@@ -78,6 +78,8 @@ export interface PostgresClaimStoreOptions {
 
 export class PostgresClaimStore implements ClaimRepository {
   readonly backend = "postgres";
+  /** Other replicas write the claims too: nothing derived from them is kept. */
+  readonly claimsVersion = undefined;
   private readonly now: () => Date;
 
   private constructor(

@@ -53,6 +53,8 @@ export function registerLocalCommand(program: Command): void {
           ...(opts.robotPort !== undefined ? { robotPort: opts.robotPort } : {}),
           logger,
           ...(hasProject ? { projectDir } : {}),
+          // The generated stack's Elastic Metal pool, when machines can run here (as root).
+          elasticMetalPool: true,
         });
         if (cloud.stackFile)
           process.stderr.write(`nodefleet local: stack \`local\` in ${cloud.stackFile}: run \`pulumi up --stack local\`\n`);

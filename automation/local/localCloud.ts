@@ -7,6 +7,7 @@
  */
 import { randomBytes, randomUUID } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { userInfo } from "node:os";
 import { join, resolve } from "node:path";
 import { acquireDataDirLock } from "../store/dataDirLock";
 import { fileBackendUrl } from "../engine/fileBackendState";
@@ -20,7 +21,7 @@ import { type FakeScaleway, buildFakeScaleway } from "./fakeScaleway/fakeScalewa
 import { type FakeRobot, buildFakeRobot } from "./fakeRobot/fakeRobotApi";
 import { NodeAgent, type NodeAgentLogger } from "./nodeAgent";
 import { writeLocalStack } from "./localStack";
-import { ensureLocalSshKey } from "./localSshKey";
+import { ensureLocalScalewaySshKey, ensureLocalSshKey } from "./localSshKey";
 import { HcloudClient } from "../hcloud/hcloudClient";
 
 export interface LocalCloudOptions {
@@ -43,6 +44,12 @@ export interface LocalCloudOptions {
   readonly onFakeRobot?: (fake: FakeRobot) => void;
   /** The Pulumi project (a folder with Pulumi.yaml) that gets the generated `local` stack; none: no stack file. */
   readonly projectDir?: string;
+  /**
+   * Whether the generated stack has the Elastic Metal pool, when machines can run here (root).
+   * `nodefleet local up` asks for it; default false, for tests that do not need it (its two installs
+   * and SSH joins add to every `pulumi up`, and its machines take the 127.0.4.x addresses).
+   */
+  readonly elasticMetalPool?: boolean;
 }
 
 export interface LocalCloud {
@@ -151,6 +158,10 @@ export async function startLocalCloud(options: LocalCloudOptions): Promise<Local
     });
     options.onFakeScaleway?.(scaleway);
     const scwAddress = await listenOnLoopback(scaleway.app, options.scalewayPort ?? (port === 0 ? 0 : 8082), "Scaleway");
+    // Machines run here (as root): the Elastic Metal pool's key, which it logs in to them with.
+    const scwKey = scaleway.machines
+      ? await ensureLocalScalewaySshKey(join(dir, "bare-metal-ssh-key"), { url: scwAddress, secretKey: scwSecretKey })
+      : undefined;
     // The Robot account: a webservice user and its password, generated once (0600).
     const robotUser = fakeApiToken(join(dir, "robot-user"), robotWebserviceUser);
     const robotPassword = fakeApiToken(join(dir, "robot-password"));
@@ -195,6 +206,8 @@ export async function startLocalCloud(options: LocalCloudOptions): Promise<Local
       HROBOT_URL: robotAddress,
       HROBOT_USER: robotUser,
       HROBOT_PASSWORD: robotPassword,
+      // The Elastic Metal pool's SSH private key (the pool reads it after the secret config nodefleet:sshPrivateKey).
+      ...(scwKey ? { NODEFLEET_SSH_PRIVATE_KEY: scwKey.privateKey } : {}),
       KUBECONFIG: plane.adminKubeconfig,
       PULUMI_BACKEND_URL: fileBackendUrl(join(dir, "pulumi-state")),
       ...passphrase,
@@ -212,7 +225,9 @@ export async function startLocalCloud(options: LocalCloudOptions): Promise<Local
     const startedAgent = agent;
     const startedScaleway = scaleway;
     const startedRobot = robot;
-    const stackFile = options.projectDir ? await writeLocalStack(options.projectDir, startedPlane, localEnv) : undefined;
+    const elasticMetal =
+      scwKey && options.elasticMetalPool === true ? { sshKeyId: scwKey.sshKeyId, sshUser: userInfo().username } : undefined;
+    const stackFile = options.projectDir ? await writeLocalStack(options.projectDir, startedPlane, localEnv, elasticMetal) : undefined;
     return {
       stackFile,
       plane: startedPlane,

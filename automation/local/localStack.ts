@@ -3,7 +3,8 @@
  * for this machine (its control plane's address and CA are per machine, so the file is generated
  * and git-ignored, as kind writes a kubeconfig). A static pool of three (with the SSH key `local up`
  * uploads) and an autoscaled pool for the scaling API (40 nodes and more, two server types), on the
- * fake Hetzner API. No `secure:`
+ * fake Hetzner API; when the local cloud runs machines (as root), an Elastic Metal pool of two on the
+ * fake Scaleway API, joining over SSH. No `secure:`
  * value: the kubeconfig is read from KUBECONFIG in the environment the local cloud prints
  * (`cluster.kubeconfigFromEnvironment`).
  */
@@ -17,9 +18,48 @@ import { LOCAL_SSH_KEY } from "./localSshKey";
 
 export const LOCAL_STACK = "local";
 
-/** The fleet of the local stack. The taint and label show that the node agent registers them. */
+/**
+ * The local stack's Elastic Metal pool: the fake Scaleway project's IAM key its servers install
+ * (whose private half `local env` gives as NODEFLEET_SSH_PRIVATE_KEY), and the OS user the
+ * machines let it in as (the user running the local cloud: docs/local-cloud.md, machines).
+ */
+export interface LocalElasticMetal {
+  readonly sshKeyId: string;
+  readonly sshUser: string;
+}
+
+/** The Elastic Metal pool's name in the local stack. */
+export const LOCAL_ELASTIC_METAL_POOL = "local-metal";
+
+/**
+ * Two Elastic Metal servers on a private network, joining over SSH as machines of the fake Scaleway
+ * API (an offer with cloud-init, joined over SSH as `bootstrap: ssh` asks).
+ */
+function localElasticMetalPool(elasticMetal: LocalElasticMetal): Record<string, unknown> {
+  return {
+    name: LOCAL_ELASTIC_METAL_POOL,
+    provider: "scaleway-elastic-metal",
+    mode: "static",
+    replicas: 2,
+    zone: "fr-par-2",
+    offer: "EM-A610R-NVME",
+    os: "ubuntu_noble",
+    privateNetwork: { name: "local-metal", subnet: "172.16.0.0/22" },
+    sshKeyIds: [elasticMetal.sshKeyId],
+    bootstrap: "ssh",
+    ssh: { user: elasticMetal.sshUser },
+    labels: { "node.kubernetes.io/pool": LOCAL_ELASTIC_METAL_POOL },
+    taints: [{ key: "nodefleet.io/bare-metal", value: "true", effect: "NoSchedule" }],
+  };
+}
+
+/**
+ * The fleet of the local stack. The taint and label show that the node agent registers them. With
+ * `elasticMetal` (the local cloud runs machines), an Elastic Metal pool too.
+ */
 export function localFleetConfig(
   plane: Pick<ControlPlane, "server"> & { readonly admin: { readonly caPem: string } },
+  elasticMetal?: LocalElasticMetal,
 ): Record<string, unknown> {
   return {
     "nodefleet:cluster": {
@@ -62,6 +102,7 @@ export function localFleetConfig(
         limits: { maxNodes: 50, cpu: 200, memoryGiB: 400 },
         labels: { "node.kubernetes.io/pool": "local-burst" },
       },
+      ...(elasticMetal ? [localElasticMetalPool(elasticMetal)] : []),
     ],
   };
 }
@@ -88,21 +129,25 @@ export function runPulumi(args: string[], cwd: string, env: Record<string, strin
 
 /**
  * Writes `<projectDir>/stacks/Pulumi.local.yaml` when it is missing, names another control plane or
- * was written by an older nodefleet (a kubeconfig secret), and creates the stack in the local
+ * was written by an older nodefleet (a kubeconfig secret) or its Elastic Metal pool names another
+ * local cloud's SSH key, and creates the stack in the local
  * backend. Returns the file's path.
  */
 export async function writeLocalStack(
   projectDir: string,
   plane: Pick<ControlPlane, "server"> & { readonly admin: { readonly caPem: string } },
   env: Record<string, string>,
+  elasticMetal?: LocalElasticMetal,
 ): Promise<string> {
   const file = join(projectDir, "stacks", `Pulumi.${LOCAL_STACK}.yaml`);
-  const config = localFleetConfig(plane);
+  const config = localFleetConfig(plane, elasticMetal);
   const current = existsSync(file) ? readFileSync(file, "utf8") : "";
   if (
     current.includes(plane.server) &&
     current.includes("kubeconfigFromEnvironment: true") &&
-    current.includes(plane.admin.caPem.split("\n")[1] ?? "-")
+    current.includes(plane.admin.caPem.split("\n")[1] ?? "-") &&
+    // An Elastic Metal pool names this local cloud's key; a file without one is kept as it is.
+    (elasticMetal === undefined || !current.includes(`name: ${LOCAL_ELASTIC_METAL_POOL}`) || current.includes(elasticMetal.sshKeyId))
   )
     return file;
   const header = "# Written by `nodefleet local up` for this machine's local cloud (git-ignored); edit the pools freely.\n";

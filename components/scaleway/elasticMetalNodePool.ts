@@ -231,14 +231,14 @@ type PrivateAddress = ReturnType<typeof privateAddressCidr>;
 type PinnedConnection = MemberContext["connection"] & { host: pulumi.Output<string>; hostKey: pulumi.Output<string> };
 
 /** Elastic Metal has no provider firewall: the cluster firewall's public rules become the host's nftables rules. */
-function hostFirewallOf(args: ElasticMetalNodePoolArgs) {
+export function hostFirewallOf(args: ElasticMetalNodePoolArgs) {
   return { rules: clusterFirewallRules(args.cluster, args.firewall ?? firewallSchema.parse({})), sshPort: args.pool.ssh.port };
 }
 
-type JoinRenderer = (secret: string, address: PrivateAddress, vlanId: PrivateNetworkJoin["vlanId"]) => string;
+export type JoinRenderer = (secret: string, address: PrivateAddress, vlanId: PrivateNetworkJoin["vlanId"]) => string;
 
 /** The self-join script, rendered the same for cloud-init and SSH, once the token, address and VLAN are known. */
-function joinScriptRenderer(
+export function joinScriptRenderer(
   cluster: ElasticMetalNodePoolArgs["cluster"],
   member: NodeMember,
   hostFirewall: ReturnType<typeof hostFirewallOf>,

@@ -5,13 +5,16 @@
  * (kubeletBootstrap.ts: a CSR as the bootstrap token, the Node registered with the flags' name,
  * providerID, labels, taints and node IP), and writes the kubelet's own kubeconfig and client
  * certificate into the machine, where the self-join script waits for them. Then it reports the Node
- * Ready now and then, as a kubelet's heartbeat does.
+ * Ready now and then, as a kubelet's heartbeat does. A k0s worker's start (the k0s stand-in) joins
+ * the same way from the arguments `k0s install worker` recorded and the kubeconfig in its join token.
  */
 import { spawnSync } from "node:child_process";
 import { parse } from "yaml";
 import { type KubeIdentity } from "../kubeClient";
 import { KubeletJoinError, joinAsKubelet, reportReady } from "../kubeletBootstrap";
-import { KUBELET_START_PATH } from "./kubernetesStandIns";
+import { decodeK0sJoinToken } from "../../../components/bootstrap/k0sJoinToken";
+import { K0S_KUBELET_CONF } from "../../../components/bootstrap/k0sWorkerCloudConfig";
+import { K0S_INSTALL_PATH, K0S_START_PATH, KUBELET_START_PATH } from "./kubernetesStandIns";
 import type { Machine } from "./machine";
 
 /** Where the kubelet keeps its client certificate and key (one PEM file), as a bootstrapped kubelet does. */
@@ -67,6 +70,7 @@ function bootstrapCredentials(text: string): { server: string; caPem: string; to
 /** One machine's kubelet, as the host runs it. */
 export class MachineKubelet {
   private handledStart: string | undefined;
+  private handledK0sStart: string | undefined;
   private node: { identity: KubeIdentity; name: string; nodeIp?: string } | undefined;
   private lastHeartbeat = 0;
 
@@ -90,6 +94,17 @@ export class MachineKubelet {
       }
       return;
     }
+    const k0sStart = this.machine.ownFile(K0S_START_PATH)?.trim();
+    if (k0sStart && k0sStart !== this.handledK0sStart) {
+      this.handledK0sStart = k0sStart;
+      try {
+        await this.joinK0s();
+      } catch (error) {
+        if (error instanceof KubeletJoinError && error.transient) this.handledK0sStart = undefined;
+        throw error;
+      }
+      return;
+    }
     if (this.node && Date.now() - this.lastHeartbeat > HEARTBEAT_MS) {
       this.lastHeartbeat = Date.now();
       await reportReady(this.node.identity, this.node.name, undefined, undefined, this.node.nodeIp);
@@ -98,12 +113,47 @@ export class MachineKubelet {
 
   private async join(commandLine: string): Promise<void> {
     const flags = flagsOf(commandLine);
-    const kubeconfigPath = flags.get("kubeconfig");
     const bootstrapPath = flags.get("bootstrap-kubeconfig");
+    const kubeconfigPath = flags.get("kubeconfig");
+    if (!kubeconfigPath || !bootstrapPath)
+      throw new MachineKubeletError("the kubelet's command line needs --kubeconfig and --bootstrap-kubeconfig");
+    await this.joinAs(kubeconfigPath, flags, () => {
+      const bootstrap = this.machine.ownFile(bootstrapPath);
+      if (bootstrap === undefined) throw new MachineKubeletError(`no bootstrap kubeconfig at ${bootstrapPath}`);
+      return bootstrap;
+    });
+  }
+
+  /**
+   * A k0s worker's start: the arguments `k0s install worker` was given (the token file, --labels,
+   * --taints, --kubelet-extra-args), the kubeconfig in the join token, the kubelet's own at k0s's path.
+   */
+  private async joinK0s(): Promise<void> {
+    const args = (this.machine.ownFile(K0S_INSTALL_PATH) ?? "").split("\n").filter((line) => line !== "");
+    if (args[0] !== "worker") throw new MachineKubeletError(`k0sworker started without \`k0s install worker\` (${K0S_INSTALL_PATH})`);
+    const value = (name: string) => {
+      const at = args.indexOf(name);
+      return at < 0 ? undefined : args[at + 1];
+    };
+    const flags = flagsOf(value("--kubelet-extra-args") ?? "");
+    const labels = value("--labels");
+    const taints = value("--taints");
+    if (labels !== undefined) flags.set("node-labels", labels);
+    if (taints !== undefined) flags.set("register-with-taints", taints);
+    const tokenFile = value("--token-file");
+    await this.joinAs(K0S_KUBELET_CONF, flags, () => {
+      const token = tokenFile === undefined ? undefined : this.machine.ownFile(tokenFile);
+      if (token === undefined) throw new MachineKubeletError(`no k0s join token at ${tokenFile ?? "(no --token-file)"}`);
+      return decodeK0sJoinToken(token.trim());
+    });
+  }
+
+  /** Joins with the kubelet flags, writing the kubelet's own kubeconfig to `kubeconfigPath`, unless it has one. */
+  private async joinAs(kubeconfigPath: string, flags: Map<string, string>, bootstrapKubeconfig: () => string): Promise<void> {
     const nodeName = flags.get("hostname-override") ?? this.machine.name;
     const nodeIp = flags.get("node-ip");
     // A kubelet with its own kubeconfig does not bootstrap again (after a restart of the local cloud: read back).
-    const own = kubeconfigPath === undefined ? undefined : this.machine.ownFile(kubeconfigPath);
+    const own = this.machine.ownFile(kubeconfigPath);
     const pem = this.machine.ownFile(CLIENT_PEM);
     if (own !== undefined && pem !== undefined) {
       const cluster = (parse(own) as { clusters?: Array<{ cluster?: { server?: string; "certificate-authority-data"?: string } }> })
@@ -120,11 +170,7 @@ export class MachineKubelet {
         return;
       }
     }
-    if (!kubeconfigPath || !bootstrapPath)
-      throw new MachineKubeletError("the kubelet's command line needs --kubeconfig and --bootstrap-kubeconfig");
-    const bootstrap = this.machine.ownFile(bootstrapPath);
-    if (bootstrap === undefined) throw new MachineKubeletError(`no bootstrap kubeconfig at ${bootstrapPath}`);
-    const { server, caPem, token } = bootstrapCredentials(bootstrap);
+    const { server, caPem, token } = bootstrapCredentials(bootstrapKubeconfig());
     const identity = await joinAsKubelet({
       server,
       caPem,

@@ -7,8 +7,10 @@
  * are never changed. Stand-ins at the real paths of apt-get, dpkg, systemctl, netplan, nft,
  * sysctl and modprobe record what a real box would have done into the machine's records file;
  * `netplan generate` runs the real netplan.io generator against the machine's own /etc/netplan.
+ * `ip` and `netplan get` answer for the machine's own network (one NIC, PRIMARY_NIC, and the VLANs
+ * `netplan apply` brought up), never the host's.
  */
-import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { ON_START_DIR, PAYLOAD_DIR, kubernetesStandIns } from "./kubernetesStandIns";
 
@@ -21,6 +23,13 @@ export const PACKAGES_PATH = "/var/lib/nodefleet-machine/packages";
  * needs python3-netifaces, which netplan.io 0.106 on Debian 12 does not pull in).
  */
 export const NETPLAN_GENERATOR = "/usr/lib/netplan/generate";
+
+/** The machine's one NIC, as the ip and netplan stand-ins show it (the name Ubuntu gives an Elastic Metal box's first port). */
+const PRIMARY_NIC = "enp5s0";
+/** The netplan file an installed OS has for that NIC. */
+const BASE_NETPLAN_PATH = "/etc/netplan/50-cloud-init.yaml";
+/** The links `netplan apply` brought up, "name address/prefix" a line, inside the machine's root. */
+const LINKS_PATH = "/var/lib/nodefleet-machine/links";
 
 /** The paths inside a machine's directory the sandbox uses. */
 export interface SandboxLayout {
@@ -84,6 +93,16 @@ export function writeSandbox(layout: SandboxLayout): void {
   executable(join(sandbox, "session"), sessionScript(layout));
   for (const [path, text] of Object.entries({ ...standIns(), ...kubernetesStandIns() })) executable(join(layout.root, path), text);
   writeFileSync(join(layout.root, "etc", "hostname"), `${layout.hostname}\n`);
+  // As Ubuntu's installer leaves it: the one NIC, matched by MAC and named (netplan get answers from it); 0600, as netplan wants.
+  const netplan = join(layout.root, BASE_NETPLAN_PATH);
+  if (!existsSync(netplan)) {
+    mkdirSync(dirname(netplan), { recursive: true });
+    writeFileSync(
+      netplan,
+      `network:\n  version: 2\n  ethernets:\n    ${PRIMARY_NIC}:\n      match:\n        macaddress: "02:00:00:00:00:01"\n      set-name: ${PRIMARY_NIC}\n      dhcp4: true\n`,
+      { mode: 0o600 },
+    );
+  }
 }
 
 /**
@@ -211,10 +230,58 @@ esac
   if out=$(${NETPLAN_GENERATOR} --root-dir / 2>&1); then record netplan generate ok; else
     record netplan generate failed; printf '%s\\n' "$out" >&2; return 1; fi
 }
+# The links an apply brings up: the vlans of /etc/netplan, "name address/prefix" a line, which the ip stand-in shows.
+links() {
+  python3 - <<'NODEFLEET_PY' > ${LINKS_PATH}.new && mv ${LINKS_PATH}.new ${LINKS_PATH}
+import glob, yaml
+for path in sorted(glob.glob("/etc/netplan/*.yaml")):
+    with open(path) as f:
+        vlans = ((yaml.safe_load(f) or {}).get("network") or {}).get("vlans") or {}
+    for name, d in vlans.items():
+        for address in (d or {}).get("addresses") or []:
+            print(name, address)
+NODEFLEET_PY
+}
+# get KEY: the merged key of this machine's netplan files, as YAML (the real one's Python front end needs python3-netifaces).
+get() {
+  python3 - "$@" <<'NODEFLEET_PY'
+import glob, sys, yaml
+merged = {}
+for path in sorted(glob.glob("/etc/netplan/*.yaml")):
+    with open(path) as f:
+        for key, value in (((yaml.safe_load(f) or {}).get("network")) or {}).items():
+            if isinstance(value, dict):
+                merged.setdefault(key, {}).update(value)
+            else:
+                merged[key] = value
+keys = [a for a in sys.argv[1:] if not a.startswith("-")]
+value = merged.get(keys[0]) if keys else {"network": merged}
+if value is not None:
+    sys.stdout.write(yaml.safe_dump(value, default_flow_style=False))
+NODEFLEET_PY
+}
 case "\${1:-}" in
   generate) generate ;;
-  apply|try) generate && record netplan "$1" ;;
+  apply|try) generate && links && record netplan "$1" ;;
+  get) shift; while [ "\${1:-}" = --root-dir ]; do shift 2; done; get "$@" ;;
   *) record netplan "\${1:-}" "$*" ;;
+esac
+`,
+    // iproute2's ip, answering for the machine's own network (the sandbox shares the host's, which it must not show or change):
+    // the primary NIC's default route, the addresses of the links netplan brought up; changes are recorded.
+    "usr/sbin/ip": `${header("ip")}touch ${LINKS_PATH}
+words=""; for a; do case "$a" in -o|-4|-6|-oneline|-d|-br|-brief|-j|-json) ;; *) words="$words $a" ;; esac; done
+set -- $words
+case "\${1:-} \${2:-}" in
+  "route show"|"r show"|"route list") [ "\${3:-default}" = default ] && echo "default via 203.0.113.1 dev ${PRIMARY_NIC} proto dhcp src 203.0.113.10 metric 100" ;;
+  "addr show"|"address show"|"a show")
+    echo "2: ${PRIMARY_NIC}    inet 203.0.113.10/24 brd 203.0.113.255 scope global dynamic ${PRIMARY_NIC}"
+    n=3; while read -r name address; do echo "$n: $name    inet $address scope global $name"; n=$((n + 1)); done < ${LINKS_PATH} ;;
+  "link show")
+    if [ -z "\${3:-}" ] || [ "$3" = ${PRIMARY_NIC} ] || [ "$3" = lo ]; then echo "2: ${PRIMARY_NIC}: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 1500 state UP"; exit 0; fi
+    awk -v l="$3" '$1 == l { found = 1 } END { exit !found }' ${LINKS_PATH} || { echo "Device '$3' does not exist." >&2; exit 1; }
+    echo "3: $3@${PRIMARY_NIC}: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 1500 state UP" ;;
+  *) record ip "\${1:-}" "$*" ;;
 esac
 `,
     "usr/sbin/nft": `${header("nft")}record nft "\${1:-}" "$*"\n`,

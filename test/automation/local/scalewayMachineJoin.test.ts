@@ -24,6 +24,14 @@ import { AutomationEngine } from "../../../automation/engine/automationEngine";
 import { missingTools, skipUnlessAvailable } from "../../support/toolchainRequirement";
 import { until } from "../../support/until";
 import { TEST_KUBELET } from "../../support/selfJoinInput";
+import { clusterSchema } from "../../../components/fleet/fleetSpec";
+import type { NodeMember } from "../../../components/fleet/nodeMember";
+import { hostFirewallOf, joinScriptRenderer } from "../../../components/scaleway/elasticMetalNodePool";
+import { PRIVATE_IPV4_LABEL, privateAddressCidr } from "../../../components/scaleway/elasticMetalPlan";
+import { HOST_FIREWALL_UNIT } from "../../../components/bootstrap/hostFirewall";
+import { NETPLAN_VLAN_PATH } from "../../../components/bootstrap/netplanVlan";
+import { K0S_KUBELET_CONF, K0S_TOKEN_FILE } from "../../../components/bootstrap/k0sWorkerCloudConfig";
+import { localFleetConfig } from "../../../automation/local/localStack";
 
 const SECRET = randomUUID();
 const ZONE = "/baremetal/v1/zones/fr-par-2";
@@ -174,11 +182,8 @@ describe("fake Scaleway API: an Elastic Metal machine self-joins over SSH (real 
     assert.equal(machine.ownFile(KUBELET_PATHS.bootstrapKubeconfig), undefined, "the bootstrap kubeconfig removed");
   };
 
-  it("runs the kubeadm self-join script in the machine over ssh and registers its Node through TLS bootstrap", async function () {
-    const hostBefore = hostState();
-    const { serverId, machine } = await installedMachine("em-join-1");
-    const providerID = `nodefleet:///local/${serverId}`;
-    const script = await selfJoinScript("em-join-1", "emjoin", providerID);
+  /** Runs `script` with `bash -s` in the machine over real ssh, pinned to its ed25519 host key; its stderr once it ended well. */
+  const runOverSsh = async (machine: Machine, script: string): Promise<string> => {
     const knownHosts = join(dir, "known_hosts");
     writeFileSync(knownHosts, `${machine.address} ${machine.hostKey("ed25519")}\n`);
     // Not spawnSync: the machine's kubelet is served by this process's event loop while the script waits.
@@ -199,8 +204,65 @@ describe("fake Scaleway API: an Elastic Metal machine self-joins over SSH (real 
     const status = await new Promise<number | null>((resolve) => ssh.once("exit", (code) => resolve(code)));
     clearTimeout(timer);
     assert.equal(status, 0, `the self-join script failed:\n${stderr}\n${logged.join("\n")}`);
+    return stderr;
+  };
+
+  it("runs the kubeadm self-join script in the machine over ssh and registers its Node through TLS bootstrap", async function () {
+    const hostBefore = hostState();
+    const { serverId, machine } = await installedMachine("em-join-1");
+    const providerID = `nodefleet:///local/${serverId}`;
+    const script = await selfJoinScript("em-join-1", "emjoin", providerID);
+    const stderr = await runOverSsh(machine, script);
     assert.match(stderr, /nodefleet: joined as em-join-1/);
     await assertJoined("em-join-1", providerID, machine);
+    assert.deepEqual(hostState(), hostBefore, "nothing changed on the host");
+    assert.deepEqual(logged, [], "nothing went wrong on the way");
+  });
+
+  it("runs the Elastic Metal pool's k0s self-join, private network VLAN and host firewall in the machine", async function () {
+    const hostBefore = hostState();
+    const { serverId, machine } = await installedMachine("em-join-3");
+    const providerID = `nodefleet:///local/${serverId}`;
+    await selfJoinScript("em-join-3", "emjoi3", providerID);
+    // The local stack's cluster (k0s), and the pool's own renderer: what `pulumi up --stack local` sends.
+    const cluster = clusterSchema.parse(localFleetConfig(plane!)["nodefleet:cluster"]);
+    const member = {
+      hostname: "em-join-3",
+      providerID,
+      labels: { "nodefleet.io/pool": "em" },
+      taints: [{ key: "nodefleet.io/bare-metal", value: "true", effect: "NoSchedule" }],
+    } as unknown as NodeMember;
+    const render = joinScriptRenderer(
+      cluster,
+      member,
+      hostFirewallOf({ cluster, pool: { ssh: { port: 22 } } } as Parameters<typeof hostFirewallOf>[0]),
+    );
+    const script = render("emjoi3.0123456789abcdef", privateAddressCidr("172.16.0.7/22", "172.16.0.0/22"), 1234);
+    await runOverSsh(machine, script);
+    const node = (await kube(plane!.admin, "GET", "/api/v1/nodes/em-join-3")) as {
+      metadata: { labels: Record<string, string> };
+      spec: { providerID: string; taints?: Array<{ key: string; value?: string; effect: string }> };
+      status: { conditions: Array<{ type: string; status: string }>; addresses?: Array<{ type: string; address: string }> };
+    };
+    assert.equal(node.spec.providerID, providerID);
+    assert.equal(node.metadata.labels["nodefleet.io/pool"], "em");
+    assert.equal(node.metadata.labels[PRIVATE_IPV4_LABEL], "172.16.0.7");
+    assert.ok(
+      node.spec.taints?.some((t) => t.key === "nodefleet.io/bare-metal" && t.effect === "NoSchedule"),
+      JSON.stringify(node.spec.taints),
+    );
+    assert.equal(node.status.conditions.find((c) => c.type === "Ready")?.status, "True");
+    assert.equal(node.status.addresses?.find((a) => a.type === "InternalIP")?.address, "172.16.0.7", "the VLAN address is the node IP");
+    const records = machine.records().map((r) => `${r.tool} ${r.verb} ${r.subject}`);
+    // The real netplan generator accepted the VLAN file the script wrote, then the apply brought it up.
+    for (const expected of ["netplan generate ok", "netplan apply ", "k0s start ", `systemctl restart ${HOST_FIREWALL_UNIT}`])
+      assert.ok(
+        records.some((r) => r.startsWith(expected.trim())),
+        `${expected} in ${records.join("; ")}`,
+      );
+    assert.match(machine.ownFile(NETPLAN_VLAN_PATH) ?? "", /id: 1234/);
+    assert.match(machine.ownFile(K0S_KUBELET_CONF) ?? "", /client-certificate/);
+    assert.equal(machine.ownFile(K0S_TOKEN_FILE), undefined, "the join token removed");
     assert.deepEqual(hostState(), hostBefore, "nothing changed on the host");
     assert.deepEqual(logged, [], "nothing went wrong on the way");
   });

@@ -296,12 +296,16 @@ export interface RobotRescueArgs {
   readonly sshPrivateKey?: pulumi.Input<string>;
 }
 
-/** Credentials from secret config nodefleet:hrobotUser/hrobotPassword, else HROBOT_USER/HROBOT_PASSWORD. */
-export function configuredRobotCredentials(): pulumi.Output<RobotCredentials | undefined> | undefined {
+/**
+ * Credentials from secret config nodefleet:hrobotUser/hrobotPassword, else (unless `fromEnv` is
+ * false: the plugin reads its own environment) HROBOT_USER/HROBOT_PASSWORD.
+ */
+export function configuredRobotCredentials(fromEnvToo = true): pulumi.Output<RobotCredentials | undefined> | undefined {
   const config = new pulumi.Config("nodefleet");
   const user = config.get("hrobotUser");
   const password = config.getSecret("hrobotPassword");
   if (user !== undefined && password !== undefined) return pulumi.secret(password.apply((p) => ({ user, password: p })));
+  if (!fromEnvToo) return undefined;
   const fromEnv = robotCredentialsFromEnv();
   return fromEnv ? pulumi.secret(pulumi.output(fromEnv)) : undefined;
 }

@@ -72,10 +72,7 @@ function providerService(version: string, handlers: Readonly<Record<string, Reso
     const args = plain(call.request.getArgs());
     const variables = call.request.getVariablesMap();
     const value = (key: string, variable: string) => (typeof args[key] === "string" ? (args[key] as string) : variables.get(variable));
-    access = clusterAccessFromConfig(
-      value("credentials", CREDENTIALS_CONFIG_KEY),
-      value("robotCredentials", ROBOT_CREDENTIALS_CONFIG_KEY),
-    );
+    access = clusterAccessFromConfig(value("credentials", CREDENTIALS_CONFIG_KEY), value("robotCredentials", ROBOT_CREDENTIALS_CONFIG_KEY));
     callback(null, new provproto.ConfigureResponse().setAcceptsecrets(true).setSupportspreview(false));
   };
 

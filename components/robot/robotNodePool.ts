@@ -145,7 +145,8 @@ export class RobotNodePool extends pulumi.ComponentResource {
     // Installs and reboots take minutes: keep dialling (the provider backs off between attempts).
     const connection = { user: "root", port: 22, dialErrorLimit: 100, perDialTimeout: 30, ...sshAuth(args) };
     // The plugin's rescues take the credentials from the pool's provider, else from the plugin's environment.
-    const providerCredentials = args.robotCredentials !== undefined ? pulumi.secret(args.robotCredentials) : configuredRobotCredentials(false);
+    const providerCredentials =
+      args.robotCredentials !== undefined ? pulumi.secret(args.robotCredentials) : configuredRobotCredentials(false);
     const clusterSide = new BareMetalMemberResources(name, args.kubeconfig, this, providerCredentials);
 
     for (const step of this.rollout.members) {

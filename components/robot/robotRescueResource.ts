@@ -15,7 +15,13 @@ import { optionalStringFailures, positiveIntegerFailures, stringFailures } from 
 import { type CheckFailure, type ClusterAccess, type ResourceHandler, changedKeys } from "../provider/resourceHandler";
 import type { InPlaceMemberResources } from "../fleet/memberResources";
 import { ROBOT_BASE_URL, robotCredentialsFromEnv } from "./robotClient";
-import { ROBOT_RESCUE_REPLACE_ON_CHANGES, RobotRescue, type RobotRescueArgs, type RobotRescueState, robotRescueProvider } from "./robotRescue";
+import {
+  ROBOT_RESCUE_REPLACE_ON_CHANGES,
+  RobotRescue,
+  type RobotRescueArgs,
+  type RobotRescueState,
+  robotRescueProvider,
+} from "./robotRescue";
 
 export const ROBOT_RESCUE_TYPE = "nodefleet:hrobot:RobotRescue";
 

@@ -448,7 +448,11 @@ export class ElasticMetalNodePool extends pulumi.ComponentResource {
     const nodeRemoval = this.clusterSide.nodeRemoval(member.hostname, ctx.resources);
     if (nodeRemoval) this.nodeRemovals.push(nodeRemoval);
     // The token Secret must exist before the node joins; the Node is deleted only after the server.
-    const server = this.declareServer(scope, ip, cloudInit, [token.resource, ...(nodeRemoval ? [nodeRemoval] : []), ...(drain ? [drain] : [])]);
+    const server = this.declareServer(scope, ip, cloudInit, [
+      token.resource,
+      ...(nodeRemoval ? [nodeRemoval] : []),
+      ...(drain ? [drain] : []),
+    ]);
     const vlan = this.attachedVlan(server);
     const host = server.ipv4s.apply((ips) => ips?.[0]?.address ?? "");
     const { readHostKey, hostKey } = this.declareHostKeyRead(scope, server, host);

@@ -222,7 +222,10 @@ describe("nodefleet's provider plugin (bin/pulumi-resource-nodefleet over gRPC)"
   it("updates itself in place when the Robot credentials come or change, never replacing itself", async () => {
     for (const [olds, news] of [
       [{ credentials: "a" }, { credentials: "a", robotCredentials: "r" }],
-      [{ credentials: "a", robotCredentials: "r" }, { credentials: "a", robotCredentials: "s" }],
+      [
+        { credentials: "a", robotCredentials: "r" },
+        { credentials: "a", robotCredentials: "s" },
+      ],
     ]) {
       const request = new provproto.DiffRequest().setOlds(struct(olds!)).setNews(struct(news!));
       const diff = await call<provproto.DiffResponse>(client, "diffConfig", request);
@@ -254,7 +257,11 @@ describe("nodefleet's provider plugin (bin/pulumi-resource-nodefleet over gRPC)"
         sshPrivateKey: { [SECRET_SIG]: "1b47061264138c4ac30d75fd1eb44270", value: "PRIVATE KEY" },
       };
       const rescueUrn = urn("nodefleet:hrobot:RobotRescue", "a-rescue");
-      const check = await call<provproto.CheckResponse>(client, "check", new provproto.CheckRequest().setUrn(rescueUrn).setNews(struct(inputs)));
+      const check = await call<provproto.CheckResponse>(
+        client,
+        "check",
+        new provproto.CheckRequest().setUrn(rescueUrn).setNews(struct(inputs)),
+      );
       assert.deepEqual(check.getFailuresList(), []);
       const created = await call<provproto.CreateResponse>(
         client,
@@ -266,12 +273,19 @@ describe("nodefleet's provider plugin (bin/pulumi-resource-nodefleet over gRPC)"
       assert.deepEqual([outs.serverIp, outs.resetType], [fakeServerIp(321), "hw"]);
       assert.equal(outs.credentials, undefined, "no credentials in the state");
       assert.ok(!JSON.stringify(outs).includes(FAKE_ROBOT_PASSWORD));
-      assert.deepEqual((outs.sshPrivateKey as Record<string, unknown>)[SECRET_SIG], "1b47061264138c4ac30d75fd1eb44270", "the key stays secret");
+      assert.deepEqual(
+        (outs.sshPrivateKey as Record<string, unknown>)[SECRET_SIG],
+        "1b47061264138c4ac30d75fd1eb44270",
+        "the key stays secret",
+      );
       assert.deepEqual(robot.rescue.get(321), inputs.fingerprints);
       const diff = await call<provproto.DiffResponse>(
         client,
         "diff",
-        new provproto.DiffRequest().setUrn(rescueUrn).setOlds(struct(outs)).setNews(struct({ ...inputs, generation: "g2" })),
+        new provproto.DiffRequest()
+          .setUrn(rescueUrn)
+          .setOlds(struct(outs))
+          .setNews(struct({ ...inputs, generation: "g2" })),
       );
       assert.deepEqual([diff.getReplacesList(), diff.getDeletebeforereplace()], [["generation"], true], "a new generation reinstalls");
       await call(client, "delete", new provproto.DeleteRequest().setUrn(rescueUrn).setId("321").setProperties(struct(outs)));

@@ -295,7 +295,9 @@ describe("RobotNodePool rolling reinstalls and re-joins across runs (mock runtim
     assert.deepEqual(typeByMember("nodefleet:hrobot:RobotRescue"), NODE_IDS.slice(2));
     assert.deepEqual(typeByMember("nodefleet:kubernetes:BootstrapToken"), NODE_IDS.slice(0, 2));
     assert.deepEqual(typeByMember("nodefleet:kubernetes:NodeBootstrapToken"), NODE_IDS.slice(2));
-    for (const r of resources.filter((r) => r.type === "nodefleet:hrobot:RobotRescue" || r.type === "nodefleet:kubernetes:NodeBootstrapToken"))
+    for (const r of resources.filter(
+      (r) => r.type === "nodefleet:hrobot:RobotRescue" || r.type === "nodefleet:kubernetes:NodeBootstrapToken",
+    ))
       assert.match(String(r.provider), new RegExp(`pulumi:providers:nodefleet::example-${POOL}-cluster-access::`), r.name);
     assert.deepEqual(
       plain<Array<{ memberResources: string }>>(outputs.nodes).map((n) => n.memberResources),

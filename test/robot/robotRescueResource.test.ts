@@ -69,7 +69,10 @@ describe("robotRescueResource: the plugin's Robot rescue", () => {
     assert.equal(created.outs.credentials, undefined);
     assert.ok(!JSON.stringify(created.outs).includes(FAKE_ROBOT_PASSWORD));
     assert.deepEqual(robot.rescue.get(321), [FINGERPRINT]);
-    assert.ok(robot.requests.every((r) => r.authorization?.startsWith("Basic ")), "every request authenticated");
+    assert.ok(
+      robot.requests.every((r) => r.authorization?.startsWith("Basic ")),
+      "every request authenticated",
+    );
     assert.deepEqual(robotRescueHandler.secretOutputs, ["sshPrivateKey"]);
     await robotRescueHandler.delete("321", created.outs, access);
     assert.equal(robot.rescue.has(321), false);
@@ -152,10 +155,13 @@ describe("robotRescueResource: each member's flavour (mock runtime)", () => {
   }
 
   it("reads a recorded flavour, anything unknown as dynamic, and gives new members plugin-all", () => {
-    assert.deepEqual(
-      ["plugin-all", "plugin", "dynamic", undefined, "other"].map(recordedInPlaceMemberResources),
-      ["plugin-all", "plugin", "dynamic", "dynamic", "dynamic"],
-    );
+    assert.deepEqual(["plugin-all", "plugin", "dynamic", undefined, "other"].map(recordedInPlaceMemberResources), [
+      "plugin-all",
+      "plugin",
+      "dynamic",
+      "dynamic",
+      "dynamic",
+    ]);
     const current = [{ nodeId: "a", generation: "g", joinInputs: "j", ready: true, memberResources: "plugin" as const }];
     assert.equal(inPlaceMemberResources(current, "a"), "plugin");
     assert.equal(inPlaceMemberResources(current, "new"), "plugin-all");

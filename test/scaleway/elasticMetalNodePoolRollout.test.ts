@@ -299,7 +299,8 @@ describe("ElasticMetalNodePool rolling replacements and re-joins across runs (mo
     );
     // The recorded members keep the token component they were created with (a token is per
     // generation: the next server of the member gets the new one); the new member gets the plugin's.
-    const tokenOf = (nodeId: string) => resources.filter((r) => r.name.startsWith(`example-${POOL}-${nodeId}-`) && r.name.endsWith("-token"));
+    const tokenOf = (nodeId: string) =>
+      resources.filter((r) => r.name.startsWith(`example-${POOL}-${nodeId}-`) && r.name.endsWith("-token"));
     for (const nodeId of [earlier!.nodeId, recorded!.nodeId])
       assert.deepEqual(
         tokenOf(nodeId).map((r) => r.type),

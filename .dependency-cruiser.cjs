@@ -35,7 +35,7 @@ const AUTOMATION_LAYERS = [
   ["api", "preview", "local", "init"],
   ["reconciler"],
   ["store", "catalog", "render", "engine", "simulated", "heal"],
-  ["mocks", "client", "hcloud", "gitStackProgram.ts", "stackConfigFile.ts"],
+  ["mocks", "client", "hcloud", "scaleway", "gitStackProgram.ts", "stackConfigFile.ts"],
 ];
 
 /** The imports that cross the layers on purpose (automation/README.md), besides the layers' own. */

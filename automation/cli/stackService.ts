@@ -39,6 +39,7 @@ import { gitStackProgram } from "../gitStackProgram";
 import { FirstApply } from "./firstApply";
 import { assertCanListen } from "./portCheck";
 import { OrphanReclaimer, hcloudInventory, simulatedInventory } from "../reconciler/orphanReclaimer";
+import { serviceElasticMetalReclaimer } from "../reconciler/elasticMetalOrphans";
 import { SIMULATION_BANNER, SimulatedEngine } from "../simulated/simulatedEngine";
 import { projectRoot } from "../stackConfigFile";
 import { acquireDataDirLock } from "../store/dataDirLock";
@@ -470,6 +471,21 @@ function reclaimOrphansWhileServing(service: StartedService, config: ServeConfig
   app.addHook("onClose", async () => r.stop());
 }
 
+/** Elastic Metal orphans are reclaimed while the server runs, with Scaleway's secret key (reconciler/elasticMetalOrphans.ts). */
+function reclaimElasticMetalWhileServing(service: StackService, env: NodeJS.ProcessEnv, logger: Logger): void {
+  const { app, config, programConfig } = service;
+  const reclaimer = serviceElasticMetalReclaimer({
+    env,
+    fleet: () => config.stack.fleet(),
+    listNodes: () => clusterNodeList(programConfig(), config.fleet.cluster.id),
+    options: reclaimerOptions(config, env, app.nodefleet.metrics, logger),
+    metrics: app.nodefleet.metrics,
+  });
+  if (!reclaimer) return;
+  app.addHook("onReady", async () => reclaimer.start());
+  app.addHook("onClose", async () => reclaimer.stop());
+}
+
 /** Bare-metal healing runs while the server does, for the stack's Robot and Elastic Metal pools (heal/serviceHealer.ts). */
 function healWhileServing(service: StartedService, config: ServeConfiguration, env: NodeJS.ProcessEnv, logger: Logger): void {
   const { app, programConfig } = service;
@@ -503,10 +519,14 @@ export async function startStackService(options: StackServiceOptions, env: NodeJ
   const lock = acquireDataDirLock(dataDir);
   const service = await startService(options, env, config, dataDir, lock, logger);
   reclaimOrphansWhileServing(service, config);
-  if (config.kind !== "simulated") healWhileServing(service, config, env, logger);
+  const started = { ...service, config, dataDir };
+  if (config.kind !== "simulated") {
+    healWhileServing(service, config, env, logger);
+    reclaimElasticMetalWhileServing(started, env, logger);
+  }
   // A shutdown waits for the API stack's workspace preparation too (bounded).
   service.app.addHook("onClose", async () => {
     await service.preparedOrGaveUp();
   });
-  return { ...service, config, dataDir };
+  return started;
 }

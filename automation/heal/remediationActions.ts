@@ -14,12 +14,7 @@ import { robotResetTypeFor } from "../../components/robot/robotRemediation";
 import type { RobotClient } from "../../components/robot/robotClient";
 import type { BareMetalTarget } from "./bareMetalTargets";
 import { remediationCondition } from "./remediationCondition";
-
-/** Scaleway's API address and the secret key (sent as X-Auth-Token, never logged). */
-export interface ScalewayAccess {
-  readonly apiUrl: string;
-  readonly secretKey: string;
-}
+import { ElasticMetalApi, type ScalewayAccess } from "../scaleway/elasticMetalApi";
 
 export interface RemediationHands {
   /** The Robot webservice client; Robot rungs fail with a message naming HROBOT_USER/HROBOT_PASSWORD without it. */
@@ -61,36 +56,11 @@ async function scalewayReboot(hands: RemediationHands, target: Extract<BareMetal
   if (!scaleway) {
     throw new Error(`Elastic Metal Node ${target.nodeName} needs a reboot, but no Scaleway secret key is set (SCW_SECRET_KEY)`);
   }
-  const base = `${scaleway.apiUrl.replace(/\/+$/, "")}/baremetal/v1/zones/${encodeURIComponent(target.zone)}/servers`;
-  const headers = { "X-Auth-Token": scaleway.secretKey, "Content-Type": "application/json" };
-  hands.counted?.("scaleway", "list_servers");
-  const listed = await scalewayJson(await fetch(`${base}?name=${encodeURIComponent(target.nodeName)}`, { headers }), target);
+  const api = new ElasticMetalApi(scaleway, (operation) => hands.counted?.("scaleway", operation));
   // The name filter matches substrings: only the exact name is the member's server.
-  const server = ((listed as { servers?: Array<{ id?: string; name?: string }> }).servers ?? []).find((s) => s.name === target.nodeName);
-  if (!server?.id) throw new Error(`Elastic Metal Node ${target.nodeName}: no server of that name in ${target.zone}`);
-  hands.counted?.("scaleway", "reboot_server");
-  await scalewayJson(
-    await fetch(`${base}/${encodeURIComponent(server.id)}/reboot`, {
-      method: "POST",
-      headers,
-      body: JSON.stringify({ boot_type: "normal" }),
-    }),
-    target,
-  );
-}
-
-async function scalewayJson(response: Response, target: BareMetalTarget): Promise<unknown> {
-  const text = await response.text();
-  if (!response.ok) {
-    let message = text.slice(0, 300);
-    try {
-      message = (JSON.parse(text) as { message?: string }).message ?? message;
-    } catch {
-      // Not Scaleway's error shape: its text, cut short, is the message.
-    }
-    throw new Error(`Scaleway answered ${response.status} for Node ${target.nodeName}: ${message}`);
-  }
-  return text ? JSON.parse(text) : undefined;
+  const server = (await api.listServers(target.zone, { name: target.nodeName })).find((s) => s.name === target.nodeName);
+  if (!server) throw new Error(`Elastic Metal Node ${target.nodeName}: no server of that name in ${target.zone}`);
+  await api.reboot(target.zone, server.id);
 }
 
 /** Writes the step as the Node's NodefleetRemediation condition (a strategic merge by condition type keeps kubelet's). */

@@ -7,6 +7,7 @@
 import type { Logger } from "pino";
 import type { FleetSpec } from "../../components/fleet/fleetSpec";
 import { RobotClient, robotCredentialsFromEnv } from "../../components/robot/robotClient";
+import { scalewayAccessFromEnv } from "../scaleway/elasticMetalApi";
 import { BareMetalHealer, type HealMode } from "./bareMetalHealer";
 import { bareMetalTargets } from "./bareMetalTargets";
 import { recordStepWith, runRungWith } from "./remediationActions";
@@ -53,6 +54,7 @@ export function serviceHealer(args: ServiceHealerArgs): BareMetalHealer | undefi
   if (settings.mode === "off" || bareMetalTargets(args.fleet()).length === 0) return undefined;
   const clusterId = args.fleet().cluster.id;
   const robotCredentials = robotCredentialsFromEnv(env);
+  const scaleway = scalewayAccessFromEnv(env);
   const healer = new BareMetalHealer({
     targets: () => bareMetalTargets(args.fleet()),
     mode: settings.mode,
@@ -67,9 +69,7 @@ export function serviceHealer(args: ServiceHealerArgs): BareMetalHealer | undefi
         ...(robotCredentials
           ? { robot: new RobotClient({ credentials: robotCredentials, ...(env.HROBOT_URL ? { baseUrl: env.HROBOT_URL } : {}) }) }
           : {}),
-        ...(env.SCW_SECRET_KEY
-          ? { scaleway: { apiUrl: env.SCW_API_URL || "https://api.scaleway.com", secretKey: env.SCW_SECRET_KEY } }
-          : {}),
+        ...(scaleway ? { scaleway } : {}),
         counted: (provider, operation) => metrics.cloudRequest(provider, operation),
       }),
     },

@@ -93,12 +93,14 @@ export interface OrphanReclaimerOptions {
   readonly dryRun?: boolean;
   readonly metrics?: OrphanMetrics;
   readonly logger?: Logger;
+  /** The cloud the servers are in, in logs (default `hcloud`). */
+  readonly cloud?: string;
   readonly now?: () => number;
 }
 
 export class OrphanReclaimer {
-  /** Node ids the store holds claims for (any status but GONE). */
-  knownNodes: () => ReadonlySet<string> = () => new Set();
+  /** Node ids the store holds claims for (any status but GONE), or that are known otherwise; a failure skips the sweep. */
+  knownNodes: () => ReadonlySet<string> | Promise<ReadonlySet<string>> = () => new Set();
   /** Names of git's static pools (their servers belong to git's stack). */
   staticPools: () => ReadonlySet<string> = () => new Set();
   private readonly firstSeen = new Map<string, number>();
@@ -116,7 +118,7 @@ export class OrphanReclaimer {
     const grace = this.options.graceMs ?? 30 * 60_000;
     const servers = await inventory.listClusterServers(clusterId);
     // Read after listing: a claim admitted during the list call is known here.
-    const orphans = findOrphans(servers, this.knownNodes(), this.staticPools());
+    const orphans = findOrphans(servers, await this.knownNodes(), this.staticPools());
     const now = this.now();
     const orphanIds = new Set(orphans.map((s) => s.id));
     for (const id of [...this.firstSeen.keys()]) if (!orphanIds.has(id)) this.firstSeen.delete(id);
@@ -141,7 +143,13 @@ export class OrphanReclaimer {
       }
       metrics?.orphanDecisions.inc({ cluster: clusterId, action: decision.action });
       logger?.[decision.action === "waiting" ? "info" : "warn"](
-        { cluster: clusterId, serverId: server.id, serverName: server.name, action: decision.action },
+        {
+          cluster: clusterId,
+          cloud: this.options.cloud ?? "hcloud",
+          serverId: server.id,
+          serverName: server.name,
+          action: decision.action,
+        },
         `orphan reclaimer: ${decision.reason}`,
       );
       decisions.push(decision);

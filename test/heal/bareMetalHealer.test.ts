@@ -17,6 +17,7 @@ import { recordedStep, remediationCondition } from "../../automation/heal/remedi
 import { parseFleetSpec } from "../../components/fleet/fleetSpec";
 import type { RemediationStep } from "../../components/robot/robotRemediation";
 import { RobotClient } from "../../components/robot/robotClient";
+import { orderElasticMetalServer } from "../support/fakeScalewayServers";
 import { elasticMetalPoolConfig, rawFleetConfig } from "../support/fleetConfigFixture";
 
 const MIN = 60_000;
@@ -198,16 +199,8 @@ describe("bare-metal healer", function () {
 
   it("reboots an Elastic Metal server through Scaleway's API, then gives up (no hardware rung)", async function () {
     const zone = "fr-par-2";
-    const base = `${scalewayUrl}/baremetal/v1/zones/${zone}`;
-    const headers = { "X-Auth-Token": SCW_KEY, "Content-Type": "application/json" };
-    const offers = (await (await fetch(`${base}/offers`, { headers })).json()) as { offers: Array<{ id: string }> };
     for (const name of ["c1-gpu-a", "c1-gpu-a-old"]) {
-      const created = await fetch(`${base}/servers`, {
-        method: "POST",
-        headers,
-        body: JSON.stringify({ offer_id: offers.offers[0]!.id, name, project_id: PROJECT }),
-      });
-      assert.equal(created.status, 200, await created.text());
+      await orderElasticMetalServer({ apiUrl: scalewayUrl, secretKey: SCW_KEY, projectId: PROJECT }, zone, name);
     }
     await new Promise((resolve) => setTimeout(resolve, 100));
     const clock = { now: T0 };

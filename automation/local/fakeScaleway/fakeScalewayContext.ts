@@ -6,6 +6,7 @@
  * precondition_failed, denied_authentication), each beside the `message` every answer carries.
  */
 import type { FastifyRequest } from "fastify";
+import { ELASTIC_METAL_ZONES } from "../../../components/scaleway/elasticMetalZones";
 import type { FakeScalewayState } from "./fakeScalewayState";
 
 /** An answer in Scaleway's error shape: `{ message, type, ...fields of that type }`. */
@@ -106,15 +107,6 @@ export function isUuid(value: string): boolean {
   return UUID.test(value);
 }
 
-/** The Elastic Metal zones (scaleway-sdk-go baremetal/v1 API.Zones()) and the region of each. */
-export const ELASTIC_METAL_ZONES: Readonly<Record<string, string>> = {
-  "fr-par-1": "fr-par",
-  "fr-par-2": "fr-par",
-  "nl-ams-1": "nl-ams",
-  "nl-ams-2": "nl-ams",
-  "pl-waw-2": "pl-waw",
-  "pl-waw-3": "pl-waw",
-};
 const REGIONS = new Set(Object.values(ELASTIC_METAL_ZONES));
 
 /** The `{zone}` path parameter, one of the Elastic Metal zones. */

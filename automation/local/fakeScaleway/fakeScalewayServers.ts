@@ -16,8 +16,8 @@ import { createHash, randomUUID } from "node:crypto";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { AddressPool } from "../../simulated/addressPool";
 import { ELASTIC_METAL_OPTIONS, ELASTIC_METAL_OSES, PRIVATE_NETWORK_OPTION_ID, offerById, offerRunsCloudInit } from "./fakeScalewayCatalog";
+import { ELASTIC_METAL_ZONES } from "../../../components/scaleway/elasticMetalZones";
 import {
-  ELASTIC_METAL_ZONES,
   type FakeScalewayContext,
   ScalewayError,
   bodyOf,

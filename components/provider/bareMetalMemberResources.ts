@@ -10,12 +10,12 @@
 import * as pulumi from "@pulumi/pulumi";
 import type { Taint } from "../fleet/fleetSpec";
 import type { InPlaceMemberResources } from "../fleet/memberResources";
-import { bootstrapTokenDescription, nodeBootstrapToken } from "../kubernetes/bootstrapToken";
+import { nodeBootstrapToken } from "../kubernetes/bootstrapToken";
 import { type KubernetesNodeUpdateDrain, memberUpdateDrain } from "../kubernetes/kubernetesNodeDrain";
 import { KubernetesNodeMetadata } from "../kubernetes/kubernetesNodeMetadata";
 import { type KubernetesNodeRemoval, memberNodeRemoval } from "../kubernetes/kubernetesNodeRemoval";
 import { NodeLocalPvcRemoval as DynamicNodeLocalPvcRemoval } from "../kubernetes/nodeLocalPvcRemoval";
-import { NodeBootstrapToken } from "./bootstrapTokenResource";
+import { NodeBootstrapToken, nodeBootstrapTokenArgs } from "./bootstrapTokenResource";
 import { ClusterAccessProvider, type ClusterAccessProviderArgs } from "./clusterAccessProvider";
 import { NodeLocalPvcRemoval } from "./nodeLocalPvcRemovalResource";
 import { NodeMetadata } from "./nodeMetadataResource";
@@ -65,17 +65,10 @@ export class BareMetalMemberResources {
       const component = nodeBootstrapToken(name, cluster, nodeName, this.parent);
       return { resource: component, token: component.token };
     }
-    const resource = new NodeBootstrapToken(
-      name,
-      {
-        clusterKind: cluster.kind,
-        ttlMinutes: cluster.bootstrapTokenTtlMinutes,
-        nodeName,
-        description: bootstrapTokenDescription(nodeName),
-        secretObject: true,
-      },
-      { parent: this.parent, provider: this.provider() },
-    );
+    const resource = new NodeBootstrapToken(name, nodeBootstrapTokenArgs(cluster, nodeName, { secretObject: true }), {
+      parent: this.parent,
+      provider: this.provider(),
+    });
     return { resource, token: pulumi.secret(resource.token) };
   }
 

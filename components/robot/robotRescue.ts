@@ -310,6 +310,21 @@ export function configuredRobotCredentials(fromEnvToo = true): pulumi.Output<Rob
   return fromEnv ? pulumi.secret(pulumi.output(fromEnv)) : undefined;
 }
 
+/** A rescue's inputs but the credentials, the dynamic one's and the plugin's (robotRescueResource.ts) alike. */
+export function robotRescueInputs(args: Omit<RobotRescueArgs, "credentials">): Record<string, pulumi.Input<unknown>> {
+  return {
+    serverNumber: args.serverNumber,
+    fingerprints: [...args.fingerprints],
+    generation: args.generation,
+    // Only when given, so the inputs of pools without keys to upload stay as they were.
+    ...(args.uploadKeys && args.uploadKeys.length > 0 ? { uploadKeys: args.uploadKeys.map((k) => ({ ...k })) } : {}),
+    baseUrl: args.baseUrl ?? ROBOT_BASE_URL,
+    // Only when asked for, so the inputs of existing rescues stay as they were.
+    ...(args.checkRescue ? { checkRescue: true } : {}),
+    ...(args.sshPrivateKey !== undefined ? { sshPrivateKey: pulumi.secret(args.sshPrivateKey) } : {}),
+  };
+}
+
 export class RobotRescue extends pulumi.dynamic.Resource {
   declare readonly serverIp: pulumi.Output<string>;
   declare readonly resetType: pulumi.Output<string>;
@@ -321,20 +336,7 @@ export class RobotRescue extends pulumi.dynamic.Resource {
     super(
       robotRescueProvider,
       name,
-      {
-        serverNumber: args.serverNumber,
-        fingerprints: [...args.fingerprints],
-        generation: args.generation,
-        // Only when given, so the inputs of pools without keys to upload stay as they were.
-        ...(args.uploadKeys && args.uploadKeys.length > 0 ? { uploadKeys: args.uploadKeys.map((k) => ({ ...k })) } : {}),
-        baseUrl: args.baseUrl ?? ROBOT_BASE_URL,
-        credentials,
-        // Only when asked for, so the inputs of existing rescues stay as they were.
-        ...(args.checkRescue ? { checkRescue: true } : {}),
-        ...(args.sshPrivateKey !== undefined ? { sshPrivateKey: pulumi.secret(args.sshPrivateKey) } : {}),
-        serverIp: undefined,
-        resetType: undefined,
-      },
+      { ...robotRescueInputs(args), credentials, serverIp: undefined, resetType: undefined },
       { ...opts, additionalSecretOutputs: ["credentials", "sshPrivateKey"] },
       "nodefleet",
       "RobotRescue",

@@ -14,12 +14,13 @@ import type { BareMetalMemberResources } from "../provider/bareMetalMemberResour
 import { optionalStringFailures, positiveIntegerFailures, stringFailures } from "../provider/inputRules";
 import { type CheckFailure, type ClusterAccess, type ResourceHandler, changedKeys } from "../provider/resourceHandler";
 import type { InPlaceMemberResources } from "../fleet/memberResources";
-import { ROBOT_BASE_URL, robotCredentialsFromEnv } from "./robotClient";
+import { robotCredentialsFromEnv } from "./robotClient";
 import {
   ROBOT_RESCUE_REPLACE_ON_CHANGES,
   RobotRescue,
   type RobotRescueArgs,
   type RobotRescueState,
+  robotRescueInputs,
   robotRescueProvider,
 } from "./robotRescue";
 
@@ -116,17 +117,7 @@ export class RobotRescueResource extends pulumi.CustomResource {
     super(
       ROBOT_RESCUE_TYPE,
       name,
-      {
-        serverNumber: args.serverNumber,
-        fingerprints: [...args.fingerprints],
-        generation: args.generation,
-        ...(args.uploadKeys && args.uploadKeys.length > 0 ? { uploadKeys: args.uploadKeys.map((k) => ({ ...k })) } : {}),
-        baseUrl: args.baseUrl ?? ROBOT_BASE_URL,
-        ...(args.checkRescue ? { checkRescue: true } : {}),
-        ...(args.sshPrivateKey !== undefined ? { sshPrivateKey: pulumi.secret(args.sshPrivateKey) } : {}),
-        serverIp: undefined,
-        resetType: undefined,
-      },
+      { ...robotRescueInputs(args), serverIp: undefined, resetType: undefined },
       { ...opts, additionalSecretOutputs: ["sshPrivateKey"] },
     );
   }

@@ -562,6 +562,7 @@ export class AutomationEngine implements StackEngine {
             hcloud: this.hcloud,
             strategy: this.options.pendingCreateStrategy,
             logger: this.options.logger,
+            env: this.env,
           });
           const collector = new StepCollector(kind === "preview", (step, count) =>
             reportStep(step, count, options, this.options.logger, false),

@@ -1,15 +1,17 @@
 /**
  * Crash recovery for the automation engine, run before every engine run (docs/design.md §4.1), with
  * Pulumi's own mechanisms and, on the file backend, without a CLI process when there is nothing to
- * do: a stack lock left by a pulumi process of this machine that no longer runs is removed; pending
+ * do: a stack lock left by a pulumi process of this machine that no longer runs is removed (from
+ * the directory, or from the bucket of an `s3://` backend); pending
  * creates are looked up at Hetzner by name and ownership labels and adopted into the exported state
  * with their id (or deleted), the others dropped. Why not the CLI's `refresh
  * --import-pending-creates`: docs/engines.md. Every step is idempotent, so a crash during recovery
  * is recovered by the next run.
  */
 import type { Deployment, Stack } from "@pulumi/pulumi/automation";
-import { type PendingOperation, fileBackendDir, pendingOperations, removeStaleLocks } from "./fileBackendState";
+import { type PendingOperation, fileBackendDir, pendingOperations, removeStaleLocks, stackLocks } from "./fileBackendState";
 import type { HcloudClient, HcloudServer } from "../hcloud/hcloudClient";
+import { objectStoreLocation, objectStoreLocks, removeStaleObjectStoreLocks } from "./objectStoreLocks";
 import type { EngineLogger } from "./stackEngine";
 
 export type PendingCreateAction =
@@ -67,6 +69,8 @@ export interface RecoveryOptions {
   readonly hcloud?: HcloudClient;
   readonly strategy?: "import" | "delete";
   readonly logger?: EngineLogger;
+  /** The engine's environment: an object-storage backend's credentials (objectStoreLocks.ts). */
+  readonly env?: NodeJS.ProcessEnv;
 }
 
 export interface RecoveryReport {
@@ -108,18 +112,30 @@ export function adoptPendingCreates(deployment: RecoverableDeployment, actions: 
 export async function recoverStack(stack: Stack, options: RecoveryOptions): Promise<RecoveryReport> {
   const log = options.logger;
   const backendDir = fileBackendDir(options.backendUrl);
-  let removedStaleLocks = 0;
   let pending: PendingOperation[];
   let exported: Deployment | undefined;
+  const objectStore = objectStoreLocation(options.backendUrl, options.env);
+  const removed = backendDir
+    ? removeStaleLocks(backendDir, options.project, options.stackName)
+    : objectStore
+      ? await removeStaleObjectStoreLocks(objectStore, options.project, options.stackName)
+      : [];
+  const removedStaleLocks = removed.length;
+  for (const lock of removed) {
+    log?.warn(
+      { event: "crash_recovery", stack: options.stackName, deadPid: lock.pid, since: lock.timestamp },
+      "removed the stack lock of a pulumi process that no longer runs",
+    );
+  }
+  // A live lock (another replica's run, a person's `pulumi up`) means the pending operations are
+  // that run's, not a crash's: nothing to recover; the run itself waits for the lock.
+  const live = backendDir
+    ? stackLocks(backendDir, options.project, options.stackName)
+    : objectStore
+      ? await objectStoreLocks(objectStore, options.project, options.stackName)
+      : [];
+  if (live.length > 0) return { removedStaleLocks, actions: [] };
   if (backendDir) {
-    const removed = removeStaleLocks(backendDir, options.project, options.stackName);
-    removedStaleLocks = removed.length;
-    for (const lock of removed) {
-      log?.warn(
-        { event: "crash_recovery", stack: options.stackName, deadPid: lock.pid, since: lock.timestamp },
-        "removed the stack lock of a pulumi process that no longer runs",
-      );
-    }
     pending = pendingOperations(backendDir, options.project, options.stackName);
   } else {
     exported = await stack.exportStack();

@@ -182,6 +182,10 @@ const EXISTING_SECRETS_VALUES = {
   cloudCredentials: { existingSecret: "cloud-credentials" },
   apiTokens: { existingSecret: "api-tokens", key: "tokens" },
   passphrase: { existingSecret: "pulumi-passphrase", key: "passphrase" },
+  engineState: {
+    backendUrl: "s3://fleet-state/prod?endpoint=fsn1.your-objectstorage.com&region=fsn1",
+    existingSecret: "state-credentials",
+  },
 };
 const CHART_SECRETS_VALUES = {
   cloudCredentials: { values: { HCLOUD_TOKEN: "h".repeat(64), HROBOT_USER: "robot", HROBOT_PASSWORD: "secret-password" } },
@@ -219,7 +223,7 @@ describe("the service's Helm chart (deploy/charts/nodefleet)", function () {
       }
     });
 
-    it("refuses HTTPS without a certificate Secret, unknown credential names and misnamed stack files", () => {
+    it("refuses HTTPS without a certificate Secret, unknown credential names, misnamed stack files and state credentials without a backend", () => {
       assert.match(render({ tls: { enabled: true } }).output, /tls\.enabled needs tls\.secretName/);
       assert.match(render({ cloudCredentials: { values: { HCLOUD_TOKN: "x" } } }).output, /cloudCredentials\.values has HCLOUD_TOKN/);
       assert.match(
@@ -227,6 +231,10 @@ describe("the service's Helm chart (deploy/charts/nodefleet)", function () {
         /each key is a stack file's name, Pulumi\.<stack>\.yaml/,
       );
       assert.match(render({ engine: "fast" }).output, /engine is "fast"/);
+      assert.match(
+        render({ engineState: { existingSecret: "state-credentials" } }).output,
+        /engineState\.existingSecret needs engineState\.backendUrl/,
+      );
     });
 
     it("runs one non-root replica on a read-only root filesystem, every capability dropped, seccomp RuntimeDefault", () => {
@@ -342,6 +350,9 @@ describe("the service's Helm chart (deploy/charts/nodefleet)", function () {
         assert.deepEqual(secretRef(container, name), { name: "cloud-credentials", key: name, optional: true });
       assert.deepEqual(secretRef(container, "NODEFLEET_API_TOKENS"), { name: "api-tokens", key: "tokens" });
       assert.deepEqual(secretRef(container, "PULUMI_CONFIG_PASSPHRASE"), { name: "pulumi-passphrase", key: "passphrase" });
+      assert.equal(envOf(container, "NODEFLEET_API_STACK_BACKEND_URL")?.value, EXISTING_SECRETS_VALUES.engineState.backendUrl);
+      for (const name of ["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"])
+        assert.deepEqual(secretRef(container, name), { name: "state-credentials", key: name });
     });
 
     it("puts values given for Secrets into Secrets of its own, never into the pod spec", () => {

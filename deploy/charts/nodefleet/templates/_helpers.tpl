@@ -102,6 +102,22 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 - name: PULUMI_BACKEND_URL
   value: {{ . | quote }}
 {{- end }}
+{{- if and .Values.engineState.existingSecret (not .Values.engineState.backendUrl) }}
+{{- fail "engineState.existingSecret needs engineState.backendUrl: the object store's credentials serve no backend otherwise" }}
+{{- end }}
+{{- with .Values.engineState.backendUrl }}
+- name: NODEFLEET_API_STACK_BACKEND_URL
+  value: {{ . | quote }}
+{{- end }}
+{{- with .Values.engineState.existingSecret }}
+{{- range list "AWS_ACCESS_KEY_ID" "AWS_SECRET_ACCESS_KEY" }}
+- name: {{ . }}
+  valueFrom:
+    secretKeyRef:
+      name: {{ $.Values.engineState.existingSecret }}
+      key: {{ . }}
+{{- end }}
+{{- end }}
 {{- if .Values.tls.enabled }}
 - name: NODEFLEET_TLS_CERT_FILE
   value: /etc/nodefleet/tls/tls.crt

@@ -10,9 +10,9 @@ import { packageVersion } from "../../components/shared/packageVersion";
 
 const PLUGIN_NAME = "nodefleet";
 
-/** The plugin's entry in this installation (dist/components/provider/providerMain.js). */
+/** The plugin's entry in this installation (dist/components/providerMain.js). */
 function providerMainPath(): string {
-  return resolve(__dirname, "..", "..", "components", "provider", "providerMain.js");
+  return resolve(__dirname, "..", "..", "components", "providerMain.js");
 }
 
 function launcherText(): string {

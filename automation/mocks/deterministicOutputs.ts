@@ -5,6 +5,7 @@
  * cloud state on top of this.
  */
 import { NODE_BOOTSTRAP_TOKEN_TYPE } from "../../components/provider/bootstrapTokenResource";
+import { ROBOT_RESCUE_TYPE } from "../../components/robot/robotRescueResource";
 import { createHash } from "node:crypto";
 import type * as pulumi from "@pulumi/pulumi";
 import { sha256Hex } from "../../components/shared/canonicalJson";
@@ -80,8 +81,10 @@ const COMPUTED_OUTPUTS: Record<string, OutputsForType> = {
     const secret = deterministicRandomString(`${a.name}-secret`, { length: 16, ...TOKEN_CHARSET });
     return { tokenId, token: `${tokenId}.${secret}`, expiration: offsetTimestamp({ offsetMinutes: a.inputs.ttlMinutes }).rfc3339 };
   },
-  // The Hetzner Robot pool's rescue resource (a dynamic resource): the server's address.
+  // The Hetzner Robot pool's rescue resource (the dynamic one): the server's address ...
   "pulumi-nodejs:dynamic/nodefleet:RobotRescue": robotRescueMockOutputs,
+  // ... and the plugin's.
+  [ROBOT_RESCUE_TYPE]: robotRescueMockOutputs,
 };
 
 /** Ids: numeric for Hetzner resources (their args take numbers), name-derived otherwise. */

@@ -16,6 +16,7 @@ import { NODE_REMOVAL_TYPE } from "../../components/provider/nodeRemovalResource
 import { NODE_UPDATE_DRAIN_TYPE } from "../../components/provider/nodeUpdateDrainResource";
 import { ELASTIC_METAL_REPLACE_ON_CHANGES, IPAM_IP_REPLACE_ON_CHANGES } from "../../components/scaleway/elasticMetalPlan";
 import { ROBOT_RESCUE_REPLACE_ON_CHANGES } from "../../components/robot/robotRescue";
+import { ROBOT_RESCUE_TYPE } from "../../components/robot/robotRescueResource";
 import { NODE_DRAIN_REPLACE_ON_CHANGES } from "../../components/kubernetes/kubernetesNodeDrain";
 import { NODE_LOCAL_PVC_REMOVAL_REPLACE_ON_CHANGES } from "../../components/kubernetes/nodeLocalPvcRemoval";
 
@@ -178,6 +179,10 @@ export const REPLACE_TRIGGERS: Readonly<Record<string, ReplaceTriggerEntry>> = {
   [NODE_UPDATE_DRAIN_TYPE]: {
     properties: [...NODE_DRAIN_REPLACE_ON_CHANGES],
     source: `${PROVIDER_DIFF} and components/provider/nodeUpdateDrainResource.ts nodeUpdateDrainHandler.diff (NODE_DRAIN_REPLACE_ON_CHANGES)`,
+  },
+  [ROBOT_RESCUE_TYPE]: {
+    properties: [...ROBOT_RESCUE_REPLACE_ON_CHANGES],
+    source: `${PROVIDER_DIFF} and components/robot/robotRescueResource.ts robotRescueHandler.diff (ROBOT_RESCUE_REPLACE_ON_CHANGES)`,
   },
   [NODE_LOCAL_PVC_REMOVAL_TYPE]: {
     properties: [...NODE_LOCAL_PVC_REMOVAL_REPLACE_ON_CHANGES],

@@ -6,7 +6,7 @@
  * their turn.
  */
 import { generationHash } from "./generationSuffix";
-import { type MemberResources, NEW_MEMBER_RESOURCES, recordedMemberResources } from "./memberResources";
+import { type InPlaceMemberResources, NEW_IN_PLACE_MEMBER_RESOURCES, recordedInPlaceMemberResources } from "./memberResources";
 import type { InPlaceRolloutStep } from "./rolloutPlan";
 
 /** A bare-metal member as the previous run left it: what a member kept at its previous generation is declared with. */
@@ -21,25 +21,25 @@ export interface CurrentInPlaceMember {
   /** Its Node (named like its hostname) is registered and Ready. */
   readonly ready: boolean;
   /**
-   * The resources of its Node removal, drain, metadata and local PVC removal, as its node output
-   * recorded (see fleet/memberResources.ts). Default `dynamic` (members recorded before it was).
+   * The resources of its Node removal, drain, metadata, local PVC removal, token and rescue, as its
+   * node output recorded (see fleet/memberResources.ts). Default `dynamic` (members recorded before it was).
    */
-  readonly memberResources?: MemberResources;
+  readonly memberResources?: InPlaceMemberResources;
 }
 
 /**
  * The flavour a bare-metal member is declared with: the one recorded for a current member; a member
- * not in `current` is new (`plugin`), unless nothing is known of the pool's members (`current`
+ * not in `current` is new (`plugin-all`), unless nothing is known of the pool's members (`current`
  * absent), when `unrecorded` says (`dynamic` for a pool an earlier nodefleet recorded without rollouts).
  */
 export function inPlaceMemberResources(
   current: readonly CurrentInPlaceMember[] | undefined,
   nodeId: string,
-  unrecorded: MemberResources = NEW_MEMBER_RESOURCES,
-): MemberResources {
+  unrecorded: InPlaceMemberResources = NEW_IN_PLACE_MEMBER_RESOURCES,
+): InPlaceMemberResources {
   if (current === undefined) return unrecorded;
   const previous = current.find((c) => c.nodeId === nodeId);
-  return previous ? recordedMemberResources(previous.memberResources) : NEW_MEMBER_RESOURCES;
+  return previous ? recordedInPlaceMemberResources(previous.memberResources) : NEW_IN_PLACE_MEMBER_RESOURCES;
 }
 
 /**
@@ -88,7 +88,7 @@ export function currentInPlaceMembers<Extra extends object = object>(
     joinInputs: n.joinInputs!,
     ...(typeof n.kubeletConfigHash === "string" ? { kubeletConfigHash: n.kubeletConfigHash } : {}),
     ready: readyNodeNames.has(n.hostname!),
-    memberResources: recordedMemberResources(n.memberResources),
+    memberResources: recordedInPlaceMemberResources(n.memberResources),
     ...extra.read(n),
   }));
 }

@@ -10,7 +10,6 @@ import * as pulumi from "@pulumi/pulumi";
 import {
   type BootstrapTokenArgs,
   type BootstrapTokenSecretSource,
-  bootstrapTokenDescription,
   bootstrapTokenJoinMargin,
   joinWindow,
   nodeBootstrapToken,
@@ -31,7 +30,7 @@ import { type KubernetesNodeDrain, memberNodeDrain } from "../kubernetes/kuberne
 import { assertHcloudUserDataSize } from "../bootstrap/userDataLimits";
 import { type MemberResources, NEW_MEMBER_RESOURCES, recordedMemberResources } from "../fleet/memberResources";
 import { ClusterAccessProvider } from "../provider/clusterAccessProvider";
-import { NodeBootstrapToken } from "../provider/bootstrapTokenResource";
+import { NodeBootstrapToken, nodeBootstrapTokenArgs } from "../provider/bootstrapTokenResource";
 import { NodeDrain } from "../provider/nodeDrainResource";
 import { NodeRemoval } from "../provider/nodeRemovalResource";
 import { DEFAULT_DRAIN_TIMEOUT_SECONDS } from "../fleet/rolloutPlan";
@@ -474,16 +473,12 @@ export class HcloudNodePool extends pulumi.ComponentResource {
     const frozen = phase?.phase === "booting" || phase?.phase === "joined";
     const resource = new NodeBootstrapToken(
       name,
-      {
-        clusterKind: cluster.kind,
-        ttlMinutes: cluster.bootstrapTokenTtlMinutes,
-        nodeName,
-        description: bootstrapTokenDescription(nodeName),
+      nodeBootstrapTokenArgs(cluster, nodeName, {
         ...(phase?.phase === "join"
           ? { joinWindow: String(joinWindow(cluster.bootstrapTokenTtlMinutes, phase.joinMarginMinutes, phase.now)) }
           : {}),
         secretObject: phase?.phase !== "joined",
-      },
+      }),
       { parent: this, provider: this.access(args), ...(frozen ? { ignoreChanges: ["joinWindow", "ttlMinutes"] } : {}) },
     );
     return { resource, token: pulumi.secret(resource.token) };

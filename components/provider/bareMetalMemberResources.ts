@@ -1,19 +1,22 @@
 /**
  * The cluster-side resources of one bare-metal pool's members (Hetzner Robot, Scaleway Elastic
  * Metal): Node removal, the drain before an update, the Node's labels and taints, the node-local
- * PVC removal, each in the member's flavour (fleet/memberResources.ts): `plugin`, this package's
- * provider with the pool's one ClusterAccessProvider (declared when a member first needs it), or
+ * PVC removal and the bootstrap token, each in the member's flavour (fleet/memberResources.ts):
+ * `plugin-all` and `plugin`, this package's provider with the pool's one ClusterAccessProvider
+ * (declared when a member first needs it; `plugin` keeps the BootstrapToken component), or
  * `dynamic`, the `pulumi.dynamic` resources a member created before it keeps until it leaves.
- * Nothing is declared without a kubeconfig (render and simulation), as before.
+ * Nothing but the token is declared without a kubeconfig (render and simulation), as before.
  */
-import type * as pulumi from "@pulumi/pulumi";
+import * as pulumi from "@pulumi/pulumi";
 import type { Taint } from "../fleet/fleetSpec";
-import type { MemberResources } from "../fleet/memberResources";
+import type { InPlaceMemberResources } from "../fleet/memberResources";
+import { nodeBootstrapToken } from "../kubernetes/bootstrapToken";
 import { type KubernetesNodeUpdateDrain, memberUpdateDrain } from "../kubernetes/kubernetesNodeDrain";
 import { KubernetesNodeMetadata } from "../kubernetes/kubernetesNodeMetadata";
 import { type KubernetesNodeRemoval, memberNodeRemoval } from "../kubernetes/kubernetesNodeRemoval";
 import { NodeLocalPvcRemoval as DynamicNodeLocalPvcRemoval } from "../kubernetes/nodeLocalPvcRemoval";
-import { ClusterAccessProvider } from "./clusterAccessProvider";
+import { NodeBootstrapToken, nodeBootstrapTokenArgs } from "./bootstrapTokenResource";
+import { ClusterAccessProvider, type ClusterAccessProviderArgs } from "./clusterAccessProvider";
 import { NodeLocalPvcRemoval } from "./nodeLocalPvcRemovalResource";
 import { NodeMetadata } from "./nodeMetadataResource";
 import { NodeRemoval } from "./nodeRemovalResource";
@@ -22,24 +25,55 @@ import { NodeUpdateDrain } from "./nodeUpdateDrainResource";
 export class BareMetalMemberResources {
   private access: ClusterAccessProvider | undefined;
 
-  /** `name`: the pool component's name (its provider is `<name>-cluster-access`); `parent`: the pool. */
+  /**
+   * `name`: the pool component's name (its provider is `<name>-cluster-access`); `parent`: the pool;
+   * `robotCredentials`: a Robot pool's webservice credentials, given to the provider (absent: none,
+   * the plugin reads its environment).
+   */
   constructor(
     private readonly name: string,
     private readonly kubeconfig: pulumi.Input<string> | undefined,
     private readonly parent: pulumi.Resource,
+    private readonly robotCredentials?: ClusterAccessProviderArgs["robotCredentials"],
   ) {}
 
-  private provider(): ClusterAccessProvider {
+  /** The pool's one provider of the plugin's resources, declared when a member first needs it. */
+  provider(): ClusterAccessProvider {
     this.access ??= new ClusterAccessProvider(
       `${this.name}-cluster-access`,
-      this.kubeconfig === undefined ? {} : { kubeconfig: this.kubeconfig },
+      {
+        ...(this.kubeconfig === undefined ? {} : { kubeconfig: this.kubeconfig }),
+        ...(this.robotCredentials === undefined ? {} : { robotCredentials: this.robotCredentials }),
+      },
       { parent: this.parent },
     );
     return this.access;
   }
 
+  /**
+   * `name` (`<member>-<generation>-token`): the bootstrap token of one member generation, fixed at
+   * creation with its Secret kept: one NodeBootstrapToken for `plugin-all`, the BootstrapToken
+   * component of the members created before it. The token is a secret.
+   */
+  bootstrapToken(
+    name: string,
+    cluster: { readonly kind: "k0s" | "kubeadm"; readonly bootstrapTokenTtlMinutes: number },
+    nodeName: string,
+    flavour: InPlaceMemberResources,
+  ): { readonly resource: pulumi.Resource; readonly token: pulumi.Output<string> } {
+    if (flavour !== "plugin-all") {
+      const component = nodeBootstrapToken(name, cluster, nodeName, this.parent);
+      return { resource: component, token: component.token };
+    }
+    const resource = new NodeBootstrapToken(name, nodeBootstrapTokenArgs(cluster, nodeName, { secretObject: true }), {
+      parent: this.parent,
+      provider: this.provider(),
+    });
+    return { resource, token: pulumi.secret(resource.token) };
+  }
+
   /** `<nodeName>-node-removal`: removing the member deletes its Node, after its server (which depends on it). */
-  nodeRemoval(nodeName: string, flavour: MemberResources): KubernetesNodeRemoval | NodeRemoval | undefined {
+  nodeRemoval(nodeName: string, flavour: InPlaceMemberResources): KubernetesNodeRemoval | NodeRemoval | undefined {
     if (flavour === "dynamic") return memberNodeRemoval(nodeName, this.kubeconfig, this.parent);
     if (this.kubeconfig === undefined) return undefined;
     return new NodeRemoval(`${nodeName}-node-removal`, { nodeName }, { parent: this.parent, provider: this.provider() });
@@ -50,7 +84,7 @@ export class BareMetalMemberResources {
     nodeName: string,
     generation: string,
     timeoutSeconds: number | undefined,
-    flavour: MemberResources,
+    flavour: InPlaceMemberResources,
   ): KubernetesNodeUpdateDrain | NodeUpdateDrain | undefined {
     if (flavour === "dynamic") return memberUpdateDrain(nodeName, generation, this.kubeconfig, timeoutSeconds, this.parent);
     if (this.kubeconfig === undefined) return undefined;
@@ -70,7 +104,7 @@ export class BareMetalMemberResources {
       readonly taints: readonly Taint[];
       readonly generation: string;
     },
-    flavour: MemberResources,
+    flavour: InPlaceMemberResources,
     dependsOn: pulumi.Resource[],
   ): KubernetesNodeMetadata | NodeMetadata | undefined {
     if (this.kubeconfig === undefined) return undefined;
@@ -83,7 +117,7 @@ export class BareMetalMemberResources {
   localPvcRemoval(
     name: string,
     args: { readonly nodeName: string; readonly storageClass: string; readonly serverId: pulumi.Input<string> },
-    flavour: MemberResources,
+    flavour: InPlaceMemberResources,
     server: pulumi.Resource,
   ): DynamicNodeLocalPvcRemoval | NodeLocalPvcRemoval | undefined {
     if (this.kubeconfig === undefined) return undefined;

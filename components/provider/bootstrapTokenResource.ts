@@ -14,6 +14,7 @@ import {
   BOOTSTRAP_TOKEN_NAMESPACE,
   BOOTSTRAP_TOKEN_SECRET_TYPE,
   type BootstrapTokenArgs,
+  bootstrapTokenDescription,
   bootstrapTokenSecretData,
 } from "../kubernetes/bootstrapToken";
 import { type KubernetesCredentials, kubernetesApiRequest } from "../kubernetes/kubernetesApiClient";
@@ -167,6 +168,16 @@ export interface NodeBootstrapTokenArgs {
   readonly joinWindow?: string;
   /** Whether the token Secret exists: false once the Node has registered. */
   readonly secretObject: boolean;
+}
+
+/** A node's token inputs: its cluster's kind and TTL, its name and default description, and `extra` (join window, Secret presence). */
+export function nodeBootstrapTokenArgs(
+  cluster: { readonly kind: BootstrapTokenArgs["clusterKind"]; readonly bootstrapTokenTtlMinutes: number },
+  nodeName: string,
+  extra: Pick<NodeBootstrapTokenArgs, "joinWindow" | "secretObject">,
+): NodeBootstrapTokenArgs {
+  const { kind, bootstrapTokenTtlMinutes } = cluster;
+  return { clusterKind: kind, ttlMinutes: bootstrapTokenTtlMinutes, nodeName, description: bootstrapTokenDescription(nodeName), ...extra };
 }
 
 export class NodeBootstrapToken extends pulumi.CustomResource {

@@ -15,8 +15,12 @@ import { type ClusterAccess, type ResourceHandler, clusterAccessFromConfig, reve
 
 type Unary<Req, Res> = (call: grpc.ServerUnaryCall<Req, Res>, callback: grpc.sendUnaryData<Res>) => void;
 
-/** The provider's configuration key (`<package>:config:<key>`) that carries the cluster credentials. */
+/** The provider's configuration keys (`<package>:config:<key>`) that carry the cluster and the Robot credentials. */
 const CREDENTIALS_CONFIG_KEY = "nodefleet:config:credentials";
+const ROBOT_CREDENTIALS_CONFIG_KEY = "nodefleet:config:robotCredentials";
+
+/** The provider's configuration properties, each compared by diffConfig (in place, never a replacement). */
+const CONFIG_PROPERTIES = ["credentials", "robotCredentials"] as const;
 
 function resourceType(urn: string): string {
   // urn:pulumi:<stack>::<project>::<parent types$>type::<name>
@@ -52,18 +56,23 @@ function providerService(version: string, handlers: Readonly<Record<string, Reso
     callback(null, new provproto.GetSchemaResponse().setSchema("{}"));
   const checkConfig: Unary<provproto.CheckRequest, provproto.CheckResponse> = (call, callback) =>
     callback(null, new provproto.CheckResponse().setInputs(call.request.getNews()));
-  // New credentials (a rotated kubeconfig) update the provider in place: never a replacement,
-  // which would replace every member resource the provider manages.
+  // New credentials (a rotated kubeconfig or Robot password, Robot credentials given to a provider
+  // created before the plugin's rescue) update the provider in place: never a replacement, which
+  // would replace every member resource the provider manages.
   const diffConfig: Unary<provproto.DiffRequest, provproto.DiffResponse> = (call, callback) => {
-    const changed = plain(call.request.getOlds()).credentials !== plain(call.request.getNews()).credentials;
+    const olds = plain(call.request.getOlds());
+    const news = plain(call.request.getNews());
+    const changed = CONFIG_PROPERTIES.filter((key) => (olds[key] ?? "") !== (news[key] ?? ""));
     const response = new provproto.DiffResponse().setChanges(
-      changed ? provproto.DiffResponse.DiffChanges.DIFF_SOME : provproto.DiffResponse.DiffChanges.DIFF_NONE,
+      changed.length > 0 ? provproto.DiffResponse.DiffChanges.DIFF_SOME : provproto.DiffResponse.DiffChanges.DIFF_NONE,
     );
-    callback(null, changed ? response.setDiffsList(["credentials"]) : response);
+    callback(null, changed.length > 0 ? response.setDiffsList(changed) : response);
   };
   const configure: Unary<provproto.ConfigureRequest, provproto.ConfigureResponse> = (call, callback) => {
-    const fromArgs = plain(call.request.getArgs()).credentials;
-    access = clusterAccessFromConfig(typeof fromArgs === "string" ? fromArgs : call.request.getVariablesMap().get(CREDENTIALS_CONFIG_KEY));
+    const args = plain(call.request.getArgs());
+    const variables = call.request.getVariablesMap();
+    const value = (key: string, variable: string) => (typeof args[key] === "string" ? (args[key] as string) : variables.get(variable));
+    access = clusterAccessFromConfig(value("credentials", CREDENTIALS_CONFIG_KEY), value("robotCredentials", ROBOT_CREDENTIALS_CONFIG_KEY));
     callback(null, new provproto.ConfigureResponse().setAcceptsecrets(true).setSupportspreview(false));
   };
 

@@ -3,12 +3,15 @@
  * types: the cluster access from the provider's configuration, and the engine's secret envelope.
  */
 
-/**
- * The cluster credentials the provider was configured with: the JSON of a KubernetesCredentials
- * (kubernetes/kubernetesApiClient.ts), or "" when the kubeconfig had no usable user.
- */
+/** What the provider was configured with. */
 export interface ClusterAccess {
+  /**
+   * The cluster credentials: the JSON of a KubernetesCredentials (kubernetes/kubernetesApiClient.ts),
+   * or "" when the kubeconfig had no usable user.
+   */
   readonly credentialsJson: string;
+  /** The Robot webservice credentials of a Robot pool's provider: the JSON of a RobotCredentials, or "" when not given. */
+  readonly robotCredentialsJson?: string;
 }
 
 export interface CheckFailure {
@@ -43,9 +46,9 @@ export async function keepNewInputs(
   return news;
 }
 
-/** The access a configuration value gives; absent: none. */
-export function clusterAccessFromConfig(credentialsJson: string | undefined): ClusterAccess {
-  return { credentialsJson: credentialsJson ?? "" };
+/** The access the configuration values give; absent: none. */
+export function clusterAccessFromConfig(credentialsJson: string | undefined, robotCredentialsJson?: string): ClusterAccess {
+  return { credentialsJson: credentialsJson ?? "", robotCredentialsJson: robotCredentialsJson ?? "" };
 }
 
 // The engine's marker for a secret value in a property struct (pulumi/sdk resource/properties.go).

@@ -1,18 +1,18 @@
 /**
  * `nodefleet:hrobot:NodePool`: pre-bought Hetzner dedicated servers, adopted by Robot server
  * number, installed and joined to an existing cluster (k0s or kubeadm). Per member: `-rescue`
- * (RobotRescue: rescue with the pool's keys, reset), `-hardware` and `-install` over SSH to the
- * rescue (installimage; it prints the installed system's host key), `-ready` and `-join` on the
- * installed system, then the host-firewall reload and, given a kubeconfig, the Node's metadata and
- * removal (resources of nodefleet's plugin through the pool's provider, or for members created
- * before it their dynamic ones: provider/bareMetalMemberResources.ts).
+ * (rescue with the pool's keys, reset), `-hardware` and `-install` over SSH to the rescue
+ * (installimage; it prints the installed system's host key), `-ready` and `-join` on the installed
+ * system, then the host-firewall reload and, given a kubeconfig, the Node's metadata and removal.
+ * Rescue, token, metadata and removal are resources of nodefleet's plugin through the pool's
+ * provider (robotRescueResource.ts, provider/bareMetalMemberResources.ts); members created before
+ * it keep what they were created with (fleet/memberResources.ts).
  * Rescue connections accept any host key (docs/security.md says why); the installed system's is
  * pinned. Reinstalls and re-joins roll in place; what reaches a running server, and what is not
  * supported: components/robot/README.md and docs/operations.md (Hetzner Robot pools).
  */
 import * as command from "@pulumi/command";
 import * as pulumi from "@pulumi/pulumi";
-import { nodeBootstrapToken } from "../kubernetes/bootstrapToken";
 import { type ClusterSpec, type FirewallSpec, type HetznerRobotPool, firewallSchema } from "../fleet/fleetSpec";
 import { clusterFirewallRules } from "../fleet/firewallRules";
 import { GATHER_HARDWARE_COMMAND, parseRescueHardware, renderAutosetup } from "./installimageAutosetup";
@@ -20,7 +20,7 @@ import { READ_HOST_KEY_COMMAND, RECORD_ONLY_UPDATE, parseHostKeyLine, sshAuth } 
 import { hostFirewallCommandArgs } from "../bootstrap/hostFirewallCommand";
 import type { KubernetesNodeRemoval } from "../kubernetes/kubernetesNodeRemoval";
 import type { KubernetesNodeUpdateDrain } from "../kubernetes/kubernetesNodeDrain";
-import type { MemberResources } from "../fleet/memberResources";
+import type { InPlaceMemberResources } from "../fleet/memberResources";
 import { BareMetalMemberResources } from "../provider/bareMetalMemberResources";
 import type { NodeRemoval } from "../provider/nodeRemovalResource";
 import type { NodeUpdateDrain } from "../provider/nodeUpdateDrainResource";
@@ -40,7 +40,8 @@ import {
   inPlaceRolloutGeneration,
   scriptIgnoredUnlessRunning,
 } from "../fleet/inPlaceMembers";
-import { RobotRescue, configuredRobotCredentials } from "./robotRescue";
+import { type RobotRescue, configuredRobotCredentials } from "./robotRescue";
+import { type RobotRescueResource, memberRobotRescue } from "./robotRescueResource";
 import { RESCUE_INSTALL_COMMAND, renderRescueInstallScript } from "./robotRescueInstall";
 import { renderWorkerSelfJoinScript } from "../bootstrap/selfJoinScript";
 import { shellQuote } from "../bootstrap/shellScript";
@@ -75,10 +76,10 @@ export interface RobotNodePoolArgs {
   readonly current?: readonly CurrentInPlaceMember[];
   /**
    * The flavour of members while `current` is absent (see fleet/inPlaceMembers.ts
-   * `inPlaceMemberResources`). Default `plugin`; `dynamic` for a pool an earlier nodefleet recorded
+   * `inPlaceMemberResources`). Default `plugin-all`; `dynamic` for a pool an earlier nodefleet recorded
    * without rollouts, whose members keep the dynamic resources they were created with.
    */
-  readonly unrecordedMemberResources?: MemberResources;
+  readonly unrecordedMemberResources?: InPlaceMemberResources;
 }
 
 /** What the pool reports per node: serverId is the Robot server number, serverType the pool's serverType. */
@@ -89,8 +90,8 @@ export interface RobotNodeOutput extends NodeOutput {
   readonly joinInputs: string;
   /** The installed system's pinned SSH host key. */
   readonly hostKey: pulumi.Output<string>;
-  /** The resources of its Node removal, drain and metadata (see fleet/memberResources.ts); the next run keeps them. */
-  readonly memberResources: MemberResources;
+  /** The resources of its Node removal, drain, metadata, token and rescue (see fleet/memberResources.ts); the next run keeps them. */
+  readonly memberResources: InPlaceMemberResources;
 }
 
 /** Not a parsable key: a connection pinned to it fails instead of connecting unverified. */
@@ -117,7 +118,7 @@ export function readyCommand(hostname: string): string {
 const FAIL_UNGATHERED = "echo 'nodefleet: the rescue system reported no disks' >&2\nexit 1\n";
 
 export class RobotNodePool extends pulumi.ComponentResource {
-  readonly rescues: RobotRescue[] = [];
+  readonly rescues: Array<RobotRescue | RobotRescueResource> = [];
   readonly nodeRemovals: Array<KubernetesNodeRemoval | NodeRemoval> = [];
   readonly nodes: RobotNodeOutput[] = [];
   readonly updateDrains: Array<KubernetesNodeUpdateDrain | NodeUpdateDrain> = [];
@@ -143,7 +144,10 @@ export class RobotNodePool extends pulumi.ComponentResource {
     const credentials = args.robotCredentials !== undefined ? pulumi.secret(args.robotCredentials) : configuredRobotCredentials();
     // Installs and reboots take minutes: keep dialling (the provider backs off between attempts).
     const connection = { user: "root", port: 22, dialErrorLimit: 100, perDialTimeout: 30, ...sshAuth(args) };
-    const clusterSide = new BareMetalMemberResources(name, args.kubeconfig, this);
+    // The plugin's rescues take the credentials from the pool's provider, else from the plugin's environment.
+    const providerCredentials =
+      args.robotCredentials !== undefined ? pulumi.secret(args.robotCredentials) : configuredRobotCredentials(false);
+    const clusterSide = new BareMetalMemberResources(name, args.kubeconfig, this, providerCredentials);
 
     for (const step of this.rollout.members) {
       const wanted = planned.get(step.nodeId) as RobotMember;
@@ -164,7 +168,7 @@ export class RobotNodePool extends pulumi.ComponentResource {
     action: InPlaceRolloutStep["action"],
     credentials: pulumi.Input<RobotCredentials | undefined> | undefined,
     connection: { user: string; port: number; dialErrorLimit: number; perDialTimeout: number } & ReturnType<typeof sshAuth>,
-    { clusterSide, resources }: { clusterSide: BareMetalMemberResources; resources: MemberResources },
+    { clusterSide, resources }: { clusterSide: BareMetalMemberResources; resources: InPlaceMemberResources },
   ): RobotNodeOutput {
     const { cluster, pool } = args;
     const { member, generation, userData, joinInputs } = planned;
@@ -174,7 +178,7 @@ export class RobotNodePool extends pulumi.ComponentResource {
     const retained = action === "retain";
 
     // Named by generation: a reinstall gets a fresh token.
-    const token = nodeBootstrapToken(`${prefix}-${generation}-token`, cluster, member.hostname, this);
+    const token = clusterSide.bootstrapToken(`${prefix}-${generation}-token`, cluster, member.hostname, resources);
     // Named by member, not generation: a reinstall keeps it; removing the member deletes the Node.
     const nodeRemoval = clusterSide.nodeRemoval(member.hostname, resources);
     if (nodeRemoval) this.nodeRemovals.push(nodeRemoval);
@@ -185,7 +189,7 @@ export class RobotNodePool extends pulumi.ComponentResource {
         : undefined;
     if (drain) this.updateDrains.push(drain);
 
-    const rescue = new RobotRescue(
+    const rescue = memberRobotRescue(
       `${prefix}-rescue`,
       {
         serverNumber: planned.serverNumber,
@@ -195,6 +199,8 @@ export class RobotNodePool extends pulumi.ComponentResource {
         credentials,
         baseUrl: args.robotBaseUrl,
       },
+      resources,
+      clusterSide,
       {
         parent: this,
         dependsOn: [...(nodeRemoval ? [nodeRemoval] : []), ...(drain ? [drain] : [])],
@@ -261,7 +267,7 @@ export class RobotNodePool extends pulumi.ComponentResource {
         triggers: [install.id, joinInputs],
         logging: "stderr",
       },
-      { parent: this, dependsOn: [token, ready, ...(drain ? [drain] : [])], ...scriptIgnoredUnlessRunning(action) },
+      { parent: this, dependsOn: [token.resource, ready, ...(drain ? [drain] : [])], ...scriptIgnoredUnlessRunning(action) },
     );
     // Firewall rule changes reach every running member at once (bootstrap/hostFirewallCommand.ts says why that is safe).
     new command.remote.Command(

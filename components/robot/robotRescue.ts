@@ -296,14 +296,33 @@ export interface RobotRescueArgs {
   readonly sshPrivateKey?: pulumi.Input<string>;
 }
 
-/** Credentials from secret config nodefleet:hrobotUser/hrobotPassword, else HROBOT_USER/HROBOT_PASSWORD. */
-export function configuredRobotCredentials(): pulumi.Output<RobotCredentials | undefined> | undefined {
+/**
+ * Credentials from secret config nodefleet:hrobotUser/hrobotPassword, else (unless `fromEnv` is
+ * false: the plugin reads its own environment) HROBOT_USER/HROBOT_PASSWORD.
+ */
+export function configuredRobotCredentials(fromEnvToo = true): pulumi.Output<RobotCredentials | undefined> | undefined {
   const config = new pulumi.Config("nodefleet");
   const user = config.get("hrobotUser");
   const password = config.getSecret("hrobotPassword");
   if (user !== undefined && password !== undefined) return pulumi.secret(password.apply((p) => ({ user, password: p })));
+  if (!fromEnvToo) return undefined;
   const fromEnv = robotCredentialsFromEnv();
   return fromEnv ? pulumi.secret(pulumi.output(fromEnv)) : undefined;
+}
+
+/** A rescue's inputs but the credentials, the dynamic one's and the plugin's (robotRescueResource.ts) alike. */
+export function robotRescueInputs(args: Omit<RobotRescueArgs, "credentials">): Record<string, pulumi.Input<unknown>> {
+  return {
+    serverNumber: args.serverNumber,
+    fingerprints: [...args.fingerprints],
+    generation: args.generation,
+    // Only when given, so the inputs of pools without keys to upload stay as they were.
+    ...(args.uploadKeys && args.uploadKeys.length > 0 ? { uploadKeys: args.uploadKeys.map((k) => ({ ...k })) } : {}),
+    baseUrl: args.baseUrl ?? ROBOT_BASE_URL,
+    // Only when asked for, so the inputs of existing rescues stay as they were.
+    ...(args.checkRescue ? { checkRescue: true } : {}),
+    ...(args.sshPrivateKey !== undefined ? { sshPrivateKey: pulumi.secret(args.sshPrivateKey) } : {}),
+  };
 }
 
 export class RobotRescue extends pulumi.dynamic.Resource {
@@ -317,20 +336,7 @@ export class RobotRescue extends pulumi.dynamic.Resource {
     super(
       robotRescueProvider,
       name,
-      {
-        serverNumber: args.serverNumber,
-        fingerprints: [...args.fingerprints],
-        generation: args.generation,
-        // Only when given, so the inputs of pools without keys to upload stay as they were.
-        ...(args.uploadKeys && args.uploadKeys.length > 0 ? { uploadKeys: args.uploadKeys.map((k) => ({ ...k })) } : {}),
-        baseUrl: args.baseUrl ?? ROBOT_BASE_URL,
-        credentials,
-        // Only when asked for, so the inputs of existing rescues stay as they were.
-        ...(args.checkRescue ? { checkRescue: true } : {}),
-        ...(args.sshPrivateKey !== undefined ? { sshPrivateKey: pulumi.secret(args.sshPrivateKey) } : {}),
-        serverIp: undefined,
-        resetType: undefined,
-      },
+      { ...robotRescueInputs(args), credentials, serverIp: undefined, resetType: undefined },
       { ...opts, additionalSecretOutputs: ["credentials", "sshPrivateKey"] },
       "nodefleet",
       "RobotRescue",

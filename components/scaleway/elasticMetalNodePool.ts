@@ -5,7 +5,8 @@
  * bootstrap the offer decides (cloud-init or the SSH self-join, elasticMetalPlan.ts
  * `bootstrapMethod`), SSH commands that pin the host key read on first use, and, given a kubeconfig,
  * the Node's metadata, removal and local PVCs (resources of nodefleet's plugin through the pool's
- * provider, or for members created before it their dynamic ones: provider/bareMetalMemberResources.ts).
+ * provider, the token one too, or for members created before it their dynamic ones and token
+ * component: provider/bareMetalMemberResources.ts).
  * Changes roll one member at a time, in place
  * (fleet/rolloutPlan.ts `planInPlaceRollout`). What reaches a running member, and how:
  * components/scaleway/README.md; why: docs/operations.md (bare-metal notes).
@@ -13,7 +14,6 @@
 import * as command from "@pulumi/command";
 import * as pulumi from "@pulumi/pulumi";
 import * as scaleway from "@pulumiverse/scaleway";
-import { nodeBootstrapToken } from "../kubernetes/bootstrapToken";
 import { elasticMetalOs } from "./elasticMetalOs";
 import {
   type BootstrapMethod,
@@ -34,7 +34,7 @@ import {
   inPlaceRolloutGeneration,
   scriptIgnoredUnlessRunning,
 } from "../fleet/inPlaceMembers";
-import type { MemberResources } from "../fleet/memberResources";
+import type { InPlaceMemberResources } from "../fleet/memberResources";
 import { type ClusterSpec, type FirewallSpec, type ScalewayElasticMetalPool, firewallSchema } from "../fleet/fleetSpec";
 import { clusterFirewallRules } from "../fleet/firewallRules";
 import { assertElasticMetalCloudInitSize, renderSelfJoinCloudConfig } from "../bootstrap/kubeadmWorkerCloudConfig";
@@ -96,10 +96,10 @@ export interface ElasticMetalNodePoolArgs {
   readonly current?: readonly CurrentElasticMetalMember[];
   /**
    * The flavour of members while `current` is absent (see fleet/inPlaceMembers.ts
-   * `inPlaceMemberResources`). Default `plugin`; `dynamic` for a pool an earlier nodefleet recorded
+   * `inPlaceMemberResources`). Default `plugin-all`; `dynamic` for a pool an earlier nodefleet recorded
    * without rollouts, whose members keep the dynamic resources they were created with.
    */
-  readonly unrecordedMemberResources?: MemberResources;
+  readonly unrecordedMemberResources?: InPlaceMemberResources;
 }
 
 /** What the pool reports per node: serverType is the offer name, location the Scaleway zone. */
@@ -117,7 +117,7 @@ export interface ElasticMetalNodeOutput extends NodeOutput {
   /** sha256 of the kubelet config last re-pushed (kubeadm clusters): its previous one while the rollout has not reached it. */
   readonly kubeletConfigHash?: string;
   /** The resources of its Node removal, drain, metadata and local PVC removal (see fleet/memberResources.ts); the next run keeps them. */
-  readonly memberResources: MemberResources;
+  readonly memberResources: InPlaceMemberResources;
 }
 
 /** The UUID part of a Scaleway id (`fr-par/<uuid>` or `<uuid>`), to compare ids across id formats. */
@@ -199,7 +199,7 @@ interface MemberContext {
   readonly kubeletConfigHash?: string;
   readonly action: InPlaceRolloutStep["action"];
   /** The flavour of its cluster-side resources (see fleet/memberResources.ts). */
-  readonly resources: MemberResources;
+  readonly resources: InPlaceMemberResources;
   readonly poolTags: string[];
   readonly offerId: pulumi.Output<string>;
   readonly osId: pulumi.Output<string>;
@@ -439,7 +439,7 @@ export class ElasticMetalNodePool extends pulumi.ComponentResource {
     const drain = this.declareUpdateDrain(scope, rolloutGeneration);
     const { ip, privateAddress } = this.declarePrivateAddress(scope);
     // Named by generation: a replaced server (offer/OS/zone) gets a fresh token.
-    const token = nodeBootstrapToken(`${scope.prefix}-${ctx.generation}-token`, cluster, member.hostname, this);
+    const token = this.clusterSide.bootstrapToken(`${scope.prefix}-${ctx.generation}-token`, cluster, member.hostname, ctx.resources);
     const hostFirewall = hostFirewallOf(args);
     const renderJoin = joinScriptRenderer(cluster, member, hostFirewall);
     const cloudInit = ctx.method === "cloud-init" ? cloudInitJoin(member, token.token, privateAddress, renderJoin) : undefined;
@@ -448,7 +448,11 @@ export class ElasticMetalNodePool extends pulumi.ComponentResource {
     const nodeRemoval = this.clusterSide.nodeRemoval(member.hostname, ctx.resources);
     if (nodeRemoval) this.nodeRemovals.push(nodeRemoval);
     // The token Secret must exist before the node joins; the Node is deleted only after the server.
-    const server = this.declareServer(scope, ip, cloudInit, [token, ...(nodeRemoval ? [nodeRemoval] : []), ...(drain ? [drain] : [])]);
+    const server = this.declareServer(scope, ip, cloudInit, [
+      token.resource,
+      ...(nodeRemoval ? [nodeRemoval] : []),
+      ...(drain ? [drain] : []),
+    ]);
     const vlan = this.attachedVlan(server);
     const host = server.ipv4s.apply((ips) => ips?.[0]?.address ?? "");
     const { readHostKey, hostKey } = this.declareHostKeyRead(scope, server, host);
@@ -456,7 +460,7 @@ export class ElasticMetalNodePool extends pulumi.ComponentResource {
     const vlanDelivery = ctx.method === "cloud-init" ? this.declareVlanDelivery(scope, server, pinned, vlan, readHostKey) : undefined;
     const stdin = joinStdin(member, ctx.method, token.token, privateAddress, vlan, renderJoin);
     const joined = this.declareJoin(scope, server, pinned, stdin, [
-      token,
+      token.resource,
       readHostKey,
       ...(vlanDelivery ? [vlanDelivery] : []),
       ...(drain ? [drain] : []),

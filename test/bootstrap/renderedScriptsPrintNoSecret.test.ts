@@ -187,6 +187,8 @@ describe("rendered scripts print no secret (upstream keeps a command's output pl
       const commands = resources.filter((r) => COMMAND_TYPES.has(r.type));
       const secrets = new Set<string>([SSH_KEY, FAKE_ROBOT_PASSWORD, KUBECONFIG_TOKEN]);
       for (const r of resources.filter((r) => !COMMAND_TYPES.has(r.type))) secretLeaves(r.inputs, secrets);
+      // The plugin's bootstrap tokens: an output, a secret in the state (the engine applies additionalSecretOutputs).
+      for (const r of resources.filter((r) => r.type === "nodefleet:kubernetes:NodeBootstrapToken")) secrets.add(String(r.state.token));
       const joins = commands.filter((c) => c.name.endsWith("-join"));
       assert.ok(joins.length > 0, "the scenario declares a join");
       for (const join of joins) {

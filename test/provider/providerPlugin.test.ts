@@ -13,9 +13,11 @@ import * as structproto from "google-protobuf/google/protobuf/struct_pb";
 import * as provrpc from "@pulumi/pulumi/proto/provider_grpc_pb";
 import * as provproto from "@pulumi/pulumi/proto/provider_pb";
 import { packageVersion } from "../../components/shared/packageVersion";
+import { FAKE_ROBOT_PASSWORD, FAKE_ROBOT_USER, fakeServerIp, startFakeRobot } from "../support/fakeRobot";
 import { REPOSITORY_ROOT } from "../support/serveProcess";
 
 const SECRET_SIG = "4dabf18193072939515e22adb298388d";
+const DIFF_SOME = provproto.DiffResponse.DiffChanges.DIFF_SOME;
 const urn = (type: string, name: string) => `urn:pulumi:test::nodefleet::nodefleet:hcloud:NodePool$${type}::${name}`;
 
 interface Request {
@@ -215,6 +217,82 @@ describe("nodefleet's provider plugin (bin/pulumi-resource-nodefleet over gRPC)"
         .setProperties(struct({ nodeName: "node-a", generation: "g1", timeoutSeconds: 5 })),
     );
     assert.equal(drain.getId(), "node-a-g1");
+  });
+
+  it("updates itself in place when the Robot credentials come or change, never replacing itself", async () => {
+    for (const [olds, news] of [
+      [{ credentials: "a" }, { credentials: "a", robotCredentials: "r" }],
+      [
+        { credentials: "a", robotCredentials: "r" },
+        { credentials: "a", robotCredentials: "s" },
+      ],
+    ]) {
+      const request = new provproto.DiffRequest().setOlds(struct(olds!)).setNews(struct(news!));
+      const diff = await call<provproto.DiffResponse>(client, "diffConfig", request);
+      assert.deepEqual([diff.getChanges(), diff.getDiffsList(), diff.getReplacesList()], [DIFF_SOME, ["robotCredentials"], []]);
+    }
+  });
+
+  it("boots a Robot server into rescue with the credentials of its configuration, keeping none in the resource's state", async () => {
+    const robot = await startFakeRobot([321]);
+    try {
+      // Configured as the engine does for a Robot pool's provider: both credentials, secrets, in the args.
+      const configure = new provproto.ConfigureRequest().setArgs(
+        struct({
+          credentials: { [SECRET_SIG]: "1b47061264138c4ac30d75fd1eb44270", value: JSON.stringify({ server: api.url, token: "t0ken" }) },
+          robotCredentials: {
+            [SECRET_SIG]: "1b47061264138c4ac30d75fd1eb44270",
+            value: JSON.stringify({ user: FAKE_ROBOT_USER, password: FAKE_ROBOT_PASSWORD }),
+          },
+        }),
+      );
+      await call(client, "configure", configure);
+      const inputs = {
+        serverNumber: 321,
+        fingerprints: ["15:28:b0:03:95:f0:77:b3:10:56:15:6b:77:22:a5:bb"],
+        generation: "g1",
+        baseUrl: robot.baseUrl,
+        // Nothing answers there: a silent server, reset with hw at once.
+        probe: "127.0.0.1:9",
+        sshPrivateKey: { [SECRET_SIG]: "1b47061264138c4ac30d75fd1eb44270", value: "PRIVATE KEY" },
+      };
+      const rescueUrn = urn("nodefleet:hrobot:RobotRescue", "a-rescue");
+      const check = await call<provproto.CheckResponse>(
+        client,
+        "check",
+        new provproto.CheckRequest().setUrn(rescueUrn).setNews(struct(inputs)),
+      );
+      assert.deepEqual(check.getFailuresList(), []);
+      const created = await call<provproto.CreateResponse>(
+        client,
+        "create",
+        new provproto.CreateRequest().setUrn(rescueUrn).setProperties(check.getInputs()),
+      );
+      const outs = created.getProperties()!.toJavaScript() as Record<string, unknown>;
+      assert.equal(created.getId(), "321");
+      assert.deepEqual([outs.serverIp, outs.resetType], [fakeServerIp(321), "hw"]);
+      assert.equal(outs.credentials, undefined, "no credentials in the state");
+      assert.ok(!JSON.stringify(outs).includes(FAKE_ROBOT_PASSWORD));
+      assert.deepEqual(
+        (outs.sshPrivateKey as Record<string, unknown>)[SECRET_SIG],
+        "1b47061264138c4ac30d75fd1eb44270",
+        "the key stays secret",
+      );
+      assert.deepEqual(robot.rescue.get(321), inputs.fingerprints);
+      const diff = await call<provproto.DiffResponse>(
+        client,
+        "diff",
+        new provproto.DiffRequest()
+          .setUrn(rescueUrn)
+          .setOlds(struct(outs))
+          .setNews(struct({ ...inputs, generation: "g2" })),
+      );
+      assert.deepEqual([diff.getReplacesList(), diff.getDeletebeforereplace()], [["generation"], true], "a new generation reinstalls");
+      await call(client, "delete", new provproto.DeleteRequest().setUrn(rescueUrn).setId("321").setProperties(struct(outs)));
+      assert.equal(robot.rescue.has(321), false, "delete deactivates the rescue");
+    } finally {
+      await robot.close();
+    }
   });
 
   it("answers an unknown resource type with an error naming it", async () => {

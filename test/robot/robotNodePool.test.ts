@@ -21,7 +21,9 @@ import { parse } from "yaml";
 import { withSerializedProvider } from "../support/serializedProvider";
 import { tokenKubeconfig } from "../support/tokenKubeconfig";
 
-const RESCUE = "pulumi-nodejs:dynamic/nodefleet:RobotRescue";
+/** A new member's rescue: the plugin's (robotRescueResource.ts). */
+const RESCUE = "nodefleet:hrobot:RobotRescue";
+const PROVIDER = "pulumi:providers:nodefleet";
 const REMOTE = "command:remote:Command";
 const FINGERPRINT = "15:28:b0:03:95:f0:77:b3:10:56:15:6b:77:22:a5:bb";
 const SSH_KEY = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAAexample\n-----END OPENSSH PRIVATE KEY-----\n";
@@ -143,25 +145,34 @@ describe("robotNodePool: resource graph under mocks", () => {
     for (const role of ["hardware", "install", "ready", "join"]) {
       assert.equal(ofType(resources, REMOTE).filter((r) => r.name.endsWith(`-${role}`)).length, 2, role);
     }
-    const tokens = resources.filter((r) => r.type === "nodefleet:kubernetes:BootstrapToken").map((r) => r.name);
+    // One NodeBootstrapToken per member generation, fixed at creation (no join window), its Secret kept.
+    const tokens = ofType(resources, "nodefleet:kubernetes:NodeBootstrapToken");
     assert.deepEqual(
-      tokens,
+      tokens.map((t) => t.name),
       members.map((m) => `example-fsn-metal-${m.member.nodeId}-${m.generation}-token`),
     );
-    // The token secret is a RandomPassword's value (a secret in state), never a RandomString's id (in clear).
-    assert.deepEqual(
-      ofType(resources, "random:index/randomPassword:RandomPassword").map((r) => r.name),
-      tokens.map((t) => `${t}-password`),
-    );
-    assert.equal(ofType(resources, "random:index/randomString:RandomString").filter((r) => r.name.endsWith("-token-secret")).length, 0);
+    for (const token of tokens) {
+      assert.deepEqual(Object.keys(token.inputs).sort(), ["clusterKind", "description", "nodeName", "secretObject", "ttlMinutes"]);
+      assert.equal(token.inputs.secretObject, true);
+      assert.match(String(token.provider), /pulumi:providers:nodefleet::example-fsn-metal-cluster-access::/);
+    }
+    assert.equal(resources.filter((r) => r.type.startsWith("random:")).length, 0, "no random resources: the plugin draws the token");
     assert.equal(resources.find((r) => r.type === "nodefleet:hrobot:NodePool")?.name, "example-fsn-metal");
 
     const rescue = byName(resources, "example-fsn-metal-fsn-metal-a-rescue");
     assert.equal(rescue.inputs.serverNumber, 321);
     assert.deepEqual(rescue.inputs.fingerprints, [FINGERPRINT]);
     assert.equal(rescue.inputs.baseUrl, "https://robot-ws.your-server.de");
-    assert.ok(isWrappedSecret(rescue.inputs.credentials), "Robot credentials are a secret input");
-    assert.deepEqual(JSON.parse(plain<string>(rescue.inputs.credentials)), { user: FAKE_ROBOT_USER, password: FAKE_ROBOT_PASSWORD });
+    assert.equal(rescue.inputs.credentials, undefined, "no Robot credentials per member");
+    assert.match(String(rescue.provider), /pulumi:providers:nodefleet::example-fsn-metal-cluster-access::/);
+    // The configured Robot credentials: once, a secret, on the pool's provider.
+    const providers = ofType(resources, PROVIDER);
+    assert.equal(providers.length, 1);
+    assert.ok(isWrappedSecret(providers[0]!.inputs.robotCredentials), "Robot credentials are a secret provider input");
+    assert.deepEqual(JSON.parse(plain<string>(providers[0]!.inputs.robotCredentials)), {
+      user: FAKE_ROBOT_USER,
+      password: FAKE_ROBOT_PASSWORD,
+    });
     assert.equal(rescue.state.serverIp, mockRobotServerIp(321));
   });
 
@@ -333,9 +344,10 @@ describe("robotNodePool: resource graph under mocks", () => {
       ofType(resources, RESCUE).map((r) => r.name),
       ["example-fsn-metal-fsn-metal-solo-rescue"],
     );
-    // No Robot credentials configured (render): declared with an empty, still secret, value.
-    const rescue = ofType(resources, RESCUE)[0];
-    assert.ok(isWrappedSecret(rescue.inputs.credentials));
+    // No Robot credentials configured (render): none on the provider either; the plugin would read its environment.
+    const rescue = ofType(resources, RESCUE)[0]!;
+    assert.equal(rescue.inputs.credentials, undefined);
+    assert.equal(ofType(resources, PROVIDER)[0]!.inputs.robotCredentials, undefined);
     const nodes = plain<Array<Record<string, unknown>>>(outputs.nodes);
     assert.deepEqual(
       nodes.map((n) => [n.hostname, n.providerID, n.serverId, n.ipv4]),

@@ -222,11 +222,12 @@ describe("RobotNodePool rolling reinstalls and re-joins across runs (mock runtim
     assert.deepEqual(currentInPlaceMembers(nodes, POOL, new Set([`example-${POOL}-s0`])), [
       { nodeId: `${POOL}-s0`, generation: "aaaaaa", joinInputs: "f".repeat(64), ready: true, memberResources: "dynamic" },
     ]);
-    assert.equal(
-      currentInPlaceMembers([{ ...nodes[0], memberResources: "plugin" }], POOL, new Set())?.[0].memberResources,
-      "plugin",
-      "a member's recorded flavour is carried to the next run",
-    );
+    for (const flavour of ["plugin", "plugin-all"])
+      assert.equal(
+        currentInPlaceMembers([{ ...nodes[0], memberResources: flavour }], POOL, new Set())?.[0].memberResources,
+        flavour,
+        "a member's recorded flavour is carried to the next run",
+      );
     assert.equal(currentInPlaceMembers(nodes, POOL, new Set())?.[0].ready, false);
     assert.equal(currentInPlaceMembers([{ ...nodes[0], joinInputs: undefined }], POOL, new Set()), undefined);
   });
@@ -244,7 +245,8 @@ describe("RobotNodePool rolling reinstalls and re-joins across runs (mock runtim
       joinInputs: m!.joinInputs,
       ready: true,
     });
-    // No memberResources: recorded by a nodefleet before the plugin, so `dynamic`; the other four are new.
+    // No memberResources: recorded by a nodefleet before the plugin, so `dynamic`; one recorded `plugin`
+    // (created before the plugin's token and rescue); the other four are new (`plugin-all`).
     const current: CurrentInPlaceMember[] = [running(earlier), { ...running(recorded), memberResources: "plugin" }];
     const { resources, outputs } = await runUnderMocks({
       stack: "test",
@@ -285,14 +287,21 @@ describe("RobotNodePool rolling reinstalls and re-joins across runs (mock runtim
       }
     }
     assert.equal(resources.filter((r) => r.type === "pulumi:providers:nodefleet").length, 1, "one provider for the pool");
-    assert.equal(
-      resources.filter((r) => r.type === "pulumi-nodejs:dynamic/nodefleet:RobotRescue").length,
-      NODE_IDS.length,
-      "the rescue stays dynamic: it needs the Robot credentials, not the cluster's",
-    );
+    // Token and rescue: the two recorded members keep the component and the dynamic rescue they were
+    // created with (a new rescue would reinstall the server); the new ones get the plugin's.
+    const memberOf = (r: { name: string }) => NODE_IDS.find((id) => r.name.startsWith(`example-${POOL}-${id}-`));
+    const typeByMember = (type: string) => resources.filter((r) => r.type === type).map(memberOf);
+    assert.deepEqual(typeByMember("pulumi-nodejs:dynamic/nodefleet:RobotRescue"), NODE_IDS.slice(0, 2));
+    assert.deepEqual(typeByMember("nodefleet:hrobot:RobotRescue"), NODE_IDS.slice(2));
+    assert.deepEqual(typeByMember("nodefleet:kubernetes:BootstrapToken"), NODE_IDS.slice(0, 2));
+    assert.deepEqual(typeByMember("nodefleet:kubernetes:NodeBootstrapToken"), NODE_IDS.slice(2));
+    for (const r of resources.filter(
+      (r) => r.type === "nodefleet:hrobot:RobotRescue" || r.type === "nodefleet:kubernetes:NodeBootstrapToken",
+    ))
+      assert.match(String(r.provider), new RegExp(`pulumi:providers:nodefleet::example-${POOL}-cluster-access::`), r.name);
     assert.deepEqual(
       plain<Array<{ memberResources: string }>>(outputs.nodes).map((n) => n.memberResources),
-      ["dynamic", "plugin", "plugin", "plugin", "plugin", "plugin"],
+      ["dynamic", "plugin", "plugin-all", "plugin-all", "plugin-all", "plugin-all"],
       "each member's flavour is recorded for the next run",
     );
   });
@@ -301,7 +310,7 @@ describe("RobotNodePool rolling reinstalls and re-joins across runs (mock runtim
     const first = await up("v1.33.4+k0s.0", undefined);
     assert.deepEqual(
       nodesOf(first).map((n) => (n as NodeValues & { memberResources?: string }).memberResources),
-      NODE_IDS.map(() => "plugin"),
+      NODE_IDS.map(() => "plugin-all"),
     );
     const unrecorded = nodesOf(first).map(({ joinInputs: _j, ...n }) => ({ ...n, memberResources: undefined }));
     const again = await up("v1.33.4+k0s.0", unrecorded);

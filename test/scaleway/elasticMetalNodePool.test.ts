@@ -28,7 +28,8 @@ const SERVER = "scaleway:elasticmetal/server:Server";
 const IPAM_IP = "scaleway:ipam/ip:Ip";
 const PRIVATE_NETWORK = "scaleway:network/privateNetwork:PrivateNetwork";
 const REMOTE = "command:remote:Command";
-const TOKEN = "nodefleet:kubernetes:BootstrapToken";
+/** A new member's token: one resource of nodefleet's plugin. */
+const TOKEN = "nodefleet:kubernetes:NodeBootstrapToken";
 const SSH_KEY = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAAexample\n-----END OPENSSH PRIVATE KEY-----\n";
 
 const ofType = (resources: RecordedResource[], type: string) => resources.filter((r) => r.type === type);
@@ -433,9 +434,7 @@ describe("ElasticMetalNodePool under mocks", function () {
           [],
           "no token secret as a RandomString (its id)",
         );
-        const tokens = ofType(resources, "random:index/randomPassword:RandomPassword")
-          .filter((r) => r.name.endsWith("-password"))
-          .map((r) => String(r.state.result));
+        const tokens = ofType(resources, TOKEN).map((r) => String(resolveSecrets(r.state.token, true)).split(".")[1]!);
         assert.ok(tokens.length > 0);
         const masked = JSON.stringify(resources.map((r) => resolveSecrets(r.inputs, false)));
         for (const t of tokens) assert.ok(!masked.includes(t), `token secret ${t.slice(0, 3)}... leaked`);

@@ -234,7 +234,8 @@ describe("ElasticMetalNodePool rolling replacements and re-joins across runs (mo
       zone: pool.zone,
       ready: true,
     });
-    // No memberResources: recorded by a nodefleet before the plugin, so `dynamic`.
+    // No memberResources: recorded by a nodefleet before the plugin, so `dynamic`; one recorded `plugin`
+    // (before the plugin's token); the added one is new (`plugin-all`).
     const current: CurrentElasticMetalMember[] = [running(earlier), { ...running(recorded), memberResources: "plugin" }];
     const options = new Map<string, pulumi.CustomResourceOptions>();
     const { resources, outputs } = await runUnderMocks({
@@ -293,9 +294,22 @@ describe("ElasticMetalNodePool rolling replacements and re-joins across runs (mo
     assert.ok(dependsOn(`example-${POOL}-${recorded!.nodeId}-join`, "NodeUpdateDrain"), "the plugin's drain gates the re-join too");
     assert.deepEqual(
       plain<Array<{ memberResources: string }>>(outputs.nodes).map((n) => n.memberResources),
-      ["dynamic", "plugin", "plugin"],
+      ["dynamic", "plugin", "plugin-all"],
       "each member's flavour is recorded for the next run",
     );
+    // The recorded members keep the token component they were created with (a token is per
+    // generation: the next server of the member gets the new one); the new member gets the plugin's.
+    const tokenOf = (nodeId: string) =>
+      resources.filter((r) => r.name.startsWith(`example-${POOL}-${nodeId}-`) && r.name.endsWith("-token"));
+    for (const nodeId of [earlier!.nodeId, recorded!.nodeId])
+      assert.deepEqual(
+        tokenOf(nodeId).map((r) => r.type),
+        ["nodefleet:kubernetes:BootstrapToken"],
+        nodeId,
+      );
+    const [token] = tokenOf(added!.nodeId);
+    assert.equal(token?.type, "nodefleet:kubernetes:NodeBootstrapToken");
+    assert.match(String(token?.provider), new RegExp(`pulumi:providers:nodefleet::example-${POOL}-cluster-access::`));
   });
 
   it("keeps the dynamic resources of a pool an earlier nodefleet recorded without generations, and records plugin members on a first run", async () => {
@@ -303,7 +317,7 @@ describe("ElasticMetalNodePool rolling replacements and re-joins across runs (mo
     const first = await up(undefined);
     assert.deepEqual(
       flavours(first),
-      NODE_IDS.map(() => "plugin"),
+      NODE_IDS.map(() => "plugin-all"),
     );
     const unrecorded = nodesOf(first).map(({ generation: _g, ...n }) => ({ ...n, memberResources: undefined }));
     assert.deepEqual(
@@ -313,7 +327,7 @@ describe("ElasticMetalNodePool rolling replacements and re-joins across runs (mo
     );
     assert.deepEqual(
       flavours(await up(nodesOf(first))),
-      NODE_IDS.map(() => "plugin"),
+      NODE_IDS.map(() => "plugin-all"),
       "recorded plugin members stay plugin",
     );
   });

@@ -257,7 +257,7 @@ describe("nodefleet preview (as a process, simulated engine, --base-ref)", funct
           waiting: "maxUnavailable 1 reached",
         },
       ]);
-      const rescues = stack.steps.filter((s) => s.type === "pulumi-nodejs:dynamic/nodefleet:RobotRescue");
+      const rescues = stack.steps.filter((s) => s.type === "nodefleet:hrobot:RobotRescue");
       assert.deepEqual(
         rescues.map((s) => [s.op, s.name]),
         [["replace", "example-fsn-metal-fsn-metal-a-rescue"]],

@@ -6,7 +6,8 @@
  * hcloud provider, kubectl and the scaling API at them.
  */
 import { randomBytes, randomUUID } from "node:crypto";
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { acquireDataDirLock } from "../store/dataDirLock";
 import { fileBackendUrl } from "../engine/fileBackendState";
@@ -19,9 +20,11 @@ import { type FakeHcloud, buildFakeHcloud } from "./fakeHcloud/fakeHcloudApi";
 import { type FakeScaleway, buildFakeScaleway } from "./fakeScaleway/fakeScalewayApi";
 import { type FakeRobot, buildFakeRobot } from "./fakeRobot/fakeRobotApi";
 import { NodeAgent, type NodeAgentLogger } from "./nodeAgent";
-import { writeLocalStack } from "./localStack";
+import { type LocalRobotPool, writeLocalStack } from "./localStack";
 import { ensureLocalSshKey } from "./localSshKey";
 import { HcloudClient } from "../hcloud/hcloudClient";
+import { RobotMachines } from "./robotMachines/robotMachines";
+import { machinesCanRun } from "./fakeScaleway/fakeScalewayMachines";
 
 export interface LocalCloudOptions {
   readonly dataDir: string;
@@ -41,6 +44,12 @@ export interface LocalCloudOptions {
   readonly onFakeScaleway?: (fake: FakeScaleway) => void;
   /** Called with the fake Robot webservice before it listens. */
   readonly onFakeRobot?: (fake: FakeRobot) => void;
+  /**
+   * Run the fake Robot servers as machines (robotMachines/: rescue, installimage, the boot cycle;
+   * root only) and give the `local` stack a Robot pool of the first two (`local up --robot-machines`).
+   * Default false: the machines take port 22 of 127.0.3.x, so one local cloud of a host can have them.
+   */
+  readonly robotMachines?: boolean;
   /** The Pulumi project (a folder with Pulumi.yaml) that gets the generated `local` stack; none: no stack file. */
   readonly projectDir?: string;
 }
@@ -50,6 +59,8 @@ export interface LocalCloud {
   readonly hcloud: FakeHcloud;
   readonly scaleway: FakeScaleway;
   readonly robot: FakeRobot;
+  /** The Robot servers' machines, with `robotMachines`. */
+  readonly robotMachines?: RobotMachines;
   readonly agent: NodeAgent;
   /** The environment to use the local cloud with. */
   readonly env: Record<string, string>;
@@ -66,6 +77,19 @@ export class LocalCloudError extends Error {
 function fakeApiToken(file: string, generate: () => string = () => randomBytes(32).toString("hex")): string {
   if (!existsSync(file)) writeFileSync(file, `${generate()}\n`, { mode: 0o600, flag: "wx" });
   return readFileSync(file, "utf8").trim();
+}
+
+/**
+ * The SSH key pair of the local stack's bare-metal pools, generated once (0600): the pools upload
+ * its public half and log in with its private half (NODEFLEET_SSH_PRIVATE_KEY in the local env).
+ */
+function localBareMetalKey(dir: string): { privateKey: string; publicKey: string } {
+  const file = join(dir, "bare-metal-ssh-key");
+  if (!existsSync(`${file}.pub`)) {
+    rmSync(file, { force: true });
+    execFileSync("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-C", "nodefleet-local-bare-metal", "-f", file]);
+  }
+  return { privateKey: readFileSync(file, "utf8"), publicKey: readFileSync(`${file}.pub`, "utf8").trim() };
 }
 
 /** A Scaleway access key's shape: `SCW` and 17 upper-case letters or digits (it only names the key). */
@@ -112,6 +136,7 @@ export async function startLocalCloud(options: LocalCloudOptions): Promise<Local
   let hcloud: FakeHcloud | undefined;
   let scaleway: FakeScaleway | undefined;
   let robot: FakeRobot | undefined;
+  let robotMachines: RobotMachines | undefined;
   let agent: NodeAgent | undefined;
   try {
     const token = fakeApiToken(join(dir, "hcloud-token"));
@@ -164,6 +189,31 @@ export async function startLocalCloud(options: LocalCloudOptions): Promise<Local
     });
     options.onFakeRobot?.(robot);
     const robotAddress = await listenOnLoopback(robot.app, options.robotPort ?? (port === 0 ? 0 : 8083), "Robot");
+    let robotPool: { env: Record<string, string>; pool: LocalRobotPool } | undefined;
+    if (options.robotMachines) {
+      if (!machinesCanRun())
+        throw new LocalCloudError("the Robot machines need root (their sandbox uses mount namespaces, overlay mounts and port 22)");
+      const startedRobot = robot;
+      const key = localBareMetalKey(dir);
+      robotMachines = await RobotMachines.start({
+        robot: startedRobot,
+        dir: join(dir, "robot-machines"),
+        // Delivered with the key deposited (as Robot's order form offers), so the ssh-reboot rung can log in.
+        deliveredAuthorizedKeys: [key.publicKey],
+        // Off long enough between systems for a 5-second probe to see the reboot (a real one takes minutes).
+        rebootOffMs: 6000,
+        resetsNotTaking: knobs.robotResetsNotTaking,
+        hang: knobs.robotHang,
+        bios: knobs.robotBios,
+      });
+      robotMachines.startKubelets((message) => options.logger.warn({ fake: "robot" }, message));
+      const serverNumbers = startedRobot.state
+        .servers()
+        .filter((s) => s.ip !== null)
+        .slice(0, 2)
+        .map((s) => s.serverNumber);
+      robotPool = { env: { NODEFLEET_SSH_PRIVATE_KEY: key.privateKey }, pool: { serverNumbers, publicKey: key.publicKey } };
+    }
     // The key the local stack's pools name, uploaded as a user would before their first `pulumi up`.
     await ensureLocalSshKey(new HcloudClient({ token, baseUrl: address }));
     // The admin kubeconfig beside env, where `kubectl --kubeconfig <dataDir>/local/admin.kubeconfig` finds it.
@@ -195,6 +245,8 @@ export async function startLocalCloud(options: LocalCloudOptions): Promise<Local
       HROBOT_URL: robotAddress,
       HROBOT_USER: robotUser,
       HROBOT_PASSWORD: robotPassword,
+      // The key the local stack's Robot pool uploads and logs in with, when the Robot machines run.
+      ...robotPool?.env,
       KUBECONFIG: plane.adminKubeconfig,
       PULUMI_BACKEND_URL: fileBackendUrl(join(dir, "pulumi-state")),
       ...passphrase,
@@ -212,19 +264,24 @@ export async function startLocalCloud(options: LocalCloudOptions): Promise<Local
     const startedAgent = agent;
     const startedScaleway = scaleway;
     const startedRobot = robot;
-    const stackFile = options.projectDir ? await writeLocalStack(options.projectDir, startedPlane, localEnv) : undefined;
+    const startedRobotMachines = robotMachines;
+    const stackFile = options.projectDir
+      ? await writeLocalStack(options.projectDir, startedPlane, localEnv, robotPool ? { robot: robotPool.pool } : {})
+      : undefined;
     return {
       stackFile,
       plane: startedPlane,
       hcloud: fake,
       scaleway: startedScaleway,
       robot: startedRobot,
+      ...(startedRobotMachines ? { robotMachines: startedRobotMachines } : {}),
       agent: startedAgent,
       env: localEnv,
       stop: async () => {
         startedAgent.stop();
         await fake.app.close();
         await startedScaleway.app.close();
+        await startedRobotMachines?.stop();
         await startedRobot.app.close();
         await startedPlane.stop();
         lock.release();
@@ -234,6 +291,7 @@ export async function startLocalCloud(options: LocalCloudOptions): Promise<Local
     agent?.stop();
     await hcloud?.app.close();
     await scaleway?.app.close();
+    await robotMachines?.stop();
     await robot?.app.close();
     await plane?.stop();
     lock.release();

@@ -3,7 +3,8 @@
  * for this machine (its control plane's address and CA are per machine, so the file is generated
  * and git-ignored, as kind writes a kubeconfig). A static pool of three (with the SSH key `local up`
  * uploads) and an autoscaled pool for the scaling API (40 nodes and more, two server types), on the
- * fake Hetzner API. No `secure:`
+ * fake Hetzner API; with the Robot machines (`local up --robot-machines`), a Robot pool of the fake
+ * Robot account's first two servers, installed through rescue and joined over SSH. No `secure:`
  * value: the kubeconfig is read from KUBECONFIG in the environment the local cloud prints
  * (`cluster.kubeconfigFromEnvironment`).
  */
@@ -17,9 +18,23 @@ import { LOCAL_SSH_KEY } from "./localSshKey";
 
 export const LOCAL_STACK = "local";
 
-/** The fleet of the local stack. The taint and label show that the node agent registers them. */
+/** The local stack's Robot pool: its name, and what the local cloud gives it. */
+export const LOCAL_ROBOT_POOL = "local-robot";
+
+export interface LocalRobotPool {
+  /** Robot server numbers of the fake account to adopt (their machines run). */
+  readonly serverNumbers: readonly number[];
+  /** The OpenSSH public key line the pool uploads (`POST /key`); its private half is NODEFLEET_SSH_PRIVATE_KEY in the local env. */
+  readonly publicKey: string;
+}
+
+/**
+ * The fleet of the local stack. The taint and label show that the node agent registers them. With
+ * `robot`, a Robot pool (LOCAL_ROBOT_POOL) of those servers too.
+ */
 export function localFleetConfig(
   plane: Pick<ControlPlane, "server"> & { readonly admin: { readonly caPem: string } },
+  options: { readonly robot?: LocalRobotPool } = {},
 ): Record<string, unknown> {
   return {
     "nodefleet:cluster": {
@@ -62,6 +77,21 @@ export function localFleetConfig(
         limits: { maxNodes: 50, cpu: 200, memoryGiB: 400 },
         labels: { "node.kubernetes.io/pool": "local-burst" },
       },
+      ...(options.robot
+        ? [
+            {
+              name: LOCAL_ROBOT_POOL,
+              provider: "hetzner-robot",
+              mode: "static",
+              servers: options.robot.serverNumbers.map((serverNumber, i) => ({ serverNumber, name: `m${i + 1}` })),
+              sshPublicKeys: [options.robot.publicKey],
+              image: "ubuntu-24.04",
+              location: "fsn1",
+              labels: { "node.kubernetes.io/pool": LOCAL_ROBOT_POOL },
+              taints: [{ key: "nodefleet.io/local", value: "true", effect: "NoSchedule" }],
+            },
+          ]
+        : []),
     ],
   };
 }
@@ -95,14 +125,17 @@ export async function writeLocalStack(
   projectDir: string,
   plane: Pick<ControlPlane, "server"> & { readonly admin: { readonly caPem: string } },
   env: Record<string, string>,
+  options: { readonly robot?: LocalRobotPool } = {},
 ): Promise<string> {
   const file = join(projectDir, "stacks", `Pulumi.${LOCAL_STACK}.yaml`);
-  const config = localFleetConfig(plane);
+  const config = localFleetConfig(plane, options);
   const current = existsSync(file) ? readFileSync(file, "utf8") : "";
   if (
     current.includes(plane.server) &&
     current.includes("kubeconfigFromEnvironment: true") &&
-    current.includes(plane.admin.caPem.split("\n")[1] ?? "-")
+    current.includes(plane.admin.caPem.split("\n")[1] ?? "-") &&
+    // Written with the Robot pool exactly when the Robot machines run (and for their key).
+    (options.robot ? current.includes(options.robot.publicKey.split(" ")[1]!) : !current.includes(`name: ${LOCAL_ROBOT_POOL}`))
   )
     return file;
   const header = "# Written by `nodefleet local up` for this machine's local cloud (git-ignored); edit the pools freely.\n";

@@ -160,6 +160,9 @@ describe("robotNodePool: resource graph under mocks", () => {
     assert.equal(rescue.inputs.serverNumber, 321);
     assert.deepEqual(rescue.inputs.fingerprints, [FINGERPRINT]);
     assert.equal(rescue.inputs.baseUrl, "https://robot-ws.your-server.de");
+    // Each reboot is checked to reach the rescue (rescueBootLadder.ts), logging in with the pool's key, a secret.
+    assert.equal(rescue.inputs.checkRescue, true);
+    assert.ok(isWrappedSecret(rescue.inputs.sshPrivateKey), "the rescue check's key is a secret input");
     assert.ok(isWrappedSecret(rescue.inputs.credentials), "Robot credentials are a secret input");
     assert.deepEqual(JSON.parse(plain<string>(rescue.inputs.credentials)), { user: FAKE_ROBOT_USER, password: FAKE_ROBOT_PASSWORD });
     assert.equal(rescue.state.serverIp, mockRobotServerIp(321));

@@ -15,7 +15,8 @@ import type { ClusterShards } from "../reconciler/clusterShards";
 import { DEFAULT_MEMBERS_PER_SHARD, shardForNewMember, shardOfClaim } from "../reconciler/apiShard";
 import { poolTemplate, poolTemplateHash, templateHash } from "../reconciler/memberSnapshot";
 import type { MemberSnapshot, PoolTemplate } from "../store/claimSnapshot";
-import type { Claim, ClaimStore } from "../store/claimStore";
+import type { Claim } from "../store/claimStore";
+import type { ClaimRepository } from "../store/claimRepository";
 import type { Operation, OperationLog } from "../store/operationLog";
 import { admit } from "./admission";
 import { ApiError } from "./apiError";
@@ -28,7 +29,8 @@ import type { CreateNodeBody, NodeView } from "./schemas";
 export interface ClusterServiceOptions {
   /** The stack's current fleet spec (re-read when the stack file changes). */
   readonly fleet: () => FleetSpec;
-  readonly store: ClaimStore;
+  /** The claims (claimRepository.ts): the embedded SQLite store, or one shared by several replicas. */
+  readonly store: ClaimRepository;
   readonly operations: OperationLog;
   /** The cluster's reconcilers, one per API stack shard. */
   readonly reconciler: ClusterShards;
@@ -61,7 +63,7 @@ export class ClusterService {
   /** The views of every visible node (list order), while the claims, the fleet spec and the catalog are as they were. */
   private views:
     | {
-        readonly version: number;
+        readonly version: number | undefined;
         readonly fleet: FleetSpec;
         readonly catalog: ServerTypeCatalog;
         readonly imagesVersion: number;
@@ -112,21 +114,23 @@ export class ClusterService {
       id: fleet.cluster.id,
       kind: fleet.cluster.kind,
       providerIdScheme: fleet.cluster.providerIdScheme,
-      pools: autoscaledPools(fleet).map((pool) => {
-        const usage = this.options.store.usage(this.clusterId, pool.name);
-        const template = this.template(fleet, pool);
-        return {
-          name: pool.name,
-          provider: "hcloud" as const,
-          location: pool.location,
-          serverTypes: [...pool.serverTypes],
-          limits: pool.limits,
-          usage: { nodes: usage.nodes, cpu: usage.cpuMillis / 1000, memoryGiB: usage.memoryMiB / 1024 },
-          templateHash: poolTemplateHash(template),
-          labels: { ...template.labels },
-          taints: template.taints.map((t) => ({ ...t })),
-        };
-      }),
+      pools: await Promise.all(
+        autoscaledPools(fleet).map(async (pool) => {
+          const { usage } = await this.options.store.occupancy(this.clusterId, pool.name);
+          const template = this.template(fleet, pool);
+          return {
+            name: pool.name,
+            provider: "hcloud" as const,
+            location: pool.location,
+            serverTypes: [...pool.serverTypes],
+            limits: pool.limits,
+            usage: { nodes: usage.nodes, cpu: usage.cpuMillis / 1000, memoryGiB: usage.memoryMiB / 1024 },
+            templateHash: poolTemplateHash(template),
+            labels: { ...template.labels },
+            taints: template.taints.map((t) => ({ ...t })),
+          };
+        }),
+      ),
     };
     await this.options.store.durable();
     return described;
@@ -135,7 +139,10 @@ export class ClusterService {
   async instanceTypes(): Promise<InstanceTypeView[]> {
     const fleet = this.options.fleet();
     await this.refreshImages(fleet);
-    return autoscaledPools(fleet).flatMap((pool) =>
+    const usages = await Promise.all(
+      autoscaledPools(fleet).map(async (pool) => (await this.options.store.occupancy(this.clusterId, pool.name)).usage),
+    );
+    return autoscaledPools(fleet).flatMap((pool, index) =>
       withImageAvailability(
         pool,
         this.images,
@@ -144,7 +151,7 @@ export class ClusterService {
           pool,
           fleet.cluster.kubelet,
           this.options.availability,
-          { limits: pool.limits, usage: this.options.store.usage(this.clusterId, pool.name) },
+          { limits: pool.limits, usage: usages[index]! },
           this.options.learned,
           this.clusterId,
         ).instanceTypes,
@@ -160,9 +167,9 @@ export class ClusterService {
     const fleet = this.options.fleet();
     const pool = autoscaledPools(fleet).find((p) => p.name === body.pool);
     const { store } = this.options;
-    const existing = store.byUniqueId(this.clusterId, body.uniqueID);
+    const existing = await store.byUniqueId(this.clusterId, body.uniqueID);
     // The first create (or the delete a Conflict reports) may still wait for its fsync: no answer may outrun it.
-    if (existing) return { created: false, node: await this.durably(() => this.replay(existing, body, fleet)) };
+    if (existing) return { created: false, node: await this.durably(() => Promise.resolve(this.replay(existing, body, fleet))) };
     if (!pool) throw poolNotFoundError(fleet, body.pool);
     const refusal = this.options.refusal?.();
     if (refusal) throw new ApiError("Unavailable", refusal);
@@ -173,13 +180,11 @@ export class ClusterService {
         : undefined;
     const nodeId = nodeIdFor(body.uniqueID);
     const requestHash = createRequestHash(body);
-    const outcome = await store.commitTogether((): { earlier: Claim } | { claim: Claim } => {
-      // Again inside the transaction: the same uniqueID may be earlier in this group.
-      const earlier = store.byUniqueId(this.clusterId, body.uniqueID);
-      if (earlier) return { earlier };
-      const clash = store.get(this.clusterId, nodeId);
+    // The store looks the uniqueID up again inside the transaction (the same one may be earlier in
+    // this group, or come from another replica), and decides with what it reads there.
+    const outcome = await store.admit({ clusterId: this.clusterId, uniqueId: body.uniqueID, nodeId, pool: pool.name }, (view) => {
+      const { clash, occupancy } = view;
       if (clash) throw new ApiError("Conflict", `node id ${nodeId} derived from uniqueID ${body.uniqueID} is taken by ${clash.uniqueId}`);
-      const occupancy = store.occupancy(this.clusterId, pool.name);
       const admitted = admit({
         pool,
         kubelet: fleet.cluster.kubelet,
@@ -190,9 +195,7 @@ export class ClusterService {
         usage: occupancy.usage,
         ...(this.options.learned ? { learned: this.options.learned } : {}),
         ...(images ? { images } : {}),
-        ...(pool.network !== "public"
-          ? { serversOnNetwork: staticServersOnNetwork(fleet.pools) + store.privateNetworkMembers(this.clusterId) }
-          : {}),
+        ...(pool.network !== "public" ? { serversOnNetwork: staticServersOnNetwork(fleet.pools) + view.privateNetworkMembers() } : {}),
       });
       const template = poolTemplate(fleet.cluster, pool, images?.resolved);
       const placementSlot = freeSlot(occupancy.placementSlots);
@@ -219,7 +222,7 @@ export class ClusterService {
         memberResources: "plugin",
         shard,
       };
-      const claim = store.insert({
+      return {
         clusterId: this.clusterId,
         nodeId,
         uniqueId: body.uniqueID,
@@ -232,8 +235,7 @@ export class ClusterService {
         status: "PENDING",
         cpuMillis: admitted.capacity.cpuMillis,
         memoryMiB: admitted.capacity.memoryMiB,
-      });
-      return { claim };
+      };
     });
     if ("earlier" in outcome) return { created: false, node: this.replay(outcome.earlier, body, fleet) };
     const { claim } = outcome;
@@ -262,8 +264,8 @@ export class ClusterService {
     return new ApiError("NodeNotFound", `node ${nodeId} does not exist in cluster ${this.clusterId}`);
   }
 
-  private claim(nodeId: string): Claim {
-    const claim = this.options.store.get(this.clusterId, nodeId);
+  private async claim(nodeId: string): Promise<Claim> {
+    const claim = await this.options.store.get(this.clusterId, nodeId);
     if (!claim || claim.status === "GONE") throw this.notFound(nodeId);
     return claim;
   }
@@ -273,6 +275,7 @@ export class ClusterService {
     const views = this.views;
     const fresh =
       views &&
+      views.version !== undefined &&
       views.version === this.options.store.claimsVersion &&
       views.fleet === fleet &&
       views.catalog === this.options.catalog() &&
@@ -287,9 +290,9 @@ export class ClusterService {
   async get(nodeId: string): Promise<NodeView> {
     const fleet = this.options.fleet();
     await this.refreshImages(fleet);
-    return this.durably(() => {
+    return this.durably(async () => {
       const cached = this.freshViews(fleet);
-      const view = cached ? cached.byId.get(nodeId) : this.view(this.claim(nodeId), fleet);
+      const view = cached ? cached.byId.get(nodeId) : this.view(await this.claim(nodeId), fleet);
       if (!view) throw this.notFound(nodeId);
       return view;
     });
@@ -299,10 +302,10 @@ export class ClusterService {
    * What `read` answers (a value or an error such as NodeNotFound), once everything it may have
    * read is durable: a 404 for a delete not yet fsynced is as much an answer as a node is.
    */
-  private async durably<T>(read: () => T): Promise<T> {
+  private async durably<T>(read: () => Promise<T>): Promise<T> {
     let outcome: { ok: true; value: T } | { ok: false; error: unknown };
     try {
-      outcome = { ok: true, value: read() };
+      outcome = { ok: true, value: await read() };
     } catch (error) {
       outcome = { ok: false, error };
     }
@@ -324,7 +327,7 @@ export class ClusterService {
       const imagesVersion = this.images.version;
       const catalog = this.options.catalog();
       const templates = this.templates(fleet);
-      const nodes = this.options.store.list(this.clusterId).map((c) => this.view(c, fleet, templates));
+      const nodes = (await this.options.store.list(this.clusterId)).map((c) => this.view(c, fleet, templates));
       views = { version, fleet, catalog, imagesVersion, nodes, byId: new Map(nodes.map((n) => [n.nodeID, n])) };
       this.views = views;
     }
@@ -339,18 +342,10 @@ export class ClusterService {
    */
   async delete(nodeId: string): Promise<{ nodeID: string; status: "TERMINATING" }> {
     const { store } = this.options;
-    const shard = await store.commitTogether((): string | undefined => {
-      // Read inside the transaction: a run may have moved the claim since the request arrived. The
-      // status alone decides (no row decoded).
-      const status = store.status(this.clusterId, nodeId);
-      if (status === undefined || status === "GONE") throw this.notFound(nodeId);
-      if (status === "TERMINATING") return undefined;
-      const at = store.timestamp();
-      if (status === "PENDING") store.update(this.clusterId, nodeId, { status: "GONE", deleteRequestedAt: at, goneAt: at });
-      else store.update(this.clusterId, nodeId, { status: "TERMINATING", deleteRequestedAt: at });
-      // The shard whose next run removes the member's server; none when it never reached a run.
-      return status === "PENDING" ? undefined : store.shardOf(this.clusterId, nodeId);
-    });
+    // Decided inside the store's transaction: a run may have moved the claim since the request
+    // arrived. The shard is the one whose next run removes the member's server; none when it never reached a run.
+    const { found, shard } = await store.requestDelete(this.clusterId, nodeId);
+    if (found === undefined || found === "GONE") throw this.notFound(nodeId);
     if (shard !== undefined) this.options.reconciler.notify(shard);
     this.options.reconciler.emit("claims", [nodeId]);
     return { nodeID: nodeId, status: "TERMINATING" };
@@ -364,7 +359,7 @@ export class ClusterService {
   async waitForSettled(nodeId: string, seconds: number): Promise<Claim | undefined> {
     const settled = (c: Claim | undefined) => !c || c.status === "RUNNING" || c.status === "FAILED" || c.status === "GONE";
     const { store } = this.options;
-    let claim = store.get(this.clusterId, nodeId);
+    let claim = await store.get(this.clusterId, nodeId);
     const reconciler = this.options.reconciler;
     // A stopping service answers at once with the claim as it is (it is durable; Karpenter polls Get).
     if (settled(claim) || seconds <= 0 || reconciler.stopping) {
@@ -373,7 +368,11 @@ export class ClusterService {
     }
     await new Promise<void>((resolve) => {
       const onChange = (ids: readonly string[]) => {
-        if (ids.includes(nodeId) && settled(this.options.store.get(this.clusterId, nodeId))) finish();
+        if (!ids.includes(nodeId)) return;
+        void this.options.store.get(this.clusterId, nodeId).then(
+          (now) => settled(now) && finish(),
+          () => undefined, // a read that failed: the timer or the next change answers
+        );
       };
       const timer = setTimeout(() => finish(), seconds * 1000);
       function finish() {
@@ -385,7 +384,7 @@ export class ClusterService {
       reconciler.on("claims", onChange);
       reconciler.once("stopping", finish);
     });
-    claim = store.get(this.clusterId, nodeId);
+    claim = await store.get(this.clusterId, nodeId);
     // A delete accepted meanwhile may still wait for its fsync.
     await store.durable();
     return claim;

@@ -25,6 +25,7 @@ import { ClusterShards } from "../reconciler/clusterShards";
 import { GuardFingerprints } from "../store/guardFingerprints";
 import { LearnedCapacities } from "../store/learnedCapacities";
 import { ClaimStore } from "../store/claimStore";
+import { SqliteClaimRepository } from "../store/claimRepository";
 import { acquireDataDirLock, type DataDirLock } from "../store/dataDirLock";
 import { openDatabase, type Db } from "../store/database";
 import { walSyncOf } from "../store/walSync";
@@ -370,7 +371,7 @@ function servedCluster(
   });
   const service = new ClusterService(clusterId, {
     fleet: options.fleet,
-    store,
+    store: new SqliteClaimRepository(store),
     operations,
     reconciler,
     ...(options.membersPerShard !== undefined ? { membersPerShard: options.membersPerShard } : {}),

@@ -45,7 +45,8 @@ export interface Claim {
   readonly goneAt?: string;
 }
 
-interface ClaimRow {
+/** A claims row as both backends read it (PostgreSQL hands the snapshot over as text, like SQLite). */
+export interface ClaimRow {
   cluster_id: string;
   node_id: string;
   unique_id: string;
@@ -72,7 +73,7 @@ interface ClaimRow {
 const opt = <K extends string, V>(key: K, value: V | null): { [P in K]?: V } =>
   (value === null ? {} : { [key]: value }) as { [P in K]?: V };
 
-function fromRow(row: ClaimRow): Claim {
+export function fromRow(row: ClaimRow): Claim {
   return {
     clusterId: row.cluster_id,
     nodeId: row.node_id,
@@ -109,7 +110,7 @@ export interface ClaimPatch {
   readonly goneAt?: string | null;
 }
 
-const PATCH_COLUMNS: Record<keyof ClaimPatch, string> = {
+export const PATCH_COLUMNS: Record<keyof ClaimPatch, string> = {
   status: "status",
   failureCode: "failure_code",
   failureReason: "failure_reason",
@@ -120,7 +121,7 @@ const PATCH_COLUMNS: Record<keyof ClaimPatch, string> = {
   goneAt: "gone_at",
 };
 
-const PATCH_KEYS = Object.keys(PATCH_COLUMNS) as Array<keyof ClaimPatch>;
+export const PATCH_KEYS = Object.keys(PATCH_COLUMNS) as Array<keyof ClaimPatch>;
 
 export interface PoolUsage {
   readonly nodes: number;
@@ -324,13 +325,11 @@ export class ClaimStore {
 
   /** Claims by status in one API stack shard (absent in the snapshot: shard 0). */
   countByStatusInShard(clusterId: string, shard: string): Record<ClaimStatus, number> {
-    const counts = Object.fromEntries(CLAIM_STATUSES.map((s) => [s, 0])) as Record<ClaimStatus, number>;
     const rows = this.prepare(
       `SELECT status, COUNT(*) AS n FROM claims
          WHERE cluster_id = ? AND ${SHARD_OF_ROW} = ? GROUP BY status`,
     ).all(clusterId, shard) as Array<{ status: ClaimStatus; n: number }>;
-    for (const r of rows) counts[r.status] = r.n;
-    return counts;
+    return countsByStatus(rows);
   }
 
   /** The API stack shard of one claim (undefined when there is no such claim). */
@@ -372,12 +371,17 @@ export class ClaimStore {
   }
 
   countByStatus(clusterId: string): Record<ClaimStatus, number> {
-    const counts = Object.fromEntries(CLAIM_STATUSES.map((s) => [s, 0])) as Record<ClaimStatus, number>;
     const rows = this.prepare("SELECT status, COUNT(*) AS n FROM claims WHERE cluster_id = ? GROUP BY status").all(clusterId) as Array<{
       status: ClaimStatus;
       n: number;
     }>;
-    for (const r of rows) counts[r.status] = r.n;
-    return counts;
+    return countsByStatus(rows);
   }
+}
+
+/** Every status's count (0 for those without a row) from `status, COUNT(*)` rows. */
+export function countsByStatus(rows: ReadonlyArray<{ readonly status: ClaimStatus; readonly n: number }>): Record<ClaimStatus, number> {
+  const counts = Object.fromEntries(CLAIM_STATUSES.map((s) => [s, 0])) as Record<ClaimStatus, number>;
+  for (const r of rows) counts[r.status] = r.n;
+  return counts;
 }

@@ -1,0 +1,344 @@
+/**
+ * The claims in PostgreSQL, for several replicas of the service sharing them (scale-out mode): the
+ * same ClaimRepository as the embedded SQLite store (claimRepository.ts), so a replayed create is
+ * recognised by whichever replica it reaches. Admissions of one cluster are serialised across
+ * replicas by `SELECT … FOR UPDATE` on the cluster's row of `claim_clusters`, so the pool's limits
+ * and placement slots are counted with every committed admission in view (READ COMMITTED reads
+ * each statement's snapshot after the lock is granted); UNIQUE (cluster_id, unique_id) backs it.
+ * A COMMIT that returned is durable (synchronous_commit, the server default).
+ */
+import pg from "pg";
+import type { Claim, ClaimPatch, ClaimRow, ClaimStatus } from "./claimStore";
+import { CLAIM_STATUSES, OCCUPYING_STATUSES, PATCH_COLUMNS, PATCH_KEYS, countsByStatus, fromRow } from "./claimStore";
+import {
+  deletePatch,
+  type Admission,
+  type AdmissionRequest,
+  type AdmissionView,
+  type ClaimListFilter,
+  type ClaimRepository,
+  type DeleteRequest,
+  type NewClaim,
+  type Occupancy,
+} from "./claimRepository";
+
+/** Append-only, like the SQLite store's (database.ts); applied under an advisory lock so replicas starting together run each once. */
+const MIGRATIONS: readonly string[] = [
+  `CREATE TABLE claims (
+     cluster_id TEXT NOT NULL,
+     node_id TEXT NOT NULL,
+     unique_id TEXT NOT NULL,
+     request_hash TEXT NOT NULL,
+     request_json TEXT NOT NULL,
+     pool TEXT NOT NULL,
+     instance_type TEXT NOT NULL,
+     zone TEXT NOT NULL,
+     snapshot_json JSONB NOT NULL,
+     status TEXT NOT NULL CHECK (status IN ('PENDING','PROVISIONING','RUNNING','FAILED','TERMINATING','GONE')),
+     failure_code TEXT,
+     failure_reason TEXT,
+     instance_id TEXT,
+     ipv4 TEXT,
+     private_ipv4 TEXT,
+     cpu_millis INTEGER NOT NULL,
+     memory_mib INTEGER NOT NULL,
+     placement_slot INTEGER,
+     created_at TEXT NOT NULL,
+     updated_at TEXT NOT NULL,
+     delete_requested_at TEXT,
+     gone_at TEXT,
+     PRIMARY KEY (cluster_id, node_id),
+     UNIQUE (cluster_id, unique_id)
+   );
+   CREATE INDEX claims_by_status ON claims (cluster_id, status);
+   CREATE INDEX claims_by_pool ON claims (cluster_id, pool, status);
+   CREATE TABLE claim_clusters (cluster_id TEXT PRIMARY KEY);`,
+];
+
+/** Any constant key: the advisory lock migrations run under. */
+const MIGRATION_LOCK = 7_210_431;
+
+const SHARD_OF_ROW = "COALESCE(snapshot_json->>'shard', '0')";
+
+/** The claims columns, the snapshot as text: rows decode as the SQLite store's do (claimStore.ts `fromRow`). */
+const CLAIM_COLUMNS = `cluster_id, node_id, unique_id, request_hash, request_json, pool, instance_type, zone, snapshot_json::text AS snapshot_json,
+  status, failure_code, failure_reason, instance_id, ipv4, private_ipv4, cpu_millis, memory_mib, created_at, updated_at,
+  delete_requested_at, gone_at`;
+
+/** Something that runs a query: the pool (autocommit) or a client inside a transaction. */
+type Queryable = Pick<pg.PoolClient, "query">;
+
+export interface PostgresClaimStoreOptions {
+  /** A `postgres://` URL (libpq's form; node-postgres reads it). */
+  readonly connectionString: string;
+  /** Connections this replica holds at most (default 10). */
+  readonly maxConnections?: number;
+  readonly now?: () => Date;
+}
+
+export class PostgresClaimStore implements ClaimRepository {
+  readonly backend = "postgres";
+  /** Other replicas write the claims too: nothing derived from them is kept. */
+  readonly claimsVersion = undefined;
+  private readonly now: () => Date;
+
+  private constructor(
+    private readonly pool: pg.Pool,
+    now: (() => Date) | undefined,
+  ) {
+    this.now = now ?? (() => new Date());
+  }
+
+  /** Connects and brings the schema up to date; refuses a schema newer than this nodefleet knows. */
+  static async open(options: PostgresClaimStoreOptions): Promise<PostgresClaimStore> {
+    const pool = new pg.Pool({ connectionString: options.connectionString, max: options.maxConnections ?? 10 });
+    // An idle connection the server drops must not take the process down; the next query reconnects.
+    pool.on("error", () => undefined);
+    try {
+      await migrate(pool);
+    } catch (error) {
+      await pool.end();
+      throw error;
+    }
+    return new PostgresClaimStore(pool, options.now);
+  }
+
+  timestamp(): string {
+    return this.now().toISOString();
+  }
+
+  get(clusterId: string, nodeId: string): Promise<Claim | undefined> {
+    return claimBy(this.pool, clusterId, "node_id", nodeId);
+  }
+
+  async status(clusterId: string, nodeId: string): Promise<ClaimStatus | undefined> {
+    const result = await this.pool.query<{ status: ClaimStatus }>("SELECT status FROM claims WHERE cluster_id = $1 AND node_id = $2", [
+      clusterId,
+      nodeId,
+    ]);
+    return result.rows[0]?.status;
+  }
+
+  byUniqueId(clusterId: string, uniqueId: string): Promise<Claim | undefined> {
+    return claimBy(this.pool, clusterId, "unique_id", uniqueId);
+  }
+
+  async list(clusterId: string, filter: ClaimListFilter = {}): Promise<Claim[]> {
+    const statuses = filter.statuses ?? CLAIM_STATUSES.filter((s) => s !== "GONE");
+    const params: unknown[] = [clusterId, statuses];
+    let sql = `SELECT ${CLAIM_COLUMNS} FROM claims WHERE cluster_id = $1 AND status = ANY($2::text[])`;
+    if (filter.pool !== undefined) sql += ` AND pool = $${params.push(filter.pool)}`;
+    if (filter.shard !== undefined) sql += ` AND ${SHARD_OF_ROW} = $${params.push(filter.shard)}`;
+    const result = await this.pool.query<ClaimRow>(`${sql} ORDER BY created_at, node_id`, params);
+    return result.rows.map(fromRow);
+  }
+
+  occupancy(clusterId: string, pool: string): Promise<Occupancy> {
+    return occupancy(this.pool, clusterId, pool);
+  }
+
+  privateNetworkMembers(clusterId: string): Promise<number> {
+    return privateNetworkMembers(this.pool, clusterId);
+  }
+
+  async countByStatus(clusterId: string): Promise<Record<ClaimStatus, number>> {
+    const result = await this.pool.query<{ status: ClaimStatus; n: number }>(
+      "SELECT status, COUNT(*)::int AS n FROM claims WHERE cluster_id = $1 GROUP BY status",
+      [clusterId],
+    );
+    return countsByStatus(result.rows);
+  }
+
+  async countByStatusInShard(clusterId: string, shard: string): Promise<Record<ClaimStatus, number>> {
+    const result = await this.pool.query<{ status: ClaimStatus; n: number }>(
+      `SELECT status, COUNT(*)::int AS n FROM claims WHERE cluster_id = $1 AND ${SHARD_OF_ROW} = $2 GROUP BY status`,
+      [clusterId, shard],
+    );
+    return countsByStatus(result.rows);
+  }
+
+  shardOf(clusterId: string, nodeId: string): Promise<string | undefined> {
+    return shardOf(this.pool, clusterId, nodeId);
+  }
+
+  async shards(clusterId: string, statuses: readonly ClaimStatus[]): Promise<string[]> {
+    const result = await this.pool.query<{ shard: string }>(
+      `SELECT DISTINCT ${SHARD_OF_ROW} AS shard FROM claims WHERE cluster_id = $1 AND status = ANY($2::text[]) ORDER BY shard`,
+      [clusterId, statuses],
+    );
+    return result.rows.map((r) => r.shard);
+  }
+
+  admit(request: AdmissionRequest, decide: (view: AdmissionView) => NewClaim): Promise<Admission> {
+    return this.transaction(async (client): Promise<Admission> => {
+      await lockCluster(client, request.clusterId);
+      // After the lock: an admission of the same uniqueID on another replica has committed or not begun.
+      const earlier = await claimBy(client, request.clusterId, "unique_id", request.uniqueId);
+      if (earlier) return { earlier };
+      // One after another: a connection runs one query at a time.
+      const clash = await claimBy(client, request.clusterId, "node_id", request.nodeId);
+      const held = await occupancy(client, request.clusterId, request.pool);
+      const onNetwork = await privateNetworkMembers(client, request.clusterId);
+      const claim = decide({ clash, occupancy: held, privateNetworkMembers: () => onNetwork });
+      return { claim: await insert(client, claim, this.timestamp()) };
+    });
+  }
+
+  requestDelete(clusterId: string, nodeId: string): Promise<DeleteRequest> {
+    return this.transaction(async (client): Promise<DeleteRequest> => {
+      // The row itself is locked: a run's patch on another replica waits or has committed.
+      const result = await client.query<{ status: ClaimStatus; shard: string }>(
+        `SELECT status, ${SHARD_OF_ROW} AS shard FROM claims WHERE cluster_id = $1 AND node_id = $2 FOR UPDATE`,
+        [clusterId, nodeId],
+      );
+      const row = result.rows[0];
+      const patch = deletePatch(row?.status, this.timestamp());
+      if (!row || !patch) return { found: row?.status };
+      await patchClaim(client, clusterId, nodeId, patch, this.timestamp());
+      return row.status === "PENDING" ? { found: row.status } : { found: row.status, shard: row.shard };
+    });
+  }
+
+  update(clusterId: string, patches: ReadonlyArray<{ readonly nodeId: string; readonly patch: ClaimPatch }>): Promise<void> {
+    return this.transaction(async (client) => {
+      for (const { nodeId, patch } of patches) await patchClaim(client, clusterId, nodeId, patch, this.timestamp());
+    });
+  }
+
+  /** Every COMMIT that returned is durable already. */
+  durable(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  close(): Promise<void> {
+    return this.pool.end();
+  }
+
+  /** BEGIN … COMMIT on one pooled connection; ROLLBACK (and the error passed on) when fn or the COMMIT throws. */
+  private async transaction<T>(fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    const client = await this.pool.connect();
+    // A connection whose ROLLBACK failed is in an unknown state: it is closed, not reused.
+    let broken: Error | undefined;
+    try {
+      await client.query("BEGIN");
+      const result = await fn(client);
+      await client.query("COMMIT");
+      return result;
+    } catch (error) {
+      await client.query("ROLLBACK").catch((failure: unknown) => {
+        broken = failure instanceof Error ? failure : new Error(String(failure));
+      });
+      throw error;
+    } finally {
+      client.release(broken);
+    }
+  }
+}
+
+async function migrate(pool: pg.Pool): Promise<void> {
+  const client = await pool.connect();
+  try {
+    await client.query("BEGIN");
+    await client.query("SELECT pg_advisory_xact_lock($1)", [MIGRATION_LOCK]);
+    await client.query("CREATE TABLE IF NOT EXISTS nodefleet_schema (version INTEGER NOT NULL)");
+    const found = await client.query<{ version: number }>("SELECT version FROM nodefleet_schema");
+    const version = found.rows[0]?.version ?? 0;
+    if (version > MIGRATIONS.length) {
+      throw new Error(`database schema version ${version} is newer than this nodefleet (knows ${MIGRATIONS.length}); upgrade nodefleet`);
+    }
+    for (let v = version; v < MIGRATIONS.length; v++) await client.query(MIGRATIONS[v]!);
+    if (found.rows.length === 0) await client.query("INSERT INTO nodefleet_schema (version) VALUES ($1)", [MIGRATIONS.length]);
+    else await client.query("UPDATE nodefleet_schema SET version = $1", [MIGRATIONS.length]);
+    await client.query("COMMIT");
+  } catch (error) {
+    await client.query("ROLLBACK").catch(() => undefined);
+    throw error;
+  } finally {
+    client.release();
+  }
+}
+
+/** Takes the cluster's admission lock until the transaction ends (the row is made on the cluster's first admission). */
+async function lockCluster(client: Queryable, clusterId: string): Promise<void> {
+  await client.query("INSERT INTO claim_clusters (cluster_id) VALUES ($1) ON CONFLICT DO NOTHING", [clusterId]);
+  await client.query("SELECT cluster_id FROM claim_clusters WHERE cluster_id = $1 FOR UPDATE", [clusterId]);
+}
+
+/** The cluster's claim with this node id or this uniqueID (both unique within a cluster). */
+async function claimBy(db: Queryable, clusterId: string, key: "node_id" | "unique_id", value: string): Promise<Claim | undefined> {
+  const result = await db.query<ClaimRow>(`SELECT ${CLAIM_COLUMNS} FROM claims WHERE cluster_id = $1 AND ${key} = $2`, [clusterId, value]);
+  const row = result.rows[0];
+  return row && fromRow(row);
+}
+
+async function shardOf(db: Queryable, clusterId: string, nodeId: string): Promise<string | undefined> {
+  const result = await db.query<{ shard: string }>(`SELECT ${SHARD_OF_ROW} AS shard FROM claims WHERE cluster_id = $1 AND node_id = $2`, [
+    clusterId,
+    nodeId,
+  ]);
+  return result.rows[0]?.shard;
+}
+
+async function occupancy(db: Queryable, clusterId: string, pool: string): Promise<Occupancy> {
+  const result = await db.query<{ nodes: number; cpu: string; mem: string; slot: number | null; shard: string }>(
+    `SELECT COUNT(*) OVER ()::int AS nodes, SUM(cpu_millis) OVER () AS cpu, SUM(memory_mib) OVER () AS mem,
+            placement_slot AS slot, ${SHARD_OF_ROW} AS shard
+       FROM claims WHERE cluster_id = $1 AND pool = $2 AND status = ANY($3::text[])`,
+    [clusterId, pool, OCCUPYING_STATUSES],
+  );
+  const first = result.rows[0];
+  const slotShards = new Map<number, string>();
+  for (const row of result.rows) if (row.slot !== null) slotShards.set(row.slot, row.shard);
+  return {
+    usage: { nodes: first?.nodes ?? 0, cpuMillis: Number(first?.cpu ?? 0), memoryMiB: Number(first?.mem ?? 0) },
+    placementSlots: [...slotShards.keys()],
+    slotShards,
+  };
+}
+
+async function privateNetworkMembers(db: Queryable, clusterId: string): Promise<number> {
+  const result = await db.query<{ n: number }>(
+    `SELECT COUNT(*)::int AS n FROM claims WHERE cluster_id = $1 AND status = ANY($2::text[])
+       AND (snapshot_json #>> '{template,network}') IS DISTINCT FROM 'public'`,
+    [clusterId, OCCUPYING_STATUSES],
+  );
+  return result.rows[0]!.n;
+}
+
+async function insert(db: Queryable, claim: NewClaim, at: string): Promise<Claim> {
+  await db.query(
+    `INSERT INTO claims (cluster_id, node_id, unique_id, request_hash, request_json, pool, instance_type, zone, snapshot_json,
+         status, failure_code, failure_reason, instance_id, ipv4, private_ipv4, cpu_millis, memory_mib, placement_slot, created_at, updated_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $19)`,
+    [
+      claim.clusterId,
+      claim.nodeId,
+      claim.uniqueId,
+      claim.requestHash,
+      JSON.stringify(claim.request),
+      claim.pool,
+      claim.instanceType,
+      claim.zone,
+      JSON.stringify(claim.snapshot),
+      claim.status,
+      claim.failureCode ?? null,
+      claim.failureReason ?? null,
+      claim.instanceId ?? null,
+      claim.ipv4 ?? null,
+      claim.privateIpv4 ?? null,
+      claim.cpuMillis,
+      claim.memoryMiB,
+      typeof claim.snapshot.placementSlot === "number" ? claim.snapshot.placementSlot : null,
+      at,
+    ],
+  );
+  return { ...claim, createdAt: at, updatedAt: at };
+}
+
+async function patchClaim(db: Queryable, clusterId: string, nodeId: string, patch: ClaimPatch, at: string): Promise<void> {
+  const keys = PATCH_KEYS.filter((key) => patch[key] !== undefined);
+  const values: unknown[] = keys.map((key) => patch[key]);
+  const sets = [...keys.map((key, i) => `${PATCH_COLUMNS[key]} = $${i + 1}`), `updated_at = $${values.push(at)}`];
+  values.push(clusterId, nodeId);
+  await db.query(`UPDATE claims SET ${sets.join(", ")} WHERE cluster_id = $${values.length - 1} AND node_id = $${values.length}`, values);
+}

@@ -46,6 +46,7 @@ export class RobotMachines {
   private readonly kubelets = new Map<number, { machine: Machine; kubelet: MachineKubelet }>();
   private readonly kubeletTrouble = new Map<number, string>();
   private kubeletTimer: NodeJS.Timeout | undefined;
+  private rebootTimer: NodeJS.Timeout | undefined;
   private kubeletPass: Promise<void> = Promise.resolve();
   private stopped = false;
   /** The running systems whose `reboot` was already passed on. */
@@ -118,43 +119,53 @@ export class RobotMachines {
    * does not. Trouble is said once through `log`.
    */
   startKubelets(log: (message: string) => void, intervalMs = 500): void {
+    // Reboots on their own timer: a kubelet's join (a CSR and its approval) must not hold them up.
+    this.rebootTimer = setInterval(() => this.passReboots(), 250);
     const tick = async (): Promise<void> => {
       if (this.stopped) return;
-      for (const [serverNumber, machine] of this.machines) {
-        const current = machine.current;
-        const session = machine.session;
-        // A `reboot` run in the system: the fake boots it as a reset would.
-        if (current && !this.rebooted.has(current) && current.ownFile(REBOOT_REQUEST_PATH) !== undefined) {
-          this.rebooted.add(current);
-          this.args.robot.rebootFromOs(serverNumber);
-          continue;
-        }
-        if (!current || !session || machine.system !== "installed" || machine.hung) {
-          this.kubelets.delete(serverNumber);
-          continue;
-        }
-        let entry = this.kubelets.get(serverNumber);
-        if (entry?.machine !== current) {
-          entry = { machine: current, kubelet: new MachineKubelet(current, session) };
-          this.kubelets.set(serverNumber, entry);
-        }
-        try {
-          await entry.kubelet.pass();
-          this.kubeletTrouble.delete(serverNumber);
-        } catch (error) {
-          const message = (error as Error).message;
-          if (this.kubeletTrouble.get(serverNumber) !== message) log(`Robot machine ${serverNumber}: kubelet: ${message}`);
-          this.kubeletTrouble.set(serverNumber, message);
-        }
-      }
+      await Promise.all([...this.machines].map(([serverNumber, machine]) => this.passKubelet(serverNumber, machine, log)));
       if (!this.stopped) this.kubeletTimer = setTimeout(() => (this.kubeletPass = tick()), intervalMs);
     };
     this.kubeletPass = tick();
   }
 
+  /** A `reboot` run in a running system: the fake boots it as a reset would. */
+  private passReboots(): void {
+    for (const [serverNumber, machine] of this.machines) {
+      const current = machine.current;
+      if (!current || this.rebooted.has(current) || current.ownFile(REBOOT_REQUEST_PATH) === undefined) continue;
+      this.rebooted.add(current);
+      this.args.robot.rebootFromOs(serverNumber);
+    }
+  }
+
+  /** One pass of a machine's kubelet: a join when it was started, else its heartbeat; none while it does not run installed. */
+  private async passKubelet(serverNumber: number, machine: RobotMachine, log: (message: string) => void): Promise<void> {
+    const current = machine.current;
+    const session = machine.session;
+    if (!current || !session || machine.system !== "installed" || machine.hung) {
+      this.kubelets.delete(serverNumber);
+      return;
+    }
+    let entry = this.kubelets.get(serverNumber);
+    if (entry?.machine !== current) {
+      entry = { machine: current, kubelet: new MachineKubelet(current, session) };
+      this.kubelets.set(serverNumber, entry);
+    }
+    try {
+      await entry.kubelet.pass();
+      this.kubeletTrouble.delete(serverNumber);
+    } catch (error) {
+      const message = (error as Error).message;
+      if (this.kubeletTrouble.get(serverNumber) !== message) log(`Robot machine ${serverNumber}: kubelet: ${message}`);
+      this.kubeletTrouble.set(serverNumber, message);
+    }
+  }
+
   /** Detaches from the fake and stops every machine. */
   async stop(): Promise<void> {
     this.stopped = true;
+    clearInterval(this.rebootTimer);
     clearTimeout(this.kubeletTimer);
     await this.kubeletPass;
     this.args.robot.attachMachines(undefined);

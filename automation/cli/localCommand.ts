@@ -28,6 +28,7 @@ export function registerLocalCommand(program: Command): void {
     .option("--scaleway-port <n>", "port of the fake Scaleway API (default 8082, a free one with --hcloud-port 0)", parsePort)
     .option("--robot-port <n>", "port of the fake Robot webservice (default 8083, a free one with --hcloud-port 0)", parsePort)
     .option("--project-dir <dir>", "the Pulumi project that gets the generated stacks/Pulumi.local.yaml", ".")
+    .option("--robot-machines", "run the fake Robot servers as machines (root) and add a Robot pool of two to the local stack")
     .option("--json", 'print the environment as one JSON document {"env": {...}}')
     .action(
       async (opts: {
@@ -36,6 +37,7 @@ export function registerLocalCommand(program: Command): void {
         scalewayPort?: number;
         robotPort?: number;
         projectDir: string;
+        robotMachines?: boolean;
         json?: boolean;
       }) => {
         const logger = pino({ name: "nodefleet-local", level: process.env.NODEFLEET_LOG_LEVEL ?? "info" }, pino.destination(2));
@@ -52,6 +54,7 @@ export function registerLocalCommand(program: Command): void {
           ...(opts.scalewayPort !== undefined ? { scalewayPort: opts.scalewayPort } : {}),
           ...(opts.robotPort !== undefined ? { robotPort: opts.robotPort } : {}),
           logger,
+          ...(opts.robotMachines ? { robotMachines: true } : {}),
           ...(hasProject ? { projectDir } : {}),
           // The generated stack's Elastic Metal pool, when machines can run here (as root).
           elasticMetalPool: true,

@@ -20,9 +20,11 @@ import { type FakeHcloud, buildFakeHcloud } from "./fakeHcloud/fakeHcloudApi";
 import { type FakeScaleway, buildFakeScaleway } from "./fakeScaleway/fakeScalewayApi";
 import { type FakeRobot, buildFakeRobot } from "./fakeRobot/fakeRobotApi";
 import { NodeAgent, type NodeAgentLogger } from "./nodeAgent";
-import { writeLocalStack } from "./localStack";
-import { ensureLocalScalewaySshKey, ensureLocalSshKey } from "./localSshKey";
+import { type LocalRobotPool, writeLocalStack } from "./localStack";
+import { ensureLocalScalewaySshKey, ensureLocalSshKey, localBareMetalKey } from "./localSshKey";
 import { HcloudClient } from "../hcloud/hcloudClient";
+import { RobotMachines } from "./robotMachines/robotMachines";
+import { machinesCanRun } from "./fakeScaleway/fakeScalewayMachines";
 
 export interface LocalCloudOptions {
   readonly dataDir: string;
@@ -42,6 +44,12 @@ export interface LocalCloudOptions {
   readonly onFakeScaleway?: (fake: FakeScaleway) => void;
   /** Called with the fake Robot webservice before it listens. */
   readonly onFakeRobot?: (fake: FakeRobot) => void;
+  /**
+   * Run the fake Robot servers as machines (robotMachines/: rescue, installimage, the boot cycle;
+   * root only) and give the `local` stack a Robot pool of the first two (`local up --robot-machines`).
+   * Default false: the machines take port 22 of 127.0.3.x, so one local cloud of a host can have them.
+   */
+  readonly robotMachines?: boolean;
   /** The Pulumi project (a folder with Pulumi.yaml) that gets the generated `local` stack; none: no stack file. */
   readonly projectDir?: string;
   /**
@@ -57,6 +65,8 @@ export interface LocalCloud {
   readonly hcloud: FakeHcloud;
   readonly scaleway: FakeScaleway;
   readonly robot: FakeRobot;
+  /** The Robot servers' machines, with `robotMachines`. */
+  readonly robotMachines?: RobotMachines;
   readonly agent: NodeAgent;
   /** The environment to use the local cloud with. */
   readonly env: Record<string, string>;
@@ -119,6 +129,7 @@ export async function startLocalCloud(options: LocalCloudOptions): Promise<Local
   let hcloud: FakeHcloud | undefined;
   let scaleway: FakeScaleway | undefined;
   let robot: FakeRobot | undefined;
+  let robotMachines: RobotMachines | undefined;
   let agent: NodeAgent | undefined;
   try {
     const token = fakeApiToken(join(dir, "hcloud-token"));
@@ -175,6 +186,31 @@ export async function startLocalCloud(options: LocalCloudOptions): Promise<Local
     });
     options.onFakeRobot?.(robot);
     const robotAddress = await listenOnLoopback(robot.app, options.robotPort ?? (port === 0 ? 0 : 8083), "Robot");
+    let robotPool: { env: Record<string, string>; pool: LocalRobotPool } | undefined;
+    if (options.robotMachines) {
+      if (!machinesCanRun())
+        throw new LocalCloudError("the Robot machines need root (their sandbox uses mount namespaces, overlay mounts and port 22)");
+      const startedRobot = robot;
+      const key = localBareMetalKey(join(dir, "bare-metal-ssh-key"));
+      robotMachines = await RobotMachines.start({
+        robot: startedRobot,
+        dir: join(dir, "robot-machines"),
+        // Delivered with the key deposited (as Robot's order form offers), so the ssh-reboot rung can log in.
+        deliveredAuthorizedKeys: [key.publicKey],
+        // Off long enough between systems for a 5-second probe to see the reboot (a real one takes minutes).
+        rebootOffMs: 6000,
+        resetsNotTaking: knobs.robotResetsNotTaking,
+        hang: knobs.robotHang,
+        bios: knobs.robotBios,
+      });
+      robotMachines.startKubelets((message) => options.logger.warn({ fake: "robot" }, message));
+      const serverNumbers = startedRobot.state
+        .servers()
+        .filter((s) => s.ip !== null)
+        .slice(0, 2)
+        .map((s) => s.serverNumber);
+      robotPool = { env: { NODEFLEET_SSH_PRIVATE_KEY: key.privateKey }, pool: { serverNumbers, publicKey: key.publicKey } };
+    }
     // The key the local stack's pools name, uploaded as a user would before their first `pulumi up`.
     await ensureLocalSshKey(new HcloudClient({ token, baseUrl: address }));
     // The admin kubeconfig beside env, where `kubectl --kubeconfig <dataDir>/local/admin.kubeconfig` finds it.
@@ -206,8 +242,10 @@ export async function startLocalCloud(options: LocalCloudOptions): Promise<Local
       HROBOT_URL: robotAddress,
       HROBOT_USER: robotUser,
       HROBOT_PASSWORD: robotPassword,
-      // The Elastic Metal pool's SSH private key (the pool reads it after the secret config nodefleet:sshPrivateKey).
+      // The bare-metal pools' SSH private key (a pool reads it after the secret config nodefleet:sshPrivateKey): one
+      // key for the Elastic Metal and the Robot pools.
       ...(scwKey ? { NODEFLEET_SSH_PRIVATE_KEY: scwKey.privateKey } : {}),
+      ...robotPool?.env,
       KUBECONFIG: plane.adminKubeconfig,
       PULUMI_BACKEND_URL: fileBackendUrl(join(dir, "pulumi-state")),
       ...passphrase,
@@ -227,19 +265,27 @@ export async function startLocalCloud(options: LocalCloudOptions): Promise<Local
     const startedRobot = robot;
     const elasticMetal =
       scwKey && options.elasticMetalPool === true ? { sshKeyId: scwKey.sshKeyId, sshUser: userInfo().username } : undefined;
-    const stackFile = options.projectDir ? await writeLocalStack(options.projectDir, startedPlane, localEnv, elasticMetal) : undefined;
+    const startedRobotMachines = robotMachines;
+    const stackFile = options.projectDir
+      ? await writeLocalStack(options.projectDir, startedPlane, localEnv, {
+          ...(elasticMetal ? { elasticMetal } : {}),
+          ...(robotPool ? { robot: robotPool.pool } : {}),
+        })
+      : undefined;
     return {
       stackFile,
       plane: startedPlane,
       hcloud: fake,
       scaleway: startedScaleway,
       robot: startedRobot,
+      ...(startedRobotMachines ? { robotMachines: startedRobotMachines } : {}),
       agent: startedAgent,
       env: localEnv,
       stop: async () => {
         startedAgent.stop();
         await fake.app.close();
         await startedScaleway.app.close();
+        await startedRobotMachines?.stop();
         await startedRobot.app.close();
         await startedPlane.stop();
         lock.release();
@@ -249,6 +295,7 @@ export async function startLocalCloud(options: LocalCloudOptions): Promise<Local
     agent?.stop();
     await hcloud?.app.close();
     await scaleway?.app.close();
+    await robotMachines?.stop();
     await robot?.app.close();
     await plane?.stop();
     lock.release();

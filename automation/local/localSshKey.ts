@@ -42,11 +42,7 @@ export async function ensureLocalScalewaySshKey(
   file: string,
   api: { readonly url: string; readonly secretKey: string },
 ): Promise<{ sshKeyId: string; privateKey: string }> {
-  if (!existsSync(`${file}.pub`)) {
-    rmSync(file, { force: true });
-    execFileSync("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-C", "nodefleet-local-bare-metal", "-f", file]);
-  }
-  const publicKey = readFileSync(`${file}.pub`, "utf8").trim();
+  const { publicKey, privateKey } = localBareMetalKey(file);
   const call = async (method: string, path: string, body?: unknown) => {
     const response = await fetch(`${api.url}${path}`, {
       method,
@@ -61,5 +57,18 @@ export async function ensureLocalScalewaySshKey(
     (k) => k.public_key.trim().split(" ").slice(0, 2).join(" ") === publicKey.split(" ").slice(0, 2).join(" "),
   );
   const sshKeyId = same?.id ?? (await call("POST", "/iam/v1alpha1/ssh-keys", { name: LOCAL_SSH_KEY, public_key: publicKey })).id!;
-  return { sshKeyId, privateKey: readFileSync(file, "utf8") };
+  return { sshKeyId, privateKey };
+}
+
+/**
+ * The SSH key pair of the local stack's bare-metal pools (Elastic Metal and Robot), generated once
+ * with ssh-keygen (0600): the pools upload its public half and log in with its private half
+ * (NODEFLEET_SSH_PRIVATE_KEY in the local env).
+ */
+export function localBareMetalKey(file: string): { privateKey: string; publicKey: string } {
+  if (!existsSync(`${file}.pub`)) {
+    rmSync(file, { force: true });
+    execFileSync("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-C", "nodefleet-local-bare-metal", "-f", file]);
+  }
+  return { privateKey: readFileSync(file, "utf8"), publicKey: readFileSync(`${file}.pub`, "utf8").trim() };
 }

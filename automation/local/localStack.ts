@@ -4,7 +4,9 @@
  * and git-ignored, as kind writes a kubeconfig). A static pool of three (with the SSH key `local up`
  * uploads) and an autoscaled pool for the scaling API (40 nodes and more, two server types), on the
  * fake Hetzner API; when the local cloud runs machines (as root), an Elastic Metal pool of two on the
- * fake Scaleway API, joining over SSH. No `secure:`
+ * fake Scaleway API, joining over SSH; with the Robot machines (`local up --robot-machines`), a Robot
+ * pool of the fake Robot account's first two servers, installed through rescue and joined over SSH.
+ * No `secure:`
  * value: the kubeconfig is read from KUBECONFIG in the environment the local cloud prints
  * (`cluster.kubeconfigFromEnvironment`).
  */
@@ -53,13 +55,30 @@ function localElasticMetalPool(elasticMetal: LocalElasticMetal): Record<string, 
   };
 }
 
+/** The local stack's Robot pool: its name, and what the local cloud gives it. */
+export const LOCAL_ROBOT_POOL = "local-robot";
+
+export interface LocalRobotPool {
+  /** Robot server numbers of the fake account to adopt (their machines run). */
+  readonly serverNumbers: readonly number[];
+  /** The OpenSSH public key line the pool uploads (`POST /key`); its private half is NODEFLEET_SSH_PRIVATE_KEY in the local env. */
+  readonly publicKey: string;
+}
+
+/** The bare-metal pools the local cloud can add to the local stack (each only when its machines run). */
+export interface LocalBareMetalPools {
+  readonly elasticMetal?: LocalElasticMetal;
+  readonly robot?: LocalRobotPool;
+}
+
 /**
  * The fleet of the local stack. The taint and label show that the node agent registers them. With
- * `elasticMetal` (the local cloud runs machines), an Elastic Metal pool too.
+ * `elasticMetal` (the local cloud runs machines), an Elastic Metal pool too; with `robot`, a Robot
+ * pool (LOCAL_ROBOT_POOL) of those servers.
  */
 export function localFleetConfig(
   plane: Pick<ControlPlane, "server"> & { readonly admin: { readonly caPem: string } },
-  elasticMetal?: LocalElasticMetal,
+  options: LocalBareMetalPools = {},
 ): Record<string, unknown> {
   return {
     "nodefleet:cluster": {
@@ -102,7 +121,22 @@ export function localFleetConfig(
         limits: { maxNodes: 50, cpu: 200, memoryGiB: 400 },
         labels: { "node.kubernetes.io/pool": "local-burst" },
       },
-      ...(elasticMetal ? [localElasticMetalPool(elasticMetal)] : []),
+      ...(options.elasticMetal ? [localElasticMetalPool(options.elasticMetal)] : []),
+      ...(options.robot
+        ? [
+            {
+              name: LOCAL_ROBOT_POOL,
+              provider: "hetzner-robot",
+              mode: "static",
+              servers: options.robot.serverNumbers.map((serverNumber, i) => ({ serverNumber, name: `m${i + 1}` })),
+              sshPublicKeys: [options.robot.publicKey],
+              image: "ubuntu-24.04",
+              location: "fsn1",
+              labels: { "node.kubernetes.io/pool": LOCAL_ROBOT_POOL },
+              taints: [{ key: "nodefleet.io/local", value: "true", effect: "NoSchedule" }],
+            },
+          ]
+        : []),
     ],
   };
 }
@@ -137,17 +171,21 @@ export async function writeLocalStack(
   projectDir: string,
   plane: Pick<ControlPlane, "server"> & { readonly admin: { readonly caPem: string } },
   env: Record<string, string>,
-  elasticMetal?: LocalElasticMetal,
+  options: LocalBareMetalPools = {},
 ): Promise<string> {
   const file = join(projectDir, "stacks", `Pulumi.${LOCAL_STACK}.yaml`);
-  const config = localFleetConfig(plane, elasticMetal);
+  const config = localFleetConfig(plane, options);
   const current = existsSync(file) ? readFileSync(file, "utf8") : "";
   if (
     current.includes(plane.server) &&
     current.includes("kubeconfigFromEnvironment: true") &&
     current.includes(plane.admin.caPem.split("\n")[1] ?? "-") &&
     // An Elastic Metal pool names this local cloud's key; a file without one is kept as it is.
-    (elasticMetal === undefined || !current.includes(`name: ${LOCAL_ELASTIC_METAL_POOL}`) || current.includes(elasticMetal.sshKeyId))
+    (options.elasticMetal === undefined ||
+      !current.includes(`name: ${LOCAL_ELASTIC_METAL_POOL}`) ||
+      current.includes(options.elasticMetal.sshKeyId)) &&
+    // Written with the Robot pool exactly when the Robot machines run (and for their key).
+    (options.robot ? current.includes(options.robot.publicKey.split(" ")[1]!) : !current.includes(`name: ${LOCAL_ROBOT_POOL}`))
   )
     return file;
   const header = "# Written by `nodefleet local up` for this machine's local cloud (git-ignored); edit the pools freely.\n";

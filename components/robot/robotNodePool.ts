@@ -57,7 +57,7 @@ export interface RobotNodePoolArgs {
    * declares (render, simulation) and an install fails, naming the variables.
    */
   readonly robotCredentials?: pulumi.Input<RobotCredentials>;
-  /** The Robot webservice URL. Default https://robot-ws.your-server.de. */
+  /** The Robot webservice URL. Default HROBOT_URL (the local cloud sets it), else https://robot-ws.your-server.de. */
   readonly robotBaseUrl?: string;
   /**
    * SSH private key (OpenSSH PEM) matching one of `sshKeyFingerprints`; a secret. Default: secret
@@ -197,7 +197,10 @@ export class RobotNodePool extends pulumi.ComponentResource {
         generation,
         uploadKeys: keysToUpload(pool),
         credentials,
-        baseUrl: args.robotBaseUrl,
+        baseUrl: args.robotBaseUrl ?? (process.env.HROBOT_URL || undefined),
+        // Each reboot is checked to have reached the rescue, escalating ssh reboot, sw, hw (rescueBootLadder.ts).
+        checkRescue: true,
+        ...(connection.privateKey !== undefined ? { sshPrivateKey: connection.privateKey } : {}),
       },
       resources,
       clusterSide,

@@ -73,7 +73,13 @@ async function uploadMissingKeys(client: RobotClient, keys: readonly RobotKeyToU
   for (const { fingerprint, line } of keys) {
     if (await client.key(fingerprint)) continue;
     const [type, base64, ...comment] = line.trim().split(/\s+/);
-    await client.uploadKey(comment.join(" ") || "nodefleet", `${type} ${base64}`);
+    try {
+      await client.uploadKey(comment.join(" ") || "nodefleet", `${type} ${base64}`);
+    } catch (error) {
+      // Another member's rescue uploaded it between the look-up and the upload (they run at once).
+      if ((error as { status?: unknown; code?: unknown }).code === "KEY_ALREADY_EXISTS") continue;
+      throw error;
+    }
     uploaded.push(fingerprint);
   }
   return uploaded;

@@ -173,6 +173,9 @@ describe("robotNodePool: resource graph under mocks", () => {
       user: FAKE_ROBOT_USER,
       password: FAKE_ROBOT_PASSWORD,
     });
+    // Each reboot is checked to reach the rescue (rescueBootLadder.ts), logging in with the pool's key, a secret.
+    assert.equal(rescue.inputs.checkRescue, true);
+    assert.ok(isWrappedSecret(rescue.inputs.sshPrivateKey), "the rescue check's key is a secret input");
     assert.equal(rescue.state.serverIp, mockRobotServerIp(321));
   });
 

@@ -12,7 +12,7 @@ import { createHash, timingSafeEqual } from "node:crypto";
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import { DOCUMENTED_RATE_LIMITS, type FakeRobotContext, type FakeRobotMachineHooks, RobotError, invalidInput } from "./fakeRobotContext";
 import { registerKeys } from "./fakeRobotKeys";
-import { registerServers, seedServers } from "./fakeRobotServers";
+import { rebootFromOs, registerServers, seedServers } from "./fakeRobotServers";
 import { FakeRobotState } from "./fakeRobotState";
 
 export interface FakeRobotOptions {
@@ -44,6 +44,8 @@ export interface FakeRobot {
   readonly state: FakeRobotState;
   /** Refuses (true) or accepts again (false) every login from the next request on. */
   setLoginRevoked(revoked: boolean): void;
+  /** A reboot the server's running OS asked for (its machine's `reboot`): boots it as a reset does. */
+  rebootFromOs(serverNumber: number): void;
   /** Lets the servers' machines decide whether a reset takes and hear of each boot (automation/local/robotMachines/). */
   attachMachines(hooks: FakeRobotMachineHooks | undefined): void;
 }
@@ -132,6 +134,7 @@ export function buildFakeRobot(options: FakeRobotOptions): FakeRobot {
     setLoginRevoked: (revoked) => {
       login.revoked = revoked;
     },
+    rebootFromOs: (serverNumber) => rebootFromOs(ctx, serverNumber),
     attachMachines: (hooks) => {
       ctx.machines = hooks;
     },

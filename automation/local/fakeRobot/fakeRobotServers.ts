@@ -156,6 +156,18 @@ function boot(ctx: FakeRobotContext, s: FakeRobotServer, cause: string, at: numb
   ctx.machines?.onBoot(s.serverNumber, s.boots[s.boots.length - 1]!);
 }
 
+/**
+ * A reboot the running OS asked for itself (`reboot` in it, as the install script and the ssh-reboot
+ * rung run): a boot as a reset causes, into the rescue when one is active; nothing for a server that
+ * is off or unknown.
+ */
+export function rebootFromOs(ctx: FakeRobotContext, serverNumber: number): void {
+  const s = ctx.state.server(serverNumber);
+  if (!s?.poweredOn) return;
+  boot(ctx, s, "reboot", Date.now());
+  ctx.state.putServer(s);
+}
+
 /** The machine goes off (its SSH server with it). */
 function powerOff(ctx: FakeRobotContext, s: FakeRobotServer): void {
   s.poweredOn = false;

@@ -21,7 +21,7 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, wri
 import { dirname, join } from "node:path";
 import { INSTALLIMAGE_UBUNTU_IMAGES } from "../../../components/robot/installimageAutosetup";
 import { type HostKeyType, Machine } from "../machines/machine";
-import { initPidFile, sandboxLayout } from "../machines/machineSandbox";
+import { initPidFile, sandboxLayout, sessionCommand } from "../machines/machineSandbox";
 import type { MachineDisk, MachineFirmware, MachineHardware } from "./installimageRules";
 import { HARDWARE_PATH, INSTALLED_RECORD_PATH, type InstalledSystem } from "./installimageStandIn";
 
@@ -57,6 +57,40 @@ export interface RobotMachineArgs {
   disks?: readonly MachineDisk[];
   /** 22 unless given. */
   port?: number;
+  /** How long a reboot keeps the machine off (nothing answers on its address) before the next system starts. Default 0. */
+  rebootOffMs?: number;
+}
+
+/** Where the machines' `reboot` stand-in leaves its request, inside the running system (robotMachines.ts acts on it). */
+export const REBOOT_REQUEST_PATH = "/var/lib/nodefleet-machine/reboot-request";
+
+/** `reboot` in a Robot machine: asks the host for the reboot (the host's own reboot is never reached). */
+const REBOOT_STAND_IN = `#!/bin/sh
+# nodefleet Robot machine stand-in for reboot (automation/local/robotMachines/robotMachine.ts): the
+# host reboots the machine as the fake Robot decides (into the rescue when one is active).
+mkdir -p ${dirname(REBOOT_REQUEST_PATH)}
+date +%s%N > ${REBOOT_REQUEST_PATH}
+`;
+
+/**
+ * cloud-init in a Robot machine: installimage's systems boot without a datasource, so its status
+ * is `disabled` (the host's cloud-init, under the overlay, would wait for the host's boot).
+ */
+const CLOUD_INIT_STAND_IN = `#!/bin/sh
+# nodefleet Robot machine stand-in for cloud-init (automation/local/robotMachines/robotMachine.ts).
+case "\${1:-}" in
+  status) echo "status: disabled" ;;
+  *) echo "cloud-init: not run on this machine" >&2; exit 1 ;;
+esac
+`;
+
+/** A block major of the local-use range (240-254) no driver of this host registered: its nodes open nothing. */
+function unusedBlockMajor(): number {
+  const text = readFileSync("/proc/devices", "utf8");
+  const block = text.slice(text.indexOf("Block devices:"));
+  const used = new Set([...block.matchAll(/^\s*(\d+)\s/gm)].map((m) => Number(m[1])));
+  for (let major = 240; major <= 254; major++) if (!used.has(major)) return major;
+  throw new Error("every block major of the local-use range 240-254 is registered on this host: no safe disk nodes for the machines");
 }
 
 /** What the machine runs: off, its rescue system or its installed system. */
@@ -68,6 +102,8 @@ export class RobotMachine {
   /** Boots run one after the other, in the order the resets came. */
   private queue: Promise<void> = Promise.resolve();
   private readonly errors: Error[] = [];
+  private runningSession: string | undefined;
+  private hanging = false;
   /** Whether the last boot started a system just installed in the rescue. */
   private freshInstall = false;
 
@@ -97,6 +133,16 @@ export class RobotMachine {
     return this.machine.hostKey(type);
   }
 
+  /** Whether the running system hangs (until its next boot). */
+  get hung(): boolean {
+    return this.hanging;
+  }
+
+  /** The running system's session command (machineSandbox.ts sessionCommand), undefined when off. */
+  get session(): string | undefined {
+    return this.machine ? this.runningSession : undefined;
+  }
+
   /** The running system's machine (its files, records), undefined when off. */
   get current(): Machine | undefined {
     return this.machine;
@@ -106,6 +152,7 @@ export class RobotMachine {
   boot(system: "rescue" | "installed", rescueKeys: string[] = []): Promise<void> {
     return this.enqueue(async () => {
       await this.shutdown();
+      await this.staysOff();
       if (system === "rescue") await this.bootRescue(rescueKeys);
       else await this.bootInstalled();
     });
@@ -116,6 +163,7 @@ export class RobotMachine {
     return this.enqueue(async () => {
       const was = this.running;
       await this.shutdown();
+      await this.staysOff();
       if (was === "rescue") await this.startRescueMachine(this.readKeys(this.rescueDir));
       else await this.bootInstalled();
     });
@@ -128,7 +176,10 @@ export class RobotMachine {
 
   /** The running system hangs: its SSH server stops answering until the next boot. */
   hang(): Promise<void> {
-    return this.enqueue(async () => this.machine?.hang());
+    return this.enqueue(async () => {
+      this.machine?.hang();
+      if (this.machine) this.hanging = true;
+    });
   }
 
   /** Resolves once every boot asked for is done; rejects with the first that failed. */
@@ -148,10 +199,16 @@ export class RobotMachine {
     return this.queue;
   }
 
+  /** The reboot's dark time (rebootOffMs), after a running system went down. */
+  private async staysOff(): Promise<void> {
+    if (this.args.rebootOffMs) await new Promise((resolve) => setTimeout(resolve, this.args.rebootOffMs));
+  }
+
   private async shutdown(): Promise<void> {
     const machine = this.machine;
     this.machine = undefined;
     this.running = "off";
+    this.hanging = false;
     await machine?.stop();
   }
 
@@ -192,6 +249,17 @@ export class RobotMachine {
 
   /** Boots a system from `dir` on the server's address: a machine letting `keys` in (else a sealed key), its firmware shown. */
   private async startSystem(hostname: string, dir: string, keys: string[], running: "rescue" | "installed"): Promise<void> {
+    // Written while the system is down (the host never writes an upper layer under a mounted overlay).
+    rmSync(join(dir, "root", REBOOT_REQUEST_PATH), { force: true });
+    const standIns = {
+      "usr/sbin/reboot": REBOOT_STAND_IN,
+      "usr/sbin/shutdown": REBOOT_STAND_IN,
+      "usr/bin/cloud-init": CLOUD_INIT_STAND_IN,
+    };
+    for (const [path, text] of Object.entries(standIns)) {
+      mkdirSync(dirname(join(dir, "root", path)), { recursive: true });
+      writeFileSync(join(dir, "root", path), text, { mode: 0o755 });
+    }
     this.machine = await Machine.start({
       name: hostname,
       dir,
@@ -200,6 +268,8 @@ export class RobotMachine {
       authorizedKeys: keys.length > 0 ? keys : [this.sealedKey()],
     });
     this.showFirmware(dir, hostname);
+    this.showDisks(dir, hostname);
+    this.runningSession = sessionCommand(sandboxLayout(dir, hostname));
     this.running = running;
   }
 
@@ -242,6 +312,44 @@ mount -t tmpfs -o mode=755,size=64k nodefleet-firmware "$1/sys/firmware"
 if [ "$2" = uefi ]; then mkdir "$1/sys/firmware/efi"; fi
 mount -o remount,ro "$1/sys/firmware"`;
     execFileSync("nsenter", ["--target", pid, "--mount", "--", "/bin/sh", "-c", script, "sh", join(dir, "merged"), this.args.firmware]);
+  }
+
+  /**
+   * Gives the running machine a /dev of its own with the machine's disks as block devices (what
+   * nodefleet's install script checks with `[ -b /dev/nvme0n1 ]`): a tmpfs over the sandbox's /dev,
+   * in the machine's mount namespace only, with the host's harmless character devices bound in and
+   * one block device node per disk. Their major number is one of the block majors Linux leaves for
+   * local use (240-254, Documentation/admin-guide/devices.txt) that no driver of this host has
+   * registered (/proc/devices), so opening one fails with ENXIO: nothing reaches a host disk.
+   */
+  private showDisks(dir: string, hostname: string): void {
+    const pid = readFileSync(initPidFile(sandboxLayout(dir, hostname)), "utf8").trim();
+    const disks = this.args.disks ?? DEFAULT_DISKS;
+    const script = `set -e
+d="$1/dev"; major="$2"; shift 2
+mount -t tmpfs -o mode=755,size=1m nodefleet-dev "$d"
+for n in null zero full random urandom tty; do touch "$d/$n"; mount --bind "/dev/$n" "$d/$n"; done
+mkdir "$d/pts" "$d/shm"
+mount --bind /dev/pts "$d/pts"
+ln -s pts/ptmx "$d/ptmx"
+mount -t tmpfs -o mode=1777 nodefleet-shm "$d/shm"
+ln -s /proc/self/fd "$d/fd"
+ln -s /proc/self/fd/0 "$d/stdin"; ln -s /proc/self/fd/1 "$d/stdout"; ln -s /proc/self/fd/2 "$d/stderr"
+minor=0
+for disk; do mknod -m 660 "$d/$disk" b "$major" "$minor"; minor=$((minor + 16)); done`;
+    execFileSync("nsenter", [
+      "--target",
+      pid,
+      "--mount",
+      "--",
+      "/bin/sh",
+      "-c",
+      script,
+      "sh",
+      join(dir, "merged"),
+      String(unusedBlockMajor()),
+      ...disks.map((disk) => disk.name),
+    ]);
   }
 
   /** root's authorized keys in a system's files. */

@@ -7,10 +7,12 @@
  * do not take, machines that hang, BIOS servers.
  */
 import { join } from "node:path";
+import type { Machine } from "../machines/machine";
+import { MachineKubelet } from "../machines/machineKubelet";
 import type { FakeRobot } from "../fakeRobot/fakeRobotApi";
 import type { FakeRobotBoot } from "../fakeRobot/fakeRobotState";
 import type { MachineDisk } from "./installimageRules";
-import { RobotMachine } from "./robotMachine";
+import { REBOOT_REQUEST_PATH, RobotMachine } from "./robotMachine";
 
 export interface RobotMachinesArgs {
   /** The fake whose servers the machines are. */
@@ -30,6 +32,8 @@ export interface RobotMachinesArgs {
   bios?: readonly number[];
   /** The disks of every machine. Default DEFAULT_DISKS. */
   disks?: readonly MachineDisk[];
+  /** How long each reboot keeps a machine off (RobotMachineArgs.rebootOffMs). Default 0. */
+  rebootOffMs?: number;
 }
 
 export class RobotMachines {
@@ -38,6 +42,15 @@ export class RobotMachines {
   private readonly notTaking = new Map<number, number>();
   private readonly hanging = new Set<number>();
   private readonly timers = new Set<NodeJS.Timeout>();
+  /** The kubelet of each installed system that runs, by server number (a new boot gets a new one). */
+  private readonly kubelets = new Map<number, { machine: Machine; kubelet: MachineKubelet }>();
+  private readonly kubeletTrouble = new Map<number, string>();
+  private kubeletTimer: NodeJS.Timeout | undefined;
+  private rebootTimer: NodeJS.Timeout | undefined;
+  private kubeletPass: Promise<void> = Promise.resolve();
+  private stopped = false;
+  /** The running systems whose `reboot` was already passed on. */
+  private readonly rebooted = new WeakSet<Machine>();
 
   private constructor(private readonly args: RobotMachinesArgs) {}
 
@@ -54,6 +67,7 @@ export class RobotMachines {
         deliveredAuthorizedKeys: args.deliveredAuthorizedKeys,
         firmware: args.bios?.includes(server.serverNumber) ? "bios" : "uefi",
         disks: args.disks,
+        rebootOffMs: args.rebootOffMs,
       });
       fleet.machines.set(server.serverNumber, machine);
       fleet.notTaking.set(server.serverNumber, args.resetsNotTaking ?? 0);
@@ -97,8 +111,63 @@ export class RobotMachines {
     for (const machine of this.machines.values()) await machine.settled();
   }
 
+  /**
+   * Passes each system's own `reboot` to the fake (REBOOT_REQUEST_PATH), and runs the kubelets of
+   * the installed systems, as the Elastic Metal machines do
+   * (fakeScalewayMachines.ts): a kubelet the self-join started joins through the node agent's TLS
+   * bootstrap (machineKubelet.ts), a joined one sends its heartbeat; a hung or rebooting system's
+   * does not. Trouble is said once through `log`.
+   */
+  startKubelets(log: (message: string) => void, intervalMs = 500): void {
+    // Reboots on their own timer: a kubelet's join (a CSR and its approval) must not hold them up.
+    this.rebootTimer = setInterval(() => this.passReboots(), 250);
+    const tick = async (): Promise<void> => {
+      if (this.stopped) return;
+      await Promise.all([...this.machines].map(([serverNumber, machine]) => this.passKubelet(serverNumber, machine, log)));
+      if (!this.stopped) this.kubeletTimer = setTimeout(() => (this.kubeletPass = tick()), intervalMs);
+    };
+    this.kubeletPass = tick();
+  }
+
+  /** A `reboot` run in a running system: the fake boots it as a reset would. */
+  private passReboots(): void {
+    for (const [serverNumber, machine] of this.machines) {
+      const current = machine.current;
+      if (!current || this.rebooted.has(current) || current.ownFile(REBOOT_REQUEST_PATH) === undefined) continue;
+      this.rebooted.add(current);
+      this.args.robot.rebootFromOs(serverNumber);
+    }
+  }
+
+  /** One pass of a machine's kubelet: a join when it was started, else its heartbeat; none while it does not run installed. */
+  private async passKubelet(serverNumber: number, machine: RobotMachine, log: (message: string) => void): Promise<void> {
+    const current = machine.current;
+    const session = machine.session;
+    if (!current || !session || machine.system !== "installed" || machine.hung) {
+      this.kubelets.delete(serverNumber);
+      return;
+    }
+    let entry = this.kubelets.get(serverNumber);
+    if (entry?.machine !== current) {
+      entry = { machine: current, kubelet: new MachineKubelet(current, session) };
+      this.kubelets.set(serverNumber, entry);
+    }
+    try {
+      await entry.kubelet.pass();
+      this.kubeletTrouble.delete(serverNumber);
+    } catch (error) {
+      const message = (error as Error).message;
+      if (this.kubeletTrouble.get(serverNumber) !== message) log(`Robot machine ${serverNumber}: kubelet: ${message}`);
+      this.kubeletTrouble.set(serverNumber, message);
+    }
+  }
+
   /** Detaches from the fake and stops every machine. */
   async stop(): Promise<void> {
+    this.stopped = true;
+    clearInterval(this.rebootTimer);
+    clearTimeout(this.kubeletTimer);
+    await this.kubeletPass;
     this.args.robot.attachMachines(undefined);
     for (const timer of this.timers) clearTimeout(timer);
     this.timers.clear();

@@ -9,6 +9,7 @@ import assert from "node:assert/strict";
 import { mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { machinesCanRun } from "../../automation/local/fakeScaleway/fakeScalewayMachines";
 import { cleanCheckout } from "../support/cleanCheckout";
 import { shellBlocks } from "../support/markdownShellBlocks";
 import { REPOSITORY_ROOT } from "../support/serveProcess";
@@ -61,17 +62,20 @@ describe("docs/local-cloud.md, run as written from a clean checkout (real engine
       );
   });
 
-  it("previews the network, firewall, placement group, three servers and three tokens from the repository's Pulumi.yaml", function () {
+  it("previews the network, firewall, placement group, three servers and three tokens from the repository's Pulumi.yaml (as root, the Elastic Metal pool's two more)", function () {
     const preview = ran("pulumi preview --stack local");
     // The CLI shows type tokens in their short form (hcloud:index:Server).
     for (const type of ["hcloud:index:Network", "hcloud:index:NetworkSubnet", "hcloud:index:Firewall", "hcloud:index:PlacementGroup"]) {
       assert.match(preview, new RegExp(`\\+\\s+${type}\\s`), `${type} is created`);
     }
     assert.equal(preview.match(/\+\s+hcloud:index:Server\s/g)?.length, 3, "three servers");
+    // As root `local up` adds the Elastic Metal pool (docs/local-cloud.md): two servers, two more tokens.
+    const elasticMetal = machinesCanRun() ? 2 : 0;
+    assert.equal(preview.match(/\+\s+scaleway:elasticmetal:Server\s/g)?.length ?? 0, elasticMetal, "the Elastic Metal servers");
     assert.equal(
       preview.match(/\+\s+nodefleet:kubernetes:NodeBootstrapToken\s/g)?.length,
-      3,
-      "three bootstrap tokens (nodefleet's plugin)",
+      3 + elasticMetal,
+      "a bootstrap token per member (nodefleet's plugin)",
     );
   });
 

@@ -12,6 +12,9 @@ const REPOSITORY_ROOT = resolve(__dirname, "..", "..");
 /** The last commit before members' drain, Node removal and token moved to nodefleet's provider plugin. */
 export const BEFORE_PROVIDER_PLUGIN = "54d688ec84e059300c3db7ad80df382e24ec43bb";
 
+/** The release that first ran an Elastic Metal pool in the local stack on the real engine (stop 49). */
+export const ELASTIC_METAL_POOL_RELEASE = "1fd6cbbdf3e183fb6e3e962f8b69c2aa89ce0c18";
+
 /** Extracts and compiles `commit` into `dir` (created); returns its CLI. Fails naming the commit when history lacks it. */
 export function buildRelease(commit: string, dir: string): string {
   mkdirSync(dir, { recursive: true });

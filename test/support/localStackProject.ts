@@ -8,8 +8,11 @@ import { join } from "node:path";
 import { parse } from "yaml";
 import { REPOSITORY_ROOT } from "./serveProcess";
 
-/** Creates `<dir>` as a project whose program is `dist/stacks/index.js` of this repository. */
-export function localStackProject(dir: string): string {
+/**
+ * Creates `<dir>` as a project whose program is `dist/stacks/index.js` of this repository, or of
+ * another compiled checkout `root` (a previous release, bench/previousRelease.ts).
+ */
+export function localStackProject(dir: string, root: string = REPOSITORY_ROOT): string {
   mkdirSync(join(dir, "stacks"), { recursive: true });
   const settings = parse(readFileSync(join(REPOSITORY_ROOT, "Pulumi.yaml"), "utf8")) as Record<string, unknown>;
   writeFileSync(
@@ -17,8 +20,8 @@ export function localStackProject(dir: string): string {
     JSON.stringify({
       ...settings,
       runtime: "nodejs",
-      main: join(REPOSITORY_ROOT, "dist", "stacks", "index.js"),
-      plugins: { providers: [{ name: "nodefleet", path: join(REPOSITORY_ROOT, "bin") }] },
+      main: join(root, "dist", "stacks", "index.js"),
+      plugins: { providers: [{ name: "nodefleet", path: join(root, "bin") }] },
     }),
   );
   return dir;

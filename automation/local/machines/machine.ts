@@ -187,6 +187,11 @@ export class Machine {
       });
   }
 
+  /** SSH sessions its server let in so far (sshd's "Accepted publickey" log lines). */
+  acceptedSshSessions(): number {
+    return this.server.output.split("\n").filter((line) => line.includes("Accepted publickey")).length;
+  }
+
   /** The packages apt-get or dpkg "installed" on it. */
   packages(): string[] {
     const file = join(this.root, PACKAGES_PATH);

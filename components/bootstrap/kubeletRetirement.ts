@@ -11,7 +11,7 @@ import { K0S_KUBELET_CONF, K0S_TOKEN_FILE } from "./k0sWorkerCloudConfig";
 import { KUBELET_PATHS } from "./kubeletConfig";
 
 /** The credentials removed: kubeadm's and k0s's kubelet kubeconfigs, certificate directories, bootstrap files. */
-export const RETIRED_KUBELET_CREDENTIALS = [
+const RETIRED_KUBELET_CREDENTIALS = [
   KUBELET_PATHS.kubeconfig,
   KUBELET_PATHS.bootstrapKubeconfig,
   "/var/lib/kubelet/pki",

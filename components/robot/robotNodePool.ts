@@ -11,6 +11,7 @@
  * pinned. Reinstalls and re-joins roll in place; what reaches a running server, and what is not
  * supported: components/robot/README.md and docs/operations.md (Hetzner Robot pools).
  */
+import { renderKubeletRetirementScript } from "../bootstrap/kubeletRetirement";
 import * as command from "@pulumi/command";
 import * as pulumi from "@pulumi/pulumi";
 import { type ClusterSpec, type FirewallSpec, type HetznerRobotPool, firewallSchema } from "../fleet/fleetSpec";
@@ -45,6 +46,9 @@ import { type RobotRescueResource, memberRobotRescue } from "./robotRescueResour
 import { RESCUE_INSTALL_COMMAND, renderRescueInstallScript } from "./robotRescueInstall";
 import { renderWorkerSelfJoinScript } from "../bootstrap/selfJoinScript";
 import { shellQuote } from "../bootstrap/shellScript";
+
+/** Dials of a leaving member's retirement before its removal fails (a dead box: docs/operations.md). */
+const RETIRE_DIAL_ERROR_LIMIT = 10;
 
 export interface RobotNodePoolArgs {
   /** The cluster the nodes join: id, kind, apiServer, CA, versions, kubelet settings, token TTL. */
@@ -276,6 +280,21 @@ export class RobotNodePool extends pulumi.ComponentResource {
     new command.remote.Command(
       `${prefix}-host-firewall`,
       hostFirewallCommandArgs({ connection: pinned, runScript: "bash -s", hostFirewall, machineId: install.id }),
+      { parent: this, dependsOn: [joined] },
+    );
+    // Only the member's leaving runs it (no create, no update: it costs no SSH session until then).
+    // Named by member, not generation, so a reinstall keeps it; it depends on the join, so it runs
+    // before the rescue is deactivated and the Node deleted: the kubelet is stopped and its
+    // credentials gone before the Node leaves the cluster, and nothing on the box can rejoin.
+    new command.remote.Command(
+      `${prefix}-retire`,
+      {
+        // A box that never answers fails the removal after about 10 dials, not after the install's
+        // patience (docs/operations.md says how to remove a dead box's member).
+        connection: { ...pinned, dialErrorLimit: RETIRE_DIAL_ERROR_LIMIT },
+        delete: renderKubeletRetirementScript(member.hostname),
+        logging: "stderr",
+      },
       { parent: this, dependsOn: [joined] },
     );
     // Labels and taints converge on every member now; a moved generation also uncordons the drained Node.

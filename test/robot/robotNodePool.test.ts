@@ -308,8 +308,8 @@ describe("robotNodePool: resource graph under mocks", () => {
       },
     });
     const commands = ofType(resources, REMOTE);
-    // Per server: hardware, install, ready, join, host-firewall.
-    assert.equal(commands.length, 10);
+    // Per server: hardware, install, ready, join, host-firewall, retire.
+    assert.equal(commands.length, 12);
     for (const c of commands) assert.deepEqual(options.get(c.name)?.ignoreChanges ?? [], [], `${c.name} ignores nothing`);
     const join = byName(resources, "example-fsn-metal-fsn-metal-a-join");
     assert.equal(join.inputs.update, RECORD_ONLY_UPDATE, "a changed connection or script alone never re-runs the join");
@@ -335,6 +335,27 @@ describe("robotNodePool: resource graph under mocks", () => {
     assert.ok(isWrappedSecret(providers[0]!.inputs.credentials));
     for (const r of resources.filter((r) => r.type === "nodefleet:kubernetes:NodeRemoval"))
       assert.deepEqual(Object.keys(r.inputs), ["nodeName"], "no credentials per member");
+  });
+
+  it("gives each member a delete-only -retire that stops the node agent and deletes its credentials, pinned", async () => {
+    const { resources } = await runPool();
+    const retires = ofType(resources, REMOTE).filter((r) => r.name.endsWith("-retire"));
+    assert.deepEqual(
+      retires.map((r) => r.name),
+      ["example-fsn-metal-fsn-metal-a-retire", "example-fsn-metal-fsn-metal-b-retire"],
+    );
+    for (const retire of retires) {
+      assert.equal(retire.inputs.create, undefined, "no SSH session before the member leaves");
+      assert.equal(retire.inputs.update, undefined);
+      assert.equal(retire.inputs.triggers, undefined, "a reinstall keeps it: it runs only when the member leaves");
+      const script = String(retire.inputs.delete);
+      assert.match(script, /systemctl disable --now k0sworker\.service/);
+      assert.match(script, /rm -rf .*\/var\/lib\/k0s\/kubelet\.conf.*\/etc\/k0s\/join-token/);
+      assert.ok(script.indexOf("systemctl disable") < script.indexOf("rm -rf"), "stopped before its credentials go");
+      const connection = plain<Record<string, unknown>>(retire.inputs.connection);
+      assert.ok(connection.hostKey, "pinned to the installed system's host key");
+      assert.equal(connection.dialErrorLimit, 10);
+    }
   });
 
   it("is declared by the Fleet for hetzner-robot pools, next to the other pools", async () => {

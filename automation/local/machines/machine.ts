@@ -20,6 +20,7 @@ import {
   initPidFile,
   sandboxLayout,
   sessionCommand,
+  UNIT_STATE_DIR,
   writeSandbox,
 } from "./machineSandbox";
 
@@ -190,6 +191,11 @@ export class Machine {
   /** SSH sessions its server let in so far (sshd's "Accepted publickey" log lines). */
   acceptedSshSessions(): number {
     return this.server.output.split("\n").filter((line) => line.includes("Accepted publickey")).length;
+  }
+
+  /** Whether systemd (the systemctl stand-in) has `unit` running, e.g. `k0sworker.service`. */
+  unitActive(unit: string): boolean {
+    return existsSync(join(this.root, UNIT_STATE_DIR, `${unit}.active`));
   }
 
   /** The packages apt-get or dpkg "installed" on it. */

@@ -14,6 +14,7 @@ import { type KubeIdentity } from "../kubeClient";
 import { KubeletJoinError, joinAsKubelet, reportReady } from "../kubeletBootstrap";
 import { decodeK0sJoinToken } from "../../../components/bootstrap/k0sJoinToken";
 import { K0S_KUBELET_CONF } from "../../../components/bootstrap/k0sWorkerCloudConfig";
+import { NODE_AGENT_UNITS } from "../../../components/bootstrap/kubeletRetirement";
 import { K0S_INSTALL_PATH, K0S_START_PATH, KUBELET_START_PATH } from "./kubernetesStandIns";
 import type { Machine } from "./machine";
 
@@ -85,6 +86,8 @@ export class MachineKubelet {
     const start = this.machine.ownFile(KUBELET_START_PATH)?.trim();
     if (start && start !== this.handledStart) {
       this.handledStart = start;
+      // A restarted kubelet knows only what its files hold.
+      this.node = undefined;
       try {
         await this.join(start.slice(start.indexOf(" ") + 1));
       } catch (error) {
@@ -97,6 +100,7 @@ export class MachineKubelet {
     const k0sStart = this.machine.ownFile(K0S_START_PATH)?.trim();
     if (k0sStart && k0sStart !== this.handledK0sStart) {
       this.handledK0sStart = k0sStart;
+      this.node = undefined;
       try {
         await this.joinK0s();
       } catch (error) {
@@ -105,7 +109,9 @@ export class MachineKubelet {
       }
       return;
     }
-    if (this.node && Date.now() - this.lastHeartbeat > HEARTBEAT_MS) {
+    // A stopped node agent (k0s's worker unit, or the kubelet's) sends no heartbeat.
+    const running = NODE_AGENT_UNITS.some((unit) => this.machine.unitActive(unit));
+    if (this.node && running && Date.now() - this.lastHeartbeat > HEARTBEAT_MS) {
       this.lastHeartbeat = Date.now();
       await reportReady(this.node.identity, this.node.name, undefined, undefined, this.node.nodeIp);
     }

@@ -18,6 +18,8 @@ import { ON_START_DIR, PAYLOAD_DIR, kubernetesStandIns } from "./kubernetesStand
 export const RECORDS_PATH = "/var/lib/nodefleet-machine/records";
 /** The packages the apt-get and dpkg stand-ins have "installed", one a line, inside the machine's root. */
 export const PACKAGES_PATH = "/var/lib/nodefleet-machine/packages";
+/** Where the systemctl stand-in keeps each unit's state: `<unit>.enabled`, `<unit>.active`. */
+export const UNIT_STATE_DIR = "/var/lib/nodefleet-machine/units";
 /**
  * netplan.io's generator, the program `netplan generate` runs (its Python front end is not used: it
  * needs python3-netifaces, which netplan.io 0.106 on Debian 12 does not pull in).
@@ -185,7 +187,7 @@ esac
   *) record dpkg "\${1:-}" "$*" ;;
 esac
 `,
-    "usr/bin/systemctl": `${header("systemctl")}state=${dirname(RECORDS_PATH)}/units
+    "usr/bin/systemctl": `${header("systemctl")}state=${UNIT_STATE_DIR}
 mkdir -p "$state"
 now=""; verb=""; units=""
 for a; do case "$a" in --now) now=1 ;; -*) ;; *) if [ -z "$verb" ]; then verb="$a"; else units="$units $a"; fi ;; esac; done

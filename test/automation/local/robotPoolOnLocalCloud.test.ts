@@ -159,4 +159,36 @@ describe("a Robot pool in the local stack: installed through rescue and joined (
       ready.join(", "),
     );
   });
+
+  it("removing a member stops its kubelet and removes its credentials before its Node goes: the box cannot rejoin", async function () {
+    const [first, second] = robotServers().map((s) => s.serverNumber) as [number, number];
+    const box = cloud!.robotMachines!.machine(first).current!;
+    const leaving = (await poolNodes(cloud!, LOCAL_ROBOT_POOL)).find((n) => n.metadata.name.endsWith("m1"))!;
+    assert.ok(leaving, "the first server's Node is there before its removal");
+    assert.ok(box.ownFile("/var/lib/k0s/kubelet.conf"), "the box holds its kubelet's kubeconfig before");
+    editLocalPool(
+      cloud!,
+      LOCAL_ROBOT_POOL,
+      (pool) => (pool.servers = (pool.servers as Array<{ serverNumber: number }>).filter((s) => s.serverNumber !== first)),
+    );
+    // The same run finishes the second server's reinstall, which the previous test left failed.
+    await runPulumi([...UP, "--suppress-outputs"], project, cloud!.env);
+    const records = box.records().map((r) => `${r.tool} ${r.verb} ${r.subject}`.trim());
+    assert.ok(records.includes("systemctl stop k0sworker.service"), `the node agent stopped: ${records.slice(-8).join("; ")}`);
+    for (const path of ["/var/lib/k0s/kubelet.conf", "/var/lib/kubelet/pki/kubelet-client-current.pem", "/etc/k0s/join-token"])
+      assert.equal(box.ownFile(path), undefined, `${path} removed from the box`);
+    // The box stays (a Robot server is not deleted); a restart of its node agent, as at a reboot, joins nothing.
+    execFileSync(cloud!.robotMachines!.machine(first).session!, [], {
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { PATH: "/usr/sbin:/usr/bin:/sbin:/bin", SSH_ORIGINAL_COMMAND: "systemctl start k0sworker" },
+    });
+    await new Promise((resolve) => setTimeout(resolve, 15_000));
+    const names = (await poolNodes(cloud!, LOCAL_ROBOT_POOL)).map((n) => n.metadata.name);
+    assert.ok(!names.includes(leaving.metadata.name), `the removed member's Node stays gone: ${names.join(", ")}`);
+    assert.ok(
+      names.some((name) => name.endsWith("m2")),
+      `the other member stays: ${names.join(", ")}`,
+    );
+    assert.equal(cloud!.robotMachines!.machine(second).system, "installed");
+  });
 });

@@ -20,7 +20,7 @@ function stackName(value: string): string {
 }
 
 /** One line per pending operation: what recovery did with it. */
-export function recoveryLines(stack: string, report: RecoveryReport): string[] {
+function recoveryLines(stack: string, report: RecoveryReport): string[] {
   const describe = (a: PendingCreateAction) =>
     a.action === "clear"
       ? `cleared ${a.urn}: ${a.reason}`

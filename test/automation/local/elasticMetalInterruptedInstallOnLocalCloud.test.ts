@@ -10,7 +10,7 @@
  */
 import assert from "node:assert/strict";
 import { type ChildProcess, spawn } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { descendantProcesses, processStartTime } from "../../../automation/engine/cliProcesses";
@@ -18,11 +18,10 @@ import { fileBackendDir, pendingOperations, stackLocks } from "../../../automati
 import { findTool } from "../../../automation/engine/toolchain";
 import { type LocalCloud, startLocalCloud } from "../../../automation/local/localCloud";
 import { LOCAL_ELASTIC_METAL_POOL, runPulumi } from "../../../automation/local/localStack";
-import { SSHD } from "../../../automation/local/machines/openSshServer";
 import { localStackProject } from "../../support/localStackProject";
 import { UP, isReady, poolNodes } from "../../support/localFleet";
 import { runNodefleet } from "../../support/nodefleetCli";
-import { LOCAL_CLOUD_TOOLS, missingTools, skipUnlessAvailable } from "../../support/toolchainRequirement";
+import { scalewayReads, skipUnlessElasticMetalMachines } from "../../support/elasticMetalLocalCloud";
 import { until } from "../../support/until";
 
 const quiet = { info() {}, warn() {} };
@@ -44,27 +43,14 @@ describe("an Elastic Metal install interrupted by a SIGKILL of pulumi up, on the
   let leftovers: Array<{ pid: number; startTime: string }> = [];
   let cli: ChildProcess | undefined;
 
-  const scw = async (path: string): Promise<Json> => {
-    const response = await fetch(`${cloud.env.SCW_API_URL}${path}`, { headers: { "X-Auth-Token": cloud.env.SCW_SECRET_KEY! } });
-    return (await response.json()) as Json;
-  };
-  const metalServers = async (): Promise<Json[]> =>
-    ((await scw(`/baremetal/v1/zones/${ZONE}/servers?page_size=50`)).servers as Json[]).filter((s) =>
-      (s.tags as string[]).includes(`nodefleet.io/pool=${LOCAL_ELASTIC_METAL_POOL}`),
-    );
+  const { scw, metalServers } = scalewayReads(() => cloud, ZONE);
   const stopLeftovers = () => {
     for (const p of leftovers) if (processStartTime(p.pid) === p.startTime) process.kill(p.pid, "SIGKILL");
     leftovers = [];
   };
 
   before(async function () {
-    const missing = [SSHD, "/usr/bin/ssh", "/usr/bin/unshare"].filter((tool) => !existsSync(tool));
-    skipUnlessAvailable(
-      this,
-      missing.length ? `${missing.join(", ")} not installed (Debian: openssh-server, openssh-client, util-linux)` : undefined,
-    );
-    skipUnlessAvailable(this, process.getuid?.() === 0 ? undefined : "the machines' sandbox needs root (mount namespaces, port 22)");
-    skipUnlessAvailable(this, missingTools(...LOCAL_CLOUD_TOOLS, "pulumi-resource-scaleway", "pulumi-resource-command"));
+    skipUnlessElasticMetalMachines(this);
     dir = mkdtempSync(join(tmpdir(), "nodefleet-metal-kill-"));
     project = localStackProject(join(dir, "project"));
     cloud = await startLocalCloud({

@@ -10,6 +10,7 @@ import { registerLocalCommand } from "./localCommand";
 import { registerNodesCommand } from "./nodesCommand";
 import { registerInitCommand } from "./initCommand";
 import { registerServeCommand } from "./serveCommand";
+import { registerRecoverCommand } from "./recoverCommand";
 import { registerCompletionCommand } from "./completion/completionCommand";
 import { packageVersion } from "../../components/shared/packageVersion";
 import { errorMessage } from "../../components/shared/errorMessage";
@@ -23,6 +24,7 @@ function buildProgram(): Command {
   registerRenderCommand(program);
   registerPreviewCommand(program);
   registerServeCommand(program);
+  registerRecoverCommand(program);
   registerNodesCommand(program);
   registerLocalCommand(program);
   registerInitCommand(program);

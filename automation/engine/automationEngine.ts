@@ -23,7 +23,7 @@ import {
 import { loadProgram, runProgramReference } from "../gitStackProgram";
 import { killProcesses, processTrees, pulumiProcessesFor } from "./cliProcesses";
 import { type MarkedProcess, OWNER_MARK, leftoversOfEndedEngines, orphansOf, ownerMark, stopProcesses } from "./leftoverProcesses";
-import { recoverStack } from "./crashRecovery";
+import { type RecoveryOptions, type RecoveryReport, recoverStack } from "./crashRecovery";
 import {
   fileBackendDir,
   fileBackendUrl,
@@ -33,6 +33,7 @@ import {
   stackCheckpointPath,
 } from "./fileBackendState";
 import { HcloudClient } from "../hcloud/hcloudClient";
+import { ElasticMetalApi, scalewayAccessFromEnv } from "../scaleway/elasticMetalApi";
 import { resolvePassphrase } from "./passphrase";
 import { reportStep, runResult } from "./progressFormat";
 import { requirePulumiCommand } from "./pulumiCli";
@@ -67,6 +68,8 @@ export interface AutomationEngineOptions {
   readonly logger?: EngineLogger;
   /** For crash-recovery look-ups; default from HCLOUD_TOKEN. */
   readonly hcloud?: HcloudClient;
+  /** For crash-recovery look-ups of Elastic Metal servers; default from SCW_SECRET_KEY (scalewayAccessFromEnv). */
+  readonly scaleway?: ElasticMetalApi;
   /** What crash recovery does with a server found for a pending create. Default `import`. */
   readonly pendingCreateStrategy?: "import" | "delete";
   /** A run still going after this long is cancelled (SIGINT) and recorded as abandoned. Default 30 min. */
@@ -319,6 +322,7 @@ export class AutomationEngine implements StackEngine {
   /** In the environment of every pulumi process the engine starts (see leftoverProcesses.ts). */
   private readonly mark: string;
   private readonly hcloud?: HcloudClient;
+  private readonly scaleway?: ElasticMetalApi;
   private readonly processEnv: Record<string, string>;
   private command?: Promise<PulumiCommand>;
   private readonly stacks = new Map<string, Promise<Stack>>();
@@ -354,6 +358,8 @@ export class AutomationEngine implements StackEngine {
     const shared = this.env.PULUMI_BACKEND_URL;
     if (!explicit && shared && shared !== this.backendUrl) this.formerBackendUrl = shared;
     this.hcloud = options.hcloud ?? HcloudClient.fromEnv(this.env);
+    const scaleway = scalewayAccessFromEnv(this.env);
+    this.scaleway = options.scaleway ?? (scaleway ? new ElasticMetalApi(scaleway) : undefined);
   }
 
   /** Runs queued or in progress on a stack (all stacks when omitted). */
@@ -555,15 +561,7 @@ export class AutomationEngine implements StackEngine {
       );
       try {
         for (let attempt = 1; ; attempt++) {
-          await recoverStack(stack, {
-            stackName: def.stackName,
-            project: this.project,
-            backendUrl: this.backendOf(def),
-            hcloud: this.hcloud,
-            strategy: this.options.pendingCreateStrategy,
-            logger: this.options.logger,
-            env: this.env,
-          });
+          await recoverStack(stack, this.recoveryOptions(def));
           const collector = new StepCollector(kind === "preview", (step, count) =>
             reportStep(step, count, options, this.options.logger, false),
           );
@@ -601,6 +599,32 @@ export class AutomationEngine implements StackEngine {
         stop.dispose();
         await this.stopOrphans(def.stackName);
       }
+    });
+  }
+
+  /** What crash recovery of a stack is told: its backend, the clouds' clients, the strategy. */
+  private recoveryOptions(def: StackDefinition): RecoveryOptions {
+    return {
+      stackName: def.stackName,
+      project: this.project,
+      backendUrl: this.backendOf(def),
+      ...(this.hcloud ? { hcloud: this.hcloud } : {}),
+      ...(this.scaleway ? { scaleway: this.scaleway } : {}),
+      ...(this.env.SCW_DEFAULT_ZONE ? { scalewayZone: this.env.SCW_DEFAULT_ZONE } : {}),
+      ...(this.options.pendingCreateStrategy ? { strategy: this.options.pendingCreateStrategy } : {}),
+      ...(this.options.logger ? { logger: this.options.logger } : {}),
+      env: this.env,
+    };
+  }
+
+  /**
+   * Crash recovery alone, as before every run (`nodefleet recover`): for a git stack a person runs
+   * with `pulumi up`, whose killed CLI left a stale lock and pending creates.
+   */
+  async recover(def: StackDefinition): Promise<RecoveryReport> {
+    return this.queue.run(def.stackName, async () => {
+      this.repairFileBackend(def);
+      return recoverStack(await this.workspaceStack(def), this.recoveryOptions(def));
     });
   }
 

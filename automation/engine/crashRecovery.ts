@@ -2,38 +2,128 @@
  * Crash recovery for the automation engine, run before every engine run (docs/design.md §4.1), with
  * Pulumi's own mechanisms and, on the file backend, without a CLI process when there is nothing to
  * do: a stack lock left by a pulumi process of this machine that no longer runs is removed (from
- * the directory, or from the bucket of an `s3://` backend); pending
- * creates are looked up at Hetzner by name and ownership labels and adopted into the exported state
- * with their id (or deleted), the others dropped. Why not the CLI's `refresh
+ * the directory, or from the bucket of an `s3://` backend); pending creates of servers (Hetzner
+ * Cloud, Scaleway Elastic Metal) are looked up by name and ownership labels or tags and adopted into
+ * the exported state with their id (or deleted), the others dropped. Why not the CLI's `refresh
  * --import-pending-creates`: docs/engines.md. Every step is idempotent, so a crash during recovery
  * is recovered by the next run.
  */
 import type { Deployment, Stack } from "@pulumi/pulumi/automation";
 import { type PendingOperation, fileBackendDir, pendingOperations, removeStaleLocks, stackLocks } from "./fileBackendState";
-import type { HcloudClient, HcloudServer } from "../hcloud/hcloudClient";
+import type { HcloudClient } from "../hcloud/hcloudClient";
+import type { ElasticMetalApi } from "../scaleway/elasticMetalApi";
 import { objectStoreLocation, objectStoreLocks, removeStaleObjectStoreLocks } from "./objectStoreLocks";
 import type { EngineLogger } from "./stackEngine";
 
+/** A server the provider has under a pending create's name. */
+export interface FoundServer {
+  /** Its id as the provider's resource keeps it in the state (Hetzner: the number; Scaleway: `<zone>/<uuid>`). */
+  readonly id: string;
+  readonly name: string;
+  /** Its ownership marks as `key=value`: Hetzner's labels, Scaleway's tags. */
+  readonly marks: readonly string[];
+}
+
+/** How crash recovery finds one provider's servers again by name and tells ours by their marks. */
+export interface ServerLookup {
+  /** What the marks are called at that provider, for the report. */
+  readonly marksAre: "labels" | "tags";
+  /** The marks the pending create asked for, `key=value`. */
+  wanted(inputs: Readonly<Record<string, unknown>>): string[];
+  /** The servers of exactly this name (every page), where the pending create's inputs put it. */
+  find(name: string, inputs: Readonly<Record<string, unknown>>): Promise<FoundServer[]>;
+  /** Deletes one (strategy "delete"). */
+  remove(server: FoundServer): Promise<void>;
+}
+
+/** The look-ups by resource type. */
+export type ServerLookups = Readonly<Record<string, ServerLookup>>;
+
 export type PendingCreateAction =
-  | { readonly action: "import"; readonly urn: string; readonly server: HcloudServer }
-  | { readonly action: "delete"; readonly urn: string; readonly server: HcloudServer }
+  | { readonly action: "import" | "delete"; readonly urn: string; readonly type: string; readonly server: FoundServer }
   | { readonly action: "clear"; readonly urn: string; readonly reason: string };
 
 const HCLOUD_SERVER = "hcloud:index/server:Server";
+const SCALEWAY_SERVER = "scaleway:elasticmetal/server:Server";
+
+/**
+ * Inputs an adopted resource is recorded without: what the provider's create sets only after the
+ * order, which an interrupted create may never have reached. Upstream's Elastic Metal create
+ * (terraform-provider-scaleway internal/services/baremetal/server.go, ResourceServerCreate) adds
+ * the options and the private networks after the install; left out, the next `pulumi up` sees
+ * them as changed and sets them in place (both idempotent: an option or attachment already there
+ * is kept).
+ */
+const SET_AFTER_THE_ORDER: Readonly<Record<string, readonly string[]>> = { [SCALEWAY_SERVER]: ["options", "privateNetworks"] };
 
 function plainLabels(value: unknown): Record<string, string> {
   if (typeof value !== "object" || value === null) return {};
   return Object.fromEntries(Object.entries(value).filter(([, v]) => typeof v === "string")) as Record<string, string>;
 }
 
+const asMarks = (labels: Record<string, string>) => Object.entries(labels).map(([k, v]) => `${k}=${v}`);
+
+/** Hetzner Cloud servers: names are unique per project, ownership is in the labels. */
+export function hcloudServerLookup(hcloud: HcloudClient | undefined): ServerLookup {
+  const client = (name: string) => {
+    if (!hcloud) throw new Error(`crash recovery must look up server ${name} at Hetzner Cloud but HCLOUD_TOKEN is not set`);
+    return hcloud;
+  };
+  return {
+    marksAre: "labels",
+    wanted: (inputs) => asMarks(plainLabels(inputs.labels)),
+    find: async (name) =>
+      (await client(name).listServers({ name })).map((s) => ({ id: String(s.id), name: s.name, marks: asMarks(s.labels) })),
+    remove: (server) => client(server.name).deleteServer(Number(server.id)),
+  };
+}
+
+/**
+ * Scaleway Elastic Metal servers: Scaleway takes two servers of one name, so the name alone would
+ * adopt another's; ownership is in the tags (the pool's cluster, pool and node tags). The list
+ * matches names by substring: only the exact name counts. The zone is the create's, else the
+ * provider's default (`SCW_DEFAULT_ZONE`, else fr-par-1, as upstream's).
+ */
+export function elasticMetalServerLookup(api: ElasticMetalApi | undefined, defaultZone = "fr-par-1"): ServerLookup {
+  const client = (name: string) => {
+    if (!api) throw new Error(`crash recovery must look up Elastic Metal server ${name} at Scaleway but SCW_SECRET_KEY is not set`);
+    return api;
+  };
+  return {
+    marksAre: "tags",
+    wanted: (inputs) => (Array.isArray(inputs.tags) ? inputs.tags.filter((t): t is string => typeof t === "string") : []),
+    find: async (name, inputs) => {
+      const zone = typeof inputs.zone === "string" && inputs.zone !== "" ? inputs.zone : defaultZone;
+      const listed = await client(name).listServers(zone, { name });
+      return listed.filter((s) => s.name === name).map((s) => ({ id: `${s.zone}/${s.id}`, name: s.name, marks: s.tags }));
+    },
+    remove: (server) => {
+      const [zone, id] = server.id.split("/");
+      return client(server.name).deleteServer(zone!, id!);
+    },
+  };
+}
+
+/** The look-ups of every server type crash recovery adopts. */
+export function serverLookups(clients: {
+  readonly hcloud?: HcloudClient;
+  readonly scaleway?: ElasticMetalApi;
+  readonly scalewayZone?: string;
+}): ServerLookups {
+  return {
+    [HCLOUD_SERVER]: hcloudServerLookup(clients.hcloud),
+    [SCALEWAY_SERVER]: elasticMetalServerLookup(clients.scaleway, clients.scalewayZone),
+  };
+}
+
 /**
  * Decides, per pending create, what to do with what the provider has under that name. Pure apart
- * from the injected `findByName` look-up. A server with the name but without all our labels is not
- * ours: it is left alone and reported.
+ * from the injected look-ups. A server with the name but without all our marks is not ours: it is
+ * left alone and reported.
  */
 export async function planPendingCreates(
   pending: readonly PendingOperation[],
-  findByName: (name: string) => Promise<HcloudServer[]>,
+  lookups: ServerLookups,
   strategy: "import" | "delete",
 ): Promise<PendingCreateAction[]> {
   const actions: PendingCreateAction[] = [];
@@ -42,8 +132,10 @@ export async function planPendingCreates(
       actions.push({ action: "clear", urn: op.resource.urn, reason: `pending ${op.type} operation` });
       continue;
     }
-    const name = op.resource.inputs?.name;
-    if (op.resource.type !== HCLOUD_SERVER || typeof name !== "string") {
+    const inputs = op.resource.inputs ?? {};
+    const name = inputs.name;
+    const lookup = Object.hasOwn(lookups, op.resource.type) ? lookups[op.resource.type] : undefined;
+    if (!lookup || typeof name !== "string") {
       actions.push({
         action: "clear",
         urn: op.resource.urn,
@@ -51,12 +143,16 @@ export async function planPendingCreates(
       });
       continue;
     }
-    const wanted = plainLabels(op.resource.inputs?.labels);
-    const servers = await findByName(name);
-    const ours = servers.find((s) => Object.entries(wanted).every(([k, v]) => s.labels[k] === v));
-    if (ours) actions.push({ action: strategy, urn: op.resource.urn, server: ours });
+    const wanted = lookup.wanted(inputs);
+    const servers = (await lookup.find(name, inputs)).filter((s) => s.name === name);
+    const ours = servers.find((s) => wanted.every((mark) => s.marks.includes(mark)));
+    if (ours) actions.push({ action: strategy, urn: op.resource.urn, type: op.resource.type, server: ours });
     else if (servers.length > 0)
-      actions.push({ action: "clear", urn: op.resource.urn, reason: `a server named ${name} exists without our labels; left alone` });
+      actions.push({
+        action: "clear",
+        urn: op.resource.urn,
+        reason: `a server named ${name} exists without our ${lookup.marksAre}; left alone`,
+      });
     else actions.push({ action: "clear", urn: op.resource.urn, reason: `server ${name} was never created` });
   }
   return actions;
@@ -67,6 +163,9 @@ export interface RecoveryOptions {
   readonly project: string;
   readonly backendUrl: string;
   readonly hcloud?: HcloudClient;
+  /** Looks up pending Elastic Metal creates; `scalewayZone` is the provider's default zone. */
+  readonly scaleway?: ElasticMetalApi;
+  readonly scalewayZone?: string;
   readonly strategy?: "import" | "delete";
   readonly logger?: EngineLogger;
   /** The engine's environment: an object-storage backend's credentials (objectStoreLocks.ts). */
@@ -88,20 +187,21 @@ export interface RecoverableDeployment {
 /**
  * Applies the plan to an exported deployment: every pending create leaves the pending operations;
  * an imported one joins the resources with the found server's id (inputs standing in for outputs
- * until the refresh reads the server). Appended last, after everything it can depend on.
+ * until the refresh reads the server; without the inputs its create sets after the order, see
+ * SET_AFTER_THE_ORDER). Appended last, after everything it can depend on.
  */
 export function adoptPendingCreates(deployment: RecoverableDeployment, actions: readonly PendingCreateAction[]): RecoverableDeployment {
   const imports = new Map(
-    actions.filter((a): a is Extract<PendingCreateAction, { action: "import" }> => a.action === "import").map((a) => [a.urn, a.server]),
+    actions.filter((a): a is Extract<PendingCreateAction, { server: FoundServer }> => a.action === "import").map((a) => [a.urn, a.server]),
   );
   const pending = deployment.pending_operations ?? [];
   const adopted = pending
     .filter((op) => op.type === "creating" && imports.has(op.resource.urn))
-    .map((op) => ({
-      ...op.resource,
-      id: String(imports.get(op.resource.urn)!.id),
-      outputs: { ...op.resource.inputs, ...op.resource.outputs },
-    }));
+    .map((op) => {
+      const later = SET_AFTER_THE_ORDER[op.resource.type] ?? [];
+      const inputs = Object.fromEntries(Object.entries(op.resource.inputs ?? {}).filter(([key]) => !later.includes(key)));
+      return { ...op.resource, id: imports.get(op.resource.urn)!.id, inputs, outputs: { ...inputs, ...op.resource.outputs } };
+    });
   return {
     ...deployment,
     resources: [...(deployment.resources ?? []), ...adopted],
@@ -143,14 +243,10 @@ export async function recoverStack(stack: Stack, options: RecoveryOptions): Prom
   }
   if (!pending.some((op) => op.type === "creating")) return { removedStaleLocks, actions: [] };
 
-  const hcloud = options.hcloud;
-  const findByName = async (name: string): Promise<HcloudServer[]> => {
-    if (!hcloud) throw new Error(`crash recovery must look up server ${name} at Hetzner Cloud but HCLOUD_TOKEN is not set`);
-    return hcloud.listServers({ name });
-  };
-  const actions = await planPendingCreates(pending, findByName, options.strategy ?? "import");
+  const lookups = serverLookups(options);
+  const actions = await planPendingCreates(pending, lookups, options.strategy ?? "import");
   for (const action of actions) {
-    if (action.action === "delete") await hcloud!.deleteServer(action.server.id);
+    if (action.action === "delete") await lookups[action.type]!.remove(action.server);
     log?.warn(
       {
         event: "crash_recovery",

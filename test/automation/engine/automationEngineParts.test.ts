@@ -11,7 +11,7 @@ import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import type { StepEventMetadata } from "@pulumi/pulumi/automation";
 import { AutomationEngine, stepFromMetadata } from "../../../automation/engine/automationEngine";
-import { adoptPendingCreates, planPendingCreates } from "../../../automation/engine/crashRecovery";
+import { adoptPendingCreates, hcloudServerLookup, planPendingCreates } from "../../../automation/engine/crashRecovery";
 import {
   type PendingOperation,
   fileBackendDir,
@@ -50,6 +50,12 @@ function pendingServer(urn: string, name: string, labels: Record<string, string>
   };
 }
 
+/** Hetzner's look-up over servers by name, as the client answers them. */
+function hetzner(byName: (name: string) => HcloudServer[]) {
+  const client = { listServers: async ({ name }: { name: string }) => byName(name) } as unknown as HcloudClient;
+  return { "hcloud:index/server:Server": hcloudServerLookup(client) };
+}
+
 describe("automation engine parts", function () {
   describe("crash recovery planning", function () {
     const ours = { "nodefleet.io/cluster": "c1" };
@@ -67,7 +73,11 @@ describe("automation engine parts", function () {
         "c1-c": [server(3, "c1-c", { "nodefleet.io/cluster": "someone-else" })],
       };
       const looked: string[] = [];
-      const actions = await planPendingCreates(pending, async (name) => (looked.push(name), atProvider[name] ?? []), "import");
+      const actions = await planPendingCreates(
+        pending,
+        hetzner((name) => (looked.push(name), atProvider[name] ?? [])),
+        "import",
+      );
       assert.deepEqual(looked, ["c1-a", "c1-b", "c1-c"], "only server creates are looked up, one request each");
       assert.deepEqual(
         actions.map((a) => `${a.action} ${a.urn}`),
@@ -77,7 +87,11 @@ describe("automation engine parts", function () {
     });
 
     it("deletes instead when told to", async function () {
-      const actions = await planPendingCreates([pendingServer("urn:a", "c1-a", ours)], async () => [server(1, "c1-a", ours)], "delete");
+      const actions = await planPendingCreates(
+        [pendingServer("urn:a", "c1-a", ours)],
+        hetzner(() => [server(1, "c1-a", ours)]),
+        "delete",
+      );
       assert.equal(actions[0].action, "delete");
     });
 
@@ -87,7 +101,11 @@ describe("automation engine parts", function () {
         pendingServer("urn:b", "c1-b", ours),
         { type: "updating", resource: { urn: "urn:u", type: "hcloud:index/server:Server", inputs: {} } },
       ];
-      const actions = await planPendingCreates(pending, async (name) => (name === "c1-a" ? [server(42, "c1-a", ours)] : []), "import");
+      const actions = await planPendingCreates(
+        pending,
+        hetzner((name) => (name === "c1-a" ? [server(42, "c1-a", ours)] : [])),
+        "import",
+      );
       const existing = { urn: "urn:stack", type: "pulumi:pulumi:Stack", custom: false };
       const edited = adoptPendingCreates({ resources: [existing], pending_operations: pending, manifest: { version: "v" } }, actions);
       assert.deepEqual(edited.resources, [

@@ -32,6 +32,8 @@ export interface BareMetalHealerOptions {
   readonly mode: HealMode;
   /** How long a Node is NotReady before the first rung (default 5 min, as CAPH's typical unhealthy timeout). */
   readonly notReadyForMs?: number;
+  /** How long each rung waits for the Node to come back before the next (default: the ladder's own, 5/10/10 min). */
+  readonly rungWaitMs?: number;
   /** Time between checks (default 30 s). */
   readonly intervalMs?: number;
   readonly now?: () => number;
@@ -162,7 +164,7 @@ export class BareMetalHealer {
       if (notReadyFor < (this.options.notReadyForMs ?? 5 * 60_000)) return [];
       if (busyPools.has(target.pool)) return [];
     }
-    const action = nextRemediation({ step: current.step, elapsedMs: now - current.sinceMs, healthy: node.ready });
+    const action = nextRemediation({ step: current.step, elapsedMs: now - current.sinceMs, healthy: node.ready }, this.options.rungWaitMs);
     switch (action.kind) {
       // Leaving the ladder frees the pool's one remediation slot for the next NotReady Node.
       case "recovered":

@@ -66,6 +66,7 @@ async function scalewayReboot(hands: RemediationHands, target: Extract<BareMetal
 /** Writes the step as the Node's NodefleetRemediation condition (a strategic merge by condition type keeps kubelet's). */
 export function recordStepWith(
   kubeconfig: () => string | undefined,
+  rungWaitMs?: number,
 ): (nodeName: string, step: RemediationStep, sinceMs: number) => Promise<void> {
   return async (nodeName, step, sinceMs) => {
     const config = kubeconfig();
@@ -75,7 +76,10 @@ export function recordStepWith(
       "PATCH",
       `/api/v1/nodes/${encodeURIComponent(nodeName)}/status`,
       `recording remediation step ${step} on Node ${nodeName}`,
-      { contentType: "application/strategic-merge-patch+json", value: { status: { conditions: [remediationCondition(step, sinceMs)] } } },
+      {
+        contentType: "application/strategic-merge-patch+json",
+        value: { status: { conditions: [remediationCondition(step, sinceMs, rungWaitMs)] } },
+      },
     );
   };
 }

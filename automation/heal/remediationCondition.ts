@@ -6,7 +6,7 @@
  */
 import { REMEDIATION_LADDER, type RemediationStep } from "../../components/robot/robotRemediation";
 
-const REMEDIATION_CONDITION_TYPE = "NodefleetRemediation";
+export const REMEDIATION_CONDITION_TYPE = "NodefleetRemediation";
 
 /** The condition's reason per step; `none` is written as `Healthy` with status False. */
 const REASONS: Readonly<Record<RemediationStep, string>> = {
@@ -40,27 +40,27 @@ export function recordedStep(conditions: readonly unknown[] | undefined): Record
 }
 
 /** What each step tells an operator. */
-function messageOf(step: RemediationStep): string {
+function messageOf(step: RemediationStep, rungWaitMs: number | undefined): string {
   switch (step) {
     case "none":
       return "the Node is Ready; no remediation is running";
     case "failed":
       return "every rung of the remediation ladder was tried and the Node stayed NotReady: a person must look at the machine (nodefleet does nothing more)";
     default: {
-      const rung = REMEDIATION_LADDER.find((r) => r.step === step)!;
-      return `nodefleet ran a ${step} because the Node was NotReady; it waits ${rung.waitMs / 60_000} min for it to come back before the next rung`;
+      const waitMs = rungWaitMs ?? REMEDIATION_LADDER.find((r) => r.step === step)!.waitMs;
+      return `nodefleet ran a ${step} because the Node was NotReady; it waits ${waitMs >= 60_000 ? `${waitMs / 60_000} min` : `${waitMs / 1000} s`} for it to come back before the next rung`;
     }
   }
 }
 
 /** The condition recording `step` since `sinceMs`: True while on the ladder or failed, False when healthy again. */
-export function remediationCondition(step: RemediationStep, sinceMs: number): Record<string, string> {
+export function remediationCondition(step: RemediationStep, sinceMs: number, rungWaitMs?: number): Record<string, string> {
   const time = new Date(sinceMs).toISOString().replace(/\.\d{3}Z$/, "Z");
   return {
     type: REMEDIATION_CONDITION_TYPE,
     status: step === "none" ? "False" : "True",
     reason: REASONS[step],
-    message: messageOf(step),
+    message: messageOf(step, rungWaitMs),
     lastTransitionTime: time,
     lastHeartbeatTime: time,
   };

@@ -18,9 +18,11 @@ export interface HealSettings {
   readonly mode: HealMode | "off";
   readonly notReadyForMs: number;
   readonly intervalMs: number;
+  /** Every rung's wait, when NODEFLEET_HEAL_RUNG_WAIT_MS sets one; else the ladder's own. */
+  readonly rungWaitMs?: number;
 }
 
-/** NODEFLEET_HEAL, NODEFLEET_HEAL_NOT_READY_MS and NODEFLEET_HEAL_INTERVAL_MS, refused when malformed. */
+/** NODEFLEET_HEAL, NODEFLEET_HEAL_NOT_READY_MS, NODEFLEET_HEAL_INTERVAL_MS and NODEFLEET_HEAL_RUNG_WAIT_MS, refused when malformed. */
 export function healSettings(env: NodeJS.ProcessEnv, intEnv: (name: string, fallback: number) => number): HealSettings {
   const mode = env.NODEFLEET_HEAL || "on";
   if (!(HEAL_MODES as readonly string[]).includes(mode)) {
@@ -28,7 +30,14 @@ export function healSettings(env: NodeJS.ProcessEnv, intEnv: (name: string, fall
   }
   const intervalMs = intEnv("NODEFLEET_HEAL_INTERVAL_MS", 30_000);
   if (intervalMs === 0) throw new Error('NODEFLEET_HEAL_INTERVAL_MS must be a positive integer (got "0")');
-  return { mode: mode as HealSettings["mode"], notReadyForMs: intEnv("NODEFLEET_HEAL_NOT_READY_MS", 5 * 60_000), intervalMs };
+  // 0 (the default) keeps each rung's own wait.
+  const rungWaitMs = intEnv("NODEFLEET_HEAL_RUNG_WAIT_MS", 0);
+  return {
+    mode: mode as HealSettings["mode"],
+    notReadyForMs: intEnv("NODEFLEET_HEAL_NOT_READY_MS", 5 * 60_000),
+    intervalMs,
+    ...(rungWaitMs > 0 ? { rungWaitMs } : {}),
+  };
 }
 
 /** What the healer counts (api/serviceMetrics.ts implements it). */
@@ -60,11 +69,12 @@ export function serviceHealer(args: ServiceHealerArgs): BareMetalHealer | undefi
     mode: settings.mode,
     notReadyForMs: settings.notReadyForMs,
     intervalMs: settings.intervalMs,
+    ...(settings.rungWaitMs !== undefined ? { rungWaitMs: settings.rungWaitMs } : {}),
     logger,
     observe: (pool, action) => metrics.remediation(clusterId, pool, action),
     io: {
       listNodes: args.listNodes,
-      recordStep: recordStepWith(args.kubeconfig),
+      recordStep: recordStepWith(args.kubeconfig, settings.rungWaitMs),
       runRung: runRungWith({
         ...(robotCredentials
           ? { robot: new RobotClient({ credentials: robotCredentials, ...(env.HROBOT_URL ? { baseUrl: env.HROBOT_URL } : {}) }) }

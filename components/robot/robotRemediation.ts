@@ -45,14 +45,19 @@ export interface RemediationState {
   readonly healthy: boolean;
 }
 
-export function nextRemediation(state: RemediationState): RemediationAction {
+/**
+ * The next action from `state`. `rungWaitMs` replaces every rung's own wait (the local cloud and
+ * its tests, whose machines reboot in seconds); without it each rung waits as the ladder says.
+ */
+export function nextRemediation(state: RemediationState, rungWaitMs?: number): RemediationAction {
   if (state.step === "failed") return { kind: "failed" };
   if (state.step === "none") return state.healthy ? { kind: "none" } : { kind: "escalate", step: REMEDIATION_LADDER[0].step };
   if (state.healthy) return { kind: "recovered" };
   const index = REMEDIATION_LADDER.findIndex((r) => r.step === state.step);
   const rung = REMEDIATION_LADDER[index];
   const elapsed = Number.isFinite(state.elapsedMs) ? Math.max(0, state.elapsedMs) : 0;
-  if (elapsed < rung.waitMs) return { kind: "wait", remainingMs: rung.waitMs - elapsed };
+  const waitMs = rungWaitMs ?? rung.waitMs;
+  if (elapsed < waitMs) return { kind: "wait", remainingMs: waitMs - elapsed };
   const next = REMEDIATION_LADDER[index + 1];
   return next ? { kind: "escalate", step: next.step } : { kind: "fail" };
 }

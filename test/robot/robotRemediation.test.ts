@@ -15,6 +15,16 @@ const elapsed = fc.oneof(fc.integer({ min: -MIN, max: 60 * MIN }), fc.constantFr
 const order = (s: RemediationStep) => REMEDIATION_ORDER.indexOf(s);
 
 describe("robotRemediation", () => {
+  it("gives every rung one wait when one is set, and the ladder's own otherwise", () => {
+    assert.deepEqual(nextRemediation({ step: "ssh-reboot", elapsedMs: 999, healthy: false }, 1000), { kind: "wait", remainingMs: 1 });
+    assert.deepEqual(nextRemediation({ step: "sw-reset", elapsedMs: 1000, healthy: false }, 1000), { kind: "escalate", step: "hw-reset" });
+    assert.deepEqual(nextRemediation({ step: "hw-reset", elapsedMs: 1000, healthy: false }, 1000), { kind: "fail" });
+    assert.deepEqual(nextRemediation({ step: "hw-reset", elapsedMs: 1000, healthy: false }), {
+      kind: "wait",
+      remainingMs: 10 * MIN - 1000,
+    });
+  });
+
   it("walks ssh reboot (5 min) -> sw reset (10 min) -> hw reset (10 min) -> permanent failure", () => {
     assert.deepEqual(nextRemediation({ step: "none", elapsedMs: 0, healthy: false }), { kind: "escalate", step: "ssh-reboot" });
     assert.deepEqual(nextRemediation({ step: "ssh-reboot", elapsedMs: 4 * MIN, healthy: false }), { kind: "wait", remainingMs: MIN });

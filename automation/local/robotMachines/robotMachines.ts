@@ -41,6 +41,8 @@ export class RobotMachines {
   /** Reboots still to fail, by server number. */
   private readonly notTaking = new Map<number, number>();
   private readonly hanging = new Set<number>();
+  /** Servers whose installed system hangs at every boot (breakForGood). */
+  private readonly broken = new Set<number>();
   private readonly timers = new Set<NodeJS.Timeout>();
   /** The kubelet of each installed system that runs, by server number (a new boot gets a new one). */
   private readonly kubelets = new Map<number, { machine: Machine; kubelet: MachineKubelet }>();
@@ -99,6 +101,20 @@ export class RobotMachines {
   setResetsNotTaking(serverNumber: number, count: number): void {
     this.machine(serverNumber);
     this.notTaking.set(serverNumber, count);
+  }
+
+  /**
+   * The server's machine hangs now and after every boot of its installed system, as a box with a
+   * hardware fault that no reset cures, until `repair`.
+   */
+  async breakForGood(serverNumber: number): Promise<void> {
+    this.broken.add(serverNumber);
+    await this.machine(serverNumber).hang();
+  }
+
+  /** A person fixed the box: its next boot no longer hangs. */
+  repair(serverNumber: number): void {
+    this.broken.delete(serverNumber);
   }
 
   /** The server's machine hangs now: SSH stops answering until its next reboot. */
@@ -185,7 +201,7 @@ export class RobotMachines {
     const machine = this.machines.get(serverNumber);
     if (!machine) return;
     const run = () => {
-      if (boot.took === false) void machine.rebootUnchanged();
+      if (boot.took === false) void machine.rebootUnchanged().then(() => (this.broken.has(serverNumber) ? machine.hang() : undefined));
       else if (boot.into === "rescue") void machine.boot("rescue", this.rescueKeys(boot));
       else void machine.boot("installed").then(() => this.hangIfKnobbed(serverNumber, machine));
     };
@@ -207,8 +223,9 @@ export class RobotMachines {
     });
   }
 
-  /** The hang knob: the machine hangs once, at the first boot of a system installed through the rescue. */
+  /** The hang knobs: a broken machine hangs at every boot; else once, at the first boot of a system installed through the rescue. */
   private async hangIfKnobbed(serverNumber: number, machine: RobotMachine): Promise<void> {
+    if (this.broken.has(serverNumber)) return machine.hang();
     if (!this.hanging.has(serverNumber) || !machine.justInstalled) return;
     this.hanging.delete(serverNumber);
     await machine.hang();

@@ -84,6 +84,14 @@ describe("nodefleet serve start-up", function () {
     assertUntouched(dataDir);
   });
 
+  it("refuses a healing rung wait that is not a whole number of milliseconds, naming the setting", async () => {
+    const dataDir = tempDataDir("nodefleet-start-");
+    const result = await serveUntilExit(dataDir, { NODEFLEET_HEAL_RUNG_WAIT_MS: "ten minutes" });
+    assert.notEqual(result.code, 0);
+    assert.match(result.stderr, /NODEFLEET_HEAL_RUNG_WAIT_MS/);
+    assertUntouched(dataDir);
+  });
+
   it("refuses to serve an empty store when nodefleet.db was deleted next to the API stack's state, naming the file and how to restore", async () => {
     const dataDir = tempDataDir("nodefleet-start-");
     const serve = await startServe(dataDir);

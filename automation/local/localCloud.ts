@@ -58,6 +58,11 @@ export interface LocalCloudOptions {
    * and SSH joins add to every `pulumi up`, and its machines take the 127.0.4.x addresses).
    */
   readonly elasticMetalPool?: boolean;
+  /**
+   * The second octet of the Elastic Metal machines' loopback block, 127.<n>.4.0/22 (default 0):
+   * local clouds whose machines run at once on one host (test files in parallel) each need their own.
+   */
+  readonly machineBlock?: number;
 }
 
 export interface LocalCloud {
@@ -165,6 +170,7 @@ export async function startLocalCloud(options: LocalCloudOptions): Promise<Local
       outOfStock: knobs.outOfStock,
       // Installed Elastic Metal servers become machines you SSH into (when run as root).
       machinesDir: join(dir, "scaleway-machines"),
+      ...(options.machineBlock !== undefined ? { machineBlock: options.machineBlock } : {}),
       log: (message) => options.logger.warn({ fake: "scaleway" }, message),
     });
     options.onFakeScaleway?.(scaleway);

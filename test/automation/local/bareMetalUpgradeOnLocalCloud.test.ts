@@ -1,0 +1,120 @@
+/**
+ * An upgrade of the git stack with both bare-metal pools, on the local cloud with the real engine
+ * (issue #35 part 2 for bare metal): the release that first ran them (`ELASTIC_METAL_POOL_RELEASE`,
+ * compiled from git history) brings up the local stack (Hetzner Cloud, Elastic Metal and Robot
+ * pools, all Ready); then this checkout's program takes over the same stack. Its preview replaces
+ * and deletes nothing, and its `pulumi up` keeps every server (the same Elastic Metal ids, no
+ * Robot reset or boot) and every Node (the same uids), all Ready: whatever this release adds to a
+ * member is a create beside what the member was made with.
+ */
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { type LocalCloud, startLocalCloud } from "../../../automation/local/localCloud";
+import { LOCAL_ELASTIC_METAL_POOL, LOCAL_ROBOT_POOL, runPulumi } from "../../../automation/local/localStack";
+import { SSHD } from "../../../automation/local/machines/openSshServer";
+import { ELASTIC_METAL_POOL_RELEASE, buildRelease } from "../../../bench/previousRelease";
+import { UP, isReady, poolNodes } from "../../support/localFleet";
+import { localStackProject } from "../../support/localStackProject";
+import { LOCAL_CLOUD_TOOLS, missingTools, skipUnlessAvailable } from "../../support/toolchainRequirement";
+
+const POOLS = ["local-general", LOCAL_ELASTIC_METAL_POOL, LOCAL_ROBOT_POOL] as const;
+
+type Json = Record<string, any>;
+
+describe("upgrading a git stack with Elastic Metal and Robot pools from the release that first ran them (real engine)", function () {
+  this.timeout(1_800_000);
+  let dir: string;
+  let project: string;
+  let cloud: LocalCloud | undefined;
+  const warnings: string[] = [];
+  let previous: { nodes: Map<string, string>; metal: string[]; robot: Array<{ boots: number; resets: number }> };
+
+  const nodeUids = async () => {
+    const entries: Array<[string, string]> = [];
+    for (const pool of POOLS)
+      for (const node of (await poolNodes(cloud!, pool)).filter(isReady))
+        entries.push([node.metadata.name, (node.metadata as unknown as { uid: string }).uid]);
+    return new Map(entries);
+  };
+  const metalServerIds = async () => {
+    const response = await fetch(`${cloud!.env.SCW_API_URL}/baremetal/v1/zones/fr-par-2/servers?per_page=50`, {
+      headers: { "X-Auth-Token": cloud!.env.SCW_SECRET_KEY! },
+    });
+    return ((await response.json()) as { servers: Json[] }).servers.map((s) => String(s.id)).sort();
+  };
+  const robotCycles = () =>
+    cloud!.robot.state
+      .servers()
+      .slice(0, 2)
+      .map((s) => ({ boots: s.boots.length, resets: s.resets.length }));
+
+  before(async function () {
+    const missing = [SSHD, "/usr/bin/ssh", "/usr/bin/unshare", "/usr/bin/nsenter"].filter((tool) => !existsSync(tool));
+    skipUnlessAvailable(
+      this,
+      missing.length ? `${missing.join(", ")} not installed (Debian: openssh-server, openssh-client, util-linux)` : undefined,
+    );
+    skipUnlessAvailable(this, process.getuid?.() === 0 ? undefined : "the machines' sandbox needs root (mount namespaces, port 22)");
+    skipUnlessAvailable(this, missingTools(...LOCAL_CLOUD_TOOLS, "pulumi-resource-scaleway", "pulumi-resource-command"));
+    dir = mkdtempSync(join(tmpdir(), "nodefleet-bare-metal-upgrade-"));
+    buildRelease(ELASTIC_METAL_POOL_RELEASE, join(dir, "previous"));
+    // The previous release's program and plugin first; the same project (and stack) moves to this one below.
+    project = localStackProject(join(dir, "project"), join(dir, "previous"));
+    cloud = await startLocalCloud({
+      dataDir: join(dir, "data"),
+      hcloudPort: 0,
+      agentIntervalMs: 300,
+      logger: { info() {}, warn: (_fields: unknown, message: string) => void warnings.push(message) },
+      projectDir: project,
+      elasticMetalPool: true,
+      robotMachines: true,
+      machineBlock: 7,
+    });
+    await runPulumi(UP, project, cloud.env).catch((error: Error) => {
+      throw new Error(`the previous release's pulumi up: ${error.message}\nlocal cloud warnings:\n${warnings.join("\n")}`);
+    });
+    const nodes = await nodeUids();
+    assert.equal(nodes.size, 7, `3 + 2 + 2 Ready Nodes under the previous release: ${[...nodes.keys()].join(", ")}`);
+    previous = { nodes, metal: await metalServerIds(), robot: robotCycles() };
+    localStackProject(project);
+  });
+
+  after(async function () {
+    await cloud?.stop();
+    if (!dir) return;
+    const left = execFileSync("ps", ["-eo", "args"], { encoding: "utf8" })
+      .split("\n")
+      .filter((line) => line.includes(dir) && !line.includes("mocha"));
+    rmSync(dir, { recursive: true, force: true });
+    assert.deepEqual(left, [], "stopping the local cloud leaves no machine process");
+  });
+
+  it("previews the upgrade without replacing or deleting anything", async function () {
+    const out = await runPulumi(["preview", "--stack", "local", "--diff", "--non-interactive"], project, cloud!.env);
+    // The summary counts each kind of step: none may take a running member's resource away.
+    const summary = out.slice(out.lastIndexOf("Resources:"));
+    assert.match(summary, /unchanged/, out.slice(-3000));
+    assert.doesNotMatch(summary, /to replace|to delete|to discard/, summary);
+    process.stdout.write(
+      `      (the upgrade's preview: ${summary
+        .split("\n")
+        .slice(1, 4)
+        .map((l) => l.trim())
+        .filter(Boolean)
+        .join("; ")})\n`,
+    );
+  });
+
+  it("keeps every server and Node through the upgrade's pulumi up, all Ready", async function () {
+    await runPulumi([...UP, "--suppress-outputs"], project, cloud!.env);
+    assert.deepEqual(await metalServerIds(), previous.metal, "the same Elastic Metal servers, none ordered or deleted");
+    assert.deepEqual(robotCycles(), previous.robot, "no Robot server reset or rebooted");
+    const after = await nodeUids();
+    assert.deepEqual([...after.entries()].sort(), [...previous.nodes.entries()].sort(), "the same Nodes (same uids), all Ready");
+    const out = await runPulumi(["preview", "--stack", "local", "--diff", "--non-interactive", "--expect-no-changes"], project, cloud!.env);
+    assert.doesNotMatch(out, /error:/);
+  });
+});

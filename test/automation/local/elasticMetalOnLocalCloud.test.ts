@@ -7,17 +7,16 @@
  * its providerID, next to the Hetzner Cloud pool's three. A second `pulumi up` changes nothing.
  */
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parse } from "yaml";
 import { type LocalCloud, startLocalCloud } from "../../../automation/local/localCloud";
 import { LOCAL_ELASTIC_METAL_POOL, runPulumi } from "../../../automation/local/localStack";
-import { SSHD } from "../../../automation/local/machines/openSshServer";
 import { PRIVATE_IPV4_LABEL } from "../../../components/scaleway/elasticMetalPlan";
 import { localStackProject } from "../../support/localStackProject";
 import { type PoolNode, UP, isReady, poolNodes } from "../../support/localFleet";
-import { LOCAL_CLOUD_TOOLS, missingTools, skipUnlessAvailable } from "../../support/toolchainRequirement";
+import { elasticMetalPoolServers, scalewayGet, skipUnlessElasticMetalMachines } from "../../support/localElasticMetal";
 import { until } from "../../support/until";
 
 const quiet = { info() {}, warn() {} };
@@ -32,14 +31,8 @@ describe("the local stack's Elastic Metal pool on the real engine (machines over
   let cloud: LocalCloud;
   const logged: string[] = [];
 
-  const scw = async (path: string): Promise<Json> => {
-    const response = await fetch(`${cloud.env.SCW_API_URL}${path}`, { headers: { "X-Auth-Token": cloud.env.SCW_SECRET_KEY! } });
-    return (await response.json()) as Json;
-  };
-  const metalServers = async (): Promise<Json[]> =>
-    ((await scw(`/baremetal/v1/zones/${ZONE}/servers?per_page=50`)).servers as Json[]).filter((s) =>
-      (s.tags as string[]).includes(`nodefleet.io/pool=${LOCAL_ELASTIC_METAL_POOL}`),
-    );
+  const scw = (path: string) => scalewayGet(cloud, path);
+  const metalServers = () => elasticMetalPoolServers(cloud, ZONE);
   const readyMetalNodes = async (count: number): Promise<PoolNode[]> =>
     until(
       `${count} Ready ${LOCAL_ELASTIC_METAL_POOL} Nodes`,
@@ -52,13 +45,7 @@ describe("the local stack's Elastic Metal pool on the real engine (machines over
     );
 
   before(async function () {
-    const missing = [SSHD, "/usr/bin/ssh", "/usr/bin/unshare"].filter((tool) => !existsSync(tool));
-    skipUnlessAvailable(
-      this,
-      missing.length ? `${missing.join(", ")} not installed (Debian: openssh-server, openssh-client, util-linux)` : undefined,
-    );
-    skipUnlessAvailable(this, process.getuid?.() === 0 ? undefined : "the machines' sandbox needs root (mount namespaces, port 22)");
-    skipUnlessAvailable(this, missingTools(...LOCAL_CLOUD_TOOLS, "pulumi-resource-scaleway", "pulumi-resource-command"));
+    skipUnlessElasticMetalMachines(this);
     dir = mkdtempSync(join(tmpdir(), "nodefleet-local-metal-"));
     project = localStackProject(join(dir, "project"));
     cloud = await startLocalCloud({

@@ -1,8 +1,9 @@
 /**
  * Which resources carry a member's Node drain, Node removal and bootstrap token (Hetzner Cloud), or
- * its Node removal, update drain, Node metadata, local PVC removal, bootstrap token and Robot rescue
- * (bare metal). `plugin`: nodefleet's provider plugin (components/provider/), a few hundred bytes of
- * state each, the credentials once per pool. `dynamic`: the `pulumi.dynamic` resources and
+ * its Node removal, removal drain, update drain, Node metadata, local PVC removal, bootstrap token
+ * and Robot rescue (bare metal; the removal drain only for the plugin's flavours, see
+ * provider/bareMetalMemberResources.ts `removalDrain`). `plugin`: nodefleet's provider plugin
+ * (components/provider/), a few hundred bytes of state each, the credentials once per pool. `dynamic`: the `pulumi.dynamic` resources and
  * BootstrapToken component of nodefleet before it, each carrying its serialized code and the
  * credentials. A member keeps the flavour it was created with until it leaves: moving it would
  * delete the old drain, removals and metadata, and their delete drains and deletes the live Node

@@ -5,9 +5,10 @@
  * the pods left, and the server stays. A `pulumi.dynamic` resource per Node name that depends on its
  * server, so Pulumi drains before the server goes; the Node is deleted afterwards
  * (kubernetesNodeRemoval.ts). Bare-metal members keep their Node across a reinstall, so they drain
- * on create instead: KubernetesNodeUpdateDrain, one per generation, which the update depends on.
- * Members created since nodefleet's plugin get its NodeDrain and NodeUpdateDrain instead
+ * on create before an update: KubernetesNodeUpdateDrain, one per generation, which the update
+ * depends on. Members created since nodefleet's plugin get its NodeDrain and NodeUpdateDrain instead
  * (provider/), which run the same `drainKubernetesNode`; these stay for the members created before.
+ * Bare-metal members of the plugin also get its NodeDrain, one per member, for their removal.
  */
 import * as pulumi from "@pulumi/pulumi";
 import { DEFAULT_DRAIN_TIMEOUT_SECONDS } from "../fleet/rolloutPlan";

@@ -1,11 +1,12 @@
 /**
  * The cluster-side resources of one bare-metal pool's members (Hetzner Robot, Scaleway Elastic
- * Metal): Node removal, the drain before an update, the Node's labels and taints, the node-local
- * PVC removal and the bootstrap token, each in the member's flavour (fleet/memberResources.ts):
- * `plugin-all` and `plugin`, this package's provider with the pool's one ClusterAccessProvider
- * (declared when a member first needs it; `plugin` keeps the BootstrapToken component), or
- * `dynamic`, the `pulumi.dynamic` resources a member created before it keeps until it leaves.
- * Nothing but the token is declared without a kubeconfig (render and simulation), as before.
+ * Metal): Node removal, the drain before an update, the drain before the member's removal, the
+ * Node's labels and taints, the node-local PVC removal and the bootstrap token, each in the
+ * member's flavour (fleet/memberResources.ts): `plugin-all` and `plugin`, this package's provider
+ * with the pool's one ClusterAccessProvider (declared when a member first needs it; `plugin` keeps
+ * the BootstrapToken component), or `dynamic`, the `pulumi.dynamic` resources a member created
+ * before it keeps until it leaves. Nothing but the token is declared without a kubeconfig (render
+ * and simulation), as before.
  */
 import * as pulumi from "@pulumi/pulumi";
 import type { Taint } from "../fleet/fleetSpec";
@@ -17,6 +18,7 @@ import { type KubernetesNodeRemoval, memberNodeRemoval } from "../kubernetes/kub
 import { NodeLocalPvcRemoval as DynamicNodeLocalPvcRemoval } from "../kubernetes/nodeLocalPvcRemoval";
 import { NodeBootstrapToken, nodeBootstrapTokenArgs } from "./bootstrapTokenResource";
 import { ClusterAccessProvider, type ClusterAccessProviderArgs } from "./clusterAccessProvider";
+import { NodeDrain } from "./nodeDrainResource";
 import { NodeLocalPvcRemoval } from "./nodeLocalPvcRemovalResource";
 import { NodeMetadata } from "./nodeMetadataResource";
 import { NodeRemoval } from "./nodeRemovalResource";
@@ -77,6 +79,26 @@ export class BareMetalMemberResources {
     if (flavour === "dynamic") return memberNodeRemoval(nodeName, this.kubeconfig, this.parent);
     if (this.kubeconfig === undefined) return undefined;
     return new NodeRemoval(`${nodeName}-node-removal`, { nodeName }, { parent: this.parent, provider: this.provider() });
+  }
+
+  /**
+   * `<nodeName>-removal-drain`: removing the member drains its Node (cordon, evictions within
+   * PodDisruptionBudgets, at most `timeoutSeconds`, else the run fails and the machine stays) before
+   * `machine`, which it depends on, is deleted: the server, or on Robot the `-retire` command, which
+   * stops the kubelet (the pods' deletions need it running) before the rescue goes. The Node removal
+   * follows the machine. Named by member: a replacement or reinstall keeps it (its inputs hold no
+   * output of the machine), and the update drain drains for those. The plugin's NodeDrain, as on
+   * Hetzner Cloud. `plugin-all` and `plugin` members get it (for a `plugin` member, created before
+   * it, only a create, with the pool's provider it already uses); `dynamic` members none: they keep
+   * the dynamic resources they were created with, and leave undrained as before.
+   */
+  removalDrain(nodeName: string, timeoutSeconds: number, flavour: InPlaceMemberResources, machine: pulumi.Resource): NodeDrain | undefined {
+    if (flavour === "dynamic" || this.kubeconfig === undefined) return undefined;
+    return new NodeDrain(
+      `${nodeName}-removal-drain`,
+      { nodeName, timeoutSeconds },
+      { parent: this.parent, dependsOn: [machine], provider: this.provider() },
+    );
   }
 
   /** `<nodeName>-<generation>-drain`: drains the Node before the member's update to `generation`. */

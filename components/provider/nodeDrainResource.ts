@@ -2,7 +2,9 @@
  * `nodefleet:kubernetes:NodeDrain`: deleting it drains a Kubernetes Node (cordon, evictions within
  * PodDisruptionBudgets, see kubernetes/kubernetesNodeDrain.ts) before the server it depends on is
  * deleted. The member-sized successor of the dynamic KubernetesNodeDrain: its state holds the Node
- * name and the timeout; the credentials come from the provider's configuration.
+ * name and the timeout; the credentials come from the provider's configuration. Hetzner Cloud
+ * members get one per server generation; bare-metal members one per member, `<node>-removal-drain`
+ * (provider/bareMetalMemberResources.ts `removalDrain`), so a scale-down drains before the server goes.
  */
 import * as pulumi from "@pulumi/pulumi";
 import { checkedDrainTimeout, drainKubernetesNode } from "../kubernetes/kubernetesNodeDrain";
@@ -33,7 +35,7 @@ export const nodeDrainHandler: ResourceHandler = {
 };
 
 export interface NodeDrainArgs {
-  /** The Kubernetes Node name (for Hetzner Cloud, the generation's server name). */
+  /** The Kubernetes Node name (for Hetzner Cloud, the generation's server name; on bare metal, the member's hostname). */
   readonly nodeName: string;
   /** Seconds the drain may take before it fails and the server stays. */
   readonly timeoutSeconds: number;
@@ -42,7 +44,7 @@ export interface NodeDrainArgs {
 export class NodeDrain extends pulumi.CustomResource {
   declare readonly nodeName: pulumi.Output<string>;
 
-  /** `opts.provider` must be the pool's ClusterAccessProvider; `opts.dependsOn` the server. */
+  /** `opts.provider` must be the pool's ClusterAccessProvider; `opts.dependsOn` the server (Robot: the member's `-retire` command). */
   constructor(name: string, args: NodeDrainArgs, opts: pulumi.CustomResourceOptions) {
     super(NODE_DRAIN_TYPE, name, { nodeName: args.nodeName, timeoutSeconds: checkedDrainTimeout(name, args.timeoutSeconds) }, opts);
   }

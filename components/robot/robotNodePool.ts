@@ -3,7 +3,8 @@
  * number, installed and joined to an existing cluster (k0s or kubeadm). Per member: `-rescue`
  * (rescue with the pool's keys, reset), `-hardware` and `-install` over SSH to the rescue
  * (installimage; it prints the installed system's host key), `-ready` and `-join` on the installed
- * system, then the host-firewall reload and, given a kubeconfig, the Node's metadata and removal.
+ * system, then the host-firewall reload and, given a kubeconfig, the Node's metadata, its drain
+ * before the member's removal, and its removal.
  * Rescue, token, metadata and removal are resources of nodefleet's plugin through the pool's
  * provider (robotRescueResource.ts, provider/bareMetalMemberResources.ts); members created before
  * it keep what they were created with (fleet/memberResources.ts).
@@ -23,6 +24,7 @@ import type { KubernetesNodeRemoval } from "../kubernetes/kubernetesNodeRemoval"
 import type { KubernetesNodeUpdateDrain } from "../kubernetes/kubernetesNodeDrain";
 import type { InPlaceMemberResources } from "../fleet/memberResources";
 import { BareMetalMemberResources } from "../provider/bareMetalMemberResources";
+import type { NodeDrain } from "../provider/nodeDrainResource";
 import type { NodeRemoval } from "../provider/nodeRemovalResource";
 import type { NodeUpdateDrain } from "../provider/nodeUpdateDrainResource";
 import {
@@ -126,6 +128,8 @@ export class RobotNodePool extends pulumi.ComponentResource {
   readonly nodeRemovals: Array<KubernetesNodeRemoval | NodeRemoval> = [];
   readonly nodes: RobotNodeOutput[] = [];
   readonly updateDrains: Array<KubernetesNodeUpdateDrain | NodeUpdateDrain> = [];
+  /** The drains that run before a removed member's rescue and Node are deleted. */
+  readonly removalDrains: NodeDrain[] = [];
   /** This run's rollout step. */
   readonly rollout: InPlaceRolloutPlan;
   readonly rolloutSummary: InPlaceRolloutSummary;
@@ -286,7 +290,7 @@ export class RobotNodePool extends pulumi.ComponentResource {
     // Named by member, not generation, so a reinstall keeps it; it depends on the join, so it runs
     // before the rescue is deactivated and the Node deleted: the kubelet is stopped and its
     // credentials gone before the Node leaves the cluster, and nothing on the box can rejoin.
-    new command.remote.Command(
+    const retire = new command.remote.Command(
       `${prefix}-retire`,
       {
         // A box that never answers fails the removal after about 10 dials, not after the install's
@@ -297,6 +301,10 @@ export class RobotNodePool extends pulumi.ComponentResource {
       },
       { parent: this, dependsOn: [joined] },
     );
+    // Removing the member drains its Node first, while its kubelet still runs (it confirms the
+    // evicted pods gone): the drain depends on the retirement, so it is deleted before it.
+    const removalDrain = clusterSide.removalDrain(member.hostname, pool.rollout.drainTimeoutSeconds, resources, retire);
+    if (removalDrain) this.removalDrains.push(removalDrain);
     // Labels and taints converge on every member now; a moved generation also uncordons the drained Node.
     clusterSide.nodeMetadata(
       `${prefix}-node-metadata`,

@@ -4,7 +4,7 @@
  * `privateNetwork.id` or created). Per member: an IPAM address, a bootstrap token, the server, the
  * bootstrap the offer decides (cloud-init or the SSH self-join, elasticMetalPlan.ts
  * `bootstrapMethod`), SSH commands that pin the host key read on first use, and, given a kubeconfig,
- * the Node's metadata, removal and local PVCs (resources of nodefleet's plugin through the pool's
+ * the Node's metadata, drain before removal, removal and local PVCs (resources of nodefleet's plugin through the pool's
  * provider, the token one too, or for members created before it their dynamic ones and token
  * component: provider/bareMetalMemberResources.ts).
  * Changes roll one member at a time, in place
@@ -51,6 +51,7 @@ import {
 } from "../fleet/rolloutPlan";
 import type { KubernetesNodeRemoval } from "../kubernetes/kubernetesNodeRemoval";
 import { BareMetalMemberResources } from "../provider/bareMetalMemberResources";
+import type { NodeDrain } from "../provider/nodeDrainResource";
 import type { NodeRemoval } from "../provider/nodeRemovalResource";
 import type { NodeUpdateDrain } from "../provider/nodeUpdateDrainResource";
 import { type PrivateNetworkJoin, renderVlanIdDelivery, renderWorkerSelfJoinScript } from "../bootstrap/selfJoinScript";
@@ -305,6 +306,8 @@ export class ElasticMetalNodePool extends pulumi.ComponentResource {
   readonly nodeRemovals: Array<KubernetesNodeRemoval | NodeRemoval> = [];
   readonly nodes: ElasticMetalNodeOutput[] = [];
   readonly updateDrains: Array<KubernetesNodeUpdateDrain | NodeUpdateDrain> = [];
+  /** The drains that run before a removed member's server is deleted. */
+  readonly removalDrains: NodeDrain[] = [];
   /** The members' Node removal, drains, metadata and local PVC removal, in each member's flavour. */
   private readonly clusterSide: BareMetalMemberResources;
   /** This run's rollout step. */
@@ -453,6 +456,7 @@ export class ElasticMetalNodePool extends pulumi.ComponentResource {
       ...(nodeRemoval ? [nodeRemoval] : []),
       ...(drain ? [drain] : []),
     ]);
+    this.declareRemovalDrain(scope, server);
     const vlan = this.attachedVlan(server);
     const host = server.ipv4s.apply((ips) => ips?.[0]?.address ?? "");
     const { readHostKey, hostKey } = this.declareHostKeyRead(scope, server, host);
@@ -499,6 +503,12 @@ export class ElasticMetalNodePool extends pulumi.ComponentResource {
         : undefined;
     if (drain) this.updateDrains.push(drain);
     return drain;
+  }
+
+  /** Scale-down: the Node is drained (PodDisruptionBudgets hold, bounded by `drainTimeoutSeconds`) before its server is deleted. */
+  private declareRemovalDrain({ args, member, ctx }: MemberScope, server: scaleway.elasticmetal.Server): void {
+    const drain = this.clusterSide.removalDrain(member.hostname, args.pool.rollout.drainTimeoutSeconds, ctx.resources, server);
+    if (drain) this.removalDrains.push(drain);
   }
 
   /** The address is known before the server exists: it goes into the kubelet's --node-labels. */

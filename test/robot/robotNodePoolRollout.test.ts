@@ -248,18 +248,30 @@ describe("RobotNodePool rolling reinstalls and re-joins across runs (mock runtim
     // No memberResources: recorded by a nodefleet before the plugin, so `dynamic`; one recorded `plugin`
     // (created before the plugin's token and rescue); the other four are new (`plugin-all`).
     const current: CurrentInPlaceMember[] = [running(earlier), { ...running(recorded), memberResources: "plugin" }];
+    const dependencies = new Map<string, unknown>();
     const { resources, outputs } = await runUnderMocks({
       stack: "test",
       config: { "nodefleet:sshPrivateKey": SSH_KEY },
       secretKeys: ["nodefleet:sshPrivateKey"],
       program: () => {
         // A new k0s version re-joins both running members this run, each drained first.
-        const component = new RobotNodePool(`example-${POOL}`, {
-          cluster: { ...cluster, k0sVersion: "v1.33.5+k0s.0" },
-          pool,
-          current,
-          kubeconfig: tokenKubeconfig("t0ken"),
-        });
+        const component = new RobotNodePool(
+          `example-${POOL}`,
+          {
+            cluster: { ...cluster, k0sVersion: "v1.33.5+k0s.0" },
+            pool,
+            current,
+            kubeconfig: tokenKubeconfig("t0ken"),
+          },
+          {
+            transformations: [
+              (a) => {
+                dependencies.set(a.name, a.opts.dependsOn);
+                return undefined;
+              },
+            ],
+          },
+        );
         return { nodes: component.nodes };
       },
     });
@@ -267,7 +279,7 @@ describe("RobotNodePool rolling reinstalls and re-joins across runs (mock runtim
     const PLUGIN = "nodefleet:kubernetes:";
     const clusterSide = ["KubernetesNodeRemoval", "KubernetesNodeUpdateDrain", "KubernetesNodeMetadata"]
       .map((t) => DYNAMIC + t)
-      .concat(["NodeRemoval", "NodeUpdateDrain", "NodeMetadata"].map((t) => PLUGIN + t));
+      .concat(["NodeRemoval", "NodeUpdateDrain", "NodeMetadata", "NodeDrain"].map((t) => PLUGIN + t));
     const of = (nodeId: string) => resources.filter((r) => clusterSide.includes(r.type) && new RegExp(`(^|-)${nodeId}(-|$)`).test(r.name));
     const typesOf = (nodeId: string) =>
       of(nodeId)
@@ -278,8 +290,25 @@ describe("RobotNodePool rolling reinstalls and re-joins across runs (mock runtim
       `${DYNAMIC}KubernetesNodeRemoval`,
       `${DYNAMIC}KubernetesNodeUpdateDrain`,
     ]);
-    assert.deepEqual(typesOf(recorded!.member.nodeId), [`${PLUGIN}NodeMetadata`, `${PLUGIN}NodeRemoval`, `${PLUGIN}NodeUpdateDrain`]);
-    for (const nodeId of NODE_IDS.slice(2)) assert.deepEqual(typesOf(nodeId), [`${PLUGIN}NodeMetadata`, `${PLUGIN}NodeRemoval`], nodeId);
+    // The drain before removal (before the rescue and the Node go): the plugin's members only.
+    assert.deepEqual(typesOf(recorded!.member.nodeId), [
+      `${PLUGIN}NodeDrain`,
+      `${PLUGIN}NodeMetadata`,
+      `${PLUGIN}NodeRemoval`,
+      `${PLUGIN}NodeUpdateDrain`,
+    ]);
+    for (const nodeId of NODE_IDS.slice(2))
+      assert.deepEqual(typesOf(nodeId), [`${PLUGIN}NodeDrain`, `${PLUGIN}NodeMetadata`, `${PLUGIN}NodeRemoval`], nodeId);
+    for (const nodeId of NODE_IDS.slice(1)) {
+      const drain = of(nodeId).find((r) => r.type === `${PLUGIN}NodeDrain`)!;
+      assert.equal(drain.name, `example-${nodeId}-removal-drain`);
+      assert.deepEqual(plain(drain.inputs), { nodeName: `example-${nodeId}`, timeoutSeconds: 600 });
+      assert.deepEqual(
+        ([] as unknown[]).concat(dependencies.get(drain.name) ?? []).map((d) => (d as { __name?: string }).__name),
+        [`example-${POOL}-${nodeId}-retire`],
+        "deleted before the kubelet is retired, the rescue deactivated and the Node removed",
+      );
+    }
     for (const nodeId of NODE_IDS.slice(1)) {
       for (const r of of(nodeId)) {
         assert.match(String(r.provider), new RegExp(`pulumi:providers:nodefleet::example-${POOL}-cluster-access::`), r.name);

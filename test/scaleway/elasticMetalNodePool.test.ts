@@ -390,7 +390,7 @@ describe("ElasticMetalNodePool under mocks", function () {
     assert.equal(tokenName(relabelled), tokenName(base));
   });
 
-  it("with a kubeconfig: removes the Node with the member and the local PVCs with the server (localStorageClass)", async () => {
+  it("with a kubeconfig: drains and removes the Node with the member and the local PVCs with the server (localStorageClass)", async () => {
     const kubeconfig = tokenKubeconfig("abc");
     const { resources } = await runPool(spec({ replicas: 2, localStorageClass: "scw-local-nvme" }), { kubeconfig });
     const pvcRemovals = resources.filter((r) => r.name.endsWith("-local-pvcs"));
@@ -411,6 +411,12 @@ describe("ElasticMetalNodePool under mocks", function () {
       assert.match(String(removal.provider), /pulumi:providers:nodefleet::example-kura-cluster-access::/);
     }
     assert.ok(nodeRemovals.every((r) => r.type === "nodefleet:kubernetes:NodeRemoval"));
+    const removalDrains = resources.filter((r) => r.name.endsWith("-removal-drain"));
+    assert.deepEqual(
+      removalDrains.map((r) => [r.type, plain(r.inputs)]),
+      [0, 1].map((i) => ["nodefleet:kubernetes:NodeDrain", { nodeName: `example-kura-scw-fr-par-${i}`, timeoutSeconds: 600 }]),
+      "a scale-down drains each removed member's Node first (the default drain timeout)",
+    );
     // The credentials sit once, in the pool's provider, as a secret.
     const providers = ofType(resources, "pulumi:providers:nodefleet");
     assert.deepEqual(
@@ -422,7 +428,11 @@ describe("ElasticMetalNodePool under mocks", function () {
     const without = await runPool(spec({ replicas: 2 }), { kubeconfig });
     assert.equal(without.resources.filter((r) => r.name.endsWith("-local-pvcs")).length, 0);
     const rendered = await runPool(spec({ replicas: 2, localStorageClass: "scw-local-nvme" }));
-    assert.equal(rendered.resources.filter((r) => /-(local-pvcs|node-removal)$/.test(r.name)).length, 0, "nothing to remove with");
+    assert.equal(
+      rendered.resources.filter((r) => /-(local-pvcs|node-removal|removal-drain)$/.test(r.name)).length,
+      0,
+      "nothing to remove with",
+    );
   });
 
   it("never shows the bootstrap token outside secrets", async () => {

@@ -220,7 +220,13 @@ describe("ElasticMetalNodePool rolling replacements and re-joins across runs (mo
   it("keeps each member's recorded flavour: one recorded before the plugin keeps its dynamic resources, the others use the pool's provider", async () => {
     const fleet = parseFleetSpec(
       rawFleetConfig({
-        pools: [elasticMetalPoolConfig({ replicas: 3, localStorageClass: "scw-local-nvme", rollout: { maxUnavailable: 3 } })],
+        pools: [
+          elasticMetalPoolConfig({
+            replicas: 3,
+            localStorageClass: "scw-local-nvme",
+            rollout: { maxUnavailable: 3, drainTimeoutSeconds: 120 },
+          }),
+        ],
       }),
     );
     const { kubeconfig: _k, ...cluster } = fleet.cluster;
@@ -263,7 +269,7 @@ describe("ElasticMetalNodePool rolling replacements and re-joins across runs (mo
     const PLUGIN = "nodefleet:kubernetes:";
     const clusterSide = ["KubernetesNodeRemoval", "KubernetesNodeUpdateDrain", "KubernetesNodeMetadata", "NodeLocalPvcRemoval"]
       .map((t) => DYNAMIC + t)
-      .concat(["NodeRemoval", "NodeUpdateDrain", "NodeMetadata", "NodeLocalPvcRemoval"].map((t) => PLUGIN + t));
+      .concat(["NodeRemoval", "NodeUpdateDrain", "NodeMetadata", "NodeLocalPvcRemoval", "NodeDrain"].map((t) => PLUGIN + t));
     const of = (nodeId: string) => resources.filter((r) => clusterSide.includes(r.type) && new RegExp(`(^|-)${nodeId}(-|$)`).test(r.name));
     const typesOf = (nodeId: string) =>
       of(nodeId)
@@ -276,13 +282,21 @@ describe("ElasticMetalNodePool rolling replacements and re-joins across runs (mo
       `${DYNAMIC}NodeLocalPvcRemoval`,
     ]);
     for (const r of of(earlier!.nodeId)) assert.ok(containsSecret(r.inputs.credentials), `${r.name} keeps its own credentials, secret`);
+    // The drain before removal: the plugin's members get it (a `plugin` member only a create, with
+    // the provider it already uses); a `dynamic` member keeps what it was created with, none.
     assert.deepEqual(typesOf(recorded!.nodeId), [
+      `${PLUGIN}NodeDrain`,
       `${PLUGIN}NodeLocalPvcRemoval`,
       `${PLUGIN}NodeMetadata`,
       `${PLUGIN}NodeRemoval`,
       `${PLUGIN}NodeUpdateDrain`,
     ]);
-    assert.deepEqual(typesOf(added!.nodeId), [`${PLUGIN}NodeLocalPvcRemoval`, `${PLUGIN}NodeMetadata`, `${PLUGIN}NodeRemoval`]);
+    assert.deepEqual(typesOf(added!.nodeId), [
+      `${PLUGIN}NodeDrain`,
+      `${PLUGIN}NodeLocalPvcRemoval`,
+      `${PLUGIN}NodeMetadata`,
+      `${PLUGIN}NodeRemoval`,
+    ]);
     for (const r of [...of(recorded!.nodeId), ...of(added!.nodeId)]) {
       assert.match(String(r.provider), new RegExp(`pulumi:providers:nodefleet::example-${POOL}-cluster-access::`), r.name);
       assert.equal(r.inputs.credentials, undefined, `${r.name} carries no credentials`);
@@ -292,6 +306,16 @@ describe("ElasticMetalNodePool rolling replacements and re-joins across runs (mo
       ([] as unknown[]).concat(options.get(name)?.dependsOn ?? []).some((d) => (d as object).constructor?.name === constructor);
     assert.ok(dependsOn(`example-${POOL}-${earlier!.nodeId}-join`, "KubernetesNodeUpdateDrain"));
     assert.ok(dependsOn(`example-${POOL}-${recorded!.nodeId}-join`, "NodeUpdateDrain"), "the plugin's drain gates the re-join too");
+    for (const member of [recorded!, added!]) {
+      const drain = resources.find((r) => r.type === `${PLUGIN}NodeDrain` && r.name.endsWith(`${member.nodeId}-removal-drain`))!;
+      assert.deepEqual(plain(drain.inputs), { nodeName: member.hostname, timeoutSeconds: 120 }, "bounded by the pool's drain timeout");
+      const deps = ([] as unknown[]).concat(options.get(drain.name)?.dependsOn ?? []) as Array<{ __name?: string }>;
+      assert.deepEqual(
+        deps.map((d) => d.__name),
+        [`example-${POOL}-${member.nodeId}`],
+        "it depends on the server, so a removal drains before the server is deleted",
+      );
+    }
     assert.deepEqual(
       plain<Array<{ memberResources: string }>>(outputs.nodes).map((n) => n.memberResources),
       ["dynamic", "plugin", "plugin-all"],

@@ -5,13 +5,16 @@
  * (kubeletBootstrap.ts: a CSR as the bootstrap token, the Node registered with the flags' name,
  * providerID, labels, taints and node IP), and writes the kubelet's own kubeconfig and client
  * certificate into the machine, where the self-join script waits for them. Then it reports the Node
- * Ready now and then, as a kubelet's heartbeat does. A k0s worker's start (the k0s stand-in) joins
- * the same way from the arguments `k0s install worker` recorded and the kubeconfig in its join token.
+ * Ready now and then, as a kubelet's heartbeat does, and does a kubelet's part for the pods bound to
+ * it (kubeletPods.ts: starts them, confirms the deletion of evicted ones, so a drain finishes),
+ * both only while its node agent's unit runs. A k0s worker's start (the k0s stand-in) joins the same
+ * way from the arguments `k0s install worker` recorded and the kubeconfig in its join token.
  */
 import { spawnSync } from "node:child_process";
 import { parse } from "yaml";
 import { type KubeIdentity } from "../kubeClient";
 import { KubeletJoinError, joinAsKubelet, reportReady } from "../kubeletBootstrap";
+import { syncNodePods } from "../kubeletPods";
 import { decodeK0sJoinToken } from "../../../components/bootstrap/k0sJoinToken";
 import { K0S_KUBELET_CONF } from "../../../components/bootstrap/k0sWorkerCloudConfig";
 import { NODE_AGENT_UNITS } from "../../../components/bootstrap/kubeletRetirement";
@@ -21,6 +24,8 @@ import type { Machine } from "./machine";
 /** Where the kubelet keeps its client certificate and key (one PEM file), as a bootstrapped kubelet does. */
 const CLIENT_PEM = "/var/lib/kubelet/pki/kubelet-client-current.pem";
 const HEARTBEAT_MS = 10_000;
+/** How often the kubelet looks at its pods (a real one watches them). */
+const POD_SYNC_MS = 1_000;
 
 /** A kubelet command line or bootstrap kubeconfig the host cannot join from; said in the machine's log line. */
 class MachineKubeletError extends Error {
@@ -74,6 +79,7 @@ export class MachineKubelet {
   private handledK0sStart: string | undefined;
   private node: { identity: KubeIdentity; name: string; nodeIp?: string } | undefined;
   private lastHeartbeat = 0;
+  private lastPodSync = 0;
 
   constructor(
     private readonly machine: Machine,
@@ -109,11 +115,15 @@ export class MachineKubelet {
       }
       return;
     }
-    // A stopped node agent (k0s's worker unit, or the kubelet's) sends no heartbeat.
+    // A stopped node agent (k0s's worker unit, or the kubelet's) sends no heartbeat and runs no pods.
     const running = NODE_AGENT_UNITS.some((unit) => this.machine.unitActive(unit));
     if (this.node && running && Date.now() - this.lastHeartbeat > HEARTBEAT_MS) {
       this.lastHeartbeat = Date.now();
       await reportReady(this.node.identity, this.node.name, undefined, undefined, this.node.nodeIp);
+    }
+    if (this.node && running && Date.now() - this.lastPodSync > POD_SYNC_MS) {
+      this.lastPodSync = Date.now();
+      await syncNodePods(this.node.identity, this.node.name);
     }
   }
 

@@ -21,7 +21,7 @@ import { LOCAL_ELASTIC_METAL_POOL, runPulumi } from "../../../automation/local/l
 import { localStackProject } from "../../support/localStackProject";
 import { UP, isReady, poolNodes } from "../../support/localFleet";
 import { runNodefleet } from "../../support/nodefleetCli";
-import { scalewayReads, skipUnlessElasticMetalMachines } from "../../support/elasticMetalLocalCloud";
+import { elasticMetalPoolServers, scalewayGet, skipUnlessElasticMetalMachines } from "../../support/localElasticMetal";
 import { until } from "../../support/until";
 
 const quiet = { info() {}, warn() {} };
@@ -43,7 +43,8 @@ describe("an Elastic Metal install interrupted by a SIGKILL of pulumi up, on the
   let leftovers: Array<{ pid: number; startTime: string }> = [];
   let cli: ChildProcess | undefined;
 
-  const { scw, metalServers } = scalewayReads(() => cloud, ZONE);
+  const scw = (path: string) => scalewayGet(cloud, path);
+  const metalServers = () => elasticMetalPoolServers(cloud, ZONE);
   const stopLeftovers = () => {
     for (const p of leftovers) if (processStartTime(p.pid) === p.startTime) process.kill(p.pid, "SIGKILL");
     leftovers = [];

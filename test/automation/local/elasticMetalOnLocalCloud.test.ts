@@ -16,7 +16,7 @@ import { LOCAL_ELASTIC_METAL_POOL, runPulumi } from "../../../automation/local/l
 import { PRIVATE_IPV4_LABEL } from "../../../components/scaleway/elasticMetalPlan";
 import { localStackProject } from "../../support/localStackProject";
 import { type PoolNode, UP, isReady, poolNodes } from "../../support/localFleet";
-import { scalewayReads, skipUnlessElasticMetalMachines } from "../../support/elasticMetalLocalCloud";
+import { elasticMetalPoolServers, scalewayGet, skipUnlessElasticMetalMachines } from "../../support/localElasticMetal";
 import { until } from "../../support/until";
 
 const quiet = { info() {}, warn() {} };
@@ -31,7 +31,8 @@ describe("the local stack's Elastic Metal pool on the real engine (machines over
   let cloud: LocalCloud;
   const logged: string[] = [];
 
-  const { scw, metalServers } = scalewayReads(() => cloud, ZONE);
+  const scw = (path: string) => scalewayGet(cloud, path);
+  const metalServers = () => elasticMetalPoolServers(cloud, ZONE);
   const readyMetalNodes = async (count: number): Promise<PoolNode[]> =>
     until(
       `${count} Ready ${LOCAL_ELASTIC_METAL_POOL} Nodes`,

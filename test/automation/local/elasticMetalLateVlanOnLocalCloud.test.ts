@@ -1,11 +1,13 @@
 /**
  * A VLAN tag Scaleway reports late, on the real engine: the fake Scaleway API holds every
- * attachment's tag back for 40 s after it is `attached` (NODEFLEET_SIM_SCW_VLAN_DELAY_MS), so the
- * Scaleway plugin double records VLAN 0 for each server, as upstream does. A first `pulumi up` whose
- * VLAN wait is 0 (NODEFLEET_SCW_VLAN_WAIT_SECONDS) fails, naming the server and telling the user to
- * run `pulumi up` again; the next plain `pulumi up` (no --refresh, the default wait) reads the tag
- * live, joins both members and brings their Nodes Ready, and a preview after it, reading the tag
- * live too, has nothing to change. No server is ordered twice.
+ * attachment's tag back after it is `attached` (NODEFLEET_SIM_SCW_VLAN_DELAY_MS), so the Scaleway
+ * plugin double records VLAN 0 for each server, as upstream does. Held back 15 s, one plain
+ * `pulumi up` waits for the tags (read live, bounded) and brings both Nodes Ready. Held back 40 s,
+ * a first `pulumi up` whose VLAN wait is 0 (NODEFLEET_SCW_VLAN_WAIT_SECONDS) fails, naming the
+ * server and telling the user to run `pulumi up` again; the next plain `pulumi up` (no --refresh,
+ * the default wait) reads the tag live, joins both members and brings their Nodes Ready, and a
+ * preview after it, reading the tag live too, proposes nothing for the pool. No server is ordered
+ * twice.
  */
 import assert from "node:assert/strict";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
@@ -22,33 +24,51 @@ import { until } from "../../support/until";
 
 const quiet = { info() {}, warn() {} };
 const ZONE = "fr-par-2";
-const VLAN_DELAY_MS = 40_000;
 
 type Json = Record<string, any>;
 
-describe("the local stack's Elastic Metal pool when Scaleway reports the VLAN tag late (real engine)", function () {
-  this.timeout(900_000);
-  let dir: string;
-  let project: string;
-  let cloud: LocalCloud;
-  const logged: string[] = [];
-
-  const scw = async (path: string): Promise<Json> => {
-    const response = await fetch(`${cloud.env.SCW_API_URL}${path}`, { headers: { "X-Auth-Token": cloud.env.SCW_SECRET_KEY! } });
-    return (await response.json()) as Json;
+/** A local cloud with the Elastic Metal pool whose fake holds VLAN tags back `vlanDelayMs`, set up and torn down by the calling suite. */
+function lateVlanCloud(vlanDelayMs: number) {
+  const t = {
+    dir: "",
+    project: "",
+    cloud: undefined as unknown as LocalCloud,
+    logged: [] as string[],
+    async scw(path: string): Promise<Json> {
+      const response = await fetch(`${t.cloud.env.SCW_API_URL}${path}`, { headers: { "X-Auth-Token": t.cloud.env.SCW_SECRET_KEY! } });
+      return (await response.json()) as Json;
+    },
+    async metalServers(): Promise<Json[]> {
+      return ((await t.scw(`/baremetal/v1/zones/${ZONE}/servers?per_page=50`)).servers as Json[]).filter((s) =>
+        (s.tags as string[]).includes(`nodefleet.io/pool=${LOCAL_ELASTIC_METAL_POOL}`),
+      );
+    },
+    /** Each state server's recorded VLAN tags. */
+    async recordedVlans(): Promise<number[][]> {
+      const state = JSON.parse(await runPulumi(["stack", "export", "--stack", "local"], t.project, t.cloud.env)) as Json;
+      return (state.deployment.resources as Json[])
+        .filter((r) => r.type === "scaleway:elasticmetal/server:Server")
+        .map((r) => ((r.outputs?.privateNetworks ?? []) as Json[]).map((pn) => pn.vlan as number));
+    },
+    /** Both members' Nodes Ready, each having rendered its VLAN interface, and two servers in all. */
+    async assertBothJoined(): Promise<void> {
+      await until(
+        `2 Ready ${LOCAL_ELASTIC_METAL_POOL} Nodes`,
+        async () => ((await poolNodes(t.cloud, LOCAL_ELASTIC_METAL_POOL)).filter(isReady).length === 2 ? true : undefined),
+        120_000,
+        () => t.logged.join("\n"),
+      );
+      const servers = await t.metalServers();
+      assert.equal(servers.length, 2, "no server ordered twice");
+      for (const server of servers) {
+        const records = t.cloud.scaleway
+          .machines!.machine(server.id)!
+          .records()
+          .map((r) => `${r.tool} ${r.verb}`);
+        assert.ok(records.includes("netplan generate"), `the VLAN interface was rendered in ${server.name}: ${records.join("; ")}`);
+      }
+    },
   };
-  const metalServers = async (): Promise<Json[]> =>
-    ((await scw(`/baremetal/v1/zones/${ZONE}/servers?per_page=50`)).servers as Json[]).filter((s) =>
-      (s.tags as string[]).includes(`nodefleet.io/pool=${LOCAL_ELASTIC_METAL_POOL}`),
-    );
-  /** Each state server's recorded VLAN tags. */
-  const recordedVlans = async (): Promise<number[][]> => {
-    const state = JSON.parse(await runPulumi(["stack", "export", "--stack", "local"], project, cloud.env)) as Json;
-    return (state.deployment.resources as Json[])
-      .filter((r) => r.type === "scaleway:elasticmetal/server:Server")
-      .map((r) => ((r.outputs?.privateNetworks ?? []) as Json[]).map((pn) => pn.vlan as number));
-  };
-
   before(async function () {
     const missing = [SSHD, "/usr/bin/ssh", "/usr/bin/unshare"].filter((tool) => !existsSync(tool));
     skipUnlessAvailable(
@@ -57,35 +77,55 @@ describe("the local stack's Elastic Metal pool when Scaleway reports the VLAN ta
     );
     skipUnlessAvailable(this, process.getuid?.() === 0 ? undefined : "the machines' sandbox needs root (mount namespaces, port 22)");
     skipUnlessAvailable(this, missingTools(...LOCAL_CLOUD_TOOLS, "pulumi-resource-scaleway", "pulumi-resource-command"));
-    dir = mkdtempSync(join(tmpdir(), "nodefleet-local-late-vlan-"));
-    project = localStackProject(join(dir, "project"));
-    cloud = await startLocalCloud({
-      dataDir: join(dir, "data"),
+    t.dir = mkdtempSync(join(tmpdir(), "nodefleet-local-late-vlan-"));
+    t.project = localStackProject(join(t.dir, "project"));
+    t.cloud = await startLocalCloud({
+      dataDir: join(t.dir, "data"),
       hcloudPort: 0,
       agentIntervalMs: 300,
-      logger: { ...quiet, warn: (_fields: unknown, message: string) => logged.push(message) },
-      projectDir: project,
+      logger: { ...quiet, warn: (_fields: unknown, message: string) => t.logged.push(message) },
+      projectDir: t.project,
       elasticMetalPool: true,
-      env: { ...process.env, NODEFLEET_SIM_SCW_VLAN_DELAY_MS: String(VLAN_DELAY_MS) },
+      env: { ...process.env, NODEFLEET_SIM_SCW_VLAN_DELAY_MS: String(vlanDelayMs) },
     });
   });
-
   after(async function () {
-    await cloud?.stop();
-    if (dir) rmSync(dir, { recursive: true, force: true });
+    await t.cloud?.stop();
+    if (t.dir) rmSync(t.dir, { recursive: true, force: true });
   });
+  return t;
+}
+
+describe("the local stack's Elastic Metal pool when Scaleway reports the VLAN tag 15 s late (real engine)", function () {
+  this.timeout(900_000);
+  const t = lateVlanCloud(15_000);
+
+  it("waits for the tags in one plain pulumi up and brings both Nodes Ready", async function () {
+    const started = Date.now();
+    await runPulumi(UP, t.project, t.cloud.env);
+    const upSeconds = (Date.now() - started) / 1000;
+    await t.assertBothJoined();
+    const vlans = await t.recordedVlans();
+    process.stdout.write(`      (pulumi up done after ${upSeconds.toFixed(1)} s; the state's VLAN tags: ${JSON.stringify(vlans)})\n`);
+    assert.deepEqual(vlans, [[0], [0]], "the provider recorded 0; the joins used the tags read live");
+  });
+});
+
+describe("the local stack's Elastic Metal pool when Scaleway reports the VLAN tag 40 s late (real engine)", function () {
+  this.timeout(900_000);
+  const t = lateVlanCloud(40_000);
 
   it("fails a run that may not wait, naming the server and the next step, and keeps both servers", async function () {
     const started = Date.now();
-    const failure = await runPulumi(UP, project, { ...cloud.env, [VLAN_WAIT_ENV]: "0" }).then(
+    const failure = await runPulumi(UP, t.project, { ...t.cloud.env, [VLAN_WAIT_ENV]: "0" }).then(
       () => assert.fail("the run succeeded although no VLAN tag was reported"),
       (error: Error) => error.message,
     );
     assert.match(failure, /node local-local-metal-\d+: server fr-par-2\/[0-9a-f-]{36} still reports no VLAN tag .* after 0 s/);
     assert.match(failure, /run `pulumi up` again, which reads the tag live and joins the node \(no --refresh needed\)/);
-    const servers = await metalServers();
+    const servers = await t.metalServers();
     assert.equal(servers.length, 2, "both servers ordered once");
-    const vlans = await recordedVlans();
+    const vlans = await t.recordedVlans();
     process.stdout.write(
       `      (first run failed after ${((Date.now() - started) / 1000).toFixed(1)} s; the state's VLAN tags: ${JSON.stringify(vlans)})\n`,
     );
@@ -97,34 +137,15 @@ describe("the local stack's Elastic Metal pool when Scaleway reports the VLAN ta
 
   it("joins both members on the next plain pulumi up (no --refresh), ordering no server again", async function () {
     const started = Date.now();
-    await runPulumi(UP, project, cloud.env);
+    await runPulumi(UP, t.project, t.cloud.env);
     const upSeconds = (Date.now() - started) / 1000;
-    const nodes = await until(
-      `2 Ready ${LOCAL_ELASTIC_METAL_POOL} Nodes`,
-      async () => {
-        const ready = (await poolNodes(cloud, LOCAL_ELASTIC_METAL_POOL)).filter(isReady);
-        return ready.length === 2 ? ready : undefined;
-      },
-      120_000,
-      () => logged.join("\n"),
-    );
-    const servers = await metalServers();
-    assert.equal(servers.length, 2, "no server ordered twice");
-    for (const node of nodes) {
-      const server = servers.find((s) => s.name === node.metadata.name);
-      assert.ok(server, `a server named ${node.metadata.name}`);
-      const records = cloud.scaleway
-        .machines!.machine(server.id)!
-        .records()
-        .map((r) => `${r.tool} ${r.verb}`);
-      assert.ok(records.includes("netplan generate"), `the VLAN interface was rendered in ${node.metadata.name}: ${records.join("; ")}`);
-    }
-    const vlans = await recordedVlans();
+    await t.assertBothJoined();
+    const vlans = await t.recordedVlans();
     process.stdout.write(`      (second run done after ${upSeconds.toFixed(1)} s; the state's VLAN tags now: ${JSON.stringify(vlans)})\n`);
     assert.deepEqual(vlans, [[0], [0]], "no refresh ran: the state still holds 0, the join used the tag read live");
     // A preview reads the tag live too: the joins it would render are the ones that ran, so it
     // proposes nothing for the pool (the Hetzner pool's token Secrets go on this next run, as always).
-    const preview = await runPulumi(["preview", "--stack", "local", "--diff", "--non-interactive"], project, cloud.env);
+    const preview = await runPulumi(["preview", "--stack", "local", "--diff", "--non-interactive"], t.project, t.cloud.env);
     assert.doesNotMatch(preview, /error:/);
     assert.doesNotMatch(preview, /\[urn=[^\]]*ElasticMetalNodePool[^\]]*\]/, "no change proposed for the Elastic Metal pool");
   });

@@ -55,13 +55,16 @@ export class BareMetalMemberResources {
   /**
    * `name` (`<member>-<generation>-token`): the bootstrap token of one member generation, fixed at
    * creation with its Secret kept: one NodeBootstrapToken for `plugin-all`, the BootstrapToken
-   * component of the members created before it. The token is a secret.
+   * component of the members created before it. The token is a secret. `keepTtl`: a token that
+   * exists keeps the lifetime it was created with when `bootstrapTokenTtlMinutes` differs (a new
+   * lifetime would replace it for nothing: its machine runs).
    */
   bootstrapToken(
     name: string,
     cluster: { readonly kind: "k0s" | "kubeadm"; readonly bootstrapTokenTtlMinutes: number },
     nodeName: string,
     flavour: InPlaceMemberResources,
+    keepTtl = false,
   ): { readonly resource: pulumi.Resource; readonly token: pulumi.Output<string> } {
     if (flavour !== "plugin-all") {
       const component = nodeBootstrapToken(name, cluster, nodeName, this.parent);
@@ -70,6 +73,7 @@ export class BareMetalMemberResources {
     const resource = new NodeBootstrapToken(name, nodeBootstrapTokenArgs(cluster, nodeName, { secretObject: true }), {
       parent: this.parent,
       provider: this.provider(),
+      ...(keepTtl ? { ignoreChanges: ["ttlMinutes"] } : {}),
     });
     return { resource, token: pulumi.secret(resource.token) };
   }

@@ -59,6 +59,14 @@ import { workerUserDataInputs } from "../bootstrap/workerUserDataInputs";
 import { READ_HOST_KEY_COMMAND, RECORD_ONLY_UPDATE, UNREAD_HOST_KEY, parseHostKeyLine, sshAuth } from "../bootstrap/sshConnection";
 import { hostFirewallCommandArgs } from "../bootstrap/hostFirewallCommand";
 import { errorMessage } from "../shared/errorMessage";
+import {
+  ELASTIC_METAL_CUSTOM_TIMEOUTS,
+  attachmentVlan,
+  elasticMetalTokenTtlMinutes,
+  reportedVlan,
+  resolveVlan,
+  vlanWaitSeconds,
+} from "./elasticMetalVlan";
 
 export interface ElasticMetalNodePoolArgs {
   /** The cluster the nodes join: id, kind, apiServer, CA, versions, kubelet settings, token TTL. */
@@ -294,10 +302,11 @@ function joinStdin(
   );
 }
 
-/** The VLAN id the server reports, refused while it reports none (the script cannot configure the interface). */
+/** The VLAN id the server reports, refused while it reports none, 0 included (the script cannot configure the interface). */
 function knownVlan(member: NodeMember, vlanId: number | undefined): number {
-  if (vlanId === undefined) throw new Error(`node ${member.hostname}: the server reports no VLAN for the private network yet`);
-  return vlanId;
+  const vlan = reportedVlan(member.hostname, vlanId);
+  if (vlan === undefined) throw new Error(`node ${member.hostname}: the server reports no VLAN for the private network yet`);
+  return vlan;
 }
 
 export class ElasticMetalNodePool extends pulumi.ComponentResource {
@@ -312,6 +321,8 @@ export class ElasticMetalNodePool extends pulumi.ComponentResource {
   private readonly clusterSide: BareMetalMemberResources;
   /** This run's rollout step. */
   readonly rollout: InPlaceRolloutPlan;
+  /** How long `up` waits for a VLAN tag Scaleway reports late (elasticMetalVlan.ts). */
+  private readonly vlanWaitSeconds = vlanWaitSeconds();
   readonly rolloutSummary: InPlaceRolloutSummary;
 
   constructor(name: string, args: ElasticMetalNodePoolArgs, opts?: pulumi.ComponentResourceOptions) {
@@ -441,8 +452,18 @@ export class ElasticMetalNodePool extends pulumi.ComponentResource {
     const rolloutGeneration = inPlaceRolloutGeneration(ctx);
     const drain = this.declareUpdateDrain(scope, rolloutGeneration);
     const { ip, privateAddress } = this.declarePrivateAddress(scope);
-    // Named by generation: a replaced server (offer/OS/zone) gets a fresh token.
-    const token = this.clusterSide.bootstrapToken(`${scope.prefix}-${ctx.generation}-token`, cluster, member.hostname, ctx.resources);
+    // Named by generation: a replaced server (offer/OS/zone) gets a fresh token. A new token lives
+    // through the install, the VLAN wait and the join (elasticMetalVlan.ts `elasticMetalTokenTtlMinutes`);
+    // an existing one keeps its lifetime, and the members of the dynamic flavour keep the cluster's.
+    const ttl =
+      ctx.resources === "plugin-all" ? elasticMetalTokenTtlMinutes(cluster, this.vlanWaitSeconds) : cluster.bootstrapTokenTtlMinutes;
+    const token = this.clusterSide.bootstrapToken(
+      `${scope.prefix}-${ctx.generation}-token`,
+      { ...cluster, bootstrapTokenTtlMinutes: ttl },
+      member.hostname,
+      ctx.resources,
+      ctx.action !== "install",
+    );
     const hostFirewall = hostFirewallOf(args);
     const renderJoin = joinScriptRenderer(cluster, member, hostFirewall);
     const cloudInit = ctx.method === "cloud-init" ? cloudInitJoin(member, token.token, privateAddress, renderJoin) : undefined;
@@ -457,7 +478,7 @@ export class ElasticMetalNodePool extends pulumi.ComponentResource {
       ...(drain ? [drain] : []),
     ]);
     this.declareRemovalDrain(scope, server);
-    const vlan = this.attachedVlan(server);
+    const vlan = this.attachedVlan(member, server);
     const host = server.ipv4s.apply((ips) => ips?.[0]?.address ?? "");
     const { readHostKey, hostKey } = this.declareHostKeyRead(scope, server, host);
     const pinned = { host, hostKey, ...ctx.connection };
@@ -558,6 +579,8 @@ export class ElasticMetalNodePool extends pulumi.ComponentResource {
         replaceOnChanges: [...ELASTIC_METAL_REPLACE_ON_CHANGES],
         // The IPAM address is held by the old server until it is gone.
         deleteBeforeReplace: true,
+        // A real install takes 30-60 minutes (elasticMetalVlan.ts `ELASTIC_METAL_SERVER_TIMEOUT_MINUTES`).
+        customTimeouts: { ...ELASTIC_METAL_CUSTOM_TIMEOUTS },
         // A member at its wanted generation keeps the cloud-init it was installed with: it runs only
         // at install, and a label, taint or firewall change must not touch the server.
         ...(retained
@@ -571,13 +594,24 @@ export class ElasticMetalNodePool extends pulumi.ComponentResource {
     return server;
   }
 
-  /** The VLAN id of the pool's private network on the server, which the join needs for its interface. */
-  private attachedVlan(server: scaleway.elasticmetal.Server): pulumi.Output<number | undefined> {
-    return pulumi.all([server.privateNetworks, this.privateNetworkId]).apply(([attached, pnId]) => {
-      const list = attached ?? [];
-      const match = list.find((pn) => uuidOf(pn.id) === uuidOf(pnId)) ?? (list.length === 1 ? list[0] : undefined);
-      return match?.vlan;
-    });
+  /**
+   * The VLAN id of the pool's private network on the server, which the join needs for its interface:
+   * the state's, else read live and, during `up`, waited for (bounded; elasticMetalVlan.ts `resolveVlan`).
+   */
+  private attachedVlan(member: NodeMember, server: scaleway.elasticmetal.Server): pulumi.Output<number | undefined> {
+    return pulumi.all([server.id, server.zone, server.privateNetworks, this.privateNetworkId]).apply(([serverId, zone, attached, pnId]) =>
+      resolveVlan({
+        hostname: member.hostname,
+        serverId,
+        recorded: attachmentVlan(member.hostname, attached, pnId),
+        readLive: async () => {
+          const live = await scaleway.elasticmetal.getServer({ serverId, ...(zone ? { zone } : {}) }, { parent: this });
+          return attachmentVlan(member.hostname, live.privateNetworks, pnId);
+        },
+        dryRun: pulumi.runtime.isDryRun(),
+        waitSeconds: this.vlanWaitSeconds,
+      }),
+    );
   }
 
   /** Reads the server's host key once, so every later SSH command verifies it. */

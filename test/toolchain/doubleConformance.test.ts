@@ -181,6 +181,7 @@ describe("the plugin doubles against the installed SDKs", function () {
         "scaleway:elasticmetal/getOffer:getOffer",
         "scaleway:elasticmetal/getOption:getOption",
         "scaleway:elasticmetal/getOs:getOs",
+        "scaleway:elasticmetal/getServer:getServer",
         "scaleway:elasticmetal/server:Server",
         "scaleway:ipam/ip:Ip",
         "scaleway:network/getPrivateNetwork:getPrivateNetwork",

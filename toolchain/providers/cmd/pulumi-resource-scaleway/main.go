@@ -1,7 +1,7 @@
 // Command pulumi-resource-scaleway is nodefleet's stand-in for the Pulumi Scaleway provider plugin
 // (github.com/pulumiverse/pulumi-scaleway/provider is not served by the Go module proxy). It
 // implements what nodefleet's Elastic Metal pool declares (elasticmetal Server, ipam Ip, network
-// PrivateNetwork; getOffer, getOs, getOption, getPrivateNetwork) with @pulumiverse/scaleway's type
+// PrivateNetwork; getOffer, getOs, getOption, getServer, getPrivateNetwork) with @pulumiverse/scaleway's type
 // tokens and property names and terraform-provider-scaleway's replacement rules, waits and delete
 // semantics, on Scaleway's own Go SDK, so it runs against the real API or, through `apiUrl`/
 // SCW_API_URL, the local cloud's fake. Loaded only with NODEFLEET_PLUGINS=toolchain.
@@ -42,6 +42,7 @@ func main() {
 			"scaleway:elasticmetal/getOffer:getOffer":              api.getOffer,
 			"scaleway:elasticmetal/getOs:getOs":                    api.getOs,
 			"scaleway:elasticmetal/getOption:getOption":            api.getOption,
+			"scaleway:elasticmetal/getServer:getServer":            api.getServer,
 			"scaleway:network/getPrivateNetwork:getPrivateNetwork": api.getPrivateNetwork,
 		},
 	})

@@ -7,21 +7,22 @@
  * its providerID, next to the Hetzner Cloud pool's three. A second `pulumi up` changes nothing.
  */
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parse } from "yaml";
-import { type LocalCloud, startLocalCloud } from "../../../automation/local/localCloud";
+import type { LocalCloud } from "../../../automation/local/localCloud";
 import { LOCAL_ELASTIC_METAL_POOL, runPulumi } from "../../../automation/local/localStack";
-import { SSHD } from "../../../automation/local/machines/openSshServer";
 import { PRIVATE_IPV4_LABEL } from "../../../components/scaleway/elasticMetalPlan";
 import { localStackProject } from "../../support/localStackProject";
-import { type PoolNode, UP, isReady, poolNodes } from "../../support/localFleet";
-import { LOCAL_CLOUD_TOOLS, missingTools, skipUnlessAvailable } from "../../support/toolchainRequirement";
-import { until } from "../../support/until";
-
-const quiet = { info() {}, warn() {} };
-const ZONE = "fr-par-2";
+import { UP, isReady, poolNodes } from "../../support/localFleet";
+import {
+  metalServers as poolServers,
+  readyMetalNodes,
+  scalewayApi,
+  skipUnlessMetalMachinesRun,
+  startLocalMetalCloud,
+} from "../../support/localElasticMetal";
 
 type Json = Record<string, any>;
 
@@ -32,43 +33,14 @@ describe("the local stack's Elastic Metal pool on the real engine (machines over
   let cloud: LocalCloud;
   const logged: string[] = [];
 
-  const scw = async (path: string): Promise<Json> => {
-    const response = await fetch(`${cloud.env.SCW_API_URL}${path}`, { headers: { "X-Auth-Token": cloud.env.SCW_SECRET_KEY! } });
-    return (await response.json()) as Json;
-  };
-  const metalServers = async (): Promise<Json[]> =>
-    ((await scw(`/baremetal/v1/zones/${ZONE}/servers?per_page=50`)).servers as Json[]).filter((s) =>
-      (s.tags as string[]).includes(`nodefleet.io/pool=${LOCAL_ELASTIC_METAL_POOL}`),
-    );
-  const readyMetalNodes = async (count: number): Promise<PoolNode[]> =>
-    until(
-      `${count} Ready ${LOCAL_ELASTIC_METAL_POOL} Nodes`,
-      async () => {
-        const nodes = (await poolNodes(cloud, LOCAL_ELASTIC_METAL_POOL)).filter(isReady);
-        return nodes.length === count ? nodes : undefined;
-      },
-      120_000,
-      () => logged.join("\n"),
-    );
+  const scw = (path: string) => scalewayApi(cloud, path);
+  const metalServers = () => poolServers(cloud);
 
   before(async function () {
-    const missing = [SSHD, "/usr/bin/ssh", "/usr/bin/unshare"].filter((tool) => !existsSync(tool));
-    skipUnlessAvailable(
-      this,
-      missing.length ? `${missing.join(", ")} not installed (Debian: openssh-server, openssh-client, util-linux)` : undefined,
-    );
-    skipUnlessAvailable(this, process.getuid?.() === 0 ? undefined : "the machines' sandbox needs root (mount namespaces, port 22)");
-    skipUnlessAvailable(this, missingTools(...LOCAL_CLOUD_TOOLS, "pulumi-resource-scaleway", "pulumi-resource-command"));
+    skipUnlessMetalMachinesRun(this);
     dir = mkdtempSync(join(tmpdir(), "nodefleet-local-metal-"));
     project = localStackProject(join(dir, "project"));
-    cloud = await startLocalCloud({
-      dataDir: join(dir, "data"),
-      hcloudPort: 0,
-      agentIntervalMs: 300,
-      logger: { ...quiet, warn: (_fields: unknown, message: string) => logged.push(message) },
-      projectDir: project,
-      elasticMetalPool: true,
-    });
+    cloud = await startLocalMetalCloud(dir, project, logged);
   });
 
   after(async function () {
@@ -101,7 +73,7 @@ describe("the local stack's Elastic Metal pool on the real engine (machines over
     })();
     await runPulumi(UP, project, cloud.env);
     const upSeconds = (Date.now() - started) / 1000;
-    const nodes = await readyMetalNodes(2);
+    const nodes = await readyMetalNodes(cloud, 2, logged);
     polling = false;
     await poll;
     const servers = await metalServers();

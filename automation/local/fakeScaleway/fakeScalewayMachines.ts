@@ -5,7 +5,10 @@
  * the install's hostname and the public keys of the IAM SSH keys the install named as the OS user's
  * authorized keys. A reinstall tears the machine down while it installs and brings up a fresh one
  * (new host keys); a reboot stops it while the server is `starting` and starts it again with its
- * files (its processes, /run and /tmp gone); a delete tears it down for good. The machines follow the fake's state, so a
+ * files (its processes, /run and /tmp gone); a delete tears it down for good. On an offer with the
+ * `cloud-init` tag, each boot runs cloud-init in the machine with the server's user data
+ * (../machines/machineCloudInit.ts: write_files and runcmd once per install, anything else refused
+ * and said here); on other offers cloud-init reports itself disabled. The machines follow the fake's state, so a
  * restarted local cloud brings the same machines back with the host keys they had.
  */
 import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
@@ -13,6 +16,8 @@ import { join } from "node:path";
 import { Machine } from "../machines/machine";
 import { MachineKubelet } from "../machines/machineKubelet";
 import { sandboxLayout, sessionCommand } from "../machines/machineSandbox";
+import { CLOUD_INIT_RESULT_PATH, type CloudInitRun, startCloudInit } from "../machines/machineCloudInit";
+import { offerById, offerRunsCloudInit } from "./fakeScalewayCatalog";
 import type { FakeEmServer, FakeScalewayState } from "./fakeScalewayState";
 
 /** The loopback block the Elastic Metal machines' addresses come from, 127.<block>.4.0/22 (the fake Robot's are 127.0.3.x). */
@@ -168,7 +173,45 @@ export class ScalewayMachines {
       mkdirSync(dir, { recursive: true, mode: 0o700 });
       writeFileSync(recordFile, `${JSON.stringify(record, null, 2)}\n`);
     }
-    return Machine.start({ name: record.hostname, dir: join(dir, "machine"), address: server.ipv4, authorizedKeys: record.authorizedKeys });
+    const offer = offerById(server.offerId);
+    const cloudInit = offer !== undefined && offerRunsCloudInit(offer[1]);
+    const boot: { run?: CloudInitRun } = {};
+    const machine = await Machine.start({
+      name: record.hostname,
+      dir: join(dir, "machine"),
+      address: server.ipv4,
+      authorizedKeys: record.authorizedKeys,
+      // The installer of a cloud-init offer hands the server's user data to cloud-init at every boot.
+      ...(cloudInit
+        ? {
+            onBoot: (session: string) =>
+              (boot.run = startCloudInit(
+                session,
+                server.userData === null ? null : Buffer.from(server.userData, "base64").toString("utf8"),
+                server.id,
+              )),
+          }
+        : {}),
+    });
+    if (boot.run) this.watchCloudInit(server, machine, boot.run);
+    return machine;
+  }
+
+  /** Says a refused user data at once, and a run that ended in error once it ends (both once per boot). */
+  private watchCloudInit(server: FakeEmServer, machine: Machine, run: CloudInitRun): void {
+    const where = `Elastic Metal machine ${machine.name} (server ${server.id})`;
+    if (run.refusal !== undefined) this.args.log(`${where}: cloud-init refused its user data: ${run.refusal}`);
+    void run.ended.then((code) => {
+      if (code !== 1 || run.refusal !== undefined || this.stopped) return;
+      const result = machine.ownFile(CLOUD_INIT_RESULT_PATH) ?? "";
+      let errors: string[] = [];
+      try {
+        errors = (JSON.parse(result) as { v1?: { errors?: string[] } }).v1?.errors ?? [];
+      } catch {
+        errors = [`no readable ${CLOUD_INIT_RESULT_PATH}`];
+      }
+      this.args.log(`${where}: cloud-init ended in error: ${errors.join("; ")} (see /var/log/cloud-init-output.log in the machine)`);
+    });
   }
 
   /** Stops comparing and stops every machine; their directories stay for the next start. */

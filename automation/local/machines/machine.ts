@@ -38,6 +38,12 @@ export interface MachineArgs {
   port?: number;
   /** OpenSSH public key lines let in as the OS user. */
   authorizedKeys: string[];
+  /**
+   * What the booted system starts before its SSH server does (cloud-init's first stages), given
+   * the machine's session command (the way in: the host never writes its mounted upper layer).
+   * A failure stops the machine and fails the start.
+   */
+  onBoot?: (session: string) => void;
 }
 
 /** One thing a stand-in recorded: e.g. `{ tool: "systemctl", verb: "enable", subject: "x.service" }`. */
@@ -144,6 +150,7 @@ export class Machine {
     const init = await boot(layout);
     let server: OpenSshServer;
     try {
+      args.onBoot?.(sessionCommand(layout));
       server = await OpenSshServer.start({
         dir: args.dir,
         address: args.address,

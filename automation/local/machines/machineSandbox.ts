@@ -6,6 +6,7 @@
  * write, to /etc, /var, /usr or anywhere else, lands in the machine's directory; the host's files
  * are never changed. Stand-ins at the real paths of apt-get, dpkg, systemctl, netplan, nft,
  * sysctl and modprobe record what a real box would have done into the machine's records file;
+ * `cloud-init status` answers from the machine's own boot (machineCloudInit.ts);
  * `netplan generate` runs the real netplan.io generator against the machine's own /etc/netplan.
  * `ip` and `netplan get` answer for the machine's own network (one NIC, PRIMARY_NIC, and the VLANs
  * `netplan apply` brought up), never the host's.
@@ -13,6 +14,7 @@
 import { chmodSync, existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { ON_START_DIR, PAYLOAD_DIR, kubernetesStandIns } from "./kubernetesStandIns";
+import { CLOUD_INIT_STAND_IN, cloudInitGeneratorDisabled } from "./machineCloudInit";
 
 /** Where the stand-ins append their records, inside the machine's root. */
 export const RECORDS_PATH = "/var/lib/nodefleet-machine/records";
@@ -127,6 +129,8 @@ mount -o remount,bind,ro "$merged/sys"
 # /run and /tmp are the machine's own, empty at each boot as on a real box.
 mount -t tmpfs -o mode=755 tmpfs "$merged/run"
 mount -t tmpfs -o mode=1777 tmpfs "$merged/tmp"
+# cloud-init's generator finds no datasource: disabled, unless the machine's boot hook enables it (machineCloudInit.ts).
+${cloudInitGeneratorDisabled("$merged")}
 # The machine's own directory stays out of its sight (it is the overlay's upper layer).
 if [ -d "$merged$m" ]; then mount -t tmpfs -o mode=700 tmpfs "$merged$m"; fi
 hostname ${shellQuote(layout.hostname)}
@@ -289,6 +293,8 @@ esac
     "usr/sbin/nft": `${header("nft")}record nft "\${1:-}" "$*"\n`,
     "usr/sbin/sysctl": `${header("sysctl")}record sysctl "\${1:-}" "$*"\n`,
     "usr/sbin/modprobe": `${header("modprobe")}record modprobe "\${1:-}" "$*"\n`,
+    // Shared by every machine: status from this boot's generator verdict and run (machineCloudInit.ts).
+    "usr/bin/cloud-init": CLOUD_INIT_STAND_IN,
   };
 }
 

@@ -72,18 +72,6 @@ mkdir -p ${dirname(REBOOT_REQUEST_PATH)}
 date +%s%N > ${REBOOT_REQUEST_PATH}
 `;
 
-/**
- * cloud-init in a Robot machine: installimage's systems boot without a datasource, so its status
- * is `disabled` (the host's cloud-init, under the overlay, would wait for the host's boot).
- */
-const CLOUD_INIT_STAND_IN = `#!/bin/sh
-# nodefleet Robot machine stand-in for cloud-init (automation/local/robotMachines/robotMachine.ts).
-case "\${1:-}" in
-  status) echo "status: disabled" ;;
-  *) echo "cloud-init: not run on this machine" >&2; exit 1 ;;
-esac
-`;
-
 /** A block major of the local-use range (240-254) no driver of this host registered: its nodes open nothing. */
 function unusedBlockMajor(): number {
   const text = readFileSync("/proc/devices", "utf8");
@@ -251,10 +239,11 @@ export class RobotMachine {
   private async startSystem(hostname: string, dir: string, keys: string[], running: "rescue" | "installed"): Promise<void> {
     // Written while the system is down (the host never writes an upper layer under a mounted overlay).
     rmSync(join(dir, "root", REBOOT_REQUEST_PATH), { force: true });
+    // cloud-init is the machines' shared stand-in: installimage's systems boot without a datasource,
+    // so it reports itself disabled (machines/machineCloudInit.ts).
     const standIns = {
       "usr/sbin/reboot": REBOOT_STAND_IN,
       "usr/sbin/shutdown": REBOOT_STAND_IN,
-      "usr/bin/cloud-init": CLOUD_INIT_STAND_IN,
     };
     for (const [path, text] of Object.entries(standIns)) {
       mkdirSync(dirname(join(dir, "root", path)), { recursive: true });

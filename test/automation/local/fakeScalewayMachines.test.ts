@@ -91,7 +91,8 @@ describe("fake Scaleway API: installed servers are machines you SSH into", funct
       if (server.install?.status !== "completed") return undefined;
       const keys = scannedHostKeys(server.ips[0].address);
       if (previous && keys.ed25519 === previous.ed25519) return undefined;
-      return Object.keys(keys).length === 3 ? { server, keys } : undefined;
+      // Registered too, not only answering: sshd is up a moment before the fake records the machine.
+      return Object.keys(keys).length === 3 && fake!.machines!.machine(id) !== undefined ? { server, keys } : undefined;
     });
 
   before(async function () {

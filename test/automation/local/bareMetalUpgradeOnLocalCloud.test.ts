@@ -9,16 +9,15 @@
  */
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type LocalCloud, startLocalCloud } from "../../../automation/local/localCloud";
 import { LOCAL_ELASTIC_METAL_POOL, LOCAL_ROBOT_POOL, runPulumi } from "../../../automation/local/localStack";
-import { SSHD } from "../../../automation/local/machines/openSshServer";
 import { ELASTIC_METAL_POOL_RELEASE, buildRelease } from "../../../bench/previousRelease";
 import { UP, isReady, poolNodes } from "../../support/localFleet";
 import { localStackProject } from "../../support/localStackProject";
-import { LOCAL_CLOUD_TOOLS, missingTools, skipUnlessAvailable } from "../../support/toolchainRequirement";
+import { skipUnlessRobotMachines } from "../../support/localRobotMachines";
 
 const POOLS = ["local-general", LOCAL_ELASTIC_METAL_POOL, LOCAL_ROBOT_POOL] as const;
 
@@ -52,13 +51,7 @@ describe("upgrading a git stack with Elastic Metal and Robot pools from the rele
       .map((s) => ({ boots: s.boots.length, resets: s.resets.length }));
 
   before(async function () {
-    const missing = [SSHD, "/usr/bin/ssh", "/usr/bin/unshare", "/usr/bin/nsenter"].filter((tool) => !existsSync(tool));
-    skipUnlessAvailable(
-      this,
-      missing.length ? `${missing.join(", ")} not installed (Debian: openssh-server, openssh-client, util-linux)` : undefined,
-    );
-    skipUnlessAvailable(this, process.getuid?.() === 0 ? undefined : "the machines' sandbox needs root (mount namespaces, port 22)");
-    skipUnlessAvailable(this, missingTools(...LOCAL_CLOUD_TOOLS, "pulumi-resource-scaleway", "pulumi-resource-command"));
+    skipUnlessRobotMachines(this, "pulumi-resource-scaleway", "pulumi-resource-command");
     dir = mkdtempSync(join(tmpdir(), "nodefleet-bare-metal-upgrade-"));
     buildRelease(ELASTIC_METAL_POOL_RELEASE, join(dir, "previous"));
     // The previous release's program and plugin first; the same project (and stack) moves to this one below.

@@ -8,17 +8,16 @@
  * its Node, in the log and in the metric. The other member is never reset.
  */
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type LocalCloud, startLocalCloud } from "../../../automation/local/localCloud";
 import { LOCAL_ROBOT_POOL, runPulumi } from "../../../automation/local/localStack";
-import { SSHD } from "../../../automation/local/machines/openSshServer";
 import { REMEDIATION_CONDITION_TYPE } from "../../../automation/heal/remediationCondition";
 import { UP, editLocalPools, isReady, poolNodes } from "../../support/localFleet";
 import { localStackProject } from "../../support/localStackProject";
 import { type ServeProcess, serveOnLocalCloud, stopServe } from "../../support/serveProcess";
-import { LOCAL_CLOUD_TOOLS, missingTools, skipUnlessAvailable } from "../../support/toolchainRequirement";
+import { skipUnlessRobotMachines } from "../../support/localRobotMachines";
 import { until } from "../../support/until";
 
 /** Each rung waits this long for the Node (the machines reboot in seconds; Kubernetes marks a silent Node NotReady after about 40-50 s). */
@@ -53,13 +52,7 @@ describe("serve heals a Robot pool's hanging machines on the local cloud (real e
     );
 
   before(async function () {
-    const missing = [SSHD, "/usr/bin/ssh", "/usr/bin/unshare", "/usr/bin/nsenter"].filter((tool) => !existsSync(tool));
-    skipUnlessAvailable(
-      this,
-      missing.length ? `${missing.join(", ")} not installed (Debian: openssh-server, openssh-client, util-linux)` : undefined,
-    );
-    skipUnlessAvailable(this, process.getuid?.() === 0 ? undefined : "the machines' sandbox needs root (mount namespaces, overlayfs)");
-    skipUnlessAvailable(this, missingTools(...LOCAL_CLOUD_TOOLS));
+    skipUnlessRobotMachines(this);
     dir = mkdtempSync(join(tmpdir(), "nodefleet-robot-heal-"));
     const project = localStackProject(join(dir, "project"));
     cloud = await startLocalCloud({

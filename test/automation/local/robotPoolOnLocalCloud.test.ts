@@ -10,16 +10,15 @@
  */
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parse } from "yaml";
 import { type LocalCloud, startLocalCloud } from "../../../automation/local/localCloud";
 import { LOCAL_ROBOT_POOL, runPulumi } from "../../../automation/local/localStack";
-import { SSHD } from "../../../automation/local/machines/openSshServer";
 import { editLocalPool, isReady, poolNodes } from "../../support/localFleet";
 import { localStackProject } from "../../support/localStackProject";
-import { LOCAL_CLOUD_TOOLS, missingTools, skipUnlessAvailable } from "../../support/toolchainRequirement";
+import { skipUnlessRobotMachines } from "../../support/localRobotMachines";
 
 const UP = ["up", "--stack", "local", "--yes", "--skip-preview", "--non-interactive"];
 
@@ -32,13 +31,7 @@ describe("a Robot pool in the local stack: installed through rescue and joined (
   const logger = { info() {}, warn: (_fields: unknown, message: string) => void warnings.push(message) };
 
   before(async function () {
-    const missing = [SSHD, "/usr/bin/ssh", "/usr/bin/unshare", "/usr/bin/nsenter"].filter((tool) => !existsSync(tool));
-    skipUnlessAvailable(
-      this,
-      missing.length ? `${missing.join(", ")} not installed (Debian: openssh-server, openssh-client, util-linux)` : undefined,
-    );
-    skipUnlessAvailable(this, process.getuid?.() === 0 ? undefined : "the machines' sandbox needs root (mount namespaces, overlayfs)");
-    skipUnlessAvailable(this, missingTools(...LOCAL_CLOUD_TOOLS));
+    skipUnlessRobotMachines(this);
     dir = mkdtempSync(join(tmpdir(), "nodefleet-robot-pool-"));
     project = localStackProject(join(dir, "project"));
     cloud = await startLocalCloud({

@@ -60,6 +60,11 @@ export class OpenSshServer {
         "PasswordAuthentication no",
         "KbdInteractiveAuthentication no",
         "PermitRootLogin prohibit-password",
+        // sshd runs each command through the account's shell; Debian's bash, seeing SSH_CLIENT at
+        // shell level 1, then sources the account's ~/.bashrc: this host's, whose `pyenv init`
+        // rehash writes the host's shims and waits up to 60 s for their lock when sessions overlap.
+        // A level of 1 makes every session's shell a nested one, which reads no start file.
+        "SetEnv SHLVL=1",
         ...(args.extraConfig ?? []),
       ].join("\n") + "\n",
     );

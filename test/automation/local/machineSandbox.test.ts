@@ -154,6 +154,19 @@ describe("local-cloud machines: real sshd, sandboxed sessions", function () {
     assert.deepEqual(first.records(), []);
   });
 
+  it("runs a command without the account's shell start files, as a non-interactive ssh command should", function () {
+    const [, second] = machines as [Machine, Machine];
+    // Bash sources ~/.bashrc for a command sshd starts at shell level 1. On this host that file is
+    // pyenv's set-up, whose lock made overlapping sessions wait 60 s each under load.
+    const marker = "/root/nodefleet-bashrc-ran";
+    const written = ssh(second, `cat > "$HOME/.bashrc"`, `touch ${marker}\n`);
+    assert.equal(written.status, 0, written.stderr);
+    const run = ssh(second, "echo ran");
+    assert.equal(run.status, 0, run.stderr);
+    assert.equal(run.stdout.trim(), "ran");
+    assert.equal(second.ownFile(marker), undefined, "the session's shells sourced no ~/.bashrc");
+  });
+
   it("runs a setup script in the sandbox: recorded in the machine, validated by netplan, nothing changed on the host", function () {
     const [first, second] = machines as [Machine, Machine];
     const before = hostState();

@@ -10,14 +10,13 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { cpus, tmpdir, totalmem } from "node:os";
 import { join } from "node:path";
-import { performance } from "node:perf_hooks";
 import { startLocalCloud } from "../automation/local/localCloud";
-import { LOCAL_ELASTIC_METAL_POOL, runPulumi } from "../automation/local/localStack";
-import { UP, editLocalPools, isReady, poolNodes } from "../test/support/localFleet";
+import { LOCAL_ELASTIC_METAL_POOL } from "../automation/local/localStack";
+import { editLocalPools } from "../test/support/localFleet";
 import { localStackProject } from "../test/support/localStackProject";
-import { REPOSITORY_ROOT } from "../test/support/serveProcess";
 import { arg } from "./benchSetup";
-import { ELASTIC_METAL_POOL_RELEASE, buildRelease } from "./previousRelease";
+import { ELASTIC_METAL_POOL_RELEASE } from "./previousRelease";
+import { roundsAcrossReleases, upToReady } from "./releaseRounds";
 
 const INSTALL_MS = arg("install-ms", "0,30000")
   .split(",")
@@ -52,22 +51,7 @@ async function round(release: string, root: string, installMs: number): Promise<
     if (!cloud.scaleway.machines) throw new Error("the Elastic Metal machines cannot run here (root, sshd and unshare needed)");
     editLocalPools(cloud, (pools) => pools.filter((p) => p.name === LOCAL_ELASTIC_METAL_POOL));
     const requestsBefore = [...cloud.scaleway.requestCounts.values()].reduce((a, b) => a + b, 0);
-    const started = performance.now();
-    let readySeconds: number | undefined;
-    let running = true;
-    const poll = (async () => {
-      while (running && readySeconds === undefined) {
-        if ((await poolNodes(cloud, LOCAL_ELASTIC_METAL_POOL)).filter(isReady).length === MEMBERS)
-          readySeconds = (performance.now() - started) / 1000;
-        else await new Promise((resolve) => setTimeout(resolve, 250));
-      }
-    })();
-    await runPulumi(UP, join(dir, "project"), cloud.env);
-    const upSeconds = (performance.now() - started) / 1000;
-    running = false;
-    await poll;
-    if (readySeconds === undefined)
-      throw new Error(`${release}: pulumi up ended without ${MEMBERS} Ready ${LOCAL_ELASTIC_METAL_POOL} Nodes`);
+    const { readySeconds, upSeconds } = await upToReady(cloud, join(dir, "project"), LOCAL_ELASTIC_METAL_POOL, MEMBERS, release);
     const requests = [...cloud.scaleway.requestCounts.values()].reduce((a, b) => a + b, 0) - requestsBefore;
     const listed = await fetch(`${cloud.env.SCW_API_URL}/baremetal/v1/zones/fr-par-2/servers?per_page=50`, {
       headers: { "X-Auth-Token": cloud.env.SCW_SECRET_KEY! },
@@ -91,23 +75,7 @@ async function round(release: string, root: string, installMs: number): Promise<
 
 async function main(): Promise<void> {
   if (process.getuid?.() !== 0) throw new Error("the Elastic Metal machines' sandbox needs root");
-  const dir = mkdtempSync(join(tmpdir(), "nodefleet-em-bench-releases-"));
-  const rounds: Round[] = [];
-  try {
-    const releases: Array<[string, string]> = [];
-    if (PREVIOUS !== "none") {
-      buildRelease(PREVIOUS, join(dir, "previous"));
-      releases.push(["previous", join(dir, "previous")]);
-    }
-    releases.push(["this", REPOSITORY_ROOT]);
-    for (const installMs of INSTALL_MS)
-      for (const [release, root] of releases) {
-        process.stderr.write(`${release}, install ${installMs} ms...\n`);
-        rounds.push(await round(release, root, installMs));
-      }
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+  const rounds = await roundsAcrossReleases(PREVIOUS, INSTALL_MS, round);
   const lines = [
     `machine: ${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB; ${MEMBERS} Elastic Metal members; previous = ${PREVIOUS.slice(0, 12)}`,
     "| release | install | every Node Ready | pulumi up | SSH sessions/member | Scaleway requests/member |",

@@ -29,6 +29,12 @@ export const INSTALLED_RECORD_PATH = `${INSTALLIMAGE_STATE_PATH}/installed.json`
 /** The autosetup as installimage read it, kept for the tests and for a look afterwards. */
 export const AUTOSETUP_RECORD_PATH = `${INSTALLIMAGE_STATE_PATH}/autosetup`;
 const RECORDS_PATH = "/var/lib/nodefleet-machine/records";
+/**
+ * How long the install lasts, in ms (0 when unset): the stand-in sleeps this long once the autosetup
+ * passed its checks, as a real installimage spends minutes partitioning and unpacking. The host's
+ * knob of the same name (docs/environment.md) reaches the rescue through the installimage wrapper.
+ */
+export const INSTALL_MS_VARIABLE = "NODEFLEET_SIM_ROBOT_INSTALL_MS";
 
 /** What an install left for the next boot. */
 export interface InstalledSystem {
@@ -99,6 +105,9 @@ function main(argv: string[]): number {
   console.log(`installimage (local cloud): installing ${autosetup.image} as ${autosetup.hostname} on ${autosetup.drives.join(", ")}`);
   // The disks are wiped: a new system replaces the old one and any unfinished install.
   rmSync(INSTALLED_RECORD_PATH, { force: true });
+  // The install's duration (INSTALL_MS_VARIABLE): the old system is gone, the new one not there yet.
+  const installMs = Number(process.env.NODEFLEET_SIM_ROBOT_INSTALL_MS ?? "0");
+  if (installMs > 0) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, installMs);
   let n = 1;
   while (existsSync(`${INSTALLED_SYSTEM_PREFIX}-${n}`)) n++;
   const root = `${INSTALLED_SYSTEM_PREFIX}-${n}`;

@@ -23,7 +23,7 @@ import { INSTALLIMAGE_UBUNTU_IMAGES } from "../../../components/robot/installima
 import { type HostKeyType, Machine } from "../machines/machine";
 import { initPidFile, sandboxLayout, sessionCommand } from "../machines/machineSandbox";
 import type { MachineDisk, MachineFirmware, MachineHardware } from "./installimageRules";
-import { HARDWARE_PATH, INSTALLED_RECORD_PATH, type InstalledSystem } from "./installimageStandIn";
+import { HARDWARE_PATH, INSTALLED_RECORD_PATH, INSTALL_MS_VARIABLE, type InstalledSystem } from "./installimageStandIn";
 
 /** Where the rescue system keeps the installimage stand-in, and the compiled modules it is made of. */
 const STAND_IN_DIR = "/usr/local/lib/nodefleet-installimage";
@@ -59,6 +59,8 @@ export interface RobotMachineArgs {
   port?: number;
   /** How long a reboot keeps the machine off (nothing answers on its address) before the next system starts. Default 0. */
   rebootOffMs?: number;
+  /** How long installimage's install lasts in the rescue (the stand-in sleeps; INSTALL_MS_VARIABLE). Default 0. */
+  installMs?: number;
 }
 
 /** Where the machines' `reboot` stand-in leaves its request, inside the running system (robotMachines.ts acts on it). */
@@ -92,6 +94,8 @@ export class RobotMachine {
   private readonly errors: Error[] = [];
   private runningSession: string | undefined;
   private hanging = false;
+  /** SSH logins the systems booted before the running one let in. */
+  private pastSshSessions = 0;
   /** Whether the last boot started a system just installed in the rescue. */
   private freshInstall = false;
 
@@ -119,6 +123,11 @@ export class RobotMachine {
   hostKey(type: HostKeyType = "ed25519"): string {
     if (!this.machine) throw new Error(`Robot machine ${this.args.serverNumber} is off`);
     return this.machine.hostKey(type);
+  }
+
+  /** SSH logins the machine let in, over every system it booted (rescue and installed alike). */
+  acceptedSshSessions(): number {
+    return this.pastSshSessions + (this.machine?.acceptedSshSessions() ?? 0);
   }
 
   /** Whether the running system hangs (until its next boot). */
@@ -198,6 +207,7 @@ export class RobotMachine {
     this.running = "off";
     this.hanging = false;
     await machine?.stop();
+    this.pastSshSessions += machine?.acceptedSshSessions() ?? 0;
   }
 
   /** A fresh rescue system: what Robot's PXE-booted rescue has, written before it boots. */
@@ -214,7 +224,7 @@ export class RobotMachine {
     for (const module of STAND_IN_MODULES) file(`${STAND_IN_DIR}/${module}`, readFileSync(join(__dirname, module), "utf8"));
     file(
       RESCUE_INSTALLIMAGE,
-      `#!/bin/sh\n# The local cloud's installimage (robotMachines/installimageStandIn.ts).\nexec ${process.execPath} ${STAND_IN_DIR}/installimageStandIn.js "$@"\n`,
+      `#!/bin/sh\n# The local cloud's installimage (robotMachines/installimageStandIn.ts).\n${INSTALL_MS_VARIABLE}=${this.args.installMs ?? 0} exec ${process.execPath} ${STAND_IN_DIR}/installimageStandIn.js "$@"\n`,
       0o755,
     );
     // The images nodefleet installs, present as on the rescue's NFS root (empty: nothing unpacks them).

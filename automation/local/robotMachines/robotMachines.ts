@@ -4,7 +4,7 @@
  * fake (FakeRobot.attachMachines) so that each boot a reset causes boots the machine: into the
  * rescue system with the keys the activation named (their public keys from the fake's key store),
  * else into the installed system. The knobs (docs/local-cloud.md, "Robot machines"): reboots that
- * do not take, machines that hang, BIOS servers.
+ * do not take, machines that hang, BIOS servers, the install's duration.
  */
 import { join } from "node:path";
 import type { Machine } from "../machines/machine";
@@ -34,6 +34,8 @@ export interface RobotMachinesArgs {
   disks?: readonly MachineDisk[];
   /** How long each reboot keeps a machine off (RobotMachineArgs.rebootOffMs). Default 0. */
   rebootOffMs?: number;
+  /** How long each install in a rescue lasts (RobotMachineArgs.installMs, NODEFLEET_SIM_ROBOT_INSTALL_MS). Default 0. */
+  installMs?: number;
 }
 
 export class RobotMachines {
@@ -70,6 +72,7 @@ export class RobotMachines {
         firmware: args.bios?.includes(server.serverNumber) ? "bios" : "uefi",
         disks: args.disks,
         rebootOffMs: args.rebootOffMs,
+        installMs: args.installMs,
       });
       fleet.machines.set(server.serverNumber, machine);
       fleet.notTaking.set(server.serverNumber, args.resetsNotTaking ?? 0);

@@ -7,6 +7,11 @@
  * installimage's rules) pinned to the host key nodefleet generated, and runs the k0s self-join on
  * the installed system, whose kubelet joins through the node agent's TLS bootstrap: two Ready Nodes
  * with the pool's labels and taints, the join token gone from the machines, the host untouched.
+ *
+ * A change of image reinstalls one member a run, drained first. The order is read where it happens:
+ * a hook on the fake Robot webservice looks at the cluster when a rescue activation or a reset of a
+ * member's server arrives, before the fake answers it, and records whether the member's Node was
+ * cordoned and which pods were still bound to it.
  */
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
@@ -14,13 +19,34 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parse } from "yaml";
+import { KubeApiError, kube } from "../../../automation/local/kubeClient";
 import { type LocalCloud, startLocalCloud } from "../../../automation/local/localCloud";
 import { LOCAL_ROBOT_POOL, runPulumi } from "../../../automation/local/localStack";
-import { editLocalPool, isReady, poolNodes } from "../../support/localFleet";
+import { type PoolNode, editLocalPool, isReady, poolNodes } from "../../support/localFleet";
 import { localStackProject } from "../../support/localStackProject";
 import { skipUnlessRobotMachines } from "../../support/localRobotMachines";
+import { until } from "../../support/until";
 
 const UP = ["up", "--stack", "local", "--yes", "--skip-preview", "--non-interactive"];
+
+interface PodItem {
+  metadata: { name: string; deletionTimestamp?: string; ownerReferences?: Array<{ kind: string }> };
+  spec: { nodeName?: string };
+  status: { conditions?: Array<{ type: string; status: string }> };
+}
+
+/** What the cluster showed when a rescue activation or a reset of a member's server reached the fake Robot. */
+interface RescueStep {
+  /** The `pulumi up` it came in (its index in the test's runs). */
+  readonly run: number;
+  readonly serverNumber: number;
+  /** `POST /boot/{n}/rescue` or `POST /reset/{n}`. */
+  readonly request: string;
+  /** The member's Node: cordoned, not cordoned, or gone. */
+  readonly node: "cordoned" | "schedulable" | "absent";
+  /** Pods still bound to that Node, DaemonSet pods aside. */
+  readonly pods: readonly string[];
+}
 
 describe("a Robot pool in the local stack: installed through rescue and joined (real engine, Robot machines)", function () {
   this.timeout(900_000);
@@ -29,6 +55,33 @@ describe("a Robot pool in the local stack: installed through rescue and joined (
   let cloud: LocalCloud | undefined;
   const warnings: string[] = [];
   const logger = { info() {}, warn: (_fields: unknown, message: string) => void warnings.push(message) };
+  /** The Node of each member's server, once known; rescue steps are recorded for these while `run` is set. */
+  const nodeOfServer = new Map<number, string>();
+  const rescueSteps: RescueStep[] = [];
+  let run: number | undefined;
+
+  /** At a rescue activation or reset of a member's server, before the fake answers: its Node's cordon and the pods on it. */
+  const observeRescueStep = async (serverNumber: number, request: string): Promise<void> => {
+    const name = nodeOfServer.get(serverNumber);
+    if (run === undefined || name === undefined) return;
+    const at = run;
+    let node: RescueStep["node"] = "absent";
+    try {
+      const found = (await kube(cloud!.plane.admin, "GET", `/api/v1/nodes/${name}`)) as PoolNode;
+      node = found.spec.unschedulable === true ? "cordoned" : "schedulable";
+    } catch (error) {
+      if (!(error instanceof KubeApiError && error.status === 404)) throw error;
+    }
+    const selector = encodeURIComponent(`spec.nodeName=${name}`);
+    const bound = ((await kube(cloud!.plane.admin, "GET", `/api/v1/pods?fieldSelector=${selector}`)) as { items: PodItem[] }).items;
+    rescueSteps.push({
+      run: at,
+      serverNumber,
+      request,
+      node,
+      pods: bound.filter((p) => !(p.metadata.ownerReferences ?? []).some((o) => o.kind === "DaemonSet")).map((p) => p.metadata.name),
+    });
+  };
 
   before(async function () {
     skipUnlessRobotMachines(this);
@@ -41,6 +94,13 @@ describe("a Robot pool in the local stack: installed through rescue and joined (
       logger,
       projectDir: project,
       robotMachines: true,
+      onFakeRobot: (fake) =>
+        fake.app.addHook("onRequest", async (request) => {
+          const path = request.url.split("?")[0]!;
+          const match = /^\/(?:boot\/(\d+)\/rescue|reset\/(\d+))$/.exec(path);
+          if (request.method === "POST" && match)
+            await observeRescueStep(Number(match[1] ?? match[2]), match[1] ? "POST /boot/{n}/rescue" : "POST /reset/{n}");
+        }),
     });
   });
 
@@ -120,6 +180,38 @@ describe("a Robot pool in the local stack: installed through rescue and joined (
   it("a reinstall whose reboots do not reach rescue escalates ssh reboot, sw, hw (never power), and fails clearly after the last", async function () {
     const [first, second] = robotServers().map((s) => s.serverNumber) as [number, number];
     const before = new Map(robotServers().map((s) => [s.serverNumber, { boots: s.boots.length, resets: s.resets.length }]));
+    // Each member's Node (the servers in order are members m1 and m2), with a pod on it for the drain to evict.
+    const nodes = await poolNodes(cloud!, LOCAL_ROBOT_POOL);
+    for (const [i, serverNumber] of [first, second].entries()) {
+      const node = nodes.find((n) => n.metadata.name.endsWith(`m${i + 1}`));
+      assert.ok(node, `member m${i + 1}'s Node: ${nodes.map((n) => n.metadata.name).join(", ")}`);
+      nodeOfServer.set(serverNumber, node.metadata.name);
+      await kube(cloud!.plane.admin, "POST", "/api/v1/namespaces/default/pods", {
+        apiVersion: "v1",
+        kind: "Pod",
+        metadata: { name: `drain-probe-m${i + 1}`, labels: { app: "drain-probe" } },
+        spec: {
+          terminationGracePeriodSeconds: 0,
+          nodeSelector: { "kubernetes.io/hostname": node.metadata.name },
+          tolerations: [{ operator: "Exists" }],
+          containers: [{ name: "app", image: "registry.invalid/pause:3.9" }],
+        },
+      });
+    }
+    await until(
+      "both drain probes running on their Nodes",
+      async () => {
+        const selector = encodeURIComponent("app=drain-probe");
+        const items = (
+          (await kube(cloud!.plane.admin, "GET", `/api/v1/namespaces/default/pods?labelSelector=${selector}`)) as { items: PodItem[] }
+        ).items;
+        const healthy = items.filter(
+          (p) => !p.metadata.deletionTimestamp && p.status.conditions?.some((c) => c.type === "Ready" && c.status === "True"),
+        );
+        return healthy.length === 2 ? true : undefined;
+      },
+      60_000,
+    );
     // The first server's ssh reboot and sw reset come back into the installed system, its hw reset
     // reaches rescue; none of the second server's three reboots does.
     cloud!.robotMachines!.setResetsNotTaking(first, 2);
@@ -127,9 +219,32 @@ describe("a Robot pool in the local stack: installed through rescue and joined (
     editLocalPool(cloud!, LOCAL_ROBOT_POOL, (pool) => (pool.image = "ubuntu-22.04"));
     let failure: Error | undefined;
     // The rollout reinstalls one member a run (maxUnavailable 1): the first, then the second.
-    for (let run = 0; run < 4 && !failure; run++)
-      await runPulumi([...UP, "--suppress-outputs"], project, cloud!.env).catch((error: Error) => (failure = error));
+    let runs = 0;
+    try {
+      for (; runs < 4 && !failure; runs++) {
+        run = runs;
+        await runPulumi([...UP, "--suppress-outputs"], project, cloud!.env).catch((error: Error) => (failure = error));
+      }
+    } finally {
+      run = undefined;
+    }
     assert.ok(failure, "the second server's reinstall failed");
+    // One member a run: the first server's rescue steps all in the first run, the second's in the second.
+    assert.equal(runs, 2, "the first run reinstalled the first member, the second run failed on the second");
+    assert.deepEqual(
+      [0, 1].map((r) => [...new Set(rescueSteps.filter((step) => step.run === r).map((step) => step.serverNumber))]),
+      [[first], [second]],
+      `one member's rescue a run: ${JSON.stringify(rescueSteps)}`,
+    );
+    // Drained first: at every rescue activation and reset, the member's Node was cordoned and its pod evicted.
+    for (const serverNumber of [first, second]) {
+      const steps = rescueSteps.filter((step) => step.serverNumber === serverNumber);
+      assert.equal(steps[0]?.request, "POST /boot/{n}/rescue", `server ${serverNumber}: the rescue activation comes first`);
+      for (const step of steps) {
+        assert.equal(step.node, "cordoned", `server ${serverNumber}'s Node was cordoned at its ${step.request}`);
+        assert.deepEqual(step.pods, [], `server ${serverNumber}'s pods were evicted before its ${step.request}`);
+      }
+    }
     assert.match(
       failure.message,
       new RegExp(
@@ -145,12 +260,10 @@ describe("a Robot pool in the local stack: installed through rescue and joined (
         assert.deepEqual(boots, ["reboot:installed(did not take)", "sw:installed(did not take)", "hw:rescue", "reboot:installed"]);
       else assert.deepEqual(boots, ["reboot:installed(did not take)", "sw:installed(did not take)", "hw:installed(did not take)"]);
     }
-    // The first server runs its new install, joined again.
-    const ready = (await poolNodes(cloud!, LOCAL_ROBOT_POOL)).filter(isReady).map((n) => n.metadata.name);
-    assert.ok(
-      ready.some((name) => name.endsWith("m1")),
-      ready.join(", "),
-    );
+    // The first server runs its new install, joined again: Ready and uncordoned.
+    const rejoined = (await poolNodes(cloud!, LOCAL_ROBOT_POOL)).find((n) => n.metadata.name === nodeOfServer.get(first));
+    assert.ok(rejoined && isReady(rejoined), `the first member's Node Ready again: ${JSON.stringify(rejoined?.status.conditions)}`);
+    assert.equal(rejoined.spec.unschedulable ?? false, false, "the first member's Node uncordoned after its reinstall");
   });
 
   it("removing a member stops its kubelet and removes its credentials before its Node goes: the box cannot rejoin", async function () {
@@ -165,7 +278,18 @@ describe("a Robot pool in the local stack: installed through rescue and joined (
       (pool) => (pool.servers = (pool.servers as Array<{ serverNumber: number }>).filter((s) => s.serverNumber !== first)),
     );
     // The same run finishes the second server's reinstall, which the previous test left failed.
-    await runPulumi([...UP, "--suppress-outputs"], project, cloud!.env);
+    const seen = rescueSteps.length;
+    run = 2;
+    try {
+      await runPulumi([...UP, "--suppress-outputs"], project, cloud!.env);
+    } finally {
+      run = undefined;
+    }
+    for (const step of rescueSteps.slice(seen)) {
+      assert.equal(step.serverNumber, second, `only the second server is reinstalled: ${JSON.stringify(step)}`);
+      assert.equal(step.node, "cordoned", `the second server's Node stayed cordoned at its ${step.request}`);
+      assert.deepEqual(step.pods, [], `no pod on the second server's Node at its ${step.request}`);
+    }
     const records = box.records().map((r) => `${r.tool} ${r.verb} ${r.subject}`.trim());
     assert.ok(records.includes("systemctl stop k0sworker.service"), `the node agent stopped: ${records.slice(-8).join("; ")}`);
     for (const path of ["/var/lib/k0s/kubelet.conf", "/var/lib/kubelet/pki/kubelet-client-current.pem", "/etc/k0s/join-token"])
@@ -183,5 +307,16 @@ describe("a Robot pool in the local stack: installed through rescue and joined (
       `the other member stays: ${names.join(", ")}`,
     );
     assert.equal(cloud!.robotMachines!.machine(second).system, "installed");
+    // The second member's reinstall done: its Node Ready and uncordoned.
+    const kept = await until(
+      "the second member's Node Ready and uncordoned",
+      async () => {
+        const node = (await poolNodes(cloud!, LOCAL_ROBOT_POOL)).find((n) => n.metadata.name === nodeOfServer.get(second));
+        return node && isReady(node) && node.spec.unschedulable !== true ? node : undefined;
+      },
+      60_000,
+      () => JSON.stringify(rescueSteps.slice(seen)),
+    );
+    assert.ok(kept);
   });
 });

@@ -18,6 +18,15 @@ describe("fake Robot webservice knobs", function () {
     assert.deepEqual([unset.robotServers, unset.robotRateLimit, unset.robotLoginRevoked], [undefined, undefined, undefined]);
   });
 
+  it("reads the install's duration in the Robot machines' rescue", function () {
+    assert.equal(knobsFromEnv({ NODEFLEET_SIM_ROBOT_INSTALL_MS: "30000" }).robotInstallMs, 30_000);
+    assert.equal(knobsFromEnv({}).robotInstallMs, undefined);
+    assert.throws(
+      () => knobsFromEnv({ NODEFLEET_SIM_ROBOT_INSTALL_MS: "1.5" }),
+      /NODEFLEET_SIM_ROBOT_INSTALL_MS must be a whole number, got "1.5"/,
+    );
+  });
+
   it("reads the machines' knobs: resets that do not take, hanging and BIOS servers", function () {
     const knobs = knobsFromEnv({
       NODEFLEET_SIM_ROBOT_RESETS_NOT_TAKING: "2",

@@ -208,6 +208,7 @@ export async function startLocalCloud(options: LocalCloudOptions): Promise<Local
         resetsNotTaking: knobs.robotResetsNotTaking,
         hang: knobs.robotHang,
         bios: knobs.robotBios,
+        installMs: knobs.robotInstallMs,
       });
       robotMachines.startKubelets((message) => options.logger.warn({ fake: "robot" }, message));
       const serverNumbers = startedRobot.state

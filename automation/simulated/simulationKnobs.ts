@@ -62,6 +62,8 @@ export interface SimulationKnobs {
   readonly robotHang?: readonly number[];
   /** NODEFLEET_SIM_ROBOT_BIOS (local cloud only): Robot server numbers that boot in BIOS mode; the others boot UEFI. */
   readonly robotBios?: readonly number[];
+  /** NODEFLEET_SIM_ROBOT_INSTALL_MS (local cloud only): how long the Robot machines' installimage stand-in sleeps in its install. Default 0. */
+  readonly robotInstallMs?: number;
 }
 
 const DEFAULT_BOOT_DELAY_MS = 2000;
@@ -142,6 +144,7 @@ export function knobsFromEnv(env: NodeJS.ProcessEnv): Partial<SimulationKnobs> {
     robotResetsNotTaking: wholeFrom("NODEFLEET_SIM_ROBOT_RESETS_NOT_TAKING", env.NODEFLEET_SIM_ROBOT_RESETS_NOT_TAKING, 0, 1000),
     robotHang: serverNumbersFrom("NODEFLEET_SIM_ROBOT_HANG", env.NODEFLEET_SIM_ROBOT_HANG),
     robotBios: serverNumbersFrom("NODEFLEET_SIM_ROBOT_BIOS", env.NODEFLEET_SIM_ROBOT_BIOS),
+    robotInstallMs: numberFrom("NODEFLEET_SIM_ROBOT_INSTALL_MS", env.NODEFLEET_SIM_ROBOT_INSTALL_MS, 0, 86_400_000),
   };
 }
 

@@ -29,6 +29,11 @@ export const INSTALLED_RECORD_PATH = `${INSTALLIMAGE_STATE_PATH}/installed.json`
 /** The autosetup as installimage read it, kept for the tests and for a look afterwards. */
 export const AUTOSETUP_RECORD_PATH = `${INSTALLIMAGE_STATE_PATH}/autosetup`;
 const RECORDS_PATH = "/var/lib/nodefleet-machine/records";
+/**
+ * How long the install takes, in milliseconds (the wrapper robotMachine.ts writes sets it from
+ * NODEFLEET_SIM_ROBOT_INSTALL_MS): a sleep after the checks, before the disks are written.
+ */
+export const INSTALL_MS_ENV = "NODEFLEET_SIM_ROBOT_INSTALL_MS";
 
 /** What an install left for the next boot. */
 export interface InstalledSystem {
@@ -97,6 +102,8 @@ function main(argv: string[]): number {
   validateAutosetup(autosetup, hardware);
   if (!existsSync(autosetup.image)) throw new AutosetupRuleError(`IMAGE ${autosetup.image}: no such image in the rescue system`);
   console.log(`installimage (local cloud): installing ${autosetup.image} as ${autosetup.hostname} on ${autosetup.drives.join(", ")}`);
+  const installMs = Number(process.env[INSTALL_MS_ENV] ?? 0);
+  if (installMs > 0) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, installMs);
   // The disks are wiped: a new system replaces the old one and any unfinished install.
   rmSync(INSTALLED_RECORD_PATH, { force: true });
   let n = 1;

@@ -23,7 +23,7 @@ import { INSTALLIMAGE_UBUNTU_IMAGES } from "../../../components/robot/installima
 import { type HostKeyType, Machine } from "../machines/machine";
 import { initPidFile, sandboxLayout, sessionCommand } from "../machines/machineSandbox";
 import type { MachineDisk, MachineFirmware, MachineHardware } from "./installimageRules";
-import { HARDWARE_PATH, INSTALLED_RECORD_PATH, type InstalledSystem } from "./installimageStandIn";
+import { HARDWARE_PATH, INSTALLED_RECORD_PATH, INSTALL_MS_ENV, type InstalledSystem } from "./installimageStandIn";
 
 /** Where the rescue system keeps the installimage stand-in, and the compiled modules it is made of. */
 const STAND_IN_DIR = "/usr/local/lib/nodefleet-installimage";
@@ -59,6 +59,8 @@ export interface RobotMachineArgs {
   port?: number;
   /** How long a reboot keeps the machine off (nothing answers on its address) before the next system starts. Default 0. */
   rebootOffMs?: number;
+  /** How long the installimage stand-in's install takes, in the rescue (INSTALL_MS_ENV). Default 0. */
+  installMs?: number;
 }
 
 /** Where the machines' `reboot` stand-in leaves its request, inside the running system (robotMachines.ts acts on it). */
@@ -94,6 +96,7 @@ export class RobotMachine {
   private hanging = false;
   /** Whether the last boot started a system just installed in the rescue. */
   private freshInstall = false;
+  private installedBoots = 0;
 
   constructor(readonly args: RobotMachineArgs) {}
 
@@ -108,6 +111,11 @@ export class RobotMachine {
   /** What runs now (once the boots asked for are done: settled()). */
   get system(): RobotMachineSystem {
     return this.running;
+  }
+
+  /** How many systems an install in the rescue left were booted: one per finished installimage run that a reboot followed. */
+  get installs(): number {
+    return this.installedBoots;
   }
 
   /** Whether the running system was just installed: its first boot after installimage ran. */
@@ -214,7 +222,7 @@ export class RobotMachine {
     for (const module of STAND_IN_MODULES) file(`${STAND_IN_DIR}/${module}`, readFileSync(join(__dirname, module), "utf8"));
     file(
       RESCUE_INSTALLIMAGE,
-      `#!/bin/sh\n# The local cloud's installimage (robotMachines/installimageStandIn.ts).\nexec ${process.execPath} ${STAND_IN_DIR}/installimageStandIn.js "$@"\n`,
+      `#!/bin/sh\n# The local cloud's installimage (robotMachines/installimageStandIn.ts).\n${INSTALL_MS_ENV}=${this.args.installMs ?? 0} exec ${process.execPath} ${STAND_IN_DIR}/installimageStandIn.js "$@"\n`,
       0o755,
     );
     // The images nodefleet installs, present as on the rescue's NFS root (empty: nothing unpacks them).
@@ -271,6 +279,7 @@ export class RobotMachine {
     const record = join(rescueRoot, INSTALLED_RECORD_PATH);
     this.freshInstall = existsSync(record);
     if (this.freshInstall) {
+      this.installedBoots++;
       const installed = JSON.parse(readFileSync(record, "utf8")) as InstalledSystem;
       rmSync(this.installedDir, { recursive: true, force: true });
       mkdirSync(this.installedDir, { recursive: true });

@@ -34,6 +34,8 @@ export interface RobotMachinesArgs {
   disks?: readonly MachineDisk[];
   /** How long each reboot keeps a machine off (RobotMachineArgs.rebootOffMs). Default 0. */
   rebootOffMs?: number;
+  /** How long installimage's install takes (RobotMachineArgs.installMs, NODEFLEET_SIM_ROBOT_INSTALL_MS). Default 0. */
+  installMs?: number;
 }
 
 export class RobotMachines {
@@ -70,6 +72,7 @@ export class RobotMachines {
         firmware: args.bios?.includes(server.serverNumber) ? "bios" : "uefi",
         disks: args.disks,
         rebootOffMs: args.rebootOffMs,
+        installMs: args.installMs,
       });
       fleet.machines.set(server.serverNumber, machine);
       fleet.notTaking.set(server.serverNumber, args.resetsNotTaking ?? 0);

@@ -31,7 +31,8 @@ const quiet = { info() {}, warn() {} };
 const INSTALL_MS = 20_000;
 const RESCUE = "nodefleet:hrobot:RobotRescue";
 const COMMAND = "command:remote:Command";
-const HCLOUD_SERVER = "hcloud:index/server:Server";
+/** Pending creates a kill must not meet: recovery clears them and the next up meets what they made (networks_overlap). */
+const NOT_TO_MEET = ["hcloud:index/network:Network", "hcloud:index/networkSubnet:NetworkSubnet"];
 
 type Json = Record<string, any>;
 
@@ -39,7 +40,7 @@ type Json = Record<string, any>;
 interface KillWindow {
   /** The words of the test's title. */
   readonly during: string;
-  /** The pending creates the kill must leave, by type and name suffix, one per server: both there (and nothing else but servers) is the window. */
+  /** The pending creates the kill must leave, by type and name suffix, one per server: both there (the network made) is the window. */
   readonly pending: { readonly type: string; readonly suffix: string };
 }
 
@@ -96,12 +97,12 @@ function killedUpIsRecovered(window: KillWindow): void {
 
       const ours = (op: PendingOperation) =>
         op.type === "creating" && op.resource.type === window.pending.type && op.resource.urn.endsWith(window.pending.suffix);
-      // Killed while only these creates (and servers) run: another pending create (a subnet, say) is
-      // cleared by recovery and created again, which a kill during a real install never meets.
+      // Killed while these creates run, the network and its subnet made: a pending subnet create is
+      // cleared by recovery and made again, which a kill during a real install never meets.
       const inWindow = () => {
         try {
           const pending = pendingOperations(backendDir, "nodefleet", "local");
-          return pending.filter(ours).length === 2 && pending.every((op) => ours(op) || op.resource.type === HCLOUD_SERVER);
+          return pending.filter(ours).length === 2 && !pending.some((op) => NOT_TO_MEET.includes(op.resource.type));
         } catch {
           return false; // the CLI is writing the checkpoint
         }

@@ -25,6 +25,11 @@ export interface CurrentInPlaceMember {
    * node output recorded (see fleet/memberResources.ts). Default `dynamic` (members recorded before it was).
    */
   readonly memberResources?: InPlaceMemberResources;
+  /**
+   * `generated`: its install put a host key nodefleet generated beforehand (Robot,
+   * robot/pregeneratedHostKey.ts); absent: members installed before that, which pin what their install printed.
+   */
+  readonly installHostKey?: "generated";
 }
 
 /**
@@ -89,6 +94,7 @@ export function currentInPlaceMembers<Extra extends object = object>(
     ...(typeof n.kubeletConfigHash === "string" ? { kubeletConfigHash: n.kubeletConfigHash } : {}),
     ready: readyNodeNames.has(n.hostname!),
     memberResources: recordedInPlaceMemberResources(n.memberResources),
+    ...(n.installHostKey === "generated" ? { installHostKey: "generated" as const } : {}),
     ...extra.read(n),
   }));
 }

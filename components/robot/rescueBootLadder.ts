@@ -88,11 +88,13 @@ const OUTCOME_WORDS: Record<Exclude<RungOutcome, "rescue">, string> = {
 
 /**
  * Walks the rungs until the rescue answers; returns the rungs used. A box already in rescue needs
- * none; one that answers nothing (hung or off) skips the SSH reboot and `sw` (CTRL+ALT+DEL reaches
+ * none (nothing is reset); one that answers nothing (hung or off) skips the SSH reboot and `sw` (CTRL+ALT+DEL reaches
  * no hung kernel) when `hw` is offered. Throws a RescueBootError naming each rung and its outcome.
  */
 export async function bootIntoRescue(serverNumber: number, offered: readonly string[], io: RescueBootIo): Promise<RescueBootRung[]> {
   const first = await io.probe();
+  // Already there (an earlier run's reset, its `pulumi up` killed before it recorded the rescue): no reset.
+  if (first === "rescue") return [];
   const all = rescueBootRungs(offered, io.sshReboot !== undefined && first === "other");
   if (all.length === 0)
     throw rescueBootError(

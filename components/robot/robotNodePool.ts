@@ -15,6 +15,7 @@
 import { renderKubeletRetirementScript } from "../bootstrap/kubeletRetirement";
 import * as command from "@pulumi/command";
 import * as pulumi from "@pulumi/pulumi";
+import * as random from "@pulumi/random";
 import { type ClusterSpec, type FirewallSpec, type HetznerRobotPool, firewallSchema } from "../fleet/fleetSpec";
 import { clusterFirewallRules } from "../fleet/firewallRules";
 import { GATHER_HARDWARE_COMMAND, parseRescueHardware, renderAutosetup } from "./installimageAutosetup";
@@ -46,6 +47,7 @@ import {
 import { type RobotRescue, configuredRobotCredentials } from "./robotRescue";
 import { type RobotRescueResource, memberRobotRescue } from "./robotRescueResource";
 import { RESCUE_INSTALL_COMMAND, renderRescueInstallScript } from "./robotRescueInstall";
+import { HOST_KEY_SECRET_LENGTH, type HostKeyPair, hostKeyPairFromSecret } from "./pregeneratedHostKey";
 import { renderWorkerSelfJoinScript } from "../bootstrap/selfJoinScript";
 import { shellQuote } from "../bootstrap/shellScript";
 
@@ -98,6 +100,26 @@ export interface RobotNodeOutput extends NodeOutput {
   readonly hostKey: pulumi.Output<string>;
   /** The resources of its Node removal, drain, metadata, token and rescue (see fleet/memberResources.ts); the next run keeps them. */
   readonly memberResources: InPlaceMemberResources;
+  /** `generated`: its install put the host key nodefleet generated beforehand (installsWithGeneratedHostKey). */
+  readonly installHostKey?: "generated";
+}
+
+/**
+ * Whether a member's install puts a host key nodefleet generated beforehand (pregeneratedHostKey.ts),
+ * which makes a killed install recoverable: every install from now on. An install that exists (the
+ * member at the generation it runs, or a pool an earlier nodefleet recorded without rollouts) keeps
+ * what it was created with, so its `-install` gets no new input.
+ */
+export function installsWithGeneratedHostKey(
+  current: readonly CurrentInPlaceMember[] | undefined,
+  unrecorded: InPlaceMemberResources | undefined,
+  nodeId: string,
+  generation: string,
+): boolean {
+  if (current === undefined) return unrecorded === undefined || unrecorded === "plugin-all";
+  const previous = current.find((c) => c.nodeId === nodeId);
+  if (!previous || previous.generation !== generation) return true;
+  return previous.installHostKey === "generated";
 }
 
 /** Not a parsable key: a connection pinned to it fails instead of connecting unverified. */
@@ -164,7 +186,10 @@ export class RobotNodePool extends pulumi.ComponentResource {
       const declared =
         step.action === "retain" && previous ? { ...wanted, generation: previous.generation, joinInputs: previous.joinInputs } : wanted;
       const resources = inPlaceMemberResources(args.current, step.nodeId, args.unrecordedMemberResources);
-      this.nodes.push(this.declareMember(name, args, declared, step.action, credentials, connection, { clusterSide, resources }));
+      const generatedHostKey = installsWithGeneratedHostKey(args.current, args.unrecordedMemberResources, step.nodeId, declared.generation);
+      this.nodes.push(
+        this.declareMember(name, args, declared, step.action, credentials, connection, { clusterSide, resources, generatedHostKey }),
+      );
     }
     this.registerOutputs({ nodes: this.nodes, rollout: this.rolloutSummary });
   }
@@ -176,7 +201,11 @@ export class RobotNodePool extends pulumi.ComponentResource {
     action: InPlaceRolloutStep["action"],
     credentials: pulumi.Input<RobotCredentials | undefined> | undefined,
     connection: { user: string; port: number; dialErrorLimit: number; perDialTimeout: number } & ReturnType<typeof sshAuth>,
-    { clusterSide, resources }: { clusterSide: BareMetalMemberResources; resources: InPlaceMemberResources },
+    {
+      clusterSide,
+      resources,
+      generatedHostKey,
+    }: { clusterSide: BareMetalMemberResources; resources: InPlaceMemberResources; generatedHostKey: boolean },
   ): RobotNodeOutput {
     const { cluster, pool } = args;
     const { member, generation, userData, joinInputs } = planned;
@@ -236,6 +265,20 @@ export class RobotNodePool extends pulumi.ComponentResource {
       },
       { parent: this, dependsOn: [rescue] },
     );
+    const script = (stdout: string | undefined, hostKey?: HostKeyPair) => {
+      if (stdout === undefined || stdout.trim() === "") return FAIL_UNGATHERED;
+      const { firmware, drives } = parseRescueHardware(stdout);
+      const autosetup = renderAutosetup({ drives, hostname: member.hostname, image: pool.image, firmware });
+      return renderRescueInstallScript({ autosetup, drives, hostname: member.hostname, firmware, ...(hostKey ? { hostKey } : {}) });
+    };
+    // Named by generation: a reinstall gets a new host key. Its secret is a secret of the state.
+    const keyPair = generatedHostKey
+      ? new random.RandomPassword(
+          `${prefix}-${generation}-host-key`,
+          { length: HOST_KEY_SECRET_LENGTH, special: false },
+          { parent: this },
+        ).result.apply((secret) => hostKeyPairFromSecret(secret, member.hostname))
+      : undefined;
     const install = new command.remote.Command(
       `${prefix}-install`,
       {
@@ -244,18 +287,16 @@ export class RobotNodePool extends pulumi.ComponentResource {
         // A changed connection or disk listing alone never reinstalls: the system is installed, so
         // this re-reads its host key (the same install's, and the last line, as installedHostKey reads).
         update: READ_HOST_KEY_COMMAND,
-        stdin: hardware.stdout.apply((stdout) => {
-          if (stdout === undefined || stdout.trim() === "") return FAIL_UNGATHERED;
-          const { firmware, drives } = parseRescueHardware(stdout);
-          const autosetup = renderAutosetup({ drives, hostname: member.hostname, image: pool.image, firmware });
-          return renderRescueInstallScript({ autosetup, drives, hostname: member.hostname, firmware });
-        }),
+        stdin: keyPair
+          ? pulumi.secret(pulumi.all([hardware.stdout, keyPair]).apply(([stdout, pair]) => script(stdout, pair)))
+          : hardware.stdout.apply((stdout) => script(stdout)),
         triggers: [rescue.id, generation],
         logging: "stderr",
       },
       { parent: this, dependsOn: [hardware], ...(retained ? { ignoreChanges: ["stdin"] } : {}) },
     );
-    const hostKey = install.stdout.apply(installedHostKey);
+    // Pinned to the generated key when there is one (never learnt from the box); else to what the install printed.
+    const hostKey = keyPair ? pulumi.unsecret(keyPair.apply((pair) => pair.publicKey)) : install.stdout.apply(installedHostKey);
 
     // Installed system: pinned to the host key generated during the install.
     const pinned = { host, hostKey, ...connection };
@@ -322,6 +363,7 @@ export class RobotNodePool extends pulumi.ComponentResource {
       privateIpv4: pulumi.output(undefined),
       hostKey,
       memberResources: resources,
+      ...(generatedHostKey ? { installHostKey: "generated" as const } : {}),
     };
   }
 }

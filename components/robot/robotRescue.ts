@@ -5,7 +5,8 @@
  * offers: `sw` (a clean reboot) while the installed system answers on SSH, `hw` when it has not gone
  * down in time; never `power` (a power-button press, no power cycle). With `checkRescue` it checks
  * instead that each reboot reached the rescue (SSH in, RESCUE_SYSTEM_CHECK) and escalates (ssh
- * reboot, sw, hw) when the box came back into its installed OS (rescueBootLadder.ts). Creating it starts a
+ * reboot, sw, hw) when the box came back into its installed OS (rescueBootLadder.ts), and adopts a
+ * rescue that already runs with the pool's keys (a killed run's boot) without a reset. Creating it starts a
  * (re)install; its outputs give the server's address. A `pulumi.dynamic` resource: its serialized
  * provider uses only the Robot client and its inputs; the credentials are a secret input and output.
  */
@@ -249,6 +250,9 @@ export const robotRescueProvider: pulumi.dynamic.ResourceProvider = {
       });
     if (inputs.checkRescue) {
       const used = await checkedBootIntoRescue(client, inputs, probeHost ?? ip, probePort);
+      // The box ran a rescue with our keys already (a killed run's boot, adopted): the activation
+      // just made must not outlive it, or the install's reboot would boot the rescue again.
+      if (used.length === 0) await client.deactivateRescue(inputs.serverNumber);
       return { id: String(inputs.serverNumber), outs: { ...inputs, serverIp: ip, resetType: used.join(",") } };
     }
     const used = await resetAlongLadder(ladder, {

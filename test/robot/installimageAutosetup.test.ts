@@ -13,6 +13,8 @@ import {
   selectInstallDrives,
 } from "../../components/robot/installimageAutosetup";
 import { renderRescueInstallScript } from "../../components/robot/robotRescueInstall";
+import { hostKeyPairFromSecret } from "../../components/robot/pregeneratedHostKey";
+import { mockEd25519HostKey } from "../../automation/mocks/seededValues";
 import { assertShellcheckClean } from "../support/externalLinters";
 
 const GiB = 1024 ** 3;
@@ -233,6 +235,81 @@ describe("robotRescueInstall", () => {
     } finally {
       fs.rmSync(host.root, { recursive: true, force: true });
     }
+  });
+
+  describe("with the host key nodefleet generated beforehand (crash safety)", () => {
+    const hostKey = hostKeyPairFromSecret("k".repeat(64), "c1-robot-a");
+    const keyed = renderRescueInstallScript({ autosetup, drives: [], hostname: "c1-robot-a", firmware: "bios", hostKey });
+    /** A fake installimage that counts its runs and runs the post-install hook with /etc under mnt/. */
+    const fakeInstallimage = (root: string) => {
+      const fake = path.join(root, "installimage");
+      fs.writeFileSync(
+        fake,
+        `#!/usr/bin/env bash
+set -euo pipefail
+echo run >>${root}/installimage-runs
+sed -e 's#/etc/#${root}/mnt/etc/#g' -e 's#/root/#${root}/mnt/root/#g' -e 's#mkdir -p /etc/ssh /root/.ssh#mkdir -p ${root}/mnt/etc/ssh ${root}/mnt/root/.ssh#' "$5" | bash
+`,
+        { mode: 0o755 },
+      );
+      return fake;
+    };
+    const runs = (root: string) =>
+      fs.existsSync(path.join(root, "installimage-runs"))
+        ? fs.readFileSync(path.join(root, "installimage-runs"), "utf8").split("\n").filter(Boolean).length
+        : 0;
+
+    it("passes shellcheck, and writes the private key only to files, never to stdout or stderr", () => {
+      assertShellcheckClean(keyed);
+      assert.ok(keyed.includes(hostKey.privateKey.trim()));
+      assert.doesNotMatch(keyed, /ssh-keygen/);
+    });
+
+    it("installs the given key, prints its public half, and a second run in the same rescue installs nothing", () => {
+      const host = rescueHost();
+      const root = host.root;
+      try {
+        for (const d of ["dev", "root/.ssh", "mnt/etc"]) fs.mkdirSync(path.join(root, d), { recursive: true });
+        const env = { ...host.env, NODEFLEET_INSTALLIMAGE: fakeInstallimage(root) };
+        const first = spawnSync("bash", ["-s"], { input: keyed, encoding: "utf8", env });
+        assert.equal(first.status, 0, first.stderr);
+        assert.equal(first.stdout.trim(), hostKey.publicKey);
+        assert.ok(!first.stderr.includes("PRIVATE KEY"));
+        assert.equal(fs.readFileSync(path.join(root, "mnt/etc/ssh/ssh_host_ed25519_key"), "utf8").trim(), hostKey.privateKey.trim());
+        assert.equal(fs.readFileSync(path.join(root, "mnt/etc/ssh/ssh_host_ed25519_key.pub"), "utf8").trim(), hostKey.publicKey);
+        assert.equal(fs.existsSync(path.join(root, "root/nodefleet-install/ssh_host_ed25519_key")), false);
+        const again = spawnSync("bash", ["-s"], { input: keyed, encoding: "utf8", env });
+        assert.equal(again.status, 0, again.stderr);
+        assert.equal(again.stdout.trim(), hostKey.publicKey);
+        assert.match(again.stderr, /installimage already installed this system/);
+        assert.equal(runs(root), 1, "installimage ran once");
+      } finally {
+        fs.rmSync(root, { recursive: true, force: true });
+      }
+    });
+
+    it("on the installed system answering with the given key: prints it and installs nothing; with another key: refuses", () => {
+      const host = rescueHost("c1-robot-a");
+      const root = host.root;
+      try {
+        fs.rmSync(path.join(root, "root/.oldroot"), { recursive: true });
+        fs.mkdirSync(path.join(root, "etc/ssh"), { recursive: true });
+        const env = { ...host.env, NODEFLEET_INSTALLIMAGE: fakeInstallimage(root) };
+        fs.writeFileSync(path.join(root, "etc/ssh/ssh_host_ed25519_key.pub"), `${hostKey.publicKey}\n`);
+        const done = spawnSync("bash", ["-s"], { input: keyed, encoding: "utf8", env });
+        assert.equal(done.status, 0, done.stderr);
+        assert.equal(done.stdout.trim(), hostKey.publicKey);
+        assert.match(done.stderr, /runs already/);
+        fs.writeFileSync(path.join(root, "etc/ssh/ssh_host_ed25519_key.pub"), `${mockEd25519HostKey("other")}\n`);
+        const other = spawnSync("bash", ["-s"], { input: keyed, encoding: "utf8", env });
+        assert.equal(other.status, 1);
+        assert.match(other.stderr, /c1-robot-a is not the Hetzner rescue system/);
+        assert.equal(runs(root), 0);
+        assert.equal(fs.existsSync(path.join(root, "autosetup")), false);
+      } finally {
+        fs.rmSync(root, { recursive: true, force: true });
+      }
+    });
   });
 
   it("stops before installing when a gathered drive is missing", () => {

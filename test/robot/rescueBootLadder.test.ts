@@ -53,6 +53,12 @@ describe("booting a Robot server into rescue, checked", () => {
     assert.deepEqual(server.calls, ["probe other", "ssh reboot", "probe down", "probe rescue"]);
   });
 
+  it("adopts a box already in the rescue (a killed run's boot) without a reboot", async () => {
+    const server = scriptedServer("rescue", [["rescue"]]);
+    assert.deepEqual(await bootIntoRescue(1, ["sw", "hw"], server.io), []);
+    assert.deepEqual(server.calls, ["probe rescue"]);
+  });
+
   it("escalates as soon as the box comes back into the installed OS, re-activating rescue first", async () => {
     const server = scriptedServer("other", [
       ["down", "other"],

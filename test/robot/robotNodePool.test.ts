@@ -5,14 +5,22 @@ import { type RecordedResource, runUnderMocks } from "../../automation/mocks/run
 import { mockEd25519HostKey } from "../../automation/mocks/seededValues";
 import { containsSecret, isWrappedSecret, resolveSecrets } from "../../automation/mocks/secretValues";
 import { FleetSpecError, type HetznerRobotPool, parseFleetSpec } from "../../components/fleet/fleetSpec";
+import type { CurrentInPlaceMember } from "../../components/fleet/inPlaceMembers";
 import { GATHER_HARDWARE_COMMAND } from "../../components/robot/installimageAutosetup";
 import { decodeK0sJoinToken } from "../../components/bootstrap/k0sJoinToken";
 import { K0S_TOKEN_FILE } from "../../components/bootstrap/k0sWorkerCloudConfig";
 import { RECORD_ONLY_UPDATE } from "../../components/bootstrap/sshConnection";
 import { robotMembers } from "../../components/robot/robotPlan";
-import { RobotNodePool, UNKNOWN_INSTALLED_HOST_KEY, installedHostKey, readyCommand } from "../../components/robot/robotNodePool";
+import {
+  RobotNodePool,
+  UNKNOWN_INSTALLED_HOST_KEY,
+  installedHostKey,
+  installsWithGeneratedHostKey,
+  readyCommand,
+} from "../../components/robot/robotNodePool";
 import { type RobotRescueState, rescueResetLadder, resetAlongLadder, robotRescueProvider } from "../../components/robot/robotRescue";
 import { RESCUE_INSTALL_COMMAND } from "../../components/robot/robotRescueInstall";
+import { hostKeyPairFromSecret } from "../../components/robot/pregeneratedHostKey";
 import { runProgram } from "../../stacks/fleetProgram";
 import { assertShellcheckClean } from "../support/externalLinters";
 import { FAKE_ROBOT_PASSWORD, FAKE_ROBOT_USER, type FakeRobot, fakeServerIp, startFakeRobot } from "../support/fakeRobot";
@@ -62,7 +70,11 @@ const byName = (resources: RecordedResource[], name: string) => {
   return found;
 };
 
-async function runPool(pool: Record<string, unknown> = {}, cluster: Record<string, unknown> = {}, extra: { kubeconfig?: string } = {}) {
+async function runPool(
+  pool: Record<string, unknown> = {},
+  cluster: Record<string, unknown> = {},
+  extra: { kubeconfig?: string; current?: CurrentInPlaceMember[] } = {},
+) {
   const spec = parseFleetSpec(rawFleetConfig({ cluster, pools: [robotPoolConfig(pool)] }));
   return runUnderMocks({
     stack: "test",
@@ -79,6 +91,7 @@ async function runPool(pool: Record<string, unknown> = {}, cluster: Record<strin
         cluster: c,
         pool: robotPool,
         ...(extra.kubeconfig ? { kubeconfig: extra.kubeconfig } : {}),
+        ...(extra.current ? { current: extra.current } : {}),
       });
       return { nodes: component.nodes };
     },
@@ -156,7 +169,11 @@ describe("robotNodePool: resource graph under mocks", () => {
       assert.equal(token.inputs.secretObject, true);
       assert.match(String(token.provider), /pulumi:providers:nodefleet::example-fsn-metal-cluster-access::/);
     }
-    assert.equal(resources.filter((r) => r.type.startsWith("random:")).length, 0, "no random resources: the plugin draws the token");
+    // The only random resources: one host key seed per member generation (the plugin draws the token).
+    assert.deepEqual(
+      resources.filter((r) => r.type.startsWith("random:")).map((r) => `${r.type} ${r.name} ${String(r.inputs.length)}`),
+      members.map((m) => `random:index/randomPassword:RandomPassword example-fsn-metal-${m.member.nodeId}-${m.generation}-host-key 64`),
+    );
     assert.equal(resources.find((r) => r.type === "nodefleet:hrobot:NodePool")?.name, "example-fsn-metal");
 
     const rescue = byName(resources, "example-fsn-metal-fsn-metal-a-rescue");
@@ -197,7 +214,12 @@ describe("robotNodePool: resource graph under mocks", () => {
           containsSecret(rescueSide.inputs.connection),
       );
     }
-    const expectedKey = mockEd25519HostKey("example-fsn-metal-fsn-metal-a-install");
+    // The key nodefleet generated from the member's seed, not what the install prints (never learnt from the box).
+    const seed = resources.find(
+      (r) => r.type === "random:index/randomPassword:RandomPassword" && r.name.startsWith("example-fsn-metal-fsn-metal-a-"),
+    );
+    const expectedKey = hostKeyPairFromSecret(plain<string>(seed!.state.result), "example-fsn-metal-a").publicKey;
+    assert.notEqual(expectedKey, mockEd25519HostKey("example-fsn-metal-fsn-metal-a-install"));
     for (const installed of [ready, join]) {
       assert.equal(plain(installed.inputs.connection).hostKey, expectedKey);
       assert.equal(plain(installed.inputs.connection).host, mockRobotServerIp(321));
@@ -205,11 +227,14 @@ describe("robotNodePool: resource graph under mocks", () => {
     assert.equal(ready.inputs.create, readyCommand("example-fsn-metal-a"));
   });
 
-  it("installs to the gathered drives with a shellcheck-clean script that carries no secret", async () => {
+  it("installs to the gathered drives with a shellcheck-clean secret script carrying the generated host key", async () => {
     const { resources } = await runPool();
     const install = byName(resources, "example-fsn-metal-fsn-metal-b-install");
-    assert.ok(!containsSecret(install.inputs.stdin), "the install script carries no secret");
+    assert.ok(isWrappedSecret(install.inputs.stdin), "the install script carries the host's private key: a secret");
+    assert.equal(install.inputs.logging, "stderr", "stdout (the public key) is not logged; the script never prints the private key");
     const script = plain<string>(install.inputs.stdin);
+    assert.match(script, /cat >"\$WORK\/ssh_host_ed25519_key" <<'NODEFLEET_KEY'\n-----BEGIN OPENSSH PRIVATE KEY-----\n/);
+    assert.doesNotMatch(script, /ssh-keygen/);
     assert.ok(MOCK_ROBOT_HARDWARE.includes("nvme0n1") && MOCK_ROBOT_HARDWARE.includes('"firmware":"uefi"'));
     assert.match(script, /DRIVE1 \/dev\/nvme0n1\nDRIVE2 \/dev\/nvme1n1\nSWRAID 1\n/);
     assert.match(
@@ -377,6 +402,44 @@ describe("robotNodePool: resource graph under mocks", () => {
       nodes.map((n) => [n.hostname, n.providerID, n.serverId, n.ipv4]),
       [["example-fsn-metal-solo", "nodefleet:///example/fsn-metal-solo", rescue.id, mockRobotServerIp(777)]],
     );
+  });
+});
+
+describe("robotNodePool: the installed system's host key, generated beforehand for new installs only", () => {
+  it("new members and reinstalls get a generated key; an existing install keeps what it was created with", () => {
+    const member = (generation: string, installHostKey?: "generated") => ({
+      nodeId: "a",
+      generation,
+      joinInputs: "j",
+      ready: true,
+      ...(installHostKey ? { installHostKey } : {}),
+    });
+    assert.equal(installsWithGeneratedHostKey(undefined, undefined, "a", "g1"), true, "a first run");
+    assert.equal(installsWithGeneratedHostKey(undefined, "dynamic", "a", "g1"), false, "a pool recorded without rollouts");
+    assert.equal(installsWithGeneratedHostKey([], undefined, "a", "g1"), true, "a new member");
+    assert.equal(installsWithGeneratedHostKey([member("g1")], undefined, "a", "g1"), false, "an install of an earlier release");
+    assert.equal(installsWithGeneratedHostKey([member("g0")], undefined, "a", "g1"), true, "its reinstall");
+    assert.equal(installsWithGeneratedHostKey([member("g1", "generated")], undefined, "a", "g1"), true, "an install of this release");
+  });
+
+  it("an existing member's install keeps its inputs: no seed, the script generates the key, the pin is what it printed", async () => {
+    const spec = parseFleetSpec(rawFleetConfig({ pools: [robotPoolConfig()] }));
+    const current = robotMembers(spec.cluster, spec.pools[0] as HetznerRobotPool).map((m) => ({
+      nodeId: m.member.nodeId,
+      generation: m.generation,
+      joinInputs: m.joinInputs,
+      ready: true,
+      memberResources: "plugin-all" as const,
+    }));
+    const { resources, outputs } = await runPool({}, {}, { current });
+    assert.equal(resources.filter((r) => r.type.startsWith("random:")).length, 0);
+    const install = byName(resources, "example-fsn-metal-fsn-metal-a-install");
+    assert.ok(!containsSecret(install.inputs.stdin), "the script of earlier releases, no secret in it");
+    assert.match(plain<string>(install.inputs.stdin), /ssh-keygen -q -t ed25519/);
+    const ready = byName(resources, "example-fsn-metal-fsn-metal-a-ready");
+    assert.equal(plain(ready.inputs.connection).hostKey, mockEd25519HostKey("example-fsn-metal-fsn-metal-a-install"));
+    const nodes = plain<Array<Record<string, unknown>>>(outputs.nodes);
+    assert.ok(nodes.every((n) => n.installHostKey === undefined));
   });
 });
 

@@ -98,6 +98,7 @@ export class RobotMachine {
   private pastSshSessions = 0;
   /** Whether the last boot started a system just installed in the rescue. */
   private freshInstall = false;
+  private installedBoots = 0;
 
   constructor(readonly args: RobotMachineArgs) {}
 
@@ -112,6 +113,11 @@ export class RobotMachine {
   /** What runs now (once the boots asked for are done: settled()). */
   get system(): RobotMachineSystem {
     return this.running;
+  }
+
+  /** How many systems an install in the rescue left were booted: one per finished installimage run that a reboot followed. */
+  get installs(): number {
+    return this.installedBoots;
   }
 
   /** Whether the running system was just installed: its first boot after installimage ran. */
@@ -281,6 +287,7 @@ export class RobotMachine {
     const record = join(rescueRoot, INSTALLED_RECORD_PATH);
     this.freshInstall = existsSync(record);
     if (this.freshInstall) {
+      this.installedBoots++;
       const installed = JSON.parse(readFileSync(record, "utf8")) as InstalledSystem;
       rmSync(this.installedDir, { recursive: true, force: true });
       mkdirSync(this.installedDir, { recursive: true });

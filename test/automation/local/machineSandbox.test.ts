@@ -18,6 +18,7 @@ import { HOST_KEY_TYPES, Machine, MachineArgsError } from "../../../automation/l
 import { NETPLAN_GENERATOR } from "../../../automation/local/machines/machineSandbox";
 import { OpenSshServerStartError, SSHD } from "../../../automation/local/machines/openSshServer";
 import { skipUnlessAvailable } from "../../support/toolchainRequirement";
+import { processesMentioning } from "../../support/processesMentioning";
 
 /** Path -> content hash (or link target) of every entry below `dir`, for a before/after comparison. */
 function snapshot(dir: string, into: Record<string, string> = {}): Record<string, string> {
@@ -48,19 +49,6 @@ function hostState(): Record<string, string> {
 }
 
 /** Command lines of every process mentioning `text`, this test's process excepted. */
-function processesMentioning(text: string): string[] {
-  return readdirSync("/proc")
-    .filter((pid) => /^\d+$/.test(pid) && Number(pid) !== process.pid)
-    .map((pid) => {
-      try {
-        return readFileSync(`/proc/${pid}/cmdline`, "utf8").replace(/\0/g, " ");
-      } catch {
-        return "";
-      }
-    })
-    .filter((cmdline) => cmdline.includes(text));
-}
-
 describe("local-cloud machines: real sshd, sandboxed sessions", function () {
   this.timeout(120_000);
   let dir: string;

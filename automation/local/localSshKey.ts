@@ -8,6 +8,7 @@
 import { execFileSync } from "node:child_process";
 import { generateKeyPairSync } from "node:crypto";
 import { existsSync, readFileSync, rmSync } from "node:fs";
+import { sshWireString } from "../../components/shared/sshWireString";
 import type { HcloudClient } from "../hcloud/hcloudClient";
 
 /** The key's name in the fake project, as the local stack's pools name it. */
@@ -16,13 +17,7 @@ export const LOCAL_SSH_KEY = "local";
 /** An OpenSSH `ssh-ed25519` public key line for a fresh key pair. */
 export function freshEd25519PublicKey(comment: string): string {
   const raw = Buffer.from(generateKeyPairSync("ed25519").publicKey.export({ format: "jwk" }).x!, "base64url");
-  // The wire format: string "ssh-ed25519", then string <32-byte key>, each prefixed with its length.
-  const field = (bytes: Buffer) => {
-    const length = Buffer.alloc(4);
-    length.writeUInt32BE(bytes.length);
-    return Buffer.concat([length, bytes]);
-  };
-  return `ssh-ed25519 ${Buffer.concat([field(Buffer.from("ssh-ed25519")), field(raw)]).toString("base64")} ${comment}`;
+  return `ssh-ed25519 ${Buffer.concat([sshWireString("ssh-ed25519"), sshWireString(raw)]).toString("base64")} ${comment}`;
 }
 
 /** Uploads the local key through `client` (the fake Hetzner API) unless a key of its name is there already (a restart). */

@@ -15,6 +15,7 @@
  * and with it the `-install` inputs, stay the same from run to run.
  */
 import { createHash, createPrivateKey, createPublicKey } from "node:crypto";
+import { sshWireString as sshString } from "../shared/sshWireString";
 
 /** DER of a PKCS#8 Ed25519 private key up to its 32-byte seed (RFC 8410 section 7). */
 const PKCS8_ED25519_PREFIX = Buffer.from("302e020100300506032b657004220420", "hex");
@@ -26,13 +27,6 @@ export interface HostKeyPair {
   readonly privateKey: string;
   /** `ssh-ed25519 <base64> <comment>`. */
   readonly publicKey: string;
-}
-
-function sshString(value: Buffer | string): Buffer {
-  const bytes = typeof value === "string" ? Buffer.from(value) : value;
-  const length = Buffer.alloc(4);
-  length.writeUInt32BE(bytes.length);
-  return Buffer.concat([length, bytes]);
 }
 
 /** The key pair of a random secret (at least 32 characters), with `comment` (the hostname). */

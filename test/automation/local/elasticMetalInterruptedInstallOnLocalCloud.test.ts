@@ -9,17 +9,15 @@
  * two servers in the fake, each ordered and installed once, each joined once, two Nodes Ready.
  */
 import assert from "node:assert/strict";
-import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { descendantProcesses, processStartTime } from "../../../automation/engine/cliProcesses";
 import { fileBackendDir, pendingOperations, stackLocks } from "../../../automation/engine/fileBackendState";
-import { findTool } from "../../../automation/engine/toolchain";
 import { type LocalCloud, startLocalCloud } from "../../../automation/local/localCloud";
 import { LOCAL_ELASTIC_METAL_POOL, runPulumi } from "../../../automation/local/localStack";
 import { localStackProject } from "../../support/localStackProject";
 import { UP, isReady, poolNodes } from "../../support/localFleet";
+import { KillableUp } from "../../support/killableUp";
 import { runNodefleet } from "../../support/nodefleetCli";
 import { elasticMetalPoolServers, scalewayGet, skipUnlessElasticMetalMachines } from "../../support/localElasticMetal";
 import { until } from "../../support/until";
@@ -39,16 +37,11 @@ describe("an Elastic Metal install interrupted by a SIGKILL of pulumi up, on the
   let cloud: LocalCloud;
   /** Every Elastic Metal order, install and reboot the fake answered, as `METHOD path`. */
   const calls: string[] = [];
-  /** The killed CLI's processes (its plugins outlive it in process groups of their own), by pid and start time. */
-  let leftovers: Array<{ pid: number; startTime: string }> = [];
-  let cli: ChildProcess | undefined;
+  /** The user's `pulumi up` the test kills. */
+  let up: KillableUp | undefined;
 
   const scw = (path: string) => scalewayGet(cloud, path);
   const metalServers = () => elasticMetalPoolServers(cloud, ZONE);
-  const stopLeftovers = () => {
-    for (const p of leftovers) if (processStartTime(p.pid) === p.startTime) process.kill(p.pid, "SIGKILL");
-    leftovers = [];
-  };
 
   before(async function () {
     skipUnlessElasticMetalMachines(this);
@@ -72,8 +65,7 @@ describe("an Elastic Metal install interrupted by a SIGKILL of pulumi up, on the
   });
 
   after(async function () {
-    cli?.kill("SIGKILL");
-    stopLeftovers();
+    up?.stop();
     await cloud?.stop();
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
@@ -81,13 +73,8 @@ describe("an Elastic Metal install interrupted by a SIGKILL of pulumi up, on the
   it("adopts both servers after `nodefleet recover`, and the next up joins them: two boxes, each installed and joined once", async function () {
     const started = Date.now();
     const seconds = () => ((Date.now() - started) / 1000).toFixed(1);
-    const pulumi = findTool("pulumi", { ...process.env, ...cloud.env })!;
-    const child = spawn(pulumi, UP, { cwd: project, env: { ...process.env, ...cloud.env }, stdio: ["ignore", "pipe", "pipe"] });
-    cli = child;
-    let output = "";
-    child.stdout!.on("data", (chunk: Buffer) => (output += chunk.toString()));
-    child.stderr!.on("data", (chunk: Buffer) => (output += chunk.toString()));
-    const exited = new Promise<void>((resolve) => child.on("exit", () => resolve()));
+    const run = KillableUp.start(project, cloud.env);
+    up = run;
 
     const backendDir = fileBackendDir(cloud.env.PULUMI_BACKEND_URL!)!;
     // Killed while only servers are being created (the rest of the run is done): the two Elastic
@@ -109,17 +96,11 @@ describe("an Elastic Metal install interrupted by a SIGKILL of pulumi up, on the
           : undefined;
       },
       300_000,
-      () => output.slice(-3000),
+      () => run.output.slice(-3000),
       250,
     );
     const installingAt = seconds();
-    leftovers = descendantProcesses(child.pid!).flatMap((pid) => {
-      const startTime = processStartTime(pid);
-      return startTime ? [{ pid, startTime }] : [];
-    });
-    child.kill("SIGKILL"); // the CLI alone, as `kill -9` of the user's pulumi would
-    await exited;
-    cli = undefined;
+    await run.kill();
 
     const state = JSON.parse(await runPulumi(["stack", "export", "--stack", "local"], project, cloud.env)) as Json;
     const pending = ((state.deployment.pending_operations ?? []) as Json[]).filter(
@@ -143,7 +124,7 @@ describe("an Elastic Metal install interrupted by a SIGKILL of pulumi up, on the
       `both servers adopted by their zoned ids: ${recovered.stdout}`,
     );
     // The CLI's plugins, left running by the kill, stop here (they would hold nothing the next run needs).
-    stopLeftovers();
+    run.stopLeftovers();
 
     await runPulumi(UP, project, cloud.env).catch((error: Error) => {
       throw new Error(`${error.message}\nrecover said: ${recovered.stdout}`);

@@ -12,17 +12,15 @@
  * the one into rescue and the one into the installed system only.
  */
 import assert from "node:assert/strict";
-import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { descendantProcesses, processStartTime } from "../../../automation/engine/cliProcesses";
 import { type PendingOperation, fileBackendDir, pendingOperations, stackLocks } from "../../../automation/engine/fileBackendState";
-import { findTool } from "../../../automation/engine/toolchain";
 import { type LocalCloud, startLocalCloud } from "../../../automation/local/localCloud";
 import { LOCAL_ROBOT_POOL, runPulumi } from "../../../automation/local/localStack";
 import { localStackProject } from "../../support/localStackProject";
 import { UP, isReady, poolNodes } from "../../support/localFleet";
+import { KillableUp } from "../../support/killableUp";
 import { runNodefleet } from "../../support/nodefleetCli";
 import { skipUnlessRobotMachines } from "../../support/localRobotMachines";
 import { processesMentioning } from "../../support/processesMentioning";
@@ -51,16 +49,11 @@ function killedUpIsRecovered(window: KillWindow): void {
     let dir: string;
     let project: string;
     let cloud: LocalCloud;
-    /** The killed CLI's processes (its plugins outlive it in process groups of their own), by pid and start time. */
-    let leftovers: Array<{ pid: number; startTime: string }> = [];
-    let cli: ChildProcess | undefined;
+    /** The user's `pulumi up` the test kills. */
+    let up: KillableUp | undefined;
 
     const servers = () => cloud.robot.state.servers().slice(0, 2);
     const machine = (serverNumber: number) => cloud.robotMachines!.machine(serverNumber);
-    const stopLeftovers = () => {
-      for (const p of leftovers) if (processStartTime(p.pid) === p.startTime) process.kill(p.pid, "SIGKILL");
-      leftovers = [];
-    };
 
     before(async function () {
       skipUnlessRobotMachines(this);
@@ -78,8 +71,7 @@ function killedUpIsRecovered(window: KillWindow): void {
     });
 
     after(async function () {
-      cli?.kill("SIGKILL");
-      stopLeftovers();
+      up?.stop();
       await cloud?.stop();
       if (dir) rmSync(dir, { recursive: true, force: true });
     });
@@ -87,13 +79,8 @@ function killedUpIsRecovered(window: KillWindow): void {
     it("the next pulumi up after `nodefleet recover` installs each server once and joins it once, with no extra reset", async function () {
       const started = Date.now();
       const seconds = () => ((Date.now() - started) / 1000).toFixed(1);
-      const pulumi = findTool("pulumi", { ...process.env, ...cloud.env })!;
-      const child = spawn(pulumi, UP, { cwd: project, env: { ...process.env, ...cloud.env }, stdio: ["ignore", "pipe", "pipe"] });
-      cli = child;
-      let output = "";
-      child.stdout!.on("data", (chunk: Buffer) => (output += chunk.toString()));
-      child.stderr!.on("data", (chunk: Buffer) => (output += chunk.toString()));
-      const exited = new Promise<void>((resolve) => child.on("exit", () => resolve()));
+      const run = KillableUp.start(project, cloud.env);
+      up = run;
       const backendDir = fileBackendDir(cloud.env.PULUMI_BACKEND_URL!)!;
 
       const ours = (op: PendingOperation) =>
@@ -112,17 +99,11 @@ function killedUpIsRecovered(window: KillWindow): void {
         "both Robot servers in the window",
         async () => inWindow() || undefined,
         300_000,
-        () => output.slice(-3000),
+        () => run.output.slice(-3000),
         100,
       );
       const killedAt = seconds();
-      leftovers = descendantProcesses(child.pid!).flatMap((pid) => {
-        const startTime = processStartTime(pid);
-        return startTime ? [{ pid, startTime }] : [];
-      });
-      child.kill("SIGKILL");
-      await exited;
-      cli = undefined;
+      await run.kill();
 
       const pending = pendingOperations(backendDir, "nodefleet", "local");
       assert.equal(
@@ -162,7 +143,7 @@ function killedUpIsRecovered(window: KillWindow): void {
       assert.equal(recovered.code, 0, recovered.stderr.slice(-3000));
       const report = JSON.parse(recovered.stdout) as { removedStaleLocks: number; actions: Json[] };
       assert.ok(report.removedStaleLocks >= 1, "the killed CLI's lock is removed");
-      stopLeftovers();
+      run.stopLeftovers();
 
       await runPulumi(UP, project, cloud.env).catch((error: Error) => {
         throw new Error(`${error.message}\nrecover said: ${recovered.stdout}`);

@@ -129,3 +129,33 @@ export async function startPostgres(binDir: string): Promise<PostgresServer> {
     stop,
   };
 }
+
+/** A throwaway cluster for one suite: started by its before hook, stopped by its after hook; fresh databases in between. */
+export interface SuitePostgres {
+  before(): Promise<void>;
+  after(): Promise<void>;
+  /** A fresh database (a unique name made from `prefix`), as a URL. */
+  createDatabase(prefix: string): Promise<string>;
+}
+
+/** A suite's cluster; `runsWhat` names the suite in the error when the binaries are missing (the suite needs them). */
+export function suitePostgres(runsWhat: string): SuitePostgres {
+  let server: PostgresServer | undefined;
+  let databases = 0;
+  return {
+    async before() {
+      const bin = postgresBinDir();
+      if (!bin) throw new Error(`PostgreSQL binaries (initdb, postgres) not found: ${runsWhat} runs against PostgreSQL`);
+      server = await startPostgres(bin);
+    },
+    async after() {
+      await server?.stop();
+      server = undefined;
+    },
+    createDatabase(prefix: string) {
+      if (!server) throw new Error("the suite's PostgreSQL cluster is not running (before() did not run or failed)");
+      databases += 1;
+      return server.createDatabase(`${prefix}_${databases}`);
+    },
+  };
+}

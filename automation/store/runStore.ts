@@ -2,7 +2,7 @@
  * What an engine run writes, as every backend offers it: the embedded SQLite store
  * (sqliteRunStore.ts) and PostgreSQL for several replicas (postgresRunStore.ts). A run's begin and
  * its record are each one transaction of the interface (claims, the operation log and the guard
- * fingerprint together), so SQLite keeps running each synchronously inside its group commit and
+ * fingerprint together), so SQLite keeps running each as one synchronous transaction and
  * PostgreSQL locks the claims it moves; the operation's own steps in between (the guard's preview
  * finished, the up started) are single writes. Every write is durable when it resolves.
  */

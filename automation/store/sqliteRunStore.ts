@@ -1,8 +1,9 @@
 /**
- * The engine runs' writes on the embedded store: the claims (claimStore.ts), the operation log and
- * the guard fingerprints share one SQLite database, so a run's begin and its record are each one
- * member of the group commit (groupCommit.ts), answered once the fsync covering it returns, and the
- * operation's single steps are durable writes of their own, as the reconciler wrote them before.
+ * The engine runs' writes on the embedded store, as the reconciler wrote them before there was a
+ * second backend: the claims (claimStore.ts), the operation log and the guard fingerprints share one
+ * SQLite database, so a run's begin and its record are each one IMMEDIATE transaction of the
+ * store's own (`ClaimStore.transaction`), outside the API's group commit, its WAL fsynced before it
+ * returns; the operation's single steps are durable writes of their own.
  */
 import type { ClaimStore } from "./claimStore";
 import { settledOf } from "./claimRepository";
@@ -34,33 +35,37 @@ export class SqliteRunStore implements RunStore {
 
   beginRun({ clusterId, shard, kind }: BeginRequest): Promise<BegunRun | undefined> {
     const { store, log } = this;
-    return store.commitTogether((): BegunRun | undefined => {
-      const claims = store.list(clusterId, { statuses: RUN_STATUSES, shard });
-      const affected = runAffected(claims);
-      if (affected.length === 0) return undefined;
-      for (const claim of claims) if (claim.status === "PENDING") store.update(clusterId, claim.nodeId, { status: "PROVISIONING" });
-      const operationId = log.start(clusterId, kind, affected);
-      const members = runMembers(store.list(clusterId, { statuses: MEMBER_STATUSES, shard }), affected);
-      return { claims, members, operationId };
-    });
+    return settledOf(() =>
+      store.transaction((): BegunRun | undefined => {
+        const claims = store.list(clusterId, { statuses: RUN_STATUSES, shard });
+        const affected = runAffected(claims);
+        if (affected.length === 0) return undefined;
+        for (const claim of claims) if (claim.status === "PENDING") store.update(clusterId, claim.nodeId, { status: "PROVISIONING" });
+        const operationId = log.start(clusterId, kind, affected);
+        const members = runMembers(store.list(clusterId, { statuses: MEMBER_STATUSES, shard }), affected);
+        return { claims, members, operationId };
+      }),
+    );
   }
 
   recordRun(request: RecordRequest): Promise<string[]> {
     const { store, log, fingerprints } = this;
     const { clusterId } = request;
-    return store.commitTogether(() => {
-      const moved: string[] = [];
-      for (const update of request.updates) {
-        const write = claimOutcomeWrite(store.status(clusterId, update.nodeId), update);
-        if (!write) continue;
-        store.update(clusterId, update.nodeId, write.patch);
-        if (write.moved) moved.push(update.nodeId);
-      }
-      if (request.fingerprint) fingerprints.set(request.fingerprintKey, request.fingerprint);
-      else fingerprints.clear(request.fingerprintKey);
-      log.finish(request.operationId, request.operation);
-      return moved;
-    });
+    return settledOf(() =>
+      store.transaction(() => {
+        const moved: string[] = [];
+        for (const update of request.updates) {
+          const write = claimOutcomeWrite(store.status(clusterId, update.nodeId), update);
+          if (!write) continue;
+          store.update(clusterId, update.nodeId, write.patch);
+          if (write.moved) moved.push(update.nodeId);
+        }
+        if (request.fingerprint) fingerprints.set(request.fingerprintKey, request.fingerprint);
+        else fingerprints.clear(request.fingerprintKey);
+        log.finish(request.operationId, request.operation);
+        return moved;
+      }),
+    );
   }
 
   /** The embedded store serves one replica: its operations need no shard to be told apart by. */

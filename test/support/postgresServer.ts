@@ -16,7 +16,7 @@ import { trackGroup, untrackGroup } from "./processGroups";
 /** Where the PostgreSQL binaries are looked for, in order (Debian installs them per major version). */
 const BIN_DIRS = ["/usr/local/bin", "/usr/lib/postgresql/15/bin", "/usr/lib/postgresql/16/bin", "/usr/lib/postgresql/17/bin"];
 
-export function postgresBinDir(): string | undefined {
+function postgresBinDir(): string | undefined {
   return BIN_DIRS.find((dir) => fs.existsSync(path.join(dir, "initdb")) && fs.existsSync(path.join(dir, "postgres")));
 }
 
@@ -70,7 +70,7 @@ async function waitReady(url: string, server: ChildProcess, log: () => string): 
   }
 }
 
-export async function startPostgres(binDir: string): Promise<PostgresServer> {
+async function startPostgres(binDir: string): Promise<PostgresServer> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "nodefleet-postgres-"));
   const data = path.join(dir, "data");
   const user = serverUser();

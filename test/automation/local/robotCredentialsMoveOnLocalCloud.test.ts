@@ -12,7 +12,6 @@
  * config again (the variables back) updates the provider in place the same way.
  */
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -22,7 +21,7 @@ import { type LocalCloud, startLocalCloud } from "../../../automation/local/loca
 import { LOCAL_ROBOT_POOL, runPulumi } from "../../../automation/local/localStack";
 import { UP, editLocalPool, editLocalPools, isReady, poolNodes } from "../../support/localFleet";
 import { localStackProject } from "../../support/localStackProject";
-import { skipUnlessRobotMachines } from "../../support/localRobotMachines";
+import { skipUnlessRobotMachines, stopLocalCloudLeavingNoMachine } from "../../support/localRobotMachines";
 import { until } from "../../support/until";
 
 type Json = Record<string, any>;
@@ -150,13 +149,7 @@ describe("moving a Robot pool's credentials from the environment into the stack 
   });
 
   after(async function () {
-    await cloud?.stop();
-    if (!dir) return;
-    const left = execFileSync("ps", ["-eo", "args"], { encoding: "utf8" })
-      .split("\n")
-      .filter((line) => line.includes(dir) && !line.includes("mocha"));
-    rmSync(dir, { recursive: true, force: true });
-    assert.deepEqual(left, [], "stopping the local cloud leaves no machine process");
+    await stopLocalCloudLeavingNoMachine(cloud, dir);
   });
 
   it("installs the pool with the credentials from the environment: its provider has none", async function () {

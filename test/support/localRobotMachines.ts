@@ -4,10 +4,10 @@
  * stop that checks no machine outlives the local cloud.
  */
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
 import { existsSync, rmSync } from "node:fs";
 import type { LocalCloud } from "../../automation/local/localCloud";
 import { SSHD } from "../../automation/local/machines/openSshServer";
+import { processesMentioning } from "./processesMentioning";
 import { LOCAL_CLOUD_TOOLS, missingTools, skipUnlessAvailable } from "./toolchainRequirement";
 
 /** Skips the suite unless OpenSSH, unshare, nsenter, root and the toolchain (with `extraTools`) are here. */
@@ -25,9 +25,7 @@ export function skipUnlessRobotMachines(context: Mocha.Context, ...extraTools: s
 export async function stopLocalCloudLeavingNoMachine(cloud: LocalCloud | undefined, dir: string | undefined): Promise<void> {
   await cloud?.stop();
   if (!dir) return;
-  const left = execFileSync("ps", ["-eo", "args"], { encoding: "utf8" })
-    .split("\n")
-    .filter((line) => line.includes(dir) && !line.includes("mocha"));
+  const left = processesMentioning(dir).filter((line) => !line.includes("mocha"));
   rmSync(dir, { recursive: true, force: true });
   assert.deepEqual(left, [], "stopping the local cloud leaves no machine process");
 }

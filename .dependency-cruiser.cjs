@@ -33,6 +33,7 @@ const COMPONENTS = {
 const AUTOMATION_LAYERS = [
   ["cli"],
   ["api", "preview", "local", "init"],
+  ["temporal"],
   ["reconciler"],
   ["store", "catalog", "render", "engine", "simulated", "heal"],
   ["mocks", "client", "hcloud", "scaleway", "gitStackProgram.ts", "stackConfigFile.ts"],

@@ -8,7 +8,10 @@
  * one API stack, as before shards, on a cloud of its own). Per burst: seconds to every `POST /servers`, to every Node Ready
  * and to the whole batch RUNNING, the API stacks' state bytes per member (every shard's checkpoint),
  * their checkpoint writes per created member (inotify renames of a checkpoint file, how the file
- * backend replaces it), and Hetzner requests per created node.
+ * backend replaces it), and Hetzner requests per created node. `--static-to` (default none): a
+ * static pool of that many members brought up from 0 by one documented `pulumi up` of the git
+ * stack, on a cloud of its own: the up's seconds, seconds to every Node Ready, and the same state,
+ * write and request figures for the git stack.
  */
 import { type FSWatcher, mkdtempSync, readdirSync, rmSync, statSync, watch } from "node:fs";
 import { cpus, tmpdir, totalmem } from "node:os";
@@ -24,6 +27,7 @@ import { localStackProject } from "../test/support/localStackProject";
 import { type ServeProcess, serveOnLocalCloud, stopServe } from "../test/support/serveProcess";
 import { until } from "../test/support/until";
 import { arg, percentile } from "./benchSetup";
+import { processMemoryMiB, processesIn } from "./processMemory";
 import { BEFORE_PROVIDER_PLUGIN, buildRelease } from "./previousRelease";
 
 const POOL = "local-burst";
@@ -34,6 +38,22 @@ const PREVIOUS_AT = sizes(arg("previous-at", "0,60"));
 /** This checkout with every member in one API stack, as before shards (NODEFLEET_SHARD_SIZE far above the fleet). */
 const ONE_STACK_AT = sizes(arg("one-stack-at", "none"));
 const ONE_STACK = { NODEFLEET_SHARD_SIZE: "100000" };
+/** Static pools brought up from 0 by one `pulumi up` of the git stack (this checkout; off the private network). */
+const STATIC_TO = sizes(arg("static-to", "none"));
+const STATIC_POOL = "local-general";
+const GIT_STACK = "local";
+/**
+ * Variables for the static rounds' pulumi CLI, `KEY=VALUE,KEY=VALUE` (default none, as a user runs it),
+ * for example Go's soft memory limit `GOMEMLIMIT=2GiB` or upstream's `PULUMI_DISABLE_SECRET_CACHE=true`.
+ */
+const CLI_ENV: Record<string, string> = Object.fromEntries(
+  arg("cli-env", "")
+    .split(",")
+    .filter(Boolean)
+    .map((pair) => [pair.slice(0, pair.indexOf("=")), pair.slice(pair.indexOf("=") + 1)]),
+);
+/** A file prefix for the static rounds' measured up to write the CLI's CPU and heap profiles to (its `--profiling`); default none. */
+const CLI_PROFILE = arg("cli-profile", "");
 
 interface Round extends Timings {
   readonly before: number;
@@ -55,11 +75,11 @@ function apiStateBytes(stateDir: string, clusterId: string): number {
 }
 
 /**
- * Counts the file backend's replacements of an API stack checkpoint (it writes a temporary file and
- * renames it over), watching the stacks folder and each project folder in it without recursion
+ * Counts the file backend's replacements of a checkpoint `counted` names (it writes a temporary file
+ * and renames it over), watching the stacks folder and each project folder in it without recursion
  * (Node 20's recursive watch misses events on Linux).
  */
-function countWrites(clusterId: string, stacksDir: string): { count: () => number; close: () => void } {
+function countWrites(counted: (fileName: string) => boolean, stacksDir: string): { count: () => number; close: () => void } {
   let writes = 0;
   const watchers = new Map<string, FSWatcher>();
   const watchFolder = (folder: string) => {
@@ -67,7 +87,7 @@ function countWrites(clusterId: string, stacksDir: string): { count: () => numbe
     watchers.set(
       folder,
       watch(folder, (event, name) => {
-        if (event === "rename" && name && folder !== stacksDir && isApiCheckpoint(clusterId, basename(String(name)))) writes++;
+        if (event === "rename" && name && folder !== stacksDir && counted(basename(String(name)))) writes++;
         if (folder === stacksDir && name) watchFolder(join(stacksDir, String(name)));
       }),
     );
@@ -125,6 +145,97 @@ async function burst(serve: ServeProcess, cloud: LocalCloud, tag: string, count:
   return { toServers, toReady, toRunning };
 }
 
+/** A fresh local cloud whose servers boot at once. */
+function startBenchCloud(dir: string, project: string): Promise<LocalCloud> {
+  return startLocalCloud({
+    dataDir: join(dir, "data"),
+    hcloudPort: 0,
+    agentIntervalMs: 1000,
+    logger: { info() {}, warn() {} },
+    projectDir: project,
+    env: { ...process.env, NODEFLEET_SIM_BOOT_DELAY_MS: "0" },
+  });
+}
+
+interface StaticRound {
+  readonly members: number;
+  /** The shared resources' first up, before the measured one. */
+  readonly emptyUpSeconds: number;
+  readonly upSeconds: number;
+  /** From the measured up's start. */
+  readonly toReady: number;
+  readonly stateBytesPerMember: number;
+  readonly writesPerMember: number;
+  readonly requestsPerMember: number;
+  /** The measured up's pulumi CLI: its resident peak (VmHWM), in MiB. */
+  readonly cliPeakMiB: number;
+}
+
+/**
+ * The git stack's static pool taken from 0 to `members` by one `pulumi up` (the documented command),
+ * on a fresh local cloud, off the private network (a Hetzner network holds 100 servers).
+ */
+async function staticRound(dir: string, members: number): Promise<StaticRound> {
+  const project = localStackProject(join(dir, "project"));
+  const cloud = await startBenchCloud(dir, project);
+  try {
+    editLocalPools(cloud, (pools) => pools.filter((p) => p.name === STATIC_POOL));
+    setLocalPublicAddresses(cloud);
+    const size = (replicas: number) =>
+      editLocalPool(cloud, STATIC_POOL, (pool) => Object.assign(pool, { replicas, network: "public", placement: "none" }));
+    size(0);
+    const emptyStarted = performance.now();
+    await runPulumi(UP, project, cloud.env);
+    const emptyUpSeconds = (performance.now() - emptyStarted) / 1000;
+    size(members);
+    const backendDir = join(dir, "data", "local", "pulumi-state");
+    const writes = countWrites((name) => name === `${GIT_STACK}.json`, join(backendDir, ".pulumi", "stacks"));
+    const requestsBefore = totalRequests(cloud);
+    const started = performance.now();
+    const seconds = () => (performance.now() - started) / 1000;
+    const cliEnv = { ...cloud.env, ...CLI_ENV };
+    let cliPeakMiB = NaN;
+    const sampleCli = () => {
+      for (const pid of processesIn("pulumi", project)) cliPeakMiB = Math.max(processMemoryMiB(pid, "VmHWM"), cliPeakMiB || 0);
+    };
+    const cliSampler = setInterval(sampleCli, 1000);
+    const up = runPulumi(CLI_PROFILE ? [...UP, "--profiling", CLI_PROFILE] : UP, project, cliEnv).then(seconds);
+    // Nodes are counted while the up runs: the last ones join before it ends.
+    const ready = until(
+      `every Node of ${members} static members Ready`,
+      async () => ((await poolNodes(cloud, STATIC_POOL)).filter(isReady).length >= members ? true : undefined),
+      7_200_000,
+      undefined,
+      2000,
+    ).then(seconds);
+    let upSeconds: number;
+    let toReady: number;
+    try {
+      await Promise.race([ready, up]); // a failed up ends the round at once
+      toReady = await ready;
+      upSeconds = await up;
+    } finally {
+      clearInterval(cliSampler);
+    }
+    writes.close();
+    const stateBytes = stackCheckpointFiles(backendDir, GIT_STACK).reduce((sum, file) => sum + statSync(file).size, 0);
+    const result: StaticRound = {
+      members,
+      emptyUpSeconds,
+      upSeconds,
+      toReady,
+      stateBytesPerMember: Math.round(stateBytes / members),
+      writesPerMember: writes.count() / members,
+      requestsPerMember: (totalRequests(cloud) - requestsBefore) / members,
+      cliPeakMiB,
+    };
+    process.stderr.write(`static: ${JSON.stringify(result)}\n`);
+    return result;
+  } finally {
+    await cloud.stop();
+  }
+}
+
 /** One release's bursts at each size of `at`; `bin` none: this checkout, whose pool is off the private network. */
 async function rounds(
   label: string,
@@ -134,14 +245,7 @@ async function rounds(
   env: Record<string, string> = {},
 ): Promise<Round[]> {
   const project = localStackProject(join(dir, "project"));
-  const cloud = await startLocalCloud({
-    dataDir: join(dir, "data"),
-    hcloudPort: 0,
-    agentIntervalMs: 1000,
-    logger: { info() {}, warn() {} },
-    projectDir: project,
-    env: { ...process.env, NODEFLEET_SIM_BOOT_DELAY_MS: "0" },
-  });
+  const cloud = await startBenchCloud(dir, project);
   let serve: ServeProcess | undefined;
   try {
     const maxNodes = Math.max(...at) + BURST;
@@ -165,7 +269,7 @@ async function rounds(
       const requestsBefore = totalRequests(cloud);
       const stacksDir = join(stateDir, ".pulumi", "stacks");
       await until("the stacks folder", async () => (statSync(stacksDir, { throwIfNoEntry: false }) ? true : undefined), 60_000);
-      const writes = countWrites("local", stacksDir);
+      const writes = countWrites((name) => isApiCheckpoint("local", name), stacksDir);
       const timings = await burst(serve, cloud, `${label}-${round}`, BURST);
       writes.close();
       members += BURST;
@@ -196,7 +300,9 @@ async function main(): Promise<void> {
       previous = await rounds("previous", previousBin, join(dir, "previous-run"), PREVIOUS_AT);
     }
     const oneStack = ONE_STACK_AT.length > 0 ? await rounds("1-stack", undefined, join(dir, "one-stack-run"), ONE_STACK_AT, ONE_STACK) : [];
-    const current = await rounds("this", undefined, join(dir, "this-run"), AT);
+    const current = AT.length > 0 ? await rounds("this", undefined, join(dir, "this-run"), AT) : [];
+    const statics: StaticRound[] = [];
+    for (const members of STATIC_TO) statics.push(await staticRound(join(dir, `static-${members}`), members));
     const row = (label: string, r: Round) =>
       `${label.padEnd(8)} N=${String(r.before).padStart(3)}: every POST /servers ${r.toServers.toFixed(1)} s, every Node Ready ${r.toReady.toFixed(1)} s, batch RUNNING ${r.toRunning.toFixed(1)} s; ${(r.stateBytesPerMember / 1024).toFixed(1)} KiB state/member, ${r.writesPerCreated.toFixed(1)} writes/created member, ${r.requestsPerNode.toFixed(1)} Hetzner requests/node`;
     const lines = [
@@ -206,12 +312,20 @@ async function main(): Promise<void> {
         ...oneStack.map((r) => row("1-stack", r)),
         ...current.map((r) => row("this", r)),
       ].sort((a, b) => Number(/N= *(\d+)/.exec(a)![1]) - Number(/N= *(\d+)/.exec(b)![1])),
-      `median of this release's rounds, every POST /servers: ${percentile(
-        current.map((r) => r.toServers),
-        50,
-      ).toFixed(1)} s`,
+      ...(current.length > 0
+        ? [
+            `median of this release's rounds, every POST /servers: ${percentile(
+              current.map((r) => r.toServers),
+              50,
+            ).toFixed(1)} s`,
+          ]
+        : []),
+      ...statics.map(
+        (r) =>
+          `static 0 -> ${r.members}: pulumi up ${r.upSeconds.toFixed(0)} s (the empty stack's first up ${r.emptyUpSeconds.toFixed(0)} s), every Node Ready ${r.toReady.toFixed(0)} s; ${(r.stateBytesPerMember / 1024).toFixed(1)} KiB state/member, ${r.writesPerMember.toFixed(1)} writes/member, ${r.requestsPerMember.toFixed(1)} Hetzner requests/member, the CLI's peak ${r.cliPeakMiB} MiB resident${Object.keys(CLI_ENV).length > 0 ? ` (CLI with ${JSON.stringify(CLI_ENV)})` : ""}`,
+      ),
     ];
-    process.stdout.write(`${JSON.stringify({ benchmark: "fleetScale", previous, oneStack, current, lines }, null, 2)}\n`);
+    process.stdout.write(`${JSON.stringify({ benchmark: "fleetScale", previous, oneStack, current, statics, lines }, null, 2)}\n`);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -23,6 +23,7 @@ import { buildFakeHcloud } from "../automation/local/fakeHcloud/fakeHcloudApi";
 import { kube } from "../automation/local/kubeClient";
 import { type LocalCloud, startLocalCloud } from "../automation/local/localCloud";
 import { arg, percentile } from "./benchSetup";
+import { processMemoryMiB } from "./processMemory";
 
 const MACHINES = Number(arg("machines", "1000"));
 const NODES = Number(arg("nodes", "1000"));
@@ -144,11 +145,6 @@ function processCpuMs(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) * 10;
 }
 
-function processRssMiB(pid: number): number {
-  const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
-  return match ? Math.round(Number(match[1]) / 1024) : NaN;
-}
-
 interface NodeList {
   items: Array<{ metadata: { name: string }; status?: { conditions?: Array<{ type: string; status: string }> } }>;
 }
@@ -241,7 +237,7 @@ async function localCloudPart(dir: string): Promise<Record<string, unknown>> {
       agentCpuMsPerSecond: round((cpu.user + cpu.system) / 1000 / seconds),
       kubeApiserverCpuMsPerSecond: round(apiCpu / seconds),
       etcdCpuMsPerSecond: round(etcdCpu / seconds),
-      kubeApiserverRssMiB: processRssMiB(apiServer),
+      kubeApiserverRssMiB: processMemoryMiB(apiServer, "VmRSS"),
       benchProcessRssMiB: Math.round(process.memoryUsage().rss / 2 ** 20),
       listNodesMs: ms(listLatencies),
       getNodeMs: ms(getLatencies),

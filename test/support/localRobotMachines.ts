@@ -1,9 +1,13 @@
 /**
  * For real-engine tests of the local stack's Robot pool: the skip (or, under
- * NODEFLEET_REQUIRE_TOOLCHAIN=1, the failure) when the Robot machines cannot run here.
+ * NODEFLEET_REQUIRE_TOOLCHAIN=1, the failure) when the Robot machines cannot run here, and the
+ * stop that checks no machine outlives the local cloud.
  */
-import { existsSync } from "node:fs";
+import assert from "node:assert/strict";
+import { existsSync, rmSync } from "node:fs";
+import type { LocalCloud } from "../../automation/local/localCloud";
 import { SSHD } from "../../automation/local/machines/openSshServer";
+import { processesMentioning } from "./processesMentioning";
 import { LOCAL_CLOUD_TOOLS, missingTools, skipUnlessAvailable } from "./toolchainRequirement";
 
 /** Skips the suite unless OpenSSH, unshare, nsenter, root and the toolchain (with `extraTools`) are here. */
@@ -15,4 +19,13 @@ export function skipUnlessRobotMachines(context: Mocha.Context, ...extraTools: s
   );
   skipUnlessAvailable(context, process.getuid?.() === 0 ? undefined : "the machines' sandbox needs root (mount namespaces, overlayfs)");
   skipUnlessAvailable(context, missingTools(...LOCAL_CLOUD_TOOLS, ...extraTools));
+}
+
+/** Stops the local cloud (if started) and removes `dir`, failing when a process of a machine under `dir` is left. */
+export async function stopLocalCloudLeavingNoMachine(cloud: LocalCloud | undefined, dir: string | undefined): Promise<void> {
+  await cloud?.stop();
+  if (!dir) return;
+  const left = processesMentioning(dir).filter((line) => !line.includes("mocha"));
+  rmSync(dir, { recursive: true, force: true });
+  assert.deepEqual(left, [], "stopping the local cloud leaves no machine process");
 }

@@ -8,8 +8,7 @@
  * member is a create beside what the member was made with.
  */
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type LocalCloud, startLocalCloud } from "../../../automation/local/localCloud";
@@ -17,7 +16,7 @@ import { LOCAL_ELASTIC_METAL_POOL, LOCAL_ROBOT_POOL, runPulumi } from "../../../
 import { ELASTIC_METAL_POOL_RELEASE, buildRelease } from "../../../bench/previousRelease";
 import { UP, isReady, poolNodes } from "../../support/localFleet";
 import { localStackProject } from "../../support/localStackProject";
-import { skipUnlessRobotMachines } from "../../support/localRobotMachines";
+import { skipUnlessRobotMachines, stopLocalCloudLeavingNoMachine } from "../../support/localRobotMachines";
 
 const POOLS = ["local-general", LOCAL_ELASTIC_METAL_POOL, LOCAL_ROBOT_POOL] as const;
 
@@ -76,13 +75,7 @@ describe("upgrading a git stack with Elastic Metal and Robot pools from the rele
   });
 
   after(async function () {
-    await cloud?.stop();
-    if (!dir) return;
-    const left = execFileSync("ps", ["-eo", "args"], { encoding: "utf8" })
-      .split("\n")
-      .filter((line) => line.includes(dir) && !line.includes("mocha"));
-    rmSync(dir, { recursive: true, force: true });
-    assert.deepEqual(left, [], "stopping the local cloud leaves no machine process");
+    await stopLocalCloudLeavingNoMachine(cloud, dir);
   });
 
   it("previews the upgrade without replacing or deleting anything", async function () {

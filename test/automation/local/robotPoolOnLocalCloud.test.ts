@@ -15,7 +15,7 @@
  */
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parse } from "yaml";
@@ -24,7 +24,7 @@ import { type LocalCloud, startLocalCloud } from "../../../automation/local/loca
 import { LOCAL_ROBOT_POOL, runPulumi } from "../../../automation/local/localStack";
 import { type PoolNode, editLocalPool, isReady, poolNodes } from "../../support/localFleet";
 import { localStackProject } from "../../support/localStackProject";
-import { skipUnlessRobotMachines } from "../../support/localRobotMachines";
+import { skipUnlessRobotMachines, stopLocalCloudLeavingNoMachine } from "../../support/localRobotMachines";
 import { until } from "../../support/until";
 
 const UP = ["up", "--stack", "local", "--yes", "--skip-preview", "--non-interactive"];
@@ -105,13 +105,7 @@ describe("a Robot pool in the local stack: installed through rescue and joined (
   });
 
   after(async function () {
-    await cloud?.stop();
-    if (!dir) return;
-    const left = execFileSync("ps", ["-eo", "args"], { encoding: "utf8" })
-      .split("\n")
-      .filter((line) => line.includes(dir) && !line.includes("mocha"));
-    rmSync(dir, { recursive: true, force: true });
-    assert.deepEqual(left, [], "stopping the local cloud leaves no machine process");
+    await stopLocalCloudLeavingNoMachine(cloud, dir);
   });
 
   const robotServers = () => cloud!.robot.state.servers().slice(0, 2);

@@ -17,7 +17,8 @@ import { poolTemplate, poolTemplateHash, templateHash } from "../reconciler/memb
 import type { MemberSnapshot, PoolTemplate } from "../store/claimSnapshot";
 import type { Claim } from "../store/claimStore";
 import type { ClaimRepository } from "../store/claimRepository";
-import type { Operation, OperationLog } from "../store/operationLog";
+import type { Operation } from "../store/operationLog";
+import type { RunStore } from "../store/runStore";
 import { admit } from "./admission";
 import { ApiError } from "./apiError";
 import { nodeIdFor } from "./nodeIdentity";
@@ -31,7 +32,8 @@ export interface ClusterServiceOptions {
   readonly fleet: () => FleetSpec;
   /** The claims (claimRepository.ts): the embedded SQLite store, or one shared by several replicas. */
   readonly store: ClaimRepository;
-  readonly operations: OperationLog;
+  /** The engine runs' operation log (runStore.ts). */
+  readonly runs: Pick<RunStore, "operations">;
   /** The cluster's reconcilers, one per API stack shard. */
   readonly reconciler: ClusterShards;
   /** Members of one pool per API stack shard (apiShard.ts; default DEFAULT_MEMBERS_PER_SHARD). */
@@ -351,8 +353,8 @@ export class ClusterService {
     return { nodeID: nodeId, status: "TERMINATING" };
   }
 
-  operationList(): Operation[] {
-    return this.options.operations.list(this.clusterId);
+  operationList(): Promise<Operation[]> {
+    return this.options.runs.operations(this.clusterId);
   }
 
   /** Waits until the node is RUNNING or FAILED (or gone), at most `seconds`; returns its view then. */

@@ -25,7 +25,10 @@ import { ClusterShards } from "../reconciler/clusterShards";
 import { GuardFingerprints } from "../store/guardFingerprints";
 import { LearnedCapacities } from "../store/learnedCapacities";
 import { ClaimStore } from "../store/claimStore";
-import { SqliteClaimRepository } from "../store/claimRepository";
+import { SqliteClaimRepository, type ClaimRepository } from "../store/claimRepository";
+import type { SharedStores } from "../store/postgresStores";
+import type { RunStore } from "../store/runStore";
+import { SqliteRunStore } from "../store/sqliteRunStore";
 import { acquireDataDirLock, type DataDirLock } from "../store/dataDirLock";
 import { openDatabase, type Db } from "../store/database";
 import { walSyncOf } from "../store/walSync";
@@ -127,6 +130,12 @@ export interface BuildServerOptions {
   /** The store when the caller opened it first (openDatabase with the API stack as engineStack); closed on close. */
   readonly database?: Db;
   /**
+   * Claims, engine runs, operations and guard fingerprints in a database several replicas share
+   * (PostgreSQL: postgresStores.ts, NODEFLEET_DATABASE_URL); closed on close. The data directory's
+   * store then keeps only what each replica learns for itself. Default: all in the embedded store.
+   */
+  readonly shared?: SharedStores;
+  /**
    * Builds the claim store over the database (default: the SQLite ClaimStore). Benchmarks pass a
    * stand-in to measure what the service costs without its store; a service never should.
    */
@@ -147,8 +156,10 @@ export interface BuildServerOptions {
 export interface NodefleetContext {
   readonly clusters: ReadonlyMap<string, ClusterService>;
   readonly metrics: ServiceMetrics;
+  /** The embedded store (in scale-out mode, `shared` holds the claims instead). */
   readonly store: ClaimStore;
-  readonly operations: OperationLog;
+  /** The claims as the service reads and writes them, wherever they are. */
+  readonly claims: ClaimRepository;
   readonly availability: OfferingAvailability;
   /** What readyz answers, for the front of a service with several clusters (clusterFront.ts). */
   readonly readiness: () => Readiness;
@@ -167,8 +178,12 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
   let db;
   try {
     const clusterId = options.fleet().cluster.id;
-    db = options.database ?? openDatabase(options.dataDir, { engineState: () => apiEngineStateOf(options.dataDir, clusterId) });
+    // The claims in a shared database are not lost when the embedded store is empty beside the engine state.
+    db =
+      options.database ??
+      openDatabase(options.dataDir, options.shared ? {} : { engineState: () => apiEngineStateOf(options.dataDir, clusterId) });
   } catch (error) {
+    await options.shared?.close();
     lock.release();
     throw error;
   }
@@ -176,6 +191,7 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
     return await compose(options, tokens, db, lock);
   } catch (error) {
     db.close();
+    await options.shared?.close();
     lock.release();
     throw error;
   }
@@ -189,7 +205,7 @@ async function compose(
   lock: DataDirLock,
 ): Promise<FastifyInstance> {
   const parts = serviceParts(options, database);
-  const { store, operations, metrics, availability, logger } = parts;
+  const { store, claims, metrics, availability, logger } = parts;
   const clusterId = options.fleet().cluster.id;
   const engineStart = watchEngineStart(options.engineReady);
   const { reconciler, clusters, capacityWatch } = servedCluster(options, parts, clusterId, engineStart);
@@ -200,7 +216,7 @@ async function compose(
   const syncs = walSyncOf(database);
   syncs.onFailure((failure) => logger?.fatal({ err: failure.message }, "the store cannot trust its disk any more: restart the service"));
   const readiness = readinessOf({ options, parts, clusterId, reconciler, engineStart, syncs, lifecycle });
-  app.decorate("nodefleet", { clusters, metrics, store, operations, availability, readiness });
+  app.decorate("nodefleet", { clusters, metrics, store, claims, availability, readiness });
   metrics.clusterStates ??= () => [{ cluster: clusterId, state: readiness().status }];
 
   await registerRoutes(app, {
@@ -231,8 +247,10 @@ function serviceAccountTokensOf(options: BuildServerOptions, clusterId: string, 
 /** What the cluster and the HTTP layer share, built once over the database. */
 interface ServiceParts {
   readonly store: ClaimStore;
-  readonly operations: OperationLog;
-  readonly fingerprints: GuardFingerprints;
+  /** The claims as the service and the reconcilers read and write them: the embedded store's, or the shared database's. */
+  readonly claims: ClaimRepository;
+  /** Where engine runs are begun and recorded, with the operation log and the guard fingerprints. */
+  readonly runs: RunStore;
   readonly learned: LearnedCapacities;
   /** Engine runs an unclean stop cut short, marked abandoned at start (their claims are reconciled again). */
   readonly abandoned: number;
@@ -245,15 +263,20 @@ interface ServiceParts {
 /** The store and its operation log, metrics, availability and catalog: the caller's, else the defaults. */
 function serviceParts(options: BuildServerOptions, database: Db): ServiceParts {
   const store = options.claimStore?.(database) ?? new ClaimStore(database);
-  const operations = new OperationLog(database);
-  const fingerprints = new GuardFingerprints(database);
   const learned = new LearnedCapacities(database);
-  const abandoned = operations.abandonUnfinished("the service stopped during this run (crash or kill); its claims are reconciled again");
+  const { shared } = options;
+  const operations = new OperationLog(database);
+  // A shared database's runs may be another replica's, still going: its own next run of the shard abandons them (postgresRunStore.ts).
+  const abandoned = shared
+    ? 0
+    : operations.abandonUnfinished("the service stopped during this run (crash or kill); its claims are reconciled again");
+  const claims = shared?.claims ?? new SqliteClaimRepository(store);
+  const runs = shared?.runs ?? new SqliteRunStore(store, operations, new GuardFingerprints(database));
   const metrics = options.metrics ?? new ServiceMetrics();
   const availability = options.availability ?? new OfferingAvailability(options.unavailableForMs, Date.now, options.backoffForMs);
   const catalog = options.catalog ?? new CatalogSource({ availability });
   const logger = options.logger || undefined;
-  return { store, operations, fingerprints, learned, abandoned, metrics, availability, catalog, logger };
+  return { store, claims, runs, learned, abandoned, metrics, availability, catalog, logger };
 }
 
 /** The engine's start as readyz reports it: starting until `engineReady` settles, then ready or failed (and why). */
@@ -283,14 +306,13 @@ function shardReconciler(
   shard: string,
   runGate: <T>(run: () => Promise<T>) => Promise<T>,
 ): ClusterReconciler {
-  const { store, operations, fingerprints, metrics, availability, logger } = parts;
+  const { claims, runs, metrics, availability, logger } = parts;
   return new ClusterReconciler({
     clusterId,
     shard,
     runGate,
-    store,
-    operations,
-    fingerprints,
+    store: claims,
+    runs,
     engine: options.engine,
     stackFor: async (members) => {
       const shared = members.length > 0 ? await options.prerequisites?.resources() : undefined;
@@ -336,7 +358,8 @@ function shardReconciler(
 /** Where the service reads the cluster's Nodes for their capacity, if anywhere. */
 function capacityWatchOf(options: BuildServerOptions, parts: ServiceParts, clusterId: string): NodeCapacityWatch | undefined {
   const settings = options.nodeCapacity ?? {};
-  if (settings === false) return undefined;
+  // What a Node reports is learned against the embedded store's claims; a shared database's are not there.
+  if (settings === false || options.shared) return undefined;
   const listNodes =
     settings.listNodes ?? (options.engine.kind === "simulated" ? undefined : () => clusterNodeList(options.stackConfig(), clusterId));
   if (!listNodes) return undefined;
@@ -362,17 +385,18 @@ function servedCluster(
   clusterId: string,
   engineStart: EngineStart,
 ): { reconciler: ClusterShards; clusters: ReadonlyMap<string, ClusterService>; capacityWatch: NodeCapacityWatch | undefined } {
-  const { store, operations, metrics, availability, catalog, learned } = parts;
+  const { claims, runs, metrics, availability, catalog, learned, logger } = parts;
   const reconciler = new ClusterShards({
     clusterId,
-    store,
+    store: claims,
+    onReadFailure: (error) => logger?.error({ err: error, cluster: clusterId }, "could not read the shards with unfinished claims"),
     ...(options.concurrentShardRuns !== undefined ? { concurrentRuns: options.concurrentShardRuns } : {}),
     reconcilerFor: (shard, runGate) => shardReconciler(options, parts, clusterId, shard, runGate),
   });
   const service = new ClusterService(clusterId, {
     fleet: options.fleet,
-    store: new SqliteClaimRepository(store),
-    operations,
+    store: claims,
+    runs,
     reconciler,
     ...(options.membersPerShard !== undefined ? { membersPerShard: options.membersPerShard } : {}),
     catalog: () => catalog.current(),
@@ -381,7 +405,7 @@ function servedCluster(
     refusal: () => (engineStart.state === "failed" ? `the engine cannot run: ${engineStart.error}` : options.prerequisites?.refusal()),
     ...(options.images ? { images: options.images } : {}),
   });
-  metrics.addCluster({ clusterId, nodesByStatus: () => store.countByStatus(clusterId), queueDepth: () => reconciler.queueDepth() });
+  metrics.addCluster({ clusterId, nodesByStatus: () => claims.countByStatus(clusterId), queueDepth: () => reconciler.queueDepth() });
   return { reconciler, clusters: new Map([[clusterId, service]]), capacityWatch: capacityWatchOf(options, parts, clusterId) };
 }
 
@@ -509,6 +533,7 @@ function runWithServer(
     await reconciler.stop(options.shutdownGraceMs ?? 30_000);
     await capacityWatch?.stop();
     database.close();
+    await options.shared?.close();
     lock.release();
   });
 }

@@ -12,8 +12,9 @@ import type { TokenReviewResult } from "./serviceAccountTokens";
 
 export interface ClusterGaugeSource {
   readonly clusterId: string;
-  nodesByStatus(): Record<string, number>;
-  queueDepth(): number;
+  /** Read from the claims, which may live in a database on the network (claimRepository.ts). */
+  nodesByStatus(): Promise<Record<string, number>>;
+  queueDepth(): Promise<number>;
 }
 
 /** One served cluster's state as readyz reports it, or `failed` when its stack did not start. */
@@ -95,13 +96,14 @@ export class ServiceMetrics implements RunObserver {
       help: "Nodes of autoscaled pools by status",
       labelNames: ["cluster", "status"],
       registers: [this.registry],
-      collect() {
+      async collect() {
+        const counts = await Promise.all(sources.map((source) => source.nodesByStatus()));
         this.reset();
-        for (const source of sources) {
-          for (const [status, count] of Object.entries(source.nodesByStatus())) {
+        sources.forEach((source, i) => {
+          for (const [status, count] of Object.entries(counts[i]!)) {
             if (status !== "GONE") this.set({ cluster: source.clusterId, status }, count);
           }
-        }
+        });
       },
     });
     const states = () => this.clusterStates?.() ?? [];
@@ -120,9 +122,10 @@ export class ServiceMetrics implements RunObserver {
       help: "Claims waiting for the next engine run",
       labelNames: ["cluster"],
       registers: [this.registry],
-      collect() {
+      async collect() {
+        const depths = await Promise.all(sources.map((source) => source.queueDepth()));
         this.reset();
-        for (const source of sources) this.set({ cluster: source.clusterId }, source.queueDepth());
+        sources.forEach((source, i) => this.set({ cluster: source.clusterId }, depths[i]!));
       },
     });
   }

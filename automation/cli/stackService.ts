@@ -44,6 +44,9 @@ import { SIMULATION_BANNER, SimulatedEngine } from "../simulated/simulatedEngine
 import { projectRoot } from "../stackConfigFile";
 import { acquireDataDirLock } from "../store/dataDirLock";
 import { databasePath, openDatabase, type Db } from "../store/database";
+import { databaseLabel, databaseUrlFromEnv } from "../store/databaseUrl";
+import { openPostgresStores, type SharedStores } from "../store/postgresStores";
+import { fileBackendDir } from "../engine/fileBackendState";
 import { assertStoreNotLost } from "../store/storeIntegrity";
 import { assertStoreNotLostInCloud } from "../reconciler/storeLostInCloud";
 import { apiEngineStateOf, apiStackDefinition } from "../reconciler/apiStack";
@@ -142,6 +145,8 @@ export interface ServeConfiguration {
   readonly rawConfig: Record<string, unknown>;
   readonly kind: "automation" | "simulated";
   readonly settings: ServiceSettings;
+  /** The simulated engine's home outside the data directory (simulatedCloudHome). */
+  readonly simulatedHome?: string;
 }
 
 type ServiceSettings = ReturnType<typeof serviceSettings>;
@@ -167,6 +172,7 @@ function serviceSettings(env: NodeJS.ProcessEnv) {
     tls: tlsFilesFromEnv(env),
     plugins: pluginSource(env),
     heal: healSettings(env, (name, fallback) => intEnv(env, name, fallback)),
+    databaseUrl: databaseUrlFromEnv(env),
   } as const;
 }
 
@@ -182,16 +188,33 @@ async function checkedConfiguration(options: StackServiceOptions, env: NodeJS.Pr
   parseApiTokens(env.NODEFLEET_API_TOKENS);
   const kind = options.engine ?? (CLOUD_CREDENTIALS.some((name) => env[name]) ? "automation" : "simulated");
   const settings = serviceSettings(env);
+  const simulatedHome = kind === "simulated" ? simulatedCloudHome(env) : undefined;
   // An unreadable or mismatched certificate stops the start here, naming the file.
   if (settings.tls && options.listen) readTlsFiles(settings.tls);
   // The port too: a start that cannot listen must not leave a data directory behind.
   if (options.listen) await assertCanListen(options.listen.host, options.listen.port);
-  return { root, stack, fleet, rawConfig, kind, settings };
+  return { root, stack, fleet, rawConfig, kind, settings, ...(simulatedHome ? { simulatedHome } : {}) };
+}
+
+/**
+ * Where the simulated engine keeps its cloud and its stacks' state when not in the data directory:
+ * the directory of a `file://` NODEFLEET_API_STACK_BACKEND_URL, so replicas on one machine share
+ * them as they would share a real cloud and an object store. Refused for other backends.
+ */
+function simulatedCloudHome(env: NodeJS.ProcessEnv): string | undefined {
+  const url = env.NODEFLEET_API_STACK_BACKEND_URL;
+  if (!url) return undefined;
+  const dir = fileBackendDir(url);
+  if (!dir)
+    throw new Error("NODEFLEET_API_STACK_BACKEND_URL: the simulated engine keeps its state in a directory: a file:// URL, or unset");
+  return dir;
 }
 
 /** A lost store is refused before it is opened, so the service never starts empty over servers it created. */
 async function assertStoreKept(dataDir: string, config: ServeConfiguration, hcloud: HcloudClient | undefined): Promise<void> {
   const { fleet } = config;
+  // The claims are in the shared database: the data directory's store holds none to lose.
+  if (config.settings.databaseUrl) return;
   // The directory's evidence first (definite, and needs no network); then the real cloud, which
   // outlives the directory and may keep the engine state elsewhere: a store missing over servers
   // the API created (what the orphan reclaimer would delete) is lost, whatever the directory shows.
@@ -246,7 +269,7 @@ function wireSimulatedEngine({ options, config, dataDir, metrics, reclaimerOptio
   if (!options.engine)
     process.stderr.write("nodefleet serve: no cloud credentials (HCLOUD_TOKEN) found, so the SIMULATED engine is used.\n");
   process.stderr.write(`\n*** ${SIMULATION_BANNER} ***\n\n`);
-  const simulated = new SimulatedEngine({ dataDir, banner: false, logger });
+  const simulated = new SimulatedEngine({ dataDir: config.simulatedHome ?? dataDir, banner: false, logger });
   const secured = stack.encryptedPaths;
   if (secured.length > 0)
     logger.warn({ paths: secured }, "encrypted config values cannot be read offline; the simulation runs without them");
@@ -348,6 +371,7 @@ async function startService(
 ): Promise<StartedService> {
   const { fleet, kind, settings } = config;
   let database: Db | undefined;
+  let shared: SharedStores | undefined;
   // The API stack's workspace prepared at start; a failed start or a shutdown waits for it (bounded).
   let preparing: Promise<void> | undefined;
   const preparedOrGaveUp = () => Promise.race([preparing, delay(PREPARE_WAIT_MS, undefined, { ref: false })]);
@@ -360,6 +384,7 @@ async function startService(
     );
     await assertStoreKept(dataDir, config, hcloud);
     database = openDatabase(dataDir);
+    shared = settings.databaseUrl ? await openSharedDatabase(settings.databaseUrl, settings.concurrentShardRuns, logger) : undefined;
     const availability = new OfferingAvailability(settings.unavailableForMs, Date.now, settings.backoffForMs);
     const context = { options, config, dataDir, hcloud, metrics, reclaimerOptions: reclaimerOptions(config, env, metrics, logger), logger };
     const wiring = kind === "simulated" ? wireSimulatedEngine(context) : await wireAutomationEngine(context);
@@ -400,6 +425,7 @@ async function startService(
       dataDir,
       lock,
       database,
+      ...(shared ? { shared } : {}),
       engine: wiring.engine,
       fleet: () => config.stack.fleet(),
       stackConfig: () => wiring.programConfig(),
@@ -436,8 +462,25 @@ async function startService(
     // A failed start leaves nothing held: the store closed, the lock file removed.
     await preparedOrGaveUp();
     if (database?.open) database.close();
+    await shared?.close();
     lock.release();
     throw error;
+  }
+}
+
+/**
+ * The scale-out mode's shared database (NODEFLEET_DATABASE_URL), its schema up to date; named by
+ * host and database only. Each shard's run holds a connection for its lock (postgresRunStore.ts
+ * `exclusively`): the pool has that many beyond the requests' own ten.
+ */
+async function openSharedDatabase(url: string, concurrentShardRuns: number, logger: Logger): Promise<SharedStores> {
+  const label = databaseLabel(url);
+  try {
+    const shared = await openPostgresStores({ connectionString: url, maxConnections: 10 + concurrentShardRuns });
+    logger.info({ database: label }, "claims, engine runs, operations and guard fingerprints are in the shared PostgreSQL database");
+    return shared;
+  } catch (error) {
+    throw new Error(`NODEFLEET_DATABASE_URL: could not open the database ${label}: ${errorMessage(error)}`);
   }
 }
 
@@ -460,11 +503,14 @@ function gitStackPrerequisites(
 function reclaimOrphansWhileServing(service: StartedService, config: ServeConfiguration): void {
   const { app, reclaimer: r } = service;
   if (!r) return;
-  r.knownNodes = () =>
+  // Through the repository: in scale-out mode the claims are in the shared database, not the data directory's store.
+  r.knownNodes = async () =>
     new Set(
-      app.nodefleet.store
-        .list(config.fleet.cluster.id, { statuses: ["PENDING", "PROVISIONING", "RUNNING", "FAILED", "TERMINATING"] })
-        .map((c) => c.nodeId),
+      (
+        await app.nodefleet.claims.list(config.fleet.cluster.id, {
+          statuses: ["PENDING", "PROVISIONING", "RUNNING", "FAILED", "TERMINATING"],
+        })
+      ).map((c) => c.nodeId),
     );
   r.staticPools = () => staticPoolNames(config.stack.fleet());
   app.addHook("onReady", async () => r.start());

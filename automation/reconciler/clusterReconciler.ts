@@ -8,9 +8,11 @@
 import { EventEmitter } from "node:events";
 import type { Logger } from "pino";
 import type { RunResult, StackDefinition, StackEngine, StoredState } from "../engine/stackEngine";
-import type { Claim, ClaimStore } from "../store/claimStore";
-import type { OperationKind, OperationLog } from "../store/operationLog";
-import type { GuardFingerprint, GuardFingerprints } from "../store/guardFingerprints";
+import type { Claim } from "../store/claimStore";
+import type { ClaimRepository } from "../store/claimRepository";
+import type { OperationKind } from "../store/operationLog";
+import type { GuardFingerprint } from "../store/guardFingerprints";
+import { runAffected, type RunStore } from "../store/runStore";
 import { DEFAULT_BATCH_WINDOW, DEFAULT_RETRY, retryDelay, windowClosesAt, type BatchWindowConfig, type RetryConfig } from "./batchWindow";
 import { isStorageFailure, storageFailureReason } from "../store/storageFailure";
 import { classifyFailure, sourceName, type FailureSource } from "./failureClass";
@@ -58,8 +60,10 @@ export interface ClusterReconcilerOptions {
    * cluster's reconcilers); default: at once.
    */
   readonly runGate?: <T>(run: () => Promise<T>) => Promise<T>;
-  readonly store: ClaimStore;
-  readonly operations: OperationLog;
+  /** The claims it reads (the embedded store or one shared by several replicas: claimRepository.ts). */
+  readonly store: Pick<ClaimRepository, "list" | "countByStatusInShard" | "timestamp">;
+  /** Where its runs are begun and recorded, the operation log and the guard fingerprints (runStore.ts). */
+  readonly runs: RunStore;
   readonly engine: StackEngine;
   /** The API stack for these members; called once per run (its preview and up), so templates, config and shared look-ups are fresh each time. */
   readonly stackFor: (members: readonly Claim[]) => StackDefinition | Promise<StackDefinition>;
@@ -69,14 +73,11 @@ export interface ClusterReconcilerOptions {
   readonly createDeadlineMs?: number;
   /**
    * Preview before an up and refuse to replace or delete members that should stay (default true);
-   * with `fingerprints`, only when something that could move existing members changed.
+   * only when something that could move existing members changed since the last successful up (its
+   * guard fingerprint is kept in `runs`). With an engine that cannot read its stored state, every
+   * run is previewed.
    */
   readonly previewGuard?: boolean;
-  /**
-   * Where the guard fingerprint of the last successful up is kept. Without it (or with an engine
-   * that cannot read its stored state) every run is previewed, as before.
-   */
-  readonly fingerprints?: GuardFingerprints;
   /** The fingerprint of a run of `stack` against `state` (default guardFingerprint). */
   readonly fingerprintOf?: (stack: StackDefinition, state: StoredState) => GuardFingerprint;
   /** Resolves when the engine can run (the simulated engine first applies the git stack). */
@@ -159,18 +160,27 @@ export class ClusterReconciler extends EventEmitter {
   }
 
   /** Claims waiting for a run: what the next run has to do. */
-  queueDepth(): number {
-    const counts = this.options.store.countByStatusInShard(this.clusterId, this.shard);
+  async queueDepth(): Promise<number> {
+    const counts = await this.options.store.countByStatusInShard(this.clusterId, this.shard);
     return counts.PENDING + (this.busy ? 0 : counts.PROVISIONING + counts.TERMINATING);
   }
 
-  /** Picks up what a previous process left unfinished. */
+  /** Picks up what a previous process left unfinished (a store that cannot be read: the next change, or a retry, tries again). */
   start(): void {
-    const unfinished = this.options.store.list(this.clusterId, { statuses: ["PENDING", "PROVISIONING", "TERMINATING"], shard: this.shard });
-    if (unfinished.length > 0) {
-      this.options.logger?.info({ cluster: this.clusterId, shard: this.shard, claims: unfinished.length }, "reconciling unfinished claims");
-      this.notify();
-    }
+    this.options.store.list(this.clusterId, { statuses: ["PENDING", "PROVISIONING", "TERMINATING"], shard: this.shard }).then(
+      (unfinished) => {
+        if (unfinished.length === 0) return;
+        this.options.logger?.info(
+          { cluster: this.clusterId, shard: this.shard, claims: unfinished.length },
+          "reconciling unfinished claims",
+        );
+        this.notify();
+      },
+      (error: unknown) => {
+        this.options.logger?.error({ err: error, cluster: this.clusterId, shard: this.shard }, "could not read the unfinished claims");
+        this.notify();
+      },
+    );
   }
 
   /** A change arrived: make sure a run will pick it up. */
@@ -280,37 +290,40 @@ export class ClusterReconciler extends EventEmitter {
   private async runOnce(): Promise<void> {
     await this.options.ready;
     if (this.stopped) return;
-    const run = this.beginRun();
+    // Replicas sharing the runs (PostgreSQL) take turns on the shard's stack; the embedded store runs at once.
+    await this.options.runs.exclusively(
+      this.clusterId,
+      this.shard,
+      () => this.runHoldingLock(),
+      () => this.stopped,
+    );
+  }
+
+  private async runHoldingLock(): Promise<void> {
+    const run = await this.beginRun();
     if (!run) return;
     const applied = await this.apply(run);
-    if (applied) this.record(run, applied);
+    if (applied) await this.record(run, applied);
   }
 
   /** Marks what this run is for, in the transaction that records it; undefined when nothing is left to reconcile. */
-  private beginRun(): Run | undefined {
-    const { store, operations, clusterId } = this.options;
-    // Synchronous from here to the transaction: no request can slip in between reading and marking.
-    const claims = store.list(clusterId, { statuses: ["PENDING", "PROVISIONING", "RUNNING", "TERMINATING"], shard: this.shard });
-    const pending = claims.filter((c) => c.status === "PENDING");
-    const unfinished = claims.filter((c) => c.status === "PROVISIONING" || c.status === "TERMINATING");
-    if (pending.length + unfinished.length === 0) {
+  private async beginRun(): Promise<Run | undefined> {
+    const { clusterId } = this.options;
+    const guarded = this.options.previewGuard !== false;
+    const running: OperationKind = guarded ? "preview" : "up";
+    // Read and marked in one transaction: no request slips in between. Every engine run is an
+    // operation: the guard's preview first, then the up it allows (or refuses).
+    const begun = await this.options.runs.beginRun({ clusterId, shard: this.shard, kind: running });
+    if (!begun) {
       // Nothing left to reconcile (the claims a failing run was for were deleted): no failure holds any more.
       this.degradation = undefined;
       this.failures = 0;
       return undefined;
     }
-    const affected = [...pending, ...unfinished].map((c) => c.nodeId);
-    const guarded = this.options.previewGuard !== false;
-    // Every engine run is an operation: the guard's preview first, then the up it allows (or refuses).
-    const operationId = store.transaction(() => {
-      for (const claim of pending) store.update(clusterId, claim.nodeId, { status: "PROVISIONING" });
-      return operations.start(clusterId, guarded ? "preview" : "up", affected);
-    });
-    const running: OperationKind = guarded ? "preview" : "up";
+    const { claims, members, operationId } = begun;
+    const affected = runAffected(claims);
+    const pending = claims.filter((c) => c.status === "PENDING");
     this.changed(pending.map((c) => c.nodeId));
-    const members = store
-      .list(clusterId, { statuses: ["PROVISIONING", "RUNNING"], shard: this.shard })
-      .filter((c) => affected.includes(c.nodeId) || c.status === "RUNNING");
     const terminating = claims.filter((c) => c.status === "TERMINATING");
     this.runs += 1;
     this.abort = new AbortController();
@@ -329,7 +342,7 @@ export class ClusterReconciler extends EventEmitter {
     try {
       const stack = await this.options.stackFor(run.members);
       const taken = await this.takeFingerprint(run, stack);
-      const stored = taken ? this.options.fingerprints?.get(this.fingerprintKey) : undefined;
+      const stored = taken ? await this.options.runs.fingerprint(this.fingerprintKey) : undefined;
       const changed = taken ? changedParts(stored, taken.fingerprint) : undefined;
       const unchanged = taken !== undefined && changed?.length === 0;
       let targets: string[];
@@ -341,7 +354,7 @@ export class ClusterReconciler extends EventEmitter {
       } else {
         if (run.guarded) {
           // The run can only add members and remove terminating ones: its operation is the up.
-          this.options.operations.becomeUp(run.operationId);
+          await this.options.runs.operationBecomesUp(run.operationId);
           run.running = "up";
           run.log?.info({}, "preview guard skipped: nothing that could move existing members changed since the last up");
         }
@@ -352,14 +365,13 @@ export class ClusterReconciler extends EventEmitter {
       const after = taken && result.succeeded ? await this.storedState(run, stack) : undefined;
       return { result, ...(taken && after ? { fingerprint: withState(taken.fingerprint, after) } : {}) };
     } catch (error) {
-      this.engineCallFailed(run, error);
+      await this.engineCallFailed(run, error);
       return undefined;
     }
   }
 
-  /** The run's guard fingerprint, or undefined (no store for it, an engine without stored state, or a failure: the guard runs). */
+  /** The run's guard fingerprint, or undefined (an engine without stored state, or a failure: the guard runs). */
   private async takeFingerprint(run: Run, stack: StackDefinition): Promise<TakenFingerprint | undefined> {
-    if (!this.options.fingerprints) return undefined;
     const state = await this.storedState(run, stack);
     if (!state) return undefined;
     try {
@@ -410,11 +422,11 @@ export class ClusterReconciler extends EventEmitter {
 
   /** Previews the run and refuses it when it would replace or delete members that should stay; the preview when allowed. */
   private async guard(run: Run, stack: StackDefinition): Promise<RunResult | undefined> {
-    const { operations, clusterId } = this.options;
+    const { runs, clusterId } = this.options;
     const previewStarted = Date.now();
     const preview = await this.options.engine.preview(stack, { signal: run.signal });
     const failedSteps = preview.steps.filter((step) => step.error);
-    operations.finish(run.operationId, {
+    await runs.finishOperation(run.operationId, {
       result: preview.succeeded ? "succeeded" : "failed",
       summary: preview.summary,
       ...(failedSteps.length > 0
@@ -427,12 +439,12 @@ export class ClusterReconciler extends EventEmitter {
         : {}),
     });
     this.options.observer?.runFinished(clusterId, "preview", preview.succeeded ? "succeeded" : "failed", Date.now() - previewStarted);
-    run.operationId = operations.start(clusterId, "up", run.affected);
+    run.operationId = await runs.startOperation(clusterId, this.shard, "up", run.affected);
     run.running = "up";
     const violations = previewGuardViolations(preview.steps, run.claims);
     if (violations.length > 0) {
       const reason = `preview guard refused the run: it would ${violations.map((v) => `${v.op} ${v.name}`).join(", ")}`;
-      operations.finish(run.operationId, { result: "failed", summary: preview.summary, error: reason, details: { violations } });
+      await runs.finishOperation(run.operationId, { result: "failed", summary: preview.summary, error: reason, details: { violations } });
       this.degradation = { reason, operationId: run.operationId, violations, since: new Date().toISOString() };
       this.options.observer?.runFinished(clusterId, "up", "failed", Date.now() - run.started);
       run.log?.error({ violations }, reason);
@@ -445,14 +457,17 @@ export class ClusterReconciler extends EventEmitter {
   }
 
   /** A preview or up that threw: abandoned when the service stopped it, else failed, degraded and retried. */
-  private engineCallFailed(run: Run, error: unknown): void {
-    const { operations, clusterId } = this.options;
+  private async engineCallFailed(run: Run, error: unknown): Promise<void> {
+    const { runs, clusterId } = this.options;
     const message = errorMessage(error);
     if (this.stopped && run.signal.aborted) {
-      operations.finish(run.operationId, { result: "abandoned", error: "service stopped during the run; resumed on the next start" });
+      await runs.finishOperation(run.operationId, {
+        result: "abandoned",
+        error: "service stopped during the run; resumed on the next start",
+      });
       return;
     }
-    operations.finish(run.operationId, { result: "failed", error: message.slice(0, 2000) });
+    await runs.finishOperation(run.operationId, { result: "failed", error: message.slice(0, 2000) });
     const failure = classifyFailure(message);
     this.degrade(
       `the engine's ${run.running} failed: ${message.slice(0, 500)}; retrying`,
@@ -467,8 +482,8 @@ export class ClusterReconciler extends EventEmitter {
    * Stores what the up did to each claim, finishes its operation and keeps (or drops) the guard
    * fingerprint in one transaction, then reports and retries.
    */
-  private record(run: Run, { result, fingerprint }: Applied): void {
-    const { store, operations, clusterId, fingerprints } = this.options;
+  private async record(run: Run, { result, fingerprint }: Applied): Promise<void> {
+    const { store, runs, clusterId } = this.options;
     const { members, terminating, started, log } = run;
     const outcome = runOutcome({
       members,
@@ -478,24 +493,13 @@ export class ClusterReconciler extends EventEmitter {
       now: Date.now(),
       createDeadlineMs: this.options.createDeadlineMs ?? DEFAULT_CREATE_DEADLINE_MS,
     });
-    const changed: string[] = [];
-    store.transaction(() => {
-      for (const update of outcome.updates) {
-        const current = store.get(clusterId, update.nodeId);
-        if (current?.status !== update.expectedStatus) {
-          // A DELETE arrived during the run: keep TERMINATING, but remember what the run created.
-          if (current?.status === "TERMINATING" && update.patch.instanceId)
-            store.update(clusterId, update.nodeId, { instanceId: update.patch.instanceId });
-          continue;
-        }
-        store.update(clusterId, update.nodeId, update.patch);
-        changed.push(update.nodeId);
-      }
-      // Only a run that went through whole leaves a state the next one may skip the preview against.
-      if (fingerprint && result.succeeded && !outcome.retry) fingerprints?.set(this.fingerprintKey, fingerprint);
-      else fingerprints?.clear(this.fingerprintKey);
-      const failedSteps = result.steps.filter((s) => s.error);
-      operations.finish(run.operationId, {
+    const failedSteps = result.steps.filter((s) => s.error);
+    // A claim a DELETE moved to TERMINATING during the run keeps that status (claimOutcomeWrite).
+    const changed = await runs.recordRun({
+      clusterId,
+      operationId: run.operationId,
+      updates: outcome.updates,
+      operation: {
         result: result.succeeded ? "succeeded" : "failed",
         summary: result.summary,
         ...(failedSteps.length > 0
@@ -506,7 +510,10 @@ export class ClusterReconciler extends EventEmitter {
                 .slice(0, 2000),
             }
           : {}),
-      });
+      },
+      fingerprintKey: this.fingerprintKey,
+      // Only a run that went through whole leaves a state the next one may skip the preview against.
+      fingerprint: fingerprint && result.succeeded && !outcome.retry ? fingerprint : undefined,
     });
     // The run went through and its outcome is stored: whatever degraded the service has passed,
     // unless claims still wait on an API that did not answer.

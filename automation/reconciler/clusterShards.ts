@@ -6,7 +6,7 @@
  */
 import { EventEmitter } from "node:events";
 import pLimit from "p-limit";
-import type { ClaimStore } from "../store/claimStore";
+import type { ClaimRepository } from "../store/claimRepository";
 import type { ClusterReconciler, Degradation } from "./clusterReconciler";
 import { DEFAULT_SHARD } from "./apiShard";
 
@@ -15,7 +15,9 @@ export const DEFAULT_CONCURRENT_SHARD_RUNS = 2;
 
 export interface ClusterShardsOptions {
   readonly clusterId: string;
-  readonly store: Pick<ClaimStore, "shards">;
+  readonly store: Pick<ClaimRepository, "shards">;
+  /** Told when the shards with unfinished claims cannot be read: then only shard 0 and the shards already known are woken. */
+  readonly onReadFailure?: (error: unknown) => void;
   /** Engine runs of the cluster's shards at once (default DEFAULT_CONCURRENT_SHARD_RUNS). */
   readonly concurrentRuns?: number;
   /** The reconciler of one shard, running its engine runs through `runGate`. */
@@ -58,13 +60,25 @@ export class ClusterShards extends EventEmitter {
 
   /** Picks up what a previous process left unfinished, in every shard that has some. */
   start(): void {
-    for (const shard of new Set([DEFAULT_SHARD, ...this.options.store.shards(this.clusterId, UNFINISHED)])) this.shard(shard).start();
+    this.withUnfinishedShards((shards) => {
+      for (const shard of new Set([DEFAULT_SHARD, ...shards])) this.shard(shard).start();
+    });
   }
 
   /** A change arrived in `shard` (every shard with unfinished claims when not given). */
   notify(shard?: string): void {
     if (shard !== undefined) return this.shard(shard).notify();
-    for (const s of new Set([...this.reconcilers.keys(), ...this.options.store.shards(this.clusterId, UNFINISHED)])) this.shard(s).notify();
+    this.withUnfinishedShards((shards) => {
+      for (const s of new Set([...this.reconcilers.keys(), ...shards])) this.shard(s).notify();
+    });
+  }
+
+  /** The shards holding unfinished claims, read from the store; none when it cannot be read (shard 0 still starts). */
+  private withUnfinishedShards(use: (shards: readonly string[]) => void): void {
+    this.options.store.shards(this.clusterId, UNFINISHED).then(use, (error: unknown) => {
+      this.options.onReadFailure?.(error);
+      use([]);
+    });
   }
 
   get busy(): boolean {
@@ -81,8 +95,9 @@ export class ClusterShards extends EventEmitter {
   }
 
   /** Claims waiting for a run, in every shard. */
-  queueDepth(): number {
-    return [...this.reconcilers.values()].reduce((sum, r) => sum + r.queueDepth(), 0);
+  async queueDepth(): Promise<number> {
+    const depths = await Promise.all([...this.reconcilers.values()].map((r) => r.queueDepth()));
+    return depths.reduce((sum, depth) => sum + depth, 0);
   }
 
   /** The first degraded shard (by shard name), naming it; undefined while every shard is well. */

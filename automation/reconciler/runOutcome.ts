@@ -3,7 +3,8 @@
  * Pure functions over the run's steps and outputs; the reconciler applies the result.
  */
 import type { ResourceStep, RunResult } from "../engine/stackEngine";
-import type { Claim, ClaimPatch, ClaimStatus } from "../store/claimStore";
+import type { Claim } from "../store/claimStore";
+import type { RecordedClaimUpdate } from "../store/runStore";
 import { classifyFailure, launchBackoffOf, type FailureSource, type LaunchBackoff } from "./failureClass";
 
 /** What the API stack's program exports per member (see stacks/autoscaledProgram.ts). */
@@ -56,11 +57,7 @@ export interface LaunchBackoffMark extends LaunchBackoff {
   readonly reason: string;
 }
 
-export interface ClaimUpdate {
-  readonly nodeId: string;
-  /** Applied only while the claim still has this status (a DELETE during the run wins). */
-  readonly expectedStatus: ClaimStatus;
-  readonly patch: ClaimPatch;
+export interface ClaimUpdate extends RecordedClaimUpdate {
   /**
    * The create failed in a way the next create of the offering (or pool) would repeat: sold out,
    * quota, unusable image, full network or placement group (failureClass.ts launchBackoffOf).

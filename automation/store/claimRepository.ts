@@ -182,13 +182,18 @@ export class SqliteClaimRepository implements ClaimRepository {
     return Promise.resolve();
   }
 
-  /** A read of what is committed (SQLite answers synchronously; a thrown error becomes a rejection). */
+  /** A read of what is committed (SQLite answers synchronously). */
   private read<T>(fn: () => T): Promise<T> {
-    try {
-      return Promise.resolve(fn());
-    } catch (error) {
-      return Promise.reject(error as Error);
-    }
+    return settledOf(fn);
+  }
+}
+
+/** A synchronous SQLite call as a promise: its result, or the error it threw as a rejection. */
+export function settledOf<T>(fn: () => T): Promise<T> {
+  try {
+    return Promise.resolve(fn());
+  } catch (error) {
+    return Promise.reject(error as Error);
   }
 }
 

@@ -24,9 +24,7 @@ export class GuardFingerprints {
   get(clusterId: string): GuardFingerprint | undefined {
     const row = this.db.prepare("SELECT parts_json FROM guard_fingerprints WHERE cluster_id = ?").get(clusterId) as
       { parts_json: string } | undefined;
-    if (!row) return undefined;
-    const parts = JSON.parse(row.parts_json) as Record<string, unknown>;
-    return FINGERPRINT_PARTS.every((part) => typeof parts[part] === "string") ? (parts as GuardFingerprint) : undefined;
+    return row && fingerprintOfJson(row.parts_json);
   }
 
   /** Durable when it returns (inside a store transaction, with it). */
@@ -43,4 +41,10 @@ export class GuardFingerprints {
   clear(clusterId: string): void {
     walSyncOf(this.db).writeDurably(() => this.db.prepare("DELETE FROM guard_fingerprints WHERE cluster_id = ?").run(clusterId));
   }
+}
+
+/** A stored fingerprint's parts, or undefined when this version does not read them (both backends store them as JSON text). */
+export function fingerprintOfJson(partsJson: string): GuardFingerprint | undefined {
+  const parts = JSON.parse(partsJson) as Record<string, unknown>;
+  return FINGERPRINT_PARTS.every((part) => typeof parts[part] === "string") ? (parts as GuardFingerprint) : undefined;
 }

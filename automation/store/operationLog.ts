@@ -25,7 +25,8 @@ export interface Operation {
   readonly details?: unknown;
 }
 
-interface OperationRow {
+/** An operations row as both backends read it (PostgreSQL's has a shard column too, left out). */
+export interface OperationRow {
   id: number;
   cluster_id: string;
   kind: OperationKind;
@@ -38,7 +39,7 @@ interface OperationRow {
   details_json: string | null;
 }
 
-function fromRow(row: OperationRow): Operation {
+export function operationFromRow(row: OperationRow): Operation {
   return {
     id: row.id,
     clusterId: row.cluster_id,
@@ -51,6 +52,24 @@ function fromRow(row: OperationRow): Operation {
     ...(row.error !== null ? { error: row.error } : {}),
     ...(row.details_json !== null ? { details: JSON.parse(row.details_json) as unknown } : {}),
   };
+}
+
+/** How a run's operation ended. */
+export interface OperationOutcome {
+  readonly result: Exclude<OperationResult, "running">;
+  readonly summary?: ChangeSummary;
+  readonly error?: string;
+  readonly details?: unknown;
+}
+
+/** An outcome as both backends store it: result, summary_json, error, details_json. */
+export function finishedColumns(outcome: OperationOutcome): [string, string | null, string | null, string | null] {
+  return [
+    outcome.result,
+    outcome.summary ? JSON.stringify(outcome.summary) : null,
+    outcome.error ?? null,
+    outcome.details === undefined ? null : JSON.stringify(outcome.details),
+  ];
 }
 
 export class OperationLog {
@@ -86,17 +105,11 @@ export class OperationLog {
     this.write("UPDATE operations SET kind = 'up' WHERE id = ? AND result = 'running'", id);
   }
 
-  finish(
-    id: number,
-    outcome: { result: Exclude<OperationResult, "running">; summary?: ChangeSummary; error?: string; details?: unknown },
-  ): void {
+  finish(id: number, outcome: OperationOutcome): void {
     this.write(
       "UPDATE operations SET finished_at = ?, result = ?, summary_json = ?, error = ?, details_json = ? WHERE id = ?",
       this.now().toISOString(),
-      outcome.result,
-      outcome.summary ? JSON.stringify(outcome.summary) : null,
-      outcome.error ?? null,
-      outcome.details === undefined ? null : JSON.stringify(outcome.details),
+      ...finishedColumns(outcome),
       id,
     );
   }
@@ -114,11 +127,11 @@ export class OperationLog {
     const rows = this.db
       .prepare("SELECT * FROM operations WHERE cluster_id = ? ORDER BY id DESC LIMIT ?")
       .all(clusterId, limit) as OperationRow[];
-    return rows.map(fromRow);
+    return rows.map(operationFromRow);
   }
 
   get(id: number): Operation | undefined {
     const row = this.db.prepare("SELECT * FROM operations WHERE id = ?").get(id) as OperationRow | undefined;
-    return row && fromRow(row);
+    return row && operationFromRow(row);
   }
 }

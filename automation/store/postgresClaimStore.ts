@@ -7,7 +7,7 @@
  * each statement's snapshot after the lock is granted); UNIQUE (cluster_id, unique_id) backs it.
  * A COMMIT that returned is durable (synchronous_commit, the server default).
  */
-import pg from "pg";
+import type pg from "pg";
 import type { Claim, ClaimPatch, ClaimRow, ClaimStatus } from "./claimStore";
 import { CLAIM_STATUSES, OCCUPYING_STATUSES, PATCH_COLUMNS, PATCH_KEYS, countsByStatus, fromRow } from "./claimStore";
 import {
@@ -21,42 +21,7 @@ import {
   type NewClaim,
   type Occupancy,
 } from "./claimRepository";
-
-/** Append-only, like the SQLite store's (database.ts); applied under an advisory lock so replicas starting together run each once. */
-const MIGRATIONS: readonly string[] = [
-  `CREATE TABLE claims (
-     cluster_id TEXT NOT NULL,
-     node_id TEXT NOT NULL,
-     unique_id TEXT NOT NULL,
-     request_hash TEXT NOT NULL,
-     request_json TEXT NOT NULL,
-     pool TEXT NOT NULL,
-     instance_type TEXT NOT NULL,
-     zone TEXT NOT NULL,
-     snapshot_json JSONB NOT NULL,
-     status TEXT NOT NULL CHECK (status IN ('PENDING','PROVISIONING','RUNNING','FAILED','TERMINATING','GONE')),
-     failure_code TEXT,
-     failure_reason TEXT,
-     instance_id TEXT,
-     ipv4 TEXT,
-     private_ipv4 TEXT,
-     cpu_millis INTEGER NOT NULL,
-     memory_mib INTEGER NOT NULL,
-     placement_slot INTEGER,
-     created_at TEXT NOT NULL,
-     updated_at TEXT NOT NULL,
-     delete_requested_at TEXT,
-     gone_at TEXT,
-     PRIMARY KEY (cluster_id, node_id),
-     UNIQUE (cluster_id, unique_id)
-   );
-   CREATE INDEX claims_by_status ON claims (cluster_id, status);
-   CREATE INDEX claims_by_pool ON claims (cluster_id, pool, status);
-   CREATE TABLE claim_clusters (cluster_id TEXT PRIMARY KEY);`,
-];
-
-/** Any constant key: the advisory lock migrations run under. */
-const MIGRATION_LOCK = 7_210_431;
+import { inTransaction, openPostgresPool, type PostgresOptions } from "./postgresDatabase";
 
 const SHARD_OF_ROW = "COALESCE(snapshot_json->>'shard', '0')";
 
@@ -66,13 +31,9 @@ const CLAIM_COLUMNS = `cluster_id, node_id, unique_id, request_hash, request_jso
   delete_requested_at, gone_at`;
 
 /** Something that runs a query: the pool (autocommit) or a client inside a transaction. */
-type Queryable = Pick<pg.PoolClient, "query">;
+export type Queryable = Pick<pg.PoolClient, "query">;
 
-export interface PostgresClaimStoreOptions {
-  /** A `postgres://` URL (libpq's form; node-postgres reads it). */
-  readonly connectionString: string;
-  /** Connections this replica holds at most (default 10). */
-  readonly maxConnections?: number;
+export interface PostgresClaimStoreOptions extends PostgresOptions {
   readonly now?: () => Date;
 }
 
@@ -82,25 +43,18 @@ export class PostgresClaimStore implements ClaimRepository {
   readonly claimsVersion = undefined;
   private readonly now: () => Date;
 
-  private constructor(
+  /** Over a pool opened by openPostgresPool; close() ends the pool only when the store owns it. */
+  constructor(
     private readonly pool: pg.Pool,
     now: (() => Date) | undefined,
+    private readonly ownsPool = false,
   ) {
     this.now = now ?? (() => new Date());
   }
 
-  /** Connects and brings the schema up to date; refuses a schema newer than this nodefleet knows. */
+  /** Connects (a pool of its own) and brings the schema up to date; refuses a schema newer than this nodefleet knows. */
   static async open(options: PostgresClaimStoreOptions): Promise<PostgresClaimStore> {
-    const pool = new pg.Pool({ connectionString: options.connectionString, max: options.maxConnections ?? 10 });
-    // An idle connection the server drops must not take the process down; the next query reconnects.
-    pool.on("error", () => undefined);
-    try {
-      await migrate(pool);
-    } catch (error) {
-      await pool.end();
-      throw error;
-    }
-    return new PostgresClaimStore(pool, options.now);
+    return new PostgresClaimStore(await openPostgresPool(options), options.now, true);
   }
 
   timestamp(): string {
@@ -123,14 +77,8 @@ export class PostgresClaimStore implements ClaimRepository {
     return claimBy(this.pool, clusterId, "unique_id", uniqueId);
   }
 
-  async list(clusterId: string, filter: ClaimListFilter = {}): Promise<Claim[]> {
-    const statuses = filter.statuses ?? CLAIM_STATUSES.filter((s) => s !== "GONE");
-    const params: unknown[] = [clusterId, statuses];
-    let sql = `SELECT ${CLAIM_COLUMNS} FROM claims WHERE cluster_id = $1 AND status = ANY($2::text[])`;
-    if (filter.pool !== undefined) sql += ` AND pool = $${params.push(filter.pool)}`;
-    if (filter.shard !== undefined) sql += ` AND ${SHARD_OF_ROW} = $${params.push(filter.shard)}`;
-    const result = await this.pool.query<ClaimRow>(`${sql} ORDER BY created_at, node_id`, params);
-    return result.rows.map(fromRow);
+  list(clusterId: string, filter: ClaimListFilter = {}): Promise<Claim[]> {
+    return listClaims(this.pool, clusterId, filter);
   }
 
   occupancy(clusterId: string, pool: string): Promise<Occupancy> {
@@ -211,51 +159,26 @@ export class PostgresClaimStore implements ClaimRepository {
   }
 
   close(): Promise<void> {
-    return this.pool.end();
+    return this.ownsPool ? this.pool.end() : Promise.resolve();
   }
 
-  /** BEGIN … COMMIT on one pooled connection; ROLLBACK (and the error passed on) when fn or the COMMIT throws. */
-  private async transaction<T>(fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-    const client = await this.pool.connect();
-    // A connection whose ROLLBACK failed is in an unknown state: it is closed, not reused.
-    let broken: Error | undefined;
-    try {
-      await client.query("BEGIN");
-      const result = await fn(client);
-      await client.query("COMMIT");
-      return result;
-    } catch (error) {
-      await client.query("ROLLBACK").catch((failure: unknown) => {
-        broken = failure instanceof Error ? failure : new Error(String(failure));
-      });
-      throw error;
-    } finally {
-      client.release(broken);
-    }
+  private transaction<T>(fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    return inTransaction(this.pool, fn);
   }
 }
 
-async function migrate(pool: pg.Pool): Promise<void> {
-  const client = await pool.connect();
-  try {
-    await client.query("BEGIN");
-    await client.query("SELECT pg_advisory_xact_lock($1)", [MIGRATION_LOCK]);
-    await client.query("CREATE TABLE IF NOT EXISTS nodefleet_schema (version INTEGER NOT NULL)");
-    const found = await client.query<{ version: number }>("SELECT version FROM nodefleet_schema");
-    const version = found.rows[0]?.version ?? 0;
-    if (version > MIGRATIONS.length) {
-      throw new Error(`database schema version ${version} is newer than this nodefleet (knows ${MIGRATIONS.length}); upgrade nodefleet`);
-    }
-    for (let v = version; v < MIGRATIONS.length; v++) await client.query(MIGRATIONS[v]!);
-    if (found.rows.length === 0) await client.query("INSERT INTO nodefleet_schema (version) VALUES ($1)", [MIGRATIONS.length]);
-    else await client.query("UPDATE nodefleet_schema SET version = $1", [MIGRATIONS.length]);
-    await client.query("COMMIT");
-  } catch (error) {
-    await client.query("ROLLBACK").catch(() => undefined);
-    throw error;
-  } finally {
-    client.release();
-  }
+/**
+ * The cluster's claims by filter, by creation; with `forUpdate` (inside a transaction) each row is
+ * locked until it ends, and a row another transaction changed meanwhile is read (and filtered) as committed.
+ */
+export async function listClaims(db: Queryable, clusterId: string, filter: ClaimListFilter, forUpdate = false): Promise<Claim[]> {
+  const statuses = filter.statuses ?? CLAIM_STATUSES.filter((s) => s !== "GONE");
+  const params: unknown[] = [clusterId, statuses];
+  let sql = `SELECT ${CLAIM_COLUMNS} FROM claims WHERE cluster_id = $1 AND status = ANY($2::text[])`;
+  if (filter.pool !== undefined) sql += ` AND pool = $${params.push(filter.pool)}`;
+  if (filter.shard !== undefined) sql += ` AND ${SHARD_OF_ROW} = $${params.push(filter.shard)}`;
+  const result = await db.query<ClaimRow>(`${sql} ORDER BY created_at, node_id${forUpdate ? " FOR UPDATE" : ""}`, params);
+  return result.rows.map(fromRow);
 }
 
 /** Takes the cluster's admission lock until the transaction ends (the row is made on the cluster's first admission). */
@@ -335,7 +258,7 @@ async function insert(db: Queryable, claim: NewClaim, at: string): Promise<Claim
   return { ...claim, createdAt: at, updatedAt: at };
 }
 
-async function patchClaim(db: Queryable, clusterId: string, nodeId: string, patch: ClaimPatch, at: string): Promise<void> {
+export async function patchClaim(db: Queryable, clusterId: string, nodeId: string, patch: ClaimPatch, at: string): Promise<void> {
   const keys = PATCH_KEYS.filter((key) => patch[key] !== undefined);
   const values: unknown[] = keys.map((key) => patch[key]);
   const sets = [...keys.map((key, i) => `${PATCH_COLUMNS[key]} = $${i + 1}`), `updated_at = $${values.push(at)}`];

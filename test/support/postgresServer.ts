@@ -16,7 +16,7 @@ import { trackGroup, untrackGroup } from "./processGroups";
 /** Where the PostgreSQL binaries are looked for, in order (Debian installs them per major version). */
 const BIN_DIRS = ["/usr/local/bin", "/usr/lib/postgresql/15/bin", "/usr/lib/postgresql/16/bin", "/usr/lib/postgresql/17/bin"];
 
-export function postgresBinDir(): string | undefined {
+function postgresBinDir(): string | undefined {
   return BIN_DIRS.find((dir) => fs.existsSync(path.join(dir, "initdb")) && fs.existsSync(path.join(dir, "postgres")));
 }
 
@@ -70,7 +70,7 @@ async function waitReady(url: string, server: ChildProcess, log: () => string): 
   }
 }
 
-export async function startPostgres(binDir: string): Promise<PostgresServer> {
+async function startPostgres(binDir: string): Promise<PostgresServer> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "nodefleet-postgres-"));
   const data = path.join(dir, "data");
   const user = serverUser();
@@ -127,5 +127,35 @@ export async function startPostgres(binDir: string): Promise<PostgresServer> {
       return urlOf(name);
     },
     stop,
+  };
+}
+
+/** A throwaway cluster for one suite: started by its before hook, stopped by its after hook; fresh databases in between. */
+export interface SuitePostgres {
+  before(): Promise<void>;
+  after(): Promise<void>;
+  /** A fresh database (a unique name made from `prefix`), as a URL. */
+  createDatabase(prefix: string): Promise<string>;
+}
+
+/** A suite's cluster; `runsWhat` names the suite in the error when the binaries are missing (the suite needs them). */
+export function suitePostgres(runsWhat: string): SuitePostgres {
+  let server: PostgresServer | undefined;
+  let databases = 0;
+  return {
+    async before() {
+      const bin = postgresBinDir();
+      if (!bin) throw new Error(`PostgreSQL binaries (initdb, postgres) not found: ${runsWhat} runs against PostgreSQL`);
+      server = await startPostgres(bin);
+    },
+    async after() {
+      await server?.stop();
+      server = undefined;
+    },
+    createDatabase(prefix: string) {
+      if (!server) throw new Error("the suite's PostgreSQL cluster is not running (before() did not run or failed)");
+      databases += 1;
+      return server.createDatabase(`${prefix}_${databases}`);
+    },
   };
 }

@@ -44,6 +44,6 @@ export const clusterRoutes: FastifyPluginAsyncZod<{ clusters: ClusterServices }>
         response: { 200: operationListSchema, ...errorResponses },
       },
     },
-    async (request) => ({ operations: clusterService(clusters, request.params.clusterId).operationList() }),
+    async (request) => ({ operations: await clusterService(clusters, request.params.clusterId).operationList() }),
   );
 };

@@ -15,6 +15,7 @@ import { NodefleetApiError, type NodefleetClient } from "../../../automation/cli
 import { SimulatedCloud } from "../../../automation/simulated/simulatedCloud";
 import { TOKEN, eventually, tempDataDir } from "../../support/apiHarness";
 import { crash, startServe, type ServeProcess } from "../../support/serveProcess";
+import { serversByNode } from "../../support/simulatedServers";
 
 async function allRunning(client: NodefleetClient, nodeIds: readonly string[]): Promise<void> {
   await eventually(
@@ -26,15 +27,6 @@ async function allRunning(client: NodefleetClient, nodeIds: readonly string[]): 
     300,
     200,
   );
-}
-
-function serversByNode(dataDir: string): Map<string, number> {
-  const counts = new Map<string, number>();
-  for (const server of new SimulatedCloud(dataDir).listServers("nodefleet.io/cluster=example,nodefleet.io/pool=hel1-burst")) {
-    const node = server.labels["nodefleet.io/node"]!;
-    counts.set(node, (counts.get(node) ?? 0) + 1);
-  }
-  return counts;
 }
 
 describe("crash recovery and shutdown of nodefleet serve (simulated engine)", function () {

@@ -2,14 +2,16 @@
  * Creates that meet an outage of the cluster's API: a step failing transiently keeps its claim
  * PROVISIONING for the next run (backoff) instead of failing it, until the create's deadline;
  * /readyz says degraded, naming the unreachable API, while runs are stuck; a permanent failure
- * still fails the claim at once. Pure outcome first, then through the API with the fake engine.
+ * still fails the claim at once. Pure outcome first, then through the API with the fake engine, its
+ * claims and runs in SQLite and in PostgreSQL.
  */
 import { strict as assert } from "node:assert";
 import type { ResourceStep } from "../../../automation/engine/stackEngine";
 import { runOutcome } from "../../../automation/reconciler/runOutcome";
 import type { Claim } from "../../../automation/store/claimStore";
 import { FakeStackEngine } from "../../support/fakeStackEngine";
-import { eventually, startTestApi, type TestApi } from "../../support/apiHarness";
+import { eventually, type TestApi } from "../../support/apiHarness";
+import { storeBackends } from "../../support/storeBackends";
 
 const SECRET = "kubernetes:core/v1:Secret";
 const HANDSHAKE = `creating resource: Post "https://127.0.0.1:36443/api/v1/namespaces/kube-system/secrets": net/http: TLS handshake timeout`;
@@ -75,47 +77,49 @@ describe("transient failures of creates: pure outcome", () => {
   });
 });
 
-describe("transient failures of creates: through the API", function () {
-  let api: TestApi | undefined;
-  afterEach(async () => api?.close());
+for (const backend of storeBackends())
+  describe(`transient failures of creates: through the API (${backend.name})`, function () {
+    backend.hooks();
+    let api: TestApi | undefined;
+    afterEach(async () => api?.close());
 
-  it("a create in flight during a control-plane outage ends RUNNING, never FAILED; readyz is degraded meanwhile", async () => {
-    const engine = new FakeStackEngine();
-    engine.secretError = HANDSHAKE;
-    api = await startTestApi({ engine });
-    const { node } = await api.client.createNode({ uniqueID: "outage", pool: "hel1-burst" });
-    const seen = new Set<string>();
-    const degraded = await eventually(async () => {
-      seen.add((await api!.client.getNode(node.nodeID)).status);
-      const ready = await api!.client.readiness();
-      return ready.body.status === "degraded" && engine.ups >= 2 ? ready : undefined;
+    it("a create in flight during a control-plane outage ends RUNNING, never FAILED; readyz is degraded meanwhile", async () => {
+      const engine = new FakeStackEngine();
+      engine.secretError = HANDSHAKE;
+      api = await backend.startApi({ engine });
+      const { node } = await api.client.createNode({ uniqueID: "outage", pool: "hel1-burst" });
+      const seen = new Set<string>();
+      const degraded = await eventually(async () => {
+        seen.add((await api!.client.getNode(node.nodeID)).status);
+        const ready = await api!.client.readiness();
+        return ready.body.status === "degraded" && engine.ups >= 2 ? ready : undefined;
+      });
+      assert.equal(degraded.status, 200, "degraded is still ready: deletes keep working");
+      const details = degraded.body.details as Record<string, { unreachable?: string; reason?: string; waitingClaims?: string[] }>;
+      assert.equal(details.example?.unreachable, "controlPlane");
+      assert.match(details.example?.reason ?? "", /the cluster's API \(kube-apiserver\).*TLS handshake timeout/);
+      assert.deepEqual(details.example?.waitingClaims, [node.nodeID]);
+      engine.secretError = undefined;
+      const running = await eventually(async () => {
+        const current = await api!.client.getNode(node.nodeID);
+        seen.add(current.status);
+        return current.status === "RUNNING" ? current : undefined;
+      });
+      assert.ok(running.instanceID);
+      assert.ok(!seen.has("FAILED"), `statuses seen: ${[...seen].join(", ")}`);
+      assert.equal((await api.client.readiness()).body.status, "ready", "no longer degraded once the run went through");
     });
-    assert.equal(degraded.status, 200, "degraded is still ready: deletes keep working");
-    const details = degraded.body.details as Record<string, { unreachable?: string; reason?: string; waitingClaims?: string[] }>;
-    assert.equal(details.example?.unreachable, "controlPlane");
-    assert.match(details.example?.reason ?? "", /the cluster's API \(kube-apiserver\).*TLS handshake timeout/);
-    assert.deepEqual(details.example?.waitingClaims, [node.nodeID]);
-    engine.secretError = undefined;
-    const running = await eventually(async () => {
-      const current = await api!.client.getNode(node.nodeID);
-      seen.add(current.status);
-      return current.status === "RUNNING" ? current : undefined;
-    });
-    assert.ok(running.instanceID);
-    assert.ok(!seen.has("FAILED"), `statuses seen: ${[...seen].join(", ")}`);
-    assert.equal((await api.client.readiness()).body.status, "ready", "no longer degraded once the run went through");
-  });
 
-  it("fails a create whose transient failures outlast the create's deadline", async () => {
-    const engine = new FakeStackEngine();
-    engine.secretError = HANDSHAKE;
-    api = await startTestApi({ engine, createDeadlineMs: 1 });
-    const { node } = await api.client.createNode({ uniqueID: "too-long", pool: "hel1-burst" });
-    const failed = await eventually(async () => {
-      const current = await api!.client.getNode(node.nodeID);
-      return current.status === "FAILED" ? current : undefined;
+    it("fails a create whose transient failures outlast the create's deadline", async () => {
+      const engine = new FakeStackEngine();
+      engine.secretError = HANDSHAKE;
+      api = await backend.startApi({ engine, createDeadlineMs: 1 });
+      const { node } = await api.client.createNode({ uniqueID: "too-long", pool: "hel1-burst" });
+      const failed = await eventually(async () => {
+        const current = await api!.client.getNode(node.nodeID);
+        return current.status === "FAILED" ? current : undefined;
+      });
+      assert.equal(failed.failureCode, "CreateFailed");
+      assert.match(failed.failureReason ?? "", /deadline.*TLS handshake timeout/);
     });
-    assert.equal(failed.failureCode, "CreateFailed");
-    assert.match(failed.failureReason ?? "", /deadline.*TLS handshake timeout/);
   });
-});

@@ -14,7 +14,7 @@ import { SqliteClaimRepository, type AdmissionView, type ClaimRepository, type N
 import { openDatabase } from "../../../automation/store/database";
 import { PostgresClaimStore } from "../../../automation/store/postgresClaimStore";
 import { tempDataDir } from "../../support/apiHarness";
-import { postgresBinDir, startPostgres, type PostgresServer } from "../../support/postgresServer";
+import { suitePostgres } from "../../support/postgresServer";
 
 const CLUSTER = "example";
 
@@ -38,22 +38,13 @@ const sqlite: Backend = {
   },
 };
 
-let server: PostgresServer | undefined;
-let databases = 0;
+const cluster = suitePostgres("the store suite");
 const postgres: Backend = {
   name: "PostgreSQL",
-  async before() {
-    const bin = postgresBinDir();
-    if (!bin) throw new Error("PostgreSQL binaries (initdb, postgres) not found: the store suite runs against PostgreSQL too");
-    server = await startPostgres(bin);
-  },
-  async after() {
-    await server?.stop();
-    server = undefined;
-  },
+  before: () => cluster.before(),
+  after: () => cluster.after(),
   async open() {
-    databases += 1;
-    const url = await server!.createDatabase(`claims_${databases}`);
+    const url = await cluster.createDatabase("claims");
     const openAt = () => PostgresClaimStore.open({ connectionString: url });
     return { repo: await openAt(), reopen: openAt };
   },
@@ -282,21 +273,13 @@ claimRepositorySuite(sqlite);
 claimRepositorySuite(postgres);
 
 describe("two replicas on one PostgreSQL database", function () {
-  let cluster: PostgresServer;
+  const shared = suitePostgres("the two-replica store suite");
   let a: PostgresClaimStore;
   let b: PostgresClaimStore;
-  before(async () => {
-    const bin = postgresBinDir();
-    if (!bin) throw new Error("PostgreSQL binaries (initdb, postgres) not found");
-    cluster = await startPostgres(bin);
-  });
-  after(async () => {
-    await cluster.stop();
-  });
-  let round = 0;
+  before(() => shared.before());
+  after(() => shared.after());
   beforeEach(async () => {
-    round += 1;
-    const url = await cluster.createDatabase(`replicas_${round}`);
+    const url = await shared.createDatabase("replicas");
     // Both at once: the migration runs once, under its advisory lock.
     [a, b] = await Promise.all([PostgresClaimStore.open({ connectionString: url }), PostgresClaimStore.open({ connectionString: url })]);
   });

@@ -1,0 +1,184 @@
+/**
+ * The engine runs' writes in PostgreSQL, beside the claims (postgresClaimStore.ts), for several
+ * replicas sharing them. A run's begin locks the shard's claims it reads (`FOR UPDATE`), so a delete
+ * on another replica either committed before (and is seen) or waits and then sees PROVISIONING; its
+ * record locks the claims it patches the same way. Each is one transaction with the operation-log
+ * entry and the guard fingerprint. A COMMIT that returned is durable (synchronous_commit).
+ */
+import type { Pool } from "pg";
+import { fingerprintOfJson, type GuardFingerprint } from "./guardFingerprints";
+import {
+  finishedColumns,
+  operationFromRow,
+  type Operation,
+  type OperationKind,
+  type OperationOutcome,
+  type OperationRow,
+} from "./operationLog";
+import { listClaims, patchClaim, type Queryable } from "./postgresClaimStore";
+import { inTransaction } from "./postgresDatabase";
+import type { ClaimStatus } from "./claimStore";
+import {
+  MEMBER_STATUSES,
+  RUN_STATUSES,
+  claimOutcomeWrite,
+  runAffected,
+  runMembers,
+  type BeginRequest,
+  type BegunRun,
+  type RecordRequest,
+  type RunStore,
+} from "./runStore";
+
+/**
+ * The run locks' class, the first key of `pg_try_advisory_lock(int, int)`; the second is
+ * `hashtext('<cluster>/<shard>')`. Two shards whose names hash alike only wait for each other.
+ * (Two-key locks never meet the one-key migration lock, postgresDatabase.ts.)
+ */
+const RUN_LOCK_CLASS = 7_210_432;
+/** How often a replica asks again for a shard's run lock another replica holds. */
+const RUN_LOCK_POLL_MS = 250;
+
+const OPERATION_COLUMNS = "id, cluster_id, kind, started_at, finished_at, result, summary_json, nodes_json, error, details_json";
+
+export class PostgresRunStore implements RunStore {
+  private readonly now: () => Date;
+
+  /** Over a pool opened by openPostgresPool (postgresDatabase.ts); its owner ends it. */
+  constructor(
+    private readonly pool: Pool,
+    now?: () => Date,
+  ) {
+    this.now = now ?? (() => new Date());
+  }
+
+  private timestamp(): string {
+    return this.now().toISOString();
+  }
+
+  /**
+   * A session-level advisory lock on a connection of its own, held for the whole run (begin,
+   * preview, up, record). Asked for again and again rather than waited for, so a replica stopping
+   * gives up at once. A connection lost during the run loses the lock with it: the stack's backend
+   * lock (Pulumi's, or the simulated engine's) is then what keeps a second `up` out. The run's own
+   * transactions take other connections: the pool's owner sizes it beyond the runs at once.
+   */
+  async exclusively<T>(clusterId: string, shard: string, run: () => Promise<T>, stopping: () => boolean): Promise<T | undefined> {
+    const client = await this.pool.connect();
+    const key = [RUN_LOCK_CLASS, `${clusterId}/${shard}`];
+    let broken: Error | undefined;
+    try {
+      while (!(await client.query<{ locked: boolean }>("SELECT pg_try_advisory_lock($1, hashtext($2)) AS locked", key)).rows[0]!.locked) {
+        if (stopping()) return undefined;
+        await new Promise((resolve) => setTimeout(resolve, RUN_LOCK_POLL_MS));
+      }
+      try {
+        return await run();
+      } finally {
+        // A connection that cannot unlock is closed: PostgreSQL releases a session's locks with it.
+        await client.query("SELECT pg_advisory_unlock($1, hashtext($2))", key).catch((failure: unknown) => {
+          broken = failure instanceof Error ? failure : new Error(String(failure));
+        });
+      }
+    } finally {
+      client.release(broken);
+    }
+  }
+
+  beginRun({ clusterId, shard, kind }: BeginRequest): Promise<BegunRun | undefined> {
+    return inTransaction(this.pool, async (client) => {
+      const claims = await listClaims(client, clusterId, { statuses: RUN_STATUSES, shard }, true);
+      const affected = runAffected(claims);
+      if (affected.length === 0) return undefined;
+      const at = this.timestamp();
+      const pending = claims.filter((c) => c.status === "PENDING").map((c) => c.nodeId);
+      if (pending.length > 0)
+        await client.query(
+          "UPDATE claims SET status = 'PROVISIONING', updated_at = $3 WHERE cluster_id = $1 AND node_id = ANY($2::text[])",
+          [clusterId, pending, at],
+        );
+      // One run of a shard at a time (one reconciler per shard in a replica, the run lock across
+      // replicas): an operation of the shard still running was cut short (a crash or a kill).
+      await client.query(
+        "UPDATE operations SET result = 'abandoned', finished_at = $3, error = $4 WHERE cluster_id = $1 AND shard = $2 AND result = 'running'",
+        [clusterId, shard, at, "the service running this run stopped (crash or kill); its claims are reconciled again"],
+      );
+      const operationId = await startOperation(client, { clusterId, shard, kind, nodes: affected, at });
+      const members = runMembers(await listClaims(client, clusterId, { statuses: MEMBER_STATUSES, shard }), affected);
+      return { claims, members, operationId };
+    });
+  }
+
+  recordRun(request: RecordRequest): Promise<string[]> {
+    const { clusterId } = request;
+    return inTransaction(this.pool, async (client) => {
+      const found = await client.query<{ node_id: string; status: ClaimStatus }>(
+        "SELECT node_id, status FROM claims WHERE cluster_id = $1 AND node_id = ANY($2::text[]) ORDER BY node_id FOR UPDATE",
+        [clusterId, request.updates.map((u) => u.nodeId)],
+      );
+      const statusOf = new Map(found.rows.map((row) => [row.node_id, row.status]));
+      const at = this.timestamp();
+      const moved: string[] = [];
+      for (const update of request.updates) {
+        const write = claimOutcomeWrite(statusOf.get(update.nodeId), update);
+        if (!write) continue;
+        await patchClaim(client, clusterId, update.nodeId, write.patch, at);
+        if (write.moved) moved.push(update.nodeId);
+      }
+      if (request.fingerprint)
+        await client.query(
+          `INSERT INTO guard_fingerprints (cluster_id, parts_json, recorded_at) VALUES ($1, $2, $3)
+             ON CONFLICT (cluster_id) DO UPDATE SET parts_json = excluded.parts_json, recorded_at = excluded.recorded_at`,
+          [request.fingerprintKey, JSON.stringify(request.fingerprint), at],
+        );
+      else await client.query("DELETE FROM guard_fingerprints WHERE cluster_id = $1", [request.fingerprintKey]);
+      await finishOperation(client, request.operationId, request.operation, at);
+      return moved;
+    });
+  }
+
+  startOperation(clusterId: string, shard: string, kind: OperationKind, nodes: readonly string[]): Promise<number> {
+    return startOperation(this.pool, { clusterId, shard, kind, nodes, at: this.timestamp() });
+  }
+
+  async operationBecomesUp(id: number): Promise<void> {
+    await this.pool.query("UPDATE operations SET kind = 'up' WHERE id = $1 AND result = 'running'", [id]);
+  }
+
+  finishOperation(id: number, outcome: OperationOutcome): Promise<void> {
+    return finishOperation(this.pool, id, outcome, this.timestamp());
+  }
+
+  async operations(clusterId: string, limit = 500): Promise<Operation[]> {
+    const result = await this.pool.query<OperationRow>(
+      `SELECT ${OPERATION_COLUMNS} FROM operations WHERE cluster_id = $1 ORDER BY id DESC LIMIT $2`,
+      [clusterId, limit],
+    );
+    return result.rows.map(operationFromRow);
+  }
+
+  async fingerprint(key: string): Promise<GuardFingerprint | undefined> {
+    const result = await this.pool.query<{ parts_json: string }>("SELECT parts_json FROM guard_fingerprints WHERE cluster_id = $1", [key]);
+    const row = result.rows[0];
+    return row && fingerprintOfJson(row.parts_json);
+  }
+}
+
+async function startOperation(
+  db: Queryable,
+  operation: { clusterId: string; shard: string; kind: OperationKind; nodes: readonly string[]; at: string },
+): Promise<number> {
+  const result = await db.query<{ id: number }>(
+    "INSERT INTO operations (cluster_id, shard, kind, started_at, result, nodes_json) VALUES ($1, $2, $3, $4, 'running', $5) RETURNING id",
+    [operation.clusterId, operation.shard, operation.kind, operation.at, JSON.stringify(operation.nodes)],
+  );
+  return result.rows[0]!.id;
+}
+
+async function finishOperation(db: Queryable, id: number, outcome: OperationOutcome, at: string): Promise<void> {
+  await db.query("UPDATE operations SET finished_at = $1, result = $2, summary_json = $3, error = $4, details_json = $5 WHERE id = $6", [
+    at,
+    ...finishedColumns(outcome),
+    id,
+  ]);
+}

@@ -48,7 +48,7 @@ import { databaseLabel, databaseUrlFromEnv } from "../store/databaseUrl";
 import { openPostgresStores, type SharedStores } from "../store/postgresStores";
 import { fileBackendDir } from "../engine/fileBackendState";
 import { assertStoreNotLost } from "../store/storeIntegrity";
-import { assertStoreNotLostInCloud } from "../reconciler/storeLostInCloud";
+import { assertSharedClaimsNotLostInCloud, assertStoreNotLostInCloud } from "../reconciler/storeLostInCloud";
 import { apiEngineStateOf, apiStackDefinition } from "../reconciler/apiStack";
 import { DEFAULT_CREATE_DEADLINE_MS } from "../reconciler/runOutcome";
 import { membersPerShard } from "../reconciler/apiShard";
@@ -210,10 +210,27 @@ function simulatedCloudHome(env: NodeJS.ProcessEnv): string | undefined {
   return dir;
 }
 
+/**
+ * The shared database's counterpart of assertStoreKept: one with no claim of the cluster while
+ * Hetzner holds servers the API created is refused before anything runs (the orphan reclaimer would
+ * delete them). Only the cloud can tell: the data directory holds no claims in this mode.
+ */
+async function assertSharedClaimsKept(
+  shared: SharedStores,
+  database: string,
+  config: ServeConfiguration,
+  hcloud: HcloudClient | undefined,
+): Promise<void> {
+  const { fleet } = config;
+  if (config.kind === "automation" && hcloud && autoscaledPools(fleet).length > 0) {
+    await assertSharedClaimsNotLostInCloud(shared.claims, database, hcloudInventory(hcloud), fleet.cluster.id, staticPoolNames(fleet));
+  }
+}
+
 /** A lost store is refused before it is opened, so the service never starts empty over servers it created. */
 async function assertStoreKept(dataDir: string, config: ServeConfiguration, hcloud: HcloudClient | undefined): Promise<void> {
   const { fleet } = config;
-  // The claims are in the shared database: the data directory's store holds none to lose.
+  // The claims are in the shared database (assertSharedClaimsKept): the data directory's store holds none to lose.
   if (config.settings.databaseUrl) return;
   // The directory's evidence first (definite, and needs no network); then the real cloud, which
   // outlives the directory and may keep the engine state elsewhere: a store missing over servers
@@ -385,6 +402,7 @@ async function startService(
     await assertStoreKept(dataDir, config, hcloud);
     database = openDatabase(dataDir);
     shared = settings.databaseUrl ? await openSharedDatabase(settings.databaseUrl, settings.concurrentShardRuns, logger) : undefined;
+    if (shared && settings.databaseUrl) await assertSharedClaimsKept(shared, databaseLabel(settings.databaseUrl), config, hcloud);
     const availability = new OfferingAvailability(settings.unavailableForMs, Date.now, settings.backoffForMs);
     const context = { options, config, dataDir, hcloud, metrics, reclaimerOptions: reclaimerOptions(config, env, metrics, logger), logger };
     const wiring = kind === "simulated" ? wireSimulatedEngine(context) : await wireAutomationEngine(context);

@@ -12,6 +12,7 @@ import { fetchFailureCause } from "../../components/shared/fetchFailureCause";
 import { HcloudApiError, HcloudRequestError } from "../hcloud/hcloudClient";
 import { type ServerInventory, findOrphans } from "./orphanReclaimer";
 import { StoreLostError, storeMissingOrEmpty } from "../store/storeIntegrity";
+import type { ClaimRepository } from "../store/claimRepository";
 import { errorMessage } from "../../components/shared/errorMessage";
 
 /** Names listed in the error before it says how many more there are. */
@@ -49,6 +50,54 @@ export async function assertStoreNotLostInCloud(
   options: CloudCheckOptions = {},
 ): Promise<void> {
   if (!storeMissingOrEmpty(file)) return;
+  const created = await serversTheApiCreated(`the store ${file} is missing or empty`, inventory, clusterId, staticPools, options);
+  if (created) throw new StoreLostError(file, created);
+}
+
+/** The shared database's loss (scale-out mode): no claim of the cluster in it, whatever their status. */
+export class SharedClaimsLostError extends Error {
+  override readonly name = "SharedClaimsLostError";
+  constructor(database: string, clusterId: string, evidence: string) {
+    super(
+      `the shared database ${database} holds no claim of cluster ${clusterId}, but ${evidence}; starting with no claims would report those servers as gone ` +
+        "and reclaim them as orphans. Point NODEFLEET_DATABASE_URL at the database that holds the cluster's claims, or restore it from a backup; " +
+        "to give those servers up deliberately, delete them and the API stack's engine state first",
+    );
+  }
+}
+
+/**
+ * The same check for the scale-out mode's shared database (`database` names it by host and
+ * database, never with its password): a database with no claim of the cluster over servers the API
+ * created is a lost or wrong database.
+ */
+export async function assertSharedClaimsNotLostInCloud(
+  claims: Pick<ClaimRepository, "countByStatus">,
+  database: string,
+  inventory: Pick<ServerInventory, "listClusterServers">,
+  clusterId: string,
+  staticPools: ReadonlySet<string>,
+  options: CloudCheckOptions = {},
+): Promise<void> {
+  const counts = await claims.countByStatus(clusterId);
+  if (Object.values(counts).some((n) => n > 0)) return;
+  const what = `the shared database ${database} holds no claim of cluster ${clusterId}`;
+  const created = await serversTheApiCreated(what, inventory, clusterId, staticPools, options);
+  if (created) throw new SharedClaimsLostError(database, clusterId, created);
+}
+
+/**
+ * What shows that claims were recorded (servers of the cluster outside git's static pools), or
+ * undefined when the cloud has none; `what` says what is missing, for the error when the cloud
+ * cannot be asked.
+ */
+async function serversTheApiCreated(
+  what: string,
+  inventory: Pick<ServerInventory, "listClusterServers">,
+  clusterId: string,
+  staticPools: ReadonlySet<string>,
+  options: CloudCheckOptions,
+): Promise<string | undefined> {
   const delays = options.retryDelaysMs ?? [1000, 3000];
   let servers: Awaited<ReturnType<ServerInventory["listClusterServers"]>> | undefined;
   for (let attempt = 0; servers === undefined; attempt++) {
@@ -57,7 +106,7 @@ export async function assertStoreNotLostInCloud(
     } catch (error) {
       if (attempt >= delays.length || !transient(error)) {
         throw new Error(
-          `the store ${file} is missing or empty, and whether Hetzner Cloud holds servers the API created (a lost store) could not be checked: ` +
+          `${what}, and whether Hetzner Cloud holds servers the API created (a lost store) could not be checked: ` +
             `${describe(error)}; start again once the Hetzner API answers`,
         );
       }
@@ -67,11 +116,8 @@ export async function assertStoreNotLostInCloud(
   const created = findOrphans(servers, new Set(), staticPools)
     .map((server) => server.name)
     .sort();
-  if (created.length === 0) return;
+  if (created.length === 0) return undefined;
   const shown =
     created.slice(0, NAMES_SHOWN).join(", ") + (created.length > NAMES_SHOWN ? ` and ${created.length - NAMES_SHOWN} more` : "");
-  throw new StoreLostError(
-    file,
-    `Hetzner Cloud holds ${created.length} server(s) of cluster ${clusterId} outside git's static pools (${shown})`,
-  );
+  return `Hetzner Cloud holds ${created.length} server(s) of cluster ${clusterId} outside git's static pools (${shown})`;
 }

@@ -7,13 +7,18 @@ import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as net from "node:net";
 import { join } from "node:path";
-import { HcloudClient } from "../../../automation/hcloud/hcloudClient";
+import { HcloudApiError, HcloudClient } from "../../../automation/hcloud/hcloudClient";
+import { CLAIM_STATUSES, type ClaimStatus } from "../../../automation/store/claimStore";
 import { buildFakeHcloud, type FakeHcloud } from "../../../automation/local/fakeHcloud/fakeHcloudApi";
 import { hcloudInventory } from "../../../automation/reconciler/orphanReclaimer";
 import { databasePath } from "../../../automation/store/database";
 import { StackStateFile } from "../../../automation/simulated/simulatedCloud";
 import { StoreLostError } from "../../../automation/store/storeIntegrity";
-import { assertStoreNotLostInCloud } from "../../../automation/reconciler/storeLostInCloud";
+import {
+  SharedClaimsLostError,
+  assertSharedClaimsNotLostInCloud,
+  assertStoreNotLostInCloud,
+} from "../../../automation/reconciler/storeLostInCloud";
 import { tempDataDir } from "../../support/apiHarness";
 import { startServe } from "../../support/serveProcess";
 
@@ -93,6 +98,42 @@ describe("a store lost over the cloud", function () {
     fs.writeFileSync(file, "SQLite format 3\0");
     const unreachable = { listClusterServers: () => Promise.reject(new Error("must not be asked")) };
     await assertStoreNotLostInCloud(file, unreachable, "example", STATIC);
+  });
+
+  describe("the scale-out mode's shared database", () => {
+    const DATABASE = "db.internal:5432/nodefleet";
+    /** A shared database holding `n` claims of each cluster (the statuses do not matter: GONE ones show it was used). */
+    const database = (counts: Partial<Record<ClaimStatus, number>>) => ({
+      countByStatus: () =>
+        Promise.resolve({ ...Object.fromEntries(CLAIM_STATUSES.map((s) => [s, 0])), ...counts } as Record<ClaimStatus, number>),
+    });
+
+    it("is refused when it holds no claim of the cluster while Hetzner holds servers the API created, naming the database and the servers", async () => {
+      await assert.rejects(assertSharedClaimsNotLostInCloud(database({}), DATABASE, inventory, "example", STATIC), (error: Error) => {
+        assert.ok(error instanceof SharedClaimsLostError, String(error));
+        assert.match(
+          error.message,
+          /the shared database db\.internal:5432\/nodefleet holds no claim of cluster example, but Hetzner Cloud holds 1 server\(s\)/,
+        );
+        assert.match(error.message, /\(example-burst-a1\)/);
+        assert.match(error.message, /NODEFLEET_DATABASE_URL/);
+        return true;
+      });
+    });
+
+    it("lets a first start through, and asks the cloud nothing once the database holds a claim of the cluster, even a GONE one", async () => {
+      await assertSharedClaimsNotLostInCloud(database({}), DATABASE, inventory, "static-only", STATIC);
+      const unreachable = { listClusterServers: () => Promise.reject(new Error("must not be asked")) };
+      await assertSharedClaimsNotLostInCloud(database({ GONE: 1 }), DATABASE, unreachable, "example", STATIC);
+    });
+
+    it("refuses an empty database when the cloud cannot be asked", async () => {
+      const unreachable = { listClusterServers: () => Promise.reject(new HcloudApiError(401, "unauthorized", "no")) };
+      await assert.rejects(
+        assertSharedClaimsNotLostInCloud(database({}), DATABASE, unreachable, "example", STATIC, { retryDelaysMs: [1] }),
+        /the shared database db\.internal:5432\/nodefleet holds no claim of cluster example, and whether Hetzner Cloud holds servers the API created/,
+      );
+    });
   });
 
   it("refuses to start on an empty store when the cloud cannot be asked, at once on a refusal, without quoting the token", async () => {

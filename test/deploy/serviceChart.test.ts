@@ -187,6 +187,12 @@ const EXISTING_SECRETS_VALUES = {
     existingSecret: "state-credentials",
   },
 };
+/** Several replicas in the shared mode: claims in PostgreSQL, state in object storage, one passphrase and token set. */
+const SHARED_VALUES = {
+  ...EXISTING_SECRETS_VALUES,
+  replicas: 3,
+  database: { existingSecret: "fleet-database", urlKey: "uri" },
+};
 const CHART_SECRETS_VALUES = {
   cloudCredentials: { values: { HCLOUD_TOKEN: "h".repeat(64), HROBOT_USER: "robot", HROBOT_PASSWORD: "secret-password" } },
   apiTokens: { value: "prod:0123456789abcdef0123" },
@@ -213,14 +219,41 @@ describe("the service's Helm chart (deploy/charts/nodefleet)", function () {
       assert.equal(result.status, 0, `${result.stdout}${result.stderr}`);
     });
 
-    it("refuses two replicas, naming the single-replica rule and the scale-out mode that is not built yet", () => {
-      for (const replicas of [2, 0]) {
-        const result = render({ replicas });
-        assert.notEqual(result.status, 0, `replicas ${replicas} rendered`);
-        assert.match(result.output, new RegExp(`replicas is ${replicas}, but must be 1`));
-        assert.match(result.output, /single process holds/);
-        assert.match(result.output, /scale-out mode \(Temporal, PostgreSQL, object storage; issue #40 parts 2 and 3\) is not built yet/);
-      }
+    it("refuses no replica, and several without every piece of the shared mode, naming each missing one", () => {
+      assert.match(render({ replicas: 0 }).output, /replicas is 0, but must be 1 or more/);
+      const bare = render({ replicas: 2 });
+      assert.notEqual(bare.status, 0, "two replicas rendered without the shared mode");
+      assert.match(
+        bare.output,
+        /replicas is 2, which needs the shared mode; missing: database\.existingSecret .*; engineState\.backendUrl, an s3:\/\/ URL .*; passphrase .*; apiTokens /,
+      );
+      assert.match(bare.output, /docs\/deploy\.md, "Replicas"/);
+      // Every piece but one: only that one is named.
+      const { database: _database, ...withoutDatabase } = SHARED_VALUES;
+      assert.match(render(withoutDatabase).output, /missing: database\.existingSecret \(claims and engine runs in PostgreSQL\)\. With/);
+      assert.match(
+        render({ ...SHARED_VALUES, engineState: { backendUrl: "file:///var/lib/state" } }).output,
+        /missing: engineState\.backendUrl, an s3:\/\/ URL/,
+      );
+      assert.match(
+        render({ ...SHARED_VALUES, engine: "simulated" }).output,
+        /missing: engine automation or "" \(the simulated cloud lives in one pod\)/,
+      );
+    });
+
+    it("runs several replicas in the shared mode: the database URL from its Secret, replicas spread over nodes", () => {
+      const manifests = rendered(SHARED_VALUES);
+      const statefulSet = only<StatefulSet>(manifests, "StatefulSet");
+      assert.equal((statefulSet.spec as unknown as { replicas: number }).replicas, 3);
+      const { pod, container } = serviceContainer(manifests);
+      assert.deepEqual(secretRef(container, "NODEFLEET_DATABASE_URL"), { name: "fleet-database", key: "uri" });
+      const spread = (pod as unknown as { topologySpreadConstraints?: Array<Record<string, unknown>> }).topologySpreadConstraints;
+      assert.equal(spread?.length, 1);
+      assert.equal(spread?.[0]?.topologyKey, "kubernetes.io/hostname");
+      // One replica: no database variable, no spread.
+      const single = serviceContainer(rendered({}));
+      assert.equal(envOf(single.container, "NODEFLEET_DATABASE_URL"), undefined);
+      assert.equal((single.pod as unknown as { topologySpreadConstraints?: unknown }).topologySpreadConstraints, undefined);
     });
 
     it("refuses HTTPS without a certificate Secret, unknown credential names, misnamed stack files and state credentials without a backend", () => {
@@ -459,6 +492,7 @@ describe("the service's Helm chart (deploy/charts/nodefleet)", function () {
       ["defaults", {}],
       ["tls", TLS_VALUES],
       ["existing-secrets", EXISTING_SECRETS_VALUES],
+      ["shared", SHARED_VALUES],
       ["chart-secrets", CHART_SECRETS_VALUES],
       ["no-persistence", { persistence: { enabled: false }, podDisruptionBudget: { maxUnavailable: 0 } }],
     ] as const) {

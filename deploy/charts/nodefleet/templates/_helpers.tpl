@@ -60,8 +60,19 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 
 {{/* Values the service cannot run with, refused at render time with what to do instead. */}}
 {{- define "nodefleet.checks" -}}
-{{- if ne (int .Values.replicas) 1 }}
-{{- fail (printf "replicas is %v, but must be 1: the embedded mode keeps each cluster's SQLite store and engine state in one data directory that a single process holds (a second one refuses to start), so two replicas would never share their claims. The scale-out mode (Temporal, PostgreSQL, object storage; issue #40 parts 2 and 3) is not built yet. See docs/deploy.md, \"One replica\"." .Values.replicas) }}
+{{- if lt (int .Values.replicas) 1 }}
+{{- fail (printf "replicas is %v, but must be 1 or more" .Values.replicas) }}
+{{- end }}
+{{- if gt (int .Values.replicas) 1 }}
+{{- $missing := list }}
+{{- if not .Values.database.existingSecret }}{{ $missing = append $missing "database.existingSecret (claims and engine runs in PostgreSQL)" }}{{ end }}
+{{- if not (hasPrefix "s3://" .Values.engineState.backendUrl) }}{{ $missing = append $missing "engineState.backendUrl, an s3:// URL (the API stacks' state in object storage)" }}{{ end }}
+{{- if not (or .Values.passphrase.existingSecret .Values.passphrase.value) }}{{ $missing = append $missing "passphrase (one for every replica)" }}{{ end }}
+{{- if not (or .Values.apiTokens.existingSecret .Values.apiTokens.value) }}{{ $missing = append $missing "apiTokens (one set for every replica)" }}{{ end }}
+{{- if eq .Values.engine "simulated" }}{{ $missing = append $missing "engine automation or \"\" (the simulated cloud lives in one pod)" }}{{ end }}
+{{- if $missing }}
+{{- fail (printf "replicas is %v, which needs the shared mode; missing: %s. With 1 replica the embedded mode needs none of them. See docs/deploy.md, \"Replicas\"." .Values.replicas (join "; " $missing)) }}
+{{- end }}
 {{- end }}
 {{- if not .Values.stacks }}
 {{- fail "stacks is empty: name at least one stack to serve, or a pattern such as \"*\"" }}
@@ -104,6 +115,13 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end }}
 {{- if and .Values.engineState.existingSecret (not .Values.engineState.backendUrl) }}
 {{- fail "engineState.existingSecret needs engineState.backendUrl: the object store's credentials serve no backend otherwise" }}
+{{- end }}
+{{- with .Values.database.existingSecret }}
+- name: NODEFLEET_DATABASE_URL
+  valueFrom:
+    secretKeyRef:
+      name: {{ . }}
+      key: {{ $.Values.database.urlKey }}
 {{- end }}
 {{- with .Values.engineState.backendUrl }}
 - name: NODEFLEET_API_STACK_BACKEND_URL

@@ -27,6 +27,7 @@ import { LearnedCapacities } from "../store/learnedCapacities";
 import { ClaimStore } from "../store/claimStore";
 import { SqliteClaimRepository, type ClaimRepository } from "../store/claimRepository";
 import type { SharedStores } from "../store/postgresStores";
+import type { ClaimChangeListener } from "../store/claimChanges";
 import type { RunStore } from "../store/runStore";
 import { SqliteRunStore } from "../store/sqliteRunStore";
 import { acquireDataDirLock, type DataDirLock } from "../store/dataDirLock";
@@ -514,12 +515,14 @@ function runWithServer(
   },
 ): void {
   const { catalog, abandoned, logger } = parts;
+  let otherReplicas: ClaimChangeListener | undefined;
   app.addHook("onReady", async () => {
     catalog.start();
     options.prerequisites?.start();
     reconciler.start();
     capacityWatch?.start();
     if (abandoned > 0) logger?.warn({ abandoned }, "engine runs were cut short by an unclean stop; their claims are reconciled again");
+    if (options.shared) otherReplicas = await listenToOtherReplicas(options.shared, options.fleet().cluster.id, reconciler, logger);
   });
   // Before in-flight requests are awaited: creates waiting (waitSeconds) answer now instead of holding the shutdown.
   app.addHook("preClose", async () => {
@@ -532,9 +535,33 @@ function runWithServer(
     options.prerequisites?.stop();
     await reconciler.stop(options.shutdownGraceMs ?? 30_000);
     await capacityWatch?.stop();
+    await otherReplicas?.close();
     database.close();
     await options.shared?.close();
     lock.release();
+  });
+}
+
+/**
+ * The cluster's claim changes made by any replica (claimChanges.ts): a create or delete wakes its
+ * shard's runs here too (one replica at a time runs a shard: the run lock; the others find nothing
+ * left), and every change wakes the requests waiting on that claim. After a lost connection every
+ * shard with unfinished claims is looked at again.
+ */
+function listenToOtherReplicas(
+  shared: SharedStores,
+  clusterId: string,
+  reconciler: ClusterShards,
+  logger: Logger | undefined,
+): Promise<ClaimChangeListener> {
+  return shared.listen({
+    onChange: (change) => {
+      if (change.clusterId !== clusterId) return;
+      if (change.status === "PENDING" || change.status === "TERMINATING") reconciler.notify(change.shard);
+      reconciler.emit("claims", [change.nodeId]);
+    },
+    onListening: () => reconciler.notify(),
+    onLost: (error) => logger?.warn({ err: error.message, cluster: clusterId }, "lost the shared database's claim changes; reconnecting"),
   });
 }
 

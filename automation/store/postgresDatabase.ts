@@ -61,6 +61,17 @@ const MIGRATIONS: readonly string[] = [
      parts_json TEXT NOT NULL,
      recorded_at TEXT NOT NULL
    );`,
+  // Every claim insert and status change is announced on the claims channel at its commit
+  // (claimChanges.ts): the other replicas run and answer for claims they did not admit.
+  `CREATE FUNCTION nodefleet_claim_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+   BEGIN
+     PERFORM pg_notify('nodefleet_claims', json_build_object(
+       'clusterId', NEW.cluster_id, 'shard', COALESCE(NEW.snapshot_json->>'shard', '0'),
+       'nodeId', NEW.node_id, 'status', NEW.status)::text);
+     RETURN NULL;
+   END $$;
+   CREATE TRIGGER claims_changed AFTER INSERT OR UPDATE OF status ON claims
+     FOR EACH ROW EXECUTE FUNCTION nodefleet_claim_changed();`,
 ];
 
 /** Any constant key: the advisory lock migrations run under. */

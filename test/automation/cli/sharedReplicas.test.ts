@@ -4,14 +4,16 @@
  * NODEFLEET_API_STACK_BACKEND_URL), with creates spread over both: every claim converges to
  * RUNNING as seen from either replica, no member has two servers (the shard's run lock keeps the
  * replicas' runs of the stack one at a time), and `GET /operations` on either lists the runs of
- * both. The database URL's password never shows in either replica's output.
+ * both. The database URL's password never shows in either replica's output. Each replica hears the
+ * other's claim changes (claimChanges.ts): a create admitted by a replica that dies before running it
+ * is run by the other, and a request waiting on a claim hears of the other replica's run.
  */
 import { strict as assert } from "node:assert";
 import { fileBackendUrl } from "../../../automation/engine/fileBackendState";
 import type { NodefleetClient } from "../../../automation/client/nodefleetClient";
 import { eventually, tempDataDir } from "../../support/apiHarness";
 import { suitePostgres } from "../../support/postgresServer";
-import { startServe, stopServe, type ServeProcess } from "../../support/serveProcess";
+import { crash, startServe, stopServe, type ServeProcess } from "../../support/serveProcess";
 import { serversByNode } from "../../support/simulatedServers";
 
 /** Engine runs (ups) a replica made, from its metrics. */
@@ -59,8 +61,7 @@ describe("two serve replicas sharing PostgreSQL (simulated engine)", function ()
         600,
         200,
       );
-    // The first wave to a alone, then (once it runs) the second to b alone: only the replica a create
-    // reached wakes its reconciler, so each surely runs the stack. Then waves spread over both, at once.
+    // The first wave to a alone, then (once it runs) the second to b alone, then waves spread over both, at once.
     const replicaFor = (wave: number, i: number) => (wave === 0 ? a : wave === 1 ? b : i % 2 === 0 ? a : b);
     const created: string[] = [];
     for (let wave = 0; wave < 4; wave++) {
@@ -85,8 +86,10 @@ describe("two serve replicas sharing PostgreSQL (simulated engine)", function ()
     );
     assert.equal(servers.size, created.length, "no other server");
 
+    // Both replicas hear every create (the claims channel) and race for the run lock: which one runs a
+    // wave is the lock's choice, and the test below makes one of them run the other's claims.
     const [upsA, upsB] = await Promise.all([upsOf(a.client), upsOf(b.client)]);
-    assert.ok(upsA > 0 && upsB > 0, `both replicas ran the stack (ups: ${upsA} and ${upsB})`);
+    assert.ok(upsA + upsB > 0, `the replicas ran the stack (ups: ${upsA} and ${upsB})`);
     for (const replica of replicas) {
       const ups = (await replica.client.operations()).filter((o) => o.kind === "up");
       assert.equal(ups.length, upsA + upsB, "either replica lists the runs of both");
@@ -99,5 +102,43 @@ describe("two serve replicas sharing PostgreSQL (simulated engine)", function ()
       assert.doesNotMatch(replica.stderr(), /sekret-pw-4711/, "the database password is not logged");
       assert.match(replica.stderr(), /shared PostgreSQL database/);
     }
+  });
+
+  it("runs a create on the other replica when the one that admitted it waits or dies, and wakes its waiting request", async () => {
+    const url = await postgres.createDatabase("handover");
+    const cloud = tempDataDir("nodefleet-handover-cloud-");
+    const env = { NODEFLEET_DATABASE_URL: url, NODEFLEET_API_STACK_BACKEND_URL: fileBackendUrl(cloud) };
+    // a batches slowly (its window closes 20 s after a create), b at once: b runs what a admits first.
+    const a = await startServe(
+      tempDataDir("nodefleet-slow-replica-"),
+      { ...env, NODEFLEET_BATCH_IDLE_MS: "20000", NODEFLEET_BATCH_MAX_MS: "20000" },
+      { engine: "simulated" },
+    );
+    replicas.push(a);
+    const b = await startServe(
+      tempDataDir("nodefleet-quick-replica-"),
+      { ...env, NODEFLEET_BATCH_IDLE_MS: "100", NODEFLEET_BATCH_MAX_MS: "300" },
+      { engine: "simulated" },
+    );
+    replicas.push(b);
+    for (const replica of [a, b])
+      await eventually(async () => ((await replica.client.readiness()).status === 200 ? true : undefined), 300, 200);
+
+    // a's request waits on the claim; b runs it (a's window is still open) and a's waiter hears of it.
+    const waited = await a.client.createNode({ uniqueID: "handover-wait", pool: "hel1-burst" }, { waitSeconds: 15 });
+    assert.equal(waited.node.status, "RUNNING", "a's waiting create answered RUNNING from b's run");
+    assert.equal(await upsOf(a.client), 0, "a ran nothing: b ran a's claim");
+    assert.ok((await upsOf(b.client)) > 0);
+
+    // a admits a create and dies at once: b runs it all the same.
+    const orphaned = await a.client.createNode({ uniqueID: "handover-kill", pool: "hel1-burst" });
+    await crash(a);
+    await eventually(async () => ((await b.client.getNode(orphaned.node.nodeID)).status === "RUNNING" ? true : undefined), 300, 200);
+    const servers = serversByNode(cloud);
+    assert.deepEqual(
+      [waited.node.nodeID, orphaned.node.nodeID].map((id) => servers.get(id)),
+      [1, 1],
+      "one server each",
+    );
   });
 });

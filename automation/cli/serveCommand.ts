@@ -23,6 +23,7 @@ import { assertCanListen, portProblem } from "./portCheck";
 import { servesOneStack, stackArgumentProblem } from "./servedStacks";
 import { serviceLogger } from "./serviceLogger";
 import { positiveIntEnv, startStackService, type StackService } from "./stackService";
+import { clusterEnvironment } from "./clusterCredentials";
 
 export interface ServeOptions {
   /** Stack names and patterns (`prod-*`); one name serves that stack alone, as it always has. */
@@ -47,7 +48,7 @@ async function serve(options: ServeOptions, env: NodeJS.ProcessEnv = process.env
       listen: { host: options.host, port: options.port },
       ...(options.engine ? { engine: options.engine } : {}),
     },
-    env,
+    clusterEnvironment(env, stack),
     logger,
   );
   stopOnSignals(service, logger);
@@ -72,7 +73,8 @@ async function serveClusters(options: ServeOptions, env: NodeJS.ProcessEnv = pro
     stacksDir: path.join(projectRoot(), "stacks"),
     dataDir,
     ...(options.engine ? { engine: options.engine } : {}),
-    start: (stackOptions, stackLogger) => startStackService(stackOptions, env, stackLogger),
+    // Read at each cluster's start: a folder added with its stack file takes effect with it.
+    start: (stackOptions, stackLogger) => startStackService(stackOptions, clusterEnvironment(env, stackOptions.stack), stackLogger),
     recheckMs,
     logger,
   });

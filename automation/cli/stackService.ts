@@ -278,6 +278,8 @@ interface EngineContext {
   readonly metrics: ServiceMetrics;
   readonly reclaimerOptions: ReclaimerOptions;
   readonly logger: Logger;
+  /** The cluster's environment (its own credentials: clusterCredentials.ts): the engine runs in it. */
+  readonly env: NodeJS.ProcessEnv;
 }
 
 /** Without cloud credentials (or asked for): the simulated cloud, announced loudly, with the git stack applied first. */
@@ -309,9 +311,23 @@ function wireSimulatedEngine({ options, config, dataDir, metrics, reclaimerOptio
 }
 
 /** With cloud credentials: the Automation API engine, which can decrypt the stack's secrets. */
-async function wireAutomationEngine({ options, config, dataDir, hcloud, reclaimerOptions, logger }: EngineContext): Promise<EngineWiring> {
+async function wireAutomationEngine({
+  options,
+  config,
+  dataDir,
+  hcloud,
+  reclaimerOptions,
+  logger,
+  env,
+}: EngineContext): Promise<EngineWiring> {
   const { root, stack, fleet, settings } = config;
-  const automation = await AutomationEngine.create({ dataDir, logger, parallel: settings.engineParallel, ...(hcloud ? { hcloud } : {}) });
+  const automation = await AutomationEngine.create({
+    dataDir,
+    logger,
+    env,
+    parallel: settings.engineParallel,
+    ...(hcloud ? { hcloud } : {}),
+  });
   const gitStack = { stackName: options.stack, program: gitStackProgram({ allowMissingKubeconfig: false }), config: {}, projectDir: root };
   const readSecretConfig: ReadSecretConfig = async (key) => (await automation.readStackConfig(gitStack))[key];
   let programConfig = () => stack.stackConfig();
@@ -404,7 +420,16 @@ async function startService(
     shared = settings.databaseUrl ? await openSharedDatabase(settings.databaseUrl, settings.concurrentShardRuns, logger) : undefined;
     if (shared && settings.databaseUrl) await assertSharedClaimsKept(shared, databaseLabel(settings.databaseUrl), config, hcloud);
     const availability = new OfferingAvailability(settings.unavailableForMs, Date.now, settings.backoffForMs);
-    const context = { options, config, dataDir, hcloud, metrics, reclaimerOptions: reclaimerOptions(config, env, metrics, logger), logger };
+    const context = {
+      options,
+      config,
+      dataDir,
+      hcloud,
+      metrics,
+      reclaimerOptions: reclaimerOptions(config, env, metrics, logger),
+      logger,
+      env,
+    };
     const wiring = kind === "simulated" ? wireSimulatedEngine(context) : await wireAutomationEngine(context);
     preparing = wiring.preparing;
     const catalog = new CatalogSource({

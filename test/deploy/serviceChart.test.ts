@@ -193,6 +193,13 @@ const SHARED_VALUES = {
   replicas: 3,
   database: { existingSecret: "fleet-database", urlKey: "uri" },
 };
+/** Two clusters with credentials of their own, the rest the service's. */
+const PER_CLUSTER_VALUES = {
+  cloudCredentials: {
+    existingSecret: "cloud-credentials",
+    perCluster: { "prod-eu": "prod-eu-credentials", staging: "staging-credentials" },
+  },
+};
 const CHART_SECRETS_VALUES = {
   cloudCredentials: { values: { HCLOUD_TOKEN: "h".repeat(64), HROBOT_USER: "robot", HROBOT_PASSWORD: "secret-password" } },
   apiTokens: { value: "prod:0123456789abcdef0123" },
@@ -388,6 +395,28 @@ describe("the service's Helm chart (deploy/charts/nodefleet)", function () {
         assert.deepEqual(secretRef(container, name), { name: "state-credentials", key: name });
     });
 
+    it("mounts each cluster's own credentials Secret under the directory the service reads them from", () => {
+      const manifests = rendered(PER_CLUSTER_VALUES);
+      const { pod, container } = serviceContainer(manifests);
+      assert.equal(envOf(container, "NODEFLEET_CLUSTER_CREDENTIALS_DIR")?.value, "/etc/nodefleet/cluster-credentials");
+      const mounts = (container as unknown as { volumeMounts: Array<{ name: string; mountPath: string; readOnly?: boolean }> })
+        .volumeMounts;
+      const volumes = (pod as unknown as { volumes: Array<{ name: string; secret?: { secretName: string } }> }).volumes;
+      const secretAt = (mountPath: string) => {
+        const mount = mounts.find((m) => m.mountPath === mountPath);
+        assert.ok(mount?.readOnly, `${mountPath} mounted read-only`);
+        return volumes.find((v) => v.name === mount.name)?.secret?.secretName;
+      };
+      assert.equal(secretAt("/etc/nodefleet/cluster-credentials/prod-eu"), "prod-eu-credentials");
+      assert.equal(secretAt("/etc/nodefleet/cluster-credentials/staging"), "staging-credentials");
+      assert.equal(envOf(serviceContainer(rendered({})).container, "NODEFLEET_CLUSTER_CREDENTIALS_DIR"), undefined, "none by default");
+      assert.match(
+        render({ cloudCredentials: { perCluster: { "prod eu": "x" } } }).output,
+        /cloudCredentials\.perCluster has "prod eu": each key is a stack name/,
+      );
+      assert.match(render({ cloudCredentials: { perCluster: { prod: "" } } }).output, /cloudCredentials\.perCluster\.prod is empty/);
+    });
+
     it("puts values given for Secrets into Secrets of its own, never into the pod spec", () => {
       const manifests = rendered(CHART_SECRETS_VALUES);
       const secrets = manifests.filter((m) => m.kind === "Secret") as Array<Manifest & { data: Record<string, string> }>;
@@ -493,6 +522,7 @@ describe("the service's Helm chart (deploy/charts/nodefleet)", function () {
       ["tls", TLS_VALUES],
       ["existing-secrets", EXISTING_SECRETS_VALUES],
       ["shared", SHARED_VALUES],
+      ["per-cluster-credentials", PER_CLUSTER_VALUES],
       ["chart-secrets", CHART_SECRETS_VALUES],
       ["no-persistence", { persistence: { enabled: false }, podDisruptionBudget: { maxUnavailable: 0 } }],
     ] as const) {

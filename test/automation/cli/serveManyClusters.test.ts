@@ -129,6 +129,39 @@ describe("nodefleet serve with several stacks", function () {
       assert.ok(fs.existsSync(path.join(root, "data", stack, "nodefleet.db")), `${stack} keeps its own store`);
   });
 
+  it("reads each cluster's cloud credentials from its own folder: a wrong file fails that cluster alone, naming it", async () => {
+    const root = project({ alpha: "alpha", beta: "beta" });
+    const credentials = tempDataDir("nodefleet-cluster-credentials-");
+    // alpha: a valid folder laid out as a mounted Secret (its `..data` link beside the keys).
+    fs.mkdirSync(path.join(credentials, "alpha", "..2026_12_05"), { recursive: true });
+    fs.writeFileSync(path.join(credentials, "alpha", "HROBOT_USER"), "alpha-robot\n");
+    fs.symlinkSync("..2026_12_05", path.join(credentials, "alpha", "..data"));
+    // beta: a misspelt key.
+    fs.mkdirSync(path.join(credentials, "beta"));
+    fs.writeFileSync(path.join(credentials, "beta", "HCLOUD_TOKN"), "beta-sekret-value");
+    serve = await startServe(
+      path.join(root, "data"),
+      { NODEFLEET_API_TOKENS: TOKENS, NODEFLEET_CLUSTER_CREDENTIALS_DIR: credentials },
+      { stacks: ["*"], engine: "simulated", cwd: root },
+    );
+    const ready = await until(
+      "alpha ready and beta failed",
+      async () => {
+        const { alpha, beta } = (await readiness(serve!)).body.details.clusters;
+        return alpha?.status === "ready" && beta?.status === "failed" ? beta : undefined;
+      },
+      60_000,
+    );
+    assert.match(
+      String(ready.details?.error),
+      /NODEFLEET_CLUSTER_CREDENTIALS_DIR: .*beta\/HCLOUD_TOKN names no credential this service reads/,
+    );
+    assert.match(String(ready.details?.error), /HCLOUD_TOKEN, SCW_ACCESS_KEY/);
+    assert.doesNotMatch(`${JSON.stringify(ready)}${serve.stderr()}`, /beta-sekret-value/, "a credential's value is never shown");
+    const created = await create(clientFor(serve, "alpha", ALPHA_TOKEN), "alpha-1");
+    assert.equal(created.status, "PENDING");
+  });
+
   it("starts a stack file added while serving, stops one removed, and retries a fixed one, the others untouched", async () => {
     const root = project({ alpha: "alpha" });
     writeStack(root, "beta", "beta", onMars);

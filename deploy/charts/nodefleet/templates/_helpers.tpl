@@ -89,6 +89,14 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- fail (printf "cloudCredentials.values has %s: the service reads only %s" $name (join ", " $allowed)) }}
 {{- end }}
 {{- end }}
+{{- range $stack, $secret := .Values.cloudCredentials.perCluster }}
+{{- if not (regexMatch "^[A-Za-z0-9_.-]+$" $stack) }}
+{{- fail (printf "cloudCredentials.perCluster has %q: each key is a stack name (letters, digits, -, _ and .)" $stack) }}
+{{- end }}
+{{- if not $secret }}
+{{- fail (printf "cloudCredentials.perCluster.%s is empty: name the Secret holding that cluster's credentials" $stack) }}
+{{- end }}
+{{- end }}
 {{- if and .Values.project.existingConfigMap .Values.project.stackFiles }}
 {{- fail "project.existingConfigMap and project.stackFiles are both set: the stack files come from one ConfigMap; put them in the existing one" }}
 {{- end }}
@@ -115,6 +123,10 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end }}
 {{- if and .Values.engineState.existingSecret (not .Values.engineState.backendUrl) }}
 {{- fail "engineState.existingSecret needs engineState.backendUrl: the object store's credentials serve no backend otherwise" }}
+{{- end }}
+{{- if .Values.cloudCredentials.perCluster }}
+- name: NODEFLEET_CLUSTER_CREDENTIALS_DIR
+  value: /etc/nodefleet/cluster-credentials
 {{- end }}
 {{- with .Values.database.existingSecret }}
 - name: NODEFLEET_DATABASE_URL

@@ -5,7 +5,8 @@
  */
 import assert from "node:assert/strict";
 import { existsSync, rmSync } from "node:fs";
-import type { LocalCloud } from "../../automation/local/localCloud";
+import { join } from "node:path";
+import { type LocalCloud, type LocalCloudOptions, startLocalCloud } from "../../automation/local/localCloud";
 import { SSHD } from "../../automation/local/machines/openSshServer";
 import { processesMentioning } from "./processesMentioning";
 import { LOCAL_CLOUD_TOOLS, missingTools, skipUnlessAvailable } from "./toolchainRequirement";
@@ -28,4 +29,26 @@ export async function stopLocalCloudLeavingNoMachine(cloud: LocalCloud | undefin
   const left = processesMentioning(dir).filter((line) => !line.includes("mocha"));
   rmSync(dir, { recursive: true, force: true });
   assert.deepEqual(left, [], "stopping the local cloud leaves no machine process");
+}
+
+/**
+ * The local cloud of a Robot real-engine suite: its data in `<dir>/data`, the project given, the
+ * Robot machines on, the node agent every 300 ms, the cloud's warnings collected into `warnings`;
+ * `extra` adds or replaces options.
+ */
+export function startRobotLocalCloud(
+  dir: string,
+  project: string,
+  warnings: string[],
+  extra: Partial<LocalCloudOptions> = {},
+): Promise<LocalCloud> {
+  return startLocalCloud({
+    dataDir: join(dir, "data"),
+    hcloudPort: 0,
+    agentIntervalMs: 300,
+    logger: { info() {}, warn: (_fields: unknown, message: string) => void warnings.push(message) },
+    projectDir: project,
+    robotMachines: true,
+    ...extra,
+  });
 }

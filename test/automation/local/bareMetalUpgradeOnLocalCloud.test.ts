@@ -11,12 +11,12 @@ import assert from "node:assert/strict";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type LocalCloud, startLocalCloud } from "../../../automation/local/localCloud";
+import type { LocalCloud } from "../../../automation/local/localCloud";
 import { LOCAL_ELASTIC_METAL_POOL, LOCAL_ROBOT_POOL, runPulumi } from "../../../automation/local/localStack";
 import { ELASTIC_METAL_POOL_RELEASE, buildRelease } from "../../../bench/previousRelease";
 import { UP, isReady, poolNodes } from "../../support/localFleet";
 import { localStackProject } from "../../support/localStackProject";
-import { skipUnlessRobotMachines, stopLocalCloudLeavingNoMachine } from "../../support/localRobotMachines";
+import { skipUnlessRobotMachines, startRobotLocalCloud, stopLocalCloudLeavingNoMachine } from "../../support/localRobotMachines";
 
 const POOLS = ["local-general", LOCAL_ELASTIC_METAL_POOL, LOCAL_ROBOT_POOL] as const;
 
@@ -55,16 +55,7 @@ describe("upgrading a git stack with Elastic Metal and Robot pools from the rele
     buildRelease(ELASTIC_METAL_POOL_RELEASE, join(dir, "previous"));
     // The previous release's program and plugin first; the same project (and stack) moves to this one below.
     project = localStackProject(join(dir, "project"), join(dir, "previous"));
-    cloud = await startLocalCloud({
-      dataDir: join(dir, "data"),
-      hcloudPort: 0,
-      agentIntervalMs: 300,
-      logger: { info() {}, warn: (_fields: unknown, message: string) => void warnings.push(message) },
-      projectDir: project,
-      elasticMetalPool: true,
-      robotMachines: true,
-      machineBlock: 7,
-    });
+    cloud = await startRobotLocalCloud(dir, project, warnings, { elasticMetalPool: true, machineBlock: 7 });
     await runPulumi(UP, project, cloud.env).catch((error: Error) => {
       throw new Error(`the previous release's pulumi up: ${error.message}\nlocal cloud warnings:\n${warnings.join("\n")}`);
     });

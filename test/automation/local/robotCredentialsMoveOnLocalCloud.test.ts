@@ -17,11 +17,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { gunzipSync } from "node:zlib";
 import { fileBackendDir } from "../../../automation/engine/fileBackendState";
-import { type LocalCloud, startLocalCloud } from "../../../automation/local/localCloud";
+import type { LocalCloud } from "../../../automation/local/localCloud";
 import { LOCAL_ROBOT_POOL, runPulumi } from "../../../automation/local/localStack";
 import { UP, editLocalPool, editLocalPools, isReady, poolNodes } from "../../support/localFleet";
 import { localStackProject } from "../../support/localStackProject";
-import { skipUnlessRobotMachines, stopLocalCloudLeavingNoMachine } from "../../support/localRobotMachines";
+import { skipUnlessRobotMachines, startRobotLocalCloud, stopLocalCloudLeavingNoMachine } from "../../support/localRobotMachines";
 import { until } from "../../support/until";
 
 type Json = Record<string, any>;
@@ -124,14 +124,7 @@ describe("moving a Robot pool's credentials from the environment into the stack 
     skipUnlessRobotMachines(this);
     dir = mkdtempSync(join(tmpdir(), "nodefleet-robot-credentials-"));
     project = localStackProject(join(dir, "project"));
-    cloud = await startLocalCloud({
-      dataDir: join(dir, "data"),
-      hcloudPort: 0,
-      agentIntervalMs: 300,
-      logger: { info() {}, warn: (_fields: unknown, message: string) => void warnings.push(message) },
-      projectDir: project,
-      robotMachines: true,
-    });
+    cloud = await startRobotLocalCloud(dir, project, warnings);
     user = cloud.env.HROBOT_USER!;
     password = cloud.env.HROBOT_PASSWORD!;
     assert.ok(user && password && password.length >= 16, "the local cloud's Robot account has a user and a long password");

@@ -11,13 +11,13 @@ import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type LocalCloud, startLocalCloud } from "../../../automation/local/localCloud";
+import type { LocalCloud } from "../../../automation/local/localCloud";
 import { LOCAL_ROBOT_POOL, runPulumi } from "../../../automation/local/localStack";
 import { REMEDIATION_CONDITION_TYPE } from "../../../automation/heal/remediationCondition";
 import { UP, editLocalPools, isReady, poolNodes } from "../../support/localFleet";
 import { localStackProject } from "../../support/localStackProject";
 import { type ServeProcess, serveOnLocalCloud, stopServe } from "../../support/serveProcess";
-import { skipUnlessRobotMachines } from "../../support/localRobotMachines";
+import { skipUnlessRobotMachines, startRobotLocalCloud } from "../../support/localRobotMachines";
 import { until } from "../../support/until";
 
 /** Each rung waits this long for the Node (the machines reboot in seconds; Kubernetes marks a silent Node NotReady after about 40-50 s). */
@@ -55,14 +55,7 @@ describe("serve heals a Robot pool's hanging machines on the local cloud (real e
     skipUnlessRobotMachines(this);
     dir = mkdtempSync(join(tmpdir(), "nodefleet-robot-heal-"));
     const project = localStackProject(join(dir, "project"));
-    cloud = await startLocalCloud({
-      dataDir: join(dir, "data"),
-      hcloudPort: 0,
-      agentIntervalMs: 300,
-      logger: { info() {}, warn: (_fields: unknown, message: string) => void warnings.push(message) },
-      projectDir: project,
-      robotMachines: true,
-    });
+    cloud = await startRobotLocalCloud(dir, project, warnings);
     editLocalPools(cloud, (pools) => pools.filter((p) => p.name === LOCAL_ROBOT_POOL));
     await runPulumi(UP, project, cloud.env);
     await waitFor("two Ready Robot Nodes", async () =>

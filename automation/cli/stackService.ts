@@ -222,9 +222,16 @@ async function assertSharedClaimsKept(
   hcloud: HcloudClient | undefined,
 ): Promise<void> {
   const { fleet } = config;
-  if (config.kind === "automation" && hcloud && autoscaledPools(fleet).length > 0) {
-    await assertSharedClaimsNotLostInCloud(shared.claims, database, hcloudInventory(hcloud), fleet.cluster.id, staticPoolNames(fleet));
-  }
+  const inventory = apiServerInventory(config, hcloud);
+  if (inventory) await assertSharedClaimsNotLostInCloud(shared.claims, database, inventory, fleet.cluster.id, staticPoolNames(fleet));
+}
+
+/**
+ * Hetzner's listing of the cluster's servers when it can show servers the API created (the
+ * automation engine with a token, a fleet with an autoscaled pool); undefined otherwise.
+ */
+function apiServerInventory(config: ServeConfiguration, hcloud: HcloudClient | undefined): ReturnType<typeof hcloudInventory> | undefined {
+  return config.kind === "automation" && hcloud && autoscaledPools(config.fleet).length > 0 ? hcloudInventory(hcloud) : undefined;
 }
 
 /** A lost store is refused before it is opened, so the service never starts empty over servers it created. */
@@ -236,9 +243,8 @@ async function assertStoreKept(dataDir: string, config: ServeConfiguration, hclo
   // outlives the directory and may keep the engine state elsewhere: a store missing over servers
   // the API created (what the orphan reclaimer would delete) is lost, whatever the directory shows.
   assertStoreNotLost(databasePath(dataDir), () => apiEngineStateOf(dataDir, fleet.cluster.id));
-  if (config.kind === "automation" && hcloud && autoscaledPools(fleet).length > 0) {
-    await assertStoreNotLostInCloud(databasePath(dataDir), hcloudInventory(hcloud), fleet.cluster.id, staticPoolNames(fleet));
-  }
+  const inventory = apiServerInventory(config, hcloud);
+  if (inventory) await assertStoreNotLostInCloud(databasePath(dataDir), inventory, fleet.cluster.id, staticPoolNames(fleet));
 }
 
 type ReclaimerOptions = Omit<ConstructorParameters<typeof OrphanReclaimer>[0], "inventory">;

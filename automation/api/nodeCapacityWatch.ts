@@ -78,9 +78,10 @@ export function nodeReports(nodeList: unknown, clusterId: string, members: Membe
 
 export interface NodeCapacityWatchOptions {
   readonly clusterId: string;
-  readonly members: MemberLookup;
+  /** The members as they are now, read once per listing (from the embedded store or the shared database). */
+  readonly members: () => Promise<MemberLookup>;
   /** Whether the cluster has members whose Nodes may report (no listing otherwise). */
-  readonly hasMembers: () => boolean;
+  readonly hasMembers: () => Promise<boolean>;
   readonly learned: LearnedCapacities;
   /** The cluster's Node list, or undefined when the service has no kubeconfig for it. */
   readonly listNodes: () => Promise<unknown>;
@@ -111,7 +112,7 @@ export class NodeCapacityWatch {
 
   /** One listing, if none is under way: what changed in the store. Never throws; failures are logged once each. */
   async poll(): Promise<readonly NodeReport[]> {
-    if (this.polling || !this.options.hasMembers()) return [];
+    if (this.polling) return [];
     const run = this.learnOnce();
     this.polling = run;
     try {
@@ -124,10 +125,11 @@ export class NodeCapacityWatch {
   private async learnOnce(): Promise<readonly NodeReport[]> {
     const { clusterId, members, learned, logger } = this.options;
     try {
+      if (!(await this.options.hasMembers())) return [];
       const list = await this.options.listNodes();
       if (list === undefined) return [];
       const changed: NodeReport[] = [];
-      for (const report of nodeReports(list, clusterId, members)) {
+      for (const report of nodeReports(list, clusterId, await members())) {
         const known = learned.get(clusterId, report.key);
         if (sameCapacity(known, lowered(known, report.reported))) continue;
         learned.lower(clusterId, report.key, report.reported, report.node);

@@ -25,7 +25,7 @@ import { ClusterShards } from "../reconciler/clusterShards";
 import type { RunScheduler } from "../reconciler/runScheduler";
 import { GuardFingerprints } from "../store/guardFingerprints";
 import { LearnedCapacities } from "../store/learnedCapacities";
-import { ClaimStore } from "../store/claimStore";
+import { ClaimStore, OCCUPYING_STATUSES } from "../store/claimStore";
 import { SqliteClaimRepository, type ClaimRepository } from "../store/claimRepository";
 import type { SharedStores } from "../store/postgresStores";
 import type { ClaimChangeListener } from "../store/claimChanges";
@@ -364,22 +364,25 @@ function shardReconciler(
   });
 }
 
-/** Where the service reads the cluster's Nodes for their capacity, if anywhere. */
+/**
+ * Where the service reads the cluster's Nodes for their capacity, if anywhere. The members are
+ * read through the repository, so a replica sharing the database learns from every replica's
+ * members; what it learns stays in its own store.
+ */
 function capacityWatchOf(options: BuildServerOptions, parts: ServiceParts, clusterId: string): NodeCapacityWatch | undefined {
   const settings = options.nodeCapacity ?? {};
-  // What a Node reports is learned against the embedded store's claims; a shared database's are not there.
-  if (settings === false || options.shared) return undefined;
+  if (settings === false) return undefined;
   const listNodes =
     settings.listNodes ?? (options.engine.kind === "simulated" ? undefined : () => clusterNodeList(options.stackConfig(), clusterId));
   if (!listNodes) return undefined;
-  const { store, learned, logger } = parts;
+  const { claims, learned, logger } = parts;
   return new NodeCapacityWatch({
     clusterId,
-    members: {
-      claimOf: (nodeId) => store.get(clusterId, nodeId),
-      providerIdOf: (claim) => claimProviderId(options.fleet().cluster, claim),
+    members: async () => {
+      const members = new Map((await claims.list(clusterId, { statuses: OCCUPYING_STATUSES })).map((claim) => [claim.nodeId, claim]));
+      return { claimOf: (nodeId) => members.get(nodeId), providerIdOf: (claim) => claimProviderId(options.fleet().cluster, claim) };
     },
-    hasMembers: () => store.countByStatus(clusterId).RUNNING > 0,
+    hasMembers: async () => (await claims.countByStatus(clusterId)).RUNNING > 0,
     learned,
     listNodes,
     ...(settings.intervalMs !== undefined ? { intervalMs: settings.intervalMs } : {}),

@@ -5,7 +5,7 @@
  * record locks the claims it patches the same way. Each is one transaction with the operation-log
  * entry and the guard fingerprint. A COMMIT that returned is durable (synchronous_commit).
  */
-import type { Pool } from "pg";
+import type { Pool, PoolClient } from "pg";
 import { fingerprintOfJson, type GuardFingerprint } from "./guardFingerprints";
 import {
   finishedColumns,
@@ -37,7 +37,10 @@ import {
  */
 const RUN_LOCK_CLASS = 7_210_432;
 /** How often a replica asks again for a shard's run lock another replica holds. */
-const RUN_LOCK_POLL_MS = 250;
+/** How long one wait for the run lock lasts before the waiter looks whether its replica is stopping. */
+const RUN_LOCK_WAIT_MS = 500;
+/** PostgreSQL's lock_not_available: a wait that lock_timeout ended. */
+const LOCK_NOT_AVAILABLE = "55P03";
 
 const OPERATION_COLUMNS = "id, cluster_id, kind, started_at, finished_at, result, summary_json, nodes_json, error, details_json";
 
@@ -58,20 +61,19 @@ export class PostgresRunStore implements RunStore {
 
   /**
    * A session-level advisory lock on a connection of its own, held for the whole run (begin,
-   * preview, up, record). Asked for again and again rather than waited for, so a replica stopping
-   * gives up at once. A connection lost during the run loses the lock with it: the stack's backend
-   * lock (Pulumi's, or the simulated engine's) is then what keeps a second `up` out. The run's own
-   * transactions take other connections: the pool's owner sizes it beyond the runs at once.
+   * preview, up, record). Waited for in PostgreSQL's lock queue, so replicas take turns in the
+   * order they asked (a replica that just ran does not win again over one waiting), in waits of
+   * RUN_LOCK_WAIT_MS (lock_timeout) between which a stopping replica gives up. A connection lost
+   * during the run loses the lock with it: the stack's backend lock (Pulumi's, or the simulated
+   * engine's) is then what keeps a second `up` out. The run's own transactions take other
+   * connections: the pool's owner sizes it beyond the runs at once.
    */
   async exclusively<T>(clusterId: string, shard: string, run: () => Promise<T>, stopping: () => boolean): Promise<T | undefined> {
     const client = await this.pool.connect();
     const key = [RUN_LOCK_CLASS, `${clusterId}/${shard}`];
     let broken: Error | undefined;
     try {
-      while (!(await client.query<{ locked: boolean }>("SELECT pg_try_advisory_lock($1, hashtext($2)) AS locked", key)).rows[0]!.locked) {
-        if (stopping()) return undefined;
-        await new Promise((resolve) => setTimeout(resolve, RUN_LOCK_POLL_MS));
-      }
+      if (!(await waitForLock(client, key, stopping))) return undefined;
       try {
         return await run();
       } finally {
@@ -181,4 +183,23 @@ async function finishOperation(db: Queryable, id: number, outcome: OperationOutc
     ...finishedColumns(outcome),
     id,
   ]);
+}
+
+/** Waits for the advisory lock `key` on `client`, in waits the replica's stop can end; false when it stopped first. */
+async function waitForLock(client: PoolClient, key: readonly unknown[], stopping: () => boolean): Promise<boolean> {
+  await client.query(`SET lock_timeout = ${RUN_LOCK_WAIT_MS}`);
+  try {
+    for (;;) {
+      try {
+        await client.query("SELECT pg_advisory_lock($1, hashtext($2))", key as unknown[]);
+        return true;
+      } catch (error) {
+        if ((error as { code?: string }).code !== LOCK_NOT_AVAILABLE) throw error;
+        if (stopping()) return false;
+      }
+    }
+  } finally {
+    // The connection goes back to the pool: the run's other statements keep the default.
+    await client.query("RESET lock_timeout");
+  }
 }

@@ -282,6 +282,31 @@ describe("engine runs on one PostgreSQL database shared by two replicas", functi
     assert.deepEqual(events, ["a starts", "a ends", "b runs"]);
   });
 
+  it("hands the shard's run lock to the replica that waited, not back to the one that just ran", async () => {
+    const order: string[] = [];
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const stop = () => false;
+    const first = a.runs.exclusively(
+      CLUSTER,
+      "0",
+      async () => {
+        order.push("a");
+        await held;
+      },
+      stop,
+    );
+    await eventually(() => (order.includes("a") ? true : undefined));
+    const waiting = b.runs.exclusively(CLUSTER, "0", async () => void order.push("b"), stop);
+    // b is queued (more than one of its waits): a then finishes and asks again at once.
+    await new Promise((resolve) => setTimeout(resolve, 1200));
+    release();
+    await first;
+    const again = a.runs.exclusively(CLUSTER, "0", async () => void order.push("a again"), stop);
+    await Promise.all([waiting, again]);
+    assert.deepEqual(order, ["a", "b", "a again"]);
+  });
+
   it("abandons a run of the shard still marked running when the next run of it begins (its replica died)", async () => {
     await seed(a.claims, { x: "PENDING" });
     // Replica a begins the run and never records it.

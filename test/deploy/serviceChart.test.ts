@@ -1,6 +1,7 @@
 /**
  * The service's Helm chart (deploy/charts/nodefleet): rendered with the toolchain's helm for several
- * value sets (defaults, HTTPS, existing Secrets, Secrets the chart creates, two replicas refused),
+ * value sets (defaults, HTTPS, existing Secrets, Secrets the chart creates, the shared mode with and
+ * without Temporal, incomplete shared and Temporal values refused),
  * checked field by field against what the image and the service need (a read-only root filesystem
  * with the image's writable paths mounted, probes on the service's routes and scheme, credentials
  * only by Secret reference, env names the service reads), then applied with a server-side dry run
@@ -66,7 +67,7 @@ interface Volume {
   name: string;
   emptyDir?: object;
   configMap?: { name: string };
-  secret?: { secretName: string };
+  secret?: { secretName: string; items?: Array<{ key: string; path: string }> };
 }
 
 interface StatefulSet extends Manifest {
@@ -193,6 +194,16 @@ const SHARED_VALUES = {
   replicas: 3,
   database: { existingSecret: "fleet-database", urlKey: "uri" },
 };
+/** The shared mode with the engine runs on Temporal, over mTLS with a CA of its own. */
+const TEMPORAL_VALUES = {
+  ...SHARED_VALUES,
+  temporal: {
+    address: "temporal-frontend.temporal:7233",
+    namespace: "fleet-prod",
+    taskQueue: "fleet-prod-runs",
+    tls: { enabled: true, existingSecret: "temporal-client", keys: ["ca.crt", "tls.crt", "tls.key"] },
+  },
+};
 /** Two clusters with credentials of their own, the rest the service's. */
 const PER_CLUSTER_VALUES = {
   cloudCredentials: {
@@ -261,6 +272,113 @@ describe("the service's Helm chart (deploy/charts/nodefleet)", function () {
       const single = serviceContainer(rendered({}));
       assert.equal(envOf(single.container, "NODEFLEET_DATABASE_URL"), undefined);
       assert.equal((single.pod as unknown as { topologySpreadConstraints?: unknown }).topologySpreadConstraints, undefined);
+    });
+
+    it("hands the engine runs to Temporal when temporal.address is set, with its namespace, task queue and TLS files", () => {
+      const temporalVariables = (container: Container) =>
+        Object.fromEntries(container.env.filter((e) => e.name.startsWith("NODEFLEET_TEMPORAL_")).map((e) => [e.name, e.value]));
+      const { pod, container } = serviceContainer(rendered(TEMPORAL_VALUES));
+      assert.deepEqual(temporalVariables(container), {
+        NODEFLEET_TEMPORAL_ADDRESS: "temporal-frontend.temporal:7233",
+        NODEFLEET_TEMPORAL_NAMESPACE: "fleet-prod",
+        NODEFLEET_TEMPORAL_TASK_QUEUE: "fleet-prod-runs",
+        NODEFLEET_TEMPORAL_TLS: "true",
+        NODEFLEET_TEMPORAL_TLS_CA_FILE: "/etc/nodefleet/temporal-tls/ca.crt",
+        NODEFLEET_TEMPORAL_TLS_CERT_FILE: "/etc/nodefleet/temporal-tls/tls.crt",
+        NODEFLEET_TEMPORAL_TLS_KEY_FILE: "/etc/nodefleet/temporal-tls/tls.key",
+      });
+      assert.deepEqual(secretRef(container, "NODEFLEET_DATABASE_URL"), { name: "fleet-database", key: "uri" });
+      // The Secret, read-only, with only the keys named: each file a variable points at is one of them.
+      const mount = container.volumeMounts.find((m) => m.mountPath === "/etc/nodefleet/temporal-tls");
+      assert.ok(mount?.readOnly, "the Temporal TLS Secret is mounted read-only");
+      assert.deepEqual(pod.volumes.find((v) => v.name === mount.name)?.secret, {
+        secretName: "temporal-client",
+        items: ["ca.crt", "tls.crt", "tls.key"].map((key) => ({ key, path: key })),
+      });
+
+      // The defaults for namespace and task queue, plain gRPC: no TLS variable, no mount.
+      const plain = serviceContainer(rendered({ database: { existingSecret: "fleet-database" }, temporal: { address: "10.0.0.7:7233" } }));
+      assert.deepEqual(temporalVariables(plain.container), {
+        NODEFLEET_TEMPORAL_ADDRESS: "10.0.0.7:7233",
+        NODEFLEET_TEMPORAL_NAMESPACE: "default",
+        NODEFLEET_TEMPORAL_TASK_QUEUE: "nodefleet-stack-runs",
+      });
+      assert.equal(
+        plain.pod.volumes.find((v) => v.name === mount.name),
+        undefined,
+      );
+      // TLS on the system's roots, a CA alone, a client certificate alone.
+      const withTls = (tls: Record<string, unknown>) =>
+        temporalVariables(
+          serviceContainer(rendered({ database: { existingSecret: "db" }, temporal: { address: "[fd00::7]:7233", tls } })).container,
+        );
+      assert.deepEqual(withTls({ enabled: true }), {
+        NODEFLEET_TEMPORAL_ADDRESS: "[fd00::7]:7233",
+        NODEFLEET_TEMPORAL_NAMESPACE: "default",
+        NODEFLEET_TEMPORAL_TASK_QUEUE: "nodefleet-stack-runs",
+        NODEFLEET_TEMPORAL_TLS: "true",
+      });
+      const caOnly = withTls({ enabled: true, existingSecret: "temporal-ca", keys: ["ca.crt"] });
+      assert.equal(caOnly.NODEFLEET_TEMPORAL_TLS_CA_FILE, "/etc/nodefleet/temporal-tls/ca.crt");
+      assert.equal("NODEFLEET_TEMPORAL_TLS_CERT_FILE" in caOnly || "NODEFLEET_TEMPORAL_TLS_KEY_FILE" in caOnly, false);
+      const mtlsOnly = withTls({ enabled: true, existingSecret: "temporal-client", keys: ["tls.key", "tls.crt"] });
+      assert.equal("NODEFLEET_TEMPORAL_TLS_CA_FILE" in mtlsOnly, false);
+      assert.equal(mtlsOnly.NODEFLEET_TEMPORAL_TLS_KEY_FILE, "/etc/nodefleet/temporal-tls/tls.key");
+
+      // By default: runs in process, nothing of Temporal's.
+      for (const values of [{}, SHARED_VALUES]) {
+        const byDefault = serviceContainer(rendered(values));
+        assert.deepEqual(temporalVariables(byDefault.container), {});
+        assert.equal(
+          byDefault.container.volumeMounts.find((m) => m.mountPath === "/etc/nodefleet/temporal-tls"),
+          undefined,
+        );
+      }
+    });
+
+    it("refuses Temporal values the service would refuse, and TLS pieces that do not fit together, naming the value", () => {
+      const withDatabase = (temporal: Record<string, unknown>) => render({ database: { existingSecret: "db" }, temporal });
+      const refusals: Array<[Rendered, RegExp]> = [
+        [render({ temporal: { address: "temporal:7233" } }), /temporal\.address needs database\.existingSecret/],
+        [withDatabase({ address: "temporal" }), /temporal\.address is "temporal", not HOST:PORT/],
+        [withDatabase({ address: "http://temporal:7233" }), /temporal\.address is "http:\/\/temporal:7233", not HOST:PORT/],
+        [withDatabase({ address: "temporal:72330" }), /temporal\.address is "temporal:72330": its port must be 1 to 65535/],
+        [withDatabase({ address: "temporal:0" }), /temporal\.address is "temporal:0": its port must be 1 to 65535/],
+        [withDatabase({ address: "temporal:7233", namespace: "fleet prod" }), /temporal\.namespace is "fleet prod", not a name/],
+        [withDatabase({ address: "temporal:7233", taskQueue: "" }), /temporal\.taskQueue is "", not a name/],
+        [render({ temporal: { tls: { enabled: true } } }), /temporal\.tls is set, but temporal\.address is empty/],
+        [
+          withDatabase({ address: "temporal:7233", tls: { enabled: true, existingSecret: "temporal-client", keys: ["tls.crt"] } }),
+          /temporal\.tls\.keys names one of tls\.crt and tls\.key: a client certificate needs its key/,
+        ],
+        [
+          withDatabase({
+            address: "temporal:7233",
+            tls: { enabled: true, existingSecret: "temporal-client", keys: ["ca.crt", "tls.key"] },
+          }),
+          /temporal\.tls\.keys names one of tls\.crt and tls\.key/,
+        ],
+        [
+          withDatabase({ address: "temporal:7233", tls: { enabled: true, existingSecret: "temporal-client", keys: ["ca.pem"] } }),
+          /temporal\.tls\.keys has "ca\.pem": the Secret's keys are among ca\.crt, tls\.crt, tls\.key/,
+        ],
+        [
+          withDatabase({ address: "temporal:7233", tls: { enabled: true, existingSecret: "temporal-client" } }),
+          /temporal\.tls\.existingSecret needs temporal\.tls\.keys/,
+        ],
+        [
+          withDatabase({ address: "temporal:7233", tls: { enabled: true, keys: ["ca.crt"] } }),
+          /temporal\.tls\.keys needs temporal\.tls\.existingSecret/,
+        ],
+        [
+          withDatabase({ address: "temporal:7233", tls: { existingSecret: "temporal-client", keys: ["ca.crt"] } }),
+          /temporal\.tls\.existingSecret needs temporal\.tls\.enabled/,
+        ],
+      ];
+      for (const [result, message] of refusals) {
+        assert.notEqual(result.status, 0, `rendered, expected ${message}`);
+        assert.match(result.output, message);
+      }
     });
 
     it("refuses HTTPS without a certificate Secret, unknown credential names, misnamed stack files and state credentials without a backend", () => {
@@ -444,7 +562,7 @@ describe("the service's Helm chart (deploy/charts/nodefleet)", function () {
     it("sets only environment variables docs/environment.md documents", () => {
       const documented = documentedVariables();
       const set = new Set<string>();
-      for (const values of [{}, TLS_VALUES, EXISTING_SECRETS_VALUES, CHART_SECRETS_VALUES])
+      for (const values of [{}, TLS_VALUES, EXISTING_SECRETS_VALUES, CHART_SECRETS_VALUES, TEMPORAL_VALUES])
         for (const variable of serviceContainer(rendered(values)).container.env) set.add(variable.name);
       for (const match of readFileSync(CONTAINERFILE, "utf8").matchAll(/\b(NODEFLEET_[A-Z0-9_]+)=/g)) set.add(match[1]!);
       assert.deepEqual(
@@ -452,6 +570,8 @@ describe("the service's Helm chart (deploy/charts/nodefleet)", function () {
         [],
       );
       assert.ok(set.has("NODEFLEET_PLUGIN_DIR") && set.has("NODEFLEET_SHUTDOWN_GRACE_MS"));
+      for (const name of ["NODEFLEET_TEMPORAL_ADDRESS", "NODEFLEET_TEMPORAL_TLS_KEY_FILE"])
+        assert.ok(set.has(name), `${name} not rendered`);
     });
 
     it("renders a ServiceMonitor only when asked, scraping /metrics through the Service's port and scheme", () => {
@@ -522,6 +642,7 @@ describe("the service's Helm chart (deploy/charts/nodefleet)", function () {
       ["tls", TLS_VALUES],
       ["existing-secrets", EXISTING_SECRETS_VALUES],
       ["shared", SHARED_VALUES],
+      ["temporal", TEMPORAL_VALUES],
       ["per-cluster-credentials", PER_CLUSTER_VALUES],
       ["chart-secrets", CHART_SECRETS_VALUES],
       ["no-persistence", { persistence: { enabled: false }, podDisruptionBudget: { maxUnavailable: 0 } }],

@@ -74,6 +74,7 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- fail (printf "replicas is %v, which needs the shared mode; missing: %s. With 1 replica the embedded mode needs none of them. See docs/deploy.md, \"Replicas\"." .Values.replicas (join "; " $missing)) }}
 {{- end }}
 {{- end }}
+{{- include "nodefleet.temporalChecks" . }}
 {{- if not .Values.stacks }}
 {{- fail "stacks is empty: name at least one stack to serve, or a pattern such as \"*\"" }}
 {{- end }}
@@ -107,6 +108,58 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end }}
 {{- end }}
 
+{{/* The PEM files a Temporal TLS Secret may hold (docs/environment.md's NODEFLEET_TEMPORAL_TLS_*). */}}
+{{- define "nodefleet.temporalTlsKeys" -}}
+{{- list "ca.crt" "tls.crt" "tls.key" | toJson }}
+{{- end }}
+
+{{/* Temporal values the service would refuse at start, refused here naming the value. */}}
+{{- define "nodefleet.temporalChecks" -}}
+{{- $temporal := .Values.temporal }}
+{{- $tls := $temporal.tls }}
+{{- $name := "^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$" }}
+{{- with default "" $temporal.address | toString }}
+{{- if not (regexMatch "^(\\[[0-9A-Fa-f:.]+\\]|[A-Za-z0-9.-]+):[0-9]{1,5}$" .) }}
+{{- fail (printf "temporal.address is %q, not HOST:PORT (the Temporal frontend's gRPC address, such as temporal-frontend.temporal:7233)" .) }}
+{{- end }}
+{{- $port := regexReplaceAll "^.*:" . "" | atoi }}
+{{- if or (lt $port 1) (gt $port 65535) }}
+{{- fail (printf "temporal.address is %q: its port must be 1 to 65535" .) }}
+{{- end }}
+{{- if not $.Values.database.existingSecret }}
+{{- fail "temporal.address needs database.existingSecret: the workers of every replica run the claims, so the claims must be in the shared PostgreSQL database" }}
+{{- end }}
+{{- if not (regexMatch $name (toString $temporal.namespace)) }}
+{{- fail (printf "temporal.namespace is %q, not a name (letters, digits, '.', '_' and '-', at most 255)" (toString $temporal.namespace)) }}
+{{- end }}
+{{- if not (regexMatch $name (toString $temporal.taskQueue)) }}
+{{- fail (printf "temporal.taskQueue is %q, not a name (letters, digits, '.', '_' and '-', at most 255)" (toString $temporal.taskQueue)) }}
+{{- end }}
+{{- else }}
+{{- if or $tls.enabled $tls.existingSecret $tls.keys }}
+{{- fail "temporal.tls is set, but temporal.address is empty: the TLS settings are for the connection to the Temporal frontend; set temporal.address, or unset temporal.tls" }}
+{{- end }}
+{{- end }}
+{{- $allowed := include "nodefleet.temporalTlsKeys" . | fromJsonArray }}
+{{- range $tls.keys }}
+{{- if not (has . $allowed) }}
+{{- fail (printf "temporal.tls.keys has %q: the Secret's keys are among %s" . (join ", " $allowed)) }}
+{{- end }}
+{{- end }}
+{{- if ne (has "tls.crt" $tls.keys) (has "tls.key" $tls.keys) }}
+{{- fail "temporal.tls.keys names one of tls.crt and tls.key: a client certificate needs its key, and a key its certificate; name both or neither" }}
+{{- end }}
+{{- if and $tls.existingSecret (not $tls.keys) }}
+{{- fail "temporal.tls.existingSecret needs temporal.tls.keys: say which of ca.crt, tls.crt and tls.key the Secret holds" }}
+{{- end }}
+{{- if and $tls.keys (not $tls.existingSecret) }}
+{{- fail "temporal.tls.keys needs temporal.tls.existingSecret: the Secret holding those files" }}
+{{- end }}
+{{- if and $tls.existingSecret (not $tls.enabled) }}
+{{- fail "temporal.tls.existingSecret needs temporal.tls.enabled: its certificates are for TLS to the frontend" }}
+{{- end }}
+{{- end }}
+
 {{/* The container's environment: settings, then credentials from Secrets (never as literal values). */}}
 {{- define "nodefleet.env" -}}
 - name: NODEFLEET_LOG_LEVEL
@@ -134,6 +187,28 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
     secretKeyRef:
       name: {{ . }}
       key: {{ $.Values.database.urlKey }}
+{{- end }}
+{{- with .Values.temporal.address }}
+- name: NODEFLEET_TEMPORAL_ADDRESS
+  value: {{ . | quote }}
+- name: NODEFLEET_TEMPORAL_NAMESPACE
+  value: {{ $.Values.temporal.namespace | quote }}
+- name: NODEFLEET_TEMPORAL_TASK_QUEUE
+  value: {{ $.Values.temporal.taskQueue | quote }}
+{{- if $.Values.temporal.tls.enabled }}
+- name: NODEFLEET_TEMPORAL_TLS
+  value: "true"
+{{- end }}
+{{- if has "ca.crt" $.Values.temporal.tls.keys }}
+- name: NODEFLEET_TEMPORAL_TLS_CA_FILE
+  value: /etc/nodefleet/temporal-tls/ca.crt
+{{- end }}
+{{- if has "tls.crt" $.Values.temporal.tls.keys }}
+- name: NODEFLEET_TEMPORAL_TLS_CERT_FILE
+  value: /etc/nodefleet/temporal-tls/tls.crt
+- name: NODEFLEET_TEMPORAL_TLS_KEY_FILE
+  value: /etc/nodefleet/temporal-tls/tls.key
+{{- end }}
 {{- end }}
 {{- with .Values.engineState.backendUrl }}
 - name: NODEFLEET_API_STACK_BACKEND_URL

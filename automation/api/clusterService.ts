@@ -241,7 +241,7 @@ export class ClusterService {
     });
     if ("earlier" in outcome) return { created: false, node: this.replay(outcome.earlier, body, fleet) };
     const { claim } = outcome;
-    this.options.reconciler.notify(shardOfClaim(claim));
+    this.options.reconciler.notify(shardOfClaim(claim), [claim.nodeId]);
     return { created: true, node: this.view(claim, fleet) };
   }
 
@@ -348,7 +348,7 @@ export class ClusterService {
     // arrived. The shard is the one whose next run removes the member's server; none when it never reached a run.
     const { found, shard } = await store.requestDelete(this.clusterId, nodeId);
     if (found === undefined || found === "GONE") throw this.notFound(nodeId);
-    if (shard !== undefined) this.options.reconciler.notify(shard);
+    if (shard !== undefined) this.options.reconciler.notify(shard, [nodeId]);
     this.options.reconciler.emit("claims", [nodeId]);
     return { nodeID: nodeId, status: "TERMINATING" };
   }

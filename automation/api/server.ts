@@ -573,7 +573,7 @@ function listenToOtherReplicas(
   return shared.listen({
     onChange: (change) => {
       if (change.clusterId !== clusterId) return;
-      if (change.status === "PENDING" || change.status === "TERMINATING") reconciler.notify(change.shard);
+      if (change.status === "PENDING" || change.status === "TERMINATING") reconciler.notify(change.shard, [change.nodeId]);
       reconciler.emit("claims", [change.nodeId]);
     },
     onListening: () => reconciler.notify(),

@@ -136,6 +136,8 @@ export class ClusterReconciler extends EventEmitter {
   /** Dispatched runs: a change being handed on, another change since, and a failed hand-over. */
   private dispatching = false;
   private dispatchAgain = false;
+  /** The claims changed since the last hand-over: the scheduler shows them to operators. */
+  private readonly undispatched = new Set<string>();
   private dispatchFailures = 0;
   private dispatchProblem: Degradation | undefined;
   /** Dispatched runs: the scheduler's cancellation of the run under way, whether it must retry, what it did. */
@@ -195,10 +197,13 @@ export class ClusterReconciler extends EventEmitter {
     );
   }
 
-  /** A change arrived: make sure a run will pick it up. */
-  notify(): void {
+  /** A change arrived (of these claims, when known): make sure a run will pick it up. */
+  notify(nodeIds: readonly string[] = []): void {
     if (this.stopped) return;
-    if (this.options.dispatch) return this.dispatchChange();
+    if (this.options.dispatch) {
+      for (const id of nodeIds) this.undispatched.add(id);
+      return this.dispatchChange();
+    }
     const now = Date.now();
     this.windowFirst ??= now;
     this.windowLast = now;
@@ -228,14 +233,18 @@ export class ClusterReconciler extends EventEmitter {
       return;
     }
     this.dispatching = true;
+    const nodeIds = [...this.undispatched];
+    this.undispatched.clear();
     this.options
-      .dispatch!.changed(this.clusterId, this.shard)
+      .dispatch!.changed(this.clusterId, this.shard, nodeIds)
       .then(
         () => {
           this.dispatchFailures = 0;
           this.dispatchProblem = undefined;
         },
         (error: unknown) => {
+          // Named again with the next hand-over.
+          for (const id of nodeIds) this.undispatched.add(id);
           this.dispatchFailures += 1;
           const delay = retryDelay(this.dispatchFailures, this.retry);
           const message = errorMessage(error).slice(0, 500);

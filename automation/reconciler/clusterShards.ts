@@ -65,9 +65,9 @@ export class ClusterShards extends EventEmitter {
     });
   }
 
-  /** A change arrived in `shard` (every shard with unfinished claims when not given). */
-  notify(shard?: string): void {
-    if (shard !== undefined) return this.shard(shard).notify();
+  /** A change (of these claims, when known) arrived in `shard` (every shard with unfinished claims when not given). */
+  notify(shard?: string, nodeIds?: readonly string[]): void {
+    if (shard !== undefined) return this.shard(shard).notify(nodeIds);
     this.withUnfinishedShards((shards) => {
       for (const s of new Set([...this.reconcilers.keys(), ...shards])) this.shard(s).notify();
     });

@@ -5,9 +5,9 @@
  * backoff then replace the reconcilers' own.
  */
 
-/** How a reconciler hands a change of one API stack (cluster and shard) to the scheduler. */
+/** How a reconciler hands a change of one API stack (cluster and shard) to the scheduler, with the claims it concerns when known. */
 export interface RunDispatch {
-  changed(clusterId: string, shard: string): Promise<void>;
+  changed(clusterId: string, shard: string, nodeIds: readonly string[]): Promise<void>;
 }
 
 /** What runs a served cluster's scheduled runs: its shards (ClusterShards.runDispatched). */

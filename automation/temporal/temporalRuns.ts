@@ -87,8 +87,8 @@ export class TemporalRuns implements RunScheduler {
 
   /** The reconcilers' hand-over: a change signals its stack's workflow, starting it when none is open. */
   readonly dispatch: RunDispatch = {
-    changed: async (clusterId, shard) => {
-      await signalClaimsChanged(this.target, clusterId, shard, []);
+    changed: async (clusterId, shard, nodeIds) => {
+      await signalClaimsChanged(this.target, clusterId, shard, nodeIds);
     },
   };
 

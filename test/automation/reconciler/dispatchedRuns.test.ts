@@ -16,14 +16,14 @@ const POOL = "hel1-burst";
 
 /** The test's scheduler: the changes handed to it, the served clusters' runs, and a switch making hand-overs fail. */
 class TestScheduler implements RunScheduler {
-  readonly changes: Array<{ clusterId: string; shard: string }> = [];
+  readonly changes: Array<{ clusterId: string; shard: string; nodeIds: readonly string[] }> = [];
   readonly served = new Map<string, DispatchedRuns>();
   unreachable: string | undefined;
 
   readonly dispatch = {
-    changed: async (clusterId: string, shard: string) => {
+    changed: async (clusterId: string, shard: string, nodeIds: readonly string[]) => {
       if (this.unreachable) throw new Error(this.unreachable);
-      this.changes.push({ clusterId, shard });
+      this.changes.push({ clusterId, shard, nodeIds });
     },
   };
 
@@ -60,7 +60,7 @@ describe("engine runs scheduled outside the process (fake engine, fake scheduler
   it("hands every change to the scheduler and runs only what it hands back", async () => {
     const node = await create("d-0");
     await eventually(async () => (scheduler.changes.length > 0 ? true : undefined));
-    assert.deepEqual(scheduler.changes[0], { clusterId: "example", shard: "0" });
+    assert.deepEqual(scheduler.changes[0], { clusterId: "example", shard: "0", nodeIds: [node.nodeID] });
     // The in-process window (50 ms here) would have run it long ago.
     await sleep(500);
     assert.equal(engine.upStacks.length, 0, "nothing ran without the scheduler");
@@ -114,15 +114,16 @@ describe("engine runs scheduled outside the process (fake engine, fake scheduler
 
   it("degrades readiness while the scheduler cannot be reached, and hands the change on once it can", async () => {
     scheduler.unreachable = "14 UNAVAILABLE: connection refused (simulated)";
-    await create("d-unreachable");
+    const node = await create("d-unreachable");
     await eventually(async () => {
       const { body } = await api!.client.readiness();
       return body.status === "degraded" && /could not hand the change to the run scheduler/.test(JSON.stringify(body)) ? true : undefined;
     });
     assert.equal(scheduler.changes.length, 0);
     scheduler.unreachable = undefined;
-    // Sent again with the retry backoff (50 ms at first here).
+    // Sent again with the retry backoff (50 ms at first here), still naming the claim.
     await eventually(async () => (scheduler.changes.length > 0 ? true : undefined));
+    assert.deepEqual(scheduler.changes[0]!.nodeIds, [node.nodeID]);
     await eventually(async () => ((await api!.client.readiness()).body.status === "ready" ? true : undefined));
   });
 

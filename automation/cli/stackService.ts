@@ -53,6 +53,7 @@ import { fileBackendDir } from "../engine/fileBackendState";
 import { assertStoreNotLost } from "../store/storeIntegrity";
 import { assertSharedClaimsNotLostInCloud, assertStoreNotLostInCloud } from "../reconciler/storeLostInCloud";
 import { apiEngineStateOf, apiStackDefinition } from "../reconciler/apiStack";
+import { apiStackFence } from "../reconciler/apiStackFence";
 import { DEFAULT_CREATE_DEADLINE_MS } from "../reconciler/runOutcome";
 import { membersPerShard } from "../reconciler/apiShard";
 import { DEFAULT_CONCURRENT_SHARD_RUNS } from "../reconciler/clusterShards";
@@ -291,6 +292,8 @@ interface EngineContext {
   readonly logger: Logger;
   /** The cluster's environment (its own credentials: clusterCredentials.ts): the engine runs in it. */
   readonly env: NodeJS.ProcessEnv;
+  /** The shared database of the scale-out mode (NODEFLEET_DATABASE_URL), when set. */
+  readonly shared: SharedStores | undefined;
 }
 
 /** Without cloud credentials (or asked for): the simulated cloud, announced loudly, with the git stack applied first. */
@@ -330,6 +333,7 @@ async function wireAutomationEngine({
   reclaimerOptions,
   logger,
   env,
+  shared,
 }: EngineContext): Promise<EngineWiring> {
   const { root, stack, fleet, settings } = config;
   const automation = await AutomationEngine.create({
@@ -338,6 +342,8 @@ async function wireAutomationEngine({
     env,
     parallel: settings.engineParallel,
     ...(hcloud ? { hcloud } : {}),
+    // Shared mode: a run holding its shard's run lock removes a dead replica's stack lock (apiStackFence.ts).
+    ...(shared ? { runFence: apiStackFence(shared.runs) } : {}),
   });
   const gitStack = { stackName: options.stack, program: gitStackProgram({ allowMissingKubeconfig: false }), config: {}, projectDir: root };
   const readSecretConfig: ReadSecretConfig = async (key) => (await automation.readStackConfig(gitStack))[key];
@@ -440,6 +446,7 @@ async function startService(
       reclaimerOptions: reclaimerOptions(config, env, metrics, logger),
       logger,
       env,
+      shared,
     };
     const wiring = kind === "simulated" ? wireSimulatedEngine(context) : await wireAutomationEngine(context);
     preparing = wiring.preparing;

@@ -24,6 +24,7 @@ import { loadProgram, runProgramReference } from "../gitStackProgram";
 import { killProcesses, processTrees, pulumiProcessesFor } from "./cliProcesses";
 import { type MarkedProcess, OWNER_MARK, leftoversOfEndedEngines, orphansOf, ownerMark, stopProcesses } from "./leftoverProcesses";
 import { type RecoveryOptions, type RecoveryReport, recoverStack } from "./crashRecovery";
+import type { StackFence } from "./objectStoreLocks";
 import {
   fileBackendDir,
   fileBackendUrl,
@@ -82,7 +83,30 @@ export interface AutomationEngineOptions {
   readonly historyToKeep?: number;
   /** Resource operations the CLI runs at once (`--parallel`). Default DEFAULT_ENGINE_PARALLEL (why: there). */
   readonly parallel?: number;
+  /**
+   * Serve's shared mode: the lock the calling run of one of the engine's own stacks (an API stack,
+   * never a git stack) holds, that every replica's run of that stack takes first (the shard's
+   * PostgreSQL run lock); undefined when it holds none. While held, crash recovery removes another
+   * machine's lock on the stack in an object-storage backend (after FENCE_MARGIN_MS beyond the
+   * force-stop time); once lost, the run is cancelled.
+   */
+  readonly runFence?: (stackName: string) => RunFence | undefined;
 }
+
+/** A lock across replicas held by a run (AutomationEngineOptions.runFence). */
+export interface RunFence {
+  /** Aborts when the lock is lost during the run. */
+  readonly lost: AbortSignal;
+  /** Whether the lock's store confirms it is held now. */
+  confirm(): Promise<boolean>;
+}
+
+/**
+ * Beyond the force-stop time, how long a fenced run gives another machine's stack lock to go by
+ * itself: a replica that lost its run lock cancels its CLI at once and kills it after its force-stop
+ * time (the same for every replica), so a lock still there after both is a dead run's.
+ */
+const FENCE_MARGIN_MS = 10_000;
 
 /** Engine ops collapsed onto the contract's five (replacement halves count once, as `replace`). */
 const OP_MAP: Partial<Record<OpType, StepOp>> = {
@@ -270,6 +294,7 @@ class RunStopper {
   private readonly timers: NodeJS.Timeout[] = [];
   private why = "was cancelled";
   private readonly onCallerAbort = () => this.abort("was cancelled");
+  private readonly disposers: Array<() => void> = [];
 
   constructor(
     private readonly stackName: string,
@@ -304,9 +329,18 @@ class RunStopper {
     );
   }
 
+  /** Also stops the run, for `why`, when `signal` aborts. */
+  stopOn(signal: AbortSignal, why: string): void {
+    const onAbort = () => this.abort(why);
+    if (signal.aborted) return onAbort();
+    signal.addEventListener("abort", onAbort, { once: true });
+    this.disposers.push(() => signal.removeEventListener("abort", onAbort));
+  }
+
   dispose(): void {
     for (const timer of this.timers) clearTimeout(timer);
     this.callerSignal?.removeEventListener("abort", this.onCallerAbort);
+    for (const dispose of this.disposers) dispose();
   }
 }
 
@@ -559,9 +593,12 @@ export class AutomationEngine implements StackEngine {
         this.options.runDeadlineMs ?? DEFAULT_RUN_DEADLINE_MS,
         this.options.forceStopAfterMs ?? DEFAULT_FORCE_STOP_MS,
       );
+      // In the caller's context: the run lock it holds, if any (a git stack's run is never fenced).
+      const fence = def.projectDir ? undefined : this.options.runFence?.(def.stackName);
+      if (fence) stop.stopOn(fence.lost, "lost its run lock (the database connection holding it ended): another replica may run the stack");
       try {
         for (let attempt = 1; ; attempt++) {
-          await recoverStack(stack, this.recoveryOptions(def));
+          await recoverStack(stack, { ...this.recoveryOptions(def), ...(fence ? { fence: this.stackFence(fence) } : {}) });
           const collector = new StepCollector(kind === "preview", (step, count) =>
             reportStep(step, count, options, this.options.logger, false),
           );
@@ -615,6 +652,11 @@ export class AutomationEngine implements StackEngine {
       ...(this.options.logger ? { logger: this.options.logger } : {}),
       env: this.env,
     };
+  }
+
+  /** Crash recovery's view of a run's fence: confirmed before another machine's lock is removed, after the grace. */
+  private stackFence(fence: RunFence): StackFence {
+    return { held: () => fence.confirm(), graceMs: (this.options.forceStopAfterMs ?? DEFAULT_FORCE_STOP_MS) + FENCE_MARGIN_MS };
   }
 
   /**

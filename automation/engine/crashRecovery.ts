@@ -2,17 +2,19 @@
  * Crash recovery for the automation engine, run before every engine run (docs/design.md §4.1), with
  * Pulumi's own mechanisms and, on the file backend, without a CLI process when there is nothing to
  * do: a stack lock left by a pulumi process of this machine that no longer runs is removed (from
- * the directory, or from the bucket of an `s3://` backend); pending creates of servers (Hetzner
- * Cloud, Scaleway Elastic Metal) are looked up by name and ownership labels or tags and adopted into
- * the exported state with their id (or deleted), the others dropped. Why not the CLI's `refresh
+ * the directory, or from the bucket of an `s3://` backend, where a run fenced across replicas also
+ * removes another machine's: `fence`); pending creates of servers (Hetzner Cloud, Scaleway Elastic
+ * Metal) are looked up by name and ownership labels or tags and adopted into the exported state
+ * with their id (or deleted), the others dropped. Why not the CLI's `refresh
  * --import-pending-creates`: docs/engines.md. Every step is idempotent, so a crash during recovery
  * is recovered by the next run.
  */
+import { hostname } from "node:os";
 import type { Deployment, Stack } from "@pulumi/pulumi/automation";
 import { type PendingOperation, fileBackendDir, pendingOperations, removeStaleLocks, stackLocks } from "./fileBackendState";
 import type { HcloudClient } from "../hcloud/hcloudClient";
 import type { ElasticMetalApi } from "../scaleway/elasticMetalApi";
-import { objectStoreLocation, objectStoreLocks, removeStaleObjectStoreLocks } from "./objectStoreLocks";
+import { type StackFence, objectStoreLocation, objectStoreLocks, removeStaleObjectStoreLocks } from "./objectStoreLocks";
 import type { EngineLogger } from "./stackEngine";
 
 /** A server the provider has under a pending create's name. */
@@ -170,6 +172,11 @@ export interface RecoveryOptions {
   readonly logger?: EngineLogger;
   /** The engine's environment: an object-storage backend's credentials (objectStoreLocks.ts). */
   readonly env?: NodeJS.ProcessEnv;
+  /**
+   * A run fenced across replicas (serve's shared mode: the shard's PostgreSQL run lock): an
+   * object-storage backend's lock from another machine is then stale (removeStaleObjectStoreLocks).
+   */
+  readonly fence?: StackFence;
 }
 
 export interface RecoveryReport {
@@ -209,6 +216,25 @@ export function adoptPendingCreates(deployment: RecoverableDeployment, actions: 
   };
 }
 
+/** The fence, saying in the log why the run waits for another machine's lock. */
+function loggedFence(fence: StackFence, options: RecoveryOptions): StackFence {
+  return {
+    held: () => fence.held(),
+    graceMs: fence.graceMs,
+    waiting: (locks) =>
+      options.logger?.warn(
+        { event: "crash_recovery", stack: options.stackName, lockHosts: [...new Set(locks.map((lock) => lock.hostname))] },
+        `another host's lock is on the stack while this replica holds its run lock: waiting up to ${Math.round(fence.graceMs / 1000)} s for it to go, then removing it`,
+      ),
+  };
+}
+
+/** How long ago a lock was taken, in whole seconds; undefined when its timestamp does not parse. */
+function lockAgeSeconds(timestamp: string | undefined): number | undefined {
+  const taken = timestamp === undefined ? Number.NaN : Date.parse(timestamp);
+  return Number.isNaN(taken) ? undefined : Math.max(0, Math.round((Date.now() - taken) / 1000));
+}
+
 export async function recoverStack(stack: Stack, options: RecoveryOptions): Promise<RecoveryReport> {
   const log = options.logger;
   const backendDir = fileBackendDir(options.backendUrl);
@@ -218,14 +244,34 @@ export async function recoverStack(stack: Stack, options: RecoveryOptions): Prom
   const removed = backendDir
     ? removeStaleLocks(backendDir, options.project, options.stackName)
     : objectStore
-      ? await removeStaleObjectStoreLocks(objectStore, options.project, options.stackName)
+      ? await removeStaleObjectStoreLocks(
+          objectStore,
+          options.project,
+          options.stackName,
+          options.fence && loggedFence(options.fence, options),
+        )
       : [];
   const removedStaleLocks = removed.length;
+  const host = hostname();
   for (const lock of removed) {
-    log?.warn(
-      { event: "crash_recovery", stack: options.stackName, deadPid: lock.pid, since: lock.timestamp },
-      "removed the stack lock of a pulumi process that no longer runs",
-    );
+    const age = lockAgeSeconds(lock.timestamp);
+    if (lock.hostname === host)
+      log?.warn(
+        { event: "crash_recovery", stack: options.stackName, deadPid: lock.pid, since: lock.timestamp },
+        "removed the stack lock of a pulumi process that no longer runs",
+      );
+    else
+      log?.warn(
+        {
+          event: "crash_recovery",
+          stack: options.stackName,
+          lockHost: lock.hostname,
+          lockPid: lock.pid,
+          since: lock.timestamp,
+          ...(age !== undefined ? { ageSeconds: age } : {}),
+        },
+        "removed another host's stack lock: this replica holds the stack's run lock, so no other run of it is live",
+      );
   }
   // A live lock (another replica's run, a person's `pulumi up`) means the pending operations are
   // that run's, not a crash's: nothing to recover; the run itself waits for the lock.

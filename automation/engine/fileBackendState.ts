@@ -91,9 +91,14 @@ export function stackLocks(backendDir: string, project: string, stack: string): 
   return locks;
 }
 
-/** A lock is stale when it was taken on this machine by a process that no longer runs. */
-export function lockIsStale(lock: Pick<StackLock, "pid" | "hostname">, host = hostname()): boolean {
-  return lock.hostname === host && !processAlive(lock.pid);
+/**
+ * A lock is stale when it was taken on this machine by a process that no longer runs. `fenced`: the
+ * caller holds a lock that every run of the stack takes first, anywhere (serve's shared mode: the
+ * shard's PostgreSQL run lock, released when its holder dies), so no other run of the stack is live
+ * and another machine's lock is stale too; a live process of this machine keeps its lock still.
+ */
+export function lockIsStale(lock: Pick<StackLock, "pid" | "hostname">, host = hostname(), fenced = false): boolean {
+  return lock.hostname === host ? !processAlive(lock.pid) : fenced;
 }
 
 /** Removes the stack's stale locks, never a live process's; returns the removed ones. */

@@ -3,11 +3,15 @@
  * storage (`s3://bucket[/prefix]?endpoint=…`, as Hetzner's and Scaleway's object storage serve it).
  * A pulumi process killed during a run leaves its lock object behind, and every later run of the
  * stack then fails as locked; the rule is the file backend's (fileBackendState.ts `lockIsStale`: a
- * lock taken on this machine by a process that no longer runs), read and removed through the S3 API.
+ * lock taken on this machine by a process that no longer runs), read and removed through the S3 API,
+ * and in serve's shared mode also a lock from another machine while the caller holds the stack's
+ * run lock across replicas (docs/scaling-api.md, "A dead replica's stack lock").
  * Keys: `<prefix>.pulumi/locks/organization/<project>/<stack>/<id>.json`, the lock holding pid,
  * username, hostname and timestamp (pkg/backend/diy/lock.go and backend.go of the Pulumi CLI).
  */
 import { DeleteObjectCommand, GetObjectCommand, ListObjectsV2Command, S3Client, type S3ClientConfig } from "@aws-sdk/client-s3";
+import { hostname } from "node:os";
+import { setTimeout as delay } from "node:timers/promises";
 import { type StackLock, lockIsStale } from "./fileBackendState";
 
 /** Where an `s3://` backend keeps its objects, and how to reach them. */
@@ -80,9 +84,49 @@ export async function objectStoreLocks(location: ObjectStoreLocation, project: s
   }
 }
 
-/** Removes the stack's stale locks from the bucket, never a live process's; returns the removed ones. */
-export async function removeStaleObjectStoreLocks(location: ObjectStoreLocation, project: string, stack: string): Promise<StackLock[]> {
-  const stale = (await objectStoreLocks(location, project, stack)).filter((lock) => lockIsStale(lock));
+/**
+ * A run fenced across replicas (serve's shared mode): it holds a lock every replica's run of the
+ * stack takes first, so another machine's stack lock is a dead run's (lockIsStale `fenced`).
+ */
+export interface StackFence {
+  /** Whether the run holds that lock now, as its store confirms. */
+  held(): Promise<boolean>;
+  /**
+   * How long another machine's lock is given to go by itself first: a replica that lost its lock
+   * while its CLI ran stops that CLI (at once, killed after its force-stop time), releasing it.
+   */
+  readonly graceMs: number;
+  /** Told once when the run starts waiting for another machine's locks. */
+  waiting?(locks: readonly StackLock[]): void;
+}
+
+/** How often a fenced run looks again for another machine's lock during the grace. */
+const FENCE_POLL_MS = 1000;
+
+/**
+ * Removes the stack's stale locks from the bucket, never a live process's; returns the removed ones.
+ * With a fence held, another machine's lock still there after the fence's grace is stale too.
+ */
+export async function removeStaleObjectStoreLocks(
+  location: ObjectStoreLocation,
+  project: string,
+  stack: string,
+  fence?: StackFence,
+): Promise<StackLock[]> {
+  const host = hostname();
+  let locks = await objectStoreLocks(location, project, stack);
+  const foreign = () => locks.filter((lock) => lock.hostname !== host);
+  let fenced = false;
+  if (fence && foreign().length > 0 && (await fence.held())) {
+    fence.waiting?.(foreign());
+    const until = Date.now() + fence.graceMs;
+    while (foreign().length > 0 && Date.now() < until) {
+      await delay(Math.min(FENCE_POLL_MS, until - Date.now()));
+      locks = await objectStoreLocks(location, project, stack);
+    }
+    fenced = foreign().length > 0 && (await fence.held());
+  }
+  const stale = locks.filter((lock) => lockIsStale(lock, host, fenced));
   if (stale.length === 0) return stale;
   const s3 = new S3Client(location.client);
   try {

@@ -5,6 +5,7 @@
  * record locks the claims it patches the same way. Each is one transaction with the operation-log
  * entry and the guard fingerprint. A COMMIT that returned is durable (synchronous_commit).
  */
+import { AsyncLocalStorage } from "node:async_hooks";
 import type { Pool, PoolClient } from "pg";
 import { fingerprintOfJson, type GuardFingerprint } from "./guardFingerprints";
 import {
@@ -27,6 +28,7 @@ import {
   type BeginRequest,
   type BegunRun,
   type RecordRequest,
+  type HeldRunLock,
   type RunStore,
 } from "./runStore";
 
@@ -44,8 +46,38 @@ const LOCK_NOT_AVAILABLE = "55P03";
 
 const OPERATION_COLUMNS = "id, cluster_id, kind, started_at, finished_at, result, summary_json, nodes_json, error, details_json";
 
+/** How long runLockHeld waits for PostgreSQL to confirm the lock before taking it as lost. */
+const RUN_LOCK_CHECK_MS = 10_000;
+
+/**
+ * Whether this session holds the run lock now, as `pg_locks` shows it (a two-key advisory lock is
+ * `classid`, `objid`, `objsubid = 2`); false once the connection was lost, on an error, or when
+ * PostgreSQL does not answer within RUN_LOCK_CHECK_MS.
+ */
+async function confirmHeld(client: PoolClient, key: [number, string], lost: AbortSignal): Promise<boolean> {
+  if (lost.aborted) return false;
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), RUN_LOCK_CHECK_MS)));
+  const asked = client
+    .query<{ held: boolean }>(
+      `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid() AND granted
+         AND objsubid = 2 AND classid = ($1::int4)::oid AND objid = (hashtext($2))::oid) AS held`,
+      key,
+    )
+    .then(
+      (result) => result.rows[0]?.held === true,
+      () => false,
+    );
+  try {
+    return (await Promise.race([asked, late])) && !lost.aborted;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 export class PostgresRunStore implements RunStore {
   private readonly now: () => Date;
+  private readonly held = new AsyncLocalStorage<HeldRunLock>();
 
   /** Over a pool opened by openPostgresPool (postgresDatabase.ts); its owner ends it. */
   constructor(
@@ -64,27 +96,44 @@ export class PostgresRunStore implements RunStore {
    * preview, up, record). Waited for in PostgreSQL's lock queue, so replicas take turns in the
    * order they asked (a replica that just ran does not win again over one waiting), in waits of
    * RUN_LOCK_WAIT_MS (lock_timeout) between which a stopping replica gives up. A connection lost
-   * during the run loses the lock with it: the stack's backend lock (Pulumi's, or the simulated
-   * engine's) is then what keeps a second `up` out. The run's own transactions take other
-   * connections: the pool's owner sizes it beyond the runs at once.
+   * during the run loses the lock with it: the run is told (`runLockHeld().lost`; the automation
+   * engine then stops its CLI), and the stack's backend lock (Pulumi's, or the simulated engine's)
+   * is what keeps a second `up` out meanwhile. The run's own transactions take other connections:
+   * the pool's owner sizes it beyond the runs at once.
    */
   async exclusively<T>(clusterId: string, shard: string, run: () => Promise<T>, stopping: () => boolean): Promise<T | undefined> {
     const client = await this.pool.connect();
-    const key = [RUN_LOCK_CLASS, `${clusterId}/${shard}`];
+    const key: [number, string] = [RUN_LOCK_CLASS, `${clusterId}/${shard}`];
+    const lost = new AbortController();
     let broken: Error | undefined;
+    // A connection the server ends between queries must not take the process down: it is the lock's loss.
+    const onLost = (error?: unknown) => {
+      broken ??= error instanceof Error ? error : new Error("the connection holding the run lock ended");
+      lost.abort(broken);
+    };
+    client.on("error", onLost);
+    client.on("end", onLost);
     try {
       if (!(await waitForLock(client, key, stopping))) return undefined;
+      const held: HeldRunLock = { clusterId, shard, lost: lost.signal, confirm: () => confirmHeld(client, key, lost.signal) };
       try {
-        return await run();
+        return await this.held.run(held, run);
       } finally {
         // A connection that cannot unlock is closed: PostgreSQL releases a session's locks with it.
         await client.query("SELECT pg_advisory_unlock($1, hashtext($2))", key).catch((failure: unknown) => {
-          broken = failure instanceof Error ? failure : new Error(String(failure));
+          broken ??= failure instanceof Error ? failure : new Error(String(failure));
         });
       }
     } finally {
+      client.off("error", onLost);
+      client.off("end", onLost);
       client.release(broken);
     }
+  }
+
+  /** The lock of the `exclusively` the caller runs in (AsyncLocalStorage follows it through the run's awaits). */
+  runLockHeld(): HeldRunLock | undefined {
+    return this.held.getStore();
   }
 
   beginRun({ clusterId, shard, kind }: BeginRequest): Promise<BegunRun | undefined> {

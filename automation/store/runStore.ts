@@ -44,6 +44,16 @@ export interface RecordRequest {
   readonly fingerprint: GuardFingerprint | undefined;
 }
 
+/** A shard's run lock across replicas that the calling code holds (`runLockHeld`). */
+export interface HeldRunLock {
+  readonly clusterId: string;
+  readonly shard: string;
+  /** Aborts when the lock is lost before the run ends: the database connection holding it ended. */
+  readonly lost: AbortSignal;
+  /** Whether the database confirms, now, that the lock is held (false when it does not answer in time). */
+  confirm(): Promise<boolean>;
+}
+
 export interface RunStore {
   /**
    * Runs `run` (a run's begin, engine calls and record) holding the shard's run lock, so no other
@@ -51,6 +61,12 @@ export interface RunStore {
    * it is free or `stopping()` says to give up (then resolves undefined without running).
    */
   exclusively<T>(clusterId: string, shard: string, run: () => Promise<T>, stopping: () => boolean): Promise<T | undefined>;
+  /**
+   * The run lock the calling code (inside `exclusively`) holds across replicas; undefined outside
+   * `exclusively`, and for a store whose lock does not reach other replicas (SQLite). While it is
+   * held, no other replica's run of the shard's stack is live.
+   */
+  runLockHeld(): HeldRunLock | undefined;
   /**
    * Marks the shard's PENDING claims PROVISIONING and opens the run's operation over them and the
    * unfinished ones (PROVISIONING, TERMINATING), in one transaction; undefined (nothing written)

@@ -129,6 +129,18 @@ describe("automation engine parts", function () {
       assert.equal(lockIsStale({ pid: 2 ** 22 + 4242, hostname: "another-host" }), false);
     });
 
+    it("treats another host's lock as stale only in a run fenced across replicas, and never a live process's of this host", function () {
+      const remote = { pid: process.pid, hostname: "another-host" };
+      assert.equal(lockIsStale(remote, hostname(), true), true, "fenced: no other run of the stack is live");
+      assert.equal(lockIsStale(remote, hostname(), false), false, "not fenced: another host's lock is never judged");
+      assert.equal(
+        lockIsStale({ pid: process.pid, hostname: hostname() }, hostname(), true),
+        false,
+        "a live process of this host keeps its lock",
+      );
+      assert.equal(lockIsStale({ pid: 2 ** 22 + 4242, hostname: hostname() }, hostname(), true), true);
+    });
+
     it("reads locks and pending operations from the file backend and removes only stale locks", function () {
       const dir = mkdtempSync(join(tmpdir(), "nodefleet-backend-"));
       try {

@@ -3,9 +3,11 @@
  * commit) and PostgreSQL (a throwaway cluster on loopback, test/support/postgresServer.ts). A run's
  * begin marks and opens its operation in one transaction, its record keeps a delete that arrived
  * during the run, finishes the operation and keeps or drops the fingerprint; then, on PostgreSQL, a
- * delete on another replica racing a run's begin, and a run cut short abandoned by the next.
+ * delete on another replica racing a run's begin, a run cut short abandoned by the next, and a run
+ * told when its lock's connection ends.
  */
 import { strict as assert } from "node:assert";
+import pg from "pg";
 import type { MemberSnapshot } from "../../../automation/store/claimSnapshot";
 import { ClaimStore, type ClaimStatus } from "../../../automation/store/claimStore";
 import { SqliteClaimRepository, type ClaimRepository, type NewClaim } from "../../../automation/store/claimRepository";
@@ -13,7 +15,7 @@ import { openDatabase } from "../../../automation/store/database";
 import { GuardFingerprints, type GuardFingerprint } from "../../../automation/store/guardFingerprints";
 import { OperationLog } from "../../../automation/store/operationLog";
 import { openPostgresStores } from "../../../automation/store/postgresStores";
-import type { RunStore } from "../../../automation/store/runStore";
+import type { HeldRunLock, RunStore } from "../../../automation/store/runStore";
 import { SqliteRunStore } from "../../../automation/store/sqliteRunStore";
 import { eventually, tempDataDir } from "../../support/apiHarness";
 import { suitePostgres } from "../../support/postgresServer";
@@ -99,6 +101,25 @@ function runStoreSuite(backend: Backend): void {
       stores = await backend.open();
     });
     afterEach(async () => stores.close());
+
+    it(`tells the code of a run the lock it holds across replicas${backend.name === "SQLite" ? " (none on SQLite)" : ""}`, async () => {
+      assert.equal(stores.runs.runLockHeld(), undefined, "outside a run");
+      const inside = await stores.runs.exclusively(
+        CLUSTER,
+        "pool-b",
+        async () => {
+          await new Promise((resolve) => setImmediate(resolve));
+          const held = stores.runs.runLockHeld();
+          return held && { clusterId: held.clusterId, shard: held.shard, confirmed: await held.confirm(), lost: held.lost.aborted };
+        },
+        () => false,
+      );
+      assert.deepEqual(
+        inside,
+        backend.name === "SQLite" ? undefined : { clusterId: CLUSTER, shard: "pool-b", confirmed: true, lost: false },
+      );
+      assert.equal(stores.runs.runLockHeld(), undefined, "after the run");
+    });
 
     it("begins nothing when nothing is left to reconcile, and writes no operation", async () => {
       await seed(stores.claims, { r: "RUNNING", f: "FAILED" });
@@ -208,8 +229,9 @@ describe("engine runs on one PostgreSQL database shared by two replicas", functi
   let b: Stores;
   before(() => shared.before());
   after(() => shared.after());
+  let url: string;
   beforeEach(async () => {
-    const url = await shared.createDatabase("run_replicas");
+    url = await shared.createDatabase("run_replicas");
     // Both at once: the migration runs once, under its advisory lock.
     [a, b] = await Promise.all([openPostgresStores({ connectionString: url }), openPostgresStores({ connectionString: url })]);
   });
@@ -305,6 +327,43 @@ describe("engine runs on one PostgreSQL database shared by two replicas", functi
     const again = a.runs.exclusively(CLUSTER, "0", async () => void order.push("a again"), stop);
     await Promise.all([waiting, again]);
     assert.deepEqual(order, ["a", "b", "a again"]);
+  });
+
+  it("tells a run whose lock's connection ends that it lost the lock, lets another replica take it, and lives on", async () => {
+    let lostHeld: HeldRunLock | undefined;
+    const running = a.runs.exclusively(
+      CLUSTER,
+      "0",
+      async () => {
+        const held = a.runs.runLockHeld()!;
+        assert.equal(await held.confirm(), true);
+        lostHeld = held;
+        await new Promise((resolve) => held.lost.addEventListener("abort", resolve, { once: true }));
+        return "stopped";
+      },
+      () => false,
+    );
+    await eventually(() => lostHeld);
+    // What a restart of PostgreSQL, or its session's end, does to the connection holding the lock.
+    const admin = new pg.Client({ connectionString: url });
+    await admin.connect();
+    try {
+      const terminated = await admin.query(
+        "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 2 AND granted AND pid <> pg_backend_pid()",
+      );
+      assert.equal(terminated.rowCount, 1);
+    } finally {
+      await admin.end();
+    }
+    assert.equal(await running, "stopped", "the run is told, and the replica's process goes on");
+    assert.equal(await lostHeld!.confirm(), false);
+    const next = await b.runs.exclusively(
+      CLUSTER,
+      "0",
+      async () => b.runs.runLockHeld()!.confirm(),
+      () => false,
+    );
+    assert.equal(next, true, "another replica holds the lock now");
   });
 
   it("abandons a run of the shard still marked running when the next run of it begins (its replica died)", async () => {

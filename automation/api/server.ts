@@ -22,6 +22,7 @@ import type { GitStackPrerequisites } from "../reconciler/gitStackPrerequisites"
 import type { BatchWindowConfig, RetryConfig } from "../reconciler/batchWindow";
 import { ClusterReconciler } from "../reconciler/clusterReconciler";
 import { ClusterShards } from "../reconciler/clusterShards";
+import type { RunScheduler } from "../reconciler/runScheduler";
 import { GuardFingerprints } from "../store/guardFingerprints";
 import { LearnedCapacities } from "../store/learnedCapacities";
 import { ClaimStore } from "../store/claimStore";
@@ -136,6 +137,12 @@ export interface BuildServerOptions {
    * store then keeps only what each replica learns for itself. Default: all in the embedded store.
    */
   readonly shared?: SharedStores;
+  /**
+   * Engine runs scheduled outside the process (the scale-out mode's Temporal workflows,
+   * NODEFLEET_TEMPORAL_ADDRESS; needs `shared`): every change is handed to it, and it hands the runs
+   * back to whichever replica's worker takes them. Default: each shard's reconciler runs its own.
+   */
+  readonly runScheduler?: RunScheduler;
   /**
    * Builds the claim store over the database (default: the SQLite ClaimStore). Benchmarks pass a
    * stand-in to measure what the service costs without its store; a service never should.
@@ -353,6 +360,7 @@ function shardReconciler(
     },
     observer: metrics,
     ...(logger ? { logger } : {}),
+    ...(options.runScheduler ? { dispatch: options.runScheduler.dispatch } : {}),
   });
 }
 
@@ -516,9 +524,11 @@ function runWithServer(
 ): void {
   const { catalog, abandoned, logger } = parts;
   let otherReplicas: ClaimChangeListener | undefined;
+  let stopServingRuns: (() => void) | undefined;
   app.addHook("onReady", async () => {
     catalog.start();
     options.prerequisites?.start();
+    stopServingRuns = options.runScheduler?.serve(options.fleet().cluster.id, reconciler);
     reconciler.start();
     capacityWatch?.start();
     if (abandoned > 0) logger?.warn({ abandoned }, "engine runs were cut short by an unclean stop; their claims are reconciled again");
@@ -534,6 +544,7 @@ function runWithServer(
     catalog.stop();
     options.prerequisites?.stop();
     await reconciler.stop(options.shutdownGraceMs ?? 30_000);
+    stopServingRuns?.();
     await capacityWatch?.stop();
     await otherReplicas?.close();
     database.close();
@@ -546,7 +557,9 @@ function runWithServer(
  * The cluster's claim changes made by any replica (claimChanges.ts): a create or delete wakes its
  * shard's runs here too (one replica at a time runs a shard: the run lock; the others find nothing
  * left), and every change wakes the requests waiting on that claim. After a lost connection every
- * shard with unfinished claims is looked at again.
+ * shard with unfinished claims is looked at again. With a run scheduler every replica hands the
+ * change on (the scheduler's workflow takes them as one), so a replica dying between its commit and
+ * its hand-over strands nothing.
  */
 function listenToOtherReplicas(
   shared: SharedStores,

@@ -22,7 +22,8 @@ import { LOG_FORMATS, type LogFormat } from "./logFormat";
 import { assertCanListen, portProblem } from "./portCheck";
 import { servesOneStack, stackArgumentProblem } from "./servedStacks";
 import { serviceLogger } from "./serviceLogger";
-import { positiveIntEnv, startStackService, type StackService } from "./stackService";
+import { openRunScheduler, positiveIntEnv, startStackService, type StackService } from "./stackService";
+import type { TemporalRuns } from "../temporal/temporalRuns";
 import { clusterEnvironment } from "./clusterCredentials";
 
 export interface ServeOptions {
@@ -41,18 +42,26 @@ export interface ServeOptions {
 async function serve(options: ServeOptions, env: NodeJS.ProcessEnv = process.env): Promise<void> {
   const logger = serviceLogger(env, 2, options.logFormat ? { format: options.logFormat } : {});
   const stack = options.stacks[0]!;
-  const service = await startStackService(
-    {
-      stack,
-      dataDir: options.dataDir,
-      listen: { host: options.host, port: options.port },
-      ...(options.engine ? { engine: options.engine } : {}),
-    },
-    clusterEnvironment(env, stack),
-    logger,
-  );
-  stopOnSignals(service, logger);
-  await listen(service, options, logger);
+  const scheduler = await openRunScheduler(env, logger);
+  let service: StackService;
+  try {
+    service = await startStackService(
+      {
+        stack,
+        dataDir: options.dataDir,
+        listen: { host: options.host, port: options.port },
+        ...(options.engine ? { engine: options.engine } : {}),
+        ...(scheduler ? { runScheduler: scheduler } : {}),
+      },
+      clusterEnvironment(env, stack),
+      logger,
+    );
+  } catch (error) {
+    await scheduler?.close();
+    throw error;
+  }
+  stopOnSignals(service, logger, scheduler);
+  await listen(service, options, logger, scheduler);
 }
 
 /**
@@ -68,24 +77,31 @@ async function serveClusters(options: ServeOptions, env: NodeJS.ProcessEnv = pro
   await assertCanListen(options.host, options.port);
   const dataDir = path.resolve(options.dataDir);
   fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  const scheduler = await openRunScheduler(env, logger);
   const hosts = new ClusterHosts({
     stacks: options.stacks,
     stacksDir: path.join(projectRoot(), "stacks"),
     dataDir,
     ...(options.engine ? { engine: options.engine } : {}),
     // Read at each cluster's start: a folder added with its stack file takes effect with it.
-    start: (stackOptions, stackLogger) => startStackService(stackOptions, clusterEnvironment(env, stackOptions.stack), stackLogger),
+    start: (stackOptions, stackLogger) =>
+      startStackService(
+        { ...stackOptions, ...(scheduler ? { runScheduler: scheduler } : {}) },
+        clusterEnvironment(env, stackOptions.stack),
+        stackLogger,
+      ),
     recheckMs,
     logger,
   });
   const front = await buildClusterFront({ clusters: () => hosts.list(), metrics: new ServiceMetrics(), logger, ...(tls ? { tls } : {}) });
   front.addHook("onClose", async () => hosts.stop());
-  closeOnSignals(front, logger);
+  closeOnSignals(front, logger, () => {}, scheduler);
   let address: string;
   try {
     address = await front.listen({ host: options.host, port: options.port });
   } catch (error) {
     await front.close();
+    await scheduler?.close();
     throw portProblem(error, options.host, options.port);
   }
   const named = options.stacks.join(", ");
@@ -95,13 +111,15 @@ async function serveClusters(options: ServeOptions, env: NodeJS.ProcessEnv = pro
 }
 
 /**
- * SIGTERM and SIGINT close the server once (after `beforeClose`), then end the process; the
+ * SIGTERM and SIGINT close the server once (after `beforeClose`), then the Temporal worker (its
+ * activities are the server's runs, finished or abandoned by then), then end the process; the
  * returned shutdown serves other reasons to stop.
  */
 function closeOnSignals(
   app: FastifyInstance,
   logger: Logger,
   beforeClose: () => void = () => {},
+  scheduler?: TemporalRuns,
 ): (reason: string, exitCode?: number) => void {
   let closing = false;
   const shutdown = (reason: string, exitCode = 0) => {
@@ -109,13 +127,16 @@ function closeOnSignals(
     closing = true;
     logger.info({ signal: reason }, "shutting down: finishing or abandoning the engine runs in progress");
     beforeClose();
-    app.close().then(
-      () => process.exit(exitCode),
-      (error: unknown) => {
-        logger.error({ err: errorMessage(error) }, "shutdown failed");
-        process.exit(1);
-      },
-    );
+    app
+      .close()
+      .then(() => scheduler?.close())
+      .then(
+        () => process.exit(exitCode),
+        (error: unknown) => {
+          logger.error({ err: errorMessage(error) }, "shutdown failed");
+          process.exit(1);
+        },
+      );
   };
   process.once("SIGTERM", () => shutdown("SIGTERM"));
   process.once("SIGINT", () => shutdown("SIGINT"));
@@ -123,15 +144,15 @@ function closeOnSignals(
 }
 
 /** One stack's service: the signals, and a failed store sync, which stops it with a non-zero exit. */
-function stopOnSignals(service: StackService, logger: Logger): void {
+function stopOnSignals(service: StackService, logger: Logger, scheduler: TemporalRuns | undefined): void {
   // Before the close: a run waiting for the first apply must not hold the shutdown.
-  const shutdown = closeOnSignals(service.app, logger, () => service.firstApply?.abandon());
+  const shutdown = closeOnSignals(service.app, logger, () => service.firstApply?.abandon(), scheduler);
   // A failed fsync leaves the disk's content unknown: stop, so that a restart recovers from what is on it.
   walSyncOf(service.database).onFailure(() => shutdown("store sync failed", 1));
 }
 
 /** Listens, and only then starts the first apply; a port that turns out taken releases everything. */
-async function listen(service: StackService, options: ServeOptions, logger: Logger): Promise<void> {
+async function listen(service: StackService, options: ServeOptions, logger: Logger, scheduler: TemporalRuns | undefined): Promise<void> {
   const { app, firstApply, config, dataDir } = service;
   let address: string;
   try {
@@ -140,6 +161,7 @@ async function listen(service: StackService, options: ServeOptions, logger: Logg
     // The reconciler and catalog started in onReady: stop them and release the data directory, or the process lingers.
     firstApply?.abandon();
     await app.close();
+    await scheduler?.close();
     throw portProblem(error, options.host, options.port);
   }
   firstApply?.start();

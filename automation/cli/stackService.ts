@@ -20,6 +20,9 @@ import {
 } from "../api/apiTokenSources";
 import { hashToken, parseApiTokens, type TokenEntry } from "../api/apiTokens";
 import { buildServer } from "../api/server";
+import type { RunScheduler } from "../reconciler/runScheduler";
+import { TemporalRuns } from "../temporal/temporalRuns";
+import { temporalSettingsFromEnv } from "../temporal/temporalSettings";
 import { NODEFLEET_AUDIENCE, parseServiceAccount } from "../api/serviceAccountTokens";
 import { readTlsFiles, tlsFilesFromEnv } from "../api/tlsFiles";
 import { autoscaledPools, type FleetSpec } from "../../components/fleet/fleetSpec";
@@ -73,6 +76,8 @@ export interface StackServiceOptions {
    * process metrics instead.
    */
   readonly listen?: { readonly host: string; readonly port: number };
+  /** The process's Temporal workers and client in the scale-out mode (openRunScheduler); default: runs in process. */
+  readonly runScheduler?: RunScheduler;
 }
 
 const CLOUD_CREDENTIALS = ["HCLOUD_TOKEN", "SCW_SECRET_KEY"] as const;
@@ -475,6 +480,7 @@ async function startService(
       lock,
       database,
       ...(shared ? { shared } : {}),
+      ...(options.runScheduler ? { runScheduler: options.runScheduler } : {}),
       engine: wiring.engine,
       fleet: () => config.stack.fleet(),
       stackConfig: () => wiring.programConfig(),
@@ -515,6 +521,23 @@ async function startService(
     lock.release();
     throw error;
   }
+}
+
+/**
+ * The scale-out mode's Temporal part when NODEFLEET_TEMPORAL_ADDRESS is set (temporalSettings.ts):
+ * one client and worker per process, for every cluster it serves, its workflows batching and
+ * retrying with the service's NODEFLEET_BATCH_* and NODEFLEET_RETRY_* settings.
+ */
+export async function openRunScheduler(env: NodeJS.ProcessEnv, logger: Logger): Promise<TemporalRuns | undefined> {
+  const temporal = temporalSettingsFromEnv(env);
+  if (!temporal) return undefined;
+  const settings = serviceSettings(env);
+  return TemporalRuns.open({
+    settings: temporal,
+    runs: { batch: settings.batch, retry: settings.retry },
+    shutdownGraceMs: settings.shutdownGraceMs,
+    logger,
+  });
 }
 
 /**

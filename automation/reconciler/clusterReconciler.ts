@@ -28,6 +28,7 @@ import {
 } from "./runOutcome";
 import { errorMessage } from "../../components/shared/errorMessage";
 import { DEFAULT_SHARD } from "./apiShard";
+import type { RunDispatch } from "./runScheduler";
 
 export interface RunObserver {
   runFinished(clusterId: string, kind: OperationKind, result: "succeeded" | "failed", durationMs: number): void;
@@ -86,6 +87,8 @@ export interface ClusterReconcilerOptions {
   readonly onLaunchBackoff?: (clusterId: string, mark: LaunchBackoffMark) => void;
   readonly observer?: RunObserver;
   readonly logger?: Logger;
+  /** Runs scheduled outside the process (runScheduler.ts), coming back through runDispatched; default: this reconciler's own window and retries. */
+  readonly dispatch?: RunDispatch;
 }
 
 /** One engine run in progress: what it is for, and the operation recording the engine call under way. */
@@ -130,6 +133,15 @@ export class ClusterReconciler extends EventEmitter {
   private stopped = false;
   private degradation: Degradation | undefined;
   private runs = 0;
+  /** Dispatched runs: a change being handed on, another change since, and a failed hand-over. */
+  private dispatching = false;
+  private dispatchAgain = false;
+  private dispatchFailures = 0;
+  private dispatchProblem: Degradation | undefined;
+  /** Dispatched runs: the scheduler's cancellation of the run under way, whether it must retry, what it did. */
+  private cancellation: AbortSignal | undefined;
+  private retryWanted = false;
+  private lastSummary: string | undefined;
 
   constructor(private readonly options: ClusterReconcilerOptions) {
     super();
@@ -156,7 +168,7 @@ export class ClusterReconciler extends EventEmitter {
   }
 
   get degraded(): Degradation | undefined {
-    return this.degradation;
+    return this.degradation ?? this.dispatchProblem;
   }
 
   /** Claims waiting for a run: what the next run has to do. */
@@ -186,6 +198,7 @@ export class ClusterReconciler extends EventEmitter {
   /** A change arrived: make sure a run will pick it up. */
   notify(): void {
     if (this.stopped) return;
+    if (this.options.dispatch) return this.dispatchChange();
     const now = Date.now();
     this.windowFirst ??= now;
     this.windowLast = now;
@@ -202,6 +215,80 @@ export class ClusterReconciler extends EventEmitter {
   private runNow(): void {
     if (this.current || this.stopped) return;
     this.windowFirst = this.windowLast = undefined;
+    void this.startRun();
+  }
+
+  /**
+   * Hands the change to the scheduler; changes while one is being handed on go with one more. A
+   * failed hand-over degrades the shard and is tried again with the retry backoff.
+   */
+  private dispatchChange(): void {
+    if (this.dispatching) {
+      this.dispatchAgain = true;
+      return;
+    }
+    this.dispatching = true;
+    this.options
+      .dispatch!.changed(this.clusterId, this.shard)
+      .then(
+        () => {
+          this.dispatchFailures = 0;
+          this.dispatchProblem = undefined;
+        },
+        (error: unknown) => {
+          this.dispatchFailures += 1;
+          const delay = retryDelay(this.dispatchFailures, this.retry);
+          const message = errorMessage(error).slice(0, 500);
+          this.dispatchProblem = {
+            reason: `could not hand the change to the run scheduler: ${message}; retrying`,
+            since: this.dispatchProblem?.since ?? new Date().toISOString(),
+          };
+          this.options.logger?.warn(
+            { cluster: this.clusterId, shard: this.shard, err: message, delayMs: delay },
+            "run scheduler unreachable",
+          );
+          clearTimeout(this.retryTimer);
+          this.retryTimer = setTimeout(() => this.notify(), delay);
+        },
+      )
+      .finally(() => {
+        this.dispatching = false;
+        if (this.dispatchAgain) {
+          this.dispatchAgain = false;
+          this.notify();
+        }
+      });
+  }
+
+  /**
+   * One run the scheduler hands back (its activity): the summary of what it did; rejected when the
+   * run failed as a whole or left claims to retry (the scheduler retries with its backoff), or when
+   * this replica stops before recording it (another worker runs it). Aborting `cancellation` (an
+   * operator's cancel) stops the engine run, which is recorded as abandoned.
+   */
+  async runDispatched(cancellation: AbortSignal): Promise<string> {
+    // A previous attempt still finishing here (its activity timed out) ends first: one run of the stack at a time.
+    while (this.current) await this.current;
+    if (this.stopped) throw new Error("this replica is stopping; another worker takes the run");
+    this.retryWanted = false;
+    this.lastSummary = undefined;
+    this.cancellation = cancellation;
+    const cancel = () => this.abort?.abort(cancellation.reason);
+    cancellation.addEventListener("abort", cancel, { once: true });
+    try {
+      await this.startRun();
+    } finally {
+      cancellation.removeEventListener("abort", cancel);
+      this.cancellation = undefined;
+    }
+    if (cancellation.aborted) throw cancellation.reason;
+    if (this.retryWanted) throw new Error(this.degraded?.reason ?? "the run must be retried");
+    if (this.lastSummary === undefined) throw new Error("this replica stopped before the run was recorded; another worker runs it");
+    return this.lastSummary;
+  }
+
+  /** The run, through the cluster's gate; its failures degrade the shard and retry. */
+  private startRun(): Promise<void> {
     const gate = this.options.runGate;
     this.current = (gate ? gate(() => this.runOnce()) : this.runOnce())
       .catch((error: unknown) => {
@@ -216,11 +303,17 @@ export class ClusterReconciler extends EventEmitter {
         this.abort = undefined;
         this.schedule();
       });
+    return this.current;
   }
 
   private scheduleRetry(): void {
     if (this.stopped) return;
     this.failures += 1;
+    if (this.options.dispatch) {
+      // The scheduler retries: the dispatched run fails with the degradation's reason.
+      this.retryWanted = true;
+      return;
+    }
     const delay = retryDelay(this.failures, this.retry);
     clearTimeout(this.retryTimer);
     this.retryTimer = setTimeout(() => this.notify(), delay);
@@ -318,6 +411,7 @@ export class ClusterReconciler extends EventEmitter {
       // Nothing left to reconcile (the claims a failing run was for were deleted): no failure holds any more.
       this.degradation = undefined;
       this.failures = 0;
+      this.lastSummary = "nothing left to reconcile";
       return undefined;
     }
     const { claims, members, operationId } = begun;
@@ -327,6 +421,7 @@ export class ClusterReconciler extends EventEmitter {
     const terminating = claims.filter((c) => c.status === "TERMINATING");
     this.runs += 1;
     this.abort = new AbortController();
+    if (this.cancellation?.aborted) this.abort.abort(this.cancellation.reason);
     const started = Date.now();
     const log = this.options.logger?.child({ cluster: clusterId, shard: this.shard, operation: operationId });
     log?.info({ members: members.length, creating: pending.length, terminating: terminating.length }, "engine run starting");
@@ -467,6 +562,14 @@ export class ClusterReconciler extends EventEmitter {
       });
       return;
     }
+    if (this.cancellation?.aborted) {
+      await runs.finishOperation(run.operationId, {
+        result: "abandoned",
+        error: "cancelled through the run scheduler; its claims are run with the next change",
+      });
+      run.log?.warn({ kind: run.running }, "engine run cancelled through the run scheduler");
+      return;
+    }
     await runs.finishOperation(run.operationId, { result: "failed", error: message.slice(0, 2000) });
     const failure = classifyFailure(message);
     this.degrade(
@@ -528,6 +631,7 @@ export class ClusterReconciler extends EventEmitter {
     }
     this.options.observer?.runFinished(clusterId, "up", result.succeeded ? "succeeded" : "failed", Date.now() - started);
     log?.info({ summary: result.summary, durationMs: Date.now() - started, succeeded: result.succeeded }, "engine run finished");
+    this.lastSummary = `operation ${run.operationId}: ${result.summary}`;
     this.changed(changed);
     if (outcome.retry) this.scheduleRetry();
     else this.failures = 0;

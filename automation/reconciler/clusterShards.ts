@@ -73,6 +73,11 @@ export class ClusterShards extends EventEmitter {
     });
   }
 
+  /** One run of `shard` handed back by the run scheduler (ClusterReconciler.runDispatched). */
+  runDispatched(shard: string, cancellation: AbortSignal): Promise<string> {
+    return this.shard(shard).runDispatched(cancellation);
+  }
+
   /** The shards holding unfinished claims, read from the store; none when it cannot be read (shard 0 still starts). */
   private withUnfinishedShards(use: (shards: readonly string[]) => void): void {
     this.options.store.shards(this.clusterId, UNFINISHED).then(use, (error: unknown) => {

@@ -22,6 +22,8 @@ export interface StackRunsWorkerOptions {
    * made once (bundleStackRunsWorkflows) for several workers, or `false` for a worker of activities only.
    */
   readonly workflows?: WorkflowBundle | false;
+  /** How long a shutdown lets activities under way finish before they are cancelled (default: the SDK's). */
+  readonly shutdownGraceMs?: number;
 }
 
 /** The workflow code bundled once, for several workers; `logger` gets webpack's report (default: the SDK's, at INFO). */
@@ -36,6 +38,7 @@ export async function createStackRunsWorker(options: StackRunsWorkerOptions): Pr
     namespace: options.namespace ?? "default",
     taskQueue: options.taskQueue ?? DEFAULT_STACK_RUNS_TASK_QUEUE,
     ...(options.identity ? { identity: options.identity } : {}),
+    ...(options.shutdownGraceMs !== undefined ? { shutdownGraceTime: options.shutdownGraceMs } : {}),
     ...(options.run ? { activities: stackRunActivities(options.run) } : {}),
     ...(workflows === false ? {} : workflows ? { workflowBundle: workflows } : { workflowsPath: STACK_RUNS_WORKFLOWS }),
   });

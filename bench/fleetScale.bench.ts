@@ -13,8 +13,10 @@
  * stack, on a cloud of its own: the up's seconds, seconds to every Node Ready, and the same state,
  * write and request figures for the git stack. `--scale-out-at` (default none): this checkout in the
  * scale-out mode, on a cloud of its own: two `serve` replicas sharing a throwaway PostgreSQL
- * database, the API stacks' state in an S3 bucket (gofakes3), each burst's creates spread over both
- * replicas (state and write figures are the file backend's, so none there).
+ * database, the API stacks' state in an S3 bucket (gofakes3), their engine runs as workflows of a
+ * Temporal development server, each burst's creates spread over both replicas (state and write
+ * figures are the file backend's, so none there); `--scale-out-without-temporal-at` (default none):
+ * the same without Temporal (the runs batched in process, one at a time by PostgreSQL's run lock).
  */
 import { type FSWatcher, mkdtempSync, readdirSync, rmSync, statSync, watch } from "node:fs";
 import { cpus, tmpdir, totalmem } from "node:os";
@@ -42,8 +44,9 @@ const PREVIOUS_AT = sizes(arg("previous-at", "0,60"));
 /** This checkout with every member in one API stack, as before shards (NODEFLEET_SHARD_SIZE far above the fleet). */
 const ONE_STACK_AT = sizes(arg("one-stack-at", "none"));
 const ONE_STACK = { NODEFLEET_SHARD_SIZE: "100000" };
-/** This checkout in the scale-out mode (scaleOutBackends.ts): two replicas, PostgreSQL, state in S3. */
+/** This checkout in the scale-out mode (scaleOutBackends.ts): two replicas, PostgreSQL, state in S3, Temporal (or not). */
 const SCALE_OUT_AT = sizes(arg("scale-out-at", "none"));
+const SCALE_OUT_WITHOUT_TEMPORAL_AT = sizes(arg("scale-out-without-temporal-at", "none"));
 const REPLICAS = 2;
 /** Static pools brought up from 0 by one `pulumi up` of the git stack (this checkout; off the private network). */
 const STATIC_TO = sizes(arg("static-to", "none"));
@@ -69,6 +72,8 @@ interface Round extends Timings {
   readonly requestsPerNode: number;
   /** Scale-out: the API stacks' checkpoints in the bucket after the burst (their state is there, not in a data directory). */
   readonly checkpointsInS3?: number;
+  /** Scale-out with Temporal: the workflow executions its namespace holds after the burst (one per API stack shard run on it). */
+  readonly temporalWorkflows?: number;
 }
 
 const totalRequests = (cloud: LocalCloud) => [...cloud.hcloud.requestCounts.values()].reduce((a, b) => a + b, 0);
@@ -261,13 +266,13 @@ async function rounds(
   dir: string,
   at: readonly number[],
   env: Record<string, string> = {},
-  scaleOut = false,
+  scaleOut?: { readonly temporal: boolean },
 ): Promise<Round[]> {
   const project = localStackProject(join(dir, "project"));
   const cloud = await startBenchCloud(dir, project);
   const serves: ServeProcess[] = [];
   const backends = scaleOut
-    ? await startScaleOutBackends("the scale-out bursts").catch(async (error: unknown) => {
+    ? await startScaleOutBackends("the scale-out bursts", scaleOut).catch(async (error: unknown) => {
         await cloud.stop();
         throw error;
       })
@@ -317,6 +322,7 @@ async function rounds(
         stateBytesPerMember: stateBytes > 0 ? Math.round(stateBytes / members) : NaN,
         writesPerCreated: writes ? writes.count() / BURST : NaN,
         requestsPerNode: (totalRequests(cloud) - requestsBefore) / BURST,
+        ...(backends?.workflowExecutions ? { temporalWorkflows: await backends.workflowExecutions() } : {}),
         ...(backends ? { checkpointsInS3: (await backends.stateKeys()).filter((key) => /\/stacks\/.*\.json$/.test(key)).length } : {}),
       });
       process.stderr.write(`${label}: ${JSON.stringify(results.at(-1))}\n`);
@@ -340,18 +346,30 @@ async function main(): Promise<void> {
     }
     const oneStack = ONE_STACK_AT.length > 0 ? await rounds("1-stack", undefined, join(dir, "one-stack-run"), ONE_STACK_AT, ONE_STACK) : [];
     const current = AT.length > 0 ? await rounds("this", undefined, join(dir, "this-run"), AT) : [];
+    const scaleOutWithoutTemporal =
+      SCALE_OUT_WITHOUT_TEMPORAL_AT.length > 0
+        ? await rounds(
+            "scale-out-no-temporal",
+            undefined,
+            join(dir, "scale-out-pg-run"),
+            SCALE_OUT_WITHOUT_TEMPORAL_AT,
+            {},
+            { temporal: false },
+          )
+        : [];
     const scaleOut =
-      SCALE_OUT_AT.length > 0 ? await rounds("scale-out", undefined, join(dir, "scale-out-run"), SCALE_OUT_AT, {}, true) : [];
+      SCALE_OUT_AT.length > 0 ? await rounds("scale-out", undefined, join(dir, "scale-out-run"), SCALE_OUT_AT, {}, { temporal: true }) : [];
     const statics: StaticRound[] = [];
     for (const members of STATIC_TO) statics.push(await staticRound(join(dir, `static-${members}`), members));
     const row = (label: string, r: Round) =>
-      `${label.padEnd(9)} N=${String(r.before).padStart(3)}: every POST /servers ${r.toServers.toFixed(1)} s, every Node Ready ${r.toReady.toFixed(1)} s, batch RUNNING ${r.toRunning.toFixed(1)} s; ${Number.isNaN(r.stateBytesPerMember) ? "" : `${(r.stateBytesPerMember / 1024).toFixed(1)} KiB state/member, `}${Number.isNaN(r.writesPerCreated) ? "" : `${r.writesPerCreated.toFixed(1)} writes/created member, `}${r.requestsPerNode.toFixed(1)} Hetzner requests/node${r.checkpointsInS3 === undefined ? "" : `; ${r.checkpointsInS3} API stack checkpoints in S3`}`;
+      `${label.padEnd(9)} N=${String(r.before).padStart(3)}: every POST /servers ${r.toServers.toFixed(1)} s, every Node Ready ${r.toReady.toFixed(1)} s, batch RUNNING ${r.toRunning.toFixed(1)} s; ${Number.isNaN(r.stateBytesPerMember) ? "" : `${(r.stateBytesPerMember / 1024).toFixed(1)} KiB state/member, `}${Number.isNaN(r.writesPerCreated) ? "" : `${r.writesPerCreated.toFixed(1)} writes/created member, `}${r.requestsPerNode.toFixed(1)} Hetzner requests/node${r.checkpointsInS3 === undefined ? "" : `; ${r.checkpointsInS3} API stack checkpoints in S3`}${r.temporalWorkflows === undefined ? "" : `, ${r.temporalWorkflows} Temporal workflows`}`;
     const lines = [
       `machine: ${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB; bursts of ${BURST}, boot delay 0; previous = ${BEFORE_PROVIDER_PLUGIN.slice(0, 12)}`,
       ...[
         ...previous.map((r) => row("previous", r)),
         ...oneStack.map((r) => row("1-stack", r)),
         ...current.map((r) => row("this", r)),
+        ...scaleOutWithoutTemporal.map((r) => row("scale-out, no Temporal", r)),
         ...scaleOut.map((r) => row("scale-out", r)),
       ].sort((a, b) => Number(/N= *(\d+)/.exec(a)![1]) - Number(/N= *(\d+)/.exec(b)![1])),
       ...(current.length > 0
@@ -368,7 +386,7 @@ async function main(): Promise<void> {
       ),
     ];
     process.stdout.write(
-      `${JSON.stringify({ benchmark: "fleetScale", previous, oneStack, current, scaleOut, statics, lines }, null, 2)}\n`,
+      `${JSON.stringify({ benchmark: "fleetScale", previous, oneStack, current, scaleOutWithoutTemporal, scaleOut, statics, lines }, null, 2)}\n`,
     );
   } finally {
     rmSync(dir, { recursive: true, force: true });

@@ -22,6 +22,7 @@ import { until } from "../test/support/until";
 import { arg, busyCores, machineCpuTimes, perRequest, quantiles } from "./benchSetup";
 import { type CreateDeleteRun, createDeleteLoad } from "./createDeleteLoad";
 import { processCpuMs } from "./processMemory";
+import pg from "pg";
 
 const CONNECTIONS = Number(arg("connections", "60"));
 const DURATION = Number(arg("duration", "10"));
@@ -62,12 +63,44 @@ function cpuMsOf(pids: readonly number[]): number {
   }, 0);
 }
 
+/**
+ * Samples the database's sessions every 100 ms while a load runs (pg_stat_activity): how many of the
+ * services' sessions were, on average, running, waiting on a lock or idle inside a transaction, and
+ * on what they waited. Where a shared database's creates spend their time.
+ */
+async function sampleSessions(url: string): Promise<{ stop: () => Promise<Record<string, number>> }> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  const tally = new Map<string, number>();
+  let samples = 0;
+  let pending: Promise<unknown> = Promise.resolve();
+  const timer = setInterval(() => {
+    pending = client
+      .query<{ what: string; n: string }>(
+        `SELECT CASE WHEN state = 'active' AND wait_event_type IS NOT NULL THEN 'waiting ' || wait_event_type || ':' || wait_event ELSE state END AS what, count(*) AS n
+         FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend' GROUP BY 1`,
+      )
+      .then(({ rows }) => {
+        samples += 1;
+        for (const row of rows) tally.set(row.what, (tally.get(row.what) ?? 0) + Number(row.n));
+      });
+  }, 100);
+  return {
+    async stop() {
+      clearInterval(timer);
+      await pending;
+      await client.end();
+      return Object.fromEntries([...tally].map(([what, n]) => [what, Math.round((n / Math.max(samples, 1)) * 10) / 10]));
+    },
+  };
+}
+
 async function ready(serve: ServeProcess): Promise<void> {
   await until("the replica ready", async () => ((await serve.client.readiness()).status === 200 ? true : undefined), 120_000);
 }
 
 /** One load over `services`, the connections split evenly, all at once; the figures pooled. */
-async function measure(label: string, services: readonly ServeProcess[], round: number) {
+async function measure(label: string, services: readonly ServeProcess[], round: number, databaseUrl?: string) {
   const each = Math.floor(CONNECTIONS / services.length);
   log(`${label}: ${DURATION} s of create + DELETE, ${services.length} × ${each} kept-alive connections (round ${round + 1})...`);
   const servicePids = services.map((s) => s.child.pid!);
@@ -76,6 +109,7 @@ async function measure(label: string, services: readonly ServeProcess[], round: 
   const serviceBefore = servicePids.map((pid) => processCpuMs(pid));
   const pgBefore = cpuMsOf(pgPids);
   const machineBefore = machineCpuTimes();
+  const sessions = databaseUrl ? await sampleSessions(databaseUrl) : undefined;
   const loadBefore = process.cpuUsage();
   const runs: CreateDeleteRun[] = await Promise.all(
     services.map((s, i) => createDeleteLoad(s.baseUrl, { connections: each, durationSeconds: DURATION, prefix: `r${round}-s${i}` })),
@@ -84,6 +118,7 @@ async function measure(label: string, services: readonly ServeProcess[], round: 
   const machineBusyCores = busyCores(machineBefore, machineCpuTimes());
   const serviceCpuMs = servicePids.map((pid, i) => processCpuMs(pid) - serviceBefore[i]!);
   const pgCpuMs = cpuMsOf(pgPids) - pgBefore;
+  const databaseSessions = await sessions?.stop();
   const creates = runs.flatMap((r) => r.creates);
   const deletes = runs.flatMap((r) => r.deletes);
   const requests = runs.reduce((sum, r) => sum + r.result.requests.total, 0);
@@ -99,6 +134,7 @@ async function measure(label: string, services: readonly ServeProcess[], round: 
     serviceCpuMsPerCreate: serviceCpuMs.map((ms) => perRequest(ms, creates.length)),
     serviceCoresBusy: serviceCpuMs.map((ms) => Math.round((ms / (DURATION * 1000)) * 100) / 100),
     postgresCpuMsPerCreate: pgPids.length > 0 ? perRequest(pgCpuMs, creates.length) : undefined,
+    databaseSessions,
     loadCpuMsPerRequest: perRequest((loadUsage.user + loadUsage.system) / 1000, requests),
     machineBusyCores,
     non2xx: runs.reduce((sum, r) => sum + r.result.non2xx, 0),
@@ -135,7 +171,7 @@ async function main(): Promise<void> {
         );
         started.push(...replicas);
         for (const replica of replicas) await ready(replica);
-        results.push(await measure(`${count} replica${count === 1 ? "" : "s"} (PostgreSQL)`, replicas, round));
+        results.push(await measure(`${count} replica${count === 1 ? "" : "s"} (PostgreSQL)`, replicas, round, env.NODEFLEET_DATABASE_URL));
         await Promise.all(replicas.map((replica) => stopServe(replica)));
       }
     }

@@ -12,11 +12,11 @@ import { fork, spawn, spawnSync, type ChildProcess } from "node:child_process";
 import * as os from "node:os";
 import * as path from "node:path";
 import autocannon from "autocannon";
-import { nodeIdFor } from "../automation/api/nodeIdentity";
 import { NodefleetClient } from "../automation/client/nodefleetClient";
 import { TOKEN } from "../test/support/apiHarness";
 import type { ServerAnswer, ServerRequest } from "./apiLoadServer";
-import { arg, busyCores, machineCpuTimes, percentile } from "./benchSetup";
+import { arg, busyCores, machineCpuTimes, perRequest, quantiles } from "./benchSetup";
+import { createDeleteLoad } from "./createDeleteLoad";
 
 /** The service runs in a child process (apiLoadServer.ts); one fresh service at a time. */
 class BenchServer {
@@ -220,53 +220,15 @@ async function main(): Promise<void> {
       ] as const,
   )) {
     const service = await server.open(3_600_000, scenario === "createKeepAliveLogged", false, scenario === "createKeepAliveFronted");
-    let next = 0;
-    const uniqueIdOf = new Map<unknown, string>();
-    const answered = new Map<unknown, number>();
-    const creates: number[] = [];
-    const deletes: number[] = [];
     process.stderr.write(
       `autocannon POST create + DELETE (${duration}s, ${c} kept-alive connections${scenario === "createKeepAliveLogged" ? ", logged" : scenario === "createKeepAliveFronted" ? ", through the front" : ""})...\n`,
     );
-    const { result, cpuMs, loadCpuMs, machineBusyCores } = await measured(
-      server,
-      () =>
-        new Promise<autocannon.Result>((resolve, reject) => {
-          const tracker = autocannon(
-            {
-              url: `${service.baseUrl}/api/v1/clusters/example/nodes`,
-              headers,
-              connections: c,
-              duration,
-              requests: [
-                {
-                  method: "POST",
-                  setupRequest: (request, context) => {
-                    const uniqueID = `keepalive-${next++}`;
-                    uniqueIdOf.set(context, uniqueID);
-                    return { ...request, body: JSON.stringify({ uniqueID, pool: "hel1-burst" }) };
-                  },
-                },
-                {
-                  method: "DELETE",
-                  setupRequest: (request, context) => ({
-                    ...request,
-                    body: undefined,
-                    path: `/api/v1/clusters/example/nodes/${nodeIdFor(uniqueIdOf.get(context)!)}`,
-                  }),
-                },
-              ],
-            },
-            (error, done) => (error ? reject(error) : resolve(done)),
-          );
-          // One request at a time per connection, so its answers alternate: create, delete, create...
-          tracker.on("response", (client, _status, _bytes, ms) => {
-            const n = answered.get(client) ?? 0;
-            answered.set(client, n + 1);
-            (n % 2 === 0 ? creates : deletes).push(ms);
-          });
-        }),
-    );
+    const {
+      result: { result, creates, deletes },
+      cpuMs,
+      loadCpuMs,
+      machineBusyCores,
+    } = await measured(server, () => createDeleteLoad(service.baseUrl, { connections: c, durationSeconds: duration }));
     const { commits, checkpoints } = await server.close();
     report[scenario]!.push({
       connections: c,
@@ -379,16 +341,6 @@ function runWrk(args: string[]): Promise<WrkResult> {
       else resolve(JSON.parse(line.slice("WRK_RESULT ".length)) as WrkResult);
     });
   });
-}
-
-/** p50, p99 and max of latencies in ms, to 0.1 ms. */
-function quantiles(latencies: number[]): { p50: number; p99: number; max: number } {
-  const at = (p: number) => Math.round(percentile(latencies, p) * 10) / 10;
-  return { p50: at(50), p99: at(99), max: at(100) };
-}
-
-function perRequest(cpuMs: number, requests: number): number {
-  return Math.round((cpuMs / Math.max(requests, 1)) * 1000) / 1000;
 }
 
 main().catch((error: unknown) => {

@@ -47,3 +47,14 @@ export function busyCores(before: { busyMs: number; totalMs: number }, after: { 
   const total = after.totalMs - before.totalMs;
   return total > 0 ? Math.round(((after.busyMs - before.busyMs) / total) * os.cpus().length * 100) / 100 : NaN;
 }
+
+/** p50, p99 and max of latencies in ms, to 0.1 ms. */
+export function quantiles(latencies: readonly number[]): { p50: number; p99: number; max: number } {
+  const at = (p: number) => Math.round(percentile(latencies, p) * 10) / 10;
+  return { p50: at(50), p99: at(99), max: at(100) };
+}
+
+/** CPU milliseconds per request, to a microsecond. */
+export function perRequest(cpuMs: number, requests: number): number {
+  return Math.round((cpuMs / Math.max(requests, 1)) * 1000) / 1000;
+}

@@ -11,7 +11,12 @@
  * backend replaces it), and Hetzner requests per created node. `--static-to` (default none): a
  * static pool of that many members brought up from 0 by one documented `pulumi up` of the git
  * stack, on a cloud of its own: the up's seconds, seconds to every Node Ready, and the same state,
- * write and request figures for the git stack.
+ * write and request figures for the git stack. `--scale-out-at` (default none): this checkout in the
+ * scale-out mode, on a cloud of its own: two `serve` replicas sharing a throwaway PostgreSQL
+ * database, the API stacks' state in an S3 bucket (gofakes3), their engine runs as workflows of a
+ * Temporal development server, each burst's creates spread over both replicas (state and write
+ * figures are the file backend's, so none there); `--scale-out-without-temporal-at` (default none):
+ * the same without Temporal (the runs batched in process, one at a time by PostgreSQL's run lock).
  */
 import { type FSWatcher, mkdtempSync, readdirSync, rmSync, statSync, watch } from "node:fs";
 import { cpus, tmpdir, totalmem } from "node:os";
@@ -24,6 +29,7 @@ import { apiStackName } from "../automation/reconciler/apiStack";
 import { runPulumi } from "../automation/local/localStack";
 import { UP, editLocalPool, editLocalPools, isReady, poolNodes, setLocalPublicAddresses } from "../test/support/localFleet";
 import { localStackProject } from "../test/support/localStackProject";
+import { startScaleOutBackends } from "../test/support/scaleOutBackends";
 import { type ServeProcess, serveOnLocalCloud, stopServe } from "../test/support/serveProcess";
 import { until } from "../test/support/until";
 import { arg, percentile } from "./benchSetup";
@@ -38,6 +44,10 @@ const PREVIOUS_AT = sizes(arg("previous-at", "0,60"));
 /** This checkout with every member in one API stack, as before shards (NODEFLEET_SHARD_SIZE far above the fleet). */
 const ONE_STACK_AT = sizes(arg("one-stack-at", "none"));
 const ONE_STACK = { NODEFLEET_SHARD_SIZE: "100000" };
+/** This checkout in the scale-out mode (scaleOutBackends.ts): two replicas, PostgreSQL, state in S3, Temporal (or not). */
+const SCALE_OUT_AT = sizes(arg("scale-out-at", "none"));
+const SCALE_OUT_WITHOUT_TEMPORAL_AT = sizes(arg("scale-out-without-temporal-at", "none"));
+const REPLICAS = 2;
 /** Static pools brought up from 0 by one `pulumi up` of the git stack (this checkout; off the private network). */
 const STATIC_TO = sizes(arg("static-to", "none"));
 const STATIC_POOL = "local-general";
@@ -60,6 +70,10 @@ interface Round extends Timings {
   readonly stateBytesPerMember: number;
   readonly writesPerCreated: number;
   readonly requestsPerNode: number;
+  /** Scale-out: the API stacks' checkpoints in the bucket after the burst (their state is there, not in a data directory). */
+  readonly checkpointsInS3?: number;
+  /** Scale-out with Temporal: the workflow executions its namespace holds after the burst (one per API stack shard run on it). */
+  readonly temporalWorkflows?: number;
 }
 
 const totalRequests = (cloud: LocalCloud) => [...cloud.hcloud.requestCounts.values()].reduce((a, b) => a + b, 0);
@@ -103,12 +117,18 @@ interface Timings {
   readonly toRunning: number;
 }
 
-/** Sends `count` creates at once; seconds until every server exists, every Node is Ready and every member RUNNING. */
-async function burst(serve: ServeProcess, cloud: LocalCloud, tag: string, count: number): Promise<Timings> {
+/**
+ * Sends `count` creates at once, spread over the replicas in turn; seconds until every server exists,
+ * every Node is Ready and every member RUNNING.
+ */
+async function burst(serves: readonly ServeProcess[], cloud: LocalCloud, tag: string, count: number): Promise<Timings> {
+  const [serve] = serves as [ServeProcess];
   const started = performance.now();
   const seconds = () => (performance.now() - started) / 1000;
   const answers = await Promise.all(
-    Array.from({ length: count }, (_, i) => serve.client.createNode({ uniqueID: `${tag}-${i}`, pool: POOL, instanceType: "cpx31" })),
+    Array.from({ length: count }, (_, i) =>
+      serves[i % serves.length]!.client.createNode({ uniqueID: `${tag}-${i}`, pool: POOL, instanceType: "cpx31" }),
+    ),
   );
   const ids = new Set(answers.map((a) => a.node.nodeID));
   const providerIds = new Set(answers.map((a) => a.node.providerID));
@@ -133,7 +153,7 @@ async function burst(serve: ServeProcess, cloud: LocalCloud, tag: string, count:
       return [toServers, toReady, toRunning].every((v) => !Number.isNaN(v)) ? true : undefined;
     },
     1_800_000,
-    () => serve.stderr().slice(-2000),
+    () => serves.map((s) => s.stderr().slice(-2000)).join("\n"),
     200,
   );
   // Runs still finishing (the batch's last up) write too: wait until the service is idle.
@@ -236,17 +256,27 @@ async function staticRound(dir: string, members: number): Promise<StaticRound> {
   }
 }
 
-/** One release's bursts at each size of `at`; `bin` none: this checkout, whose pool is off the private network. */
+/**
+ * One release's bursts at each size of `at`; `bin` none: this checkout, whose pool is off the private
+ * network. `scaleOut`: two replicas on the scale-out mode's shared backends instead of one service.
+ */
 async function rounds(
   label: string,
   bin: string | undefined,
   dir: string,
   at: readonly number[],
   env: Record<string, string> = {},
+  scaleOut?: { readonly temporal: boolean },
 ): Promise<Round[]> {
   const project = localStackProject(join(dir, "project"));
   const cloud = await startBenchCloud(dir, project);
-  let serve: ServeProcess | undefined;
+  const serves: ServeProcess[] = [];
+  const backends = scaleOut
+    ? await startScaleOutBackends("the scale-out bursts", scaleOut).catch(async (error: unknown) => {
+        await cloud.stop();
+        throw error;
+      })
+    : undefined;
   try {
     const maxNodes = Math.max(...at) + BURST;
     editLocalPools(cloud, (pools) => pools.filter((p) => p.name === POOL));
@@ -257,35 +287,50 @@ async function rounds(
     });
     await runPulumi(UP, project, cloud.env);
     const dataDir = join(dir, "serve");
-    serve = await serveOnLocalCloud(dataDir, cloud.env, project, { NODEFLEET_BATCH_MAX_MS: "3000", ...env }, bin);
+    // One at a time: each start checks the cloud and the shared database before it listens.
+    for (let replica = 0; replica < (scaleOut ? REPLICAS : 1); replica++)
+      serves.push(
+        await serveOnLocalCloud(
+          replica === 0 ? dataDir : `${dataDir}-${replica}`,
+          cloud.env,
+          project,
+          { NODEFLEET_BATCH_MAX_MS: "3000", ...backends?.env, ...env },
+          bin,
+        ),
+      );
     const stateDir = join(dataDir, "state");
     const results: Round[] = [];
     let members = 0;
     for (const [round, before] of at.entries()) {
       if (before > members) {
-        await burst(serve, cloud, `${label}-fill-${round}`, before - members);
+        await burst(serves, cloud, `${label}-fill-${round}`, before - members);
         members = before;
       }
       const requestsBefore = totalRequests(cloud);
+      // The file backend's checkpoints are counted and measured; in S3 (scale-out) they are not.
       const stacksDir = join(stateDir, ".pulumi", "stacks");
-      await until("the stacks folder", async () => (statSync(stacksDir, { throwIfNoEntry: false }) ? true : undefined), 60_000);
-      const writes = countWrites((name) => isApiCheckpoint("local", name), stacksDir);
-      const timings = await burst(serve, cloud, `${label}-${round}`, BURST);
-      writes.close();
+      if (!backends)
+        await until("the stacks folder", async () => (statSync(stacksDir, { throwIfNoEntry: false }) ? true : undefined), 60_000);
+      const writes = backends ? undefined : countWrites((name) => isApiCheckpoint("local", name), stacksDir);
+      const timings = await burst(serves, cloud, `${label}-${round}`, BURST);
+      writes?.close();
       members += BURST;
-      const stateBytes = apiStateBytes(stateDir, "local");
+      const stateBytes = backends ? NaN : apiStateBytes(stateDir, "local");
       results.push({
         before,
         ...timings,
         stateBytesPerMember: stateBytes > 0 ? Math.round(stateBytes / members) : NaN,
-        writesPerCreated: writes.count() / BURST,
+        writesPerCreated: writes ? writes.count() / BURST : NaN,
         requestsPerNode: (totalRequests(cloud) - requestsBefore) / BURST,
+        ...(backends?.workflowExecutions ? { temporalWorkflows: await backends.workflowExecutions() } : {}),
+        ...(backends ? { checkpointsInS3: (await backends.stateKeys()).filter((key) => /\/stacks\/.*\.json$/.test(key)).length } : {}),
       });
       process.stderr.write(`${label}: ${JSON.stringify(results.at(-1))}\n`);
     }
     return results;
   } finally {
-    await stopServe(serve);
+    await Promise.all(serves.map((serve) => stopServe(serve)));
+    await backends?.stop();
     await cloud.stop();
   }
 }
@@ -301,16 +346,31 @@ async function main(): Promise<void> {
     }
     const oneStack = ONE_STACK_AT.length > 0 ? await rounds("1-stack", undefined, join(dir, "one-stack-run"), ONE_STACK_AT, ONE_STACK) : [];
     const current = AT.length > 0 ? await rounds("this", undefined, join(dir, "this-run"), AT) : [];
+    const scaleOutWithoutTemporal =
+      SCALE_OUT_WITHOUT_TEMPORAL_AT.length > 0
+        ? await rounds(
+            "scale-out-no-temporal",
+            undefined,
+            join(dir, "scale-out-pg-run"),
+            SCALE_OUT_WITHOUT_TEMPORAL_AT,
+            {},
+            { temporal: false },
+          )
+        : [];
+    const scaleOut =
+      SCALE_OUT_AT.length > 0 ? await rounds("scale-out", undefined, join(dir, "scale-out-run"), SCALE_OUT_AT, {}, { temporal: true }) : [];
     const statics: StaticRound[] = [];
     for (const members of STATIC_TO) statics.push(await staticRound(join(dir, `static-${members}`), members));
     const row = (label: string, r: Round) =>
-      `${label.padEnd(8)} N=${String(r.before).padStart(3)}: every POST /servers ${r.toServers.toFixed(1)} s, every Node Ready ${r.toReady.toFixed(1)} s, batch RUNNING ${r.toRunning.toFixed(1)} s; ${(r.stateBytesPerMember / 1024).toFixed(1)} KiB state/member, ${r.writesPerCreated.toFixed(1)} writes/created member, ${r.requestsPerNode.toFixed(1)} Hetzner requests/node`;
+      `${label.padEnd(9)} N=${String(r.before).padStart(3)}: every POST /servers ${r.toServers.toFixed(1)} s, every Node Ready ${r.toReady.toFixed(1)} s, batch RUNNING ${r.toRunning.toFixed(1)} s; ${Number.isNaN(r.stateBytesPerMember) ? "" : `${(r.stateBytesPerMember / 1024).toFixed(1)} KiB state/member, `}${Number.isNaN(r.writesPerCreated) ? "" : `${r.writesPerCreated.toFixed(1)} writes/created member, `}${r.requestsPerNode.toFixed(1)} Hetzner requests/node${r.checkpointsInS3 === undefined ? "" : `; ${r.checkpointsInS3} API stack checkpoints in S3`}${r.temporalWorkflows === undefined ? "" : `, ${r.temporalWorkflows} Temporal workflows`}`;
     const lines = [
       `machine: ${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB; bursts of ${BURST}, boot delay 0; previous = ${BEFORE_PROVIDER_PLUGIN.slice(0, 12)}`,
       ...[
         ...previous.map((r) => row("previous", r)),
         ...oneStack.map((r) => row("1-stack", r)),
         ...current.map((r) => row("this", r)),
+        ...scaleOutWithoutTemporal.map((r) => row("scale-out, no Temporal", r)),
+        ...scaleOut.map((r) => row("scale-out", r)),
       ].sort((a, b) => Number(/N= *(\d+)/.exec(a)![1]) - Number(/N= *(\d+)/.exec(b)![1])),
       ...(current.length > 0
         ? [
@@ -325,7 +385,9 @@ async function main(): Promise<void> {
           `static 0 -> ${r.members}: pulumi up ${r.upSeconds.toFixed(0)} s (the empty stack's first up ${r.emptyUpSeconds.toFixed(0)} s), every Node Ready ${r.toReady.toFixed(0)} s; ${(r.stateBytesPerMember / 1024).toFixed(1)} KiB state/member, ${r.writesPerMember.toFixed(1)} writes/member, ${r.requestsPerMember.toFixed(1)} Hetzner requests/member, the CLI's peak ${r.cliPeakMiB} MiB resident${Object.keys(CLI_ENV).length > 0 ? ` (CLI with ${JSON.stringify(CLI_ENV)})` : ""}`,
       ),
     ];
-    process.stdout.write(`${JSON.stringify({ benchmark: "fleetScale", previous, oneStack, current, statics, lines }, null, 2)}\n`);
+    process.stdout.write(
+      `${JSON.stringify({ benchmark: "fleetScale", previous, oneStack, current, scaleOutWithoutTemporal, scaleOut, statics, lines }, null, 2)}\n`,
+    );
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

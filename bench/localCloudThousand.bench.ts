@@ -23,7 +23,7 @@ import { buildFakeHcloud } from "../automation/local/fakeHcloud/fakeHcloudApi";
 import { kube } from "../automation/local/kubeClient";
 import { type LocalCloud, startLocalCloud } from "../automation/local/localCloud";
 import { arg, percentile } from "./benchSetup";
-import { processMemoryMiB } from "./processMemory";
+import { processCpuMs, processMemoryMiB } from "./processMemory";
 
 const MACHINES = Number(arg("machines", "1000"));
 const NODES = Number(arg("nodes", "1000"));
@@ -137,12 +137,6 @@ async function fakeApiPart(dir: string): Promise<Record<string, unknown>> {
   } finally {
     await fake.app.close();
   }
-}
-
-/** utime + stime of a process, in ms (from /proc; clock ticks of 10 ms). */
-function processCpuMs(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
-  return (Number(fields[11]) + Number(fields[12])) * 10;
 }
 
 interface NodeList {

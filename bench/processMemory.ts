@@ -1,4 +1,4 @@
-/** A process's memory as Linux reports it in /proc/<pid>/status: resident now, or its peak so far. */
+/** A process's memory and CPU time as Linux reports them in /proc/<pid>: resident now, or its peak so far. */
 import { readFileSync, readdirSync, readlinkSync } from "node:fs";
 
 /** `VmRSS` (resident now) or `VmHWM` (the resident peak, its high-water mark) of `pid`, in MiB; NaN once it is gone. */
@@ -23,4 +23,10 @@ export function processesIn(command: string, cwd: string): number[] {
       }
     })
     .map(Number);
+}
+
+/** utime + stime of a process, in ms (from /proc; clock ticks of 10 ms). */
+export function processCpuMs(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+  return (Number(fields[11]) + Number(fields[12])) * 10;
 }

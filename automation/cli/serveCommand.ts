@@ -95,7 +95,8 @@ async function serveClusters(options: ServeOptions, env: NodeJS.ProcessEnv = pro
   });
   const front = await buildClusterFront({ clusters: () => hosts.list(), metrics: new ServiceMetrics(), logger, ...(tls ? { tls } : {}) });
   front.addHook("onClose", async () => hosts.stop());
-  closeOnSignals(front, logger, () => {}, scheduler);
+  const shutdown = closeOnSignals(front, logger, () => {}, scheduler);
+  scheduler?.onFailure(() => shutdown("Temporal worker failed", 1));
   let address: string;
   try {
     address = await front.listen({ host: options.host, port: options.port });
@@ -147,6 +148,8 @@ function closeOnSignals(
 function stopOnSignals(service: StackService, logger: Logger, scheduler: TemporalRuns | undefined): void {
   // Before the close: a run waiting for the first apply must not hold the shutdown.
   const shutdown = closeOnSignals(service.app, logger, () => service.firstApply?.abandon(), scheduler);
+  // A worker that failed for good runs nothing more here: a restart connects again.
+  scheduler?.onFailure(() => shutdown("Temporal worker failed", 1));
   // A failed fsync leaves the disk's content unknown: stop, so that a restart recovers from what is on it.
   walSyncOf(service.database).onFailure(() => shutdown("store sync failed", 1));
 }

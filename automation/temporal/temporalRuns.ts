@@ -49,6 +49,7 @@ export class TemporalRuns implements RunScheduler {
   private readonly clusters = new Map<string, DispatchedRuns>();
   private worker: Worker | undefined;
   private running: Promise<void> | undefined;
+  private failed: ((error: Error) => void) | undefined;
 
   private constructor(
     private readonly options: TemporalRunsOptions,
@@ -116,12 +117,21 @@ export class TemporalRuns implements RunScheduler {
       },
     });
     this.running = this.worker.run().catch((error: unknown) => {
-      logger.fatal({ err: errorMessage(error) }, "the Temporal worker stopped; this replica runs no engine run any more");
+      logger.fatal({ err: errorMessage(error) }, "the Temporal worker failed; this replica runs no engine run any more");
+      this.failed?.(error instanceof Error ? error : new Error(errorMessage(error)));
     });
     logger.info(
       { temporal: settings.address, namespace: settings.namespace, taskQueue: settings.taskQueue, startedMs: Date.now() - started },
       "engine runs are Temporal workflows; this replica is one of their workers",
     );
+  }
+
+  /**
+   * Told once if the worker fails for good (Temporal unreachable past the SDK's retries): `serve`
+   * then stops with a non-zero exit, so the orchestrator restarts it and it connects again.
+   */
+  onFailure(failed: (error: Error) => void): void {
+    this.failed = failed;
   }
 
   /** Stops polling, lets the activities under way finish (at most the shutdown grace), then closes the connections. */

@@ -9,6 +9,12 @@
 import assert from "node:assert/strict";
 import { type CreateNodeBody, NodefleetApiError, type NodefleetClient, type NodeView } from "../../automation/client/nodefleetClient";
 
+/**
+ * What the drive calls: a NodefleetClient, or one spreading its calls over several replicas of the
+ * service (scaleOutOnLocalCloud.test.ts).
+ */
+export type ConformanceClient = Pick<NodefleetClient, "createNode" | "getNode" | "listNodes" | "deleteNode">;
+
 /** Polls `probe` until it returns a value; fails (naming `what`) when its budget is spent. */
 export type WaitFor = <T>(what: string, probe: () => Promise<T | undefined>) => Promise<T>;
 
@@ -23,7 +29,7 @@ export function claimNames(prefix: string, count: number): string[] {
  * the node ids in the order of `names`.
  */
 export async function createClaims(
-  client: NodefleetClient,
+  client: ConformanceClient,
   names: readonly string[],
   body: Omit<CreateNodeBody, "uniqueID">,
 ): Promise<string[]> {
@@ -44,7 +50,7 @@ export async function createClaims(
  * garbage collection reads) names every one of them. Returns the RUNNING views.
  */
 export async function awaitRunning(
-  client: NodefleetClient,
+  client: ConformanceClient,
   nodeIds: readonly string[],
   waitFor: WaitFor,
   providerIdPrefix: string,
@@ -67,7 +73,7 @@ export async function awaitRunning(
  * Deletes every node, each Delete repeated at `waitFor`'s pace (answered TERMINATING) until it is
  * answered 404 NodeNotFound, as Karpenter's termination loop does; List is empty afterwards.
  */
-export async function deleteUntilGone(client: NodefleetClient, nodeIds: readonly string[], waitFor: WaitFor): Promise<void> {
+export async function deleteUntilGone(client: ConformanceClient, nodeIds: readonly string[], waitFor: WaitFor): Promise<void> {
   // A probe's throw only means "not yet" to waitFor: a wrong answer is handed out and thrown here instead.
   const outcomes = await Promise.all(
     nodeIds.map((id) =>

@@ -136,7 +136,7 @@ describe("serve replicas running their engine runs as Temporal workflows (simula
   });
 
   it("drops the batch when an operator cancels the stack's workflow, and starts anew with the next change", async () => {
-    // A long window, so the cancel lands while the workflow batches (a cancel under way of an engine run: scaleOutDrive).
+    // A long window, so the cancel lands while the workflow batches (a cancel under way of an engine run: local/scaleOutOnLocalCloud).
     const { a } = await twoReplicas("cancel", { NODEFLEET_BATCH_IDLE_MS: "4000", NODEFLEET_BATCH_MAX_MS: "4000" });
     const first = await a.client.createNode({ uniqueID: "c-0", pool: "hel1-burst" });
     const handle = temporal!.client.workflow.getHandle(stackRunsWorkflowId("example", "0"));

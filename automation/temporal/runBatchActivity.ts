@@ -11,8 +11,14 @@ import { DEFAULT_STACK_RUNS_SETTINGS, type RunBatchInput, type RunBatchResult, t
 /** One engine run of the stack; it stops (rejecting) when `signal` aborts. */
 export type StackRun = (input: RunBatchInput, signal: AbortSignal) => Promise<RunBatchResult>;
 
-/** Heartbeats per heartbeat timeout: one lost or late heartbeat does not lose the run. */
+/** Heartbeats per heartbeat timeout at least: one lost or late heartbeat does not lose the run. */
 const BEATS_PER_TIMEOUT = 3;
+/**
+ * A heartbeat at least this often (the worker's throttle lets it through): an operator's cancel
+ * reaches the run in its answer, so it lands within seconds rather than the SDK's default 80 % of
+ * the timeout.
+ */
+export const HEARTBEAT_EVERY_MS = 2000;
 
 export function stackRunActivities(run: StackRun): StackRunActivities {
   return {
@@ -20,9 +26,9 @@ export function stackRunActivities(run: StackRun): StackRunActivities {
       const context = Context.current();
       const signal = context.cancellationSignal;
       context.heartbeat();
-      // The SDK throttles what reaches the server (80% of the timeout); this only keeps it fed.
+      // The SDK throttles what reaches the server (stackRunsWorker.ts sets the throttle to HEARTBEAT_EVERY_MS).
       const timeoutMs = context.info.heartbeatTimeoutMs || DEFAULT_STACK_RUNS_SETTINGS.heartbeatTimeoutMs;
-      const beat = setInterval(() => context.heartbeat(), timeoutMs / BEATS_PER_TIMEOUT);
+      const beat = setInterval(() => context.heartbeat(), Math.min(timeoutMs / BEATS_PER_TIMEOUT, HEARTBEAT_EVERY_MS));
       try {
         return await run(input, signal);
       } catch (error) {

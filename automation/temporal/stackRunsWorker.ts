@@ -4,7 +4,7 @@
  * each task to one of them, and a stack's workflow keeps its runs one at a time.
  */
 import { bundleWorkflowCode, type Logger, type NativeConnection, Worker, type WorkflowBundle } from "@temporalio/worker";
-import { stackRunActivities, type StackRun } from "./runBatchActivity";
+import { HEARTBEAT_EVERY_MS, stackRunActivities, type StackRun } from "./runBatchActivity";
 import { DEFAULT_STACK_RUNS_TASK_QUEUE } from "./stackRunsContract";
 
 /** The module the workflow bundle is made from. */
@@ -39,6 +39,8 @@ export async function createStackRunsWorker(options: StackRunsWorkerOptions): Pr
     taskQueue: options.taskQueue ?? DEFAULT_STACK_RUNS_TASK_QUEUE,
     ...(options.identity ? { identity: options.identity } : {}),
     ...(options.shutdownGraceMs !== undefined ? { shutdownGraceTime: options.shutdownGraceMs } : {}),
+    // Heartbeats reach the server this often, so a cancel reaches a run in seconds (runBatchActivity.ts).
+    maxHeartbeatThrottleInterval: HEARTBEAT_EVERY_MS,
     ...(options.run ? { activities: stackRunActivities(options.run) } : {}),
     ...(workflows === false ? {} : workflows ? { workflowBundle: workflows } : { workflowsPath: STACK_RUNS_WORKFLOWS }),
   });

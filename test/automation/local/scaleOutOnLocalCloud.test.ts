@@ -251,7 +251,7 @@ describe("scale-out on the local cloud: two replicas, PostgreSQL, S3 state and T
       "the other replica answered every request",
     );
     assert.ok(answers.length >= 20, `${answers.length} requests while the run moved`);
-    assert.ok(Math.max(...answers.map((a) => a.ms)) < 10_000, `answers within 10 s: ${JSON.stringify(answers)}`);
+    assert.ok(Math.max(...answers.map((a) => a.ms)) < 30_000, `answers within 30 s: ${JSON.stringify(answers)}`);
 
     // The survivor's worker ran the stack after the kill, and its run marked the killed one abandoned.
     assert.match(survivor.stderr().slice(survivorMark), /engine run starting/);

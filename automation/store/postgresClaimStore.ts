@@ -5,6 +5,7 @@
  * replicas by `SELECT … FOR UPDATE` on the cluster's row of `claim_clusters`, so the pool's limits
  * and placement slots are counted with every committed admission in view (READ COMMITTED reads
  * each statement's snapshot after the lock is granted); UNIQUE (cluster_id, unique_id) backs it.
+ * A replica admits the creates arriving together in one such transaction (postgresAdmissions.ts).
  * A COMMIT that returned is durable (synchronous_commit, the server default).
  */
 import type pg from "pg";
@@ -21,6 +22,7 @@ import {
   type NewClaim,
   type Occupancy,
 } from "./claimRepository";
+import { AdmissionGroups, emptyOccupancy, type GroupView } from "./postgresAdmissions";
 import { inTransaction, openPostgresPool, type PostgresOptions } from "./postgresDatabase";
 
 const SHARD_OF_ROW = "COALESCE(snapshot_json->>'shard', '0')";
@@ -42,6 +44,7 @@ export class PostgresClaimStore implements ClaimRepository {
   /** Other replicas write the claims too: nothing derived from them is kept. */
   readonly claimsVersion = undefined;
   private readonly now: () => Date;
+  private readonly admissions: AdmissionGroups;
 
   /** Over a pool opened by openPostgresPool; close() ends the pool only when the store owns it. */
   constructor(
@@ -50,6 +53,12 @@ export class PostgresClaimStore implements ClaimRepository {
     private readonly ownsPool = false,
   ) {
     this.now = now ?? (() => new Date());
+    this.admissions = new AdmissionGroups(pool, {
+      lock: lockCluster,
+      read: readGroupView,
+      insert: insertClaims,
+      timestamp: () => this.timestamp(),
+    });
   }
 
   /** Connects (a pool of its own) and brings the schema up to date; refuses a schema newer than this nodefleet knows. */
@@ -118,18 +127,7 @@ export class PostgresClaimStore implements ClaimRepository {
   }
 
   admit(request: AdmissionRequest, decide: (view: AdmissionView) => NewClaim): Promise<Admission> {
-    return this.transaction(async (client): Promise<Admission> => {
-      await lockCluster(client, request.clusterId);
-      // After the lock: an admission of the same uniqueID on another replica has committed or not begun.
-      const earlier = await claimBy(client, request.clusterId, "unique_id", request.uniqueId);
-      if (earlier) return { earlier };
-      // One after another: a connection runs one query at a time.
-      const clash = await claimBy(client, request.clusterId, "node_id", request.nodeId);
-      const held = await occupancy(client, request.clusterId, request.pool);
-      const onNetwork = await privateNetworkMembers(client, request.clusterId);
-      const claim = decide({ clash, occupancy: held, privateNetworkMembers: () => onNetwork });
-      return { claim: await insert(client, claim, this.timestamp()) };
-    });
+    return this.admissions.admit(request, decide);
   }
 
   requestDelete(clusterId: string, nodeId: string): Promise<DeleteRequest> {
@@ -181,10 +179,32 @@ export async function listClaims(db: Queryable, clusterId: string, filter: Claim
   return result.rows.map(fromRow);
 }
 
-/** Takes the cluster's admission lock until the transaction ends (the row is made on the cluster's first admission). */
+/**
+ * Takes the cluster's admission lock until the transaction ends: its row of claim_clusters, made on
+ * the cluster's first admission (a concurrent first insert is waited for by ON CONFLICT).
+ */
 async function lockCluster(client: Queryable, clusterId: string): Promise<void> {
+  const sql = "SELECT cluster_id FROM claim_clusters WHERE cluster_id = $1 FOR UPDATE";
+  if ((await client.query(sql, [clusterId])).rowCount) return;
   await client.query("INSERT INTO claim_clusters (cluster_id) VALUES ($1) ON CONFLICT DO NOTHING", [clusterId]);
-  await client.query("SELECT cluster_id FROM claim_clusters WHERE cluster_id = $1 FOR UPDATE", [clusterId]);
+  await client.query(sql, [clusterId]);
+}
+
+/**
+ * What a group of admissions decides by, read after its lock is granted (each statement's snapshot
+ * then holds every admission committed before): the claims with the group's uniqueIDs or node ids,
+ * each requested pool's occupancy and the private network's members.
+ */
+async function readGroupView(client: Queryable, clusterId: string, requests: readonly AdmissionRequest[]): Promise<GroupView> {
+  const found = await client.query<ClaimRow>(
+    `SELECT ${CLAIM_COLUMNS} FROM claims WHERE cluster_id = $1 AND (unique_id = ANY($2::text[]) OR node_id = ANY($3::text[]))`,
+    [clusterId, requests.map((r) => r.uniqueId), requests.map((r) => r.nodeId)],
+  );
+  return {
+    claims: found.rows.map(fromRow),
+    occupancy: await occupancies(client, clusterId, [...new Set(requests.map((r) => r.pool))]),
+    privateNetworkMembers: await privateNetworkMembers(client, clusterId),
+  };
 }
 
 /** The cluster's claim with this node id or this uniqueID (both unique within a cluster). */
@@ -203,20 +223,29 @@ async function shardOf(db: Queryable, clusterId: string, nodeId: string): Promis
 }
 
 async function occupancy(db: Queryable, clusterId: string, pool: string): Promise<Occupancy> {
-  const result = await db.query<{ nodes: number; cpu: string; mem: string; slot: number | null; shard: string }>(
-    `SELECT COUNT(*) OVER ()::int AS nodes, SUM(cpu_millis) OVER () AS cpu, SUM(memory_mib) OVER () AS mem,
-            placement_slot AS slot, ${SHARD_OF_ROW} AS shard
-       FROM claims WHERE cluster_id = $1 AND pool = $2 AND status = ANY($3::text[])`,
-    [clusterId, pool, OCCUPYING_STATUSES],
+  return (await occupancies(db, clusterId, [pool])).get(pool)!;
+}
+
+/** Each pool's occupying claims: how many, their CPU and memory, and each placement slot's shard. */
+async function occupancies(db: Queryable, clusterId: string, pools: readonly string[]): Promise<Map<string, Occupancy>> {
+  const result = await db.query<{ pool: string; cpu: number; mem: number; slot: number | null; shard: string }>(
+    `SELECT pool, cpu_millis AS cpu, memory_mib AS mem, placement_slot AS slot, ${SHARD_OF_ROW} AS shard
+       FROM claims WHERE cluster_id = $1 AND pool = ANY($2::text[]) AND status = ANY($3::text[])`,
+    [clusterId, pools, OCCUPYING_STATUSES],
   );
-  const first = result.rows[0];
-  const slotShards = new Map<number, string>();
-  for (const row of result.rows) if (row.slot !== null) slotShards.set(row.slot, row.shard);
-  return {
-    usage: { nodes: first?.nodes ?? 0, cpuMillis: Number(first?.cpu ?? 0), memoryMiB: Number(first?.mem ?? 0) },
-    placementSlots: [...slotShards.keys()],
-    slotShards,
-  };
+  const byPool = new Map(pools.map((pool) => [pool, { nodes: 0, cpuMillis: 0, memoryMiB: 0, slotShards: new Map<number, string>() }]));
+  for (const row of result.rows) {
+    const held = byPool.get(row.pool)!;
+    held.nodes += 1;
+    held.cpuMillis += row.cpu;
+    held.memoryMiB += row.mem;
+    if (row.slot !== null) held.slotShards.set(row.slot, row.shard);
+  }
+  const answer = new Map<string, Occupancy>();
+  for (const [pool, { slotShards, ...usage }] of byPool) {
+    answer.set(pool, usage.nodes === 0 ? emptyOccupancy() : { usage, placementSlots: [...slotShards.keys()], slotShards });
+  }
+  return answer;
 }
 
 async function privateNetworkMembers(db: Queryable, clusterId: string): Promise<number> {
@@ -228,12 +257,12 @@ async function privateNetworkMembers(db: Queryable, clusterId: string): Promise<
   return result.rows[0]!.n;
 }
 
-async function insert(db: Queryable, claim: NewClaim, at: string): Promise<Claim> {
-  await db.query(
-    `INSERT INTO claims (cluster_id, node_id, unique_id, request_hash, request_json, pool, instance_type, zone, snapshot_json,
-         status, failure_code, failure_reason, instance_id, ipv4, private_ipv4, cpu_millis, memory_mib, placement_slot, created_at, updated_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $19)`,
-    [
+/** The claims, each with its own timestamps, in one statement. */
+async function insertClaims(db: Queryable, claims: readonly Claim[]): Promise<void> {
+  const values: unknown[] = [];
+  const rows = claims.map((claim) => {
+    const first = values.length + 1;
+    values.push(
       claim.clusterId,
       claim.nodeId,
       claim.uniqueId,
@@ -252,10 +281,17 @@ async function insert(db: Queryable, claim: NewClaim, at: string): Promise<Claim
       claim.cpuMillis,
       claim.memoryMiB,
       typeof claim.snapshot.placementSlot === "number" ? claim.snapshot.placementSlot : null,
-      at,
-    ],
+      claim.createdAt,
+      claim.updatedAt,
+    );
+    return `(${Array.from({ length: 20 }, (_, i) => `$${first + i}`).join(", ")})`;
+  });
+  await db.query(
+    `INSERT INTO claims (cluster_id, node_id, unique_id, request_hash, request_json, pool, instance_type, zone, snapshot_json,
+         status, failure_code, failure_reason, instance_id, ipv4, private_ipv4, cpu_millis, memory_mib, placement_slot, created_at, updated_at)
+       VALUES ${rows.join(", ")}`,
+    values,
   );
-  return { ...claim, createdAt: at, updatedAt: at };
 }
 
 export async function patchClaim(db: Queryable, clusterId: string, nodeId: string, patch: ClaimPatch, at: string): Promise<void> {

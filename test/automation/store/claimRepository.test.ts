@@ -257,6 +257,45 @@ function claimRepositorySuite(backend: Backend): void {
       assert.equal((await repo.byUniqueId(CLUSTER, "d1"))?.status, "GONE");
     });
 
+    it("shows each of concurrent creates the ones admitted before it: usage, slots, the network, a clash", async () => {
+      const seen: Array<{ nodes: number; cpu: number; members: number }> = [];
+      const admitOne = (uniqueID: string, network: "private" | "public") =>
+        repo.admit(requestOf(body(uniqueID)), (view) => {
+          seen.push({ nodes: view.occupancy.usage.nodes, cpu: view.occupancy.usage.cpuMillis, members: view.privateNetworkMembers() });
+          return claimFor(body(uniqueID), { slot: nextSlot(view.occupancy.placementSlots), network, shard: uniqueID });
+        });
+      let clash: string | undefined;
+      const outcomes = await Promise.allSettled([
+        admitOne("g0", "private"),
+        admitOne("g1", "public"),
+        admitOne("g2", "private"),
+        // Another uniqueID whose node id is g0's, in the same turn: it sees g0 as its clash.
+        repo.admit({ ...requestOf(body("g3")), nodeId: "n-g0" }, (view) => {
+          clash = view.clash?.uniqueId;
+          throw new Error("conflict");
+        }),
+      ]);
+      assert.deepEqual(
+        outcomes.map((o) => o.status),
+        ["fulfilled", "fulfilled", "fulfilled", "rejected"],
+      );
+      assert.equal(clash, "g0");
+      assert.deepEqual(seen, [
+        { nodes: 0, cpu: 0, members: 0 },
+        { nodes: 1, cpu: 3000, members: 1 },
+        { nodes: 2, cpu: 6000, members: 1 },
+      ]);
+      const held = await repo.occupancy(CLUSTER, "hel1-burst");
+      assert.deepEqual(
+        [...held.slotShards].sort(([x], [y]) => x - y),
+        [
+          [0, "g0"],
+          [1, "g1"],
+          [2, "g2"],
+        ],
+      );
+    });
+
     it("holds a pool's limit and gives one claim per uniqueID under concurrent creates", async () => {
       const requests = [...Array(12).keys()].map((i) => body(`c${i % 8}`));
       const outcomes = await Promise.allSettled(requests.map((r) => createWithin(repo, r, 5)));
@@ -306,6 +345,21 @@ describe("two replicas on one PostgreSQL database", function () {
       assert.equal(outcomes.filter((o) => "claim" in o).length, 1, `round ${i}`);
     }
     assert.equal((await b.list(CLUSTER)).length, 10);
+  });
+
+  it("admits the other creates of a group when one create's row is refused", async () => {
+    // jsonb holds no NUL character: that create's INSERT fails, the others' do not.
+    const outcomes = await Promise.allSettled([
+      create(a, body("ok1")),
+      create(a, body("bad"), { shard: "a\u0000b" }),
+      create(a, body("ok2")),
+    ]);
+    assert.deepEqual(
+      outcomes.map((o) => o.status),
+      ["fulfilled", "rejected", "fulfilled"],
+    );
+    assert.deepEqual((await b.list(CLUSTER)).map((c) => c.uniqueId).sort(), ["ok1", "ok2"]);
+    assert.equal((await a.occupancy(CLUSTER, "hel1-burst")).usage.nodes, 2);
   });
 
   it("holds a pool's limit and its placement slots while both replicas admit at once", async () => {

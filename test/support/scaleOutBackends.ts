@@ -15,6 +15,8 @@ export interface ScaleOutBackends {
   readonly env: Record<string, string>;
   /** The keys of the API stacks' state in the bucket (checkpoints, history, locks). */
   stateKeys(): Promise<string[]>;
+  /** With Temporal: its development server, for a test's queries and cancels of the stacks' workflows. */
+  readonly temporal?: TestWorkflowEnvironment;
   /** With Temporal: how many workflow executions its namespace holds (the API stacks' runs, continued-as-new ones apart). */
   workflowExecutions?(): Promise<number>;
   stop(): Promise<void>;
@@ -44,7 +46,7 @@ export async function startScaleOutBackends(runsWhat: string, options: { readonl
         ...(temporal ? { NODEFLEET_TEMPORAL_ADDRESS: temporal.address } : {}),
       },
       stateKeys: () => bucket.keys("api-stacks"),
-      ...(temporal ? { workflowExecutions: () => countExecutions(temporal!) } : {}),
+      ...(temporal ? { temporal, workflowExecutions: () => countExecutions(temporal!) } : {}),
       stop,
     };
   } catch (error) {

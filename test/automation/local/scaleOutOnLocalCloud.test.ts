@@ -27,10 +27,8 @@ import { TOKEN } from "../../support/apiHarness";
 import { awaitRunning, claimNames, type ConformanceClient, createClaims, deleteUntilGone } from "../../support/karpenterConformance";
 import { UP, allServers, editLocalPools, isReady, poolNodes } from "../../support/localFleet";
 import { localStackProject } from "../../support/localStackProject";
-import { suitePostgres } from "../../support/postgresServer";
-import { type S3Server, startS3Server } from "../../support/s3Server";
 import { type ServeProcess, crashWithChildren, startServe, stopServe } from "../../support/serveProcess";
-import { startTemporalDevServer } from "../../support/temporalDevServer";
+import { startScaleOutBackends, type ScaleOutBackends } from "../../support/scaleOutBackends";
 import { LOCAL_CLOUD_TOOLS, missingTools, skipUnlessAvailable } from "../../support/toolchainRequirement";
 import { until } from "../../support/until";
 
@@ -68,13 +66,12 @@ async function serversByClaim(cloud: LocalCloud): Promise<Map<string, number[]>>
 
 describe("scale-out on the local cloud: two replicas, PostgreSQL, S3 state and Temporal (real engine)", function () {
   this.timeout(900_000);
-  const postgres = suitePostgres("the scale-out drive");
   let dir: string;
   let project: string;
   let cloud: LocalCloud | undefined;
-  let s3: S3Server | undefined;
+  /** PostgreSQL, the S3 bucket of the API stacks' state and Temporal, shared by the replicas. */
+  let backends: ScaleOutBackends | undefined;
   let temporal: TestWorkflowEnvironment | undefined;
-  let database: string;
   /** While set, the fake Hetzner API holds server creates until it resolves: a run then outlasts a cancel's way to it. */
   let createsHeld: Promise<void> | undefined;
   let heldCreates = 0;
@@ -112,11 +109,7 @@ describe("scale-out on the local cloud: two replicas, PostgreSQL, S3 state and T
       {
         ...cloud!.env,
         NODEFLEET_API_TOKENS: `local:${TOKEN},broken:${BROKEN_TOKEN}`,
-        NODEFLEET_DATABASE_URL: database,
-        NODEFLEET_API_STACK_BACKEND_URL: s3!.backendUrl("api-stacks"),
-        AWS_ACCESS_KEY_ID: "nodefleet-test",
-        AWS_SECRET_ACCESS_KEY: "nodefleet-test-secret",
-        NODEFLEET_TEMPORAL_ADDRESS: temporal!.address,
+        ...backends!.env,
         NODEFLEET_LOG_LEVEL: "info",
         NODEFLEET_BATCH_IDLE_MS: "300",
       },
@@ -136,10 +129,8 @@ describe("scale-out on the local cloud: two replicas, PostgreSQL, S3 state and T
   before(async function () {
     skipUnlessAvailable(this, missingTools(...LOCAL_CLOUD_TOOLS, "temporal", "gofakes3"));
     dir = mkdtempSync(join(tmpdir(), "nodefleet-scale-out-"));
-    await postgres.before();
-    database = await postgres.createDatabase("scale_out");
-    s3 = await startS3Server();
-    temporal = await startTemporalDevServer();
+    backends = await startScaleOutBackends("the scale-out drive", { temporal: true });
+    temporal = backends.temporal;
     project = localStackProject(join(dir, "project"));
     cloud = await startLocalCloud({
       dataDir: join(dir, "cloud"),
@@ -171,9 +162,7 @@ describe("scale-out on the local cloud: two replicas, PostgreSQL, S3 state and T
     // Each cluster's engine runs in <data-dir>/<stack>: what a killed replica's CLI left there.
     for (const replica of replicas.values()) await stopProcesses(leftoversOfEndedEngines(join(replica.dataDir, "local")));
     await cloud?.stop();
-    await s3?.stop();
-    await temporal?.teardown();
-    await postgres.after();
+    await backends?.stop();
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
